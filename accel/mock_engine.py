@@ -1,0 +1,217 @@
+"""Run a Pulumi program on the SDK's mock engine and record everything it declares.
+
+This is the one recorder in the project: `accel plan` uses it to show what a stack would
+build, and the test suite uses it (through tests/harness.py) to assert on components. It
+records what the real engine would receive: type token, name, parent, camelCase inputs,
+protect, retainOnDelete, provider, dependencies, and the stack's exports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.output import Unknown
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+from pulumi.runtime.settings import set_root_resource
+from pulumi.runtime.stack import run_in_stack
+from pulumi.runtime.sync_await import _sync_await
+
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+# Invoke answers the programs here rely on; anything else answers {} (the mock default).
+DEFAULT_ZONES = {
+    "us-central1": ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"],
+    "us-central2": ["us-central2-b"],
+    "us-east5": ["us-east5-a", "us-east5-b", "us-east5-c"],
+    "us-east1": ["us-east1-b", "us-east1-c", "us-east1-d"],
+    "us-east-1": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"],
+    "us-west-2": ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"],
+}
+
+
+@dataclass
+class CapturedResource:
+    type: str
+    name: str
+    urn: str
+    parent: str | None
+    inputs: dict[str, Any]
+    custom: bool
+    protect: bool = False
+    retain_on_delete: bool = False
+    provider: str = ""
+    dependencies: list[str] = field(default_factory=list)
+
+    @property
+    def parent_name(self) -> str | None:
+        return self.parent.rsplit("::", 1)[-1] if self.parent else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md `accel plan --json` resource shape (plus urn and custom)."""
+        return {
+            "type": self.type,
+            "name": self.name,
+            "urn": self.urn,
+            "parent": self.parent,
+            "custom": self.custom,
+            "inputs": self.inputs,
+            "retain_on_delete": self.retain_on_delete,
+            "protect": self.protect,
+        }
+
+
+@dataclass
+class Capture:
+    """Everything one program run declared, in registration order."""
+
+    resources: list[CapturedResource] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def of_type(self, type_token: str) -> list[CapturedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def named(self, name: str) -> CapturedResource:
+        found = [r for r in self.resources if r.name == name]
+        if len(found) != 1:
+            raise KeyError(f"expected one resource named {name!r}, found {len(found)}")
+        return found[0]
+
+    def children_of(self, parent: CapturedResource) -> list[CapturedResource]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+    def by_type(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for r in self.resources:
+            counts[r.type] = counts.get(r.type, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+def _plain(value: Any) -> Any:
+    """Make deserialized inputs JSON-friendly: unknowns become None, secrets stay hidden."""
+    if isinstance(value, Unknown) or value == rpc.UNKNOWN:
+        return None  # known only after apply
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, pulumi.Resource):
+        return "<resource>"
+    return json.loads(json.dumps(value, default=str))
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Echo inputs as outputs; in preview, ids are empty so dependent values stay unknown."""
+
+    def __init__(self, preview: bool, answers: Mapping[str, Callable[[dict], dict]] | None = None):
+        self.preview = preview
+        self.answers = dict(answers or {})
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+        outputs = dict(args.inputs)
+        if args.typ == "pulumi:pulumi:StackReference":
+            outputs.setdefault("outputs", {})
+        resource_id = "" if self.preview else f"{args.name}-id"
+        return resource_id, outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        answer = self.answers.get(args.token)
+        if answer is not None:
+            return answer(args.args)
+        if args.token == "gcp:compute/getZones:getZones":
+            region = args.args.get("region") or "us-central1"
+            return {"names": DEFAULT_ZONES.get(region, [f"{region}-a", f"{region}-b", f"{region}-c"])}
+        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            names = DEFAULT_ZONES["us-east-1"]
+            return {"names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(len(names))]}
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
+                    "userId": "MOCK", "id": "123456789012"}
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}
+        if args.token == "aws:index/getRegion:getRegion":
+            return {"name": "us-east-1", "region": "us-east-1", "id": "us-east-1"}
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
+            return {"project": "mock-project", "region": "us-central1", "zone": "us-central1-a",
+                    "accessToken": "mock", "id": "mock"}
+        return {}
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The SDK's mock monitor, plus a record of the options the mocks API does not show."""
+
+    def __init__(self, mocks: RecordingMocks, capture: Capture):
+        super().__init__(mocks)
+        self.capture = capture
+        self.stack_urn: str | None = None
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type == STACK_TYPE:
+            self.stack_urn = response.urn
+            return response
+        inputs = _sync_await(_deserialize(request.object))
+        parent = request.parent or None
+        if parent == self.stack_urn:
+            parent = None
+        self.capture.resources.append(
+            CapturedResource(
+                type=request.type,
+                name=request.name,
+                urn=response.urn,
+                parent=parent,
+                inputs=_plain(inputs),
+                custom=bool(request.custom),
+                protect=bool(request.protect),
+                retain_on_delete=bool(request.retainOnDelete),
+                provider=request.provider,
+                dependencies=list(request.dependencies),
+            )
+        )
+        return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        if self.stack_urn and request.urn == self.stack_urn:
+            outputs = _sync_await(_deserialize(request.outputs))
+            self.capture.outputs.update(_plain(outputs))
+        return super().RegisterResourceOutputs(request)
+
+
+async def _deserialize(struct) -> dict[str, Any]:
+    return rpc.deserialize_properties(struct, keep_unknowns=False) or {}
+
+
+def run_program(
+    program: Callable[[], None],
+    *,
+    project: str = "accel",
+    stack: str = "dev",
+    config: Mapping[str, str] | None = None,
+    preview: bool = True,
+    answers: Mapping[str, Callable[[dict], dict]] | None = None,
+) -> Capture:
+    """Run `program` as a stack on the mock engine; return what it registered and exported.
+
+    `config` keys are fully qualified (`accel:workload`) and values are strings, as the CLI
+    would pass them. Each run gets a fresh event loop and fresh runtime settings, so many
+    runs can share one process.
+    """
+    capture = Capture()
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    pulumi.runtime.set_all_config(dict(config or {}))
+    mocks = RecordingMocks(preview=preview, answers=answers)
+    monitor = RecordingMonitor(mocks, capture)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    set_root_resource(None)  # a previous run in this process leaves its Stack as the root
+    try:
+        _sync_await(run_in_stack(program))
+    finally:
+        set_root_resource(None)
+    return capture

@@ -1,0 +1,70 @@
+"""Labels and tags stamped on every billable resource: who pays, what for, and when it expires.
+
+One model renders three dialects: GCP labels (lowercase, 63 chars, [a-z0-9_-]), AWS tags
+(free text) and Kubernetes labels (prefixed keys). The keys are the same everywhere so a
+guardrail or a reaper can look for one name.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from pydantic import BaseModel, ConfigDict
+
+LABEL_PREFIX = "accel"
+_GCP_INVALID = re.compile(r"[^a-z0-9_-]")
+
+
+def gcp_label_value(value: str) -> str:
+    """GCP label values: lowercase letters, digits, '_' and '-', at most 63 characters."""
+    return _GCP_INVALID.sub("-", value.lower())[:63]
+
+
+def expiry_label(expires_at: datetime) -> str:
+    """An expiry that fits a GCP label value and still sorts and parses: 2026-11-22t18-00-00z."""
+    return expires_at.astimezone(timezone.utc).strftime("%Y-%m-%dt%H-%M-%Sz")
+
+
+def parse_expiry_label(value: str) -> datetime:
+    """Inverse of expiry_label; also accepts plain ISO 8601."""
+    try:
+        return datetime.strptime(value, "%Y-%m-%dt%H-%M-%Sz").replace(tzinfo=timezone.utc)
+    except ValueError:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+class ResourceTags(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    workload: str
+    stack: str
+    owner: str = "unknown"
+    cost_center: str = "unknown"
+    ephemeral: bool = False
+    expires_at: datetime | None = None
+
+    def _pairs(self) -> dict[str, str]:
+        pairs = {
+            "workload": self.workload,
+            "stack": self.stack,
+            "owner": self.owner,
+            "cost-center": self.cost_center,
+            "managed-by": "accel",
+        }
+        if self.ephemeral:
+            pairs["ephemeral"] = "true"
+        if self.expires_at is not None:
+            pairs["expires-at"] = expiry_label(self.expires_at)
+        return pairs
+
+    def gcp_labels(self, **extra: str) -> dict[str, str]:
+        pairs = {**self._pairs(), **extra}
+        return {gcp_label_value(k): gcp_label_value(v) for k, v in pairs.items()}
+
+    def aws_tags(self, **extra: str) -> dict[str, str]:
+        return {f"{LABEL_PREFIX}:{k}": v for k, v in {**self._pairs(), **extra}.items()}
+
+    def kubernetes_labels(self) -> dict[str, str]:
+        return {f"{LABEL_PREFIX}.dev/{k}": gcp_label_value(v) for k, v in self._pairs().items()}

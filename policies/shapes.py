@@ -1,0 +1,188 @@
+"""TPU slice shapes and GPU node counts: which topologies exist and how they map to VMs.
+
+Facts from the GKE TPU docs and Cloud TPU docs (see policies/catalog/README.md):
+- v4 and v5p slices are 3D (AxBxC, A<=B<=C). Past the base shapes 2x2x1, 2x2x2, 2x2x4, 2x4x4
+  every dimension is a multiple of 4. Four chips per VM. Their `v4-N` / `v5p-N` names count
+  TensorCores, two per chip.
+- v5e and v6e slices are 2D from a fixed list; single-host shapes (1x1, 2x2, 2x4) use 1-, 4-
+  and 8-chip machines, multi-host shapes use 4-chip machines. `v5litepod-N` / `v6e-N` count chips.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+class ShapeError(ValueError):
+    """A topology or TPU type that the generation cannot have."""
+
+
+@dataclass(frozen=True)
+class TpuGeneration:
+    name: str                       # v4 | v5e | v5p | v6e
+    accelerator: str                # catalog accelerator id
+    dimensions: int                 # 2 or 3
+    cores_per_chip: int             # what the vm-type suffix counts per chip
+    type_prefix: str                # v4 | v5litepod | v5p | v6e
+    gke_accelerator: str            # node label value
+    multi_host_machine_type: str    # GKE machine type for multi-host slices
+    single_host_machine_types: dict[str, str]  # topology -> machine type
+    runtime_version: str            # TPU VM software version
+    max_chips_per_slice: int
+    max_dimension: int
+
+
+GENERATIONS: dict[str, TpuGeneration] = {
+    "v4": TpuGeneration(
+        "v4", "tpu-v4", 3, 2, "v4", "tpu-v4-podslice", "ct4p-hightpu-4t",
+        {"2x2x1": "ct4p-hightpu-4t"}, "tpu-vm-v4-base", 4096, 16,
+    ),
+    "v5p": TpuGeneration(
+        "v5p", "tpu-v5p", 3, 2, "v5p", "tpu-v5p-slice", "ct5p-hightpu-4t",
+        {"2x2x1": "ct5p-hightpu-4t"}, "v2-alpha-tpuv5", 8960, 28,
+    ),
+    "v5e": TpuGeneration(
+        "v5e", "tpu-v5e", 2, 1, "v5litepod", "tpu-v5-lite-podslice", "ct5lp-hightpu-4t",
+        {"1x1": "ct5lp-hightpu-1t", "2x2": "ct5lp-hightpu-4t", "2x4": "ct5lp-hightpu-8t"},
+        "v2-alpha-tpuv5-lite", 256, 16,
+    ),
+    "v6e": TpuGeneration(
+        "v6e", "tpu-v6e", 2, 1, "v6e", "tpu-v6e-slice", "ct6e-standard-4t",
+        {"1x1": "ct6e-standard-1t", "2x2": "ct6e-standard-4t", "2x4": "ct6e-standard-8t"},
+        "v2-alpha-tpuv6e", 256, 16,
+    ),
+}
+GENERATION_BY_ACCELERATOR = {g.accelerator: g for g in GENERATIONS.values()}
+
+_BASE_3D = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")
+_TOPOLOGIES_2D = ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
+_TOPOLOGY = re.compile(r"^\d+(x\d+){1,2}$")
+
+
+def generation(name_or_accelerator: str) -> TpuGeneration:
+    """Look up a generation by name (v5p) or accelerator id (tpu-v5p)."""
+    gen = GENERATIONS.get(name_or_accelerator) or GENERATION_BY_ACCELERATOR.get(name_or_accelerator)
+    if gen is None:
+        known = ", ".join(sorted(GENERATIONS))
+        raise ShapeError(f"unknown TPU generation {name_or_accelerator!r}; known: {known}")
+    return gen
+
+
+def parse_topology(topology: str) -> tuple[int, ...]:
+    if not isinstance(topology, str) or not _TOPOLOGY.match(topology):
+        raise ShapeError(f"topology {topology!r} is not of the form AxB or AxBxC")
+    return tuple(int(d) for d in topology.split("x"))
+
+
+def topology_chips(topology: str) -> int:
+    return math.prod(parse_topology(topology))
+
+
+@lru_cache(maxsize=None)
+def valid_topologies(gen_name: str) -> tuple[str, ...]:
+    """Every topology the generation supports, smallest first."""
+    gen = generation(gen_name)
+    if gen.dimensions == 2:
+        return _TOPOLOGIES_2D
+    shapes = list(_BASE_3D)
+    sides = range(4, gen.max_dimension + 1, 4)
+    for a in sides:
+        for b in sides:
+            for c in sides:
+                if a <= b <= c and a * b * c <= gen.max_chips_per_slice:
+                    shapes.append(f"{a}x{b}x{c}")
+    return tuple(sorted(shapes, key=lambda t: (topology_chips(t), max(parse_topology(t)))))
+
+
+def check_topology(gen_name: str, topology: str) -> None:
+    """Raise ShapeError naming the allowed shapes if the generation cannot have `topology`."""
+    gen = generation(gen_name)
+    dims = parse_topology(topology)
+    if len(dims) != gen.dimensions:
+        raise ShapeError(
+            f"TPU {gen.name} slices are {gen.dimensions}D; topology {topology!r} has {len(dims)} dimensions"
+        )
+    if topology not in valid_topologies(gen.name):
+        if gen.dimensions == 2:
+            allowed = ", ".join(_TOPOLOGIES_2D)
+        else:
+            allowed = (f"{', '.join(_BASE_3D)}, or AxBxC with A<=B<=C, each a multiple of 4, "
+                       f"at most {gen.max_chips_per_slice} chips")
+        raise ShapeError(f"TPU {gen.name} has no topology {topology!r}; allowed: {allowed}")
+
+
+def machine_type(gen_name: str, topology: str) -> str:
+    gen = generation(gen_name)
+    check_topology(gen.name, topology)
+    return gen.single_host_machine_types.get(topology, gen.multi_host_machine_type)
+
+
+def chips_per_host(gen_name: str, topology: str) -> int:
+    """Chips on each VM of a slice with this topology (the `-Nt` of the machine type)."""
+    match = re.search(r"-(\d+)t$", machine_type(gen_name, topology))
+    assert match, "every TPU machine type ends in -<chips>t"
+    return min(int(match.group(1)), topology_chips(topology))
+
+
+def hosts_per_slice(gen_name: str, topology: str) -> int:
+    return topology_chips(topology) // chips_per_host(gen_name, topology)
+
+
+def tpu_vm_type(gen_name: str, chips: int) -> str:
+    """The Cloud TPU accelerator type for a slice: v5p-128 is 64 chips, v6e-64 is 64 chips."""
+    gen = generation(gen_name)
+    return f"{gen.type_prefix}-{chips * gen.cores_per_chip}"
+
+
+def parse_tpu_vm_type(tpu_type: str) -> tuple[TpuGeneration, int]:
+    """Read `v5p-128` → (v5p, 64 chips); `v5litepod-16` → (v5e, 16 chips)."""
+    match = re.match(r"^(v4|v5p|v5litepod|v6e)-(\d+)$", tpu_type or "")
+    if not match:
+        raise ShapeError(f"{tpu_type!r} is not a TPU type like v5p-128, v4-32, v5litepod-16 or v6e-64")
+    gen = next(g for g in GENERATIONS.values() if g.type_prefix == match.group(1))
+    count = int(match.group(2))
+    if count % gen.cores_per_chip:
+        raise ShapeError(f"{tpu_type!r}: {gen.type_prefix}-N counts TensorCores, so N must be even")
+    return gen, count // gen.cores_per_chip
+
+
+def smallest_topology(gen_name: str, chips: int) -> str:
+    """The smallest valid single-slice topology with at least `chips` chips."""
+    for topology in valid_topologies(gen_name):
+        if topology_chips(topology) >= chips:
+            return topology
+    gen = generation(gen_name)
+    raise ShapeError(f"{chips} chips exceed the largest TPU {gen.name} slice ({gen.max_chips_per_slice} chips)")
+
+
+def slice_layout(gen_name: str, chips: int, max_chips_per_slice: int | None = None) -> tuple[str, int]:
+    """(topology, slices) covering `chips`: one slice when it fits, else identical multislices.
+
+    Multislice splits into the fewest slices whose per-slice shape is valid, so DCN traffic
+    crosses as few slice boundaries as possible.
+    """
+    if chips <= 0:
+        raise ShapeError("chips must be positive")
+    gen = generation(gen_name)
+    limit = min(max_chips_per_slice or gen.max_chips_per_slice, gen.max_chips_per_slice)
+    slices = max(1, math.ceil(chips / limit))
+    while True:
+        per_slice = math.ceil(chips / slices)
+        if per_slice <= limit:
+            try:
+                topology = smallest_topology(gen.name, per_slice)
+            except ShapeError:
+                topology = None
+            if topology is not None and topology_chips(topology) <= limit:
+                return topology, slices
+        slices += 1
+
+
+def gpu_nodes(chips: int, gpus_per_node: int) -> int:
+    """Whole nodes: GPUs come in machines of a fixed size."""
+    if chips <= 0 or gpus_per_node <= 0:
+        raise ShapeError("chips and gpus_per_node must be positive")
+    return math.ceil(chips / gpus_per_node)

@@ -1,0 +1,24 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests import harness  # noqa: E402
+
+
+@pytest.fixture(params=harness.MODES)
+def mode(request) -> str:
+    """Run a component test once in preview mode and once in up mode."""
+    return request.param
+
+
+@pytest.fixture
+def declare(mode):
+    """declare(program) -> Capture, in the current mode."""
+    def _declare(program, **kwargs):
+        return harness.run(program, mode=mode, **kwargs)
+    return _declare
