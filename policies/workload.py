@@ -31,7 +31,7 @@ FRAMEWORKS: tuple[str, ...] = ("jax", "pytorch", "tensorflow", "pytorch-xla")
 XLA_FRAMEWORKS: frozenset[str] = frozenset({"jax", "tensorflow", "pytorch-xla"})
 
 _SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
-_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)
+_QUANTITY = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)
 
 
 def parse_quantity(value: Any) -> float:
