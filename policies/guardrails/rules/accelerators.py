@@ -1,0 +1,390 @@
+"""Accelerator sanity: what the cloud would reject, or what would silently waste the chips.
+
+TPU shapes come from policies/shapes.py (the same table `accel choose` uses). GPU machine
+facts below are from the GCP "GPU machine types" and AWS "accelerated computing instances"
+documentation: they are hardware facts, not prices.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
+
+from policies import shapes
+from policies.guardrails.rules.common import (
+    UNKNOWN,
+    cluster_facts,
+    get,
+    items,
+    number,
+    violation,
+)
+
+TPU_TOPOLOGY = "tpu-topology-valid"
+GPU_TAINTED = "gpu-node-pool-tainted"
+GPU_COUNT = "gpu-count-matches-machine"
+COMPACT_ZONE = "compact-placement-single-zone"
+GPU_FABRIC = "gpu-fabric-present"
+
+# GKE TPU machine type prefix -> generation.
+_TPU_MACHINE_PREFIX = {"ct4p": "v4", "ct5lp": "v5e", "ct5p": "v5p", "ct6e": "v6e"}
+_TPU_MACHINE = re.compile(r"^(ct4p|ct5lp|ct5p|ct6e)-[a-z]+-(\d+)t$")
+# TPU VM acceleratorConfig.type -> generation.
+_TPU_CONFIG_TYPE = {"V4": "v4", "V5LITE_POD": "v5e", "V5P": "v5p", "V6E": "v6e"}
+
+# GCP machine families with GPUs built in: prefix -> guest accelerator type.
+_GCP_GPU_FAMILY = {
+    "a2-highgpu": "nvidia-tesla-a100",
+    "a2-megagpu": "nvidia-tesla-a100",
+    "a2-ultragpu": "nvidia-a100-80gb",
+    "a3-highgpu": "nvidia-h100-80gb",
+    "a3-edgegpu": "nvidia-h100-80gb",
+    "a3-megagpu": "nvidia-h100-mega-80gb",
+    "a3-ultragpu": "nvidia-h200-141gb",
+    "a4-highgpu": "nvidia-b200",
+    "a4x-highgpu": "nvidia-gb200",
+}
+_G2_GPUS = {"g2-standard-4": 1, "g2-standard-8": 1, "g2-standard-12": 1, "g2-standard-16": 1,
+            "g2-standard-24": 2, "g2-standard-32": 1, "g2-standard-48": 4, "g2-standard-96": 8}
+
+# AWS GPU instance type -> (GPU model, GPUs per instance).
+_AWS_GPUS: dict[str, tuple[str, int]] = {
+    "p4d.24xlarge": ("a100-40gb", 8), "p4de.24xlarge": ("a100-80gb", 8),
+    "p5.4xlarge": ("h100", 1), "p5.48xlarge": ("h100", 8),
+    "p5e.48xlarge": ("h200", 8), "p5en.48xlarge": ("h200", 8), "p6-b200.48xlarge": ("b200", 8),
+    "p3.2xlarge": ("v100", 1), "p3.8xlarge": ("v100", 4), "p3.16xlarge": ("v100", 8),
+    "p3dn.24xlarge": ("v100", 8),
+    "g4dn.12xlarge": ("t4", 4), "g4dn.metal": ("t4", 8),
+}
+# g-families: one GPU up to 16xlarge, four at 12xlarge and 24xlarge, eight at 48xlarge.
+_G_FAMILIES = {"g4dn": "t4", "g5": "a10g", "g6": "l4", "g6e": "l40s"}
+for _family, _model in _G_FAMILIES.items():
+    for _size in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"):
+        _AWS_GPUS[f"{_family}.{_size}"] = (_model, 1)
+    if _family != "g4dn":
+        _AWS_GPUS[f"{_family}.12xlarge"] = (_model, 4)
+        _AWS_GPUS[f"{_family}.24xlarge"] = (_model, 4)
+        _AWS_GPUS[f"{_family}.48xlarge"] = (_model, 8)
+
+
+def gcp_machine_gpus(machine_type: str) -> tuple[str, int] | None:
+    """(guest accelerator type, GPUs) built into a GCP machine type; None if it has none."""
+    if machine_type in _G2_GPUS:
+        return "nvidia-l4", _G2_GPUS[machine_type]
+    for prefix, accelerator in _GCP_GPU_FAMILY.items():
+        match = re.match(rf"^{prefix}-(\d+)g$", machine_type)
+        if match:
+            return accelerator, int(match.group(1))
+    return None
+
+
+def aws_instance_gpus(instance_type: str) -> tuple[str, int] | None:
+    return _AWS_GPUS.get(instance_type)
+
+
+def _gke_gpu_pool(props: Any) -> bool:
+    machine = get(props, "nodeConfig", "machineType")
+    return bool(items(get(props, "nodeConfig", "guestAccelerators"))) or (
+        isinstance(machine, str) and gcp_machine_gpus(machine) is not None)
+
+
+def _eks_gpu_group(props: Any) -> bool:
+    return any(isinstance(t, str) and aws_instance_gpus(t) for t in items(get(props, "instanceTypes")))
+
+
+# --- tpu-topology-valid -----------------------------------------------------------------
+
+
+def _slice_error(gen_name: str, topology: str | None, chips: int | None) -> str | None:
+    """Why a slice of this generation/topology/chip count cannot exist, or None."""
+    if topology is not None:
+        try:
+            shapes.check_topology(gen_name, topology)
+        except shapes.ShapeError as error:
+            return str(error)
+        if chips is not None and shapes.topology_chips(topology) != chips:
+            return f"topology {topology} has {shapes.topology_chips(topology)} chips, the type says {chips}"
+        return None
+    if chips is not None and all(shapes.topology_chips(t) != chips for t in shapes.valid_topologies(gen_name)):
+        sizes = sorted({shapes.topology_chips(t) for t in shapes.valid_topologies(gen_name)})
+        return f"no TPU {gen_name} slice has {chips} chips (slices have {', '.join(map(str, sizes[:12]))}, ... chips)"
+    return None
+
+
+def _validate_gke_tpu_pool(args, report) -> None:
+    props = args.props
+    machine = get(props, "nodeConfig", "machineType")
+    match = _TPU_MACHINE.match(machine) if isinstance(machine, str) else None
+    if not match:
+        return
+    gen = shapes.generation(_TPU_MACHINE_PREFIX[match.group(1)])
+    per_vm = int(match.group(2))
+    multi_host_per_vm = int(re.search(r"-(\d+)t$", gen.multi_host_machine_type).group(1))
+    topology = get(props, "placementPolicy", "tpuTopology")
+    if topology is UNKNOWN:
+        return
+    if not topology:
+        return  # independent single-host slices, one per node
+    problem = _slice_error(gen.name, topology, None)
+    if problem:
+        report(violation(args, TPU_TOPOLOGY, problem,
+                         f"use one of the {gen.name} topologies from `accel choose` (e.g. "
+                         f"{', '.join(shapes.valid_topologies(gen.name)[:5])})"))
+        return
+    chips = shapes.topology_chips(topology)
+    if chips % per_vm or (per_vm != multi_host_per_vm and chips != per_vm):
+        expected = shapes.machine_type(gen.name, topology)
+        report(violation(args, TPU_TOPOLOGY, f"machine type {machine} cannot form a {topology} slice",
+                         f"use machine type {expected} for topology {topology}"))
+        return
+    hosts = chips // per_vm
+    count = number(get(props, "nodeCount"))
+    if count is None:
+        count = number(get(props, "initialNodeCount"))
+    if count is not None and int(count) != hosts:
+        report(violation(args, TPU_TOPOLOGY,
+                         f"a {topology} slice on {machine} is {hosts} node(s), but the pool asks for {int(count)}",
+                         f"set node_count={hosts} (one pool per slice; add pools for multislice)"))
+    max_nodes = number(get(props, "autoscaling", "maxNodeCount"))
+    if max_nodes is not None and int(max_nodes) != hosts and hosts > 1:
+        report(violation(args, TPU_TOPOLOGY,
+                         f"autoscaling.maxNodeCount={int(max_nodes)} but a {topology} slice is {hosts} nodes",
+                         f"set autoscaling max_node_count={hosts} (multi-host slices scale as a whole)"))
+    placement = get(props, "placementPolicy", "type")
+    if hosts > 1 and placement not in (UNKNOWN, "COMPACT"):
+        report(violation(args, TPU_TOPOLOGY, f"a multi-host {topology} slice needs COMPACT placement, got {placement}",
+                         f'set placement_policy={{"type": "COMPACT", "tpu_topology": "{topology}"}}'))
+
+
+def _validate_tpu_vm_type(args, report, accelerator_type: Any, accelerator_config: Any, where: str) -> None:
+    if accelerator_type is UNKNOWN or accelerator_config is UNKNOWN:
+        return
+    if isinstance(accelerator_type, str) and accelerator_type:
+        try:
+            gen, chips = shapes.parse_tpu_vm_type(accelerator_type)
+        except shapes.ShapeError as error:
+            report(violation(args, TPU_TOPOLOGY, f"{where}: {error}", "use a type such as v5p-16 or v6e-8"))
+            return
+        problem = _slice_error(gen.name, None, chips)
+        if problem:
+            sizes = ", ".join(shapes.tpu_vm_type(gen.name, shapes.topology_chips(t))
+                              for t in shapes.valid_topologies(gen.name)[:6])
+            report(violation(args, TPU_TOPOLOGY, f"{where}: {accelerator_type}: {problem}",
+                             f"use a valid slice size such as {sizes}"))
+        return
+    config_type = get(accelerator_config, "type")
+    topology = get(accelerator_config, "topology")
+    if isinstance(config_type, str) and isinstance(topology, str):
+        gen_name = _TPU_CONFIG_TYPE.get(config_type)
+        if gen_name is None:
+            return
+        problem = _slice_error(gen_name, topology, None)
+        if problem:
+            report(violation(args, TPU_TOPOLOGY, f"{where}: {problem}",
+                             f"use a valid {gen_name} topology, e.g. {shapes.valid_topologies(gen_name)[1]}"))
+
+
+def _validate_tpu_topology(args, report) -> None:
+    t, props = args.resource_type, args.props
+    if t == "gcp:container/nodePool:NodePool":
+        _validate_gke_tpu_pool(args, report)
+    elif t == "gcp:tpu/v2Vm:V2Vm":
+        _validate_tpu_vm_type(args, report, get(props, "acceleratorType"), get(props, "acceleratorConfig"),
+                              "acceleratorType")
+    elif t == "gcp:tpu/v2QueuedResource:V2QueuedResource":
+        for spec in items(get(props, "tpu", "nodeSpecs")):
+            _validate_tpu_vm_type(args, report, get(spec, "node", "acceleratorType"), None,
+                                  "tpu.nodeSpecs[].node.acceleratorType")
+
+
+# --- gpu-node-pool-tainted --------------------------------------------------------------
+
+
+def _validate_gpu_tainted(args, report) -> None:
+    t, props = args.resource_type, args.props
+    if t == "gcp:container/nodePool:NodePool" and _gke_gpu_pool(props):
+        declared = get(props, "nodeConfig", "taints")
+        fix = 'add node_config.taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]'
+    elif t == "aws:eks/nodeGroup:NodeGroup" and _eks_gpu_group(props):
+        declared = get(props, "taints")
+        fix = 'add taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]'
+    else:
+        return
+    taints = items(declared)
+    if declared is UNKNOWN or UNKNOWN in taints:
+        return
+    if not any(get(taint, "key") == "nvidia.com/gpu"
+               and str(get(taint, "effect") or "").replace("_", "").lower() == "noschedule" for taint in taints):
+        report(violation(args, GPU_TAINTED,
+                         "GPU nodes have no nvidia.com/gpu NoSchedule taint, so ordinary pods can land on them "
+                         "and hold GPUs idle", fix))
+
+
+# --- gpu-count-matches-machine ----------------------------------------------------------
+
+
+def _validate_gpu_count(args, report) -> None:
+    t, props = args.resource_type, args.props
+    if t == "gcp:container/nodePool:NodePool":
+        machine = get(props, "nodeConfig", "machineType")
+        built_in = gcp_machine_gpus(machine) if isinstance(machine, str) else None
+        if built_in is None:
+            return
+        kind, count = built_in
+        fix = (f'set node_config.guest_accelerators=[{{"type": "{kind}", "count": {count}, '
+               '"gpu_driver_installation_config": {"gpu_driver_version": "LATEST"}}]')
+        declared = get(props, "nodeConfig", "guestAccelerators")
+        accelerators = items(declared)
+        if declared is UNKNOWN or UNKNOWN in accelerators:
+            return
+        if not accelerators:
+            report(violation(args, GPU_COUNT, f"{machine} has {count} x {kind} but the pool declares no guestAccelerators",
+                             fix))
+            return
+        for accelerator in accelerators:
+            declared_type, declared = get(accelerator, "type"), number(get(accelerator, "count"))
+            if declared_type is UNKNOWN or get(accelerator, "count") is UNKNOWN:
+                continue
+            if declared_type != kind or declared is None or int(declared) != count:
+                report(violation(args, GPU_COUNT,
+                                 f"{machine} comes with {count} x {kind}, the pool declares "
+                                 f"{int(declared) if declared is not None else '?'} x {declared_type}", fix))
+                return
+    elif t == "aws:eks/nodeGroup:NodeGroup":
+        types = [x for x in items(get(props, "instanceTypes")) if isinstance(x, str)]
+        gpu_types = {x: aws_instance_gpus(x) for x in types if aws_instance_gpus(x)}
+        if not gpu_types:
+            return
+        shapes_seen = set(gpu_types.values())
+        if len(shapes_seen) > 1 or len(gpu_types) != len(types):
+            listed = ", ".join(f"{x} ({gpu_types[x][1]} x {gpu_types[x][0]})" if x in gpu_types else f"{x} (no GPU)"
+                               for x in types)
+            report(violation(args, GPU_COUNT,
+                             f"its instance types differ in GPUs per node: {listed}",
+                             "list only alternates with the same GPU model and count, so every node fits the job"))
+
+
+# --- compact-placement-single-zone ------------------------------------------------------
+
+
+_ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
+
+
+def _validate_compact_zone(args, report) -> None:
+    if args.resource_type != "gcp:container/nodePool:NodePool":
+        return
+    props = args.props
+    if get(props, "placementPolicy", "type") != "COMPACT":
+        return
+    zones = items(get(props, "nodeLocations"))
+    if UNKNOWN in zones or get(props, "nodeLocations") is UNKNOWN:
+        return
+    location = get(props, "location")
+    fix = "set node_locations to exactly one zone (the plan's zones[0])"
+    if len(zones) > 1:
+        report(violation(args, COMPACT_ZONE,
+                         f"COMPACT placement spans {len(zones)} zones ({', '.join(zones)}); it needs one", fix))
+    elif not zones and isinstance(location, str) and not _ZONE.match(location):
+        report(violation(args, COMPACT_ZONE,
+                         f"COMPACT placement in regional location {location} without node_locations spreads "
+                         "nodes over every zone of the region", fix))
+
+
+# --- gpu-fabric-present (stack) ---------------------------------------------------------
+
+
+def _validate_gpu_fabric(args, report) -> None:
+    found = cluster_facts(args.resources)
+    if found is None:
+        return
+    cluster, facts = found
+    gpu = get(facts.plan, "gpu")
+    if not isinstance(gpu, dict):
+        return
+    fabric = gpu.get("fabric") or "none"
+    extra = int(gpu.get("extra_networks") or 0)
+    efa = int(gpu.get("efa_interfaces") or 0)
+    cloud_name = facts.plan.get("cloud")
+    if cloud_name == "gcp" and fabric in ("gpudirect-tcpx", "gpudirect-tcpxo", "rdma") and extra > 0:
+        pools = [r for r in args.resources
+                 if r.resource_type == "gcp:container/nodePool:NodePool" and _gke_gpu_pool(r.props)]
+        for pool in pools:
+            networks = items(get(pool.props, "networkConfig", "additionalNodeNetworkConfigs"))
+            if get(pool.props, "networkConfig", "additionalNodeNetworkConfigs") is UNKNOWN:
+                continue
+            if len(networks) < extra:
+                report(violation(pool, GPU_FABRIC,
+                                 f"the plan asks for {fabric} with {extra} extra networks, the pool attaches {len(networks)}",
+                                 f"add {extra} network_config.additional_node_network_configs (one VPC + subnet each) "
+                                 "and enable multi-networking on the cluster"), pool.urn)
+        if not pools:
+            report(violation(cluster, GPU_FABRIC, f"the plan asks for {fabric} but the stack has no GKE GPU node pool",
+                             "declare the GPU node pool the plan describes"), cluster.urn)
+    if cloud_name == "aws" and fabric == "efa" and efa > 0:
+        templates = [r for r in args.resources if r.resource_type == "aws:ec2/launchTemplate:LaunchTemplate"]
+        best = 0
+        for template in templates:
+            if get(template.props, "networkInterfaces") is UNKNOWN:
+                return
+            nics = items(get(template.props, "networkInterfaces"))
+            best = max(best, sum(1 for nic in nics if get(nic, "interfaceType") == "efa"))
+        if best < efa:
+            target = templates[0] if templates else cluster
+            report(violation(target, GPU_FABRIC,
+                             f"the plan asks for {efa} EFA interfaces per node, the launch template has {best}",
+                             f'declare {efa} network_interfaces with interface_type="efa" '
+                             "(one per network card) and a cluster placement group"), target.urn)
+    if gpu.get("compact_placement"):
+        if cloud_name == "gcp":
+            for pool in args.resources:
+                if pool.resource_type == "gcp:container/nodePool:NodePool" and _gke_gpu_pool(pool.props):
+                    kind = get(pool.props, "placementPolicy", "type")
+                    if kind not in (UNKNOWN, "COMPACT"):
+                        report(violation(pool, GPU_FABRIC, "the plan asks for compact placement, the pool has "
+                                                           f"{kind or 'none'}",
+                                         'set placement_policy={"type": "COMPACT"} and a single node location'),
+                               pool.urn)
+        elif cloud_name == "aws":
+            groups = [r for r in args.resources if r.resource_type == "aws:ec2/placementGroup:PlacementGroup"
+                      and get(r.props, "strategy") == "cluster"]
+            if not groups:
+                report(violation(cluster, GPU_FABRIC,
+                                 "the plan asks for compact placement but the stack has no cluster placement group",
+                                 'add aws.ec2.PlacementGroup(strategy="cluster") and reference it from the launch '
+                                 "template's placement.group_name"), cluster.urn)
+
+
+POLICIES = [
+    ResourceValidationPolicy(
+        name=TPU_TOPOLOGY,
+        description="TPU slices use a topology their generation has, the matching machine type and node count.",
+        validate=_validate_tpu_topology,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name=GPU_TAINTED,
+        description="GPU node pools carry the nvidia.com/gpu NoSchedule taint.",
+        validate=_validate_gpu_tainted,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name=GPU_COUNT,
+        description="Declared GPUs per node match the machine type (and spot alternates match each other).",
+        validate=_validate_gpu_count,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name=COMPACT_ZONE,
+        description="COMPACT placement keeps a node pool in exactly one zone.",
+        validate=_validate_compact_zone,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    StackValidationPolicy(
+        name=GPU_FABRIC,
+        description="GPU fabrics the plan asks for (GPUDirect networks, EFA, compact placement) are declared.",
+        validate=_validate_gpu_fabric,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+]
