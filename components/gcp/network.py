@@ -1,0 +1,386 @@
+"""GcpNetwork: the VPC a private training cluster lives in, plus the GPU fabrics A3 machines need.
+
+- One custom-mode VPC and one regional subnet for nodes, with secondary ranges for GKE pods
+  and services and Private Google Access, so nodes reach GCS and Artifact Registry without
+  public IPs.
+- Cloud Router + Cloud NAT for the node subnet only: egress without public IPs.
+- Ingress firewall limited to what training needs: node-to-node and pod-to-pod traffic,
+  Google health checks, and SSH through IAP only when asked. Nothing from 0.0.0.0/0.
+- GPUDirect fabrics, only when the plan's GPU pool asks: 4 extra VPCs for A3 High (TCPX),
+  8 for A3 Mega (TCPXO), each with one subnet and MTU 8244; for A3 Ultra one extra gVNIC VPC
+  and one RoCE VPC (RDMA network profile of the zone) with a subnet per GPU NIC.
+- Private services access (a peering range and the servicenetworking connection) when the
+  plan asks for Managed Lustre, with the Lustre port open from that range.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp._common import (
+    GcpArgsError,
+    check_cidr,
+    check_disjoint,
+    check_location,
+    check_name,
+    check_zone,
+    child_opts,
+    is_zone,
+)
+from components.tags import ResourceTags
+from policies.plan import Filesystem, GpuPool
+
+COMPONENT = "GcpNetwork"
+PODS_RANGE = "pods"
+SERVICES_RANGE = "services"
+
+# Google's published source ranges (VPC docs): health-check probers and IAP TCP forwarding.
+HEALTH_CHECK_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
+IAP_RANGE = "35.235.240.0/20"
+# Lustre clients listen on 988; 6988 is the port of instances created with GKE support (legacy).
+LUSTRE_PORTS = ("988", "6988")
+# GPUDirect-TCPX/TCPXO VPCs use MTU 8244 (GKE GPUDirect docs); RDMA and gVNIC networks 8896.
+GPUDIRECT_MTU = 8244
+RDMA_MTU = 8896
+# Extra VPCs per fabric: A3 High has 4 secondary NICs, A3 Mega 8; A3 Ultra one RoCE VPC.
+FABRIC_NETWORKS = {"gpudirect-tcpx": 4, "gpudirect-tcpxo": 8, "rdma": 1}
+
+
+@dataclass(frozen=True)
+class ExtraNetworkRef:
+    """One additional node network for a GKE node pool: VPC name and subnet name."""
+
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+
+
+@dataclass(frozen=True)
+class GcpNetworkArgs:
+    region: str
+    tags: ResourceTags
+    project: str | None = None
+    node_cidr: str = "10.0.0.0/20"
+    pods_cidr: str = "10.16.0.0/14"
+    services_cidr: str = "10.20.0.0/20"
+    # TPU multislice DCN traffic and large transfers gain from jumbo frames.
+    mtu: int = 8896
+    iap_ssh: bool = False
+    gpu: GpuPool | None = None                  # the plan's GPU pool; its fabric decides the extra networks
+    fabric_zone: str | None = None              # zone of the RDMA network profile (A3 Ultra)
+    fabric_cidr: str = "192.168.0.0/16"         # carved into /24 subnets for the extra networks
+    filesystem: Filesystem = "none"             # managed-lustre adds private services access
+    private_service_cidr: str = "10.32.0.0/20"  # peering range for Google-managed services
+    nat_max_ports_per_vm: int = 4096
+
+
+@dataclass
+class _Fabric:
+    networks: list = field(default_factory=list)
+    subnets: list = field(default_factory=list)
+    refs: list[ExtraNetworkRef] = field(default_factory=list)
+
+
+def validate(args: GcpNetworkArgs) -> str:
+    """Check everything before anything registers; returns the GPU fabric ('none' if no extra networks)."""
+    check_location(COMPONENT, "region", args.region)
+    if is_zone(args.region):
+        raise GcpArgsError(COMPONENT, "region", args.region, "the network is regional: pass a region, not a zone")
+    ranges = {
+        "node_cidr": check_cidr(COMPONENT, "node_cidr", args.node_cidr),
+        "pods_cidr": check_cidr(COMPONENT, "pods_cidr", args.pods_cidr),
+        "services_cidr": check_cidr(COMPONENT, "services_cidr", args.services_cidr),
+    }
+    if not 1300 <= args.mtu <= 8896:
+        raise GcpArgsError(COMPONENT, "mtu", args.mtu, "VPC MTU must be between 1300 and 8896")
+    ports = args.nat_max_ports_per_vm
+    if not (64 <= ports <= 65536 and ports & (ports - 1) == 0):
+        raise GcpArgsError(COMPONENT, "nat_max_ports_per_vm", ports,
+                           "dynamic port allocation needs a power of two between 64 and 65536")
+    if args.filesystem == "fsx-lustre":
+        raise GcpArgsError(COMPONENT, "filesystem", args.filesystem,
+                           "FSx for Lustre is AWS; on Google Cloud use managed-lustre or filestore")
+    if args.filesystem == "managed-lustre":
+        ranges["private_service_cidr"] = check_cidr(COMPONENT, "private_service_cidr", args.private_service_cidr)
+        if ranges["private_service_cidr"].prefixlen > 24:
+            raise GcpArgsError(COMPONENT, "private_service_cidr", args.private_service_cidr,
+                               "private services access needs at least a /24")
+    fabric = args.gpu.fabric if args.gpu is not None else "none"
+    if fabric == "efa":
+        raise GcpArgsError(COMPONENT, "gpu.fabric", fabric, "EFA is AWS; Google Cloud fabrics are "
+                           "gpudirect-tcpx, gpudirect-tcpxo and rdma")
+    if fabric != "none":
+        assert args.gpu is not None
+        wanted = FABRIC_NETWORKS[fabric]
+        if args.gpu.extra_networks != wanted:
+            raise GcpArgsError(COMPONENT, "gpu.extra_networks", args.gpu.extra_networks,
+                               f"{fabric} needs exactly {wanted} extra VPC network(s)")
+        fabric_range = check_cidr(COMPONENT, "fabric_cidr", args.fabric_cidr)
+        ranges["fabric_cidr"] = fabric_range
+        needed = _fabric_subnet_count(fabric, args.gpu)
+        if fabric_range.prefixlen > 24 or 2 ** (24 - fabric_range.prefixlen) < needed:
+            raise GcpArgsError(COMPONENT, "fabric_cidr", args.fabric_cidr,
+                               f"{fabric} needs {needed} /24 subnets; give a larger range such as 192.168.0.0/16")
+        if fabric == "rdma":
+            if not args.project:
+                raise GcpArgsError(COMPONENT, "project", args.project,
+                                   "an RDMA network names its network profile by project; set project")
+            if args.fabric_zone is None:
+                raise GcpArgsError(COMPONENT, "fabric_zone", None,
+                                   "an RDMA (RoCE) network is bound to one zone; set the GPU pool's zone")
+            check_zone(COMPONENT, "fabric_zone", args.fabric_zone, within=args.region)
+    check_disjoint(COMPONENT, ranges)
+    return fabric
+
+
+def _fabric_subnet_count(fabric: str, gpu: GpuPool) -> int:
+    # A3 Ultra: one gVNIC subnet plus one RDMA subnet per GPU NIC (one NIC per GPU).
+    return gpu.gpus_per_node + 1 if fabric == "rdma" else FABRIC_NETWORKS[fabric]
+
+
+def _allow_all_internal() -> list[dict]:
+    return [{"protocol": "tcp"}, {"protocol": "udp"}, {"protocol": "icmp"}]
+
+
+class GcpNetwork(pulumi.ComponentResource):
+    """Custom VPC + node subnet + NAT + minimal firewall, and the GPU fabric networks when asked."""
+
+    def __init__(self, name: str, args: GcpNetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        check_name(COMPONENT, name, longest_suffix="-allow-health-checks")
+        fabric = validate(args)
+        super().__init__("accel:gcp:GcpNetwork", name, None, opts)
+
+        project = {"project": args.project} if args.project else {}
+        self.region = args.region
+        self.pods_range_name = PODS_RANGE
+        self.services_range_name = SERVICES_RANGE
+        self.fabric = fabric
+
+        vpc = gcp.compute.Network(
+            f"{name}-vpc",
+            auto_create_subnetworks=False,
+            routing_mode="REGIONAL",
+            mtu=args.mtu,
+            description=f"accel training network for {args.tags.workload} ({args.tags.stack})",
+            **project,
+            opts=child_opts(self),
+        )
+        subnet = gcp.compute.Subnetwork(
+            f"{name}-subnet",
+            network=vpc.id,
+            region=args.region,
+            ip_cidr_range=args.node_cidr,
+            private_ip_google_access=True,
+            stack_type="IPV4_ONLY",
+            secondary_ip_ranges=[
+                {"range_name": PODS_RANGE, "ip_cidr_range": args.pods_cidr},
+                {"range_name": SERVICES_RANGE, "ip_cidr_range": args.services_cidr},
+            ],
+            **project,
+            opts=child_opts(self),
+        )
+        router = gcp.compute.Router(
+            f"{name}-router", network=vpc.id, region=args.region, **project, opts=child_opts(self),
+        )
+        self.nat = gcp.compute.RouterNat(
+            f"{name}-nat",
+            router=router.name,
+            region=args.region,
+            nat_ip_allocate_option="AUTO_ONLY",
+            # Only the node subnet (all its ranges: nodes and pods) is translated; GPU fabrics never leave the VPC.
+            source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
+            subnetworks=[{"name": subnet.id, "source_ip_ranges_to_nats": ["ALL_IP_RANGES"]}],
+            enable_dynamic_port_allocation=True,
+            enable_endpoint_independent_mapping=False,
+            min_ports_per_vm=64,
+            max_ports_per_vm=args.nat_max_ports_per_vm,
+            log_config={"enable": True, "filter": "ERRORS_ONLY"},
+            **project,
+            opts=child_opts(self),
+        )
+
+        firewalls = [
+            gcp.compute.Firewall(
+                f"{name}-allow-internal",
+                network=vpc.id,
+                direction="INGRESS",
+                description="Node-to-node and pod-to-pod traffic inside the training cluster",
+                source_ranges=[args.node_cidr, args.pods_cidr],
+                allows=_allow_all_internal(),
+                **project,
+                opts=child_opts(self),
+            ),
+            gcp.compute.Firewall(
+                f"{name}-allow-health-checks",
+                network=vpc.id,
+                direction="INGRESS",
+                description="Google Cloud load-balancer and health-check probers",
+                source_ranges=list(HEALTH_CHECK_RANGES),
+                allows=[{"protocol": "tcp"}],
+                **project,
+                opts=child_opts(self),
+            ),
+        ]
+        if args.iap_ssh:
+            firewalls.append(gcp.compute.Firewall(
+                f"{name}-allow-iap-ssh",
+                network=vpc.id,
+                direction="INGRESS",
+                description="SSH only through Identity-Aware Proxy TCP forwarding",
+                source_ranges=[IAP_RANGE],
+                allows=[{"protocol": "tcp", "ports": ["22"]}],
+                **project,
+                opts=child_opts(self),
+            ))
+
+        self.private_service_connection = None
+        if args.filesystem == "managed-lustre":
+            psa = ipaddress.ip_network(args.private_service_cidr)
+            psa_range = gcp.compute.GlobalAddress(
+                f"{name}-psa-range",
+                network=vpc.id,
+                purpose="VPC_PEERING",
+                address_type="INTERNAL",
+                address=str(psa.network_address),
+                prefix_length=psa.prefixlen,
+                description="Private services access range (Managed Lustre)",
+                **project,
+                opts=child_opts(self),
+            )
+            self.private_service_connection = gcp.servicenetworking.Connection(
+                f"{name}-psa",
+                network=vpc.id,
+                service="servicenetworking.googleapis.com",
+                reserved_peering_ranges=[psa_range.name],
+                opts=child_opts(self),
+            )
+            firewalls.append(gcp.compute.Firewall(
+                f"{name}-allow-lustre",
+                network=vpc.id,
+                direction="INGRESS",
+                description="Managed Lustre servers reach their clients on the Lustre port",
+                source_ranges=[args.private_service_cidr],
+                allows=[{"protocol": "tcp", "ports": list(LUSTRE_PORTS)}],
+                **project,
+                opts=child_opts(self),
+            ))
+
+        fabric_parts = _Fabric()
+        if fabric in ("gpudirect-tcpx", "gpudirect-tcpxo"):
+            fabric_parts = self._gpudirect_networks(name, args, FABRIC_NETWORKS[fabric], project)
+        elif fabric == "rdma":
+            assert args.gpu is not None
+            fabric_parts = self._rdma_networks(name, args, args.gpu.gpus_per_node, project)
+
+        self.network = vpc
+        self.subnet = subnet
+        self.router = router
+        self.firewalls = firewalls
+        self.network_id = vpc.id
+        self.network_name = vpc.name
+        self.network_self_link = vpc.self_link
+        self.subnet_id = subnet.id
+        self.subnet_name = subnet.name
+        self.subnet_self_link = subnet.self_link
+        self.extra_networks: list[ExtraNetworkRef] = fabric_parts.refs
+        self.extra_network_resources = fabric_parts.networks
+        self.register_outputs({
+            "network_id": self.network_id,
+            "network_name": self.network_name,
+            "subnet_id": self.subnet_id,
+            "subnet_name": self.subnet_name,
+            "pods_range_name": PODS_RANGE,
+            "services_range_name": SERVICES_RANGE,
+            "extra_networks": [{"network": r.network, "subnetwork": r.subnetwork} for r in self.extra_networks],
+        })
+
+    def _fabric_subnet_ranges(self, args: GcpNetworkArgs) -> list[str]:
+        return [str(s) for s in ipaddress.ip_network(args.fabric_cidr).subnets(new_prefix=24)]
+
+    def _gpudirect_networks(self, name: str, args: GcpNetworkArgs, count: int, project: dict) -> _Fabric:
+        """One VPC + subnet + internal firewall per GPU NIC (TCPX: 4, TCPXO: 8)."""
+        parts = _Fabric()
+        ranges = self._fabric_subnet_ranges(args)
+        for i in range(count):
+            network = gcp.compute.Network(
+                f"{name}-gpunet-{i}",
+                auto_create_subnetworks=False,
+                mtu=GPUDIRECT_MTU,
+                description=f"GPUDirect NIC {i} network ({args.gpu.fabric if args.gpu else ''})",
+                **project,
+                opts=child_opts(self),
+            )
+            subnet = gcp.compute.Subnetwork(
+                f"{name}-gpusub-{i}",
+                network=network.id,
+                region=args.region,
+                ip_cidr_range=ranges[i],
+                **project,
+                opts=child_opts(self),
+            )
+            gcp.compute.Firewall(
+                f"{name}-gpunet-{i}-internal",
+                network=network.id,
+                direction="INGRESS",
+                description="GPU-to-GPU traffic between nodes of the pool",
+                source_ranges=[args.fabric_cidr],
+                allows=_allow_all_internal(),
+                **project,
+                opts=child_opts(self),
+            )
+            parts.networks.append(network)
+            parts.subnets.append(subnet)
+            parts.refs.append(ExtraNetworkRef(network=network.name, subnetwork=subnet.name))
+        return parts
+
+    def _rdma_networks(self, name: str, args: GcpNetworkArgs, nics: int, project: dict) -> _Fabric:
+        """A3 Ultra: a second gVNIC VPC, and one RoCE VPC with a subnet per CX-7 NIC."""
+        parts = _Fabric()
+        ranges = self._fabric_subnet_ranges(args)
+        gvnic = gcp.compute.Network(
+            f"{name}-gvnic",
+            auto_create_subnetworks=False,
+            mtu=RDMA_MTU,
+            description="Second gVNIC network of A3 Ultra nodes",
+            **project,
+            opts=child_opts(self),
+        )
+        gvnic_subnet = gcp.compute.Subnetwork(
+            f"{name}-gvnic-sub", network=gvnic.id, region=args.region, ip_cidr_range=ranges[0],
+            **project, opts=child_opts(self),
+        )
+        gcp.compute.Firewall(
+            f"{name}-gvnic-internal",
+            network=gvnic.id,
+            direction="INGRESS",
+            description="Traffic between nodes on the second gVNIC",
+            source_ranges=[args.fabric_cidr],
+            allows=_allow_all_internal(),
+            **project,
+            opts=child_opts(self),
+        )
+        parts.networks.append(gvnic)
+        parts.subnets.append(gvnic_subnet)
+        parts.refs.append(ExtraNetworkRef(network=gvnic.name, subnetwork=gvnic_subnet.name))
+        # RoCE VPCs allow all traffic implicitly and accept no firewall rules of their own.
+        rdma = gcp.compute.Network(
+            f"{name}-rdma",
+            auto_create_subnetworks=False,
+            mtu=RDMA_MTU,
+            network_profile=f"projects/{args.project}/global/networkProfiles/{args.fabric_zone}-vpc-roce",
+            description="RDMA (RoCE) network for GPU-to-GPU traffic",
+            **project,
+            opts=child_opts(self),
+        )
+        parts.networks.append(rdma)
+        for i in range(nics):
+            subnet = gcp.compute.Subnetwork(
+                f"{name}-rdma-sub-{i}", network=rdma.id, region=args.region, ip_cidr_range=ranges[i + 1],
+                **project, opts=child_opts(self),
+            )
+            parts.subnets.append(subnet)
+            parts.refs.append(ExtraNetworkRef(network=rdma.name, subnetwork=subnet.name))
+        return parts

@@ -1,0 +1,259 @@
+"""TPU slices: GKE node pools (TpuSlice) or bare TPU VMs (TpuVmSlice).
+
+TpuSlice declares one GKE node pool per slice; multislice is N identical pools that JobSet
+schedules together. A multi-host pool is one COMPACT placement with the slice's
+`tpu_topology` in one zone, and its node count is fixed by the topology (chips / chips per
+VM): GKE builds the whole slice or none of it. GKE itself sets the node labels
+`cloud.google.com/gke-tpu-accelerator` and `cloud.google.com/gke-tpu-topology` and the
+`google.com/tpu` taint; this component adds the stack's labels.
+
+TpuVmSlice declares TPU VMs without GKE: one `tpu.V2Vm` per slice (on-demand, spot or
+reserved), or one `tpu.V2QueuedResource` holding every slice when the plan queues for
+capacity, so all slices arrive together.
+
+Arguments are checked against GKE's rules (topology valid for the generation, machine type
+and node count that topology implies, one zone, spot never with flex-start or queued
+provisioning) before anything is registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp._common import (
+    CLOUD_PLATFORM_SCOPE,
+    CapacityMode,
+    GcpArgsError,
+    check_name,
+    check_zone,
+    child_opts,
+    compute_labels,
+    node_pool_capacity_args,
+    resolve_capacity,
+)
+from components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
+from components.tags import ResourceTags
+from policies import shapes
+from policies.plan import Capacity, TpuPool
+
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+MAX_SLICES = 64
+
+
+def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
+    """The pool must be exactly what policies/shapes derives from its generation and topology."""
+    try:
+        gen = shapes.generation(pool.generation)
+        shapes.check_topology(gen.name, pool.topology)
+    except shapes.ShapeError as error:
+        raise GcpArgsError(component, "pool.topology", pool.topology, str(error)) from None
+    expected = {
+        "machine_type": shapes.machine_type(gen.name, pool.topology),
+        "chips_per_slice": shapes.topology_chips(pool.topology),
+        "chips_per_host": shapes.chips_per_host(gen.name, pool.topology),
+        "hosts_per_slice": shapes.hosts_per_slice(gen.name, pool.topology),
+        "gke_accelerator": gen.gke_accelerator,
+    }
+    for field, want in expected.items():
+        got = getattr(pool, field)
+        if got != want:
+            raise GcpArgsError(component, f"pool.{field}", got,
+                               f"TPU {gen.name} topology {pool.topology} needs {field} {want!r}")
+    if not 1 <= pool.slices <= MAX_SLICES:
+        raise GcpArgsError(component, "pool.slices", pool.slices, f"allowed: 1..{MAX_SLICES}")
+    return gen
+
+
+@dataclass(frozen=True)
+class TpuSliceArgs:
+    pool: TpuPool
+    capacity: Capacity
+    cluster: ClusterRef | pulumi.Input[str]   # GkeCluster.ref, or a cluster name plus `location`
+    zone: str                                 # COMPACT placement: the one zone every slice lives in
+    tags: ResourceTags
+    location: str | None = None               # the cluster's location when `cluster` is a name
+    project: str | None = None
+    node_service_account: pulumi.Input[str] | None = None   # default: the cluster's node account
+    disk_size_gb: int | None = None
+
+
+class TpuSlice(pulumi.ComponentResource):
+    """N identical TPU slices on GKE: one node pool per slice."""
+
+    def __init__(self, name: str, args: TpuSliceArgs, opts: pulumi.ResourceOptions | None = None):
+        component = "TpuSlice"
+        pool = args.pool
+        check_name(component, name, longest_suffix=f"-s{pool.slices - 1}", limit=GKE_NAME_LIMIT)
+        check_tpu_pool(component, pool)
+        ref = as_cluster_ref(component, args.cluster, args.location)
+        check_zone(component, "zone", args.zone, within=ref.location)
+        mode = resolve_capacity(component, args.capacity)
+        if args.disk_size_gb is not None and args.disk_size_gb < 10:
+            raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
+        super().__init__("accel:gcp:TpuSlice", name, None, opts)
+
+        if ref.auto_upgrade and not ref.upgrades_paused:
+            pulumi.log.warn(
+                f"{name}: cluster channel {ref.release_channel} keeps node auto-upgrade on; pause upgrades for the "
+                "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice mid-training",
+                resource=self,
+            )
+
+        service_account = args.node_service_account or ref.node_service_account_email
+        self.node_pools = [
+            self._slice_pool(name, i, args, ref, mode, service_account) for i in range(pool.slices)
+        ]
+        self.node_pool_names = [p.name for p in self.node_pools]
+        self.slices = pool.slices
+        self.hosts_per_slice = pool.hosts_per_slice
+        self.total_hosts = pool.hosts_per_slice * pool.slices
+        self.chips_per_host = pool.chips_per_host
+        self.node_selector = {TPU_ACCELERATOR_LABEL: pool.gke_accelerator, TPU_TOPOLOGY_LABEL: pool.topology}
+        self.register_outputs({
+            "node_pool_names": self.node_pool_names,
+            "node_selector": self.node_selector,
+            "hosts_per_slice": self.hosts_per_slice,
+            "chips_per_host": self.chips_per_host,
+        })
+
+    def _slice_pool(self, name: str, index: int, args: TpuSliceArgs, ref: ClusterRef,
+                    mode: CapacityMode, service_account) -> gcp.container.NodePool:
+        pool = args.pool
+        node_config: dict = {
+            "machine_type": pool.machine_type,
+            **node_pool_capacity_args(mode),
+            "image_type": "COS_CONTAINERD",
+            "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+            "labels": {**args.tags.kubernetes_labels(), "accel.dev/slice": str(index)},
+            "resource_labels": compute_labels(args.tags, mode, **{"tpu-slice": str(index),
+                                                                   "tpu-topology": pool.topology}),
+        }
+        if service_account is not None:
+            node_config["service_account"] = service_account
+        if args.disk_size_gb is not None:
+            node_config["disk_size_gb"] = args.disk_size_gb
+
+        pool_args: dict = dict(
+            cluster=ref.name,
+            location=ref.location,
+            node_locations=[args.zone],
+            node_config=node_config,
+            network_config={"enable_private_nodes": True},
+            # Repair replaces a broken host (the whole slice restarts either way); upgrades wait
+            # for the maintenance exclusion, or are off on a cluster without a channel.
+            management={"auto_repair": not mode.scales_from_zero, "auto_upgrade": ref.auto_upgrade},
+        )
+        if args.project:
+            pool_args["project"] = args.project
+        if pool.hosts_per_slice > 1:
+            pool_args["placement_policy"] = {"type": "COMPACT", "tpu_topology": pool.topology}
+        if mode.scales_from_zero:
+            # Dynamic Workload Scheduler: the pool is empty until a workload asks, then all-or-nothing.
+            pool_args["initial_node_count"] = 0
+            pool_args["autoscaling"] = {"total_min_node_count": 0,
+                                        "total_max_node_count": pool.hosts_per_slice,
+                                        "location_policy": "ANY"}
+            if mode.provisioning == "queued":
+                pool_args["queued_provisioning"] = {"enabled": True}
+        else:
+            pool_args["node_count"] = pool.hosts_per_slice
+        return gcp.container.NodePool(f"{name}-s{index}", **pool_args, opts=child_opts(self))
+
+
+@dataclass(frozen=True)
+class TpuVmSliceArgs:
+    pool: TpuPool
+    capacity: Capacity
+    zone: str
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    tags: ResourceTags
+    project: str | None = None                 # required for queued provisioning (the parent path)
+    service_account_email: pulumi.Input[str] | None = None
+    runtime_version: str | None = None         # default: the plan's runtime for the generation
+
+
+class TpuVmSlice(pulumi.ComponentResource):
+    """TPU VMs without GKE: V2Vm per slice, or one queued resource for every slice."""
+
+    def __init__(self, name: str, args: TpuVmSliceArgs, opts: pulumi.ResourceOptions | None = None):
+        component = "TpuVmSlice"
+        pool = args.pool
+        check_name(component, name, longest_suffix=f"-s{pool.slices - 1}")
+        gen = check_tpu_pool(component, pool)
+        expected_type = shapes.tpu_vm_type(gen.name, pool.chips_per_slice)
+        if pool.tpu_vm_type != expected_type:
+            raise GcpArgsError(component, "pool.tpu_vm_type", pool.tpu_vm_type,
+                               f"a {pool.chips_per_slice}-chip {gen.name} slice is {expected_type!r} "
+                               f"({gen.type_prefix}-N counts {'TensorCores' if gen.cores_per_chip > 1 else 'chips'})")
+        check_zone(component, "zone", args.zone)
+        mode = resolve_capacity(component, args.capacity)
+        if mode.provisioning == "flex-start":
+            raise GcpArgsError(component, "capacity.provisioning", "flex-start",
+                               "TPU VMs cannot request flex-start here; use the GKE TpuSlice, or 'queued'")
+        if mode.provisioning == "queued" and not args.project:
+            raise GcpArgsError(component, "project", args.project,
+                               "a queued resource names its parent projects/<project>/locations/<zone>; set project")
+        runtime = args.runtime_version or pool.runtime_version
+        super().__init__("accel:gcp:TpuVmSlice", name, None, opts)
+
+        network_config = {
+            "network": args.network,
+            "subnetwork": args.subnetwork,
+            "enable_external_ips": False,
+            "can_ip_forward": False,
+        }
+        project = {"project": args.project} if args.project else {}
+        self.queued_resource = None
+        self.vms: list[gcp.tpu.V2Vm] = []
+        if mode.provisioning == "queued":
+            # The provider's queued resource carries no labels, spot flag or service account.
+            self.queued_resource = gcp.tpu.V2QueuedResource(
+                name,
+                zone=args.zone,
+                tpu={"node_specs": [{
+                    "parent": f"projects/{args.project}/locations/{args.zone}",
+                    "node_id": f"{name}-s{i}",
+                    "node": {
+                        "accelerator_type": pool.tpu_vm_type,
+                        "runtime_version": runtime,
+                        "network_config": network_config,
+                        "description": f"slice {i} of {pool.slices}: {pool.topology} {gen.name}",
+                    },
+                } for i in range(pool.slices)]},
+                **project,
+                opts=child_opts(self),
+            )
+            self.node_ids = [f"{name}-s{i}" for i in range(pool.slices)]
+        else:
+            scheduling: dict = {}
+            if mode.spot:
+                scheduling["spot"] = True
+            if mode.provisioning == "reservation":
+                scheduling["reserved"] = True
+            for i in range(pool.slices):
+                vm_args: dict = dict(
+                    zone=args.zone,
+                    accelerator_type=pool.tpu_vm_type,
+                    runtime_version=runtime,
+                    network_config=network_config,
+                    labels=compute_labels(args.tags, mode, **{"tpu-slice": str(i), "tpu-topology": pool.topology}),
+                    description=f"slice {i} of {pool.slices}: {pool.topology} {gen.name}",
+                    **project,
+                )
+                if scheduling:
+                    vm_args["scheduling_config"] = scheduling
+                if args.service_account_email is not None:
+                    vm_args["service_account"] = {"email": args.service_account_email,
+                                                  "scopes": [CLOUD_PLATFORM_SCOPE]}
+                self.vms.append(gcp.tpu.V2Vm(f"{name}-s{i}", **vm_args, opts=child_opts(self)))
+            self.node_ids = [vm.name for vm in self.vms]
+        self.accelerator_type = pool.tpu_vm_type
+        self.runtime_version = runtime
+        self.register_outputs({"node_ids": self.node_ids, "accelerator_type": self.accelerator_type})
