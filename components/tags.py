@@ -44,6 +44,7 @@ class ResourceTags(BaseModel):
     cost_center: str = "unknown"
     ephemeral: bool = False
     expires_at: datetime | None = None
+    ttl: str | None = None  # a TTL-only stack: expiry is last update + ttl, so no timestamp to stamp
 
     def _pairs(self) -> dict[str, str]:
         pairs = {
@@ -57,6 +58,8 @@ class ResourceTags(BaseModel):
             pairs["ephemeral"] = "true"
         if self.expires_at is not None:
             pairs["expires-at"] = expiry_label(self.expires_at)
+        if self.ttl is not None:
+            pairs["ttl"] = self.ttl
         return pairs
 
     def gcp_labels(self, **extra: str) -> dict[str, str]:

@@ -1,0 +1,242 @@
+"""`accel reap` and `accel destroy-after-run`: tear spot compute down, keep the data."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from types import FrameType
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from accel.errors import AccelError, UsageError, fail
+from policies.lifecycle import LifecycleError, format_timestamp, parse_timestamp
+
+DEFAULT_ATTEMPTS = 3
+DEFAULT_RETRY_DELAY = 30.0
+
+_STATUS_STYLE = {
+    "destroyed": "green", "would-destroy": "yellow", "gone": "dim", "skipped": "dim",
+    "failed": "bold red", "refused": "bold red",
+}
+
+
+def _project_dir(work_dir: Path) -> Path:
+    if not any((work_dir / name).is_file() for name in ("Pulumi.yaml", "Pulumi.yml")):
+        raise UsageError(f"--work-dir: no Pulumi.yaml in {work_dir}; point it at the project directory")
+    return work_dir.resolve()
+
+
+def _retry(attempts: int, retry_delay: float):
+    from accel.reaper import RetryPolicy
+
+    return RetryPolicy(attempts=attempts, base_delay=retry_delay)
+
+
+def _echo_output(err: Console):
+    def echo(line: str) -> None:
+        err.print(f"[dim]  {escape(line)}[/dim]", highlight=False)
+    return echo
+
+
+def _render(report, out: Console) -> None:
+    title = "accel reap --dry-run (nothing changed)" if report.dry_run else "accel reap"
+    table = Table(title=f"{title}: {format_timestamp(report.now)}", title_justify="left")
+    for column in ("stack", "status", "reason", "detail"):
+        table.add_column(column, overflow="fold")
+    for outcome in report.outcomes:
+        style = _STATUS_STYLE.get(outcome.status, "")
+        detail = outcome.detail
+        if outcome.attempts > 1:
+            detail += f" (after {outcome.attempts} attempts)"
+        if outcome.errors:
+            detail += "\n" + "\n".join(f"- {e}" for e in outcome.errors)
+        table.add_row(escape(outcome.stack), f"[{style}]{outcome.status}[/{style}]" if style else outcome.status,
+                      outcome.reason.value if outcome.reason else "-", escape(detail))
+    if not report.outcomes:
+        out.print(f"{title}: no stacks in this project")
+        return
+    out.print(table)
+    if report.left:
+        out.print(f"[bold red]left behind:[/bold red] {', '.join(o.stack for o in report.left)}")
+
+
+def reap_command(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show the decisions; destroy and remove nothing."),
+    now: str | None = typer.Option(None, "--now", metavar="ISO8601",
+                                   help="Decide as if it were this time, e.g. 2026-11-22T18:00:00Z."),
+    work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
+                                  help="The Pulumi project directory (holds Pulumi.yaml)."),
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, help="Destroy attempts per stack."),
+    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
+                                      help="First wait before a retry; doubles each time."),
+) -> None:
+    """Destroy ephemeral stacks whose TTL or expiry has passed, then remove them; data is retained."""
+    from accel import reaper
+
+    err = Console(stderr=True)
+    try:
+        moment = parse_timestamp(now) if now is not None else None
+    except LifecycleError as error:
+        fail(UsageError(f"--now: {error}"))
+    try:
+        project = _project_dir(work_dir)
+        with reaper.reap_lock(reaper.default_lock_path(project)):
+            workspace = reaper.open_workspace(project)
+            with err.status("reaping expired stacks" if not dry_run else "deciding (dry run)"):
+                report = reaper.reap(
+                    workspace, now=moment, dry_run=dry_run, retry=_retry(attempts, retry_delay),
+                    log=lambda line: err.print(escape(line), highlight=False),
+                    on_output=_echo_output(err),
+                )
+    except AccelError as error:
+        fail(error)
+    if json_output:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        _render(report, Console())
+    raise typer.Exit(report.exit_code)
+
+
+class _ChildSignals:
+    """Forward SIGINT/SIGTERM/SIGHUP to the command's process group; a second one kills it.
+
+    Installed before the command starts, so a signal in between is held and delivered once it has.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, err: Console) -> None:
+        self.err = err
+        self.child: subprocess.Popen | None = None
+        self.received: list[int] = []
+        self.previous = {}
+
+    def _forward(self, signum: int) -> None:
+        forward = signum if len(self.received) == 1 else signal.SIGKILL
+        self.err.print(f"accel: got {signal.Signals(signum).name}; sending {signal.Signals(forward).name} to "
+                       "the command, then tearing the stack down")
+        try:
+            os.killpg(self.child.pid, forward)
+        except ProcessLookupError:
+            pass
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.received.append(signum)
+        if self.child is not None:
+            self._forward(signum)
+
+    def started(self, child: subprocess.Popen) -> None:
+        self.child = child
+        if self.received:
+            self._forward(self.received[-1])
+
+    def __enter__(self) -> _ChildSignals:
+        for sig in self.SIGNALS:
+            self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+class _ShieldTeardown:
+    """While the stack is being destroyed, a signal to accel is noted, not obeyed."""
+
+    def __init__(self, err: Console) -> None:
+        self.err = err
+        self.previous = {}
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.err.print(f"accel: got {signal.Signals(signum).name} during teardown; finishing the destroy first")
+
+    def __enter__(self) -> _ShieldTeardown:
+        for sig in _ChildSignals.SIGNALS:
+            self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_command(command: list[str], err: Console) -> int:
+    """Run the command in its own process group; its exit code (128+N when killed by signal N)."""
+    with _ChildSignals(err) as signals:
+        try:
+            child = subprocess.Popen(command, process_group=0)
+        except FileNotFoundError:
+            err.print(f"accel: command not found: {escape(command[0])}")
+            return 127
+        except PermissionError:
+            err.print(f"accel: command not executable: {escape(command[0])}")
+            return 126
+        signals.started(child)
+        code = child.wait()
+    return 128 - code if code < 0 else code
+
+
+def destroy_after_run_command(
+    stack: str = typer.Option(..., "-s", "--stack", help="The stack to destroy when the command exits."),
+    command: list[str] = typer.Argument(..., metavar="COMMAND", help="The training command to run."),
+    work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
+                                  help="The Pulumi project directory (holds Pulumi.yaml)."),
+    remove: bool = typer.Option(False, "--remove", help="Also remove the stack from the backend after the destroy."),
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, help="Destroy attempts."),
+    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
+                                      help="First wait before a retry; doubles each time."),
+) -> None:
+    """Run COMMAND, then destroy the stack's compute however it ended; retained data stays.
+
+    Example: accel destroy-after-run -s spot-run -- python train.py --steps 1000
+
+    Exits with the command's exit code (128+N if signal N ended it), or 1 if the command succeeded but the teardown did not.
+    """
+    from accel import reaper
+    from policies.lifecycle import teardown_blockers
+
+    err = Console(stderr=True)
+    try:
+        project = _project_dir(work_dir)
+        workspace = reaper.open_workspace(project)
+        # Check before the run, not after: a typo or an unsafe stack must not cost a training run's worth of compute.
+        if stack not in {s.name for s in workspace.list_stacks()}:
+            raise UsageError(f"-s/--stack: no stack named {stack!r} in this project's backend")
+        blockers = teardown_blockers((workspace.export_stack(stack).deployment or {}).get("resources") or [])
+        if blockers:
+            raise AccelError(f"stack {stack!r} cannot be torn down safely:\n" + "\n".join(f"- {b}" for b in blockers))
+    except AccelError as error:
+        fail(error)
+    except Exception as error:  # a CLI failure while checking: say so, run nothing
+        fail(AccelError(f"could not inspect stack {stack!r}: {reaper._brief(error)}"))
+
+    code = _run_command(command, err)
+    err.print(f"accel: command exited with {code}; destroying stack {escape(stack)} (data is retained)")
+    with _ShieldTeardown(err):
+        outcome = reaper.teardown(
+            workspace, stack, remove=remove, retry=_retry(attempts, retry_delay),
+            log=lambda line: err.print(escape(line), highlight=False),
+            on_output=_echo_output(err), reason=f"command exited with {code}",
+        )
+    if outcome.status in ("destroyed", "gone"):
+        err.print(f"accel: stack {escape(stack)} {outcome.status}: {escape(outcome.detail)}")
+        raise typer.Exit(code)
+    err.print(f"[bold red]accel: teardown of {escape(stack)} {outcome.status}[/bold red]: {escape(outcome.detail)}")
+    for line in outcome.errors:
+        err.print(f"  - {escape(line)}")
+    raise typer.Exit(code or 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reap")(reap_command)
+    app.command(
+        "destroy-after-run",
+        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    )(destroy_after_run_command)
