@@ -1,0 +1,47 @@
+"""`accel review PREVIEW.json [--plan PLAN.json] [--base-plan BASE.json] [-o comment.md]`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from accel.errors import AccelError, UsageError, fail
+from accel.review import review_files
+from accel.review.render import DEFAULT_BUDGET, GITHUB_COMMENT_LIMIT, size
+
+
+def review(
+    preview: Path = typer.Argument(..., metavar="PREVIEW.json",
+                                   help="`pulumi preview --json` output, or `accel plan --json` output alone"),
+    plan: Optional[Path] = typer.Option(None, "--plan", metavar="PLAN.json",
+                                        help="`accel plan --json` of this branch: hardware, cost, guardrails"),
+    base_plan: Optional[Path] = typer.Option(None, "--base-plan", metavar="BASE.json",
+                                             help="`accel plan --json` of the base branch: the 'before' column"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="comment.md",
+                                          help="Write the comment here instead of stdout"),
+    max_chars: int = typer.Option(DEFAULT_BUDGET, "--max-chars", min=2_000, max=GITHUB_COMMENT_LIMIT,
+                                  help="Size budget of the comment (UTF-8 bytes); sections are summarised to fit"),
+) -> None:
+    """Render the pull-request comment: changes, hardware, $/h and $/run before → after, guardrails."""
+    try:
+        comment = review_files(preview, plan, base_plan, budget=max_chars)
+        if size(comment) > max_chars:
+            print(f"warning: the comment is {size(comment):,} bytes, over --max-chars {max_chars:,} even at "
+                  f"its tersest", file=sys.stderr)
+        if output is None:
+            sys.stdout.write(comment)
+            return
+        try:
+            output.write_text(comment, encoding="utf-8")
+        except OSError as error:
+            raise UsageError(f"{output}: cannot write: {error.strerror}") from None
+        print(f"wrote {output} ({size(comment):,} bytes)", file=sys.stderr)
+    except AccelError as error:
+        fail(error)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("review")(review)
