@@ -1,0 +1,96 @@
+"""What the AWS components share: the argument error, tag rendering, IAM document helpers.
+
+Nothing here imports pulumi_aws, so importing an args class never loads the provider.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from components.tags import ResourceTags
+
+# Tag keys that say "this goes away": data outlives the compute stack, so it never carries them.
+_EXPIRY_KEYS = ("accel:ephemeral", "accel:expires-at", "accel:ttl")
+DATA_ROLE_KEY = "accel:data-role"
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
+
+
+class InvalidAwsArgs(ValueError):
+    """Component arguments that cannot be built; the message names the field, the value and what is allowed."""
+
+
+def invalid(args_class: str, field: str, value: Any, allowed: str) -> InvalidAwsArgs:
+    return InvalidAwsArgs(f"{args_class}.{field}: {value!r} is not valid; {allowed}")
+
+
+def check_region(args_class: str, region: str) -> None:
+    if not isinstance(region, str) or not _REGION.match(region):
+        raise invalid(args_class, "region", region, "expected an AWS region such as us-east-1 or us-west-2")
+
+
+def check_zone(args_class: str, field: str, zone: str, region: str) -> None:
+    if not isinstance(zone, str) or not re.fullmatch(re.escape(region) + r"[a-z]", zone):
+        raise invalid(args_class, field, zone, f"expected an availability zone of {region}, e.g. {region}a")
+
+
+def check_cidr(args_class: str, field: str, cidr: str) -> ipaddress.IPv4Network:
+    try:
+        return ipaddress.IPv4Network(cidr, strict=True)
+    except (ValueError, TypeError) as error:
+        raise invalid(args_class, field, cidr, f"expected an IPv4 CIDR block such as 10.0.0.0/16 ({error})") from None
+
+
+def resource_tags(tags: ResourceTags, name: str | None = None, **extra: str) -> dict[str, str]:
+    """The stack's tags in AWS form, plus a console `Name` when given."""
+    rendered = tags.aws_tags(**extra)
+    if name:
+        rendered["Name"] = name
+    return rendered
+
+
+def data_tags(tags: ResourceTags, role: str, name: str | None = None) -> dict[str, str]:
+    """Tags for data that must survive the stack: the data role, and no expiry or ephemeral marker."""
+    rendered = {k: v for k, v in resource_tags(tags, name, **{"data-role": role}).items() if k not in _EXPIRY_KEYS}
+    assert rendered[DATA_ROLE_KEY] == role
+    return rendered
+
+
+def assume_role_policy(statements: Iterable[Mapping[str, Any]]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def service_trust(service: str, *actions: str) -> str:
+    """A trust policy that lets one AWS service principal assume the role."""
+    return assume_role_policy([{
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": list(actions) or ["sts:AssumeRole"],
+    }])
+
+
+def irsa_trust(provider_arn: str, issuer_url: str, subjects: Iterable[str]) -> str:
+    """Trust for IAM Roles for Service Accounts: only these Kubernetes service accounts, audience STS."""
+    host = issuer_url.removeprefix("https://")
+    subject_list = sorted(subjects)
+    return assume_role_policy([{
+        "Effect": "Allow",
+        "Principal": {"Federated": provider_arn},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": {"StringEquals": {
+            f"{host}:aud": "sts.amazonaws.com",
+            f"{host}:sub": subject_list[0] if len(subject_list) == 1 else subject_list,
+        }},
+    }])
+
+
+def managed_policy_arn(partition: str, policy: str) -> str:
+    return f"arn:{partition}:iam::aws:policy/{policy}"
+
+
+def template_version(version: Any) -> str:
+    """EKS takes a launch template version as a string; "$Default" only before the template exists."""
+    return str(version) if version is not None else "$Default"

@@ -1,0 +1,360 @@
+"""GpuNodeGroup: an EKS managed node group of whole GPU machines, as the Plan's GpuPool says.
+
+What it builds:
+- an EC2 launch template that requires IMDSv2, encrypts the root volume, tags instances, and
+  declares the network interfaces itself: with EFA one interface per network card (card 0 /
+  device 0 of type "efa", every further card device 1 of type "efa" or, on the P5 family,
+  "efa-only"), and a cluster placement group, all in one explicit zone;
+- capacity: ON_DEMAND, SPOT (the primary type plus same-GPU-count alternates), ON_DEMAND aimed
+  at an On-Demand Capacity Reservation, or CAPACITY_BLOCK with the launch template's
+  `instance_market_options.market_type = "capacity-block"` and the reservation as target;
+- the EKS NVIDIA AL2023 AMI type, the `nvidia.com/gpu=true:NoSchedule` taint, labels that say
+  what the node is, and scaling from zero up to the plan's node count.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+from components.aws.common import InvalidAwsArgs, invalid, resource_tags, template_version
+from components.aws.instances import GPU_INSTANCE_TYPES, GpuInstanceType, gpu_instance_type
+from components.tags import ResourceTags
+from policies.plan import Capacity, GpuPool
+
+_ARGS = "GpuNodeGroupArgs"
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
+CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND",
+                  "capacity-block": "CAPACITY_BLOCK"}
+RESERVED = ("reservation", "capacity-block")
+_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+# AL2023 nodeadm: stripe the instance-store NVMe disks into one RAID0 volume for containerd and
+# the kubelet, so image layers and scratch data land on local NVMe instead of the EBS root.
+_LOCAL_NVME_USER_DATA = """MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="ACCEL"
+
+--ACCEL
+Content-Type: application/node.eks.aws
+
+---
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: RAID0
+
+--ACCEL--
+"""
+
+
+@dataclass(frozen=True)
+class GpuNodeGroupArgs:
+    pool: GpuPool
+    capacity: Capacity
+    cluster_name: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: Mapping[str, pulumi.Input[str]] = field(metadata={"doc": "Private subnet per zone"})
+    security_group_ids: Sequence[pulumi.Input[str]]
+    tags: ResourceTags
+    availability_zone: str | None = None     # required for EFA, placement groups and reservations
+    accelerator: str | None = None           # label value; default: from the instance type
+    kubernetes_version: str | None = None    # default: the cluster's version
+    disk_size_gib: int = 512
+    start_nodes: int | None = None           # desired size at creation; default: pool.nodes
+    labels: Mapping[str, str] = field(default_factory=dict)
+    imds_hop_limit: int = 1
+    local_nvme_raid0: bool = True
+    node_repair: bool = True
+    depends_on: Sequence[pulumi.Resource] = ()  # e.g. EksCluster.compute_dependencies
+
+    def __post_init__(self) -> None:
+        pool = self.pool if isinstance(self.pool, GpuPool) else _coerce(GpuPool, self.pool, "pool")
+        capacity = self.capacity if isinstance(self.capacity, Capacity) else _coerce(Capacity, self.capacity,
+                                                                                     "capacity")
+        object.__setattr__(self, "pool", pool)
+        object.__setattr__(self, "capacity", capacity)
+        types = self._check_instance_types()
+        self._check_fabric(types)
+        self._check_capacity()
+        self._check_placement()
+        if not isinstance(self.disk_size_gib, int) or not 100 <= self.disk_size_gib <= 16384:
+            raise invalid(_ARGS, "disk_size_gib", self.disk_size_gib,
+                          "between 100 and 16384 GiB (GPU images are tens of GB)")
+        if self.start_nodes is not None and not 0 <= self.start_nodes <= pool.nodes:
+            raise invalid(_ARGS, "start_nodes", self.start_nodes, f"between 0 and pool.nodes ({pool.nodes})")
+        if self.imds_hop_limit not in (1, 2):
+            raise invalid(_ARGS, "imds_hop_limit", self.imds_hop_limit,
+                          "1 (pods cannot reach instance metadata) or 2 (they can)")
+        for key, value in dict(self.labels).items():
+            if not _LABEL_KEY.match(key) or not isinstance(value, str) or len(value) > 63:
+                raise invalid(_ARGS, f"labels[{key!r}]", value, "Kubernetes label keys/values (values <= 63 chars)")
+        if not self.security_group_ids or isinstance(self.security_group_ids, str):
+            raise invalid(_ARGS, "security_group_ids", self.security_group_ids,
+                          "give the node security group(s) as a list")
+        if not isinstance(self.tags, ResourceTags):
+            raise invalid(_ARGS, "tags", self.tags, "expected components.tags.ResourceTags")
+
+    # -- validation -------------------------------------------------------------------------
+
+    @property
+    def instance_types(self) -> list[str]:
+        return [self.pool.machine_type, *self.pool.alternate_machine_types]
+
+    def _check_instance_types(self) -> list[GpuInstanceType]:
+        names = self.instance_types
+        if len(set(names)) != len(names):
+            raise invalid(_ARGS, "pool.alternate_machine_types", self.pool.alternate_machine_types,
+                          "alternates must differ from each other and from pool.machine_type")
+        found = []
+        for i, instance in enumerate(names):
+            facts = gpu_instance_type(instance)
+            where = "pool.machine_type" if i == 0 else f"pool.alternate_machine_types[{i - 1}]"
+            if facts is None:
+                raise invalid(_ARGS, where, instance,
+                              f"known GPU instance types: {', '.join(sorted(GPU_INSTANCE_TYPES))}")
+            if facts.gpus != self.pool.gpus_per_node:
+                raise invalid(_ARGS, where, instance,
+                              f"it has {facts.gpus} GPUs but pool.gpus_per_node is {self.pool.gpus_per_node}; "
+                              "every type in a node group must have the same GPU count")
+            if found and not facts.can_stand_in_for(found[0]):
+                raise invalid(_ARGS, where, instance,
+                              f"an alternate needs the same GPU as {names[0]} ({found[0].accelerator}) with at "
+                              f"least its memory; {instance} has {facts.accelerator}")
+            found.append(facts)
+        return found
+
+    def _check_fabric(self, types: list[GpuInstanceType]) -> None:
+        pool = self.pool
+        if pool.fabric not in ("none", "efa"):
+            raise invalid(_ARGS, "pool.fabric", pool.fabric, "on AWS: 'efa' or 'none' (the others are GCP fabrics)")
+        if pool.fabric == "none":
+            if pool.efa_interfaces:
+                raise invalid(_ARGS, "pool.efa_interfaces", pool.efa_interfaces, "must be 0 when pool.fabric is 'none'")
+            return
+        if pool.efa_interfaces < 1:
+            raise invalid(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
+                          "EFA needs at least one interface: one per network card (p5.48xlarge 32, "
+                          "p5en.48xlarge 16, p4d.24xlarge 4)")
+        for t in types:
+            if t.efa_cards == 0:
+                raise invalid(_ARGS, "pool.fabric", "efa", f"{t.name} does not support EFA")
+            if pool.efa_interfaces > t.efa_cards:
+                raise invalid(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
+                              f"{t.name} has {t.efa_cards} EFA-capable network card(s); one interface per card")
+
+    def _check_capacity(self) -> None:
+        capacity, pool = self.capacity, self.pool
+        if capacity.provisioning not in CAPACITY_TYPES:
+            raise invalid(_ARGS, "capacity.provisioning", capacity.provisioning,
+                          f"on AWS: {', '.join(CAPACITY_TYPES)} (flex-start and queued are GCP options)")
+        if capacity.spot != (capacity.provisioning == "spot"):
+            raise invalid(_ARGS, "capacity.spot", capacity.spot,
+                          f"must be {capacity.provisioning == 'spot'} when capacity.provisioning is "
+                          f"{capacity.provisioning!r}")
+        if capacity.provisioning in RESERVED:
+            if not capacity.reservation or not _RESERVATION_ID.match(capacity.reservation):
+                raise invalid(_ARGS, "capacity.reservation", capacity.reservation,
+                              f"{capacity.provisioning} needs the capacity reservation id, e.g. cr-0123456789abcdef0")
+            if pool.alternate_machine_types:
+                raise invalid(_ARGS, "pool.alternate_machine_types", pool.alternate_machine_types,
+                              f"a {capacity.provisioning} holds one instance type ({pool.machine_type}); no alternates")
+        elif capacity.reservation:
+            raise invalid(_ARGS, "capacity.reservation", capacity.reservation,
+                          "only used with provisioning 'reservation' or 'capacity-block', "
+                          f"not {capacity.provisioning!r}")
+
+    def needs_single_zone(self) -> str | None:
+        return single_zone_reason(self.pool, self.capacity)
+
+    def _check_placement(self) -> None:
+        zones = dict(self.subnet_ids)
+        if not zones:
+            raise invalid(_ARGS, "subnet_ids", zones,
+                          "give the private subnet id per zone, e.g. AwsNetwork.private_subnet_ids")
+        reason = self.needs_single_zone()
+        if self.availability_zone is None:
+            if reason:
+                raise invalid(_ARGS, "availability_zone", None, f"{reason}: name the zone (the plan's zones[0])")
+        elif self.availability_zone not in zones:
+            raise invalid(_ARGS, "availability_zone", self.availability_zone,
+                          f"no private subnet in that zone; zones with subnets: {', '.join(zones)}")
+
+    # -- wiring helpers ---------------------------------------------------------------------
+
+    @classmethod
+    def for_plan(cls, plan, *, cluster, network, tags: ResourceTags, **overrides) -> "GpuNodeGroupArgs":
+        """Args for a GPU Plan's pool on an EksCluster in an AwsNetwork."""
+        if plan.gpu is None:
+            raise InvalidAwsArgs(f"{_ARGS}: plan.family is {plan.family!r}; a GPU node group needs plan.gpu")
+        pool, capacity = plan.gpu, plan.capacity
+        single_zone = single_zone_reason(pool, capacity) is not None
+        values: dict[str, Any] = dict(
+            pool=pool, capacity=capacity, cluster_name=cluster.name, node_role_arn=cluster.node_role_arn,
+            subnet_ids=network.private_subnet_ids, security_group_ids=[network.node_security_group_id],
+            tags=tags, availability_zone=plan.zones[0] if single_zone else None,
+            accelerator=plan.chosen.accelerator, kubernetes_version=cluster.kubernetes_version,
+            depends_on=list(cluster.compute_dependencies),
+        )
+        values.update(overrides)
+        return cls(**values)
+
+
+def single_zone_reason(pool: GpuPool, capacity: Capacity) -> str | None:
+    """Why a group must live in one zone, or None."""
+    if pool.fabric == "efa":
+        return "EFA nodes share a cluster placement group"
+    if pool.compact_placement:
+        return "a cluster placement group lives in one zone"
+    if capacity.provisioning in RESERVED:
+        return f"a {capacity.provisioning} belongs to one zone"
+    return None
+
+
+def _coerce(model, value, field_name: str):
+    try:
+        return model.model_validate(value)
+    except Exception as error:  # pydantic ValidationError; re-raise with the field named
+        raise invalid(_ARGS, field_name, value, f"expected a {model.__name__} ({error})") from None
+
+
+def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
+                       security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict[str, Any]]:
+    """Launch template interfaces: one per EFA network card, or a single ENA interface."""
+    groups = list(security_group_ids)
+    if efa_interfaces == 0:
+        return [{"device_index": 0, "network_card_index": 0, "associate_public_ip_address": "false",
+                 "delete_on_termination": "true", "security_groups": groups}]
+    primary: dict[str, Any] = {"device_index": 0, "network_card_index": 0, "interface_type": "efa",
+                               "delete_on_termination": "true", "security_groups": groups}
+    if efa_interfaces == 1:
+        # EC2 never gives a public address to a multi-interface launch; with one interface, say so.
+        primary["associate_public_ip_address"] = "false"
+    secondary_type = "efa-only" if efa_only_secondaries else "efa"
+    return [primary] + [
+        {"device_index": 1, "network_card_index": card, "interface_type": secondary_type,
+         "delete_on_termination": "true", "security_groups": groups}
+        for card in range(1, efa_interfaces)
+    ]
+
+
+class GpuNodeGroup(pulumi.ComponentResource):
+    """Launch template (+ placement group) + EKS managed node group for one GPU pool."""
+
+    node_group_name: pulumi.Output[str]
+    launch_template_id: pulumi.Output[str]
+    placement_group_name: pulumi.Output[str] | None
+    node_labels: dict[str, str]
+    node_taints: list[dict[str, str]]
+    capacity_type: str
+    instance_types: list[str]
+
+    def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None):
+        if not isinstance(args, GpuNodeGroupArgs):
+            raise invalid(_ARGS, "args", type(args).__name__, "pass a GpuNodeGroupArgs")
+        super().__init__("accel:aws:GpuNodeGroup", name, None, opts)
+        import pulumi_aws as aws
+
+        pool, capacity = args.pool, args.capacity
+        facts = gpu_instance_type(pool.machine_type)
+        assert facts is not None  # the args validated every instance type
+        provisioning = capacity.provisioning
+        capacity_type = CAPACITY_TYPES[provisioning]
+        tags = resource_tags(args.tags, name, **{"capacity": provisioning, "gpu-pool": name})
+        child = pulumi.ResourceOptions(parent=self)
+
+        placement_group = None
+        if pool.fabric == "efa" or pool.compact_placement:
+            placement_group = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster", tags=tags, opts=child)
+
+        template_args: dict[str, Any] = dict(
+            description=f"GPU nodes {name}: {', '.join(args.instance_types)} {capacity_type}",
+            metadata_options={"http_endpoint": "enabled", "http_tokens": "required",
+                              "http_put_response_hop_limit": args.imds_hop_limit},
+            network_interfaces=network_interfaces(
+                pool.efa_interfaces, all(gpu_instance_type(t).efa_only_secondaries for t in args.instance_types),
+                args.security_group_ids),
+            block_device_mappings=[{"device_name": "/dev/xvda", "ebs": {
+                "volume_size": args.disk_size_gib, "volume_type": "gp3", "encrypted": "true",
+                "delete_on_termination": "true"}}],
+            tag_specifications=[{"resource_type": kind, "tags": tags}
+                                for kind in ("instance", "volume", "network-interface")],
+            update_default_version=True,
+            tags=tags,
+        )
+        if placement_group is not None:
+            template_args["placement"] = {"group_name": placement_group.name}
+        if args.local_nvme_raid0:
+            template_args["user_data"] = base64.b64encode(_LOCAL_NVME_USER_DATA.encode()).decode()
+        if provisioning in RESERVED:
+            template_args["capacity_reservation_specification"] = {
+                "capacity_reservation_target": {"capacity_reservation_id": capacity.reservation}}
+        if provisioning == "capacity-block":
+            # A capacity block is bought for one type; EKS reads it from the launch template.
+            template_args["instance_market_options"] = {"market_type": "capacity-block"}
+            template_args["instance_type"] = pool.machine_type
+        template = aws.ec2.LaunchTemplate(f"{name}-template", **template_args, opts=child)
+
+        zones = dict(args.subnet_ids)
+        subnet_ids = [zones[args.availability_zone]] if args.availability_zone else list(zones.values())
+        labels = self._labels(name, args, facts)
+        start = pool.nodes if args.start_nodes is None else args.start_nodes
+        node_group = aws.eks.NodeGroup(
+            f"{name}-nodes",
+            cluster_name=args.cluster_name,
+            node_role_arn=args.node_role_arn,
+            subnet_ids=subnet_ids,
+            ami_type=GPU_AMI_TYPE,
+            capacity_type=capacity_type,
+            instance_types=None if provisioning == "capacity-block" else args.instance_types,
+            version=args.kubernetes_version,
+            scaling_config={"min_size": 0, "desired_size": start, "max_size": pool.nodes},
+            launch_template={"id": template.id, "version": template.latest_version.apply(template_version)},
+            labels=labels,
+            taints=[dict(GPU_TAINT)],
+            # Scarce GPUs: replace nodes in place rather than surging extra capacity that may not exist.
+            update_config={"max_unavailable": 1, "update_strategy": "MINIMAL"},
+            node_repair_config={"enabled": True} if args.node_repair else None,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on),
+                                        ignore_changes=["scalingConfig.desiredSize"]),
+        )
+
+        self.node_group_name = node_group.node_group_name
+        self.launch_template_id = template.id
+        self.placement_group_name = placement_group.name if placement_group is not None else None
+        self.node_labels = labels
+        self.node_taints = [dict(GPU_TAINT)]
+        self.capacity_type = capacity_type
+        self.instance_types = args.instance_types
+        self.register_outputs({
+            "node_group_name": self.node_group_name,
+            "launch_template_id": self.launch_template_id,
+            "capacity_type": capacity_type,
+            "instance_types": args.instance_types,
+        })
+
+    @staticmethod
+    def _labels(name: str, args: GpuNodeGroupArgs, facts: GpuInstanceType) -> dict[str, str]:
+        labels = {
+            **args.tags.kubernetes_labels(),
+            "accel.dev/node-role": "gpu",
+            "accel.dev/gpu-pool": name[:63],
+            "accel.dev/accelerator": args.accelerator or facts.accelerator,
+            "accel.dev/capacity": args.capacity.provisioning,
+            # The NVIDIA device plugin schedules on this label when Node Feature Discovery is absent.
+            "nvidia.com/gpu.present": "true",
+        }
+        if args.pool.fabric == "efa":
+            labels["accel.dev/efa"] = "true"
+        labels.update(args.labels)
+        return labels
+

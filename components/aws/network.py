@@ -1,0 +1,250 @@
+"""AwsNetwork: the VPC a GPU training cluster lives in.
+
+Nodes sit in private subnets (one per zone) and never get public addresses; public subnets
+exist only to hold the NAT gateway(s). S3 traffic goes through a gateway endpoint, so reading a
+dataset or writing a checkpoint never pays NAT data processing. Two security groups: one for
+the nodes (all traffic inside the group, which NCCL over EFA needs, and EFA also needs the
+egress-to-itself rule), one for the EKS control plane (HTTPS from nodes; kubelet and webhook
+ports to nodes).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pulumi
+
+from components.aws.common import check_cidr, check_region, check_zone, invalid, resource_tags
+from components.tags import ResourceTags
+
+NatMode = Literal["per-az", "single"]
+_ARGS = "AwsNetworkArgs"
+# The VPC is cut into eight equal blocks: one private subnet per zone (at most six zones), and
+# the last block split again for the small public subnets that only hold NAT gateways.
+_BLOCK_BITS = 3
+_PUBLIC_BITS = 3
+MAX_ZONES = 6
+# Smallest VPC that still leaves each private subnet room for VPC-CNI pod IPs (a /23 per zone).
+_MAX_VPC_PREFIX = 20
+
+
+@dataclass(frozen=True)
+class AwsNetworkArgs:
+    region: str
+    zones: list[str] = field(metadata={"doc": "At least two (EKS control plane); GPU nodes use the first"})
+    tags: ResourceTags
+    cidr_block: str = "10.0.0.0/16"
+    nat: NatMode = "per-az"
+
+    def __post_init__(self) -> None:
+        check_region(_ARGS, self.region)
+        zones = list(self.zones)
+        if len(zones) < 2:
+            raise invalid(_ARGS, "zones", zones, "EKS needs subnets in at least two availability zones; "
+                          "add a second zone of the region (GPU nodes still go to the plan's zone)")
+        if len(zones) > MAX_ZONES:
+            raise invalid(_ARGS, "zones", zones, f"at most {MAX_ZONES} zones are supported")
+        if len(set(zones)) != len(zones):
+            raise invalid(_ARGS, "zones", zones, "each zone may appear once")
+        for i, zone in enumerate(zones):
+            check_zone(_ARGS, f"zones[{i}]", zone, self.region)
+        network = check_cidr(_ARGS, "cidr_block", self.cidr_block)
+        if network.prefixlen > _MAX_VPC_PREFIX or network.prefixlen < 16:
+            raise invalid(_ARGS, "cidr_block", self.cidr_block,
+                          f"AWS allows /16 to /28 and nodes need room for pod IPs: use /16 to /{_MAX_VPC_PREFIX}")
+        if self.nat not in ("per-az", "single"):
+            raise invalid(_ARGS, "nat", self.nat,
+                          "allowed: 'per-az' (one NAT per zone) or 'single' (cheaper, one zone)")
+        if not isinstance(self.tags, ResourceTags):
+            raise invalid(_ARGS, "tags", self.tags, "expected components.tags.ResourceTags")
+
+    @classmethod
+    def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), **overrides) -> "AwsNetworkArgs":
+        """The network for a Plan: its zones, plus `extra_zones` when the plan names only one."""
+        zones = list(dict.fromkeys([*plan.zones, *extra_zones]))
+        return cls(region=plan.region, zones=zones, tags=tags, **overrides)
+
+    def subnet_cidrs(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(private, public) CIDR per zone."""
+        network = ipaddress.IPv4Network(self.cidr_block)
+        blocks = list(network.subnets(prefixlen_diff=_BLOCK_BITS))
+        public_blocks = list(blocks[-1].subnets(prefixlen_diff=_PUBLIC_BITS))
+        private = {zone: str(blocks[i]) for i, zone in enumerate(self.zones)}
+        public = {zone: str(public_blocks[i]) for i, zone in enumerate(self.zones)}
+        return private, public
+
+
+class AwsNetwork(pulumi.ComponentResource):
+    """VPC, private node subnets, NAT-only public subnets, S3 gateway endpoint, node and control-plane groups."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: dict[str, pulumi.Output[str]]
+    public_subnet_ids: dict[str, pulumi.Output[str]]
+    private_route_table_ids: dict[str, pulumi.Output[str]]
+    node_security_group_id: pulumi.Output[str]
+    control_plane_security_group_id: pulumi.Output[str]
+    s3_endpoint_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: AwsNetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        if not isinstance(args, AwsNetworkArgs):
+            raise invalid(_ARGS, "args", type(args).__name__, "pass an AwsNetworkArgs")
+        super().__init__("accel:aws:AwsNetwork", name, None, opts)
+        import pulumi_aws as aws
+
+        self._aws = aws
+        self._name = name
+        self._args = args
+        child = pulumi.ResourceOptions(parent=self)
+        private_cidrs, public_cidrs = args.subnet_cidrs()
+
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=args.cidr_block,
+            enable_dns_support=True,      # EKS and the S3 endpoint need VPC DNS
+            enable_dns_hostnames=True,
+            tags=self._tags(f"{name}-vpc"),
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=self._tags(f"{name}-igw"), opts=child)
+
+        public_subnets = {}
+        private_subnets = {}
+        for zone in args.zones:
+            public_subnets[zone] = aws.ec2.Subnet(
+                f"{name}-public-{zone}",
+                vpc_id=vpc.id,
+                availability_zone=zone,
+                cidr_block=public_cidrs[zone],
+                map_public_ip_on_launch=False,  # only NAT gateways live here, with their own EIPs
+                tags=self._tags(f"{name}-public-{zone}", **{"kubernetes.io/role/elb": "1"}),
+                opts=child,
+            )
+            private_subnets[zone] = aws.ec2.Subnet(
+                f"{name}-private-{zone}",
+                vpc_id=vpc.id,
+                availability_zone=zone,
+                cidr_block=private_cidrs[zone],
+                map_public_ip_on_launch=False,
+                tags=self._tags(f"{name}-private-{zone}", **{"kubernetes.io/role/internal-elb": "1"}),
+                opts=child,
+            )
+
+        public_rt = aws.ec2.RouteTable(f"{name}-public-rt", vpc_id=vpc.id, tags=self._tags(f"{name}-public-rt"),
+                                       opts=child)
+        aws.ec2.Route(f"{name}-public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0",
+                      gateway_id=igw.id, opts=child)
+        for zone, subnet in public_subnets.items():
+            aws.ec2.RouteTableAssociation(f"{name}-public-{zone}-rta", subnet_id=subnet.id, route_table_id=public_rt.id,
+                                          opts=child)
+
+        nat_zones = args.zones if args.nat == "per-az" else args.zones[:1]
+        nats = {}
+        for zone in nat_zones:
+            eip = aws.ec2.Eip(f"{name}-nat-{zone}-eip", domain="vpc", tags=self._tags(f"{name}-nat-{zone}"), opts=child)
+            nats[zone] = aws.ec2.NatGateway(
+                f"{name}-nat-{zone}",
+                allocation_id=eip.id,
+                subnet_id=public_subnets[zone].id,
+                connectivity_type="public",
+                tags=self._tags(f"{name}-nat-{zone}"),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+            )
+
+        private_rts = {}
+        for zone, subnet in private_subnets.items():
+            rt = aws.ec2.RouteTable(f"{name}-private-{zone}-rt", vpc_id=vpc.id,
+                                    tags=self._tags(f"{name}-private-{zone}-rt"), opts=child)
+            nat = nats.get(zone) or nats[nat_zones[0]]
+            aws.ec2.Route(f"{name}-private-{zone}-default", route_table_id=rt.id, destination_cidr_block="0.0.0.0/0",
+                          nat_gateway_id=nat.id, opts=child)
+            aws.ec2.RouteTableAssociation(f"{name}-private-{zone}-rta", subnet_id=subnet.id, route_table_id=rt.id,
+                                          opts=child)
+            private_rts[zone] = rt
+
+        s3_endpoint = aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in private_rts.values()],
+            tags=self._tags(f"{name}-s3"),
+            opts=child,
+        )
+
+        node_sg, control_plane_sg = self._security_groups(vpc)
+
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = {zone: s.id for zone, s in private_subnets.items()}
+        self.public_subnet_ids = {zone: s.id for zone, s in public_subnets.items()}
+        self.private_route_table_ids = {zone: rt.id for zone, rt in private_rts.items()}
+        self.node_security_group_id = node_sg.id
+        self.control_plane_security_group_id = control_plane_sg.id
+        self.s3_endpoint_id = s3_endpoint.id
+        self.zones = list(args.zones)
+        self.region = args.region
+        self.register_outputs({
+            "vpc_id": self.vpc_id,
+            "private_subnet_ids": self.private_subnet_ids,
+            "public_subnet_ids": self.public_subnet_ids,
+            "node_security_group_id": self.node_security_group_id,
+            "control_plane_security_group_id": self.control_plane_security_group_id,
+            "s3_endpoint_id": self.s3_endpoint_id,
+        })
+
+    def _tags(self, name: str, **extra: str) -> dict[str, str]:
+        tags = resource_tags(self._args.tags, name)
+        tags.update(extra)
+        return tags
+
+    def _security_groups(self, vpc):
+        aws, name = self._aws, self._name
+        child = pulumi.ResourceOptions(parent=self)
+        node_sg = aws.ec2.SecurityGroup(
+            f"{name}-nodes",
+            vpc_id=vpc.id,
+            description="EKS nodes: all traffic within the group (NCCL/EFA), control plane ports",
+            tags=self._tags(f"{name}-nodes"),
+            opts=child,
+        )
+        control_plane_sg = aws.ec2.SecurityGroup(
+            f"{name}-control-plane",
+            vpc_id=vpc.id,
+            description="EKS control plane: HTTPS from nodes, kubelet and webhooks to nodes",
+            tags=self._tags(f"{name}-control-plane"),
+            opts=child,
+        )
+
+        def ingress(rule: str, group, description: str, *, source=None, protocol="-1", ports=None):
+            from_port, to_port = ports or (None, None)
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-{rule}", security_group_id=group.id, referenced_security_group_id=source.id,
+                ip_protocol=protocol, from_port=from_port, to_port=to_port, description=description,
+                tags=self._tags(f"{name}-{rule}"), opts=child)
+
+        def egress(rule: str, group, description: str, *, target=None, cidr=None, protocol="-1", ports=None):
+            from_port, to_port = ports or (None, None)
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-{rule}", security_group_id=group.id,
+                referenced_security_group_id=target.id if target is not None else None, cidr_ipv4=cidr,
+                ip_protocol=protocol, from_port=from_port, to_port=to_port, description=description,
+                tags=self._tags(f"{name}-{rule}"), opts=child)
+
+        # EFA requires both an inbound and an outbound all-traffic rule that reference the group itself.
+        ingress("nodes-from-nodes", node_sg, "All traffic between nodes (NCCL, EFA, pod networking)", source=node_sg)
+        egress("nodes-to-nodes", node_sg, "All traffic between nodes (EFA needs the self-referencing egress)",
+               target=node_sg)
+        egress("nodes-to-anywhere", node_sg, "Images, AWS APIs and the control plane (via NAT or endpoints)",
+               cidr="0.0.0.0/0")
+        ingress("nodes-from-control-plane-https", node_sg, "Control plane to extension API servers on 443",
+                source=control_plane_sg, protocol="tcp", ports=(443, 443))
+        ingress("nodes-from-control-plane", node_sg, "Control plane to kubelet (10250) and webhooks",
+                source=control_plane_sg, protocol="tcp", ports=(1025, 65535))
+        ingress("control-plane-from-nodes", control_plane_sg, "Nodes to the Kubernetes API",
+                source=node_sg, protocol="tcp", ports=(443, 443))
+        egress("control-plane-to-nodes-https", control_plane_sg, "Control plane to extension API servers on 443",
+               target=node_sg, protocol="tcp", ports=(443, 443))
+        egress("control-plane-to-nodes", control_plane_sg, "Control plane to kubelet (10250) and webhooks",
+               target=node_sg, protocol="tcp", ports=(1025, 65535))
+        return node_sg, control_plane_sg
