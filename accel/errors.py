@@ -7,6 +7,7 @@ Commands raise UsageError (exit 2), NothingFeasible (exit 3) or GuardrailFailure
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 from typing import Any, NoReturn
 
@@ -80,5 +81,10 @@ def describe_validation_error(error: ValidationError, source: str, model: type[B
             message = problem["msg"].removeprefix("Value error, ")
             if problem["type"] not in ("missing",) and "input" in problem and not isinstance(problem["input"], dict):
                 message += f" (got {problem['input']!r})"
+            if problem["type"] == "literal_error" and isinstance(problem.get("input"), str):
+                choices = re.findall(r"'([^']*)'", str(problem.get("ctx", {}).get("expected", "")))
+                hint = difflib.get_close_matches(problem["input"], choices, n=1, cutoff=0.5)
+                if hint:
+                    message += f"; did you mean {hint[0]!r}?"
         lines.append(f"{source}: {path}: {message}")
     return "\n".join(lines)

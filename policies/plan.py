@@ -59,6 +59,8 @@ class Estimate(StrictModel):
     mfu: float = Field(gt=0, le=1)
     goodput: float = Field(gt=0, le=1)
     assumptions: list[Assumption] = Field(default_factory=list)
+    details: dict[str, float | int | str] = Field(default_factory=dict,
+                                                  description="Breakdown: replicas, batch, latency, spot productivity...")
 
 
 class TpuPool(StrictModel):

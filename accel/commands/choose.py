@@ -1,0 +1,286 @@
+"""`accel choose WORKLOAD.yaml`: which hardware, where, how many, how long, what it costs, and why.
+
+Exit 0 with a choice, 2 on invalid input (workload, catalog, options), 3 when nothing is feasible.
+`--json` prints the DESIGN.md object on stdout and nothing else; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from accel.errors import AccelError, NothingFeasible, UsageError, fail
+
+_STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PLOT_SUFFIXES = (".png", ".svg")
+TOP_OPTIONS = 10
+
+
+def register(app: typer.Typer) -> None:
+    app.command("choose")(choose)
+
+
+def choose(
+    workload: str = typer.Argument(..., metavar="WORKLOAD.yaml", help="Workload spec (see docs/choose.md)"),
+    as_json: bool = typer.Option(False, "--json", help="Print the choice as JSON on stdout"),
+    objective: str = typer.Option("cost", "--objective", help="cost: cheapest that meets the deadline; "
+                                                              "time: fastest within budget"),
+    catalog: Optional[Path] = typer.Option(None, "--catalog", help="Catalog overlay (YAML/CSV) or directory: "
+                                                                    "negotiated prices, reservations"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a time-vs-cost chart of the options (.png or .svg)"),
+    write_stack: Optional[str] = typer.Option(None, "--write-stack", metavar="NAME",
+                                              help="Pin the workload and plan into stacks/Pulumi.NAME.yaml"),
+) -> None:
+    """Choose TPUs or GPUs for a workload and explain why."""
+    status = Console(stderr=True)
+    try:
+        out = Console() if sys.stdout.isatty() else Console(width=140)
+        run(workload, as_json=as_json, objective=objective, catalog_path=catalog, plot=plot,
+            write_stack=write_stack, out=out, status=status)
+    except NothingFeasible as error:
+        if as_json and hasattr(error, "to_json"):
+            sys.stdout.write(json.dumps(error.to_json(), indent=2) + "\n")
+        fail(error)
+    except AccelError as error:
+        fail(error)
+
+
+def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | None, plot: Path | None,
+        write_stack: str | None, out: Console, status: Console) -> Any:
+    from policies.catalog import load_catalog
+    from policies.select import OBJECTIVES, choose as choose_hardware, make_plan
+    from policies.workload import load_workload
+
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective: {objective!r} is not allowed; use one of {', '.join(OBJECTIVES)}")
+    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(f"--plot: {plot}: the chart is written as PNG or SVG; name the file *.png or *.svg")
+    if write_stack is not None and not _STACK_NAME.match(write_stack):
+        raise UsageError(f"--write-stack: {write_stack!r} is not a stack name (letters, digits, '.', '_', '-')")
+    spec = load_workload(workload)
+    cat = load_catalog(catalog_path)
+    status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]")
+    choice = choose_hardware(spec, cat, objective)  # type: ignore[arg-type]
+    plan = make_plan(spec, choice, cat)
+    if as_json:
+        sys.stdout.write(json.dumps(choice.to_json(), indent=2) + "\n")
+    else:
+        render(choice, plan, out)
+    if plot is not None:
+        write_plot(choice, plot)
+        status.print(f"wrote {plot}")
+    if write_stack is not None:
+        path = write_stack_file(write_stack, spec, plan)
+        status.print(f"wrote {path}")
+    return choice
+
+
+# ----------------------------------------------------------------------------- human output
+
+def human_number(value: float) -> str:
+    """70e9 -> 70B, 2e12 -> 2T, 20000 -> 20K: the forms a workload file accepts."""
+    for suffix, scale in (("P", 1e15), ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g}{suffix}"
+    return f"{value:g}"
+
+
+def _money(usd: float) -> str:
+    if usd >= 1e6:
+        return f"${usd / 1e6:,.2f}M"
+    if usd >= 1e4:
+        return f"${usd / 1e3:,.1f}k"
+    return f"${usd:,.2f}"
+
+
+def _time(hours: float) -> str:
+    return f"{hours / 24:,.1f} d" if hours >= 48 else f"{hours:,.1f} h"
+
+
+def render(choice: Any, plan: Any, console: Console) -> None:
+    from policies.select import ACCELERATOR_NAMES
+
+    spec = choice.workload
+    inference = spec.kind == "inference"
+    title = (f"{spec.name}: {spec.kind}, {human_number(spec.model.parameters)} parameters, "
+             + (f"{human_number(spec.inference.tokens_per_second)} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms"
+                if inference else f"{human_number(spec.training.tokens)} tokens")
+             + f" ({spec.framework}), {choice.objective} objective")
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for column, justify in (("#", "right"), ("hardware", "left"), ("where", "left"), ("chips", "right"),
+                            ("layout", "left"), ("capacity", "left"), ("$/h", "right"),
+                            ("time" if not inference else "hours", "right"), ("total", "right"),
+                            ("MFU" if not inference else "util.", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    shown: set[tuple[str, bool]] = set()
+    rank = 0
+    for option in choice.options:
+        key = (option.offering, option.spot)
+        if key in shown:   # same numbers in another region: one row per offering and capacity type
+            continue
+        shown.add(key)
+        rank += 1
+        layout = (f"{option.slices} x {option.topology}" if option.topology and option.slices > 1
+                  else option.topology or f"{option.hosts} x {option.machine_type}")
+        style = "bold green" if rank == 1 else None
+        table.add_row(str(rank), ACCELERATOR_NAMES.get(option.accelerator, option.accelerator),
+                      f"{option.cloud} {option.region}", str(option.chips), layout,
+                      "spot" if option.spot else option.provisioning, _money(option.hourly_usd),
+                      f"{option.hours:,.0f} h" if inference else _time(option.hours), _money(option.total_usd),
+                      f"{option.mfu:.0%}", style=style)
+        if rank >= TOP_OPTIONS:
+            break
+    console.print(table)
+    console.print("[bold]Why[/bold]")
+    for line in plan.rationale:
+        console.print(f"  - {line}", highlight=False)
+    assumptions = Table(title="Assumptions", title_justify="left", show_header=True)
+    assumptions.add_column("assumption")
+    assumptions.add_column("value", justify="right")
+    assumptions.add_column("source", overflow="fold")
+    for item in choice.estimate.assumptions:
+        value = item.value if isinstance(item.value, str) else f"{item.value:g}"
+        assumptions.add_row(item.name, value, item.source)
+    console.print(assumptions)
+    if choice.rejected:
+        console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)")
+        for item in choice.rejected:
+            console.print(f"  - {item['offering']}: {item['reasons'][0]}"
+                          + (f" (+{len(item['reasons']) - 1} more)" if len(item["reasons"]) > 1 else ""),
+                          highlight=False)
+
+
+# ----------------------------------------------------------------------------- plot
+
+def write_plot(choice: Any, path: Path) -> None:
+    """Feasible options as time against cost; deadline and budget as lines; the chosen option marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    spec = choice.workload
+    inference = spec.kind == "inference"
+    figure, axes = plt.subplots(figsize=(8, 5.5))
+    styles = {"tpu": ("tab:blue", "o", "TPU"), "gpu": ("tab:orange", "^", "GPU")}
+    details = choice.option_details or [{} for _ in choice.options]
+
+    def x_of(option: Any, detail: dict) -> float:
+        return float(detail.get("p99_ms_per_token", 0.0)) if inference else option.hours / 24
+
+    def y_of(option: Any) -> float:
+        return option.hourly_usd if inference else option.total_usd
+
+    seen: set[tuple[str, bool, int]] = set()
+    for family, (colour, marker, label) in styles.items():
+        for spot in (False, True):
+            points = []
+            for option, detail in zip(choice.options, details):
+                key = (option.offering, option.spot, option.chips)
+                if option.family != family or option.spot != spot or key in seen:
+                    continue
+                seen.add(key)
+                points.append((option, detail))
+            if not points:
+                continue
+            xs = [x_of(o, d) for o, d in points]
+            ys = [y_of(o) for o, _ in points]
+            axes.scatter(xs, ys, c=colour if not spot else "none", edgecolors=colour, marker=marker, s=50,
+                         label=f"{label} {'spot' if spot else 'on-demand'}")
+    if not inference:
+        for option in choice.closest_infeasible:
+            colour, marker, label = styles[option.family]
+            x = option.hours / 24
+            axes.scatter([x], [option.total_usd], marker="x", s=70, c="tab:gray",
+                         label=f"closest {label} (infeasible)")
+            axes.annotate(f"{option.accelerator} x{option.chips}", (x, option.total_usd), textcoords="offset points",
+                          xytext=(8, -12), color="tab:gray", fontsize="small")
+    chosen = choice.chosen
+    cx, cy = x_of(chosen, details[0] if details else {}), y_of(chosen)
+    axes.scatter([cx], [cy], marker="*", s=320, c="tab:green", edgecolors="black", zorder=5, label="chosen")
+    axes.annotate(f"{chosen.accelerator} x{chosen.chips}", (cx, cy), textcoords="offset points", xytext=(10, 8))
+    budget = spec.constraints.budget_usd
+    if inference:
+        bound = spec.inference.p99_latency_ms
+        axes.axvline(bound, color="tab:red", linestyle="--", label=f"p99 bound {bound:g} ms")
+        if budget is not None:
+            axes.axhline(budget / spec.inference.hours, color="tab:purple", linestyle=":",
+                         label=f"budget {_money(budget)} over {spec.inference.hours:g} h")
+    else:
+        days = spec.constraints.deadline_days
+        if days is not None:
+            axes.axvline(days, color="tab:red", linestyle="--", label=f"deadline {days:g} d")
+        if budget is not None:
+            axes.axhline(budget, color="tab:purple", linestyle=":", label=f"budget {_money(budget)}")
+    axes.set_xlabel("p99 latency per token (ms)" if inference else "run time (days)")
+    axes.set_ylabel("fleet cost per hour (USD)" if inference else "total cost (USD)")
+    values = [y_of(o) for o in [*choice.options, *([] if inference else choice.closest_infeasible)] if y_of(o) > 0]
+    if values and max(values) / min(values) > 20:
+        axes.set_yscale("log")
+    axes.set_title(f"{spec.name}: feasible options ({choice.objective} objective)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small", loc="best")
+    figure.tight_layout()
+    try:
+        figure.savefig(path, format=path.suffix.lower().lstrip("."))
+    except OSError as error:
+        raise UsageError(f"--plot: cannot write {path}: {error.strerror or error}") from None
+    finally:
+        plt.close(figure)
+
+
+# ----------------------------------------------------------------------------- stack file
+
+def _project_dir(start: Path) -> Path:
+    for directory in (start, *start.parents):
+        if (directory / "Pulumi.yaml").is_file():
+            return directory
+    return start
+
+
+def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None) -> Path:
+    """Set accel:workload and accel:plan in stacks/Pulumi.NAME.yaml, keeping every other key."""
+    import yaml
+
+    directory = _project_dir((root or Path.cwd()).resolve()) / "stacks"
+    path = directory / f"Pulumi.{name}.yaml"
+    data: Any = {}
+    if path.exists():
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"{path}: cannot update the stack file: {error}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{path}: a stack file must be a mapping with a 'config' section")
+    config = data.get("config")
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}: config: expected a mapping of keys to values")
+    config["accel:workload"] = spec.model_dump(mode="json", exclude_none=True)
+    config["accel:plan"] = _finite(plan.model_dump(mode="json"))
+    data["config"] = config
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write the stack file: {error.strerror or error}") from None
+    return path
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,334 @@
+"""Load the bundled catalog, optionally overlaid with a user's file (negotiated prices, reservations).
+
+`load_catalog(None)` reads the bundled YAML files beside this module. `load_catalog(path)` reads:
+- a directory holding catalog.yaml, accelerators.yaml, offerings.yaml, assumptions.yaml
+  (a complete catalog of its own), or
+- a YAML overlay on the bundled catalog (`base: none` makes it stand alone):
+    version, as_of, sources, accelerators [..], offerings [..] (add or replace by id;
+    `like: <id>` copies an existing offering), prices [..] (override one offering, optionally
+    one region), assumptions {..} (deep-merged over the defaults), or
+- a CSV of price overrides: offering, region, on_demand_usd_per_chip_hour,
+  spot_usd_per_chip_hour, source, as_of.
+Every problem raises CatalogError naming the file, the field and what is wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import difflib
+from datetime import date
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import ValidationError
+
+from accel.errors import UsageError, describe_validation_error
+from policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
+from policies.workload import ACCELERATOR_IDS
+
+BUNDLED_DIR = Path(__file__).resolve().parent
+_FILES = ("catalog.yaml", "accelerators.yaml", "offerings.yaml", "assumptions.yaml")
+_OVERLAY_KEYS = ("version", "as_of", "base", "sources", "accelerators", "offerings", "prices", "assumptions")
+_PRICE_FIELDS = ("on_demand", "spot", "host_on_demand", "host_spot")
+_CSV_COLUMNS = ("offering", "region", "on_demand_usd_per_chip_hour", "spot_usd_per_chip_hour", "source", "as_of")
+
+
+class CatalogError(UsageError):
+    """A catalog file is missing, malformed or holds nonsense. Exit 2 like any bad input."""
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError(f"{path}: no such catalog file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
+        raise CatalogError(f"{path}: cannot read ({error.__class__.__name__})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise CatalogError(f"{path}: not valid YAML{where}: {getattr(error, 'problem', None) or error}") from None
+
+
+def _mapping(data: Any, where: str, what: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise CatalogError(f"{where}: expected {what} (a mapping), got {type(data).__name__}")
+    return data
+
+
+def _list(data: Any, where: str) -> list[Any]:
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise CatalogError(f"{where}: expected a list, got {type(data).__name__}")
+    return data
+
+
+def _validate(model: Any, data: Any, source: str, prefix: tuple[Any, ...], context: dict[str, Any] | None = None) -> Any:
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as error:
+        raise CatalogError(describe_validation_error(error, source, model, prefix)) from None
+
+
+def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class _Raw:
+    """The catalog as raw mappings, each remembering the file and path it came from."""
+
+    def __init__(self) -> None:
+        self.version = ""
+        self.as_of: Any = None
+        self.sources: dict[str, tuple[Any, str]] = {}
+        self.accelerators: dict[str, tuple[dict[str, Any], str, tuple[Any, ...]]] = {}
+        self.offerings: dict[str, tuple[dict[str, Any], str, tuple[Any, ...]]] = {}
+        self.assumptions: dict[str, Any] = {}
+        self.assumptions_origin = ""
+        self.price_origin: dict[str, str] = {}
+
+    def add_sources(self, data: Any, where: str) -> None:
+        for key, value in _mapping(data or {}, f"{where}: sources", "source ids").items():
+            self.sources[str(key)] = (value, where)
+
+    def add_accelerators(self, data: Any, where: str) -> None:
+        for index, item in enumerate(_list(data, f"{where}: accelerators")):
+            item = _mapping(item, f"{where}: accelerators[{index}]", "an accelerator")
+            self.accelerators[str(item.get("id"))] = (item, where, ("accelerators", index))
+
+    def add_offerings(self, data: Any, where: str) -> None:
+        for index, item in enumerate(_list(data, f"{where}: offerings")):
+            item = dict(_mapping(item, f"{where}: offerings[{index}]", "an offering"))
+            like = item.pop("like", None)
+            if like is not None:
+                if like not in self.offerings:
+                    raise CatalogError(f"{where}: offerings[{index}].like: no offering {like!r}{_near(like, self.offerings)}")
+                base = copy.deepcopy(self.offerings[like][0])
+                if "regions" in item:
+                    base.pop("regions", None)
+                item = {**base, **item}
+            self.offerings[str(item.get("id"))] = (item, where, ("offerings", item.get("id", index)))
+
+
+def _near(name: str, known: Iterable[str]) -> str:
+    hint = difflib.get_close_matches(str(name), list(known), n=1)
+    return f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(sorted(known))}"
+
+
+def _read_directory(directory: Path) -> _Raw:
+    raw = _Raw()
+    for name in _FILES:
+        if not (directory / name).is_file():
+            raise CatalogError(f"{directory}: a catalog directory needs {', '.join(_FILES)}; {name} is missing")
+    head = _mapping(_read_yaml(directory / "catalog.yaml"), str(directory / "catalog.yaml"), "the catalog header")
+    raw.version = str(head.get("version") or "")
+    raw.as_of = head.get("as_of")
+    raw.add_sources(head.get("sources"), str(directory / "catalog.yaml"))
+    path = directory / "accelerators.yaml"
+    raw.add_accelerators(_mapping(_read_yaml(path), str(path), "accelerators").get("accelerators"), str(path))
+    path = directory / "offerings.yaml"
+    raw.add_offerings(_mapping(_read_yaml(path), str(path), "offerings").get("offerings"), str(path))
+    path = directory / "assumptions.yaml"
+    raw.assumptions = _mapping(_read_yaml(path), str(path), "assumptions")
+    raw.assumptions_origin = str(path)
+    return raw
+
+
+def _apply_overlay(raw: _Raw, data: dict[str, Any], where: str) -> None:
+    unknown = [k for k in data if k not in _OVERLAY_KEYS]
+    if unknown:
+        key = unknown[0]
+        raise CatalogError(f"{where}: {key}: unknown key{_near(key, _OVERLAY_KEYS)}")
+    if data.get("version"):
+        raw.version = f"{raw.version}+{data['version']}" if raw.version else str(data["version"])
+    elif raw.version:
+        raw.version = f"{raw.version}+{Path(where).stem}"
+    if data.get("as_of"):
+        raw.as_of = data["as_of"]
+    raw.add_sources(data.get("sources"), where)
+    raw.add_accelerators(data.get("accelerators"), where)
+    raw.add_offerings(data.get("offerings"), where)
+    if data.get("assumptions") is not None:
+        raw.assumptions = _deep_merge(raw.assumptions, _mapping(data["assumptions"], f"{where}: assumptions", "assumptions"))
+        raw.assumptions_origin = f"{raw.assumptions_origin} + {where}"
+    for index, item in enumerate(_list(data.get("prices"), f"{where}: prices")):
+        _apply_price_override(raw, _mapping(item, f"{where}: prices[{index}]", "a price override"), f"{where}: prices[{index}]")
+
+
+def _apply_price_override(raw: _Raw, item: dict[str, Any], where: str) -> None:
+    allowed = ("offering", "region", "source", "as_of", *_PRICE_FIELDS)
+    for key in item:
+        if key not in allowed:
+            raise CatalogError(f"{where}.{key}: unknown key{_near(key, allowed)}")
+    offering_id = item.get("offering")
+    if offering_id not in raw.offerings:
+        raise CatalogError(f"{where}.offering: no offering {offering_id!r}{_near(str(offering_id), raw.offerings)}")
+    target, _, _ = raw.offerings[offering_id]
+    target = copy.deepcopy(target)
+    region = item.get("region")
+    holder = target
+    if region:
+        regions = target.get("regions") or {}
+        if region not in regions:
+            raise CatalogError(f"{where}.region: offering {offering_id!r} is not offered in {region!r}; "
+                               f"its regions: {', '.join(sorted(regions))}")
+        holder = regions[region] = dict(regions[region] or {})
+    prices = [field for field in _PRICE_FIELDS if field in item]
+    if not prices:
+        raise CatalogError(f"{where}: a price override needs at least one of {', '.join(_PRICE_FIELDS)}")
+    for field in prices:
+        value = item[field]
+        if value is None:
+            holder[field] = None
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = {"usd": value}
+        value = dict(_mapping(value, f"{where}.{field}", "a price"))
+        for shared in ("source", "as_of"):
+            if shared in item:
+                value.setdefault(shared, item[shared])
+        holder[field] = value
+    raw.offerings[offering_id] = (target, raw.offerings[offering_id][1], raw.offerings[offering_id][2])
+    raw.price_origin[offering_id] = where
+
+
+def _read_price_csv(path: Path) -> list[dict[str, Any]]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise CatalogError(f"{path}: cannot read the price CSV ({error})") from None
+    overrides = []
+    for number, row in enumerate(rows, start=2):
+        where = f"{path}: line {number}"
+        missing = [c for c in ("offering", "on_demand_usd_per_chip_hour", "source", "as_of") if not (row.get(c) or "").strip()]
+        if missing:
+            raise CatalogError(f"{where}: missing {', '.join(missing)}; columns are {', '.join(_CSV_COLUMNS)}")
+        item: dict[str, Any] = {"offering": row["offering"].strip(), "source": row["source"].strip(),
+                                "as_of": row["as_of"].strip()}
+        if (row.get("region") or "").strip():
+            item["region"] = row["region"].strip()
+        for column, field in (("on_demand_usd_per_chip_hour", "on_demand"), ("spot_usd_per_chip_hour", "spot")):
+            text = (row.get(column) or "").strip()
+            if text:
+                try:
+                    item[field] = float(text)
+                except ValueError:
+                    raise CatalogError(f"{where}: {column}: {text!r} is not a number") from None
+        overrides.append((item, where))
+    return overrides  # type: ignore[return-value]
+
+
+def _build(raw: _Raw) -> Catalog:
+    sources = {key: _validate(Source, value, where, ("sources", key)) for key, (value, where) in raw.sources.items()}
+    accelerators = {}
+    for key, (item, where, prefix) in raw.accelerators.items():
+        if key not in ACCELERATOR_IDS:
+            raise CatalogError(f"{where}: {'.'.join(map(str, prefix))}.id: unknown accelerator {key!r}; "
+                               f"known: {', '.join(ACCELERATOR_IDS)}")
+        accelerators[key] = _validate(Accelerator, item, where, prefix)
+    offerings = []
+    for key, (item, where, prefix) in raw.offerings.items():
+        if key in raw.price_origin:
+            where = f"{where} (with prices from {raw.price_origin[key]})"
+        per_host = item.get("chips_per_host") if isinstance(item.get("chips_per_host"), int) else None
+        offerings.append(_validate(Offering, item, where, prefix, {"sources": sources, "chips_per_host": per_host}))
+    defaults = _validate(Defaults, raw.assumptions, raw.assumptions_origin, (), {"sources": sources})
+    try:
+        as_of = raw.as_of if isinstance(raw.as_of, date) else date.fromisoformat(str(raw.as_of))
+    except ValueError:
+        raise CatalogError(f"catalog as_of: {raw.as_of!r} is not a date (YYYY-MM-DD)") from None
+    try:
+        return Catalog(version=raw.version or "unversioned", as_of=as_of, sources=sources,
+                       accelerators=accelerators, offerings=tuple(offerings), defaults=defaults)
+    except ValidationError as error:
+        raise CatalogError(describe_validation_error(error, "catalog", Catalog)) from None
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """The bundled catalog (path None), a catalog directory, or the bundled one with a user overlay."""
+    if path is None:
+        return _bundled()
+    file = Path(path)
+    if file.is_dir():
+        return _build(_read_directory(file))
+    if not file.exists():
+        raise CatalogError(f"{file}: no such catalog file")
+    if file.suffix.lower() == ".csv":
+        raw = _read_directory(BUNDLED_DIR)
+        raw.version = f"{raw.version}+{file.stem}"
+        for item, where in _read_price_csv(file):
+            _apply_price_override(raw, item, where)
+        return _build(raw)
+    data = _read_yaml(file)
+    data = _mapping(data if data is not None else {}, str(file), "a catalog overlay")
+    base = data.get("base", "bundled")
+    if base not in ("bundled", "none"):
+        raise CatalogError(f"{file}: base: {base!r} is not allowed; use 'bundled' (default) or 'none'")
+    if base == "none":
+        raw = _Raw()
+        bundled = _read_directory(BUNDLED_DIR)
+        raw.assumptions, raw.assumptions_origin = bundled.assumptions, bundled.assumptions_origin
+        raw.as_of = data.get("as_of")
+    else:
+        raw = _read_directory(BUNDLED_DIR)
+    _apply_overlay(raw, data, str(file))
+    if base == "none" and not raw.offerings:
+        raise CatalogError(f"{file}: offerings: a stand-alone catalog (base: none) needs at least one offering")
+    return _build(raw)
+
+
+_BUNDLED: Catalog | None = None
+
+
+def _bundled() -> Catalog:
+    global _BUNDLED
+    if _BUNDLED is None:
+        _BUNDLED = _build(_read_directory(BUNDLED_DIR))
+    return _BUNDLED
+
+
+def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
+    """Offerings for accelerators a Kubernetes cluster already has (a stack file's inventory).
+
+    Each item: {accelerator, count, usd_per_chip_hour, name?, gpus_per_node?} as a mapping or an
+    object with those attributes. Cloud "kubernetes", region "on-prem", no spot, at most `count` chips.
+    """
+    from policies import shapes
+
+    offerings = []
+    for index, item in enumerate(items):
+        get = item.get if isinstance(item, dict) else (lambda key, default=None, _i=item: getattr(_i, key, default))
+        where = f"inventory[{index}]"
+        accelerator = get("accelerator")
+        if accelerator not in ACCELERATOR_IDS:
+            raise CatalogError(f"{where}.accelerator: unknown accelerator {accelerator!r}{_near(str(accelerator), ACCELERATOR_IDS)}")
+        name = get("name") or accelerator
+        generation = shapes.GENERATION_BY_ACCELERATOR.get(accelerator)
+        per_node = get("gpus_per_node") or (4 if generation else 8)
+        price = get("usd_per_chip_hour")
+        data = {
+            "id": f"kubernetes-{name}".lower().replace("_", "-").replace(" ", "-"),
+            "cloud": "kubernetes",
+            "accelerator": accelerator,
+            "machine_type": generation.multi_host_machine_type if generation else str(name),
+            "chips_per_host": per_node,
+            "regions": {"on-prem": {"zones": ["on-prem"]}},
+            "on_demand": {"usd": price, "source": "stack inventory: internal rate per chip-hour",
+                          "as_of": date.today().isoformat()},
+            "path": "kubernetes-inventory",
+            "max_chips": get("count"),
+        }
+        offerings.append(_validate(Offering, data, where, ()))
+    return offerings

@@ -1,0 +1,312 @@
+"""Typed catalog: accelerators, offerings with dated prices, and the estimator's defaults.
+
+Everything here is validated once at load time so selection can trust it: a price is positive,
+finite, not a placeholder and names its source and as-of date; spot never costs more than
+on-demand; a TPU host size divides every multi-host slice.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+from typing import Any, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from policies import shapes
+from policies.plan import GpuFabric, Provisioning
+from policies.workload import AcceleratorId, Cloud, StrictModel
+
+# Values public price feeds use for "unknown"; a real price is never exactly one of these.
+SENTINEL_PRICES: frozenset[float] = frozenset({700.0, 999.0, 9999.0, 99999.0, 999999.0, 1e6, 1e9})
+MAX_CHIP_HOUR_USD = 150.0     # above this a "per chip-hour" price is really a per-instance price
+MAX_HOST_HOUR_USD = 500.0
+
+
+class Source(StrictModel):
+    title: str = Field(min_length=3)
+    as_of: date
+
+
+class Price(StrictModel):
+    """A price in USD with where it came from. `usd` is per chip-hour unless the field says otherwise."""
+
+    usd: float
+    source: str = Field(min_length=3)
+    as_of: date
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        context = info.context or {}
+        if "instance_usd" in data:
+            if "usd" in data:
+                raise ValueError("give either usd (per chip-hour) or instance_usd (per instance-hour), not both")
+            per_host = context.get("chips_per_host")
+            if not per_host:
+                raise ValueError("instance_usd needs the offering's chips_per_host to become a per-chip price")
+            instance = data.pop("instance_usd")
+            _check_amount(instance)
+            data["usd"] = float(instance) / per_host
+        source = data.get("source")
+        known = (context.get("sources") or {}).get(source) if isinstance(source, str) else None
+        if known is not None:
+            data["source"] = f"{source}: {known.title}"
+            data.setdefault("as_of", known.as_of)
+        elif "as_of" not in data or data["as_of"] is None:
+            sources = ", ".join(sorted(context.get("sources") or {})) or "none defined"
+            raise ValueError(f"price source {source!r} is not a known source id ({sources}); "
+                             "give an as_of date with it")
+        return data
+
+    @field_validator("usd", mode="before")
+    @classmethod
+    def _amount(cls, value: Any) -> Any:
+        _check_amount(value)
+        return value
+
+
+def _check_amount(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"a price must be a number of US dollars, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"a price must be a positive number of US dollars, got {value!r}")
+    if float(value) in SENTINEL_PRICES:
+        raise ValueError(f"{value!r} is a placeholder (sentinel) value that price feeds use for "
+                         "'unknown', not a real price")
+
+
+class Accelerator(StrictModel):
+    id: AcceleratorId
+    family: Literal["gpu", "tpu"]
+    generation: Literal["v4", "v5e", "v5p", "v6e"] | None = None
+    peak_bf16_tflops: float = Field(gt=0, description="Dense (no sparsity) peak bf16 TFLOP/s per chip")
+    peak_fp8_tflops: float | None = Field(None, gt=0)
+    hbm_gb: float = Field(gt=0, description="Accelerator memory per chip, decimal GB")
+    hbm_gbps: float = Field(gt=0, description="Memory bandwidth per chip, GB/s")
+    cores_per_chip: int = Field(1, ge=1, le=2)
+    mfu_class: str
+    source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _tpu_has_generation(self) -> "Accelerator":
+        if self.family == "tpu":
+            if self.generation is None:
+                raise ValueError(f"TPU accelerator {self.id!r} needs a generation (v4, v5e, v5p, v6e)")
+            expected = shapes.generation(self.generation).accelerator
+            if expected != self.id:
+                raise ValueError(f"generation {self.generation!r} is {expected}, not {self.id!r}")
+        elif self.generation is not None:
+            raise ValueError(f"GPU accelerator {self.id!r} has no TPU generation")
+        return self
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.hbm_gb * 1e9
+
+
+class RegionInfo(StrictModel):
+    zones: list[str] = Field(min_length=1, description="Zones of the region that have the accelerator")
+    on_demand: Price | None = None
+    spot: Price | None = None
+    host_on_demand: Price | None = None
+    host_spot: Price | None = None
+
+
+class Offering(StrictModel):
+    """One machine type (or TPU generation) on one cloud, priced per chip-hour."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    cloud: Cloud
+    accelerator: AcceleratorId
+    machine_type: str = Field(min_length=1, description="For TPUs: the multi-host GKE machine type")
+    chips_per_host: int = Field(gt=0, le=16)
+    regions: dict[str, RegionInfo] = Field(min_length=1)
+    on_demand: Price
+    spot: Price | None = None
+    host_on_demand: Price | None = Field(None, description="Host VM per hour where billed apart from the chips")
+    host_spot: Price | None = None
+    path: str = Field("gke-gpu-node-pool", description="How it is provisioned, e.g. gke-tpu-node-pool")
+    provisioning: Provisioning = "on-demand"
+    reservation: str | None = None
+    max_chips: int | None = Field(None, gt=0, description="Capacity ceiling (reservation, quota, inventory)")
+    training_max_nodes: int | None = Field(None, gt=0)
+    guest_accelerator: str | None = None
+    fabric: GpuFabric = "none"
+    extra_networks: int = Field(0, ge=0)
+    efa_interfaces: int = Field(0, ge=0)
+    local_ssd_count: int = Field(0, ge=0)
+    spot_alternates: list[str] = Field(default_factory=list)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Offering":
+        generation = shapes.GENERATION_BY_ACCELERATOR.get(self.accelerator)
+        if generation is not None:
+            if self.cloud == "aws":
+                raise ValueError(f"TPUs ({self.accelerator}) exist only on Google Cloud or an inventory cluster")
+            bad = [t for t in shapes.valid_topologies(generation.name)
+                   if shapes.topology_chips(t) > 8 and shapes.topology_chips(t) % self.chips_per_host]
+            if bad:
+                raise ValueError(f"chips_per_host {self.chips_per_host} does not divide the TPU {generation.name} "
+                                 f"multi-host slices (e.g. {bad[0]} = {shapes.topology_chips(bad[0])} chips); "
+                                 "multi-host TPU VMs have 4 chips")
+        for region, info in self.regions.items():
+            on_demand, spot = self._regional(info, "on_demand"), self._regional(info, "spot")
+            host_on_demand, host_spot = self._regional(info, "host_on_demand"), self._regional(info, "host_spot")
+            if on_demand is None:
+                raise ValueError(f"region {region} removes the on-demand price; every offered region needs one")
+            where = f" in {region}" if info.model_fields_set - {"zones"} else ""
+            if on_demand.usd > MAX_CHIP_HOUR_USD:
+                raise ValueError(f"on-demand price ${on_demand.usd:g} per chip-hour{where} is implausible; "
+                                 "a per-instance price belongs in instance_usd")
+            if spot is not None and spot.usd > on_demand.usd:
+                raise ValueError(f"spot price ${spot.usd:g} is above the on-demand price ${on_demand.usd:g}"
+                                 f" per chip-hour{where}")
+            for host in (host_on_demand, host_spot):
+                if host is not None and host.usd > MAX_HOST_HOUR_USD:
+                    raise ValueError(f"host price ${host.usd:g} per hour{where} is implausible")
+            if host_spot is not None and host_on_demand is not None and host_spot.usd > host_on_demand.usd:
+                raise ValueError(f"host spot price ${host_spot.usd:g} is above the host on-demand price "
+                                 f"${host_on_demand.usd:g}{where}")
+            if spot is not None and host_on_demand is not None and host_spot is None:
+                raise ValueError(f"spot capacity{where} needs a host_spot price: the host VM is billed apart")
+        if self.fabric == "efa" and (self.cloud != "aws" or self.efa_interfaces == 0):
+            raise ValueError("fabric efa is AWS-only and needs efa_interfaces > 0")
+        if self.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo", "rdma") and (self.cloud != "gcp" or not self.extra_networks):
+            raise ValueError(f"fabric {self.fabric} is Google Cloud-only and needs extra_networks > 0")
+        if self.provisioning == "reservation" and not self.reservation:
+            raise ValueError("provisioning 'reservation' needs the reservation's name in 'reservation'")
+        if self.provisioning == "spot":
+            raise ValueError("provisioning 'spot' is chosen per option; give the offering a spot price instead")
+        return self
+
+    @property
+    def family(self) -> str:
+        return "tpu" if self.accelerator.startswith("tpu-") else "gpu"
+
+    def _regional(self, info: RegionInfo, name: str) -> Price | None:
+        """A region's own price when it sets one (an explicit null means 'not sold here'), else the offering's."""
+        if name in info.model_fields_set:
+            return getattr(info, name)
+        return getattr(self, name)
+
+    def has_spot(self, region: str | None = None) -> bool:
+        regions = [region] if region else list(self.regions)
+        return any(self._regional(self.regions[r], "spot") is not None for r in regions)
+
+    def prices(self, region: str, spot: bool) -> tuple[Price, Price | None] | None:
+        """(chip price, host price or None) in a region, or None when that capacity type is not sold."""
+        info = self.regions[region]
+        if spot:
+            chip = self._regional(info, "spot")
+            if chip is None:
+                return None
+            return chip, self._regional(info, "host_spot")
+        chip = self._regional(info, "on_demand")
+        if chip is None:
+            return None
+        return chip, self._regional(info, "host_on_demand")
+
+
+class AssumptionValue(StrictModel):
+    value: float = Field(ge=0)
+    source: str = Field(min_length=3)
+
+
+class MfuClass(StrictModel):
+    base: float = Field(gt=0, le=1)
+    reference_chips: int = Field(gt=0)
+    decay_per_doubling: float = Field(gt=0, le=1)
+    source: str = Field(min_length=3)
+
+
+class TrainingDefaults(StrictModel):
+    bytes_per_parameter: AssumptionValue
+    activation_headroom: AssumptionValue
+    hbm_usable_fraction: AssumptionValue
+    goodput: AssumptionValue
+    checkpoint_interval_minutes: AssumptionValue
+    restart_minutes: AssumptionValue
+    default_deadline_days: AssumptionValue
+    multislice_efficiency: AssumptionValue
+    max_fleet_chips: AssumptionValue
+    fp8_speedup: AssumptionValue
+    fp32_slowdown: AssumptionValue
+
+
+class InferenceDefaults(StrictModel):
+    bytes_per_parameter: AssumptionValue
+    kv_cache_layers_per_cube_root: AssumptionValue
+    kv_cache_width: AssumptionValue
+    hbm_bandwidth_efficiency: AssumptionValue
+    compute_efficiency: AssumptionValue
+    latency_p99_factor: AssumptionValue
+    prompt_tokens_per_output_token: AssumptionValue
+    replica_scaling_per_doubling: AssumptionValue
+    min_replicas: AssumptionValue
+    spot_serving_headroom: AssumptionValue
+    max_replica_chips: AssumptionValue
+
+
+class FilesystemOffer(StrictModel):
+    kind: Literal["managed-lustre", "fsx-lustre", "filestore"]
+    price_per_gib_month: Price
+    min_capacity_gib: int = Field(gt=0)
+    step_gib: int = Field(gt=0)
+
+
+class StorageDefaults(StrictModel):
+    filesystem_min_hosts: AssumptionValue
+    filesystem_max_cost_fraction: AssumptionValue
+    checkpoints_kept: AssumptionValue
+    checkpoint_bytes_per_parameter: AssumptionValue
+    filesystems: dict[Cloud, FilesystemOffer] = Field(default_factory=dict)
+
+
+class Defaults(StrictModel):
+    training: TrainingDefaults
+    mfu_classes: dict[str, MfuClass] = Field(min_length=1)
+    preemptions_per_host_day: dict[Cloud, AssumptionValue]
+    inference: InferenceDefaults
+    storage: StorageDefaults
+
+
+class Catalog(StrictModel):
+    version: str = Field(min_length=1)
+    as_of: date
+    sources: dict[str, Source] = Field(default_factory=dict)
+    accelerators: dict[str, Accelerator] = Field(min_length=1)
+    offerings: tuple[Offering, ...] = Field(min_length=1)
+    defaults: Defaults
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> "Catalog":
+        seen: set[str] = set()
+        for offering in self.offerings:
+            if offering.id in seen:
+                raise ValueError(f"offering id {offering.id!r} appears twice")
+            seen.add(offering.id)
+            if offering.accelerator not in self.accelerators:
+                raise ValueError(f"offering {offering.id!r} uses accelerator {offering.accelerator!r}, "
+                                 f"which the catalog does not describe")
+        for accelerator in self.accelerators.values():
+            if accelerator.mfu_class not in self.defaults.mfu_classes:
+                raise ValueError(f"accelerator {accelerator.id!r} has mfu_class {accelerator.mfu_class!r}; "
+                                 f"known: {', '.join(sorted(self.defaults.mfu_classes))}")
+        for cloud in {o.cloud for o in self.offerings}:
+            if cloud not in self.defaults.preemptions_per_host_day:
+                raise ValueError(f"assumptions have no preemptions_per_host_day for cloud {cloud!r}")
+        return self
+
+    def offering(self, offering_id: str) -> Offering:
+        for offering in self.offerings:
+            if offering.id == offering_id:
+                return offering
+        raise KeyError(offering_id)
+
+    def accelerator(self, accelerator_id: str) -> Accelerator:
+        return self.accelerators[accelerator_id]

@@ -1,0 +1,349 @@
+"""How long a run takes and what it costs on a given fleet: FLOPs, memory fit, MFU, goodput, spot.
+
+Training: time = 6*N*D / (chips * peak * MFU(chips) * goodput * spot productivity).
+Serving: each decode step streams the weights and the batch's KV cache from HBM and does
+2*N FLOPs per token; the largest batch that meets the p99 per-token latency and fits in HBM
+sets the throughput of one replica, and the tokens/s target sets the number of replicas.
+Every default comes from policies/catalog/assumptions.yaml and can be overridden per workload;
+`assumption_list` reports each one with its source.
+
+The per-size functions are plain float arithmetic: selection calls them thousands of times.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from policies.catalog.model import Accelerator, Defaults, FilesystemOffer
+from policies.plan import Assumption, StoragePlan
+from policies.workload import WorkloadSpec
+
+OVERRIDE = "workload override"
+# Below this share of productive time a spot fleet spends its life restarting: treat it as unusable.
+MIN_SPOT_PRODUCTIVITY = 0.25
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The estimator's numbers for one workload: defaults with the workload's overrides applied."""
+
+    values: dict[str, float]
+    sources: dict[str, str]
+    preemptions_per_host_day: dict[str, float]
+    preemption_sources: dict[str, str]
+    mfu_override: float | None
+    decay_override: float | None
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    def assumption(self, name: str, label: str | None = None) -> Assumption:
+        return Assumption(name=label or name, value=_round(self.values[name]), source=self.sources[name])
+
+
+# workload override field -> (resolved name, where the default lives)
+_TRAINING_KEYS = {
+    "bytes_per_parameter": "bytes_per_parameter",
+    "activation_headroom": "activation_headroom",
+    "hbm_usable_fraction": "hbm_usable_fraction",
+    "goodput": "goodput",
+    "checkpoint_interval_minutes": "checkpoint_interval_minutes",
+    "restart_minutes": "restart_minutes",
+    "default_deadline_days": "default_deadline_days",
+    "multislice_efficiency": "multislice_efficiency",
+}
+_INFERENCE_KEYS = {
+    "inference_bytes_per_parameter": "bytes_per_parameter",
+    "hbm_bandwidth_efficiency": "hbm_bandwidth_efficiency",
+    "inference_compute_efficiency": "compute_efficiency",
+    "latency_p99_factor": "latency_p99_factor",
+    "prompt_tokens_per_output_token": "prompt_tokens_per_output_token",
+    "replica_scaling_per_doubling": "replica_scaling_per_doubling",
+    "min_replicas": "min_replicas",
+    "spot_serving_headroom": "spot_serving_headroom",
+}
+
+
+def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
+    overrides = spec.assumptions
+    values: dict[str, float] = {}
+    sources: dict[str, str] = {}
+
+    def put(name: str, default_value: float, default_source: str, override: float | None) -> None:
+        if override is not None:
+            values[name], sources[name] = float(override), OVERRIDE
+        else:
+            values[name], sources[name] = float(default_value), default_source
+
+    training = defaults.training
+    for override_key, name in _TRAINING_KEYS.items():
+        item = getattr(training, name)
+        put(name, item.value, item.source, getattr(overrides, override_key))
+    for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown"):
+        item = getattr(training, name)
+        put(name, item.value, item.source, None)
+    inference = defaults.inference
+    for override_key, name in _INFERENCE_KEYS.items():
+        item = getattr(inference, name)
+        put(f"inference_{name}", item.value, item.source,
+            getattr(overrides, override_key))
+    put("max_replica_chips", inference.max_replica_chips.value, inference.max_replica_chips.source, None)
+
+    parameters = spec.model.parameters
+    if overrides.kv_cache_bytes_per_token is not None:
+        put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
+    else:
+        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
+        kv = 2 * layers * inference.kv_cache_width.value * 2
+        put("kv_cache_bytes_per_token", kv,
+            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x 2 bytes; "
+            f"{inference.kv_cache_layers_per_cube_root.source}; {inference.kv_cache_width.source}", None)
+    put("context_tokens", spec.model.sequence_length,
+        "model.sequence_length: KV cache reserved per concurrent sequence", overrides.context_tokens)
+
+    preemptions = {cloud: item.value for cloud, item in defaults.preemptions_per_host_day.items()}
+    preemption_sources = {cloud: item.source for cloud, item in defaults.preemptions_per_host_day.items()}
+    if overrides.preemptions_per_day is not None:
+        preemptions = {cloud: float(overrides.preemptions_per_day) for cloud in preemptions}
+        preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
+    return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling)
+
+
+def training_flops(spec: WorkloadSpec) -> float:
+    """6*N*D: forward (2ND) plus backward (4ND) over every training token."""
+    assert spec.training is not None
+    return 6.0 * spec.model.parameters * spec.training.tokens
+
+
+def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
+    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom."""
+    return spec.model.parameters * resolved["bytes_per_parameter"] * (1.0 + resolved["activation_headroom"])
+
+
+def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> int:
+    """Fewest chips whose usable HBM holds the training state (training) or one copy of the weights (serving)."""
+    usable = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+    if spec.kind == "inference":
+        needed = spec.model.parameters * resolved["inference_bytes_per_parameter"]
+    else:
+        needed = training_memory_bytes(spec, resolved)
+    return max(1, math.ceil(needed / usable))
+
+
+def deadline_hours(spec: WorkloadSpec, resolved: Resolved) -> tuple[float, bool]:
+    """(hours, given): the workload's deadline, or the default longest run when it sets none."""
+    if spec.constraints.deadline_days is not None:
+        return spec.constraints.deadline_days * 24.0, True
+    return resolved["default_deadline_days"] * 24.0, False
+
+
+def precision_factor(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> tuple[float, str]:
+    precision = spec.training.precision if spec.training is not None else "bf16"
+    if precision == "fp8":
+        if accelerator.peak_fp8_tflops:
+            return resolved["fp8_speedup"], resolved.sources["fp8_speedup"]
+        return 1.0, f"{accelerator.id} has no fp8 tensor cores: runs at the bf16 rate"
+    if precision == "fp32":
+        return resolved["fp32_slowdown"], resolved.sources["fp32_slowdown"]
+    return 1.0, "bf16/fp16 peak"
+
+
+class TrainingModel:
+    """Time of one training run on one accelerator type, as a function of fleet size."""
+
+    def __init__(self, spec: WorkloadSpec, resolved: Resolved, defaults: Defaults,
+                 accelerator: Accelerator, cloud: str, spot: bool) -> None:
+        self.flops = training_flops(spec)
+        factor, _ = precision_factor(spec, resolved, accelerator)
+        self.peak = accelerator.peak_bf16_tflops * 1e12 * factor
+        mfu_class = defaults.mfu_classes[accelerator.mfu_class]
+        self.fixed_mfu = resolved.mfu_override
+        self.base = mfu_class.base
+        self.reference = mfu_class.reference_chips
+        self.decay_log = math.log(resolved.decay_override or mfu_class.decay_per_doubling)
+        self.multislice = resolved["multislice_efficiency"]
+        self.goodput = resolved["goodput"]
+        rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
+        self.preemptions_per_host_hour = rate / 24.0
+        self.loss_hours = (resolved["restart_minutes"] + resolved["checkpoint_interval_minutes"] / 2.0) / 60.0
+
+    def mfu(self, chips: int, slices: int = 1) -> float:
+        if self.fixed_mfu is not None:
+            return self.fixed_mfu
+        value = self.base
+        if chips > self.reference:
+            value *= math.exp(self.decay_log * math.log2(chips / self.reference))
+        if slices > 1:
+            value *= self.multislice
+        return value
+
+    def productivity(self, hosts: int) -> float:
+        """Share of wall-clock not lost to spot preemptions: a synchronous job restarts when any host goes."""
+        return 1.0 - hosts * self.preemptions_per_host_hour * self.loss_hours
+
+    def hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+        productive = self.productivity(hosts)
+        if productive < MIN_SPOT_PRODUCTIVITY:
+            return math.inf
+        rate = chips * self.peak * self.mfu(chips, slices) * self.goodput * productive
+        return self.flops / rate / SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One serving replica: chips, batch, decode step and throughput."""
+
+    chips: int
+    batch: int
+    step_seconds: float
+    tokens_per_second: float
+    bound: str  # "memory-bandwidth" | "compute"
+
+
+class InferenceModel:
+    """Decode throughput and latency of replicas of one accelerator type."""
+
+    def __init__(self, spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> None:
+        assert spec.inference is not None
+        parameters = spec.model.parameters
+        self.flops_per_token = 2.0 * parameters
+        # Compute per generated token includes the prompt tokens prefilled alongside the decode steps.
+        self.step_flops_per_sequence = self.flops_per_token * (1.0 + resolved["inference_prompt_tokens_per_output_token"])
+        self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"]
+        self.kv_bytes_per_sequence = resolved["kv_cache_bytes_per_token"] * resolved["context_tokens"]
+        self.usable_hbm = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+        self.bandwidth = accelerator.hbm_gbps * 1e9 * resolved["inference_hbm_bandwidth_efficiency"]
+        self.compute = accelerator.peak_bf16_tflops * 1e12 * resolved["inference_compute_efficiency"]
+        self.step_limit = spec.inference.p99_latency_ms / 1000.0 / resolved["inference_latency_p99_factor"]
+        self.scaling_log = math.log(resolved["inference_replica_scaling_per_doubling"])
+        self.min_replicas = int(resolved["inference_min_replicas"])
+
+    def efficiency(self, chips: int) -> float:
+        """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""
+        return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
+
+    def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
+        scale = chips * self.efficiency(chips)
+        memory = (self.weight_bytes + batch * self.kv_bytes_per_sequence) / (scale * self.bandwidth)
+        compute = batch * self.step_flops_per_sequence / (scale * self.compute)
+        return (memory, "memory-bandwidth") if memory >= compute else (compute, "compute")
+
+    def replica(self, chips: int) -> tuple[Replica | None, str]:
+        """The best replica of `chips` chips, or None and why it cannot serve."""
+        free = chips * self.usable_hbm - self.weight_bytes
+        if free <= 0:
+            return None, "weights do not fit"
+        by_memory = math.floor(free / self.kv_bytes_per_sequence)
+        if by_memory < 1:
+            return None, "no room for a single sequence's KV cache"
+        scale = chips * self.efficiency(chips)
+        by_latency_memory = (self.step_limit * scale * self.bandwidth - self.weight_bytes) / self.kv_bytes_per_sequence
+        by_latency_compute = self.step_limit * scale * self.compute / self.step_flops_per_sequence
+        batch = math.floor(min(by_memory, by_latency_memory, by_latency_compute))
+        if batch < 1:
+            step, _ = self.step_seconds(chips, 1)
+            return None, f"one decode step takes {step * 1000:.0f} ms even at batch 1"
+        step, bound = self.step_seconds(chips, batch)
+        return Replica(chips, batch, step, batch / step, bound), ""
+
+
+def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd: float,
+                    defaults: Defaults) -> tuple[StoragePlan, str]:
+    """Buckets always for training; a parallel filesystem only for large multi-host training where it is cheap
+    next to the fleet. Serving gets no checkpoint storage. Returns the plan and the reason."""
+    if spec.kind == "inference":
+        return (StoragePlan(dataset_bucket=False, checkpoint_bucket=False),
+                "serving: weights come from a bucket; no checkpoint storage")
+    storage = defaults.storage
+    offer: FilesystemOffer | None = storage.filesystems.get(cloud)  # type: ignore[call-overload]
+    min_hosts = storage.filesystem_min_hosts.value
+    if offer is None or hosts < min_hosts:
+        why = (f"{hosts} host{'s' if hosts != 1 else ''} (< {min_hosts:g}): dataset and checkpoint buckets are enough"
+               if offer is not None else f"dataset and checkpoint buckets (no managed parallel filesystem on {cloud})")
+        return StoragePlan(), why
+    checkpoint_gib = spec.model.parameters * storage.checkpoint_bytes_per_parameter.value / 2**30
+    wanted = max(offer.min_capacity_gib, checkpoint_gib * storage.checkpoints_kept.value)
+    steps = math.ceil(max(0.0, wanted - offer.min_capacity_gib) / offer.step_gib)
+    capacity = int(offer.min_capacity_gib + steps * offer.step_gib)
+    hourly = capacity * offer.price_per_gib_month.usd / 730.0
+    share = hourly / fleet_hourly_usd if fleet_hourly_usd > 0 else math.inf
+    if share > storage.filesystem_max_cost_fraction.value:
+        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, ${hourly:,.2f}/h) would be {share:.1%} of the fleet's "
+                               f"cost: buckets are enough")
+    return (StoragePlan(filesystem=offer.kind, filesystem_capacity_gib=capacity),
+            f"{offer.kind} {capacity} GiB (${hourly:,.2f}/h, {share:.1%} of the fleet) for checkpoints and restores "
+            f"across {hosts} hosts")
+
+
+def _round(value: float) -> float:
+    if value == 0 or not math.isfinite(value):
+        return value
+    return float(f"{value:.4g}")
+
+
+@dataclass
+class Evaluation:
+    """What the estimator says about one sized configuration (before it becomes an Option)."""
+
+    hours: float
+    hourly_usd: float
+    total_usd: float
+    mfu: float
+    goodput: float
+    detail: dict[str, float | int | str] = field(default_factory=dict)
+
+
+def assumption_list(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,
+                    cloud: str, spot: bool, chips: int, slices: int, price_source: str,
+                    detail: dict[str, float | int | str] | None = None) -> list[Assumption]:
+    """Every number the estimate used, with where it came from."""
+    detail = detail or {}
+    items = [Assumption(name=f"{accelerator.id} peak dense bf16", value=f"{accelerator.peak_bf16_tflops:g} TFLOP/s",
+                        source=accelerator.source),
+             Assumption(name=f"{accelerator.id} memory", value=f"{accelerator.hbm_gb:g} GB, {accelerator.hbm_gbps:g} GB/s",
+                        source=accelerator.source),
+             Assumption(name="price", value=str(detail.get("price", "")), source=price_source),
+             resolved.assumption("hbm_usable_fraction")]
+    if spec.kind == "inference":
+        items += [resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
+                  resolved.assumption("kv_cache_bytes_per_token"),
+                  resolved.assumption("context_tokens"),
+                  resolved.assumption("inference_hbm_bandwidth_efficiency", "hbm_bandwidth_efficiency"),
+                  resolved.assumption("inference_compute_efficiency", "compute_efficiency"),
+                  resolved.assumption("inference_latency_p99_factor", "latency_p99_factor"),
+                  resolved.assumption("inference_prompt_tokens_per_output_token", "prompt_tokens_per_output_token"),
+                  resolved.assumption("inference_replica_scaling_per_doubling", "replica_scaling_per_doubling"),
+                  resolved.assumption("inference_min_replicas", "min_replicas")]
+        if spot:
+            items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))
+        return items
+    mfu_class = defaults.mfu_classes[accelerator.mfu_class]
+    if resolved.mfu_override is not None:
+        mfu_source = OVERRIDE
+        mfu_value = f"{resolved.mfu_override:g} (fixed)"
+    else:
+        decay = resolved.decay_override or mfu_class.decay_per_doubling
+        mfu_source = mfu_class.source if resolved.decay_override is None else f"decay: {OVERRIDE}; base: {mfu_class.source}"
+        mfu_value = (f"{mfu_class.base:g} up to {mfu_class.reference_chips} chips, x{decay:g} per doubling "
+                     f"({accelerator.mfu_class})")
+    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source="6 * parameters * tokens"),
+              resolved.assumption("bytes_per_parameter"),
+              resolved.assumption("activation_headroom"),
+              Assumption(name="mfu", value=mfu_value, source=mfu_source),
+              resolved.assumption("goodput")]
+    factor, factor_source = precision_factor(spec, resolved, accelerator)
+    if factor != 1.0 or (spec.training is not None and spec.training.precision not in ("bf16", "fp16")):
+        items.append(Assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
+                                value=factor, source=factor_source))
+    if slices > 1:
+        items.append(resolved.assumption("multislice_efficiency"))
+    if spot:
+        items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
+                             source=resolved.preemption_sources.get(cloud, "")),
+                  resolved.assumption("restart_minutes"),
+                  resolved.assumption("checkpoint_interval_minutes")]
+    if spec.constraints.deadline_days is None:
+        items.append(resolved.assumption("default_deadline_days"))
+    return items

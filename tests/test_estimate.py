@@ -1,0 +1,196 @@
+"""The estimator: FLOPs, memory fit, MFU with scale, goodput, spot losses, serving, storage."""
+
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+
+from policies.catalog import load_catalog
+from policies.estimate import (
+    OVERRIDE,
+    InferenceModel,
+    TrainingModel,
+    assumption_list,
+    filesystem_plan,
+    min_chips_for_memory,
+    resolve,
+    training_flops,
+)
+from policies.workload import workload_from_mapping
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def training(parameters="70B", tokens="2T", **extra):
+    data = {"name": "t", "kind": "pretrain", "model": {"parameters": parameters},
+            "training": {"tokens": tokens, "framework": "jax"}}
+    data.update(extra)
+    return workload_from_mapping(data, "t.yaml")
+
+
+def serving(parameters="70B", tps=20000, p99=50, **extra):
+    data = {"name": "s", "kind": "inference", "model": {"parameters": parameters, "sequence_length": 4096},
+            "inference": {"tokens_per_second": tps, "p99_latency_ms": p99}}
+    data.update(extra)
+    return workload_from_mapping(data, "s.yaml")
+
+
+def model(catalog, spec, accelerator="h100-80gb", cloud="aws", spot=False):
+    return TrainingModel(spec, resolve(spec, catalog.defaults), catalog.defaults,
+                         catalog.accelerator(accelerator), cloud, spot)
+
+
+def test_training_compute_is_six_n_d():
+    assert training_flops(training("70B", "2T")) == pytest.approx(6 * 70e9 * 2e12)
+
+
+def test_memory_fit_uses_sixteen_bytes_per_parameter_and_activation_headroom(catalog):
+    spec = training("70B")
+    h100 = catalog.accelerator("h100-80gb")
+    needed = 70e9 * 16 * 1.25
+    assert min_chips_for_memory(spec, resolve(spec, catalog.defaults), h100) == math.ceil(needed / (h100.hbm_bytes * 0.9))
+
+
+def test_serving_memory_is_one_copy_of_the_weights(catalog):
+    spec = serving("70B")
+    h100 = catalog.accelerator("h100-80gb")
+    assert min_chips_for_memory(spec, resolve(spec, catalog.defaults), h100) == math.ceil(140e9 / (h100.hbm_bytes * 0.9))
+
+
+def test_mfu_falls_as_the_fleet_grows(catalog):
+    m = model(catalog, training())
+    values = [m.mfu(chips) for chips in (8, 64, 512, 4096, 16384)]
+    assert values == sorted(values, reverse=True) and values[0] > values[-1]
+
+
+def test_mfu_at_published_scales_is_within_published_results(catalog):
+    # Llama 3 405B: 38-43% on 16K H100; PaLM: 46.2% on 6144 TPU v4. Brief: large runs 30-50%.
+    assert 0.35 <= model(catalog, training()).mfu(16384) <= 0.43
+    assert 0.42 <= model(catalog, training(), "tpu-v4", "gcp").mfu(6144) <= 0.50
+
+
+def test_multislice_costs_efficiency(catalog):
+    m = model(catalog, training(), "tpu-v6e", "gcp")
+    assert m.mfu(512, slices=2) == pytest.approx(m.mfu(512) * 0.95)
+
+
+def test_time_is_flops_over_effective_throughput(catalog):
+    spec = training()
+    m = model(catalog, spec)
+    expected = 6 * 70e9 * 2e12 / (1024 * 989e12 * m.mfu(1024) * 0.9) / 3600
+    assert m.hours(1024, 128) == pytest.approx(expected)
+
+
+def test_spot_loses_restart_plus_half_a_checkpoint_interval_per_preemption(catalog):
+    m = model(catalog, training(), spot=True)
+    per_host_day = 0.05   # aws default in assumptions.yaml
+    loss_hours = (15 + 30 / 2) / 60
+    assert m.productivity(100) == pytest.approx(1 - 100 * per_host_day / 24 * loss_hours)
+
+
+def test_spot_losses_grow_with_hosts_until_the_run_never_ends(catalog):
+    m = model(catalog, training(), "tpu-v5p", "gcp", spot=True)
+    assert m.productivity(10) > m.productivity(100)
+    assert math.isinf(m.hours(8192, 2048, 1))
+
+
+def test_on_demand_has_no_preemption_loss(catalog):
+    assert model(catalog, training()).productivity(10_000) == 1.0
+
+
+def test_a_workload_override_replaces_the_default_and_is_reported(catalog):
+    spec = training(assumptions={"mfu": 0.3, "goodput": 0.8, "bytes_per_parameter": 18})
+    resolved = resolve(spec, catalog.defaults)
+    m = model(catalog, spec)
+    assert m.mfu(16384) == 0.3 and m.goodput == 0.8
+    assert resolved["bytes_per_parameter"] == 18 and resolved.sources["bytes_per_parameter"] == OVERRIDE
+    listed = assumption_list(spec, resolved, catalog.defaults, catalog.accelerator("h100-80gb"), "aws", False,
+                             1024, 1, "test price")
+    assert any(a.name == "mfu" and a.source == OVERRIDE for a in listed)
+
+
+def test_every_listed_assumption_has_a_source(catalog):
+    for spec in (training(), serving()):
+        resolved = resolve(spec, catalog.defaults)
+        for spot in (False, True):
+            listed = assumption_list(spec, resolved, catalog.defaults, catalog.accelerator("tpu-v5p"), "gcp", spot,
+                                     512, 2, "test price")
+            assert listed and all(a.source for a in listed)
+
+
+def test_fp8_runs_faster_only_where_there_are_fp8_tensor_cores(catalog):
+    base = training()
+    fp8 = training(training={"tokens": "2T", "framework": "jax", "precision": "fp8"})
+    assert model(catalog, fp8).hours(64, 8) < model(catalog, base).hours(64, 8)
+    assert model(catalog, fp8, "tpu-v5p", "gcp").hours(64, 16) == model(catalog, base, "tpu-v5p", "gcp").hours(64, 16)
+
+
+def test_the_kv_cache_estimate_matches_llama_3_70b(catalog):
+    resolved = resolve(serving("70B"), catalog.defaults)
+    # Llama 3 70B: 80 layers, 8 KV heads x 128 dims, bf16: 2 * 80 * 1024 * 2 = 327,680 bytes per token.
+    assert resolved["kv_cache_bytes_per_token"] == pytest.approx(327_680, rel=0.05)
+
+
+def test_a_replica_meets_the_latency_bound(catalog):
+    spec = serving("70B", p99=50)
+    m = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator("h100-80gb"))
+    replica, _ = m.replica(8)
+    assert replica is not None
+    assert replica.step_seconds * 1.3 <= 0.050 + 1e-9
+    assert replica.tokens_per_second == pytest.approx(replica.batch / replica.step_seconds)
+
+
+def test_a_tighter_latency_bound_means_smaller_batches(catalog):
+    loose = InferenceModel(serving(p99=200), resolve(serving(p99=200), catalog.defaults), catalog.accelerator("h100-80gb"))
+    tight = InferenceModel(serving(p99=30), resolve(serving(p99=30), catalog.defaults), catalog.accelerator("h100-80gb"))
+    assert tight.replica(8)[0].batch < loose.replica(8)[0].batch
+
+
+def test_weights_that_do_not_fit_are_said_so(catalog):
+    spec = serving("70B")
+    m = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator("l4"))
+    replica, reason = m.replica(4)
+    assert replica is None and reason == "weights do not fit"
+
+
+def test_an_impossible_latency_bound_is_explained(catalog):
+    spec = serving("70B", p99=5)
+    m = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator("l40s"))
+    replica, reason = m.replica(8)
+    assert replica is None and "decode step takes" in reason
+
+
+@given(tps=st.floats(1, 1e6), p99=st.floats(1, 2000), chips=st.sampled_from([1, 2, 4, 8, 16, 64, 256]))
+def test_any_served_replica_respects_memory_and_latency(tps, p99, chips):
+    catalog = load_catalog()
+    spec = serving("8B", tps=tps, p99=p99)
+    m = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator("tpu-v6e"))
+    replica, _ = m.replica(chips)
+    if replica is not None:
+        assert replica.batch >= 1
+        assert replica.step_seconds <= p99 / 1000 / 1.3 + 1e-12
+        assert m.weight_bytes + replica.batch * m.kv_bytes_per_sequence <= chips * m.usable_hbm + 1
+
+
+def test_large_multi_host_training_gets_a_parallel_filesystem(catalog):
+    storage, reason = filesystem_plan(training(), "gcp", 256, 2765.0, catalog.defaults)
+    assert storage.filesystem == "managed-lustre" and storage.filesystem_capacity_gib >= 18000
+    assert storage.checkpoint_bucket and "managed-lustre" in reason
+
+
+def test_small_training_keeps_to_buckets(catalog):
+    storage, _ = filesystem_plan(training(), "aws", 2, 200.0, catalog.defaults)
+    assert storage.filesystem == "none" and storage.dataset_bucket and storage.checkpoint_bucket
+
+
+def test_a_filesystem_that_would_dominate_the_bill_is_not_added(catalog):
+    storage, reason = filesystem_plan(training(), "gcp", 16, 20.0, catalog.defaults)
+    assert storage.filesystem == "none" and "of the fleet's cost" in reason
+
+
+def test_serving_has_no_checkpoint_storage(catalog):
+    storage, _ = filesystem_plan(serving(), "gcp", 8, 100.0, catalog.defaults)
+    assert storage.filesystem == "none" and not storage.checkpoint_bucket

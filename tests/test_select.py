@@ -1,0 +1,422 @@
+"""Selection: constraints, ranking, explanations, pins and the Plan, against the bundled examples and
+brute force on small catalogs."""
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+from policies import shapes
+from policies.catalog import load_catalog, offerings_from_inventory
+from policies.estimate import TrainingModel, min_chips_for_memory, resolve
+from policies.plan import Plan
+from policies.select import (
+    Choice,
+    NoFeasibleOption,
+    choose,
+    make_plan,
+    plan_from_pin,
+    tpu_sizes,
+)
+from policies.workload import load_workload, workload_from_mapping
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def spec(**data):
+    base = {"name": "t", "kind": "pretrain", "model": {"parameters": "8B"},
+            "training": {"tokens": "100B", "framework": "jax"}}
+    base.update(data)
+    return workload_from_mapping(base, "t.yaml")
+
+
+# ----------------------------------------------------------------------------- the bundled examples
+
+def test_the_jax_70b_pretrain_lands_on_a_tpu_and_says_why_not_a_gpu(catalog):
+    choice = choose(load_workload(EXAMPLES / "llama-70b-pretrain.yaml"), catalog)
+    assert choice.chosen.family == "tpu" and choice.chosen.accelerator in ("tpu-v5p", "tpu-v6e")
+    assert choice.chosen.hours <= 30 * 24 and choice.chosen.total_usd <= 2.5e6
+    assert any("GPU" in line and "%" in line for line in choice.rationale)
+
+
+def test_the_pytorch_finetune_with_custom_kernels_lands_on_a_gpu(catalog):
+    choice = choose(load_workload(EXAMPLES / "llama-8b-finetune-cuda.yaml"), catalog)
+    assert choice.chosen.family == "gpu"
+    tpu_rejections = [r for r in choice.rejected if r["offering"].startswith("gcp-tpu")]
+    assert len(tpu_rejections) == 4
+    assert all("custom CUDA kernels" in r["reasons"][0] for r in tpu_rejections)
+
+
+def test_the_inference_example_picks_serving_hardware_sized_to_the_target(catalog):
+    workload = load_workload(EXAMPLES / "llama-70b-inference.yaml")
+    choice = choose(workload, catalog)
+    assert choice.chosen.accelerator in ("tpu-v5e", "tpu-v6e", "l4", "a10g", "l40s")
+    details = choice.estimate.details
+    assert details["replicas"] * details["tokens_per_second_per_replica"] >= workload.inference.tokens_per_second
+    assert details["p99_ms_per_token"] <= workload.inference.p99_latency_ms
+    assert details["replicas"] >= 2
+
+
+# ----------------------------------------------------------------------------- constraints
+
+def test_custom_kernels_exclude_every_tpu(catalog):
+    choice = choose(spec(constraints={"custom_cuda_kernels": True}), catalog)
+    assert all(o.family == "gpu" for o in choice.options)
+
+
+def test_plain_pytorch_runs_on_gpus_unless_it_is_pytorch_xla(catalog):
+    eager = choose(spec(training={"tokens": "100B", "framework": "pytorch"}), catalog)
+    xla = choose(spec(training={"tokens": "100B", "framework": "pytorch-xla"}), catalog)
+    assert all(o.family == "gpu" for o in eager.options)
+    assert any(o.family == "tpu" for o in xla.options)
+    assert any("pytorch-xla" in r["reasons"][0] for r in eager.rejected if r["offering"] == "gcp-tpu-v5p")
+
+
+def test_portability_means_gpus(catalog):
+    choice = choose(spec(constraints={"portability": True}), catalog)
+    assert all(o.family == "gpu" for o in choice.options)
+
+
+def test_only_the_allowed_clouds_and_regions_are_considered(catalog):
+    choice = choose(spec(constraints={"clouds": ["aws"], "regions": ["us-west-2"]}), catalog)
+    assert {(o.cloud, o.region) for o in choice.options} == {("aws", "us-west-2")}
+
+
+def test_spot_never_and_spot_required(catalog):
+    assert not any(o.spot for o in choose(spec(constraints={"spot": "never"}), catalog).options)
+    assert all(o.spot for o in choose(spec(constraints={"spot": "required"}), catalog).options)
+
+
+def test_max_chips_caps_every_option(catalog):
+    choice = choose(spec(constraints={"max_chips": 16}), catalog)
+    assert all(o.chips <= 16 for o in choice.options)
+
+
+def test_every_option_meets_the_deadline_and_the_budget(catalog):
+    choice = choose(spec(constraints={"deadline_days": 7, "budget_usd": 200_000}), catalog)
+    assert all(o.hours <= 7 * 24 + 0.01 and o.total_usd <= 200_000 for o in choice.options)
+
+
+def test_every_option_holds_the_model(catalog):
+    workload = spec(model={"parameters": "70B"})
+    resolved = resolve(workload, catalog.defaults)
+    for option in choose(workload, catalog).options:
+        assert option.chips >= min_chips_for_memory(workload, resolved, catalog.accelerator(option.accelerator))
+
+
+def test_options_are_ranked_best_first(catalog):
+    cost = choose(spec(), catalog, "cost").options
+    time = choose(spec(), catalog, "time").options
+    assert [o.total_usd for o in cost] == sorted(o.total_usd for o in cost)
+    assert [o.hours for o in time] == sorted(o.hours for o in time)
+
+
+def test_the_time_objective_is_faster_and_the_cost_objective_cheaper(catalog):
+    workload = spec(constraints={"deadline_days": 30, "budget_usd": 500_000})
+    by_cost, by_time = choose(workload, catalog, "cost").chosen, choose(workload, catalog, "time").chosen
+    assert by_time.hours <= by_cost.hours and by_cost.total_usd <= by_time.total_usd
+
+
+def test_selection_is_deterministic(catalog):
+    first, second = choose(spec(), catalog), choose(spec(), catalog)
+    assert first.options == second.options and first.rationale == second.rationale
+
+
+def test_equal_prices_prefer_the_catalog_region_order(catalog):
+    choice = choose(spec(constraints={"custom_cuda_kernels": False, "clouds": ["gcp"]}), catalog)
+    same = [o for o in choice.options if o.offering == choice.chosen.offering and o.spot == choice.chosen.spot
+            and o.chips == choice.chosen.chips]
+    regions = list(catalog.offering(choice.chosen.offering).regions)
+    assert [o.region for o in same] == [r for r in regions if r in {o.region for o in same}]
+
+
+def test_rejected_offerings_say_why(catalog):
+    choice = choose(spec(model={"parameters": "70B"}, constraints={"deadline_days": 3, "budget_usd": 1e6}), catalog)
+    assert choice.rejected and all(r["reasons"] and all(r["reasons"]) for r in choice.rejected)
+
+
+# ----------------------------------------------------------------------------- nothing feasible
+
+def test_nothing_feasible_names_the_constraints_and_the_closest_option(catalog):
+    workload = spec(model={"parameters": "405B"}, training={"tokens": "15T", "framework": "pytorch"},
+                    constraints={"deadline_days": 10, "budget_usd": 1e6, "custom_cuda_kernels": True})
+    with pytest.raises(NoFeasibleOption) as raised:
+        choose(workload, catalog)
+    error = raised.value
+    assert error.exit_code == 3
+    assert "framework" in error.eliminations and "budget" in error.eliminations
+    assert len(error.eliminations["framework"]) == 4
+    assert error.closest is not None and error.closest.family == "gpu"
+    assert "closest:" in str(error) and "custom CUDA kernels eliminated 4" in str(error)
+
+
+def test_no_offering_on_the_allowed_clouds_is_infeasible_without_a_closest_option(catalog):
+    with pytest.raises(NoFeasibleOption) as raised:
+        choose(spec(constraints={"clouds": ["kubernetes"]}), catalog)
+    assert raised.value.closest is None and "clouds" in raised.value.eliminations
+
+
+# ----------------------------------------------------------------------------- extra offerings
+
+def test_an_inventory_cluster_wins_when_it_is_cheap(catalog):
+    inventory = offerings_from_inventory([{"accelerator": "h100-80gb", "count": 64, "usd_per_chip_hour": 1.0,
+                                           "name": "lab"}])
+    workload = spec(constraints={"clouds": ["gcp", "aws", "kubernetes"], "portability": True})
+    choice = choose(workload, catalog, extra_offerings=inventory)
+    assert choice.chosen.cloud == "kubernetes" and choice.chosen.chips <= 64
+    plan = make_plan(workload, choice, catalog)
+    assert plan.region == "on-prem" and plan.gpu.machine_type == "lab" and plan.zones == ["on-prem"]
+
+
+def test_an_inventory_is_ignored_unless_kubernetes_is_allowed(catalog):
+    inventory = offerings_from_inventory([{"accelerator": "h100-80gb", "count": 64, "usd_per_chip_hour": 1.0}])
+    assert all(o.cloud != "kubernetes" for o in choose(spec(), catalog, extra_offerings=inventory).options)
+
+
+# ----------------------------------------------------------------------------- pins
+
+def test_a_pin_skips_the_search_and_reads_v5p_type_names(catalog):
+    workload = spec(hardware={"accelerator": "v5p-128"})
+    choice = choose(workload, catalog)
+    assert choice.pinned and len(choice.options) == 1 and not choice.rejected
+    assert (choice.chosen.accelerator, choice.chosen.chips, choice.chosen.topology) == ("tpu-v5p", 64, "4x4x4")
+    plan = make_plan(workload, choice, catalog)
+    assert plan.pinned and plan.tpu.tpu_vm_type == "v5p-128" and plan.tpu.hosts_per_slice == 16
+
+
+def test_a_gpu_pin_rounds_up_to_whole_nodes(catalog):
+    choice = choose(spec(hardware={"accelerator": "h100-80gb", "chips": 12, "cloud": "aws"}), catalog)
+    assert (choice.chosen.chips, choice.chosen.hosts, choice.chosen.machine_type) == (16, 2, "p5.48xlarge")
+    assert any("rounded up to 16" in line for line in choice.rationale)
+
+
+def test_a_pin_that_misses_the_deadline_warns_but_still_estimates(catalog):
+    choice = choose(spec(model={"parameters": "70B"}, training={"tokens": "2T", "framework": "jax"},
+                         constraints={"deadline_days": 30},
+                         hardware={"accelerator": "tpu-v5p", "chips": 64}), catalog)
+    assert any(line.startswith("Warning: misses the 30-day deadline") for line in choice.rationale)
+
+
+def test_a_pin_that_cannot_hold_the_model_is_infeasible(catalog):
+    with pytest.raises(NoFeasibleOption, match="cannot hold the training state"):
+        choose(spec(model={"parameters": "70B"}, hardware={"accelerator": "l4", "chips": 1}), catalog)
+
+
+def test_a_tpu_pin_with_custom_cuda_kernels_is_infeasible(catalog):
+    with pytest.raises(NoFeasibleOption, match="custom CUDA kernels"):
+        choose(spec(constraints={"custom_cuda_kernels": True}, hardware={"accelerator": "tpu-v5e", "chips": 8}),
+               catalog)
+
+
+def test_plan_from_pin_builds_the_pinned_multislice(catalog):
+    plan = plan_from_pin(spec(hardware={"accelerator": "tpu-v6e", "chips": 1024}), catalog)
+    assert (plan.tpu.topology, plan.tpu.slices, plan.tpu.machine_type) == ("16x16", 4, "ct6e-standard-4t")
+
+
+# ----------------------------------------------------------------------------- the Plan
+
+@pytest.mark.parametrize("machine_type, fabric, networks, efa", [
+    ("a3-highgpu-8g", "gpudirect-tcpx", 4, 0), ("a3-megagpu-8g", "gpudirect-tcpxo", 8, 0),
+    ("a3-ultragpu-8g", "rdma", 1, 0), ("p5.48xlarge", "efa", 0, 32), ("p5en.48xlarge", "efa", 0, 16),
+    ("p4d.24xlarge", "efa", 0, 4), ("p4de.24xlarge", "efa", 0, 4),
+])
+def test_a_gpu_plan_carries_its_fabric(catalog, machine_type, fabric, networks, efa):
+    offering = next(o for o in catalog.offerings if o.machine_type == machine_type)
+    workload = spec(hardware={"accelerator": offering.accelerator, "chips": 16, "cloud": offering.cloud,
+                              "machine_type": machine_type})
+    plan = plan_from_pin(workload, catalog)
+    assert (plan.gpu.fabric, plan.gpu.extra_networks, plan.gpu.efa_interfaces) == (fabric, networks, efa)
+    assert plan.gpu.nodes == 2 and plan.gpu.compact_placement and len(plan.zones) == 1
+    if offering.cloud == "gcp":
+        assert plan.gpu.guest_accelerator == offering.guest_accelerator
+    else:
+        assert plan.gpu.guest_accelerator is None
+
+
+def test_gcp_h100_plans_name_their_guest_accelerators(catalog):
+    names = {o.machine_type: o.guest_accelerator for o in catalog.offerings if o.cloud == "gcp" and o.family == "gpu"}
+    assert names["a3-megagpu-8g"] == "nvidia-h100-mega-80gb" and names["a3-highgpu-8g"] == "nvidia-h100-80gb"
+    assert names["a3-ultragpu-8g"] == "nvidia-h200-141gb" and names["a2-highgpu-8g"] == "nvidia-tesla-a100"
+    assert names["a2-ultragpu-8g"] == "nvidia-a100-80gb" and names["g2-standard-4"] == "nvidia-l4"
+
+
+def test_aws_spot_plans_list_alternate_instance_types(catalog):
+    workload = spec(hardware={"accelerator": "a100-40gb", "chips": 16, "cloud": "aws", "spot": True})
+    plan = plan_from_pin(workload, catalog)
+    assert plan.capacity.spot and plan.gpu.alternate_machine_types == ["p4de.24xlarge"]
+
+
+def test_a_tpu_plan_uses_one_zone_and_the_shapes_of_its_generation(catalog):
+    workload = load_workload(EXAMPLES / "llama-70b-pretrain.yaml")
+    plan = make_plan(workload, choose(workload, catalog), catalog)
+    generation = shapes.generation(plan.tpu.generation)
+    assert plan.zones == [catalog.offering(plan.chosen.offering).regions[plan.region].zones[0]]
+    assert plan.tpu.gke_accelerator == generation.gke_accelerator
+    assert plan.tpu.hosts_per_slice * plan.tpu.chips_per_host == plan.tpu.chips_per_slice
+    assert plan.tpu.chips_per_slice * plan.tpu.slices == plan.chosen.chips
+    assert plan.storage.filesystem == "managed-lustre" and plan.storage.checkpoint_bucket
+
+
+def test_a_serving_plan_spreads_over_zones_and_keeps_no_checkpoints(catalog):
+    workload = spec(kind="inference", training=None, model={"parameters": "8B"},
+                    inference={"tokens_per_second": 5000, "p99_latency_ms": 50}, constraints={"clouds": ["aws"]})
+    plan = make_plan(workload, choose(workload, catalog), catalog)
+    assert plan.family == "gpu" and not plan.gpu.compact_placement
+    assert len(plan.zones) == len(catalog.offering(plan.chosen.offering).regions[plan.region].zones)
+    assert plan.storage.filesystem == "none" and not plan.storage.checkpoint_bucket
+
+
+def test_a_plan_round_trips_through_json(catalog):
+    for name in ("llama-70b-pretrain", "llama-8b-finetune-cuda", "llama-70b-inference"):
+        workload = load_workload(EXAMPLES / f"{name}.yaml")
+        plan = make_plan(workload, choose(workload, catalog), catalog)
+        assert Plan.model_validate(plan.model_dump(mode="json")) == plan
+
+
+# ----------------------------------------------------------------------------- brute force
+
+def small_catalog(tmp_path_factory):
+    path = tmp_path_factory.mktemp("catalog") / "small.yaml"
+    path.write_text("""
+version: small
+prices: []
+offerings:
+  - {id: t-v5e, like: gcp-tpu-v5e, regions: {us-central1: {zones: [us-central1-a]}}}
+  - {id: t-v6e, like: gcp-tpu-v6e, regions: {us-east5: {zones: [us-east5-b]}}}
+  - {id: g-h100, like: aws-p5.48xlarge, regions: {us-east-1: {zones: [us-east-1a]}}}
+  - {id: g-l40s, like: aws-g6e.48xlarge, regions: {us-east-1: {zones: [us-east-1a]}}}
+  - {id: g-a100, like: gcp-a2-highgpu-8g, regions: {us-central1: {zones: [us-central1-a]}}}
+""")
+    full = load_catalog(path)
+    keep = {"t-v5e", "t-v6e", "g-h100", "g-l40s", "g-a100"}
+    return full.model_copy(update={"offerings": tuple(o for o in full.offerings if o.id in keep)})
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return small_catalog(tmp_path_factory)
+
+
+def brute_force(workload, catalog, objective):
+    """Every size of every offering, region and capacity type; the best by the objective."""
+    resolved = resolve(workload, catalog.defaults)
+    deadline = (workload.constraints.deadline_days or resolved["default_deadline_days"]) * 24
+    budget = workload.constraints.budget_usd
+    cap = workload.constraints.max_chips or int(resolved["max_fleet_chips"])
+    best = None
+    for offering in catalog.offerings:
+        if offering.family == "tpu" and (workload.constraints.custom_cuda_kernels or not workload.runs_on_xla):
+            continue
+        accelerator = catalog.accelerator(offering.accelerator)
+        need = min_chips_for_memory(workload, resolved, accelerator)
+        generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+        if generation:
+            sizes = [(s.chips, s.hosts, s.slices) for s in tpu_sizes(generation.name, cap)]
+        else:
+            nodes = cap // offering.chips_per_host
+            sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
+        for spot in {"allowed": (False, True), "never": (False,), "required": (True,)}[workload.constraints.spot]:
+            model = TrainingModel(workload, resolved, catalog.defaults, accelerator, offering.cloud, spot)
+            for region in offering.regions:
+                prices = offering.prices(region, spot)
+                if prices is None:
+                    continue
+                chip, host = prices[0].usd, prices[1].usd if prices[1] else 0.0
+                for chips, hosts, slices in sizes:
+                    if chips < need:
+                        continue
+                    hours = model.hours(chips, hosts, slices)
+                    total = hours * (chips * chip + hosts * host)
+                    if hours > deadline or (budget is not None and total > budget):
+                        continue
+                    key = total if objective == "cost" else hours
+                    if best is None or key < best:
+                        best = key
+    return best
+
+
+workloads = st.fixed_dictionaries({
+    "name": st.just("bf"),
+    "kind": st.sampled_from(["pretrain", "finetune"]),
+    "model": st.fixed_dictionaries({"parameters": st.floats(0.5e9, 30e9)}),
+    "training": st.fixed_dictionaries({"tokens": st.floats(1e9, 3e11),
+                                       "framework": st.sampled_from(["jax", "pytorch"])}),
+    "constraints": st.fixed_dictionaries({
+        "deadline_days": st.floats(0.5, 60),
+        "budget_usd": st.one_of(st.none(), st.floats(1e3, 2e6)),
+        "spot": st.sampled_from(["allowed", "never", "required"]),
+        "max_chips": st.sampled_from([64, 128, 256, 512]),
+        "custom_cuda_kernels": st.booleans(),
+    }),
+})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=workloads, objective=st.sampled_from(["cost", "time"]))
+def test_the_choice_is_the_true_optimum_on_a_small_catalog(small, data, objective):
+    data["constraints"] = {k: v for k, v in data["constraints"].items() if v is not None}
+    workload = workload_from_mapping(data, "bf.yaml")
+    expected = brute_force(workload, small, objective)
+    try:
+        choice = choose(workload, small, objective)
+    except NoFeasibleOption:
+        assert expected is None
+        return
+    assert expected is not None
+    got = choice.chosen.total_usd if objective == "cost" else choice.chosen.hours
+    assert got == pytest.approx(expected, rel=1e-6, abs=0.011)
+
+
+# ----------------------------------------------------------------------------- never a crash
+
+any_workload = st.fixed_dictionaries({
+    "name": st.just("any"),
+    "kind": st.sampled_from(["pretrain", "finetune", "inference"]),
+    "model": st.fixed_dictionaries({"parameters": st.floats(1e6, 2e12),
+                                    "sequence_length": st.integers(128, 131072)}),
+    "training": st.fixed_dictionaries({"tokens": st.floats(1e6, 1e14),
+                                       "framework": st.sampled_from(["jax", "pytorch", "tensorflow", "pytorch-xla"]),
+                                       "precision": st.sampled_from(["bf16", "fp16", "fp8", "fp32"])}),
+    "inference": st.fixed_dictionaries({"tokens_per_second": st.floats(1, 1e7), "p99_latency_ms": st.floats(1, 5000),
+                                        "hours": st.floats(1, 10000)}),
+    "constraints": st.fixed_dictionaries({
+        "clouds": st.lists(st.sampled_from(["gcp", "aws", "kubernetes"]), min_size=1, max_size=3, unique=True),
+        "deadline_days": st.one_of(st.none(), st.floats(0.01, 1000)),
+        "budget_usd": st.one_of(st.none(), st.floats(1, 1e9)),
+        "spot": st.sampled_from(["allowed", "never", "required"]),
+        "portability": st.booleans(),
+        "custom_cuda_kernels": st.booleans(),
+        "max_chips": st.one_of(st.none(), st.integers(1, 20000)),
+        "regions": st.one_of(st.none(), st.lists(st.sampled_from(["us-east5", "us-central1", "us-east-1", "mars-1"]),
+                                                 min_size=1, max_size=2, unique=True)),
+    }),
+    "hardware": st.one_of(st.none(), st.fixed_dictionaries({
+        "accelerator": st.sampled_from(["tpu-v5p", "tpu-v6e", "h100-80gb", "l4", "a10g"]),
+        "chips": st.integers(1, 4096)})),
+})
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=any_workload, objective=st.sampled_from(["cost", "time"]))
+def test_any_valid_spec_gets_a_choice_or_nothing_feasible_never_a_crash(data, objective):
+    catalog = load_catalog()
+    data["constraints"] = {k: v for k, v in data["constraints"].items() if v is not None}
+    if data["hardware"] is None:
+        del data["hardware"]
+    workload = workload_from_mapping(data, "any.yaml")
+    try:
+        choice = choose(workload, catalog, objective)
+    except NoFeasibleOption as error:
+        assert error.exit_code == 3 and str(error)
+        return
+    assert isinstance(choice, Choice) and choice.options[0] == choice.chosen
+    assert choice.rationale and choice.estimate.assumptions
+    plan = make_plan(workload, choice, catalog)
+    assert Plan.model_validate(plan.model_dump(mode="json")) == plan
+    assume(True)
