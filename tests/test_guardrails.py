@@ -563,6 +563,23 @@ def test_efa_plan_needs_efa_interfaces_on_the_launch_template():
     assert "the plan asks for 32 EFA interfaces per node, the launch template has 8" in message
 
 
+def test_efa_only_interfaces_on_later_network_cards_count_as_efa():
+    cluster = training_cluster(plan_json=plan(cloud="aws", gpu={"fabric": "efa", "efa_interfaces": 16}))
+    interfaces = [{"interfaceType": "efa", "networkCardIndex": 0.0}] + [
+        {"interfaceType": "efa-only", "networkCardIndex": float(i)} for i in range(1, 16)]
+    template = resource("aws:ec2/launchTemplate:LaunchTemplate", "lt", {"networkInterfaces": interfaces})
+    assert messages_for("gpu-fabric-present", [cluster, template]) == []
+
+
+def test_missing_efa_is_reported_on_the_template_closest_to_the_plan():
+    cluster = training_cluster(plan_json=plan(cloud="aws", gpu={"fabric": "efa", "efa_interfaces": 16}))
+    system = resource("aws:ec2/launchTemplate:LaunchTemplate", "system-lt", {"networkInterfaces": []})
+    gpu = resource("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt", {
+        "networkInterfaces": [{"interfaceType": "efa", "networkCardIndex": 0.0}]})
+    [message] = messages_for("gpu-fabric-present", [cluster, system, gpu])
+    assert "'gpu-lt'" in message and "has 1" in message
+
+
 def test_missing_ownership_tags_on_aws_are_named_with_their_prefix():
     bucket = resource("aws:s3/bucket:Bucket", "logs", {"tags": {"accel:owner": "ml"}})
     [message] = messages_for("ownership-labels", [bucket])

@@ -69,6 +69,9 @@ for _family, _model in _G_FAMILIES.items():
         _AWS_GPUS[f"{_family}.48xlarge"] = (_model, 8)
 
 
+EFA_INTERFACE_TYPES = ("efa", "efa-only")
+
+
 def gcp_machine_gpus(machine_type: str) -> tuple[str, int] | None:
     """(guest accelerator type, GPUs) built into a GCP machine type; None if it has none."""
     if machine_type in _G2_GPUS:
@@ -324,14 +327,17 @@ def _validate_gpu_fabric(args, report) -> None:
                              "declare the GPU node pool the plan describes"), cluster.urn)
     if cloud_name == "aws" and fabric == "efa" and efa > 0:
         templates = [r for r in args.resources if r.resource_type == "aws:ec2/launchTemplate:LaunchTemplate"]
-        best = 0
+        best, best_template = 0, None
         for template in templates:
             if get(template.props, "networkInterfaces") is UNKNOWN:
                 return
             nics = items(get(template.props, "networkInterfaces"))
-            best = max(best, sum(1 for nic in nics if get(nic, "interfaceType") == "efa"))
+            # P5-class cards past the first carry "efa-only" interfaces (EFA without an IP).
+            count = sum(1 for nic in nics if get(nic, "interfaceType") in EFA_INTERFACE_TYPES)
+            if best_template is None or count > best:
+                best, best_template = count, template
         if best < efa:
-            target = templates[0] if templates else cluster
+            target = best_template or cluster
             report(violation(target, GPU_FABRIC,
                              f"the plan asks for {efa} EFA interfaces per node, the launch template has {best}",
                              f'declare {efa} network_interfaces with interface_type="efa" '
