@@ -320,6 +320,9 @@ def _hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | No
                                  f"(use jax, tensorflow or pytorch-xla)")
         if constraints.portability:
             return "portability", "portability is required and TPUs exist only on Google Cloud"
+    if constraints.accelerators is not None and offering.accelerator not in constraints.accelerators:
+        return "accelerators", (f"{offering.accelerator} is not in constraints.accelerators "
+                                f"({', '.join(constraints.accelerators)})")
     if constraints.regions is not None and not set(offering.regions) & set(constraints.regions):
         return "regions", (f"offered only in {', '.join(offering.regions)}; constraints.regions allows "
                            f"{', '.join(constraints.regions)}")

@@ -97,6 +97,8 @@ class Constraints(StrictModel):
     portability: bool = False
     custom_cuda_kernels: bool = False
     max_chips: int | None = Field(None, gt=0)
+    accelerators: list[AcceleratorId] | None = Field(
+        None, min_length=1, description="Allowed accelerators (e.g. [l4, l40s] for an inference pool); None = any")
 
 
 _TPU_VM_TYPE = re.compile(r"^(v4|v5p|v5litepod|v6e)-(\d+)$")

@@ -88,6 +88,13 @@ def test_only_the_allowed_clouds_and_regions_are_considered(catalog):
     assert {(o.cloud, o.region) for o in choice.options} == {("aws", "us-west-2")}
 
 
+def test_an_accelerator_allow_list_limits_the_options_and_names_the_rejections(catalog):
+    choice = choose(spec(constraints={"accelerators": ["h100-80gb", "h200-141gb"]}), catalog)
+    assert {o.accelerator for o in choice.options} <= {"h100-80gb", "h200-141gb"}
+    assert any("not in constraints.accelerators" in reason
+               for rejected in choice.rejected for reason in rejected["reasons"])
+
+
 def test_spot_never_and_spot_required(catalog):
     assert not any(o.spot for o in choose(spec(constraints={"spot": "never"}), catalog).options)
     assert all(o.spot for o in choose(spec(constraints={"spot": "required"}), catalog).options)
