@@ -253,9 +253,13 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None) 
     directory = _project_dir((root or Path.cwd()).resolve()) / "stacks"
     path = directory / f"Pulumi.{name}.yaml"
     data: Any = {}
+    header = ""
     if path.exists():
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            text = path.read_text(encoding="utf-8")
+            # The comment block at the top documents the scenario; YAML loses comments, so keep it by hand.
+            header = _leading_comments(text)
+            data = yaml.safe_load(text) or {}
         except (yaml.YAMLError, OSError, UnicodeDecodeError) as error:
             raise UsageError(f"{path}: cannot update the stack file: {error}") from None
         if not isinstance(data, dict):
@@ -270,10 +274,20 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None) 
     data["config"] = config
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        path.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     except OSError as error:
         raise UsageError(f"{path}: cannot write the stack file: {error.strerror or error}") from None
     return path
+
+
+def _leading_comments(text: str) -> str:
+    """The comment lines a stack file starts with (its documentation), to write back unchanged."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line + "\n")
+    return "".join(lines)
 
 
 def _finite(value: Any) -> Any:
