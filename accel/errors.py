@@ -62,12 +62,12 @@ def _allowed_keys(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[
 
 
 def describe_validation_error(error: ValidationError, source: str, model: type[BaseModel] | None = None,
-                              prefix: tuple[Any, ...] = ()) -> str:
+                              prefix: tuple[Any, ...] = (), path_prefix: str = "") -> str:
     """One line per problem: `source: field.path: what is wrong (value ...)`."""
     lines = []
     for problem in error.errors():
         location = tuple(p for p in problem["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-        path = ".".join(str(p) for p in prefix + location) or "(top level)"
+        path = path_prefix + (".".join(str(p) for p in prefix + location) or "(top level)")
         if problem["type"] == "extra_forbidden":
             key = str(location[-1])
             allowed = _allowed_keys(model, location[:-1])

@@ -107,6 +107,11 @@ class StoragePlan(StrictModel):
     filesystem_capacity_gib: int = Field(0, ge=0)
     checkpoint_retention_days: int = Field(30, gt=0, description="Non-current checkpoint versions kept this long")
 
+    @property
+    def is_empty(self) -> bool:
+        """Nothing to create: e.g. a serving plan that reads weights from an existing bucket."""
+        return not (self.dataset_bucket or self.checkpoint_bucket or self.filesystem != "none")
+
 
 class CatalogRef(StrictModel):
     version: str

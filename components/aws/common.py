@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from components.errors import ComponentArgsError
 from components.tags import ResourceTags
 
 # Tag keys that say "this goes away": data outlives the compute stack, so it never carries them.
@@ -19,7 +20,7 @@ DATA_ROLE_KEY = "accel:data-role"
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
 
 
-class InvalidAwsArgs(ValueError):
+class InvalidAwsArgs(ComponentArgsError):
     """Component arguments that cannot be built; the message names the field, the value and what is allowed."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pulumi
 
+from components.errors import ComponentArgsError
 from components.tags import ResourceTags
 from policies.plan import Capacity
 
@@ -26,7 +27,7 @@ _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
 AUTONAME_SUFFIX = 8
 
 
-class GcpArgsError(ValueError):
+class GcpArgsError(ComponentArgsError):
     """Arguments a Google Cloud component cannot build: names the field, the value, what is allowed."""
 
     def __init__(self, component: str, field: str, value: Any, problem: str):
