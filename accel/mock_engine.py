@@ -23,6 +23,7 @@ from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
 STACK_TYPE = "pulumi:pulumi:Stack"
+SECRET_PLACEHOLDER = "[secret]"
 
 # Invoke answers the programs here rely on; anything else answers {} (the mock default).
 DEFAULT_ZONES = {
@@ -96,9 +97,13 @@ def _plain(value: Any) -> Any:
     """Make deserialized inputs JSON-friendly: unknowns become None, secrets stay hidden."""
     if isinstance(value, Unknown) or value == rpc.UNKNOWN:
         return None  # known only after apply
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # the wire carries every number as a double; 32.0 nodes were 32 in the program
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, Mapping):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return SECRET_PLACEHOLDER  # a secret envelope: show that there is a value, never the value
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]

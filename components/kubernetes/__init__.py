@@ -1,0 +1,27 @@
+"""The Kubernetes layer: device plugin / GPU Operator, Kueue, JobSet, queues and identity on any cluster."""
+
+from components.kubernetes.accelerator_stack import (
+    AcceleratorPool,
+    AcceleratorStack,
+    AcceleratorStackArgs,
+    AcceleratorStackError,
+    CloudIdentity,
+    Toleration,
+)
+from components.kubernetes.pools import (
+    ExistingCluster,
+    InventoryEntry,
+    device_plugin_needed,
+    eks_gpu_pool,
+    existing_cluster_provider,
+    gke_gpu_pool,
+    gke_tpu_pool,
+    inventory_pools,
+    plan_pools,
+)
+
+__all__ = [
+    "AcceleratorPool", "AcceleratorStack", "AcceleratorStackArgs", "AcceleratorStackError", "CloudIdentity",
+    "Toleration", "ExistingCluster", "InventoryEntry", "device_plugin_needed", "eks_gpu_pool",
+    "existing_cluster_provider", "gke_gpu_pool", "gke_tpu_pool", "inventory_pools", "plan_pools",
+]

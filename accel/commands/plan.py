@@ -1,0 +1,161 @@
+"""`accel plan`: what a stack would build, what it costs and whether the guardrails pass, offline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from accel.errors import EXIT_GUARDRAIL, AccelError, fail
+
+DEFAULT_STACK = "llama-70b-tpu"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)
+
+
+def plan(
+    stack: Optional[str] = typer.Option(
+        None, "--stack", "-s", help=f"Stack to plan (stacks/Pulumi.<stack>.yaml); default {DEFAULT_STACK}"),
+    config: Optional[Path] = typer.Option(
+        None, "--config", help="Stack file to plan, e.g. stacks/Pulumi.x.yaml (stack name from the file name)"),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON on stdout"),
+    policy_config: Optional[Path] = typer.Option(
+        None, "--policy-config", help="Guardrail configuration (YAML or JSON: policy name -> settings)"),
+    cwd: Optional[Path] = typer.Option(
+        None, "--cwd", "-C", help="Project directory (default: the nearest one holding Pulumi.yaml)"),
+) -> None:
+    """Run the stack program on Pulumi's mock engine (preview) and show resources, cost and guardrails."""
+    from accel import stack_config
+    from accel.offline_plan import plan_stack
+
+    status_console = Console(stderr=True)
+    if stack is None and config is None:
+        stack = DEFAULT_STACK
+    try:
+        project_dir = stack_config.find_project_dir(cwd or Path.cwd())
+        with status_console.status("planning", spinner="dots") as status:
+            result = plan_stack(stack, config, project_dir, policy_config=policy_config,
+                                progress=lambda message: status.update(f"{message}…"))
+    except AccelError as error:
+        fail(error)
+
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
+    else:
+        render(result, Console())
+    if result.mandatory_violations:
+        count = len(result.mandatory_violations)
+        print(f"error: {count} mandatory guardrail violation{'s' if count != 1 else ''}", file=sys.stderr)
+        raise typer.Exit(EXIT_GUARDRAIL)
+
+
+# ---- human output ------------------------------------------------------------------------------
+
+def render(result: Any, console: Console) -> None:
+    from accel.stack_config import display_path
+
+    console.print(f"[bold]accel plan[/bold] · stack [cyan]{result.stack}[/cyan] "
+                  f"({display_path(result.stack_file)}) · mock engine, preview")
+    console.print(resource_tree(result))
+    console.print(type_table(result))
+    render_decision(result, console)
+    render_guardrails(result, console)
+    timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(result.provider_load_seconds.items()))
+    console.print(f"[dim]providers: {', '.join(result.providers_used) or 'none'}"
+                  + (f" (loaded {timings})" if timings else "") + "[/dim]")
+
+
+def resource_tree(result: Any) -> Tree:
+    resources = result.capture.resources
+    tree = Tree(f"[bold]{result.project}-{result.stack}[/bold] ({len(resources)} resources)")
+    children: dict[str | None, list] = defaultdict(list)
+    known = {r.urn for r in resources}
+    for r in resources:
+        children[r.parent if r.parent in known else None].append(r)
+
+    def add(node: Tree, parent_urn: str | None) -> None:
+        for r in children.get(parent_urn, []):
+            label = f"[bold]{r.name}[/bold] [dim]{r.type}[/dim]" if not r.custom else f"{r.name} [dim]{r.type}[/dim]"
+            flags = [flag for flag, on in (("protect", r.protect), ("retain", r.retain_on_delete)) if on]
+            if flags:
+                label += f" [yellow]({', '.join(flags)})[/yellow]"
+            add(node.add(label), r.urn)
+
+    add(tree, None)
+    return tree
+
+
+def type_table(result: Any) -> Table:
+    table = Table(title="Resources by type", title_justify="left")
+    table.add_column("type")
+    table.add_column("count", justify="right")
+    for type_token, count in result.capture.by_type().items():
+        table.add_row(type_token, str(count))
+    return table
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def render_decision(result: Any, console: Console) -> None:
+    plan = result.plan
+    console.print()
+    if not plan:
+        console.print("[bold]Hardware[/bold]: the program exported no plan")
+    else:
+        chosen = plan.get("chosen") or {}
+        shape = f"{chosen.get('chips')} × {chosen.get('accelerator')}"
+        if chosen.get("topology"):
+            slices = chosen.get("slices") or 1
+            shape += f", topology {chosen['topology']} × {slices} slice{'s' if slices != 1 else ''}"
+        shape += f", {chosen.get('hosts')} hosts of {chosen.get('machine_type')}"
+        where = f"{plan.get('cloud')} {plan.get('region')}"
+        spot = "spot" if chosen.get("spot") else "on-demand"
+        how = "pinned" if plan.get("pinned") else "chosen"
+        console.print(f"[bold]Hardware[/bold] ({how}): {shape} on {where}, {spot}")
+        hours = chosen.get("hours")
+        if hours is not None:
+            console.print(f"  estimated run: {hours:,.1f} h ({hours / 24:,.1f} days), MFU {chosen.get('mfu', 0):.0%}")
+        for line in plan.get("rationale") or []:
+            console.print(f"  • {line}")
+    console.print(f"[bold]Cost[/bold]: {_money(result.hourly_usd)}/h · {_money(result.run_usd)} per run")
+
+
+def _short_resource(resource: Any) -> str:
+    """`urn:pulumi:dev::accel::...$gcp:storage/bucket:Bucket::ckpt` -> `ckpt`; --json keeps the URN."""
+    if not resource:
+        return "(stack)"
+    return str(resource).rsplit("::", 1)[-1] if str(resource).startswith("urn:") else str(resource)
+
+
+def render_guardrails(result: Any, console: Console) -> None:
+    console.print()
+    if not result.guardrails_evaluated:
+        console.print(f"[bold]Guardrails[/bold]: [yellow]not evaluated ({result.guardrails_note})[/yellow]")
+        return
+    if not result.violations:
+        console.print("[bold]Guardrails[/bold]: [green]all passed[/green]")
+        return
+    by_level: dict[str, list] = defaultdict(list)
+    for violation in result.violations:
+        by_level[str(violation.get("level", "advisory")).lower()].append(violation)
+    console.print(f"[bold]Guardrails[/bold]: {len(result.violations)} violation(s)")
+    for level in sorted(by_level, key=lambda lv: (lv != "mandatory", lv)):
+        style = "red" if level == "mandatory" else "yellow"
+        table = Table(title=f"{level} ({len(by_level[level])})", title_style=style, title_justify="left")
+        for column in ("policy", "resource", "message"):
+            table.add_column(column, overflow="fold")
+        for violation in by_level[level]:
+            table.add_row(str(violation.get("policy", "")), _short_resource(violation.get("resource")),
+                          str(violation.get("message", "")))
+        console.print(table)

@@ -1,0 +1,306 @@
+"""`accel plan` without the Pulumi CLI: run the stack program on the mock engine and report.
+
+The project's own __main__.py runs unchanged, in preview mode, with the stack's merged config.
+Everything it declares is captured (type, name, parent, inputs, protect, retain_on_delete);
+the cost and the hardware decision come from the stack outputs the program exports
+(`plan`, `hourlyUsd`, `runUsd`); the guardrails run offline over the captured resources.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import re
+import runpy
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from accel import stack_config
+from accel.errors import UsageError, describe_validation_error
+from accel.mock_engine import Capture, run_program
+
+# The stack outputs the program exports for the plan report.
+PLAN_OUTPUT = "plan"
+HOURLY_OUTPUT = "hourlyUsd"
+RUN_OUTPUT = "runUsd"
+
+PROVIDER_PACKAGES = ("pulumi_gcp", "pulumi_aws", "pulumi_kubernetes")
+GUARDRAILS_MODULE = "policies.guardrails.offline"
+# Where a ValueError means "the stack asked for something impossible", not "the code is wrong".
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class PlanResult:
+    """What one offline plan found: the captured graph, the decision, the cost, the guardrails."""
+
+    stack: str
+    project: str
+    stack_file: Path
+    capture: Capture
+    plan: dict[str, Any] | None
+    hourly_usd: float | None
+    run_usd: float | None
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    guardrails_note: str | None = None  # why guardrails were not evaluated, when they were not
+    providers_loaded: list[str] = field(default_factory=list)  # provider packages imported by this run
+    provider_load_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def guardrails_evaluated(self) -> bool:
+        return self.guardrails_note is None
+
+    @property
+    def mandatory_violations(self) -> list[dict[str, Any]]:
+        return [v for v in self.violations if str(v.get("level", "")).lower() == "mandatory"]
+
+    @property
+    def exit_code(self) -> int:
+        from accel.errors import EXIT_GUARDRAIL
+
+        return EXIT_GUARDRAIL if self.mandatory_violations else 0
+
+    @property
+    def providers_used(self) -> list[str]:
+        """Provider packages the declared resources belong to (gcp, aws, kubernetes, ...)."""
+        used = set()
+        for resource in self.capture.resources:
+            package = resource.type.split(":", 1)[0]
+            if package == "pulumi" and resource.type.startswith("pulumi:providers:"):
+                package = resource.type.rsplit(":", 1)[-1]
+            if package not in ("pulumi", "accel"):
+                used.add(package)
+        return sorted(used)
+
+    def resources_json(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.capture.resources]
+
+    def to_json(self) -> dict[str, Any]:
+        """The DESIGN.md `accel plan --json` object, plus `providers` and `outputs`."""
+        outputs = {k: v for k, v in self.capture.outputs.items() if k != PLAN_OUTPUT}
+        return {
+            "stack": self.stack,
+            "resources": self.resources_json(),
+            "summary": {"by_type": self.capture.by_type(), "count": len(self.capture.resources)},
+            "cost": {"hourly_usd": self.hourly_usd, "run_usd": self.run_usd},
+            "plan": self.plan,
+            "policy": {
+                "violations": self.violations,
+                "evaluated": self.guardrails_evaluated,
+                "note": self.guardrails_note,
+            },
+            "providers": self.providers_used,
+            "outputs": outputs,
+        }
+
+
+class _ImportWatcher(importlib.abc.MetaPathFinder):
+    """Reports provider modules as they load (the slow part of a plan) and times them.
+
+    Provider packages import their submodules lazily and execute them on first use, so the
+    report hooks the loader's exec_module, which runs when the module really loads.
+    """
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.load_seconds: dict[str, float] = {}
+        self._depth = 0
+
+    def find_spec(self, fullname, path, target=None):  # noqa: ARG002 (finder protocol)
+        top = fullname.partition(".")[0]
+        if top not in PROVIDER_PACKAGES or fullname in sys.modules:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None  # let the regular finders answer
+        original = spec.loader.exec_module
+
+        def exec_module(module, _original=original, _name=fullname, _top=top):
+            if self._depth:  # inside an outer provider module's load: its time and message cover this
+                _original(module)
+                return
+            self.progress(f"loading {_name}")
+            self._depth += 1
+            started = time.perf_counter()
+            try:
+                _original(module)
+            finally:
+                self._depth -= 1
+                self.load_seconds[_top] = self.load_seconds.get(_top, 0.0) + time.perf_counter() - started
+                self.progress("declaring resources")
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+@contextmanager
+def _program_environment(project_dir: Path, watcher: _ImportWatcher) -> Iterator[None]:
+    """Run as the CLI would: from the project directory, with it first on sys.path."""
+    saved_cwd, saved_path, saved_argv = os.getcwd(), list(sys.path), list(sys.argv)
+    sys.path.insert(0, str(project_dir))
+    sys.meta_path.insert(0, watcher)
+    os.chdir(project_dir)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        sys.path[:] = saved_path
+        sys.argv[:] = saved_argv
+        if watcher in sys.meta_path:
+            sys.meta_path.remove(watcher)
+
+
+def _normalize_plan(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        return None
+    from policies.plan import Plan
+
+    try:
+        return Plan.model_validate(raw).model_dump(mode="json")
+    except ValidationError:
+        return raw  # shown as exported; the program owns its shape
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _blame(message: str, source: str, stack: str) -> str:
+    """Name the file the config came from: programs name the conventional stack file, which
+    is wrong when the plan ran on --config some/other/file."""
+    conventional = re.compile(rf"^\S*Pulumi\.{re.escape(stack)}\.ya?ml:", re.MULTILINE)
+    if conventional.search(message):
+        return conventional.sub(lambda _match: f"{source}:", message)
+    return message if message.startswith(source) else f"{source}: {message}"
+
+
+def _as_usage_error(error: BaseException, source: str, stack: str) -> UsageError | None:
+    """The user-facing form of a program exception, or None if it is a bug (keep the traceback)."""
+    import pulumi
+
+    from components.errors import ComponentArgsError
+    from policies.shapes import ShapeError
+
+    if isinstance(error, UsageError):
+        return UsageError(_blame(str(error), source, stack))
+    if isinstance(error, pulumi.ConfigMissingError):
+        return UsageError(f"{source}: {error.key}: missing; this stack needs it")
+    if isinstance(error, pulumi.ConfigTypeError):
+        return UsageError(f"{source}: {error.key}: {error}")
+    if isinstance(error, ValidationError):
+        return UsageError(describe_validation_error(error, source, prefix=(error.title,)))
+    if isinstance(error, ShapeError):
+        return UsageError(_blame(str(error), source, stack))
+    if isinstance(error, pulumi.RunError):
+        # Pulumi's own convention for "show the user this message, not a stack trace".
+        return UsageError(_blame(str(error), source, stack))
+    if isinstance(error, ComponentArgsError):
+        return UsageError(_blame(str(error), source, stack))
+    return None
+
+
+def load_policy_config(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    path = Path(path)
+    shown = stack_config.display_path(path)
+    if not path.is_file():
+        raise UsageError(f"{shown}: policy config file not found")
+    try:
+        data = yaml.safe_load(path.read_text())  # JSON is YAML too
+    except yaml.YAMLError as error:
+        raise UsageError(f"{shown}: not valid YAML or JSON: {error}") from None
+    if data is not None and not isinstance(data, dict):
+        raise UsageError(f"{shown}: expected a mapping of policy name to its configuration")
+    return data or {}
+
+
+def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, Any] | None,
+                        config_source: str = "policy config") -> tuple[list[dict[str, Any]], str | None]:
+    """(violations, note): note says why nothing was evaluated, when the guardrails are not there."""
+    module_name = GUARDRAILS_MODULE
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name in ("policies.guardrails", module_name):
+            return [], f"{module_name} is not installed yet, so no guardrail ran"
+        raise
+    config_error = getattr(module, "PolicyConfigError", None)
+    try:
+        violations = module.evaluate(resources, pack_config)
+    except Exception as error:
+        if isinstance(config_error, type) and isinstance(error, config_error):
+            raise UsageError(f"{config_source}: {error}") from None
+        raise
+    return [dict(v) for v in violations], None
+
+
+def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *,
+               policy_config: Path | None = None, progress: Progress | None = None) -> PlanResult:
+    """Run the project's program for `stack` on the mock engine in preview mode and report it.
+
+    Raises UsageError (exit 2) for bad stack files and for program errors caused by the
+    configuration; any other exception from the program is a bug and propagates unchanged.
+    """
+    say = progress or (lambda _message: None)
+    project_dir = Path(project_dir).resolve()
+    say("reading stack configuration")
+    project = stack_config.load_project(project_dir)
+    config = stack_config.load_stack_config(project_dir, stack, config_path)
+    pack_config = load_policy_config(policy_config)
+    main_file = project.main_file
+    if not main_file.is_file():
+        raise UsageError(f"{stack_config.display_path(main_file)}: the project has no program to plan")
+    source = config.source
+
+    def program() -> None:
+        import pulumi
+
+        # Secret keys too, so the program sees `Config.get_secret` values as secrets.
+        pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
+        runpy.run_path(str(main_file), run_name="__main__")
+
+    before = {name for name in PROVIDER_PACKAGES if name in sys.modules}
+    say("running the program on the mock engine")
+    watcher = _ImportWatcher(say)
+    try:
+        with _program_environment(project.main_dir, watcher):
+            capture = run_program(program, project=project.name, stack=config.stack,
+                                  config=config.values, preview=True)
+    except Exception as error:  # noqa: BLE001 (classified below; bugs are re-raised as they are)
+        usage = _as_usage_error(error, source, config.stack)
+        if usage is None:
+            raise
+        raise usage from None
+    loaded = sorted(name for name in PROVIDER_PACKAGES if name in sys.modules and name not in before)
+
+    outputs = capture.outputs
+    plan = _normalize_plan(outputs.get(PLAN_OUTPUT))
+    result = PlanResult(
+        stack=config.stack,
+        project=project.name,
+        stack_file=config.stack_file,
+        capture=capture,
+        plan=plan,
+        hourly_usd=_number(outputs.get(HOURLY_OUTPUT)),
+        run_usd=_number(outputs.get(RUN_OUTPUT)),
+        providers_loaded=loaded,
+        provider_load_seconds=dict(watcher.load_seconds),
+    )
+    say("evaluating guardrails")
+    shown_policy_config = stack_config.display_path(policy_config) if policy_config else "policy config"
+    result.violations, result.guardrails_note = evaluate_guardrails(result.resources_json(), pack_config,
+                                                                    shown_policy_config)
+    return result
+

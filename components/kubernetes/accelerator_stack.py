@@ -1,0 +1,374 @@
+"""What accelerator training needs inside a cluster: drivers' device plugin, Kueue, JobSet, queues.
+
+`AcceleratorStack` runs against any cluster reachable through the Kubernetes provider it gets
+in `opts` (one the stack just built, or an existing cluster from a kubeconfig). It installs
+the pinned charts of charts.yaml, then declares the Kueue objects that turn the plan's chips
+into admission quota: one ResourceFlavor per accelerator pool (node labels + tolerations), a
+ClusterQueue whose quota is exactly the provisioned chips, and a LocalQueue in the workload
+namespace, plus PriorityClasses and the ServiceAccount bound to the cloud identity.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pulumi
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from components.kubernetes.charts import ChartPin, ChartPins, load_chart_pins
+from components.errors import ComponentArgsError
+from components.tags import ResourceTags
+
+TPU_RESOURCE = "google.com/tpu"
+GPU_RESOURCE = "nvidia.com/gpu"
+ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
+GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+
+# PriorityClass values: training above the default 0, preemptible experiments below it.
+PRIORITY_LEVELS: dict[str, tuple[int, str]] = {
+    "high": (100_000, "Production training runs; Kueue preempts lower priorities for these"),
+    "normal": (10_000, "Default priority for training workloads of this stack"),
+    "low": (1_000, "Preemptible experiments; first to be evicted when quota is short"),
+}
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+class AcceleratorStackError(ComponentArgsError):
+    """Arguments the Kubernetes layer cannot declare; the message names field, value and what is allowed."""
+
+
+def _check_dns_label(field_name: str, value: str) -> str:
+    if not isinstance(value, str) or not _DNS_LABEL.match(value):
+        raise AcceleratorStackError(
+            f"{field_name}: {value!r} is not a Kubernetes name; use at most 63 lowercase letters, "
+            "digits and '-', starting and ending with a letter or digit"
+        )
+    return value
+
+
+class Toleration(BaseModel):
+    """A pod toleration for a node taint (core/v1 Toleration, without tolerationSeconds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str
+    operator: Literal["Exists", "Equal"] = "Exists"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+    @model_validator(mode="after")
+    def _value_matches_operator(self) -> "Toleration":
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError(f"toleration {self.key!r}: operator Exists takes no value (got {self.value!r})")
+        if self.operator == "Equal" and self.value is None:
+            raise ValueError(f"toleration {self.key!r}: operator Equal needs a value")
+        return self
+
+    def to_kubernetes(self) -> dict[str, str]:
+        spec = {"key": self.key, "operator": self.operator, "effect": self.effect}
+        if self.value is not None:
+            spec["value"] = self.value
+        return spec
+
+
+class AcceleratorPool(BaseModel):
+    """Chips of one kind on nodes that share labels: becomes one Kueue ResourceFlavor."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Flavor name suffix, a DNS label, e.g. tpu-v5p-2x2x2 or h100-80gb")
+    resource: Literal["google.com/tpu", "nvidia.com/gpu"]
+    chips: int = Field(gt=0, description="Chips this pool provisions: the ClusterQueue quota")
+    node_labels: dict[str, str] = Field(default_factory=dict, description="Labels every node of the pool carries")
+    tolerations: tuple[Toleration, ...] = ()
+    accelerator: str | None = Field(None, description="Catalog accelerator id, for labels and reports")
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_dns_label(cls, value: str) -> str:
+        return _check_dns_label("name", value)
+
+    @field_validator("node_labels")
+    @classmethod
+    def _labels_are_kubernetes_labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        for key, value in labels.items():
+            if not _LABEL_KEY.match(key):
+                raise ValueError(f"node label key {key!r} is not a valid Kubernetes label key")
+            if not _LABEL_VALUE.match(value):
+                raise ValueError(f"node label {key}={value!r}: values are at most 63 letters, digits, '-', '_', '.'")
+        return labels
+
+    @model_validator(mode="after")
+    def _tpu_pools_name_their_accelerator(self) -> "AcceleratorPool":
+        if self.resource == TPU_RESOURCE and GKE_TPU_ACCELERATOR_LABEL not in self.node_labels:
+            raise ValueError(
+                f"pool {self.name!r}: a google.com/tpu pool needs the node label {GKE_TPU_ACCELERATOR_LABEL} "
+                "(TPU nodes exist only on GKE, which sets it)"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class CloudIdentity:
+    """The ServiceAccount annotation that binds pods to a cloud identity that reads data and writes checkpoints."""
+
+    annotation: str
+    value: pulumi.Input[str]
+
+    @classmethod
+    def gke_workload_identity(cls, service_account_email: pulumi.Input[str]) -> "CloudIdentity":
+        return cls("iam.gke.io/gcp-service-account", service_account_email)
+
+    @classmethod
+    def eks_irsa(cls, role_arn: pulumi.Input[str]) -> "CloudIdentity":
+        return cls("eks.amazonaws.com/role-arn", role_arn)
+
+    @classmethod
+    def aks_workload_identity(cls, client_id: pulumi.Input[str]) -> "CloudIdentity":
+        return cls("azure.workload.identity/client-id", client_id)
+
+
+@dataclass(frozen=True)
+class AcceleratorStackArgs:
+    """What the Kubernetes layer declares. Names here are the real in-cluster names workloads use."""
+
+    tags: ResourceTags
+    pools: Sequence[AcceleratorPool]
+    namespace: str = "training"
+    service_account: str = "trainer"
+    queue: str = "training"
+    identity: CloudIdentity | None = None
+    # NVIDIA device plugin: for GPU nodes whose image has drivers but whose cluster does not
+    # manage the plugin (EKS NVIDIA AMIs, most on-prem). GKE manages both itself.
+    install_device_plugin: bool = False
+    # GPU Operator: for GPU nodes without drivers (bare on-prem); it brings its own device plugin.
+    install_gpu_operator: bool = False
+    # Clusters that already run Kueue / JobSet (a managed add-on, a shared cluster) skip the release.
+    install_kueue: bool = True
+    install_jobset: bool = True
+    # Kueue admits a workload only if the ClusterQueue covers every resource its pods request,
+    # so cpu and memory must be covered too. Chips are the binding quota; these never bind.
+    cpu_quota: str = "100000"
+    memory_quota: str = "1000Ti"
+    charts: ChartPins = field(default_factory=load_chart_pins)
+
+    def validate(self) -> None:
+        _check_dns_label("namespace", self.namespace)
+        _check_dns_label("service_account", self.service_account)
+        _check_dns_label("queue", self.queue)
+        if not self.pools:
+            raise AcceleratorStackError("pools: at least one accelerator pool is needed to size the ClusterQueue")
+        for index, pool in enumerate(self.pools):
+            if not isinstance(pool, AcceleratorPool):
+                raise AcceleratorStackError(f"pools[{index}]: expected an AcceleratorPool, got {type(pool).__name__}")
+        names = [pool.name for pool in self.pools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise AcceleratorStackError(f"pools: names must be unique; repeated: {', '.join(duplicates)}")
+        has_gpu = any(pool.resource == GPU_RESOURCE for pool in self.pools)
+        if self.install_device_plugin and self.install_gpu_operator:
+            raise AcceleratorStackError(
+                "install_device_plugin and install_gpu_operator are both true; the GPU Operator ships its own "
+                "device plugin, so choose one"
+            )
+        for flag in ("install_device_plugin", "install_gpu_operator"):
+            if getattr(self, flag) and not has_gpu:
+                raise AcceleratorStackError(f"{flag}: true, but no pool provides {GPU_RESOURCE}")
+        if self.identity is not None and not isinstance(self.identity, CloudIdentity):
+            raise AcceleratorStackError(f"identity: expected a CloudIdentity, got {type(self.identity).__name__}")
+
+    @property
+    def cluster_queue(self) -> str:
+        """ClusterQueues are cluster-scoped; one per workload namespace, named after it, never clashes."""
+        return self.namespace
+
+    def flavor_name(self, pool: AcceleratorPool) -> str:
+        return f"{self.namespace}-{pool.name}"
+
+    def priority_class_name(self, level: str) -> str:
+        return f"{self.namespace}-{level}"
+
+    def chip_quota(self) -> dict[str, int]:
+        quota: dict[str, int] = {}
+        for pool in self.pools:
+            quota[pool.resource] = quota.get(pool.resource, 0) + pool.chips
+        return quota
+
+
+class AcceleratorStack(pulumi.ComponentResource):
+    """Device plugin or GPU Operator, Kueue, JobSet, and the queues, priorities and identity of one workload."""
+
+    TYPE = "accel:kubernetes:AcceleratorStack"
+
+    def __init__(self, name: str, args: AcceleratorStackArgs, opts: pulumi.ResourceOptions | None = None):
+        args.validate()  # before anything registers: a bad pool must not leave half a stack
+        super().__init__(self.TYPE, name, None, opts)
+        import pulumi_kubernetes as k8s  # lazily: only stacks with a Kubernetes layer pay for it
+
+        self._k8s = k8s
+        self._name = name
+        self._args = args
+        self._labels = args.tags.kubernetes_labels()
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.releases: dict[str, Any] = {}
+        self.chart_versions: dict[str, str] = {}
+        if args.install_gpu_operator:
+            self.releases["gpu-operator"] = self._release("gpu-operator", args.charts.gpu_operator,
+                                                          values={"driver": {"enabled": True}})
+        if args.install_device_plugin:
+            self.releases["nvidia-device-plugin"] = self._release(
+                "nvidia-device-plugin", args.charts.nvidia_device_plugin, values=self._device_plugin_values())
+        if args.install_jobset:
+            self.releases["jobset"] = self._release("jobset", args.charts.jobset)
+        if args.install_kueue:
+            # Kueue enables its JobSet integration only if the JobSet CRDs exist when it starts.
+            after = [self.releases["jobset"]] if "jobset" in self.releases else []
+            self.releases["kueue"] = self._release("kueue", args.charts.kueue, depends_on=after)
+        kueue_release = self.releases.get("kueue")  # None on clusters that already run Kueue
+        kueue_ready = pulumi.ResourceOptions(parent=self, depends_on=[kueue_release] if kueue_release else [])
+
+        self.namespace_resource = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": args.namespace, "labels": self._labels},
+            opts=child,
+        )
+        # The name is fixed by args, so it is written plainly (known in preview too) and the
+        # ordering comes from depends_on.
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace_resource])
+
+        annotations = {args.identity.annotation: args.identity.value} if args.identity else {}
+        self.service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            metadata={"name": args.service_account, "namespace": args.namespace,
+                      "labels": self._labels, "annotations": annotations},
+            opts=in_namespace,
+        )
+
+        self.priority_classes = {
+            level: k8s.scheduling.v1.PriorityClass(
+                f"{name}-priority-{level}",
+                metadata={"name": args.priority_class_name(level), "labels": self._labels},
+                value=value,
+                global_default=False,
+                preemption_policy="PreemptLowerPriority",
+                description=description,
+                opts=child,
+            )
+            for level, (value, description) in PRIORITY_LEVELS.items()
+        }
+
+        api_version = args.charts.kueue_api_version
+        self.flavors = [
+            k8s.apiextensions.CustomResource(
+                f"{name}-flavor-{pool.name}",
+                api_version=api_version,
+                kind="ResourceFlavor",
+                metadata={"name": args.flavor_name(pool), "labels": self._labels},
+                spec=self._flavor_spec(pool),
+                opts=kueue_ready,
+            )
+            for pool in args.pools
+        ]
+        self.cluster_queue = k8s.apiextensions.CustomResource(
+            f"{name}-cluster-queue",
+            api_version=api_version,
+            kind="ClusterQueue",
+            metadata={"name": args.cluster_queue, "labels": self._labels},
+            spec=self._cluster_queue_spec(),
+            opts=pulumi.ResourceOptions.merge(kueue_ready, pulumi.ResourceOptions(depends_on=self.flavors)),
+        )
+        self.local_queue = k8s.apiextensions.CustomResource(
+            f"{name}-local-queue",
+            api_version=api_version,
+            kind="LocalQueue",
+            metadata={"name": args.queue, "namespace": args.namespace, "labels": self._labels},
+            spec={"clusterQueue": args.cluster_queue},
+            opts=pulumi.ResourceOptions.merge(
+                kueue_ready, pulumi.ResourceOptions(depends_on=[self.cluster_queue, self.namespace_resource])),
+        )
+
+        self.namespace = args.namespace
+        self.service_account_name = args.service_account
+        self.local_queue_name = args.queue
+        self.cluster_queue_name = args.cluster_queue
+        self.flavor_names = [args.flavor_name(pool) for pool in args.pools]
+        self.priority_class_names = {level: args.priority_class_name(level) for level in PRIORITY_LEVELS}
+        self.chip_quota = args.chip_quota()
+        self.register_outputs({
+            "namespace": self.namespace,
+            "serviceAccount": self.service_account_name,
+            "localQueue": self.local_queue_name,
+            "clusterQueue": self.cluster_queue_name,
+            "resourceFlavors": self.flavor_names,
+            "priorityClasses": self.priority_class_names,
+            "chipQuota": self.chip_quota,
+            "charts": self.chart_versions,
+        })
+
+    def _release(self, release: str, pin: ChartPin, values: Mapping[str, Any] | None = None,
+                 depends_on: Sequence[pulumi.Resource] = ()):
+        helm = self._k8s.helm.v3
+        self.chart_versions[release] = pin.version
+        return helm.Release(
+            f"{self._name}-{release}",
+            name=release,  # a fixed release name: `helm list` and upgrades find it
+            chart=pin.chart,
+            version=pin.version,
+            repository_opts=helm.RepositoryOptsArgs(repo=pin.repo) if pin.repo else None,
+            namespace=pin.namespace,
+            create_namespace=True,
+            values=dict(values or {}),
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+        )
+
+    def _device_plugin_values(self) -> dict[str, Any]:
+        gpu_pools = [p for p in self._args.pools if p.resource == GPU_RESOURCE]
+        tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+        for pool in gpu_pools:
+            for toleration in pool.tolerations:
+                if toleration.to_kubernetes() not in tolerations:
+                    tolerations.append(toleration.to_kubernetes())
+        values: dict[str, Any] = {"tolerations": tolerations}
+        # The chart's default affinity wants Node Feature Discovery labels, which plain EKS and
+        # on-prem nodes lack; pin the daemonset to the GPU pools' own labels when all have some.
+        if gpu_pools and all(p.node_labels for p in gpu_pools):
+            terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": [v]}
+                                           for k, v in sorted(p.node_labels.items())]}
+                     for p in gpu_pools]
+            values["affinity"] = {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+        return values
+
+    @staticmethod
+    def _flavor_spec(pool: AcceleratorPool) -> dict[str, Any]:
+        spec: dict[str, Any] = {"nodeLabels": dict(pool.node_labels)}
+        if pool.tolerations:
+            spec["tolerations"] = [t.to_kubernetes() for t in pool.tolerations]
+        return spec
+
+    def _cluster_queue_spec(self) -> dict[str, Any]:
+        args = self._args
+        accelerator_resources = [r for r in ACCELERATOR_RESOURCES if any(p.resource == r for p in args.pools)]
+        # One resource group: Kueue lets a resource appear in only one group, and cpu/memory are
+        # requested by every pod, so all flavors share a group; each flavor holds only its own chips.
+        flavors = []
+        for pool in args.pools:
+            resources = [{"name": "cpu", "nominalQuota": args.cpu_quota},
+                         {"name": "memory", "nominalQuota": args.memory_quota}]
+            resources += [{"name": r, "nominalQuota": pool.chips if r == pool.resource else 0}
+                          for r in accelerator_resources]
+            flavors.append({"name": args.flavor_name(pool), "resources": resources})
+        return {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},
+            "queueingStrategy": "BestEffortFIFO",
+            "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", *accelerator_resources], "flavors": flavors}],
+        }

@@ -1,0 +1,50 @@
+"""The pinned Helm charts of the Kubernetes layer, read from charts.yaml beside this file."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CHARTS_FILE = Path(__file__).with_name("charts.yaml")
+
+
+class ChartPin(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    chart: str = Field(description="Chart name in `repo`, or a full oci:// reference")
+    version: str = Field(min_length=1, description="Exact chart version; never a range")
+    namespace: str
+    repo: str | None = Field(None, description="Classic chart repository URL; None for oci:// charts")
+    api_version: str | None = Field(None, description="API version of the objects written against this release")
+
+    @model_validator(mode="after")
+    def _oci_or_repo(self) -> "ChartPin":
+        is_oci = self.chart.startswith("oci://")
+        if is_oci == (self.repo is not None):
+            raise ValueError(f"chart {self.chart!r}: give either an oci:// chart or a repo, not both or neither")
+        if any(c in self.version for c in "^~*<>= "):
+            raise ValueError(f"chart {self.chart!r}: version {self.version!r} must be exact, not a range")
+        return self
+
+
+class ChartPins(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    as_of: str
+    kueue: ChartPin
+    jobset: ChartPin
+    nvidia_device_plugin: ChartPin = Field(alias="nvidia-device-plugin")
+    gpu_operator: ChartPin = Field(alias="gpu-operator")
+
+    @property
+    def kueue_api_version(self) -> str:
+        return self.kueue.api_version or "kueue.x-k8s.io/v1beta1"
+
+
+@lru_cache(maxsize=None)
+def load_chart_pins(path: Path = CHARTS_FILE) -> ChartPins:
+    data = yaml.safe_load(Path(path).read_text())
+    return ChartPins.model_validate({"as_of": data["as_of"], **data["charts"]})

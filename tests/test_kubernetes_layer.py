@@ -1,0 +1,388 @@
+"""The Kubernetes layer: pinned charts, Kueue flavors and quota from the plan's chips, identity, ordering."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+from pydantic import ValidationError
+
+from components.kubernetes import (
+    AcceleratorPool,
+    AcceleratorStack,
+    AcceleratorStackArgs,
+    AcceleratorStackError,
+    CloudIdentity,
+    ExistingCluster,
+    Toleration,
+    eks_gpu_pool,
+    existing_cluster_provider,
+    gke_gpu_pool,
+    gke_tpu_pool,
+    inventory_pools,
+    plan_pools,
+)
+from components.kubernetes.charts import load_chart_pins
+from components.tags import ResourceTags
+from policies import shapes
+from policies.plan import Capacity, CatalogRef, Estimate, GpuPool, Option, Plan, TpuPool
+from policies.workload import WorkloadSpec
+
+TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform")
+KUEUE = "kueue.x-k8s.io/v1beta1"
+PINS = load_chart_pins()
+
+
+def v5p_pool(topology: str = "4x4x8", slices: int = 2, spot: bool = False) -> AcceleratorPool:
+    tpu = TpuPool(generation="v5p", topology=topology, chips_per_slice=shapes.topology_chips(topology),
+                  slices=slices, machine_type=shapes.machine_type("v5p", topology),
+                  chips_per_host=shapes.chips_per_host("v5p", topology),
+                  hosts_per_slice=shapes.hosts_per_slice("v5p", topology), gke_accelerator="tpu-v5p-slice",
+                  tpu_vm_type=shapes.tpu_vm_type("v5p", shapes.topology_chips(topology)),
+                  runtime_version="v2-alpha-tpuv5")
+    return gke_tpu_pool(tpu, spot=spot)
+
+
+def h100_pool(nodes: int = 4) -> AcceleratorPool:
+    gpu = GpuPool(machine_type="p5.48xlarge", gpus_per_node=8, nodes=nodes, fabric="efa", efa_interfaces=32)
+    return eks_gpu_pool(gpu, accelerator="h100-80gb")
+
+
+def stack_program(pools, **overrides):
+    def program():
+        import pulumi_kubernetes as k8s
+
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        args = AcceleratorStackArgs(tags=TAGS, pools=pools, **overrides)
+        AcceleratorStack("llama", args, opts=pulumi.ResourceOptions(provider=provider))
+    return program
+
+
+def crd(capture, kind):
+    found = capture.of_type(f"kubernetes:{KUEUE}:{kind}")
+    assert found, f"no {kind} declared"
+    return found
+
+
+# ---- charts ---------------------------------------------------------------------------------------
+
+def test_kueue_and_jobset_are_installed_at_the_pinned_versions(declare):
+    capture = declare(stack_program([v5p_pool()]))
+    releases = {r.inputs["name"]: r.inputs for r in capture.of_type("kubernetes:helm.sh/v3:Release")}
+    assert releases["kueue"]["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert releases["kueue"]["version"] == PINS.kueue.version == "0.14.1"
+    assert releases["kueue"]["namespace"] == "kueue-system"
+    assert releases["jobset"]["chart"] == "oci://registry.k8s.io/jobset/charts/jobset"
+    assert releases["jobset"]["version"] == PINS.jobset.version == "0.10.1"
+
+
+def test_a_tpu_stack_installs_no_nvidia_software(declare):
+    capture = declare(stack_program([v5p_pool()]))
+    names = {r.inputs["name"] for r in capture.of_type("kubernetes:helm.sh/v3:Release")}
+    assert names == {"kueue", "jobset"}
+
+
+def test_the_device_plugin_comes_from_nvidias_repository_at_its_pin(declare):
+    capture = declare(stack_program([h100_pool()], install_device_plugin=True))
+    plugin = capture.named("llama-nvidia-device-plugin").inputs
+    assert plugin["chart"] == "nvidia-device-plugin"
+    assert plugin["repositoryOpts"] == {"repo": "https://nvidia.github.io/k8s-device-plugin"}
+    assert plugin["version"] == PINS.nvidia_device_plugin.version == "0.17.1"
+
+
+def test_the_device_plugin_runs_on_the_gpu_pools_nodes(declare):
+    capture = declare(stack_program([h100_pool()], install_device_plugin=True))
+    values = capture.named("llama-nvidia-device-plugin").inputs["values"]
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [
+        {"key": "eks.amazonaws.com/capacityType", "operator": "In", "values": ["ON_DEMAND"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]},
+    ]}]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["tolerations"]
+
+
+def test_the_gpu_operator_replaces_the_device_plugin_on_driverless_nodes(declare):
+    capture = declare(stack_program([h100_pool()], install_gpu_operator=True))
+    names = {r.inputs["name"] for r in capture.of_type("kubernetes:helm.sh/v3:Release")}
+    assert names == {"gpu-operator", "kueue", "jobset"}
+    operator = capture.named("llama-gpu-operator").inputs
+    assert (operator["chart"], operator["version"]) == ("gpu-operator", "v25.3.0")
+    assert operator["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+
+
+def test_a_cluster_with_kueue_already_gets_only_the_kueue_objects(declare):
+    capture = declare(stack_program([v5p_pool()], install_kueue=False, install_jobset=False))
+    assert capture.of_type("kubernetes:helm.sh/v3:Release") == []
+    assert len(crd(capture, "ClusterQueue")) == 1
+
+
+def test_every_chart_pin_is_exact():
+    for pin in (PINS.kueue, PINS.jobset, PINS.nvidia_device_plugin, PINS.gpu_operator):
+        assert pin.version[0].isdigit() or pin.version.startswith("v")
+        assert not any(c in pin.version for c in "^~*<>= ")
+
+
+# ---- Kueue objects ----------------------------------------------------------------------------------
+
+def test_a_tpu_flavor_selects_the_slice_by_accelerator_and_topology(declare):
+    capture = declare(stack_program([v5p_pool("4x4x8")]))
+    flavor = crd(capture, "ResourceFlavor")[0].inputs
+    assert flavor["metadata"]["name"] == "training-tpu-v5p-4x4x8"
+    assert flavor["spec"]["nodeLabels"] == {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+                                            "cloud.google.com/gke-tpu-topology": "4x4x8"}
+    assert flavor["spec"]["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_a_spot_tpu_flavor_selects_and_tolerates_spot_nodes(declare):
+    capture = declare(stack_program([v5p_pool(spot=True)]))
+    spec = crd(capture, "ResourceFlavor")[0].inputs["spec"]
+    assert spec["nodeLabels"]["cloud.google.com/gke-spot"] == "true"
+    assert {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true",
+            "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_a_gpu_flavor_tolerates_the_gpu_taint(declare):
+    capture = declare(stack_program([h100_pool()]))
+    spec = crd(capture, "ResourceFlavor")[0].inputs["spec"]
+    assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert spec["nodeLabels"]["node.kubernetes.io/instance-type"] == "p5.48xlarge"
+
+
+@pytest.mark.parametrize("topology, slices, chips", [("2x2x1", 1, 4), ("4x4x8", 2, 256), ("8x8x8", 4, 2048)])
+def test_cluster_queue_quota_equals_the_provisioned_tpu_chips(declare, topology, slices, chips):
+    capture = declare(stack_program([v5p_pool(topology, slices)]))
+    group = crd(capture, "ClusterQueue")[0].inputs["spec"]["resourceGroups"][0]
+    quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
+    assert quota["google.com/tpu"] == chips
+
+
+def test_cluster_queue_quota_equals_whole_gpu_nodes(declare):
+    capture = declare(stack_program([h100_pool(nodes=16)]))
+    flavor = crd(capture, "ClusterQueue")[0].inputs["spec"]["resourceGroups"][0]["flavors"][0]
+    assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]}["nvidia.com/gpu"] == 128
+
+
+def test_cluster_queue_covers_cpu_and_memory_so_pods_are_admissible(declare):
+    capture = declare(stack_program([v5p_pool()]))
+    group = crd(capture, "ClusterQueue")[0].inputs["spec"]["resourceGroups"][0]
+    assert group["coveredResources"] == ["cpu", "memory", "google.com/tpu"]
+
+
+def test_mixed_pools_share_one_group_and_each_flavor_holds_only_its_chips(declare):
+    capture = declare(stack_program([v5p_pool("2x2x2", 1), h100_pool(nodes=2)]))
+    group = crd(capture, "ClusterQueue")[0].inputs["spec"]["resourceGroups"]
+    assert len(group) == 1
+    quotas = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"] if r["name"] not in ("cpu", "memory")}
+              for f in group[0]["flavors"]}
+    assert quotas == {"training-tpu-v5p-2x2x2": {"google.com/tpu": 8, "nvidia.com/gpu": 0},
+                      "training-h100-80gb": {"google.com/tpu": 0, "nvidia.com/gpu": 16}}
+
+
+def test_cluster_queue_admits_only_the_workload_namespace(declare):
+    capture = declare(stack_program([v5p_pool()], namespace="llama"))
+    spec = crd(capture, "ClusterQueue")[0].inputs["spec"]
+    assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "llama"}}
+
+
+def test_the_local_queue_lives_in_the_workload_namespace_and_feeds_the_cluster_queue(declare):
+    capture = declare(stack_program([v5p_pool()], namespace="llama", queue="runs"))
+    local = crd(capture, "LocalQueue")[0].inputs
+    cluster = crd(capture, "ClusterQueue")[0].inputs
+    assert local["metadata"]["namespace"] == "llama"
+    assert local["metadata"]["name"] == "runs"
+    assert local["spec"] == {"clusterQueue": cluster["metadata"]["name"]}
+    assert capture.named("llama-namespace").inputs["metadata"]["name"] == "llama"
+
+
+def test_priority_classes_order_training_above_experiments(declare):
+    capture = declare(stack_program([v5p_pool()]))
+    classes = {r.inputs["metadata"]["name"]: r.inputs for r in
+               capture.of_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")}
+    assert classes["training-high"]["value"] > classes["training-normal"]["value"] > classes["training-low"]["value"]
+    assert not any(c["globalDefault"] for c in classes.values())
+
+
+# ---- identity -------------------------------------------------------------------------------------
+
+def test_the_service_account_is_bound_to_the_gke_service_account(declare):
+    identity = CloudIdentity.gke_workload_identity("trainer@proj.iam.gserviceaccount.com")
+    capture = declare(stack_program([v5p_pool()], identity=identity, service_account="trainer"))
+    account = capture.named("llama-service-account").inputs["metadata"]
+    assert account["name"] == "trainer"
+    assert account["namespace"] == "training"
+    assert account["annotations"] == {"iam.gke.io/gcp-service-account": "trainer@proj.iam.gserviceaccount.com"}
+
+
+def test_the_service_account_takes_an_irsa_role_arn_output(declare):
+    def program():
+        # Outputs belong to the run's event loop, so this one is made inside the program.
+        role_arn = pulumi.Output.from_input("arn:aws:iam::123456789012:role/llama-trainer")
+        stack_program([h100_pool()], identity=CloudIdentity.eks_irsa(role_arn))()
+
+    capture = declare(program)
+    annotations = capture.named("llama-service-account").inputs["metadata"]["annotations"]
+    assert annotations == {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/llama-trainer"}
+
+
+# ---- structure --------------------------------------------------------------------------------------
+
+def test_every_child_is_parented_to_the_component_and_uses_its_provider(declare):
+    capture = declare(stack_program([v5p_pool()], install_device_plugin=False))
+    component = capture.named("llama")
+    assert component.type == "accel:kubernetes:AcceleratorStack"
+    children = [r for r in capture.resources if r.type.startswith("kubernetes:")]
+    assert len(children) == 10  # kueue, jobset, namespace, service account, 3 priority classes, flavor, CQ, LQ
+    assert all(r.parent == component.urn for r in children)
+    assert all("pulumi:providers:kubernetes::cluster" in r.provider for r in children)
+
+
+def test_every_kueue_object_waits_for_the_kueue_release(declare):
+    capture = declare(stack_program([v5p_pool(), h100_pool()]))
+    kueue = capture.named("llama-kueue")
+    kueue_objects = [r for r in capture.resources if r.type.startswith(f"kubernetes:{KUEUE}:")]
+    assert len(kueue_objects) == 4  # two flavors, cluster queue, local queue
+    assert all(kueue.urn in r.dependencies for r in kueue_objects)
+
+
+def test_kueue_starts_after_jobset_so_its_jobset_integration_is_on(declare):
+    capture = declare(stack_program([v5p_pool()]))
+    assert capture.named("llama-jobset").urn in capture.named("llama-kueue").dependencies
+
+
+def test_namespaced_objects_wait_for_the_namespace(declare):
+    capture = declare(stack_program([v5p_pool()]))
+    namespace = capture.named("llama-namespace").urn
+    assert namespace in capture.named("llama-service-account").dependencies
+    assert namespace in capture.named("llama-local-queue").dependencies
+
+
+def test_every_kubernetes_object_carries_the_stack_labels(declare):
+    capture = declare(stack_program([v5p_pool()]))
+    objects = [r for r in capture.resources if r.type.startswith("kubernetes:") and "metadata" in r.inputs]
+    assert objects
+    for resource in objects:
+        assert resource.inputs["metadata"]["labels"] == TAGS.kubernetes_labels(), resource.name
+
+
+# ---- validation happens before anything registers --------------------------------------------------
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"namespace": "Training"}, "namespace: 'Training' is not a Kubernetes name"),
+    ({"queue": "runs_1"}, "queue: 'runs_1' is not a Kubernetes name"),
+    ({"install_device_plugin": True}, "install_device_plugin: true, but no pool provides nvidia.com/gpu"),
+    ({"pools": []}, "pools: at least one accelerator pool"),
+])
+def test_bad_args_are_rejected(declare, overrides, message):
+    overrides = dict(overrides)  # parametrize shares the dict between the preview and up runs
+    pools = overrides.pop("pools", [v5p_pool()])
+    with pytest.raises(AcceleratorStackError, match=message):
+        declare(stack_program(pools, **overrides))
+
+
+def test_both_gpu_installers_at_once_are_rejected(declare):
+    with pytest.raises(AcceleratorStackError, match="choose one"):
+        declare(stack_program([h100_pool()], install_device_plugin=True, install_gpu_operator=True))
+
+
+def test_a_rejected_stack_leaves_nothing_declared(declare):
+    def program():
+        try:
+            AcceleratorStack("bad", AcceleratorStackArgs(tags=TAGS, pools=[v5p_pool(), v5p_pool()]))
+        except AcceleratorStackError:
+            pass
+    capture = declare(program)
+    assert capture.resources == []
+
+
+def test_a_tpu_pool_must_name_its_gke_accelerator():
+    with pytest.raises(ValidationError, match="needs the node label cloud.google.com/gke-tpu-accelerator"):
+        AcceleratorPool(name="tpu", resource="google.com/tpu", chips=8, node_labels={})
+
+
+def test_an_exists_toleration_takes_no_value():
+    with pytest.raises(ValidationError, match="operator Exists takes no value"):
+        Toleration(key="nvidia.com/gpu", value="present")
+
+
+# ---- pools from a plan or an inventory ----------------------------------------------------------------
+
+def _plan(**fields) -> Plan:
+    workload = WorkloadSpec.model_validate({"name": "llama-70b", "kind": "pretrain", "model": {"parameters": "70B"},
+                                            "training": {"tokens": "2T"}})
+    return Plan(workload=workload, catalog=CatalogRef(version="test", as_of="2026-01-01"),
+                estimate=Estimate(flops=1e24, min_chips_for_memory=64, hours=100, hourly_usd=10, total_usd=1000,
+                                  mfu=0.4, goodput=0.9), **fields)
+
+
+def test_plan_pools_for_a_gke_gpu_plan_select_by_gke_accelerator():
+    chosen = Option(cloud="gcp", region="us-central1", accelerator="h100-80gb", family="gpu", chips=64, hosts=8,
+                    machine_type="a3-megagpu-8g", spot=True, hourly_usd=10, hours=100, total_usd=1000, mfu=0.4,
+                    offering="gcp-a3-mega", chips_per_host=8)
+    gpu = GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=8, guest_accelerator="nvidia-h100-mega-80gb")
+    plan = _plan(chosen=chosen, cloud="gcp", region="us-central1", zones=["us-central1-a"], family="gpu", gpu=gpu,
+                 capacity=Capacity(spot=True, provisioning="spot"))
+    [pool] = plan_pools(plan)
+    assert pool.chips == 64
+    assert pool.node_labels == {"node.kubernetes.io/instance-type": "a3-megagpu-8g",
+                                "cloud.google.com/gke-accelerator": "nvidia-h100-mega-80gb",
+                                "cloud.google.com/gke-spot": "true"}
+
+
+def test_gke_gpu_pool_without_guest_accelerator_selects_by_machine_type():
+    gpu = GpuPool(machine_type="g2-standard-48", gpus_per_node=4, nodes=2)
+    pool = gke_gpu_pool(gpu, accelerator="l4")
+    assert pool.node_labels == {"node.kubernetes.io/instance-type": "g2-standard-48"}
+
+
+def test_an_eks_spot_pool_with_alternates_does_not_pin_the_instance_type():
+    gpu = GpuPool(machine_type="p5.48xlarge", alternate_machine_types=["p5e.48xlarge"], gpus_per_node=8, nodes=2)
+    pool = eks_gpu_pool(gpu, accelerator="h100-80gb", spot=True)
+    assert pool.node_labels == {"eks.amazonaws.com/capacityType": "SPOT"}
+
+
+def test_an_inventory_becomes_one_pool_per_entry():
+    cluster = ExistingCluster.model_validate({
+        "name": "onprem", "kubeconfig": "~/.kube/onprem", "context": "lab",
+        "inventory": [
+            {"accelerator": "h100-80gb", "chips": 64, "usd_per_chip_hour": 2.1,
+             "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+            {"accelerator": "a100-80gb", "chips": 16, "usd_per_chip_hour": 1.2, "name": "a100"},
+        ],
+    })
+    h100, a100 = inventory_pools(cluster)
+    assert (h100.name, h100.resource, h100.chips) == ("h100-80gb", "nvidia.com/gpu", 64)
+    assert h100.node_labels == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert h100.tolerations == (Toleration(key="nvidia.com/gpu"),)
+    assert (a100.name, a100.chips, a100.node_labels) == ("a100", 16, {})
+    assert cluster.hourly_usd == pytest.approx(64 * 2.1 + 16 * 1.2)
+
+
+def test_a_tpu_inventory_entry_gets_the_gke_tpu_labels():
+    cluster = ExistingCluster.model_validate({"name": "gke", "inventory": [
+        {"accelerator": "tpu-v6e", "chips": 16, "usd_per_chip_hour": 2.7, "topology": "4x4"}]})
+    [pool] = inventory_pools(cluster)
+    assert pool.node_labels == {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                "cloud.google.com/gke-tpu-topology": "4x4"}
+    assert pool.resource == "google.com/tpu"
+
+
+def test_an_inventory_topology_the_generation_cannot_have_is_rejected():
+    with pytest.raises(ValidationError, match="TPU v5e has no topology '3x3'"):
+        ExistingCluster.model_validate({"name": "gke", "inventory": [
+            {"accelerator": "tpu-v5e", "chips": 9, "usd_per_chip_hour": 1, "topology": "3x3"}]})
+
+
+def test_an_inventory_needs_at_least_one_entry():
+    with pytest.raises(ValidationError, match="inventory"):
+        ExistingCluster.model_validate({"name": "onprem", "inventory": []})
+
+
+def test_the_existing_cluster_provider_reads_its_kubeconfig_and_context(declare, monkeypatch):
+    monkeypatch.setenv("HOME", "/home/trainer")
+    cluster = ExistingCluster.model_validate({"name": "onprem", "kubeconfig": "~/.kube/onprem", "context": "lab",
+                                              "inventory": [{"accelerator": "l40s", "chips": 8,
+                                                             "usd_per_chip_hour": 0.9}]})
+    capture = declare(lambda: existing_cluster_provider(cluster, "onprem"))
+    provider = capture.named("onprem")
+    assert provider.type == "pulumi:providers:kubernetes"
+    assert provider.inputs["kubeconfig"] == "/home/trainer/.kube/onprem"
+    assert provider.inputs["context"] == "lab"

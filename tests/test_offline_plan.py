@@ -1,0 +1,389 @@
+"""`accel plan`: the stack program runs on the mock engine with the stack's config, and is reported.
+
+__main__.py of the real project is written elsewhere, so these tests plan small throwaway
+projects made in tmp_path: a Pulumi.yaml, a stack file and a program declaring GCP resources.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from accel.commands import plan as plan_command
+from accel.errors import UsageError
+from accel.offline_plan import GUARDRAILS_MODULE, plan_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROJECT_YAML = """\
+name: demo
+runtime: {name: python}
+stackConfigDir: stacks
+config:
+  demo:owner:
+    type: string
+    default: ml-team
+  zones:
+    type: integer
+    default: 2
+"""
+
+STACK_YAML = """\
+config:
+  demo:workload:
+    name: tiny
+    chips: 8
+  demo:password:
+    secure: AAABAJxSomethingEncrypted
+  gcp:project: my-project
+"""
+
+# Reads config, declares a network and a protected, retained bucket under a component, exports cost.
+GCP_PROGRAM = """\
+import pulumi
+import pulumi_gcp as gcp
+
+config = pulumi.Config()
+workload = config.require_object("workload")
+
+
+class Storage(pulumi.ComponentResource):
+    def __init__(self, name, opts=None):
+        super().__init__("accel:test:Storage", name, None, opts)
+        gcp.storage.Bucket(f"{name}-checkpoints", location="US",
+                           labels={"owner": config.get("owner")},
+                           opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True))
+        self.register_outputs({})
+
+
+gcp.compute.Network("net", auto_create_subnetworks=False)
+Storage("store")
+pulumi.export("workloadName", workload["name"])
+pulumi.export("zones", config.get_int("zones"))
+pulumi.export("password", config.get("password"))
+pulumi.export("plan", {"chosen": {"accelerator": "tpu-v5p", "chips": workload["chips"]}, "rationale": ["cheapest"]})
+pulumi.export("hourlyUsd", 4.2 * workload["chips"])
+pulumi.export("runUsd", 4.2 * workload["chips"] * 100)
+"""
+
+
+def make_project(root: Path, program: str = GCP_PROGRAM, stack_yaml: str = STACK_YAML,
+                 project_yaml: str = PROJECT_YAML, stack: str = "dev") -> Path:
+    (root / "stacks").mkdir(parents=True, exist_ok=True)
+    (root / "Pulumi.yaml").write_text(project_yaml)
+    (root / "stacks" / f"Pulumi.{stack}.yaml").write_text(stack_yaml)
+    (root / "__main__.py").write_text(textwrap.dedent(program))
+    return root
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    return make_project(tmp_path)
+
+
+@pytest.fixture
+def no_guardrails(monkeypatch):
+    """Plan as if the guardrail module were absent, whatever the work tree holds today."""
+    import accel.offline_plan as offline_plan
+
+    monkeypatch.setattr(offline_plan, "GUARDRAILS_MODULE", "policies.guardrails.not_written_yet")
+
+
+def fake_guardrails(monkeypatch, violations):
+    """Install a stand-in for policies.guardrails.offline that records what it was given."""
+    calls = []
+    module = types.ModuleType(GUARDRAILS_MODULE)
+
+    def evaluate(resources, pack_config):
+        calls.append((resources, pack_config))
+        return violations
+
+    module.evaluate = evaluate
+    monkeypatch.setitem(sys.modules, GUARDRAILS_MODULE, module)
+    return calls
+
+
+def cli() -> typer.Typer:
+    app = typer.Typer(pretty_exceptions_enable=False)
+
+    @app.callback()
+    def main() -> None:
+        """accel"""
+
+    plan_command.register(app)
+    return app
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli(), ["plan", *args])
+
+
+# ---- running the program --------------------------------------------------------------------
+
+def test_program_reads_the_merged_namespaced_config(project):
+    result = plan_stack("dev", None, project)
+    assert result.capture.outputs["workloadName"] == "tiny"
+    assert result.capture.outputs["zones"] == 2  # bare `zones` default from Pulumi.yaml
+    bucket = result.capture.named("store-checkpoints")
+    assert bucket.inputs["labels"] == {"owner": "ml-team"}  # `demo:owner` default
+
+
+def test_secrets_reach_the_program_as_placeholders(project):
+    result = plan_stack("dev", None, project)
+    assert result.capture.outputs["password"] == "[secret]"
+
+
+def test_every_resource_is_captured_with_parent_protect_and_retain(project):
+    result = plan_stack("dev", None, project)
+    component = result.capture.named("store")
+    bucket = result.capture.named("store-checkpoints")
+    network = result.capture.named("net")
+    assert bucket.parent == component.urn
+    assert network.parent is None
+    assert (bucket.protect, bucket.retain_on_delete) == (True, True)
+    assert (network.protect, network.retain_on_delete) == (False, False)
+    assert result.capture.by_type() == {"accel:test:Storage": 1, "gcp:compute/network:Network": 1,
+                                         "gcp:storage/bucket:Bucket": 1}
+
+
+def test_cost_and_plan_come_from_the_stack_outputs(project):
+    result = plan_stack("dev", None, project)
+    assert result.hourly_usd == pytest.approx(33.6)
+    assert result.run_usd == pytest.approx(3360.0)
+    assert result.plan == {"chosen": {"accelerator": "tpu-v5p", "chips": 8}, "rationale": ["cheapest"]}
+
+
+def test_a_program_that_exports_no_cost_reports_none(tmp_path):
+    project = make_project(tmp_path, program="import pulumi\npulumi.export('other', 1)\n")
+    result = plan_stack("dev", None, project)
+    assert (result.hourly_usd, result.run_usd, result.plan) == (None, None, None)
+
+
+def test_the_stack_file_can_be_named_directly(project, tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "Pulumi.staging.yaml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(STACK_YAML.replace("name: tiny", "name: other"))
+    result = plan_stack(None, elsewhere, project)
+    assert result.stack == "staging"
+    assert result.capture.outputs["workloadName"] == "other"
+
+
+def test_json_has_the_design_shape(project, no_guardrails):
+    document = plan_stack("dev", None, project).to_json()
+    assert {"stack", "resources", "summary", "cost", "plan", "policy"} <= set(document)
+    assert document["stack"] == "dev"
+    assert document["summary"] == {"by_type": {"accel:test:Storage": 1, "gcp:compute/network:Network": 1,
+                                               "gcp:storage/bucket:Bucket": 1}, "count": 3}
+    assert set(document["cost"]) == {"hourly_usd", "run_usd"}
+    assert document["policy"]["violations"] == []
+    for resource in document["resources"]:
+        assert {"type", "name", "parent", "inputs", "retain_on_delete", "protect"} <= set(resource)
+    json.dumps(document)  # serializable as is
+
+
+# ---- user errors become exit 2, bugs keep their traceback -----------------------------------
+
+def test_a_component_args_error_from_the_program_names_the_stack_file(tmp_path):
+    program = ("from components.errors import ComponentArgsError\n"
+               "raise ComponentArgsError('topology 3x3x3: v5p has no such shape')\n")
+    project = make_project(tmp_path, program=program)
+    with pytest.raises(UsageError) as caught:
+        plan_stack("dev", None, project)
+    assert str(caught.value).endswith("stacks/Pulumi.dev.yaml: topology 3x3x3: v5p has no such shape")
+    assert caught.value.exit_code == 2
+
+
+def test_a_missing_required_key_names_file_and_key(tmp_path):
+    project = make_project(tmp_path, stack_yaml="config:\n  gcp:project: p\n")
+    with pytest.raises(UsageError, match=r"Pulumi\.dev\.yaml: demo:workload: missing"):
+        plan_stack("dev", None, project)
+
+
+def test_a_pydantic_error_in_the_program_names_the_field(tmp_path):
+    program = """\
+        import pulumi
+        from pydantic import BaseModel, ConfigDict
+        class Workload(BaseModel):
+            model_config = ConfigDict(extra="forbid")
+            name: str
+            chips: int
+        Workload.model_validate(pulumi.Config().require_object("workload"))
+    """
+    stack_yaml = "config:\n  demo:workload: {name: tiny, chips: 8, chipz: 9}\n"
+    project = make_project(tmp_path, program=program, stack_yaml=stack_yaml)
+    with pytest.raises(UsageError, match=r"Pulumi\.dev\.yaml: Workload\.chipz: unknown key 'chipz'"):
+        plan_stack("dev", None, project)
+
+
+def test_a_shape_error_from_the_policies_is_a_user_error(tmp_path):
+    program = """\
+        from policies.shapes import check_topology
+        check_topology("v5p", "3x3x3")
+    """
+    project = make_project(tmp_path, program=program)
+    with pytest.raises(UsageError, match=r"Pulumi\.dev\.yaml: TPU v5p has no topology '3x3x3'"):
+        plan_stack("dev", None, project)
+
+
+def test_a_bug_in_the_program_propagates_unchanged(tmp_path):
+    project = make_project(tmp_path, program="len(None)\n")
+    with pytest.raises(TypeError):
+        plan_stack("dev", None, project)
+
+
+def test_a_bad_stack_file_is_a_usage_error_before_the_program_runs(tmp_path):
+    project = make_project(tmp_path, stack_yaml="config:\n  deom:workload: {}\n",
+                           program="raise RuntimeError('must not run')\n")
+    with pytest.raises(UsageError, match=r"deom:workload: unknown namespace 'deom'; did you mean 'demo:workload'"):
+        plan_stack("dev", None, project)
+
+
+# ---- guardrails -------------------------------------------------------------------------------
+
+def test_without_the_guardrail_module_no_violations_are_reported_and_it_says_so(project, no_guardrails):
+    result = plan_stack("dev", None, project)
+    assert result.violations == []
+    assert not result.guardrails_evaluated
+    assert "not installed" in result.guardrails_note
+    assert result.exit_code == 0
+
+
+def test_guardrails_get_the_captured_resources_and_the_pack_config(project, monkeypatch, tmp_path):
+    calls = fake_guardrails(monkeypatch, [])
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text("max-hourly-usd: {limit: 100}\n")
+    result = plan_stack("dev", None, project, policy_config=policy_file)
+    resources, pack_config = calls[0]
+    assert [r["name"] for r in resources] == ["net", "store", "store-checkpoints"]
+    assert pack_config == {"max-hourly-usd": {"limit": 100}}
+    assert result.guardrails_evaluated
+
+
+def test_a_mandatory_violation_makes_exit_code_4(project, monkeypatch):
+    fake_guardrails(monkeypatch, [{"policy": "checkpoint-retained", "level": "mandatory",
+                                   "resource": "store-checkpoints", "message": "must be retained"}])
+    assert plan_stack("dev", None, project).exit_code == 4
+
+
+def test_an_advisory_violation_keeps_exit_code_0(project, monkeypatch):
+    fake_guardrails(monkeypatch, [{"policy": "labels", "level": "advisory", "resource": "net",
+                                   "message": "no owner label"}])
+    assert plan_stack("dev", None, project).exit_code == 0
+
+
+# ---- provider imports ----------------------------------------------------------------------------
+
+def test_a_gcp_only_stack_never_imports_pulumi_aws(project):
+    # A fresh interpreter: in this one, other tests may have imported every provider already.
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from accel.offline_plan import plan_stack
+        messages = []
+        result = plan_stack("dev", None, {str(project)!r}, progress=messages.append)
+        print(json.dumps({{"loaded": result.providers_loaded, "used": result.providers_used,
+                           "aws_in_sys_modules": "pulumi_aws" in sys.modules, "messages": messages}}))
+    """)
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
+                               timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["aws_in_sys_modules"] is False
+    assert report["loaded"] == ["pulumi_gcp"]  # the check can fail: GCP did load
+    assert report["used"] == ["gcp"]
+    assert "loading pulumi_gcp" in report["messages"]
+
+
+# ---- the command ---------------------------------------------------------------------------------
+
+def test_json_flag_prints_only_the_json_document(project, no_guardrails):
+    outcome = invoke("--cwd", str(project), "-s", "dev", "--json")
+    assert outcome.exit_code == 0, outcome.output
+    document = json.loads(outcome.stdout)
+    assert document["stack"] == "dev"
+    assert document["cost"] == {"hourly_usd": pytest.approx(33.6), "run_usd": pytest.approx(3360.0)}
+
+
+def test_human_output_shows_tree_counts_cost_and_guardrail_state(project, no_guardrails):
+    outcome = invoke("--cwd", str(project), "-s", "dev")
+    assert outcome.exit_code == 0, outcome.output
+    text = outcome.stdout
+    assert "store-checkpoints" in text and "(protect, retain)" in text
+    assert "gcp:storage/bucket:Bucket" in text
+    assert "$33.60/h" in text and "$3,360.00 per run" in text
+    assert "not evaluated" in text
+
+
+def test_mandatory_violations_exit_4_after_printing(project, monkeypatch):
+    fake_guardrails(monkeypatch, [{"policy": "checkpoint-retained", "level": "mandatory",
+                                   "resource": "store-checkpoints", "message": "must be retained"}])
+    outcome = invoke("--cwd", str(project), "-s", "dev")
+    assert outcome.exit_code == 4
+    assert "checkpoint-retained" in outcome.stdout
+    assert "mandatory guardrail violation" in outcome.stderr
+
+
+def test_a_bad_stack_file_exits_2_with_file_key_and_reason_and_no_traceback(tmp_path):
+    project = make_project(tmp_path, stack_yaml="config:\n  demo:workload: {name: [unclosed\n")
+    outcome = invoke("--cwd", str(project), "-s", "dev")
+    assert outcome.exit_code == 2
+    assert "Pulumi.dev.yaml" in outcome.stderr and "line 3" in outcome.stderr
+    assert "Traceback" not in outcome.stderr + outcome.stdout
+
+
+def test_without_a_stack_the_default_example_stack_is_planned(project):
+    outcome = invoke("--cwd", str(project))
+    assert outcome.exit_code == 2
+    assert "stacks/Pulumi.llama-70b-tpu.yaml: file not found" in outcome.stderr
+
+
+def test_a_pack_config_the_guardrails_reject_exits_2_naming_the_file(project, monkeypatch, tmp_path):
+    class PolicyConfigError(ValueError):
+        pass
+
+    module = types.ModuleType(GUARDRAILS_MODULE)
+    module.PolicyConfigError = PolicyConfigError
+
+    def evaluate(resources, pack_config):
+        raise PolicyConfigError("no-such-policy: no such policy in the pack")
+
+    module.evaluate = evaluate
+    monkeypatch.setitem(sys.modules, GUARDRAILS_MODULE, module)
+    policy_file = tmp_path / "policy.json"
+    policy_file.write_text('{"no-such-policy": {}}')
+    with pytest.raises(UsageError, match=r"policy\.json: no-such-policy: no such policy in the pack"):
+        plan_stack("dev", None, project, policy_config=policy_file)
+
+
+def test_a_pulumi_run_error_is_shown_as_its_message(tmp_path):
+    program = "import pulumi\nraise pulumi.RunError('demo:workload.chips: must be a multiple of 4 (got 6)')\n"
+    project = make_project(tmp_path, program=program)
+    with pytest.raises(UsageError, match=r"Pulumi\.dev\.yaml: demo:workload\.chips: must be a multiple of 4"):
+        plan_stack("dev", None, project)
+
+
+def test_a_plain_value_error_is_a_bug_and_keeps_its_traceback(tmp_path):
+    project = make_project(tmp_path, program="raise ValueError('math domain error')\n")
+    with pytest.raises(ValueError, match="math domain error"):
+        plan_stack("dev", None, project)
+
+
+def test_errors_blame_the_file_given_with_config_not_the_conventional_one(tmp_path):
+    # Programs name stacks/Pulumi.<stack>.yaml, as the CLI would read it; --config read another file.
+    program = ("from accel.errors import UsageError\n"
+               "raise UsageError('stacks/Pulumi.staging.yaml: demo:workload.name: too long')\n")
+    project = make_project(tmp_path / "project", program=program)
+    elsewhere = tmp_path / "review" / "Pulumi.staging.yaml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(STACK_YAML)
+    with pytest.raises(UsageError) as caught:
+        plan_stack(None, elsewhere, project)
+    assert str(caught.value) == f"{elsewhere}: demo:workload.name: too long"
