@@ -1,7 +1,6 @@
 """Selection: constraints, ranking, explanations, pins and the Plan, against the bundled examples and
 brute force on small catalogs."""
 
-import math
 from pathlib import Path
 
 import pytest

@@ -20,7 +20,6 @@ from policies.guardrails.rules.common import (
     data_role,
     get,
     is_true,
-    items,
     label,
     marker_key,
     number,

@@ -1,0 +1,45 @@
+"""The stack program: stack config -> workload -> Plan -> TrainingCluster -> exports.
+
+Wiring only. Which hardware, and why, is decided in policies/; what gets built is declared in
+components/. A pinned plan (`accel choose WORKLOAD --write-stack STACK`) is used as written,
+so a price change can never silently change hardware; an unpinned stack decides at run time
+and says so.
+"""
+
+import pulumi
+from pydantic import ValidationError
+
+from accel.errors import AccelError
+from accel.program import current_config, read_stack, stack_error_message
+from components.errors import ComponentArgsError
+from components.training_cluster import TrainingCluster
+from policies.lifecycle import LifecycleError
+from policies.shapes import ShapeError
+
+try:
+    stack = read_stack(current_config(), pulumi.get_stack())
+    for note in stack.notes:
+        pulumi.log.info(note)
+    cluster = TrainingCluster(stack.resource_name, stack.cluster_args)
+except (AccelError, ComponentArgsError, ShapeError, LifecycleError, ValidationError) as error:
+    # A user's mistake, not a bug: stop with the message alone, no traceback.
+    raise pulumi.RunError(stack_error_message(error, pulumi.get_stack())) from error
+
+plan = stack.plan
+pulumi.export("plan", plan.model_dump(mode="json"))
+pulumi.export("decision", "pinned" if stack.pinned else "decided at run time")
+pulumi.export("hourlyUsd", round(plan.estimate.hourly_usd, 2))
+pulumi.export("runUsd", round(plan.estimate.total_usd, 2))
+pulumi.export("hardware", {
+    "cloud": plan.cloud, "region": plan.region, "zones": plan.zones, "accelerator": plan.chosen.accelerator,
+    "chips": plan.chosen.chips, "machineType": plan.chosen.machine_type, "topology": plan.chosen.topology,
+    "slices": plan.chosen.slices, "spot": plan.chosen.spot,
+})
+pulumi.export("lifecycle", stack.lifecycle.outputs())
+pulumi.export("clusterName", cluster.cluster_name)
+if cluster.kubeconfig is not None:
+    pulumi.export("kubeconfig", cluster.kubeconfig)
+pulumi.export("datasetBucket", cluster.dataset_bucket)
+pulumi.export("checkpointBucket", cluster.checkpoint_bucket)
+pulumi.export("namespace", cluster.namespace)
+pulumi.export("localQueue", cluster.local_queue)

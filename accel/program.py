@@ -1,0 +1,153 @@
+"""From a stack's config to the arguments of its TrainingCluster: the stack program's one step.
+
+Kept out of `__main__.py` so it can be tested without running a Pulumi program, and so the
+program itself stays a list of wiring steps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from accel.errors import UsageError
+from accel.stack_settings import StackSettings, settings_from_config
+from components.tags import ResourceTags
+from components.training_cluster import TrainingClusterArgs
+from policies.lifecycle import Lifecycle, stack_tag_problems
+from policies.plan import Plan
+
+# GKE cluster names are at most 40 characters and the components derive longer child names
+# (service accounts, node pools) from the stack's resource name: keep it short.
+MAX_RESOURCE_NAME = 20
+
+
+def current_config() -> dict[str, str]:
+    """All config the running program was given, however it arrived.
+
+    Under the CLI the language host passes config in the PULUMI_CONFIG environment variable;
+    the mock engine (accel plan, tests) sets it in the runtime. The SDK's own lookups consult
+    both, in this order, and so does this.
+    """
+    from pulumi.runtime import config as runtime_config
+
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+
+
+def stack_source(stack: str) -> str:
+    return f"stacks/Pulumi.{stack}.yaml"
+
+
+def stack_error_message(error: Exception, stack: str) -> str:
+    """The error as the user should read it: prefixed with the stack file unless it already is."""
+    source = stack_source(stack)
+    message = str(error)
+    return message if message.startswith(source) else f"{source}: {message}"
+
+
+@dataclass
+class StackProgram:
+    """Everything the program needs, decided and validated before any resource registers."""
+
+    settings: StackSettings
+    plan: Plan
+    pinned: bool
+    lifecycle: Lifecycle
+    resource_name: str
+    cluster_args: TrainingClusterArgs
+    notes: list[str] = field(default_factory=list)
+
+
+def resource_name(stack: str) -> str:
+    """A short, stable name for the stack's resources (stack names can be long)."""
+    name = re.sub(r"[^a-z0-9-]", "-", stack.lower()).strip("-") or "accel"
+    if not name[0].isalpha():
+        name = f"s-{name}"
+    if len(name) <= MAX_RESOURCE_NAME:
+        return name
+    import hashlib
+
+    digest = hashlib.sha1(name.encode()).hexdigest()[:4]
+    return f"{name[:MAX_RESOURCE_NAME - 5].rstrip('-')}-{digest}"
+
+
+def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
+    """Validate the stack's config, make or check the Plan, and build the cluster's arguments."""
+    source = stack_source(stack)
+    settings = settings_from_config(config, source)
+    notes: list[str] = []
+    plan, pinned = _plan(settings, source, notes)
+    lifecycle = settings.lifecycle(source)
+    declared_tags = _declared_tags(config, source)
+    # Whether the CLI hands `pulumi:tags` to the program is not documented; check them when
+    # they are visible (always, under `accel plan`), and never fail only because they are not.
+    if declared_tags is not None:
+        problems = stack_tag_problems(lifecycle, declared_tags)
+        if problems:
+            raise UsageError(f"{source}: " + "; ".join(problems))
+    tags = ResourceTags(
+        workload=plan.workload.name,
+        stack=stack,
+        owner=plan.workload.owner or settings.owner,
+        cost_center=plan.workload.cost_center or settings.costCenter,
+        **lifecycle.resource_tag_fields(),
+    )
+    gcp_project = config.get("gcp:project")
+    args = TrainingClusterArgs(
+        plan=plan,
+        tags=tags,
+        lifecycle=lifecycle,
+        gcp_project=gcp_project,
+        existing_cluster=settings.cluster,
+        api_access_cidrs=tuple(settings.apiAccessCidrs),
+        upgrade_pause=(settings.upgradePause.start, settings.upgradePause.end) if settings.upgradePause else None,
+        namespace=settings.namespace,
+    )
+    args.validate()
+    return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
+                        resource_name=resource_name(stack), cluster_args=args, notes=notes)
+
+
+def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan, bool]:
+    if settings.plan is not None:
+        if settings.hardware is not None:
+            raise UsageError(f"{source}: accel:hardware and accel:plan are both set; the pinned plan already "
+                             "fixes the hardware, so remove one")
+        notes.append(f"using the pinned plan: {settings.plan.chosen.accelerator} x {settings.plan.chosen.chips} "
+                     f"on {settings.plan.cloud} {settings.plan.region} (catalog {settings.plan.catalog.version})")
+        return settings.plan, True
+
+    from policies.catalog import load_catalog, offerings_from_inventory
+    from policies.select import choose_plan, plan_from_pin
+
+    workload = settings.resolved_workload(source)
+    catalog = load_catalog(settings.catalog)
+    extra = []
+    if settings.cluster is not None:
+        extra = offerings_from_inventory(
+            {"accelerator": e.accelerator, "count": e.chips, "usd_per_chip_hour": e.usd_per_chip_hour,
+             "name": e.name or settings.cluster.name}
+            for e in settings.cluster.inventory)
+    if workload.hardware is not None:
+        plan = plan_from_pin(workload, catalog, extra_offerings=extra)
+        notes.append(f"no pinned plan: estimated the hardware pin at run time (catalog {catalog.version})")
+    else:
+        plan = choose_plan(workload, catalog, settings.objective, extra_offerings=extra)
+        notes.append(f"no pinned plan: chose {plan.chosen.accelerator} x {plan.chosen.chips} at run time "
+                     f"(catalog {catalog.version}); pin it with `accel choose --write-stack` so prices "
+                     "can't change the hardware")
+    return plan, False
+
+
+def _declared_tags(config: Mapping[str, str], source: str) -> dict | None:
+    raw = config.get("pulumi:tags")
+    if raw is None:
+        return None
+    try:
+        tags = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        raise UsageError(f"{source}: pulumi:tags: expected a mapping of tag names to values") from None
+    if not isinstance(tags, dict):
+        raise UsageError(f"{source}: pulumi:tags: expected a mapping of tag names to values")
+    return tags

@@ -1,0 +1,234 @@
+"""TrainingCluster: a Plan composed into network, cluster, accelerator pools, storage and Kubernetes.
+
+This is the only module where the clouds meet. It decides nothing: the Plan says which cloud,
+which pools and which storage; this module wires the per-cloud components together in the
+order their references require, then puts the same Kubernetes layer (device plugin, Kueue,
+JobSet, queue, identity) on whatever cluster resulted. Provider packages are imported inside
+the per-cloud builders, so a GCP stack never loads pulumi_aws and vice versa.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pulumi
+
+from components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
+from components.kubernetes.pools import (
+    ExistingCluster,
+    device_plugin_needed,
+    existing_cluster_provider,
+    inventory_pools,
+    plan_pools,
+)
+from components.errors import ComponentArgsError
+from components.tags import ResourceTags
+from policies.lifecycle import Lifecycle, format_timestamp
+from policies.plan import Plan
+
+TYPE = "accel:cluster:TrainingCluster"
+
+
+class TrainingClusterError(ComponentArgsError):
+    """Arguments the composer cannot build; names the field and what is needed."""
+
+
+@dataclass(frozen=True)
+class TrainingClusterArgs:
+    plan: Plan
+    tags: ResourceTags
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    gcp_project: str | None = None                 # required for GCP plans (gcp:project)
+    existing_cluster: ExistingCluster | None = None  # required for plans on cloud "kubernetes"
+    api_access_cidrs: Sequence[str] = ()           # who may reach the Kubernetes API's public endpoint
+    upgrade_pause: tuple[datetime, datetime] | None = None  # GKE: no node upgrades in this window
+    namespace: str = "training"
+    service_account: str = "trainer"
+    queue: str = "training"
+
+    def validate(self) -> None:
+        cloud = self.plan.cloud
+        if cloud == "gcp" and not self.gcp_project:
+            raise TrainingClusterError("gcp_project: a GCP plan needs the project to build in; set gcp:project "
+                                       "in the stack file")
+        if cloud == "kubernetes" and self.existing_cluster is None:
+            raise TrainingClusterError("existing_cluster: a plan on cloud 'kubernetes' runs on a cluster you "
+                                       "bring; declare it under accel:cluster (kubeconfig, context, inventory)")
+        if cloud != "kubernetes" and self.existing_cluster is not None:
+            raise TrainingClusterError(f"existing_cluster: the plan builds a new cluster on {cloud}; remove "
+                                       "accel:cluster or choose with clouds: [kubernetes]")
+
+    def facts(self) -> dict[str, Any]:
+        """What policies and reviewers need to know about this cluster, as plain data."""
+        expires_at = self.lifecycle.expires_at
+        return {
+            "plan": self.plan.model_dump(mode="json"),
+            "hourlyUsd": round(self.plan.estimate.hourly_usd, 2),
+            "runUsd": round(self.plan.estimate.total_usd, 2),
+            "ephemeral": self.lifecycle.ephemeral,
+            "expiresAt": format_timestamp(expires_at) if expires_at else None,
+            "ttl": self.lifecycle.ttl,
+        }
+
+
+@dataclass
+class _Built:
+    """What a cloud builder hands to the Kubernetes layer and to the stack's exports."""
+
+    provider: pulumi.ProviderResource
+    kubeconfig: pulumi.Input[str] | None
+    cluster_name: pulumi.Input[str]
+    identity: CloudIdentity | None = None
+    dataset_bucket: pulumi.Input[str] | None = None
+    checkpoint_bucket: pulumi.Input[str] | None = None
+
+
+class TrainingCluster(pulumi.ComponentResource):
+    """Everything one training (or serving) workload needs, on the cloud its Plan chose."""
+
+    def __init__(self, name: str, args: TrainingClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        args.validate()
+        facts = args.facts()
+        # The facts are this component's inputs so guardrails (budget, expiry) can read them
+        # under `pulumi preview --policy-pack` as well as offline.
+        super().__init__(TYPE, name, facts, opts)
+        builders = {"gcp": _build_gcp, "aws": _build_aws, "kubernetes": _build_existing}
+        built = builders[args.plan.cloud](self, name, args)
+
+        existing = args.existing_cluster
+        self.kubernetes = AcceleratorStack(
+            f"{name}-k8s",
+            AcceleratorStackArgs(
+                tags=args.tags,
+                pools=_existing_cluster_pools(existing, args.plan) if existing else plan_pools(args.plan),
+                namespace=args.namespace,
+                service_account=args.service_account,
+                queue=args.queue,
+                identity=built.identity,
+                install_device_plugin=(existing.gpu_setup == "device-plugin" and existing.has_gpus) if existing
+                else device_plugin_needed(args.plan),
+                install_gpu_operator=bool(existing and existing.gpu_setup == "gpu-operator" and existing.has_gpus),
+                install_kueue=existing.install_kueue if existing else True,
+                install_jobset=existing.install_jobset if existing else True,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=built.provider),
+        )
+        self.cluster_name = pulumi.Output.from_input(built.cluster_name)
+        self.kubeconfig = pulumi.Output.secret(built.kubeconfig) if built.kubeconfig is not None else None
+        self.dataset_bucket = built.dataset_bucket
+        self.checkpoint_bucket = built.checkpoint_bucket
+        self.namespace = self.kubernetes.namespace
+        self.local_queue = self.kubernetes.local_queue_name
+        self.register_outputs({
+            **facts,
+            "clusterName": self.cluster_name,
+            "datasetBucket": self.dataset_bucket,
+            "checkpointBucket": self.checkpoint_bucket,
+            "namespace": self.namespace,
+            "localQueue": self.local_queue,
+        })
+
+
+def _existing_cluster_pools(existing: ExistingCluster, plan: Plan):
+    """On a shared cluster the queue gets what the plan uses, not the whole inventory."""
+    pools = [pool.model_copy(update={"chips": plan.chosen.chips})
+             for pool in inventory_pools(existing) if pool.accelerator == plan.chosen.accelerator]
+    if not pools:
+        raise TrainingClusterError(f"existing_cluster.inventory: the plan uses {plan.chosen.accelerator}, which "
+                                   "the declared inventory does not have; re-run the choice or declare it")
+    return pools[:1]
+
+
+def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) -> _Built:
+    import pulumi_gcp as gcp
+    import pulumi_kubernetes as k8s
+
+    from components.gcp.cluster import GkeCluster, GkeClusterArgs, UpgradePause
+    from components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
+    from components.gcp.network import GcpNetwork, GcpNetworkArgs
+    from components.gcp.storage import TrainingStorage, TrainingStorageArgs
+    from components.gcp.tpu import TpuSlice, TpuSliceArgs
+
+    plan, tags, project = args.plan, args.tags, args.gcp_project
+    assert project is not None  # validate() guarantees it
+    zone = plan.zones[0]
+    provider = gcp.Provider(f"{name}-gcp", project=project, region=plan.region,
+                            opts=pulumi.ResourceOptions(parent=parent))
+    child = pulumi.ResourceOptions(parent=parent, providers=[provider])
+
+    network = GcpNetwork(f"{name}-net", GcpNetworkArgs(
+        region=plan.region, tags=tags, project=project, gpu=plan.gpu, fabric_zone=zone,
+        filesystem=plan.storage.filesystem), opts=child)
+    pause = UpgradePause(*args.upgrade_pause) if args.upgrade_pause else None
+    cluster = GkeCluster(name, GkeClusterArgs(
+        project=project, location=plan.region, network=network.network_id, subnetwork=network.subnet_id,
+        tags=tags, node_zones=plan.zones, pods_range_name=network.pods_range_name,
+        services_range_name=network.services_range_name, multi_networking=bool(network.extra_networks),
+        filesystem=plan.storage.filesystem, master_authorized_cidrs=tuple(args.api_access_cidrs),
+        upgrade_pause=pause), opts=child)
+    if plan.tpu is not None:
+        TpuSlice(f"{name}-tpu", TpuSliceArgs(pool=plan.tpu, capacity=plan.capacity, cluster=cluster.ref,
+                                             zone=zone, tags=tags), opts=child)
+    else:
+        assert plan.gpu is not None
+        GpuNodePool(f"{name}-gpu", GpuNodePoolArgs(pool=plan.gpu, capacity=plan.capacity, cluster=cluster.ref,
+                                                   zone=zone, tags=tags, extra_networks=network.extra_networks),
+                    opts=child)
+    kubernetes = k8s.Provider(f"{name}-gke", kubeconfig=cluster.kubeconfig,
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
+    built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
+    if not plan.storage.is_empty:
+        storage = TrainingStorage(name, TrainingStorageArgs(
+            project=project, location=plan.region, tags=tags, storage=plan.storage,
+            namespace=args.namespace, ksa_name=args.service_account, zone=zone,
+            network_name=network.network_name,
+            network_dependencies=[d for d in [network.private_service_connection] if d is not None]), opts=child)
+        built.identity = CloudIdentity.gke_workload_identity(storage.service_account_email)
+        built.dataset_bucket, built.checkpoint_bucket = storage.dataset_bucket, storage.checkpoint_bucket
+    return built
+
+
+def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) -> _Built:
+    import pulumi_aws as aws
+    import pulumi_kubernetes as k8s
+
+    from components.aws.cluster import EksCluster, EksClusterArgs
+    from components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs
+    from components.aws.network import AwsNetwork, AwsNetworkArgs
+    from components.aws.storage import TrainingStorage, TrainingStorageArgs
+
+    plan, tags = args.plan, args.tags
+    provider = aws.Provider(f"{name}-aws", region=plan.region, opts=pulumi.ResourceOptions(parent=parent))
+    child = pulumi.ResourceOptions(parent=parent, providers=[provider])
+
+    # EKS needs subnets in two zones even when the GPU nodes (EFA, placement group) use one.
+    available = aws.get_availability_zones(region=plan.region, state="available",
+                                           opts=pulumi.InvokeOptions(parent=parent, provider=provider)).names
+    extra_zones = [zone for zone in available if zone not in plan.zones][: max(0, 2 - len(plan.zones))]
+    network = AwsNetwork(f"{name}-net", AwsNetworkArgs.for_plan(plan, tags, extra_zones=extra_zones), opts=child)
+    cluster = EksCluster(name, EksClusterArgs.for_network(
+        network, tags, **({"public_access_cidrs": tuple(args.api_access_cidrs)} if args.api_access_cidrs else {})),
+        opts=child)
+    assert plan.gpu is not None  # TPUs exist only on GCP; the Plan validator pairs family and pool
+    GpuNodeGroup(f"{name}-gpu", GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network, tags=tags),
+                 opts=child)
+    kubernetes = k8s.Provider(f"{name}-eks", kubeconfig=cluster.kubeconfig,
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
+    built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
+    if not plan.storage.is_empty:
+        storage = TrainingStorage(name, TrainingStorageArgs.for_plan(
+            plan, cluster=cluster, network=network, tags=tags,
+            service_account_namespace=args.namespace, service_account_name=args.service_account), opts=child)
+        built.identity = CloudIdentity.eks_irsa(storage.training_role_arn)
+        built.dataset_bucket, built.checkpoint_bucket = storage.dataset_bucket, storage.checkpoint_bucket
+    return built
+
+
+def _build_existing(parent: TrainingCluster, name: str, args: TrainingClusterArgs) -> _Built:
+    existing = args.existing_cluster
+    assert existing is not None  # validate() guarantees it
+    provider = existing_cluster_provider(existing, f"{name}-byo", opts=pulumi.ResourceOptions(parent=parent))
+    return _Built(provider=provider, kubeconfig=None, cluster_name=existing.name)

@@ -1,0 +1,145 @@
+"""Every example stack in stacks/ plans offline, builds what its scenario says, and passes the
+mandatory guardrails; ephemeral stacks keep their data through teardown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accel.offline_plan import PlanResult, plan_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+DATA_TYPES = {"gcp:storage/bucket:Bucket", "gcp:lustre/instance:Instance", "gcp:filestore/instance:Instance",
+              "aws:s3/bucket:Bucket", "aws:fsx/lustreFileSystem:LustreFileSystem"}
+
+
+@pytest.fixture(scope="module")
+def planned() -> dict[str, PlanResult]:
+    return {stack: plan_stack(stack, None, ROOT) for stack in STACKS}
+
+
+def inputs_of(result: PlanResult, type_token: str) -> list[dict]:
+    return [r.inputs for r in result.capture.of_type(type_token)]
+
+
+def cluster_queue_quota(result: PlanResult) -> dict[str, str]:
+    [queue] = inputs_of(result, "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
+    resources = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    return {r["name"]: r["nominalQuota"] for r in resources}
+
+
+def test_the_bundled_stacks_are_the_documented_scenarios():
+    assert set(STACKS) == {"llama-70b-tpu", "llama-70b-v5p", "llama-70b-finetune-aws", "llama-8b-serving-l4",
+                           "dev-spot", "onprem-gpus"}
+
+
+def test_every_stack_file_is_documented_at_its_top():
+    for stack in STACKS:
+        assert (ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text().startswith("# "), stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_passes_the_mandatory_guardrails(planned, stack):
+    result = planned[stack]
+    assert result.guardrails_evaluated
+    assert result.mandatory_violations == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_exports_its_plan_and_cost(planned, stack):
+    result = planned[stack]
+    assert result.plan is not None and result.plan["workload"]["name"]
+    assert result.hourly_usd == pytest.approx(result.plan["estimate"]["hourly_usd"], abs=0.01)
+    assert result.run_usd == pytest.approx(result.plan["estimate"]["total_usd"], abs=0.01)
+
+
+def test_default_stack_builds_the_pinned_tpu_multislice_on_gke(planned):
+    result = planned["llama-70b-tpu"]
+    tpu = result.plan["tpu"]
+    pools = [p for p in inputs_of(result, "gcp:container/nodePool:NodePool")
+             if p.get("placementPolicy", {}).get("tpuTopology")]
+    assert len(pools) == tpu["slices"] > 1
+    for pool in pools:
+        assert pool["nodeConfig"]["machineType"] == tpu["machine_type"]
+        assert pool["placementPolicy"] == {"type": "COMPACT", "tpuTopology": tpu["topology"]}
+        assert pool["nodeCount"] == tpu["hosts_per_slice"]
+        assert pool["nodeLocations"] == [result.plan["zones"][0]]
+    assert int(cluster_queue_quota(result)["google.com/tpu"]) == tpu["chips_per_slice"] * tpu["slices"]
+    assert result.providers_used == ["gcp", "kubernetes"]
+
+
+def test_v5p_stack_is_four_slices_of_8x8x8_with_128_hosts_each(planned):
+    result = planned["llama-70b-v5p"]
+    assert result.plan["pinned"] is True
+    pools = [p for p in inputs_of(result, "gcp:container/nodePool:NodePool")
+             if p.get("placementPolicy", {}).get("tpuTopology") == "8x8x8"]
+    assert [p["nodeConfig"]["machineType"] for p in pools] == ["ct5p-hightpu-4t"] * 4
+    assert {p["nodeCount"] for p in pools} == {128}
+
+
+def test_aws_finetune_builds_efa_nodes_in_a_placement_group_and_fsx(planned):
+    result = planned["llama-70b-finetune-aws"]
+    gpu = result.plan["gpu"]
+    groups = [g for g in inputs_of(result, "aws:eks/nodeGroup:NodeGroup") if g.get("amiType", "").endswith("NVIDIA")]
+    assert [g["instanceTypes"] for g in groups] == [[gpu["machine_type"]]]
+    assert groups[0]["capacityType"] == "ON_DEMAND"
+    assert groups[0]["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+    templates = [t for t in inputs_of(result, "aws:ec2/launchTemplate:LaunchTemplate") if t.get("placement")]
+    [template] = templates
+    interfaces = template["networkInterfaces"]
+    assert len(interfaces) == gpu["efa_interfaces"] == 16
+    assert {i["interfaceType"] for i in interfaces} <= {"efa", "efa-only"}
+    assert template["metadataOptions"]["httpTokens"] == "required"
+    [placement] = inputs_of(result, "aws:ec2/placementGroup:PlacementGroup")
+    assert placement["strategy"] == "cluster"
+    [fsx] = result.capture.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert fsx.inputs["deploymentType"] == "PERSISTENT_2" and fsx.retain_on_delete
+    assert "gcp" not in result.providers_used
+
+
+def test_serving_stack_builds_an_inference_gpu_pool_and_no_buckets(planned):
+    result = planned["llama-8b-serving-l4"]
+    assert result.plan["workload"]["kind"] == "inference"
+    assert result.plan["chosen"]["accelerator"] in ("l4", "l40s")
+    assert not [r for r in result.capture.resources if r.type in DATA_TYPES]
+    assert int(cluster_queue_quota(result)["nvidia.com/gpu"]) == result.plan["chosen"]["chips"]
+
+
+def test_spot_dev_stack_is_labelled_with_its_ttl_and_runs_on_spot(planned):
+    result = planned["dev-spot"]
+    [pool] = [p for p in inputs_of(result, "gcp:container/nodePool:NodePool") if p["nodeConfig"].get("guestAccelerators")]
+    assert pool["nodeConfig"]["spot"] is True
+    assert pool["nodeConfig"]["resourceLabels"]["ttl"] == "12h"
+    assert pool["nodeConfig"]["resourceLabels"]["ephemeral"] == "true"
+    lifecycle = result.capture.outputs["lifecycle"]
+    assert (lifecycle["ephemeral"], lifecycle["ttl"], lifecycle.get("expiresAt")) == (True, "12h", None)
+
+
+def test_destroying_an_ephemeral_stack_never_deletes_its_data(planned):
+    """`pulumi destroy` deletes every resource that is neither retained nor protected (and fails on
+    protected ones): for the spot stack that set must contain no bucket or filesystem."""
+    result = planned["dev-spot"]
+    data = [r for r in result.capture.resources if r.type in DATA_TYPES]
+    assert {r.inputs["labels"]["data-role"] for r in data} == {"dataset", "checkpoint"}
+    deleted_by_destroy = [r for r in result.capture.resources if r.custom and not r.retain_on_delete]
+    assert not [r for r in deleted_by_destroy if r.type in DATA_TYPES]
+    assert not [r for r in result.capture.resources if r.protect], "protect would make the reaper's destroy fail"
+
+
+def test_every_data_resource_of_every_stack_is_retained_and_never_force_destroyed(planned):
+    for stack, result in planned.items():
+        for resource in result.capture.resources:
+            if resource.type in DATA_TYPES:
+                assert resource.retain_on_delete, (stack, resource.name)
+                assert resource.inputs.get("forceDestroy") in (None, False), (stack, resource.name)
+
+
+def test_existing_cluster_stack_creates_no_cloud_resources_and_queues_the_planned_gpus(planned):
+    result = planned["onprem-gpus"]
+    assert result.providers_used == ["kubernetes"]
+    assert result.plan["cloud"] == "kubernetes"
+    releases = {r.inputs["chart"] for r in result.capture.of_type("kubernetes:helm.sh/v3:Release")}
+    assert "nvidia-device-plugin" in releases
+    assert int(cluster_queue_quota(result)["nvidia.com/gpu"]) == result.plan["chosen"]["chips"]
