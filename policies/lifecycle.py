@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from policies.storage_types import STORAGE_TYPES
 
 # Stack config keys (project namespace "accel"; bare keys in the stack file mean the same).
 CONFIG_EPHEMERAL = "accel:ephemeral"
@@ -28,20 +29,8 @@ TAG_EPHEMERAL = "accel:ephemeral"
 TAG_TTL = "accel:ttl"
 TAG_EXPIRES_AT = "accel:expires-at"
 
-# Storage that can hold datasets or checkpoints (the guardrails' list, plus EFS). At teardown
-# each one must be retained on delete unless it is labelled data-role=scratch: destroy then
-# drops it from state and leaves it in the cloud.
-STORAGE_TYPES: frozenset[str] = frozenset({
-    "gcp:storage/bucket:Bucket",
-    "gcp:filestore/instance:Instance",
-    "gcp:lustre/instance:Instance",
-    "gcp:compute/disk:Disk",
-    "aws:s3/bucket:Bucket",
-    "aws:s3/bucketV2:BucketV2",
-    "aws:fsx/lustreFileSystem:LustreFileSystem",
-    "aws:ebs/volume:Volume",
-    "aws:efs/fileSystem:FileSystem",
-})
+# Every storage resource (policies/storage_types.py) must be retained on delete at teardown unless
+# it is labelled data-role=scratch: destroy then drops it from state and leaves it in the cloud.
 SCRATCH_ROLE = "scratch"
 
 _TTL_UNITS = {"m": ("minutes", 60), "h": ("hours", 3600), "d": ("days", 86400), "w": ("weeks", 604800)}

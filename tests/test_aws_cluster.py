@@ -8,6 +8,7 @@ import pytest
 from components.aws.cluster import EksCluster, EksClusterArgs, render_kubeconfig
 from components.aws.common import InvalidAwsArgs
 from components.tags import ResourceTags
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform")
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
@@ -27,18 +28,7 @@ def build(**overrides):
 
 
 def rejected(declare, build_args) -> str:
-    errors = []
-
-    def program():
-        try:
-            build_args()
-        except InvalidAwsArgs as error:
-            errors.append(error)
-
-    capture = declare(program)
-    assert errors, "the invalid args were accepted"
-    assert capture.resources == []
-    return str(errors[0])
+    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
 
 
 def policies_of(capture, role_name: str) -> set[str]:

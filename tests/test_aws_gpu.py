@@ -11,6 +11,7 @@ from components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interface
 from components.aws.instances import GPU_INSTANCE_TYPES
 from components.tags import ResourceTags
 from policies.plan import Capacity, GpuPool
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform")
 SUBNETS = {"us-east-1a": "subnet-a", "us-east-1b": "subnet-b", "us-east-1c": "subnet-c"}
@@ -48,18 +49,7 @@ def parts(capture):
 
 
 def rejected(declare, build_args) -> str:
-    errors = []
-
-    def program():
-        try:
-            build_args()
-        except InvalidAwsArgs as error:
-            errors.append(error)
-
-    capture = declare(program)
-    assert errors, "the invalid args were accepted"
-    assert capture.resources == []
-    return str(errors[0])
+    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
 
 
 # --- p5.48xlarge, EFA, on-demand --------------------------------------------------------

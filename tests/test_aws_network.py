@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 from components.aws.common import InvalidAwsArgs
 from components.aws.network import AwsNetwork, AwsNetworkArgs
 from components.tags import ResourceTags
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform")
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
@@ -25,19 +26,7 @@ def build(**overrides):
 
 
 def rejected(declare, build_args) -> str:
-    """Run a program whose args are invalid; return the message and check nothing registered."""
-    errors = []
-
-    def program():
-        try:
-            build_args()
-        except InvalidAwsArgs as error:
-            errors.append(error)
-
-    capture = declare(program)
-    assert errors, "the invalid args were accepted"
-    assert capture.resources == []
-    return str(errors[0])
+    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
 
 
 def subnets(capture, kind):

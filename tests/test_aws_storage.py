@@ -9,6 +9,7 @@ from components.aws.common import InvalidAwsArgs
 from components.aws.storage import TrainingStorage, TrainingStorageArgs, fsx_capacity_gib, training_access_policy
 from components.tags import ResourceTags
 from policies.plan import StoragePlan
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform", ephemeral=True,
                     expires_at=datetime(2026, 5, 1, tzinfo=timezone.utc))
@@ -32,18 +33,7 @@ def build(plan=None, **overrides):
 
 
 def rejected(declare, build_args) -> str:
-    errors = []
-
-    def program():
-        try:
-            build_args()
-        except InvalidAwsArgs as error:
-            errors.append(error)
-
-    capture = declare(program)
-    assert errors, "the invalid args were accepted"
-    assert capture.resources == []
-    return str(errors[0])
+    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
 
 
 def bucket_configs(capture):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-import pytest
 import yaml
 
 from accel.mock_engine import SECRET_PLACEHOLDER
 from components.gcp._common import GcpArgsError
 from components.gcp.cluster import ClusterRef, GkeCluster, GkeClusterArgs, UpgradePause, build_kubeconfig
 from components.tags import ResourceTags
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research")
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -37,15 +37,7 @@ def cluster(declare, **overrides):
 
 
 def rejected(declare, match: str, name: str = "train", **overrides) -> GcpArgsError:
-    caught = []
-
-    def program():
-        with pytest.raises(GcpArgsError, match=match) as info:
-            GkeCluster(name, cluster_args(**overrides))
-        caught.append(info.value)
-
-    assert declare(program).resources == []
-    return caught[0]
+    return harness.rejected(declare, lambda: GkeCluster(name, cluster_args(**overrides)), GcpArgsError, match)
 
 
 def gke(capture):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from components.gcp._common import GcpArgsError
 from components.gcp.cluster import ClusterRef
@@ -10,6 +9,7 @@ from components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
 from components.gcp.network import ExtraNetworkRef, GcpNetwork, GcpNetworkArgs
 from components.tags import ResourceTags
 from policies.plan import Capacity, GpuPool
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research")
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -44,15 +44,7 @@ def declare_pool(declare, pool: GpuPool, **overrides):
 
 
 def rejected(declare, match: str, pool: GpuPool, **overrides) -> GcpArgsError:
-    caught = []
-
-    def program():
-        with pytest.raises(GcpArgsError, match=match) as info:
-            GpuNodePool("gpu", pool_args(pool, **overrides))
-        caught.append(info.value)
-
-    assert declare(program).resources == []
-    return caught[0]
+    return harness.rejected(declare, lambda: GpuNodePool("gpu", pool_args(pool, **overrides)), GcpArgsError, match)
 
 
 def test_a3_mega_pool_attaches_the_eight_tcpxo_networks_of_the_vpc(declare):

@@ -10,6 +10,7 @@ from components.gcp._common import GcpArgsError
 from components.gcp.network import GcpNetwork, GcpNetworkArgs
 from components.tags import ResourceTags
 from policies.plan import GpuPool
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research")
 NETWORK = "gcp:compute/network:Network"
@@ -31,16 +32,8 @@ def network(declare, **overrides):
 
 def rejected(declare, match: str, **overrides) -> GcpArgsError:
     """Build with bad args inside a program; the error must come before any resource registers."""
-    caught: list[GcpArgsError] = []
-
-    def program():
-        with pytest.raises(GcpArgsError, match=match) as info:
-            GcpNetwork("train", GcpNetworkArgs(**{"region": "us-central1", "tags": TAGS, **overrides}))
-        caught.append(info.value)
-
-    capture = declare(program)
-    assert capture.resources == []
-    return caught[0]
+    args = {"region": "us-central1", "tags": TAGS, **overrides}
+    return harness.rejected(declare, lambda: GcpNetwork("train", GcpNetworkArgs(**args)), GcpArgsError, match)
 
 
 def test_vpc_has_no_auto_subnets(declare):
@@ -133,8 +126,6 @@ def test_a3_ultra_gets_a_gvnic_network_and_an_rdma_network_with_a_subnet_per_gpu
 
 
 def test_extra_network_refs_match_the_fabric(mode):
-    from tests import harness
-
     built = {}
 
     def program():

@@ -10,6 +10,7 @@ from components.gcp._common import GcpArgsError
 from components.gcp.storage import TrainingStorage, TrainingStorageArgs
 from components.tags import ResourceTags
 from policies.plan import StoragePlan
+from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research",
                     ephemeral=True, expires_at=datetime(2026, 12, 1, tzinfo=timezone.utc))
@@ -32,15 +33,7 @@ def declare_storage(declare, **overrides):
 
 
 def rejected(declare, match: str, **overrides) -> GcpArgsError:
-    caught = []
-
-    def program():
-        with pytest.raises(GcpArgsError, match=match) as info:
-            TrainingStorage("run", storage_args(**overrides))
-        caught.append(info.value)
-
-    assert declare(program).resources == []
-    return caught[0]
+    return harness.rejected(declare, lambda: TrainingStorage("run", storage_args(**overrides)), GcpArgsError, match)
 
 
 LUSTRE = dict(storage=StoragePlan(filesystem="managed-lustre", filesystem_capacity_gib=18000),

@@ -48,15 +48,7 @@ def declare_slice(declare, pool: TpuPool, **overrides):
 
 
 def rejected(declare, build, match: str) -> GcpArgsError:
-    caught = []
-
-    def program():
-        with pytest.raises(GcpArgsError, match=match) as info:
-            build()
-        caught.append(info.value)
-
-    assert declare(program).resources == []
-    return caught[0]
+    return harness.rejected(declare, build, GcpArgsError, match)
 
 
 # --- GKE node pools --------------------------------------------------------------------

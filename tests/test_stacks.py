@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from accel.offline_plan import PlanResult, plan_stack
+from policies.storage_types import STORAGE_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-DATA_TYPES = {"gcp:storage/bucket:Bucket", "gcp:lustre/instance:Instance", "gcp:filestore/instance:Instance",
-              "aws:s3/bucket:Bucket", "aws:fsx/lustreFileSystem:LustreFileSystem"}
+DATA_TYPES = STORAGE_TYPES
 
 
 @pytest.fixture(scope="module")

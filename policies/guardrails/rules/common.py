@@ -19,6 +19,7 @@ from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, PolicyResource, ResourceValidationArgs
 from pulumi_policy.proxy import UnknownValueError
+from policies.storage_types import STORAGE_TYPES  # noqa: F401 (re-exported to the rules)
 
 
 class _Unknown:
@@ -178,18 +179,6 @@ def label(resource_type: str, props: Any, key: str) -> Any:
     return labels(resource_type, props).get(marker_key(resource_type, key))
 
 
-# Storage that can hold datasets or checkpoints.
-STORAGE_TYPES = frozenset({
-    "gcp:storage/bucket:Bucket",
-    "gcp:filestore/instance:Instance",
-    "gcp:lustre/instance:Instance",
-    "gcp:compute/disk:Disk",
-    "aws:s3/bucket:Bucket",
-    "aws:s3/bucketV2:BucketV2",
-    "aws:fsx/lustreFileSystem:LustreFileSystem",
-    "aws:ebs/volume:Volume",
-    "aws:efs/fileSystem:FileSystem",
-})
 BUCKET_TYPES = frozenset({"gcp:storage/bucket:Bucket", "aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
 DATA_ROLES = ("dataset", "checkpoint")
 

@@ -1,0 +1,18 @@
+"""Resource types that can hold datasets or checkpoints.
+
+One list for everyone who must protect data: the guardrails check these are retained and never
+force-destroyed, and the reaper refuses to destroy a stack where one of them would be deleted.
+Plain data, no imports, so the policy pack can load it without the project's dependencies.
+"""
+
+STORAGE_TYPES: frozenset[str] = frozenset({
+    "gcp:storage/bucket:Bucket",
+    "gcp:filestore/instance:Instance",
+    "gcp:lustre/instance:Instance",
+    "gcp:compute/disk:Disk",
+    "aws:s3/bucket:Bucket",
+    "aws:s3/bucketV2:BucketV2",
+    "aws:fsx/lustreFileSystem:LustreFileSystem",
+    "aws:ebs/volume:Volume",
+    "aws:efs/fileSystem:FileSystem",
+})
