@@ -26,7 +26,7 @@ from components.kubernetes.pools import (
 )
 from components.errors import ComponentArgsError
 from components.tags import ResourceTags
-from policies.lifecycle import Lifecycle, format_timestamp
+from policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
 from policies.plan import Plan
 
 TYPE = "accel:cluster:TrainingCluster"
@@ -169,14 +169,15 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
         services_range_name=network.services_range_name, multi_networking=bool(network.extra_networks),
         filesystem=plan.storage.filesystem, master_authorized_cidrs=tuple(args.api_access_cidrs),
         upgrade_pause=pause), opts=child)
+    max_run = node_max_run_duration(args.lifecycle)  # a TTL also bounds each accelerator node's life
     if plan.tpu is not None:
         TpuSlice(f"{name}-tpu", TpuSliceArgs(pool=plan.tpu, capacity=plan.capacity, cluster=cluster.ref,
-                                             zone=zone, tags=tags), opts=child)
+                                             zone=zone, tags=tags, max_run_duration=max_run), opts=child)
     else:
         assert plan.gpu is not None
         GpuNodePool(f"{name}-gpu", GpuNodePoolArgs(pool=plan.gpu, capacity=plan.capacity, cluster=cluster.ref,
-                                                   zone=zone, tags=tags, extra_networks=network.extra_networks),
-                    opts=child)
+                                                   zone=zone, tags=tags, extra_networks=network.extra_networks,
+                                                   max_run_duration=max_run), opts=child)
     kubernetes = k8s.Provider(f"{name}-gke", kubeconfig=cluster.kubeconfig,
                               opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)

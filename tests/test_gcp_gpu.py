@@ -195,6 +195,15 @@ def test_compact_placement_has_a_size_limit(declare):
              cluster=MULTI_NETWORK_CLUSTER, extra_networks=fake_networks(8))
 
 
+def test_a_max_run_duration_bounds_the_pool_nodes(declare):
+    inputs = declare_pool(declare, G2_L4, capacity=Capacity(spot=True), max_run_duration="3600s")
+    assert inputs["nodeConfig"]["maxRunDuration"] == "3600s"
+
+
+def test_a_malformed_max_run_duration_is_rejected(declare):
+    rejected(declare, "whole seconds", G2_L4, max_run_duration="1h")
+
+
 def test_spot_with_flex_start_is_rejected(declare):
     rejected(declare, "spot cannot be combined with flex-start", G2_L4,
              capacity=Capacity(spot=True, provisioning="flex-start"))

@@ -111,6 +111,15 @@ def test_on_demand_slices_are_not_spot(declare):
         assert "reservationAffinity" not in pool.inputs["nodeConfig"]
 
 
+def test_a_max_run_duration_bounds_every_slice_node(declare):
+    for pool in declare_slice(declare, V5P_MULTISLICE, max_run_duration="43200s").of_type(NODE_POOL):
+        assert pool.inputs["nodeConfig"]["maxRunDuration"] == "43200s"
+
+
+def test_a_malformed_max_run_duration_is_rejected(declare):
+    rejected(declare, lambda: TpuSlice("tpu", slice_args(V6E_POD, max_run_duration="12h")), "whole seconds")
+
+
 def test_reserved_slices_consume_the_named_reservation(declare):
     capture = declare_slice(declare, V6E_POD, capacity=Capacity(provisioning="reservation", reservation="v6e-res"))
     (pool,) = capture.of_type(NODE_POOL)

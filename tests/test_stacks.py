@@ -113,6 +113,7 @@ def test_spot_dev_stack_is_labelled_with_its_ttl_and_runs_on_spot(planned):
     assert pool["nodeConfig"]["spot"] is True
     assert pool["nodeConfig"]["resourceLabels"]["ttl"] == "12h"
     assert pool["nodeConfig"]["resourceLabels"]["ephemeral"] == "true"
+    assert pool["nodeConfig"]["maxRunDuration"] == "43200s"  # GKE stops the nodes even if no reaper runs
     lifecycle = result.capture.outputs["lifecycle"]
     assert (lifecycle["ephemeral"], lifecycle["ttl"], lifecycle.get("expiresAt")) == (True, "12h", None)
 

@@ -150,6 +150,18 @@ def node_pool_capacity_args(mode: CapacityMode) -> dict[str, Any]:
     return fields
 
 
+def max_run_duration_args(component: str, max_run_duration: str | None) -> dict[str, Any]:
+    """node_config.max_run_duration: GKE deletes each node this long after it started.
+
+    A TTL stack's second line of defence: if the reaper never runs, the accelerators still stop.
+    """
+    if max_run_duration is None:
+        return {}
+    if not re.fullmatch(r"[1-9][0-9]*s", max_run_duration):
+        raise GcpArgsError(component, "max_run_duration", max_run_duration, "whole seconds ending in 's', e.g. '43200s'")
+    return {"max_run_duration": max_run_duration}
+
+
 def compute_labels(tags: ResourceTags, mode: CapacityMode | None = None, **extra: str) -> dict[str, str]:
     """GCP labels for compute: the stack's tags, plus spot and provisioning so a reaper can find them."""
     if mode is not None:

@@ -26,6 +26,7 @@ from components.gcp._common import (
     check_zone,
     child_opts,
     compute_labels,
+    max_run_duration_args,
     node_pool_capacity_args,
     resolve_capacity,
 )
@@ -103,6 +104,7 @@ class GpuNodePoolArgs:
     max_nodes: int | None = None                 # default: the plan's node count
     disk_size_gb: int = 200
     disk_type: str | None = None                 # default: what the machine series supports
+    max_run_duration: str | None = None          # e.g. "43200s": GKE deletes nodes this long after start
 
 
 def validate(args: GpuNodePoolArgs) -> GpuMachine:
@@ -165,6 +167,7 @@ class GpuNodePool(pulumi.ComponentResource):
                                "GPUDirect networks need a cluster with multi-networking and Dataplane V2; "
                                "build it with GkeClusterArgs(multi_networking=True) and pass GkeCluster.ref")
         mode = resolve_capacity(component, args.capacity)
+        max_run_duration_args(component, args.max_run_duration)  # validate before registering
         super().__init__("accel:gcp:GpuNodePool", name, None, opts)
 
         pool = args.pool
@@ -186,6 +189,7 @@ class GpuNodePool(pulumi.ComponentResource):
             }],
             "taints": [dict(GPU_TAINT)],
             **node_pool_capacity_args(mode),
+            **max_run_duration_args("GpuNodePool", args.max_run_duration),
             "image_type": "COS_CONTAINERD",
             "disk_type": args.disk_type or machine.boot_disk_type,
             "disk_size_gb": args.disk_size_gb,

@@ -31,6 +31,7 @@ from components.gcp._common import (
     check_zone,
     child_opts,
     compute_labels,
+    max_run_duration_args,
     node_pool_capacity_args,
     resolve_capacity,
 )
@@ -79,6 +80,7 @@ class TpuSliceArgs:
     project: str | None = None
     node_service_account: pulumi.Input[str] | None = None   # default: the cluster's node account
     disk_size_gb: int | None = None
+    max_run_duration: str | None = None       # e.g. "43200s": GKE deletes nodes this long after start
 
 
 class TpuSlice(pulumi.ComponentResource):
@@ -94,6 +96,7 @@ class TpuSlice(pulumi.ComponentResource):
         mode = resolve_capacity(component, args.capacity)
         if args.disk_size_gb is not None and args.disk_size_gb < 10:
             raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
+        max_run_duration_args(component, args.max_run_duration)  # validate before registering
         super().__init__("accel:gcp:TpuSlice", name, None, opts)
 
         if ref.auto_upgrade and not ref.upgrades_paused:
@@ -126,6 +129,7 @@ class TpuSlice(pulumi.ComponentResource):
         node_config: dict = {
             "machine_type": pool.machine_type,
             **node_pool_capacity_args(mode),
+            **max_run_duration_args("TpuSlice", args.max_run_duration),
             "image_type": "COS_CONTAINERD",
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "workload_metadata_config": {"mode": "GKE_METADATA"},
