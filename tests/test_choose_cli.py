@@ -1,6 +1,7 @@
 """`accel choose`: exit codes, the --json contract, --plot, --catalog and --write-stack."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,78 @@ def test_plot_of_a_serving_workload(tmp_path):
 def test_plot_needs_png_or_svg(tmp_path):
     outcome = invoke(PRETRAIN, "--plot", str(tmp_path / "chart.jpg"))
     assert outcome.exit_code == 2 and "PNG or SVG" in outcome.stderr
+
+
+@pytest.mark.parametrize("usd, text", [(0, "$0"), (12.5, "$12.5"), (950, "$950"), (1_250, "$1.25K"),
+                                       (500_000, "$500K"), (2_500_000, "$2.5M"), (1.2e9, "$1.2B")])
+def test_chart_dollars_use_k_and_m_suffixes(usd, text):
+    assert choose_command.dollars(usd) == text
+
+
+def chart_of(workload: str | Path):
+    """The plotted figure of a workload's choice, drawn so its tick labels exist; closed by the caller."""
+    from policies.catalog import load_catalog
+    from policies.select import choose
+    from policies.workload import load_workload
+
+    figure = choose_command.plot_figure(choose(load_workload(workload), load_catalog()))
+    figure.canvas.draw()
+    return figure
+
+
+def tick_labels(axis) -> list[str]:
+    return [label.get_text() for label in axis.get_ticklabels() if label.get_text()]
+
+
+@pytest.mark.parametrize("example", ["llama-70b-pretrain", "llama-8b-finetune-cuda", "llama-70b-inference"])
+def test_the_cost_axis_reads_in_dollars_without_an_offset(example):
+    import matplotlib.pyplot as plt
+
+    figure = chart_of(EXAMPLES / f"{example}.yaml")
+    try:
+        axis = figure.axes[0].yaxis
+        labels = tick_labels(axis)
+        assert labels and all(re.fullmatch(r"\$[0-9.]+[KMB]?(/h)?", label) for label in labels), labels
+        assert axis.get_offset_text().get_text() == ""
+    finally:
+        plt.close(figure)
+
+
+def test_a_months_long_training_run_is_plotted_in_days():
+    import matplotlib.pyplot as plt
+
+    figure = chart_of(PRETRAIN)
+    try:
+        assert figure.axes[0].get_xlabel() == "run time (days)"
+    finally:
+        plt.close(figure)
+
+
+def test_a_training_run_shorter_than_two_days_is_plotted_in_hours(tmp_path):
+    import matplotlib.pyplot as plt
+
+    path = write(tmp_path, "name: short\nkind: finetune\nmodel: {parameters: 8B}\n"
+                           "training: {tokens: 2B, framework: pytorch}\n"
+                           "constraints: {clouds: [gcp, aws], deadline_days: 1, budget_usd: 2000}\n")
+    figure = chart_of(path)
+    try:
+        axes = figure.axes[0]
+        assert axes.get_xlabel() == "run time (hours)"
+        assert "deadline 24 h" in [text.get_text() for text in axes.get_legend().get_texts()]
+    finally:
+        plt.close(figure)
+
+
+def test_a_serving_chart_prices_the_fleet_per_hour():
+    import matplotlib.pyplot as plt
+
+    figure = chart_of(EXAMPLES / "llama-70b-inference.yaml")
+    try:
+        axes = figure.axes[0]
+        assert axes.get_xlabel() == "p99 latency per token (ms)"
+        assert all(label.endswith("/h") for label in tick_labels(axes.yaxis))
+    finally:
+        plt.close(figure)
 
 
 def test_a_catalog_override_changes_the_answer(tmp_path):

@@ -160,26 +160,55 @@ def render(choice: Any, plan: Any, console: Console) -> None:
 
 # ----------------------------------------------------------------------------- plot
 
-def write_plot(choice: Any, path: Path) -> None:
-    """Feasible options as time against cost; deadline and budget as lines; the chosen option marked."""
+def dollars(usd: float) -> str:
+    """A compact dollar figure for chart ticks and legends: $0, $12.5, $950, $12.5K, $2.5M, $1.2B."""
+    sign, usd = ("-" if usd < 0 else ""), abs(usd)
+    for suffix, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if usd >= scale:
+            return f"{sign}${_trimmed(usd / scale)}{suffix}"
+    return f"{sign}${_trimmed(usd)}"
+
+
+def _trimmed(value: float) -> str:
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def time_unit(hours: list[float]) -> tuple[str, float]:
+    """(unit, hours per unit) for a run-time axis: days once anything plotted reaches two days, else hours."""
+    finite = [h for h in hours if math.isfinite(h)]
+    return ("days", 24.0) if finite and max(finite) >= 48 else ("hours", 1.0)
+
+
+def plot_figure(choice: Any) -> Any:
+    """Feasible options as time against cost; deadline and budget as lines; the chosen option marked.
+
+    Training: total cost against run time (days, or hours for short runs). Serving: fleet cost per hour
+    against p99 latency per token (every option serves for the same hours, so time is not an axis).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     spec = choice.workload
     inference = spec.kind == "inference"
-    figure, axes = plt.subplots(figsize=(8, 5.5))
+    figure, axes = plt.subplots(figsize=(9.5, 5.5))
     styles = {"tpu": ("tab:blue", "o", "TPU"), "gpu": ("tab:orange", "^", "GPU")}
     details = choice.option_details or [{} for _ in choice.options]
+    infeasible = [] if inference else list(choice.closest_infeasible)
+    deadline_days = None if inference else spec.constraints.deadline_days
+    unit, per_unit = time_unit([o.hours for o in [*choice.options, *infeasible]]
+                               + ([deadline_days * 24] if deadline_days is not None else []))
 
     def x_of(option: Any, detail: dict) -> float:
-        return float(detail.get("p99_ms_per_token", 0.0)) if inference else option.hours / 24
+        return float(detail.get("p99_ms_per_token", 0.0)) if inference else option.hours / per_unit
 
     def y_of(option: Any) -> float:
         return option.hourly_usd if inference else option.total_usd
 
     seen: set[tuple[str, bool, int]] = set()
+    xs_all: list[float] = []
     for family, (colour, marker, label) in styles.items():
         for spot in (False, True):
             points = []
@@ -193,42 +222,62 @@ def write_plot(choice: Any, path: Path) -> None:
                 continue
             xs = [x_of(o, d) for o, d in points]
             ys = [y_of(o) for o, _ in points]
+            xs_all += xs
             axes.scatter(xs, ys, c=colour if not spot else "none", edgecolors=colour, marker=marker, s=50,
                          label=f"{label} {'spot' if spot else 'on-demand'}")
-    if not inference:
-        for option in choice.closest_infeasible:
-            colour, marker, label = styles[option.family]
-            x = option.hours / 24
-            axes.scatter([x], [option.total_usd], marker="x", s=70, c="tab:gray",
-                         label=f"closest {label} (infeasible)")
-            axes.annotate(f"{option.accelerator} x{option.chips}", (x, option.total_usd), textcoords="offset points",
-                          xytext=(8, -12), color="tab:gray", fontsize="small")
-    chosen = choice.chosen
-    cx, cy = x_of(chosen, details[0] if details else {}), y_of(chosen)
-    axes.scatter([cx], [cy], marker="*", s=320, c="tab:green", edgecolors="black", zorder=5, label="chosen")
-    axes.annotate(f"{chosen.accelerator} x{chosen.chips}", (cx, cy), textcoords="offset points", xytext=(10, 8))
+    for option in infeasible:
+        colour, marker, label = styles[option.family]
+        x = option.hours / per_unit
+        xs_all.append(x)
+        axes.scatter([x], [option.total_usd], marker="x", s=70, c="tab:gray", label=f"closest {label} (infeasible)")
+        axes.annotate(f"{option.accelerator} x{option.chips}", (x, option.total_usd), textcoords="offset points",
+                      xytext=(-8, -14), ha="right", color="tab:gray", fontsize="small")
     budget = spec.constraints.budget_usd
     if inference:
         bound = spec.inference.p99_latency_ms
+        xs_all.append(bound)
         axes.axvline(bound, color="tab:red", linestyle="--", label=f"p99 bound {bound:g} ms")
         if budget is not None:
             axes.axhline(budget / spec.inference.hours, color="tab:purple", linestyle=":",
-                         label=f"budget {_money(budget)} over {spec.inference.hours:g} h")
+                         label=f"budget {dollars(budget)} over {spec.inference.hours:g} h")
     else:
-        days = spec.constraints.deadline_days
-        if days is not None:
-            axes.axvline(days, color="tab:red", linestyle="--", label=f"deadline {days:g} d")
+        if deadline_days is not None:
+            deadline = deadline_days * 24 / per_unit
+            xs_all.append(deadline)
+            axes.axvline(deadline, color="tab:red", linestyle="--",
+                         label=f"deadline {deadline_days:g} d" if unit == "days" else f"deadline {deadline:g} h")
         if budget is not None:
-            axes.axhline(budget, color="tab:purple", linestyle=":", label=f"budget {_money(budget)}")
-    axes.set_xlabel("p99 latency per token (ms)" if inference else "run time (days)")
-    axes.set_ylabel("fleet cost per hour (USD)" if inference else "total cost (USD)")
-    values = [y_of(o) for o in [*choice.options, *([] if inference else choice.closest_infeasible)] if y_of(o) > 0]
+            axes.axhline(budget, color="tab:purple", linestyle=":", label=f"budget {dollars(budget)}")
+    chosen = choice.chosen
+    cx, cy = x_of(chosen, details[0] if details else {}), y_of(chosen)
+    axes.scatter([cx], [cy], marker="*", s=320, c="tab:green", edgecolors="black", zorder=5, label="chosen")
+    # Near the right edge (where the deadline or latency bound is) the label goes left of the star.
+    left, right = min(xs_all + [cx]), max(xs_all + [cx])
+    on_right = right > left and cx > left + 0.85 * (right - left)
+    axes.annotate(f"{chosen.accelerator} x{chosen.chips}", (cx, cy), textcoords="offset points",
+                  xytext=(-12, 8) if on_right else (12, 8), ha="right" if on_right else "left", zorder=6,
+                  bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    axes.set_xlabel("p99 latency per token (ms)" if inference else f"run time ({unit})")
+    axes.set_ylabel("fleet cost" if inference else "total cost")
+    values = [y_of(o) for o in [*choice.options, *infeasible] if y_of(o) > 0]
     if values and max(values) / min(values) > 20:
         axes.set_yscale("log")
+        axes.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axes.yaxis.set_minor_formatter(NullFormatter())
+    tick = (lambda value, _: f"{dollars(value)}/h") if inference else (lambda value, _: dollars(value))
+    axes.yaxis.set_major_formatter(FuncFormatter(tick))
     axes.set_title(f"{spec.name}: feasible options ({choice.objective} objective)")
     axes.grid(True, alpha=0.3)
-    axes.legend(fontsize="small", loc="best")
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figure.tight_layout()
+    return figure
+
+
+def write_plot(choice: Any, path: Path) -> None:
+    """Write plot_figure(choice) as PNG or SVG (by the file's suffix)."""
+    figure = plot_figure(choice)
+    import matplotlib.pyplot as plt
+
     try:
         figure.savefig(path, format=path.suffix.lower().lstrip("."))
     except OSError as error:

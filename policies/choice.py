@@ -1,0 +1,79 @@
+"""What a selection returns: the objectives, the Choice, and the NoFeasibleOption error (exit 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from accel.errors import NothingFeasible
+from policies.catalog.model import Catalog, Offering
+from policies.plan import CatalogRef, Estimate, Option
+from policies.workload import WorkloadSpec
+
+Objective = Literal["cost", "time"]
+OBJECTIVES: tuple[str, ...] = ("cost", "time")
+
+
+@dataclass
+class Choice:
+    """The outcome of a selection. `options` are the best configuration of each offering, region and
+    capacity type that meets every constraint, best first; `chosen` is options[0]."""
+
+    chosen: Option
+    options: list[Option]
+    rejected: list[dict]
+    rationale: list[str]
+    estimate: Estimate
+    objective: str
+    workload: WorkloadSpec
+    catalog: CatalogRef
+    chosen_offering: Offering
+    pinned: bool = False
+    closest_infeasible: list[Option] = field(default_factory=list)   # per family with no feasible option
+    option_details: list[dict] = field(default_factory=list)   # estimator breakdown of each option, same order
+
+    def to_json(self) -> dict:
+        """The DESIGN.md `accel choose --json` object (plus the chosen estimate)."""
+        return {
+            "catalog": self.catalog.model_dump(mode="json"),
+            "workload": self.workload.model_dump(mode="json"),
+            "chosen": self.chosen.model_dump(mode="json"),
+            "options": [option.model_dump(mode="json") for option in self.options],
+            "rejected": self.rejected,
+            "rationale": self.rationale,
+            "objective": self.objective,
+            "estimate": self.estimate.model_dump(mode="json"),
+            "closest_infeasible": [option.model_dump(mode="json") for option in self.closest_infeasible],
+        }
+
+
+class NoFeasibleOption(NothingFeasible):
+    """Nothing meets the constraints. Carries what eliminated what and the closest option."""
+
+    def __init__(self, message: str, eliminations: dict[str, list[str]], closest: Option | None,
+                 closest_misses: str = "", rejected: list[dict] | None = None,
+                 workload: WorkloadSpec | None = None, catalog: CatalogRef | None = None) -> None:
+        super().__init__(message)
+        self.eliminations = eliminations
+        self.closest = closest
+        self.closest_misses = closest_misses
+        self.rejected = rejected or []
+        self.workload = workload
+        self.catalog = catalog
+
+    def to_json(self) -> dict:
+        return {
+            "catalog": self.catalog.model_dump(mode="json") if self.catalog else None,
+            "workload": self.workload.model_dump(mode="json") if self.workload else None,
+            "chosen": None,
+            "options": [],
+            "rejected": self.rejected,
+            "rationale": [str(self)],
+            "eliminations": self.eliminations,
+            "closest": self.closest.model_dump(mode="json") if self.closest else None,
+        }
+
+
+def catalog_ref(catalog: Catalog) -> CatalogRef:
+    """Which catalog a choice was made from."""
+    return CatalogRef(version=catalog.version, as_of=catalog.as_of.isoformat())

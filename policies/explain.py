@@ -1,0 +1,261 @@
+"""Explanations: the rationale of a choice, the nothing-feasible message, and the labels they use
+(accelerator and cloud names, money, durations, option descriptions)."""
+
+from __future__ import annotations
+
+import math
+
+from policies import shapes
+from policies.candidates import Candidate, SearchContext, to_option
+from policies.choice import NoFeasibleOption, catalog_ref
+from policies.estimate import training_flops, training_memory_bytes
+from policies.plan import Option
+from policies.workload import XLA_FRAMEWORKS
+
+ACCELERATOR_NAMES = {
+    "tpu-v4": "TPU v4", "tpu-v5e": "TPU v5e", "tpu-v5p": "TPU v5p", "tpu-v6e": "TPU v6e",
+    "a100-40gb": "A100 40GB", "a100-80gb": "A100 80GB", "h100-80gb": "H100", "h200-141gb": "H200",
+    "l4": "L4", "a10g": "A10G", "l40s": "L40S",
+}
+CLOUD_NAMES = {"gcp": "Google Cloud", "aws": "AWS", "kubernetes": "the inventory cluster"}
+
+
+def money(usd: float) -> str:
+    """$9.80, $4,512, $12.3k, $1.85M: the precision a reader compares options by."""
+    if usd >= 1e6:
+        return f"${usd / 1e6:,.2f}M"
+    if usd >= 1e4:
+        return f"${usd / 1e3:,.1f}k"
+    return f"${usd:,.2f}" if usd < 100 else f"${usd:,.0f}"
+
+
+def duration(hours: float) -> str:
+    """Hours below two days, days above; an endless spot run says why it never ends."""
+    if not math.isfinite(hours):
+        return "forever (preemptions stall it)"
+    if hours >= 48:
+        return f"{hours / 24:.1f} days"
+    return f"{hours:.1f} h"
+
+
+def describe(option: Option) -> str:
+    """Short human label: 'TPU v6e on-demand, 4 x v6e-256 (16x16), gcp us-east5'."""
+    name = ACCELERATOR_NAMES.get(option.accelerator, option.accelerator)
+    capacity = "spot" if option.spot else ("reserved" if option.provisioning == "reservation" else "on-demand")
+    if option.topology:
+        generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
+        per_slice = option.chips // option.slices
+        vm_type = shapes.tpu_vm_type(generation.name, per_slice)
+        layout = (f"{option.slices} x {vm_type} ({option.topology})" if option.slices > 1
+                  else f"{vm_type} ({option.topology}, {option.chips} chips)")
+    else:
+        layout = f"{option.hosts} x {option.machine_type} ({option.chips} GPUs)"
+    return f"{name} {capacity}, {layout}, {option.cloud} {option.region}"
+
+
+def _short_label(option: Option) -> str:
+    """'H100 on-demand on AWS': the accelerator, capacity type and cloud, for a comparison sentence."""
+    name = ACCELERATOR_NAMES.get(option.accelerator, option.accelerator)
+    capacity = "spot" if option.spot else "on-demand"
+    where = CLOUD_NAMES.get(option.cloud, option.cloud)
+    return f"{name} {capacity} on {where}"
+
+
+def _percent(a: float, b: float) -> float:
+    return (1.0 - a / b) * 100.0 if b > 0 else 0.0
+
+
+def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, family_reasons: dict[str, list[str]],
+                   near: list[tuple[float, Candidate, str]], hard_reasons: dict[str, tuple[str, str]],
+                   offering_reasons: dict[str, list[tuple[str, str]]]) -> list[str]:
+    """The 'why' lines of a choice: what was chosen and against which limits, the best option of the other
+    family (or why it has none), the framework, spot against on-demand, how the fleet was sized, the runner-up."""
+    spec = ctx.spec
+    chosen = options[0]
+    lines: list[str] = []
+    constraints = spec.constraints
+    limits = []
+    if spec.kind != "inference":
+        limits.append(f"the {ctx.deadline_h / 24:g}-day deadline" if ctx.deadline_given
+                      else f"the default {ctx.deadline_h / 24:g}-day limit (no deadline set)")
+    if ctx.budget is not None:
+        limits.append(f"the {money(ctx.budget)} budget")
+    goal = ("cheapest option" if ctx.objective == "cost" else
+            "lowest-latency option" if spec.kind == "inference" else "fastest option")
+    meets = f" that meets {' and '.join(limits)}" if limits else ""
+    if spec.kind == "inference":
+        summary = (f"{describe(chosen)}: {money(chosen.hourly_usd)}/h, {money(chosen.total_usd)} over "
+                   f"{chosen.hours:g} h of service")
+    else:
+        summary = (f"{describe(chosen)}: {duration(chosen.hours)}, {money(chosen.total_usd)} "
+                   f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} MFU")
+    lines.append(f"Chosen: {summary}; the {goal}{meets}.")
+
+    other = "gpu" if chosen.family == "tpu" else "tpu"
+    other_name = other.upper()
+    rival = next((o for o in options if o.family == other), None)
+    head = f"{ACCELERATOR_NAMES[chosen.accelerator]} {'spot' if chosen.spot else 'on-demand'}"
+    if rival is not None:
+        layout = describe(rival).split(", ", 1)[1]
+        rival_terms = (f"{money(rival.hourly_usd)}/h" if spec.kind == "inference"
+                       else f"{duration(rival.hours)}, {money(rival.total_usd)}")
+        if ctx.objective == "cost" or spec.kind == "inference":
+            saving = _percent(chosen.total_usd, rival.total_usd)
+            compare = f"{saving:.0f}% cheaper than" if saving >= 0.5 else (
+                "as cheap as" if saving > -0.5 else f"{-saving:.0f}% dearer than")
+            if ctx.objective == "time" and spec.kind == "inference":
+                compare = f"lower latency than (and {compare})"
+            lines.append(f"{head}: {compare} the best {other_name} option, {_short_label(rival)} ({layout}: {rival_terms})"
+                         + (f", and meets {limits[0]}." if limits and spec.kind != "inference" else "."))
+        else:
+            faster = _percent(chosen.hours, rival.hours)
+            lines.append(f"{head}: {faster:.0f}% faster than the best {other_name} option, {_short_label(rival)} "
+                         f"({layout}: {rival_terms}), within budget.")
+    else:
+        excluded = [r for oid, (c, r) in hard_reasons.items() if c in ("framework", "portability")
+                    and ctx.catalog and _family_of(ctx, oid) == other]
+        closest = sorted((n for n in near if n[1].family == other), key=lambda n: n[0])
+        if excluded:
+            pass   # the framework / portability line below says why
+        elif closest:
+            candidate = closest[0][1]
+            option = to_option(candidate, candidate.regions[0])
+            misses = _missed_limits(ctx, option)
+            if spec.kind == "inference":
+                terms = f"would cost {money(option.hourly_usd)}/h"
+            else:
+                terms = f"would take {duration(option.hours)} and cost {money(option.total_usd)}"
+            saving = _percent(chosen.total_usd, option.total_usd)
+            if ctx.objective == "time" and spec.kind != "inference" and chosen.hours > 0:
+                versus = f"; {head} is {option.hours / chosen.hours:.1f}x faster and meets every constraint"
+            elif saving >= 0.5:
+                versus = f"; {head} is {saving:.0f}% cheaper and meets every constraint"
+            else:
+                versus = f"; {head} meets every constraint"
+            lines.append(f"No {other_name} option is feasible: the closest, {describe(option)}, {terms} "
+                         f"({misses}){versus}.")
+        elif family_reasons.get(other):
+            lines.append(f"No {other_name} option is feasible: {family_reasons[other][0]}.")
+
+    if constraints.custom_cuda_kernels:
+        lines.append(f"Framework {spec.framework} with custom CUDA kernels: NVIDIA GPUs only, so every TPU offering "
+                     f"was rejected for that reason, whatever its price.")
+    elif constraints.portability:
+        lines.append("Portability required: GPUs only (the same images run on any cloud or on-prem); "
+                     "TPUs are Google Cloud only.")
+    elif spec.framework in XLA_FRAMEWORKS:
+        fit = "TPUs run it natively" if chosen.family == "tpu" else "it runs on GPUs too (XLA:GPU)"
+        lines.append(f"Framework {spec.framework} compiles through XLA: {fit}; both families were considered.")
+    else:
+        lines.append(f"Framework {spec.framework} (eager, CUDA): GPUs; TPUs would need pytorch-xla.")
+
+    same = [o for o in options[1:] if o.offering == chosen.offering and o.spot != chosen.spot]
+    if chosen.spot:
+        detail = ranked[0][1].evaluation.detail
+        lost = detail.get("spot_time_lost")
+        hosts = f"{chosen.hosts} host" + ("s" if chosen.hosts != 1 else "")
+        extra = f"; preemptions at {hosts} cost ~{float(lost):.1%} of wall-clock" if lost else ""
+        if same:
+            lines.append(f"Spot: {_percent(chosen.total_usd, same[0].total_usd):.0f}% cheaper than on-demand for the "
+                         f"same hardware{extra}; checkpoints every "
+                         f"{ctx.resolved['checkpoint_interval_minutes']:g} min bound the lost work."
+                         if spec.kind != "inference" else
+                         f"Spot: {_percent(chosen.total_usd, same[0].total_usd):.0f}% cheaper than on-demand, with "
+                         f"{ctx.resolved['inference_spot_serving_headroom']:.0%} extra replicas to ride out preemptions.")
+        else:
+            lines.append(f"Spot capacity{extra}.")
+    elif constraints.spot == "allowed" and spec.kind != "inference":
+        spot_reasons = [r.removeprefix("spot: ") for c, r in offering_reasons.get(chosen.offering, [])
+                        if r.startswith("spot: ")]
+        if same:
+            lines.append(f"On-demand over spot: spot here would cost {money(same[0].total_usd)} "
+                         f"and take {duration(same[0].hours)}.")
+        elif spot_reasons:
+            lines.append(f"On-demand over spot: a synchronous job restarts whenever any host is preempted, and on "
+                         f"spot {spot_reasons[0]}.")
+    elif constraints.spot == "never":
+        lines.append("Spot disallowed by the workload (spot: never).")
+
+    detail = ranked[0][1].evaluation.detail
+    if spec.kind == "inference":
+        assert spec.inference is not None
+        lines.append(f"Sized for {spec.inference.tokens_per_second:,.0f} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms/token: "
+                     f"{detail['replicas']} replica(s) of {detail['replica_chips']} chip(s), batch "
+                     f"{detail['batch_per_replica']} each at ~{detail['p99_ms_per_token']} ms/token p99 "
+                     f"({detail['bound']}-bound), {detail['tokens_per_second_per_replica']:,} tok/s per replica.")
+    else:
+        state = training_memory_bytes(spec, ctx.resolved) / 1e12
+        need, smallest = int(detail["min_chips_for_memory"]), int(detail.get("smallest_fit_chips", chosen.chips))
+        memory = (f"{state:,.2f} TB of weights, gradients, optimizer state and activations need at least {need} chips "
+                  f"(the smallest {'slice' if chosen.family == 'tpu' else 'set of whole nodes'} holding them: "
+                  f"{smallest} chips)")
+        work = f"{chosen.chips} chips run {training_flops(spec):.2e} FLOPs in {duration(chosen.hours)}"
+        if ctx.objective == "time":
+            lines.append(f"Sized for speed: {memory}; {work}, the fastest fleet within the limits.")
+        elif chosen.chips <= smallest:
+            lines.append(f"Sized by memory: {memory}; the smallest such fleet already meets {limits[0]}: {work}.")
+        else:
+            lines.append(f"Sized by {limits[0]}: {memory}, but finishing in time takes more: {work}.")
+    runner = next((o for o in options[1:] if o.offering != chosen.offering or o.spot != chosen.spot), None)
+    if runner is not None:
+        delta = (runner.total_usd / chosen.total_usd - 1) * 100 if chosen.total_usd else 0.0
+        terms = (f"{money(runner.hourly_usd)}/h" if spec.kind == "inference"
+                 else f"{duration(runner.hours)}")
+        lines.append(f"Runner-up: {describe(runner)} at {money(runner.total_usd)} ({delta:+.0f}%), {terms}.")
+    return lines
+
+
+def _family_of(ctx: SearchContext, offering_id: str) -> str:
+    try:
+        return ctx.catalog.offering(offering_id).family
+    except KeyError:
+        return "gpu"
+
+
+def _missed_limits(ctx: SearchContext, option: Option) -> str:
+    """Which limits an infeasible option misses, and by how much."""
+    misses = []
+    if ctx.spec.kind != "inference" and option.hours > ctx.deadline_h:
+        misses.append(f"misses the {ctx.deadline_h / 24:g}-day {'deadline' if ctx.deadline_given else 'limit'} by "
+                      f"{duration(option.hours - ctx.deadline_h)}")
+    if ctx.budget is not None and option.total_usd > ctx.budget:
+        misses.append(f"over the {money(ctx.budget)} budget by {money(option.total_usd - ctx.budget)}")
+    if option.chips > ctx.max_chips:
+        misses.append(f"needs {option.chips} chips > max_chips {ctx.max_chips}")
+    return " and ".join(misses) or "meets the limits it was measured against"
+
+
+def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
+                       near: list[tuple[float, Candidate, str]], rejected: list[dict]) -> NoFeasibleOption:
+    """The error for a search with no feasible option: which constraint eliminated which offerings, and the
+    closest option with what it misses."""
+    spec = ctx.spec
+    labels = {
+        "clouds": f"clouds {spec.constraints.clouds}",
+        "regions": f"regions {spec.constraints.regions}",
+        "framework": ("custom CUDA kernels" if spec.constraints.custom_cuda_kernels else f"framework {spec.framework}"),
+        "portability": "portability",
+        "spot": f"spot: {spec.constraints.spot}",
+        "memory": "memory fit",
+        "max_chips": f"max_chips {ctx.max_chips}",
+        "deadline": (f"deadline {ctx.deadline_h / 24:g} days" if ctx.deadline_given
+                     else f"default limit {ctx.deadline_h / 24:g} days"),
+        "budget": f"budget {money(ctx.budget or 0)}",
+        "latency": (f"p99 latency {spec.inference.p99_latency_ms:g} ms" if spec.inference else "latency"),
+    }
+    lines = [f"nothing feasible for workload {spec.name!r}:"]
+    for constraint, offerings in eliminations.items():
+        lines.append(f"  {labels.get(constraint, constraint)} eliminated {len(offerings)}: {', '.join(offerings)}")
+    closest_option: Option | None = None
+    misses = ""
+    finite = [n for n in near if math.isfinite(n[0])]
+    if finite:
+        finite.sort(key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
+        candidate = finite[0][1]
+        closest_option = to_option(candidate, candidate.regions[0])
+        misses = _missed_limits(ctx, closest_option)
+        lines.append(f"closest: {describe(closest_option)}: {duration(closest_option.hours)}, "
+                     f"{money(closest_option.total_usd)} ({misses})")
+    else:
+        lines.append("closest: none (no offering passes the hard constraints)")
+    return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, rejected, spec, catalog_ref(ctx.catalog))

@@ -1,0 +1,190 @@
+"""A hardware pin: estimate exactly the pinned configuration (time, cost, MFU or serving), no search."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from policies import shapes
+from policies.candidates import Candidate, SearchContext, estimate_for, search_context, to_option
+from policies.catalog.model import Catalog, Offering, Price
+from policies.choice import Choice, NoFeasibleOption, catalog_ref
+from policies.eligibility import hard_filter
+from policies.estimate import Evaluation, Replica, training_memory_bytes
+from policies.explain import describe, duration, money
+from policies.plan import Plan
+from policies.planning import make_plan
+from policies.sizes import Size, replica_sizes
+from policies.workload import WorkloadSpec
+
+
+def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering]) -> Choice:
+    """The Choice for the workload's hardware pin: its cheapest matching offering and region, with warnings
+    where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run."""
+    pin = spec.hardware
+    assert pin is not None
+    ctx = search_context(spec, catalog, objective)
+    clouds = [pin.cloud] if pin.cloud else list(spec.constraints.clouds)
+    offerings = [o for o in list(catalog.offerings) + list(extra_offerings)
+                 if o.accelerator == pin.accelerator and o.cloud in clouds]
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(pin.accelerator)
+    if pin.machine_type:
+        if generation is not None:
+            offerings = [o for o in offerings if pin.machine_type in
+                         {o.machine_type, *generation.single_host_machine_types.values()}]
+        else:
+            offerings = [o for o in offerings if o.machine_type == pin.machine_type]
+    if pin.region:
+        offerings = [o for o in offerings if pin.region in o.regions]
+    where = f"{pin.accelerator} on {', '.join(clouds)}" + (f" in {pin.region}" if pin.region else "") + (
+        f" as {pin.machine_type}" if pin.machine_type else "")
+    ref = catalog_ref(catalog)
+    if not offerings:
+        known = sorted({f"{o.id} ({', '.join(o.regions)})" for o in catalog.offerings if o.accelerator == pin.accelerator})
+        raise NoFeasibleOption(f"hardware pin: the catalog has no offering of {where}; offerings of "
+                               f"{pin.accelerator}: {'; '.join(known) or 'none'}",
+                               {"hardware": [pin.accelerator]}, None, workload=spec, catalog=ref)
+    hard = hard_filter(spec.model_copy(update={"constraints": spec.constraints.model_copy(
+        update={"clouds": clouds, "regions": None})}), offerings[0])
+    if hard is not None and hard[0] in ("framework", "portability"):
+        raise NoFeasibleOption(f"hardware pin {pin.accelerator}: {hard[1]}", {hard[0]: [o.id for o in offerings]},
+                               None, workload=spec, catalog=ref)
+    spot = pin.spot if pin.spot is not None else spec.constraints.spot == "required"
+    if generation is not None:
+        if pin.topology:
+            try:
+                shapes.check_topology(generation.name, pin.topology)
+            except shapes.ShapeError as error:
+                raise NoFeasibleOption(f"hardware pin: {error}", {"hardware": [pin.accelerator]}, None,
+                                       workload=spec, catalog=ref) from None
+            topology, slices = pin.topology, pin.slices or max(1, math.ceil(pin.chips / shapes.topology_chips(pin.topology)))
+        elif pin.slices:
+            topology = shapes.smallest_topology(generation.name, math.ceil(pin.chips / pin.slices))
+            slices = pin.slices
+        else:
+            topology, slices = shapes.slice_layout(generation.name, pin.chips)
+    candidates: list[tuple[tuple, Candidate, str]] = []
+    notes: list[str] = []
+    for offering in offerings:
+        regions = [pin.region] if pin.region else list(offering.regions)
+        for region in regions:
+            prices = offering.prices(region, spot)
+            if prices is None:
+                notes.append(f"{offering.id} has no {'spot' if spot else 'on-demand'} price in {region}")
+                continue
+            chip, host = prices
+            if generation is not None:
+                size = Size(shapes.topology_chips(topology) * slices, shapes.hosts_per_slice(generation.name, topology) * slices,
+                            slices, topology, shapes.machine_type(generation.name, topology),
+                            shapes.chips_per_host(generation.name, topology))
+            else:
+                nodes = math.ceil(pin.chips / offering.chips_per_host)
+                size = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
+            candidate = evaluate_pin(ctx, offering, spot, region, chip, host, size)
+            if candidate is None:
+                continue
+            candidates.append(((candidate.evaluation.total_usd, offering.id, list(offering.regions).index(region)),
+                               candidate, region))
+    if not candidates:
+        raise NoFeasibleOption(f"hardware pin: no {'spot' if spot else 'on-demand'} price for {where}"
+                               + (f" ({'; '.join(notes[:3])})" if notes else ""),
+                               {"spot": [o.id for o in offerings]}, None, workload=spec, catalog=ref)
+    candidates.sort(key=lambda item: item[0])
+    _, best, region = candidates[0]
+    option = to_option(best, region)
+    need = ctx.min_memory_chips(best.offering)
+    replica_need = best.evaluation.detail.get("unservable")
+    if spec.kind != "inference" and option.chips < need:
+        raise NoFeasibleOption(f"hardware pin: {option.chips} x {pin.accelerator} cannot hold the training state "
+                               f"({training_memory_bytes(spec, ctx.resolved) / 1e12:,.2f} TB needs at least {need} chips)",
+                               {"memory": [best.offering.id]}, option, "does not fit in memory", workload=spec, catalog=ref)
+    if replica_need:
+        raise NoFeasibleOption(f"hardware pin: {option.chips} x {pin.accelerator} cannot serve the model: {replica_need}",
+                               {"memory": [best.offering.id]}, option, str(replica_need), workload=spec, catalog=ref)
+    rationale = [f"Pinned: {describe(option)} (hardware pin; no search). "
+                 f"{'Runs ' + duration(option.hours) if spec.kind != 'inference' else 'Serves'} at "
+                 f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
+    if option.chips != pin.chips:
+        unit = "whole nodes" if generation is None else f"valid TPU {generation.name} slices"
+        rationale.append(f"{pin.chips} chips rounded up to {option.chips} ({unit}).")
+    if pin.tpu_type:
+        rationale.append(f"{pin.tpu_type} is {pin.chips} chips ({generation.name if generation else ''} type names "
+                         f"{'count TensorCores, two per chip' if generation and generation.cores_per_chip == 2 else 'count chips'}).")
+    if spec.kind != "inference" and option.hours > ctx.deadline_h:
+        rationale.append(f"Warning: misses the {ctx.deadline_h / 24:g}-day "
+                         f"{'deadline' if ctx.deadline_given else 'default limit'} ({duration(option.hours)}).")
+    if ctx.budget is not None and option.total_usd > ctx.budget:
+        rationale.append(f"Warning: {money(option.total_usd)} is over the {money(ctx.budget)} budget.")
+    if spec.kind == "inference":
+        detail = best.evaluation.detail
+        served = float(detail.get("tokens_per_second", 0))
+        assert spec.inference is not None
+        if served < spec.inference.tokens_per_second:
+            rationale.append(f"Warning: serves ~{served:,.0f} tok/s, below the {spec.inference.tokens_per_second:,.0f} "
+                             f"tok/s target.")
+        rationale.append(f"{detail['replicas']} replica(s) of {detail['replica_chips']} chip(s), batch "
+                         f"{detail['batch_per_replica']} at ~{detail['p99_ms_per_token']} ms/token p99.")
+    estimate = estimate_for(ctx, best, option)
+    return Choice(chosen=option, options=[option], rejected=[], rationale=rationale, estimate=estimate,
+                  objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
+
+
+def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,
+                 size: Size) -> Candidate | None:
+    """Time, cost and utilisation of exactly this size of the offering in this region."""
+    spec = ctx.spec
+    chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
+    hourly = size.chips * chip_usd + size.hosts * host_usd
+    if spec.kind != "inference":
+        model = ctx.training_model(offering, spot)
+        hours = model.hours(size.chips, size.hosts, size.slices)
+        if not math.isfinite(hours):
+            hours = 1e9
+        detail: dict[str, float | int | str] = {"min_chips_for_memory": ctx.min_memory_chips(offering)}
+        if spot:
+            detail["spot_time_lost"] = round(1.0 - model.productivity(size.hosts), 4)
+        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hours * hourly,
+                                mfu=model.mfu(size.chips, size.slices),
+                                goodput=model.goodput * max(model.productivity(size.hosts), 1e-6), detail=detail)
+        return Candidate(offering, [region], spot, size, evaluation, chip, host)
+    assert spec.inference is not None
+    model_i = ctx.inference_model(offering)
+    accelerator = ctx.accelerator(offering)
+    if size.topology is not None:
+        options = [(shapes.topology_chips(size.topology), size.slices)]
+    else:
+        options = [(r.chips, size.chips // r.chips) for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]))]
+    best: tuple[float, Replica, int] | None = None
+    reason = "no replica size"
+    for replica_chips, replicas in options:
+        replica, why = model_i.replica(replica_chips)
+        if replica is None:
+            reason = f"{replica_chips}-chip replica: {why}"
+            continue
+        served = replica.tokens_per_second * replicas
+        if best is None or served > best[0]:
+            best = (served, replica, replicas)
+    hours = spec.inference.hours
+    if best is None:
+        detail = {"unservable": reason, "min_chips_for_memory": ctx.min_memory_chips(offering)}
+        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
+                                detail=detail)
+        return Candidate(offering, [region], spot, size, evaluation, chip, host)
+    served, replica, replicas = best
+    latency_ms = replica.step_seconds * ctx.resolved["inference_latency_p99_factor"] * 1000
+    used = min(served, spec.inference.tokens_per_second)
+    detail = {"replica_chips": replica.chips, "replicas": replicas, "batch_per_replica": replica.batch,
+              "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second": round(served, 1),
+              "tokens_per_second_per_replica": round(replica.tokens_per_second, 1), "bound": replica.bound,
+              "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    utilisation = min(1.0, max(1e-6, model_i.step_flops_per_sequence * used / (size.chips * accelerator.peak_bf16_tflops * 1e12)))
+    evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation, goodput=1.0,
+                            detail=detail)
+    return Candidate(offering, [region], spot, size, evaluation, chip, host)
+
+
+def plan_from_pin(spec: WorkloadSpec, catalog: Catalog, extra_offerings: Sequence[Offering] = ()) -> Plan:
+    """A Plan for the workload's hardware pin, without a search. Raises ValueError without a pin."""
+    if spec.hardware is None:
+        raise ValueError("plan_from_pin needs a workload with a 'hardware' pin")
+    return make_plan(spec, choose_pinned(spec, catalog, "cost", extra_offerings), catalog)

@@ -1,0 +1,51 @@
+"""From a Choice to the Plan the components build: pools, fabric, zones, capacity, storage."""
+
+from __future__ import annotations
+
+from policies import shapes
+from policies.catalog.model import Catalog
+from policies.choice import Choice
+from policies.estimate import filesystem_plan
+from policies.plan import Capacity, GpuPool, Plan, TpuPool
+from policies.workload import WorkloadSpec
+
+
+def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
+    """Turn a Choice into the Plan the components build: pools, fabric, zones, capacity, storage."""
+    option = choice.chosen
+    offering = choice.chosen_offering
+    if offering is None or offering.id != option.offering:
+        offering = catalog.offering(option.offering)
+    region_info = offering.regions[option.region]
+    training = spec.kind != "inference"
+    tpu = gpu = None
+    if option.family == "tpu":
+        generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
+        assert option.topology is not None
+        per_slice = shapes.topology_chips(option.topology)
+        tpu = TpuPool(generation=generation.name, topology=option.topology, chips_per_slice=per_slice,  # type: ignore[arg-type]
+                      slices=option.slices, machine_type=shapes.machine_type(generation.name, option.topology),
+                      chips_per_host=shapes.chips_per_host(generation.name, option.topology),
+                      hosts_per_slice=shapes.hosts_per_slice(generation.name, option.topology),
+                      gke_accelerator=generation.gke_accelerator,
+                      tpu_vm_type=shapes.tpu_vm_type(generation.name, per_slice),
+                      runtime_version=generation.runtime_version)
+        zones = [option.zone or region_info.zones[0]]
+    else:
+        multi_node_training = training and option.hosts > 1
+        gpu = GpuPool(machine_type=offering.machine_type,
+                      alternate_machine_types=list(offering.spot_alternates) if (option.spot and offering.cloud == "aws") else [],
+                      gpus_per_node=offering.chips_per_host, nodes=option.hosts,
+                      guest_accelerator=offering.guest_accelerator if offering.cloud == "gcp" else None,
+                      fabric=offering.fabric, extra_networks=offering.extra_networks,
+                      efa_interfaces=offering.efa_interfaces, local_ssd_count=offering.local_ssd_count,
+                      compact_placement=multi_node_training)
+        # Tightly coupled training lives in one zone (placement policy / cluster placement group);
+        # serving spreads over every zone that has the GPU.
+        zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
+    capacity = Capacity(spot=option.spot, provisioning=option.provisioning, reservation=offering.reservation)
+    storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
+    rationale = list(choice.rationale) + [f"Storage: {storage_reason}."]
+    return Plan(workload=spec, catalog=choice.catalog, chosen=option, cloud=option.cloud, region=option.region,
+                zones=zones, family=option.family, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
+                estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)

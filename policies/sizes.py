@@ -1,0 +1,94 @@
+"""Fleet sizes an offering can take: whole GPU nodes, valid TPU slices and multislices, serving replicas."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from policies import shapes
+from policies.catalog.model import Offering
+
+
+@dataclass(frozen=True)
+class Size:
+    chips: int
+    hosts: int
+    slices: int
+    topology: str | None
+    machine_type: str
+    chips_per_host: int
+
+
+class GpuLadder:
+    """1..max_nodes whole nodes; index i is i+1 nodes. Nothing is materialized."""
+
+    def __init__(self, offering: Offering, max_nodes: int) -> None:
+        self.per_node = offering.chips_per_host
+        self.machine_type = offering.machine_type
+        self.count = max(0, max_nodes)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> Size:
+        nodes = index + 1
+        return Size(nodes * self.per_node, nodes, 1, None, self.machine_type, self.per_node)
+
+    def first_at_least(self, chips: int) -> int:
+        return max(0, math.ceil(chips / self.per_node) - 1)
+
+
+class TpuLadder:
+    def __init__(self, sizes: tuple[Size, ...]) -> None:
+        self.sizes = sizes
+        self.chips = [s.chips for s in sizes]
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __getitem__(self, index: int) -> Size:
+        return self.sizes[index]
+
+    def first_at_least(self, chips: int) -> int:
+        return bisect.bisect_left(self.chips, chips)
+
+
+@lru_cache(maxsize=None)
+def tpu_sizes(generation: str, cap: int) -> tuple[Size, ...]:
+    """Every fleet size of a TPU generation up to `cap` chips, smallest first: one slice per valid
+    topology (the most cubic per chip count), then, past the largest slice, identical multislices
+    of slices at least half the largest (fewest slices per total)."""
+    gen = shapes.generation(generation)
+    topologies = shapes.valid_topologies(gen.name)
+
+    def size(topology: str, slices: int) -> Size:
+        return Size(shapes.topology_chips(topology) * slices, shapes.hosts_per_slice(gen.name, topology) * slices,
+                    slices, topology, shapes.machine_type(gen.name, topology), shapes.chips_per_host(gen.name, topology))
+
+    singles: dict[int, str] = {}
+    for topology in topologies:
+        singles.setdefault(shapes.topology_chips(topology), topology)
+    largest = max(singles)
+    sizes = [size(t, 1) for c, t in sorted(singles.items()) if c <= cap]
+    multi: dict[int, tuple[int, str]] = {}
+    for chips, topology in sorted(singles.items(), reverse=True):
+        if chips * 2 < largest:   # multislice is built from pod-scale slices
+            continue
+        for slices in range(2, cap // chips + 1):
+            total = chips * slices
+            if total > largest and (total not in multi or slices < multi[total][0]):
+                multi[total] = (slices, topology)
+    sizes += [size(t, s) for _, (s, t) in sorted(multi.items())]
+    return tuple(sizes)
+
+
+def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
+    """Sizes one serving replica can take: a power-of-two share of a GPU node, or one TPU slice."""
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    if generation is None:
+        counts = [n for n in (1, 2, 4, 8, 16) if n <= offering.chips_per_host and offering.chips_per_host % n == 0
+                  and n <= max_replica_chips]
+        return [Size(n, 1, 1, None, offering.machine_type, offering.chips_per_host) for n in counts]
+    return [s for s in tpu_sizes(generation.name, max(1, max_replica_chips)) if s.slices == 1]

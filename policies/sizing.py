@@ -1,0 +1,268 @@
+"""Sizing one offering at one price: the best fleet on its size ladder, or why none fits.
+
+Training searches the ladder exactly and logarithmically because the estimator's curves are monotone:
+cost grows with fleet size (MFU falls, spot losses grow), and run time falls and then, for spot fleets,
+rises again (more hosts, more preemptions). So:
+- cost objective: the smallest size that fits in memory and meets the deadline (binary search),
+- time objective: the fastest size within the budget (the run-time minimum, clipped by budget).
+Serving sizes replicas instead: every replica size is tried, replicas cover the tokens/s target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from policies import shapes
+from policies.candidates import Candidate, SearchContext
+from policies.catalog.model import Offering, Price
+from policies.estimate import Evaluation, training_memory_bytes
+from policies.explain import duration, money
+from policies.sizes import GpuLadder, Size, TpuLadder, replica_sizes, tpu_sizes
+
+
+@dataclass
+class SizingOutcome:
+    """What sizing one offering at one price found: the best size, or why not and the nearest misses."""
+
+    best: Candidate | None = None
+    alternatives: list[Candidate] = field(default_factory=list)   # other sizes that also meet every constraint
+    reasons: list[tuple[str, str]] = field(default_factory=list)   # (constraint, reason)
+    near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
+
+
+def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
+                  host: Price | None, outcome: SizingOutcome) -> None:
+    """The training fleet the objective picks on this offering's size ladder, into `outcome`."""
+    spec = ctx.spec
+    model = ctx.training_model(offering, spot)
+    cap = ctx.fleet_cap(offering)
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    if generation is not None:
+        ladder: GpuLadder | TpuLadder = TpuLadder(tpu_sizes(generation.name, cap))
+    else:
+        max_nodes = cap // offering.chips_per_host
+        if offering.training_max_nodes:
+            max_nodes = min(max_nodes, offering.training_max_nodes)
+        ladder = GpuLadder(offering, max_nodes)
+    capacity = "spot" if spot else "on-demand"
+    if len(ladder) == 0:
+        outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
+                                             f"{offering.chips_per_host} GPUs"))
+        return
+    need = ctx.min_memory_chips(offering)
+    lo, hi = ladder.first_at_least(need), len(ladder) - 1
+    if lo > hi:
+        state = training_memory_bytes(spec, ctx.resolved) / 1e12
+        biggest = ladder[hi].chips
+        if offering.training_max_nodes and biggest < cap - offering.chips_per_host:
+            limit = (f"{offering.machine_type} is a single-node type for training "
+                     f"({biggest} chip{'s' if biggest != 1 else ''})")
+            constraint = "memory"
+        else:
+            limit = f"max_chips allows {biggest}"
+            constraint = "max_chips"
+        outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
+                                            f"{need} chips; {limit}"))
+        return
+    chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
+    cache: dict[int, tuple[float, float]] = {}
+    # Run time does not depend on the price: regions priced differently share it.
+    shared_hours = ctx.hours_cache.setdefault((offering.id, spot), {})
+
+    def hours_cost(i: int) -> tuple[float, float]:
+        hit = cache.get(i)
+        if hit is None:
+            s = ladder[i]
+            hours = shared_hours.get(i)
+            if hours is None:
+                hours = shared_hours[i] = model.hours(s.chips, s.hosts, s.slices)
+            hit = cache[i] = (hours, hours * (s.chips * chip_usd + s.hosts * host_usd))
+        return hit
+
+    def hours(i: int) -> float:
+        return hours_cost(i)[0]
+
+    def cost(i: int) -> float:
+        return hours_cost(i)[1]
+
+    fastest = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
+    budget = ctx.budget
+    within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget) if budget is not None else hi
+    deadline = ctx.deadline_h
+    days = deadline / 24
+    deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
+
+    def candidate(i: int) -> Candidate:
+        s = ladder[i]
+        h, total = hours_cost(i)
+        hosts_loss = 1.0 - model.productivity(s.hosts)
+        detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips}
+        if spot:
+            detail["spot_time_lost"] = round(hosts_loss, 4)
+        evaluation = Evaluation(hours=h, hourly_usd=s.chips * chip_usd + s.hosts * host_usd, total_usd=total,
+                                mfu=model.mfu(s.chips, s.slices),
+                                goodput=model.goodput * max(model.productivity(s.hosts), 1e-6), detail=detail)
+        return Candidate(offering, regions, spot, s, evaluation, chip, host)
+
+    def keep_closest() -> None:
+        """When this group has nothing feasible, keep its closest size for the explanation: the smallest
+        product of overshoot factors (time over the deadline x cost over the budget) among a few sizes."""
+        def overshoot(i: int) -> float:
+            h, c = hours_cost(i)
+            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, c / budget)) if budget else 0.0)
+
+        probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
+        if budget is not None:
+            probes.add(_last_true(lo, hi, lambda i: cost(i) <= budget))
+        step = max(1, (fastest - lo) // 8)
+        probes.update(range(lo, fastest + 1, step))
+        scored = [(overshoot(i), cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
+        if scored:
+            score, _, i = min(scored)
+            outcome.near.append((score, candidate(i), ""))
+
+    best = _pick_training_size(ctx, outcome, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
+                               deadline_words, capacity)
+    if best is None:
+        keep_closest()
+        return
+    outcome.best = candidate(best)
+    # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
+    # objective is cost, smaller and cheaper when it is time.
+    factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
+    seen = {best}
+    for factor in factors:
+        i = ladder.first_at_least(math.ceil(ladder[best].chips * factor))
+        if i in seen or not lo <= i <= hi:
+            continue
+        seen.add(i)
+        h, c = hours_cost(i)
+        if h <= deadline and (budget is None or c <= budget) and (
+                h < hours(best) if ctx.objective == "cost" else c < cost(best)):
+            outcome.alternatives.append(candidate(i))
+
+
+def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
+                        within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
+                        deadline: float, budget: float | None, deadline_words: str, capacity: str) -> int | None:
+    """The ladder index the objective picks, or None after recording why nothing fits."""
+    if within_budget < lo:
+        outcome.reasons.append(("budget", f"{capacity}: the smallest fleet that holds the model ({ladder[lo].chips} "
+                                          f"chips) costs {money(cost(lo))}, over the {money(budget or 0)} budget"))
+        return None
+    if ctx.objective == "time":
+        best = min(fastest, within_budget)
+        if hours(best) > deadline:
+            what = "the fastest fleet within budget" if within_budget < fastest else "the fastest fleet"
+            outcome.reasons.append(("deadline", f"{capacity}: {what} ({ladder[best].chips} chips) takes "
+                                                f"{duration(hours(best))}, past {deadline_words}"))
+            return None
+    else:
+        if hours(fastest) > deadline:
+            outcome.reasons.append(("deadline", f"{capacity}: even the fastest fleet ({ladder[fastest].chips} chips) "
+                                                f"takes {duration(hours(fastest))}, past {deadline_words}"))
+            return None
+        best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
+        if best > within_budget:
+            outcome.reasons.append(("budget", f"{capacity}: meeting {deadline_words} takes {ladder[best].chips} chips "
+                                              f"costing {money(cost(best))}, over the {money(budget or 0)} budget"))
+            return None
+    return best
+
+
+def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
+                   host: Price | None, outcome: SizingOutcome) -> None:
+    """The serving fleet the objective picks: a replica size and enough replicas for the tokens/s target."""
+    spec = ctx.spec
+    assert spec.inference is not None
+    model = ctx.inference_model(offering)
+    accelerator = ctx.accelerator(offering)
+    resolved = ctx.resolved
+    cap = ctx.fleet_cap(offering)
+    capacity = "spot" if spot else "on-demand"
+    headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
+    target = spec.inference.tokens_per_second
+    chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
+    why_not: list[str] = []
+    feasible: list[tuple[tuple, Candidate]] = []
+    for size in replica_sizes(offering, int(resolved["max_replica_chips"])):
+        replica, reason = model.replica(size.chips)
+        if replica is None:
+            why_not.append(f"{size.chips}-chip replica: {reason}")
+            continue
+        replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
+        if size.topology is None:
+            nodes = math.ceil(replicas * size.chips / offering.chips_per_host)
+            fleet = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type,
+                         offering.chips_per_host)
+        else:
+            fleet = Size(size.chips * replicas, size.hosts * replicas, replicas, size.topology,
+                         size.machine_type, size.chips_per_host)
+        hourly = fleet.chips * chip_usd + fleet.hosts * host_usd
+        hours = spec.inference.hours
+        latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
+        utilisation = min(1.0, max(1e-6, model.step_flops_per_sequence * target / (fleet.chips * accelerator.peak_bf16_tflops * 1e12)))
+        detail: dict[str, float | int | str] = {
+            "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": replica.batch,
+            "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second_per_replica": round(replica.tokens_per_second, 1),
+            "bound": replica.bound, "min_chips_for_memory": ctx.min_memory_chips(offering),
+        }
+        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation,
+                                goodput=1.0, detail=detail)
+        cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host)
+        over_cap = fleet.chips > cap
+        over_budget = ctx.budget is not None and evaluation.total_usd > ctx.budget
+        overshoot = (math.log(max(1.0, fleet.chips / cap))
+                     + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0))
+        outcome.near.append((overshoot, cand, ""))
+        if over_cap:
+            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {fleet.chips} chips > max {cap}")
+            continue
+        if over_budget:
+            why_not.append(f"{size.chips}-chip replicas: {money(evaluation.total_usd)} over the "
+                           f"{money(ctx.budget or 0)} budget")
+            continue
+        key = ((latency_ms, evaluation.total_usd) if ctx.objective == "time" else (evaluation.total_usd, latency_ms))
+        feasible.append((key, cand))
+    if feasible:
+        feasible.sort(key=lambda item: (item[0], item[1].size.chips))
+        outcome.best = feasible[0][1]
+        outcome.alternatives = [cand for _, cand in feasible[1:4]]
+        return
+    if not why_not:
+        outcome.reasons.append(("memory", f"{capacity}: no replica size available"))
+        return
+    if all(w.endswith("weights do not fit") for w in why_not):
+        largest = max(s.chips for s in replica_sizes(offering, int(resolved["max_replica_chips"])))
+        outcome.reasons.append(("memory", f"{capacity}: {model.weight_bytes / 1e9:,.0f} GB of weights do not fit in the "
+                                          f"largest replica here ({largest} x {accelerator.hbm_gb:g} GB)"))
+        return
+    why_not = [w for w in why_not if not w.endswith("weights do not fit")]
+    constraint = ("budget" if any("budget" in w for w in why_not) else
+                  "max_chips" if any("> max" in w for w in why_not) else
+                  "latency" if any("decode step" in w for w in why_not) else "memory")
+    outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])))
+
+
+def _first_true(lo: int, hi: int, predicate: Callable[[int], bool]) -> int:
+    """Smallest i in [lo, hi] with predicate(i), for a predicate that flips once False -> True; hi+1 if none."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if predicate(mid):
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _last_true(lo: int, hi: int, predicate: Callable[[int], bool]) -> int:
+    """Largest i in [lo, hi] with predicate(i), for a predicate that flips once True -> False; lo-1 if none."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if predicate(mid):
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return hi
