@@ -125,7 +125,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
 
     ranked.sort(key=lambda item: item[0])
     options = [to_option(candidate, region) for _, candidate, region in ranked]
-    best_key, best, best_region = ranked[0]
+    _, best, _ = ranked[0]
     chosen = options[0]
     estimate = estimate_for(ctx, best, chosen)
     rationale = explain_choice(ctx, options, ranked, family_reasons, near, hard_reasons, offering_reasons)
