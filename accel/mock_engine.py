@@ -209,7 +209,8 @@ def run_program(
     runs can share one process.
     """
     capture = Capture()
-    asyncio.set_event_loop(asyncio.new_event_loop())
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     pulumi.runtime.set_all_config(dict(config or {}))
     mocks = RecordingMocks(preview=preview, answers=answers)
     monitor = RecordingMonitor(mocks, capture)
@@ -219,4 +220,8 @@ def run_program(
         _sync_await(run_in_stack(program))
     finally:
         set_root_resource(None)
+        # The SDK runs monitor calls on the loop's default executor; without this every run
+        # would leave its loop and a pool of threads (and their file descriptors) behind.
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
     return capture

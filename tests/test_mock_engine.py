@@ -1,0 +1,65 @@
+"""The recording mock engine: what it captures is what the real engine would receive."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pulumi
+
+from tests import harness
+
+
+class Box(pulumi.ComponentResource):
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("accel:test:Box", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.data = pulumi.CustomResource("test:index:Data", f"{name}-data", {"size": 32, "ratio": 0.5},
+                                          opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
+        self.user = pulumi.CustomResource("test:index:User", f"{name}-user",
+                                          {"dataId": self.data.id, "password": pulumi.Output.secret("hunter2")},
+                                          opts=child)
+        self.register_outputs({})
+
+
+def program():
+    box = Box("box")
+    pulumi.CustomResource("test:index:Locked", "locked", {}, opts=pulumi.ResourceOptions(protect=True))
+    pulumi.export("dataId", box.data.id)
+
+
+def test_parents_protect_and_retain_on_delete_are_recorded():
+    capture = harness.run(program, mode="up")
+    box, data, user = capture.named("box"), capture.named("box-data"), capture.named("box-user")
+    assert data.parent == box.urn and user.parent == box.urn and box.parent is None
+    assert data.retain_on_delete and not data.protect
+    assert capture.named("locked").protect
+
+
+def test_whole_numbers_come_back_as_ints_and_fractions_stay_floats():
+    data = harness.run(program, mode="up").named("box-data")
+    assert data.inputs == {"size": 32, "ratio": 0.5}
+    assert isinstance(data.inputs["size"], int)
+
+
+def test_values_known_only_after_apply_are_none_in_preview_and_ids_in_up():
+    assert harness.run(program, mode="preview").named("box-user").inputs["dataId"] is None
+    assert harness.run(program, mode="up").named("box-user").inputs["dataId"] == "box-data-id"
+
+
+def test_secrets_never_appear_in_the_capture():
+    user = harness.run(program, mode="up").named("box-user")
+    assert user.inputs["password"] == "[secret]"
+
+
+def test_stack_exports_are_captured():
+    assert harness.run(program, mode="up").outputs == {"dataId": "box-data-id"}
+
+
+def test_many_runs_in_one_process_leave_no_threads_or_files_behind():
+    harness.run(program)
+    threads, fds = threading.active_count(), len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        harness.run(program)
+    assert threading.active_count() <= threads
+    assert len(os.listdir("/proc/self/fd")) <= fds
