@@ -453,9 +453,8 @@ def print_report(report: dict[str, Any]) -> None:
 
     leak = report.get("leak")
     if leak:
-        print(f"\nLeft behind per plan_stack (no cleanup, {leak['runs']} runs): {leak['threads_per_run']:.1f} threads, "
-              f"{leak['fds_per_run']:.1f} file descriptors (the event loop run_program creates is never closed, "
-              "nor its thread pool)")
+        print(f"\nLeft behind per plan_stack ({leak['runs']} runs, no cleanup by the benchmark): "
+              f"{leak['threads_per_run']:.1f} threads, {leak['fds_per_run']:.1f} file descriptors")
 
     print("\nNotes:")
     for note in report["notes"]:

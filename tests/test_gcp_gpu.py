@@ -152,6 +152,18 @@ def test_queued_gpus_use_queued_provisioning_without_auto_repair(declare):
     assert inputs["autoscaling"]["totalMinNodeCount"] == 0
 
 
+def test_queued_gpus_run_on_flex_start_vms(declare):
+    # GKE: queued provisioning needs --flex-start as well as --enable-queued-provisioning.
+    config = declare_pool(declare, A2_ULTRA, capacity=Capacity(provisioning="queued"))["nodeConfig"]
+    assert config["flexStart"] is True
+    assert config["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+
+
+def test_on_demand_and_spot_gpus_are_not_flex_start(declare):
+    for capacity in (Capacity(), Capacity(spot=True)):
+        assert "flexStart" not in declare_pool(declare, G2_L4, capacity=capacity)["nodeConfig"]
+
+
 def test_pool_is_labelled_with_the_stack(declare):
     labels = declare_pool(declare, G2_L4)["nodeConfig"]["resourceLabels"]
     assert (labels["workload"], labels["stack"], labels["owner"], labels["pool"]) == (
@@ -202,6 +214,16 @@ def test_a_max_run_duration_bounds_the_pool_nodes(declare):
 
 def test_a_malformed_max_run_duration_is_rejected(declare):
     rejected(declare, "whole seconds", G2_L4, max_run_duration="1h")
+
+
+def test_flex_start_nodes_cannot_outlive_seven_days(declare):
+    error = rejected(declare, "at most seven days", G2_L4, capacity=Capacity(provisioning="flex-start"),
+                     max_run_duration="864000s")
+    assert error.field == "max_run_duration"
+
+
+def test_on_demand_nodes_may_run_longer_than_seven_days(declare):
+    assert declare_pool(declare, G2_L4, max_run_duration="864000s")["nodeConfig"]["maxRunDuration"] == "864000s"
 
 
 def test_spot_with_flex_start_is_rejected(declare):

@@ -140,6 +140,26 @@ def test_queued_slices_start_empty_and_scale_to_the_whole_slice(declare):
     assert "nodeCount" not in pool.inputs
 
 
+def test_queued_slices_run_on_flex_start_vms(declare):
+    # GKE: queued provisioning needs --flex-start as well as --enable-queued-provisioning.
+    (pool,) = declare_slice(declare, V6E_POD, capacity=Capacity(provisioning="queued")).of_type(NODE_POOL)
+    assert pool.inputs["nodeConfig"]["flexStart"] is True
+
+
+@pytest.mark.parametrize("provisioning", ["flex-start", "queued"])
+def test_tpu_v4_cannot_use_flex_start(declare, provisioning):
+    error = rejected(declare, lambda: TpuSlice("tpu", slice_args(tpu_pool("v4", "2x2x4"),
+                                                                 capacity=Capacity(provisioning=provisioning))),
+                     "does not support TPU v4")
+    assert error.field == "capacity.provisioning"
+
+
+def test_flex_start_slices_cannot_outlive_seven_days(declare):
+    rejected(declare, lambda: TpuSlice("tpu", slice_args(V6E_POD, capacity=Capacity(provisioning="flex-start"),
+                                                         max_run_duration="604801s")),
+             "at most seven days")
+
+
 def test_flex_start_slices_ask_for_flex_start(declare):
     (pool,) = declare_slice(declare, V6E_POD, capacity=Capacity(provisioning="flex-start")).of_type(NODE_POOL)
     assert pool.inputs["nodeConfig"]["flexStart"] is True

@@ -42,8 +42,9 @@ def v5p_pool(topology: str = "4x4x8", slices: int = 2, spot: bool = False) -> Ac
     return gke_tpu_pool(tpu, spot=spot)
 
 
-def h100_pool(nodes: int = 4) -> AcceleratorPool:
-    gpu = GpuPool(machine_type="p5.48xlarge", gpus_per_node=8, nodes=nodes, fabric="efa", efa_interfaces=32)
+def h100_pool(nodes: int = 4, efa: bool = True) -> AcceleratorPool:
+    gpu = GpuPool(machine_type="p5.48xlarge", gpus_per_node=8, nodes=nodes,
+                  **({"fabric": "efa", "efa_interfaces": 32} if efa else {}))
     return eks_gpu_pool(gpu, accelerator="h100-80gb")
 
 
@@ -101,12 +102,33 @@ def test_the_device_plugin_runs_on_the_gpu_pools_nodes(declare):
 
 
 def test_the_gpu_operator_replaces_the_device_plugin_on_driverless_nodes(declare):
-    capture = declare(stack_program([h100_pool()], install_gpu_operator=True))
+    capture = declare(stack_program([h100_pool(efa=False)], install_gpu_operator=True))
     names = {r.inputs["name"] for r in capture.of_type("kubernetes:helm.sh/v3:Release")}
     assert names == {"gpu-operator", "kueue", "jobset"}
     operator = capture.named("llama-gpu-operator").inputs
     assert (operator["chart"], operator["version"]) == ("gpu-operator", "v25.3.0")
     assert operator["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+
+
+def test_efa_pools_get_the_efa_device_plugin_from_the_eks_charts_repository(declare):
+    capture = declare(stack_program([h100_pool()], install_device_plugin=True))
+    plugin = capture.named("llama-aws-efa-k8s-device-plugin").inputs
+    assert (plugin["chart"], plugin["version"]) == ("aws-efa-k8s-device-plugin", PINS.aws_efa_device_plugin.version)
+    assert plugin["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
+    assert plugin["namespace"] == "kube-system"
+    # The daemonset must run on the GPU nodes, which carry the nvidia.com/gpu taint.
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in plugin["values"]["tolerations"]
+
+
+def test_pools_without_efa_get_no_efa_device_plugin(declare):
+    capture = declare(stack_program([h100_pool(efa=False)], install_device_plugin=True))
+    names = {r.inputs["name"] for r in capture.of_type("kubernetes:helm.sh/v3:Release")}
+    assert names == {"nvidia-device-plugin", "kueue", "jobset"}
+
+
+def test_asking_for_the_efa_plugin_without_an_efa_pool_is_rejected(declare):
+    with pytest.raises(AcceleratorStackError, match="install_efa_device_plugin: true, but no pool provides"):
+        declare(stack_program([h100_pool(efa=False)], install_efa_device_plugin=True))
 
 
 def test_a_cluster_with_kueue_already_gets_only_the_kueue_objects(declare):
@@ -116,7 +138,7 @@ def test_a_cluster_with_kueue_already_gets_only_the_kueue_objects(declare):
 
 
 def test_every_chart_pin_is_exact():
-    for pin in (PINS.kueue, PINS.jobset, PINS.nvidia_device_plugin, PINS.gpu_operator):
+    for pin in (PINS.kueue, PINS.jobset, PINS.nvidia_device_plugin, PINS.gpu_operator, PINS.aws_efa_device_plugin):
         assert pin.version[0].isdigit() or pin.version.startswith("v")
         assert not any(c in pin.version for c in "^~*<>= ")
 
@@ -161,6 +183,15 @@ def test_cluster_queue_quota_equals_whole_gpu_nodes(declare):
     assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]}["nvidia.com/gpu"] == 128
 
 
+def test_efa_interfaces_are_quota_so_efa_pods_are_admissible(declare):
+    # Pods that request vpc.amazonaws.com/efa are admitted only if the ClusterQueue covers it.
+    capture = declare(stack_program([h100_pool(nodes=4)]))
+    group = crd(capture, "ClusterQueue")[0].inputs["spec"]["resourceGroups"][0]
+    assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa"]
+    quota = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
+    assert quota["vpc.amazonaws.com/efa"] == 128  # 32 interfaces x 4 nodes
+
+
 def test_cluster_queue_covers_cpu_and_memory_so_pods_are_admissible(declare):
     capture = declare(stack_program([v5p_pool()]))
     group = crd(capture, "ClusterQueue")[0].inputs["spec"]["resourceGroups"][0]
@@ -173,8 +204,52 @@ def test_mixed_pools_share_one_group_and_each_flavor_holds_only_its_chips(declar
     assert len(group) == 1
     quotas = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"] if r["name"] not in ("cpu", "memory")}
               for f in group[0]["flavors"]}
-    assert quotas == {"training-tpu-v5p-2x2x2": {"google.com/tpu": 8, "nvidia.com/gpu": 0},
-                      "training-h100-80gb": {"google.com/tpu": 0, "nvidia.com/gpu": 16}}
+    assert quotas == {"training-tpu-v5p-2x2x2": {"google.com/tpu": 8, "nvidia.com/gpu": 0, "vpc.amazonaws.com/efa": 0},
+                      "training-h100-80gb": {"google.com/tpu": 0, "nvidia.com/gpu": 16, "vpc.amazonaws.com/efa": 64}}
+
+
+def v6e_pod() -> TpuPool:
+    return TpuPool(generation="v6e", topology="16x16", chips_per_slice=256, slices=1,
+                   machine_type=shapes.machine_type("v6e", "16x16"), chips_per_host=4,
+                   hosts_per_slice=shapes.hosts_per_slice("v6e", "16x16"), gke_accelerator="tpu-v6e-slice",
+                   tpu_vm_type="v6e-256", runtime_version="v2-alpha-tpuv6e")
+
+
+def queued_v6e_pool() -> AcceleratorPool:
+    return gke_tpu_pool(v6e_pod(), provisioning="queued")
+
+
+def test_a_queued_pool_is_admitted_only_through_a_provisioning_request(declare):
+    # GKE queued-provisioning pools scale up only for ProvisioningRequests: Kueue must create one.
+    capture = declare(stack_program([queued_v6e_pool()]))
+    (config,) = crd(capture, "ProvisioningRequestConfig")
+    (check,) = crd(capture, "AdmissionCheck")
+    assert config.inputs["metadata"]["name"] == check.inputs["metadata"]["name"] == "training-queued-provisioning"
+    assert config.inputs["spec"] == {"provisioningClassName": "queued-provisioning.gke.io",
+                                     "managedResources": ["google.com/tpu"]}
+    assert check.inputs["spec"] == {"controllerName": "kueue.x-k8s.io/provisioning-request",
+                                    "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                                                   "name": "training-queued-provisioning"}}
+    queue = crd(capture, "ClusterQueue")[0]
+    assert queue.inputs["spec"]["admissionChecksStrategy"] == {"admissionChecks": [
+        {"name": "training-queued-provisioning", "onFlavors": ["training-tpu-v6e-16x16"]}]}
+    assert check.urn in queue.dependencies
+    assert capture.named("llama-kueue").urn in config.dependencies
+
+
+def test_a_queued_flavor_targets_flex_start_nodes_and_tolerates_the_queued_taint(declare):
+    capture = declare(stack_program([queued_v6e_pool()]))
+    spec = crd(capture, "ResourceFlavor")[0].inputs["spec"]
+    assert spec["nodeLabels"]["cloud.google.com/gke-flex-start"] == "true"
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_on_demand_and_flex_start_pools_need_no_admission_check(declare):
+    tpu = queued_v6e_pool()
+    flex = tpu.model_copy(update={"provisioning_request_class": None})
+    capture = declare(stack_program([flex, h100_pool()]))
+    assert capture.of_type(f"kubernetes:{KUEUE}:AdmissionCheck") == []
+    assert "admissionChecksStrategy" not in crd(capture, "ClusterQueue")[0].inputs["spec"]
 
 
 def test_cluster_queue_admits_only_the_workload_namespace(declare):
@@ -331,6 +406,42 @@ def test_gke_gpu_pool_without_guest_accelerator_selects_by_machine_type():
     gpu = GpuPool(machine_type="g2-standard-48", gpus_per_node=4, nodes=2)
     pool = gke_gpu_pool(gpu, accelerator="l4")
     assert pool.node_labels == {"node.kubernetes.io/instance-type": "g2-standard-48"}
+
+
+def _eks_plan(provisioning: str, reservation: str | None = None) -> Plan:
+    chosen = Option(cloud="aws", region="us-east-1", accelerator="h200-141gb", family="gpu", chips=64, hosts=8,
+                    machine_type="p5en.48xlarge", spot=False, hourly_usd=10, hours=100, total_usd=1000, mfu=0.4,
+                    offering="aws-p5en", chips_per_host=8, provisioning=provisioning)
+    gpu = GpuPool(machine_type="p5en.48xlarge", gpus_per_node=8, nodes=8, fabric="efa", efa_interfaces=16)
+    return _plan(chosen=chosen, cloud="aws", region="us-east-1", zones=["us-east-1a"], family="gpu", gpu=gpu,
+                 capacity=Capacity(provisioning=provisioning, reservation=reservation))
+
+
+@pytest.mark.parametrize("provisioning, reservation, capacity_type", [
+    ("on-demand", None, "ON_DEMAND"),
+    ("reservation", "cr-0123456789abcdef0", "ON_DEMAND"),
+    ("capacity-block", "cr-0123456789abcdef0", "CAPACITY_BLOCK"),
+])
+def test_an_eks_flavor_selects_the_capacity_type_eks_puts_on_the_nodes(provisioning, reservation, capacity_type):
+    # EKS copies the node group's capacity type into eks.amazonaws.com/capacityType (CAPACITY_BLOCK included).
+    [pool] = plan_pools(_eks_plan(provisioning, reservation))
+    assert pool.node_labels["eks.amazonaws.com/capacityType"] == capacity_type
+
+
+def test_an_eks_efa_plan_pool_carries_its_efa_interfaces_as_quota():
+    [pool] = plan_pools(_eks_plan("on-demand"))
+    assert pool.extra_resources == {"vpc.amazonaws.com/efa": 16 * 8}
+
+
+def test_a_gke_queued_plan_pool_needs_a_provisioning_request():
+    [pool] = plan_pools(_plan(
+        chosen=Option(cloud="gcp", region="us-east5", accelerator="tpu-v6e", family="tpu", chips=256, hosts=64,
+                      slices=1, topology="16x16", machine_type="ct6e-standard-4t", spot=False, hourly_usd=10,
+                      hours=100, total_usd=1000, mfu=0.4, offering="gcp-v6e", chips_per_host=4, provisioning="queued"),
+        cloud="gcp", region="us-east5", zones=["us-east5-a"], family="tpu",
+        tpu=v6e_pod(), capacity=Capacity(provisioning="queued")))
+    assert pool.provisioning_request_class == "queued-provisioning.gke.io"
+    assert pool.node_labels["cloud.google.com/gke-flex-start"] == "true"
 
 
 def test_an_eks_spot_pool_with_alternates_does_not_pin_the_instance_type():

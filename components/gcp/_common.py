@@ -25,6 +25,8 @@ _REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
 # Pulumi auto-names append "-" and seven random characters.
 AUTONAME_SUFFIX = 8
+# Flex-start VMs (also behind queued provisioning) run for up to seven days (GKE flex-start docs).
+FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
 
 
 class GcpArgsError(ComponentArgsError):
@@ -145,20 +147,28 @@ def node_pool_capacity_args(mode: CapacityMode) -> dict[str, Any]:
     elif mode.scales_from_zero:
         # Dynamic Workload Scheduler capacity must not be taken from reservations.
         fields["reservation_affinity"] = {"consume_reservation_type": "NO_RESERVATION"}
-    if mode.provisioning == "flex-start":
+    if mode.scales_from_zero:
+        # GKE's queued provisioning runs on flex-start VMs: a queued pool needs both
+        # --flex-start and --enable-queued-provisioning (GKE "flex-start with queued provisioning").
         fields["flex_start"] = True
     return fields
 
 
-def max_run_duration_args(component: str, max_run_duration: str | None) -> dict[str, Any]:
+def max_run_duration_args(component: str, max_run_duration: str | None,
+                          mode: CapacityMode | None = None) -> dict[str, Any]:
     """node_config.max_run_duration: GKE deletes each node this long after it started.
 
     A TTL stack's second line of defence: if the reaper never runs, the accelerators still stop.
+    Flex-start VMs (flex-start and queued pools) live at most seven days, so a longer bound is refused.
     """
     if max_run_duration is None:
         return {}
     if not re.fullmatch(r"[1-9][0-9]*s", max_run_duration):
         raise GcpArgsError(component, "max_run_duration", max_run_duration, "whole seconds ending in 's', e.g. '43200s'")
+    if mode is not None and mode.scales_from_zero and int(max_run_duration[:-1]) > FLEX_START_MAX_RUN_SECONDS:
+        raise GcpArgsError(component, "max_run_duration", max_run_duration,
+                           f"{mode.provisioning} capacity runs on flex-start VMs, which last at most seven days "
+                           f"('{FLEX_START_MAX_RUN_SECONDS}s')")
     return {"max_run_duration": max_run_duration}
 
 

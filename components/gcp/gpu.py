@@ -167,7 +167,7 @@ class GpuNodePool(pulumi.ComponentResource):
                                "GPUDirect networks need a cluster with multi-networking and Dataplane V2; "
                                "build it with GkeClusterArgs(multi_networking=True) and pass GkeCluster.ref")
         mode = resolve_capacity(component, args.capacity)
-        max_run_duration_args(component, args.max_run_duration)  # validate before registering
+        max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
         super().__init__("accel:gcp:GpuNodePool", name, None, opts)
 
         pool = args.pool
@@ -189,7 +189,7 @@ class GpuNodePool(pulumi.ComponentResource):
             }],
             "taints": [dict(GPU_TAINT)],
             **node_pool_capacity_args(mode),
-            **max_run_duration_args("GpuNodePool", args.max_run_duration),
+            **max_run_duration_args("GpuNodePool", args.max_run_duration, mode),
             "image_type": "COS_CONTAINERD",
             "disk_type": args.disk_type or machine.boot_disk_type,
             "disk_size_gb": args.disk_size_gb,

@@ -13,7 +13,9 @@ capacity, so all slices arrive together.
 
 Arguments are checked against GKE's rules (topology valid for the generation, machine type
 and node count that topology implies, one zone, spot never with flex-start or queued
-provisioning) before anything is registered.
+provisioning, no flex-start or queued provisioning for TPU v4, flex-start nodes bounded to
+seven days) before anything is registered. Queued pools also set `flex_start`: GKE's queued
+provisioning runs on flex-start VMs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from policies.plan import Capacity, TpuPool
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 MAX_SLICES = 64
+# GKE flex-start, which queued provisioning also runs on, supports neither TPU v3 nor v4 (GKE flex-start docs).
+NO_FLEX_START_GENERATIONS = ("v4",)
 
 
 def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
@@ -90,13 +94,17 @@ class TpuSlice(pulumi.ComponentResource):
         component = "TpuSlice"
         pool = args.pool
         check_name(component, name, longest_suffix=f"-s{pool.slices - 1}", limit=GKE_NAME_LIMIT)
-        check_tpu_pool(component, pool)
+        gen = check_tpu_pool(component, pool)
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
         mode = resolve_capacity(component, args.capacity)
+        if mode.scales_from_zero and gen.name in NO_FLEX_START_GENERATIONS:
+            raise GcpArgsError(component, "capacity.provisioning", mode.provisioning,
+                               f"GKE flex-start (also behind queued provisioning) does not support TPU {gen.name}; "
+                               "use on-demand, spot or a reservation, or TPU v5e, v5p or v6e")
         if args.disk_size_gb is not None and args.disk_size_gb < 10:
             raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
-        max_run_duration_args(component, args.max_run_duration)  # validate before registering
+        max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
         super().__init__("accel:gcp:TpuSlice", name, None, opts)
 
         if ref.auto_upgrade and not ref.upgrades_paused:
@@ -129,7 +137,7 @@ class TpuSlice(pulumi.ComponentResource):
         node_config: dict = {
             "machine_type": pool.machine_type,
             **node_pool_capacity_args(mode),
-            **max_run_duration_args("TpuSlice", args.max_run_duration),
+            **max_run_duration_args("TpuSlice", args.max_run_duration, mode),
             "image_type": "COS_CONTAINERD",
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "workload_metadata_config": {"mode": "GKE_METADATA"},

@@ -6,6 +6,11 @@ the pinned charts of charts.yaml, then declares the Kueue objects that turn the 
 into admission quota: one ResourceFlavor per accelerator pool (node labels + tolerations), a
 ClusterQueue whose quota is exactly the provisioned chips, and a LocalQueue in the workload
 namespace, plus PriorityClasses and the ServiceAccount bound to the cloud identity.
+
+Pools whose nodes come only through ProvisioningRequests (GKE queued provisioning) get a Kueue
+ProvisioningRequestConfig and AdmissionCheck, so Kueue asks GKE for the whole slice before it
+admits a workload. Pools with EFA get the AWS EFA device plugin, and their EFA interfaces become
+quota too: Kueue admits only workloads whose every requested resource the ClusterQueue covers.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ TPU_RESOURCE = "google.com/tpu"
 GPU_RESOURCE = "nvidia.com/gpu"
 ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
 GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+# The AWS EFA device plugin advertises each node's EFA interfaces under this extended resource.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# Kueue's built-in admission check controller for ProvisioningRequests (Kueue "Provisioning Request" docs).
+PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 # PriorityClass values: training above the default 0, preemptible experiments below it.
 PRIORITY_LEVELS: dict[str, tuple[int, str]] = {
@@ -37,6 +46,7 @@ PRIORITY_LEVELS: dict[str, tuple[int, str]] = {
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class AcceleratorStackError(ComponentArgsError):
@@ -88,6 +98,13 @@ class AcceleratorPool(BaseModel):
     node_labels: dict[str, str] = Field(default_factory=dict, description="Labels every node of the pool carries")
     tolerations: tuple[Toleration, ...] = ()
     accelerator: str | None = Field(None, description="Catalog accelerator id, for labels and reports")
+    extra_resources: dict[str, int] = Field(
+        default_factory=dict,
+        description="Other extended resources the pool's pods request, with the amount the pool provides "
+                    "(e.g. vpc.amazonaws.com/efa: interfaces per node x nodes)")
+    provisioning_request_class: str | None = Field(
+        None, description="The pool's nodes come only through ProvisioningRequests of this class "
+                          "(GKE queued provisioning: queued-provisioning.gke.io)")
 
     @field_validator("name")
     @classmethod
@@ -103,6 +120,25 @@ class AcceleratorPool(BaseModel):
             if not _LABEL_VALUE.match(value):
                 raise ValueError(f"node label {key}={value!r}: values are at most 63 letters, digits, '-', '_', '.'")
         return labels
+
+    @field_validator("extra_resources")
+    @classmethod
+    def _extra_resources_are_extended_resources(cls, resources: dict[str, int]) -> dict[str, int]:
+        for key, amount in resources.items():
+            if "/" not in key or not _LABEL_KEY.match(key):
+                raise ValueError(f"extra resource {key!r} is not an extended resource name like vpc.amazonaws.com/efa")
+            if key in ACCELERATOR_RESOURCES:
+                raise ValueError(f"extra resource {key!r}: chips are the pool's `resource` and `chips`")
+            if amount < 0:
+                raise ValueError(f"extra resource {key}: {amount} cannot be negative")
+        return resources
+
+    @field_validator("provisioning_request_class")
+    @classmethod
+    def _class_is_a_dns_subdomain(cls, value: str | None) -> str | None:
+        if value is not None and not _DNS_SUBDOMAIN.match(value):
+            raise ValueError(f"provisioning_request_class {value!r} is not a class name like queued-provisioning.gke.io")
+        return value
 
     @model_validator(mode="after")
     def _tpu_pools_name_their_accelerator(self) -> "AcceleratorPool":
@@ -149,6 +185,8 @@ class AcceleratorStackArgs:
     install_device_plugin: bool = False
     # GPU Operator: for GPU nodes without drivers (bare on-prem); it brings its own device plugin.
     install_gpu_operator: bool = False
+    # AWS EFA device plugin: pods get EFA interfaces only through it. None = when a pool has EFA.
+    install_efa_device_plugin: bool | None = None
     # Clusters that already run Kueue / JobSet (a managed add-on, a shared cluster) skip the release.
     install_kueue: bool = True
     install_jobset: bool = True
@@ -182,6 +220,23 @@ class AcceleratorStackArgs:
                 raise AcceleratorStackError(f"{flag}: true, but no pool provides {GPU_RESOURCE}")
         if self.identity is not None and not isinstance(self.identity, CloudIdentity):
             raise AcceleratorStackError(f"identity: expected a CloudIdentity, got {type(self.identity).__name__}")
+        has_efa = any(EFA_RESOURCE in pool.extra_resources for pool in self.pools)
+        if self.install_efa_device_plugin and not has_efa:
+            raise AcceleratorStackError(f"install_efa_device_plugin: true, but no pool provides {EFA_RESOURCE}")
+        if self.efa_device_plugin_wanted and self.charts.aws_efa_device_plugin is None:
+            raise AcceleratorStackError(
+                f"charts: a pool provides {EFA_RESOURCE} but no aws-efa-k8s-device-plugin chart is pinned; "
+                "pin it in charts.yaml or set install_efa_device_plugin: false")
+
+    @property
+    def efa_device_plugin_wanted(self) -> bool:
+        if self.install_efa_device_plugin is not None:
+            return self.install_efa_device_plugin
+        return any(EFA_RESOURCE in pool.extra_resources for pool in self.pools)
+
+    def admission_check_name(self, provisioning_class: str) -> str:
+        """queued-provisioning.gke.io -> <namespace>-queued-provisioning (cluster-scoped, so namespaced by name)."""
+        return f"{self.namespace}-{provisioning_class.split('.', 1)[0]}"
 
     @property
     def cluster_queue(self) -> str:
@@ -225,6 +280,12 @@ class AcceleratorStack(pulumi.ComponentResource):
         if args.install_device_plugin:
             self.releases["nvidia-device-plugin"] = self._release(
                 "nvidia-device-plugin", args.charts.nvidia_device_plugin, values=self._device_plugin_values())
+        if args.efa_device_plugin_wanted:
+            assert args.charts.aws_efa_device_plugin is not None  # validate() guarantees it
+            self.releases["aws-efa-k8s-device-plugin"] = self._release(
+                "aws-efa-k8s-device-plugin", args.charts.aws_efa_device_plugin,
+                values={"tolerations": self._addon_tolerations(
+                    [p for p in args.pools if EFA_RESOURCE in p.extra_resources])})
         if args.install_jobset:
             self.releases["jobset"] = self._release("jobset", args.charts.jobset)
         if args.install_kueue:
@@ -276,13 +337,15 @@ class AcceleratorStack(pulumi.ComponentResource):
             )
             for pool in args.pools
         ]
+        self.admission_checks = self._provisioning_admission_checks(kueue_ready)
         self.cluster_queue = k8s.apiextensions.CustomResource(
             f"{name}-cluster-queue",
             api_version=api_version,
             kind="ClusterQueue",
             metadata={"name": args.cluster_queue, "labels": self._labels},
             spec=self._cluster_queue_spec(),
-            opts=pulumi.ResourceOptions.merge(kueue_ready, pulumi.ResourceOptions(depends_on=self.flavors)),
+            opts=pulumi.ResourceOptions.merge(
+                kueue_ready, pulumi.ResourceOptions(depends_on=[*self.flavors, *self.admission_checks])),
         )
         self.local_queue = k8s.apiextensions.CustomResource(
             f"{name}-local-queue",
@@ -329,14 +392,19 @@ class AcceleratorStack(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
         )
 
-    def _device_plugin_values(self) -> dict[str, Any]:
-        gpu_pools = [p for p in self._args.pools if p.resource == GPU_RESOURCE]
+    @staticmethod
+    def _addon_tolerations(pools: Sequence[AcceleratorPool]) -> list[dict[str, str]]:
+        """A node daemon must tolerate the taints of the pools it serves (e.g. nvidia.com/gpu)."""
         tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
-        for pool in gpu_pools:
+        for pool in pools:
             for toleration in pool.tolerations:
                 if toleration.to_kubernetes() not in tolerations:
                     tolerations.append(toleration.to_kubernetes())
-        values: dict[str, Any] = {"tolerations": tolerations}
+        return tolerations
+
+    def _device_plugin_values(self) -> dict[str, Any]:
+        gpu_pools = [p for p in self._args.pools if p.resource == GPU_RESOURCE]
+        values: dict[str, Any] = {"tolerations": self._addon_tolerations(gpu_pools)}
         # The chart's default affinity wants Node Feature Discovery labels, which plain EKS and
         # on-prem nodes lack; pin the daemonset to the GPU pools' own labels when all have some.
         if gpu_pools and all(p.node_labels for p in gpu_pools):
@@ -354,21 +422,66 @@ class AcceleratorStack(pulumi.ComponentResource):
             spec["tolerations"] = [t.to_kubernetes() for t in pool.tolerations]
         return spec
 
+    def _provisioning_admission_checks(self, kueue_ready: pulumi.ResourceOptions) -> list[Any]:
+        """One ProvisioningRequestConfig + AdmissionCheck per provisioning class the pools need.
+
+        A GKE queued-provisioning pool scales up only for ProvisioningRequests; without this
+        check Kueue would admit workloads whose pods then wait for nodes that never come.
+        """
+        k8s, args, name = self._k8s, self._args, self._name
+        api_version = args.charts.kueue_api_version
+        checks = []
+        for provisioning_class in sorted({p.provisioning_request_class for p in args.pools
+                                          if p.provisioning_request_class}):
+            check_name = args.admission_check_name(provisioning_class)
+            managed = sorted({p.resource for p in args.pools if p.provisioning_request_class == provisioning_class})
+            config = k8s.apiextensions.CustomResource(
+                f"{name}-{check_name}-config",
+                api_version=api_version,
+                kind="ProvisioningRequestConfig",
+                metadata={"name": check_name, "labels": self._labels},
+                spec={"provisioningClassName": provisioning_class, "managedResources": managed},
+                opts=kueue_ready,
+            )
+            checks.append(k8s.apiextensions.CustomResource(
+                f"{name}-{check_name}-check",
+                api_version=api_version,
+                kind="AdmissionCheck",
+                metadata={"name": check_name, "labels": self._labels},
+                spec={"controllerName": PROVISIONING_REQUEST_CONTROLLER,
+                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                                     "name": check_name}},
+                opts=pulumi.ResourceOptions.merge(kueue_ready, pulumi.ResourceOptions(depends_on=[config])),
+            ))
+        return checks
+
     def _cluster_queue_spec(self) -> dict[str, Any]:
         args = self._args
         accelerator_resources = [r for r in ACCELERATOR_RESOURCES if any(p.resource == r for p in args.pools)]
+        extra_resources = sorted({r for p in args.pools for r in p.extra_resources})
         # One resource group: Kueue lets a resource appear in only one group, and cpu/memory are
-        # requested by every pod, so all flavors share a group; each flavor holds only its own chips.
+        # requested by every pod, so all flavors share a group; each flavor holds only its own chips
+        # (and its own EFA interfaces), and lists every covered resource in the same order.
         flavors = []
         for pool in args.pools:
             resources = [{"name": "cpu", "nominalQuota": args.cpu_quota},
                          {"name": "memory", "nominalQuota": args.memory_quota}]
             resources += [{"name": r, "nominalQuota": pool.chips if r == pool.resource else 0}
                           for r in accelerator_resources]
+            resources += [{"name": r, "nominalQuota": pool.extra_resources.get(r, 0)} for r in extra_resources]
             flavors.append({"name": args.flavor_name(pool), "resources": resources})
-        return {
+        spec: dict[str, Any] = {
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},
             "queueingStrategy": "BestEffortFIFO",
             "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
-            "resourceGroups": [{"coveredResources": ["cpu", "memory", *accelerator_resources], "flavors": flavors}],
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", *accelerator_resources, *extra_resources],
+                                "flavors": flavors}],
         }
+        gated = sorted({p.provisioning_request_class for p in args.pools if p.provisioning_request_class})
+        if gated:
+            # Per flavor: only the queued pools wait for a ProvisioningRequest.
+            spec["admissionChecksStrategy"] = {"admissionChecks": [
+                {"name": args.admission_check_name(c),
+                 "onFlavors": [args.flavor_name(p) for p in args.pools if p.provisioning_request_class == c]}
+                for c in gated]}
+        return spec

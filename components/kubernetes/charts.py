@@ -38,6 +38,8 @@ class ChartPins(BaseModel):
     jobset: ChartPin
     nvidia_device_plugin: ChartPin = Field(alias="nvidia-device-plugin")
     gpu_operator: ChartPin = Field(alias="gpu-operator")
+    # Optional so an older pin file still loads; a stack with EFA pools needs it.
+    aws_efa_device_plugin: ChartPin | None = Field(None, alias="aws-efa-k8s-device-plugin")
 
     @property
     def kueue_api_version(self) -> str:

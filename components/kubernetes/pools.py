@@ -1,8 +1,10 @@
 """Accelerator pools for the Kubernetes layer: from a Plan's node pools, or from an existing cluster's inventory.
 
 The node labels here are the ones the platforms put on nodes themselves (GKE TPU/GPU labels,
-the kubelet's instance-type label, EKS's capacity-type label), so Kueue flavors match nodes
-without anyone labelling them by hand.
+the kubelet's instance-type label, EKS's capacity-type label, GKE's flex-start label), so Kueue
+flavors match nodes without anyone labelling them by hand. EKS sets
+`eks.amazonaws.com/capacityType` to the node group's capacity type: ON_DEMAND, SPOT or
+CAPACITY_BLOCK.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pulumi
 from pydantic import Field, model_validator
 
 from components.kubernetes.accelerator_stack import (
+    EFA_RESOURCE,
     GKE_TPU_ACCELERATOR_LABEL,
     GPU_RESOURCE,
     TPU_RESOURCE,
@@ -21,28 +24,50 @@ from components.kubernetes.accelerator_stack import (
     Toleration,
 )
 from policies import shapes
-from policies.plan import GpuPool, Plan, TpuPool
+from policies.plan import Capacity, GpuPool, Plan, TpuPool
 from policies.workload import AcceleratorId, StrictModel
 
 GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GKE_GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 GKE_SPOT_LABEL = "cloud.google.com/gke-spot"
+# Flex-start nodes (also those of queued provisioning) carry this label; the cluster autoscaler
+# may also taint them with it. Queued-provisioning nodes are tainted cloud.google.com/gke-queued.
+GKE_FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
+GKE_QUEUED_TAINT = "cloud.google.com/gke-queued"
+GKE_QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 EKS_CAPACITY_TYPE_LABEL = "eks.amazonaws.com/capacityType"
+# Capacity.provisioning -> the node group's capacity type, which EKS copies into the node label.
+EKS_CAPACITY_TYPES = {"spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"}
 
 # GKE taints TPU and GPU nodes with these keys; tolerating an absent taint is harmless.
 TPU_TOLERATION = Toleration(key=TPU_RESOURCE)
 GPU_TOLERATION = Toleration(key=GPU_RESOURCE)
 GKE_SPOT_TOLERATION = Toleration(key=GKE_SPOT_LABEL, operator="Equal", value="true")
+GKE_FLEX_START_TOLERATION = Toleration(key=GKE_FLEX_START_LABEL)
+GKE_QUEUED_TOLERATION = Toleration(key=GKE_QUEUED_TAINT)
 
 
-def gke_tpu_pool(tpu: TpuPool, *, spot: bool = False) -> AcceleratorPool:
+def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], spot: bool,
+                  provisioning: str | None) -> str | None:
+    """Add the labels and tolerations of GKE's capacity modes; returns the ProvisioningRequest class, if any."""
+    if spot or provisioning == "spot":
+        labels[GKE_SPOT_LABEL] = "true"
+        tolerations.append(GKE_SPOT_TOLERATION)
+    if provisioning in ("flex-start", "queued"):
+        labels[GKE_FLEX_START_LABEL] = "true"
+        tolerations.append(GKE_FLEX_START_TOLERATION)
+    if provisioning == "queued":
+        tolerations.append(GKE_QUEUED_TOLERATION)
+        return GKE_QUEUED_PROVISIONING_CLASS
+    return None
+
+
+def gke_tpu_pool(tpu: TpuPool, *, spot: bool = False, provisioning: str | None = None) -> AcceleratorPool:
     """All slices of a TPU plan: quota = chips per slice x slices."""
     labels = {GKE_TPU_ACCELERATOR_LABEL: tpu.gke_accelerator, GKE_TPU_TOPOLOGY_LABEL: tpu.topology}
     tolerations = [TPU_TOLERATION]
-    if spot:
-        labels[GKE_SPOT_LABEL] = "true"
-        tolerations.append(GKE_SPOT_TOLERATION)
+    provisioning_class = _gke_capacity(labels, tolerations, spot, provisioning)
     return AcceleratorPool(
         name=f"tpu-{tpu.generation}-{tpu.topology}",
         resource=TPU_RESOURCE,
@@ -50,44 +75,53 @@ def gke_tpu_pool(tpu: TpuPool, *, spot: bool = False) -> AcceleratorPool:
         node_labels=labels,
         tolerations=tuple(tolerations),
         accelerator=f"tpu-{tpu.generation}",
+        provisioning_request_class=provisioning_class,
     )
 
 
-def gke_gpu_pool(gpu: GpuPool, *, accelerator: str, spot: bool = False) -> AcceleratorPool:
+def gke_gpu_pool(gpu: GpuPool, *, accelerator: str, spot: bool = False,
+                 provisioning: str | None = None) -> AcceleratorPool:
     labels = {INSTANCE_TYPE_LABEL: gpu.machine_type}
     if gpu.guest_accelerator:
         labels[GKE_GPU_ACCELERATOR_LABEL] = gpu.guest_accelerator
     tolerations = [GPU_TOLERATION]
-    if spot:
-        labels[GKE_SPOT_LABEL] = "true"
-        tolerations.append(GKE_SPOT_TOLERATION)
+    provisioning_class = _gke_capacity(labels, tolerations, spot, provisioning)
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
-                           node_labels=labels, tolerations=tuple(tolerations), accelerator=accelerator)
+                           node_labels=labels, tolerations=tuple(tolerations), accelerator=accelerator,
+                           provisioning_request_class=provisioning_class)
 
 
 def eks_gpu_pool(gpu: GpuPool, *, accelerator: str, spot: bool = False,
-                 extra_labels: dict[str, str] | None = None) -> AcceleratorPool:
-    """An EKS GPU node group. With spot alternates the instance type varies, so it is not a label."""
+                 extra_labels: dict[str, str] | None = None, provisioning: str | None = None) -> AcceleratorPool:
+    """An EKS GPU node group. With spot alternates the instance type varies, so it is not a label.
+
+    `provisioning` (a Capacity.provisioning value) picks the capacity-type label; without it,
+    `spot` does. EFA interfaces become quota, since EFA pods request vpc.amazonaws.com/efa.
+    """
     labels: dict[str, str] = {}
     if not gpu.alternate_machine_types:
         labels[INSTANCE_TYPE_LABEL] = gpu.machine_type
-    labels[EKS_CAPACITY_TYPE_LABEL] = "SPOT" if spot else "ON_DEMAND"
+    capacity_type = EKS_CAPACITY_TYPES.get(provisioning or ("spot" if spot else "on-demand"), "ON_DEMAND")
+    labels[EKS_CAPACITY_TYPE_LABEL] = capacity_type
     labels.update(extra_labels or {})
+    extra_resources = {EFA_RESOURCE: gpu.efa_interfaces * gpu.nodes} if gpu.efa_interfaces else {}
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
-                           node_labels=labels, tolerations=(GPU_TOLERATION,), accelerator=accelerator)
+                           node_labels=labels, tolerations=(GPU_TOLERATION,), accelerator=accelerator,
+                           extra_resources=extra_resources)
 
 
 def plan_pools(plan: Plan) -> list[AcceleratorPool]:
     """The pools a Plan provisions on GKE or EKS."""
-    spot = plan.capacity.spot
+    capacity: Capacity = plan.capacity
+    spot, provisioning = capacity.spot, capacity.provisioning
     if plan.family == "tpu":
         assert plan.tpu is not None  # Plan's own validator guarantees it
-        return [gke_tpu_pool(plan.tpu, spot=spot)]
+        return [gke_tpu_pool(plan.tpu, spot=spot, provisioning=provisioning)]
     assert plan.gpu is not None
     if plan.cloud == "gcp":
-        return [gke_gpu_pool(plan.gpu, accelerator=plan.chosen.accelerator, spot=spot)]
+        return [gke_gpu_pool(plan.gpu, accelerator=plan.chosen.accelerator, spot=spot, provisioning=provisioning)]
     if plan.cloud == "aws":
-        return [eks_gpu_pool(plan.gpu, accelerator=plan.chosen.accelerator, spot=spot)]
+        return [eks_gpu_pool(plan.gpu, accelerator=plan.chosen.accelerator, spot=spot, provisioning=provisioning)]
     raise ValueError(f"plan.cloud: {plan.cloud!r} has no managed node pools; declare the cluster's "
                      "inventory instead (accel:cluster.inventory)")
 
