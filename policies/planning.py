@@ -33,12 +33,18 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         zones = [option.zone or region_info.zones[0]]
     else:
         multi_node_training = training and option.hosts > 1
+        replica_chips = int(choice.estimate.details.get("replica_chips", offering.chips_per_host))
+        # GPUDirect networks and EFA interfaces only pay when collectives cross nodes: a training
+        # fleet of several nodes, or a serving replica wider than one node.
+        crosses_nodes = multi_node_training or (not training and replica_chips > offering.chips_per_host)
         gpu = GpuPool(machine_type=offering.machine_type,
                       alternate_machine_types=list(offering.spot_alternates) if (option.spot and offering.cloud == "aws") else [],
                       gpus_per_node=offering.chips_per_host, nodes=option.hosts,
                       guest_accelerator=offering.guest_accelerator if offering.cloud == "gcp" else None,
-                      fabric=offering.fabric, extra_networks=offering.extra_networks,
-                      efa_interfaces=offering.efa_interfaces, local_ssd_count=offering.local_ssd_count,
+                      fabric=offering.fabric if crosses_nodes else "none",
+                      extra_networks=offering.extra_networks if crosses_nodes else 0,
+                      efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
+                      local_ssd_count=offering.local_ssd_count,
                       compact_placement=multi_node_training)
         # Tightly coupled training lives in one zone (placement policy / cluster placement group);
         # serving spreads over every zone that has the GPU.

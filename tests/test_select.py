@@ -245,6 +245,17 @@ def test_a_gpu_plan_carries_its_fabric(catalog, machine_type, fabric, networks, 
         assert plan.gpu.guest_accelerator is None
 
 
+@pytest.mark.parametrize("machine_type", ["a3-highgpu-8g", "a3-megagpu-8g", "p5.48xlarge"])
+def test_a_single_node_run_gets_no_inter_node_fabric(catalog, machine_type):
+    offering = next(o for o in catalog.offerings if o.machine_type == machine_type)
+    workload = spec(hardware={"accelerator": offering.accelerator, "chips": 8, "cloud": offering.cloud,
+                              "machine_type": machine_type})
+    plan = plan_from_pin(workload, catalog)
+    assert plan.gpu.nodes == 1
+    assert (plan.gpu.fabric, plan.gpu.extra_networks, plan.gpu.efa_interfaces) == ("none", 0, 0)
+    assert not plan.gpu.compact_placement
+
+
 def test_gcp_h100_plans_name_their_guest_accelerators(catalog):
     names = {o.machine_type: o.guest_accelerator for o in catalog.offerings if o.cloud == "gcp" and o.family == "gpu"}
     assert names["a3-megagpu-8g"] == "nvidia-h100-mega-80gb" and names["a3-highgpu-8g"] == "nvidia-h100-80gb"
