@@ -43,3 +43,5 @@ pulumi.export("datasetBucket", cluster.dataset_bucket)
 pulumi.export("checkpointBucket", cluster.checkpoint_bucket)
 pulumi.export("namespace", cluster.namespace)
 pulumi.export("localQueue", cluster.local_queue)
+if cluster.pod_network_annotations:
+    pulumi.export("podNetworkAnnotations", cluster.pod_network_annotations)

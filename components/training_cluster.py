@@ -3,7 +3,8 @@
 This is the only module where the clouds meet. It decides nothing: the Plan says which cloud,
 which pools and which storage; this module wires the per-cloud components together in the
 order their references require, then puts the same Kubernetes layer (device plugin, Kueue,
-JobSet, queue, identity) on whatever cluster resulted. Provider packages are imported inside
+JobSet, queue, identity, and GKE's GPUDirect network objects where the plan has a fabric) on
+whatever cluster resulted. Provider packages are imported inside
 the per-cloud builders, so a GCP stack never loads pulumi_aws and vice versa.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 import pulumi
 
 from components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
+from components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
 from components.kubernetes.pools import (
     ExistingCluster,
     device_plugin_needed,
@@ -52,8 +54,8 @@ class TrainingClusterArgs:
     def validate(self) -> None:
         cloud = self.plan.cloud
         if cloud == "gcp" and not self.gcp_project:
-            raise TrainingClusterError("gcp_project: a GCP plan needs the project to build in; set gcp:project "
-                                       "in the stack file")
+            raise TrainingClusterError("gcp:project: missing; a GCP plan needs the project to build in: set "
+                                       "gcp:project in the stack file")
         if cloud == "kubernetes" and self.existing_cluster is None:
             raise TrainingClusterError("existing_cluster: a plan on cloud 'kubernetes' runs on a cluster you "
                                        "bring; declare it under accel:cluster (kubeconfig, context, inventory)")
@@ -84,6 +86,8 @@ class _Built:
     identity: CloudIdentity | None = None
     dataset_bucket: pulumi.Input[str] | None = None
     checkpoint_bucket: pulumi.Input[str] | None = None
+    gpu_fabric: str = "none"  # GKE GPUDirect fabric of the GPU pool; its NICs need GKE networks
+    gke_networks: Sequence[GkeNetworkAttachment] = ()
 
 
 class TrainingCluster(pulumi.ComponentResource):
@@ -113,6 +117,8 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_gpu_operator=bool(existing and existing.gpu_setup == "gpu-operator" and existing.has_gpus),
                 install_kueue=existing.install_kueue if existing else True,
                 install_jobset=existing.install_jobset if existing else True,
+                gpu_fabric=built.gpu_fabric,
+                gke_networks=built.gke_networks,
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=built.provider),
         )
@@ -122,6 +128,9 @@ class TrainingCluster(pulumi.ComponentResource):
         self.checkpoint_bucket = built.checkpoint_bucket
         self.namespace = self.kubernetes.namespace
         self.local_queue = self.kubernetes.local_queue_name
+        # GKE GPUDirect plans: what training pods carry to reach the GPU NICs ({} otherwise).
+        self.gke_network_names = self.kubernetes.gke_network_names
+        self.pod_network_annotations = self.kubernetes.pod_network_annotations
         self.register_outputs({
             **facts,
             "clusterName": self.cluster_name,
@@ -129,6 +138,7 @@ class TrainingCluster(pulumi.ComponentResource):
             "checkpointBucket": self.checkpoint_bucket,
             "namespace": self.namespace,
             "localQueue": self.local_queue,
+            "podNetworkAnnotations": self.pod_network_annotations,
         })
 
 
@@ -181,6 +191,10 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     kubernetes = k8s.Provider(f"{name}-gke", kubeconfig=cluster.kubeconfig,
                               opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
+    if plan.gpu is not None:
+        # The pool's extra node networks reach pods only through GKE Network objects.
+        built.gpu_fabric = plan.gpu.fabric
+        built.gke_networks = gpudirect_attachments(plan.gpu.fabric, network.extra_networks)
     if not plan.storage.is_empty:
         storage = TrainingStorage(name, TrainingStorageArgs(
             project=project, location=plan.region, tags=tags, storage=plan.storage,

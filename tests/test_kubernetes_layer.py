@@ -21,11 +21,13 @@ from components.kubernetes import (
     inventory_pools,
     plan_pools,
 )
+from components.kubernetes import GkeNetworkAttachment, gpudirect_attachments
 from components.kubernetes.charts import load_chart_pins
 from components.tags import ResourceTags
 from policies import shapes
 from policies.plan import Capacity, CatalogRef, Estimate, GpuPool, Option, Plan, TpuPool
 from policies.workload import WorkloadSpec
+from tests.harness import rejected
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform")
 KUEUE = "kueue.x-k8s.io/v1beta1"
@@ -497,3 +499,197 @@ def test_the_existing_cluster_provider_reads_its_kubeconfig_and_context(declare,
     assert provider.type == "pulumi:providers:kubernetes"
     assert provider.inputs["kubeconfig"] == "/home/trainer/.kube/onprem"
     assert provider.inputs["context"] == "lab"
+
+
+# ---- GKE GPUDirect networks ---------------------------------------------------------------------------
+
+PARAM_SET = "kubernetes:networking.gke.io/v1:GKENetworkParamSet"
+GKE_NETWORK = "kubernetes:networking.gke.io/v1:Network"
+
+
+class NodeNetwork:
+    """What GcpNetwork.extra_networks holds: a VPC name and a subnet name."""
+
+    def __init__(self, network: str, subnetwork: str):
+        self.network, self.subnetwork = network, subnetwork
+
+
+def gke_h100_pool(machine_type: str = "a3-megagpu-8g", accelerator: str = "nvidia-h100-mega-80gb") -> AcceleratorPool:
+    return gke_gpu_pool(GpuPool(machine_type=machine_type, gpus_per_node=8, nodes=2, guest_accelerator=accelerator),
+                        accelerator="h100-80gb")
+
+
+def tcp_networks(fabric: str, count: int) -> list[GkeNetworkAttachment]:
+    return gpudirect_attachments(fabric, [NodeNetwork(f"a3-gpunet-{i}", f"a3-gpusub-{i}") for i in range(count)])
+
+
+def rdma_networks() -> list[GkeNetworkAttachment]:
+    return gpudirect_attachments("rdma", [NodeNetwork("a3u-gvnic", "a3u-gvnic-sub"),
+                                          *(NodeNetwork("a3u-rdma", f"a3u-rdma-sub-{i}") for i in range(8))])
+
+
+def gpudirect_stack(fabric: str, networks, built: list | None = None, pool: AcceleratorPool | None = None):
+    def program():
+        import pulumi_kubernetes as k8s
+
+        provider = k8s.Provider("cluster", kubeconfig="{}")
+        args = AcceleratorStackArgs(tags=TAGS, pools=[pool or gke_h100_pool()], gpu_fabric=fabric,
+                                    gke_networks=networks)
+        stack = AcceleratorStack("llama", args, opts=pulumi.ResourceOptions(provider=provider))
+        if built is not None:
+            built.append(stack)
+    return program
+
+
+def interfaces(annotations: dict[str, str]) -> list[tuple[str, str]]:
+    import json
+
+    return [(i["interfaceName"], i["network"]) for i in json.loads(annotations["networking.gke.io/interfaces"])]
+
+
+def test_an_a3_mega_stack_declares_a_param_set_per_gpu_nic_vpc(declare):
+    capture = declare(gpudirect_stack("gpudirect-tcpxo", tcp_networks("gpudirect-tcpxo", 8)))
+    param_sets = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in capture.of_type(PARAM_SET)}
+    assert param_sets == {f"vpc{i + 1}": {"vpc": f"a3-gpunet-{i}", "vpcSubnet": f"a3-gpusub-{i}",
+                                          "deviceMode": "NetDevice"} for i in range(8)}
+
+
+def test_an_a3_mega_stack_declares_a_device_network_per_param_set(declare):
+    capture = declare(gpudirect_stack("gpudirect-tcpxo", tcp_networks("gpudirect-tcpxo", 8)))
+    networks = capture.of_type(GKE_NETWORK)
+    assert sorted(n.inputs["metadata"]["name"] for n in networks) == [f"vpc{i}" for i in range(1, 9)]
+    for network in networks:
+        name = network.inputs["metadata"]["name"]
+        assert network.inputs["spec"] == {"type": "Device", "parametersRef": {
+            "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}}
+        # GKE accepts a Network only once the param set it points at exists.
+        assert capture.named(f"llama-gke-params-{name}").urn in network.dependencies
+
+
+def test_gke_network_objects_are_cluster_scoped_labelled_children_of_the_stack(declare):
+    capture = declare(gpudirect_stack("gpudirect-tcpx", tcp_networks("gpudirect-tcpx", 4)))
+    objects = capture.of_type(PARAM_SET) + capture.of_type(GKE_NETWORK)
+    assert len(objects) == 8
+    component = capture.named("llama")
+    for resource in objects:
+        assert resource.parent == component.urn
+        assert resource.inputs["metadata"]["labels"] == TAGS.kubernetes_labels()
+        assert "namespace" not in resource.inputs["metadata"]
+
+
+def test_the_pod_annotation_puts_each_gpu_nic_after_the_default_interface(declare):
+    built: list = []
+    declare(gpudirect_stack("gpudirect-tcpxo", tcp_networks("gpudirect-tcpxo", 8), built))
+    annotations = built[0].pod_network_annotations
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    assert interfaces(annotations) == [("eth0", "default")] + [(f"eth{i}", f"vpc{i}") for i in range(1, 9)]
+    assert built[0].gke_network_names == [f"vpc{i}" for i in range(1, 9)]
+
+
+def test_an_a3_ultra_stack_hands_the_gvnic_as_a_netdevice_and_each_cx7_nic_as_rdma(declare):
+    built: list = []
+    capture = declare(gpudirect_stack("rdma", rdma_networks(), built,
+                                      pool=gke_h100_pool("a3-ultragpu-8g", "nvidia-h200-141gb")))
+    param_sets = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in capture.of_type(PARAM_SET)}
+    assert param_sets["gvnic-1"] == {"vpc": "a3u-gvnic", "vpcSubnet": "a3u-gvnic-sub", "deviceMode": "NetDevice"}
+    assert {name: spec["deviceMode"] for name, spec in param_sets.items() if name != "gvnic-1"} == {
+        f"rdma-{i}": "RDMA" for i in range(8)}
+    assert {spec["vpc"] for name, spec in param_sets.items() if name != "gvnic-1"} == {"a3u-rdma"}
+    # GKE's A3 Ultra guide: gVNIC on eth1, the eight RDMA NICs on eth2..eth9.
+    assert interfaces(built[0].pod_network_annotations) == (
+        [("eth0", "default"), ("eth1", "gvnic-1")] + [(f"eth{i + 2}", f"rdma-{i}") for i in range(8)])
+
+
+def test_a_stack_without_gpudirect_declares_no_gke_networks(declare):
+    built: list = []
+    capture = declare(gpudirect_stack("none", (), built))
+    assert capture.of_type(PARAM_SET) == capture.of_type(GKE_NETWORK) == []
+    assert built[0].pod_network_annotations == {}
+    assert built[0].gke_network_names == []
+
+
+@pytest.mark.parametrize("fabric, networks, message", [
+    ("gpudirect-tcpxo", (), r"gke_networks: none given, but gpu_fabric 'gpudirect-tcpxo'"),
+    ("rdma", (), r"gke_networks: none given, but gpu_fabric 'rdma'"),
+    ("gpudirect-tcpxo", "tcpx-4", r"4 network\(s\); gpudirect-tcpxo needs exactly 8"),
+    ("gpudirect-tcpx", "sriov", r"gke_networks\[0\]\.device_mode: 'SRIOV' is not a GPUDirect device mode; "
+                                r"allowed: NetDevice, RDMA"),
+    ("gpudirect-tcpx", "rdma-mode", r"gpudirect-tcpx NICs are handed to pods as NetDevice"),
+    ("rdma", "tcpx-4", r"none in RDMA mode"),
+    ("none", "tcpx-4", r"gpu_fabric is 'none'; GKE network objects are for the GPUDirect fabrics"),
+    ("efa", "tcpx-4", r"gpu_fabric is 'efa'"),
+    ("infiniband", (), r"gpu_fabric: 'infiniband' is not a GPU fabric; allowed: none, gpudirect-tcpx"),
+    ("gpudirect-tcpx", "default-name", r"gke_networks\[0\]\.name: 'default' is the pod's primary network"),
+    ("gpudirect-tcpx", "bad-name", r"gke_networks\[0\]\.name: 'VPC_1' is not a Kubernetes name"),
+    ("gpudirect-tcpx", "repeated", r"names must be unique \(they are cluster-scoped\); repeated: vpc1"),
+    ("gpudirect-tcpx", "no-subnet", r"gke_networks\[3\]\.subnet: '': name the subnet"),
+])
+def test_bad_gke_networks_are_rejected_before_anything_registers(declare, fabric, networks, message):
+    tcpx = tcp_networks("gpudirect-tcpx", 4)
+    variants = {
+        "tcpx-4": tcpx,
+        "sriov": [GkeNetworkAttachment("vpc1", "n", "s", "SRIOV"), *tcpx[1:]],
+        "rdma-mode": [*tcpx[:3], GkeNetworkAttachment("vpc4", "n", "s", "RDMA")],
+        "default-name": [GkeNetworkAttachment("default", "n", "s"), *tcpx[1:]],
+        "bad-name": [GkeNetworkAttachment("VPC_1", "n", "s"), *tcpx[1:]],
+        "repeated": [*tcpx[:3], GkeNetworkAttachment("vpc1", "n", "s")],
+        "no-subnet": [*tcpx[:3], GkeNetworkAttachment("vpc4", "n", "")],
+    }
+    chosen = variants[networks] if isinstance(networks, str) else networks
+
+    def build():
+        AcceleratorStack("llama", AcceleratorStackArgs(tags=TAGS, pools=[gke_h100_pool()], gpu_fabric=fabric,
+                                                       gke_networks=chosen))
+    rejected(declare, build, AcceleratorStackError, message)
+
+
+def test_gpudirect_networks_without_a_gpu_pool_are_rejected(declare):
+    def build():
+        AcceleratorStack("llama", AcceleratorStackArgs(tags=TAGS, pools=[v5p_pool()], gpu_fabric="gpudirect-tcpx",
+                                                       gke_networks=tcp_networks("gpudirect-tcpx", 4)))
+    rejected(declare, build, AcceleratorStackError, "no pool provides nvidia.com/gpu")
+
+
+# ---- the GKE builder wires a plan's GPU fabric into the Kubernetes layer -------------------------------
+
+def gke_gpu_plan(gpu: GpuPool, accelerator: str = "h100-80gb") -> Plan:
+    chosen = Option(cloud="gcp", region="us-central1", accelerator=accelerator, family="gpu",
+                    chips=gpu.gpus_per_node * gpu.nodes, hosts=gpu.nodes, machine_type=gpu.machine_type, spot=False,
+                    hourly_usd=10, hours=100, total_usd=1000, mfu=0.4, offering="gcp-test", chips_per_host=8)
+    return _plan(chosen=chosen, cloud="gcp", region="us-central1", zones=["us-central1-a"], family="gpu", gpu=gpu)
+
+
+A3_MEGA_TCPXO = GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=2,
+                        guest_accelerator="nvidia-h100-mega-80gb", fabric="gpudirect-tcpxo", extra_networks=8)
+
+
+def cluster_program(plan: Plan, built: list):
+    def program():
+        from components.training_cluster import TrainingCluster, TrainingClusterArgs
+
+        built.append(TrainingCluster("a3", TrainingClusterArgs(plan=plan, tags=TAGS, gcp_project="acme-ml")))
+    return program
+
+
+def test_a_gke_a3_mega_plan_declares_gke_networks_over_its_eight_gpu_vpcs(declare):
+    built: list = []
+    capture = declare(cluster_program(gke_gpu_plan(A3_MEGA_TCPXO), built))
+    param_sets = {p.inputs["metadata"]["name"]: p for p in capture.of_type(PARAM_SET)}
+    assert sorted(param_sets) == [f"vpc{i}" for i in range(1, 9)]
+    assert {p.inputs["spec"]["deviceMode"] for p in param_sets.values()} == {"NetDevice"}
+    assert len(capture.of_type(GKE_NETWORK)) == 8
+    # VPC and subnet names are generated by GCP, so follow the references: vpcN is GPU NIC N-1's VPC and subnet.
+    for i in range(8):
+        params = param_sets[f"vpc{i + 1}"]
+        assert capture.named(f"a3-net-gpunet-{i}").urn in params.dependencies
+        assert capture.named(f"a3-net-gpusub-{i}").urn in params.dependencies
+    assert all(p.parent == capture.named("a3-k8s").urn for p in param_sets.values())
+    assert interfaces(built[0].pod_network_annotations)[1:] == [(f"eth{i}", f"vpc{i}") for i in range(1, 9)]
+
+
+def test_a_gke_gpu_plan_without_a_fabric_declares_no_gke_networks(declare):
+    built: list = []
+    single_node = GpuPool(machine_type="a3-highgpu-8g", gpus_per_node=8, nodes=1, guest_accelerator="nvidia-h100-80gb")
+    capture = declare(cluster_program(gke_gpu_plan(single_node), built))
+    assert capture.of_type(PARAM_SET) == capture.of_type(GKE_NETWORK) == []
+    assert built[0].pod_network_annotations == {}

@@ -116,6 +116,10 @@ def test_spot_dev_stack_is_labelled_with_its_ttl_and_runs_on_spot(planned):
     assert pool["nodeConfig"]["maxRunDuration"] == "43200s"  # GKE stops the nodes even if no reaper runs
     lifecycle = result.capture.outputs["lifecycle"]
     assert (lifecycle["ephemeral"], lifecycle["ttl"], lifecycle.get("expiresAt")) == (True, "12h", None)
+    # One node: no collectives cross nodes, so no GPUDirect fabric and no GKE network objects.
+    assert result.plan["gpu"]["fabric"] == "none"
+    assert inputs_of(result, "kubernetes:networking.gke.io/v1:GKENetworkParamSet") == []
+    assert inputs_of(result, "kubernetes:networking.gke.io/v1:Network") == []
 
 
 def test_destroying_an_ephemeral_stack_never_deletes_its_data(planned):
@@ -144,3 +148,14 @@ def test_existing_cluster_stack_creates_no_cloud_resources_and_queues_the_planne
     releases = {r.inputs["chart"] for r in result.capture.of_type("kubernetes:helm.sh/v3:Release")}
     assert "nvidia-device-plugin" in releases
     assert int(cluster_queue_quota(result)["nvidia.com/gpu"]) == result.plan["chosen"]["chips"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_extra_node_network_of_a_gke_gpu_pool_is_declared_to_the_cluster(planned, stack):
+    """Pods reach a GPUDirect NIC only through a GKENetworkParamSet + Network for its subnet."""
+    result = planned[stack]
+    attached = sum(len(p.get("networkConfig", {}).get("additionalNodeNetworkConfigs") or [])
+                   for p in inputs_of(result, "gcp:container/nodePool:NodePool"))
+    param_sets = inputs_of(result, "kubernetes:networking.gke.io/v1:GKENetworkParamSet")
+    networks = inputs_of(result, "kubernetes:networking.gke.io/v1:Network")
+    assert len(param_sets) == len(networks) == attached

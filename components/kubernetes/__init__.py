@@ -1,4 +1,4 @@
-"""The Kubernetes layer: device plugin / GPU Operator, Kueue, JobSet, queues and identity on any cluster."""
+"""The Kubernetes layer: device plugin / GPU Operator, Kueue, JobSet, queues, identity, GKE GPU networks."""
 
 from components.kubernetes.accelerator_stack import (
     AcceleratorPool,
@@ -7,6 +7,11 @@ from components.kubernetes.accelerator_stack import (
     AcceleratorStackError,
     CloudIdentity,
     Toleration,
+)
+from components.kubernetes.gke_networks import (
+    GkeNetworkAttachment,
+    gpudirect_attachments,
+    pod_network_annotations,
 )
 from components.kubernetes.pools import (
     ExistingCluster,
@@ -24,4 +29,5 @@ __all__ = [
     "AcceleratorPool", "AcceleratorStack", "AcceleratorStackArgs", "AcceleratorStackError", "CloudIdentity",
     "Toleration", "ExistingCluster", "InventoryEntry", "device_plugin_needed", "eks_gpu_pool",
     "existing_cluster_provider", "gke_gpu_pool", "gke_tpu_pool", "inventory_pools", "plan_pools",
+    "GkeNetworkAttachment", "gpudirect_attachments", "pod_network_annotations",
 ]

@@ -11,6 +11,10 @@ Pools whose nodes come only through ProvisioningRequests (GKE queued provisionin
 ProvisioningRequestConfig and AdmissionCheck, so Kueue asks GKE for the whole slice before it
 admits a workload. Pools with EFA get the AWS EFA device plugin, and their EFA interfaces become
 quota too: Kueue admits only workloads whose every requested resource the ClusterQueue covers.
+
+GKE GPUDirect pools (A3 High/Mega TCPX/TCPXO, A3 Ultra RDMA) get one GKENetworkParamSet and one
+Network per extra node network (gke_networks.py), so pods can attach the GPU NICs; the stack
+exposes the pod annotations that do so.
 """
 
 from __future__ import annotations
@@ -24,6 +28,13 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from components.kubernetes.charts import ChartPin, ChartPins, load_chart_pins
+from components.kubernetes.gke_networks import (
+    GKE_NETWORKING_API,
+    GKE_NETWORKING_GROUP,
+    GkeNetworkAttachment,
+    check_gke_networks,
+    pod_network_annotations,
+)
 from components.errors import ComponentArgsError
 from components.tags import ResourceTags
 
@@ -195,6 +206,10 @@ class AcceleratorStackArgs:
     cpu_quota: str = "100000"
     memory_quota: str = "1000Ti"
     charts: ChartPins = field(default_factory=load_chart_pins)
+    # GKE GPUDirect: the plan's GpuPool.fabric, and one attachment per extra node network of the
+    # GPU pool (gpudirect_attachments over GcpNetwork.extra_networks). Empty for other fabrics.
+    gpu_fabric: str = "none"
+    gke_networks: Sequence[GkeNetworkAttachment] = ()
 
     def validate(self) -> None:
         _check_dns_label("namespace", self.namespace)
@@ -227,6 +242,12 @@ class AcceleratorStackArgs:
             raise AcceleratorStackError(
                 f"charts: a pool provides {EFA_RESOURCE} but no aws-efa-k8s-device-plugin chart is pinned; "
                 "pin it in charts.yaml or set install_efa_device_plugin: false")
+        try:
+            check_gke_networks(self.gpu_fabric, list(self.gke_networks))
+        except ValueError as error:
+            raise AcceleratorStackError(str(error)) from None
+        if self.gke_networks and not has_gpu:
+            raise AcceleratorStackError(f"gke_networks: GPUDirect networks given, but no pool provides {GPU_RESOURCE}")
 
     @property
     def efa_device_plugin_wanted(self) -> bool:
@@ -338,6 +359,7 @@ class AcceleratorStack(pulumi.ComponentResource):
             for pool in args.pools
         ]
         self.admission_checks = self._provisioning_admission_checks(kueue_ready)
+        self.gke_network_param_sets, self.gke_network_objects = self._gke_networks()
         self.cluster_queue = k8s.apiextensions.CustomResource(
             f"{name}-cluster-queue",
             api_version=api_version,
@@ -364,6 +386,9 @@ class AcceleratorStack(pulumi.ComponentResource):
         self.flavor_names = [args.flavor_name(pool) for pool in args.pools]
         self.priority_class_names = {level: args.priority_class_name(level) for level in PRIORITY_LEVELS}
         self.chip_quota = args.chip_quota()
+        self.gke_network_names = [attachment.name for attachment in args.gke_networks]
+        # Copy into a training pod template's metadata.annotations to give it every GPU NIC.
+        self.pod_network_annotations = pod_network_annotations(args.gke_networks)
         self.register_outputs({
             "namespace": self.namespace,
             "serviceAccount": self.service_account_name,
@@ -373,6 +398,8 @@ class AcceleratorStack(pulumi.ComponentResource):
             "priorityClasses": self.priority_class_names,
             "chipQuota": self.chip_quota,
             "charts": self.chart_versions,
+            "gkeNetworks": self.gke_network_names,
+            "podNetworkAnnotations": self.pod_network_annotations,
         })
 
     def _release(self, release: str, pin: ChartPin, values: Mapping[str, Any] | None = None,
@@ -454,6 +481,35 @@ class AcceleratorStack(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(kueue_ready, pulumi.ResourceOptions(depends_on=[config])),
             ))
         return checks
+
+    def _gke_networks(self) -> tuple[list[Any], list[Any]]:
+        """Per GPUDirect node network: a GKENetworkParamSet (VPC, subnet, device mode) and a Device Network.
+
+        Both are cluster-scoped and carry the same name, the one pod annotations reference.
+        """
+        k8s, name = self._k8s, self._name
+        param_sets, networks = [], []
+        for attachment in self._args.gke_networks:
+            params = k8s.apiextensions.CustomResource(
+                f"{name}-gke-params-{attachment.name}",
+                api_version=GKE_NETWORKING_API,
+                kind="GKENetworkParamSet",
+                metadata={"name": attachment.name, "labels": self._labels},
+                spec={"vpc": attachment.vpc, "vpcSubnet": attachment.subnet, "deviceMode": attachment.device_mode},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            networks.append(k8s.apiextensions.CustomResource(
+                f"{name}-gke-network-{attachment.name}",
+                api_version=GKE_NETWORKING_API,
+                kind="Network",
+                metadata={"name": attachment.name, "labels": self._labels},
+                spec={"type": "Device",
+                      "parametersRef": {"group": GKE_NETWORKING_GROUP, "kind": "GKENetworkParamSet",
+                                        "name": attachment.name}},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[params]),
+            ))
+            param_sets.append(params)
+        return param_sets, networks
 
     def _cluster_queue_spec(self) -> dict[str, Any]:
         args = self._args
