@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.catalog.model import Accelerator, Catalog, Offering, Price
+from policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from policies.choice import OBJECTIVES
 from policies.estimate import (
     Evaluation,
@@ -86,6 +86,32 @@ class SearchContext:
     def fleet_cap(self, offering: Offering) -> int:
         return min(self.max_chips, offering.max_chips or self.max_chips)
 
+    def node_limit(self, offering: Offering) -> NodeLimit | None:
+        """The offering's most nodes per node pool when it applies to this workload (training or serving)."""
+        return node_limit(offering, self.spec.kind != "inference")
+
+
+def node_limit(offering: Offering, training: bool) -> NodeLimit | None:
+    """The offering's node-pool limit (catalog `max_nodes`) if it applies to training or serving fleets."""
+    limit = offering.max_nodes
+    return limit if limit is not None and limit.applies(training) else None
+
+
+def node_limit_words(offering: Offering, limit: NodeLimit) -> str:
+    """'GKE compact placement allows at most 150 nodes (1200 GPUs) of a3-ultragpu-8g in one pool'."""
+    unit = "hosts per slice" if offering.family == "tpu" else (
+        f"nodes ({limit.value * offering.chips_per_host} GPUs) of {offering.machine_type} in one pool")
+    return f"{limit.name} allows at most {limit.value} {unit}"
+
+
+def node_limit_violation(offering: Offering, hosts_per_pool: int, training: bool) -> str | None:
+    """Why a pool of `hosts_per_pool` nodes cannot be built on this offering, or None when it can
+    (for a hardware pin: a GPU fleet is one pool, a TPU multislice one pool per slice)."""
+    limit = node_limit(offering, training)
+    if limit is None or hosts_per_pool <= limit.value:
+        return None
+    return f"{hosts_per_pool} nodes in one pool: {node_limit_words(offering, limit)} ({limit.source})"
+
 
 def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> SearchContext:
     """The context of one search; ValueError on an unknown objective."""
@@ -98,16 +124,29 @@ def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> Sear
 
 
 def to_option(candidate: Candidate, region: str) -> Option:
-    """The candidate in one of its regions, as the OPTION of the JSON contract (rounded)."""
+    """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours)."""
     e, s, o = candidate.evaluation, candidate.size, candidate.offering
     return Option(
         cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
         chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
-        spot=candidate.spot, hourly_usd=round(e.hourly_usd, 2), hours=round(e.hours, 2) or 0.01,
+        spot=candidate.spot, hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
         total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
         offering=o.id, zone=o.regions[region].zones[0], chips_per_host=s.chips_per_host,
         provisioning="spot" if candidate.spot else o.provisioning, goodput=_fraction(e.goodput),
     )
+
+
+# total_usd is the unrounded total to the cent; hourly_usd and hours keep enough digits that
+# round(hourly_usd * hours, 2) gives it back within a cent, for a short run (0.17 h at $54.76/h) as for
+# a 90-day one ($2,765/h for 670 h): rounding either to the cent or to 0.01 h would drift by dollars.
+def _hourly(usd: float) -> float:
+    """Fleet $/h to a millionth of a dollar (catalog prices have at most six decimals per chip)."""
+    return round(usd, 6)
+
+
+def _hours(hours: float) -> float:
+    """Run hours to twelve significant digits, never zero (the contract's hours are positive)."""
+    return float(f"{hours:.12g}") or 1e-9
 
 
 def _fraction(value: float) -> float:

@@ -132,6 +132,14 @@ def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Ac
     return max(1, math.ceil(needed / usable))
 
 
+def slice_holds_training_state(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator,
+                               chips_per_slice: int) -> bool:
+    """Whether one TPU slice holds the training state. A slice shards the state over its chips; a
+    multislice runs data-parallel across slices (over the data-centre network), so every slice holds
+    the whole state on its own: the slices' HBM does not add up."""
+    return chips_per_slice >= min_chips_for_memory(spec, resolved, accelerator)
+
+
 def deadline_hours(spec: WorkloadSpec, resolved: Resolved) -> tuple[float, bool]:
     """(hours, given): the workload's deadline, or the default longest run when it sets none."""
     if spec.constraints.deadline_days is not None:
@@ -264,9 +272,8 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
                if offer is not None else f"dataset and checkpoint buckets (no managed parallel filesystem on {cloud})")
         return StoragePlan(), why
     checkpoint_gib = spec.model.parameters * storage.checkpoint_bytes_per_parameter.value / 2**30
-    wanted = max(offer.min_capacity_gib, checkpoint_gib * storage.checkpoints_kept.value)
-    steps = math.ceil(max(0.0, wanted - offer.min_capacity_gib) / offer.step_gib)
-    capacity = int(offer.min_capacity_gib + steps * offer.step_gib)
+    # A size the filesystem accepts as is, so the plan's cost and the built resource agree.
+    capacity = offer.capacity_gib(checkpoint_gib * storage.checkpoints_kept.value)
     hourly = capacity * offer.price_per_gib_month.usd / 730.0
     share = hourly / fleet_hourly_usd if fleet_hourly_usd > 0 else math.inf
     if share > storage.filesystem_max_cost_fraction.value:

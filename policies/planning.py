@@ -51,7 +51,11 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
     capacity = Capacity(spot=option.spot, provisioning=option.provisioning, reservation=offering.reservation)
     storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
-    rationale = list(choice.rationale) + [f"Storage: {storage_reason}."]
+    rationale = list(choice.rationale)
+    node_limit = choice.estimate.details.get("node_limit")
+    if node_limit:
+        rationale.append(f"Fleet size: {node_limit}.")
+    rationale.append(f"Storage: {storage_reason}.")
     return Plan(workload=spec, catalog=choice.catalog, chosen=option, cloud=option.cloud, region=option.region,
                 zones=zones, family=option.family, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
                 estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)

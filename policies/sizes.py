@@ -56,10 +56,14 @@ class TpuLadder:
 
 
 @lru_cache(maxsize=None)
-def tpu_sizes(generation: str, cap: int) -> tuple[Size, ...]:
+def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hosts: int | None = None) -> tuple[Size, ...]:
     """Every fleet size of a TPU generation up to `cap` chips, smallest first: one slice per valid
     topology (the most cubic per chip count), then, past the largest slice, identical multislices
-    of slices at least half the largest (fewest slices per total)."""
+    of slices at least half the largest (fewest slices per total).
+
+    A multislice is data-parallel across slices, so each of its slices must hold the whole training state
+    on its own: `min_slice_chips` (the chips that hold it) bounds the slices a multislice is built from.
+    `max_slice_hosts` drops slices whose node pool would hold more hosts than the offering allows."""
     gen = shapes.generation(generation)
     topologies = shapes.valid_topologies(gen.name)
 
@@ -69,12 +73,16 @@ def tpu_sizes(generation: str, cap: int) -> tuple[Size, ...]:
 
     singles: dict[int, str] = {}
     for topology in topologies:
+        if max_slice_hosts is not None and shapes.hosts_per_slice(gen.name, topology) > max_slice_hosts:
+            continue
         singles.setdefault(shapes.topology_chips(topology), topology)
+    if not singles:
+        return ()
     largest = max(singles)
     sizes = [size(t, 1) for c, t in sorted(singles.items()) if c <= cap]
     multi: dict[int, tuple[int, str]] = {}
     for chips, topology in sorted(singles.items(), reverse=True):
-        if chips * 2 < largest:   # multislice is built from pod-scale slices
+        if chips * 2 < largest or chips < min_slice_chips:   # pod-scale slices, each holding the state
             continue
         for slices in range(2, cap // chips + 1):
             total = chips * slices
@@ -82,6 +90,13 @@ def tpu_sizes(generation: str, cap: int) -> tuple[Size, ...]:
                 multi[total] = (slices, topology)
     sizes += [size(t, s) for _, (s, t) in sorted(multi.items())]
     return tuple(sizes)
+
+
+def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> int:
+    """Chips of the generation's largest single slice (within `max_slice_hosts` hosts when given)."""
+    gen = shapes.generation(generation)
+    return max((shapes.topology_chips(t) for t in shapes.valid_topologies(gen.name)
+                if max_slice_hosts is None or shapes.hosts_per_slice(gen.name, t) <= max_slice_hosts), default=0)
 
 
 def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:

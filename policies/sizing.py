@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from policies import shapes
-from policies.candidates import Candidate, SearchContext
+from policies.candidates import Candidate, SearchContext, node_limit_words
 from policies.catalog.model import Offering, Price
 from policies.estimate import Evaluation, training_memory_bytes
 from policies.explain import duration, money
-from policies.sizes import GpuLadder, Size, TpuLadder, replica_sizes, tpu_sizes
+from policies.sizes import GpuLadder, Size, TpuLadder, largest_slice_chips, replica_sizes, tpu_sizes
 
 
 @dataclass
@@ -38,33 +38,57 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
     cap = ctx.fleet_cap(offering)
+    need = ctx.min_memory_chips(offering)
+    limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    # node_limited: the offering's node-pool limit, not max_chips, is what ends the ladder.
     if generation is not None:
-        ladder: GpuLadder | TpuLadder = TpuLadder(tpu_sizes(generation.name, cap))
+        ladder: GpuLadder | TpuLadder = TpuLadder(
+            tpu_sizes(generation.name, cap, need, limit.value if limit else None))
+        node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(ladder)
     else:
         max_nodes = cap // offering.chips_per_host
         if offering.training_max_nodes:
             max_nodes = min(max_nodes, offering.training_max_nodes)
+        node_limited = limit is not None and limit.value < max_nodes
+        if limit is not None:
+            max_nodes = min(max_nodes, limit.value)
         ladder = GpuLadder(offering, max_nodes)
+    limit_words = limit_detail = ""
+    if limit is not None and node_limited:
+        limit_words = node_limit_words(offering, limit)
+        limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
     capacity = "spot" if spot else "on-demand"
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{offering.chips_per_host} GPUs"))
         return
-    need = ctx.min_memory_chips(offering)
     lo, hi = ladder.first_at_least(need), len(ladder) - 1
     if lo > hi:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
         biggest = ladder[hi].chips
-        if offering.training_max_nodes and biggest < cap - offering.chips_per_host:
-            limit = (f"{offering.machine_type} is a single-node type for training "
-                     f"({biggest} chip{'s' if biggest != 1 else ''})")
+        largest_slice = (largest_slice_chips(generation.name, limit.value if limit else None)
+                         if generation is not None else 0)
+        if generation is not None and need > largest_slice:
+            if node_limited:
+                why, constraint = f"{limit_words}, and each slice of a multislice holds the whole state", "max_nodes"
+            else:
+                why = (f"the largest TPU {generation.name} slice has {largest_slice} chips, and a multislice does "
+                       f"not add up: it runs data-parallel across slices, so each slice must hold the whole state")
+                constraint = "memory"
+            outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
+                                                f"{need} chips in each slice; {why}"))
+            return
+        if offering.training_max_nodes and biggest < cap - offering.chips_per_host and not node_limited:
+            why = (f"{offering.machine_type} is a single-node type for training "
+                   f"({biggest} chip{'s' if biggest != 1 else ''})")
             constraint = "memory"
+        elif node_limited:
+            why, constraint = limit_words, "max_nodes"
         else:
-            limit = f"max_chips allows {biggest}"
-            constraint = "max_chips"
+            why, constraint = f"max_chips allows {biggest}", "max_chips"
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
-                                            f"{need} chips; {limit}"))
+                                            f"{need} chips; {why}"))
         return
     chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
     cache: dict[int, tuple[float, float]] = {}
@@ -101,6 +125,8 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips}
         if spot:
             detail["spot_time_lost"] = round(hosts_loss, 4)
+        if limit_detail and generation is None and i == hi:
+            detail["node_limit"] = limit_detail
         evaluation = Evaluation(hours=h, hourly_usd=s.chips * chip_usd + s.hosts * host_usd, total_usd=total,
                                 mfu=model.mfu(s.chips, s.slices),
                                 goodput=model.goodput * max(model.productivity(s.hosts), 1e-6), detail=detail)
@@ -123,8 +149,9 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             score, _, i = min(scored)
             outcome.near.append((score, candidate(i), ""))
 
+    larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
     best = _pick_training_size(ctx, outcome, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
-                               deadline_words, capacity)
+                               deadline_words, capacity, larger)
     if best is None:
         keep_closest()
         return
@@ -146,8 +173,11 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
 
 def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
-                        deadline: float, budget: float | None, deadline_words: str, capacity: str) -> int | None:
-    """The ladder index the objective picks, or None after recording why nothing fits."""
+                        deadline: float, budget: float | None, deadline_words: str, capacity: str,
+                        larger: str = "") -> int | None:
+    """The ladder index the objective picks, or None after recording why nothing fits. `larger` says why the
+    ladder stops where it does (a node-pool limit); it is added when the top of the ladder was the best hope."""
+    top = len(ladder) - 1
     if within_budget < lo:
         outcome.reasons.append(("budget", f"{capacity}: the smallest fleet that holds the model ({ladder[lo].chips} "
                                           f"chips) costs {money(cost(lo))}, over the {money(budget or 0)} budget"))
@@ -157,12 +187,14 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
         if hours(best) > deadline:
             what = "the fastest fleet within budget" if within_budget < fastest else "the fastest fleet"
             outcome.reasons.append(("deadline", f"{capacity}: {what} ({ladder[best].chips} chips) takes "
-                                                f"{duration(hours(best))}, past {deadline_words}"))
+                                                f"{duration(hours(best))}, past {deadline_words}"
+                                                + (larger if best == top else "")))
             return None
     else:
         if hours(fastest) > deadline:
             outcome.reasons.append(("deadline", f"{capacity}: even the fastest fleet ({ladder[fastest].chips} chips) "
-                                                f"takes {duration(hours(fastest))}, past {deadline_words}"))
+                                                f"takes {duration(hours(fastest))}, past {deadline_words}"
+                                                + (larger if fastest == top else "")))
             return None
         best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
         if best > within_budget:
@@ -181,6 +213,7 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
     accelerator = ctx.accelerator(offering)
     resolved = ctx.resolved
     cap = ctx.fleet_cap(offering)
+    limit = ctx.node_limit(offering)
     capacity = "spot" if spot else "on-demand"
     headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
     target = spec.inference.tokens_per_second
@@ -214,11 +247,20 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
         cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host)
         over_cap = fleet.chips > cap
         over_budget = ctx.budget is not None and evaluation.total_usd > ctx.budget
+        # A GPU serving fleet is one node pool; a TPU replica is one slice, its own pool.
+        pool_nodes = fleet.hosts if size.topology is None else size.hosts
+        over_nodes = limit is not None and pool_nodes > limit.value
         overshoot = (math.log(max(1.0, fleet.chips / cap))
+                     + (math.log(max(1.0, pool_nodes / limit.value)) if limit is not None else 0.0)
                      + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0))
         outcome.near.append((overshoot, cand, ""))
         if over_cap:
             why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {fleet.chips} chips > max {cap}")
+            continue
+        if over_nodes:
+            assert limit is not None
+            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {pool_nodes} nodes in one pool, "
+                           f"over the node limit: {node_limit_words(offering, limit)}")
             continue
         if over_budget:
             why_not.append(f"{size.chips}-chip replicas: {money(evaluation.total_usd)} over the "
@@ -242,6 +284,7 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
     why_not = [w for w in why_not if not w.endswith("weights do not fit")]
     constraint = ("budget" if any("budget" in w for w in why_not) else
                   "max_chips" if any("> max" in w for w in why_not) else
+                  "max_nodes" if any("over the node limit" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
     outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])))
 

@@ -242,3 +242,62 @@ def test_the_overlay_example_in_the_catalog_readme_loads(tmp_path):
     assert mine.offering("gcp-tpu-v5p").prices("us-east5", True) is None
     assert mine.offering("acme-v5p-reservation").provisioning == "reservation"
     assert mine.defaults.preemptions_per_host_day["gcp"].value == 0.03
+
+
+# ----------------------------------------------------------------------------- node-pool limits and filesystem sizes
+
+def test_gke_gpu_offerings_carry_the_compact_placement_limit_the_gpu_pool_enforces(catalog):
+    from components.gcp.gpu import COMPACT_PLACEMENT_MAX_NODES
+
+    for offering in (o for o in catalog.offerings if o.cloud == "gcp" and o.family == "gpu"):
+        limit = offering.max_nodes
+        assert limit is not None, offering.id
+        assert (limit.value, limit.applies_to) == (COMPACT_PLACEMENT_MAX_NODES, "training"), offering.id
+        assert "compact placement" in limit.source.lower()
+
+
+def test_eks_offerings_carry_the_nodes_per_managed_node_group_quota(catalog):
+    for offering in (o for o in catalog.offerings if o.cloud == "aws"):
+        limit = offering.max_nodes
+        assert limit is not None, offering.id
+        assert (limit.value, limit.applies_to) == (450, "all"), offering.id
+        assert "Nodes per managed node group" in limit.source
+
+
+def test_a_raised_node_group_quota_is_an_overlay_away(tmp_path):
+    path = overlay(tmp_path, """
+        offerings:
+          - id: acme-p5en
+            like: aws-p5en.48xlarge
+            max_nodes: {value: 1200, name: raised EKS quota, source: "our quota increase, case 1234"}
+    """)
+    mine = load_catalog(path).offering("acme-p5en")
+    assert (mine.max_nodes.value, mine.max_nodes.applies_to) == (1200, "all")
+
+
+def test_a_node_limit_without_a_source_is_rejected(tmp_path):
+    path = overlay(tmp_path, """
+        offerings:
+          - {id: acme-p5en, like: aws-p5en.48xlarge, max_nodes: {value: 600, name: quota}}
+    """)
+    with pytest.raises(CatalogError, match=r"offerings.acme-p5en.max_nodes.source: Field required"):
+        load_catalog(path)
+
+
+def test_filesystem_sizes_are_the_minimum_then_multiples_of_the_step(catalog):
+    fsx = catalog.defaults.storage.filesystems["aws"]
+    assert [fsx.capacity_gib(w) for w in (1, 1200, 1201, 2400, 2401, 3600, 4801)] == [
+        1200, 1200, 2400, 2400, 4800, 4800, 7200]
+    lustre = catalog.defaults.storage.filesystems["gcp"]
+    assert [lustre.capacity_gib(w) for w in (1, 18000, 18001, 27001)] == [18000, 18000, 27000, 36000]
+
+
+def test_a_filesystem_minimum_off_its_step_is_rejected(tmp_path):
+    path = overlay(tmp_path, """
+        assumptions:
+          storage:
+            filesystems:
+              aws: {min_capacity_gib: 3000}
+    """)
+    with pytest.raises(CatalogError, match="not a multiple"):
+        load_catalog(path)

@@ -194,3 +194,40 @@ def test_a_filesystem_that_would_dominate_the_bill_is_not_added(catalog):
 def test_serving_has_no_checkpoint_storage(catalog):
     storage, _ = filesystem_plan(serving(), "gcp", 8, 100.0, catalog.defaults)
     assert storage.filesystem == "none" and not storage.checkpoint_bucket
+
+
+# ----------------------------------------------------------------------------- filesystem sizes the components build
+
+def _storage_for(catalog, cloud, parameters):
+    """The filesystem a large multi-host run gets (a fleet dear enough that the filesystem is always added)."""
+    storage, _ = filesystem_plan(training(parameters=parameters), cloud, 512, 1e7, catalog.defaults)
+    assert storage.filesystem != "none"
+    return storage
+
+
+@given(parameters=st.floats(1e9, 5e12))
+def test_the_planned_fsx_size_is_exactly_what_the_aws_component_builds(parameters):
+    from components.aws.storage import fsx_capacity_gib
+
+    catalog = load_catalog()
+    storage = _storage_for(catalog, "aws", parameters)
+    capacity = storage.filesystem_capacity_gib
+    assert fsx_capacity_gib(capacity) == capacity
+    kept = catalog.defaults.storage.checkpoints_kept.value
+    assert capacity >= parameters * catalog.defaults.storage.checkpoint_bytes_per_parameter.value * kept / 2**30
+
+
+@given(parameters=st.floats(1e9, 5e12))
+def test_the_planned_managed_lustre_size_is_one_the_gcp_component_accepts(parameters):
+    from components.gcp.storage import TrainingStorageArgs, validate
+    from components.tags import ResourceTags
+
+    storage = _storage_for(load_catalog(), "gcp", parameters)
+    args = TrainingStorageArgs(project="acme", location="us-central1", zone="us-central1-a", network_name="net",
+                               tags=ResourceTags(workload="w", stack="s"), storage=storage)
+    validate("train", args)   # raises GcpArgsError on a size Managed Lustre does not take at the built tier
+
+
+def test_the_70b_fsx_plan_is_a_persistent_2_size_not_min_plus_steps(catalog):
+    storage = _storage_for(catalog, "aws", 70e9)
+    assert storage.filesystem_capacity_gib == 4800   # 2,738 GiB of checkpoints: 1200, 2400, then x2400

@@ -437,3 +437,151 @@ def test_any_valid_spec_gets_a_choice_or_nothing_feasible_never_a_crash(data, ob
     plan = make_plan(workload, choice, catalog)
     assert Plan.model_validate(plan.model_dump(mode="json")) == plan
     assume(True)
+
+
+# ----------------------------------------------------------------------------- fleet limits the components enforce
+
+def pretrain_70b(clouds, days, framework="pytorch"):
+    return spec(model={"parameters": "70B"}, training={"tokens": "2T", "framework": framework},
+                constraints={"clouds": clouds, "deadline_days": days, "spot": "never"})
+
+
+def node_limit(catalog, option, training=True):
+    limit = catalog.offering(option.offering).max_nodes
+    return limit.value if limit is not None and (training or limit.applies_to == "all") else None
+
+
+def test_a_gke_gpu_training_pool_never_exceeds_the_compact_placement_limit(catalog):
+    choice = choose(pretrain_70b(["gcp"], 30), catalog)
+    gcp_gpus = [o for o in choice.options if o.cloud == "gcp" and o.family == "gpu"]
+    assert gcp_gpus and all(o.hosts <= 150 for o in gcp_gpus)
+    assert all(o.hosts <= node_limit(catalog, o) for o in gcp_gpus)
+
+
+def test_a_deadline_only_a_larger_gke_pool_could_meet_says_why_larger_pools_were_not_considered(catalog):
+    with pytest.raises(NoFeasibleOption) as error:
+        choose(pretrain_70b(["gcp"], 10), catalog)
+    reasons = {r["offering"]: " ".join(r["reasons"]) for r in error.value.rejected}
+    assert "at most 150 nodes" in reasons["gcp-a3-ultragpu-8g"]
+    assert "compact placement" in reasons["gcp-a3-ultragpu-8g"].lower()
+    assert error.value.closest is None or error.value.closest.hosts <= 150
+
+
+def test_an_eks_managed_node_group_never_exceeds_the_nodes_per_group_quota(catalog):
+    for days in (5, 10):
+        try:
+            choice = choose(pretrain_70b(["aws"], days), catalog)
+        except NoFeasibleOption as error:
+            reasons = " ".join(" ".join(r["reasons"]) for r in error.rejected)
+            assert "larger fleets were not considered" in reasons and "at most 450 nodes" in reasons
+            assert error.closest is None or error.closest.hosts <= 450
+            continue
+        assert all(o.hosts <= 450 for o in choice.options)
+        assert all(o.hosts <= node_limit(catalog, o) for o in choice.options)
+
+
+def test_a_serving_fleet_on_eks_stays_within_one_node_group(catalog):
+    workload = workload_from_mapping({
+        "name": "s", "kind": "inference", "model": {"parameters": "8B"},
+        "inference": {"tokens_per_second": 2e6, "p99_latency_ms": 200},
+        "constraints": {"clouds": ["aws"], "spot": "never", "accelerators": ["l4"]}}, "s.yaml")
+    try:
+        options = choose(workload, catalog).options
+    except NoFeasibleOption as error:
+        assert "at most 450 nodes" in " ".join(" ".join(r["reasons"]) for r in error.rejected)
+        return
+    assert all(o.hosts <= 450 for o in options)
+
+
+# ----------------------------------------------------------------------------- TPU multislice memory
+
+def test_each_tpu_slice_of_a_multislice_holds_the_whole_training_state(catalog):
+    workload = spec(model={"parameters": "1.5T"}, training={"tokens": "100B", "framework": "jax"},
+                    constraints={"clouds": ["gcp"], "deadline_days": 10})
+    resolved = resolve(workload, catalog.defaults)
+    try:
+        choice = choose(workload, catalog)
+    except NoFeasibleOption as error:
+        options = []
+        rejected = error.value.rejected
+    else:
+        options, rejected = choice.options, choice.rejected
+    for option in options:
+        need = min_chips_for_memory(workload, resolved, catalog.accelerator(option.accelerator))
+        assert option.chips // option.slices >= need, option
+    v6e = next(r for r in rejected if r["offering"] == "gcp-tpu-v6e")
+    assert "each slice" in " ".join(v6e["reasons"])
+
+
+def test_a_multislice_whose_slices_hold_the_state_is_still_chosen(catalog):
+    choice = choose(load_workload(EXAMPLES / "llama-70b-pretrain.yaml"), catalog)
+    resolved = resolve(choice.workload, catalog.defaults)
+    for option in choice.options:
+        need = min_chips_for_memory(choice.workload, resolved, catalog.accelerator(option.accelerator))
+        assert option.chips // option.slices >= need
+    assert any(o.slices > 1 for o in choice.options)
+
+
+# ----------------------------------------------------------------------------- storage the components build
+
+def test_the_aws_finetune_example_plans_a_valid_persistent_2_fsx_size(catalog):
+    workload = load_workload(EXAMPLES / "llama-70b-finetune-aws.yaml")
+    plan = make_plan(workload, choose(workload, catalog), catalog)
+    capacity = plan.storage.filesystem_capacity_gib
+    assert plan.storage.filesystem == "fsx-lustre"
+    assert capacity == 1200 or (capacity >= 2400 and capacity % 2400 == 0), capacity
+
+
+# ----------------------------------------------------------------------------- JSON precision
+
+@pytest.mark.parametrize("workload", [
+    spec(model={"parameters": "1B"}, training={"tokens": "1B", "framework": "jax"}),
+    spec(model={"parameters": "8B"}, training={"tokens": "2B", "framework": "pytorch"}),
+    load_workload(EXAMPLES / "llama-70b-pretrain.yaml"),
+    load_workload(EXAMPLES / "llama-70b-inference.yaml"),
+], ids=["tiny", "short", "pretrain", "serving"])
+def test_every_option_total_is_its_hourly_price_times_its_hours_to_the_cent(catalog, workload):
+    choice = choose(workload, catalog)
+    for option in choice.options + [choice.chosen]:
+        assert abs(round(option.hourly_usd * option.hours, 2) - option.total_usd) <= 0.01 + 1e-9, option
+    estimate = choice.estimate
+    assert abs(round(estimate.hourly_usd * estimate.hours, 2) - estimate.total_usd) <= 0.01 + 1e-9
+
+
+def test_a_fleet_held_at_the_node_pool_limit_says_so_in_the_plan(catalog):
+    workload = pretrain_70b(["gcp"], 30)
+    choice = choose(workload, catalog, "time")
+    plan = make_plan(workload, choice, catalog)
+    assert choice.chosen.hosts == node_limit(catalog, choice.chosen)
+    assert any(line.startswith("Fleet size:") and "larger fleets were not considered" in line
+               for line in plan.rationale)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=any_workload, objective=st.sampled_from(["cost", "time"]))
+def test_every_searched_option_fits_its_node_pool_holds_the_state_per_slice_and_prices_to_the_cent(data, objective):
+    from accel.errors import UsageError
+
+    catalog = load_catalog()
+    data = {k: v for k, v in data.items() if k not in ("hardware", "inference" if data["kind"] != "inference" else "training")}
+    data["constraints"] = {k: v for k, v in data["constraints"].items() if v is not None}
+    try:
+        workload = workload_from_mapping(data, "any.yaml")
+    except UsageError:
+        assume(False)
+    try:
+        choice = choose(workload, catalog, objective)
+    except NoFeasibleOption:
+        return
+    except UsageError:   # input the workload checks refuse (e.g. a region no offering has)
+        assume(False)
+    resolved = resolve(workload, catalog.defaults)
+    training = workload.kind != "inference"
+    for option in choice.options:
+        limit = catalog.offering(option.offering).max_nodes
+        if limit is not None and (training or limit.applies_to == "all") and option.family == "gpu":
+            assert option.hosts <= limit.value, option
+        if training and option.family == "tpu":
+            need = min_chips_for_memory(workload, resolved, catalog.accelerator(option.accelerator))
+            assert option.chips // option.slices >= need, option
+        assert abs(round(option.hourly_usd * option.hours, 2) - option.total_usd) <= 0.01 + 1e-9, option

@@ -13,6 +13,7 @@ from policies.catalog.model import (
     Defaults,
     FilesystemOffer,
     MfuClass,
+    NodeLimit,
     Offering,
     Price,
     RegionInfo,
@@ -21,5 +22,5 @@ from policies.catalog.model import (
 
 __all__ = [
     "Accelerator", "AssumptionValue", "BUNDLED_DIR", "Catalog", "CatalogError", "Defaults", "FilesystemOffer",
-    "MfuClass", "Offering", "Price", "RegionInfo", "Source", "load_catalog", "offerings_from_inventory",
+    "MfuClass", "NodeLimit", "Offering", "Price", "RegionInfo", "Source", "load_catalog", "offerings_from_inventory",
 ]

@@ -116,6 +116,22 @@ class RegionInfo(StrictModel):
     host_spot: Price | None = None
 
 
+class NodeLimit(StrictModel):
+    """The most nodes one node pool / node group of this offering can hold, and why.
+
+    A GPU fleet is one pool, so this caps the fleet; a TPU multislice is one pool per slice, so it caps
+    the hosts of one slice. `applies_to: training` limits only multi-node training pools (e.g. GKE compact
+    placement, which only tightly coupled training asks for); `all` limits serving fleets too."""
+
+    value: int = Field(gt=0)
+    name: str = Field(min_length=3, description="What sets the limit, e.g. 'GKE compact placement'")
+    applies_to: Literal["training", "all"] = "all"
+    source: str = Field(min_length=3)
+
+    def applies(self, training: bool) -> bool:
+        return training or self.applies_to == "all"
+
+
 class Offering(StrictModel):
     """One machine type (or TPU generation) on one cloud, priced per chip-hour."""
 
@@ -134,6 +150,7 @@ class Offering(StrictModel):
     reservation: str | None = None
     max_chips: int | None = Field(None, gt=0, description="Capacity ceiling (reservation, quota, inventory)")
     training_max_nodes: int | None = Field(None, gt=0)
+    max_nodes: NodeLimit | None = Field(None, description="Most nodes in one node pool / node group, with its source")
     guest_accelerator: str | None = None
     fabric: GpuFabric = "none"
     extra_networks: int = Field(0, ge=0)
@@ -253,10 +270,28 @@ class InferenceDefaults(StrictModel):
 
 
 class FilesystemOffer(StrictModel):
+    """A managed parallel filesystem. Valid sizes: `min_capacity_gib`, then every multiple of `step_gib`
+    above it (FSx for Lustre PERSISTENT_2: 1200, 2400, 4800, ...; Managed Lustre: multiples of its tier's
+    step). `capacity_rule` says where that rule comes from."""
+
     kind: Literal["managed-lustre", "fsx-lustre", "filestore"]
     price_per_gib_month: Price
     min_capacity_gib: int = Field(gt=0)
     step_gib: int = Field(gt=0)
+    capacity_rule: str | None = Field(None, min_length=3, description="Where the size rule comes from")
+
+    @model_validator(mode="after")
+    def _sizes_are_steps(self) -> "FilesystemOffer":
+        if self.min_capacity_gib > self.step_gib and self.min_capacity_gib % self.step_gib:
+            raise ValueError(f"min_capacity_gib {self.min_capacity_gib} is above step_gib {self.step_gib} but not "
+                             f"a multiple of it: sizes are the minimum, then multiples of the step")
+        return self
+
+    def capacity_gib(self, wanted_gib: float) -> int:
+        """The smallest valid size holding `wanted_gib`: the minimum, else the next multiple of the step."""
+        if wanted_gib <= self.min_capacity_gib:
+            return self.min_capacity_gib
+        return math.ceil(wanted_gib / self.step_gib) * self.step_gib
 
 
 class StorageDefaults(StrictModel):
