@@ -17,6 +17,7 @@ from components.tags import ResourceTags
 from components.training_cluster import TrainingClusterArgs
 from policies.lifecycle import Lifecycle, stack_tag_problems
 from policies.plan import Plan
+from policies.workload import WorkloadFieldError, WorkloadSpec
 
 # GKE cluster names are at most 40 characters and the components derive longer child names
 # (service accounts, node pools) from the stack's resource name: keep it short.
@@ -118,10 +119,20 @@ def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan,
                      f"on {settings.plan.cloud} {settings.plan.region} (catalog {settings.plan.catalog.version})")
         return settings.plan, True
 
+    workload = settings.resolved_workload(source)
+    try:
+        return _decide(settings, workload, notes), False
+    except WorkloadFieldError as error:
+        # Found wrong only against the catalog: name the stack key the value came from.
+        key = f"accel:{error.field}" if error.field.startswith("hardware") and settings.hardware else \
+            f"accel:workload.{error.field}"
+        raise WorkloadFieldError(key, error.problem, source) from None
+
+
+def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -> Plan:
     from policies.catalog import load_catalog, offerings_from_inventory
     from policies.select import choose_plan, plan_from_pin
 
-    workload = settings.resolved_workload(source)
     catalog = load_catalog(settings.catalog)
     extra = []
     if settings.cluster is not None:
@@ -137,7 +148,7 @@ def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan,
         notes.append(f"no pinned plan: chose {plan.chosen.accelerator} x {plan.chosen.chips} at run time "
                      f"(catalog {catalog.version}); pin it with `accel choose --write-stack` so prices "
                      "can't change the hardware")
-    return plan, False
+    return plan
 
 
 def _declared_tags(config: Mapping[str, str], source: str) -> dict | None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+from typing import Sequence
+
 from policies.catalog.model import Offering
-from policies.workload import XLA_FRAMEWORKS, WorkloadSpec
+from policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
 
 
 def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | None:
@@ -15,7 +18,7 @@ def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | Non
         if constraints.custom_cuda_kernels:
             return "framework", "custom CUDA kernels need NVIDIA GPUs; TPUs run only what XLA compiles"
         if spec.framework not in XLA_FRAMEWORKS:
-            return "framework", (f"framework {spec.framework} runs on TPUs only through XLA "
+            return "framework", (f"{framework_label(spec)} runs on TPUs only through XLA "
                                  f"(use jax, tensorflow or pytorch-xla)")
         if constraints.portability:
             return "portability", "portability is required and TPUs exist only on Google Cloud"
@@ -28,3 +31,17 @@ def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | Non
     if constraints.spot == "required" and not offering.has_spot():
         return "spot", "spot is required and this offering has no spot capacity"
     return None
+
+
+def check_regions(regions: Sequence[str] | None, offerings: Sequence[Offering], field: str) -> None:
+    """A region that no offering has is a typo, not a constraint: WorkloadFieldError (exit 2) naming the field,
+    the nearest known region and every known one."""
+    known = sorted({region for offering in offerings for region in offering.regions})
+    unknown = [region for region in regions or [] if region not in known]
+    if not unknown:
+        return
+    problems = []
+    for region in unknown:
+        hint = difflib.get_close_matches(region, known, n=1, cutoff=0.6)
+        problems.append(f"{region!r} is in no catalog offering" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    raise WorkloadFieldError(field, f"{'; '.join(problems)}; known regions: {', '.join(known)}")

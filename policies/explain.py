@@ -10,7 +10,7 @@ from policies.candidates import Candidate, SearchContext, to_option
 from policies.choice import NoFeasibleOption, catalog_ref
 from policies.estimate import training_flops, training_memory_bytes
 from policies.plan import Option
-from policies.workload import XLA_FRAMEWORKS
+from policies.workload import XLA_FRAMEWORKS, framework_label
 
 ACCELERATOR_NAMES = {
     "tpu-v4": "TPU v4", "tpu-v5e": "TPU v5e", "tpu-v5p": "TPU v5p", "tpu-v6e": "TPU v6e",
@@ -21,12 +21,31 @@ CLOUD_NAMES = {"gcp": "Google Cloud", "aws": "AWS", "kubernetes": "the inventory
 
 
 def money(usd: float) -> str:
-    """$9.80, $4,512, $12.3k, $1.85M: the precision a reader compares options by."""
-    if usd >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
-    if usd >= 1e4:
+    """$9.80, $4,512, $12.3k, $1.85M, $2.40B, $1.50T, then $1.00e+15: the precision a reader compares options by."""
+    if not math.isfinite(usd):
+        return "$inf"
+    if abs(usd) >= 1e15:
+        return f"${usd:.2e}"
+    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if abs(usd) >= scale:
+            return f"${usd / scale:,.2f}{suffix}"
+    if abs(usd) >= 1e4:
         return f"${usd / 1e3:,.1f}k"
-    return f"${usd:,.2f}" if usd < 100 else f"${usd:,.0f}"
+    return f"${usd:,.2f}" if abs(usd) < 100 else f"${usd:,.0f}"
+
+
+def money_pair(amount: float, limit: float) -> tuple[str, str]:
+    """Two amounts to compare ('costs X, over the Y budget'), with as many digits as it takes to tell them apart."""
+    for formatted in (money, lambda usd: f"${usd:,.0f}", lambda usd: f"${usd:,.2f}"):
+        a, b = formatted(amount), formatted(limit)
+        if a != b or amount == limit:
+            return a, b
+    return a, b
+
+
+def plural(count: int, word: str) -> str:
+    """'1 chip', '2 chips', '1,024 hosts'."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def duration(hours: float) -> str:
@@ -47,9 +66,9 @@ def describe(option: Option) -> str:
         per_slice = option.chips // option.slices
         vm_type = shapes.tpu_vm_type(generation.name, per_slice)
         layout = (f"{option.slices} x {vm_type} ({option.topology})" if option.slices > 1
-                  else f"{vm_type} ({option.topology}, {option.chips} chips)")
+                  else f"{vm_type} ({option.topology}, {plural(option.chips, 'chip')})")
     else:
-        layout = f"{option.hosts} x {option.machine_type} ({option.chips} GPUs)"
+        layout = f"{option.hosts} x {option.machine_type} ({plural(option.chips, 'GPU')})"
     return f"{name} {capacity}, {layout}, {option.cloud} {option.region}"
 
 
@@ -120,7 +139,7 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
         elif closest:
             candidate = closest[0][1]
             option = to_option(candidate, candidate.regions[0])
-            misses = _missed_limits(ctx, option)
+            misses = _missed_limits(ctx, option, candidate.evaluation.detail)
             if spec.kind == "inference":
                 terms = f"would cost {money(option.hourly_usd)}/h"
             else:
@@ -137,17 +156,19 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
         elif family_reasons.get(other):
             lines.append(f"No {other_name} option is feasible: {family_reasons[other][0]}.")
 
+    framework = framework_label(spec)
+    framework = framework[0].upper() + framework[1:]
     if constraints.custom_cuda_kernels:
-        lines.append(f"Framework {spec.framework} with custom CUDA kernels: NVIDIA GPUs only, so every TPU offering "
+        lines.append(f"{framework} with custom CUDA kernels: NVIDIA GPUs only, so every TPU offering "
                      f"was rejected for that reason, whatever its price.")
     elif constraints.portability:
         lines.append("Portability required: GPUs only (the same images run on any cloud or on-prem); "
                      "TPUs are Google Cloud only.")
     elif spec.framework in XLA_FRAMEWORKS:
         fit = "TPUs run it natively" if chosen.family == "tpu" else "it runs on GPUs too (XLA:GPU)"
-        lines.append(f"Framework {spec.framework} compiles through XLA: {fit}; both families were considered.")
+        lines.append(f"{framework} compiles through XLA: {fit}; both families were considered.")
     else:
-        lines.append(f"Framework {spec.framework} (eager, CUDA): GPUs; TPUs would need pytorch-xla.")
+        lines.append(f"{framework} runs eagerly on CUDA: GPUs; TPUs would need pytorch-xla.")
 
     same = [o for o in options[1:] if o.offering == chosen.offering and o.spot != chosen.spot]
     if chosen.spot:
@@ -180,16 +201,18 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
     if spec.kind == "inference":
         assert spec.inference is not None
         lines.append(f"Sized for {spec.inference.tokens_per_second:,.0f} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms/token: "
-                     f"{detail['replicas']} replica(s) of {detail['replica_chips']} chip(s), batch "
+                     f"{plural(int(detail['replicas']), 'replica')} of {plural(int(detail['replica_chips']), 'chip')}, "
+                     f"batch "
                      f"{detail['batch_per_replica']} each at ~{detail['p99_ms_per_token']} ms/token p99 "
                      f"({detail['bound']}-bound), {detail['tokens_per_second_per_replica']:,} tok/s per replica.")
     else:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
         need, smallest = int(detail["min_chips_for_memory"]), int(detail.get("smallest_fit_chips", chosen.chips))
-        memory = (f"{state:,.2f} TB of weights, gradients, optimizer state and activations need at least {need} chips "
-                  f"(the smallest {'slice' if chosen.family == 'tpu' else 'set of whole nodes'} holding them: "
-                  f"{smallest} chips)")
-        work = f"{chosen.chips} chips run {training_flops(spec):.2e} FLOPs in {duration(chosen.hours)}"
+        memory = (f"{state:,.2f} TB of weights, gradients, optimizer state and activations need at least "
+                  f"{plural(need, 'chip')} (the smallest {'slice' if chosen.family == 'tpu' else 'set of whole nodes'} "
+                  f"holding them: {plural(smallest, 'chip')})")
+        work = (f"{plural(chosen.chips, 'chip')} {'runs' if chosen.chips == 1 else 'run'} {training_flops(spec):.2e} "
+                f"FLOPs in {duration(chosen.hours)}")
         if ctx.objective == "time":
             lines.append(f"Sized for speed: {memory}; {work}, the fastest fleet within the limits.")
         elif chosen.chips <= smallest:
@@ -212,32 +235,50 @@ def _family_of(ctx: SearchContext, offering_id: str) -> str:
         return "gpu"
 
 
-def _missed_limits(ctx: SearchContext, option: Option) -> str:
+def max_chips_label(ctx: SearchContext) -> str:
+    """'max_chips 512', or, when the workload set none, that the limit is the default and how to raise it."""
+    if ctx.spec.constraints.max_chips is not None:
+        return f"max_chips {ctx.max_chips}"
+    return f"max_chips {ctx.max_chips} (the default; set constraints.max_chips to raise it)"
+
+
+def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = None) -> str:
     """Which limits an infeasible option misses, and by how much."""
     misses = []
-    if ctx.spec.kind != "inference" and option.hours > ctx.deadline_h:
+    spec = ctx.spec
+    if spec.kind != "inference" and option.hours > ctx.deadline_h:
         misses.append(f"misses the {ctx.deadline_h / 24:g}-day {'deadline' if ctx.deadline_given else 'limit'} by "
                       f"{duration(option.hours - ctx.deadline_h)}")
+    p99 = float((detail or {}).get("p99_ms_per_token", 0))
+    if spec.inference is not None and p99 > spec.inference.p99_latency_ms:
+        misses.append(f"p99 ~{p99:g} ms/token even at batch {(detail or {}).get('batch_per_replica', 1)}, over the "
+                      f"{spec.inference.p99_latency_ms:g} ms bound")
     if ctx.budget is not None and option.total_usd > ctx.budget:
-        misses.append(f"over the {money(ctx.budget)} budget by {money(option.total_usd - ctx.budget)}")
+        cost, budget = money_pair(option.total_usd, ctx.budget)
+        misses.append(f"costs {cost}, over the {budget} budget by {money(option.total_usd - ctx.budget)}")
     if option.chips > ctx.max_chips:
-        misses.append(f"needs {option.chips} chips > max_chips {ctx.max_chips}")
+        default = ", the default: set constraints.max_chips to raise it" if spec.constraints.max_chips is None else ""
+        misses.append(f"needs {option.chips:,} chips > max_chips {ctx.max_chips}{default}")
     return " and ".join(misses) or "meets the limits it was measured against"
 
 
 def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
-                       near: list[tuple[float, Candidate, str]], rejected: list[dict]) -> NoFeasibleOption:
+                       near: list[tuple[float, Candidate, str]], rejected: list[dict],
+                       notes: list[str] | None = None) -> NoFeasibleOption:
     """The error for a search with no feasible option: which constraint eliminated which offerings, and the
-    closest option with what it misses."""
+    closest option with what it misses. `notes` are extra lines (e.g. why a cloud offers nothing)."""
     spec = ctx.spec
+    constraints = spec.constraints
     labels = {
-        "clouds": f"clouds {spec.constraints.clouds}",
-        "regions": f"regions {spec.constraints.regions}",
-        "framework": ("custom CUDA kernels" if spec.constraints.custom_cuda_kernels else f"framework {spec.framework}"),
+        "clouds": f"clouds ({', '.join(constraints.clouds)})",
+        "regions": f"regions ({', '.join(constraints.regions or [])})",
+        "accelerators": f"accelerators ({', '.join(constraints.accelerators or [])})",
+        "framework": ("custom CUDA kernels" if constraints.custom_cuda_kernels else framework_label(spec)),
         "portability": "portability",
-        "spot": f"spot: {spec.constraints.spot}",
+        "spot": f"spot: {constraints.spot}",
         "memory": "memory fit",
-        "max_chips": f"max_chips {ctx.max_chips}",
+        "max_chips": max_chips_label(ctx),
+        "max_nodes": "node-pool limits (catalog max_nodes)",
         "deadline": (f"deadline {ctx.deadline_h / 24:g} days" if ctx.deadline_given
                      else f"default limit {ctx.deadline_h / 24:g} days"),
         "budget": f"budget {money(ctx.budget or 0)}",
@@ -246,6 +287,7 @@ def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
     lines = [f"nothing feasible for workload {spec.name!r}:"]
     for constraint, offerings in eliminations.items():
         lines.append(f"  {labels.get(constraint, constraint)} eliminated {len(offerings)}: {', '.join(offerings)}")
+    lines.extend(f"  {note}" for note in notes or [])
     closest_option: Option | None = None
     misses = ""
     finite = [n for n in near if math.isfinite(n[0])]
@@ -253,9 +295,12 @@ def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
         finite.sort(key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
         candidate = finite[0][1]
         closest_option = to_option(candidate, candidate.regions[0])
-        misses = _missed_limits(ctx, closest_option)
-        lines.append(f"closest: {describe(closest_option)}: {duration(closest_option.hours)}, "
-                     f"{money(closest_option.total_usd)} ({misses})")
+        misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail)
+        terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
+                 f"{closest_option.hours:g} h" if spec.kind == "inference"
+                 else f"{duration(closest_option.hours)}, {money(closest_option.total_usd)}")
+        lines.append(f"closest: {describe(closest_option)}: {terms} ({misses})")
     else:
-        lines.append("closest: none (no offering passes the hard constraints)")
-    return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, rejected, spec, catalog_ref(ctx.catalog))
+        lines.append("closest: none (every offering was eliminated before it could be sized)")
+    return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, rejected, spec,
+                            catalog_ref(ctx.catalog))

@@ -9,24 +9,32 @@ from policies import shapes
 from policies.candidates import Candidate, SearchContext, estimate_for, search_context, to_option
 from policies.catalog.model import Catalog, Offering, Price
 from policies.choice import Choice, NoFeasibleOption, catalog_ref
-from policies.eligibility import hard_filter
+from policies.eligibility import check_regions, hard_filter
 from policies.estimate import Evaluation, Replica, training_memory_bytes
-from policies.explain import describe, duration, money
+from policies.explain import describe, duration, money, money_pair, plural
 from policies.plan import Plan
 from policies.planning import make_plan
 from policies.sizes import Size, replica_sizes
-from policies.workload import WorkloadSpec
+from policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
 
 def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering]) -> Choice:
     """The Choice for the workload's hardware pin: its cheapest matching offering and region, with warnings
-    where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run."""
+    where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run,
+    WorkloadFieldError when a region is in no offering or the pin's spot contradicts constraints.spot."""
     pin = spec.hardware
     assert pin is not None
+    # A stack's accel:hardware is applied to its workload without re-validating the pair: check it here too.
+    conflict = pin_spot_conflict(spec)
+    if conflict is not None:
+        raise WorkloadFieldError("hardware.spot", conflict)
+    everything = list(catalog.offerings) + list(extra_offerings)
+    check_regions(spec.constraints.regions, everything, "constraints.regions")
+    if pin.region:
+        check_regions([pin.region], everything, "hardware.region")
     ctx = search_context(spec, catalog, objective)
     clouds = [pin.cloud] if pin.cloud else list(spec.constraints.clouds)
-    offerings = [o for o in list(catalog.offerings) + list(extra_offerings)
-                 if o.accelerator == pin.accelerator and o.cloud in clouds]
+    offerings = [o for o in everything if o.accelerator == pin.accelerator and o.cloud in clouds]
     generation = shapes.GENERATION_BY_ACCELERATOR.get(pin.accelerator)
     if pin.machine_type:
         if generation is not None:
@@ -51,16 +59,12 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                                None, workload=spec, catalog=ref)
     spot = pin.spot if pin.spot is not None else spec.constraints.spot == "required"
     if generation is not None:
+        # HardwarePin has checked that a topology, TPU type or slice count describes exactly pin.chips.
         if pin.topology:
-            try:
-                shapes.check_topology(generation.name, pin.topology)
-            except shapes.ShapeError as error:
-                raise NoFeasibleOption(f"hardware pin: {error}", {"hardware": [pin.accelerator]}, None,
-                                       workload=spec, catalog=ref) from None
-            topology, slices = pin.topology, pin.slices or max(1, math.ceil(pin.chips / shapes.topology_chips(pin.topology)))
-        elif pin.slices:
-            topology = shapes.smallest_topology(generation.name, math.ceil(pin.chips / pin.slices))
-            slices = pin.slices
+            topology, slices = pin.topology, pin.slices or pin.chips // shapes.topology_chips(pin.topology)
+        elif pin.slices or pin.tpu_type:
+            slices = pin.slices or 1
+            topology = shapes.smallest_topology(generation.name, pin.chips // slices)
         else:
             topology, slices = shapes.slice_layout(generation.name, pin.chips)
     candidates: list[tuple[tuple, Candidate, str]] = []
@@ -95,26 +99,34 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     need = ctx.min_memory_chips(best.offering)
     replica_need = best.evaluation.detail.get("unservable")
     if spec.kind != "inference" and option.chips < need:
-        raise NoFeasibleOption(f"hardware pin: {option.chips} x {pin.accelerator} cannot hold the training state "
-                               f"({training_memory_bytes(spec, ctx.resolved) / 1e12:,.2f} TB needs at least {need} chips)",
+        raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot hold the "
+                               f"training state ({training_memory_bytes(spec, ctx.resolved) / 1e12:,.2f} TB needs at "
+                               f"least {need} chips)",
                                {"memory": [best.offering.id]}, option, "does not fit in memory", workload=spec, catalog=ref)
     if replica_need:
-        raise NoFeasibleOption(f"hardware pin: {option.chips} x {pin.accelerator} cannot serve the model: {replica_need}",
+        raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot serve the "
+                               f"model: {replica_need}",
                                {"memory": [best.offering.id]}, option, str(replica_need), workload=spec, catalog=ref)
     rationale = [f"Pinned: {describe(option)} (hardware pin; no search). "
                  f"{'Runs ' + duration(option.hours) if spec.kind != 'inference' else 'Serves'} at "
                  f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
     if option.chips != pin.chips:
-        unit = "whole nodes" if generation is None else f"valid TPU {generation.name} slices"
-        rationale.append(f"{pin.chips} chips rounded up to {option.chips} ({unit}).")
-    if pin.tpu_type:
-        rationale.append(f"{pin.tpu_type} is {pin.chips} chips ({generation.name if generation else ''} type names "
-                         f"{'count TensorCores, two per chip' if generation and generation.cores_per_chip == 2 else 'count chips'}).")
+        if generation is None:
+            unit = f"whole nodes of {plural(best.offering.chips_per_host, 'GPU')}"
+        else:
+            unit = (f"TPU {generation.name} slices come in fixed shapes; give a topology or tpu_type to pin the "
+                    f"exact slice")
+        rationale.append(f"{plural(pin.chips, 'chip')} rounded up to {option.chips:,} ({unit}).")
+    if pin.tpu_type and generation is not None:
+        counts = "count TensorCores, two per chip" if generation.cores_per_chip == 2 else "count chips"
+        per_slice = pin.chips // (pin.slices or 1)
+        rationale.append(f"{pin.tpu_type} is {plural(per_slice, 'chip')} ({generation.name} type names {counts}).")
     if spec.kind != "inference" and option.hours > ctx.deadline_h:
         rationale.append(f"Warning: misses the {ctx.deadline_h / 24:g}-day "
                          f"{'deadline' if ctx.deadline_given else 'default limit'} ({duration(option.hours)}).")
     if ctx.budget is not None and option.total_usd > ctx.budget:
-        rationale.append(f"Warning: {money(option.total_usd)} is over the {money(ctx.budget)} budget.")
+        cost, budget = money_pair(option.total_usd, ctx.budget)
+        rationale.append(f"Warning: {cost} is over the {budget} budget.")
     if spec.kind == "inference":
         detail = best.evaluation.detail
         served = float(detail.get("tokens_per_second", 0))
@@ -122,8 +134,9 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         if served < spec.inference.tokens_per_second:
             rationale.append(f"Warning: serves ~{served:,.0f} tok/s, below the {spec.inference.tokens_per_second:,.0f} "
                              f"tok/s target.")
-        rationale.append(f"{detail['replicas']} replica(s) of {detail['replica_chips']} chip(s), batch "
-                         f"{detail['batch_per_replica']} at ~{detail['p99_ms_per_token']} ms/token p99.")
+        rationale.append(f"{plural(int(detail['replicas']), 'replica')} of "
+                         f"{plural(int(detail['replica_chips']), 'chip')}, batch {detail['batch_per_replica']} at "
+                         f"~{detail['p99_ms_per_token']} ms/token p99.")
     estimate = estimate_for(ctx, best, option)
     return Choice(chosen=option, options=[option], rejected=[], rationale=rationale, estimate=estimate,
                   objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)

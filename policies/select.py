@@ -15,7 +15,8 @@ from typing import Literal, Sequence
 from policies.candidates import Candidate, SearchContext, estimate_for, search_context, to_option
 from policies.catalog.model import Catalog, Offering, Price
 from policies.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
-from policies.eligibility import hard_filter
+from policies.eligibility import check_regions, hard_filter
+from policies.estimate import Evaluation
 from policies.explain import ACCELERATOR_NAMES, CLOUD_NAMES, describe, explain_choice, explain_infeasible
 from policies.pin import choose_pinned, plan_from_pin
 from policies.plan import Plan
@@ -66,12 +67,14 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
            extra_offerings: Sequence[Offering] = ()) -> Choice:
     """Pick the hardware for a workload. A hardware pin skips the search and estimates the pin.
 
-    Raises NoFeasibleOption (exit 3) with the eliminations and the closest option when nothing fits.
+    Raises NoFeasibleOption (exit 3) with the eliminations and the closest option when nothing fits, and
+    WorkloadFieldError (exit 2; the caller adds the file) for a region that no offering has.
     """
     if spec.hardware is not None:
         return choose_pinned(spec, catalog, objective, extra_offerings)
-    ctx = search_context(spec, catalog, objective)
     offerings = list(catalog.offerings) + list(extra_offerings)
+    check_regions(spec.constraints.regions, offerings, "constraints.regions")
+    ctx = search_context(spec, catalog, objective)
     region_order = {o.id: {r: i for i, r in enumerate(spec.constraints.regions or o.regions)} for o in offerings}
     ranked: list[tuple[tuple, Candidate, str]] = []
     rejected: list[dict] = []
@@ -100,6 +103,8 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             for regions, chip, host in groups:
                 outcome = SizingOutcome()
                 sizer(ctx, offering, spot, regions, chip, host, outcome)
+                if spec.kind == "inference" and outcome.best is None:
+                    _explain_latency(ctx, offering, spot, regions, chip, host, outcome)
                 near.extend(outcome.near)
                 if outcome.best is None:
                     reasons.extend(outcome.reasons)
@@ -121,7 +126,12 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             family_reasons[offering.family].extend(unique)
 
     if not ranked:
-        raise explain_infeasible(ctx, eliminations, near, rejected)
+        notes = []
+        if "kubernetes" in spec.constraints.clouds and not any(o.cloud == "kubernetes" for o in offerings):
+            notes.append("kubernetes: no offerings; the kubernetes cloud offers only the chips of an existing "
+                         "cluster's inventory (accel:cluster with its inventory in a stack file, e.g. "
+                         "`accel plan -s STACK`); a workload file alone has none")
+        raise explain_infeasible(ctx, eliminations, near, rejected, notes)
 
     ranked.sort(key=lambda item: item[0])
     options = [to_option(candidate, region) for _, candidate, region in ranked]
@@ -142,6 +152,62 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
                   objective=objective, workload=spec, catalog=catalog_ref(catalog), chosen_offering=best.offering,
                   closest_infeasible=closest_infeasible,
                   option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked])
+
+
+def _explain_latency(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
+                     host: Price | None, outcome: SizingOutcome) -> None:
+    """When the p99 bound is what rules an offering out, say what the p99 factor makes of the fastest decode
+    step, and keep that replica (at batch 1, enough replicas for the target) as a closest option."""
+    fastest = _fastest_replica(ctx, offering)
+    if fastest is None or not any(constraint == "latency" for constraint, _ in outcome.reasons):
+        return
+    step, size, bound = fastest
+    spec = ctx.spec
+    assert spec.inference is not None
+    factor = ctx.resolved["inference_latency_p99_factor"]
+    p99_ms = step * factor * 1000
+    limit = spec.inference.p99_latency_ms
+    if p99_ms <= limit:
+        return
+    clause = (f"; x{factor:g} latency_p99_factor makes the fastest ({size.chips}-chip) replica {p99_ms:.0f} ms per "
+              f"token at p99, over the {limit:g} ms bound")
+    outcome.reasons = [(c, text + clause if c == "latency" and "p99" not in text else text)
+                       for c, text in outcome.reasons]
+    if outcome.near:
+        return
+    headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
+    model = ctx.inference_model(offering)
+    replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
+    if size.topology is None:
+        nodes = math.ceil(replicas * size.chips / offering.chips_per_host)
+        fleet = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
+    else:
+        fleet = Size(size.chips * replicas, size.hosts * replicas, replicas, size.topology, size.machine_type,
+                     size.chips_per_host)
+    hourly = fleet.chips * chip.usd + fleet.hosts * (host.usd if host else 0.0)
+    detail: dict[str, float | int | str] = {
+        "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": 1, "p99_ms_per_token": round(p99_ms, 1),
+        "tokens_per_second_per_replica": round(1.0 / step, 1), "bound": bound,
+        "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    hours = spec.inference.hours
+    evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
+                            detail=detail)
+    closest = Candidate(offering, regions, spot, fleet, evaluation, chip, host)
+    outcome.near.append((math.log(p99_ms / limit), closest, ""))
+
+
+def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
+    """(decode step at batch 1, replica size, bound) of the replica size with the shortest step that holds the
+    weights and one sequence; None when none does."""
+    model = ctx.inference_model(offering)
+    best: tuple[float, Size, str] | None = None
+    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"])):
+        if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence:
+            continue
+        step, bound = model.step_seconds(size.chips, 1)
+        if best is None or step < best[0]:
+            best = (step, size, bound)
+    return best
 
 
 def _merge_capacity_reasons(reasons: list[str]) -> list[str]:

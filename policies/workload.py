@@ -10,7 +10,11 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from accel.errors import UsageError
+from policies import shapes
 
 ACCELERATOR_IDS: tuple[str, ...] = (
     "tpu-v4",
@@ -108,57 +112,176 @@ _TPU_TYPE_ACCELERATOR = {"v4": "tpu-v4", "v5p": "tpu-v5p", "v5litepod": "tpu-v5e
 _TPU_TYPE_UNITS_PER_CHIP = {"v4": 2, "v5p": 2, "v5litepod": 1, "v6e": 1}
 
 
+def field_error(loc: str | tuple[str, ...], message: str, value: Any) -> ValidationError:
+    """A validation error located at a field (`hardware.topology`, not just `hardware`), for cross-field checks
+    inside a model validator; pydantic nests it under the enclosing field like any other error. The message
+    reader appends `(got VALUE)`, except for a mapping: pass {} when the message already says it all."""
+    return ValidationError.from_exception_data("workload", [InitErrorDetails(
+        type=PydanticCustomError("value_error", "{message}", {"message": message}),
+        loc=(loc,) if isinstance(loc, str) else loc, input=value)])
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def slice_sizes(generation: str) -> list[int]:
+    """The chip counts one slice of this TPU generation can have, smallest first."""
+    return sorted({shapes.topology_chips(t) for t in shapes.valid_topologies(generation)})
+
+
+def allowed_slices(generation: str, near: int | None = None) -> str:
+    """What slices of the generation exist, as TPU type names with chips, and the nearest ones to `near` chips."""
+    gen = shapes.generation(generation)
+    sizes = slice_sizes(gen.name)
+
+    def name(chips: int) -> str:
+        return f"{shapes.tpu_vm_type(gen.name, chips)} ({chips} chips)"
+
+    if len(sizes) <= 12:
+        text = ", ".join(name(c) for c in sizes)
+    else:
+        text = (f"{', '.join(name(c) for c in sizes[:6])}, ... {name(sizes[-1])}: the base shapes, then AxBxC with "
+                f"every side a multiple of 4")
+    if near is not None:
+        below = [c for c in sizes if c < near][-1:]
+        above = [c for c in sizes if c > near][:1]
+        nearest = " or ".join(name(c) for c in below + above)
+        if nearest:
+            text = f"nearest: {nearest}; valid slices: {text}"
+    return text
+
+
 class HardwarePin(StrictModel):
     """A fixed choice: estimate this configuration, search nothing.
 
     A TPU may be pinned by its Cloud TPU type (`tpu_type: v5p-128`, or that string as the
-    accelerator); chips are then derived, remembering that v4-N and v5p-N count TensorCores.
+    accelerator) or by its topology; chips are then derived, remembering that v4-N and v5p-N
+    count TensorCores. A TPU type or topology names one slice: `slices` multiplies it. When
+    chips and a layout are both given they must agree: a pin is never silently resized, except
+    a GPU count (up to whole nodes) or a bare TPU chip count (up to whole slices), which the
+    rationale reports.
     """
 
     accelerator: AcceleratorId
-    chips: int = Field(gt=0)
-    tpu_type: str | None = Field(None, description="Cloud TPU type, e.g. v5p-128 (64 chips) or v6e-64 (64 chips)")
+    chips: int = Field(gt=0, description="Chips in total; for a TPU optional when a topology or tpu_type fixes them")
+    tpu_type: str | None = Field(None, description="Cloud TPU type of one slice, e.g. v5p-128 (64 chips) or v6e-64")
     cloud: Cloud | None = None
     region: str | None = None
     spot: bool | None = None
-    topology: str | None = Field(None, description="TPU slice topology, e.g. 4x4x8")
-    slices: int | None = Field(None, gt=0)
+    topology: str | None = Field(None, description="TPU slice topology, e.g. 4x4x8 (TPUs only)")
+    slices: int | None = Field(None, gt=0, description="Identical TPU slices (multislice); TPUs only")
     machine_type: str | None = None
 
     @model_validator(mode="before")
     @classmethod
-    def _read_tpu_type(cls, data: Any) -> Any:
+    def _derive_chips(cls, data: Any) -> Any:
+        """Read a TPU type into accelerator and chips, and chips from a TPU topology, before field validation."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
         accelerator = data.get("accelerator")
         if isinstance(accelerator, str) and _TPU_VM_TYPE.match(accelerator.strip()):
             if data.get("tpu_type") not in (None, accelerator):
-                raise ValueError(f"accelerator {accelerator!r} and tpu_type {data['tpu_type']!r} disagree")
+                raise field_error("tpu_type", f"accelerator {accelerator!r} and tpu_type {data['tpu_type']!r} "
+                                              "disagree; give the TPU type once", data["tpu_type"])
             data["tpu_type"] = accelerator.strip()
             data.pop("accelerator")
-        tpu_type = data.get("tpu_type")
-        if tpu_type is None:
+        slices = data.get("slices")
+        slices = slices if isinstance(slices, int) and not isinstance(slices, bool) and slices > 0 else 1
+        if data.get("tpu_type") is not None:
+            accelerator, per_slice, tpu_type = _read_tpu_type(data["tpu_type"], data.get("accelerator"))
+            data.update(accelerator=accelerator, tpu_type=tpu_type)
+            if data.get("chips") is None:
+                data["chips"] = per_slice * slices
             return data
-        match = _TPU_VM_TYPE.match(str(tpu_type).strip())
-        if not match:
-            raise ValueError(f"tpu_type {tpu_type!r} is not a Cloud TPU type like v5p-128, v4-32, "
-                             "v5litepod-16 or v6e-64")
-        prefix, count = match.group(1), int(match.group(2))
-        per_chip = _TPU_TYPE_UNITS_PER_CHIP[prefix]
-        if count % per_chip:
-            raise ValueError(f"tpu_type {tpu_type!r}: {prefix}-N counts TensorCores (two per chip), "
-                             "so N must be even")
-        derived_accelerator, derived_chips = _TPU_TYPE_ACCELERATOR[prefix], count // per_chip
-        if data.get("accelerator") not in (None, derived_accelerator):
-            raise ValueError(f"tpu_type {tpu_type!r} is a {derived_accelerator}, "
-                             f"not {data['accelerator']!r}")
-        if data.get("chips") not in (None, derived_chips):
-            unit = "TensorCores" if per_chip == 2 else "chips"
-            raise ValueError(f"tpu_type {tpu_type!r} counts {unit}: it is {derived_chips} chips, "
-                             f"not {data['chips']!r}")
-        data.update(accelerator=derived_accelerator, chips=derived_chips, tpu_type=str(tpu_type).strip())
+        if data.get("chips") is None:
+            generation = shapes.GENERATION_BY_ACCELERATOR.get(str(data.get("accelerator")))
+            topology = data.get("topology")
+            if generation is None or topology is None:
+                raise field_error("chips", "Field required: give chips (a TPU may give a topology or a tpu_type "
+                                           "instead)", {})
+            data["chips"] = _topology_chips(generation.name, topology) * slices
         return data
+
+    @model_validator(mode="after")
+    def _check_layout(self) -> "HardwarePin":
+        """Chips, topology, slices and TPU type must describe one layout; GPUs have no topology or slices."""
+        generation = shapes.GENERATION_BY_ACCELERATOR.get(self.accelerator)
+        if generation is None:
+            if self.topology is not None:
+                raise field_error("topology", f"only TPU pins take a topology; {self.accelerator} is a GPU, sized by "
+                                              "chips alone (rounded up to whole nodes)", self.topology)
+            if self.slices not in (None, 1):
+                raise field_error("slices", f"only TPU pins have slices (multislice); {self.accelerator} is a GPU, "
+                                            "sized by chips alone (rounded up to whole nodes)", self.slices)
+            return self
+        if self.tpu_type is not None:
+            _, per_type, _ = _read_tpu_type(self.tpu_type, self.accelerator)
+            slices = self.slices or 1
+            if self.chips != per_type * slices:
+                counted = "TensorCores" if generation.cores_per_chip == 2 else "chips"
+                layout = (f"it is {per_type} chips" if slices == 1 else
+                          f"{slices} slices of {per_type} chips are {per_type * slices}")
+                raise field_error("chips", f"tpu_type {self.tpu_type!r} counts {counted}: {layout}, not "
+                                           f"{self.chips}; drop chips or make them agree", self.chips)
+        if self.topology is not None:
+            per_slice = _topology_chips(generation.name, self.topology)
+            if self.tpu_type is not None and per_slice * (self.slices or 1) != self.chips:
+                raise field_error("topology", f"topology {self.topology} is {per_slice} chips per slice but tpu_type "
+                                              f"{self.tpu_type} is {self.chips // (self.slices or 1)}; give one of "
+                                              "them", self.topology)
+            if self.slices is not None and per_slice * self.slices != self.chips:
+                hint = (f"; for {self.chips} chips set slices: {self.chips // per_slice}"
+                        if self.chips % per_slice == 0 else "")
+                raise field_error("chips", f"{self.chips} chips contradict topology {self.topology} x "
+                                           f"{_plural(self.slices, 'slice')} = {per_slice * self.slices} chips; with "
+                                           f"both given, chips must equal the topology's {per_slice} chips x slices"
+                                           f"{hint}", self.chips)
+            if self.chips % per_slice:
+                raise field_error("chips", f"{self.chips} chips are not a whole number of {self.topology} slices "
+                                           f"({per_slice} chips each); give chips: "
+                                           f"{per_slice * max(1, round(self.chips / per_slice))} or drop chips",
+                                  self.chips)
+        elif self.slices is not None:
+            per_slice = self.chips / self.slices
+            if per_slice not in slice_sizes(generation.name):
+                raise field_error("slices", f"{self.chips} chips in {_plural(self.slices, 'slice')} is {per_slice:g} "
+                                            f"chips per slice, which is no TPU {generation.name} slice; "
+                                            f"{allowed_slices(generation.name, math.ceil(per_slice))}", self.slices)
+        return self
+
+
+def _topology_chips(generation: str, topology: Any) -> int:
+    """Chips in one slice of `topology`; a ValidationError at hardware.topology naming the allowed shapes if the
+    generation has no such slice."""
+    try:
+        shapes.check_topology(generation, topology)
+    except shapes.ShapeError as error:
+        raise field_error("topology", str(error), topology) from None
+    return shapes.topology_chips(topology)
+
+
+def _read_tpu_type(tpu_type: Any, accelerator: Any) -> tuple[str, int, str]:
+    """(accelerator, chips, normalized type) of a Cloud TPU type naming one valid slice, else a ValidationError
+    at hardware.tpu_type saying what is allowed."""
+    match = _TPU_VM_TYPE.match(tpu_type.strip()) if isinstance(tpu_type, str) else None
+    if not match:
+        raise field_error("tpu_type", "not a Cloud TPU type like v5p-128, v4-32, v5litepod-16 or v6e-64", tpu_type)
+    prefix, count = match.group(1), int(match.group(2))
+    per_chip = _TPU_TYPE_UNITS_PER_CHIP[prefix]
+    if count % per_chip:
+        raise field_error("tpu_type", f"{prefix}-N counts TensorCores (two per chip), so N must be even", tpu_type)
+    derived, chips = _TPU_TYPE_ACCELERATOR[prefix], count // per_chip
+    if accelerator not in (None, derived):
+        raise field_error("tpu_type", f"tpu_type {tpu_type!r} is a {derived}, not {accelerator!r}", tpu_type)
+    generation = shapes.GENERATION_BY_ACCELERATOR[derived]
+    if chips not in slice_sizes(generation.name):
+        counted = " (N counts TensorCores, two per chip)" if per_chip == 2 else ""
+        raise field_error("tpu_type", f"{tpu_type.strip()} would be {_plural(chips, 'chip')}{counted}, which is no "
+                                      f"TPU {generation.name} slice; {allowed_slices(generation.name, chips)}",
+                          tpu_type)
+    return derived, chips, tpu_type.strip()
 
 
 class AssumptionOverrides(StrictModel):
@@ -192,9 +315,14 @@ class AssumptionOverrides(StrictModel):
     min_replicas: int | None = Field(None, ge=1, description="Fewest serving replicas (availability)")
 
 
+NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
+NAME_RULE = ("lowercase letters, digits and dashes, at most 40 characters, starting and ending with a letter "
+             "or digit")
+
+
 class WorkloadSpec(StrictModel):
-    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$",
-                      description="lowercase letters, digits and dashes; becomes resource names and labels")
+    name: str = Field(description=f"{NAME_RULE}; becomes resource names and labels",
+                      json_schema_extra={"pattern": NAME_PATTERN})
     kind: Literal["pretrain", "finetune", "inference"]
     model: ModelSpec
     training: TrainingSpec | None = None
@@ -205,23 +333,89 @@ class WorkloadSpec(StrictModel):
     owner: str | None = Field(None, description="Team or person billed; becomes a label")
     cost_center: str | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_label(cls, name: str) -> str:
+        if not re.match(NAME_PATTERN, name):
+            raise ValueError(f"a workload name is {NAME_RULE}")
+        return name
+
     @model_validator(mode="after")
     def _kind_has_its_section(self) -> "WorkloadSpec":
         if self.kind == "inference" and self.inference is None:
             raise ValueError("kind 'inference' needs an 'inference' section with tokens_per_second")
         if self.kind in ("pretrain", "finetune") and self.training is None:
             raise ValueError(f"kind {self.kind!r} needs a 'training' section with tokens")
+        # A section of the other kind would be silently ignored: say so instead.
+        if self.kind == "inference" and self.training is not None:
+            raise field_error("training", "kind 'inference' reads only the 'inference' section; remove 'training' "
+                                          "(or set kind: pretrain or finetune)", {})
+        if self.kind != "inference" and self.inference is not None:
+            raise field_error("inference", f"kind {self.kind!r} reads only the 'training' section; remove "
+                                           "'inference' (or set kind: inference)", {})
+        conflict = pin_spot_conflict(self)
+        if conflict is not None:
+            raise field_error(("hardware", "spot"), conflict, {})
         return self
 
     @property
     def framework(self) -> str:
+        return self._framework_section.framework
+
+    @property
+    def framework_defaulted(self) -> bool:
+        """True when the workload never named its framework (training defaults to jax, serving to pytorch)."""
+        return "framework" not in self._framework_section.model_fields_set
+
+    @property
+    def framework_field(self) -> str:
+        """Where the framework is set: training.framework or inference.framework."""
+        return "inference.framework" if self.kind == "inference" else "training.framework"
+
+    @property
+    def _framework_section(self) -> TrainingSpec | InferenceSpec:
         section = self.inference if self.kind == "inference" else self.training
         assert section is not None
-        return section.framework
+        return section
 
     @property
     def runs_on_xla(self) -> bool:
         return self.framework in XLA_FRAMEWORKS
+
+
+def framework_label(spec: WorkloadSpec) -> str:
+    """'framework pytorch', saying so when it is the kind's default rather than the user's choice."""
+    if not spec.framework_defaulted:
+        return f"framework {spec.framework}"
+    kind = "inference" if spec.kind == "inference" else "training"
+    return (f"framework {spec.framework} (default framework for {kind}; set {spec.framework_field} "
+            f"to change it)")
+
+
+def pin_spot_conflict(spec: WorkloadSpec) -> str | None:
+    """Why the hardware pin's spot contradicts constraints.spot, or None when they agree."""
+    pin = spec.hardware
+    if pin is None or pin.spot is None:
+        return None
+    if spec.constraints.spot == "required" and not pin.spot:
+        return ("false contradicts constraints.spot: required; set hardware.spot: true, or "
+                "constraints.spot: allowed or never")
+    if spec.constraints.spot == "never" and pin.spot:
+        return ("true contradicts constraints.spot: never; set hardware.spot: false, or "
+                "constraints.spot: allowed or required")
+    return None
+
+
+class WorkloadFieldError(UsageError):
+    """A workload value found wrong only against the catalog (a region no offering has) or a stack's separate
+    pin (exit 2). The message names the field; whoever knows the file adds it with `with_source`."""
+
+    def __init__(self, field: str, problem: str, source: str | None = None) -> None:
+        self.field, self.problem, self.source = field, problem, source
+        super().__init__(f"{source + ': ' if source else ''}{field}: {problem}")
+
+    def with_source(self, source: str) -> "WorkloadFieldError":
+        return self if self.source else WorkloadFieldError(self.field, self.problem, source)
 
 
 def workload_from_mapping(data: Any, source: str) -> WorkloadSpec:

@@ -262,3 +262,219 @@ def test_random_junk_is_exit_2_never_a_traceback(tmp_path, text):
     outcome = invoke(str(path))
     assert outcome.exit_code == 2, outcome.output
     assert "Traceback" not in outcome.output and outcome.stderr.startswith("error: ")
+
+
+# ----------------------------------------------------------------------------- QA: input validation and messages
+
+PIN_BASE = "name: w\nkind: pretrain\nmodel: {parameters: 70B}\ntraining: {tokens: 2T, framework: jax}\n"
+
+
+def test_an_invalid_pin_topology_is_exit_2_naming_the_file_and_field(tmp_path):
+    path = write(tmp_path, PIN_BASE + "hardware: {accelerator: tpu-v5p, chips: 27, topology: 3x3x3}\n")
+    outcome = invoke(path)
+    assert outcome.exit_code == 2
+    assert outcome.stderr.startswith(f"error: {path}: hardware.topology: TPU v5p has no topology '3x3x3'; allowed:")
+
+
+def test_a_contradictory_pin_is_exit_2_not_rounded(tmp_path):
+    path = write(tmp_path, PIN_BASE + "hardware: {accelerator: tpu-v5p, chips: 12288, topology: 16x16x24, slices: 1}\n")
+    outcome = invoke(path, "--json")
+    assert outcome.exit_code == 2 and outcome.stdout == ""
+    assert f"{path}: hardware.chips: 12288 chips contradict topology 16x16x24 x 1 slice = 6144 chips" in outcome.stderr
+
+
+def test_a_region_in_no_catalog_offering_is_exit_2_with_a_suggestion_and_the_known_regions(tmp_path):
+    path = write(tmp_path, PIN_BASE + "constraints: {regions: [us-east5, us-east99]}\n")
+    outcome = invoke(path)
+    assert outcome.exit_code == 2
+    assert (f"\nerror: {path}: constraints.regions: 'us-east99' is in no catalog offering (did you mean "
+            "'us-east5'?); known regions: ") in outcome.stderr
+    assert "us-central1" in outcome.stderr and "us-east-1" in outcome.stderr
+
+
+def test_a_pinned_region_in_no_catalog_offering_is_exit_2(tmp_path):
+    path = write(tmp_path, PIN_BASE + "hardware: {accelerator: tpu-v5p, chips: 64, region: us-eastt5}\n")
+    outcome = invoke(path)
+    assert outcome.exit_code == 2
+    assert f"\nerror: {path}: hardware.region: 'us-eastt5' is in no catalog offering" in outcome.stderr
+
+
+def test_a_stack_pin_whose_spot_contradicts_the_workload_is_a_usage_error():
+    from accel.errors import UsageError
+    from policies.catalog import load_catalog
+    from policies.select import choose
+    from policies.workload import HardwarePin, workload_from_mapping
+
+    # A stack's accel:hardware is applied with model_copy, without re-validating against the workload.
+    spec = workload_from_mapping(yaml.safe_load(PIN_BASE + "constraints: {spot: required}\n"), "w.yaml")
+    pinned = spec.model_copy(update={"hardware": HardwarePin(accelerator="h100-80gb", chips=8, spot=False)})
+    with pytest.raises(UsageError, match="^hardware.spot: false contradicts constraints.spot: required"):
+        choose(pinned, load_catalog())
+
+
+def test_eliminations_read_as_plain_text_not_python_lists(tmp_path):
+    path = write(tmp_path, PIN_BASE + "constraints: {clouds: [gcp], regions: [us-east-1]}\n")
+    outcome = invoke(path)
+    assert outcome.exit_code == 3
+    assert "regions (us-east-1) eliminated" in outcome.stderr and "clouds (gcp) eliminated" in outcome.stderr
+    assert "['" not in outcome.stderr
+
+
+def test_kubernetes_without_an_inventory_says_one_is_needed(tmp_path):
+    path = write(tmp_path, PIN_BASE + "constraints: {clouds: [kubernetes]}\n")
+    outcome = invoke(path)
+    assert outcome.exit_code == 3
+    assert "kubernetes: no offerings" in outcome.stderr and "accel:cluster" in outcome.stderr
+
+
+def test_a_latency_bound_that_eliminates_everything_still_names_the_closest_option(tmp_path):
+    path = write(tmp_path, "name: fast\nkind: inference\nmodel: {parameters: 70B}\n"
+                           "inference: {tokens_per_second: 1000, p99_latency_ms: 0.5, framework: jax}\n")
+    outcome = invoke(path, "--json")
+    assert outcome.exit_code == 3
+    assert "p99 latency 0.5 ms eliminated" in outcome.stderr
+    closest = re.search(r"closest: (.*)", outcome.stderr).group(1)
+    assert not closest.startswith("none") and "over the 0.5 ms bound" in closest
+    assert json.loads(outcome.stdout)["closest"]["family"] in ("gpu", "tpu")
+
+
+def test_the_default_max_chips_says_it_is_the_default_and_how_to_raise_it(tmp_path):
+    path = write(tmp_path, "name: huge\nkind: inference\nmodel: {parameters: 70B}\n"
+                           "inference: {tokens_per_second: 1e9, framework: jax}\n")
+    outcome = invoke(path)
+    assert outcome.exit_code == 3
+    assert "max_chips 16384 (the default; set constraints.max_chips to raise it) eliminated" in outcome.stderr
+    explicit = invoke(write(tmp_path, "name: huge\nkind: inference\nmodel: {parameters: 70B}\n"
+                                      "inference: {tokens_per_second: 1e9, framework: jax}\n"
+                                      "constraints: {max_chips: 4096}\n", "explicit.yaml"))
+    assert "max_chips 4096 eliminated" in explicit.stderr and "the default" not in explicit.stderr
+
+
+def test_a_defaulted_framework_is_called_the_default_where_it_eliminates(tmp_path):
+    path = write(tmp_path, "name: chat\nkind: inference\nmodel: {parameters: 8B}\n"
+                           "inference: {tokens_per_second: 1000}\n")
+    document = json.loads(invoke(path, "--json").stdout)
+    note = "framework pytorch (default framework for inference; set inference.framework to change it)"
+    tpu_reasons = [item["reasons"][0] for item in document["rejected"] if item["offering"].startswith("gcp-tpu")]
+    assert tpu_reasons and all(reason.startswith(note) for reason in tpu_reasons)
+    assert any(line.startswith("F" + note[1:]) for line in document["rationale"])
+
+
+def test_an_explicit_framework_is_not_called_a_default(tmp_path):
+    path = write(tmp_path, "name: chat\nkind: inference\nmodel: {parameters: 8B}\n"
+                           "inference: {tokens_per_second: 1000, framework: pytorch}\n")
+    outcome = invoke(path)
+    assert outcome.exit_code == 0 and "default framework" not in outcome.stdout
+
+
+@pytest.mark.parametrize("usd, text", [(9.8, "$9.80"), (4_512, "$4,512"), (12_300, "$12.3k"), (1.85e6, "$1.85M"),
+                                       (2.4e9, "$2.40B"), (1.5e12, "$1.50T"), (1e15, "$1.00e+15"),
+                                       (3.2e18, "$3.20e+18")])
+def test_money_uses_units_up_to_trillions_then_scientific(usd, text):
+    from policies.explain import money
+
+    assert money(usd) == text
+
+
+@pytest.mark.parametrize("amount, limit, texts", [
+    (1_503_000, 1_500_000, ("$1,503,000", "$1,500,000")),
+    (1_500_000.4, 1_500_000.1, ("$1,500,000.40", "$1,500,000.10")),
+    (2e6, 1e6, ("$2.00M", "$1.00M")),
+])
+def test_compared_amounts_get_the_digits_that_tell_them_apart(amount, limit, texts):
+    from policies.explain import money_pair
+
+    assert money_pair(amount, limit) == texts
+
+
+def test_a_huge_budget_is_written_readably(tmp_path):
+    outcome = invoke(write(tmp_path, PIN_BASE + "constraints: {budget_usd: 1e15}\n"))
+    assert outcome.exit_code == 0 and "$1.00e+15 budget" in outcome.stdout
+    assert "$1,000,000,000.00M" not in outcome.stdout
+
+
+def test_a_pin_just_over_budget_shows_the_digits_that_differ():
+    from policies.catalog import load_catalog
+    from policies.select import choose
+    from policies.workload import workload_from_mapping
+
+    data = yaml.safe_load(PIN_BASE + "hardware: {accelerator: tpu-v5p, chips: 64}\n")
+    catalog = load_catalog()
+    total = choose(workload_from_mapping(data, "w.yaml"), catalog).chosen.total_usd
+    data["constraints"] = {"budget_usd": total - 1}
+    warning = next(line for line in choose(workload_from_mapping(data, "w.yaml"), catalog).rationale
+                   if "budget" in line)
+    amounts = re.findall(r"\$[0-9,.]+[kMBT]?", warning)
+    assert len(amounts) == 2 and amounts[0] != amounts[1], warning
+
+
+def test_one_of_anything_is_singular():
+    from policies.catalog import load_catalog
+    from policies.select import choose
+    from policies.workload import workload_from_mapping
+
+    spec = workload_from_mapping({"name": "tiny", "kind": "finetune", "model": {"parameters": "1B"},
+                                  "training": {"tokens": "1B", "framework": "pytorch"},
+                                  "hardware": {"accelerator": "a100-40gb", "chips": 1, "cloud": "gcp"}}, "w.yaml")
+    text = " ".join(choose(spec, load_catalog()).rationale)
+    assert "(1 GPU)" in text and "1 GPUs" not in text and "1 chips" not in text and "1 hosts" not in text
+
+
+def test_a_latency_rejection_shows_the_p99_factor_that_decides_it():
+    document = json.loads(invoke(str(EXAMPLES / "llama-8b-inference-l4.yaml"), "--json").stdout)
+    (reason,) = next(item["reasons"] for item in document["rejected"] if item["offering"] == "gcp-g2-standard-4")
+    assert re.search(r"takes (\d+) ms even at batch 1; x1\.3 latency_p99_factor makes the fastest \(1-chip\) "
+                     r"replica (\d+) ms per token at p99, over the 80 ms bound", reason), reason
+    step, p99 = map(int, re.search(r"takes (\d+) ms.* replica (\d+) ms", reason).groups())
+    assert p99 > 80 and abs(p99 - step * 1.3) <= 1
+
+
+def test_an_unwritable_plot_path_fails_before_any_output(tmp_path):
+    outcome = invoke(PRETRAIN, "--json", "--plot", str(tmp_path / "missing" / "x.png"))
+    assert outcome.exit_code == 2 and outcome.stdout == ""
+    assert "--plot" in outcome.stderr and "does not exist" in outcome.stderr
+
+
+def test_a_plot_path_in_a_read_only_directory_fails_before_any_output(tmp_path):
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere (root)")
+        outcome = invoke(PRETRAIN, "--json", "--plot", str(locked / "x.png"))
+        assert outcome.exit_code == 2 and outcome.stdout == "" and "not writable" in outcome.stderr
+    finally:
+        locked.chmod(0o700)
+
+
+def test_write_stack_warns_when_it_replaces_another_workload(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke(PRETRAIN, "--write-stack", "dev").exit_code == 0
+    outcome = invoke(str(EXAMPLES / "llama-8b-finetune-cuda.yaml"), "--write-stack", "dev")
+    assert outcome.exit_code == 0
+    assert "replacing accel:workload 'llama-70b-pretrain' with 'llama-8b-finetune-cuda'" in outcome.stderr
+    config = yaml.safe_load((tmp_path / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+    assert config["accel:workload"]["name"] == "llama-8b-finetune-cuda"
+    again = invoke(str(EXAMPLES / "llama-8b-finetune-cuda.yaml"), "--write-stack", "dev")
+    assert "replacing" not in again.stderr
+
+
+def test_write_stack_writes_no_null_workload_fields_but_the_full_plan(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke(PRETRAIN, "--write-stack", "dev").exit_code == 0
+    config = yaml.safe_load((tmp_path / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+
+    def nulls(value, path=""):
+        if isinstance(value, dict):
+            return [p for key, item in value.items() for p in nulls(item, f"{path}.{key}")]
+        if isinstance(value, list):
+            return [p for item in value for p in nulls(item, path)]
+        return [path] if value is None else []
+
+    assert nulls(config["accel:workload"]) == []
+    assert "accelerators" not in config["accel:workload"]["constraints"]
+    assert set(config["accel:plan"]) == set(Plan.model_fields)
+    assert nulls(config["accel:plan"]), "the plan is a full dump, unset fields included"

@@ -66,6 +66,12 @@ def test_bad_workload_field_names_the_stack_file_and_the_key_path():
         read_stack(config(workload=bad), "dev")
 
 
+def test_a_region_no_offering_has_names_the_stack_file_and_the_workload_key():
+    typo = {**WORKLOAD, "constraints": {**WORKLOAD["constraints"], "regions": ["us-east99"]}}
+    with pytest.raises(UsageError, match=r"stacks/Pulumi.dev.yaml: accel:workload.constraints.regions: 'us-east99'"):
+        read_stack(config(workload=typo), "dev")
+
+
 def test_missing_workload_says_how_to_add_one():
     with pytest.raises(UsageError, match="accel:workload: missing"):
         read_stack(config(owner="me"), "dev")

@@ -159,3 +159,172 @@ def test_a_section_of_the_wrong_type_is_a_usage_error(key, bad):
     with pytest.raises(UsageError) as error:
         workload_from_mapping(data, "w.yaml")
     assert f"w.yaml: {key}" in str(error.value)
+
+
+# ----------------------------------------------------------------------------- pins are exact or rejected
+
+def pin_error(**hardware) -> str:
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping(pretrain(hardware=hardware), "w.yaml")
+    return str(error.value)
+
+
+def test_chips_that_contradict_topology_times_slices_name_hardware_chips():
+    message = pin_error(accelerator="tpu-v5p", chips=12288, topology="16x16x24", slices=1)
+    assert message.startswith("w.yaml: hardware.chips: 12288 chips contradict topology 16x16x24 x 1 slice = 6144")
+    assert "set slices: 2" in message
+
+
+def test_chips_that_are_no_whole_number_of_the_pinned_topology_are_rejected():
+    message = pin_error(accelerator="tpu-v5p", chips=64, topology="4x4x8")
+    assert message.startswith("w.yaml: hardware.chips: 64 chips are not a whole number of 4x4x8 slices (128 chips")
+
+
+def test_a_tpu_type_that_is_no_slice_names_the_nearest_valid_types():
+    message = pin_error(tpu_type="v5p-100")
+    assert message.startswith("w.yaml: hardware.tpu_type: v5p-100 would be 50 chips")
+    assert "nearest: v5p-64 (32 chips) or v5p-128 (64 chips)" in message and "(got 'v5p-100')" in message
+
+
+def test_a_topology_the_generation_lacks_names_hardware_topology_and_the_allowed_shapes():
+    message = pin_error(accelerator="tpu-v5p", chips=27, topology="3x3x3")
+    assert message.startswith("w.yaml: hardware.topology: TPU v5p has no topology '3x3x3'; allowed: 2x2x1")
+
+
+@pytest.mark.parametrize("hardware, field", [
+    ({"accelerator": "h100-80gb", "chips": 64, "topology": "4x4x4"}, "hardware.topology"),
+    ({"accelerator": "h100-80gb", "chips": 64, "slices": 2}, "hardware.slices"),
+])
+def test_a_gpu_pin_takes_no_topology_or_slices(hardware, field):
+    message = pin_error(**hardware)
+    assert message.startswith(f"w.yaml: {field}: only TPU pins") and "h100-80gb is a GPU" in message
+
+
+def test_slices_that_do_not_split_the_chips_into_valid_slices_are_rejected():
+    message = pin_error(accelerator="tpu-v6e", chips=96, slices=2)
+    assert message.startswith("w.yaml: hardware.slices: 96 chips in 2 slices is 48 chips per slice, which is no "
+                              "TPU v6e")
+    assert "v6e-32 (32 chips) or v6e-64 (64 chips)" in message
+
+
+def test_a_topology_alone_fixes_the_chips():
+    spec = workload_from_mapping(pretrain(hardware={"accelerator": "tpu-v5e", "topology": "4x4"}), "w.yaml")
+    assert spec.hardware.chips == 16
+    spec = workload_from_mapping(pretrain(hardware={"accelerator": "tpu-v5e", "topology": "4x4", "slices": 2}),
+                                 "w.yaml")
+    assert spec.hardware.chips == 32
+
+
+def test_a_tpu_type_names_one_slice_of_a_multislice():
+    pin = HardwarePin.model_validate({"tpu_type": "v5p-128", "slices": 2})
+    assert (pin.accelerator, pin.chips, pin.slices) == ("tpu-v5p", 128, 2)
+
+
+def test_a_pin_without_chips_or_a_tpu_layout_says_what_to_give():
+    message = pin_error(accelerator="h100-80gb")
+    assert message.startswith("w.yaml: hardware.chips: Field required: give chips")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_tpu_pin_is_accepted_exactly_when_chips_equal_topology_times_slices(data):
+    from policies import shapes
+
+    accelerator = data.draw(st.sampled_from(["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]))
+    generation = shapes.GENERATION_BY_ACCELERATOR[accelerator]
+    topology = data.draw(st.sampled_from(shapes.valid_topologies(generation.name)))
+    slices = data.draw(st.integers(1, 4))
+    chips = data.draw(st.integers(1, 40000))
+    hardware = {"accelerator": accelerator, "chips": chips, "topology": topology, "slices": slices}
+    if chips == shapes.topology_chips(topology) * slices:
+        assert workload_from_mapping(pretrain(hardware=hardware), "w.yaml").hardware.chips == chips
+    else:
+        with pytest.raises(UsageError, match=r"^w\.yaml: hardware\.chips: "):
+            workload_from_mapping(pretrain(hardware=hardware), "w.yaml")
+
+
+# ----------------------------------------------------------------------------- contradictions
+
+def test_a_training_workload_with_an_inference_section_is_rejected():
+    with pytest.raises(UsageError, match=r"w\.yaml: inference: kind 'pretrain' reads only the 'training' section"):
+        workload_from_mapping(pretrain(inference={"tokens_per_second": 1000}), "w.yaml")
+
+
+def test_a_serving_workload_with_a_training_section_is_rejected():
+    data = {"name": "s", "kind": "inference", "model": {"parameters": "8B"},
+            "inference": {"tokens_per_second": 1000}, "training": {"tokens": "1T"}}
+    with pytest.raises(UsageError, match=r"s\.yaml: training: kind 'inference' reads only the 'inference' section"):
+        workload_from_mapping(data, "s.yaml")
+
+
+@pytest.mark.parametrize("policy, pinned", [("required", False), ("never", True)])
+def test_a_pin_whose_spot_contradicts_constraints_spot_is_rejected(policy, pinned):
+    data = pretrain(constraints={"spot": policy}, hardware={"accelerator": "h100-80gb", "chips": 8, "spot": pinned})
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping(data, "w.yaml")
+    assert str(error.value).startswith(
+        f"w.yaml: hardware.spot: {str(pinned).lower()} contradicts constraints.spot: {policy}")
+
+
+# ----------------------------------------------------------------------------- names and defaults
+
+def test_a_bad_name_says_what_a_name_may_be_not_the_regex():
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping(pretrain(name="W_bad"), "w.yaml")
+    message = str(error.value)
+    assert "lowercase letters, digits and dashes, at most 40 characters, starting and ending with a letter or digit" \
+        in message and "pattern" not in message and "'W_bad'" in message
+
+
+@pytest.mark.parametrize("name, valid", [("a", True), ("a" * 40, True), ("a" * 41, False), ("-a", False),
+                                         ("a-", False), ("llama-70b", True), ("Llama", False)])
+def test_workload_names_are_short_lowercase_labels(name, valid):
+    if valid:
+        assert workload_from_mapping(pretrain(name=name), "w.yaml").name == name
+    else:
+        with pytest.raises(UsageError, match="w.yaml: name: "):
+            workload_from_mapping(pretrain(name=name), "w.yaml")
+
+
+def test_a_framework_left_out_is_known_to_be_the_default():
+    from policies.workload import framework_label
+
+    serving = workload_from_mapping({"name": "s", "kind": "inference", "model": {"parameters": "8B"},
+                                     "inference": {"tokens_per_second": 1000}}, "s.yaml")
+    assert serving.framework == "pytorch" and serving.framework_defaulted
+    assert framework_label(serving) == ("framework pytorch (default framework for inference; "
+                                        "set inference.framework to change it)")
+    training = workload_from_mapping(pretrain(training={"tokens": "1T"}), "w.yaml")
+    assert training.framework == "jax" and training.framework_defaulted
+
+
+def test_a_framework_that_was_written_is_not_called_a_default():
+    from policies.workload import framework_label
+
+    spec = workload_from_mapping(pretrain(training={"tokens": "1T", "framework": "jax"}), "w.yaml")
+    assert not spec.framework_defaulted and framework_label(spec) == "framework jax"
+
+
+pin_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 20000), st.floats(allow_nan=True),
+                       st.sampled_from(["tpu-v5p", "tpu-v6e", "h100-80gb", "v5p-128", "v6e-7", "v4-3", "4x4",
+                                        "4x4x8", "3x3x3", "axb", ""]),
+                       st.lists(st.integers(), max_size=2),
+                       st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(pin=st.dictionaries(st.sampled_from(["accelerator", "chips", "tpu_type", "topology", "slices", "spot"]),
+                           pin_values, max_size=6))
+def test_any_pin_is_valid_or_a_usage_error_naming_a_hardware_field(pin):
+    try:
+        spec = workload_from_mapping(pretrain(hardware=pin), "w.yaml")
+    except UsageError as error:
+        assert str(error).startswith("w.yaml: hardware")
+        return
+    from policies import shapes
+
+    pinned = spec.hardware
+    assert pinned.chips > 0
+    if pinned.topology is not None:
+        per_slice = shapes.topology_chips(pinned.topology)
+        assert pinned.chips == per_slice * (pinned.slices or pinned.chips // per_slice)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -57,18 +58,21 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         write_stack: str | None, out: Console, status: Console) -> Any:
     from policies.catalog import load_catalog
     from policies.select import OBJECTIVES, choose as choose_hardware, make_plan
-    from policies.workload import load_workload
+    from policies.workload import WorkloadFieldError, load_workload
 
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective: {objective!r} is not allowed; use one of {', '.join(OBJECTIVES)}")
-    if plot is not None and plot.suffix.lower() not in PLOT_SUFFIXES:
-        raise UsageError(f"--plot: {plot}: the chart is written as PNG or SVG; name the file *.png or *.svg")
+    if plot is not None:
+        check_plot_path(plot)
     if write_stack is not None and not _STACK_NAME.match(write_stack):
         raise UsageError(f"--write-stack: {write_stack!r} is not a stack name (letters, digits, '.', '_', '-')")
     spec = load_workload(workload)
     cat = load_catalog(catalog_path)
     status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]")
-    choice = choose_hardware(spec, cat, objective)  # type: ignore[arg-type]
+    try:
+        choice = choose_hardware(spec, cat, objective)  # type: ignore[arg-type]
+    except WorkloadFieldError as error:
+        raise error.with_source(workload) from None
     plan = make_plan(spec, choice, cat)
     if as_json:
         sys.stdout.write(json.dumps(choice.to_json(), indent=2) + "\n")
@@ -78,7 +82,8 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         write_plot(choice, plot)
         status.print(f"wrote {plot}")
     if write_stack is not None:
-        path = write_stack_file(write_stack, spec, plan)
+        path = write_stack_file(write_stack, spec, plan, warn=lambda message: status.print(
+            f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True))
         status.print(f"wrote {path}")
     return choice
 
@@ -94,11 +99,10 @@ def human_number(value: float) -> str:
 
 
 def _money(usd: float) -> str:
-    if usd >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
-    if usd >= 1e4:
-        return f"${usd / 1e3:,.1f}k"
-    return f"${usd:,.2f}"
+    """Table money: cents below $10k, then k, M, B, T, and scientific past a thousand trillion."""
+    from policies.explain import money
+
+    return f"${usd:,.2f}" if usd < 1e4 else money(usd)
 
 
 def _time(hours: float) -> str:
@@ -273,6 +277,20 @@ def plot_figure(choice: Any) -> Any:
     return figure
 
 
+def check_plot_path(path: Path) -> None:
+    """Refuse a chart path that cannot be written before any work is done (so --json output is never followed
+    by a failure): a .png or .svg name in an existing, writable directory."""
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(f"--plot: {path}: the chart is written as PNG or SVG; name the file *.png or *.svg")
+    directory = path.parent
+    if not directory.is_dir():
+        raise UsageError(f"--plot: {path}: the directory {directory} does not exist; create it or choose another path")
+    if path.is_dir():
+        raise UsageError(f"--plot: {path}: is a directory; give a file name ending in .png or .svg")
+    if not os.access(directory, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"--plot: {path}: not writable (permission denied); choose another path")
+
+
 def write_plot(choice: Any, path: Path) -> None:
     """Write plot_figure(choice) as PNG or SVG (by the file's suffix)."""
     figure = plot_figure(choice)
@@ -295,8 +313,12 @@ def _project_dir(start: Path) -> Path:
     return start
 
 
-def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None) -> Path:
-    """Set accel:workload and accel:plan in stacks/Pulumi.NAME.yaml, keeping every other key."""
+def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
+                     warn: Callable[[str], None] | None = None) -> Path:
+    """Set accel:workload and accel:plan in stacks/Pulumi.NAME.yaml, keeping every other key.
+
+    The workload is written without unset (None) fields; the plan is the full Plan. Replacing a different
+    workload (another name) is what the user asked for, but `warn` is told, naming both."""
     import yaml
 
     directory = _project_dir((root or Path.cwd()).resolve()) / "stacks"
@@ -318,6 +340,9 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None) 
         config = {}
     if not isinstance(config, dict):
         raise UsageError(f"{path}: config: expected a mapping of keys to values")
+    previous = config.get("accel:workload")
+    if warn is not None and isinstance(previous, dict) and previous.get("name") not in (None, spec.name):
+        warn(f"{path}: replacing accel:workload {previous['name']!r} with {spec.name!r} (and its plan)")
     config["accel:workload"] = spec.model_dump(mode="json", exclude_none=True)
     config["accel:plan"] = _finite(plan.model_dump(mode="json"))
     data["config"] = config
