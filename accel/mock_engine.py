@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,6 +212,9 @@ def run_program(
     capture = Capture()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    thread_loops: list[asyncio.AbstractEventLoop] = []
+    loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="accel-mock-engine",
+                                                 initializer=_give_thread_a_loop, initargs=(thread_loops,)))
     pulumi.runtime.set_all_config(dict(config or {}))
     mocks = RecordingMocks(preview=preview, answers=answers)
     monitor = RecordingMonitor(mocks, capture)
@@ -223,5 +227,22 @@ def run_program(
         # The SDK runs monitor calls on the loop's default executor; without this every run
         # would leave its loop and a pool of threads (and their file descriptors) behind.
         loop.run_until_complete(loop.shutdown_default_executor())
+        # The worker threads have ended (shutdown joins them), so their loops can be closed here.
+        for thread_loop in thread_loops:
+            thread_loop.close()
         loop.close()
     return capture
+
+
+def _give_thread_a_loop(thread_loops: list[asyncio.AbstractEventLoop]) -> None:
+    """Executor thread initializer: the loop the mock monitor wants in this thread, owned by us.
+
+    The SDK's mock monitor calls `_ensure_event_loop()` in the executor thread, which would
+    otherwise create a loop nobody closes. An unclosed loop is closed by its `__del__` when the
+    garbage collector reaches it, and at interpreter exit the collector may have closed its
+    self-pipe socket first: then `__del__` prints "Exception ignored in BaseEventLoop.__del__ ...
+    ValueError: Invalid file descriptor: -1" on stderr, after the command's own message.
+    """
+    thread_loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(thread_loop)
+    thread_loops.append(thread_loop)  # list.append is atomic; run_program closes them after shutdown

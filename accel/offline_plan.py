@@ -215,6 +215,8 @@ def load_policy_config(path: Path | None) -> dict[str, Any] | None:
         return None
     path = Path(path)
     shown = stack_config.display_path(path)
+    if path.is_dir():
+        raise UsageError(f"{shown}: is a directory; --policy-config takes a YAML or JSON file")
     if not path.is_file():
         raise UsageError(f"{shown}: policy config file not found")
     try:

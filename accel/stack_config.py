@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,9 @@ STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt"
 # Keys of a typed declaration under Pulumi.yaml `config:`.
 DECLARATION_KEYS = ("type", "description", "default", "value", "secret", "items")
 DECLARED_TYPES = ("string", "integer", "boolean", "array")
+# What the Pulumi CLI accepts as a stack name (the last part of org/project/stack).
+STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+STACK_NAME_RULE = "a stack name is 1 to 100 letters, digits, '-', '_' or '.'"
 
 
 def display_path(path: Path) -> str:
@@ -43,6 +47,8 @@ def display_path(path: Path) -> str:
 
 def _read_yaml(path: Path) -> Any:
     shown = display_path(path)
+    if path.is_dir():
+        raise UsageError(f"{shown}: is a directory, expected a YAML file")
     if not path.is_file():
         raise UsageError(f"{shown}: file not found")
     try:
@@ -101,6 +107,46 @@ def load_project(project_dir: Path) -> ProjectFile:
 
 def stack_file_path(project: ProjectFile, stack: str) -> Path:
     return project.stack_config_dir / f"Pulumi.{stack}.yaml"
+
+
+def check_stack_name(stack: str) -> str:
+    """`stack` if the CLI would take it as a stack name; a UsageError saying why not otherwise.
+
+    The name becomes part of a file path, so a separator or `..` must never reach it.
+    """
+    if STACK_NAME.fullmatch(stack) and ".." not in stack and stack != ".":
+        return stack
+    message = f"-s/--stack: {stack!r} is not a stack name: {STACK_NAME_RULE}"
+    if "/" in stack or "\\" in stack:
+        message += "; it holds a path separator (use --config FILE for a stack file elsewhere"
+        parts = stack.split("/")
+        if len(parts) in (2, 3) and all(STACK_NAME.fullmatch(part) and ".." not in part for part in parts):
+            message += f"; for a qualified name like org/project/stack give only the stack: -s {parts[-1]}"
+        message += ")"
+    elif ".." in stack or stack == ".":
+        message += "; it may not be '.' or hold '..'"
+    raise UsageError(message)
+
+
+def available_stacks(project: ProjectFile) -> list[str]:
+    """The stacks that have a file in the project's stack config directory, sorted."""
+    directory = project.stack_config_dir
+    if not directory.is_dir():
+        return []
+    return sorted(stack_name_from_path(path) for path in directory.glob("Pulumi.*.yaml") if path.is_file())
+
+
+def _missing_stack(project: ProjectFile, stack: str, stack_file: Path) -> UsageError:
+    known = available_stacks(project)
+    message = f"{display_path(stack_file)}: file not found: no stack {stack!r} in this project"
+    hint = difflib.get_close_matches(stack, known, n=1, cutoff=0.6)
+    if hint:
+        message += f"; did you mean {hint[0]!r}?"
+    if known:
+        message += f"\navailable stacks: {', '.join(known)}"
+    else:
+        message += f"\nno stack files (Pulumi.<stack>.yaml) in {display_path(project.stack_config_dir)}"
+    return UsageError(message)
 
 
 def stack_name_from_path(path: Path) -> str:
@@ -229,9 +275,15 @@ def load_stack_config(project_dir: Path, stack: str | None = None, config_path: 
     project = load_project(project_dir)
     if config_path is not None:
         stack_file = Path(config_path)
+        if stack_file.is_dir():
+            example = display_path(stack_file_path(project, "<stack>"))
+            raise UsageError(f"{display_path(stack_file)}: is a directory; --config takes a stack file "
+                             f"such as {example} (or use -s STACK)")
         stack = stack or stack_name_from_path(stack_file)
     elif stack:
-        stack_file = stack_file_path(project, stack)
+        stack_file = stack_file_path(project, check_stack_name(stack))
+        if not stack_file.exists():
+            raise _missing_stack(project, stack, stack_file)
     else:
         raise UsageError("no stack given: pass -s STACK or --config FILE")
     source = display_path(stack_file)

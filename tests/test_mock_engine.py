@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pulumi
 
 from tests import harness
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Box(pulumi.ComponentResource):
@@ -63,3 +68,31 @@ def test_many_runs_in_one_process_leave_no_threads_or_files_behind():
         harness.run(program)
     assert threading.active_count() <= threads
     assert len(os.listdir("/proc/self/fd")) <= fds
+
+
+FAILING_PROGRAM = """
+import sys
+import pulumi
+from accel.mock_engine import run_program
+
+def program():
+    for i in range(20):
+        pulumi.CustomResource("test:index:Thing", f"thing-{i}", {"size": i})
+    raise ValueError("bad stack setting")
+
+try:
+    run_program(program)
+except ValueError as error:
+    print(f"error: {error}", file=sys.stderr)
+    raise SystemExit(2)
+"""
+
+
+def test_a_failing_program_leaves_no_event_loop_for_the_garbage_collector_to_close():
+    # An event loop left open is closed by its __del__ at exit, which now and then prints
+    # "Exception ignored in BaseEventLoop.__del__ ... Invalid file descriptor: -1" after the
+    # error message; the ResourceWarning it raises first says so on every run, not now and then.
+    result = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-c", FAILING_PROGRAM],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == "error: bad stack setting\n"

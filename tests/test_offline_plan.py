@@ -246,6 +246,11 @@ def test_a_bad_stack_file_is_a_usage_error_before_the_program_runs(tmp_path):
         plan_stack("dev", None, project)
 
 
+def test_a_policy_config_that_is_a_directory_says_so(project):
+    with pytest.raises(UsageError, match=r"is a directory; --policy-config takes a YAML or JSON file"):
+        plan_stack("dev", None, project, policy_config=project / "stacks")
+
+
 # ---- guardrails -------------------------------------------------------------------------------
 
 def test_without_the_guardrail_module_no_violations_are_reported_and_it_says_so(project, no_guardrails):
@@ -262,7 +267,8 @@ def test_guardrails_get_the_captured_resources_and_the_pack_config(project, monk
     policy_file.write_text("max-hourly-usd: {limit: 100}\n")
     result = plan_stack("dev", None, project, policy_config=policy_file)
     resources, pack_config = calls[0]
-    assert [r["name"] for r in resources] == ["net", "store", "store-checkpoints"]
+    # Sorted: the mock engine registers sibling resources from worker threads, in no fixed order.
+    assert sorted(r["name"] for r in resources) == ["net", "store", "store-checkpoints"]
     assert pack_config == {"max-hourly-usd": {"limit": 100}}
     assert result.guardrails_evaluated
 
@@ -339,6 +345,38 @@ def test_a_bad_stack_file_exits_2_with_file_key_and_reason_and_no_traceback(tmp_
     assert "Traceback" not in outcome.stderr + outcome.stdout
 
 
+def test_a_mistyped_stack_exits_2_with_the_closest_stack_and_the_list(project):
+    outcome = invoke("--cwd", str(project), "-s", "dve")
+    assert outcome.exit_code == 2
+    assert "no stack 'dve' in this project; did you mean 'dev'?\navailable stacks: dev\n" in outcome.stderr
+    assert "Traceback" not in outcome.stderr + outcome.stdout
+
+
+def test_a_stack_name_with_a_path_separator_exits_2_before_anything_is_read(project):
+    outcome = invoke("--cwd", str(project), "-s", "../stacks/Pulumi.dev")
+    assert outcome.exit_code == 2
+    assert outcome.stderr.startswith("error: -s/--stack: '../stacks/Pulumi.dev' is not a stack name")
+
+
+def test_piped_human_output_is_wide_enough_that_names_do_not_wrap(tmp_path, no_guardrails, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    name = "llama-70b-tpu-nodes-container-defaultnodeserviceaccount"  # a real name from the TPU stack
+    program = GCP_PROGRAM.replace('gcp.compute.Network("net"', f'gcp.compute.Network("{name}"')
+    monkeypatch.chdir(make_project(tmp_path, program=program))
+    outcome = invoke("-s", "dev")
+    assert outcome.exit_code == 0, outcome.output
+    # CliRunner's stdout is not a terminal, as in CI logs and pipes; 80 columns would break this line.
+    assert f"{name} gcp:compute/network:Network" in outcome.stdout
+    assert outcome.stdout.startswith("accel plan · stack dev (stacks/Pulumi.dev.yaml) · mock engine, preview\n")
+
+
+def test_columns_in_the_environment_still_sets_the_width(tmp_path, no_guardrails, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    outcome = invoke("--cwd", str(make_project(tmp_path)), "-s", "dev")
+    assert outcome.exit_code == 0, outcome.output
+    assert max(len(line) for line in outcome.stdout.splitlines()) <= 60
+
+
 def test_without_a_stack_the_default_example_stack_is_planned(project):
     outcome = invoke("--cwd", str(project))
     assert outcome.exit_code == 2
@@ -387,3 +425,45 @@ def test_errors_blame_the_file_given_with_config_not_the_conventional_one(tmp_pa
     with pytest.raises(UsageError) as caught:
         plan_stack(None, elsewhere, project)
     assert str(caught.value) == f"{elsewhere}: demo:workload.name: too long"
+
+
+# ---- the accel command line as installed -------------------------------------------------------
+
+@pytest.fixture
+def accel_cli():
+    from accel.cli import _register_commands, app
+
+    _register_commands()
+    return lambda *args: CliRunner().invoke(app, list(args))
+
+
+def test_version_is_the_installed_package_version(accel_cli):
+    from importlib.metadata import version
+
+    outcome = accel_cli("--version")
+    assert outcome.exit_code == 0
+    assert outcome.stdout == f"accel {version('accel')}\n"
+
+
+@pytest.mark.parametrize("command", [[], ["plan"], ["review"], ["reap"], ["destroy-after-run"]])
+def test_help_shows_metavars_not_python_type_names(accel_cli, command):
+    outcome = accel_cli(*command, "--help")
+    assert outcome.exit_code == 0, outcome.output
+    assert "--help" in outcome.stdout
+    for type_name in ("<bool>", "<str>", "<int range>", "<float range>"):
+        assert type_name not in outcome.stdout
+
+
+def test_plan_help_names_what_each_option_takes(accel_cli):
+    text = accel_cli("plan", "--help").stdout
+    for option, metavar in (("--stack", "STACK"), ("--config", "FILE"), ("--policy-config", "FILE"), ("--cwd", "DIR")):
+        line = next(line for line in text.splitlines() if option + " " in line)
+        assert metavar in line.split()
+
+
+def test_registering_the_commands_twice_keeps_one_of_each(accel_cli):
+    from accel.cli import _register_commands, app
+
+    _register_commands()
+    names = [info.name for info in app.registered_commands]
+    assert len(names) == len(set(names))

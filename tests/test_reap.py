@@ -378,6 +378,35 @@ def test_reap_without_a_backend_login_says_so_without_a_traceback(fake, cli):
     assert "could not list the project's stacks (is the CLI logged in?): error: PULUMI_ACCESS_TOKEN" in result.stderr
 
 
+def test_reap_json_without_the_pulumi_cli_prints_an_error_object_and_exits_1(fake, cli, monkeypatch, tmp_path):
+    empty = tmp_path / "no-pulumi-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    result = cli("reap", "--json", "--work-dir", str(fake.project))
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report == {"error": {"kind": "pulumi-unavailable", "message": report["error"]["message"]},
+                      "exit_code": 1, "dry_run": False, "work_dir": str(fake.project.resolve())}
+    assert report["error"]["message"].startswith("the pulumi CLI is not on PATH")
+    assert "error: the pulumi CLI is not on PATH" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_reap_json_with_a_bad_option_prints_an_error_object_and_exits_2(fake, cli, tmp_path):
+    bad_now = cli("reap", "--json", "--now", "tomorrow", "--work-dir", str(fake.project))
+    not_a_project = cli("reap", "--json", "--work-dir", str(tmp_path / "elsewhere"))
+    for result, option in ((bad_now, "--now"), (not_a_project, "--work-dir")):
+        assert result.exit_code == 2
+        error = json.loads(result.stdout)["error"]
+        assert error["kind"] == "invalid-input" and error["message"].startswith(f"{option}: ")
+
+
+def test_reap_json_while_locked_prints_an_error_object(fake, cli):
+    with reaper.reap_lock(reaper.default_lock_path(fake.project)):
+        result = cli("reap", "--json", "--work-dir", str(fake.project))
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["error"]["kind"] == "locked"
+
+
 def test_reap_while_locked_exits_with_a_clear_message_and_runs_nothing(fake, cli):
     fake.add_stack("spot-run", TTL_12H)
     with reaper.reap_lock(reaper.default_lock_path(fake.project)):

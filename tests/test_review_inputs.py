@@ -19,6 +19,7 @@ from accel.review.preview_json import PreviewDigest
 FIXTURES = Path(__file__).parent / "fixtures" / "review"
 REPLACE = FIXTURES / "preview_replace_tpu_pool.json"
 HEAD = FIXTURES / "plan_head.json"
+BASE = FIXTURES / "plan_base.json"
 STACK_URN = "urn:pulumi:dev::accel::pulumi:pulumi:Stack::accel-dev"
 
 
@@ -247,3 +248,98 @@ def test_plan_json_from_the_mock_engine_renders_with_its_component_tree():
     (node,) = review.components.nodes
     assert (node.type, node.children) == ("accel:gcp:TpuSlice", {"create": 1})
     assert "✅ All guardrails pass." in render(review)
+
+
+# ---- all inputs must be of one stack ---------------------------------------------------------------
+
+def plan_of(tmp_path: Path, stack: str, name: str = "other-plan.json") -> Path:
+    """The bundled head plan, relabelled as another stack's (its resource names stay as they are)."""
+    document = json.loads(HEAD.read_text())
+    document["stack"] = stack
+    return write(tmp_path, document, name)
+
+
+def test_a_plan_of_another_stack_exits_2_naming_both_stacks(cli, tmp_path):
+    other = plan_of(tmp_path, "llama-70b-tpu")
+    result = run_cli(cli, str(REPLACE), "--plan", str(other))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (f"error: inputs of different stacks: {REPLACE} is stack 'llama-8b-v5p' (from its URNs), "
+                             f"--plan {other} is stack 'llama-70b-tpu'; a review compares one stack "
+                             "(pass --allow-stack-mismatch to render them together anyway)\n")
+
+
+def test_a_base_plan_of_another_stack_exits_2(cli, tmp_path):
+    base = plan_of(tmp_path, "llama-70b-tpu")
+    result = run_cli(cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(base))
+    assert result.exit_code == 2
+    assert f"--plan {HEAD} is stack 'llama-8b-v5p', --base-plan {base} is stack 'llama-70b-tpu'" in result.stderr
+
+
+def test_two_plans_of_different_stacks_exit_2(cli, tmp_path):
+    base = plan_of(tmp_path, "llama-70b-tpu")
+    result = run_cli(cli, str(HEAD), "--base-plan", str(base))
+    assert result.exit_code == 2
+    assert f"{HEAD} is stack 'llama-8b-v5p', --base-plan {base} is stack 'llama-70b-tpu'" in result.stderr
+
+
+def test_a_preview_holding_steps_of_two_stacks_is_a_mismatch(tmp_path):
+    steps = [step("create", "gcp:storage/bucket:Bucket", "ckpt"),
+             dict(step("create", "gcp:storage/bucket:Bucket", "data"),
+                  urn="urn:pulumi:prod::accel::gcp:storage/bucket:Bucket::data")]
+    with pytest.raises(UsageError, match=r"preview\.json is stacks 'dev' and 'prod' \(from its URNs\)"):
+        review_files(write(tmp_path, {"steps": steps}))
+
+
+def test_allow_stack_mismatch_renders_with_the_warning_on_stderr_and_in_the_comment(cli, tmp_path):
+    other = plan_of(tmp_path, "llama-70b-tpu")
+    result = run_cli(cli, str(REPLACE), "--plan", str(other), "--allow-stack-mismatch")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("warning: Inputs of different stacks: ")
+    assert "--plan" in result.stderr and "'llama-70b-tpu'" in result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[3] == "> [!WARNING]"
+    assert lines[4].startswith("> Inputs of different stacks: ") and "'llama-70b-tpu'" in lines[4]
+
+
+def test_a_preview_without_steps_names_no_stack_and_is_not_checked(tmp_path):
+    comment = review_files(write(tmp_path, {"steps": [], "changeSummary": {"same": 3}}), plan_of(tmp_path, "any"))
+    assert "[!WARNING]" not in comment
+
+
+def test_inputs_of_one_stack_carry_no_warning():
+    assert "[!WARNING]" not in review_files(REPLACE, HEAD, BASE)
+
+
+# ---- --max-chars -------------------------------------------------------------------------------------
+
+def tersest_size(*inputs: Path) -> int:
+    """The size of the comment at its tersest layout (a budget of 0 leaves no other)."""
+    from accel.review import load_review
+
+    return len(render(load_review(*inputs), 0).encode("utf-8"))
+
+
+def test_a_budget_the_tersest_comment_cannot_meet_exits_2_and_writes_nothing(cli, tmp_path):
+    out = tmp_path / "comment.md"
+    tersest = tersest_size(REPLACE, HEAD, BASE)
+    assert tersest > 2000  # the check can fail: the bundled example does not fit 2,000 bytes
+    result = run_cli(cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE), "--max-chars", "2000",
+                     "-o", str(out))
+    assert result.exit_code == 2
+    assert result.stderr == (f"error: --max-chars 2,000: the comment is {tersest:,} bytes even at its tersest "
+                             f"(every list summarised); give --max-chars {tersest:,} or more\n")
+    assert not out.exists()
+
+
+def test_the_size_the_error_asks_for_is_enough(cli):
+    tersest = tersest_size(REPLACE, HEAD, BASE)
+    result = run_cli(cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE), "--max-chars", str(tersest))
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.encode("utf-8")) <= tersest
+
+
+def test_a_budget_below_the_floor_is_rejected_by_the_option(cli):
+    result = run_cli(cli, str(REPLACE), "--max-chars", "1999")
+    assert result.exit_code == 2
+    assert "--max-chars" in result.output

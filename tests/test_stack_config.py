@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from accel.errors import UsageError
 from accel.stack_config import (
     SECRET_PLACEHOLDER,
+    check_stack_name,
     encode_value,
     load_stack_config,
     stack_name_from_path,
@@ -135,6 +137,63 @@ def test_a_missing_stack_file_is_named(tmp_path):
     root = project(tmp_path, "config: {}\n")
     with pytest.raises(UsageError, match=r"stacks/Pulumi\.nope\.yaml: file not found"):
         load_stack_config(root, "nope")
+
+
+def test_a_mistyped_stack_name_suggests_the_closest_stack_and_lists_them_all(tmp_path, monkeypatch):
+    root = project(tmp_path, "config: {}\n", stack="llama-70b-tpu")
+    monkeypatch.chdir(root)  # paths in messages are relative to the working directory
+    (root / "stacks" / "Pulumi.llama-8b-v5p.yaml").write_text("config: {}\n")
+    with pytest.raises(UsageError) as caught:
+        load_stack_config(root, "llama-70b-tpuu")
+    assert str(caught.value).splitlines() == [
+        "stacks/Pulumi.llama-70b-tpuu.yaml: file not found: no stack 'llama-70b-tpuu' in this project; "
+        "did you mean 'llama-70b-tpu'?",
+        "available stacks: llama-70b-tpu, llama-8b-v5p",
+    ]
+
+
+def test_a_missing_stack_with_nothing_close_still_lists_the_stacks(tmp_path):
+    root = project(tmp_path, "config: {}\n", stack="prod")
+    with pytest.raises(UsageError, match=r"no stack 'zzz' in this project\navailable stacks: prod$"):
+        load_stack_config(root, "zzz")
+
+
+def test_a_project_without_stack_files_says_where_it_looked(tmp_path, monkeypatch):
+    (tmp_path / "Pulumi.yaml").write_text(PROJECT_YAML)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"no stack files \(Pulumi\.<stack>\.yaml\) in stacks$"):
+        load_stack_config(tmp_path, "dev")
+
+
+@pytest.mark.parametrize("stack", ["../dev", "stacks/dev", "a\\b", "dev/../../etc/passwd", "..", ".", "a..b",
+                                   "dev stack", "dév", ""])
+def test_a_stack_name_that_could_leave_the_stack_directory_is_rejected(tmp_path, stack):
+    root = project(tmp_path, "config: {}\n")
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")  # what "../dev" would reach
+    with pytest.raises(UsageError, match=rf"^-s/--stack: {re.escape(repr(stack))} is not a stack name: a stack "
+                                         r"name is 1 to 100 letters, digits, '-', '_' or '\.'"):
+        check_stack_name(stack)
+    if stack:  # an empty -s is "no stack given"
+        with pytest.raises(UsageError, match="is not a stack name"):
+            load_stack_config(root, stack)
+
+
+def test_a_qualified_stack_name_is_told_to_give_only_the_stack_part():
+    with pytest.raises(UsageError, match=r"give only the stack: -s llama-70b-tpu\)$"):
+        check_stack_name("acme/accel/llama-70b-tpu")
+
+
+@given(st.from_regex(r"[A-Za-z0-9_.-]{1,100}", fullmatch=True).filter(lambda s: ".." not in s and s != "."))
+def test_every_name_the_pulumi_cli_takes_is_accepted(stack):
+    assert check_stack_name(stack) == stack
+
+
+def test_a_config_path_that_is_a_directory_says_so(tmp_path, monkeypatch):
+    root = project(tmp_path, "config: {}\n")
+    monkeypatch.chdir(root)
+    with pytest.raises(UsageError, match=r"stacks: is a directory; --config takes a stack file such as "
+                                         r"stacks/Pulumi\.<stack>\.yaml"):
+        load_stack_config(root, None, root / "stacks")
 
 
 def test_a_yaml_syntax_error_gives_file_and_line(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -16,6 +17,9 @@ from rich.tree import Tree
 from accel.errors import EXIT_GUARDRAIL, AccelError, fail
 
 DEFAULT_STACK = "llama-70b-tpu"
+# Width of the human output when stdout is a file or a pipe (CI logs): wide enough that resource
+# names and the guardrail table do not wrap mid-word, as `accel choose` does.
+PIPED_WIDTH = 140
 
 
 def register(app: typer.Typer) -> None:
@@ -24,14 +28,17 @@ def register(app: typer.Typer) -> None:
 
 def plan(
     stack: Optional[str] = typer.Option(
-        None, "--stack", "-s", help=f"Stack to plan (stacks/Pulumi.<stack>.yaml); default {DEFAULT_STACK}"),
+        None, "--stack", "-s", metavar="STACK",
+        help=f"Stack to plan (stacks/Pulumi.<stack>.yaml); default {DEFAULT_STACK}"),
     config: Optional[Path] = typer.Option(
-        None, "--config", help="Stack file to plan, e.g. stacks/Pulumi.x.yaml (stack name from the file name)"),
+        None, "--config", metavar="FILE",
+        help="Stack file to plan, e.g. stacks/Pulumi.x.yaml (stack name from the file name)"),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON on stdout"),
     policy_config: Optional[Path] = typer.Option(
-        None, "--policy-config", help="Guardrail configuration (YAML or JSON: policy name -> settings)"),
+        None, "--policy-config", metavar="FILE",
+        help="Guardrail configuration (YAML or JSON: policy name -> settings)"),
     cwd: Optional[Path] = typer.Option(
-        None, "--cwd", "-C", help="Project directory (default: the nearest one holding Pulumi.yaml)"),
+        None, "--cwd", "-C", metavar="DIR", help="Project directory (default: the nearest one holding Pulumi.yaml)"),
 ) -> None:
     """Run the stack program on Pulumi's mock engine (preview) and show resources, cost and guardrails."""
     from accel import stack_config
@@ -51,7 +58,7 @@ def plan(
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     else:
-        render(result, Console())
+        render(result, output_console())
     if result.mandatory_violations:
         count = len(result.mandatory_violations)
         print(f"error: {count} mandatory guardrail violation{'s' if count != 1 else ''}", file=sys.stderr)
@@ -59,6 +66,13 @@ def plan(
 
 
 # ---- human output ------------------------------------------------------------------------------
+
+def output_console() -> Console:
+    """The terminal's width on a terminal or as COLUMNS says; else PIPED_WIDTH (rich would use 80)."""
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return Console()
+    return Console(width=PIPED_WIDTH)
+
 
 def render(result: Any, console: Console) -> None:
     from accel.stack_config import display_path

@@ -8,6 +8,7 @@ import signal
 import subprocess
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -44,6 +45,27 @@ def _echo_output(err: Console):
     return echo
 
 
+def _error_kind(error: AccelError) -> str:
+    from accel.reaper import PulumiUnavailable, ReapLocked
+
+    if isinstance(error, UsageError):
+        return "invalid-input"
+    if isinstance(error, PulumiUnavailable):
+        return "pulumi-unavailable"
+    if isinstance(error, ReapLocked):
+        return "locked"
+    return "error"
+
+
+def _fail(error: AccelError, json_output: bool, dry_run: bool, work_dir: Path) -> NoReturn:
+    """Exit as `fail()` does; with --json, first print an error object on stdout, so a consumer of
+    the report always gets one JSON document whatever went wrong."""
+    if json_output:
+        print(json.dumps({"error": {"kind": _error_kind(error), "message": str(error)}, "exit_code": error.exit_code,
+                          "dry_run": dry_run, "work_dir": str(work_dir.resolve())}, indent=2))
+    fail(error)
+
+
 def _render(report, out: Console) -> None:
     title = "accel reap --dry-run (nothing changed)" if report.dry_run else "accel reap"
     table = Table(title=f"{title}: {format_timestamp(report.now)}", title_justify="left")
@@ -73,7 +95,8 @@ def reap_command(
     work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
                                   help="The Pulumi project directory (holds Pulumi.yaml)."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, help="Destroy attempts per stack."),
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, metavar="N",
+                                 help="Destroy attempts per stack."),
     retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
                                       help="First wait before a retry; doubles each time."),
 ) -> None:
@@ -84,7 +107,7 @@ def reap_command(
     try:
         moment = parse_timestamp(now) if now is not None else None
     except LifecycleError as error:
-        fail(UsageError(f"--now: {error}"))
+        _fail(UsageError(f"--now: {error}"), json_output, dry_run, work_dir)
     try:
         project = _project_dir(work_dir)
         with reaper.reap_lock(reaper.default_lock_path(project)):
@@ -96,7 +119,7 @@ def reap_command(
                     on_output=_echo_output(err),
                 )
     except AccelError as error:
-        fail(error)
+        _fail(error, json_output, dry_run, work_dir)
     if json_output:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -184,12 +207,13 @@ def _run_command(command: list[str], err: Console) -> int:
 
 
 def destroy_after_run_command(
-    stack: str = typer.Option(..., "-s", "--stack", help="The stack to destroy when the command exits."),
+    stack: str = typer.Option(..., "-s", "--stack", metavar="STACK",
+                              help="The stack to destroy when the command exits."),
     command: list[str] = typer.Argument(..., metavar="COMMAND", help="The training command to run."),
     work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
                                   help="The Pulumi project directory (holds Pulumi.yaml)."),
     remove: bool = typer.Option(False, "--remove", help="Also remove the stack from the backend after the destroy."),
-    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, help="Destroy attempts."),
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, metavar="N", help="Destroy attempts."),
     retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
                                       help="First wait before a retry; doubles each time."),
 ) -> None:

@@ -9,8 +9,8 @@ from typing import Optional
 import typer
 
 from accel.errors import AccelError, UsageError, fail
-from accel.review import review_files
-from accel.review.render import DEFAULT_BUDGET, GITHUB_COMMENT_LIMIT, size
+from accel.review import MISMATCH_FLAG, load_review
+from accel.review.render import DEFAULT_BUDGET, GITHUB_COMMENT_LIMIT, MIN_BUDGET, render, size
 
 
 def review(
@@ -22,15 +22,23 @@ def review(
                                              help="`accel plan --json` of the base branch: the 'before' column"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="comment.md",
                                           help="Write the comment here instead of stdout"),
-    max_chars: int = typer.Option(DEFAULT_BUDGET, "--max-chars", min=2_000, max=GITHUB_COMMENT_LIMIT,
-                                  help="Size budget of the comment (UTF-8 bytes); sections are summarised to fit"),
+    max_chars: int = typer.Option(DEFAULT_BUDGET, "--max-chars", metavar="BYTES", min=MIN_BUDGET,
+                                  max=GITHUB_COMMENT_LIMIT,
+                                  help="Size budget of the comment (UTF-8 bytes); sections are summarised to fit, "
+                                       "and exit 2 if even the tersest comment does not"),
+    allow_stack_mismatch: bool = typer.Option(
+        False, MISMATCH_FLAG,
+        help="Render inputs of different stacks together, with a warning, instead of exit 2"),
 ) -> None:
     """Render the pull-request comment: changes, hardware, $/h and $/run before → after, guardrails."""
     try:
-        comment = review_files(preview, plan, base_plan, budget=max_chars)
+        result = load_review(preview, plan, base_plan, allow_stack_mismatch=allow_stack_mismatch)
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        comment = render(result, max_chars)
         if size(comment) > max_chars:
-            print(f"warning: the comment is {size(comment):,} bytes, over --max-chars {max_chars:,} even at "
-                  f"its tersest", file=sys.stderr)
+            raise UsageError(f"--max-chars {max_chars:,}: the comment is {size(comment):,} bytes even at its tersest "
+                             f"(every list summarised); give --max-chars {size(comment):,} or more")
         if output is None:
             sys.stdout.write(comment)
             return

@@ -39,7 +39,10 @@ def headline(review: Review) -> str:
     parts = [f"**{counts.pop(a)} {HEADLINE_WORDS[a]}**" for a in HEADLINE_ORDER if a in counts]
     parts += [f"**{n} {text(a)}**" for a, n in counts.items()]
     summary = " · ".join(parts) if parts else "**No changes**"
-    lines = [marker(head.stack), title, "", f"{summary} · {head.unchanged} unchanged"]
+    lines = [marker(head.stack), title, ""]
+    for warning in review.warnings:
+        lines += ["> [!WARNING]", f"> {text(warning, 1_000)}", ""]
+    lines.append(f"{summary} · {head.unchanged} unchanged")
     glance = at_a_glance(review)
     if glance:
         lines += ["", glance]

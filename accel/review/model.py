@@ -175,3 +175,4 @@ class Review:
     groups: tuple[TypeGroup, ...]
     diagnostics: tuple[Diagnostic, ...] = ()
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()   # shown under the headline: the reviewer must read them first
