@@ -231,7 +231,23 @@ def run_program(
         for thread_loop in thread_loops:
             thread_loop.close()
         loop.close()
+    # Monitor calls run on a thread pool, so registration order varies between runs; a fixed
+    # order (parents before children, then by URN) keeps plan output and its JSON diffable.
+    capture.resources.sort(key=_tree_order(capture.resources))
     return capture
+
+
+def _tree_order(resources: list[CapturedResource]) -> Callable[[CapturedResource], tuple[int, str]]:
+    """Sort key: depth in the parent tree, then URN (the mock's URNs name only the nearest parent type)."""
+    parent_of = {r.urn: r.parent for r in resources}
+
+    def depth(urn: str | None) -> int:
+        count = 0
+        while (urn := parent_of.get(urn)) is not None:
+            count += 1
+        return count
+
+    return lambda resource: (depth(resource.urn), resource.urn)
 
 
 def _give_thread_a_loop(thread_loops: list[asyncio.AbstractEventLoop]) -> None:

@@ -23,6 +23,7 @@ OVERRIDE = "workload override"
 # Below this share of productive time a spot fleet spends its life restarting: treat it as unusable.
 MIN_SPOT_PRODUCTIVITY = 0.25
 SECONDS_PER_HOUR = 3600.0
+HOURS_PER_MONTH = 730.0   # the clouds' per-month storage prices are per 730 hours
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,9 @@ class InferenceModel:
         self.usable_hbm = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
         self.bandwidth = accelerator.hbm_gbps * 1e9 * resolved["inference_hbm_bandwidth_efficiency"]
         self.compute = accelerator.peak_bf16_tflops * 1e12 * resolved["inference_compute_efficiency"]
-        self.step_limit = spec.inference.p99_latency_ms / 1000.0 / resolved["inference_latency_p99_factor"]
+        self.p99_bound_ms = spec.inference.p99_latency_ms
+        self.p99_factor = resolved["inference_latency_p99_factor"]
+        self.step_limit = self.p99_bound_ms / 1000.0 / self.p99_factor
         self.scaling_log = math.log(resolved["inference_replica_scaling_per_doubling"])
         self.min_replicas = int(resolved["inference_min_replicas"])
 
@@ -237,6 +240,13 @@ class InferenceModel:
         memory = (self.weight_bytes + batch * self.kv_bytes_per_sequence) / (scale * self.bandwidth)
         compute = batch * self.step_flops_per_sequence / (scale * self.compute)
         return (memory, "memory-bandwidth") if memory >= compute else (compute, "compute")
+
+    def too_slow(self, step_seconds: float, replica: str = "it") -> str:
+        """Why a decode step of `step_seconds` at batch 1 misses the bound: the step, and the p99 latency
+        (step x latency_p99_factor) it gives `replica`, which is what the bound is compared with."""
+        return (f"one decode step takes {step_seconds * 1000:.0f} ms even at batch 1; x{self.p99_factor:g} "
+                f"latency_p99_factor makes {replica} {step_seconds * self.p99_factor * 1000:.0f} ms per token at p99, "
+                f"over the {self.p99_bound_ms:g} ms bound")
 
     def replica(self, chips: int) -> tuple[Replica | None, str]:
         """The best replica of `chips` chips, or None and why it cannot serve."""
@@ -252,7 +262,7 @@ class InferenceModel:
         batch = math.floor(min(by_memory, by_latency_memory, by_latency_compute))
         if batch < 1:
             step, _ = self.step_seconds(chips, 1)
-            return None, f"one decode step takes {step * 1000:.0f} ms even at batch 1"
+            return None, self.too_slow(step)
         step, bound = self.step_seconds(chips, batch)
         return Replica(chips, batch, step, batch / step, bound), ""
 
@@ -274,14 +284,15 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
     checkpoint_gib = spec.model.parameters * storage.checkpoint_bytes_per_parameter.value / 2**30
     # A size the filesystem accepts as is, so the plan's cost and the built resource agree.
     capacity = offer.capacity_gib(checkpoint_gib * storage.checkpoints_kept.value)
-    hourly = capacity * offer.price_per_gib_month.usd / 730.0
+    # Priced at the throughput tier the component builds: the tier, not the capacity alone, sets the price.
+    hourly = capacity * offer.price_per_gib_month.usd / HOURS_PER_MONTH
     share = hourly / fleet_hourly_usd if fleet_hourly_usd > 0 else math.inf
     if share > storage.filesystem_max_cost_fraction.value:
-        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, ${hourly:,.2f}/h) would be {share:.1%} of the fleet's "
-                               f"cost: buckets are enough")
+        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be {share:.1%} "
+                               f"of the fleet's cost: buckets are enough")
     return (StoragePlan(filesystem=offer.kind, filesystem_capacity_gib=capacity),
-            f"{offer.kind} {capacity} GiB (${hourly:,.2f}/h, {share:.1%} of the fleet) for checkpoints and restores "
-            f"across {hosts} hosts")
+            f"{offer.kind} {capacity} GiB ({offer.tier}, ${hourly:,.2f}/h, {share:.1%} of the fleet) for checkpoints "
+            f"and restores across {hosts} hosts")
 
 
 def _round(value: float) -> float:

@@ -6,11 +6,25 @@ import math
 from typing import Sequence
 
 from policies import shapes
-from policies.candidates import Candidate, SearchContext, estimate_for, search_context, to_option
+from policies.candidates import (
+    Candidate,
+    SearchContext,
+    estimate_for,
+    node_limit,
+    node_limit_violation,
+    search_context,
+    to_option,
+)
 from policies.catalog.model import Catalog, Offering, Price
 from policies.choice import Choice, NoFeasibleOption, catalog_ref
 from policies.eligibility import check_regions, hard_filter
-from policies.estimate import Evaluation, Replica, training_memory_bytes
+from policies.estimate import (
+    Evaluation,
+    Replica,
+    min_chips_for_memory,
+    slice_holds_training_state,
+    training_memory_bytes,
+)
 from policies.explain import describe, duration, money, money_pair, plural
 from policies.plan import Plan
 from policies.planning import make_plan
@@ -21,7 +35,9 @@ from policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflic
 def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering]) -> Choice:
     """The Choice for the workload's hardware pin: its cheapest matching offering and region, with warnings
     where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run,
-    WorkloadFieldError when a region is in no offering or the pin's spot contradicts constraints.spot."""
+    WorkloadFieldError when a region is in no offering, the pin's spot contradicts constraints.spot, the pin
+    cannot be built (more nodes in one pool than the offering's max_nodes) or it is a TPU multislice whose
+    slices cannot each hold the training state."""
     pin = spec.hardware
     assert pin is not None
     # A stack's accel:hardware is applied to its workload without re-validating the pair: check it here too.
@@ -67,8 +83,11 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
             topology = shapes.smallest_topology(generation.name, pin.chips // slices)
         else:
             topology, slices = shapes.slice_layout(generation.name, pin.chips)
+        if spec.kind != "inference" and slices > 1:
+            check_multislice_memory(spec, ctx, catalog, topology, slices)
     candidates: list[tuple[tuple, Candidate, str]] = []
     notes: list[str] = []
+    over_limit: list[tuple[Offering, Size]] = []
     for offering in offerings:
         regions = [pin.region] if pin.region else list(offering.regions)
         for region in regions:
@@ -84,11 +103,17 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
             else:
                 nodes = math.ceil(pin.chips / offering.chips_per_host)
                 size = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
+            # A GPU fleet is one node pool, a TPU multislice one pool per slice: the components build no larger pool.
+            if node_limit_violation(offering, size.hosts // size.slices, spec.kind != "inference"):
+                over_limit.append((offering, size))
+                break
             candidate = evaluate_pin(ctx, offering, spot, region, chip, host, size)
             if candidate is None:
                 continue
             candidates.append(((candidate.evaluation.total_usd, offering.id, list(offering.regions).index(region)),
                                candidate, region))
+    if not candidates and over_limit:
+        raise node_limit_error(spec, *over_limit[0])
     if not candidates:
         raise NoFeasibleOption(f"hardware pin: no {'spot' if spot else 'on-demand'} price for {where}"
                                + (f" ({'; '.join(notes[:3])})" if notes else ""),
@@ -101,7 +126,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     if spec.kind != "inference" and option.chips < need:
         raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot hold the "
                                f"training state ({training_memory_bytes(spec, ctx.resolved) / 1e12:,.2f} TB needs at "
-                               f"least {need} chips)",
+                               f"least {plural(need, 'chip')})",
                                {"memory": [best.offering.id]}, option, "does not fit in memory", workload=spec, catalog=ref)
     if replica_need:
         raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot serve the "
@@ -140,6 +165,81 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     estimate = estimate_for(ctx, best, option)
     return Choice(chosen=option, options=[option], rejected=[], rationale=rationale, estimate=estimate,
                   objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
+
+
+def _slice_field(spec: WorkloadSpec) -> str:
+    """The pin key that sets the TPU slice shape: the one to change when a slice is wrong."""
+    pin = spec.hardware
+    assert pin is not None
+    return ("hardware.topology" if pin.topology else "hardware.tpu_type" if pin.tpu_type else
+            "hardware.slices" if pin.slices else "hardware.chips")
+
+
+def check_multislice_memory(spec: WorkloadSpec, ctx: SearchContext, catalog: Catalog, topology: str,
+                            slices: int) -> None:
+    """A TPU multislice runs data-parallel across its slices, so each slice holds the whole training state:
+    WorkloadFieldError (exit 2) naming the pin's slice key when one slice's HBM cannot."""
+    pin = spec.hardware
+    assert pin is not None
+    accelerator = catalog.accelerators[pin.accelerator]
+    per_slice = shapes.topology_chips(topology)
+    if slice_holds_training_state(spec, ctx.resolved, accelerator, per_slice):
+        return
+    generation = shapes.GENERATION_BY_ACCELERATOR[pin.accelerator]
+    need = min_chips_for_memory(spec, ctx.resolved, accelerator)
+    state_tb = training_memory_bytes(spec, ctx.resolved) / 1e12
+    fraction = ctx.resolved["hbm_usable_fraction"]
+    hbm_tb = per_slice * accelerator.hbm_gb / 1000
+    try:
+        holding = shapes.smallest_topology(generation.name, need)
+    except shapes.ShapeError:
+        holding = None
+    total = per_slice * slices
+    regrouped = next((n for n in range(slices - 1, 0, -1) if total % n == 0
+                      and need <= total // n <= generation.max_chips_per_slice
+                      and shapes.topology_chips(shapes.smallest_topology(generation.name, total // n)) == total // n),
+                     None)
+    if regrouped is not None:
+        shape = shapes.smallest_topology(generation.name, total // regrouped)
+        fix = (f"each slice needs at least {plural(need, 'chip')}: the same {total:,} chips as "
+               f"{plural(regrouped, 'slice')} of {shape} ({shapes.tpu_vm_type(generation.name, total // regrouped)}) "
+               f"would hold it")
+    elif holding is not None:
+        fix = (f"each slice needs at least {plural(need, 'chip')}: pin larger slices (e.g. topology {holding}, "
+               f"{shapes.tpu_vm_type(generation.name, shapes.topology_chips(holding))})")
+    else:
+        fix = (f"no TPU {generation.name} slice holds it (the largest has "
+               f"{plural(generation.max_chips_per_slice, 'chip')}): pin another accelerator")
+    raise WorkloadFieldError(_slice_field(spec), (
+        f"{slices} slices of {topology} ({plural(per_slice, 'chip')} each) cannot hold the training state: a "
+        f"multislice runs data-parallel across slices, so each slice holds all {state_tb:,.2f} TB of weights, "
+        f"gradients, optimizer state and activations, and one slice has {per_slice} x {accelerator.hbm_gb:g} GB = "
+        f"{hbm_tb:,.2f} TB of HBM ({hbm_tb * fraction:,.2f} TB usable at hbm_usable_fraction {fraction:g}); {fix}"))
+
+
+def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> WorkloadFieldError:
+    """The exit-2 error for a pin whose node pool is larger than the offering's max_nodes, with the limit,
+    its source and what to do."""
+    limit = node_limit(offering, spec.kind != "inference")
+    assert limit is not None and spec.hardware is not None
+    per_pool = size.hosts // size.slices
+    if offering.family == "tpu":
+        field = _slice_field(spec)
+        what = f"{plural(size.slices, 'slice')} of {per_pool} hosts"
+        fix = f"pin smaller slices (at most {limit.value} hosts each)"
+    else:
+        field = "hardware.chips"
+        what = f"{plural(size.hosts, 'node')} of {offering.machine_type} in one pool"
+        fix = f"pin at most {plural(limit.value * offering.chips_per_host, 'chip')}"
+    if limit.adjustable:
+        fix += (f", or, once the quota is raised, give the offering your own max_nodes in a catalog overlay "
+                f"(--catalog): offerings: [{{id: {offering.id}, like: {offering.id}, max_nodes: {{value: N, name: "
+                f"..., source: ...}}}}]")
+    else:
+        fix += " (a fixed limit, not a quota)"
+    return WorkloadFieldError(field, (
+        f"{plural(spec.hardware.chips, 'chip')} of {spec.hardware.accelerator} on {offering.id} need {what}, over "
+        f"the limit of {limit.value} ({limit.name}; source: {limit.source}); {fix}"))
 
 
 def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,

@@ -156,8 +156,8 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
 
 def _explain_latency(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
                      host: Price | None, outcome: SizingOutcome) -> None:
-    """When the p99 bound is what rules an offering out, say what the p99 factor makes of the fastest decode
-    step, and keep that replica (at batch 1, enough replicas for the target) as a closest option."""
+    """When the p99 bound is what rules an offering out, keep its fastest replica (at batch 1, enough replicas
+    for the target) as a closest option. (The rejection reason itself states the p99 it compared.)"""
     fastest = _fastest_replica(ctx, offering)
     if fastest is None or not any(constraint == "latency" for constraint, _ in outcome.reasons):
         return
@@ -167,13 +167,7 @@ def _explain_latency(ctx: SearchContext, offering: Offering, spot: bool, regions
     factor = ctx.resolved["inference_latency_p99_factor"]
     p99_ms = step * factor * 1000
     limit = spec.inference.p99_latency_ms
-    if p99_ms <= limit:
-        return
-    clause = (f"; x{factor:g} latency_p99_factor makes the fastest ({size.chips}-chip) replica {p99_ms:.0f} ms per "
-              f"token at p99, over the {limit:g} ms bound")
-    outcome.reasons = [(c, text + clause if c == "latency" and "p99" not in text else text)
-                       for c, text in outcome.reasons]
-    if outcome.near:
+    if p99_ms <= limit or outcome.near:
         return
     headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
     model = ctx.inference_model(offering)

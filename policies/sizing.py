@@ -18,7 +18,7 @@ from policies import shapes
 from policies.candidates import Candidate, SearchContext, node_limit_words
 from policies.catalog.model import Offering, Price
 from policies.estimate import Evaluation, training_memory_bytes
-from policies.explain import duration, money
+from policies.explain import duration, money_pair, plural
 from policies.sizes import GpuLadder, Size, TpuLadder, largest_slice_chips, replica_sizes, tpu_sizes
 
 
@@ -61,7 +61,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     capacity = "spot" if spot else "on-demand"
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
-                                             f"{offering.chips_per_host} GPUs"))
+                                             f"{plural(offering.chips_per_host, 'GPU')}"))
         return
     lo, hi = ladder.first_at_least(need), len(ladder) - 1
     if lo > hi:
@@ -73,22 +73,22 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             if node_limited:
                 why, constraint = f"{limit_words}, and each slice of a multislice holds the whole state", "max_nodes"
             else:
-                why = (f"the largest TPU {generation.name} slice has {largest_slice} chips, and a multislice does "
-                       f"not add up: it runs data-parallel across slices, so each slice must hold the whole state")
+                why = (f"the largest TPU {generation.name} slice has {plural(largest_slice, 'chip')}, and a "
+                       f"multislice does not add up: it runs data-parallel across slices, so each slice must hold "
+                       f"the whole state")
                 constraint = "memory"
             outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
-                                                f"{need} chips in each slice; {why}"))
+                                                f"{plural(need, 'chip')} in each slice; {why}"))
             return
         if offering.training_max_nodes and biggest < cap - offering.chips_per_host and not node_limited:
-            why = (f"{offering.machine_type} is a single-node type for training "
-                   f"({biggest} chip{'s' if biggest != 1 else ''})")
+            why = f"{offering.machine_type} is a single-node type for training ({plural(biggest, 'chip')})"
             constraint = "memory"
         elif node_limited:
             why, constraint = limit_words, "max_nodes"
         else:
             why, constraint = f"max_chips allows {biggest}", "max_chips"
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
-                                            f"{need} chips; {why}"))
+                                            f"{plural(need, 'chip')}; {why}"))
         return
     chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
     cache: dict[int, tuple[float, float]] = {}
@@ -179,27 +179,31 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
     ladder stops where it does (a node-pool limit); it is added when the top of the ladder was the best hope."""
     top = len(ladder) - 1
     if within_budget < lo:
-        outcome.reasons.append(("budget", f"{capacity}: the smallest fleet that holds the model ({ladder[lo].chips} "
-                                          f"chips) costs {money(cost(lo))}, over the {money(budget or 0)} budget"))
+        spent, allowed = money_pair(cost(lo), budget or 0)
+        outcome.reasons.append(("budget", f"{capacity}: the smallest fleet that holds the model "
+                                          f"({plural(ladder[lo].chips, 'chip')}) costs {spent}, over the {allowed} budget"))
         return None
     if ctx.objective == "time":
         best = min(fastest, within_budget)
         if hours(best) > deadline:
             what = "the fastest fleet within budget" if within_budget < fastest else "the fastest fleet"
-            outcome.reasons.append(("deadline", f"{capacity}: {what} ({ladder[best].chips} chips) takes "
+            outcome.reasons.append(("deadline", f"{capacity}: {what} ({plural(ladder[best].chips, 'chip')}) takes "
                                                 f"{duration(hours(best))}, past {deadline_words}"
                                                 + (larger if best == top else "")))
             return None
     else:
         if hours(fastest) > deadline:
-            outcome.reasons.append(("deadline", f"{capacity}: even the fastest fleet ({ladder[fastest].chips} chips) "
+            outcome.reasons.append(("deadline", f"{capacity}: even the fastest fleet "
+                                                f"({plural(ladder[fastest].chips, 'chip')}) "
                                                 f"takes {duration(hours(fastest))}, past {deadline_words}"
                                                 + (larger if fastest == top else "")))
             return None
         best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
         if best > within_budget:
-            outcome.reasons.append(("budget", f"{capacity}: meeting {deadline_words} takes {ladder[best].chips} chips "
-                                              f"costing {money(cost(best))}, over the {money(budget or 0)} budget"))
+            spent, allowed = money_pair(cost(best), budget or 0)
+            outcome.reasons.append(("budget", f"{capacity}: meeting {deadline_words} takes "
+                                              f"{plural(ladder[best].chips, 'chip')} costing {spent}, over the {allowed} "
+                                              f"budget"))
             return None
     return best
 
@@ -219,11 +223,17 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
     target = spec.inference.tokens_per_second
     chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
     why_not: list[str] = []
+    too_slow: list[tuple[float, int]] = []   # (decode step at batch 1, replica chips) of sizes over the p99 bound
     feasible: list[tuple[tuple, Candidate]] = []
-    for size in replica_sizes(offering, int(resolved["max_replica_chips"])):
+    sizes = replica_sizes(offering, int(resolved["max_replica_chips"]))
+    for size in sizes:
         replica, reason = model.replica(size.chips)
         if replica is None:
-            why_not.append(f"{size.chips}-chip replica: {reason}")
+            step, _ = model.step_seconds(size.chips, 1)
+            if reason == model.too_slow(step):
+                too_slow.append((step, size.chips))
+            else:
+                why_not.append(f"{size.chips}-chip replica: {reason}")
             continue
         replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
         if size.topology is None:
@@ -255,7 +265,8 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
                      + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0))
         outcome.near.append((overshoot, cand, ""))
         if over_cap:
-            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {fleet.chips} chips > max {cap}")
+            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {plural(fleet.chips, 'chip')} > "
+                           f"max {cap}")
             continue
         if over_nodes:
             assert limit is not None
@@ -263,8 +274,8 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
                            f"over the node limit: {node_limit_words(offering, limit)}")
             continue
         if over_budget:
-            why_not.append(f"{size.chips}-chip replicas: {money(evaluation.total_usd)} over the "
-                           f"{money(ctx.budget or 0)} budget")
+            spent, allowed = money_pair(evaluation.total_usd, ctx.budget or 0)
+            why_not.append(f"{size.chips}-chip replicas: {spent} over the {allowed} budget")
             continue
         key = ((latency_ms, evaluation.total_usd) if ctx.objective == "time" else (evaluation.total_usd, latency_ms))
         feasible.append((key, cand))
@@ -273,11 +284,15 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
         outcome.best = feasible[0][1]
         outcome.alternatives = [cand for _, cand in feasible[1:4]]
         return
+    if too_slow:
+        # Only the fastest replica size decides whether the p99 bound can be met: name it, not every slower one.
+        step, chips = min(too_slow)
+        why_not.insert(0, model.too_slow(step, f"the fastest ({chips}-chip) replica"))
     if not why_not:
         outcome.reasons.append(("memory", f"{capacity}: no replica size available"))
         return
     if all(w.endswith("weights do not fit") for w in why_not):
-        largest = max(s.chips for s in replica_sizes(offering, int(resolved["max_replica_chips"])))
+        largest = max(s.chips for s in sizes)
         outcome.reasons.append(("memory", f"{capacity}: {model.weight_bytes / 1e9:,.0f} GB of weights do not fit in the "
                                           f"largest replica here ({largest} x {accelerator.hbm_gb:g} GB)"))
         return

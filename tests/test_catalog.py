@@ -301,3 +301,75 @@ def test_a_filesystem_minimum_off_its_step_is_rejected(tmp_path):
     """)
     with pytest.raises(CatalogError, match="not a multiple"):
         load_catalog(path)
+
+
+# ----------------------------------------------------------------------------- storage tiers and node-limit kinds
+
+def _component_default(args_class, field_name):
+    import dataclasses
+
+    return next(f.default for f in dataclasses.fields(args_class) if f.name == field_name)
+
+
+def test_each_filesystem_is_priced_at_the_throughput_tier_its_component_builds(catalog):
+    from components.aws.storage import TrainingStorageArgs as AwsStorageArgs
+    from components.gcp.storage import TrainingStorageArgs as GcpStorageArgs
+
+    filesystems = catalog.defaults.storage.filesystems
+    assert filesystems["gcp"].throughput_mbps_per_tib == _component_default(GcpStorageArgs, "lustre_throughput_mbps_per_tib")
+    assert filesystems["aws"].throughput_mbps_per_tib == _component_default(AwsStorageArgs, "fsx_throughput_per_tib")
+    for offer in filesystems.values():
+        assert offer.price_per_gib_month == offer.prices_per_gib_month[offer.throughput_mbps_per_tib]
+
+
+def test_every_filesystem_tier_price_names_its_source_and_date(catalog):
+    for cloud, offer in catalog.defaults.storage.filesystems.items():
+        for tier, price in offer.prices_per_gib_month.items():
+            assert price.source and price.as_of, (cloud, tier)
+        assert offer.capacity_rule, cloud
+
+
+def test_a_faster_lustre_tier_never_costs_less_per_gib(catalog):
+    for offer in catalog.defaults.storage.filesystems.values():
+        prices = [offer.prices_per_gib_month[t].usd for t in sorted(offer.prices_per_gib_month)]
+        assert prices == sorted(prices)
+
+
+def test_a_filesystem_whose_built_tier_has_no_price_is_rejected(tmp_path):
+    path = overlay(tmp_path, """
+        assumptions:
+          storage:
+            filesystems:
+              aws: {throughput_mbps_per_tib: 2000}
+    """)
+    with pytest.raises(CatalogError, match=r"throughput_mbps_per_tib 2000 .* has no entry in prices_per_gib_month"):
+        load_catalog(path)
+
+
+def test_price_per_gib_month_in_an_overlay_is_the_built_tiers_price(tmp_path):
+    path = overlay(tmp_path, """
+        sources:
+          acme-fsx: {title: "our FSx discount", as_of: 2026-03-01}
+        assumptions:
+          storage:
+            filesystems:
+              aws: {price_per_gib_month: {usd: 0.12, source: acme-fsx}}
+    """)
+    fsx = load_catalog(path).defaults.storage.filesystems["aws"]
+    assert fsx.price_per_gib_month.usd == 0.12 and fsx.prices_per_gib_month[fsx.throughput_mbps_per_tib].usd == 0.12
+    assert fsx.prices_per_gib_month[125].usd == 0.145   # the other tiers keep the bundled prices
+
+
+def test_gke_compact_placement_is_a_fixed_limit_and_the_eks_node_group_limit_a_quota(catalog):
+    for offering in catalog.offerings:
+        if offering.max_nodes is None:
+            continue
+        assert offering.max_nodes.adjustable == (offering.cloud == "aws"), offering.id
+
+
+def test_the_raised_quota_example_in_the_catalog_readme_loads(tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "policies" / "catalog" / "README.md").read_text()
+    section = readme.split("## Node-pool limits", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    limit = load_catalog(overlay(tmp_path, example)).offering("aws-p5.48xlarge").max_nodes
+    assert (limit.value, limit.adjustable, limit.applies_to) == (1000, True, "all")

@@ -231,3 +231,34 @@ def test_the_planned_managed_lustre_size_is_one_the_gcp_component_accepts(parame
 def test_the_70b_fsx_plan_is_a_persistent_2_size_not_min_plus_steps(catalog):
     storage = _storage_for(catalog, "aws", 70e9)
     assert storage.filesystem_capacity_gib == 4800   # 2,738 GiB of checkpoints: 1200, 2400, then x2400
+
+
+# ----------------------------------------------------------------------------- the filesystem's tier, the p99 wording
+
+@pytest.mark.parametrize("cloud, tier_words", [("gcp", "1000 MB/s per TiB tier"),
+                                               ("aws", "PERSISTENT_2 SSD 250 MB/s per TiB tier")])
+def test_the_filesystem_is_priced_at_the_tier_that_is_built_and_the_reason_names_it(catalog, cloud, tier_words):
+    offer = catalog.defaults.storage.filesystems[cloud]
+    storage, reason = filesystem_plan(training(), cloud, 512, 1e7, catalog.defaults)
+    hourly = storage.filesystem_capacity_gib * offer.prices_per_gib_month[offer.throughput_mbps_per_tib].usd / 730
+    assert tier_words in reason
+    assert f"${hourly:,.2f}/h" in reason
+
+
+def test_the_built_tier_not_the_cheapest_sets_the_filesystem_cost(catalog):
+    offer = catalog.defaults.storage.filesystems["gcp"]
+    _, reason = filesystem_plan(training(), "gcp", 512, 1e7, catalog.defaults)
+    cheapest = min(p.usd for p in offer.prices_per_gib_month.values())
+    capacity = offer.capacity_gib(70e9 * catalog.defaults.storage.checkpoint_bytes_per_parameter.value * 3 / 2**30)
+    assert f"${capacity * cheapest / 730:,.2f}/h" not in reason
+
+
+def test_a_replica_too_slow_at_batch_one_states_the_p99_it_compares_with_the_bound(catalog):
+    import re
+
+    spec = serving(parameters="8B", tps=4000, p99=80)
+    replica, reason = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator("l4")).replica(1)
+    assert replica is None
+    step, factor, p99 = re.fullmatch(r"one decode step takes (\d+) ms even at batch 1; x([\d.]+) latency_p99_factor "
+                                     r"makes it (\d+) ms per token at p99, over the 80 ms bound", reason).groups()
+    assert float(factor) == 1.3 and int(p99) > 80 and abs(int(p99) - int(step) * 1.3) <= 1

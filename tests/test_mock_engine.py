@@ -96,3 +96,11 @@ def test_a_failing_program_leaves_no_event_loop_for_the_garbage_collector_to_clo
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr == "error: bad stack setting\n"
+
+
+def test_resources_come_back_in_the_same_order_every_run_with_parents_first():
+    orders = {tuple(r.name for r in harness.run(program).resources) for _ in range(5)}
+    assert len(orders) == 1
+    capture = harness.run(program)
+    position = {r.urn: i for i, r in enumerate(capture.resources)}
+    assert all(position[r.parent] < position[r.urn] for r in capture.resources if r.parent)

@@ -434,8 +434,9 @@ def test_any_valid_spec_gets_a_choice_or_nothing_feasible_never_a_crash(data, ob
     except NoFeasibleOption as error:
         assert error.exit_code == 3 and str(error)
         return
-    except UsageError as error:   # a region no offering has (mars-1) is a typo: exit 2, naming the field
-        assert error.exit_code == 2 and "constraints.regions: 'mars-1'" in str(error)
+    except UsageError as error:   # a region no offering has (mars-1), or a pin over its node-pool limit: exit 2
+        assert error.exit_code == 2
+        assert "constraints.regions: 'mars-1'" in str(error) or str(error).startswith("hardware."), str(error)
         return
     assert isinstance(choice, Choice) and choice.options[0] == choice.chosen
     assert choice.rationale and choice.estimate.assumptions
@@ -590,3 +591,181 @@ def test_every_searched_option_fits_its_node_pool_holds_the_state_per_slice_and_
             need = min_chips_for_memory(workload, resolved, catalog.accelerator(option.accelerator))
             assert option.chips // option.slices >= need, option
         assert abs(round(option.hourly_usd * option.hours, 2) - option.total_usd) <= 0.01 + 1e-9, option
+
+
+# ----------------------------------------------------------------------------- pins the components could not build
+
+def pin(hardware, **data):
+    return spec(model={"parameters": "70B"}, training={"tokens": "2T", "framework": "jax"}, hardware=hardware, **data)
+
+
+def refusal(workload, catalog_=None):
+    from policies.workload import WorkloadFieldError
+
+    with pytest.raises(WorkloadFieldError) as error:
+        choose(workload, catalog_ or load_catalog())
+    assert error.value.exit_code == 2
+    return error.value
+
+
+def test_a_gke_gpu_pin_over_the_compact_placement_limit_is_refused_naming_hardware_chips():
+    error = refusal(pin({"accelerator": "h200-141gb", "chips": 1600, "cloud": "gcp"}))
+    assert error.field == "hardware.chips"
+    assert "200 nodes" in error.problem and "limit of 150" in error.problem
+    assert "GKE compact placement" in error.problem and "components/gcp/gpu.py" in error.problem   # its source
+    assert "pin at most 1,200 chips" in error.problem and "a fixed limit" in error.problem
+
+
+def test_a_gke_gpu_pin_at_the_compact_placement_limit_is_estimated(catalog):
+    choice = choose(pin({"accelerator": "h200-141gb", "chips": 1200, "cloud": "gcp"}), catalog)
+    assert choice.pinned and choice.chosen.hosts == 150
+
+
+def test_an_eks_pin_over_the_node_group_quota_says_how_to_raise_it():
+    error = refusal(pin({"accelerator": "h100-80gb", "chips": 4000, "cloud": "aws"}, constraints={"clouds": ["aws"]}))
+    assert error.field == "hardware.chips" and "500 nodes" in error.problem and "limit of 450" in error.problem
+    assert "pin at most 3,600 chips" in error.problem
+    assert "max_nodes" in error.problem and "like: aws-p5.48xlarge" in error.problem
+
+
+def test_a_raised_quota_given_in_an_overlay_lets_the_pin_through(tmp_path):
+    path = tmp_path / "quota.yaml"
+    path.write_text("offerings:\n  - id: aws-p5.48xlarge\n    like: aws-p5.48xlarge\n"
+                    "    max_nodes: {value: 600, name: raised EKS quota, adjustable: true, source: 'our case 42'}\n")
+    choice = choose(pin({"accelerator": "h100-80gb", "chips": 4000, "cloud": "aws"}), load_catalog(path))
+    assert choice.chosen.hosts == 500
+
+
+def test_a_pin_on_two_clouds_goes_where_one_pool_can_hold_it(catalog):
+    choice = choose(pin({"accelerator": "h100-80gb", "chips": 2000}, constraints={"clouds": ["gcp", "aws"]}), catalog)
+    assert choice.chosen.cloud == "aws" and choice.chosen.hosts == 250
+
+
+@settings(max_examples=60, deadline=None)
+@given(accelerator=st.sampled_from(["h100-80gb", "h200-141gb", "a100-80gb"]), chips=st.integers(1, 5000),
+       cloud=st.sampled_from(["gcp", "aws"]))
+def test_a_gpu_training_pin_is_either_within_its_node_pool_limit_or_refused(accelerator, chips, cloud):
+    from policies.workload import WorkloadFieldError
+
+    catalog = load_catalog()
+    workload = pin({"accelerator": accelerator, "chips": chips, "cloud": cloud},
+                   constraints={"clouds": [cloud], "max_chips": 8192})
+    try:
+        choice = choose(workload, catalog)
+    except WorkloadFieldError as error:
+        assert error.field == "hardware.chips" and "over the limit of" in error.problem
+        limits = {o.max_nodes.value for o in catalog.offerings if o.accelerator == accelerator and o.cloud == cloud}
+        assert -(-chips // 8) > min(limits)
+        return
+    except NoFeasibleOption:
+        return
+    assert choice.chosen.hosts <= catalog.offering(choice.chosen.offering).max_nodes.value
+
+
+def test_a_tpu_multislice_pin_whose_slice_cannot_hold_the_state_is_refused():
+    error = refusal(pin({"accelerator": "tpu-v5p", "topology": "2x2x2", "slices": 4}))
+    assert error.field == "hardware.topology"
+    assert "4 slices of 2x2x2 (8 chips each)" in error.problem
+    assert "1.40 TB" in error.problem and "8 x 95 GB = 0.76 TB of HBM" in error.problem   # state vs per-slice HBM
+    assert "at least 17 chips" in error.problem and "1 slice of 2x4x4 (v5p-64)" in error.problem
+
+
+def test_a_multislice_refusal_names_the_key_that_set_the_slice():
+    assert refusal(pin({"tpu_type": "v5p-16", "slices": 4})).field == "hardware.tpu_type"
+    assert refusal(pin({"accelerator": "tpu-v5p", "chips": 32, "slices": 4})).field == "hardware.slices"
+
+
+def test_a_tpu_multislice_pin_whose_slices_hold_the_state_is_estimated(catalog):
+    choice = choose(pin({"accelerator": "tpu-v5p", "topology": "2x4x4", "slices": 2}), catalog)
+    assert (choice.chosen.slices, choice.chosen.chips) == (2, 64)
+
+
+def test_a_single_slice_pin_too_small_for_the_state_is_still_nothing_feasible(catalog):
+    with pytest.raises(NoFeasibleOption) as error:
+        choose(pin({"accelerator": "tpu-v5p", "topology": "2x2x2"}), catalog)
+    assert "needs at least 17 chips" in str(error.value)
+
+
+def test_serving_replicas_on_tpu_slices_are_not_held_to_the_training_state(catalog):
+    workload = workload_from_mapping({
+        "name": "s", "kind": "inference", "model": {"parameters": "8B"},
+        "inference": {"tokens_per_second": 2000, "p99_latency_ms": 100, "framework": "jax"},
+        "hardware": {"accelerator": "tpu-v5e", "topology": "2x4", "slices": 2}}, "s.yaml")
+    assert choose(workload, catalog).chosen.slices == 2
+
+
+# ----------------------------------------------------------------------------- wording: p99, plurals, budgets
+
+def l4_serving(p99):
+    data = load_workload(EXAMPLES / "llama-8b-inference-l4.yaml").model_dump(mode="json", exclude_none=True)
+    data["inference"]["p99_latency_ms"] = p99
+    data["constraints"]["accelerators"] = ["l4"]
+    return workload_from_mapping(data, "l4.yaml")
+
+
+@pytest.mark.parametrize("p99", [80, 40])
+def test_a_latency_rejection_states_the_p99_once_for_the_fastest_replica(catalog, p99):
+    import re
+
+    reasons = {r["offering"]: " ".join(r["reasons"]) for r in choose(l4_serving(p99), catalog).rejected}
+    latency = {o: text for o, text in reasons.items() if "decode step" in text}
+    assert "gcp-g2-standard-4" in latency
+    for offering, text in latency.items():
+        assert text.count("latency_p99_factor") == 1 and text.count("decode step") == 1, text
+        step, p99_ms = map(int, re.search(r"takes (\d+) ms even at batch 1; .* replica (\d+) ms per token at p99", text)
+                           .groups())
+        assert abs(p99_ms - step * 1.3) <= 1 and p99_ms > p99, text
+    if p99 == 40:
+        assert "fastest (2-chip) replica 52 ms" in latency["gcp-g2-standard-24"]
+
+
+def test_a_serving_pin_too_slow_for_the_bound_says_the_p99_it_would_have(catalog):
+    data = load_workload(EXAMPLES / "llama-8b-inference-l4.yaml").model_dump(mode="json", exclude_none=True)
+    data["hardware"] = {"accelerator": "l4", "chips": 1, "cloud": "gcp"}
+    with pytest.raises(NoFeasibleOption) as error:
+        choose(workload_from_mapping(data, "l4.yaml"), catalog)
+    assert "makes it 103 ms per token at p99, over the 80 ms bound" in str(error.value)
+
+
+def test_budget_rejections_show_enough_digits_to_tell_cost_and_budget_apart(catalog):
+    import re
+
+    workload = spec(model={"parameters": "70B"}, training={"tokens": "2T", "framework": "jax"},
+                    constraints={"clouds": ["gcp"], "deadline_days": 30, "budget_usd": 5_836_000})
+    try:
+        rejected = choose(workload, catalog).rejected
+    except NoFeasibleOption as error:
+        rejected = error.rejected
+    pairs = {item["offering"]: match.groups() for item in rejected for reason in item["reasons"]
+             if (match := re.search(r"(\$[0-9,.]+[kMBT]?), over the (\$[0-9,.]+[kMBT]?) budget", reason))}
+    assert "gcp-tpu-v4" in pairs   # its smallest fleet costs within $2k of the budget: both read $5.84M rounded
+    assert all(cost != budget for cost, budget in pairs.values()), pairs
+
+
+def test_sizing_reasons_count_chips_in_plain_words(catalog):
+    import re
+
+    workload = spec(model={"parameters": "1T"}, training={"tokens": "100B", "framework": "jax"},
+                    constraints={"clouds": ["gcp"], "accelerators": ["tpu-v5e", "a100-40gb"]})
+    try:
+        rejected = choose(workload, catalog).rejected
+    except NoFeasibleOption as error:
+        rejected = error.rejected
+    reasons = {r["offering"]: " ".join(r["reasons"]) for r in rejected}
+    assert re.search(r"needs at least \d{1,3}(,\d{3})+ chips in each slice", reasons["gcp-tpu-v5e"])
+    assert "a single-node type for training (1 chip)" in reasons["gcp-a2-highgpu-1g"]
+
+
+# ----------------------------------------------------------------------------- the default example with tier prices
+
+def test_the_default_example_keeps_its_hardware_and_a_small_filesystem(catalog):
+    workload = load_workload(EXAMPLES / "llama-70b-pretrain.yaml")
+    plan = make_plan(workload, choose(workload, catalog), catalog)
+    chosen = plan.chosen
+    assert (chosen.offering, chosen.chips, chosen.slices, chosen.topology, chosen.spot) == (
+        "gcp-tpu-v6e", 1024, 4, "16x16", False)
+    assert (plan.storage.filesystem, plan.storage.filesystem_capacity_gib) == ("managed-lustre", 18000)
+    lustre = catalog.defaults.storage.filesystems["gcp"]
+    share = 18000 * lustre.price_per_gib_month.usd / 730 / chosen.hourly_usd
+    assert share < catalog.defaults.storage.filesystem_max_cost_fraction.value
+    assert any(line.startswith("Storage:") and "1000 MB/s per TiB tier" in line for line in plan.rationale)

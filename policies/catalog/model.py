@@ -121,11 +121,14 @@ class NodeLimit(StrictModel):
 
     A GPU fleet is one pool, so this caps the fleet; a TPU multislice is one pool per slice, so it caps
     the hosts of one slice. `applies_to: training` limits only multi-node training pools (e.g. GKE compact
-    placement, which only tightly coupled training asks for); `all` limits serving fleets too."""
+    placement, which only tightly coupled training asks for); `all` limits serving fleets too. `adjustable`
+    marks a quota that can be raised (EKS nodes per managed node group), as opposed to a fixed limit."""
 
     value: int = Field(gt=0)
     name: str = Field(min_length=3, description="What sets the limit, e.g. 'GKE compact placement'")
     applies_to: Literal["training", "all"] = "all"
+    adjustable: bool = Field(False, description="A quota that can be raised (then give the offering your own "
+                                                "max_nodes), not a fixed limit of the service")
     source: str = Field(min_length=3)
 
     def applies(self, training: bool) -> bool:
@@ -270,22 +273,60 @@ class InferenceDefaults(StrictModel):
 
 
 class FilesystemOffer(StrictModel):
-    """A managed parallel filesystem. Valid sizes: `min_capacity_gib`, then every multiple of `step_gib`
-    above it (FSx for Lustre PERSISTENT_2: 1200, 2400, 4800, ...; Managed Lustre: multiples of its tier's
-    step). `capacity_rule` says where that rule comes from."""
+    """A managed parallel filesystem, priced at the throughput tier the components build.
+
+    Lustre filesystems are billed per GiB-month at a price set by their throughput tier (MB/s per TiB):
+    `prices_per_gib_month` lists the tiers' prices and `throughput_mbps_per_tib` names the one the
+    component builds (Managed Lustre 1000, FSx for Lustre PERSISTENT_2 250), so the plan prices what is
+    built. `price_per_gib_month: {..}` is shorthand for the built tier's price (an overlay's override).
+    Valid sizes: `min_capacity_gib`, then every multiple of `step_gib` above it (FSx for Lustre
+    PERSISTENT_2: 1200, 2400, 4800, ...; Managed Lustre: multiples of its tier's step). `capacity_rule`
+    says where that rule comes from."""
 
     kind: Literal["managed-lustre", "fsx-lustre", "filestore"]
-    price_per_gib_month: Price
+    throughput_mbps_per_tib: int = Field(gt=0, description="The throughput tier the component builds, MB/s per TiB")
+    deployment: str | None = Field(None, min_length=1, description="The tier's deployment type, e.g. PERSISTENT_2 SSD")
+    prices_per_gib_month: dict[int, Price] = Field(min_length=1, description="Price per GiB-month by throughput tier")
     min_capacity_gib: int = Field(gt=0)
     step_gib: int = Field(gt=0)
     capacity_rule: str | None = Field(None, min_length=3, description="Where the size rule comes from")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _built_tier_shorthand(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "price_per_gib_month" not in data:
+            return data
+        data = dict(data)
+        price = data.pop("price_per_gib_month")
+        tier = data.get("throughput_mbps_per_tib")
+        if not isinstance(tier, int) or isinstance(tier, bool):
+            raise ValueError("price_per_gib_month is the built tier's price: give throughput_mbps_per_tib with it")
+        tiers = dict(data.get("prices_per_gib_month") or {})
+        tiers[tier] = price
+        data["prices_per_gib_month"] = tiers
+        return data
 
     @model_validator(mode="after")
     def _sizes_are_steps(self) -> "FilesystemOffer":
         if self.min_capacity_gib > self.step_gib and self.min_capacity_gib % self.step_gib:
             raise ValueError(f"min_capacity_gib {self.min_capacity_gib} is above step_gib {self.step_gib} but not "
                              f"a multiple of it: sizes are the minimum, then multiples of the step")
+        if self.throughput_mbps_per_tib not in self.prices_per_gib_month:
+            priced = ", ".join(str(t) for t in sorted(self.prices_per_gib_month))
+            raise ValueError(f"throughput_mbps_per_tib {self.throughput_mbps_per_tib} (the tier that is built) has no "
+                             f"entry in prices_per_gib_month (priced tiers: {priced})")
         return self
+
+    @property
+    def price_per_gib_month(self) -> Price:
+        """The price of the tier that is built."""
+        return self.prices_per_gib_month[self.throughput_mbps_per_tib]
+
+    @property
+    def tier(self) -> str:
+        """The built tier, as a plan names it: 'PERSISTENT_2 SSD 250 MB/s per TiB tier', '1000 MB/s per TiB tier'."""
+        rate = f"{self.throughput_mbps_per_tib} MB/s per TiB tier"
+        return f"{self.deployment} {rate}" if self.deployment else rate
 
     def capacity_gib(self, wanted_gib: float) -> int:
         """The smallest valid size holding `wanted_gib`: the minimum, else the next multiple of the step."""
