@@ -32,11 +32,12 @@ def register(app: typer.Typer) -> None:
 def choose(
     workload: str = typer.Argument(..., metavar="WORKLOAD.yaml", help="Workload spec (see docs/choose.md)"),
     as_json: bool = typer.Option(False, "--json", help="Print the choice as JSON on stdout"),
-    objective: str = typer.Option("cost", "--objective", help="cost: cheapest that meets the deadline; "
+    objective: str = typer.Option("cost", "--objective", metavar="cost|time",
+                                  help="cost: cheapest that meets the deadline; "
                                                               "time: fastest within budget"),
-    catalog: Optional[Path] = typer.Option(None, "--catalog", help="Catalog overlay (YAML/CSV) or directory: "
+    catalog: Optional[Path] = typer.Option(None, "--catalog", metavar="FILE", help="Catalog overlay (YAML/CSV) or directory: "
                                                                     "negotiated prices, reservations"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a time-vs-cost chart of the options (.png or .svg)"),
+    plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE", help="Write a time-vs-cost chart of the options (.png or .svg)"),
     write_stack: Optional[str] = typer.Option(None, "--write-stack", metavar="NAME",
                                               help="Pin the workload and plan into stacks/Pulumi.NAME.yaml"),
 ) -> None:
