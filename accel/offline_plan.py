@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from accel import stack_config
+from accel.yaml_files import read_yaml_file
 from accel.errors import UsageError, describe_validation_error
 from accel.mock_engine import Capture, run_program
 
@@ -215,14 +215,7 @@ def load_policy_config(path: Path | None) -> dict[str, Any] | None:
         return None
     path = Path(path)
     shown = stack_config.display_path(path)
-    if path.is_dir():
-        raise UsageError(f"{shown}: is a directory; --policy-config takes a YAML or JSON file")
-    if not path.is_file():
-        raise UsageError(f"{shown}: policy config file not found")
-    try:
-        data = yaml.safe_load(path.read_text())  # JSON is YAML too
-    except yaml.YAMLError as error:
-        raise UsageError(f"{shown}: not valid YAML or JSON: {error}") from None
+    data = read_yaml_file(path, "policy config file (YAML or JSON)", shown=shown)
     if data is not None and not isinstance(data, dict):
         raise UsageError(f"{shown}: expected a mapping of policy name to its configuration")
     return data or {}

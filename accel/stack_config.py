@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from accel.errors import UsageError
+from accel.yaml_files import read_yaml_file
 
 PROJECT_FILE = "Pulumi.yaml"
 SECRET_PLACEHOLDER = "[secret]"
@@ -46,18 +46,8 @@ def display_path(path: Path) -> str:
 
 
 def _read_yaml(path: Path) -> Any:
-    shown = display_path(path)
-    if path.is_dir():
-        raise UsageError(f"{shown}: is a directory, expected a YAML file")
-    if not path.is_file():
-        raise UsageError(f"{shown}: file not found")
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise UsageError(f"{shown}: {where}YAML syntax error: {problem}") from None
+    return read_yaml_file(path, "stack file" if path.name != PROJECT_FILE else "project file",
+                          shown=display_path(path))
 
 
 @dataclass(frozen=True)

@@ -441,22 +441,8 @@ def load_workload(path: Any) -> WorkloadSpec:
     """Read and validate a WORKLOAD.yaml file; every failure is a UsageError naming the file."""
     from pathlib import Path
 
-    import yaml
-
-    from accel.errors import UsageError
+    from accel.yaml_files import read_yaml_file
 
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{file}: no such workload file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
-        raise UsageError(f"{file}: cannot read the workload file ({error.__class__.__name__})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise UsageError(f"{file}: not valid YAML{where}: {problem}") from None
+    data = read_yaml_file(file, "workload file")
     return workload_from_mapping(data, str(file))

@@ -247,7 +247,7 @@ def test_a_bad_stack_file_is_a_usage_error_before_the_program_runs(tmp_path):
 
 
 def test_a_policy_config_that_is_a_directory_says_so(project):
-    with pytest.raises(UsageError, match=r"is a directory; --policy-config takes a YAML or JSON file"):
+    with pytest.raises(UsageError, match=r"stacks: is a directory; expected a policy config file \(YAML or JSON\)"):
         plan_stack("dev", None, project, policy_config=project / "stacks")
 
 

@@ -198,7 +198,7 @@ def test_a_config_path_that_is_a_directory_says_so(tmp_path, monkeypatch):
 
 def test_a_yaml_syntax_error_gives_file_and_line(tmp_path):
     root = project(tmp_path, "config:\n  accel:owner: a\n   bad: indentation\n")
-    with pytest.raises(UsageError, match=r"Pulumi\.dev\.yaml: line 3, column \d+: YAML syntax error"):
+    with pytest.raises(UsageError, match=r"Pulumi\.dev\.yaml: not valid YAML at line 3, column \d+"):
         load_stack_config(root, "dev")
 
 

@@ -21,12 +21,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
 from pydantic import ValidationError
 
 from accel.errors import UsageError, describe_validation_error
 from policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
 from policies.workload import ACCELERATOR_IDS
+from accel.yaml_files import read_yaml_file
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 _FILES = ("catalog.yaml", "accelerators.yaml", "offerings.yaml", "assumptions.yaml")
@@ -40,18 +40,7 @@ class CatalogError(UsageError):
 
 
 def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CatalogError(f"{path}: no such catalog file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as error:
-        raise CatalogError(f"{path}: cannot read ({error.__class__.__name__})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise CatalogError(f"{path}: not valid YAML{where}: {getattr(error, 'problem', None) or error}") from None
+    return read_yaml_file(path, "catalog file", error=CatalogError)
 
 
 def _mapping(data: Any, where: str, what: str) -> dict[str, Any]:
