@@ -254,8 +254,9 @@ def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = Non
         misses.append(f"p99 ~{p99:g} ms/token even at batch {(detail or {}).get('batch_per_replica', 1)}, over the "
                       f"{spec.inference.p99_latency_ms:g} ms bound")
     if ctx.budget is not None and option.total_usd > ctx.budget:
-        cost, budget = money_pair(option.total_usd, ctx.budget)
-        misses.append(f"costs {cost}, over the {budget} budget by {money(option.total_usd - ctx.budget)}")
+        # The option's cost is stated beside this phrase; the overrun is what it adds.
+        _, budget = money_pair(option.total_usd, ctx.budget)
+        misses.append(f"over the {budget} budget by {money(option.total_usd - ctx.budget)}")
     if option.chips > ctx.max_chips:
         default = ", the default: set constraints.max_chips to raise it" if spec.constraints.max_chips is None else ""
         misses.append(f"needs {option.chips:,} chips > max_chips {ctx.max_chips}{default}")
