@@ -305,66 +305,36 @@ class GcpNetwork(pulumi.ComponentResource):
         parts = _Fabric()
         ranges = self._fabric_subnet_ranges(args)
         for i in range(count):
-            network = gcp.compute.Network(
-                f"{name}-gpunet-{i}",
-                auto_create_subnetworks=False,
-                mtu=GPUDIRECT_MTU,
-                description=f"GPUDirect NIC {i} network ({args.gpu.fabric if args.gpu else ''})",
-                **project,
-                opts=child_opts(self),
-            )
-            subnet = gcp.compute.Subnetwork(
-                f"{name}-gpusub-{i}",
-                network=network.id,
-                region=args.region,
-                ip_cidr_range=ranges[i],
-                **project,
-                opts=child_opts(self),
-            )
-            gcp.compute.Firewall(
-                f"{name}-gpunet-{i}-internal",
-                network=network.id,
-                direction="INGRESS",
-                description="GPU-to-GPU traffic between nodes of the pool",
-                source_ranges=[args.fabric_cidr],
-                allows=_allow_all_internal(),
-                **project,
-                opts=child_opts(self),
-            )
-            parts.networks.append(network)
-            parts.subnets.append(subnet)
-            parts.refs.append(ExtraNetworkRef(network=network.name, subnetwork=subnet.name))
+            self._internal_vpc(parts, args, project, network_name=f"{name}-gpunet-{i}",
+                               subnet_name=f"{name}-gpusub-{i}", firewall_name=f"{name}-gpunet-{i}-internal",
+                               mtu=GPUDIRECT_MTU, cidr=ranges[i],
+                               description=f"GPUDirect NIC {i} network ({args.gpu.fabric if args.gpu else ''})",
+                               traffic="GPU-to-GPU traffic between nodes of the pool")
         return parts
+
+    def _internal_vpc(self, parts: _Fabric, args: GcpNetworkArgs, project: dict, *, network_name: str,
+                      subnet_name: str, firewall_name: str, mtu: int, cidr: str, description: str,
+                      traffic: str) -> None:
+        """One extra node network: a VPC, its subnet, and a firewall that admits only the fabric's range."""
+        network = gcp.compute.Network(network_name, auto_create_subnetworks=False, mtu=mtu, description=description,
+                                      **project, opts=child_opts(self))
+        subnet = gcp.compute.Subnetwork(subnet_name, network=network.id, region=args.region, ip_cidr_range=cidr,
+                                        **project, opts=child_opts(self))
+        gcp.compute.Firewall(firewall_name, network=network.id, direction="INGRESS", description=traffic,
+                             source_ranges=[args.fabric_cidr], allows=_allow_all_internal(), **project,
+                             opts=child_opts(self))
+        parts.networks.append(network)
+        parts.subnets.append(subnet)
+        parts.refs.append(ExtraNetworkRef(network=network.name, subnetwork=subnet.name))
 
     def _rdma_networks(self, name: str, args: GcpNetworkArgs, nics: int, project: dict) -> _Fabric:
         """A3 Ultra: a second gVNIC VPC, and one RoCE VPC with a subnet per CX-7 NIC."""
         parts = _Fabric()
         ranges = self._fabric_subnet_ranges(args)
-        gvnic = gcp.compute.Network(
-            f"{name}-gvnic",
-            auto_create_subnetworks=False,
-            mtu=RDMA_MTU,
-            description="Second gVNIC network of A3 Ultra nodes",
-            **project,
-            opts=child_opts(self),
-        )
-        gvnic_subnet = gcp.compute.Subnetwork(
-            f"{name}-gvnic-sub", network=gvnic.id, region=args.region, ip_cidr_range=ranges[0],
-            **project, opts=child_opts(self),
-        )
-        gcp.compute.Firewall(
-            f"{name}-gvnic-internal",
-            network=gvnic.id,
-            direction="INGRESS",
-            description="Traffic between nodes on the second gVNIC",
-            source_ranges=[args.fabric_cidr],
-            allows=_allow_all_internal(),
-            **project,
-            opts=child_opts(self),
-        )
-        parts.networks.append(gvnic)
-        parts.subnets.append(gvnic_subnet)
-        parts.refs.append(ExtraNetworkRef(network=gvnic.name, subnetwork=gvnic_subnet.name))
+        self._internal_vpc(parts, args, project, network_name=f"{name}-gvnic", subnet_name=f"{name}-gvnic-sub",
+                           firewall_name=f"{name}-gvnic-internal", mtu=RDMA_MTU, cidr=ranges[0],
+                           description="Second gVNIC network of A3 Ultra nodes",
+                           traffic="Traffic between nodes on the second gVNIC")
         # RoCE VPCs allow all traffic implicitly and accept no firewall rules of their own.
         rdma = gcp.compute.Network(
             f"{name}-rdma",
