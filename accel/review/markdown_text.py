@@ -62,11 +62,16 @@ def money(value: float | None) -> str:
     return "—" if value is None else f"\\${value:,.2f}"
 
 
-def signed_money(value: float | None) -> str:
+def _signed(value: float | None, render) -> str:
+    """A delta with an explicit sign (a true minus, ± for no change); — when unknown."""
     if value is None:
         return "—"
     sign = "+" if value > 0 else ("−" if value < 0 else "±")
-    return f"{sign}\\${abs(value):,.2f}"
+    return sign + render(abs(value))
+
+
+def signed_money(value: float | None) -> str:
+    return _signed(value, money)
 
 
 def hours(value: float | None) -> str:
@@ -74,17 +79,11 @@ def hours(value: float | None) -> str:
 
 
 def signed_hours(value: float | None) -> str:
-    if value is None:
-        return "—"
-    sign = "+" if value > 0 else ("−" if value < 0 else "±")
-    return f"{sign}{abs(value):,.1f} h"
+    return _signed(value, hours)
 
 
 def percent(value: float | None) -> str:
-    if value is None:
-        return "—"
-    sign = "+" if value > 0 else ("−" if value < 0 else "±")
-    return f"{sign}{abs(value):.1f}%"
+    return _signed(value, lambda v: f"{v:.1f}%")
 
 
 def table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
