@@ -22,3 +22,20 @@ def declare(mode):
     def _declare(program, **kwargs):
         return harness.run(program, mode=mode, **kwargs)
     return _declare
+
+
+@pytest.fixture(scope="module")
+def review_cli():
+    """A typer app with only the `review` command, for CliRunner."""
+    import typer
+
+    from accel.commands import review as review_command
+
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """accel (test app with only the review command)."""
+
+    review_command.register(app)
+    return app

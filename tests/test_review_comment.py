@@ -7,10 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from accel.commands import review as review_command
 from accel.review import review_files
 from policies.plan import Plan
 
@@ -46,18 +44,6 @@ def table_row(markdown: str, label: str) -> list[str]:
 @pytest.fixture(scope="module")
 def replace_comment() -> str:
     return review_files(REPLACE, HEAD, BASE)
-
-
-@pytest.fixture(scope="module")
-def cli() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def main() -> None:
-        """accel (test app with only the review command)."""
-
-    review_command.register(app)
-    return app
 
 
 def test_fixture_plans_are_real_plan_json():
@@ -189,16 +175,16 @@ def test_preview_warnings_are_shown():
     assert "**warning** `accel-llama-8b-v5p`: storage.checkpoint\\_bucket is false" in diagnostics
 
 
-def test_cli_writes_the_comment_to_a_file(cli, tmp_path):
+def test_cli_writes_the_comment_to_a_file(review_cli, tmp_path):
     out = tmp_path / "comment.md"
-    result = CliRunner().invoke(cli, ["review", str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE),
+    result = CliRunner().invoke(review_cli, ["review", str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE),
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert out.read_text(encoding="utf-8") == review_files(REPLACE, HEAD, BASE)
 
 
-def test_cli_prints_the_comment_to_stdout(cli):
-    result = CliRunner().invoke(cli, ["review", str(CREATE)])
+def test_cli_prints_the_comment_to_stdout(review_cli):
+    result = CliRunner().invoke(review_cli, ["review", str(CREATE)])
     assert result.exit_code == 0
     assert result.stdout.startswith("<!-- accel-review stack=llama-8b-v5p -->\n")
 

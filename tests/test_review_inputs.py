@@ -7,10 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from accel.commands import review as review_command
 from accel.errors import UsageError
 from accel.review import build_review, render, review_files
 from accel.review.loading import load_input
@@ -44,34 +42,22 @@ def write(tmp_path: Path, document, name: str = "preview.json") -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def cli() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def main() -> None:
-        """accel (test app with only the review command)."""
-
-    review_command.register(app)
-    return app
+def run_cli(review_cli, *args: str):
+    return CliRunner().invoke(review_cli, ["review", *args])
 
 
-def run_cli(cli, *args: str):
-    return CliRunner().invoke(cli, ["review", *args])
-
-
-def test_truncated_preview_exits_2_and_says_it_was_cut_short(cli, tmp_path):
+def test_truncated_preview_exits_2_and_says_it_was_cut_short(review_cli, tmp_path):
     text = REPLACE.read_text()
     path = write(tmp_path, text[: len(text) // 2])
-    result = run_cli(cli, str(path))
+    result = run_cli(review_cli, str(path))
     assert result.exit_code == 2
     assert f"{path}: the JSON stops before the document is complete (truncated?" in result.stderr
     assert "Traceback" not in result.output
 
 
-def test_malformed_json_exits_2_with_line_and_column(cli, tmp_path):
+def test_malformed_json_exits_2_with_line_and_column(review_cli, tmp_path):
     path = write(tmp_path, '{"steps": [}\n')
-    result = run_cli(cli, str(path))
+    result = run_cli(review_cli, str(path))
     assert result.exit_code == 2
     assert f"{path}: not valid JSON at line 1 column 12" in result.stderr
 
@@ -82,9 +68,9 @@ def test_streamed_engine_events_get_a_hint(tmp_path):
         load_input(write(tmp_path, events))
 
 
-def test_step_without_an_op_names_the_json_path(cli, tmp_path):
+def test_step_without_an_op_names_the_json_path(review_cli, tmp_path):
     document = {"steps": [step("create", "gcp:storage/bucket:Bucket", "a"), {"urn": urn("x:y:Z", "b")}]}
-    result = run_cli(cli, str(write(tmp_path, document)))
+    result = run_cli(review_cli, str(write(tmp_path, document)))
     assert result.exit_code == 2
     assert "preview.json: steps.1.op: Field required" in result.stderr
 
@@ -109,23 +95,23 @@ def test_a_json_array_is_rejected(tmp_path):
         load_input(write(tmp_path, "[]"))
 
 
-def test_missing_file_exits_2(cli, tmp_path):
-    result = run_cli(cli, str(tmp_path / "nope.json"))
+def test_missing_file_exits_2(review_cli, tmp_path):
+    result = run_cli(review_cli, str(tmp_path / "nope.json"))
     assert result.exit_code == 2
     assert "nope.json: file not found" in result.stderr
 
 
-def test_preview_passed_as_plan_is_rejected_with_the_fix(cli, tmp_path):
-    result = run_cli(cli, str(REPLACE), "--plan", str(REPLACE))
+def test_preview_passed_as_plan_is_rejected_with_the_fix(review_cli, tmp_path):
+    result = run_cli(review_cli, str(REPLACE), "--plan", str(REPLACE))
     assert result.exit_code == 2
     assert "--plan and --base-plan take `accel plan --json` output" in result.stderr
 
 
-def test_bad_plan_field_names_the_plan_file(cli, tmp_path):
+def test_bad_plan_field_names_the_plan_file(review_cli, tmp_path):
     plan = json.loads(HEAD.read_text())
     plan["cost"]["hourly_usd"] = "cheap"
     path = write(tmp_path, plan, "plan.json")
-    result = run_cli(cli, str(REPLACE), "--plan", str(path))
+    result = run_cli(review_cli, str(REPLACE), "--plan", str(path))
     assert result.exit_code == 2
     assert "plan.json: cost.hourly_usd: Input should be a valid number" in result.stderr
 
@@ -259,9 +245,9 @@ def plan_of(tmp_path: Path, stack: str, name: str = "other-plan.json") -> Path:
     return write(tmp_path, document, name)
 
 
-def test_a_plan_of_another_stack_exits_2_naming_both_stacks(cli, tmp_path):
+def test_a_plan_of_another_stack_exits_2_naming_both_stacks(review_cli, tmp_path):
     other = plan_of(tmp_path, "llama-70b-tpu")
-    result = run_cli(cli, str(REPLACE), "--plan", str(other))
+    result = run_cli(review_cli, str(REPLACE), "--plan", str(other))
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == (f"error: inputs of different stacks: {REPLACE} is stack 'llama-8b-v5p' (from its URNs), "
@@ -269,16 +255,16 @@ def test_a_plan_of_another_stack_exits_2_naming_both_stacks(cli, tmp_path):
                              "(pass --allow-stack-mismatch to render them together anyway)\n")
 
 
-def test_a_base_plan_of_another_stack_exits_2(cli, tmp_path):
+def test_a_base_plan_of_another_stack_exits_2(review_cli, tmp_path):
     base = plan_of(tmp_path, "llama-70b-tpu")
-    result = run_cli(cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(base))
+    result = run_cli(review_cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(base))
     assert result.exit_code == 2
     assert f"--plan {HEAD} is stack 'llama-8b-v5p', --base-plan {base} is stack 'llama-70b-tpu'" in result.stderr
 
 
-def test_two_plans_of_different_stacks_exit_2(cli, tmp_path):
+def test_two_plans_of_different_stacks_exit_2(review_cli, tmp_path):
     base = plan_of(tmp_path, "llama-70b-tpu")
-    result = run_cli(cli, str(HEAD), "--base-plan", str(base))
+    result = run_cli(review_cli, str(HEAD), "--base-plan", str(base))
     assert result.exit_code == 2
     assert f"{HEAD} is stack 'llama-8b-v5p', --base-plan {base} is stack 'llama-70b-tpu'" in result.stderr
 
@@ -291,9 +277,9 @@ def test_a_preview_holding_steps_of_two_stacks_is_a_mismatch(tmp_path):
         review_files(write(tmp_path, {"steps": steps}))
 
 
-def test_allow_stack_mismatch_renders_with_the_warning_on_stderr_and_in_the_comment(cli, tmp_path):
+def test_allow_stack_mismatch_renders_with_the_warning_on_stderr_and_in_the_comment(review_cli, tmp_path):
     other = plan_of(tmp_path, "llama-70b-tpu")
-    result = run_cli(cli, str(REPLACE), "--plan", str(other), "--allow-stack-mismatch")
+    result = run_cli(review_cli, str(REPLACE), "--plan", str(other), "--allow-stack-mismatch")
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith("warning: Inputs of different stacks: ")
     assert "--plan" in result.stderr and "'llama-70b-tpu'" in result.stderr
@@ -320,11 +306,11 @@ def tersest_size(*inputs: Path) -> int:
     return len(render(load_review(*inputs), 0).encode("utf-8"))
 
 
-def test_a_budget_the_tersest_comment_cannot_meet_exits_2_and_writes_nothing(cli, tmp_path):
+def test_a_budget_the_tersest_comment_cannot_meet_exits_2_and_writes_nothing(review_cli, tmp_path):
     out = tmp_path / "comment.md"
     tersest = tersest_size(REPLACE, HEAD, BASE)
     assert tersest > 2000  # the check can fail: the bundled example does not fit 2,000 bytes
-    result = run_cli(cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE), "--max-chars", "2000",
+    result = run_cli(review_cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE), "--max-chars", "2000",
                      "-o", str(out))
     assert result.exit_code == 2
     assert result.stderr == (f"error: --max-chars 2,000: the comment is {tersest:,} bytes even at its tersest "
@@ -332,14 +318,14 @@ def test_a_budget_the_tersest_comment_cannot_meet_exits_2_and_writes_nothing(cli
     assert not out.exists()
 
 
-def test_the_size_the_error_asks_for_is_enough(cli):
+def test_the_size_the_error_asks_for_is_enough(review_cli):
     tersest = tersest_size(REPLACE, HEAD, BASE)
-    result = run_cli(cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE), "--max-chars", str(tersest))
+    result = run_cli(review_cli, str(REPLACE), "--plan", str(HEAD), "--base-plan", str(BASE), "--max-chars", str(tersest))
     assert result.exit_code == 0, result.output
     assert len(result.stdout.encode("utf-8")) <= tersest
 
 
-def test_a_budget_below_the_floor_is_rejected_by_the_option(cli):
-    result = run_cli(cli, str(REPLACE), "--max-chars", "1999")
+def test_a_budget_below_the_floor_is_rejected_by_the_option(review_cli):
+    result = run_cli(review_cli, str(REPLACE), "--max-chars", "1999")
     assert result.exit_code == 2
     assert "--max-chars" in result.output
