@@ -127,13 +127,29 @@ def reap_command(
     raise typer.Exit(report.exit_code)
 
 
-class _ChildSignals:
+class _SignalHandlers:
+    """While inside `with`, SIGINT/SIGTERM/SIGHUP go to `_handle`; the previous handlers come back after."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous: dict
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+class _ChildSignals(_SignalHandlers):
     """Forward SIGINT/SIGTERM/SIGHUP to the command's process group; a second one kills it.
 
     Installed before the command starts, so a signal in between is held and delivered once it has.
     """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, err: Console) -> None:
         self.err = err
@@ -160,17 +176,8 @@ class _ChildSignals:
         if self.received:
             self._forward(self.received[-1])
 
-    def __enter__(self) -> _ChildSignals:
-        for sig in self.SIGNALS:
-            self.previous[sig] = signal.signal(sig, self._handle)
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
-
-class _ShieldTeardown:
+class _ShieldTeardown(_SignalHandlers):
     """While the stack is being destroyed, a signal to accel is noted, not obeyed."""
 
     def __init__(self, err: Console) -> None:
@@ -179,15 +186,6 @@ class _ShieldTeardown:
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         self.err.print(f"accel: got {signal.Signals(signum).name} during teardown; finishing the destroy first")
-
-    def __enter__(self) -> _ShieldTeardown:
-        for sig in _ChildSignals.SIGNALS:
-            self.previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
 
 
 def _run_command(command: list[str], err: Console) -> int:
