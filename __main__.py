@@ -9,12 +9,12 @@ and says so.
 import pulumi
 from pydantic import ValidationError
 
-from accel.errors import AccelError
+from accel.base.errors import AccelError
 from accel.program import current_config, read_stack, stack_error_message
-from components.errors import ComponentArgsError
-from components.training_cluster import TrainingCluster
-from policies.lifecycle import LifecycleError
-from policies.shapes import ShapeError
+from accel.base.errors import ComponentArgsError
+from accel.components.training_cluster import TrainingCluster
+from accel.policies.lifecycle import LifecycleError
+from accel.policies.shapes import ShapeError
 
 try:
     stack = read_stack(current_config(), pulumi.get_stack())

@@ -25,8 +25,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from accel import stack_config
-from accel.yaml_files import read_yaml_file
-from accel.errors import UsageError, describe_validation_error
+from accel.base.yaml_files import read_yaml_file
+from accel.base.errors import UsageError
+from accel.base.model import describe_validation_error
 from accel.mock_engine import Capture, run_program
 
 # The stack outputs the program exports for the plan report.
@@ -35,7 +36,7 @@ HOURLY_OUTPUT = "hourlyUsd"
 RUN_OUTPUT = "runUsd"
 
 PROVIDER_PACKAGES = ("pulumi_gcp", "pulumi_aws", "pulumi_kubernetes")
-GUARDRAILS_MODULE = "policies.guardrails.offline"
+GUARDRAILS_MODULE = "accel.policies.guardrails.offline"
 # Where a ValueError means "the stack asked for something impossible", not "the code is wrong".
 
 Progress = Callable[[str], None]
@@ -67,7 +68,7 @@ class PlanResult:
 
     @property
     def exit_code(self) -> int:
-        from accel.errors import EXIT_GUARDRAIL
+        from accel.base.errors import EXIT_GUARDRAIL
 
         return EXIT_GUARDRAIL if self.mandatory_violations else 0
 
@@ -164,7 +165,7 @@ def _program_environment(project_dir: Path, watcher: _ImportWatcher) -> Iterator
 def _normalize_plan(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
-    from policies.plan import Plan
+    from accel.policies.plan import Plan
 
     try:
         return Plan.model_validate(raw).model_dump(mode="json")
@@ -189,8 +190,8 @@ def _as_usage_error(error: BaseException, source: str, stack: str) -> UsageError
     """The user-facing form of a program exception, or None if it is a bug (keep the traceback)."""
     import pulumi
 
-    from components.errors import ComponentArgsError
-    from policies.shapes import ShapeError
+    from accel.base.errors import ComponentArgsError
+    from accel.policies.shapes import ShapeError
 
     if isinstance(error, UsageError):
         return UsageError(_blame(str(error), source, stack))
@@ -228,7 +229,7 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
-        if error.name in ("policies.guardrails", module_name):
+        if error.name in ("accel.policies.guardrails", module_name):
             return [], f"{module_name} is not installed yet, so no guardrail ran"
         raise
     config_error = getattr(module, "PolicyConfigError", None)

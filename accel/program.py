@@ -11,13 +11,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from accel.errors import UsageError
+from accel.base.errors import UsageError
 from accel.stack_settings import StackSettings, settings_from_config
-from components.tags import ResourceTags
-from components.training_cluster import TrainingClusterArgs
-from policies.lifecycle import Lifecycle, stack_tag_problems
-from policies.plan import Plan
-from policies.workload import WorkloadFieldError, WorkloadSpec
+from accel.components.tags import ResourceTags
+from accel.components.training_cluster import TrainingClusterArgs
+from accel.policies.lifecycle import Lifecycle, stack_tag_problems
+from accel.policies.plan import Plan
+from accel.policies.workload import WorkloadFieldError, WorkloadSpec
 
 # GKE cluster names are at most 40 characters and the components derive longer child names
 # (service accounts, node pools) from the stack's resource name: keep it short.
@@ -130,8 +130,8 @@ def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan,
 
 
 def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -> Plan:
-    from policies.catalog import load_catalog, offerings_from_inventory
-    from policies.select import choose_plan, plan_from_pin
+    from accel.policies.catalog import load_catalog, offerings_from_inventory
+    from accel.policies.select import choose_plan, plan_from_pin
 
     catalog = load_catalog(settings.catalog)
     extra = []

@@ -1,6 +1,6 @@
 """Tear down expired spot environments through the Pulumi Automation API, never losing data.
 
-`reap()` lists the project's stacks, asks policies.lifecycle which ones have expired, checks
+`reap()` lists the project's stacks, asks accel.policies.lifecycle which ones have expired, checks
 their state (data must be retained on delete, nothing protected), destroys them with retries
 and removes them from the backend only after the destroy succeeded. `teardown()` is the same
 destroy for one named stack (used by `accel destroy-after-run`). Both shell out to the pulumi
@@ -22,8 +22,8 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel
 
-from accel.errors import AccelError
-from policies.lifecycle import (
+from accel.base.errors import AccelError
+from accel.policies.lifecycle import (
     Decision,
     Reason,
     format_timestamp,

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 
-from accel.errors import UsageError
-from accel.yaml_files import read_yaml_file
+from accel.base.errors import UsageError
+from accel.base.yaml_files import read_yaml_file
 
 PROJECT_FILE = "Pulumi.yaml"
 SECRET_PLACEHOLDER = "[secret]"

@@ -15,11 +15,13 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from accel.errors import UsageError, describe_validation_error
-from components.kubernetes.pools import ExistingCluster
-from policies.lifecycle import Lifecycle, LifecycleError
-from policies.plan import Plan
-from policies.workload import HardwarePin, StrictModel, WorkloadSpec
+from accel.base.errors import UsageError
+from accel.base.model import describe_validation_error
+from accel.components.kubernetes.pools import ExistingCluster
+from accel.policies.lifecycle import Lifecycle, LifecycleError
+from accel.policies.plan import Plan
+from accel.base.model import StrictModel
+from accel.policies.workload import HardwarePin, WorkloadSpec
 
 PROJECT = "accel"
 

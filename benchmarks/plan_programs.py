@@ -31,7 +31,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from accel import offline_plan, stack_config
 from accel.mock_engine import Capture, RecordingMocks, run_program
-from policies.plan import GpuPool, Plan
+from accel.policies.plan import GpuPool, Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_STACK = "llama-70b-tpu"
@@ -59,8 +59,8 @@ def synthetic_program(config: stack_config.StackConfig, slices: int, gpu_pools: 
 
     def program() -> None:
         from accel.program import read_stack
-        from components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
-        from components.training_cluster import TrainingCluster
+        from accel.components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
+        from accel.components.training_cluster import TrainingCluster
 
         pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
         stack = read_stack(pulumi.runtime.config.CONFIG.get(), pulumi.get_stack())

@@ -17,19 +17,19 @@ from typing import Any
 
 import pulumi
 
-from components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
-from components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
-from components.kubernetes.pools import (
+from accel.components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
+from accel.components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
+from accel.components.kubernetes.pools import (
     ExistingCluster,
     device_plugin_needed,
     existing_cluster_provider,
     inventory_pools,
     plan_pools,
 )
-from components.errors import ComponentArgsError
-from components.tags import ResourceTags
-from policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
-from policies.plan import Plan
+from accel.base.errors import ComponentArgsError
+from accel.components.tags import ResourceTags
+from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
+from accel.policies.plan import Plan
 
 TYPE = "accel:cluster:TrainingCluster"
 
@@ -156,11 +156,11 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     import pulumi_gcp as gcp
     import pulumi_kubernetes as k8s
 
-    from components.gcp.cluster import GkeCluster, GkeClusterArgs, UpgradePause
-    from components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
-    from components.gcp.network import GcpNetwork, GcpNetworkArgs
-    from components.gcp.storage import TrainingStorage, TrainingStorageArgs
-    from components.gcp.tpu import TpuSlice, TpuSliceArgs
+    from accel.components.gcp.cluster import GkeCluster, GkeClusterArgs, UpgradePause
+    from accel.components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
+    from accel.components.gcp.network import GcpNetwork, GcpNetworkArgs
+    from accel.components.gcp.storage import TrainingStorage, TrainingStorageArgs
+    from accel.components.gcp.tpu import TpuSlice, TpuSliceArgs
 
     plan, tags, project = args.plan, args.tags, args.gcp_project
     assert project is not None  # validate() guarantees it
@@ -210,10 +210,10 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     import pulumi_aws as aws
     import pulumi_kubernetes as k8s
 
-    from components.aws.cluster import EksCluster, EksClusterArgs
-    from components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs
-    from components.aws.network import AwsNetwork, AwsNetworkArgs
-    from components.aws.storage import TrainingStorage, TrainingStorageArgs
+    from accel.components.aws.cluster import EksCluster, EksClusterArgs
+    from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs
+    from accel.components.aws.network import AwsNetwork, AwsNetworkArgs
+    from accel.components.aws.storage import TrainingStorage, TrainingStorageArgs
 
     plan, tags = args.plan, args.tags
     provider = aws.Provider(f"{name}-aws", region=plan.region, opts=pulumi.ResourceOptions(parent=parent))

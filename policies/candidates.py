@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
-from policies.choice import OBJECTIVES
-from policies.estimate import (
+from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
+from accel.policies.choice import OBJECTIVES
+from accel.policies.estimate import (
     Evaluation,
     InferenceModel,
     Resolved,
@@ -18,9 +18,9 @@ from policies.estimate import (
     resolve,
     training_flops,
 )
-from policies.plan import Estimate, Option
-from policies.sizes import Size
-from policies.workload import WorkloadSpec
+from accel.policies.plan import Estimate, Option
+from accel.policies.sizes import Size
+from accel.policies.workload import WorkloadSpec
 
 
 @dataclass

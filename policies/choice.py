@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from accel.errors import NothingFeasible
-from policies.catalog.model import Catalog, Offering
-from policies.plan import CatalogRef, Estimate, Option
-from policies.workload import WorkloadSpec
+from accel.base.errors import NothingFeasible
+from accel.policies.catalog.model import Catalog, Offering
+from accel.policies.plan import CatalogRef, Estimate, Option
+from accel.policies.workload import WorkloadSpec
 
 Objective = Literal["cost", "time"]
 OBJECTIVES: tuple[str, ...] = ("cost", "time")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 from typing import Sequence
 
-from policies.catalog.model import Offering
-from policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
+from accel.policies.catalog.model import Offering
+from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
 
 
 def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | None:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from policies.catalog.model import Accelerator, Defaults, FilesystemOffer
-from policies.plan import Assumption, StoragePlan
-from policies.workload import WorkloadSpec
+from accel.policies.catalog.model import Accelerator, Defaults, FilesystemOffer
+from accel.policies.plan import Assumption, StoragePlan
+from accel.policies.workload import WorkloadSpec
 
 OVERRIDE = "workload override"
 # Below this share of productive time a spot fleet spends its life restarting: treat it as unusable.

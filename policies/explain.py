@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 
-from policies import shapes
-from policies.candidates import Candidate, SearchContext, to_option
-from policies.choice import NoFeasibleOption, catalog_ref
-from policies.estimate import training_flops, training_memory_bytes
-from policies.plan import Option
-from policies.workload import XLA_FRAMEWORKS, framework_label
+from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies import shapes
+from accel.policies.candidates import Candidate, SearchContext, to_option
+from accel.policies.choice import NoFeasibleOption, catalog_ref
+from accel.policies.estimate import training_flops, training_memory_bytes
+from accel.policies.plan import Option
+from accel.policies.workload import XLA_FRAMEWORKS, framework_label
 
 ACCELERATOR_NAMES = {
     "tpu-v4": "TPU v4", "tpu-v5e": "TPU v5e", "tpu-v5p": "TPU v5p", "tpu-v6e": "TPU v6e",
@@ -18,43 +19,6 @@ ACCELERATOR_NAMES = {
     "l4": "L4", "a10g": "A10G", "l40s": "L40S",
 }
 CLOUD_NAMES = {"gcp": "Google Cloud", "aws": "AWS", "kubernetes": "the inventory cluster"}
-
-
-def money(usd: float) -> str:
-    """$9.80, $4,512, $12.3k, $1.85M, $2.40B, $1.50T, then $1.00e+15: the precision a reader compares options by."""
-    if not math.isfinite(usd):
-        return "$inf"
-    if abs(usd) >= 1e15:
-        return f"${usd:.2e}"
-    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
-        if abs(usd) >= scale:
-            return f"${usd / scale:,.2f}{suffix}"
-    if abs(usd) >= 1e4:
-        return f"${usd / 1e3:,.1f}k"
-    return f"${usd:,.2f}" if abs(usd) < 100 else f"${usd:,.0f}"
-
-
-def money_pair(amount: float, limit: float) -> tuple[str, str]:
-    """Two amounts to compare ('costs X, over the Y budget'), with as many digits as it takes to tell them apart."""
-    for formatted in (money, lambda usd: f"${usd:,.0f}", lambda usd: f"${usd:,.2f}"):
-        a, b = formatted(amount), formatted(limit)
-        if a != b or amount == limit:
-            return a, b
-    return a, b
-
-
-def plural(count: int, word: str) -> str:
-    """'1 chip', '2 chips', '1,024 hosts'."""
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
-
-
-def duration(hours: float) -> str:
-    """Hours below two days, days above; an endless spot run says why it never ends."""
-    if not math.isfinite(hours):
-        return "forever (preemptions stall it)"
-    if hours >= 48:
-        return f"{hours / 24:.1f} days"
-    return f"{hours:.1f} h"
 
 
 def describe(option: Option) -> str:

@@ -17,7 +17,8 @@ from enum import Enum
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
-from policies.storage_types import STORAGE_TYPES
+from accel.base.units import TTL_EXAMPLES, UnitError, as_utc, format_timestamp, humanize_duration, parse_timestamp, parse_ttl
+from accel.policies.storage_types import STORAGE_TYPES
 
 # Stack config keys (project namespace "accel"; bare keys in the stack file mean the same).
 CONFIG_EPHEMERAL = "accel:ephemeral"
@@ -33,87 +34,8 @@ TAG_EXPIRES_AT = "accel:expires-at"
 # it is labelled data-role=scratch: destroy then drops it from state and leaves it in the cloud.
 SCRATCH_ROLE = "scratch"
 
-_TTL_UNITS = {"m": ("minutes", 60), "h": ("hours", 3600), "d": ("days", 86400), "w": ("weeks", 604800)}
-_TTL_PART = re.compile(r"(\d+)([a-z]+)")
-_TTL_EXAMPLES = "e.g. 90m, 12h, 3d, 1w or 1d12h"
-
-
-class LifecycleError(ValueError):
-    """A TTL, expiry or ephemeral marker that cannot be understood; the message names the key."""
-
-
-def parse_ttl(text: str) -> timedelta:
-    """'12h' -> 12 hours. Units m, h, d, w, combinable largest first ('1d12h')."""
-    if not isinstance(text, str):
-        raise LifecycleError(f"a TTL is text with a unit ({_TTL_EXAMPLES}), got {text!r}")
-    compact = text.strip().lower()
-    if not compact:
-        raise LifecycleError(f"a TTL is empty; write a duration with a unit ({_TTL_EXAMPLES})")
-    if compact.isdigit():
-        raise LifecycleError(f"TTL {text!r} has no unit; write e.g. '{compact}h' (units: m, h, d, w)")
-    total = timedelta()
-    position = 0
-    seen: list[str] = []
-    for match in _TTL_PART.finditer(compact):
-        if match.start() != position:
-            break
-        amount, unit = int(match.group(1)), match.group(2)
-        if unit not in _TTL_UNITS:
-            raise LifecycleError(
-                f"TTL {text!r} has unknown unit {unit!r}; allowed: "
-                + ", ".join(f"{u} ({name})" for u, (name, _) in _TTL_UNITS.items())
-            )
-        if unit in seen:
-            raise LifecycleError(f"TTL {text!r} repeats unit {unit!r}")
-        seen.append(unit)
-        total += timedelta(seconds=amount * _TTL_UNITS[unit][1])
-        position = match.end()
-    if position != len(compact):
-        raise LifecycleError(f"TTL {text!r} is not a duration; write it like {_TTL_EXAMPLES}")
-    if total <= timedelta(0):
-        raise LifecycleError(f"TTL {text!r} must be longer than zero")
-    return total
-
-
-def parse_timestamp(value: Any) -> datetime:
-    """An ISO 8601 instant with a time zone ('2026-11-22T18:00:00Z'), returned in UTC."""
-    if isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, date):
-        raise LifecycleError(f"{value.isoformat()!r} is a date without a time; write e.g. {value.isoformat()}T18:00:00Z")
-    elif isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-        except ValueError:
-            raise LifecycleError(f"{value!r} is not an ISO 8601 time; write e.g. 2026-11-22T18:00:00Z") from None
-    else:
-        raise LifecycleError(f"expected an ISO 8601 time such as 2026-11-22T18:00:00Z, got {value!r}")
-    if parsed.tzinfo is None:
-        raise LifecycleError(
-            f"{str(value)!r} has no time zone; write it in UTC with a trailing Z, e.g. 2026-11-22T18:00:00Z"
-        )
-    return parsed.astimezone(timezone.utc)
-
-
-def format_timestamp(moment: datetime) -> str:
-    """UTC, second precision, trailing Z: the value written to the accel:expires-at tag."""
-    return _as_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def humanize_duration(span: timedelta) -> str:
-    """'2d 3h', '3h 20m', '45m', 'under a minute': two units at most."""
-    seconds = int(abs(span).total_seconds())
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            parts.append(f"{seconds // size}{unit}")
-            seconds %= size
-    return " ".join(parts[:2]) or "under a minute"
-
-
-def _as_utc(moment: datetime) -> datetime:
-    # The Automation API parses CLI times without a zone; the CLI writes them in UTC.
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+# A TTL, expiry or ephemeral marker that cannot be understood; the message names the key.
+LifecycleError = UnitError
 
 
 def _parse_bool(value: Any) -> bool:
@@ -174,7 +96,7 @@ class Lifecycle(BaseModel):
             )
         if self.ephemeral and self.ttl is None and self.expires_at is None:
             raise LifecycleError(
-                f"{CONFIG_EPHEMERAL} is true but neither {CONFIG_TTL} ({_TTL_EXAMPLES}) nor "
+                f"{CONFIG_EPHEMERAL} is true but neither {CONFIG_TTL} ({TTL_EXAMPLES}) nor "
                 f"{CONFIG_EXPIRES_AT} (e.g. 2026-11-22T18:00:00Z) is set, so it would never be reaped"
             )
         return self
@@ -215,11 +137,11 @@ class Lifecycle(BaseModel):
         if self.expires_at is not None:
             return self.expires_at
         if self.ttl is not None and last_update is not None:
-            return _as_utc(last_update) + parse_ttl(self.ttl)
+            return as_utc(last_update) + parse_ttl(self.ttl)
         return None
 
     def resource_tag_fields(self) -> dict[str, Any]:
-        """Keyword arguments for components.tags.ResourceTags (ephemeral, expires_at, ttl)."""
+        """Keyword arguments for accel.components.tags.ResourceTags (ephemeral, expires_at, ttl)."""
         return {"ephemeral": self.ephemeral, "expires_at": self.expires_at, "ttl": self.ttl}
 
     def outputs(self) -> dict[str, Any]:
@@ -293,7 +215,7 @@ def expiry(tags: Mapping[str, str], last_update: datetime | None) -> datetime | 
         except LifecycleError as error:
             raise LifecycleError(f"{TAG_TTL}: {error}") from None
         if last_update is not None:
-            candidates.append(_as_utc(last_update) + ttl)
+            candidates.append(as_utc(last_update) + ttl)
     return min(candidates) if candidates else None
 
 
@@ -346,7 +268,7 @@ def reap_decision(
     from it when given, else from the summary's last update (any operation).
     """
     name = summary.name
-    now = _as_utc(now)
+    now = as_utc(now)
     marker = tags.get(TAG_EPHEMERAL)
     if marker is None or str(marker).strip().lower() == "false":
         return Decision(stack=name, action="skip", reason=Reason.NOT_EPHEMERAL,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from policies import shapes
-from policies.candidates import (
+from accel.policies import shapes
+from accel.policies.candidates import (
     Candidate,
     SearchContext,
     estimate_for,
@@ -15,21 +15,22 @@ from policies.candidates import (
     search_context,
     to_option,
 )
-from policies.catalog.model import Catalog, Offering, Price
-from policies.choice import Choice, NoFeasibleOption, catalog_ref
-from policies.eligibility import check_regions, hard_filter
-from policies.estimate import (
+from accel.policies.catalog.model import Catalog, Offering, Price
+from accel.policies.choice import Choice, NoFeasibleOption, catalog_ref
+from accel.policies.eligibility import check_regions, hard_filter
+from accel.policies.estimate import (
     Evaluation,
     Replica,
     min_chips_for_memory,
     slice_holds_training_state,
     training_memory_bytes,
 )
-from policies.explain import describe, duration, money, money_pair, plural
-from policies.plan import Plan
-from policies.planning import make_plan
-from policies.sizes import Size, replica_sizes
-from policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
+from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies.explain import describe
+from accel.policies.plan import Plan
+from accel.policies.planning import make_plan
+from accel.policies.sizes import Size, replica_sizes
+from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
 
 def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering]) -> Choice:

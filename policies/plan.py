@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from policies.workload import AcceleratorId, Cloud, StrictModel, WorkloadSpec
+from accel.base.model import StrictModel
+from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 
 Family = Literal["gpu", "tpu"]
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start", "queued", "capacity-block"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from policies import shapes
-from policies.catalog.model import Catalog
-from policies.choice import Choice
-from policies.estimate import filesystem_plan
-from policies.plan import Capacity, GpuPool, Plan, TpuPool
-from policies.workload import WorkloadSpec
+from accel.policies import shapes
+from accel.policies.catalog.model import Catalog
+from accel.policies.choice import Choice
+from accel.policies.estimate import filesystem_plan
+from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
+from accel.policies.workload import WorkloadSpec
 
 
 def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:

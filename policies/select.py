@@ -2,8 +2,8 @@
 
 For each offering (machine type or TPU generation on a cloud), each allowed region price and
 each capacity type (spot / on-demand), the engine finds the best fleet size on the offering's
-size ladder (policies.sizing), ranks every feasible configuration by the objective, and explains
-the choice (policies.explain). A hardware pin skips the search (policies.pin). This module is
+size ladder (accel.policies.sizing), ranks every feasible configuration by the objective, and explains
+the choice (accel.policies.explain). A hardware pin skips the search (accel.policies.pin). This module is
 also the package's public API: the names below are re-exported so callers import them from here.
 """
 
@@ -12,18 +12,18 @@ from __future__ import annotations
 import math
 from typing import Literal, Sequence
 
-from policies.candidates import Candidate, SearchContext, estimate_for, search_context, to_option
-from policies.catalog.model import Catalog, Offering, Price
-from policies.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
-from policies.eligibility import check_regions, hard_filter
-from policies.estimate import Evaluation
-from policies.explain import ACCELERATOR_NAMES, CLOUD_NAMES, describe, explain_choice, explain_infeasible
-from policies.pin import choose_pinned, plan_from_pin
-from policies.plan import Plan
-from policies.planning import make_plan
-from policies.sizes import GpuLadder, Size, TpuLadder, replica_sizes, tpu_sizes
-from policies.sizing import SizingOutcome, size_inference, size_training
-from policies.workload import WorkloadSpec
+from accel.policies.candidates import Candidate, SearchContext, estimate_for, search_context, to_option
+from accel.policies.catalog.model import Catalog, Offering, Price
+from accel.policies.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
+from accel.policies.eligibility import check_regions, hard_filter
+from accel.policies.estimate import Evaluation
+from accel.policies.explain import ACCELERATOR_NAMES, CLOUD_NAMES, describe, explain_choice, explain_infeasible
+from accel.policies.pin import choose_pinned, plan_from_pin
+from accel.policies.plan import Plan
+from accel.policies.planning import make_plan
+from accel.policies.sizes import GpuLadder, Size, TpuLadder, replica_sizes, tpu_sizes
+from accel.policies.sizing import SizingOutcome, size_inference, size_training
+from accel.policies.workload import WorkloadSpec
 
 __all__ = [
     "ACCELERATOR_NAMES", "CLOUD_NAMES", "OBJECTIVES", "Choice", "GpuLadder", "NoFeasibleOption", "Objective",

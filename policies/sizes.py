@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from policies import shapes
-from policies.catalog.model import Offering
+from accel.policies import shapes
+from accel.policies.catalog.model import Offering
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from policies import shapes
-from policies.candidates import Candidate, SearchContext, node_limit_words
-from policies.catalog.model import Offering, Price
-from policies.estimate import Evaluation, training_memory_bytes
-from policies.explain import duration, money_pair, plural
-from policies.sizes import GpuLadder, Size, TpuLadder, largest_slice_chips, replica_sizes, tpu_sizes
+from accel.policies import shapes
+from accel.policies.candidates import Candidate, SearchContext, node_limit_words
+from accel.policies.catalog.model import Offering, Price
+from accel.policies.estimate import Evaluation, training_memory_bytes
+from accel.base.units import hours_text as duration, money_pair, plural
+from accel.policies.sizes import GpuLadder, Size, TpuLadder, largest_slice_chips, replica_sizes, tpu_sizes
 
 
 @dataclass

@@ -13,8 +13,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from accel.errors import UsageError
-from policies import shapes
+from accel.base.errors import UsageError
+from accel.base.model import PositiveQuantity, Quantity, StrictModel
+from accel.base.units import parse_quantity  # noqa: F401 (part of the workload API)
+from accel.policies import shapes
 
 ACCELERATOR_IDS: tuple[str, ...] = (
     "tpu-v4",
@@ -34,44 +36,11 @@ FRAMEWORKS: tuple[str, ...] = ("jax", "pytorch", "tensorflow", "pytorch-xla")
 # Frameworks that compile through XLA and therefore run on TPUs.
 XLA_FRAMEWORKS: frozenset[str] = frozenset({"jax", "tensorflow", "pytorch-xla"})
 
-_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
-_QUANTITY = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)
-
-
-def parse_quantity(value: Any) -> float:
-    """Read a human number: 70e9, 70B, 1.5T, 7M, 2_000, or a plain int/float.
-
-    Raises ValueError with the accepted forms, so pydantic reports it against the field.
-    """
-    if isinstance(value, bool):
-        raise ValueError("expected a number such as 70e9, 70B, 1.5T or 7M, not a boolean")
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        match = _QUANTITY.match(value.replace("_", "").replace(",", ""))
-        if not match:
-            raise ValueError(f"{value!r} is not a number; use forms like 70e9, 70B, 1.5T or 7M")
-        number = float(match.group(1)) * _SUFFIXES.get(match.group(2).upper(), 1.0)
-    else:
-        raise ValueError(f"expected a number such as 70e9, 70B, 1.5T or 7M, got {type(value).__name__}")
-    if not math.isfinite(number):
-        raise ValueError("must be a finite number")
-    return number
-
-
-Quantity = Annotated[float, BeforeValidator(parse_quantity)]
-PositiveQuantity = Annotated[Quantity, Field(gt=0)]
 AcceleratorId = Literal[
     "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "a100-40gb", "a100-80gb",
     "h100-80gb", "h200-141gb", "l4", "a10g", "l40s",
 ]
 Cloud = Literal["gcp", "aws", "kubernetes"]
-
-
-class StrictModel(BaseModel):
-    """Unknown keys are errors: a typo must not silently fall back to a default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ModelSpec(StrictModel):
@@ -421,11 +390,12 @@ class WorkloadFieldError(UsageError):
 def workload_from_mapping(data: Any, source: str) -> WorkloadSpec:
     """Validate a workload mapping (a parsed WORKLOAD.yaml or a stack's `accel:workload`).
 
-    Raises accel.errors.UsageError with one `source: field.path: problem` line per problem.
+    Raises accel.base.errors.UsageError with one `source: field.path: problem` line per problem.
     """
     from pydantic import ValidationError
 
-    from accel.errors import UsageError, describe_validation_error
+    from accel.base.errors import UsageError
+    from accel.base.model import describe_validation_error
 
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
@@ -441,7 +411,7 @@ def load_workload(path: Any) -> WorkloadSpec:
     """Read and validate a WORKLOAD.yaml file; every failure is a UsageError naming the file."""
     from pathlib import Path
 
-    from accel.yaml_files import read_yaml_file
+    from accel.base.yaml_files import read_yaml_file
 
     file = Path(path)
     data = read_yaml_file(file, "workload file")

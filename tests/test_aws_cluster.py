@@ -5,9 +5,9 @@ import json
 import pulumi
 import pytest
 
-from components.aws.cluster import EksCluster, EksClusterArgs, render_kubeconfig
-from components.aws.common import InvalidAwsArgs
-from components.tags import ResourceTags
+from accel.components.aws.cluster import EksCluster, EksClusterArgs, render_kubeconfig
+from accel.components.aws.common import InvalidAwsArgs
+from accel.components.tags import ResourceTags
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform")

@@ -6,11 +6,11 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from components.aws.common import InvalidAwsArgs
-from components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interfaces
-from components.aws.instances import GPU_INSTANCE_TYPES
-from components.tags import ResourceTags
-from policies.plan import Capacity, GpuPool
+from accel.components.aws.common import InvalidAwsArgs
+from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interfaces
+from accel.components.aws.instances import GPU_INSTANCE_TYPES
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Capacity, GpuPool
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform")

@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 AWS_STACK = textwrap.dedent("""
     import json, sys
     from accel.mock_engine import run_program
-    from components.aws.cluster import EksCluster, EksClusterArgs
-    from components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs
-    from components.aws.network import AwsNetwork, AwsNetworkArgs
-    from components.aws.storage import TrainingStorage, TrainingStorageArgs
-    from components.tags import ResourceTags
-    from policies.plan import Plan
+    from accel.components.aws.cluster import EksCluster, EksClusterArgs
+    from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs
+    from accel.components.aws.network import AwsNetwork, AwsNetworkArgs
+    from accel.components.aws.storage import TrainingStorage, TrainingStorageArgs
+    from accel.components.tags import ResourceTags
+    from accel.policies.plan import Plan
 
     plan = Plan.model_validate({
         "workload": {"name": "llama-8b-finetune", "kind": "finetune", "model": {"parameters": "8B"},
@@ -83,11 +83,11 @@ def test_plan_helpers_put_efa_nodes_in_the_plan_zone(aws_stack):
 def test_building_args_does_not_load_any_provider():
     report = run_python(textwrap.dedent("""
         import json, sys
-        from components.aws.gpu import GpuNodeGroupArgs
-        from components.aws.network import AwsNetworkArgs
-        from components.aws.storage import TrainingStorageArgs
-        from components.aws.cluster import EksClusterArgs
-        from components.tags import ResourceTags
+        from accel.components.aws.gpu import GpuNodeGroupArgs
+        from accel.components.aws.network import AwsNetworkArgs
+        from accel.components.aws.storage import TrainingStorageArgs
+        from accel.components.aws.cluster import EksClusterArgs
+        from accel.components.tags import ResourceTags
         AwsNetworkArgs(region="us-west-2", zones=["us-west-2a", "us-west-2b"],
                        tags=ResourceTags(workload="w", stack="s"))
         providers = ("pulumi_aws", "pulumi_gcp", "pulumi_kubernetes")

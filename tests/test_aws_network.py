@@ -5,9 +5,9 @@ import ipaddress
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from components.aws.common import InvalidAwsArgs
-from components.aws.network import AwsNetwork, AwsNetworkArgs
-from components.tags import ResourceTags
+from accel.components.aws.common import InvalidAwsArgs
+from accel.components.aws.network import AwsNetwork, AwsNetworkArgs
+from accel.components.tags import ResourceTags
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform")

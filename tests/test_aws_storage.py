@@ -5,10 +5,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from components.aws.common import InvalidAwsArgs
-from components.aws.storage import TrainingStorage, TrainingStorageArgs, fsx_capacity_gib, training_access_policy
-from components.tags import ResourceTags
-from policies.plan import StoragePlan
+from accel.components.aws.common import InvalidAwsArgs
+from accel.components.aws.storage import TrainingStorage, TrainingStorageArgs, fsx_capacity_gib, training_access_policy
+from accel.components.tags import ResourceTags
+from accel.policies.plan import StoragePlan
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform", ephemeral=True,

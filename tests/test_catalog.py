@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from accel.errors import UsageError
-from policies import shapes
-from policies.catalog import CatalogError, Offering, load_catalog, offerings_from_inventory
+from accel.base.errors import UsageError
+from accel.policies import shapes
+from accel.policies.catalog import CatalogError, Offering, load_catalog, offerings_from_inventory
 
 REQUIRED = {
     "gcp": {"tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb", "l4"},
@@ -247,7 +247,7 @@ def test_the_overlay_example_in_the_catalog_readme_loads(tmp_path):
 # ----------------------------------------------------------------------------- node-pool limits and filesystem sizes
 
 def test_gke_gpu_offerings_carry_the_compact_placement_limit_the_gpu_pool_enforces(catalog):
-    from components.gcp.gpu import COMPACT_PLACEMENT_MAX_NODES
+    from accel.components.gcp.gpu import COMPACT_PLACEMENT_MAX_NODES
 
     for offering in (o for o in catalog.offerings if o.cloud == "gcp" and o.family == "gpu"):
         limit = offering.max_nodes
@@ -312,8 +312,8 @@ def _component_default(args_class, field_name):
 
 
 def test_each_filesystem_is_priced_at_the_throughput_tier_its_component_builds(catalog):
-    from components.aws.storage import TrainingStorageArgs as AwsStorageArgs
-    from components.gcp.storage import TrainingStorageArgs as GcpStorageArgs
+    from accel.components.aws.storage import TrainingStorageArgs as AwsStorageArgs
+    from accel.components.gcp.storage import TrainingStorageArgs as GcpStorageArgs
 
     filesystems = catalog.defaults.storage.filesystems
     assert filesystems["gcp"].throughput_mbps_per_tib == _component_default(GcpStorageArgs, "lustre_throughput_mbps_per_tib")

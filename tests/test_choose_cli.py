@@ -10,9 +10,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 from typer.testing import CliRunner
 
+from accel.base.units import money
 from accel.commands import choose as choose_command
-from policies.plan import Plan
-from policies.workload import WorkloadSpec
+from accel.policies.plan import Plan
+from accel.policies.workload import WorkloadSpec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PRETRAIN = str(EXAMPLES / "llama-70b-pretrain.yaml")
@@ -127,17 +128,17 @@ def test_plot_needs_png_or_svg(tmp_path):
     assert outcome.exit_code == 2 and "PNG or SVG" in outcome.stderr
 
 
-@pytest.mark.parametrize("usd, text", [(0, "$0"), (12.5, "$12.5"), (950, "$950"), (1_250, "$1.25K"),
-                                       (500_000, "$500K"), (2_500_000, "$2.5M"), (1.2e9, "$1.2B")])
-def test_chart_dollars_use_k_and_m_suffixes(usd, text):
-    assert choose_command.dollars(usd) == text
+@pytest.mark.parametrize("usd, text", [(0, "$0.00"), (12.5, "$12.50"), (950, "$950"), (12_500, "$12.5k"),
+                                       (500_000, "$500.0k"), (2_500_000, "$2.50M"), (1.2e9, "$1.20B")])
+def test_chart_money_reads_like_the_table(usd, text):
+    assert money(usd) == text
 
 
 def chart_of(workload: str | Path):
     """The plotted figure of a workload's choice, drawn so its tick labels exist; closed by the caller."""
-    from policies.catalog import load_catalog
-    from policies.select import choose
-    from policies.workload import load_workload
+    from accel.policies.catalog import load_catalog
+    from accel.policies.select import choose
+    from accel.policies.workload import load_workload
 
     figure = choose_command.plot_figure(choose(load_workload(workload), load_catalog()))
     figure.canvas.draw()
@@ -156,7 +157,7 @@ def test_the_cost_axis_reads_in_dollars_without_an_offset(example):
     try:
         axis = figure.axes[0].yaxis
         labels = tick_labels(axis)
-        assert labels and all(re.fullmatch(r"\$[0-9.]+[KMB]?(/h)?", label) for label in labels), labels
+        assert labels and all(re.fullmatch(r"\$[0-9.,]+[kMBT]?(/h)?", label) for label in labels), labels
         assert axis.get_offset_text().get_text() == ""
     finally:
         plt.close(figure)
@@ -300,10 +301,10 @@ def test_a_pinned_region_in_no_catalog_offering_is_exit_2(tmp_path):
 
 
 def test_a_stack_pin_whose_spot_contradicts_the_workload_is_a_usage_error():
-    from accel.errors import UsageError
-    from policies.catalog import load_catalog
-    from policies.select import choose
-    from policies.workload import HardwarePin, workload_from_mapping
+    from accel.base.errors import UsageError
+    from accel.policies.catalog import load_catalog
+    from accel.policies.select import choose
+    from accel.policies.workload import HardwarePin, workload_from_mapping
 
     # A stack's accel:hardware is applied with model_copy, without re-validating against the workload.
     spec = workload_from_mapping(yaml.safe_load(PIN_BASE + "constraints: {spot: required}\n"), "w.yaml")
@@ -371,7 +372,7 @@ def test_an_explicit_framework_is_not_called_a_default(tmp_path):
                                        (2.4e9, "$2.40B"), (1.5e12, "$1.50T"), (1e15, "$1.00e+15"),
                                        (3.2e18, "$3.20e+18")])
 def test_money_uses_units_up_to_trillions_then_scientific(usd, text):
-    from policies.explain import money
+    from accel.base.units import money
 
     assert money(usd) == text
 
@@ -382,7 +383,7 @@ def test_money_uses_units_up_to_trillions_then_scientific(usd, text):
     (2e6, 1e6, ("$2.00M", "$1.00M")),
 ])
 def test_compared_amounts_get_the_digits_that_tell_them_apart(amount, limit, texts):
-    from policies.explain import money_pair
+    from accel.base.units import money_pair
 
     assert money_pair(amount, limit) == texts
 
@@ -394,9 +395,9 @@ def test_a_huge_budget_is_written_readably(tmp_path):
 
 
 def test_a_pin_just_over_budget_shows_the_digits_that_differ():
-    from policies.catalog import load_catalog
-    from policies.select import choose
-    from policies.workload import workload_from_mapping
+    from accel.policies.catalog import load_catalog
+    from accel.policies.select import choose
+    from accel.policies.workload import workload_from_mapping
 
     data = yaml.safe_load(PIN_BASE + "hardware: {accelerator: tpu-v5p, chips: 64}\n")
     catalog = load_catalog()
@@ -409,9 +410,9 @@ def test_a_pin_just_over_budget_shows_the_digits_that_differ():
 
 
 def test_one_of_anything_is_singular():
-    from policies.catalog import load_catalog
-    from policies.select import choose
-    from policies.workload import workload_from_mapping
+    from accel.policies.catalog import load_catalog
+    from accel.policies.select import choose
+    from accel.policies.workload import workload_from_mapping
 
     spec = workload_from_mapping({"name": "tiny", "kind": "finetune", "model": {"parameters": "1B"},
                                   "training": {"tokens": "1B", "framework": "pytorch"},

@@ -5,8 +5,8 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from policies.catalog import load_catalog
-from policies.estimate import (
+from accel.policies.catalog import load_catalog
+from accel.policies.estimate import (
     OVERRIDE,
     InferenceModel,
     TrainingModel,
@@ -16,7 +16,7 @@ from policies.estimate import (
     resolve,
     training_flops,
 )
-from policies.workload import workload_from_mapping
+from accel.policies.workload import workload_from_mapping
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def _storage_for(catalog, cloud, parameters):
 
 @given(parameters=st.floats(1e9, 5e12))
 def test_the_planned_fsx_size_is_exactly_what_the_aws_component_builds(parameters):
-    from components.aws.storage import fsx_capacity_gib
+    from accel.components.aws.storage import fsx_capacity_gib
 
     catalog = load_catalog()
     storage = _storage_for(catalog, "aws", parameters)
@@ -219,8 +219,8 @@ def test_the_planned_fsx_size_is_exactly_what_the_aws_component_builds(parameter
 
 @given(parameters=st.floats(1e9, 5e12))
 def test_the_planned_managed_lustre_size_is_one_the_gcp_component_accepts(parameters):
-    from components.gcp.storage import TrainingStorageArgs, validate
-    from components.tags import ResourceTags
+    from accel.components.gcp.storage import TrainingStorageArgs, validate
+    from accel.components.tags import ResourceTags
 
     storage = _storage_for(load_catalog(), "gcp", parameters)
     args = TrainingStorageArgs(project="acme", location="us-central1", zone="us-central1-a", network_name="net",

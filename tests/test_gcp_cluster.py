@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 import yaml
 
 from accel.mock_engine import SECRET_PLACEHOLDER
-from components.gcp._common import GcpArgsError
-from components.gcp.cluster import ClusterRef, GkeCluster, GkeClusterArgs, UpgradePause, build_kubeconfig
-from components.tags import ResourceTags
+from accel.components.gcp._common import GcpArgsError
+from accel.components.gcp.cluster import ClusterRef, GkeCluster, GkeClusterArgs, UpgradePause, build_kubeconfig
+from accel.components.tags import ResourceTags
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research")

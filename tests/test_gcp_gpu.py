@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 
-from components.gcp._common import GcpArgsError
-from components.gcp.cluster import ClusterRef
-from components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
-from components.gcp.network import ExtraNetworkRef, GcpNetwork, GcpNetworkArgs
-from components.tags import ResourceTags
-from policies.plan import Capacity, GpuPool
+from accel.components.gcp._common import GcpArgsError
+from accel.components.gcp.cluster import ClusterRef
+from accel.components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
+from accel.components.gcp.network import ExtraNetworkRef, GcpNetwork, GcpNetworkArgs
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Capacity, GpuPool
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research")

@@ -6,10 +6,10 @@ import ipaddress
 
 import pytest
 
-from components.gcp._common import GcpArgsError
-from components.gcp.network import GcpNetwork, GcpNetworkArgs
-from components.tags import ResourceTags
-from policies.plan import GpuPool
+from accel.components.gcp._common import GcpArgsError
+from accel.components.gcp.network import GcpNetwork, GcpNetworkArgs
+from accel.components.tags import ResourceTags
+from accel.policies.plan import GpuPool
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research")
@@ -195,8 +195,8 @@ def test_gcp_components_never_load_pulumi_aws():
     import subprocess
     import sys
 
-    code = ("import sys; import components.gcp.network, components.gcp.cluster, components.gcp.tpu, "
-            "components.gcp.gpu, components.gcp.storage; print('pulumi_aws' in sys.modules)")
+    code = ("import sys; import accel.components.gcp.network, accel.components.gcp.cluster, accel.components.gcp.tpu, "
+            "accel.components.gcp.gpu, accel.components.gcp.storage; print('pulumi_aws' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
     assert result.stdout.strip() == "False"

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from components.gcp._common import GcpArgsError
-from components.gcp.storage import TrainingStorage, TrainingStorageArgs
-from components.tags import ResourceTags
-from policies.plan import StoragePlan
+from accel.components.gcp._common import GcpArgsError
+from accel.components.gcp.storage import TrainingStorage, TrainingStorageArgs
+from accel.components.tags import ResourceTags
+from accel.policies.plan import StoragePlan
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research",

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from components.gcp._common import GcpArgsError
-from components.gcp.cluster import ClusterRef
-from components.gcp.tpu import TpuSlice, TpuSliceArgs, TpuVmSlice, TpuVmSliceArgs
-from components.tags import ResourceTags
-from policies import shapes
-from policies.plan import Capacity, TpuPool
+from accel.components.gcp._common import GcpArgsError
+from accel.components.gcp.cluster import ClusterRef
+from accel.components.gcp.tpu import TpuSlice, TpuSliceArgs, TpuVmSlice, TpuVmSliceArgs
+from accel.components.tags import ResourceTags
+from accel.policies import shapes
+from accel.policies.plan import Capacity, TpuPool
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform", cost_center="research")

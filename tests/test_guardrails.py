@@ -24,8 +24,8 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from policies.guardrails import offline
-from policies.guardrails.rules import all_policies
+from accel.policies.guardrails import offline
+from accel.policies.guardrails.rules import all_policies
 
 STACK = "urn:pulumi:test::accel"
 

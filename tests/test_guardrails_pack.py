@@ -16,8 +16,8 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import EnforcementLevel
 
-from policies.guardrails import offline
-from policies.guardrails.rules import PACK_NAME, all_policies
+from accel.policies.guardrails import offline
+from accel.policies.guardrails.rules import PACK_NAME, all_policies
 from tests.test_guardrails import gcs_bucket, training_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ def test_every_rule_is_documented():
 
 
 def test_loading_the_rules_imports_no_provider_sdk():
-    probe = ("import sys, policies.guardrails.offline; "
+    probe = ("import sys, accel.policies.guardrails.offline; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pulumi_gcp', 'pulumi_aws', 'pydantic')))")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
@@ -117,7 +117,7 @@ def test_report_groups_by_level_mandatory_first():
 
 
 def run_module(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "policies.guardrails.offline", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "accel.policies.guardrails.offline", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -6,7 +6,7 @@ import pulumi
 import pytest
 from pydantic import ValidationError
 
-from components.kubernetes import (
+from accel.components.kubernetes import (
     AcceleratorPool,
     AcceleratorStack,
     AcceleratorStackArgs,
@@ -21,12 +21,12 @@ from components.kubernetes import (
     inventory_pools,
     plan_pools,
 )
-from components.kubernetes import GkeNetworkAttachment, gpudirect_attachments
-from components.kubernetes.charts import load_chart_pins
-from components.tags import ResourceTags
-from policies import shapes
-from policies.plan import Capacity, CatalogRef, Estimate, GpuPool, Option, Plan, TpuPool
-from policies.workload import WorkloadSpec
+from accel.components.kubernetes import GkeNetworkAttachment, gpudirect_attachments
+from accel.components.kubernetes.charts import load_chart_pins
+from accel.components.tags import ResourceTags
+from accel.policies import shapes
+from accel.policies.plan import Capacity, CatalogRef, Estimate, GpuPool, Option, Plan, TpuPool
+from accel.policies.workload import WorkloadSpec
 from tests.harness import rejected
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform")
@@ -665,7 +665,7 @@ A3_MEGA_TCPXO = GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=2,
 
 def cluster_program(plan: Plan, built: list):
     def program():
-        from components.training_cluster import TrainingCluster, TrainingClusterArgs
+        from accel.components.training_cluster import TrainingCluster, TrainingClusterArgs
 
         built.append(TrainingCluster("a3", TrainingClusterArgs(plan=plan, tags=TAGS, gcp_project="acme-ml")))
     return program

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.tags import ResourceTags
-from policies.lifecycle import (
+from accel.components.tags import ResourceTags
+from accel.policies.lifecycle import (
     TAG_EPHEMERAL,
     TAG_EXPIRES_AT,
     TAG_TTL,
@@ -416,6 +416,6 @@ def test_deletion_protection_on_a_retained_resource_does_not_block_teardown():
 
 
 def test_storage_types_cover_the_guardrails_storage_types():
-    from policies.guardrails.rules.common import STORAGE_TYPES as GUARDED
+    from accel.policies.guardrails.rules.common import STORAGE_TYPES as GUARDED
 
     assert GUARDED <= STORAGE_TYPES

@@ -18,7 +18,7 @@ import typer
 from typer.testing import CliRunner
 
 from accel.commands import plan as plan_command
-from accel.errors import UsageError
+from accel.base.errors import UsageError
 from accel.offline_plan import GUARDRAILS_MODULE, plan_stack
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,11 +94,11 @@ def no_guardrails(monkeypatch):
     """Plan as if the guardrail module were absent, whatever the work tree holds today."""
     import accel.offline_plan as offline_plan
 
-    monkeypatch.setattr(offline_plan, "GUARDRAILS_MODULE", "policies.guardrails.not_written_yet")
+    monkeypatch.setattr(offline_plan, "GUARDRAILS_MODULE", "accel.policies.guardrails.not_written_yet")
 
 
 def fake_guardrails(monkeypatch, violations):
-    """Install a stand-in for policies.guardrails.offline that records what it was given."""
+    """Install a stand-in for accel.policies.guardrails.offline that records what it was given."""
     calls = []
     module = types.ModuleType(GUARDRAILS_MODULE)
 
@@ -192,7 +192,7 @@ def test_json_has_the_design_shape(project, no_guardrails):
 # ---- user errors become exit 2, bugs keep their traceback -----------------------------------
 
 def test_a_component_args_error_from_the_program_names_the_stack_file(tmp_path):
-    program = ("from components.errors import ComponentArgsError\n"
+    program = ("from accel.base.errors import ComponentArgsError\n"
                "raise ComponentArgsError('topology 3x3x3: v5p has no such shape')\n")
     project = make_project(tmp_path, program=program)
     with pytest.raises(UsageError) as caught:
@@ -225,7 +225,7 @@ def test_a_pydantic_error_in_the_program_names_the_field(tmp_path):
 
 def test_a_shape_error_from_the_policies_is_a_user_error(tmp_path):
     program = """\
-        from policies.shapes import check_topology
+        from accel.policies.shapes import check_topology
         check_topology("v5p", "3x3x3")
     """
     project = make_project(tmp_path, program=program)
@@ -416,7 +416,7 @@ def test_a_plain_value_error_is_a_bug_and_keeps_its_traceback(tmp_path):
 
 def test_errors_blame_the_file_given_with_config_not_the_conventional_one(tmp_path):
     # Programs name stacks/Pulumi.<stack>.yaml, as the CLI would read it; --config read another file.
-    program = ("from accel.errors import UsageError\n"
+    program = ("from accel.base.errors import UsageError\n"
                "raise UsageError('stacks/Pulumi.staging.yaml: demo:workload.name: too long')\n")
     project = make_project(tmp_path / "project", program=program)
     elsewhere = tmp_path / "review" / "Pulumi.staging.yaml"

@@ -7,12 +7,12 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from accel.errors import UsageError
+from accel.base.errors import UsageError
 from accel.program import MAX_RESOURCE_NAME, read_stack, resource_name, stack_error_message
-from components.errors import ComponentArgsError
-from policies.catalog import load_catalog
-from policies.select import choose_plan
-from policies.workload import workload_from_mapping
+from accel.base.errors import ComponentArgsError
+from accel.policies.catalog import load_catalog
+from accel.policies.select import choose_plan
+from accel.policies.workload import workload_from_mapping
 
 WORKLOAD = {
     "name": "tiny-pretrain",

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from accel import reaper
 from accel.cli import _register_commands, app
-from policies.lifecycle import TAG_EPHEMERAL, TAG_EXPIRES_AT, TAG_TTL, Reason
+from accel.policies.lifecycle import TAG_EPHEMERAL, TAG_EXPIRES_AT, TAG_TTL, Reason
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_pulumi"

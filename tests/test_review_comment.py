@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from accel.review import review_files
-from policies.plan import Plan
+from accel.policies.plan import Plan
 
 FIXTURES = Path(__file__).parent / "fixtures" / "review"
 CREATE = FIXTURES / "preview_create.json"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from accel.errors import UsageError
+from accel.base.errors import UsageError
 from accel.review import build_review, render, review_files
 from accel.review.loading import load_input
 from accel.review.preview_json import PreviewDigest

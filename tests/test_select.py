@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from accel.errors import UsageError
-from policies import shapes
-from policies.catalog import load_catalog, offerings_from_inventory
-from policies.estimate import TrainingModel, min_chips_for_memory, resolve
-from policies.plan import Plan
-from policies.select import (
+from accel.base.errors import UsageError
+from accel.policies import shapes
+from accel.policies.catalog import load_catalog, offerings_from_inventory
+from accel.policies.estimate import TrainingModel, min_chips_for_memory, resolve
+from accel.policies.plan import Plan
+from accel.policies.select import (
     Choice,
     NoFeasibleOption,
     choose,
@@ -19,7 +19,7 @@ from policies.select import (
     plan_from_pin,
     tpu_sizes,
 )
-from policies.workload import load_workload, workload_from_mapping
+from accel.policies.workload import load_workload, workload_from_mapping
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -566,7 +566,7 @@ def test_a_fleet_held_at_the_node_pool_limit_says_so_in_the_plan(catalog):
 @settings(max_examples=80, deadline=None)
 @given(data=any_workload, objective=st.sampled_from(["cost", "time"]))
 def test_every_searched_option_fits_its_node_pool_holds_the_state_per_slice_and_prices_to_the_cent(data, objective):
-    from accel.errors import UsageError
+    from accel.base.errors import UsageError
 
     catalog = load_catalog()
     data = {k: v for k, v in data.items() if k not in ("hardware", "inference" if data["kind"] != "inference" else "training")}
@@ -600,7 +600,7 @@ def pin(hardware, **data):
 
 
 def refusal(workload, catalog_=None):
-    from policies.workload import WorkloadFieldError
+    from accel.policies.workload import WorkloadFieldError
 
     with pytest.raises(WorkloadFieldError) as error:
         choose(workload, catalog_ or load_catalog())
@@ -645,7 +645,7 @@ def test_a_pin_on_two_clouds_goes_where_one_pool_can_hold_it(catalog):
 @given(accelerator=st.sampled_from(["h100-80gb", "h200-141gb", "a100-80gb"]), chips=st.integers(1, 5000),
        cloud=st.sampled_from(["gcp", "aws"]))
 def test_a_gpu_training_pin_is_either_within_its_node_pool_limit_or_refused(accelerator, chips, cloud):
-    from policies.workload import WorkloadFieldError
+    from accel.policies.workload import WorkloadFieldError
 
     catalog = load_catalog()
     workload = pin({"accelerator": accelerator, "chips": chips, "cloud": cloud},

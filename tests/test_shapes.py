@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from policies import shapes
+from accel.policies import shapes
 
 
 def test_v5p_2x2x2_is_two_hosts_of_ct5p_hightpu_4t():

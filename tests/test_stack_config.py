@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accel.errors import UsageError
+from accel.base.errors import UsageError
 from accel.stack_config import (
     SECRET_PLACEHOLDER,
     check_stack_name,

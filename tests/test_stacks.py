@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from accel.offline_plan import PlanResult, plan_stack
-from policies.storage_types import STORAGE_TYPES
+from accel.policies.storage_types import STORAGE_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from accel.errors import UsageError
-from policies.workload import (
+from accel.base.errors import UsageError
+from accel.policies.workload import (
     ACCELERATOR_IDS,
     HardwarePin,
     WorkloadSpec,
@@ -228,7 +228,7 @@ def test_a_pin_without_chips_or_a_tpu_layout_says_what_to_give():
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_a_tpu_pin_is_accepted_exactly_when_chips_equal_topology_times_slices(data):
-    from policies import shapes
+    from accel.policies import shapes
 
     accelerator = data.draw(st.sampled_from(["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]))
     generation = shapes.GENERATION_BY_ACCELERATOR[accelerator]
@@ -287,7 +287,7 @@ def test_workload_names_are_short_lowercase_labels(name, valid):
 
 
 def test_a_framework_left_out_is_known_to_be_the_default():
-    from policies.workload import framework_label
+    from accel.policies.workload import framework_label
 
     serving = workload_from_mapping({"name": "s", "kind": "inference", "model": {"parameters": "8B"},
                                      "inference": {"tokens_per_second": 1000}}, "s.yaml")
@@ -299,7 +299,7 @@ def test_a_framework_left_out_is_known_to_be_the_default():
 
 
 def test_a_framework_that_was_written_is_not_called_a_default():
-    from policies.workload import framework_label
+    from accel.policies.workload import framework_label
 
     spec = workload_from_mapping(pretrain(training={"tokens": "1T", "framework": "jax"}), "w.yaml")
     assert not spec.framework_defaulted and framework_label(spec) == "framework jax"
@@ -321,7 +321,7 @@ def test_any_pin_is_valid_or_a_usage_error_naming_a_hardware_field(pin):
     except UsageError as error:
         assert str(error).startswith("w.yaml: hardware")
         return
-    from policies import shapes
+    from accel.policies import shapes
 
     pinned = spec.hardware
     assert pinned.chips > 0

@@ -18,7 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from accel.errors import AccelError, NothingFeasible, UsageError, fail
+from accel.base.errors import AccelError, NothingFeasible, UsageError, fail
+from accel.base.units import human_number, money
 
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PLOT_SUFFIXES = (".png", ".svg")
@@ -57,9 +58,9 @@ def choose(
 
 def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | None, plot: Path | None,
         write_stack: str | None, out: Console, status: Console) -> Any:
-    from policies.catalog import load_catalog
-    from policies.select import OBJECTIVES, choose as choose_hardware, make_plan
-    from policies.workload import WorkloadFieldError, load_workload
+    from accel.policies.catalog import load_catalog
+    from accel.policies.select import OBJECTIVES, choose as choose_hardware, make_plan
+    from accel.policies.workload import WorkloadFieldError, load_workload
 
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective: {objective!r} is not allowed; use one of {', '.join(OBJECTIVES)}")
@@ -91,27 +92,12 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
 
 # ----------------------------------------------------------------------------- human output
 
-def human_number(value: float) -> str:
-    """70e9 -> 70B, 2e12 -> 2T, 20000 -> 20K: the forms a workload file accepts."""
-    for suffix, scale in (("P", 1e15), ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.4g}{suffix}"
-    return f"{value:g}"
-
-
-def _money(usd: float) -> str:
-    """Table money: cents below $10k, then k, M, B, T, and scientific past a thousand trillion."""
-    from policies.explain import money
-
-    return f"${usd:,.2f}" if usd < 1e4 else money(usd)
-
-
 def _time(hours: float) -> str:
     return f"{hours / 24:,.1f} d" if hours >= 48 else f"{hours:,.1f} h"
 
 
 def render(choice: Any, plan: Any, console: Console) -> None:
-    from policies.select import ACCELERATOR_NAMES
+    from accel.policies.select import ACCELERATOR_NAMES
 
     spec = choice.workload
     inference = spec.kind == "inference"
@@ -138,8 +124,8 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         style = "bold green" if rank == 1 else None
         table.add_row(str(rank), ACCELERATOR_NAMES.get(option.accelerator, option.accelerator),
                       f"{option.cloud} {option.region}", str(option.chips), layout,
-                      "spot" if option.spot else option.provisioning, _money(option.hourly_usd),
-                      f"{option.hours:,.0f} h" if inference else _time(option.hours), _money(option.total_usd),
+                      "spot" if option.spot else option.provisioning, money(option.hourly_usd, cents=True),
+                      f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
                       f"{option.mfu:.0%}", style=style)
         if rank >= TOP_OPTIONS:
             break
@@ -164,19 +150,6 @@ def render(choice: Any, plan: Any, console: Console) -> None:
 
 
 # ----------------------------------------------------------------------------- plot
-
-def dollars(usd: float) -> str:
-    """A compact dollar figure for chart ticks and legends: $0, $12.5, $950, $12.5K, $2.5M, $1.2B."""
-    sign, usd = ("-" if usd < 0 else ""), abs(usd)
-    for suffix, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if usd >= scale:
-            return f"{sign}${_trimmed(usd / scale)}{suffix}"
-    return f"{sign}${_trimmed(usd)}"
-
-
-def _trimmed(value: float) -> str:
-    return f"{value:,.2f}".rstrip("0").rstrip(".")
-
 
 def time_unit(hours: list[float]) -> tuple[str, float]:
     """(unit, hours per unit) for a run-time axis: days once anything plotted reaches two days, else hours."""
@@ -244,7 +217,7 @@ def plot_figure(choice: Any) -> Any:
         axes.axvline(bound, color="tab:red", linestyle="--", label=f"p99 bound {bound:g} ms")
         if budget is not None:
             axes.axhline(budget / spec.inference.hours, color="tab:purple", linestyle=":",
-                         label=f"budget {dollars(budget)} over {spec.inference.hours:g} h")
+                         label=f"budget {money(budget)} over {spec.inference.hours:g} h")
     else:
         if deadline_days is not None:
             deadline = deadline_days * 24 / per_unit
@@ -252,7 +225,7 @@ def plot_figure(choice: Any) -> Any:
             axes.axvline(deadline, color="tab:red", linestyle="--",
                          label=f"deadline {deadline_days:g} d" if unit == "days" else f"deadline {deadline:g} h")
         if budget is not None:
-            axes.axhline(budget, color="tab:purple", linestyle=":", label=f"budget {dollars(budget)}")
+            axes.axhline(budget, color="tab:purple", linestyle=":", label=f"budget {money(budget)}")
     chosen = choice.chosen
     cx, cy = x_of(chosen, details[0] if details else {}), y_of(chosen)
     axes.scatter([cx], [cy], marker="*", s=320, c="tab:green", edgecolors="black", zorder=5, label="chosen")
@@ -269,7 +242,7 @@ def plot_figure(choice: Any) -> Any:
         axes.set_yscale("log")
         axes.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axes.yaxis.set_minor_formatter(NullFormatter())
-    tick = (lambda value, _: f"{dollars(value)}/h") if inference else (lambda value, _: dollars(value))
+    tick = (lambda value, _: f"{money(value)}/h") if inference else (lambda value, _: money(value))
     axes.yaxis.set_major_formatter(FuncFormatter(tick))
     axes.set_title(f"{spec.name}: feasible options ({choice.objective} objective)")
     axes.grid(True, alpha=0.3)

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from accel.errors import EXIT_GUARDRAIL, AccelError, fail
+from accel.base.errors import EXIT_GUARDRAIL, AccelError, fail
+from accel.base.units import money
 
 DEFAULT_STACK = "llama-70b-tpu"
 # Width of the human output when stdout is a file or a pipe (CI logs): wide enough that resource
@@ -118,7 +119,7 @@ def type_table(result: Any) -> Table:
 
 
 def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
+    return "unknown" if value is None else money(value, cents=True)
 
 
 def render_decision(result: Any, console: Console) -> None:

@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from accel.errors import AccelError, UsageError, fail
-from policies.lifecycle import LifecycleError, format_timestamp, parse_timestamp
+from accel.base.errors import AccelError, UsageError, fail
+from accel.policies.lifecycle import LifecycleError, format_timestamp, parse_timestamp
 
 DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY = 30.0
@@ -222,7 +222,7 @@ def destroy_after_run_command(
     Exits with the command's exit code (128+N if signal N ended it), or 1 if the command succeeded but the teardown did not.
     """
     from accel import reaper
-    from policies.lifecycle import teardown_blockers
+    from accel.policies.lifecycle import teardown_blockers
 
     err = Console(stderr=True)
     try:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from accel.errors import AccelError, UsageError, fail
+from accel.base.errors import AccelError, UsageError, fail
 from accel.review import MISMATCH_FLAG, load_review
 from accel.review.render import DEFAULT_BUDGET, GITHUB_COMMENT_LIMIT, MIN_BUDGET, render, size
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from accel.errors import UsageError
+from accel.base.errors import UsageError
 from accel.review.loading import load_input, load_plan
 from accel.review.model import Review
 from accel.review.render import DEFAULT_BUDGET, render

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel.review.property_paths import is_unknown
-from policies.shapes import ShapeError, parse_tpu_vm_type
+from accel.policies.shapes import ShapeError, parse_tpu_vm_type
 
 # GKE TPU machine type prefix -> generation (GKE TPU docs: ct4p, ct5lp, ct5p, ct6e).
 TPU_MACHINE_PREFIX = {"ct4p": "TPU v4", "ct5lp": "TPU v5e", "ct5p": "TPU v5p", "ct6e": "TPU v6e"}

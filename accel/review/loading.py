@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from accel.errors import UsageError, describe_validation_error
+from accel.base.errors import UsageError
+from accel.base.model import describe_validation_error
 from accel.review.plan_json import PlanReport
 from accel.review.preview_json import PreviewDigest
 

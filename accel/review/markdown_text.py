@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from accel.base import units
+
 # `$` too: GitHub renders $...$ as math, which would swallow two prices on one line.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]#~|$])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -59,7 +61,7 @@ def action_label(action: str) -> str:
 
 
 def money(value: float | None) -> str:
-    return "—" if value is None else f"\\${value:,.2f}"
+    return "—" if value is None else units.money(value, cents=True).replace("$", "\\$")
 
 
 def _signed(value: float | None, render) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pulumi
 
-from components.aws.common import (
+from accel.components.aws.common import (
     check_cidr,
     check_region,
     invalid,
@@ -30,7 +30,7 @@ from components.aws.common import (
     service_trust,
     template_version,
 )
-from components.tags import ResourceTags
+from accel.components.tags import ResourceTags
 
 _ARGS = "EksClusterArgs"
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
@@ -114,7 +114,7 @@ class EksClusterArgs:
             raise invalid(_ARGS, "imds_hop_limit", self.imds_hop_limit,
                           "1 (pods cannot reach instance metadata) or 2 (they can)")
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected components.tags.ResourceTags")
+            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
 
     @classmethod
     def for_network(cls, network, tags: ResourceTags, **overrides) -> "EksClusterArgs":

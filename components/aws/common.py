@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.errors import ComponentArgsError
-from components.tags import ResourceTags
+from accel.base.errors import ComponentArgsError
+from accel.components.tags import ResourceTags
 
 # Tag keys that say "this goes away": data outlives the compute stack, so it never carries them.
 _EXPIRY_KEYS = ("accel:ephemeral", "accel:expires-at", "accel:ttl")

@@ -22,10 +22,10 @@ from typing import Any
 
 import pulumi
 
-from components.aws.common import InvalidAwsArgs, invalid, resource_tags, template_version
-from components.aws.instances import GPU_INSTANCE_TYPES, GpuInstanceType, gpu_instance_type
-from components.tags import ResourceTags
-from policies.plan import Capacity, GpuPool
+from accel.components.aws.common import InvalidAwsArgs, invalid, resource_tags, template_version
+from accel.components.aws.instances import GPU_INSTANCE_TYPES, GpuInstanceType, gpu_instance_type
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Capacity, GpuPool
 
 _ARGS = "GpuNodeGroupArgs"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
@@ -101,7 +101,7 @@ class GpuNodeGroupArgs:
             raise invalid(_ARGS, "security_group_ids", self.security_group_ids,
                           "give the node security group(s) as a list")
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected components.tags.ResourceTags")
+            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
 
     # -- validation -------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from typing import Literal
 
 import pulumi
 
-from components.aws.common import check_cidr, check_region, check_zone, invalid, resource_tags
-from components.tags import ResourceTags
+from accel.components.aws.common import check_cidr, check_region, check_zone, invalid, resource_tags
+from accel.components.tags import ResourceTags
 
 NatMode = Literal["per-az", "single"]
 _ARGS = "AwsNetworkArgs"
@@ -58,7 +58,7 @@ class AwsNetworkArgs:
             raise invalid(_ARGS, "nat", self.nat,
                           "allowed: 'per-az' (one NAT per zone) or 'single' (cheaper, one zone)")
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected components.tags.ResourceTags")
+            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
 
     @classmethod
     def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), **overrides) -> "AwsNetworkArgs":

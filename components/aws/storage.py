@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 import pulumi
 
-from components.aws.common import data_tags, invalid, irsa_trust, resource_tags
-from components.tags import ResourceTags
-from policies.plan import StoragePlan
+from accel.components.aws.common import data_tags, invalid, irsa_trust, resource_tags
+from accel.components.tags import ResourceTags
+from accel.policies.plan import StoragePlan
 
 _ARGS = "TrainingStorageArgs"
 _BUCKET_NAME = re.compile(r"^(?!xn--)(?!.*\.\.)(?!\d+\.\d+\.\d+\.\d+$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -70,7 +70,7 @@ class TrainingStorageArgs:
         plan = self.plan if isinstance(self.plan, StoragePlan) else _coerce_plan(self.plan)
         object.__setattr__(self, "plan", plan)
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected components.tags.ResourceTags")
+            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
         if not _DNS_LABEL.match(self.service_account_namespace or ""):
             raise invalid(_ARGS, "service_account_namespace", self.service_account_namespace,
                           "a Kubernetes namespace: lowercase letters, digits and '-', at most 63 characters")

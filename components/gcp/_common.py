@@ -13,9 +13,9 @@ from typing import Any
 
 import pulumi
 
-from components.errors import ComponentArgsError
-from components.tags import ResourceTags
-from policies.plan import Capacity
+from accel.base.errors import ComponentArgsError
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Capacity
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 

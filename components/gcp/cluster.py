@@ -23,7 +23,7 @@ import pulumi
 import pulumi_gcp as gcp
 import yaml
 
-from components.gcp._common import (
+from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     GcpArgsError,
     check_cidr,
@@ -35,8 +35,8 @@ from components.gcp._common import (
     is_zone,
     service_account_id,
 )
-from components.tags import ResourceTags
-from policies.plan import Filesystem
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Filesystem
 
 COMPONENT = "GkeCluster"
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"]

@@ -19,7 +19,7 @@ from typing import Literal, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp._common import (
+from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     GcpArgsError,
     check_name,
@@ -30,10 +30,10 @@ from components.gcp._common import (
     node_pool_capacity_args,
     resolve_capacity,
 )
-from components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
-from components.gcp.network import ExtraNetworkRef
-from components.tags import ResourceTags
-from policies.plan import Capacity, GpuPool
+from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
+from accel.components.gcp.network import ExtraNetworkRef
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Capacity, GpuPool
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"

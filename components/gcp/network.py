@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp._common import (
+from accel.components.gcp._common import (
     GcpArgsError,
     check_cidr,
     check_disjoint,
@@ -31,8 +31,8 @@ from components.gcp._common import (
     child_opts,
     is_zone,
 )
-from components.tags import ResourceTags
-from policies.plan import Filesystem, GpuPool
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Filesystem, GpuPool
 
 COMPONENT = "GcpNetwork"
 PODS_RANGE = "pods"

@@ -26,7 +26,7 @@ from typing import Literal, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp._common import (
+from accel.components.gcp._common import (
     GcpArgsError,
     check_name,
     check_zone,
@@ -34,8 +34,8 @@ from components.gcp._common import (
     data_labels,
     service_account_id,
 )
-from components.tags import ResourceTags
-from policies.plan import StoragePlan
+from accel.components.tags import ResourceTags
+from accel.policies.plan import StoragePlan
 
 COMPONENT = "TrainingStorage"
 DATASET_READ_ROLE = "roles/storage.objectViewer"

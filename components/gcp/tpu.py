@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp._common import (
+from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     CapacityMode,
     GcpArgsError,
@@ -37,10 +37,10 @@ from components.gcp._common import (
     node_pool_capacity_args,
     resolve_capacity,
 )
-from components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
-from components.tags import ResourceTags
-from policies import shapes
-from policies.plan import Capacity, TpuPool
+from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
+from accel.components.tags import ResourceTags
+from accel.policies import shapes
+from accel.policies.plan import Capacity, TpuPool
 
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"

@@ -1,6 +1,6 @@
 """The Kubernetes layer: device plugin / GPU Operator, Kueue, JobSet, queues, identity, GKE GPU networks."""
 
-from components.kubernetes.accelerator_stack import (
+from accel.components.kubernetes.accelerator_stack import (
     AcceleratorPool,
     AcceleratorStack,
     AcceleratorStackArgs,
@@ -8,12 +8,12 @@ from components.kubernetes.accelerator_stack import (
     CloudIdentity,
     Toleration,
 )
-from components.kubernetes.gke_networks import (
+from accel.components.kubernetes.gke_networks import (
     GkeNetworkAttachment,
     gpudirect_attachments,
     pod_network_annotations,
 )
-from components.kubernetes.pools import (
+from accel.components.kubernetes.pools import (
     ExistingCluster,
     InventoryEntry,
     device_plugin_needed,

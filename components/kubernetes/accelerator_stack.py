@@ -27,16 +27,16 @@ from typing import Any, Literal
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from components.kubernetes.charts import ChartPin, ChartPins, load_chart_pins
-from components.kubernetes.gke_networks import (
+from accel.components.kubernetes.charts import ChartPin, ChartPins, load_chart_pins
+from accel.components.kubernetes.gke_networks import (
     GKE_NETWORKING_API,
     GKE_NETWORKING_GROUP,
     GkeNetworkAttachment,
     check_gke_networks,
     pod_network_annotations,
 )
-from components.errors import ComponentArgsError
-from components.tags import ResourceTags
+from accel.base.errors import ComponentArgsError
+from accel.components.tags import ResourceTags
 
 TPU_RESOURCE = "google.com/tpu"
 GPU_RESOURCE = "nvidia.com/gpu"

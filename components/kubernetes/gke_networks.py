@@ -27,7 +27,7 @@ from typing import Protocol, get_args
 
 import pulumi
 
-from policies.plan import GpuFabric
+from accel.policies.plan import GpuFabric
 
 GKE_NETWORKING_API = "networking.gke.io/v1"
 GKE_NETWORKING_GROUP = "networking.gke.io"
@@ -52,7 +52,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 class NodeNetwork(Protocol):
-    """An additional node network: components.gcp.network.ExtraNetworkRef has this shape."""
+    """An additional node network: accel.components.gcp.network.ExtraNetworkRef has this shape."""
 
     network: pulumi.Input[str]
     subnetwork: pulumi.Input[str]

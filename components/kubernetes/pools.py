@@ -15,7 +15,7 @@ from typing import Literal
 import pulumi
 from pydantic import Field, model_validator
 
-from components.kubernetes.accelerator_stack import (
+from accel.components.kubernetes.accelerator_stack import (
     EFA_RESOURCE,
     GKE_TPU_ACCELERATOR_LABEL,
     GPU_RESOURCE,
@@ -23,9 +23,10 @@ from components.kubernetes.accelerator_stack import (
     AcceleratorPool,
     Toleration,
 )
-from policies import shapes
-from policies.plan import Capacity, GpuPool, Plan, TpuPool
-from policies.workload import AcceleratorId, StrictModel
+from accel.policies import shapes
+from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
+from accel.base.model import StrictModel
+from accel.policies.workload import AcceleratorId
 
 GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 GKE_GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"

@@ -1,12 +1,12 @@
 """The hardware catalog: dated, sourced data files and the loader that checks them.
 
-    from policies.catalog import load_catalog
+    from accel.policies.catalog import load_catalog
     catalog = load_catalog()            # bundled
     catalog = load_catalog("mine.yaml") # bundled + negotiated prices / reservations
 """
 
-from policies.catalog.loader import BUNDLED_DIR, CatalogError, load_catalog, offerings_from_inventory
-from policies.catalog.model import (
+from accel.policies.catalog.loader import BUNDLED_DIR, CatalogError, load_catalog, offerings_from_inventory
+from accel.policies.catalog.model import (
     Accelerator,
     AssumptionValue,
     Catalog,

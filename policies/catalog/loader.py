@@ -23,10 +23,11 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
-from accel.errors import UsageError, describe_validation_error
-from policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
-from policies.workload import ACCELERATOR_IDS
-from accel.yaml_files import read_yaml_file
+from accel.base.errors import UsageError
+from accel.base.model import describe_validation_error
+from accel.policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
+from accel.policies.workload import ACCELERATOR_IDS
+from accel.base.yaml_files import read_yaml_file
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 _FILES = ("catalog.yaml", "accelerators.yaml", "offerings.yaml", "assumptions.yaml")
@@ -294,7 +295,7 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
     Each item: {accelerator, count, usd_per_chip_hour, name?, gpus_per_node?} as a mapping or an
     object with those attributes. Cloud "kubernetes", region "on-prem", no spot, at most `count` chips.
     """
-    from policies import shapes
+    from accel.policies import shapes
 
     offerings = []
     for index, item in enumerate(items):

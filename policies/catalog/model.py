@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from policies import shapes
-from policies.plan import GpuFabric, Provisioning
-from policies.workload import AcceleratorId, Cloud, StrictModel
+from accel.policies import shapes
+from accel.policies.plan import GpuFabric, Provisioning
+from accel.base.model import StrictModel
+from accel.policies.workload import AcceleratorId, Cloud
 
 # Values public price feeds use for "unknown"; a real price is never exactly one of these.
 SENTINEL_PRICES: frozenset[float] = frozenset({700.0, 999.0, 9999.0, 99999.0, 999999.0, 1e6, 1e9})

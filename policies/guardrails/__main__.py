@@ -1,7 +1,7 @@
 """Entry point the Pulumi CLI runs for `--policy-pack policies/guardrails`.
 
 PolicyPack(...) starts the analyzer's gRPC server and never returns, so it is built here
-and nowhere else; the rules stay importable from `policies.guardrails.rules`.
+and nowhere else; the rules stay importable from `accel.policies.guardrails.rules`.
 """
 
 import sys
@@ -14,7 +14,7 @@ if str(_REPO_ROOT) not in sys.path:
 
 from pulumi_policy import EnforcementLevel, PolicyPack  # noqa: E402
 
-from policies.guardrails.rules import PACK_NAME, all_policies  # noqa: E402
+from accel.policies.guardrails.rules import PACK_NAME, all_policies  # noqa: E402
 
 PolicyPack(
     name=PACK_NAME,

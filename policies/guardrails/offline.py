@@ -10,7 +10,7 @@ nothing; remediate counts as mandatory.
 One difference is deliberate: the analyzer protocol does not carry retainOnDelete, the
 captured graph does, so offline the options object also has `retain_on_delete`.
 
-    python -m policies.guardrails.offline PLAN.json [--policy-pack-config FILE]
+    python -m accel.policies.guardrails.offline PLAN.json [--policy-pack-config FILE]
 
 reads `accel plan --json` output (or a JSON list of resources), prints violations grouped
 by level and exits 4 when one is mandatory.
@@ -42,7 +42,7 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policies.guardrails.rules import PACK_NAME, all_policies
+from accel.policies.guardrails.rules import PACK_NAME, all_policies
 
 LEVELS = ("mandatory", "advisory")
 EXIT_MANDATORY = 4
@@ -280,7 +280,7 @@ def _resources_from(document: Any) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m policies.guardrails.offline",
+    parser = argparse.ArgumentParser(prog="python -m accel.policies.guardrails.offline",
                                      description="Run the accel guardrails over `accel plan --json` output.")
     parser.add_argument("plan", help="accel plan --json output, or a JSON list of captured resources")
     parser.add_argument("--policy-pack-config", help="the same JSON file `pulumi preview --policy-pack-config` takes")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.guardrails.rules import accelerators, budget, data_safety, exposure, labels, lifecycle
+from accel.policies.guardrails.rules import accelerators, budget, data_safety, exposure, labels, lifecycle
 
 PACK_NAME = "accel-guardrails"
 MODULES = (budget, data_safety, lifecycle, exposure, accelerators, labels)

@@ -12,8 +12,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from policies import shapes
-from policies.guardrails.rules.common import (
+from accel.policies import shapes
+from accel.policies.guardrails.rules.common import (
     UNKNOWN,
     cluster_facts,
     get,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from policies.guardrails.rules.common import (
+from accel.policies.guardrails.rules.common import (
     TRAINING_CLUSTER,
     ClusterFacts,
     config,

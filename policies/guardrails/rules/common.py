@@ -19,7 +19,8 @@ from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, PolicyResource, ResourceValidationArgs
 from pulumi_policy.proxy import UnknownValueError
-from policies.storage_types import STORAGE_TYPES  # noqa: F401 (re-exported to the rules)
+from accel.base.units import UnitError, parse_ttl
+from accel.policies.storage_types import STORAGE_TYPES  # noqa: F401 (re-exported to the rules)
 
 
 class _Unknown:
@@ -299,18 +300,9 @@ def config(args: Any) -> Mapping[str, Any]:
     return args.get_config() or {}
 
 
-_TTL = re.compile(r"^(?:\d+[wdhm])+$")
-_TTL_PART = re.compile(r"(\d+)([wdhm])")
-_TTL_UNIT_HOURS = {"m": 1 / 60, "h": 1.0, "d": 24.0, "w": 168.0}
-
-
 def ttl_hours(ttl: str) -> float | None:
-    """'90m', '72h', '3d', '2w' or combined largest first ('1d12h'), the grammar `accel reap`
-    reads (policies/lifecycle.py); None when not of that form."""
-    compact = (ttl or "").strip().lower()
-    if not _TTL.match(compact):
+    """Hours in a TTL of the grammar `accel reap` reads (accel.base.units.parse_ttl); None when unreadable."""
+    try:
+        return parse_ttl(ttl).total_seconds() / 3600
+    except UnitError:
         return None
-    units = [unit for _, unit in _TTL_PART.findall(compact)]
-    if units != sorted(units, key="wdhm".index) or len(set(units)) != len(units):
-        return None
-    return sum(int(amount) * _TTL_UNIT_HOURS[unit] for amount, unit in _TTL_PART.findall(compact))

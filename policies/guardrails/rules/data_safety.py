@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from policies.guardrails.rules.common import (
+from accel.policies.guardrails.rules.common import (
     BUCKET_TYPES,
     STORAGE_TYPES,
     UNKNOWN,

@@ -9,7 +9,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from policies.guardrails.rules.common import (
+from accel.policies.guardrails.rules.common import (
     UNKNOWN,
     config,
     get,

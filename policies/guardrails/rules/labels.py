@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy
 
-from policies.guardrails.rules.common import (
+from accel.policies.guardrails.rules.common import (
     BILLABLE_TYPES,
     UNKNOWN,
     cloud,

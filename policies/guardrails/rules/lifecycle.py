@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from policies.guardrails.rules.common import (
+from accel.policies.guardrails.rules.common import (
     BILLABLE_TYPES,
     TRAINING_CLUSTER,
     UNKNOWN,

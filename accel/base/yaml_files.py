@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from accel.errors import UsageError
+from accel.base.errors import UsageError
 
 
 def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageError, shown: str | None = None) -> Any:

@@ -1,44 +1,28 @@
-"""User-facing errors: a message that names the field, the value and what is allowed.
+"""The strict base model, human quantities as pydantic types, and validation errors in words.
 
-Commands raise UsageError (exit 2), NothingFeasible (exit 3) or GuardrailFailure (exit 4);
-`fail()` prints the message to stderr without a traceback and exits with the code.
+`describe_validation_error` turns a pydantic ValidationError into one line per problem that
+names the file, the field path, what is wrong and, for an unknown key, what was meant.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-import sys
-from typing import Any, NoReturn
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-EXIT_INVALID = 2
-EXIT_INFEASIBLE = 3
-EXIT_GUARDRAIL = 4
+from accel.base.units import parse_quantity
 
 
-class AccelError(Exception):
-    exit_code = 1
+class StrictModel(BaseModel):
+    """Unknown keys are errors: a typo must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class UsageError(AccelError):
-    """Bad input: a file, a key, a value. Exit 2."""
-
-    exit_code = EXIT_INVALID
-
-
-class NothingFeasible(AccelError):
-    exit_code = EXIT_INFEASIBLE
-
-
-class GuardrailFailure(AccelError):
-    exit_code = EXIT_GUARDRAIL
-
-
-def fail(error: AccelError) -> NoReturn:
-    print(f"error: {error}", file=sys.stderr)
-    raise SystemExit(error.exit_code)
+Quantity = Annotated[float, BeforeValidator(parse_quantity)]
+PositiveQuantity = Annotated[Quantity, Field(gt=0)]
 
 
 def _allowed_keys(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
