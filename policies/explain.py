@@ -6,24 +6,32 @@ from __future__ import annotations
 import math
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies import shapes
+from accel.policies import hardware, shapes
 from accel.policies.candidates import Candidate, SearchContext, to_option
 from accel.policies.choice import NoFeasibleOption, catalog_ref
 from accel.policies.estimate import training_flops, training_memory_bytes
 from accel.policies.plan import Option
 from accel.policies.workload import XLA_FRAMEWORKS, framework_label
 
-ACCELERATOR_NAMES = {
-    "tpu-v4": "TPU v4", "tpu-v5e": "TPU v5e", "tpu-v5p": "TPU v5p", "tpu-v6e": "TPU v6e",
-    "a100-40gb": "A100 40GB", "a100-80gb": "A100 80GB", "h100-80gb": "H100", "h200-141gb": "H200",
-    "l4": "L4", "a10g": "A10G", "l40s": "L40S",
-}
+
+
+def accelerator_name(accelerator: str) -> str:
+    """The chip's name users are shown ('H100', 'TPU v6e'), from the hardware facts table."""
+    return hardware.current().chip_names.get(accelerator, accelerator)
+
+
+def __getattr__(name: str):
+    if name == "ACCELERATOR_NAMES":  # chip id -> name, kept for importers of the old table
+        return hardware.current().chip_names
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 CLOUD_NAMES = {"gcp": "Google Cloud", "aws": "AWS", "kubernetes": "the inventory cluster"}
 
 
 def describe(option: Option) -> str:
     """Short human label: 'TPU v6e on-demand, 4 x v6e-256 (16x16), gcp us-east5'."""
-    name = ACCELERATOR_NAMES.get(option.accelerator, option.accelerator)
+    name = accelerator_name(option.accelerator)
     capacity = "spot" if option.spot else ("reserved" if option.provisioning == "reservation" else "on-demand")
     if option.topology:
         generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
@@ -38,7 +46,7 @@ def describe(option: Option) -> str:
 
 def _short_label(option: Option) -> str:
     """'H100 on-demand on AWS': the accelerator, capacity type and cloud, for a comparison sentence."""
-    name = ACCELERATOR_NAMES.get(option.accelerator, option.accelerator)
+    name = accelerator_name(option.accelerator)
     capacity = "spot" if option.spot else "on-demand"
     where = CLOUD_NAMES.get(option.cloud, option.cloud)
     return f"{name} {capacity} on {where}"
@@ -77,7 +85,7 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
     other = "gpu" if chosen.family == "tpu" else "tpu"
     other_name = other.upper()
     rival = next((o for o in options if o.family == other), None)
-    head = f"{ACCELERATOR_NAMES[chosen.accelerator]} {'spot' if chosen.spot else 'on-demand'}"
+    head = f"{accelerator_name(chosen.accelerator)} {'spot' if chosen.spot else 'on-demand'}"
     if rival is not None:
         layout = describe(rival).split(", ", 1)[1]
         rival_terms = (f"{money(rival.hourly_usd)}/h" if spec.kind == "inference"

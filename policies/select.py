@@ -17,7 +17,7 @@ from accel.policies.catalog.model import Catalog, Offering, Price
 from accel.policies.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.eligibility import check_regions, hard_filter
 from accel.policies.estimate import Evaluation
-from accel.policies.explain import ACCELERATOR_NAMES, CLOUD_NAMES, describe, explain_choice, explain_infeasible
+from accel.policies.explain import CLOUD_NAMES, accelerator_name, describe, explain_choice, explain_infeasible
 from accel.policies.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
 from accel.policies.planning import make_plan
@@ -26,7 +26,7 @@ from accel.policies.sizing import SizingOutcome, size_inference, size_training
 from accel.policies.workload import WorkloadSpec
 
 __all__ = [
-    "ACCELERATOR_NAMES", "CLOUD_NAMES", "OBJECTIVES", "Choice", "GpuLadder", "NoFeasibleOption", "Objective",
+    "CLOUD_NAMES", "OBJECTIVES", "Choice", "accelerator_name", "GpuLadder", "NoFeasibleOption", "Objective",
     "Size", "TpuLadder", "choose", "choose_plan", "describe", "make_plan", "plan_from_pin", "replica_sizes",
     "tpu_sizes",
 ]

@@ -1,6 +1,7 @@
 """TPU slice shapes and GPU node counts: which topologies exist and how they map to VMs.
 
-Facts from the GKE TPU docs and Cloud TPU docs (see policies/catalog/README.md):
+The generations' facts live in the hardware table (policies/hardware/facts.toml); this module
+derives shapes from them:
 - v4 and v5p slices are 3D (AxBxC, A<=B<=C). Past the base shapes 2x2x1, 2x2x2, 2x2x4, 2x4x4
   every dimension is a multiple of 4. Four chips per VM. Their `v4-N` / `v5p-N` names count
   TensorCores, two per chip.
@@ -12,61 +13,39 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import lru_cache
+
+from accel.policies import hardware
+from accel.policies.hardware import TpuGeneration
 
 
 class ShapeError(ValueError):
     """A topology or TPU type that the generation cannot have."""
 
 
-@dataclass(frozen=True)
-class TpuGeneration:
-    name: str                       # v4 | v5e | v5p | v6e
-    accelerator: str                # catalog accelerator id
-    dimensions: int                 # 2 or 3
-    cores_per_chip: int             # what the vm-type suffix counts per chip
-    type_prefix: str                # v4 | v5litepod | v5p | v6e
-    gke_accelerator: str            # node label value
-    multi_host_machine_type: str    # GKE machine type for multi-host slices
-    single_host_machine_types: dict[str, str]  # topology -> machine type
-    runtime_version: str            # TPU VM software version
-    max_chips_per_slice: int
-    max_dimension: int
+def __getattr__(name: str):
+    """GENERATIONS and GENERATION_BY_ACCELERATOR, read from the hardware facts table in use."""
+    if name == "GENERATIONS":
+        return dict(hardware.current().tpu_generations)
+    if name == "GENERATION_BY_ACCELERATOR":
+        return {g.accelerator: g for g in hardware.current().tpu_generations.values()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-GENERATIONS: dict[str, TpuGeneration] = {
-    "v4": TpuGeneration(
-        "v4", "tpu-v4", 3, 2, "v4", "tpu-v4-podslice", "ct4p-hightpu-4t",
-        {"2x2x1": "ct4p-hightpu-4t"}, "tpu-vm-v4-base", 4096, 16,
-    ),
-    "v5p": TpuGeneration(
-        "v5p", "tpu-v5p", 3, 2, "v5p", "tpu-v5p-slice", "ct5p-hightpu-4t",
-        {"2x2x1": "ct5p-hightpu-4t"}, "v2-alpha-tpuv5", 8960, 28,
-    ),
-    "v5e": TpuGeneration(
-        "v5e", "tpu-v5e", 2, 1, "v5litepod", "tpu-v5-lite-podslice", "ct5lp-hightpu-4t",
-        {"1x1": "ct5lp-hightpu-1t", "2x2": "ct5lp-hightpu-4t", "2x4": "ct5lp-hightpu-8t"},
-        "v2-alpha-tpuv5-lite", 256, 16,
-    ),
-    "v6e": TpuGeneration(
-        "v6e", "tpu-v6e", 2, 1, "v6e", "tpu-v6e-slice", "ct6e-standard-4t",
-        {"1x1": "ct6e-standard-1t", "2x2": "ct6e-standard-4t", "2x4": "ct6e-standard-8t"},
-        "v2-alpha-tpuv6e", 256, 16,
-    ),
-}
-GENERATION_BY_ACCELERATOR = {g.accelerator: g for g in GENERATIONS.values()}
+def _generations() -> Mapping[str, TpuGeneration]:
+    return hardware.current().tpu_generations
 
-_BASE_3D = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")
-_TOPOLOGIES_2D = ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
+
 _TOPOLOGY = re.compile(r"^\d+(x\d+){1,2}$")
 
 
 def generation(name_or_accelerator: str) -> TpuGeneration:
     """Look up a generation by name (v5p) or accelerator id (tpu-v5p)."""
-    gen = GENERATIONS.get(name_or_accelerator) or GENERATION_BY_ACCELERATOR.get(name_or_accelerator)
+    facts = hardware.current()
+    gen = facts.tpu_generations.get(name_or_accelerator) or facts.generation_of_chip(name_or_accelerator)
     if gen is None:
-        known = ", ".join(sorted(GENERATIONS))
+        known = ", ".join(sorted(facts.tpu_generations))
         raise ShapeError(f"unknown TPU generation {name_or_accelerator!r}; known: {known}")
     return gen
 
@@ -81,13 +60,16 @@ def topology_chips(topology: str) -> int:
     return math.prod(parse_topology(topology))
 
 
-@lru_cache(maxsize=None)
 def valid_topologies(gen_name: str) -> tuple[str, ...]:
     """Every topology the generation supports, smallest first."""
-    gen = generation(gen_name)
+    return _topologies(generation(gen_name))
+
+
+@lru_cache(maxsize=None)
+def _topologies(gen: TpuGeneration) -> tuple[str, ...]:
     if gen.dimensions == 2:
-        return _TOPOLOGIES_2D
-    shapes = list(_BASE_3D)
+        return gen.base_topologies
+    shapes = list(gen.base_topologies)
     sides = range(4, gen.max_dimension + 1, 4)
     for a in sides:
         for b in sides:
@@ -107,9 +89,9 @@ def check_topology(gen_name: str, topology: str) -> None:
         )
     if topology not in valid_topologies(gen.name):
         if gen.dimensions == 2:
-            allowed = ", ".join(_TOPOLOGIES_2D)
+            allowed = ", ".join(gen.base_topologies)
         else:
-            allowed = (f"{', '.join(_BASE_3D)}, or AxBxC with A<=B<=C, each a multiple of 4, "
+            allowed = (f"{', '.join(gen.base_topologies)}, or AxBxC with A<=B<=C, each a multiple of 4, "
                        f"at most {gen.max_chips_per_slice} chips")
         raise ShapeError(f"TPU {gen.name} has no topology {topology!r}; allowed: {allowed}")
 
@@ -122,9 +104,8 @@ def machine_type(gen_name: str, topology: str) -> str:
 
 def chips_per_host(gen_name: str, topology: str) -> int:
     """Chips on each VM of a slice with this topology (the `-Nt` of the machine type)."""
-    match = re.search(r"-(\d+)t$", machine_type(gen_name, topology))
-    assert match, "every TPU machine type ends in -<chips>t"
-    return min(int(match.group(1)), topology_chips(topology))
+    host = hardware.current().tpu_machines[machine_type(gen_name, topology)]
+    return min(host.chips, topology_chips(topology))
 
 
 def hosts_per_slice(gen_name: str, topology: str) -> int:
@@ -139,14 +120,23 @@ def tpu_vm_type(gen_name: str, chips: int) -> str:
 
 def parse_tpu_vm_type(tpu_type: str) -> tuple[TpuGeneration, int]:
     """Read `v5p-128` → (v5p, 64 chips); `v5litepod-16` → (v5e, 16 chips)."""
-    match = re.match(r"^(v4|v5p|v5litepod|v6e)-(\d+)$", tpu_type or "")
-    if not match:
-        raise ShapeError(f"{tpu_type!r} is not a TPU type like v5p-128, v4-32, v5litepod-16 or v6e-64")
-    gen = next(g for g in GENERATIONS.values() if g.type_prefix == match.group(1))
+    match = re.match(r"^([a-z0-9]+)-(\d+)$", tpu_type or "")
+    gen = hardware.current().generation_of_type_prefix(match.group(1)) if match else None
+    if gen is None:
+        raise ShapeError(f"{tpu_type!r} is not a TPU type like {tpu_type_examples()}")
     count = int(match.group(2))
     if count % gen.cores_per_chip:
         raise ShapeError(f"{tpu_type!r}: {gen.type_prefix}-N counts TensorCores, so N must be even")
     return gen, count // gen.cores_per_chip
+
+
+def tpu_type_examples() -> str:
+    """'v4-32, v5p-128, v5litepod-16 or v6e-64': one valid multi-host type per generation, for messages."""
+    examples = []
+    for gen in _generations().values():
+        multi_host = [t for t in valid_topologies(gen.name) if topology_chips(t) >= 16]
+        examples.append(tpu_vm_type(gen.name, topology_chips(multi_host[1 if gen.dimensions == 3 else 0])))
+    return f"{', '.join(examples[:-1])} or {examples[-1]}"
 
 
 def smallest_topology(gen_name: str, chips: int) -> str:

@@ -16,30 +16,16 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from accel.base.errors import UsageError
 from accel.base.model import PositiveQuantity, Quantity, StrictModel
 from accel.base.units import parse_quantity  # noqa: F401 (part of the workload API)
-from accel.policies import shapes
+from accel.policies import hardware, shapes
 
-ACCELERATOR_IDS: tuple[str, ...] = (
-    "tpu-v4",
-    "tpu-v5e",
-    "tpu-v5p",
-    "tpu-v6e",
-    "a100-40gb",
-    "a100-80gb",
-    "h100-80gb",
-    "h200-141gb",
-    "l4",
-    "a10g",
-    "l40s",
-)
+# The chips a workload may ask for, from the hardware facts table (policies/hardware/facts.toml).
+ACCELERATOR_IDS: tuple[str, ...] = hardware.current().selectable_chips
 CLOUDS: tuple[str, ...] = ("gcp", "aws", "kubernetes")
 FRAMEWORKS: tuple[str, ...] = ("jax", "pytorch", "tensorflow", "pytorch-xla")
 # Frameworks that compile through XLA and therefore run on TPUs.
 XLA_FRAMEWORKS: frozenset[str] = frozenset({"jax", "tensorflow", "pytorch-xla"})
 
-AcceleratorId = Literal[
-    "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "a100-40gb", "a100-80gb",
-    "h100-80gb", "h200-141gb", "l4", "a10g", "l40s",
-]
+AcceleratorId = Literal[ACCELERATOR_IDS]  # type: ignore[valid-type]
 Cloud = Literal["gcp", "aws", "kubernetes"]
 
 
@@ -74,11 +60,7 @@ class Constraints(StrictModel):
         None, min_length=1, description="Allowed accelerators (e.g. [l4, l40s] for an inference pool); None = any")
 
 
-_TPU_VM_TYPE = re.compile(r"^(v4|v5p|v5litepod|v6e)-(\d+)$")
-_TPU_TYPE_ACCELERATOR = {"v4": "tpu-v4", "v5p": "tpu-v5p", "v5litepod": "tpu-v5e", "v6e": "tpu-v6e"}
-# What the number in a TPU VM type counts: v4-N and v5p-N count TensorCores (two per chip),
-# v5litepod-N and v6e-N count chips.
-_TPU_TYPE_UNITS_PER_CHIP = {"v4": 2, "v5p": 2, "v5litepod": 1, "v6e": 1}
+_TPU_VM_TYPE = re.compile(r"^([a-z0-9]+)-(\d+)$")
 
 
 def field_error(loc: str | tuple[str, ...], message: str, value: Any) -> ValidationError:
@@ -236,15 +218,17 @@ def _read_tpu_type(tpu_type: Any, accelerator: Any) -> tuple[str, int, str]:
     at hardware.tpu_type saying what is allowed."""
     match = _TPU_VM_TYPE.match(tpu_type.strip()) if isinstance(tpu_type, str) else None
     if not match:
-        raise field_error("tpu_type", "not a Cloud TPU type like v5p-128, v4-32, v5litepod-16 or v6e-64", tpu_type)
+        raise field_error("tpu_type", f"not a Cloud TPU type like {shapes.tpu_type_examples()}", tpu_type)
     prefix, count = match.group(1), int(match.group(2))
-    per_chip = _TPU_TYPE_UNITS_PER_CHIP[prefix]
+    generation = hardware.current().generation_of_type_prefix(prefix)
+    if generation is None:
+        raise field_error("tpu_type", f"not a Cloud TPU type like {shapes.tpu_type_examples()}", tpu_type)
+    per_chip = generation.cores_per_chip
     if count % per_chip:
         raise field_error("tpu_type", f"{prefix}-N counts TensorCores (two per chip), so N must be even", tpu_type)
-    derived, chips = _TPU_TYPE_ACCELERATOR[prefix], count // per_chip
+    derived, chips = generation.accelerator, count // per_chip
     if accelerator not in (None, derived):
         raise field_error("tpu_type", f"tpu_type {tpu_type!r} is a {derived}, not {accelerator!r}", tpu_type)
-    generation = shapes.GENERATION_BY_ACCELERATOR[derived]
     if chips not in slice_sizes(generation.name):
         counted = " (N counts TensorCores, two per chip)" if per_chip == 2 else ""
         raise field_error("tpu_type", f"{tpu_type.strip()} would be {_plural(chips, 'chip')}{counted}, which is no "

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from accel.components.aws.common import InvalidAwsArgs
 from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interfaces
-from accel.components.aws.instances import GPU_INSTANCE_TYPES
+from accel.policies import hardware
 from accel.components.tags import ResourceTags
 from accel.policies.plan import Capacity, GpuPool
 from tests import harness
@@ -236,8 +236,9 @@ def test_no_node_interface_can_get_a_public_ip(declare, pool, capacity, zone):
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_efa_layout_is_one_interface_per_card_with_only_the_primary_on_device_zero(data):
-    efa_types = sorted(t for t, facts in GPU_INSTANCE_TYPES.items() if facts.efa_cards)
-    facts = GPU_INSTANCE_TYPES[data.draw(st.sampled_from(efa_types))]
+    instances = hardware.current().aws_gpu_instances
+    efa_types = sorted(t for t, facts in instances.items() if facts.efa_cards)
+    facts = instances[data.draw(st.sampled_from(efa_types))]
     count = data.draw(st.integers(1, facts.efa_cards))
     interfaces = network_interfaces(count, facts.efa_only_secondaries, ["sg"])
     assert [i["network_card_index"] for i in interfaces] == list(range(count))

@@ -166,12 +166,13 @@ def test_a_per_instance_price_given_per_chip_is_implausible(tmp_path):
         load_catalog(path)
 
 
-def test_chips_per_host_that_do_not_divide_the_slices_are_rejected(tmp_path):
+def test_a_chips_per_host_that_contradicts_the_hardware_table_is_rejected(tmp_path):
     path = overlay(tmp_path, """
         offerings:
           - {id: odd-v5p, like: gcp-tpu-v5p, chips_per_host: 3}
     """)
-    with pytest.raises(CatalogError, match="chips_per_host 3 does not divide the TPU v5p multi-host slices"):
+    with pytest.raises(CatalogError, match="odd-v5p.chips_per_host: 3 contradicts the hardware facts table: "
+                                           "ct5p-hightpu-4t has chips_per_host 4"):
         load_catalog(path)
 
 
@@ -247,12 +248,13 @@ def test_the_overlay_example_in_the_catalog_readme_loads(tmp_path):
 # ----------------------------------------------------------------------------- node-pool limits and filesystem sizes
 
 def test_gke_gpu_offerings_carry_the_compact_placement_limit_the_gpu_pool_enforces(catalog):
-    from accel.components.gcp.gpu import COMPACT_PLACEMENT_MAX_NODES
+    from accel.policies import hardware
 
+    compact_max = hardware.current().limit("gke_compact_placement_max_nodes")
     for offering in (o for o in catalog.offerings if o.cloud == "gcp" and o.family == "gpu"):
         limit = offering.max_nodes
         assert limit is not None, offering.id
-        assert (limit.value, limit.applies_to) == (COMPACT_PLACEMENT_MAX_NODES, "training"), offering.id
+        assert (limit.value, limit.applies_to) == (compact_max, "training"), offering.id
         assert "compact placement" in limit.source.lower()
 
 

@@ -540,7 +540,7 @@ def test_eks_gpu_group_needs_its_taint_and_matching_alternates():
         "instanceTypes": ["p5.48xlarge", "g6e.12xlarge"], "launchTemplate": {"id": "lt", "version": "1"}})
     assert len(messages_for("gpu-node-pool-tainted", [group])) == 1
     [message] = messages_for("gpu-count-matches-machine", [group])
-    assert "p5.48xlarge (8 x h100), g6e.12xlarge (4 x l40s)" in message
+    assert "p5.48xlarge (8 x h100-80gb), g6e.12xlarge (4 x l40s)" in message
 
 
 def test_gpu_machine_without_declared_accelerators_fails():

@@ -57,7 +57,7 @@ def test_gke_gpu_pool_with_autoscaling_shows_the_range_and_most_chips():
 
 def test_gke_gpu_pool_without_guest_accelerators_reads_the_machine_family():
     pool = accelerator_pool(NODE_POOL, {"nodeCount": 2, "nodeConfig": {"machineType": "a3-highgpu-8g"}})
-    assert (pool.accelerator, pool.chips) == ("H100 80GB", 16)
+    assert (pool.accelerator, pool.chips) == ("H100", 16)
 
 
 def test_cpu_node_pool_is_not_an_accelerator_pool():
@@ -74,7 +74,7 @@ def test_eks_spot_node_group_reads_gpus_per_instance():
     pool = accelerator_pool("aws:eks/nodeGroup:NodeGroup", {
         "instanceTypes": ["p5.48xlarge"], "capacityType": "SPOT",
         "scalingConfig": {"minSize": 0, "desiredSize": 2, "maxSize": 4}})
-    assert (pool.accelerator, pool.nodes, pool.chips, pool.spot) == ("H100 80GB", "0–4 (desired 2)", 32, True)
+    assert (pool.accelerator, pool.nodes, pool.chips, pool.spot) == ("H100", "0–4 (desired 2)", 32, True)
 
 
 def test_odd_input_shapes_are_not_guessed_at():

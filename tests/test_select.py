@@ -612,7 +612,7 @@ def test_a_gke_gpu_pin_over_the_compact_placement_limit_is_refused_naming_hardwa
     error = refusal(pin({"accelerator": "h200-141gb", "chips": 1600, "cloud": "gcp"}))
     assert error.field == "hardware.chips"
     assert "200 nodes" in error.problem and "limit of 150" in error.problem
-    assert "GKE compact placement" in error.problem and "components/gcp/gpu.py" in error.problem   # its source
+    assert "Define compact placement for GKE nodes" in error.problem   # its source, from the hardware table
     assert "pin at most 1,200 chips" in error.problem and "a fixed limit" in error.problem
 
 

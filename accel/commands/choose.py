@@ -97,7 +97,7 @@ def _time(hours: float) -> str:
 
 
 def render(choice: Any, plan: Any, console: Console) -> None:
-    from accel.policies.select import ACCELERATOR_NAMES
+    from accel.policies.select import accelerator_name
 
     spec = choice.workload
     inference = spec.kind == "inference"
@@ -122,7 +122,7 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         layout = (f"{option.slices} x {option.topology}" if option.topology and option.slices > 1
                   else option.topology or f"{option.hosts} x {option.machine_type}")
         style = "bold green" if rank == 1 else None
-        table.add_row(str(rank), ACCELERATOR_NAMES.get(option.accelerator, option.accelerator),
+        table.add_row(str(rank), accelerator_name(option.accelerator),
                       f"{option.cloud} {option.region}", str(option.chips), layout,
                       "spot" if option.spot else option.provisioning, money(option.hourly_usd, cents=True),
                       f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),

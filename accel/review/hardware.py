@@ -12,24 +12,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from accel.review.property_paths import is_unknown
+from accel.policies import hardware
 from accel.policies.shapes import ShapeError, parse_tpu_vm_type
+from accel.review.property_paths import is_unknown
 
-# GKE TPU machine type prefix -> generation (GKE TPU docs: ct4p, ct5lp, ct5p, ct6e).
-TPU_MACHINE_PREFIX = {"ct4p": "TPU v4", "ct5lp": "TPU v5e", "ct5p": "TPU v5p", "ct6e": "TPU v6e"}
-# GCE accelerator-optimized machine families -> the GPU they carry (GCE GPU machine docs).
-GCP_GPU_FAMILY = {
-    "a2-highgpu": "A100 40GB", "a2-megagpu": "A100 40GB", "a2-ultragpu": "A100 80GB",
-    "a3-highgpu": "H100 80GB", "a3-edgegpu": "H100 80GB", "a3-megagpu": "H100 80GB",
-    "a3-ultragpu": "H200 141GB", "g2-standard": "L4",
-}
-# AWS GPU instance types -> (GPU, GPUs per instance) (EC2 accelerated computing instance docs).
-AWS_GPU_INSTANCES = {
-    "p4d.24xlarge": ("A100 40GB", 8), "p4de.24xlarge": ("A100 80GB", 8),
-    "p5.48xlarge": ("H100 80GB", 8), "p5e.48xlarge": ("H200 141GB", 8), "p5en.48xlarge": ("H200 141GB", 8),
-}
-AWS_GPU_FAMILY = {"g5": "A10G", "g6": "L4", "g6e": "L40S"}
-AWS_MULTI_GPU_SIZES = {"12xlarge": 4, "24xlarge": 4, "48xlarge": 8}
+# Machine facts (which chip a machine type carries, how many per host) come from the hardware
+# facts table, accel.policies.hardware, read at call time.
 
 
 @dataclass(frozen=True)
@@ -87,25 +75,25 @@ def _gke_node_pool(inputs: dict[str, Any]) -> AcceleratorPool | None:
     spot = bool(_known(node_config.get("spot")) or _known(node_config.get("preemptible")))
     locations = _known(inputs.get("nodeLocations"))
     location = ", ".join(locations) if isinstance(locations, list) and locations else _known(inputs.get("location"))
-    prefix = machine.split("-", 1)[0]
-    if prefix in TPU_MACHINE_PREFIX:
+    facts = hardware.current()
+    generation = facts.generation_of_machine_prefix(machine.split("-", 1)[0])
+    if generation is not None:
         topology = _known((_known(inputs.get("placementPolicy")) or {}).get("tpuTopology"))
-        per_node = re.search(r"-(\d+)t$", machine)
+        host = facts.tpu_machines.get(machine)
         chips = _topology_chips(topology)
-        if chips is None and per_node and nodes is not None:
-            chips = nodes * int(per_node.group(1))
-        return AcceleratorPool("tpu", TPU_MACHINE_PREFIX[prefix], machine, nodes_text, chips, topology, spot, location)
+        if chips is None and host is not None and nodes is not None:
+            chips = nodes * host.chips
+        return AcceleratorPool("tpu", facts.chips[generation.accelerator].name, machine, nodes_text, chips, topology,
+                               spot, location)
     accelerators = _known(node_config.get("guestAccelerators")) or []
     if accelerators and isinstance(accelerators[0], dict):
         gpu = str(_known(accelerators[0].get("type")) or "GPU")
         per_node = _int(accelerators[0].get("count"))
     else:
-        family = "-".join(machine.split("-")[:2])
-        per_node_match = re.search(r"-(\d+)g$", machine)
-        if family not in GCP_GPU_FAMILY or (per_node_match is None and family != "g2-standard"):
+        built_in = facts.gcp_gpu_machines.get(machine)
+        if built_in is None:
             return None
-        gpu = GCP_GPU_FAMILY[family]
-        per_node = int(per_node_match.group(1)) if per_node_match else 1
+        gpu, per_node = facts.chips[built_in.chip].name, built_in.gpus
     chips = nodes * per_node if nodes is not None and per_node is not None else None
     return AcceleratorPool("gpu", gpu, machine, nodes_text, chips, None, spot, location)
 
@@ -116,11 +104,13 @@ def _tpu_accelerator(accelerator_type: Any, config: Any) -> tuple[str, int | Non
             generation, chips = parse_tpu_vm_type(accelerator_type)
         except ShapeError:
             return f"TPU {accelerator_type}", None, None
-        return f"TPU {generation.name}", chips, None
+        return hardware.current().chips[generation.accelerator].name, chips, None
     if isinstance(_known(config), dict):
         topology = _known(config.get("topology"))
-        kind = str(_known(config.get("type")) or "?").lower().replace("v5litepod", "v5e")
-        return f"TPU {kind}", _topology_chips(topology), topology
+        config_type = str(_known(config.get("type")) or "?")
+        generation = hardware.current().generation_of_config_type(config_type)
+        name = hardware.current().chips[generation.accelerator].name if generation else f"TPU {config_type.lower()}"
+        return name, _topology_chips(topology), topology
     return None
 
 
@@ -152,12 +142,10 @@ def _tpu_queued_resource(inputs: dict[str, Any]) -> AcceleratorPool | None:
 
 
 def _aws_gpu(instance_type: str) -> tuple[str, int] | None:
-    if instance_type in AWS_GPU_INSTANCES:
-        return AWS_GPU_INSTANCES[instance_type]
-    family, _, size = instance_type.partition(".")
-    if family in AWS_GPU_FAMILY:
-        return AWS_GPU_FAMILY[family], AWS_MULTI_GPU_SIZES.get(size, 1)
-    return None
+    """(chip name, GPUs per instance) of an AWS GPU instance type in the hardware table, else None."""
+    facts = hardware.current()
+    instance = facts.aws_gpu_instances.get(instance_type)
+    return (facts.chips[instance.chip].name, instance.gpus) if instance else None
 
 
 def _eks_node_group(inputs: dict[str, Any]) -> AcceleratorPool | None:

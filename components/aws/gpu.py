@@ -23,16 +23,22 @@ from typing import Any
 import pulumi
 
 from accel.components.aws.common import InvalidAwsArgs, invalid, resource_tags, template_version
-from accel.components.aws.instances import GPU_INSTANCE_TYPES, GpuInstanceType, gpu_instance_type
 from accel.components.tags import ResourceTags
+from accel.policies import hardware
+from accel.policies.hardware import AwsGpuInstance
 from accel.policies.plan import Capacity, GpuPool
 
 _ARGS = "GpuNodeGroupArgs"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND",
                   "capacity-block": "CAPACITY_BLOCK"}
 RESERVED = ("reservation", "capacity-block")
+
+
+def gpu_taint() -> dict[str, str]:
+    """The EKS GPU node taint (key from the hardware facts table; the EKS AMI docs' value `true`)."""
+    names = hardware.current().kubernetes
+    return {"key": names.gpu_taint_key, "value": names.eks_gpu_taint_value, "effect": "NO_SCHEDULE"}
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
@@ -109,30 +115,31 @@ class GpuNodeGroupArgs:
     def instance_types(self) -> list[str]:
         return [self.pool.machine_type, *self.pool.alternate_machine_types]
 
-    def _check_instance_types(self) -> list[GpuInstanceType]:
+    def _check_instance_types(self) -> list[AwsGpuInstance]:
         names = self.instance_types
+        table = hardware.current()
         if len(set(names)) != len(names):
             raise invalid(_ARGS, "pool.alternate_machine_types", self.pool.alternate_machine_types,
                           "alternates must differ from each other and from pool.machine_type")
         found = []
         for i, instance in enumerate(names):
-            facts = gpu_instance_type(instance)
+            facts = table.aws_gpu_instances.get(instance)
             where = "pool.machine_type" if i == 0 else f"pool.alternate_machine_types[{i - 1}]"
             if facts is None:
                 raise invalid(_ARGS, where, instance,
-                              f"known GPU instance types: {', '.join(sorted(GPU_INSTANCE_TYPES))}")
+                              f"known GPU instance types: {', '.join(sorted(table.aws_gpu_instances))}")
             if facts.gpus != self.pool.gpus_per_node:
                 raise invalid(_ARGS, where, instance,
                               f"it has {facts.gpus} GPUs but pool.gpus_per_node is {self.pool.gpus_per_node}; "
                               "every type in a node group must have the same GPU count")
-            if found and not facts.can_stand_in_for(found[0]):
+            if found and not facts.can_stand_in_for(found[0], table.chips):
                 raise invalid(_ARGS, where, instance,
                               f"an alternate needs the same GPU as {names[0]} ({found[0].accelerator}) with at "
                               f"least its memory; {instance} has {facts.accelerator}")
             found.append(facts)
         return found
 
-    def _check_fabric(self, types: list[GpuInstanceType]) -> None:
+    def _check_fabric(self, types: list[AwsGpuInstance]) -> None:
         pool = self.pool
         if pool.fabric not in ("none", "efa"):
             raise invalid(_ARGS, "pool.fabric", pool.fabric, "on AWS: 'efa' or 'none' (the others are GCP fabrics)")
@@ -142,8 +149,8 @@ class GpuNodeGroupArgs:
             return
         if pool.efa_interfaces < 1:
             raise invalid(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
-                          "EFA needs at least one interface: one per network card (p5.48xlarge 32, "
-                          "p5en.48xlarge 16, p4d.24xlarge 4)")
+                          "EFA needs at least one interface: one per network card ("
+                          + ", ".join(f"{t.name} {t.efa_cards}" for t in types if t.efa_cards) + ")")
         for t in types:
             if t.efa_cards == 0:
                 raise invalid(_ARGS, "pool.fabric", "efa", f"{t.name} does not support EFA")
@@ -264,7 +271,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         import pulumi_aws as aws
 
         pool, capacity = args.pool, args.capacity
-        facts = gpu_instance_type(pool.machine_type)
+        facts = hardware.current().aws_gpu_instances.get(pool.machine_type)
         assert facts is not None  # the args validated every instance type
         provisioning = capacity.provisioning
         capacity_type = CAPACITY_TYPES[provisioning]
@@ -280,7 +287,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             metadata_options={"http_endpoint": "enabled", "http_tokens": "required",
                               "http_put_response_hop_limit": args.imds_hop_limit},
             network_interfaces=network_interfaces(
-                pool.efa_interfaces, all(gpu_instance_type(t).efa_only_secondaries for t in args.instance_types),
+                pool.efa_interfaces, all(hardware.current().aws_gpu_instances[t].efa_only_secondaries
+                                        for t in args.instance_types),
                 args.security_group_ids),
             block_device_mappings=[{"device_name": "/dev/xvda", "ebs": {
                 "volume_size": args.disk_size_gib, "volume_type": "gp3", "encrypted": "true",
@@ -319,7 +327,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             scaling_config={"min_size": 0, "desired_size": start, "max_size": pool.nodes},
             launch_template={"id": template.id, "version": template.latest_version.apply(template_version)},
             labels=labels,
-            taints=[dict(GPU_TAINT)],
+            taints=[gpu_taint()],
             # Scarce GPUs: replace nodes in place rather than surging extra capacity that may not exist.
             update_config={"max_unavailable": 1, "update_strategy": "MINIMAL"},
             node_repair_config={"enabled": True} if args.node_repair else None,
@@ -332,7 +340,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         self.launch_template_id = template.id
         self.placement_group_name = placement_group.name if placement_group is not None else None
         self.node_labels = labels
-        self.node_taints = [dict(GPU_TAINT)]
+        self.node_taints = [gpu_taint()]
         self.capacity_type = capacity_type
         self.instance_types = args.instance_types
         self.register_outputs({
@@ -343,7 +351,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         })
 
     @staticmethod
-    def _labels(name: str, args: GpuNodeGroupArgs, facts: GpuInstanceType) -> dict[str, str]:
+    def _labels(name: str, args: GpuNodeGroupArgs, facts: AwsGpuInstance) -> dict[str, str]:
         labels = {
             **args.tags.kubernetes_labels(),
             "accel.dev/node-role": "gpu",
@@ -351,7 +359,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             "accel.dev/accelerator": args.accelerator or facts.accelerator,
             "accel.dev/capacity": args.capacity.provisioning,
             # The NVIDIA device plugin schedules on this label when Node Feature Discovery is absent.
-            "nvidia.com/gpu.present": "true",
+            hardware.current().kubernetes.gpu_present_label: "true",
         }
         if args.pool.fabric == "efa":
             labels["accel.dev/efa"] = "true"

@@ -1,7 +1,9 @@
 """GpuNodePool: a GKE node pool of whole GPU machines (A3, A2, G2).
 
-- Guest accelerators with GKE's managed driver installation, and the taint
-  `nvidia.com/gpu=present:NoSchedule` so only pods that tolerate it land on GPU nodes.
+- Guest accelerators with GKE's managed driver installation, and the GPU taint (GKE's
+  `present` value, NoSchedule) so only pods that tolerate it land on GPU nodes.
+- Machine facts (GPUs, guest accelerator, local SSDs, fabric networks, boot disk type) and the
+  compact placement limit come from the hardware facts table (accel.policies.hardware).
 - Spot, reservation, flex-start or queued capacity (same rules as TPU pools); autoscaling
   from zero up to the plan's node count.
 - COMPACT placement in one zone when the plan asks; the machine's local SSDs as ephemeral
@@ -33,59 +35,16 @@ from accel.components.gcp._common import (
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.network import ExtraNetworkRef
 from accel.components.tags import ResourceTags
+from accel.policies import hardware
+from accel.policies.hardware import GcpGpuMachine
 from accel.policies.plan import Capacity, GpuPool
 
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
-GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-# GKE compact placement holds at most this many nodes.
-COMPACT_PLACEMENT_MAX_NODES = 150
 
 
-@dataclass(frozen=True)
-class GpuMachine:
-    accelerator: str            # GKE/Compute accelerator type
-    gpus: int
-    local_ssds: int             # 375 GB local NVMe SSDs: bundled count, or the most that can attach
-    bundled_ssd: bool           # True: the machine always comes with exactly `local_ssds`
-    fabric: str = "none"        # GPUDirect fabric the machine supports
-    boot_disk_type: str = "pd-balanced"
-
-
-def _g2(gpus: int, ssds: int) -> GpuMachine:
-    return GpuMachine("nvidia-l4", gpus, ssds, False)
-
-
-# Compute Engine accelerator-optimized machine types (GPU machine types docs).
-GPU_MACHINES: dict[str, GpuMachine] = {
-    "a3-ultragpu-8g": GpuMachine("nvidia-h200-141gb", 8, 32, True, "rdma", "hyperdisk-balanced"),
-    "a3-megagpu-8g": GpuMachine("nvidia-h100-mega-80gb", 8, 16, True, "gpudirect-tcpxo", "pd-ssd"),
-    "a3-highgpu-8g": GpuMachine("nvidia-h100-80gb", 8, 16, True, "gpudirect-tcpx", "pd-ssd"),
-    "a3-highgpu-4g": GpuMachine("nvidia-h100-80gb", 4, 8, True),
-    "a3-highgpu-2g": GpuMachine("nvidia-h100-80gb", 2, 4, True),
-    "a3-highgpu-1g": GpuMachine("nvidia-h100-80gb", 1, 2, True),
-    "a2-ultragpu-8g": GpuMachine("nvidia-a100-80gb", 8, 8, True),
-    "a2-ultragpu-4g": GpuMachine("nvidia-a100-80gb", 4, 4, True),
-    "a2-ultragpu-2g": GpuMachine("nvidia-a100-80gb", 2, 2, True),
-    "a2-ultragpu-1g": GpuMachine("nvidia-a100-80gb", 1, 1, True),
-    "a2-megagpu-16g": GpuMachine("nvidia-tesla-a100", 16, 8, False),
-    "a2-highgpu-8g": GpuMachine("nvidia-tesla-a100", 8, 8, False),
-    "a2-highgpu-4g": GpuMachine("nvidia-tesla-a100", 4, 8, False),
-    "a2-highgpu-2g": GpuMachine("nvidia-tesla-a100", 2, 8, False),
-    "a2-highgpu-1g": GpuMachine("nvidia-tesla-a100", 1, 8, False),
-    "g2-standard-4": _g2(1, 1),
-    "g2-standard-8": _g2(1, 1),
-    "g2-standard-12": _g2(1, 1),
-    "g2-standard-16": _g2(1, 1),
-    "g2-standard-24": _g2(2, 2),
-    "g2-standard-32": _g2(1, 1),
-    "g2-standard-48": _g2(4, 4),
-    "g2-standard-96": _g2(8, 8),
-}
-
-
-def fabric_network_count(fabric: str, gpus_per_node: int) -> int:
-    """Additional node networks a pool attaches: TCPX 4, TCPXO 8, RDMA one gVNIC + one per GPU NIC."""
-    return {"none": 0, "gpudirect-tcpx": 4, "gpudirect-tcpxo": 8, "rdma": gpus_per_node + 1}[fabric]
+def gpu_taint() -> dict[str, str]:
+    """GKE's GPU node taint (key from the hardware facts table; GKE's own value `present`)."""
+    names = hardware.current().kubernetes
+    return {"key": names.gpu_taint_key, "value": names.gke_gpu_taint_value, "effect": "NO_SCHEDULE"}
 
 
 @dataclass(frozen=True)
@@ -107,13 +66,15 @@ class GpuNodePoolArgs:
     max_run_duration: str | None = None          # e.g. "43200s": GKE deletes nodes this long after start
 
 
-def validate(args: GpuNodePoolArgs) -> GpuMachine:
+def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
     component = "GpuNodePool"
     pool = args.pool
-    machine = GPU_MACHINES.get(pool.machine_type)
+    facts = hardware.current()
+    machines = facts.gcp_gpu_machines
+    machine = machines.get(pool.machine_type)
     if machine is None:
         raise GcpArgsError(component, "pool.machine_type", pool.machine_type,
-                           f"not a Google Cloud GPU machine type this component knows; allowed: {', '.join(GPU_MACHINES)}")
+                           f"not a Google Cloud GPU machine type this component knows; allowed: {', '.join(machines)}")
     if pool.alternate_machine_types:
         raise GcpArgsError(component, "pool.alternate_machine_types", pool.alternate_machine_types,
                            "a GKE node pool has one machine type; alternates are for AWS spot diversification")
@@ -126,10 +87,10 @@ def validate(args: GpuNodePoolArgs) -> GpuMachine:
     if pool.efa_interfaces or pool.fabric == "efa":
         raise GcpArgsError(component, "pool.fabric", pool.fabric, "EFA is AWS; not available on Google Cloud")
     if pool.fabric != "none" and pool.fabric != machine.fabric:
-        supported = next((m for m, spec in GPU_MACHINES.items() if spec.fabric == pool.fabric), "none")
+        supported = next((m for m, spec in machines.items() if spec.fabric == pool.fabric), "none")
         raise GcpArgsError(component, "pool.fabric", pool.fabric,
                            f"{pool.machine_type} does not support {pool.fabric}; it needs {supported}")
-    wanted_networks = fabric_network_count(pool.fabric, pool.gpus_per_node)
+    wanted_networks = facts.fabric_network_count(pool.fabric, pool.gpus_per_node)
     if len(args.extra_networks) != wanted_networks:
         raise GcpArgsError(component, "extra_networks", f"{len(args.extra_networks)} network(s)",
                            f"fabric {pool.fabric!r} attaches exactly {wanted_networks}; "
@@ -145,9 +106,10 @@ def validate(args: GpuNodePoolArgs) -> GpuMachine:
     max_nodes = args.max_nodes if args.max_nodes is not None else pool.nodes
     if max_nodes < max(args.min_nodes, 1):
         raise GcpArgsError(component, "max_nodes", max_nodes, f"must be at least min_nodes ({args.min_nodes}) and 1")
-    if pool.compact_placement and max_nodes > COMPACT_PLACEMENT_MAX_NODES:
+    compact_max = facts.limit("gke_compact_placement_max_nodes")
+    if pool.compact_placement and max_nodes > compact_max:
         raise GcpArgsError(component, "pool.nodes", max_nodes,
-                           f"a COMPACT placement holds at most {COMPACT_PLACEMENT_MAX_NODES} nodes; split the pool")
+                           f"a COMPACT placement holds at most {compact_max} nodes; split the pool")
     if args.disk_size_gb < 10:
         raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
     return machine
@@ -179,6 +141,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 f"{name}: cluster channel {ref.release_channel} keeps node auto-upgrade on; pause upgrades for the "
                 "run with GkeClusterArgs.upgrade_pause", resource=self)
 
+        taint = gpu_taint()
         local_ssds = pool.local_ssd_count or (machine.local_ssds if machine.bundled_ssd else 0)
         node_config: dict = {
             "machine_type": pool.machine_type,
@@ -187,7 +150,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 "count": machine.gpus,
                 "gpu_driver_installation_config": {"gpu_driver_version": args.driver_version},
             }],
-            "taints": [dict(GPU_TAINT)],
+            "taints": [taint],
             **node_pool_capacity_args(mode),
             **max_run_duration_args("GpuNodePool", args.max_run_duration, mode),
             "image_type": "COS_CONTAINERD",
@@ -241,8 +204,8 @@ class GpuNodePool(pulumi.ComponentResource):
         self.gpus_per_node = machine.gpus
         self.accelerator = machine.accelerator
         self.max_nodes = max_nodes
-        self.node_selector = {GKE_ACCELERATOR_LABEL: machine.accelerator}
-        self.toleration = {"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"],
+        self.node_selector = {hardware.current().kubernetes.gke_accelerator_label: machine.accelerator}
+        self.toleration = {"key": taint["key"], "operator": "Equal", "value": taint["value"],
                            "effect": "NoSchedule"}
         self.register_outputs({
             "node_pool_name": self.node_pool_name,

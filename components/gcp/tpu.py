@@ -39,14 +39,10 @@ from accel.components.gcp._common import (
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.tags import ResourceTags
-from accel.policies import shapes
+from accel.policies import hardware, shapes
 from accel.policies.plan import Capacity, TpuPool
 
-TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
-TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 MAX_SLICES = 64
-# GKE flex-start, which queued provisioning also runs on, supports neither TPU v3 nor v4 (GKE flex-start docs).
-NO_FLEX_START_GENERATIONS = ("v4",)
 
 
 def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
@@ -98,10 +94,12 @@ class TpuSlice(pulumi.ComponentResource):
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
         mode = resolve_capacity(component, args.capacity)
-        if mode.scales_from_zero and gen.name in NO_FLEX_START_GENERATIONS:
+        if mode.scales_from_zero and not gen.flex_start:
+            # GKE flex-start, which queued provisioning also runs on: the table says which generations have it.
+            flexible = [f"TPU {g.name}" for g in hardware.current().tpu_generations.values() if g.flex_start]
             raise GcpArgsError(component, "capacity.provisioning", mode.provisioning,
                                f"GKE flex-start (also behind queued provisioning) does not support TPU {gen.name}; "
-                               "use on-demand, spot or a reservation, or TPU v5e, v5p or v6e")
+                               f"use on-demand, spot or a reservation, or {', '.join(flexible)}")
         if args.disk_size_gb is not None and args.disk_size_gb < 10:
             raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
         max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
@@ -123,7 +121,9 @@ class TpuSlice(pulumi.ComponentResource):
         self.hosts_per_slice = pool.hosts_per_slice
         self.total_hosts = pool.hosts_per_slice * pool.slices
         self.chips_per_host = pool.chips_per_host
-        self.node_selector = {TPU_ACCELERATOR_LABEL: pool.gke_accelerator, TPU_TOPOLOGY_LABEL: pool.topology}
+        names = hardware.current().kubernetes
+        self.node_selector = {names.gke_tpu_accelerator_label: pool.gke_accelerator,
+                              names.gke_tpu_topology_label: pool.topology}
         self.register_outputs({
             "node_pool_names": self.node_pool_names,
             "node_selector": self.node_selector,

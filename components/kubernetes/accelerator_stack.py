@@ -37,13 +37,16 @@ from accel.components.kubernetes.gke_networks import (
 )
 from accel.base.errors import ComponentArgsError
 from accel.components.tags import ResourceTags
+from accel.policies import hardware
 
-TPU_RESOURCE = "google.com/tpu"
-GPU_RESOURCE = "nvidia.com/gpu"
+# Extended resource names and node labels, from the hardware facts table (accel.policies.hardware).
+_NAMES = hardware.current().kubernetes
+TPU_RESOURCE = _NAMES.tpu_resource
+GPU_RESOURCE = _NAMES.gpu_resource
 ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
-GKE_TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+GKE_TPU_ACCELERATOR_LABEL = _NAMES.gke_tpu_accelerator_label
 # The AWS EFA device plugin advertises each node's EFA interfaces under this extended resource.
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
+EFA_RESOURCE = _NAMES.efa_resource
 # Kueue's built-in admission check controller for ProvisioningRequests (Kueue "Provisioning Request" docs).
 PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
@@ -104,7 +107,7 @@ class AcceleratorPool(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(description="Flavor name suffix, a DNS label, e.g. tpu-v5p-2x2x2 or h100-80gb")
-    resource: Literal["google.com/tpu", "nvidia.com/gpu"]
+    resource: Literal[ACCELERATOR_RESOURCES]  # type: ignore[valid-type]
     chips: int = Field(gt=0, description="Chips this pool provisions: the ClusterQueue quota")
     node_labels: dict[str, str] = Field(default_factory=dict, description="Labels every node of the pool carries")
     tolerations: tuple[Toleration, ...] = ()

@@ -23,13 +23,13 @@ from accel.components.kubernetes.accelerator_stack import (
     AcceleratorPool,
     Toleration,
 )
-from accel.policies import shapes
+from accel.policies import hardware, shapes
 from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
 from accel.base.model import StrictModel
 from accel.policies.workload import AcceleratorId
 
-GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
-GKE_GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+GKE_TPU_TOPOLOGY_LABEL = hardware.current().kubernetes.gke_tpu_topology_label
+GKE_GPU_ACCELERATOR_LABEL = hardware.current().kubernetes.gke_accelerator_label
 GKE_SPOT_LABEL = "cloud.google.com/gke-spot"
 # Flex-start nodes (also those of queued provisioning) carry this label; the cluster autoscaler
 # may also taint them with it. Queued-provisioning nodes are tainted cloud.google.com/gke-queued.
@@ -75,7 +75,7 @@ def gke_tpu_pool(tpu: TpuPool, *, spot: bool = False, provisioning: str | None =
         chips=tpu.chips_per_slice * tpu.slices,
         node_labels=labels,
         tolerations=tuple(tolerations),
-        accelerator=f"tpu-{tpu.generation}",
+        accelerator=shapes.generation(tpu.generation).accelerator,
         provisioning_request_class=provisioning_class,
     )
 
@@ -148,7 +148,7 @@ class InventoryEntry(StrictModel):
     @model_validator(mode="after")
     def _topology_only_for_tpus(self) -> "InventoryEntry":
         if self.topology is not None:
-            if not self.accelerator.startswith("tpu-"):
+            if not _is_tpu(self.accelerator):
                 raise ValueError(f"topology is for TPU inventory; {self.accelerator} has none")
             shapes.check_topology(self.accelerator, self.topology)
         return self
@@ -174,13 +174,17 @@ class ExistingCluster(StrictModel):
 
     @property
     def has_gpus(self) -> bool:
-        return any(not entry.accelerator.startswith("tpu-") for entry in self.inventory)
+        return any(not _is_tpu(entry.accelerator) for entry in self.inventory)
+
+
+def _is_tpu(accelerator: str) -> bool:
+    return hardware.current().chips[accelerator].family == "tpu"
 
 
 def inventory_pools(cluster: ExistingCluster) -> list[AcceleratorPool]:
     pools = []
     for entry in cluster.inventory:
-        is_tpu = entry.accelerator.startswith("tpu-")
+        is_tpu = _is_tpu(entry.accelerator)
         labels = dict(entry.node_labels)
         if is_tpu:
             labels.setdefault(GKE_TPU_ACCELERATOR_LABEL, shapes.generation(entry.accelerator).gke_accelerator)

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from accel.base.errors import UsageError
 from accel.base.model import describe_validation_error
+from accel.policies.catalog.machine_facts import with_chip_facts, with_machine_facts
 from accel.policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
 from accel.policies.workload import ACCELERATOR_IDS
 from accel.base.yaml_files import read_yaml_file
@@ -227,11 +228,13 @@ def _build(raw: _Raw) -> Catalog:
         if key not in ACCELERATOR_IDS:
             raise CatalogError(f"{where}: {'.'.join(map(str, prefix))}.id: unknown accelerator {key!r}; "
                                f"known: {', '.join(ACCELERATOR_IDS)}")
-        accelerators[key] = _validate(Accelerator, item, where, prefix)
+        accelerators[key] = _validate(Accelerator, with_chip_facts(item), where, prefix)
     offerings = []
     for key, (item, where, prefix) in raw.offerings.items():
         if key in raw.price_origin:
             where = f"{where} (with prices from {raw.price_origin[key]})"
+        path = f"{where}: {'.'.join(map(str, prefix))}"
+        item = with_machine_facts(item, lambda message, _path=path: CatalogError(f"{_path}.{message}"))
         per_host = item.get("chips_per_host") if isinstance(item.get("chips_per_host"), int) else None
         offerings.append(_validate(Offering, item, where, prefix, {"sources": sources, "chips_per_host": per_host}))
     defaults = _validate(Defaults, raw.assumptions, raw.assumptions_origin, (), {"sources": sources})

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from accel.policies import shapes
+from accel.policies import hardware, shapes
 from accel.policies.plan import GpuFabric, Provisioning
 from accel.base.model import StrictModel
 from accel.policies.workload import AcceleratorId, Cloud
@@ -83,7 +83,7 @@ def _check_amount(value: Any) -> None:
 class Accelerator(StrictModel):
     id: AcceleratorId
     family: Literal["gpu", "tpu"]
-    generation: Literal["v4", "v5e", "v5p", "v6e"] | None = None
+    generation: str | None = None           # TPU generation name, checked against the hardware table
     peak_bf16_tflops: float = Field(gt=0, description="Dense (no sparsity) peak bf16 TFLOP/s per chip")
     peak_fp8_tflops: float | None = Field(None, gt=0)
     hbm_gb: float = Field(gt=0, description="Accelerator memory per chip, decimal GB")
@@ -197,7 +197,7 @@ class Offering(StrictModel):
                 raise ValueError(f"spot capacity{where} needs a host_spot price: the host VM is billed apart")
         if self.fabric == "efa" and (self.cloud != "aws" or self.efa_interfaces == 0):
             raise ValueError("fabric efa is AWS-only and needs efa_interfaces > 0")
-        if self.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo", "rdma") and (self.cloud != "gcp" or not self.extra_networks):
+        if hardware.current().fabrics[self.fabric].cloud == "gcp" and (self.cloud != "gcp" or not self.extra_networks):
             raise ValueError(f"fabric {self.fabric} is Google Cloud-only and needs extra_networks > 0")
         if self.provisioning == "reservation" and not self.reservation:
             raise ValueError("provisioning 'reservation' needs the reservation's name in 'reservation'")

@@ -1,8 +1,9 @@
 """Accelerator sanity: what the cloud would reject, or what would silently waste the chips.
 
-TPU shapes come from policies/shapes.py (the same table `accel choose` uses). GPU machine
-facts below are from the GCP "GPU machine types" and AWS "accelerated computing instances"
-documentation: they are hardware facts, not prices.
+TPU shapes come from policies/shapes.py and every machine fact (GPUs per machine type, TPU
+hosts, labels, taints) from the hardware facts table, accel.policies.hardware: the same table
+`accel choose` and the components use. The pack stays free of third-party imports beyond
+pulumi-policy, which the table's stdlib-only loader allows.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from accel.policies import shapes
+from accel.policies import hardware, shapes
 from accel.policies.guardrails.rules.common import (
     UNKNOWN,
     cluster_facts,
@@ -28,63 +29,19 @@ GPU_COUNT = "gpu-count-matches-machine"
 COMPACT_ZONE = "compact-placement-single-zone"
 GPU_FABRIC = "gpu-fabric-present"
 
-# GKE TPU machine type prefix -> generation.
-_TPU_MACHINE_PREFIX = {"ct4p": "v4", "ct5lp": "v5e", "ct5p": "v5p", "ct6e": "v6e"}
-_TPU_MACHINE = re.compile(r"^(ct4p|ct5lp|ct5p|ct6e)-[a-z]+-(\d+)t$")
-# TPU VM acceleratorConfig.type -> generation.
-_TPU_CONFIG_TYPE = {"V4": "v4", "V5LITE_POD": "v5e", "V5P": "v5p", "V6E": "v6e"}
-
-# GCP machine families with GPUs built in: prefix -> guest accelerator type.
-_GCP_GPU_FAMILY = {
-    "a2-highgpu": "nvidia-tesla-a100",
-    "a2-megagpu": "nvidia-tesla-a100",
-    "a2-ultragpu": "nvidia-a100-80gb",
-    "a3-highgpu": "nvidia-h100-80gb",
-    "a3-edgegpu": "nvidia-h100-80gb",
-    "a3-megagpu": "nvidia-h100-mega-80gb",
-    "a3-ultragpu": "nvidia-h200-141gb",
-    "a4-highgpu": "nvidia-b200",
-    "a4x-highgpu": "nvidia-gb200",
-}
-_G2_GPUS = {"g2-standard-4": 1, "g2-standard-8": 1, "g2-standard-12": 1, "g2-standard-16": 1,
-            "g2-standard-24": 2, "g2-standard-32": 1, "g2-standard-48": 4, "g2-standard-96": 8}
-
-# AWS GPU instance type -> (GPU model, GPUs per instance).
-_AWS_GPUS: dict[str, tuple[str, int]] = {
-    "p4d.24xlarge": ("a100-40gb", 8), "p4de.24xlarge": ("a100-80gb", 8),
-    "p5.4xlarge": ("h100", 1), "p5.48xlarge": ("h100", 8),
-    "p5e.48xlarge": ("h200", 8), "p5en.48xlarge": ("h200", 8), "p6-b200.48xlarge": ("b200", 8),
-    "p3.2xlarge": ("v100", 1), "p3.8xlarge": ("v100", 4), "p3.16xlarge": ("v100", 8),
-    "p3dn.24xlarge": ("v100", 8),
-    "g4dn.12xlarge": ("t4", 4), "g4dn.metal": ("t4", 8),
-}
-# g-families: one GPU up to 16xlarge, four at 12xlarge and 24xlarge, eight at 48xlarge.
-_G_FAMILIES = {"g4dn": "t4", "g5": "a10g", "g6": "l4", "g6e": "l40s"}
-for _family, _model in _G_FAMILIES.items():
-    for _size in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge"):
-        _AWS_GPUS[f"{_family}.{_size}"] = (_model, 1)
-    if _family != "g4dn":
-        _AWS_GPUS[f"{_family}.12xlarge"] = (_model, 4)
-        _AWS_GPUS[f"{_family}.24xlarge"] = (_model, 4)
-        _AWS_GPUS[f"{_family}.48xlarge"] = (_model, 8)
-
-
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 
 
 def gcp_machine_gpus(machine_type: str) -> tuple[str, int] | None:
     """(guest accelerator type, GPUs) built into a GCP machine type; None if it has none."""
-    if machine_type in _G2_GPUS:
-        return "nvidia-l4", _G2_GPUS[machine_type]
-    for prefix, accelerator in _GCP_GPU_FAMILY.items():
-        match = re.match(rf"^{prefix}-(\d+)g$", machine_type)
-        if match:
-            return accelerator, int(match.group(1))
-    return None
+    machine = hardware.current().gcp_gpu_machines.get(machine_type)
+    return (machine.gke_accelerator, machine.gpus) if machine else None
 
 
 def aws_instance_gpus(instance_type: str) -> tuple[str, int] | None:
-    return _AWS_GPUS.get(instance_type)
+    """(chip id, GPUs) of an AWS GPU instance type; None if it has none."""
+    instance = hardware.current().aws_gpu_instances.get(instance_type)
+    return (instance.chip, instance.gpus) if instance else None
 
 
 def _gke_gpu_pool(props: Any) -> bool:
@@ -119,12 +76,13 @@ def _slice_error(gen_name: str, topology: str | None, chips: int | None) -> str 
 def _validate_gke_tpu_pool(args, report) -> None:
     props = args.props
     machine = get(props, "nodeConfig", "machineType")
-    match = _TPU_MACHINE.match(machine) if isinstance(machine, str) else None
-    if not match:
+    facts = hardware.current()
+    host = facts.tpu_machines.get(machine) if isinstance(machine, str) else None
+    if host is None:
         return
-    gen = shapes.generation(_TPU_MACHINE_PREFIX[match.group(1)])
-    per_vm = int(match.group(2))
-    multi_host_per_vm = int(re.search(r"-(\d+)t$", gen.multi_host_machine_type).group(1))
+    gen = facts.tpu_generations[host.generation]
+    per_vm = host.chips
+    multi_host_per_vm = facts.tpu_machines[gen.multi_host_machine_type].chips
     topology = get(props, "placementPolicy", "tpuTopology")
     if topology is UNKNOWN:
         return
@@ -180,9 +138,10 @@ def _validate_tpu_vm_type(args, report, accelerator_type: Any, accelerator_confi
     config_type = get(accelerator_config, "type")
     topology = get(accelerator_config, "topology")
     if isinstance(config_type, str) and isinstance(topology, str):
-        gen_name = _TPU_CONFIG_TYPE.get(config_type)
-        if gen_name is None:
+        gen = hardware.current().generation_of_config_type(config_type)
+        if gen is None:
             return
+        gen_name = gen.name
         problem = _slice_error(gen_name, topology, None)
         if problem:
             report(violation(args, TPU_TOPOLOGY, f"{where}: {problem}",
@@ -207,21 +166,23 @@ def _validate_tpu_topology(args, report) -> None:
 
 def _validate_gpu_tainted(args, report) -> None:
     t, props = args.resource_type, args.props
+    names = hardware.current().kubernetes
+    key = names.gpu_taint_key
     if t == "gcp:container/nodePool:NodePool" and _gke_gpu_pool(props):
         declared = get(props, "nodeConfig", "taints")
-        fix = 'add node_config.taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]'
+        fix = f'add node_config.taints=[{{"key": "{key}", "value": "{names.gke_gpu_taint_value}", "effect": "NO_SCHEDULE"}}]'
     elif t == "aws:eks/nodeGroup:NodeGroup" and _eks_gpu_group(props):
         declared = get(props, "taints")
-        fix = 'add taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]'
+        fix = f'add taints=[{{"key": "{key}", "value": "{names.eks_gpu_taint_value}", "effect": "NO_SCHEDULE"}}]'
     else:
         return
     taints = items(declared)
     if declared is UNKNOWN or UNKNOWN in taints:
         return
-    if not any(get(taint, "key") == "nvidia.com/gpu"
+    if not any(get(taint, "key") == key
                and str(get(taint, "effect") or "").replace("_", "").lower() == "noschedule" for taint in taints):
         report(violation(args, GPU_TAINTED,
-                         "GPU nodes have no nvidia.com/gpu NoSchedule taint, so ordinary pods can land on them "
+                         f"GPU nodes have no {key} NoSchedule taint, so ordinary pods can land on them "
                          "and hold GPUs idle", fix))
 
 
@@ -310,7 +271,8 @@ def _validate_gpu_fabric(args, report) -> None:
     extra = int(gpu.get("extra_networks") or 0)
     efa = int(gpu.get("efa_interfaces") or 0)
     cloud_name = facts.plan.get("cloud")
-    if cloud_name == "gcp" and fabric in ("gpudirect-tcpx", "gpudirect-tcpxo", "rdma") and extra > 0:
+    fabrics = hardware.current().fabrics
+    if cloud_name == "gcp" and fabric in fabrics and fabrics[fabric].cloud == "gcp" and extra > 0:
         pools = [r for r in args.resources
                  if r.resource_type == "gcp:container/nodePool:NodePool" and _gke_gpu_pool(r.props)]
         for pool in pools:
@@ -371,7 +333,7 @@ POLICIES = [
     ),
     ResourceValidationPolicy(
         name=GPU_TAINTED,
-        description="GPU node pools carry the nvidia.com/gpu NoSchedule taint.",
+        description=f"GPU node pools carry the {hardware.current().kubernetes.gpu_taint_key} NoSchedule taint.",
         validate=_validate_gpu_tainted,
         enforcement_level=EnforcementLevel.MANDATORY,
     ),

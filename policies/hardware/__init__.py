@@ -1,0 +1,463 @@
+"""The one table of hardware facts (facts.toml beside this module) and its derived inverses.
+
+    from accel.policies import hardware
+    facts = hardware.current()
+    facts.gcp_gpu_machines["a3-highgpu-8g"].gpus         # 8
+    facts.chip_of_machine("p5.48xlarge").name            # "H100"
+
+Standard library only (tomllib, dataclasses): the CrossGuard pack imports this with nothing but
+pulumi-policy installed. Consumers read facts through `current()` at call time, never copy them
+into module constants, so `using(load_facts(path))` swaps the whole table (tests prove every
+consumer reads it from here). A malformed table raises HardwareFactsError naming the file, the
+entry and what is wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BUNDLED_FACTS = Path(__file__).resolve().parent / "facts.toml"
+FAMILIES = ("tpu", "gpu")
+VM_TYPE_COUNTS = {"tensorcores", "chips"}
+
+
+class HardwareFactsError(ValueError):
+    """The hardware facts table is missing, not TOML, or holds an entry that is wrong."""
+
+
+@dataclass(frozen=True)
+class Source:
+    title: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class Chip:
+    id: str
+    name: str                        # what users are shown: "H100", "TPU v5p"
+    family: str                      # tpu | gpu
+    peak_bf16_tflops: float          # dense, per chip
+    peak_fp8_tflops: float | None
+    hbm_gb: float                    # decimal GB
+    hbm_gbps: float
+    tensorcores: int                 # TensorCores per chip (what v4-N / v5p-N count)
+    interconnect: str                # ici-3d | ici-2d | nvlink | pcie
+    compute_capability: str | None   # CUDA compute capability (GPUs): same value, same kernels
+    selectable: bool                 # a workload may ask for it; the catalog prices it
+    source: str
+
+
+@dataclass(frozen=True, eq=False)   # hashed by identity: a swapped table gets fresh caches
+class TpuGeneration:
+    name: str                        # v4 | v5e | v5p | v6e
+    accelerator: str                 # chip id
+    dimensions: int                  # 2 or 3
+    cores_per_chip: int              # what the vm-type number counts per chip
+    type_prefix: str                 # v4 | v5litepod | v5p | v6e
+    machine_prefix: str              # ct4p | ct5lp | ct5p | ct6e
+    config_type: str                 # TPU VM acceleratorConfig.type: V4, V5LITE_POD, ...
+    gke_accelerator: str             # cloud.google.com/gke-tpu-accelerator value
+    multi_host_machine_type: str
+    single_host_machine_types: Mapping[str, str]   # topology -> machine type
+    runtime_version: str
+    max_chips_per_slice: int
+    max_dimension: int
+    base_topologies: tuple[str, ...]  # 3D: the shapes below the 4-multiples; 2D: every topology
+    flex_start: bool
+    source: str
+
+    @property
+    def machine_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.single_host_machine_types.values(), self.multi_host_machine_type)))
+
+
+@dataclass(frozen=True)
+class TpuMachine:
+    name: str
+    generation: str
+    chips: int
+    vcpus: int
+    memory_gb: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Fabric:
+    name: str
+    cloud: str                       # gcp | aws | any
+    extra_networks: int
+    extra_networks_per_gpu: int
+    source: str
+
+    def network_count(self, gpus_per_node: int) -> int:
+        """Additional node networks a GKE pool on this fabric attaches."""
+        return self.extra_networks + self.extra_networks_per_gpu * gpus_per_node
+
+
+@dataclass(frozen=True)
+class GcpGpuMachine:
+    name: str
+    chip: str
+    gke_accelerator: str             # guest accelerator type and cloud.google.com/gke-accelerator value
+    gpus: int
+    local_ssds: int                  # bundled count, or the most that can attach
+    bundled_ssd: bool
+    fabric: str
+    boot_disk_type: str
+    vcpus: int
+    memory_gb: float
+    source: str
+
+    @property
+    def accelerator(self) -> str:
+        return self.gke_accelerator
+
+
+@dataclass(frozen=True)
+class AwsGpuInstance:
+    name: str
+    chip: str
+    gpus: int
+    efa_cards: int                   # network cards that can each carry one EFA interface
+    efa_only_secondaries: bool
+    fabric: str                      # efa: the scale-out fabric multi-node training uses, else none
+    vcpus: int
+    memory_gb: float
+    source: str
+
+    @property
+    def accelerator(self) -> str:
+        return self.chip
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    def can_stand_in_for(self, primary: "AwsGpuInstance", chips: Mapping[str, Chip]) -> bool:
+        """A spot alternate: same GPU count, chips that run the same kernels, at least as much memory per GPU."""
+        mine, theirs = chips[self.chip], chips[primary.chip]
+        return (self.gpus == primary.gpus and mine.compute_capability == theirs.compute_capability
+                and mine.hbm_gb >= theirs.hbm_gb)
+
+
+@dataclass(frozen=True)
+class KubernetesNames:
+    gke_accelerator_label: str
+    gke_tpu_accelerator_label: str
+    gke_tpu_topology_label: str
+    gpu_resource: str
+    gpu_present_label: str
+    tpu_resource: str
+    efa_resource: str
+    gpu_taint_key: str
+    gke_gpu_taint_value: str
+    eks_gpu_taint_value: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    value: int
+    adjustable: bool
+    source: str
+
+
+@dataclass(frozen=True, eq=False)
+class HardwareFacts:
+    version: str
+    path: str
+    sources: Mapping[str, Source]
+    chips: Mapping[str, Chip]
+    tpu_generations: Mapping[str, TpuGeneration]
+    tpu_machines: Mapping[str, TpuMachine]
+    fabrics: Mapping[str, Fabric]
+    gcp_gpu_machines: Mapping[str, GcpGpuMachine]
+    aws_gpu_instances: Mapping[str, AwsGpuInstance]
+    kubernetes: KubernetesNames
+    limits: Mapping[str, Limit]
+    _inverse: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    # -- derived inverses ------------------------------------------------------------------
+    @property
+    def selectable_chips(self) -> tuple[str, ...]:
+        """Chip ids a workload may name, in table order."""
+        return tuple(c.id for c in self.chips.values() if c.selectable)
+
+    @property
+    def chip_names(self) -> dict[str, str]:
+        return {c.id: c.name for c in self.chips.values()}
+
+    def generation_of_chip(self, chip: str) -> TpuGeneration | None:
+        return self._index("gen_by_chip", lambda: {g.accelerator: g for g in self.tpu_generations.values()}).get(chip)
+
+    def generation_of_machine_prefix(self, prefix: str) -> TpuGeneration | None:
+        """ct5p -> v5p: the generation whose GKE machine types start with this prefix."""
+        return self._index("gen_by_prefix",
+                           lambda: {g.machine_prefix: g for g in self.tpu_generations.values()}).get(prefix)
+
+    def generation_of_type_prefix(self, prefix: str) -> TpuGeneration | None:
+        """v5litepod -> v5e: the generation of a Cloud TPU accelerator type prefix."""
+        return self._index("gen_by_type", lambda: {g.type_prefix: g for g in self.tpu_generations.values()}).get(prefix)
+
+    def generation_of_config_type(self, config_type: str) -> TpuGeneration | None:
+        """V5LITE_POD -> v5e: the generation of a TPU VM acceleratorConfig.type."""
+        return self._index("gen_by_config",
+                           lambda: {g.config_type: g for g in self.tpu_generations.values()}).get(config_type)
+
+    def generation_of_tpu_machine(self, machine_type: str) -> TpuGeneration | None:
+        machine = self.tpu_machines.get(machine_type)
+        return self.tpu_generations[machine.generation] if machine else None
+
+    def gpu_machine(self, machine_type: str) -> GcpGpuMachine | AwsGpuInstance | None:
+        """A GPU machine type of either cloud."""
+        return self.gcp_gpu_machines.get(machine_type) or self.aws_gpu_instances.get(machine_type)
+
+    def chip_of_machine(self, machine_type: str) -> Chip | None:
+        """The chip any machine type in the table carries (GPU or TPU), else None."""
+        gpu = self.gpu_machine(machine_type)
+        if gpu is not None:
+            return self.chips[gpu.chip]
+        gen = self.generation_of_tpu_machine(machine_type)
+        return self.chips[gen.accelerator] if gen else None
+
+    def gke_accelerators(self) -> dict[str, str]:
+        """cloud.google.com/gke-accelerator value -> chip id."""
+        return self._index("chip_by_gke", lambda: {m.gke_accelerator: m.chip for m in self.gcp_gpu_machines.values()})
+
+    def machine_types_of_chip(self, chip: str) -> dict[str, tuple[str, ...]]:
+        """Per cloud, the machine types that carry this chip, in table order."""
+        if (gen := self.generation_of_chip(chip)) is not None:
+            return {"gcp": gen.machine_types}
+        return {"gcp": tuple(m.name for m in self.gcp_gpu_machines.values() if m.chip == chip),
+                "aws": tuple(m.name for m in self.aws_gpu_instances.values() if m.chip == chip)}
+
+    def fabric_network_count(self, fabric: str, gpus_per_node: int) -> int:
+        return self.fabrics[fabric].network_count(gpus_per_node)
+
+    def limit(self, name: str) -> int:
+        return self.limits[name].value
+
+    def _index(self, key: str, build: Any) -> Any:
+        if key not in self._inverse:
+            self._inverse[key] = build()
+        return self._inverse[key]
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+class _Entry:
+    """One table of the TOML file, remembering where it is for error messages."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise HardwareFactsError(f"{where}: expected a table, got {type(data).__name__}")
+        self.data, self.where, self.used = data, where, set()
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., *, positive: bool = False) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is ...:
+                raise HardwareFactsError(f"{self.where}.{key}: missing")
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            wanted = " or ".join(k.__name__ for k in kinds)
+            raise HardwareFactsError(f"{self.where}.{key}: expected {wanted}, got {value!r}")
+        if positive and value <= 0:
+            raise HardwareFactsError(f"{self.where}.{key}: must be positive, got {value!r}")
+        return value
+
+    def one_of(self, key: str, allowed: Any, default: Any = ...) -> Any:
+        value = self.get(key, str, default)
+        if value not in allowed:
+            raise HardwareFactsError(f"{self.where}.{key}: {value!r} is not one of {', '.join(sorted(allowed))}")
+        return value
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise HardwareFactsError(f"{self.where}: unknown key {unknown[0]!r}")
+
+
+def _tables(data: dict[str, Any], name: str, where: str, *, shared: tuple[str, ...] = ()) -> dict[str, _Entry]:
+    section = data.get(name)
+    if not isinstance(section, dict) or not section:
+        raise HardwareFactsError(f"{where}: [{name}] is missing or empty")
+    return {key: _Entry(value, f"{where}: {name}.{key}") for key, value in section.items() if key not in shared}
+
+
+def _source(entry: _Entry, section_source: str | None, sources: Mapping[str, Source]) -> str:
+    source = entry.get("source", str, section_source)
+    if not source or len(source) < 3:
+        raise HardwareFactsError(f"{entry.where}.source: every fact names its source")
+    for key in (s.strip() for s in source.replace(":", ",").split(",")):
+        if key in sources:
+            break
+    else:
+        if not source.startswith(("estimate", "GKE", "Cloud TPU", "NVIDIA", "AWS", "Amazon", "no ")):
+            raise HardwareFactsError(f"{entry.where}.source: {source!r} names no known source id "
+                                     f"({', '.join(sorted(sources))}) and is not a citation")
+    return source
+
+
+def load_facts(path: str | Path | None = None) -> HardwareFacts:
+    """Read and check a facts table: the bundled one (None) or a copy (tests, a fork's own table)."""
+    file = Path(path) if path is not None else BUNDLED_FACTS
+    try:
+        with file.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as error:
+        raise HardwareFactsError(f"{file}: cannot read the hardware facts table ({error.strerror or error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise HardwareFactsError(f"{file}: not valid TOML ({error})") from None
+    return _build(data, str(file))
+
+
+def _build(data: dict[str, Any], where: str) -> HardwareFacts:
+    known = {"version", "sources", "chips", "tpu", "tpu_machines", "fabrics", "gcp_gpu_machines",
+             "aws_gpu_instances", "kubernetes", "limits"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise HardwareFactsError(f"{where}: unknown section [{unknown[0]}]")
+    sources = {}
+    for key, entry in _tables(data, "sources", where).items():
+        sources[key] = Source(entry.get("title", str), entry.get("as_of", str))
+        entry.done()
+
+    chips: dict[str, Chip] = {}
+    for key, e in _tables(data, "chips", where).items():
+        fp8 = e.get("peak_fp8_tflops", (int, float), None, positive=True) if "peak_fp8_tflops" in e.data else None
+        chips[key] = Chip(key, e.get("name", str), e.one_of("family", FAMILIES),
+                          float(e.get("peak_bf16_tflops", (int, float), positive=True)),
+                          float(fp8) if fp8 is not None else None,
+                          float(e.get("hbm_gb", (int, float), positive=True)),
+                          float(e.get("hbm_gbps", (int, float), positive=True)),
+                          e.get("tensorcores", int, positive=True), e.get("interconnect", str),
+                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources))
+        e.done()
+
+    def chip_ref(entry: _Entry, family: str) -> str:
+        chip = entry.get("chip", str)
+        if chip not in chips:
+            raise HardwareFactsError(f"{entry.where}.chip: no chip {chip!r} in [chips]; known: {', '.join(chips)}")
+        if chips[chip].family != family:
+            raise HardwareFactsError(f"{entry.where}.chip: {chip!r} is a {chips[chip].family}, not a {family}")
+        return chip
+
+    generations: dict[str, TpuGeneration] = {}
+    for key, e in _tables(data, "tpu", where).items():
+        chip = chip_ref(e, "tpu")
+        dimensions = e.get("dimensions", int)
+        if dimensions not in (2, 3):
+            raise HardwareFactsError(f"{e.where}.dimensions: TPU slices are 2D or 3D, got {dimensions}")
+        counts = e.one_of("vm_type_counts", VM_TYPE_COUNTS)
+        topologies = e.get("base_topologies" if dimensions == 3 else "topologies", list)
+        single = e.get("single_host_machine_types", dict)
+        generations[key] = TpuGeneration(
+            key, chip, dimensions, chips[chip].tensorcores if counts == "tensorcores" else 1,
+            e.get("type_prefix", str), e.get("machine_prefix", str), e.get("config_type", str),
+            e.get("gke_accelerator", str), e.get("multi_host_machine_type", str), dict(single),
+            e.get("runtime_version", str), e.get("max_chips_per_slice", int, positive=True),
+            e.get("max_dimension", int, positive=True), tuple(topologies), e.get("flex_start", bool, True),
+            _source(e, None, sources))
+        e.done()
+
+    section = data.get("tpu_machines") or {}
+    tpu_machines: dict[str, TpuMachine] = {}
+    for key, e in _tables(data, "tpu_machines", where, shared=("source",)).items():
+        gen = next((g for g in generations.values() if key.startswith(g.machine_prefix + "-")), None)
+        if gen is None:
+            raise HardwareFactsError(f"{e.where}: no [tpu] generation has machine prefix {key.split('-')[0]!r}")
+        tpu_machines[key] = TpuMachine(key, gen.name, e.get("chips", int, positive=True),
+                                       e.get("vcpus", int, positive=True),
+                                       float(e.get("memory_gb", (int, float), positive=True)),
+                                       _source(e, section.get("source"), sources))
+        e.done()
+    for gen in generations.values():
+        missing = [m for m in gen.machine_types if m not in tpu_machines]
+        if missing:
+            raise HardwareFactsError(f"{where}: tpu.{gen.name} uses machine type {missing[0]!r}, "
+                                     "which [tpu_machines] does not describe")
+
+    fabrics: dict[str, Fabric] = {}
+    for key, e in _tables(data, "fabrics", where).items():
+        fabrics[key] = Fabric(key, e.one_of("cloud", {"gcp", "aws", "any"}), e.get("extra_networks", int),
+                              e.get("extra_networks_per_gpu", int, 0), _source(e, None, sources))
+        e.done()
+
+    section = data.get("gcp_gpu_machines") or {}
+    gcp: dict[str, GcpGpuMachine] = {}
+    for key, e in _tables(data, "gcp_gpu_machines", where, shared=("source",)).items():
+        fabric = e.one_of("fabric", set(fabrics), "none")
+        if fabrics[fabric].cloud not in ("gcp", "any"):
+            raise HardwareFactsError(f"{e.where}.fabric: {fabric!r} is not a Google Cloud fabric")
+        gcp[key] = GcpGpuMachine(key, chip_ref(e, "gpu"), e.get("gke_accelerator", str),
+                                 e.get("gpus", int, positive=True), e.get("local_ssds", int),
+                                 e.get("bundled_ssd", bool, False), fabric, e.get("boot_disk_type", str, "pd-balanced"),
+                                 e.get("vcpus", int, positive=True), float(e.get("memory_gb", (int, float), positive=True)),
+                                 _source(e, section.get("source"), sources))
+        e.done()
+
+    section = data.get("aws_gpu_instances") or {}
+    aws: dict[str, AwsGpuInstance] = {}
+    for key, e in _tables(data, "aws_gpu_instances", where, shared=("source",)).items():
+        efa_cards = e.get("efa_cards", int)
+        fabric = e.one_of("fabric", set(fabrics), "none")
+        if fabrics[fabric].cloud not in ("aws", "any") or (fabric == "efa" and not efa_cards):
+            raise HardwareFactsError(f"{e.where}.fabric: {fabric!r} needs an AWS fabric (efa needs efa_cards > 0)")
+        aws[key] = AwsGpuInstance(key, chip_ref(e, "gpu"), e.get("gpus", int, positive=True), efa_cards,
+                                  e.get("efa_only_secondaries", bool, False), fabric, e.get("vcpus", int, positive=True),
+                                  float(e.get("memory_gb", (int, float), positive=True)),
+                                  _source(e, section.get("source"), sources))
+        e.done()
+
+    k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
+    names = {f: k8s.get(f, str) for f in KubernetesNames.__dataclass_fields__ if f != "source"}
+    kubernetes = KubernetesNames(**names, source=_source(k8s, None, sources))
+    k8s.done()
+
+    limits = {}
+    for key, e in _tables(data, "limits", where).items():
+        limits[key] = Limit(key, e.get("value", int, positive=True), e.get("adjustable", bool, False),
+                            _source(e, None, sources))
+        e.done()
+    return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
+                         tpu_machines, fabrics, gcp, aws, kubernetes, limits)
+
+
+_BUNDLED: HardwareFacts | None = None
+_ACTIVE: list[HardwareFacts] = []
+
+
+def current() -> HardwareFacts:
+    """The table in use: the bundled one unless `using(...)` swapped in another."""
+    global _BUNDLED
+    if _ACTIVE:
+        return _ACTIVE[-1]
+    if _BUNDLED is None:
+        _BUNDLED = load_facts()
+    return _BUNDLED
+
+
+@contextlib.contextmanager
+def using(facts: HardwareFacts) -> Iterator[HardwareFacts]:
+    """Within the block every consumer reads `facts` (the loader's injection point)."""
+    _ACTIVE.append(facts)
+    try:
+        yield facts
+    finally:
+        _ACTIVE.remove(facts)
+
+
+__all__ = [
+    "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
+    "KubernetesNames", "Limit", "Source", "TpuGeneration", "TpuMachine", "current", "load_facts", "using",
+]
