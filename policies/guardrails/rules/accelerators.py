@@ -126,7 +126,7 @@ def _validate_tpu_vm_type(args, report, accelerator_type: Any, accelerator_confi
         try:
             gen, chips = shapes.parse_tpu_vm_type(accelerator_type)
         except shapes.ShapeError as error:
-            report(violation(args, TPU_TOPOLOGY, f"{where}: {error}", "use a type such as v5p-16 or v6e-8"))
+            report(violation(args, TPU_TOPOLOGY, f"{where}: {error}", f"use a type such as {shapes.tpu_type_examples()}"))
             return
         problem = _slice_error(gen.name, None, chips)
         if problem:
