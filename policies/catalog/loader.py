@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from accel.base.errors import UsageError
 from accel.base.model import describe_validation_error
+from accel.policies import hardware
 from accel.policies.catalog.machine_facts import with_chip_facts, with_machine_facts
 from accel.policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
 from accel.policies.workload import ACCELERATOR_IDS
@@ -309,7 +310,9 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
             raise CatalogError(f"{where}.accelerator: unknown accelerator {accelerator!r}{_near(str(accelerator), ACCELERATOR_IDS)}")
         name = get("name") or accelerator
         generation = shapes.GENERATION_BY_ACCELERATOR.get(accelerator)
-        per_node = get("gpus_per_node") or (4 if generation else 8)
+        # Default node size: a multi-host TPU VM's chips (the table's), or eight GPUs (a typical training node).
+        per_node = get("gpus_per_node") or (
+            hardware.current().tpu_machines[generation.multi_host_machine_type].chips if generation else 8)
         price = get("usd_per_chip_hour")
         data = {
             "id": f"kubernetes-{name}".lower().replace("_", "-").replace(" ", "-"),

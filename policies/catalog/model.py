@@ -207,7 +207,7 @@ class Offering(StrictModel):
 
     @property
     def family(self) -> str:
-        return "tpu" if self.accelerator.startswith("tpu-") else "gpu"
+        return hardware.current().chips[self.accelerator].family
 
     def _regional(self, info: RegionInfo, name: str) -> Price | None:
         """A region's own price when it sets one (an explicit null means 'not sold here'), else the offering's."""
