@@ -176,6 +176,8 @@ def changed_facts(tmp_path):
     def edit(text: str) -> str:
         text = text.replace('"g2-standard-24" = { chip = "l4", gke_accelerator = "nvidia-l4", gpus = 2, local_ssds = 2',
                             '"g2-standard-24" = { chip = "l4", gke_accelerator = "nvidia-l4", gpus = 3, local_ssds = 3')
+        text = text.replace('"p4d.24xlarge" = { fabric = "efa", chip = "a100-40gb", gpus = 8, efa_cards = 4',
+                            '"p4d.24xlarge" = { fabric = "efa", chip = "a100-40gb", gpus = 8, efa_cards = 2')
         return text.replace('"g2-standard-4" = {', FICTIONAL + '"g2-standard-4" = {')
     facts = load_facts(_write_table(tmp_path, edit))
     assert facts.gcp_gpu_machines["g2-standard-24"].gpus == 3   # the edit took
@@ -203,6 +205,14 @@ def test_the_gcp_gpu_component_refuses_the_old_gpu_count_of_a_changed_machine(de
     old = GpuPool(machine_type="g2-standard-24", gpus_per_node=2, nodes=1)
     error = rejected(declare, "pool.gpus_per_node", old)
     assert isinstance(error, GcpArgsError) and "has 3 GPU(s)" in str(error)
+
+
+def test_the_aws_gpu_component_reads_the_changed_efa_cards(changed_facts):
+    from accel.components.aws.common import InvalidAwsArgs
+    from tests.test_aws_gpu import P4D_EFA, args
+
+    with pytest.raises(InvalidAwsArgs, match="p4d.24xlarge has 2 EFA-capable network card"):
+        args(P4D_EFA)   # four interfaces, the bundled table's figure, no longer fit
 
 
 def test_the_guardrails_read_the_changed_gpu_count(changed_facts):
