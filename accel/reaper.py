@@ -132,12 +132,16 @@ def default_lock_path(work_dir: str | Path, pulumi_home: str | None = None) -> P
 
 
 def _project_name(work_dir: Path) -> str:
-    import yaml
+    from accel.base.yaml_files import parse_yaml
 
     for candidate in ("Pulumi.yaml", "Pulumi.yml"):
         path = work_dir / candidate
         if path.exists():
-            name = (yaml.safe_load(path.read_text()) or {}).get("name")
+            try:
+                data = parse_yaml(path.read_text(encoding="utf-8"))
+            except Exception:  # noqa: BLE001 (the lock name only; `pulumi` reports a broken Pulumi.yaml itself)
+                data = None
+            name = data.get("name") if isinstance(data, dict) else None
             if isinstance(name, str) and name:
                 return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
     return "project"
