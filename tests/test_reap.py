@@ -388,7 +388,7 @@ def test_lock_is_free_again_after_a_run(tmp_path):
 
 
 def test_second_reaper_started_during_a_destroy_exits_at_once_and_destroys_nothing(fake):
-    fake.add_stack("spot-run", TTL_12H, destroy_seconds=3)
+    fake.add_stack("spot-run", TTL_12H, destroy_seconds=120)  # until the test releases it
     command = [sys.executable, "-m", "accel.cli", "reap", "--now", "2026-03-02T01:00:00Z",
                "--work-dir", str(fake.project)]
 
@@ -405,6 +405,7 @@ def test_second_reaper_started_during_a_destroy_exits_at_once_and_destroys_nothi
     second = start()
     second_code = second.wait(timeout=60)
     first_still_destroying = first.poll() is None
+    Path(str(fake.state_path) + ".release").touch()
     assert (first.wait(timeout=60), second_code) == (0, 1)
     assert first_still_destroying and "another `accel reap` is running" in second.stderr.read()
     assert len(fake.destroys_of("spot-run")) == 1
