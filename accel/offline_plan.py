@@ -9,6 +9,7 @@ the cost and the hardware decision come from the stack outputs the program expor
 from __future__ import annotations
 
 import importlib
+import json
 import importlib.abc
 import importlib.machinery
 import os
@@ -16,7 +17,7 @@ import re
 import runpy
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,7 +224,8 @@ def load_policy_config(path: Path | None) -> dict[str, Any] | None:
 
 
 def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, Any] | None,
-                        config_source: str = "policy config") -> tuple[list[dict[str, Any]], str | None]:
+                        config_source: str = "policy config",
+                        stack_tags: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """(violations, note): note says why nothing was evaluated, when the guardrails are not there."""
     module_name = GUARDRAILS_MODULE
     try:
@@ -234,12 +236,22 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
         raise
     config_error = getattr(module, "PolicyConfigError", None)
     try:
-        violations = module.evaluate(resources, pack_config)
+        violations = module.evaluate(resources, pack_config, stack_tags=stack_tags)
     except Exception as error:
         if isinstance(config_error, type) and isinstance(error, config_error):
             raise UsageError(f"{config_source}: {error}") from None
         raise
     return [dict(v) for v in violations], None
+
+
+def _stack_tags(values: Mapping[str, Any]) -> dict[str, str]:
+    """The stack file's `pulumi:tags`, which the CLI applies to the stack and hands policies as stack tags."""
+    raw = values.get("pulumi:tags")
+    try:
+        tags = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {}
 
 
 def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *,
@@ -297,6 +309,6 @@ def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *
     say("evaluating guardrails")
     shown_policy_config = stack_config.display_path(policy_config) if policy_config else "policy config"
     result.violations, result.guardrails_note = evaluate_guardrails(result.resources_json(), pack_config,
-                                                                    shown_policy_config)
+                                                                    shown_policy_config, _stack_tags(config.values))
     return result
 

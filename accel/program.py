@@ -81,12 +81,13 @@ def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     plan, pinned = _plan(settings, source, notes)
     lifecycle = settings.lifecycle(source)
     declared_tags = _declared_tags(config, source)
-    # Whether the CLI hands `pulumi:tags` to the program is not documented; check them when
-    # they are visible (always, under `accel plan`), and never fail only because they are not.
-    if declared_tags is not None:
+    # `pulumi:tags` is ordinary stack config (pulumi/pulumi#12856): the CLI stamps it on the stack at
+    # every `pulumi up`, and the program sees it like any other key. The reaper reads only those tags,
+    # so an ephemeral stack without them would never be reaped: refuse it here, at preview/plan time.
+    if lifecycle.ephemeral or declared_tags:
         problems = stack_tag_problems(lifecycle, declared_tags)
         if problems:
-            raise UsageError(f"{source}: " + "; ".join(problems))
+            raise UsageError(f"{source}: " + "; ".join(problems) + _TAGS_HINT)
     tags = ResourceTags(
         workload=plan.workload.name,
         stack=stack,
@@ -149,6 +150,10 @@ def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -
                      f"(catalog {catalog.version}); pin it with `accel choose --write-stack` so prices "
                      "can't change the hardware")
     return plan
+
+
+_TAGS_HINT = ("; `accel reap` reads only the stack's tags, so without them it never tears this stack down "
+              "(see docs/reap.md, \"Marking a stack ephemeral\")")
 
 
 def _declared_tags(config: Mapping[str, str], source: str) -> dict | None:

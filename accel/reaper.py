@@ -10,13 +10,14 @@ CLI through a LocalWorkspace, so tests inject a stand-in PulumiCommand.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -24,17 +25,20 @@ from pydantic import BaseModel
 
 from accel.base.errors import AccelError
 from accel.policies.lifecycle import (
+    DEFAULT_BUSY_LIMIT,
     Decision,
     Reason,
+    busy_decision,
     format_timestamp,
     reap_decision,
     teardown_blockers,
     uses_ttl,
 )
 
-Status = Literal["skipped", "would-destroy", "destroyed", "gone", "failed", "refused"]
-# Statuses that leave an expired stack (and possibly its compute) behind: exit non-zero.
-LEFT_STATUSES: frozenset[str] = frozenset({"failed", "refused"})
+Status = Literal["skipped", "would-destroy", "destroyed", "gone", "failed", "refused", "undecided"]
+# Statuses that leave an expired (or possibly expired) stack and its compute behind: exit non-zero.
+# `undecided`: marked ephemeral, but its expiry could not be read or it stayed busy past the limit.
+LEFT_STATUSES: frozenset[str] = frozenset({"failed", "refused", "undecided"})
 HISTORY_PAGE_SIZE = 20
 HISTORY_MAX_PAGES = 5
 
@@ -132,12 +136,16 @@ def default_lock_path(work_dir: str | Path, pulumi_home: str | None = None) -> P
 
 
 def _project_name(work_dir: Path) -> str:
-    import yaml
+    from accel.base.yaml_files import parse_yaml
 
     for candidate in ("Pulumi.yaml", "Pulumi.yml"):
         path = work_dir / candidate
         if path.exists():
-            name = (yaml.safe_load(path.read_text()) or {}).get("name")
+            try:
+                data = parse_yaml(path.read_text(encoding="utf-8"))
+            except Exception:  # noqa: BLE001 (the lock name only; `pulumi` reports a broken Pulumi.yaml itself)
+                data = None
+            name = data.get("name") if isinstance(data, dict) else None
             if isinstance(name, str) and name:
                 return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)
     return "project"
@@ -213,7 +221,13 @@ class _Teardown:
         delays = self.retry.delays()
         while True:
             outcome.attempts += 1
+            step = "refresh"
             try:
+                # Refresh first: destroy works from the state, and state that missed a node pool the
+                # cloud re-created (or kept one someone deleted) makes the destroy leave compute behind or fail.
+                stack.refresh(message=message, color="never", suppress_progress=True, show_secrets=False,
+                              on_output=self._echo(outcome.stack))
+                step = "destroy"
                 stack.destroy(continue_on_error=True, message=message, color="never", suppress_progress=True,
                               show_secrets=False, on_output=self._echo(outcome.stack))
                 break
@@ -224,13 +238,13 @@ class _Teardown:
                     "status": "skipped", "reason": Reason.UPDATE_IN_PROGRESS,
                     "detail": "the stack is locked by a running update; the next run will look again"})
             except command_error as error:
-                outcome.errors.append(f"destroy attempt {outcome.attempts}: {_brief(error)}")
+                outcome.errors.append(f"{step} attempt {outcome.attempts}: {_brief(error)}")
                 delay = next(delays, None)
                 if delay is None:
                     outcome.status = "failed"
-                    self.log(f"{outcome.stack}: destroy failed {outcome.attempts} times; left in place")
+                    self.log(f"{outcome.stack}: {step} failed {outcome.attempts} times; left in place")
                     return outcome
-                self.log(f"{outcome.stack}: destroy failed (attempt {outcome.attempts}); retrying in {delay:g}s")
+                self.log(f"{outcome.stack}: {step} failed (attempt {outcome.attempts}); retrying in {delay:g}s")
                 self.sleep(delay)
         if not remove:
             outcome.status = "destroyed"
@@ -265,9 +279,25 @@ class _Teardown:
         return outcome
 
 
-def _check_state(workspace: Any, name: str) -> list[str]:
-    deployment = workspace.export_stack(name).deployment or {}
-    return teardown_blockers(deployment.get("resources") or [])
+def export_state(workspace: Any, name: str) -> dict[str, Any]:
+    """The stack's `deployment` as `pulumi stack export` prints it, secrets left encrypted.
+
+    Not `workspace.export_stack()`: that passes --show-secrets, which decrypts every secret (and
+    needs the secrets provider's key) just to read flags and labels.
+    """
+    env = {"PULUMI_HOME": workspace.pulumi_home} if workspace.pulumi_home else {}
+    result = workspace.pulumi_command.run(["stack", "export", "--stack", name], workspace.work_dir,
+                                          {**env, **workspace.env_vars})
+    try:
+        state = json.loads(result.stdout)
+    except json.JSONDecodeError as error:
+        raise AccelError(f"stack {name!r}: `pulumi stack export` printed no readable state ({error})") from None
+    return (state.get("deployment") if isinstance(state, dict) else None) or {}
+
+
+def check_state(workspace: Any, name: str) -> list[str]:
+    """Why destroying this stack now would lose data or fail (empty = safe), from its exported state."""
+    return teardown_blockers(export_state(workspace, name).get("resources") or [])
 
 
 def reap(
@@ -278,10 +308,13 @@ def reap(
     sleep: Callable[[float], None] = time.sleep,
     log: Log = lambda _: None,
     on_output: Log | None = None,
+    busy_limit: timedelta = DEFAULT_BUSY_LIMIT,
 ) -> ReapReport:
     """Decide for every stack of the project, destroy and remove the expired ones, report it all.
 
-    One stack's failure never stops the others. Hold `reap_lock` around this call.
+    One stack's failure never stops the others. Anything not decided (an unreadable marker or
+    expiry, unreadable state, a stack busy past `busy_limit`) is reported and fails the run.
+    Hold `reap_lock` around this call.
     """
     from pulumi.automation import Stack
 
@@ -303,7 +336,8 @@ def reap(
     teardown = _Teardown(workspace, retry, sleep, log, on_output)
     for summary in summaries:
         try:
-            outcome = _reap_one(workspace, select, summary, now, dry_run, teardown, command_error, not_found, log)
+            outcome = _reap_one(workspace, select, summary, now, dry_run, teardown, command_error, not_found, log,
+                                busy_limit)
         except Exception as error:  # one stack's surprise must not leave the others running
             outcome = StackOutcome(stack=summary.name, action="skip", detail="unexpected error", status="failed",
                                    errors=[f"{type(error).__name__}: {_brief(error)}"])
@@ -320,7 +354,7 @@ def reap(
 
 def _reap_one(workspace: Any, select: Callable[[str, Any], Any], summary: Any, now: datetime, dry_run: bool,
               teardown: _Teardown, command_error: type[Exception], not_found: type[Exception],
-              log: Log) -> StackOutcome:
+              log: Log, busy_limit: timedelta) -> StackOutcome:
     name = summary.name
     try:
         tags = workspace.list_tags(name)
@@ -329,16 +363,16 @@ def _reap_one(workspace: Any, select: Callable[[str, Any], Any], summary: Any, n
     except command_error as error:
         return StackOutcome(stack=name, action="skip", detail="could not read the stack's tags", status="failed",
                             errors=[f"stack tag ls: {_brief(error)}"])
-    decision = reap_decision(summary, tags, now)
+    decision = reap_decision(summary, tags, now, busy_limit=busy_limit)
     stack = None
     try:
         if decision.reason is Reason.FRESH and uses_ttl(tags):
             # Fresh by its last operation of any kind; count the TTL from the last `pulumi up`.
             stack = select(name, workspace)
-            decision = reap_decision(summary, tags, now, last_deployed=_last_deployed(stack))
+            decision = reap_decision(summary, tags, now, last_deployed=_last_deployed(stack), busy_limit=busy_limit)
         if decision.action == "skip":
-            return _outcome(decision, "skipped")
-        blockers = _check_state(workspace, name)
+            return _outcome(decision, "undecided" if decision.undecided else "skipped")
+        blockers = check_state(workspace, name)
         if blockers:
             return _outcome(decision, "refused", errors=blockers,
                             detail=f"{decision.detail}; not destroyed: it would lose data or fail")
@@ -349,9 +383,18 @@ def _reap_one(workspace: Any, select: Callable[[str, Any], Any], summary: Any, n
     except not_found:
         return _outcome(decision, "gone", detail=f"{decision.detail}; removed while the reaper ran")
     except command_error as error:
-        return _outcome(decision, "failed", errors=[_brief(error)])
+        return _outcome(decision, "failed", errors=[_brief(error)],
+                        detail=f"{decision.detail}; could not read the stack's state")
+    except AccelError as error:
+        return _outcome(decision, "failed", errors=[str(error)],
+                        detail=f"{decision.detail}; could not read the stack's state")
     message = f"accel reap: {decision.detail}"
-    return teardown.run(_outcome(decision, "failed"), stack, remove=True, message=message)
+    outcome = teardown.run(_outcome(decision, "failed"), stack, remove=True, message=message)
+    if outcome.reason is Reason.UPDATE_IN_PROGRESS:  # found locked at destroy time (self-managed backends)
+        busy = busy_decision(name, decision.expires_at, now, busy_limit)
+        return _outcome(busy, "undecided" if busy.undecided else "skipped",
+                        detail=busy.detail if busy.undecided else outcome.detail)
+    return outcome
 
 
 def _outcome(decision: Decision, status: Status, errors: list[str] | None = None,
@@ -377,7 +420,7 @@ def teardown(
     command_error, _, not_found = _command_error_types()
     outcome = StackOutcome(stack=stack_name, action="destroy", detail=reason, status="failed")
     try:
-        blockers = _check_state(workspace, stack_name)
+        blockers = check_state(workspace, stack_name)
         if blockers:
             return outcome.model_copy(update={"status": "refused", "errors": blockers,
                                               "detail": f"{reason}; not destroyed: it would lose data or fail"})
@@ -386,5 +429,7 @@ def teardown(
         return outcome.model_copy(update={"status": "gone", "detail": f"{reason}; the stack no longer exists"})
     except command_error as error:
         return outcome.model_copy(update={"errors": [_brief(error)]})
+    except AccelError as error:
+        return outcome.model_copy(update={"errors": [str(error)]})
     return _Teardown(workspace, retry, sleep, log, on_output).run(
         outcome, stack, remove=remove, message=f"accel destroy-after-run: {reason}")

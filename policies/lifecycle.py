@@ -226,6 +226,16 @@ class Reason(str, Enum):
     UPDATE_IN_PROGRESS = "update in progress"
     UNPARSEABLE_TAG = "unparseable tag"
     NO_EXPIRY = "no expiry"
+    NEVER_DEPLOYED = "never deployed"
+    BUSY_PAST_LIMIT = "busy past the limit"
+
+
+# Reasons the reaper could not decide for a stack that says it is ephemeral: its compute may be
+# running past its expiry, so the run must fail (the schedule goes red) rather than skip quietly.
+UNDECIDED_REASONS: frozenset[Reason] = frozenset({Reason.UNPARSEABLE_TAG, Reason.NO_EXPIRY, Reason.BUSY_PAST_LIMIT})
+
+# How long an expired stack may stay locked by someone else's update before that counts as stuck.
+DEFAULT_BUSY_LIMIT = timedelta(hours=6)
 
 
 class Decision(BaseModel):
@@ -238,6 +248,11 @@ class Decision(BaseModel):
     reason: Reason
     detail: str
     expires_at: datetime | None = None
+
+    @property
+    def undecided(self) -> bool:
+        """The stack is marked ephemeral but the reaper cannot tell whether or when it may go."""
+        return self.reason in UNDECIDED_REASONS
 
 
 class StackSummaryLike(Protocol):
@@ -261,11 +276,14 @@ def reap_decision(
     tags: Mapping[str, str],
     now: datetime,
     last_deployed: datetime | None = None,
+    busy_limit: timedelta = DEFAULT_BUSY_LIMIT,
 ) -> Decision:
     """Destroy an ephemeral stack whose expiry has passed; skip everything else, saying why.
 
     `last_deployed` is the end of the stack's last `pulumi up` (from its history); a TTL counts
-    from it when given, else from the summary's last update (any operation).
+    from it when given, else from the summary's last update (any operation). A stack whose
+    marker or expiry cannot be read, or that has stayed busy more than `busy_limit` past its
+    expiry, is skipped as undecided (`Decision.undecided`).
     """
     name = summary.name
     now = as_utc(now)
@@ -276,23 +294,37 @@ def reap_decision(
     if not is_marked_ephemeral(tags):
         return Decision(stack=name, action="skip", reason=Reason.UNPARSEABLE_TAG,
                         detail=f"{TAG_EPHEMERAL}: expected 'true' or 'false', got {marker!r}")
-    if summary.update_in_progress:
-        return Decision(stack=name, action="skip", reason=Reason.UPDATE_IN_PROGRESS,
-                        detail="an update is running; the next run will look again")
     try:
         expires_at = expiry(tags, last_deployed if last_deployed is not None else summary.last_update)
     except LifecycleError as error:
         return Decision(stack=name, action="skip", reason=Reason.UNPARSEABLE_TAG, detail=str(error))
+    if summary.update_in_progress:
+        return busy_decision(name, expires_at, now, busy_limit)
     if expires_at is None:
-        detail = (f"{TAG_TTL} is set but the stack has never been updated" if TAG_TTL in tags
-                  else f"neither {TAG_EXPIRES_AT} nor {TAG_TTL} is set")
-        return Decision(stack=name, action="skip", reason=Reason.NO_EXPIRY, detail=detail)
+        if TAG_TTL in tags:  # the TTL counts from the end of a `pulumi up`; none has finished yet
+            return Decision(stack=name, action="skip", reason=Reason.NEVER_DEPLOYED,
+                            detail=f"{TAG_TTL} is set but no `pulumi up` has finished, so nothing is deployed")
+        return Decision(stack=name, action="skip", reason=Reason.NO_EXPIRY,
+                        detail=f"{TAG_EPHEMERAL} is true but neither {TAG_EXPIRES_AT} nor {TAG_TTL} is set")
     stamp = format_timestamp(expires_at)
     if expires_at <= now:
         return Decision(stack=name, action="destroy", reason=Reason.EXPIRED, expires_at=expires_at,
                         detail=f"expired {humanize_duration(now - expires_at)} ago ({stamp})")
     return Decision(stack=name, action="skip", reason=Reason.FRESH, expires_at=expires_at,
                     detail=f"expires in {humanize_duration(expires_at - now)} ({stamp})")
+
+
+def busy_decision(stack: str, expires_at: datetime | None, now: datetime,
+                  busy_limit: timedelta = DEFAULT_BUSY_LIMIT) -> Decision:
+    """A stack locked by a running update: wait for it, unless it expired more than `busy_limit` ago."""
+    now = as_utc(now)
+    if expires_at is not None and now - expires_at > busy_limit:
+        return Decision(stack=stack, action="skip", reason=Reason.BUSY_PAST_LIMIT, expires_at=expires_at,
+                        detail=f"expired {humanize_duration(now - expires_at)} ago ({format_timestamp(expires_at)}) "
+                               f"and still locked by an update, longer than the {humanize_duration(busy_limit)} "
+                               "limit; look for a stuck update (`pulumi cancel`)")
+    return Decision(stack=stack, action="skip", reason=Reason.UPDATE_IN_PROGRESS, expires_at=expires_at,
+                    detail="an update is running; the next run will look again")
 
 
 def _data_role(inputs: Mapping[str, Any]) -> str | None:

@@ -144,6 +144,7 @@ class Case:
     expect: str
     level: str
     config: dict[str, Any] = field(default_factory=dict)
+    stack_tags: dict[str, str] = field(default_factory=dict)
 
     @property
     def culprit(self) -> str:
@@ -212,7 +213,13 @@ CASES = [
          [resource("aws:eks/cluster:Cluster", "eks", {"vpcConfig": {"endpointPublicAccess": False,
                                                                     "endpointPrivateAccess": True}})],
          [resource("aws:eks/cluster:Cluster", "eks", {"vpcConfig": {"subnetIds": ["subnet-a", "subnet-b"]}})],
-         "its Kubernetes API endpoint is public and open to 0.0.0.0/0", "advisory"),
+         "its Kubernetes API endpoint is public and open to 0.0.0.0/0", "mandatory"),
+    Case("exposure-on-development-stack",
+         [resource("aws:eks/cluster:Cluster", "eks", {"vpcConfig": {"endpointPublicAccess": False,
+                                                                    "endpointPrivateAccess": True}})],
+         [resource("aws:eks/cluster:Cluster", "eks", {"vpcConfig": {"subnetIds": ["subnet-a", "subnet-b"]}})],
+         "(control-plane-not-world-open, not blocking on a development stack) its Kubernetes API endpoint is public",
+         "advisory", stack_tags={"accel:environment": "development"}),
     Case("imdsv2-required",
          [resource("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt", {"metadataOptions": {"httpTokens": "required"}})],
          [resource("aws:ec2/launchTemplate:LaunchTemplate", "gpu-lt", {"metadataOptions": {"httpTokens": "optional"}})],
@@ -282,7 +289,7 @@ def schema_defaults(schema: PolicyConfigSchema | None) -> dict[str, Any]:
 
 
 def run_by_hand(rule: str, graph: list[dict[str, Any]], config: dict[str, Any] | None = None,
-                *, with_retain: bool = True) -> list[str]:
+                *, with_retain: bool = True, stack_tags: dict[str, str] | None = None) -> list[str]:
     """Messages one policy reports for `graph`, called directly with hand-built arguments."""
     policy = POLICIES[rule]
     settings = {**schema_defaults(policy.config_schema), **(config or {})}
@@ -294,19 +301,21 @@ def run_by_hand(rule: str, graph: list[dict[str, Any]], config: dict[str, Any] |
     if isinstance(policy, ResourceValidationPolicy):
         for raw in graph:
             args = ResourceValidationArgs(raw["type"], hand_props(raw), raw["urn"], raw["name"],
-                                          hand_options(raw, with_retain=with_retain), None, settings)
+                                          hand_options(raw, with_retain=with_retain), None, settings,
+                                          stack_tags)
             policy.validate(args, report)
     else:
         resources = [PolicyResource(raw["type"], hand_props(raw), raw["urn"], raw["name"],
                                     hand_options(raw, with_retain=with_retain), None, None, [], {})
                      for raw in graph]
-        policy.validate(StackValidationArgs(resources, settings), report)
+        policy.validate(StackValidationArgs(resources, settings, stack_tags), report)
     return messages
 
 
-def offline_violations(rule: str, graph: list[dict[str, Any]], config: dict[str, Any] | None = None) -> list[dict]:
+def offline_violations(rule: str, graph: list[dict[str, Any]], config: dict[str, Any] | None = None,
+                       stack_tags: dict[str, str] | None = None) -> list[dict]:
     pack_config = {rule: config} if config else None
-    return [v for v in offline.evaluate(graph, pack_config) if v["policy"] == rule]
+    return [v for v in offline.evaluate(graph, pack_config, stack_tags=stack_tags) if v["policy"] == rule]
 
 
 def test_every_rule_has_a_specification():
@@ -315,12 +324,12 @@ def test_every_rule_has_a_specification():
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.rule)
 def test_compliant_graph_passes_offline(case: Case):
-    assert offline_violations(case.rule, case.compliant, case.config) == []
+    assert offline_violations(case.rule, case.compliant, case.config, case.stack_tags) == []
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.rule)
 def test_violating_graph_fails_offline_with_a_message_that_names_resource_rule_and_fix(case: Case):
-    found = offline_violations(case.rule, case.violating, case.config)
+    found = offline_violations(case.rule, case.violating, case.config, case.stack_tags)
     assert len(found) == 1, found
     violation = found[0]
     assert violation["level"] == case.level
@@ -333,12 +342,12 @@ def test_violating_graph_fails_offline_with_a_message_that_names_resource_rule_a
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.rule)
 def test_compliant_graph_passes_with_hand_built_args(case: Case):
-    assert run_by_hand(case.rule, case.compliant, case.config) == []
+    assert run_by_hand(case.rule, case.compliant, case.config, stack_tags=case.stack_tags) == []
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.rule)
 def test_violating_graph_fails_with_hand_built_args(case: Case):
-    messages = run_by_hand(case.rule, case.violating, case.config)
+    messages = run_by_hand(case.rule, case.violating, case.config, stack_tags=case.stack_tags)
     assert len(messages) == 1 and case.expect in messages[0], messages
 
 
@@ -602,3 +611,28 @@ def test_unknown_values_during_preview_skip_checks_instead_of_failing_them():
 def test_ttl_uses_the_grammar_accel_reap_reads(ttl, ok):
     messages = messages_for("ephemeral-has-expiry", [training_cluster(ephemeral=True, ttl=ttl)])
     assert (messages == []) is ok, messages
+
+
+# --- exposure: mandatory unless the stack is explicitly marked for development ------------
+
+DEVELOPMENT_TAGS = {"accel:environment": "development"}
+OPEN_EKS = resource("aws:eks/cluster:Cluster", "eks", {"vpcConfig": {"subnetIds": ["subnet-a"]}})
+PUBLIC_SUBNET = resource("aws:ec2/subnet:Subnet", "public", {"mapPublicIpOnLaunch": True})
+PUBLIC_GCS = gcs_bucket(publicAccessPrevention="inherited")
+EXPOSURE_RULES = ["no-public-node-ips", "no-public-buckets", "control-plane-not-world-open"]
+
+
+@pytest.mark.parametrize("tags", [{}, {"accel:environment": "production"}, {"accel:environment": "dev"}],
+                         ids=["untagged", "production", "not-the-exact-word"])
+def test_exposure_blocks_every_stack_not_explicitly_marked_for_development(tags):
+    found = offline.evaluate([OPEN_EKS, PUBLIC_SUBNET, PUBLIC_GCS], stack_tags=tags)
+    blocking = sorted({v["policy"] for v in found if v["level"] == "mandatory" and v["policy"] in EXPOSURE_RULES})
+    assert blocking == sorted(EXPOSURE_RULES)
+    assert not [v for v in found if v["policy"] == "exposure-on-development-stack"]
+
+
+def test_exposure_on_a_development_stack_is_reported_but_does_not_block():
+    found = offline.evaluate([OPEN_EKS, PUBLIC_SUBNET, PUBLIC_GCS], stack_tags=DEVELOPMENT_TAGS)
+    exposure = [v for v in found if v["policy"] in [*EXPOSURE_RULES, "exposure-on-development-stack"]]
+    assert {(v["policy"], v["level"]) for v in exposure} == {("exposure-on-development-stack", "advisory")}
+    assert sorted(v["resource"] for v in exposure) == sorted(r["urn"] for r in (OPEN_EKS, PUBLIC_SUBNET, PUBLIC_GCS))

@@ -306,12 +306,6 @@ def test_stack_marked_not_ephemeral_is_skipped():
     assert decision.reason is Reason.NOT_EPHEMERAL
 
 
-def test_stack_with_update_in_progress_is_skipped():
-    summary = Summary(update_in_progress=True, last_update=None)
-    decision = reap_decision(summary, {TAG_EPHEMERAL: "true", TAG_EXPIRES_AT: "2020-01-01T00:00:00Z"}, T0)
-    assert (decision.action, decision.reason) == ("skip", Reason.UPDATE_IN_PROGRESS)
-
-
 def test_unparseable_ttl_tag_is_skipped_with_the_problem():
     decision = reap_decision(Summary(), {TAG_EPHEMERAL: "true", TAG_TTL: "forever"}, T0)
     assert (decision.action, decision.reason) == ("skip", Reason.UNPARSEABLE_TAG)
@@ -323,14 +317,36 @@ def test_unparseable_marker_is_skipped():
     assert decision.reason is Reason.UNPARSEABLE_TAG
 
 
-def test_marker_without_expiry_is_skipped_as_no_expiry():
+def test_marker_without_expiry_is_undecided():
     decision = reap_decision(Summary(), {TAG_EPHEMERAL: "true"}, T0)
-    assert (decision.reason, decision.detail) == (Reason.NO_EXPIRY, "neither accel:expires-at nor accel:ttl is set")
+    assert (decision.reason, decision.detail) == (
+        Reason.NO_EXPIRY, "accel:ephemeral is true but neither accel:expires-at nor accel:ttl is set")
+    assert decision.undecided
 
 
-def test_ttl_stack_never_updated_is_skipped_as_no_expiry():
+def test_unreadable_ttl_is_undecided_not_a_quiet_skip():
+    decision = reap_decision(Summary(), {TAG_EPHEMERAL: "true", TAG_TTL: "forever"}, T0)
+    assert decision.undecided
+
+
+def test_ttl_stack_never_deployed_is_skipped_as_decided():
     decision = reap_decision(Summary(last_update=None), {TAG_EPHEMERAL: "true", TAG_TTL: "1h"}, T0)
-    assert decision.reason is Reason.NO_EXPIRY
+    assert (decision.reason, decision.undecided) == (Reason.NEVER_DEPLOYED, False)
+
+
+def test_an_update_running_on_a_freshly_expired_stack_is_waited_for():
+    summary = Summary(update_in_progress=True, last_update=None)
+    decision = reap_decision(summary, {TAG_EPHEMERAL: "true", TAG_EXPIRES_AT: "2026-03-01T11:00:00Z"},
+                             datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc), busy_limit=timedelta(hours=6))
+    assert (decision.reason, decision.undecided) == (Reason.UPDATE_IN_PROGRESS, False)
+
+
+def test_a_stack_busy_longer_than_the_limit_past_its_expiry_is_undecided():
+    summary = Summary(update_in_progress=True, last_update=None)
+    decision = reap_decision(summary, {TAG_EPHEMERAL: "true", TAG_EXPIRES_AT: "2026-03-01T05:00:00Z"},
+                             datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc), busy_limit=timedelta(hours=6))
+    assert (decision.reason, decision.undecided) == (Reason.BUSY_PAST_LIMIT, True)
+    assert "longer than the 6h limit" in decision.detail
 
 
 def test_last_deployment_time_overrides_the_last_operation_time():

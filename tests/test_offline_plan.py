@@ -102,11 +102,14 @@ def fake_guardrails(monkeypatch, violations):
     calls = []
     module = types.ModuleType(GUARDRAILS_MODULE)
 
-    def evaluate(resources, pack_config):
+    def evaluate(resources, pack_config, stack_tags=None):
         calls.append((resources, pack_config))
+        tags_seen.append(stack_tags)
         return violations
 
+    tags_seen: list = []
     module.evaluate = evaluate
+    module.tags_seen = tags_seen
     monkeypatch.setitem(sys.modules, GUARDRAILS_MODULE, module)
     return calls
 
@@ -273,6 +276,13 @@ def test_guardrails_get_the_captured_resources_and_the_pack_config(project, monk
     assert result.guardrails_evaluated
 
 
+def test_guardrails_see_the_stack_files_pulumi_tags_as_the_stacks_tags(tmp_path, monkeypatch):
+    project = make_project(tmp_path, stack_yaml=STACK_YAML + "  pulumi:tags:\n    accel:environment: development\n")
+    fake_guardrails(monkeypatch, [])
+    plan_stack("dev", None, project)
+    assert sys.modules[GUARDRAILS_MODULE].tags_seen == [{"accel:environment": "development"}]
+
+
 def test_a_mandatory_violation_makes_exit_code_4(project, monkeypatch):
     fake_guardrails(monkeypatch, [{"policy": "checkpoint-retained", "level": "mandatory",
                                    "resource": "store-checkpoints", "message": "must be retained"}])
@@ -390,7 +400,7 @@ def test_a_pack_config_the_guardrails_reject_exits_2_naming_the_file(project, mo
     module = types.ModuleType(GUARDRAILS_MODULE)
     module.PolicyConfigError = PolicyConfigError
 
-    def evaluate(resources, pack_config):
+    def evaluate(resources, pack_config, stack_tags=None):
         raise PolicyConfigError("no-such-policy: no such policy in the pack")
 
     module.evaluate = evaluate

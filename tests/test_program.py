@@ -84,11 +84,27 @@ def test_a_gcp_plan_without_a_project_is_refused():
         read_stack(values, "dev")
 
 
+TTL_TAGS = {"pulumi:tags": {"accel:ephemeral": "true", "accel:ttl": "12h"}}
+
+
 def test_ttl_is_stamped_on_tags_and_must_match_declared_stack_tags():
-    program = read_stack(config(workload=WORKLOAD, ttl="12h"), "dev")
+    program = read_stack(config(workload=WORKLOAD, ttl="12h", **TTL_TAGS), "dev")
     assert program.cluster_args.tags.ttl == "12h" and program.cluster_args.tags.ephemeral
     with pytest.raises(UsageError, match="pulumi:tags"):
         read_stack(config(workload=WORKLOAD, ttl="12h", **{"pulumi:tags": {"accel:ephemeral": "true"}}), "dev")
+
+
+def test_an_ephemeral_stack_without_stack_tags_is_refused_because_the_reaper_could_not_find_it():
+    with pytest.raises(UsageError) as raised:
+        read_stack(config(workload=WORKLOAD, ttl="12h"), "dev")
+    message = str(raised.value)
+    assert message.startswith("stacks/Pulumi.dev.yaml: pulumi:tags: missing accel:ephemeral: 'true'")
+    assert "missing accel:ttl: '12h'" in message and "`accel reap` reads only the stack's tags" in message
+
+
+def test_reaper_tags_on_a_stack_that_is_not_ephemeral_by_config_are_refused():
+    with pytest.raises(UsageError, match="accel:ephemeral is set but the stack config does not make"):
+        read_stack(config(workload=WORKLOAD, **TTL_TAGS), "dev")
 
 
 def test_hardware_pin_and_pinned_plan_together_are_ambiguous():

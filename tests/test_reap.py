@@ -171,10 +171,21 @@ def test_stack_without_the_ephemeral_marker_is_never_destroyed(fake, run_reap):
 
 
 def test_stack_with_an_update_in_progress_is_skipped(fake, run_reap):
-    fake.add_stack("spot-run", {TAG_EPHEMERAL: "true", TAG_EXPIRES_AT: "2026-03-01T00:00:00Z"}, in_progress=True)
-    outcome = _by_stack(run_reap())["spot-run"]
-    assert (outcome.status, outcome.reason) == ("skipped", Reason.UPDATE_IN_PROGRESS)
+    fake.add_stack("spot-run", {TAG_EPHEMERAL: "true", TAG_EXPIRES_AT: _stamp(NOW - timedelta(hours=1))},
+                   in_progress=True)
+    report = run_reap()
+    outcome = _by_stack(report)["spot-run"]
+    assert (outcome.status, outcome.reason, report.exit_code) == ("skipped", Reason.UPDATE_IN_PROGRESS, 0)
     assert fake.calls_of("destroy") == []
+
+
+def test_stack_busy_longer_than_the_limit_past_its_expiry_fails_the_run_naming_it(fake, run_reap):
+    fake.add_stack("stuck", {TAG_EPHEMERAL: "true", TAG_EXPIRES_AT: _stamp(NOW - timedelta(hours=7))},
+                   in_progress=True)
+    report = run_reap(busy_limit=timedelta(hours=6))
+    outcome = _by_stack(report)["stuck"]
+    assert (outcome.status, outcome.reason, report.exit_code) == ("undecided", Reason.BUSY_PAST_LIMIT, 1)
+    assert [o.stack for o in report.left] == ["stuck"] and fake.calls_of("destroy") == []
 
 
 def test_locked_stack_on_a_self_managed_backend_is_skipped_without_retry(tmp_path, sleeps):
@@ -183,14 +194,69 @@ def test_locked_stack_on_a_self_managed_backend_is_skipped_without_retry(tmp_pat
     report = reaper.reap(fake.workspace(), now=NOW, sleep=sleeps.append)
     outcome = _by_stack(report)["spot-run"]
     assert (outcome.status, outcome.reason, report.exit_code) == ("skipped", Reason.UPDATE_IN_PROGRESS, 0)
-    assert (len(fake.destroys_of("spot-run")), sleeps, fake.calls_of("stack", "rm")) == (1, [], [])
+    assert (fake.calls_of("refresh") != [], sleeps, fake.calls_of("stack", "rm")) == (True, [], [])
 
 
-def test_unparseable_tag_skips_that_stack_and_reaps_the_rest(fake, run_reap):
+def test_locked_stack_on_a_self_managed_backend_past_the_busy_limit_fails_the_run(tmp_path, sleeps):
+    fake = FakePulumi(tmp_path, backend="diy")
+    fake.add_stack("spot-run", TTL_12H, locked=True)
+    report = reaper.reap(fake.workspace(), now=NOW + timedelta(hours=7), sleep=sleeps.append,
+                         busy_limit=timedelta(hours=6))
+    outcome = _by_stack(report)["spot-run"]
+    assert (outcome.status, outcome.reason, report.exit_code) == ("undecided", Reason.BUSY_PAST_LIMIT, 1)
+
+
+def test_unparseable_tag_reaps_the_rest_and_fails_the_run_naming_the_stack(fake, run_reap):
     fake.add_stack("broken", {TAG_EPHEMERAL: "true", TAG_TTL: "forever"})
     fake.add_stack("spot-run", TTL_12H)
-    outcomes = _by_stack(run_reap())
-    assert (outcomes["broken"].reason, outcomes["spot-run"].status) == (Reason.UNPARSEABLE_TAG, "destroyed")
+    report = run_reap()
+    outcomes = _by_stack(report)
+    assert (outcomes["broken"].status, outcomes["broken"].reason) == ("undecided", Reason.UNPARSEABLE_TAG)
+    assert (outcomes["spot-run"].status, report.exit_code, [o.stack for o in report.left]) == (
+        "destroyed", 1, ["broken"])
+
+
+def test_ephemeral_marker_without_any_expiry_fails_the_run(fake, run_reap):
+    fake.add_stack("forgotten", {TAG_EPHEMERAL: "true"})
+    report = run_reap()
+    assert (_by_stack(report)["forgotten"].status, report.exit_code) == ("undecided", 1)
+
+
+def test_unreadable_state_fails_the_run_naming_the_stack(fake, run_reap):
+    fake.add_stack("spot-run", TTL_12H, export_fails=True)
+    report = run_reap()
+    outcome = _by_stack(report)["spot-run"]
+    assert (outcome.status, report.exit_code) == ("failed", 1)
+    assert "could not read the stack's state" in outcome.detail and fake.calls_of("destroy") == []
+
+
+# --- refresh before destroy ----------------------------------------------------------------
+
+def test_every_destroy_is_preceded_by_a_refresh_of_the_same_stack(fake, run_reap):
+    fake.add_stack("spot-run", TTL_12H)
+    run_reap()
+    steps = [c[0] for c in fake.calls() if c[0] in ("refresh", "destroy")]
+    assert steps == ["refresh", "destroy"]
+    refresh = fake.calls_of("refresh")[0]
+    assert refresh[refresh.index("--stack") + 1] == "spot-run"
+
+
+def test_refresh_drops_what_was_deleted_out_of_band_so_the_destroy_succeeds(fake, run_reap):
+    fake.add_stack("spot-run", TTL_12H)
+    state = fake.load()
+    state["cloud"].remove("urn:pulumi:spot-run::accel::gcp:container/nodePool:NodePool::pool")
+    fake.state = state
+    fake.save()
+    outcome = _by_stack(run_reap())["spot-run"]
+    assert outcome.status == "destroyed" and fake.cloud() == ["ckpt"]
+
+
+def test_a_failing_refresh_is_retried_and_never_followed_by_a_destroy(fake, run_reap, sleeps):
+    fake.add_stack("spot-run", TTL_12H, refresh_failures=-1)
+    report = run_reap()
+    outcome = _by_stack(report)["spot-run"]
+    assert (outcome.status, outcome.attempts, sleeps, report.exit_code) == ("failed", 3, [30, 60], 1)
+    assert outcome.errors[0].startswith("refresh attempt 1: ") and fake.calls_of("destroy") == []
 
 
 def test_ttl_counts_from_the_last_up_not_a_later_refresh(fake, run_reap):
@@ -281,6 +347,21 @@ def test_dry_run_changes_nothing(fake, run_reap):
     assert fake.load()["stacks"] == before["stacks"] and fake.load()["cloud"] == before["cloud"]
 
 
+def test_dry_run_decrypts_no_secret(fake, run_reap):
+    _mixed_project(fake)
+    fake.state["stacks"]["expired"]["secrets"] = {"dbPassword": "hunter2"}
+    fake.save()
+    report = run_reap(dry_run=True)
+    assert _by_stack(report)["expired"].status == "would-destroy"
+    assert fake.calls_of("stack", "export") and not [c for c in fake.calls() if "--show-secrets" in c]
+
+
+def test_a_real_run_decrypts_no_secret_either(fake, run_reap):
+    fake.add_stack("spot-run", TTL_12H, secrets={"dbPassword": "hunter2"})
+    assert _by_stack(run_reap())["spot-run"].status == "destroyed"
+    assert not [c for c in fake.calls() if "--show-secrets" in c]
+
+
 def test_dry_run_shows_the_same_decisions_as_a_real_run(fake, run_reap, tmp_path):
     _mixed_project(fake)
     dry = [(o.stack, o.action, o.reason) for o in run_reap(dry_run=True).outcomes]
@@ -307,7 +388,7 @@ def test_lock_is_free_again_after_a_run(tmp_path):
 
 
 def test_second_reaper_started_during_a_destroy_exits_at_once_and_destroys_nothing(fake):
-    fake.add_stack("spot-run", TTL_12H, destroy_seconds=3)
+    fake.add_stack("spot-run", TTL_12H, destroy_seconds=120)  # until the test releases it
     command = [sys.executable, "-m", "accel.cli", "reap", "--now", "2026-03-02T01:00:00Z",
                "--work-dir", str(fake.project)]
 
@@ -324,6 +405,7 @@ def test_second_reaper_started_during_a_destroy_exits_at_once_and_destroys_nothi
     second = start()
     second_code = second.wait(timeout=60)
     first_still_destroying = first.poll() is None
+    Path(str(fake.state_path) + ".release").touch()
     assert (first.wait(timeout=60), second_code) == (0, 1)
     assert first_still_destroying and "another `accel reap` is running" in second.stderr.read()
     assert len(fake.destroys_of("spot-run")) == 1
@@ -467,10 +549,36 @@ def test_destroy_after_run_fails_a_successful_run_whose_teardown_failed(fake, cl
     assert len(fake.destroys_of("train")) == 2
 
 
-def test_destroy_after_run_tears_down_even_when_the_command_does_not_exist(fake, cli):
+def test_destroy_after_run_with_a_command_that_does_not_exist_destroys_nothing(fake, cli):
     fake.add_stack("train", {})
-    result = cli("destroy-after-run", "-s", "train", "--work-dir", str(fake.project), "--", "no-such-trainer")
-    assert result.exit_code == 127 and len(fake.destroys_of("train")) == 1
+    result = cli("destroy-after-run", "-s", "train", "--work-dir", str(fake.project), "--", "trian.py")
+    assert result.exit_code == 127 and fake.calls_of("destroy") == [] and "pool" in fake.cloud()
+    assert "trian.py: command not found" in result.stderr and "left as it is" in result.stderr
+
+
+def test_destroy_after_run_with_a_file_that_is_not_executable_destroys_nothing(fake, cli, tmp_path):
+    fake.add_stack("train", {})
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    result = cli("destroy-after-run", "-s", "train", "--work-dir", str(fake.project), "--", str(script))
+    assert result.exit_code == 126 and fake.calls_of("destroy") == []
+    assert "not executable" in result.stderr
+
+
+def test_destroy_after_run_with_a_command_that_cannot_start_destroys_nothing(fake, cli, tmp_path):
+    fake.add_stack("train", {})
+    script = tmp_path / "train.sh"
+    script.write_text("#!/no/such/interpreter\n")
+    script.chmod(0o755)
+    result = cli("destroy-after-run", "-s", "train", "--work-dir", str(fake.project), "--", str(script))
+    assert result.exit_code in (126, 127) and fake.calls_of("destroy") == []
+    assert "could not start" in result.stderr
+
+
+def test_destroy_after_run_checks_the_command_before_asking_the_backend_anything(fake, cli):
+    fake.add_stack("train", {})
+    cli("destroy-after-run", "-s", "train", "--work-dir", str(fake.project), "--", "trian.py")
+    assert fake.calls() == []
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

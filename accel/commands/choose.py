@@ -295,6 +295,8 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
     workload (another name) is what the user asked for, but `warn` is told, naming both."""
     import yaml
 
+    from accel.base.yaml_files import parse_yaml
+
     directory = _project_dir((root or Path.cwd()).resolve()) / "stacks"
     path = directory / f"Pulumi.{name}.yaml"
     data: Any = {}
@@ -304,8 +306,8 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
             text = path.read_text(encoding="utf-8")
             # The comment block at the top documents the scenario; YAML loses comments, so keep it by hand.
             header = _leading_comments(text)
-            data = yaml.safe_load(text) or {}
-        except (yaml.YAMLError, OSError, UnicodeDecodeError) as error:
+            data = parse_yaml(text) or {}
+        except (yaml.YAMLError, OSError, UnicodeDecodeError, ValueError) as error:
             raise UsageError(f"{path}: cannot update the stack file: {error}") from None
         if not isinstance(data, dict):
             raise UsageError(f"{path}: a stack file must be a mapping with a 'config' section")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
@@ -16,14 +18,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from accel.base.errors import AccelError, UsageError, fail
-from accel.policies.lifecycle import LifecycleError, format_timestamp, parse_timestamp
+from accel.policies.lifecycle import DEFAULT_BUSY_LIMIT, LifecycleError, format_timestamp, parse_timestamp, parse_ttl
 
 DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY = 30.0
+EXIT_NOT_FOUND = 127  # what a shell returns for a command it cannot find
+EXIT_CANNOT_RUN = 126  # ... and for one it found but cannot execute
 
 _STATUS_STYLE = {
     "destroyed": "green", "would-destroy": "yellow", "gone": "dim", "skipped": "dim",
-    "failed": "bold red", "refused": "bold red",
+    "failed": "bold red", "refused": "bold red", "undecided": "bold red",
 }
 
 
@@ -99,8 +103,15 @@ def reap_command(
                                  help="Destroy attempts per stack."),
     retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
                                       help="First wait before a retry; doubles each time."),
+    busy_limit: str = typer.Option("6h", "--busy-limit", metavar="DURATION",
+                                   help="How long past its expiry a stack may stay locked by an update before "
+                                        "the run fails, e.g. 90m, 6h."),
 ) -> None:
-    """Destroy ephemeral stacks whose TTL or expiry has passed, then remove them; data is retained."""
+    """Destroy ephemeral stacks whose TTL or expiry has passed, then remove them; data is retained.
+
+    Exits 1 naming every stack it left behind: a destroy that failed, a stack refused to protect
+    data, or one it could not decide about (unreadable tags or state, busy past --busy-limit).
+    """
     from accel import reaper
 
     err = Console(stderr=True)
@@ -109,12 +120,16 @@ def reap_command(
     except LifecycleError as error:
         _fail(UsageError(f"--now: {error}"), json_output, dry_run, work_dir)
     try:
+        busy: timedelta = parse_ttl(busy_limit)
+    except LifecycleError as error:
+        _fail(UsageError(f"--busy-limit: {error}"), json_output, dry_run, work_dir)
+    try:
         project = _project_dir(work_dir)
         with reaper.reap_lock(reaper.default_lock_path(project)):
             workspace = reaper.open_workspace(project)
             with err.status("reaping expired stacks" if not dry_run else "deciding (dry run)"):
                 report = reaper.reap(
-                    workspace, now=moment, dry_run=dry_run, retry=_retry(attempts, retry_delay),
+                    workspace, now=moment, dry_run=dry_run, retry=_retry(attempts, retry_delay), busy_limit=busy,
                     log=lambda line: err.print(escape(line), highlight=False),
                     on_output=_echo_output(err),
                 )
@@ -188,17 +203,49 @@ class _ShieldTeardown(_SignalHandlers):
         self.err.print(f"accel: got {signal.Signals(signum).name} during teardown; finishing the destroy first")
 
 
+class CommandCannotStart(UsageError):
+    """The command to run is not there or cannot be executed: nothing ran, nothing is torn down."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def check_command(command: list[str]) -> str:
+    """The executable COMMAND would start, or CommandCannotStart (127 not found, 126 not executable).
+
+    Looked up as exec would: a name with a slash is a path, anything else is searched on PATH.
+    """
+    name = command[0]
+    if os.sep in name:
+        if not os.path.exists(name):
+            raise CommandCannotStart(f"{name}: command not found (no such file)", EXIT_NOT_FOUND)
+        if os.path.isdir(name) or not os.access(name, os.X_OK):
+            raise CommandCannotStart(f"{name}: not executable; run it through its interpreter "
+                                     f"(e.g. `python {name}`) or `chmod +x` it", EXIT_CANNOT_RUN)
+        return name
+    found = shutil.which(name)
+    if found is None:
+        hint = f"; to run a script in this directory use `python {name}` or `./{name}`" if os.path.exists(name) \
+            else ""
+        raise CommandCannotStart(f"{name}: command not found on PATH{hint}", EXIT_NOT_FOUND)
+    return found
+
+
 def _run_command(command: list[str], err: Console) -> int:
-    """Run the command in its own process group; its exit code (128+N when killed by signal N)."""
+    """Run the command in its own process group; its exit code (128+N when killed by signal N).
+
+    Raises CommandCannotStart when the process could not be started at all (e.g. a script whose
+    interpreter is missing): the command never ran, so the stack was never handed to it.
+    """
     with _ChildSignals(err) as signals:
         try:
             child = subprocess.Popen(command, process_group=0)
-        except FileNotFoundError:
-            err.print(f"accel: command not found: {escape(command[0])}")
-            return 127
-        except PermissionError:
-            err.print(f"accel: command not executable: {escape(command[0])}")
-            return 126
+        except FileNotFoundError as error:
+            raise CommandCannotStart(f"{command[0]}: could not start ({error.strerror}; a script's "
+                                     "#! interpreter may be missing)", EXIT_NOT_FOUND) from None
+        except OSError as error:
+            raise CommandCannotStart(f"{command[0]}: could not start ({error.strerror})", EXIT_CANNOT_RUN) from None
         signals.started(child)
         code = child.wait()
     return 128 - code if code < 0 else code
@@ -220,26 +267,36 @@ def destroy_after_run_command(
     Example: accel destroy-after-run -s spot-run -- python train.py --steps 1000
 
     Exits with the command's exit code (128+N if signal N ended it), or 1 if the command succeeded but the teardown did not.
+    A command that cannot start (127 not found, 126 not executable) exits at once and destroys nothing.
     """
     from accel import reaper
-    from accel.policies.lifecycle import teardown_blockers
 
     err = Console(stderr=True)
+    left_alone = f"; nothing ran and stack {stack!r} was left as it is"
     try:
+        # Check before the run, not after: a typo in the command or the stack, or an unsafe stack, must
+        # neither cost a training run's worth of compute nor destroy a cluster that is waiting for the run.
+        check_command(command)
         project = _project_dir(work_dir)
         workspace = reaper.open_workspace(project)
-        # Check before the run, not after: a typo or an unsafe stack must not cost a training run's worth of compute.
         if stack not in {s.name for s in workspace.list_stacks()}:
             raise UsageError(f"-s/--stack: no stack named {stack!r} in this project's backend")
-        blockers = teardown_blockers((workspace.export_stack(stack).deployment or {}).get("resources") or [])
+        blockers = reaper.check_state(workspace, stack)
         if blockers:
             raise AccelError(f"stack {stack!r} cannot be torn down safely:\n" + "\n".join(f"- {b}" for b in blockers))
+    except CommandCannotStart as error:
+        error.args = (f"{error}{left_alone}",)
+        fail(error)
     except AccelError as error:
         fail(error)
     except Exception as error:  # a CLI failure while checking: say so, run nothing
         fail(AccelError(f"could not inspect stack {stack!r}: {reaper._brief(error)}"))
 
-    code = _run_command(command, err)
+    try:
+        code = _run_command(command, err)
+    except CommandCannotStart as error:
+        error.args = (f"{error}{left_alone}",)
+        fail(error)
     err.print(f"accel: command exited with {code}; destroying stack {escape(stack)} (data is retained)")
     with _ShieldTeardown(err):
         outcome = reaper.teardown(

@@ -164,6 +164,9 @@ def _apply_price_override(raw: _Raw, item: dict[str, Any], where: str) -> None:
         if key not in allowed:
             raise CatalogError(f"{where}.{key}: unknown key{_near(key, allowed)}")
     offering_id = item.get("offering")
+    for key in ("offering", "region"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise CatalogError(f"{where}.{key}: expected a name, got {type(item[key]).__name__} {item[key]!r}")
     if offering_id not in raw.offerings:
         raise CatalogError(f"{where}.offering: no offering {offering_id!r}{_near(str(offering_id), raw.offerings)}")
     target, _, _ = raw.offerings[offering_id]

@@ -176,10 +176,11 @@ def _options(resource: Mapping[str, Any]) -> CapturedResourceOptions:
                                    retain_on_delete=bool(resource.get("retain_on_delete")))
 
 
-def resource_args(resource: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> ResourceValidationArgs:
+def resource_args(resource: Mapping[str, Any], config: Mapping[str, Any] | None = None,
+                  stack_tags: Mapping[str, str] | None = None) -> ResourceValidationArgs:
     """What the CLI's analyzer hands a resource policy for this captured resource."""
     return ResourceValidationArgs(resource["type"], _props(resource), _urn(resource), resource["name"],
-                                  _options(resource), None, dict(config or {}), {})
+                                  _options(resource), None, dict(config or {}), dict(stack_tags or {}))
 
 
 def policy_resources(resources: Sequence[Mapping[str, Any]]) -> list[PolicyResource]:
@@ -206,8 +207,12 @@ def _run(result: Any) -> None:
             loop.close()
 
 
-def evaluate(resources: list[dict], pack_config: dict | None = None) -> list[dict]:
-    """Every violation the pack reports for this graph: {policy, level, resource, message}."""
+def evaluate(resources: list[dict], pack_config: dict | None = None,
+             stack_tags: Mapping[str, str] | None = None) -> list[dict]:
+    """Every violation the pack reports for this graph: {policy, level, resource, message}.
+
+    `stack_tags` are the stack's tags as the analyzer hands them to policies (the stack file's `pulumi:tags`).
+    """
     policies = all_policies()
     settings = resolve_config(policies, pack_config)
     violations: list[dict] = []
@@ -236,11 +241,11 @@ def evaluate(resources: list[dict], pack_config: dict | None = None) -> list[dic
 
         if isinstance(policy, ResourceValidationPolicy):
             for raw in resources:
-                args = resource_args(raw, config)
+                args = resource_args(raw, config, stack_tags)
                 target = raw.get("urn") or raw["name"]
                 run_guarded(lambda report, args=args: policy.validate(args, report), target)
         elif isinstance(policy, StackValidationPolicy):
-            args = StackValidationArgs(stack_resources, dict(config), {})
+            args = StackValidationArgs(stack_resources, dict(config), dict(stack_tags or {}))
             run_guarded(lambda report: policy.validate(args, report), "stack")
     names = {_urn(r): r.get("urn") or r["name"] for r in resources}
     for violation in violations:

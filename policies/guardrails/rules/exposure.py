@@ -1,5 +1,10 @@
 """Exposure: training nodes, buckets and control planes are not reachable from the internet,
 and workloads get their own credentials rather than the node's.
+
+The three that expose a stack to the whole internet (public node IPs, public buckets, a world-open
+Kubernetes API) are mandatory. A stack explicitly marked for development (stack tag
+`accel:environment: development`, set through `pulumi:tags` in its stack file) is judged by one
+advisory policy instead, which reports the same violations: loud, but it does not block.
 """
 
 from __future__ import annotations
@@ -29,9 +34,30 @@ IMDSV2 = "imdsv2-required"
 WORKLOAD_IDENTITY = "workload-identity"
 SHIELDED = "shielded-nodes"
 
+EXPOSURE_ON_DEVELOPMENT = "exposure-on-development-stack"
+
+# The stack tag that marks a stack for development; only this exact value relaxes the rules above.
+ENVIRONMENT_TAG = "accel:environment"
+DEVELOPMENT = "development"
+
 WORLD = ("0.0.0.0/0", "::/0")
 _PUBLIC_ACLS = ("public-read", "public-read-write", "authenticated-read")
 _PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+
+
+def is_development_stack(args: Any) -> bool:
+    """The stack carries `accel:environment: development` in its stack tags (what the analyzer hands policies)."""
+    tags = getattr(args, "stack_tags", None) or {}
+    return str(tags.get(ENVIRONMENT_TAG, "")).strip().lower() == DEVELOPMENT
+
+
+def _outside_development(validate):
+    """Run `validate` only on stacks not marked for development (those get EXPOSURE_ON_DEVELOPMENT)."""
+    def run(args, report) -> None:
+        if not is_development_stack(args):
+            validate(args, report)
+    run.__doc__ = validate.__doc__
+    return run
 
 
 # --- no-public-node-ips -----------------------------------------------------------------
@@ -280,6 +306,21 @@ def _validate_imdsv2(args, report) -> None:
                              "attach a launch template whose metadata_options.http_tokens is \"required\""))
 
 
+# --- exposure-on-development-stack -------------------------------------------------------
+
+
+def _validate_exposure_on_development(args, report) -> None:
+    if not is_development_stack(args):
+        return
+    for rule, validate in ((PUBLIC_NODE_IPS, _validate_public_node_ips), (PUBLIC_BUCKETS, _validate_public_buckets),
+                           (CONTROL_PLANE, _validate_control_plane)):
+        def relabel(message: str, *rest: Any, rule: str = rule) -> None:
+            report(message.replace(f"violates {rule}: ",
+                                   f"violates {EXPOSURE_ON_DEVELOPMENT}: ({rule}, not blocking on a development "
+                                   "stack) ", 1), *rest)
+        validate(args, relabel)
+
+
 # --- workload-identity (stack) ----------------------------------------------------------
 
 
@@ -336,23 +377,22 @@ def _validate_shielded(args, report) -> None:
                          f'set {field}={{"enable_secure_boot": True, "enable_integrity_monitoring": True}}'))
 
 
+_REQUIRE_PREVENTION = {"type": "boolean", "default": True,
+                       "description": "GCS buckets must set publicAccessPrevention=enforced themselves"}
+
 POLICIES = [
     ResourceValidationPolicy(
         name=PUBLIC_NODE_IPS,
         description="Training nodes have no public IPs (private GKE nodes, no external TPU IPs, no public subnets).",
-        validate=_validate_public_node_ips,
+        validate=_outside_development(_validate_public_node_ips),
         enforcement_level=EnforcementLevel.MANDATORY,
     ),
     ResourceValidationPolicy(
         name=PUBLIC_BUCKETS,
         description="No bucket is readable by the public (prevention enforced, no allUsers, no public ACL or policy).",
-        validate=_validate_public_buckets,
+        validate=_outside_development(_validate_public_buckets),
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=schema(
-            requirePublicAccessPrevention={
-                "type": "boolean", "default": True,
-                "description": "GCS buckets must set publicAccessPrevention=enforced themselves"},
-        ),
+        config_schema=schema(requirePublicAccessPrevention=_REQUIRE_PREVENTION),
     ),
     ResourceValidationPolicy(
         name=OPEN_INGRESS,
@@ -367,8 +407,16 @@ POLICIES = [
     ResourceValidationPolicy(
         name=CONTROL_PLANE,
         description="The Kubernetes API endpoint is private or limited to known networks.",
-        validate=_validate_control_plane,
+        validate=_outside_development(_validate_control_plane),
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name=EXPOSURE_ON_DEVELOPMENT,
+        description=f"On stacks tagged {ENVIRONMENT_TAG}={DEVELOPMENT}: the public-node-IP, public-bucket and "
+                    "open-API-endpoint rules, reported without blocking.",
+        validate=_validate_exposure_on_development,
         enforcement_level=EnforcementLevel.ADVISORY,
+        config_schema=schema(requirePublicAccessPrevention=_REQUIRE_PREVENTION),
     ),
     ResourceValidationPolicy(
         name=IMDSV2,
