@@ -156,10 +156,6 @@ class GpuNodeGroupArgs:
         if capacity.provisioning not in CAPACITY_TYPES:
             raise invalid(_ARGS, "capacity.provisioning", capacity.provisioning,
                           f"on AWS: {', '.join(CAPACITY_TYPES)} (flex-start and queued are GCP options)")
-        if capacity.spot != (capacity.provisioning == "spot"):
-            raise invalid(_ARGS, "capacity.spot", capacity.spot,
-                          f"must be {capacity.provisioning == 'spot'} when capacity.provisioning is "
-                          f"{capacity.provisioning!r}")
         if capacity.provisioning in RESERVED:
             if not capacity.reservation or not _RESERVATION_ID.match(capacity.reservation):
                 raise invalid(_ARGS, "capacity.reservation", capacity.reservation,

@@ -113,26 +113,19 @@ class CapacityMode:
 
 
 def resolve_capacity(component: str, capacity: Capacity) -> CapacityMode:
-    """Mirror GKE's capacity rules: spot never with flex-start, queued provisioning or a reservation."""
+    """Mirror GKE's capacity rules. The Plan holds one capacity type (`provisioning`, with `spot`
+    derived from it), so spot can never meet flex-start, queued provisioning or a reservation here."""
     provisioning = capacity.provisioning
     if provisioning == "capacity-block":
         raise GcpArgsError(component, "capacity.provisioning", provisioning,
                            "capacity blocks are an AWS offering; on Google Cloud use reservation, flex-start or queued")
-    spot = capacity.spot or provisioning == "spot"
-    if spot and provisioning in ("flex-start", "queued"):
-        raise GcpArgsError(component, "capacity.spot", True,
-                           f"spot cannot be combined with {provisioning} provisioning (GKE rejects it); "
-                           "choose spot or " + provisioning)
-    if spot and provisioning == "reservation":
-        raise GcpArgsError(component, "capacity.spot", True,
-                           "spot VMs cannot consume a reservation; use provisioning 'reservation' without spot")
     if provisioning == "reservation" and not capacity.reservation:
         raise GcpArgsError(component, "capacity.reservation", capacity.reservation,
                            "provisioning 'reservation' needs the reservation name")
     if capacity.reservation and provisioning != "reservation":
         raise GcpArgsError(component, "capacity.reservation", capacity.reservation,
                            f"a reservation is only used with provisioning 'reservation', not {provisioning!r}")
-    return CapacityMode(spot=spot, provisioning="spot" if spot else provisioning, reservation=capacity.reservation)
+    return CapacityMode(spot=capacity.spot, provisioning=provisioning, reservation=capacity.reservation)
 
 
 def node_pool_capacity_args(mode: CapacityMode) -> dict[str, Any]:
