@@ -144,10 +144,11 @@ class TrainingCluster(pulumi.ComponentResource):
 
 def _existing_cluster_pools(existing: ExistingCluster, plan: Plan):
     """On a shared cluster the queue gets what the plan uses, not the whole inventory."""
+    accelerator = plan.pool.accelerator
     pools = [pool.model_copy(update={"chips": plan.chosen.chips})
-             for pool in inventory_pools(existing) if pool.accelerator == plan.chosen.accelerator]
+             for pool in inventory_pools(existing) if pool.accelerator == accelerator]
     if not pools:
-        raise TrainingClusterError(f"existing_cluster.inventory: the plan uses {plan.chosen.accelerator}, which "
+        raise TrainingClusterError(f"existing_cluster.inventory: the plan uses {accelerator}, which "
                                    "the declared inventory does not have; re-run the choice or declare it")
     return pools[:1]
 

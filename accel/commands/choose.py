@@ -125,7 +125,7 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         style = "bold green" if rank == 1 else None
         table.add_row(str(rank), ACCELERATOR_NAMES.get(option.accelerator, option.accelerator),
                       f"{option.cloud} {option.region}", str(option.chips), layout,
-                      "spot" if option.spot else option.provisioning, money(option.hourly_usd, cents=True),
+                      option.provisioning, money(option.hourly_usd, cents=True),
                       f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
                       f"{option.mfu:.0%}", style=style)
         if rank >= TOP_OPTIONS:

@@ -197,7 +197,7 @@ class GpuNodeGroupArgs:
             pool=pool, capacity=capacity, cluster_name=cluster.name, node_role_arn=cluster.node_role_arn,
             subnet_ids=network.private_subnet_ids, security_group_ids=[network.node_security_group_id],
             tags=tags, availability_zone=plan.zones[0] if single_zone else None,
-            accelerator=plan.chosen.accelerator, kubernetes_version=cluster.kubernetes_version,
+            accelerator=pool.accelerator, kubernetes_version=cluster.kubernetes_version,
             depends_on=list(cluster.compute_dependencies),
         )
         values.update(overrides)
