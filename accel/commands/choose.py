@@ -1,7 +1,7 @@
 """`accel choose WORKLOAD.yaml`: which hardware, where, how many, how long, what it costs, and why.
 
 Exit 0 with a choice, 2 on invalid input (workload, catalog, options), 3 when nothing is feasible.
-`--json` prints the DESIGN.md object on stdout and nothing else; progress goes to stderr.
+`--json` prints the object of docs/contracts.md (section 2.1) on stdout and nothing else; progress goes to stderr.
 """
 
 from __future__ import annotations
