@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from accel.components.aws.common import InvalidAwsArgs
+from accel.base.errors import ComponentArgsError
 from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interfaces
 from accel.components.aws.instances import GPU_INSTANCE_TYPES
 from accel.components.tags import ResourceTags
@@ -49,7 +49,7 @@ def parts(capture):
 
 
 def rejected(declare, build_args) -> str:
-    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
+    return str(harness.rejected(declare, build_args, ComponentArgsError))
 
 
 # --- p5.48xlarge, EFA, on-demand --------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.cluster import ClusterRef
 from accel.components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
 from accel.components.gcp.network import ExtraNetworkRef, GcpNetwork, GcpNetworkArgs
@@ -43,8 +43,8 @@ def declare_pool(declare, pool: GpuPool, **overrides):
     return node_pool.inputs
 
 
-def rejected(declare, match: str, pool: GpuPool, **overrides) -> GcpArgsError:
-    return harness.rejected(declare, lambda: GpuNodePool("gpu", pool_args(pool, **overrides)), GcpArgsError, match)
+def rejected(declare, match: str, pool: GpuPool, **overrides) -> ComponentArgsError:
+    return harness.rejected(declare, lambda: GpuNodePool("gpu", pool_args(pool, **overrides)), ComponentArgsError, match)
 
 
 def test_a3_mega_pool_attaches_the_eight_tcpxo_networks_of_the_vpc(declare):

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.network import GcpNetwork, GcpNetworkArgs
 from accel.components.tags import ResourceTags
 from accel.policies.plan import GpuPool
@@ -30,10 +30,10 @@ def network(declare, **overrides):
     return declare(lambda: GcpNetwork("train", args))
 
 
-def rejected(declare, match: str, **overrides) -> GcpArgsError:
+def rejected(declare, match: str, **overrides) -> ComponentArgsError:
     """Build with bad args inside a program; the error must come before any resource registers."""
     args = {"region": "us-central1", "tags": TAGS, **overrides}
-    return harness.rejected(declare, lambda: GcpNetwork("train", GcpNetworkArgs(**args)), GcpArgsError, match)
+    return harness.rejected(declare, lambda: GcpNetwork("train", GcpNetworkArgs(**args)), ComponentArgsError, match)
 
 
 def test_vpc_has_no_auto_subnets(declare):
@@ -185,7 +185,7 @@ def test_nat_port_limit_must_be_a_power_of_two(declare):
 
 def test_name_must_be_a_gcp_name(declare):
     def program():
-        with pytest.raises(GcpArgsError, match="lowercase letter"):
+        with pytest.raises(ComponentArgsError, match="lowercase letter"):
             GcpNetwork("Train_Net", GcpNetworkArgs(region="us-central1", tags=TAGS))
 
     assert declare(program).resources == []

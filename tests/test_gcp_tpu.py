@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.cluster import ClusterRef
 from accel.components.gcp.tpu import TpuSlice, TpuSliceArgs, TpuVmSlice, TpuVmSliceArgs
 from accel.components.tags import ResourceTags
@@ -47,8 +47,8 @@ def declare_slice(declare, pool: TpuPool, **overrides):
     return declare(lambda: TpuSlice("tpu", slice_args(pool, **overrides)))
 
 
-def rejected(declare, build, match: str) -> GcpArgsError:
-    return harness.rejected(declare, build, GcpArgsError, match)
+def rejected(declare, build, match: str) -> ComponentArgsError:
+    return harness.rejected(declare, build, ComponentArgsError, match)
 
 
 # --- GKE node pools --------------------------------------------------------------------

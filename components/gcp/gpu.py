@@ -19,9 +19,10 @@ from typing import Literal, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
+from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
-    GcpArgsError,
+    
     check_name,
     check_zone,
     child_opts,
@@ -112,44 +113,44 @@ def validate(args: GpuNodePoolArgs) -> GpuMachine:
     pool = args.pool
     machine = GPU_MACHINES.get(pool.machine_type)
     if machine is None:
-        raise GcpArgsError(component, "pool.machine_type", pool.machine_type,
+        raise invalid_arg(component, "pool.machine_type", pool.machine_type,
                            f"not a Google Cloud GPU machine type this component knows; allowed: {', '.join(GPU_MACHINES)}")
     if pool.alternate_machine_types:
-        raise GcpArgsError(component, "pool.alternate_machine_types", pool.alternate_machine_types,
+        raise invalid_arg(component, "pool.alternate_machine_types", pool.alternate_machine_types,
                            "a GKE node pool has one machine type; alternates are for AWS spot diversification")
     if pool.guest_accelerator is not None and pool.guest_accelerator != machine.accelerator:
-        raise GcpArgsError(component, "pool.guest_accelerator", pool.guest_accelerator,
+        raise invalid_arg(component, "pool.guest_accelerator", pool.guest_accelerator,
                            f"{pool.machine_type} carries {machine.accelerator}")
     if pool.gpus_per_node != machine.gpus:
-        raise GcpArgsError(component, "pool.gpus_per_node", pool.gpus_per_node,
+        raise invalid_arg(component, "pool.gpus_per_node", pool.gpus_per_node,
                            f"{pool.machine_type} has {machine.gpus} GPU(s)")
     if pool.efa_interfaces or pool.fabric == "efa":
-        raise GcpArgsError(component, "pool.fabric", pool.fabric, "EFA is AWS; not available on Google Cloud")
+        raise invalid_arg(component, "pool.fabric", pool.fabric, "EFA is AWS; not available on Google Cloud")
     if pool.fabric != "none" and pool.fabric != machine.fabric:
         supported = next((m for m, spec in GPU_MACHINES.items() if spec.fabric == pool.fabric), "none")
-        raise GcpArgsError(component, "pool.fabric", pool.fabric,
+        raise invalid_arg(component, "pool.fabric", pool.fabric,
                            f"{pool.machine_type} does not support {pool.fabric}; it needs {supported}")
     wanted_networks = fabric_network_count(pool.fabric, pool.gpus_per_node)
     if len(args.extra_networks) != wanted_networks:
-        raise GcpArgsError(component, "extra_networks", f"{len(args.extra_networks)} network(s)",
+        raise invalid_arg(component, "extra_networks", f"{len(args.extra_networks)} network(s)",
                            f"fabric {pool.fabric!r} attaches exactly {wanted_networks}; "
                            "pass GcpNetwork.extra_networks built from the same GPU pool")
     if pool.local_ssd_count > machine.local_ssds:
-        raise GcpArgsError(component, "pool.local_ssd_count", pool.local_ssd_count,
+        raise invalid_arg(component, "pool.local_ssd_count", pool.local_ssd_count,
                            f"{pool.machine_type} takes at most {machine.local_ssds} local SSD(s)")
     if machine.bundled_ssd and pool.local_ssd_count not in (0, machine.local_ssds):
-        raise GcpArgsError(component, "pool.local_ssd_count", pool.local_ssd_count,
+        raise invalid_arg(component, "pool.local_ssd_count", pool.local_ssd_count,
                            f"{pool.machine_type} comes with exactly {machine.local_ssds} local SSDs (or 0 for that default)")
     if args.min_nodes < 0:
-        raise GcpArgsError(component, "min_nodes", args.min_nodes, "cannot be negative")
+        raise invalid_arg(component, "min_nodes", args.min_nodes, "cannot be negative")
     max_nodes = args.max_nodes if args.max_nodes is not None else pool.nodes
     if max_nodes < max(args.min_nodes, 1):
-        raise GcpArgsError(component, "max_nodes", max_nodes, f"must be at least min_nodes ({args.min_nodes}) and 1")
+        raise invalid_arg(component, "max_nodes", max_nodes, f"must be at least min_nodes ({args.min_nodes}) and 1")
     if pool.compact_placement and max_nodes > COMPACT_PLACEMENT_MAX_NODES:
-        raise GcpArgsError(component, "pool.nodes", max_nodes,
+        raise invalid_arg(component, "pool.nodes", max_nodes,
                            f"a COMPACT placement holds at most {COMPACT_PLACEMENT_MAX_NODES} nodes; split the pool")
     if args.disk_size_gb < 10:
-        raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
+        raise invalid_arg(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
     return machine
 
 
@@ -163,7 +164,7 @@ class GpuNodePool(pulumi.ComponentResource):
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
         if args.extra_networks and not ref.multi_networking:
-            raise GcpArgsError(component, "cluster.multi_networking", False,
+            raise invalid_arg(component, "cluster.multi_networking", False,
                                "GPUDirect networks need a cluster with multi-networking and Dataplane V2; "
                                "build it with GkeClusterArgs(multi_networking=True) and pass GkeCluster.ref")
         mode = resolve_capacity(component, args.capacity)

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     CapacityMode,
-    GcpArgsError,
+    
     check_name,
     check_zone,
     child_opts,
@@ -55,7 +56,7 @@ def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
         gen = shapes.generation(pool.generation)
         shapes.check_topology(gen.name, pool.topology)
     except shapes.ShapeError as error:
-        raise GcpArgsError(component, "pool.topology", pool.topology, str(error)) from None
+        raise invalid_arg(component, "pool.topology", pool.topology, str(error)) from None
     expected = {
         "machine_type": shapes.machine_type(gen.name, pool.topology),
         "chips_per_slice": shapes.topology_chips(pool.topology),
@@ -66,10 +67,10 @@ def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
     for field, want in expected.items():
         got = getattr(pool, field)
         if got != want:
-            raise GcpArgsError(component, f"pool.{field}", got,
+            raise invalid_arg(component, f"pool.{field}", got,
                                f"TPU {gen.name} topology {pool.topology} needs {field} {want!r}")
     if not 1 <= pool.slices <= MAX_SLICES:
-        raise GcpArgsError(component, "pool.slices", pool.slices, f"allowed: 1..{MAX_SLICES}")
+        raise invalid_arg(component, "pool.slices", pool.slices, f"allowed: 1..{MAX_SLICES}")
     return gen
 
 
@@ -99,11 +100,11 @@ class TpuSlice(pulumi.ComponentResource):
         check_zone(component, "zone", args.zone, within=ref.location)
         mode = resolve_capacity(component, args.capacity)
         if mode.scales_from_zero and gen.name in NO_FLEX_START_GENERATIONS:
-            raise GcpArgsError(component, "capacity.provisioning", mode.provisioning,
+            raise invalid_arg(component, "capacity.provisioning", mode.provisioning,
                                f"GKE flex-start (also behind queued provisioning) does not support TPU {gen.name}; "
                                "use on-demand, spot or a reservation, or TPU v5e, v5p or v6e")
         if args.disk_size_gb is not None and args.disk_size_gb < 10:
-            raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
+            raise invalid_arg(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
         max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
         super().__init__("accel:gcp:TpuSlice", name, None, opts)
 
@@ -201,16 +202,16 @@ class TpuVmSlice(pulumi.ComponentResource):
         gen = check_tpu_pool(component, pool)
         expected_type = shapes.tpu_vm_type(gen.name, pool.chips_per_slice)
         if pool.tpu_vm_type != expected_type:
-            raise GcpArgsError(component, "pool.tpu_vm_type", pool.tpu_vm_type,
+            raise invalid_arg(component, "pool.tpu_vm_type", pool.tpu_vm_type,
                                f"a {pool.chips_per_slice}-chip {gen.name} slice is {expected_type!r} "
                                f"({gen.type_prefix}-N counts {'TensorCores' if gen.cores_per_chip > 1 else 'chips'})")
         check_zone(component, "zone", args.zone)
         mode = resolve_capacity(component, args.capacity)
         if mode.provisioning == "flex-start":
-            raise GcpArgsError(component, "capacity.provisioning", "flex-start",
+            raise invalid_arg(component, "capacity.provisioning", "flex-start",
                                "TPU VMs cannot request flex-start here; use the GKE TpuSlice, or 'queued'")
         if mode.provisioning == "queued" and not args.project:
-            raise GcpArgsError(component, "project", args.project,
+            raise invalid_arg(component, "project", args.project,
                                "a queued resource names its parent projects/<project>/locations/<zone>; set project")
         runtime = args.runtime_version or pool.runtime_version
         super().__init__("accel:gcp:TpuVmSlice", name, None, opts)
