@@ -51,6 +51,9 @@ class TrainingClusterArgs:
     service_account: str = "trainer"
     queue: str = "training"
 
+    def __post_init__(self) -> None:
+        self.validate()  # the arguments check themselves on construction (one convention, every cloud)
+
     def validate(self) -> None:
         cloud = self.plan.cloud
         if cloud == "gcp" and not self.gcp_project:

@@ -26,7 +26,6 @@ import yaml
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
-    
     check_cidr,
     check_location,
     check_name,
@@ -114,9 +113,20 @@ class GkeClusterArgs:
     # Clusters hold no data (buckets do) and spot environments are reaped, so destroy must work.
     deletion_protection: bool = False
 
+    def __post_init__(self) -> None:
+        check_args(self)  # the arguments check themselves on construction (one convention, every cloud)
+
 
 def validate(name: str, args: GkeClusterArgs) -> str:
     """Check args before anything registers; returns the node service-account id."""
+    check_args(args)
+    if args.node_service_account_id is not None:
+        return _explicit_account_id(args.node_service_account_id)
+    return service_account_id(COMPONENT, name, "nodes")
+
+
+def check_args(args: GkeClusterArgs) -> None:
+    """Everything about the arguments that does not depend on the component's name."""
     check_location(COMPONENT, "location", args.location)
     if not args.project:
         raise invalid_arg(COMPONENT, "project", args.project, "the project names the Workload Identity pool")
@@ -152,8 +162,7 @@ def validate(name: str, args: GkeClusterArgs) -> str:
     if not _is_hh_mm(args.maintenance_start_utc):
         raise invalid_arg(COMPONENT, "maintenance_start_utc", args.maintenance_start_utc, "expected HH:MM")
     if args.node_service_account_id is not None:
-        return _explicit_account_id(args.node_service_account_id)
-    return service_account_id(COMPONENT, name, "nodes")
+        _explicit_account_id(args.node_service_account_id)
 
 
 def _explicit_account_id(account_id: str) -> str:

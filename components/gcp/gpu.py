@@ -22,7 +22,6 @@ import pulumi_gcp as gcp
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
-    
     check_name,
     check_zone,
     child_opts,
@@ -106,6 +105,9 @@ class GpuNodePoolArgs:
     disk_size_gb: int = 200
     disk_type: str | None = None                 # default: what the machine series supports
     max_run_duration: str | None = None          # e.g. "43200s": GKE deletes nodes this long after start
+
+    def __post_init__(self) -> None:
+        validate(self)  # the arguments check themselves on construction (one convention, every cloud)
 
 
 def validate(args: GpuNodePoolArgs) -> GpuMachine:

@@ -23,7 +23,6 @@ import pulumi_gcp as gcp
 
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
-    
     check_cidr,
     check_disjoint,
     check_location,
@@ -76,6 +75,9 @@ class GcpNetworkArgs:
     filesystem: Filesystem = "none"             # managed-lustre adds private services access
     private_service_cidr: str = "10.32.0.0/20"  # peering range for Google-managed services
     nat_max_ports_per_vm: int = 4096
+
+    def __post_init__(self) -> None:
+        validate(self)  # the arguments check themselves on construction (one convention, every cloud)
 
 
 @dataclass

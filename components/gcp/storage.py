@@ -28,7 +28,6 @@ import pulumi_gcp as gcp
 
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
-    
     check_name,
     check_zone,
     child_opts,
@@ -76,6 +75,9 @@ class TrainingStorageArgs:
     lustre_throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 1000
     network_dependencies: Sequence[pulumi.Resource] = ()  # e.g. GcpNetwork.private_service_connection
 
+    def __post_init__(self) -> None:
+        check_args(self)  # the arguments check themselves on construction (one convention, every cloud)
+
 
 def _check_bucket_name(field_name: str, bucket: str) -> None:
     if not _BUCKET.match(bucket) or "google" in bucket or bucket.startswith("goog"):
@@ -91,6 +93,24 @@ def _default_bucket(project: str, name: str, role: str) -> str:
 
 def validate(name: str, args: TrainingStorageArgs) -> dict[str, str | None]:
     """Check args before anything registers; returns the bucket names to create (None = none)."""
+    check_args(args)
+    buckets: dict[str, str | None] = {}
+    for role, wanted, explicit, existing in (
+        ("datasets", args.storage.dataset_bucket, args.dataset_bucket_name, args.existing_dataset_bucket),
+        ("checkpoints", args.storage.checkpoint_bucket, args.checkpoint_bucket_name, args.existing_checkpoint_bucket),
+    ):
+        if existing is not None:
+            buckets[role] = None
+            continue
+        bucket = (explicit or _default_bucket(args.project, name, role)) if wanted else None
+        if bucket is not None:
+            _check_bucket_name(f"{role[:-1]}_bucket_name", bucket)
+        buckets[role] = bucket
+    return buckets
+
+
+def check_args(args: TrainingStorageArgs) -> None:
+    """Everything about the arguments that does not depend on the component's name."""
     if not args.project:
         raise invalid_arg(COMPONENT, "project", args.project, "needed for bucket names and the Workload Identity pool")
     if not args.location:
@@ -101,22 +121,13 @@ def validate(name: str, args: TrainingStorageArgs) -> dict[str, str | None]:
             raise invalid_arg(COMPONENT, field_name, value, "a Kubernetes name: lowercase letters, digits, '-'")
     if args.soft_delete_days != 0 and not 7 <= args.soft_delete_days <= 90:
         raise invalid_arg(COMPONENT, "soft_delete_days", args.soft_delete_days, "0 (off) or 7..90 days")
-    buckets: dict[str, str | None] = {}
-    for role, wanted, explicit, existing in (
-        ("datasets", args.storage.dataset_bucket, args.dataset_bucket_name, args.existing_dataset_bucket),
-        ("checkpoints", args.storage.checkpoint_bucket, args.checkpoint_bucket_name, args.existing_checkpoint_bucket),
-    ):
+    for role, explicit, existing in (("datasets", args.dataset_bucket_name, args.existing_dataset_bucket),
+                                     ("checkpoints", args.checkpoint_bucket_name, args.existing_checkpoint_bucket)):
         if existing is not None:
             _check_bucket_name(f"existing_{role[:-1]}_bucket", existing)
             if explicit is not None:
                 raise invalid_arg(COMPONENT, f"{role[:-1]}_bucket_name", explicit,
                                    f"either create a bucket or adopt existing_{role[:-1]}_bucket, not both")
-            buckets[role] = None
-            continue
-        bucket = (explicit or _default_bucket(args.project, name, role)) if wanted else None
-        if bucket is not None:
-            _check_bucket_name(f"{role[:-1]}_bucket_name", bucket)
-        buckets[role] = bucket
     filesystem = args.storage.filesystem
     capacity = args.storage.filesystem_capacity_gib
     if filesystem == "fsx-lustre":
@@ -140,7 +151,6 @@ def validate(name: str, args: TrainingStorageArgs) -> dict[str, str | None]:
             raise invalid_arg(COMPONENT, "storage.filesystem_capacity_gib", capacity,
                                f"Managed Lustre at {args.lustre_throughput_mbps_per_tib} MB/s per TiB takes "
                                f"multiples of {step} GiB (minimum {step})")
-    return buckets
 
 
 class TrainingStorage(pulumi.ComponentResource):

@@ -29,7 +29,6 @@ from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     CapacityMode,
-    
     check_name,
     check_zone,
     child_opts,
@@ -87,6 +86,23 @@ class TpuSliceArgs:
     disk_size_gb: int | None = None
     max_run_duration: str | None = None       # e.g. "43200s": GKE deletes nodes this long after start
 
+    def __post_init__(self) -> None:
+        self.capacity_mode()  # the arguments check themselves on construction (one convention, every cloud)
+
+    def capacity_mode(self) -> CapacityMode:
+        """Check everything that does not need the component's name or the cluster; the capacity mode."""
+        component = "TpuSlice"
+        gen = check_tpu_pool(component, self.pool)
+        mode = resolve_capacity(component, self.capacity)
+        if mode.scales_from_zero and gen.name in NO_FLEX_START_GENERATIONS:
+            raise invalid_arg(component, "capacity.provisioning", mode.provisioning,
+                              f"GKE flex-start (also behind queued provisioning) does not support TPU {gen.name}; "
+                              "use on-demand, spot or a reservation, or TPU v5e, v5p or v6e")
+        if self.disk_size_gb is not None and self.disk_size_gb < 10:
+            raise invalid_arg(component, "disk_size_gb", self.disk_size_gb, "at least 10 GB")
+        max_run_duration_args(component, self.max_run_duration, mode)
+        return mode
+
 
 class TpuSlice(pulumi.ComponentResource):
     """N identical TPU slices on GKE: one node pool per slice."""
@@ -96,16 +112,9 @@ class TpuSlice(pulumi.ComponentResource):
         pool = args.pool
         check_name(component, name, longest_suffix=f"-s{pool.slices - 1}", limit=GKE_NAME_LIMIT)
         gen = check_tpu_pool(component, pool)
+        mode = args.capacity_mode()
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
-        mode = resolve_capacity(component, args.capacity)
-        if mode.scales_from_zero and gen.name in NO_FLEX_START_GENERATIONS:
-            raise invalid_arg(component, "capacity.provisioning", mode.provisioning,
-                               f"GKE flex-start (also behind queued provisioning) does not support TPU {gen.name}; "
-                               "use on-demand, spot or a reservation, or TPU v5e, v5p or v6e")
-        if args.disk_size_gb is not None and args.disk_size_gb < 10:
-            raise invalid_arg(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
-        max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
         super().__init__("accel:gcp:TpuSlice", name, None, opts)
 
         if ref.auto_upgrade and not ref.upgrades_paused:
@@ -191,6 +200,28 @@ class TpuVmSliceArgs:
     service_account_email: pulumi.Input[str] | None = None
     runtime_version: str | None = None         # default: the plan's runtime for the generation
 
+    def __post_init__(self) -> None:
+        self.capacity_mode()  # the arguments check themselves on construction (one convention, every cloud)
+
+    def capacity_mode(self) -> CapacityMode:
+        """Check everything that does not need the component's name; the capacity mode."""
+        component, pool = "TpuVmSlice", self.pool
+        gen = check_tpu_pool(component, pool)
+        expected_type = shapes.tpu_vm_type(gen.name, pool.chips_per_slice)
+        if pool.tpu_vm_type != expected_type:
+            raise invalid_arg(component, "pool.tpu_vm_type", pool.tpu_vm_type,
+                              f"a {pool.chips_per_slice}-chip {gen.name} slice is {expected_type!r} "
+                              f"({gen.type_prefix}-N counts {'TensorCores' if gen.cores_per_chip > 1 else 'chips'})")
+        check_zone(component, "zone", self.zone)
+        mode = resolve_capacity(component, self.capacity)
+        if mode.provisioning == "flex-start":
+            raise invalid_arg(component, "capacity.provisioning", "flex-start",
+                              "TPU VMs cannot request flex-start here; use the GKE TpuSlice, or 'queued'")
+        if mode.provisioning == "queued" and not self.project:
+            raise invalid_arg(component, "project", self.project,
+                              "a queued resource names its parent projects/<project>/locations/<zone>; set project")
+        return mode
+
 
 class TpuVmSlice(pulumi.ComponentResource):
     """TPU VMs without GKE: V2Vm per slice, or one queued resource for every slice."""
@@ -200,19 +231,7 @@ class TpuVmSlice(pulumi.ComponentResource):
         pool = args.pool
         check_name(component, name, longest_suffix=f"-s{pool.slices - 1}")
         gen = check_tpu_pool(component, pool)
-        expected_type = shapes.tpu_vm_type(gen.name, pool.chips_per_slice)
-        if pool.tpu_vm_type != expected_type:
-            raise invalid_arg(component, "pool.tpu_vm_type", pool.tpu_vm_type,
-                               f"a {pool.chips_per_slice}-chip {gen.name} slice is {expected_type!r} "
-                               f"({gen.type_prefix}-N counts {'TensorCores' if gen.cores_per_chip > 1 else 'chips'})")
-        check_zone(component, "zone", args.zone)
-        mode = resolve_capacity(component, args.capacity)
-        if mode.provisioning == "flex-start":
-            raise invalid_arg(component, "capacity.provisioning", "flex-start",
-                               "TPU VMs cannot request flex-start here; use the GKE TpuSlice, or 'queued'")
-        if mode.provisioning == "queued" and not args.project:
-            raise invalid_arg(component, "project", args.project,
-                               "a queued resource names its parent projects/<project>/locations/<zone>; set project")
+        mode = args.capacity_mode()
         runtime = args.runtime_version or pool.runtime_version
         super().__init__("accel:gcp:TpuVmSlice", name, None, opts)
 
