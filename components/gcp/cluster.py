@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -36,7 +36,7 @@ from accel.components.gcp._common import (
     service_account_id,
 )
 from accel.components.tags import ResourceTags
-from accel.policies.plan import Filesystem
+from accel.policies.plan import Filesystem, Plan
 
 COMPONENT = "GkeCluster"
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"]
@@ -112,6 +112,16 @@ class GkeClusterArgs:
     maintenance_start_utc: str = "03:00"
     # Clusters hold no data (buckets do) and spot environments are reaped, so destroy must work.
     deletion_protection: bool = False
+
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, network: Any,
+                 **overrides: Any) -> "GkeClusterArgs":
+        """A regional cluster for a Plan, wired to a GcpNetwork (multi-networking when it has fabric VPCs)."""
+        return cls(**{"project": project, "location": plan.region, "network": network.network_id,
+                      "subnetwork": network.subnet_id, "tags": tags, "node_zones": plan.zones,
+                      "pods_range_name": network.pods_range_name, "services_range_name": network.services_range_name,
+                      "multi_networking": bool(network.extra_networks), "filesystem": plan.storage.filesystem,
+                      **overrides})
 
     def __post_init__(self) -> None:
         check_args(self)  # the arguments check themselves on construction (one convention, every cloud)

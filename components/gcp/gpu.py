@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -33,7 +33,7 @@ from accel.components.gcp._common import (
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.network import ExtraNetworkRef
 from accel.components.tags import ResourceTags
-from accel.policies.plan import Capacity, GpuPool
+from accel.policies.plan import Capacity, GpuPool, Plan
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
@@ -105,6 +105,15 @@ class GpuNodePoolArgs:
     disk_size_gb: int = 200
     disk_type: str | None = None                 # default: what the machine series supports
     max_run_duration: str | None = None          # e.g. "43200s": GKE deletes nodes this long after start
+
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, cluster: ClusterRef, network: Any,
+                 **overrides: Any) -> "GpuNodePoolArgs":
+        """The GPU Plan's pool on a GkeCluster, on the GcpNetwork's fabric VPCs, in the plan's zone."""
+        if plan.gpu is None:
+            raise invalid_arg("GpuNodePool", "plan.family", plan.family, "a GPU node pool needs a GPU plan (plan.gpu)")
+        return cls(**{"pool": plan.gpu, "capacity": plan.capacity, "cluster": cluster, "zone": plan.zones[0],
+                      "tags": tags, "extra_networks": network.extra_networks, **overrides})
 
     def __post_init__(self) -> None:
         validate(self)  # the arguments check themselves on construction (one convention, every cloud)

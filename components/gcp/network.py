@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -32,7 +33,7 @@ from accel.components.gcp._common import (
     is_zone,
 )
 from accel.components.tags import ResourceTags
-from accel.policies.plan import Filesystem, GpuPool
+from accel.policies.plan import Filesystem, GpuPool, Plan
 
 COMPONENT = "GcpNetwork"
 PODS_RANGE = "pods"
@@ -75,6 +76,12 @@ class GcpNetworkArgs:
     filesystem: Filesystem = "none"             # managed-lustre adds private services access
     private_service_cidr: str = "10.32.0.0/20"  # peering range for Google-managed services
     nat_max_ports_per_vm: int = 4096
+
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, **overrides: Any) -> "GcpNetworkArgs":
+        """The network for a Plan: its region, the GPU pool's fabric networks in the plan's zone."""
+        return cls(**{"region": plan.region, "tags": tags, "project": project, "gpu": plan.gpu,
+                      "fabric_zone": plan.zones[0], "filesystem": plan.storage.filesystem, **overrides})
 
     def __post_init__(self) -> None:
         validate(self)  # the arguments check themselves on construction (one convention, every cloud)

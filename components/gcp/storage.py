@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -35,7 +35,7 @@ from accel.components.gcp._common import (
     service_account_id,
 )
 from accel.components.tags import ResourceTags
-from accel.policies.plan import StoragePlan
+from accel.policies.plan import Plan, StoragePlan
 
 COMPONENT = "TrainingStorage"
 DATASET_READ_ROLE = "roles/storage.objectViewer"
@@ -74,6 +74,15 @@ class TrainingStorageArgs:
     filestore_tier: Literal["BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = "ZONAL"
     lustre_throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 1000
     network_dependencies: Sequence[pulumi.Resource] = ()  # e.g. GcpNetwork.private_service_connection
+
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, network: Any,
+                 **overrides: Any) -> "TrainingStorageArgs":
+        """The Plan's buckets and filesystem, the filesystem on the GcpNetwork in the plan's zone."""
+        dependencies = [d for d in [network.private_service_connection] if d is not None]
+        return cls(**{"project": project, "location": plan.region, "tags": tags, "storage": plan.storage,
+                      "zone": plan.zones[0], "network_name": network.network_name,
+                      "network_dependencies": dependencies, **overrides})
 
     def __post_init__(self) -> None:
         check_args(self)  # the arguments check themselves on construction (one convention, every cloud)

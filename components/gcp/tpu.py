@@ -21,6 +21,7 @@ provisioning runs on flex-start VMs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -40,7 +41,7 @@ from accel.components.gcp._common import (
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.tags import ResourceTags
 from accel.policies import shapes
-from accel.policies.plan import Capacity, TpuPool
+from accel.policies.plan import Capacity, Plan, TpuPool
 
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
@@ -86,6 +87,14 @@ class TpuSliceArgs:
     disk_size_gb: int | None = None
     max_run_duration: str | None = None       # e.g. "43200s": GKE deletes nodes this long after start
 
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, cluster: ClusterRef, **overrides: Any) -> "TpuSliceArgs":
+        """The TPU Plan's slices on a GkeCluster, COMPACT in the plan's zone."""
+        if plan.tpu is None:
+            raise invalid_arg("TpuSlice", "plan.family", plan.family, "TPU slices need a TPU plan (plan.tpu)")
+        return cls(**{"pool": plan.tpu, "capacity": plan.capacity, "cluster": cluster, "zone": plan.zones[0],
+                      "tags": tags, **overrides})
+
     def __post_init__(self) -> None:
         self.capacity_mode()  # the arguments check themselves on construction (one convention, every cloud)
 
@@ -111,7 +120,6 @@ class TpuSlice(pulumi.ComponentResource):
         component = "TpuSlice"
         pool = args.pool
         check_name(component, name, longest_suffix=f"-s{pool.slices - 1}", limit=GKE_NAME_LIMIT)
-        gen = check_tpu_pool(component, pool)
         mode = args.capacity_mode()
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
