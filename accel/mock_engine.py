@@ -55,7 +55,7 @@ class CapturedResource:
         return self.parent.rsplit("::", 1)[-1] if self.parent else None
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md `accel plan --json` resource shape (plus urn and custom)."""
+        """The `accel plan --json` resource shape (docs/contracts.md, section 2.2)."""
         return {
             "type": self.type,
             "name": self.name,

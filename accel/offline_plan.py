@@ -89,7 +89,7 @@ class PlanResult:
         return [r.to_json() for r in self.capture.resources]
 
     def to_json(self) -> dict[str, Any]:
-        """The DESIGN.md `accel plan --json` object, plus `providers` and `outputs`."""
+        """The `accel plan --json` object of docs/contracts.md (section 2.2)."""
         outputs = {k: v for k, v in self.capture.outputs.items() if k != PLAN_OUTPUT}
         return {
             "stack": self.stack,

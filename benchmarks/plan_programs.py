@@ -39,7 +39,7 @@ BASE_STACK = "llama-70b-tpu"
 BASE_SLICES = 8
 BASE_GPU_POOLS = 5
 # A100 80GB nodes without a GPUDirect fabric, so every pool fits the TPU stack's single-network cluster.
-SYNTHETIC_GPU_POOL = GpuPool(machine_type="a2-ultragpu-8g", gpus_per_node=8, nodes=4,
+SYNTHETIC_GPU_POOL = GpuPool(accelerator="a100-80gb", machine_type="a2-ultragpu-8g", gpus_per_node=8, nodes=4,
                              guest_accelerator="nvidia-a100-80gb")
 
 Engine = Callable[..., Capture | None]

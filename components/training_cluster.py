@@ -51,6 +51,9 @@ class TrainingClusterArgs:
     service_account: str = "trainer"
     queue: str = "training"
 
+    def __post_init__(self) -> None:
+        self.validate()  # the arguments check themselves on construction (one convention, every cloud)
+
     def validate(self) -> None:
         cloud = self.plan.cloud
         if cloud == "gcp" and not self.gcp_project:
@@ -144,10 +147,11 @@ class TrainingCluster(pulumi.ComponentResource):
 
 def _existing_cluster_pools(existing: ExistingCluster, plan: Plan):
     """On a shared cluster the queue gets what the plan uses, not the whole inventory."""
+    accelerator = plan.pool.accelerator
     pools = [pool.model_copy(update={"chips": plan.chosen.chips})
-             for pool in inventory_pools(existing) if pool.accelerator == plan.chosen.accelerator]
+             for pool in inventory_pools(existing) if pool.accelerator == accelerator]
     if not pools:
-        raise TrainingClusterError(f"existing_cluster.inventory: the plan uses {plan.chosen.accelerator}, which "
+        raise TrainingClusterError(f"existing_cluster.inventory: the plan uses {accelerator}, which "
                                    "the declared inventory does not have; re-run the choice or declare it")
     return pools[:1]
 
@@ -164,30 +168,22 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
 
     plan, tags, project = args.plan, args.tags, args.gcp_project
     assert project is not None  # validate() guarantees it
-    zone = plan.zones[0]
     provider = gcp.Provider(f"{name}-gcp", project=project, region=plan.region,
                             opts=pulumi.ResourceOptions(parent=parent))
     child = pulumi.ResourceOptions(parent=parent, providers=[provider])
 
-    network = GcpNetwork(f"{name}-net", GcpNetworkArgs(
-        region=plan.region, tags=tags, project=project, gpu=plan.gpu, fabric_zone=zone,
-        filesystem=plan.storage.filesystem), opts=child)
+    network = GcpNetwork(f"{name}-net", GcpNetworkArgs.for_plan(plan, tags=tags, project=project), opts=child)
     pause = UpgradePause(*args.upgrade_pause) if args.upgrade_pause else None
-    cluster = GkeCluster(name, GkeClusterArgs(
-        project=project, location=plan.region, network=network.network_id, subnetwork=network.subnet_id,
-        tags=tags, node_zones=plan.zones, pods_range_name=network.pods_range_name,
-        services_range_name=network.services_range_name, multi_networking=bool(network.extra_networks),
-        filesystem=plan.storage.filesystem, master_authorized_cidrs=tuple(args.api_access_cidrs),
-        upgrade_pause=pause), opts=child)
+    cluster = GkeCluster(name, GkeClusterArgs.for_plan(
+        plan, tags=tags, project=project, network=network,
+        master_authorized_cidrs=tuple(args.api_access_cidrs), upgrade_pause=pause), opts=child)
     max_run = node_max_run_duration(args.lifecycle)  # a TTL also bounds each accelerator node's life
     if plan.tpu is not None:
-        TpuSlice(f"{name}-tpu", TpuSliceArgs(pool=plan.tpu, capacity=plan.capacity, cluster=cluster.ref,
-                                             zone=zone, tags=tags, max_run_duration=max_run), opts=child)
+        TpuSlice(f"{name}-tpu", TpuSliceArgs.for_plan(plan, tags=tags, cluster=cluster.ref, max_run_duration=max_run),
+                 opts=child)
     else:
-        assert plan.gpu is not None
-        GpuNodePool(f"{name}-gpu", GpuNodePoolArgs(pool=plan.gpu, capacity=plan.capacity, cluster=cluster.ref,
-                                                   zone=zone, tags=tags, extra_networks=network.extra_networks,
-                                                   max_run_duration=max_run), opts=child)
+        GpuNodePool(f"{name}-gpu", GpuNodePoolArgs.for_plan(plan, tags=tags, cluster=cluster.ref, network=network,
+                                                            max_run_duration=max_run), opts=child)
     kubernetes = k8s.Provider(f"{name}-gke", kubeconfig=cluster.kubeconfig,
                               opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
@@ -196,11 +192,9 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
         built.gpu_fabric = plan.gpu.fabric
         built.gke_networks = gpudirect_attachments(plan.gpu.fabric, network.extra_networks)
     if not plan.storage.is_empty:
-        storage = TrainingStorage(name, TrainingStorageArgs(
-            project=project, location=plan.region, tags=tags, storage=plan.storage,
-            namespace=args.namespace, ksa_name=args.service_account, zone=zone,
-            network_name=network.network_name,
-            network_dependencies=[d for d in [network.private_service_connection] if d is not None]), opts=child)
+        storage = TrainingStorage(name, TrainingStorageArgs.for_plan(
+            plan, tags=tags, project=project, network=network, namespace=args.namespace,
+            ksa_name=args.service_account), opts=child)
         built.identity = CloudIdentity.gke_workload_identity(storage.service_account_email)
         built.dataset_bucket, built.checkpoint_bucket = storage.dataset_bucket, storage.checkpoint_bucket
     return built

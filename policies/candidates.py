@@ -129,7 +129,7 @@ def to_option(candidate: Candidate, region: str) -> Option:
     return Option(
         cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
         chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
-        spot=candidate.spot, hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
+        hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
         total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
         offering=o.id, zone=o.regions[region].zones[0], chips_per_host=s.chips_per_host,
         provisioning="spot" if candidate.spot else o.provisioning, goodput=_fraction(e.goodput),

@@ -33,7 +33,7 @@ class Choice:
     option_details: list[dict] = field(default_factory=list)   # estimator breakdown of each option, same order
 
     def to_json(self) -> dict:
-        """The DESIGN.md `accel choose --json` object (plus the chosen estimate)."""
+        """The `accel choose --json` object (docs/contracts.md, section 2.1)."""
         return {
             "catalog": self.catalog.model_dump(mode="json"),
             "workload": self.workload.model_dump(mode="json"),

@@ -3,25 +3,93 @@
 A Plan says which hardware, where, how much, what it costs and why. It carries no Pulumi
 types so it can be written to a stack file, diffed in a pull request and read back
 unchanged (`Plan.model_validate(plan.model_dump(mode="json"))` round-trips).
+
+Schema 2 keeps each fact once (docs/contracts.md, "Plan schema 2"):
+- the capacity type is one field, `provisioning`; `spot` is derived from it (a computed field,
+  still written out because the `accel choose --json` OPTION contract has it);
+- `cloud`, `region` and `family` of the Plan are derived from `chosen`; a TPU pool's `generation`
+  from its `accelerator`;
+- what is stored twice on purpose (the pools' sizes and the chosen OPTION's, the estimate's cost and
+  the OPTION's, the capacity type of the Plan and of the OPTION) is cross-checked on load, and a
+  contradiction is an error naming both fields.
+Derived fields given on input (a dump read back, a schema-1 pin) are accepted when they agree.
+Schema-1 documents are upgraded first (policies/plan_migration.py).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import Field, model_validator
+from pydantic import Field, computed_field, model_serializer, model_validator
 
 from accel.base.model import StrictModel
+from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 
 Family = Literal["gpu", "tpu"]
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start", "queued", "capacity-block"]
 GpuFabric = Literal["none", "gpudirect-tcpx", "gpudirect-tcpxo", "rdma", "efa"]
 Filesystem = Literal["none", "filestore", "managed-lustre", "fsx-lustre"]
+TpuGeneration = Literal["v4", "v5e", "v5p", "v6e"]
+PROVISIONING_TYPES: tuple[str, ...] = get_args(Provisioning)
 
 
-class Option(StrictModel):
-    """One costed configuration. The first fourteen fields are the DESIGN.md JSON contract."""
+class DerivedFieldsModel(StrictModel):
+    """A model with computed (derived) fields: written out in `_dump_order`, accepted back on input.
+
+    `_dump_order` keeps the key order of the documents other tools read (the JSON contracts) when
+    a stored field became a computed one.
+    """
+
+    _dump_order: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _in_contract_order(self, handler: Any) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict) or not self._dump_order:
+            return data
+        ordered = {key: data[key] for key in self._dump_order if key in data}
+        ordered.update((key, value) for key, value in data.items() if key not in ordered)
+        return ordered
+
+
+def _value(section: Any, key: str) -> Any:
+    """`key` of a mapping or a model (a before-validator sees either)."""
+    return section.get(key) if isinstance(section, dict) else getattr(section, key, None)
+
+
+def accept_derived(data: dict[str, Any], key: str, derived: Any, where: str, source: str) -> None:
+    """Drop a derived `key` given on input, after checking it says what the one field says."""
+    if key not in data:
+        return
+    given = data.pop(key)
+    if derived is not None and given != derived:
+        raise ValueError(f"{where}.{key} is {given!r} but {source} says {derived!r}; {where}.{key} is "
+                         f"derived from {source}: drop it or make them agree")
+
+
+def spot_to_provisioning(data: Any, where: str) -> Any:
+    """Accept `spot` on input: it fills in `provisioning` when that is absent, else must agree with it."""
+    if not isinstance(data, dict) or "spot" not in data:
+        return data
+    data = dict(data)
+    spot = data.pop("spot")
+    if "provisioning" not in data:
+        data["provisioning"] = "spot" if spot else "on-demand"
+    elif bool(spot) != (data["provisioning"] == "spot"):
+        raise ValueError(f"{where}.spot is {spot!r} but {where}.provisioning is {data['provisioning']!r}; "
+                         f"spot is derived: it is true exactly when {where}.provisioning is 'spot'")
+    return data
+
+
+class Option(DerivedFieldsModel):
+    """One costed configuration. The first fourteen fields are the OPTION of the `accel choose --json`
+    contract (docs/contracts.md); `spot` among them is derived from `provisioning`."""
+
+    _dump_order = ("cloud", "region", "accelerator", "family", "chips", "hosts", "slices", "topology",
+                   "machine_type", "spot", "hourly_usd", "hours", "total_usd", "mfu", "offering", "zone",
+                   "chips_per_host", "provisioning", "goodput")
 
     cloud: Cloud
     region: str
@@ -32,7 +100,6 @@ class Option(StrictModel):
     slices: int = Field(1, gt=0, description="TPU slices (multislice) or 1 for GPU")
     topology: str | None = Field(None, description="TPU slice topology, e.g. 4x4x8; None for GPU")
     machine_type: str
-    spot: bool
     hourly_usd: float = Field(ge=0, description="Fleet cost per hour, all chips and host VMs")
     hours: float = Field(gt=0, description="Estimated wall-clock hours of the run")
     total_usd: float = Field(ge=0)
@@ -41,8 +108,19 @@ class Option(StrictModel):
     offering: str = Field(description="Catalog offering id this option came from")
     zone: str | None = None
     chips_per_host: int = Field(gt=0)
-    provisioning: Provisioning = "on-demand"
+    provisioning: Provisioning = Field("on-demand", description="The capacity type: the one field `spot` derives from")
     goodput: float = Field(1.0, gt=0, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_spot(cls, data: Any) -> Any:
+        return spot_to_provisioning(data, "chosen")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def spot(self) -> bool:
+        """Spot capacity: the contract's boolean, derived from `provisioning`."""
+        return self.provisioning == "spot"
 
 
 class Assumption(StrictModel):
@@ -64,10 +142,15 @@ class Estimate(StrictModel):
                                                   description="Breakdown: replicas, batch, latency, spot productivity...")
 
 
-class TpuPool(StrictModel):
-    """N identical TPU slices. GKE: one node pool per slice; TPU VM: one queued resource per slice."""
+class TpuPool(DerivedFieldsModel):
+    """N identical TPU slices. GKE: one node pool per slice; TPU VM: one queued resource per slice.
 
-    generation: Literal["v4", "v5e", "v5p", "v6e"]
+    `generation` is derived from `accelerator` (tpu-v5p -> v5p); either may be given on input."""
+
+    _dump_order = ("accelerator", "generation", "topology", "chips_per_slice", "slices", "machine_type",
+                   "chips_per_host", "hosts_per_slice", "gke_accelerator", "tpu_vm_type", "runtime_version")
+
+    accelerator: AcceleratorId
     topology: str = Field(description="e.g. 2x2x2 (v4/v5p, 3D) or 16x16 (v5e/v6e, 2D)")
     chips_per_slice: int = Field(gt=0)
     slices: int = Field(1, gt=0)
@@ -78,10 +161,36 @@ class TpuPool(StrictModel):
     tpu_vm_type: str = Field(description="TPU VM accelerator type, e.g. v5p-128 (v4/v5p count TensorCores)")
     runtime_version: str = Field(description="TPU VM software version, e.g. v2-alpha-tpuv5")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_generation(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "generation" not in data:
+            return data
+        data = dict(data)
+        if "accelerator" not in data:
+            data["accelerator"] = f"tpu-{data.pop('generation')}"
+        else:
+            accept_derived(data, "generation", str(data["accelerator"]).removeprefix("tpu-"), "tpu", "tpu.accelerator")
+        return data
+
+    @model_validator(mode="after")
+    def _is_a_tpu(self) -> "TpuPool":
+        if self.accelerator.removeprefix("tpu-") not in get_args(TpuGeneration):
+            raise ValueError(f"tpu.accelerator is {self.accelerator!r}; a TPU pool holds one of "
+                             + ", ".join(f"tpu-{g}" for g in get_args(TpuGeneration)))
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def generation(self) -> TpuGeneration:
+        """The TPU generation, derived from `accelerator`."""
+        return self.accelerator.removeprefix("tpu-")  # type: ignore[return-value]
+
 
 class GpuPool(StrictModel):
     """Whole GPU nodes of one machine type (AWS spot may list alternates)."""
 
+    accelerator: AcceleratorId = Field(description="The GPU every node carries, e.g. h100-80gb")
     machine_type: str = Field(description="Primary machine / instance type, e.g. a3-megagpu-8g, p5.48xlarge")
     alternate_machine_types: list[str] = Field(default_factory=list,
                                                description="Same-GPU alternates for spot diversification (AWS)")
@@ -95,10 +204,24 @@ class GpuPool(StrictModel):
     compact_placement: bool = False
 
 
-class Capacity(StrictModel):
-    spot: bool = False
-    provisioning: Provisioning = "on-demand"
+class Capacity(DerivedFieldsModel):
+    """How the pools get their machines: one capacity type (`provisioning`); `spot` is derived."""
+
+    _dump_order = ("spot", "provisioning", "reservation")
+
+    provisioning: Provisioning = Field("on-demand", description="The capacity type")
     reservation: str | None = Field(None, description="Reservation / capacity block id when provisioning says so")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_spot(cls, data: Any) -> Any:
+        return spot_to_provisioning(data, "capacity")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def spot(self) -> bool:
+        """Spot capacity, derived from `provisioning`."""
+        return self.provisioning == "spot"
 
 
 class StoragePlan(StrictModel):
@@ -119,15 +242,15 @@ class CatalogRef(StrictModel):
     as_of: str
 
 
-class Plan(StrictModel):
-    schema_version: Literal[1] = 1
+class Plan(DerivedFieldsModel):
+    _dump_order = ("schema_version", "workload", "catalog", "chosen", "cloud", "region", "zones", "family",
+                   "tpu", "gpu", "capacity", "storage", "estimate", "rationale", "pinned")
+
+    schema_version: Literal[2] = SCHEMA_VERSION
     workload: WorkloadSpec
     catalog: CatalogRef
     chosen: Option
-    cloud: Cloud
-    region: str
     zones: list[str] = Field(min_length=1, description="Node zones; TPU COMPACT and EFA placement use zones[0]")
-    family: Family
     tpu: TpuPool | None = None
     gpu: GpuPool | None = None
     capacity: Capacity = Field(default_factory=Capacity)
@@ -136,12 +259,79 @@ class Plan(StrictModel):
     rationale: list[str] = Field(default_factory=list)
     pinned: bool = Field(False, description="True when the hardware came from a pin, not a search")
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cloud(self) -> Cloud:
+        """Derived from chosen.cloud."""
+        return self.chosen.cloud
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def region(self) -> str:
+        """Derived from chosen.region."""
+        return self.chosen.region
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def family(self) -> Family:
+        """Derived from chosen.family."""
+        return self.chosen.family
+
+    @property
+    def pool(self) -> TpuPool | GpuPool:
+        """The accelerator pool of the plan's family."""
+        pool = self.tpu if self.family == "tpu" else self.gpu
+        assert pool is not None  # _facts_agree guarantees it
+        return pool
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_and_accept_derived(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = upgrade_schema_1(data) if data.get("schema_version", 1) == 1 else dict(data)
+        chosen = data.get("chosen")
+        for key in ("cloud", "region", "family"):
+            accept_derived(data, key, _value(chosen, key), "plan", f"chosen.{key}")
+        return data
+
     @model_validator(mode="after")
-    def _pool_matches_family(self) -> "Plan":
-        if self.family == "tpu" and (self.tpu is None or self.gpu is not None):
-            raise ValueError("a TPU plan needs a 'tpu' pool and no 'gpu' pool")
-        if self.family == "gpu" and (self.gpu is None or self.tpu is not None):
-            raise ValueError("a GPU plan needs a 'gpu' pool and no 'tpu' pool")
-        if self.chosen.family != self.family or self.chosen.cloud != self.cloud:
-            raise ValueError("'chosen' must match the plan's family and cloud")
+    def _facts_agree(self) -> "Plan":
+        problems = _contradictions(self)
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
+
+
+def _contradictions(plan: Plan) -> list[str]:
+    """Every fact the Plan stores twice on purpose, where the two copies disagree."""
+    chosen = plan.chosen
+    if plan.family == "tpu" and (plan.tpu is None or plan.gpu is not None):
+        return ["a TPU plan (chosen.family 'tpu') needs a 'tpu' pool and no 'gpu' pool"]
+    if plan.family == "gpu" and (plan.gpu is None or plan.tpu is not None):
+        return ["a GPU plan (chosen.family 'gpu') needs a 'gpu' pool and no 'tpu' pool"]
+    problems = []
+    if plan.capacity.provisioning != chosen.provisioning:
+        problems.append(f"capacity.provisioning is {plan.capacity.provisioning!r} but chosen.provisioning is "
+                        f"{chosen.provisioning!r}; the plan has one capacity type")
+    pool = plan.pool
+    if pool.accelerator != chosen.accelerator:
+        problems.append(f"{plan.family}.accelerator is {pool.accelerator!r} but chosen.accelerator is "
+                        f"{chosen.accelerator!r}")
+    if isinstance(pool, TpuPool):
+        sizes = {"chips": pool.chips_per_slice * pool.slices, "hosts": pool.hosts_per_slice * pool.slices,
+                 "slices": pool.slices, "topology": pool.topology, "machine_type": pool.machine_type,
+                 "chips_per_host": pool.chips_per_host}
+    else:
+        sizes = {"chips": pool.gpus_per_node * pool.nodes, "hosts": pool.nodes, "slices": 1,
+                 "machine_type": pool.machine_type, "chips_per_host": pool.gpus_per_node}
+    for key, from_pool in sizes.items():
+        if getattr(chosen, key) != from_pool:
+            problems.append(f"chosen.{key} is {getattr(chosen, key)!r} but the {plan.family} pool makes it "
+                            f"{from_pool!r}")
+    for key in ("hours", "hourly_usd", "total_usd"):
+        # The OPTION carries the estimate rounded (policies/candidates.py): agree to a cent / 36 s.
+        if not math.isclose(getattr(chosen, key), getattr(plan.estimate, key), rel_tol=1e-6, abs_tol=0.01):
+            problems.append(f"chosen.{key} is {getattr(chosen, key)!r} but estimate.{key} is "
+                            f"{getattr(plan.estimate, key)!r}")
+    return problems

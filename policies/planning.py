@@ -23,7 +23,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
         assert option.topology is not None
         per_slice = shapes.topology_chips(option.topology)
-        tpu = TpuPool(generation=generation.name, topology=option.topology, chips_per_slice=per_slice,  # type: ignore[arg-type]
+        tpu = TpuPool(accelerator=option.accelerator, topology=option.topology, chips_per_slice=per_slice,  # type: ignore[arg-type]
                       slices=option.slices, machine_type=shapes.machine_type(generation.name, option.topology),
                       chips_per_host=shapes.chips_per_host(generation.name, option.topology),
                       hosts_per_slice=shapes.hosts_per_slice(generation.name, option.topology),
@@ -37,7 +37,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # GPUDirect networks and EFA interfaces only pay when collectives cross nodes: a training
         # fleet of several nodes, or a serving replica wider than one node.
         crosses_nodes = multi_node_training or (not training and replica_chips > offering.chips_per_host)
-        gpu = GpuPool(machine_type=offering.machine_type,
+        gpu = GpuPool(accelerator=option.accelerator, machine_type=offering.machine_type,
                       alternate_machine_types=list(offering.spot_alternates) if (option.spot and offering.cloud == "aws") else [],
                       gpus_per_node=offering.chips_per_host, nodes=option.hosts,
                       guest_accelerator=offering.guest_accelerator if offering.cloud == "gcp" else None,
@@ -49,13 +49,13 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # Tightly coupled training lives in one zone (placement policy / cluster placement group);
         # serving spreads over every zone that has the GPU.
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
-    capacity = Capacity(spot=option.spot, provisioning=option.provisioning, reservation=offering.reservation)
+    capacity = Capacity(provisioning=option.provisioning, reservation=offering.reservation)
     storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
     rationale = list(choice.rationale)
     node_limit = choice.estimate.details.get("node_limit")
     if node_limit:
         rationale.append(f"Fleet size: {node_limit}.")
     rationale.append(f"Storage: {storage_reason}.")
-    return Plan(workload=spec, catalog=choice.catalog, chosen=option, cloud=option.cloud, region=option.region,
-                zones=zones, family=option.family, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
+    return Plan(workload=spec, catalog=choice.catalog, chosen=option,
+                zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
                 estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)

@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from accel.components.aws.cluster import EksCluster, EksClusterArgs, render_kubeconfig
-from accel.components.aws.common import InvalidAwsArgs
+from accel.base.errors import ComponentArgsError
 from accel.components.tags import ResourceTags
 from tests import harness
 
@@ -28,7 +28,7 @@ def build(**overrides):
 
 
 def rejected(declare, build_args) -> str:
-    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
+    return str(harness.rejected(declare, build_args, ComponentArgsError))
 
 
 def policies_of(capture, role_name: str) -> set[str]:

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from accel.components.aws.common import InvalidAwsArgs
+from accel.base.errors import ComponentArgsError
 from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interfaces
 from accel.policies import hardware
 from accel.components.tags import ResourceTags
@@ -19,14 +19,14 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 PLACEMENT = "aws:ec2/placementGroup:PlacementGroup"
 
-P5_EFA = GpuPool(machine_type="p5.48xlarge", gpus_per_node=8, nodes=16, fabric="efa", efa_interfaces=32,
+P5_EFA = GpuPool(accelerator="h100-80gb", machine_type="p5.48xlarge", gpus_per_node=8, nodes=16, fabric="efa", efa_interfaces=32,
                  compact_placement=True)
-G6E_SPOT = GpuPool(machine_type="g6e.4xlarge", alternate_machine_types=["g6e.8xlarge", "g6e.16xlarge"],
+G6E_SPOT = GpuPool(accelerator="l40s", machine_type="g6e.4xlarge", alternate_machine_types=["g6e.8xlarge", "g6e.16xlarge"],
                    gpus_per_node=1, nodes=6)
-P4D_EFA = GpuPool(machine_type="p4d.24xlarge", gpus_per_node=8, nodes=4, fabric="efa", efa_interfaces=4,
+P4D_EFA = GpuPool(accelerator="a100-40gb", machine_type="p4d.24xlarge", gpus_per_node=8, nodes=4, fabric="efa", efa_interfaces=4,
                   compact_placement=True)
 ON_DEMAND = Capacity()
-SPOT = Capacity(spot=True, provisioning="spot")
+SPOT = Capacity(provisioning="spot")
 RESERVATION = Capacity(provisioning="reservation", reservation="cr-0a1b2c3d4e5f67890")
 CAPACITY_BLOCK = Capacity(provisioning="capacity-block", reservation="cr-02168da1478b509e0")
 
@@ -49,7 +49,7 @@ def parts(capture):
 
 
 def rejected(declare, build_args) -> str:
-    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
+    return str(harness.rejected(declare, build_args, ComponentArgsError))
 
 
 # --- p5.48xlarge, EFA, on-demand --------------------------------------------------------
@@ -251,26 +251,24 @@ def test_efa_layout_is_one_interface_per_card_with_only_the_primary_on_device_ze
 
 
 @pytest.mark.parametrize("build_args,expected", [
-    (lambda: args(GpuPool(machine_type="p5.96xlarge", gpus_per_node=8, nodes=2)), "pool.machine_type"),
-    (lambda: args(GpuPool(machine_type="g6e.4xlarge", alternate_machine_types=["g6e.12xlarge"], gpus_per_node=1,
+    (lambda: args(GpuPool(accelerator="h100-80gb", machine_type="p5.96xlarge", gpus_per_node=8, nodes=2)), "pool.machine_type"),
+    (lambda: args(GpuPool(accelerator="l40s", machine_type="g6e.4xlarge", alternate_machine_types=["g6e.12xlarge"], gpus_per_node=1,
                           nodes=2), SPOT), "alternate_machine_types[0]"),
-    (lambda: args(GpuPool(machine_type="p4de.24xlarge", alternate_machine_types=["p4d.24xlarge"], gpus_per_node=8,
+    (lambda: args(GpuPool(accelerator="a100-80gb", machine_type="p4de.24xlarge", alternate_machine_types=["p4d.24xlarge"], gpus_per_node=8,
                           nodes=2), SPOT), "at least its memory"),
-    (lambda: args(GpuPool(machine_type="g6e.4xlarge", alternate_machine_types=["g5.4xlarge"], gpus_per_node=1,
+    (lambda: args(GpuPool(accelerator="l40s", machine_type="g6e.4xlarge", alternate_machine_types=["g5.4xlarge"], gpus_per_node=1,
                           nodes=2), SPOT), "same GPU"),
-    (lambda: args(GpuPool(machine_type="p4d.24xlarge", gpus_per_node=8, nodes=2, fabric="efa",
+    (lambda: args(GpuPool(accelerator="a100-40gb", machine_type="p4d.24xlarge", gpus_per_node=8, nodes=2, fabric="efa",
                           efa_interfaces=32)), "4 EFA-capable"),
-    (lambda: args(GpuPool(machine_type="g6e.xlarge", gpus_per_node=1, nodes=2, fabric="efa", efa_interfaces=1)),
+    (lambda: args(GpuPool(accelerator="l40s", machine_type="g6e.xlarge", gpus_per_node=1, nodes=2, fabric="efa", efa_interfaces=1)),
      "does not support EFA"),
-    (lambda: args(GpuPool(machine_type="p5.48xlarge", gpus_per_node=8, nodes=2, fabric="efa")), "efa_interfaces"),
-    (lambda: args(GpuPool(machine_type="p5.48xlarge", gpus_per_node=8, nodes=2, fabric="gpudirect-tcpxo")),
+    (lambda: args(GpuPool(accelerator="h100-80gb", machine_type="p5.48xlarge", gpus_per_node=8, nodes=2, fabric="efa")), "efa_interfaces"),
+    (lambda: args(GpuPool(accelerator="h100-80gb", machine_type="p5.48xlarge", gpus_per_node=8, nodes=2, fabric="gpudirect-tcpxo")),
      "pool.fabric"),
     (lambda: args(P5_EFA, availability_zone=None), "availability_zone"),
     (lambda: args(P5_EFA, availability_zone="us-east-1d"), "no private subnet"),
     (lambda: args(P4D_EFA, Capacity(provisioning="reservation")), "capacity.reservation"),
     (lambda: args(P4D_EFA, Capacity(provisioning="reservation", reservation="my-reservation")), "cr-"),
-    (lambda: args(G6E_SPOT, Capacity(spot=True), availability_zone=None), "capacity.spot"),
-    (lambda: args(G6E_SPOT, Capacity(provisioning="spot"), availability_zone=None), "capacity.spot"),
     (lambda: args(G6E_SPOT, Capacity(provisioning="flex-start")), "GCP"),
     (lambda: args(G6E_SPOT, Capacity(provisioning="reservation", reservation="cr-0a1b2c3d4e5f67890")),
      "no alternates"),

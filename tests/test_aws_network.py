@@ -5,7 +5,7 @@ import ipaddress
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from accel.components.aws.common import InvalidAwsArgs
+from accel.base.errors import ComponentArgsError
 from accel.components.aws.network import AwsNetwork, AwsNetworkArgs
 from accel.components.tags import ResourceTags
 from tests import harness
@@ -26,7 +26,7 @@ def build(**overrides):
 
 
 def rejected(declare, build_args) -> str:
-    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
+    return str(harness.rejected(declare, build_args, ComponentArgsError))
 
 
 def subnets(capture, kind):

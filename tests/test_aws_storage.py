@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from accel.components.aws.common import InvalidAwsArgs
+from accel.base.errors import ComponentArgsError
 from accel.components.aws.storage import TrainingStorage, TrainingStorageArgs, fsx_capacity_gib, training_access_policy
 from accel.components.tags import ResourceTags
 from accel.policies.plan import StoragePlan
@@ -33,7 +33,7 @@ def build(plan=None, **overrides):
 
 
 def rejected(declare, build_args) -> str:
-    return str(harness.rejected(declare, build_args, InvalidAwsArgs))
+    return str(harness.rejected(declare, build_args, ComponentArgsError))
 
 
 def bucket_configs(capture):

@@ -225,7 +225,7 @@ def test_the_planned_managed_lustre_size_is_one_the_gcp_component_accepts(parame
     storage = _storage_for(load_catalog(), "gcp", parameters)
     args = TrainingStorageArgs(project="acme", location="us-central1", zone="us-central1-a", network_name="net",
                                tags=ResourceTags(workload="w", stack="s"), storage=storage)
-    validate("train", args)   # raises GcpArgsError on a size Managed Lustre does not take at the built tier
+    validate("train", args)   # raises ComponentArgsError on a size Managed Lustre does not take at the built tier
 
 
 def test_the_70b_fsx_plan_is_a_persistent_2_size_not_min_plus_steps(catalog):

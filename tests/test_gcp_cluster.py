@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import yaml
 
 from accel.mock_engine import SECRET_PLACEHOLDER
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.cluster import ClusterRef, GkeCluster, GkeClusterArgs, UpgradePause, build_kubeconfig
 from accel.components.tags import ResourceTags
 from tests import harness
@@ -36,8 +36,8 @@ def cluster(declare, **overrides):
     return capture, built["cluster"]
 
 
-def rejected(declare, match: str, name: str = "train", **overrides) -> GcpArgsError:
-    return harness.rejected(declare, lambda: GkeCluster(name, cluster_args(**overrides)), GcpArgsError, match)
+def rejected(declare, match: str, name: str = "train", **overrides) -> ComponentArgsError:
+    return harness.rejected(declare, lambda: GkeCluster(name, cluster_args(**overrides)), ComponentArgsError, match)
 
 
 def gke(capture):

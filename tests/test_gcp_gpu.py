@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.cluster import ClusterRef
 from accel.components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
 from accel.components.gcp.network import ExtraNetworkRef, GcpNetwork, GcpNetworkArgs
@@ -20,12 +20,12 @@ MULTI_NETWORK_CLUSTER = ClusterRef(name="train", location="us-central1", multi_n
 PLAIN_CLUSTER = ClusterRef(name="train", location="us-central1", upgrades_paused=True)
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
-A3_MEGA = GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=16, guest_accelerator="nvidia-h100-mega-80gb",
+A3_MEGA = GpuPool(accelerator="h100-80gb", machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=16, guest_accelerator="nvidia-h100-mega-80gb",
                   fabric="gpudirect-tcpxo", extra_networks=8, compact_placement=True)
-A3_ULTRA = GpuPool(machine_type="a3-ultragpu-8g", gpus_per_node=8, nodes=4, guest_accelerator="nvidia-h200-141gb",
+A3_ULTRA = GpuPool(accelerator="h200-141gb", machine_type="a3-ultragpu-8g", gpus_per_node=8, nodes=4, guest_accelerator="nvidia-h200-141gb",
                    fabric="rdma", extra_networks=1, compact_placement=True)
-G2_L4 = GpuPool(machine_type="g2-standard-48", gpus_per_node=4, nodes=6, guest_accelerator="nvidia-l4")
-A2_ULTRA = GpuPool(machine_type="a2-ultragpu-8g", gpus_per_node=8, nodes=2)
+G2_L4 = GpuPool(accelerator="l4", machine_type="g2-standard-48", gpus_per_node=4, nodes=6, guest_accelerator="nvidia-l4")
+A2_ULTRA = GpuPool(accelerator="a100-80gb", machine_type="a2-ultragpu-8g", gpus_per_node=8, nodes=2)
 
 
 def fake_networks(count: int) -> list[ExtraNetworkRef]:
@@ -43,8 +43,8 @@ def declare_pool(declare, pool: GpuPool, **overrides):
     return node_pool.inputs
 
 
-def rejected(declare, match: str, pool: GpuPool, **overrides) -> GcpArgsError:
-    return harness.rejected(declare, lambda: GpuNodePool("gpu", pool_args(pool, **overrides)), GcpArgsError, match)
+def rejected(declare, match: str, pool: GpuPool, **overrides) -> ComponentArgsError:
+    return harness.rejected(declare, lambda: GpuNodePool("gpu", pool_args(pool, **overrides)), ComponentArgsError, match)
 
 
 def test_a3_mega_pool_attaches_the_eight_tcpxo_networks_of_the_vpc(declare):
@@ -93,7 +93,7 @@ def test_gpu_pools_scale_from_zero_to_the_plans_node_count(declare):
 
 
 def test_g2_l4_spot_pool(declare):
-    inputs = declare_pool(declare, G2_L4, capacity=Capacity(spot=True))
+    inputs = declare_pool(declare, G2_L4, capacity=Capacity(provisioning="spot"))
     config = inputs["nodeConfig"]
     assert config["machineType"] == "g2-standard-48"
     assert config["spot"] is True
@@ -160,7 +160,7 @@ def test_queued_gpus_run_on_flex_start_vms(declare):
 
 
 def test_on_demand_and_spot_gpus_are_not_flex_start(declare):
-    for capacity in (Capacity(), Capacity(spot=True)):
+    for capacity in (Capacity(), Capacity(provisioning="spot")):
         assert "flexStart" not in declare_pool(declare, G2_L4, capacity=capacity)["nodeConfig"]
 
 
@@ -208,7 +208,7 @@ def test_compact_placement_has_a_size_limit(declare):
 
 
 def test_a_max_run_duration_bounds_the_pool_nodes(declare):
-    inputs = declare_pool(declare, G2_L4, capacity=Capacity(spot=True), max_run_duration="3600s")
+    inputs = declare_pool(declare, G2_L4, capacity=Capacity(provisioning="spot"), max_run_duration="3600s")
     assert inputs["nodeConfig"]["maxRunDuration"] == "3600s"
 
 
@@ -224,11 +224,6 @@ def test_flex_start_nodes_cannot_outlive_seven_days(declare):
 
 def test_on_demand_nodes_may_run_longer_than_seven_days(declare):
     assert declare_pool(declare, G2_L4, max_run_duration="864000s")["nodeConfig"]["maxRunDuration"] == "864000s"
-
-
-def test_spot_with_flex_start_is_rejected(declare):
-    rejected(declare, "spot cannot be combined with flex-start", G2_L4,
-             capacity=Capacity(spot=True, provisioning="flex-start"))
 
 
 def test_gpu_zone_must_be_in_the_clusters_region(declare):

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.network import GcpNetwork, GcpNetworkArgs
 from accel.components.tags import ResourceTags
 from accel.policies.plan import GpuPool
@@ -17,11 +17,11 @@ NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"
 
-A3_MEGA = GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=4, guest_accelerator="nvidia-h100-mega-80gb",
+A3_MEGA = GpuPool(accelerator="h100-80gb", machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=4, guest_accelerator="nvidia-h100-mega-80gb",
                   fabric="gpudirect-tcpxo", extra_networks=8, compact_placement=True)
-A3_HIGH = GpuPool(machine_type="a3-highgpu-8g", gpus_per_node=8, nodes=2, guest_accelerator="nvidia-h100-80gb",
+A3_HIGH = GpuPool(accelerator="h100-80gb", machine_type="a3-highgpu-8g", gpus_per_node=8, nodes=2, guest_accelerator="nvidia-h100-80gb",
                   fabric="gpudirect-tcpx", extra_networks=4)
-A3_ULTRA = GpuPool(machine_type="a3-ultragpu-8g", gpus_per_node=8, nodes=2, guest_accelerator="nvidia-h200-141gb",
+A3_ULTRA = GpuPool(accelerator="h200-141gb", machine_type="a3-ultragpu-8g", gpus_per_node=8, nodes=2, guest_accelerator="nvidia-h200-141gb",
                    fabric="rdma", extra_networks=1)
 
 
@@ -30,10 +30,10 @@ def network(declare, **overrides):
     return declare(lambda: GcpNetwork("train", args))
 
 
-def rejected(declare, match: str, **overrides) -> GcpArgsError:
+def rejected(declare, match: str, **overrides) -> ComponentArgsError:
     """Build with bad args inside a program; the error must come before any resource registers."""
     args = {"region": "us-central1", "tags": TAGS, **overrides}
-    return harness.rejected(declare, lambda: GcpNetwork("train", GcpNetworkArgs(**args)), GcpArgsError, match)
+    return harness.rejected(declare, lambda: GcpNetwork("train", GcpNetworkArgs(**args)), ComponentArgsError, match)
 
 
 def test_vpc_has_no_auto_subnets(declare):
@@ -91,7 +91,7 @@ def test_iap_ssh_is_closed_unless_asked(declare):
 
 
 def test_no_extra_networks_without_a_gpu_fabric(declare):
-    capture = network(declare, gpu=GpuPool(machine_type="g2-standard-48", gpus_per_node=4, nodes=2))
+    capture = network(declare, gpu=GpuPool(accelerator="l4", machine_type="g2-standard-48", gpus_per_node=4, nodes=2))
     assert len(capture.of_type(NETWORK)) == 1
     assert len(capture.of_type(SUBNET)) == 1
 
@@ -160,7 +160,7 @@ def test_a_zone_is_not_a_region(declare):
 
 
 def test_efa_is_not_a_google_fabric(declare):
-    rejected(declare, "EFA is AWS", gpu=GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=2, fabric="efa"))
+    rejected(declare, "EFA is AWS", gpu=GpuPool(accelerator="h100-80gb", machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=2, fabric="efa"))
 
 
 def test_tcpxo_needs_eight_networks(declare):
@@ -185,7 +185,7 @@ def test_nat_port_limit_must_be_a_power_of_two(declare):
 
 def test_name_must_be_a_gcp_name(declare):
     def program():
-        with pytest.raises(GcpArgsError, match="lowercase letter"):
+        with pytest.raises(ComponentArgsError, match="lowercase letter"):
             GcpNetwork("Train_Net", GcpNetworkArgs(region="us-central1", tags=TAGS))
 
     assert declare(program).resources == []

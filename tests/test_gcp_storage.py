@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.storage import TrainingStorage, TrainingStorageArgs
 from accel.components.tags import ResourceTags
 from accel.policies.plan import StoragePlan
@@ -32,8 +32,8 @@ def declare_storage(declare, **overrides):
     return declare(program), built["storage"]
 
 
-def rejected(declare, match: str, **overrides) -> GcpArgsError:
-    return harness.rejected(declare, lambda: TrainingStorage("run", storage_args(**overrides)), GcpArgsError, match)
+def rejected(declare, match: str, **overrides) -> ComponentArgsError:
+    return harness.rejected(declare, lambda: TrainingStorage("run", storage_args(**overrides)), ComponentArgsError, match)
 
 
 LUSTRE = dict(storage=StoragePlan(filesystem="managed-lustre", filesystem_capacity_gib=18000),

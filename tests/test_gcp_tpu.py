@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from accel.components.gcp._common import GcpArgsError
+from accel.base.errors import ComponentArgsError
 from accel.components.gcp.cluster import ClusterRef
 from accel.components.gcp.tpu import TpuSlice, TpuSliceArgs, TpuVmSlice, TpuVmSliceArgs
 from accel.components.tags import ResourceTags
@@ -47,8 +47,8 @@ def declare_slice(declare, pool: TpuPool, **overrides):
     return declare(lambda: TpuSlice("tpu", slice_args(pool, **overrides)))
 
 
-def rejected(declare, build, match: str) -> GcpArgsError:
-    return harness.rejected(declare, build, GcpArgsError, match)
+def rejected(declare, build, match: str) -> ComponentArgsError:
+    return harness.rejected(declare, build, ComponentArgsError, match)
 
 
 # --- GKE node pools --------------------------------------------------------------------
@@ -100,7 +100,7 @@ def test_each_slice_is_labelled_with_its_index_and_the_stack(declare):
 
 
 def test_spot_slices_are_spot_and_say_so(declare):
-    for pool in declare_slice(declare, V5P_MULTISLICE, capacity=Capacity(spot=True)).of_type(NODE_POOL):
+    for pool in declare_slice(declare, V5P_MULTISLICE, capacity=Capacity(provisioning="spot")).of_type(NODE_POOL):
         assert pool.inputs["nodeConfig"]["spot"] is True
         assert pool.inputs["nodeConfig"]["resourceLabels"]["spot"] == "true"
 
@@ -227,13 +227,6 @@ def test_slice_zone_must_be_in_the_clusters_region(declare):
     rejected(declare, lambda: TpuSlice("tpu", slice_args(V6E_POD, zone="us-central1-a")), "must be a zone of us-east5")
 
 
-@pytest.mark.parametrize("provisioning", ["flex-start", "queued"])
-def test_spot_cannot_combine_with_dws_provisioning(declare, provisioning):
-    capacity = Capacity(spot=True, provisioning=provisioning)
-    rejected(declare, lambda: TpuSlice("tpu", slice_args(V6E_POD, capacity=capacity)),
-             f"spot cannot be combined with {provisioning}")
-
-
 def test_reservation_without_a_name_is_rejected(declare):
     rejected(declare, lambda: TpuSlice("tpu", slice_args(V6E_POD, capacity=Capacity(provisioning="reservation"))),
              "needs the reservation name")
@@ -258,7 +251,7 @@ def vm_args(pool: TpuPool, **overrides) -> TpuVmSliceArgs:
 
 def test_spot_tpu_vms_are_one_vm_per_slice_without_public_ips(declare):
     pool = tpu_pool("v5p", "2x2x4", slices=2)
-    capture = declare(lambda: TpuVmSlice("vm", vm_args(pool, capacity=Capacity(spot=True),
+    capture = declare(lambda: TpuVmSlice("vm", vm_args(pool, capacity=Capacity(provisioning="spot"),
                                                         service_account_email="tpu@acme-ml.iam.gserviceaccount.com")))
     vms = capture.of_type("gcp:tpu/v2Vm:V2Vm")
     assert sorted(v.name for v in vms) == ["vm-s0", "vm-s1"]
@@ -295,11 +288,6 @@ def test_reserved_tpu_vms_use_the_reservation(declare):
 def test_tpu_vm_type_must_count_tensorcores_for_v5p(declare):
     bad = tpu_pool("v5p", "2x2x4").model_copy(update={"tpu_vm_type": "v5p-16"})
     rejected(declare, lambda: TpuVmSlice("vm", vm_args(bad)), "is 'v5p-32'")
-
-
-def test_spot_queued_tpu_vms_are_rejected(declare):
-    rejected(declare, lambda: TpuVmSlice("vm", vm_args(V6E_POD, capacity=Capacity(spot=True, provisioning="queued"))),
-             "spot cannot be combined with queued")
 
 
 def test_flex_start_tpu_vms_are_rejected(declare):

@@ -189,7 +189,7 @@ def test_the_gcp_gpu_component_builds_a_machine_only_the_injected_table_has(decl
     from accel.components.gcp.gpu import GpuNodePool
     from tests.test_gcp_gpu import NODE_POOL, pool_args
 
-    pool = GpuPool(machine_type="z9-futuregpu-4g", gpus_per_node=4, nodes=2)
+    pool = GpuPool(accelerator="h100-80gb", machine_type="z9-futuregpu-4g", gpus_per_node=4, nodes=2)
     capture = declare(lambda: GpuNodePool("gpu", pool_args(pool)))
     (node_pool,) = capture.of_type(NODE_POOL)
     config = node_pool.inputs["nodeConfig"]
@@ -199,19 +199,19 @@ def test_the_gcp_gpu_component_builds_a_machine_only_the_injected_table_has(decl
 
 
 def test_the_gcp_gpu_component_refuses_the_old_gpu_count_of_a_changed_machine(declare, changed_facts):
-    from accel.components.gcp._common import GcpArgsError
+    from accel.base.errors import ComponentArgsError
     from tests.test_gcp_gpu import rejected
 
-    old = GpuPool(machine_type="g2-standard-24", gpus_per_node=2, nodes=1)
+    old = GpuPool(accelerator="l4", machine_type="g2-standard-24", gpus_per_node=2, nodes=1)
     error = rejected(declare, "pool.gpus_per_node", old)
-    assert isinstance(error, GcpArgsError) and "has 3 GPU(s)" in str(error)
+    assert isinstance(error, ComponentArgsError) and "has 3 GPU(s)" in str(error)
 
 
 def test_the_aws_gpu_component_reads_the_changed_efa_cards(changed_facts):
-    from accel.components.aws.common import InvalidAwsArgs
+    from accel.base.errors import ComponentArgsError
     from tests.test_aws_gpu import P4D_EFA, args
 
-    with pytest.raises(InvalidAwsArgs, match="p4d.24xlarge has 2 EFA-capable network card"):
+    with pytest.raises(ComponentArgsError, match="p4d.24xlarge has 2 EFA-capable network card"):
         args(P4D_EFA)   # four interfaces, the bundled table's figure, no longer fit
 
 

@@ -35,19 +35,19 @@ PINS = load_chart_pins()
 
 
 def v5p_pool(topology: str = "4x4x8", slices: int = 2, spot: bool = False) -> AcceleratorPool:
-    tpu = TpuPool(generation="v5p", topology=topology, chips_per_slice=shapes.topology_chips(topology),
+    tpu = TpuPool(accelerator="tpu-v5p", topology=topology, chips_per_slice=shapes.topology_chips(topology),
                   slices=slices, machine_type=shapes.machine_type("v5p", topology),
                   chips_per_host=shapes.chips_per_host("v5p", topology),
                   hosts_per_slice=shapes.hosts_per_slice("v5p", topology), gke_accelerator="tpu-v5p-slice",
                   tpu_vm_type=shapes.tpu_vm_type("v5p", shapes.topology_chips(topology)),
                   runtime_version="v2-alpha-tpuv5")
-    return gke_tpu_pool(tpu, spot=spot)
+    return gke_tpu_pool(tpu, capacity=Capacity(provisioning="spot" if spot else "on-demand"))
 
 
 def h100_pool(nodes: int = 4, efa: bool = True) -> AcceleratorPool:
-    gpu = GpuPool(machine_type="p5.48xlarge", gpus_per_node=8, nodes=nodes,
+    gpu = GpuPool(accelerator="h100-80gb", machine_type="p5.48xlarge", gpus_per_node=8, nodes=nodes,
                   **({"fabric": "efa", "efa_interfaces": 32} if efa else {}))
-    return eks_gpu_pool(gpu, accelerator="h100-80gb")
+    return eks_gpu_pool(gpu)
 
 
 def stack_program(pools, **overrides):
@@ -211,14 +211,14 @@ def test_mixed_pools_share_one_group_and_each_flavor_holds_only_its_chips(declar
 
 
 def v6e_pod() -> TpuPool:
-    return TpuPool(generation="v6e", topology="16x16", chips_per_slice=256, slices=1,
+    return TpuPool(accelerator="tpu-v6e", topology="16x16", chips_per_slice=256, slices=1,
                    machine_type=shapes.machine_type("v6e", "16x16"), chips_per_host=4,
                    hosts_per_slice=shapes.hosts_per_slice("v6e", "16x16"), gke_accelerator="tpu-v6e-slice",
                    tpu_vm_type="v6e-256", runtime_version="v2-alpha-tpuv6e")
 
 
 def queued_v6e_pool() -> AcceleratorPool:
-    return gke_tpu_pool(v6e_pod(), provisioning="queued")
+    return gke_tpu_pool(v6e_pod(), capacity=Capacity(provisioning="queued"))
 
 
 def test_a_queued_pool_is_admitted_only_through_a_provisioning_request(declare):
@@ -394,9 +394,9 @@ def test_plan_pools_for_a_gke_gpu_plan_select_by_gke_accelerator():
     chosen = Option(cloud="gcp", region="us-central1", accelerator="h100-80gb", family="gpu", chips=64, hosts=8,
                     machine_type="a3-megagpu-8g", spot=True, hourly_usd=10, hours=100, total_usd=1000, mfu=0.4,
                     offering="gcp-a3-mega", chips_per_host=8)
-    gpu = GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=8, guest_accelerator="nvidia-h100-mega-80gb")
+    gpu = GpuPool(accelerator="h100-80gb", machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=8, guest_accelerator="nvidia-h100-mega-80gb")
     plan = _plan(chosen=chosen, cloud="gcp", region="us-central1", zones=["us-central1-a"], family="gpu", gpu=gpu,
-                 capacity=Capacity(spot=True, provisioning="spot"))
+                 capacity=Capacity(provisioning="spot"))
     [pool] = plan_pools(plan)
     assert pool.chips == 64
     assert pool.node_labels == {"node.kubernetes.io/instance-type": "a3-megagpu-8g",
@@ -405,8 +405,8 @@ def test_plan_pools_for_a_gke_gpu_plan_select_by_gke_accelerator():
 
 
 def test_gke_gpu_pool_without_guest_accelerator_selects_by_machine_type():
-    gpu = GpuPool(machine_type="g2-standard-48", gpus_per_node=4, nodes=2)
-    pool = gke_gpu_pool(gpu, accelerator="l4")
+    gpu = GpuPool(accelerator="l4", machine_type="g2-standard-48", gpus_per_node=4, nodes=2)
+    pool = gke_gpu_pool(gpu)
     assert pool.node_labels == {"node.kubernetes.io/instance-type": "g2-standard-48"}
 
 
@@ -414,7 +414,7 @@ def _eks_plan(provisioning: str, reservation: str | None = None) -> Plan:
     chosen = Option(cloud="aws", region="us-east-1", accelerator="h200-141gb", family="gpu", chips=64, hosts=8,
                     machine_type="p5en.48xlarge", spot=False, hourly_usd=10, hours=100, total_usd=1000, mfu=0.4,
                     offering="aws-p5en", chips_per_host=8, provisioning=provisioning)
-    gpu = GpuPool(machine_type="p5en.48xlarge", gpus_per_node=8, nodes=8, fabric="efa", efa_interfaces=16)
+    gpu = GpuPool(accelerator="h200-141gb", machine_type="p5en.48xlarge", gpus_per_node=8, nodes=8, fabric="efa", efa_interfaces=16)
     return _plan(chosen=chosen, cloud="aws", region="us-east-1", zones=["us-east-1a"], family="gpu", gpu=gpu,
                  capacity=Capacity(provisioning=provisioning, reservation=reservation))
 
@@ -447,8 +447,8 @@ def test_a_gke_queued_plan_pool_needs_a_provisioning_request():
 
 
 def test_an_eks_spot_pool_with_alternates_does_not_pin_the_instance_type():
-    gpu = GpuPool(machine_type="p5.48xlarge", alternate_machine_types=["p5e.48xlarge"], gpus_per_node=8, nodes=2)
-    pool = eks_gpu_pool(gpu, accelerator="h100-80gb", spot=True)
+    gpu = GpuPool(accelerator="h100-80gb", machine_type="p5.48xlarge", alternate_machine_types=["p5e.48xlarge"], gpus_per_node=8, nodes=2)
+    pool = eks_gpu_pool(gpu, capacity=Capacity(provisioning="spot"))
     assert pool.node_labels == {"eks.amazonaws.com/capacityType": "SPOT"}
 
 
@@ -515,8 +515,8 @@ class NodeNetwork:
 
 
 def gke_h100_pool(machine_type: str = "a3-megagpu-8g", accelerator: str = "nvidia-h100-mega-80gb") -> AcceleratorPool:
-    return gke_gpu_pool(GpuPool(machine_type=machine_type, gpus_per_node=8, nodes=2, guest_accelerator=accelerator),
-                        accelerator="h100-80gb")
+    return gke_gpu_pool(GpuPool(accelerator="h100-80gb", machine_type=machine_type, gpus_per_node=8, nodes=2,
+                                guest_accelerator=accelerator))
 
 
 def tcp_networks(fabric: str, count: int) -> list[GkeNetworkAttachment]:
@@ -659,7 +659,7 @@ def gke_gpu_plan(gpu: GpuPool, accelerator: str = "h100-80gb") -> Plan:
     return _plan(chosen=chosen, cloud="gcp", region="us-central1", zones=["us-central1-a"], family="gpu", gpu=gpu)
 
 
-A3_MEGA_TCPXO = GpuPool(machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=2,
+A3_MEGA_TCPXO = GpuPool(accelerator="h100-80gb", machine_type="a3-megagpu-8g", gpus_per_node=8, nodes=2,
                         guest_accelerator="nvidia-h100-mega-80gb", fabric="gpudirect-tcpxo", extra_networks=8)
 
 
@@ -689,7 +689,7 @@ def test_a_gke_a3_mega_plan_declares_gke_networks_over_its_eight_gpu_vpcs(declar
 
 def test_a_gke_gpu_plan_without_a_fabric_declares_no_gke_networks(declare):
     built: list = []
-    single_node = GpuPool(machine_type="a3-highgpu-8g", gpus_per_node=8, nodes=1, guest_accelerator="nvidia-h100-80gb")
+    single_node = GpuPool(accelerator="h100-80gb", machine_type="a3-highgpu-8g", gpus_per_node=8, nodes=1, guest_accelerator="nvidia-h100-80gb")
     capture = declare(cluster_program(gke_gpu_plan(single_node), built))
     assert capture.of_type(PARAM_SET) == capture.of_type(GKE_NETWORK) == []
     assert built[0].pod_network_annotations == {}

@@ -9,7 +9,7 @@ Commands raise UsageError (exit 2), NothingFeasible (exit 3) or GuardrailFailure
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXIT_INVALID = 2
 EXIT_INFEASIBLE = 3
@@ -29,7 +29,21 @@ class UsageError(AccelError):
 class ComponentArgsError(UsageError, ValueError):
     """Component arguments that cannot be built: the message names the component, the property,
     the value and what is allowed. A ValueError too, so a Pulumi program that uses the components
-    directly sees the usual Python error for a bad argument."""
+    directly sees the usual Python error for a bad argument.
+
+    The one error of every component on every cloud (GCP, AWS, Kubernetes); build it with
+    `invalid_arg` so every message has the same shape."""
+
+    component: str | None = None
+    field: str | None = None
+    value: Any = None
+
+
+def invalid_arg(component: str, field: str, value: Any, allowed: str) -> ComponentArgsError:
+    """`Component.property: value is not valid; what is allowed` (the one message shape)."""
+    error = ComponentArgsError(f"{component}.{field}: {value!r} is not valid; {allowed}")
+    error.component, error.field, error.value = component, field, value
+    return error
 
 
 class NothingFeasible(AccelError):

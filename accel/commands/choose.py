@@ -1,7 +1,7 @@
 """`accel choose WORKLOAD.yaml`: which hardware, where, how many, how long, what it costs, and why.
 
 Exit 0 with a choice, 2 on invalid input (workload, catalog, options), 3 when nothing is feasible.
-`--json` prints the DESIGN.md object on stdout and nothing else; progress goes to stderr.
+`--json` prints the object of docs/contracts.md (section 2.1) on stdout and nothing else; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rich.table import Table
 
 from accel.base.errors import AccelError, NothingFeasible, UsageError, fail
 from accel.base.units import human_number, money
+from accel.stack_pin import pin_to_stack_file
 
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PLOT_SUFFIXES = (".png", ".svg")
@@ -124,7 +125,7 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         style = "bold green" if rank == 1 else None
         table.add_row(str(rank), accelerator_name(option.accelerator),
                       f"{option.cloud} {option.region}", str(option.chips), layout,
-                      "spot" if option.spot else option.provisioning, money(option.hourly_usd, cents=True),
+                      option.provisioning, money(option.hourly_usd, cents=True),
                       f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
                       f"{option.mfu:.0%}", style=style)
         if rank >= TOP_OPTIONS:
@@ -289,62 +290,9 @@ def _project_dir(start: Path) -> Path:
 
 def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
                      warn: Callable[[str], None] | None = None) -> Path:
-    """Set accel:workload and accel:plan in stacks/Pulumi.NAME.yaml, keeping every other key.
+    """Set accel:workload and accel:plan in stacks/Pulumi.NAME.yaml, keeping every other key and comment.
 
-    The workload is written without unset (None) fields; the plan is the full Plan. Replacing a different
-    workload (another name) is what the user asked for, but `warn` is told, naming both."""
-    import yaml
-
-    from accel.base.yaml_files import parse_yaml
-
-    directory = _project_dir((root or Path.cwd()).resolve()) / "stacks"
-    path = directory / f"Pulumi.{name}.yaml"
-    data: Any = {}
-    header = ""
-    if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-            # The comment block at the top documents the scenario; YAML loses comments, so keep it by hand.
-            header = _leading_comments(text)
-            data = parse_yaml(text) or {}
-        except (yaml.YAMLError, OSError, UnicodeDecodeError, ValueError) as error:
-            raise UsageError(f"{path}: cannot update the stack file: {error}") from None
-        if not isinstance(data, dict):
-            raise UsageError(f"{path}: a stack file must be a mapping with a 'config' section")
-    config = data.get("config")
-    if config is None:
-        config = {}
-    if not isinstance(config, dict):
-        raise UsageError(f"{path}: config: expected a mapping of keys to values")
-    previous = config.get("accel:workload")
-    if warn is not None and isinstance(previous, dict) and previous.get("name") not in (None, spec.name):
-        warn(f"{path}: replacing accel:workload {previous['name']!r} with {spec.name!r} (and its plan)")
-    config["accel:workload"] = spec.model_dump(mode="json", exclude_none=True)
-    config["accel:plan"] = _finite(plan.model_dump(mode="json"))
-    data["config"] = config
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        path.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"{path}: cannot write the stack file: {error.strerror or error}") from None
+    The workload is written without unset (None) fields; the plan is the full Plan (schema 2)."""
+    path = _project_dir((root or Path.cwd()).resolve()) / "stacks" / f"Pulumi.{name}.yaml"
+    pin_to_stack_file(path, spec.model_dump(mode="json", exclude_none=True), plan.model_dump(mode="json"), warn=warn)
     return path
-
-
-def _leading_comments(text: str) -> str:
-    """The comment lines a stack file starts with (its documentation), to write back unchanged."""
-    lines = []
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        lines.append(line + "\n")
-    return "".join(lines)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

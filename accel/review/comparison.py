@@ -24,10 +24,9 @@ def _layout(plan: PlanView) -> str:
 
 
 def _capacity(plan: PlanView) -> str:
+    """The capacity type (Plan schema 2: `provisioning`; `spot` only for documents without it)."""
     chosen = plan.chosen
-    if chosen.provisioning and chosen.provisioning not in ("on-demand", "spot"):
-        return chosen.provisioning
-    return "spot" if chosen.spot else "on-demand"
+    return chosen.provisioning or ("spot" if chosen.spot else "on-demand")
 
 
 def _location(plan: PlanView) -> str:

@@ -1,4 +1,4 @@
-"""The document `accel plan --json` prints (DESIGN.md), as typed models.
+"""The document `accel plan --json` prints (docs/contracts.md, section 2.2), as typed models.
 
 A review reads only what it shows, and reads it leniently: the base branch's plan may come
 from an older accel whose Plan had fewer fields, and that must still render. Types of the
@@ -49,7 +49,7 @@ class PolicyResults(LenientModel):
 
 
 class ChosenHardware(LenientModel):
-    """plan.chosen: the OPTION of the DESIGN.md contract."""
+    """plan.chosen: the OPTION of the choose contract (docs/contracts.md, section 2.1)."""
 
     cloud: str
     region: str

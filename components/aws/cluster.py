@@ -20,10 +20,10 @@ from typing import Any
 
 import pulumi
 
+from accel.base.errors import invalid_arg
 from accel.components.aws.common import (
     check_cidr,
     check_region,
-    invalid,
     irsa_trust,
     managed_policy_arn,
     resource_tags,
@@ -76,45 +76,45 @@ class EksClusterArgs:
     def __post_init__(self) -> None:
         check_region(_ARGS, self.region)
         if self.cluster_name is not None and not _CLUSTER_NAME.match(self.cluster_name):
-            raise invalid(_ARGS, "cluster_name", self.cluster_name,
+            raise invalid_arg(_ARGS, "cluster_name", self.cluster_name,
                           "1-100 characters: letters, digits, '-' and '_', starting with a letter or digit")
         if not _K8S_VERSION.match(self.kubernetes_version or ""):
-            raise invalid(_ARGS, "kubernetes_version", self.kubernetes_version, "expected a minor version like 1.34")
+            raise invalid_arg(_ARGS, "kubernetes_version", self.kubernetes_version, "expected a minor version like 1.34")
         if isinstance(self.subnet_ids, (str, bytes)) or len(list(self.subnet_ids)) < 2:
-            raise invalid(_ARGS, "subnet_ids", self.subnet_ids,
+            raise invalid_arg(_ARGS, "subnet_ids", self.subnet_ids,
                           "EKS needs private subnets in at least two availability zones")
         if not self.private_endpoint:
             if not self.public_access_cidrs:
-                raise invalid(_ARGS, "public_access_cidrs", self.public_access_cidrs,
+                raise invalid_arg(_ARGS, "public_access_cidrs", self.public_access_cidrs,
                               "a public endpoint needs at least one CIDR; or set private_endpoint=True")
             for i, cidr in enumerate(self.public_access_cidrs):
                 check_cidr(_ARGS, f"public_access_cidrs[{i}]", cidr)
         if not self.system_instance_types or isinstance(self.system_instance_types, str):
-            raise invalid(_ARGS, "system_instance_types", self.system_instance_types,
+            raise invalid_arg(_ARGS, "system_instance_types", self.system_instance_types,
                           "give a list of one or more instance types, e.g. ['m6i.xlarge']")
         if not isinstance(self.system_nodes, int) or not 1 <= self.system_nodes <= 20:
-            raise invalid(_ARGS, "system_nodes", self.system_nodes, "between 1 and 20 nodes")
+            raise invalid_arg(_ARGS, "system_nodes", self.system_nodes, "between 1 and 20 nodes")
         unknown = [a for a in self.addons if a not in KNOWN_ADDONS]
         if unknown:
-            raise invalid(_ARGS, "addons", unknown, f"known add-ons: {', '.join(KNOWN_ADDONS)}")
+            raise invalid_arg(_ARGS, "addons", unknown, f"known add-ons: {', '.join(KNOWN_ADDONS)}")
         missing = [a for a in REQUIRED_ADDONS if a not in self.addons]
         if missing:
-            raise invalid(_ARGS, "addons", list(self.addons),
+            raise invalid_arg(_ARGS, "addons", list(self.addons),
                           f"nodes cannot work without {', '.join(missing)} (self-managed add-ons are not bootstrapped)")
         stray = [a for a in self.addon_versions if a not in self.addons]
         if stray:
-            raise invalid(_ARGS, "addon_versions", stray, "versions may only be pinned for add-ons in 'addons'")
+            raise invalid_arg(_ARGS, "addon_versions", stray, "versions may only be pinned for add-ons in 'addons'")
         for i, arn in enumerate(self.admin_principal_arns):
             if not _ARN.match(arn):
-                raise invalid(_ARGS, f"admin_principal_arns[{i}]", arn, "expected an IAM role or user ARN")
+                raise invalid_arg(_ARGS, f"admin_principal_arns[{i}]", arn, "expected an IAM role or user ARN")
         bad_logs = [t for t in self.log_types if t not in LOG_TYPES]
         if bad_logs:
-            raise invalid(_ARGS, "log_types", bad_logs, f"allowed: {', '.join(LOG_TYPES)}")
+            raise invalid_arg(_ARGS, "log_types", bad_logs, f"allowed: {', '.join(LOG_TYPES)}")
         if self.imds_hop_limit not in (1, 2):
-            raise invalid(_ARGS, "imds_hop_limit", self.imds_hop_limit,
+            raise invalid_arg(_ARGS, "imds_hop_limit", self.imds_hop_limit,
                           "1 (pods cannot reach instance metadata) or 2 (they can)")
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
+            raise invalid_arg(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
 
     @classmethod
     def for_network(cls, network, tags: ResourceTags, **overrides) -> "EksClusterArgs":
@@ -175,10 +175,10 @@ class EksCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None):
         if not isinstance(args, EksClusterArgs):
-            raise invalid(_ARGS, "args", type(args).__name__, "pass an EksClusterArgs")
+            raise invalid_arg(_ARGS, "args", type(args).__name__, "pass an EksClusterArgs")
         cluster_name = args.cluster_name or name
         if not _CLUSTER_NAME.match(cluster_name):
-            raise invalid(_ARGS, "cluster_name", cluster_name,
+            raise invalid_arg(_ARGS, "cluster_name", cluster_name,
                           "the component name is used as the cluster name; pass a valid cluster_name")
         super().__init__("accel:aws:EksCluster", name, None, opts)
         import pulumi_aws as aws

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from accel.base.errors import ComponentArgsError
+from accel.base.errors import invalid_arg
 from accel.components.tags import ResourceTags
 
 # Tag keys that say "this goes away": data outlives the compute stack, so it never carries them.
@@ -20,29 +20,21 @@ DATA_ROLE_KEY = "accel:data-role"
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
 
 
-class InvalidAwsArgs(ComponentArgsError):
-    """Component arguments that cannot be built; the message names the field, the value and what is allowed."""
-
-
-def invalid(args_class: str, field: str, value: Any, allowed: str) -> InvalidAwsArgs:
-    return InvalidAwsArgs(f"{args_class}.{field}: {value!r} is not valid; {allowed}")
-
-
 def check_region(args_class: str, region: str) -> None:
     if not isinstance(region, str) or not _REGION.match(region):
-        raise invalid(args_class, "region", region, "expected an AWS region such as us-east-1 or us-west-2")
+        raise invalid_arg(args_class, "region", region, "expected an AWS region such as us-east-1 or us-west-2")
 
 
 def check_zone(args_class: str, field: str, zone: str, region: str) -> None:
     if not isinstance(zone, str) or not re.fullmatch(re.escape(region) + r"[a-z]", zone):
-        raise invalid(args_class, field, zone, f"expected an availability zone of {region}, e.g. {region}a")
+        raise invalid_arg(args_class, field, zone, f"expected an availability zone of {region}, e.g. {region}a")
 
 
 def check_cidr(args_class: str, field: str, cidr: str) -> ipaddress.IPv4Network:
     try:
         return ipaddress.IPv4Network(cidr, strict=True)
     except (ValueError, TypeError) as error:
-        raise invalid(args_class, field, cidr, f"expected an IPv4 CIDR block such as 10.0.0.0/16 ({error})") from None
+        raise invalid_arg(args_class, field, cidr, f"expected an IPv4 CIDR block such as 10.0.0.0/16 ({error})") from None
 
 
 def resource_tags(tags: ResourceTags, name: str | None = None, **extra: str) -> dict[str, str]:

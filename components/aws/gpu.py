@@ -22,7 +22,8 @@ from typing import Any
 
 import pulumi
 
-from accel.components.aws.common import InvalidAwsArgs, invalid, resource_tags, template_version
+from accel.base.errors import invalid_arg
+from accel.components.aws.common import resource_tags, template_version
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
 from accel.policies.hardware import AwsGpuInstance
@@ -93,21 +94,21 @@ class GpuNodeGroupArgs:
         self._check_capacity()
         self._check_placement()
         if not isinstance(self.disk_size_gib, int) or not 100 <= self.disk_size_gib <= 16384:
-            raise invalid(_ARGS, "disk_size_gib", self.disk_size_gib,
+            raise invalid_arg(_ARGS, "disk_size_gib", self.disk_size_gib,
                           "between 100 and 16384 GiB (GPU images are tens of GB)")
         if self.start_nodes is not None and not 0 <= self.start_nodes <= pool.nodes:
-            raise invalid(_ARGS, "start_nodes", self.start_nodes, f"between 0 and pool.nodes ({pool.nodes})")
+            raise invalid_arg(_ARGS, "start_nodes", self.start_nodes, f"between 0 and pool.nodes ({pool.nodes})")
         if self.imds_hop_limit not in (1, 2):
-            raise invalid(_ARGS, "imds_hop_limit", self.imds_hop_limit,
+            raise invalid_arg(_ARGS, "imds_hop_limit", self.imds_hop_limit,
                           "1 (pods cannot reach instance metadata) or 2 (they can)")
         for key, value in dict(self.labels).items():
             if not _LABEL_KEY.match(key) or not isinstance(value, str) or len(value) > 63:
-                raise invalid(_ARGS, f"labels[{key!r}]", value, "Kubernetes label keys/values (values <= 63 chars)")
+                raise invalid_arg(_ARGS, f"labels[{key!r}]", value, "Kubernetes label keys/values (values <= 63 chars)")
         if not self.security_group_ids or isinstance(self.security_group_ids, str):
-            raise invalid(_ARGS, "security_group_ids", self.security_group_ids,
+            raise invalid_arg(_ARGS, "security_group_ids", self.security_group_ids,
                           "give the node security group(s) as a list")
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
+            raise invalid_arg(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
 
     # -- validation -------------------------------------------------------------------------
 
@@ -119,21 +120,21 @@ class GpuNodeGroupArgs:
         names = self.instance_types
         table = hardware.current()
         if len(set(names)) != len(names):
-            raise invalid(_ARGS, "pool.alternate_machine_types", self.pool.alternate_machine_types,
+            raise invalid_arg(_ARGS, "pool.alternate_machine_types", self.pool.alternate_machine_types,
                           "alternates must differ from each other and from pool.machine_type")
         found = []
         for i, instance in enumerate(names):
             facts = table.aws_gpu_instances.get(instance)
             where = "pool.machine_type" if i == 0 else f"pool.alternate_machine_types[{i - 1}]"
             if facts is None:
-                raise invalid(_ARGS, where, instance,
+                raise invalid_arg(_ARGS, where, instance,
                               f"known GPU instance types: {', '.join(sorted(table.aws_gpu_instances))}")
             if facts.gpus != self.pool.gpus_per_node:
-                raise invalid(_ARGS, where, instance,
+                raise invalid_arg(_ARGS, where, instance,
                               f"it has {facts.gpus} GPUs but pool.gpus_per_node is {self.pool.gpus_per_node}; "
                               "every type in a node group must have the same GPU count")
             if found and not facts.can_stand_in_for(found[0], table.chips):
-                raise invalid(_ARGS, where, instance,
+                raise invalid_arg(_ARGS, where, instance,
                               f"an alternate needs the same GPU as {names[0]} ({found[0].accelerator}) with at "
                               f"least its memory; {instance} has {facts.accelerator}")
             found.append(facts)
@@ -142,40 +143,36 @@ class GpuNodeGroupArgs:
     def _check_fabric(self, types: list[AwsGpuInstance]) -> None:
         pool = self.pool
         if pool.fabric not in ("none", "efa"):
-            raise invalid(_ARGS, "pool.fabric", pool.fabric, "on AWS: 'efa' or 'none' (the others are GCP fabrics)")
+            raise invalid_arg(_ARGS, "pool.fabric", pool.fabric, "on AWS: 'efa' or 'none' (the others are GCP fabrics)")
         if pool.fabric == "none":
             if pool.efa_interfaces:
-                raise invalid(_ARGS, "pool.efa_interfaces", pool.efa_interfaces, "must be 0 when pool.fabric is 'none'")
+                raise invalid_arg(_ARGS, "pool.efa_interfaces", pool.efa_interfaces, "must be 0 when pool.fabric is 'none'")
             return
         if pool.efa_interfaces < 1:
-            raise invalid(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
+            raise invalid_arg(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
                           "EFA needs at least one interface: one per network card ("
                           + ", ".join(f"{t.name} {t.efa_cards}" for t in types if t.efa_cards) + ")")
         for t in types:
             if t.efa_cards == 0:
-                raise invalid(_ARGS, "pool.fabric", "efa", f"{t.name} does not support EFA")
+                raise invalid_arg(_ARGS, "pool.fabric", "efa", f"{t.name} does not support EFA")
             if pool.efa_interfaces > t.efa_cards:
-                raise invalid(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
+                raise invalid_arg(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
                               f"{t.name} has {t.efa_cards} EFA-capable network card(s); one interface per card")
 
     def _check_capacity(self) -> None:
         capacity, pool = self.capacity, self.pool
         if capacity.provisioning not in CAPACITY_TYPES:
-            raise invalid(_ARGS, "capacity.provisioning", capacity.provisioning,
+            raise invalid_arg(_ARGS, "capacity.provisioning", capacity.provisioning,
                           f"on AWS: {', '.join(CAPACITY_TYPES)} (flex-start and queued are GCP options)")
-        if capacity.spot != (capacity.provisioning == "spot"):
-            raise invalid(_ARGS, "capacity.spot", capacity.spot,
-                          f"must be {capacity.provisioning == 'spot'} when capacity.provisioning is "
-                          f"{capacity.provisioning!r}")
         if capacity.provisioning in RESERVED:
             if not capacity.reservation or not _RESERVATION_ID.match(capacity.reservation):
-                raise invalid(_ARGS, "capacity.reservation", capacity.reservation,
+                raise invalid_arg(_ARGS, "capacity.reservation", capacity.reservation,
                               f"{capacity.provisioning} needs the capacity reservation id, e.g. cr-0123456789abcdef0")
             if pool.alternate_machine_types:
-                raise invalid(_ARGS, "pool.alternate_machine_types", pool.alternate_machine_types,
+                raise invalid_arg(_ARGS, "pool.alternate_machine_types", pool.alternate_machine_types,
                               f"a {capacity.provisioning} holds one instance type ({pool.machine_type}); no alternates")
         elif capacity.reservation:
-            raise invalid(_ARGS, "capacity.reservation", capacity.reservation,
+            raise invalid_arg(_ARGS, "capacity.reservation", capacity.reservation,
                           "only used with provisioning 'reservation' or 'capacity-block', "
                           f"not {capacity.provisioning!r}")
 
@@ -185,14 +182,14 @@ class GpuNodeGroupArgs:
     def _check_placement(self) -> None:
         zones = dict(self.subnet_ids)
         if not zones:
-            raise invalid(_ARGS, "subnet_ids", zones,
+            raise invalid_arg(_ARGS, "subnet_ids", zones,
                           "give the private subnet id per zone, e.g. AwsNetwork.private_subnet_ids")
         reason = self.needs_single_zone()
         if self.availability_zone is None:
             if reason:
-                raise invalid(_ARGS, "availability_zone", None, f"{reason}: name the zone (the plan's zones[0])")
+                raise invalid_arg(_ARGS, "availability_zone", None, f"{reason}: name the zone (the plan's zones[0])")
         elif self.availability_zone not in zones:
-            raise invalid(_ARGS, "availability_zone", self.availability_zone,
+            raise invalid_arg(_ARGS, "availability_zone", self.availability_zone,
                           f"no private subnet in that zone; zones with subnets: {', '.join(zones)}")
 
     # -- wiring helpers ---------------------------------------------------------------------
@@ -201,14 +198,14 @@ class GpuNodeGroupArgs:
     def for_plan(cls, plan, *, cluster, network, tags: ResourceTags, **overrides) -> "GpuNodeGroupArgs":
         """Args for a GPU Plan's pool on an EksCluster in an AwsNetwork."""
         if plan.gpu is None:
-            raise InvalidAwsArgs(f"{_ARGS}: plan.family is {plan.family!r}; a GPU node group needs plan.gpu")
+            raise invalid_arg(_ARGS, "plan.family", plan.family, "a GPU node group needs a GPU plan (plan.gpu)")
         pool, capacity = plan.gpu, plan.capacity
         single_zone = single_zone_reason(pool, capacity) is not None
         values: dict[str, Any] = dict(
             pool=pool, capacity=capacity, cluster_name=cluster.name, node_role_arn=cluster.node_role_arn,
             subnet_ids=network.private_subnet_ids, security_group_ids=[network.node_security_group_id],
             tags=tags, availability_zone=plan.zones[0] if single_zone else None,
-            accelerator=plan.chosen.accelerator, kubernetes_version=cluster.kubernetes_version,
+            accelerator=pool.accelerator, kubernetes_version=cluster.kubernetes_version,
             depends_on=list(cluster.compute_dependencies),
         )
         values.update(overrides)
@@ -230,7 +227,7 @@ def _coerce(model, value, field_name: str):
     try:
         return model.model_validate(value)
     except Exception as error:  # pydantic ValidationError; re-raise with the field named
-        raise invalid(_ARGS, field_name, value, f"expected a {model.__name__} ({error})") from None
+        raise invalid_arg(_ARGS, field_name, value, f"expected a {model.__name__} ({error})") from None
 
 
 def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
@@ -266,7 +263,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None):
         if not isinstance(args, GpuNodeGroupArgs):
-            raise invalid(_ARGS, "args", type(args).__name__, "pass a GpuNodeGroupArgs")
+            raise invalid_arg(_ARGS, "args", type(args).__name__, "pass a GpuNodeGroupArgs")
         super().__init__("accel:aws:GpuNodeGroup", name, None, opts)
         import pulumi_aws as aws
 

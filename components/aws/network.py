@@ -16,7 +16,8 @@ from typing import Literal
 
 import pulumi
 
-from accel.components.aws.common import check_cidr, check_region, check_zone, invalid, resource_tags
+from accel.base.errors import invalid_arg
+from accel.components.aws.common import check_cidr, check_region, check_zone, resource_tags
 from accel.components.tags import ResourceTags
 
 NatMode = Literal["per-az", "single"]
@@ -42,23 +43,23 @@ class AwsNetworkArgs:
         check_region(_ARGS, self.region)
         zones = list(self.zones)
         if len(zones) < 2:
-            raise invalid(_ARGS, "zones", zones, "EKS needs subnets in at least two availability zones; "
+            raise invalid_arg(_ARGS, "zones", zones, "EKS needs subnets in at least two availability zones; "
                           "add a second zone of the region (GPU nodes still go to the plan's zone)")
         if len(zones) > MAX_ZONES:
-            raise invalid(_ARGS, "zones", zones, f"at most {MAX_ZONES} zones are supported")
+            raise invalid_arg(_ARGS, "zones", zones, f"at most {MAX_ZONES} zones are supported")
         if len(set(zones)) != len(zones):
-            raise invalid(_ARGS, "zones", zones, "each zone may appear once")
+            raise invalid_arg(_ARGS, "zones", zones, "each zone may appear once")
         for i, zone in enumerate(zones):
             check_zone(_ARGS, f"zones[{i}]", zone, self.region)
         network = check_cidr(_ARGS, "cidr_block", self.cidr_block)
         if network.prefixlen > _MAX_VPC_PREFIX or network.prefixlen < 16:
-            raise invalid(_ARGS, "cidr_block", self.cidr_block,
+            raise invalid_arg(_ARGS, "cidr_block", self.cidr_block,
                           f"AWS allows /16 to /28 and nodes need room for pod IPs: use /16 to /{_MAX_VPC_PREFIX}")
         if self.nat not in ("per-az", "single"):
-            raise invalid(_ARGS, "nat", self.nat,
+            raise invalid_arg(_ARGS, "nat", self.nat,
                           "allowed: 'per-az' (one NAT per zone) or 'single' (cheaper, one zone)")
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
+            raise invalid_arg(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
 
     @classmethod
     def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), **overrides) -> "AwsNetworkArgs":
@@ -89,7 +90,7 @@ class AwsNetwork(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AwsNetworkArgs, opts: pulumi.ResourceOptions | None = None):
         if not isinstance(args, AwsNetworkArgs):
-            raise invalid(_ARGS, "args", type(args).__name__, "pass an AwsNetworkArgs")
+            raise invalid_arg(_ARGS, "args", type(args).__name__, "pass an AwsNetworkArgs")
         super().__init__("accel:aws:AwsNetwork", name, None, opts)
         import pulumi_aws as aws
 

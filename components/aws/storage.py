@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 import pulumi
 
-from accel.components.aws.common import data_tags, invalid, irsa_trust, resource_tags
+from accel.base.errors import invalid_arg
+from accel.components.aws.common import data_tags, irsa_trust, resource_tags
 from accel.components.tags import ResourceTags
 from accel.policies.plan import StoragePlan
 
@@ -70,55 +71,55 @@ class TrainingStorageArgs:
         plan = self.plan if isinstance(self.plan, StoragePlan) else _coerce_plan(self.plan)
         object.__setattr__(self, "plan", plan)
         if not isinstance(self.tags, ResourceTags):
-            raise invalid(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
+            raise invalid_arg(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
         if not _DNS_LABEL.match(self.service_account_namespace or ""):
-            raise invalid(_ARGS, "service_account_namespace", self.service_account_namespace,
+            raise invalid_arg(_ARGS, "service_account_namespace", self.service_account_namespace,
                           "a Kubernetes namespace: lowercase letters, digits and '-', at most 63 characters")
         if not _DNS_SUBDOMAIN.match(self.service_account_name or ""):
-            raise invalid(_ARGS, "service_account_name", self.service_account_name,
+            raise invalid_arg(_ARGS, "service_account_name", self.service_account_name,
                           "a Kubernetes service account name: lowercase letters, digits, '-' and '.'")
         for field_name in ("dataset_bucket_name", "checkpoint_bucket_name", "existing_dataset_bucket"):
             value = getattr(self, field_name)
             if value is not None and not _BUCKET_NAME.match(value):
-                raise invalid(_ARGS, field_name, value,
+                raise invalid_arg(_ARGS, field_name, value,
                               "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', "
                               "starting and ending with a letter or digit")
         if self.existing_dataset_bucket and self.dataset_bucket_name:
-            raise invalid(_ARGS, "dataset_bucket_name", self.dataset_bucket_name,
+            raise invalid_arg(_ARGS, "dataset_bucket_name", self.dataset_bucket_name,
                           "give either dataset_bucket_name (create) or existing_dataset_bucket (reuse), not both")
         if not (self.has_dataset or plan.checkpoint_bucket):
-            raise invalid(_ARGS, "plan", plan.model_dump(),
+            raise invalid_arg(_ARGS, "plan", plan.model_dump(),
                           "nothing to store: enable dataset_bucket or checkpoint_bucket, "
                           "or pass existing_dataset_bucket")
         if self.kms_key_arn is not None and not _KMS_ARN.match(self.kms_key_arn):
-            raise invalid(_ARGS, "kms_key_arn", self.kms_key_arn,
+            raise invalid_arg(_ARGS, "kms_key_arn", self.kms_key_arn,
                           "a KMS key ARN, arn:aws:kms:<region>:<account>:key/<id>")
         if not isinstance(self.incomplete_upload_days, int) or not 1 <= self.incomplete_upload_days <= 365:
-            raise invalid(_ARGS, "incomplete_upload_days", self.incomplete_upload_days, "between 1 and 365 days")
+            raise invalid_arg(_ARGS, "incomplete_upload_days", self.incomplete_upload_days, "between 1 and 365 days")
         self._check_filesystem()
 
     def _check_filesystem(self) -> None:
         plan = self.plan
         if plan.filesystem not in ("none", "fsx-lustre"):
-            raise invalid(_ARGS, "plan.filesystem", plan.filesystem,
+            raise invalid_arg(_ARGS, "plan.filesystem", plan.filesystem,
                           "on AWS: 'none' or 'fsx-lustre' (filestore and managed-lustre are GCP)")
         if plan.filesystem == "none":
             return
         needed = ("vpc_id", "filesystem_subnet_id", "client_security_group_id")
         missing = [f for f in needed if getattr(self, f) is None]
         if missing:
-            raise invalid(_ARGS, missing[0], None,
+            raise invalid_arg(_ARGS, missing[0], None,
                           f"FSx for Lustre needs vpc_id, filesystem_subnet_id (the GPU nodes' zone) and "
                           f"client_security_group_id (the node security group); missing: {', '.join(missing)}")
         if not self.has_dataset:
-            raise invalid(_ARGS, "plan.filesystem", plan.filesystem,
+            raise invalid_arg(_ARGS, "plan.filesystem", plan.filesystem,
                           "FSx for Lustre is linked to the dataset bucket; enable plan.dataset_bucket or "
                           "pass existing_dataset_bucket")
         if self.fsx_throughput_per_tib not in FSX_THROUGHPUTS:
-            raise invalid(_ARGS, "fsx_throughput_per_tib", self.fsx_throughput_per_tib,
+            raise invalid_arg(_ARGS, "fsx_throughput_per_tib", self.fsx_throughput_per_tib,
                           f"PERSISTENT_2 allows {', '.join(map(str, FSX_THROUGHPUTS))} MB/s per TiB")
         if self.filesystem_data_role not in ("dataset", "scratch"):
-            raise invalid(_ARGS, "filesystem_data_role", self.filesystem_data_role, "'dataset' or 'scratch'")
+            raise invalid_arg(_ARGS, "filesystem_data_role", self.filesystem_data_role, "'dataset' or 'scratch'")
 
     @property
     def has_dataset(self) -> bool:
@@ -144,7 +145,7 @@ def _coerce_plan(value: Any) -> StoragePlan:
     try:
         return StoragePlan.model_validate(value)
     except Exception as error:  # pydantic ValidationError; re-raise with the field named
-        raise invalid(_ARGS, "plan", value, f"expected a StoragePlan ({error})") from None
+        raise invalid_arg(_ARGS, "plan", value, f"expected a StoragePlan ({error})") from None
 
 
 def training_access_policy(partition: str, dataset_bucket: str | None, checkpoint_bucket: str | None,
@@ -201,12 +202,12 @@ class TrainingStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingStorageArgs, opts: pulumi.ResourceOptions | None = None):
         if not isinstance(args, TrainingStorageArgs):
-            raise invalid(_ARGS, "args", type(args).__name__, "pass a TrainingStorageArgs")
+            raise invalid_arg(_ARGS, "args", type(args).__name__, "pass a TrainingStorageArgs")
         creates_unnamed_bucket = ((args.plan.dataset_bucket and not args.existing_dataset_bucket
                                    and not args.dataset_bucket_name)
                                   or (args.plan.checkpoint_bucket and not args.checkpoint_bucket_name))
         if creates_unnamed_bucket and not _AUTONAME_COMPONENT.match(name):
-            raise invalid(_ARGS, "name", name, "autonamed buckets take the component name: use 2-43 lowercase "
+            raise invalid_arg(_ARGS, "name", name, "autonamed buckets take the component name: use 2-43 lowercase "
                           "letters, digits and '-', or pass dataset_bucket_name / checkpoint_bucket_name")
         super().__init__("accel:aws:TrainingStorage", name, None, opts)
         import pulumi_aws as aws

@@ -1,6 +1,6 @@
 """What every Google Cloud component shares: argument errors, names, zones, capacity, labels.
 
-Nothing here registers a resource. Everything raises `GcpArgsError` before a component
+Nothing here registers a resource. Everything raises `ComponentArgsError` (through `invalid_arg`) before a component
 declares its first child, so a wrong plan never leaves a half-built stack behind.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pulumi
 
-from accel.base.errors import ComponentArgsError
+from accel.base.errors import invalid_arg
 from accel.components.tags import ResourceTags
 from accel.policies.plan import Capacity
 
@@ -29,16 +29,6 @@ AUTONAME_SUFFIX = 8
 FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
 
 
-class GcpArgsError(ComponentArgsError):
-    """Arguments a Google Cloud component cannot build: names the field, the value, what is allowed."""
-
-    def __init__(self, component: str, field: str, value: Any, problem: str):
-        self.component = component
-        self.field = field
-        self.value = value
-        super().__init__(f"{component}: {field}={value!r}: {problem}")
-
-
 def child_opts(parent: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
     """Options for a child: parented to the component, so it inherits the component's providers."""
     return pulumi.ResourceOptions(parent=parent, **extra)
@@ -48,12 +38,12 @@ def check_name(component: str, name: str, *, longest_suffix: str = "", limit: in
                autonamed: bool = True, field: str = "name") -> None:
     """A name must make valid GCP names once a child suffix (and Pulumi's auto-name suffix) are added."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise GcpArgsError(component, field, name,
+        raise invalid_arg(component, field, name,
                            "must start with a lowercase letter and contain only lowercase letters, digits and '-'")
     longest = len(name) + len(longest_suffix) + (AUTONAME_SUFFIX if autonamed else 0)
     if longest > limit:
         suffix_note = " plus the 8-character auto-name suffix" if autonamed else ""
-        raise GcpArgsError(component, field, name,
+        raise invalid_arg(component, field, name,
                            f"too long: '{name}{longest_suffix}'{suffix_note} is {longest} characters; "
                            f"GCP allows {limit}")
 
@@ -69,24 +59,24 @@ def is_zone(location: str) -> bool:
 
 def check_location(component: str, field: str, location: str) -> None:
     if not isinstance(location, str) or not (_REGION.match(location) or _ZONE.match(location)):
-        raise GcpArgsError(component, field, location, "expected a region like us-central1 or a zone like us-central1-a")
+        raise invalid_arg(component, field, location, "expected a region like us-central1 or a zone like us-central1-a")
 
 
 def check_zone(component: str, field: str, zone: str, *, within: str | None = None) -> None:
     """`zone` must be a zone name, and in the same region as `within` when given."""
     if not isinstance(zone, str) or not _ZONE.match(zone):
-        raise GcpArgsError(component, field, zone, "expected one zone like us-central1-a")
+        raise invalid_arg(component, field, zone, "expected one zone like us-central1-a")
     if within is not None and region_of(zone) != region_of(within):
-        raise GcpArgsError(component, field, zone, f"must be a zone of {region_of(within)} (the cluster's region)")
+        raise invalid_arg(component, field, zone, f"must be a zone of {region_of(within)} (the cluster's region)")
 
 
 def check_cidr(component: str, field: str, cidr: str) -> ipaddress.IPv4Network:
     try:
         network = ipaddress.ip_network(cidr, strict=True)
     except (TypeError, ValueError) as error:
-        raise GcpArgsError(component, field, cidr, f"not an IPv4 CIDR block like 10.0.0.0/20 ({error})") from None
+        raise invalid_arg(component, field, cidr, f"not an IPv4 CIDR block like 10.0.0.0/20 ({error})") from None
     if not isinstance(network, ipaddress.IPv4Network):
-        raise GcpArgsError(component, field, cidr, "must be an IPv4 range")
+        raise invalid_arg(component, field, cidr, "must be an IPv4 range")
     return network
 
 
@@ -95,7 +85,7 @@ def check_disjoint(component: str, ranges: dict[str, ipaddress.IPv4Network]) -> 
     for i, (field_a, a) in enumerate(items):
         for field_b, b in items[i + 1:]:
             if a.overlaps(b):
-                raise GcpArgsError(component, field_b, str(b), f"overlaps {field_a}={str(a)!r}; ranges must be disjoint")
+                raise invalid_arg(component, field_b, str(b), f"overlaps {field_a}={str(a)!r}; ranges must be disjoint")
 
 
 @dataclass(frozen=True)
@@ -113,26 +103,19 @@ class CapacityMode:
 
 
 def resolve_capacity(component: str, capacity: Capacity) -> CapacityMode:
-    """Mirror GKE's capacity rules: spot never with flex-start, queued provisioning or a reservation."""
+    """Mirror GKE's capacity rules. The Plan holds one capacity type (`provisioning`, with `spot`
+    derived from it), so spot can never meet flex-start, queued provisioning or a reservation here."""
     provisioning = capacity.provisioning
     if provisioning == "capacity-block":
-        raise GcpArgsError(component, "capacity.provisioning", provisioning,
+        raise invalid_arg(component, "capacity.provisioning", provisioning,
                            "capacity blocks are an AWS offering; on Google Cloud use reservation, flex-start or queued")
-    spot = capacity.spot or provisioning == "spot"
-    if spot and provisioning in ("flex-start", "queued"):
-        raise GcpArgsError(component, "capacity.spot", True,
-                           f"spot cannot be combined with {provisioning} provisioning (GKE rejects it); "
-                           "choose spot or " + provisioning)
-    if spot and provisioning == "reservation":
-        raise GcpArgsError(component, "capacity.spot", True,
-                           "spot VMs cannot consume a reservation; use provisioning 'reservation' without spot")
     if provisioning == "reservation" and not capacity.reservation:
-        raise GcpArgsError(component, "capacity.reservation", capacity.reservation,
+        raise invalid_arg(component, "capacity.reservation", capacity.reservation,
                            "provisioning 'reservation' needs the reservation name")
     if capacity.reservation and provisioning != "reservation":
-        raise GcpArgsError(component, "capacity.reservation", capacity.reservation,
+        raise invalid_arg(component, "capacity.reservation", capacity.reservation,
                            f"a reservation is only used with provisioning 'reservation', not {provisioning!r}")
-    return CapacityMode(spot=spot, provisioning="spot" if spot else provisioning, reservation=capacity.reservation)
+    return CapacityMode(spot=capacity.spot, provisioning=provisioning, reservation=capacity.reservation)
 
 
 def node_pool_capacity_args(mode: CapacityMode) -> dict[str, Any]:
@@ -164,9 +147,9 @@ def max_run_duration_args(component: str, max_run_duration: str | None,
     if max_run_duration is None:
         return {}
     if not re.fullmatch(r"[1-9][0-9]*s", max_run_duration):
-        raise GcpArgsError(component, "max_run_duration", max_run_duration, "whole seconds ending in 's', e.g. '43200s'")
+        raise invalid_arg(component, "max_run_duration", max_run_duration, "whole seconds ending in 's', e.g. '43200s'")
     if mode is not None and mode.scales_from_zero and int(max_run_duration[:-1]) > FLEX_START_MAX_RUN_SECONDS:
-        raise GcpArgsError(component, "max_run_duration", max_run_duration,
+        raise invalid_arg(component, "max_run_duration", max_run_duration,
                            f"{mode.provisioning} capacity runs on flex-start VMs, which last at most seven days "
                            f"('{FLEX_START_MAX_RUN_SECONDS}s')")
     return {"max_run_duration": max_run_duration}
@@ -197,6 +180,6 @@ def service_account_id(component: str, base: str, suffix: str) -> str:
     """A service-account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) derived from the component name."""
     account_id = f"{base[:30 - len(suffix) - 1].rstrip('-')}-{suffix}"
     if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
-        raise GcpArgsError(component, "service_account_id", account_id,
+        raise invalid_arg(component, "service_account_id", account_id,
                            "service account ids are 6-30 characters: lowercase letters, digits, '-'")
     return account_id

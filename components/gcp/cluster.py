@@ -17,15 +17,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
 import yaml
 
+from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
-    GcpArgsError,
     check_cidr,
     check_location,
     check_name,
@@ -36,7 +36,7 @@ from accel.components.gcp._common import (
     service_account_id,
 )
 from accel.components.tags import ResourceTags
-from accel.policies.plan import Filesystem
+from accel.policies.plan import Filesystem, Plan
 
 COMPONENT = "GkeCluster"
 ReleaseChannel = Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"]
@@ -67,11 +67,11 @@ def as_cluster_ref(component: str, cluster, location: str | None) -> ClusterRef:
     """Accept a ClusterRef, or a cluster name plus its location (assumed REGULAR channel, single network)."""
     if isinstance(cluster, ClusterRef):
         if location is not None and location != cluster.location:
-            raise GcpArgsError(component, "location", location,
+            raise invalid_arg(component, "location", location,
                                f"differs from the cluster's location {cluster.location!r}; leave it unset")
         return cluster
     if location is None:
-        raise GcpArgsError(component, "location", None,
+        raise invalid_arg(component, "location", None,
                            "with a cluster name instead of GkeCluster.ref, give the cluster's location")
     check_location(component, "location", location)
     return ClusterRef(name=cluster, location=location)
@@ -113,51 +113,71 @@ class GkeClusterArgs:
     # Clusters hold no data (buckets do) and spot environments are reaped, so destroy must work.
     deletion_protection: bool = False
 
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, network: Any,
+                 **overrides: Any) -> "GkeClusterArgs":
+        """A regional cluster for a Plan, wired to a GcpNetwork (multi-networking when it has fabric VPCs)."""
+        return cls(**{"project": project, "location": plan.region, "network": network.network_id,
+                      "subnetwork": network.subnet_id, "tags": tags, "node_zones": plan.zones,
+                      "pods_range_name": network.pods_range_name, "services_range_name": network.services_range_name,
+                      "multi_networking": bool(network.extra_networks), "filesystem": plan.storage.filesystem,
+                      **overrides})
+
+    def __post_init__(self) -> None:
+        check_args(self)  # the arguments check themselves on construction (one convention, every cloud)
+
 
 def validate(name: str, args: GkeClusterArgs) -> str:
     """Check args before anything registers; returns the node service-account id."""
-    check_location(COMPONENT, "location", args.location)
-    if not args.project:
-        raise GcpArgsError(COMPONENT, "project", args.project, "the project names the Workload Identity pool")
-    for i, zone in enumerate(args.node_zones):
-        check_zone(COMPONENT, f"node_zones[{i}]", zone, within=args.location)
-    if is_zone(args.location) and args.node_zones and args.location not in args.node_zones:
-        raise GcpArgsError(COMPONENT, "node_zones", list(args.node_zones),
-                           f"a zonal cluster's node zones must include its own zone {args.location}")
-    if args.release_channel not in RELEASE_CHANNELS:
-        raise GcpArgsError(COMPONENT, "release_channel", args.release_channel, f"allowed: {', '.join(RELEASE_CHANNELS)}")
-    if args.master_ipv4_cidr is not None:
-        master = check_cidr(COMPONENT, "master_ipv4_cidr", args.master_ipv4_cidr)
-        if master.prefixlen != 28:
-            raise GcpArgsError(COMPONENT, "master_ipv4_cidr", args.master_ipv4_cidr,
-                               "the control-plane range must be a /28")
-    for i, cidr in enumerate(args.master_authorized_cidrs):
-        if check_cidr(COMPONENT, f"master_authorized_cidrs[{i}]", cidr).prefixlen == 0:
-            raise GcpArgsError(COMPONENT, f"master_authorized_cidrs[{i}]", cidr,
-                               "opens the control plane to the whole internet; list your office/CI ranges, "
-                               "or rely on the IAM-authenticated DNS endpoint")
-    if args.cluster_name is not None:
-        check_name(COMPONENT, args.cluster_name, limit=GKE_NAME_LIMIT, autonamed=False, field="cluster_name")
-    if args.filesystem == "fsx-lustre":
-        raise GcpArgsError(COMPONENT, "filesystem", args.filesystem, "FSx for Lustre is AWS; use managed-lustre")
-    if args.system_nodes_per_zone < 1:
-        raise GcpArgsError(COMPONENT, "system_nodes_per_zone", args.system_nodes_per_zone, "at least 1")
-    if args.upgrade_pause is not None:
-        pause = args.upgrade_pause
-        if pause.start.tzinfo is None or pause.end.tzinfo is None:
-            raise GcpArgsError(COMPONENT, "upgrade_pause", pause, "start and end need a time zone (use UTC)")
-        if pause.end <= pause.start:
-            raise GcpArgsError(COMPONENT, "upgrade_pause.end", pause.end.isoformat(), "must be after start")
-    if not _is_hh_mm(args.maintenance_start_utc):
-        raise GcpArgsError(COMPONENT, "maintenance_start_utc", args.maintenance_start_utc, "expected HH:MM")
+    check_args(args)
     if args.node_service_account_id is not None:
         return _explicit_account_id(args.node_service_account_id)
     return service_account_id(COMPONENT, name, "nodes")
 
 
+def check_args(args: GkeClusterArgs) -> None:
+    """Everything about the arguments that does not depend on the component's name."""
+    check_location(COMPONENT, "location", args.location)
+    if not args.project:
+        raise invalid_arg(COMPONENT, "project", args.project, "the project names the Workload Identity pool")
+    for i, zone in enumerate(args.node_zones):
+        check_zone(COMPONENT, f"node_zones[{i}]", zone, within=args.location)
+    if is_zone(args.location) and args.node_zones and args.location not in args.node_zones:
+        raise invalid_arg(COMPONENT, "node_zones", list(args.node_zones),
+                           f"a zonal cluster's node zones must include its own zone {args.location}")
+    if args.release_channel not in RELEASE_CHANNELS:
+        raise invalid_arg(COMPONENT, "release_channel", args.release_channel, f"allowed: {', '.join(RELEASE_CHANNELS)}")
+    if args.master_ipv4_cidr is not None:
+        master = check_cidr(COMPONENT, "master_ipv4_cidr", args.master_ipv4_cidr)
+        if master.prefixlen != 28:
+            raise invalid_arg(COMPONENT, "master_ipv4_cidr", args.master_ipv4_cidr,
+                               "the control-plane range must be a /28")
+    for i, cidr in enumerate(args.master_authorized_cidrs):
+        if check_cidr(COMPONENT, f"master_authorized_cidrs[{i}]", cidr).prefixlen == 0:
+            raise invalid_arg(COMPONENT, f"master_authorized_cidrs[{i}]", cidr,
+                               "opens the control plane to the whole internet; list your office/CI ranges, "
+                               "or rely on the IAM-authenticated DNS endpoint")
+    if args.cluster_name is not None:
+        check_name(COMPONENT, args.cluster_name, limit=GKE_NAME_LIMIT, autonamed=False, field="cluster_name")
+    if args.filesystem == "fsx-lustre":
+        raise invalid_arg(COMPONENT, "filesystem", args.filesystem, "FSx for Lustre is AWS; use managed-lustre")
+    if args.system_nodes_per_zone < 1:
+        raise invalid_arg(COMPONENT, "system_nodes_per_zone", args.system_nodes_per_zone, "at least 1")
+    if args.upgrade_pause is not None:
+        pause = args.upgrade_pause
+        if pause.start.tzinfo is None or pause.end.tzinfo is None:
+            raise invalid_arg(COMPONENT, "upgrade_pause", pause, "start and end need a time zone (use UTC)")
+        if pause.end <= pause.start:
+            raise invalid_arg(COMPONENT, "upgrade_pause.end", pause.end.isoformat(), "must be after start")
+    if not _is_hh_mm(args.maintenance_start_utc):
+        raise invalid_arg(COMPONENT, "maintenance_start_utc", args.maintenance_start_utc, "expected HH:MM")
+    if args.node_service_account_id is not None:
+        _explicit_account_id(args.node_service_account_id)
+
+
 def _explicit_account_id(account_id: str) -> str:
     if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
-        raise GcpArgsError(COMPONENT, "node_service_account_id", account_id,
+        raise invalid_arg(COMPONENT, "node_service_account_id", account_id,
                            "service account ids are 6-30 characters: lowercase letters, digits, '-'")
     return account_id
 

@@ -16,14 +16,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
 
+from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
-    GcpArgsError,
     check_name,
     check_zone,
     child_opts,
@@ -37,7 +37,7 @@ from accel.components.gcp.network import ExtraNetworkRef
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
 from accel.policies.hardware import GcpGpuMachine
-from accel.policies.plan import Capacity, GpuPool
+from accel.policies.plan import Capacity, GpuPool, Plan
 
 
 
@@ -65,6 +65,18 @@ class GpuNodePoolArgs:
     disk_type: str | None = None                 # default: what the machine series supports
     max_run_duration: str | None = None          # e.g. "43200s": GKE deletes nodes this long after start
 
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, cluster: ClusterRef, network: Any,
+                 **overrides: Any) -> "GpuNodePoolArgs":
+        """The GPU Plan's pool on a GkeCluster, on the GcpNetwork's fabric VPCs, in the plan's zone."""
+        if plan.gpu is None:
+            raise invalid_arg("GpuNodePool", "plan.family", plan.family, "a GPU node pool needs a GPU plan (plan.gpu)")
+        return cls(**{"pool": plan.gpu, "capacity": plan.capacity, "cluster": cluster, "zone": plan.zones[0],
+                      "tags": tags, "extra_networks": network.extra_networks, **overrides})
+
+    def __post_init__(self) -> None:
+        validate(self)  # the arguments check themselves on construction (one convention, every cloud)
+
 
 def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
     component = "GpuNodePool"
@@ -73,45 +85,45 @@ def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
     machines = facts.gcp_gpu_machines
     machine = machines.get(pool.machine_type)
     if machine is None:
-        raise GcpArgsError(component, "pool.machine_type", pool.machine_type,
+        raise invalid_arg(component, "pool.machine_type", pool.machine_type,
                            f"not a Google Cloud GPU machine type this component knows; allowed: {', '.join(machines)}")
     if pool.alternate_machine_types:
-        raise GcpArgsError(component, "pool.alternate_machine_types", pool.alternate_machine_types,
+        raise invalid_arg(component, "pool.alternate_machine_types", pool.alternate_machine_types,
                            "a GKE node pool has one machine type; alternates are for AWS spot diversification")
     if pool.guest_accelerator is not None and pool.guest_accelerator != machine.accelerator:
-        raise GcpArgsError(component, "pool.guest_accelerator", pool.guest_accelerator,
+        raise invalid_arg(component, "pool.guest_accelerator", pool.guest_accelerator,
                            f"{pool.machine_type} carries {machine.accelerator}")
     if pool.gpus_per_node != machine.gpus:
-        raise GcpArgsError(component, "pool.gpus_per_node", pool.gpus_per_node,
+        raise invalid_arg(component, "pool.gpus_per_node", pool.gpus_per_node,
                            f"{pool.machine_type} has {machine.gpus} GPU(s)")
     if pool.efa_interfaces or pool.fabric == "efa":
-        raise GcpArgsError(component, "pool.fabric", pool.fabric, "EFA is AWS; not available on Google Cloud")
+        raise invalid_arg(component, "pool.fabric", pool.fabric, "EFA is AWS; not available on Google Cloud")
     if pool.fabric != "none" and pool.fabric != machine.fabric:
         supported = next((m for m, spec in machines.items() if spec.fabric == pool.fabric), "none")
-        raise GcpArgsError(component, "pool.fabric", pool.fabric,
+        raise invalid_arg(component, "pool.fabric", pool.fabric,
                            f"{pool.machine_type} does not support {pool.fabric}; it needs {supported}")
     wanted_networks = facts.fabric_network_count(pool.fabric, pool.gpus_per_node)
     if len(args.extra_networks) != wanted_networks:
-        raise GcpArgsError(component, "extra_networks", f"{len(args.extra_networks)} network(s)",
+        raise invalid_arg(component, "extra_networks", f"{len(args.extra_networks)} network(s)",
                            f"fabric {pool.fabric!r} attaches exactly {wanted_networks}; "
                            "pass GcpNetwork.extra_networks built from the same GPU pool")
     if pool.local_ssd_count > machine.local_ssds:
-        raise GcpArgsError(component, "pool.local_ssd_count", pool.local_ssd_count,
+        raise invalid_arg(component, "pool.local_ssd_count", pool.local_ssd_count,
                            f"{pool.machine_type} takes at most {machine.local_ssds} local SSD(s)")
     if machine.bundled_ssd and pool.local_ssd_count not in (0, machine.local_ssds):
-        raise GcpArgsError(component, "pool.local_ssd_count", pool.local_ssd_count,
+        raise invalid_arg(component, "pool.local_ssd_count", pool.local_ssd_count,
                            f"{pool.machine_type} comes with exactly {machine.local_ssds} local SSDs (or 0 for that default)")
     if args.min_nodes < 0:
-        raise GcpArgsError(component, "min_nodes", args.min_nodes, "cannot be negative")
+        raise invalid_arg(component, "min_nodes", args.min_nodes, "cannot be negative")
     max_nodes = args.max_nodes if args.max_nodes is not None else pool.nodes
     if max_nodes < max(args.min_nodes, 1):
-        raise GcpArgsError(component, "max_nodes", max_nodes, f"must be at least min_nodes ({args.min_nodes}) and 1")
+        raise invalid_arg(component, "max_nodes", max_nodes, f"must be at least min_nodes ({args.min_nodes}) and 1")
     compact_max = facts.limit("gke_compact_placement_max_nodes")
     if pool.compact_placement and max_nodes > compact_max:
-        raise GcpArgsError(component, "pool.nodes", max_nodes,
+        raise invalid_arg(component, "pool.nodes", max_nodes,
                            f"a COMPACT placement holds at most {compact_max} nodes; split the pool")
     if args.disk_size_gb < 10:
-        raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
+        raise invalid_arg(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
     return machine
 
 
@@ -125,7 +137,7 @@ class GpuNodePool(pulumi.ComponentResource):
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
         if args.extra_networks and not ref.multi_networking:
-            raise GcpArgsError(component, "cluster.multi_networking", False,
+            raise invalid_arg(component, "cluster.multi_networking", False,
                                "GPUDirect networks need a cluster with multi-networking and Dataplane V2; "
                                "build it with GkeClusterArgs(multi_networking=True) and pass GkeCluster.ref")
         mode = resolve_capacity(component, args.capacity)

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
+from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
-    GcpArgsError,
     check_cidr,
     check_disjoint,
     check_location,
@@ -32,7 +33,7 @@ from accel.components.gcp._common import (
     is_zone,
 )
 from accel.components.tags import ResourceTags
-from accel.policies.plan import Filesystem, GpuPool
+from accel.policies.plan import Filesystem, GpuPool, Plan
 
 COMPONENT = "GcpNetwork"
 PODS_RANGE = "pods"
@@ -76,6 +77,15 @@ class GcpNetworkArgs:
     private_service_cidr: str = "10.32.0.0/20"  # peering range for Google-managed services
     nat_max_ports_per_vm: int = 4096
 
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, **overrides: Any) -> "GcpNetworkArgs":
+        """The network for a Plan: its region, the GPU pool's fabric networks in the plan's zone."""
+        return cls(**{"region": plan.region, "tags": tags, "project": project, "gpu": plan.gpu,
+                      "fabric_zone": plan.zones[0], "filesystem": plan.storage.filesystem, **overrides})
+
+    def __post_init__(self) -> None:
+        validate(self)  # the arguments check themselves on construction (one convention, every cloud)
+
 
 @dataclass
 class _Fabric:
@@ -88,48 +98,48 @@ def validate(args: GcpNetworkArgs) -> str:
     """Check everything before anything registers; returns the GPU fabric ('none' if no extra networks)."""
     check_location(COMPONENT, "region", args.region)
     if is_zone(args.region):
-        raise GcpArgsError(COMPONENT, "region", args.region, "the network is regional: pass a region, not a zone")
+        raise invalid_arg(COMPONENT, "region", args.region, "the network is regional: pass a region, not a zone")
     ranges = {
         "node_cidr": check_cidr(COMPONENT, "node_cidr", args.node_cidr),
         "pods_cidr": check_cidr(COMPONENT, "pods_cidr", args.pods_cidr),
         "services_cidr": check_cidr(COMPONENT, "services_cidr", args.services_cidr),
     }
     if not 1300 <= args.mtu <= 8896:
-        raise GcpArgsError(COMPONENT, "mtu", args.mtu, "VPC MTU must be between 1300 and 8896")
+        raise invalid_arg(COMPONENT, "mtu", args.mtu, "VPC MTU must be between 1300 and 8896")
     ports = args.nat_max_ports_per_vm
     if not (64 <= ports <= 65536 and ports & (ports - 1) == 0):
-        raise GcpArgsError(COMPONENT, "nat_max_ports_per_vm", ports,
+        raise invalid_arg(COMPONENT, "nat_max_ports_per_vm", ports,
                            "dynamic port allocation needs a power of two between 64 and 65536")
     if args.filesystem == "fsx-lustre":
-        raise GcpArgsError(COMPONENT, "filesystem", args.filesystem,
+        raise invalid_arg(COMPONENT, "filesystem", args.filesystem,
                            "FSx for Lustre is AWS; on Google Cloud use managed-lustre or filestore")
     if args.filesystem == "managed-lustre":
         ranges["private_service_cidr"] = check_cidr(COMPONENT, "private_service_cidr", args.private_service_cidr)
         if ranges["private_service_cidr"].prefixlen > 24:
-            raise GcpArgsError(COMPONENT, "private_service_cidr", args.private_service_cidr,
+            raise invalid_arg(COMPONENT, "private_service_cidr", args.private_service_cidr,
                                "private services access needs at least a /24")
     fabric = args.gpu.fabric if args.gpu is not None else "none"
     if fabric == "efa":
-        raise GcpArgsError(COMPONENT, "gpu.fabric", fabric, "EFA is AWS; Google Cloud fabrics are "
+        raise invalid_arg(COMPONENT, "gpu.fabric", fabric, "EFA is AWS; Google Cloud fabrics are "
                            "gpudirect-tcpx, gpudirect-tcpxo and rdma")
     if fabric != "none":
         assert args.gpu is not None
         wanted = FABRIC_NETWORKS[fabric]
         if args.gpu.extra_networks != wanted:
-            raise GcpArgsError(COMPONENT, "gpu.extra_networks", args.gpu.extra_networks,
+            raise invalid_arg(COMPONENT, "gpu.extra_networks", args.gpu.extra_networks,
                                f"{fabric} needs exactly {wanted} extra VPC network(s)")
         fabric_range = check_cidr(COMPONENT, "fabric_cidr", args.fabric_cidr)
         ranges["fabric_cidr"] = fabric_range
         needed = _fabric_subnet_count(fabric, args.gpu)
         if fabric_range.prefixlen > 24 or 2 ** (24 - fabric_range.prefixlen) < needed:
-            raise GcpArgsError(COMPONENT, "fabric_cidr", args.fabric_cidr,
+            raise invalid_arg(COMPONENT, "fabric_cidr", args.fabric_cidr,
                                f"{fabric} needs {needed} /24 subnets; give a larger range such as 192.168.0.0/16")
         if fabric == "rdma":
             if not args.project:
-                raise GcpArgsError(COMPONENT, "project", args.project,
+                raise invalid_arg(COMPONENT, "project", args.project,
                                    "an RDMA network names its network profile by project; set project")
             if args.fabric_zone is None:
-                raise GcpArgsError(COMPONENT, "fabric_zone", None,
+                raise invalid_arg(COMPONENT, "fabric_zone", None,
                                    "an RDMA (RoCE) network is bound to one zone; set the GPU pool's zone")
             check_zone(COMPONENT, "fabric_zone", args.fabric_zone, within=args.region)
     check_disjoint(COMPONENT, ranges)

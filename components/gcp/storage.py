@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
 
+from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
-    GcpArgsError,
     check_name,
     check_zone,
     child_opts,
@@ -35,7 +35,7 @@ from accel.components.gcp._common import (
     service_account_id,
 )
 from accel.components.tags import ResourceTags
-from accel.policies.plan import StoragePlan
+from accel.policies.plan import Plan, StoragePlan
 
 COMPONENT = "TrainingStorage"
 DATASET_READ_ROLE = "roles/storage.objectViewer"
@@ -75,10 +75,22 @@ class TrainingStorageArgs:
     lustre_throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 1000
     network_dependencies: Sequence[pulumi.Resource] = ()  # e.g. GcpNetwork.private_service_connection
 
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, network: Any,
+                 **overrides: Any) -> "TrainingStorageArgs":
+        """The Plan's buckets and filesystem, the filesystem on the GcpNetwork in the plan's zone."""
+        dependencies = [d for d in [network.private_service_connection] if d is not None]
+        return cls(**{"project": project, "location": plan.region, "tags": tags, "storage": plan.storage,
+                      "zone": plan.zones[0], "network_name": network.network_name,
+                      "network_dependencies": dependencies, **overrides})
+
+    def __post_init__(self) -> None:
+        check_args(self)  # the arguments check themselves on construction (one convention, every cloud)
+
 
 def _check_bucket_name(field_name: str, bucket: str) -> None:
     if not _BUCKET.match(bucket) or "google" in bucket or bucket.startswith("goog"):
-        raise GcpArgsError(COMPONENT, field_name, bucket,
+        raise invalid_arg(COMPONENT, field_name, bucket,
                            "bucket names are 3-63 characters of lowercase letters, digits, '-', '_' and '.', "
                            "start and end with a letter or digit, and may not contain 'google' or start with 'goog'")
 
@@ -90,56 +102,64 @@ def _default_bucket(project: str, name: str, role: str) -> str:
 
 def validate(name: str, args: TrainingStorageArgs) -> dict[str, str | None]:
     """Check args before anything registers; returns the bucket names to create (None = none)."""
-    if not args.project:
-        raise GcpArgsError(COMPONENT, "project", args.project, "needed for bucket names and the Workload Identity pool")
-    if not args.location:
-        raise GcpArgsError(COMPONENT, "location", args.location, "a region such as us-central1")
-    for field_name in ("namespace", "ksa_name"):
-        value = getattr(args, field_name)
-        if not isinstance(value, str) or not _DNS_LABEL.match(value):
-            raise GcpArgsError(COMPONENT, field_name, value, "a Kubernetes name: lowercase letters, digits, '-'")
-    if args.soft_delete_days != 0 and not 7 <= args.soft_delete_days <= 90:
-        raise GcpArgsError(COMPONENT, "soft_delete_days", args.soft_delete_days, "0 (off) or 7..90 days")
+    check_args(args)
     buckets: dict[str, str | None] = {}
     for role, wanted, explicit, existing in (
         ("datasets", args.storage.dataset_bucket, args.dataset_bucket_name, args.existing_dataset_bucket),
         ("checkpoints", args.storage.checkpoint_bucket, args.checkpoint_bucket_name, args.existing_checkpoint_bucket),
     ):
         if existing is not None:
-            _check_bucket_name(f"existing_{role[:-1]}_bucket", existing)
-            if explicit is not None:
-                raise GcpArgsError(COMPONENT, f"{role[:-1]}_bucket_name", explicit,
-                                   f"either create a bucket or adopt existing_{role[:-1]}_bucket, not both")
             buckets[role] = None
             continue
         bucket = (explicit or _default_bucket(args.project, name, role)) if wanted else None
         if bucket is not None:
             _check_bucket_name(f"{role[:-1]}_bucket_name", bucket)
         buckets[role] = bucket
+    return buckets
+
+
+def check_args(args: TrainingStorageArgs) -> None:
+    """Everything about the arguments that does not depend on the component's name."""
+    if not args.project:
+        raise invalid_arg(COMPONENT, "project", args.project, "needed for bucket names and the Workload Identity pool")
+    if not args.location:
+        raise invalid_arg(COMPONENT, "location", args.location, "a region such as us-central1")
+    for field_name in ("namespace", "ksa_name"):
+        value = getattr(args, field_name)
+        if not isinstance(value, str) or not _DNS_LABEL.match(value):
+            raise invalid_arg(COMPONENT, field_name, value, "a Kubernetes name: lowercase letters, digits, '-'")
+    if args.soft_delete_days != 0 and not 7 <= args.soft_delete_days <= 90:
+        raise invalid_arg(COMPONENT, "soft_delete_days", args.soft_delete_days, "0 (off) or 7..90 days")
+    for role, explicit, existing in (("datasets", args.dataset_bucket_name, args.existing_dataset_bucket),
+                                     ("checkpoints", args.checkpoint_bucket_name, args.existing_checkpoint_bucket)):
+        if existing is not None:
+            _check_bucket_name(f"existing_{role[:-1]}_bucket", existing)
+            if explicit is not None:
+                raise invalid_arg(COMPONENT, f"{role[:-1]}_bucket_name", explicit,
+                                   f"either create a bucket or adopt existing_{role[:-1]}_bucket, not both")
     filesystem = args.storage.filesystem
     capacity = args.storage.filesystem_capacity_gib
     if filesystem == "fsx-lustre":
-        raise GcpArgsError(COMPONENT, "storage.filesystem", filesystem, "FSx for Lustre is AWS; use managed-lustre")
+        raise invalid_arg(COMPONENT, "storage.filesystem", filesystem, "FSx for Lustre is AWS; use managed-lustre")
     if filesystem != "none":
         if args.network_name is None:
-            raise GcpArgsError(COMPONENT, "network_name", None, f"{filesystem} attaches to the training VPC; set it")
+            raise invalid_arg(COMPONENT, "network_name", None, f"{filesystem} attaches to the training VPC; set it")
         needs_zone = filesystem == "managed-lustre" or args.filestore_tier in ("BASIC_SSD", "ZONAL")
         if needs_zone:
             if args.zone is None:
-                raise GcpArgsError(COMPONENT, "zone", None, f"{filesystem} is zonal: give the zone of the nodes")
+                raise invalid_arg(COMPONENT, "zone", None, f"{filesystem} is zonal: give the zone of the nodes")
             check_zone(COMPONENT, "zone", args.zone, within=args.location)
     if filesystem == "filestore":
         minimum = FILESTORE_MIN_GIB[args.filestore_tier]
         if capacity < minimum:
-            raise GcpArgsError(COMPONENT, "storage.filesystem_capacity_gib", capacity,
+            raise invalid_arg(COMPONENT, "storage.filesystem_capacity_gib", capacity,
                                f"Filestore {args.filestore_tier} starts at {minimum} GiB")
     if filesystem == "managed-lustre":
         step = LUSTRE_MIN_GIB[args.lustre_throughput_mbps_per_tib]
         if capacity < step or capacity % step:
-            raise GcpArgsError(COMPONENT, "storage.filesystem_capacity_gib", capacity,
+            raise invalid_arg(COMPONENT, "storage.filesystem_capacity_gib", capacity,
                                f"Managed Lustre at {args.lustre_throughput_mbps_per_tib} MB/s per TiB takes "
                                f"multiples of {step} GiB (minimum {step})")
-    return buckets
 
 
 class TrainingStorage(pulumi.ComponentResource):
@@ -150,7 +170,7 @@ class TrainingStorage(pulumi.ComponentResource):
         buckets = validate(name, args)
         account_id = args.training_account_id or service_account_id(COMPONENT, name, "train")
         if args.training_account_id is not None and not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
-            raise GcpArgsError(COMPONENT, "training_account_id", account_id,
+            raise invalid_arg(COMPONENT, "training_account_id", account_id,
                                "service account ids are 6-30 characters: lowercase letters, digits, '-'")
         super().__init__("accel:gcp:TrainingStorage", name, None, opts)
 

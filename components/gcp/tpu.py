@@ -21,14 +21,15 @@ provisioning runs on flex-start VMs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
+from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     CapacityMode,
-    GcpArgsError,
     check_name,
     check_zone,
     child_opts,
@@ -40,7 +41,7 @@ from accel.components.gcp._common import (
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.tags import ResourceTags
 from accel.policies import hardware, shapes
-from accel.policies.plan import Capacity, TpuPool
+from accel.policies.plan import Capacity, Plan, TpuPool
 
 MAX_SLICES = 64
 
@@ -51,7 +52,7 @@ def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
         gen = shapes.generation(pool.generation)
         shapes.check_topology(gen.name, pool.topology)
     except shapes.ShapeError as error:
-        raise GcpArgsError(component, "pool.topology", pool.topology, str(error)) from None
+        raise invalid_arg(component, "pool.topology", pool.topology, str(error)) from None
     expected = {
         "machine_type": shapes.machine_type(gen.name, pool.topology),
         "chips_per_slice": shapes.topology_chips(pool.topology),
@@ -62,10 +63,10 @@ def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
     for field, want in expected.items():
         got = getattr(pool, field)
         if got != want:
-            raise GcpArgsError(component, f"pool.{field}", got,
+            raise invalid_arg(component, f"pool.{field}", got,
                                f"TPU {gen.name} topology {pool.topology} needs {field} {want!r}")
     if not 1 <= pool.slices <= MAX_SLICES:
-        raise GcpArgsError(component, "pool.slices", pool.slices, f"allowed: 1..{MAX_SLICES}")
+        raise invalid_arg(component, "pool.slices", pool.slices, f"allowed: 1..{MAX_SLICES}")
     return gen
 
 
@@ -82,6 +83,33 @@ class TpuSliceArgs:
     disk_size_gb: int | None = None
     max_run_duration: str | None = None       # e.g. "43200s": GKE deletes nodes this long after start
 
+    @classmethod
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, cluster: ClusterRef, **overrides: Any) -> "TpuSliceArgs":
+        """The TPU Plan's slices on a GkeCluster, COMPACT in the plan's zone."""
+        if plan.tpu is None:
+            raise invalid_arg("TpuSlice", "plan.family", plan.family, "TPU slices need a TPU plan (plan.tpu)")
+        return cls(**{"pool": plan.tpu, "capacity": plan.capacity, "cluster": cluster, "zone": plan.zones[0],
+                      "tags": tags, **overrides})
+
+    def __post_init__(self) -> None:
+        self.capacity_mode()  # the arguments check themselves on construction (one convention, every cloud)
+
+    def capacity_mode(self) -> CapacityMode:
+        """Check everything that does not need the component's name or the cluster; the capacity mode."""
+        component = "TpuSlice"
+        gen = check_tpu_pool(component, self.pool)
+        mode = resolve_capacity(component, self.capacity)
+        if mode.scales_from_zero and not gen.flex_start:
+            # GKE flex-start, which queued provisioning also runs on: the table says which generations have it.
+            flexible = [f"TPU {g.name}" for g in hardware.current().tpu_generations.values() if g.flex_start]
+            raise invalid_arg(component, "capacity.provisioning", mode.provisioning,
+                              f"GKE flex-start (also behind queued provisioning) does not support TPU {gen.name}; "
+                              f"use on-demand, spot or a reservation, or {', '.join(flexible)}")
+        if self.disk_size_gb is not None and self.disk_size_gb < 10:
+            raise invalid_arg(component, "disk_size_gb", self.disk_size_gb, "at least 10 GB")
+        max_run_duration_args(component, self.max_run_duration, mode)
+        return mode
+
 
 class TpuSlice(pulumi.ComponentResource):
     """N identical TPU slices on GKE: one node pool per slice."""
@@ -90,19 +118,9 @@ class TpuSlice(pulumi.ComponentResource):
         component = "TpuSlice"
         pool = args.pool
         check_name(component, name, longest_suffix=f"-s{pool.slices - 1}", limit=GKE_NAME_LIMIT)
-        gen = check_tpu_pool(component, pool)
+        mode = args.capacity_mode()
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
-        mode = resolve_capacity(component, args.capacity)
-        if mode.scales_from_zero and not gen.flex_start:
-            # GKE flex-start, which queued provisioning also runs on: the table says which generations have it.
-            flexible = [f"TPU {g.name}" for g in hardware.current().tpu_generations.values() if g.flex_start]
-            raise GcpArgsError(component, "capacity.provisioning", mode.provisioning,
-                               f"GKE flex-start (also behind queued provisioning) does not support TPU {gen.name}; "
-                               f"use on-demand, spot or a reservation, or {', '.join(flexible)}")
-        if args.disk_size_gb is not None and args.disk_size_gb < 10:
-            raise GcpArgsError(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
-        max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
         super().__init__("accel:gcp:TpuSlice", name, None, opts)
 
         if ref.auto_upgrade and not ref.upgrades_paused:
@@ -190,6 +208,28 @@ class TpuVmSliceArgs:
     service_account_email: pulumi.Input[str] | None = None
     runtime_version: str | None = None         # default: the plan's runtime for the generation
 
+    def __post_init__(self) -> None:
+        self.capacity_mode()  # the arguments check themselves on construction (one convention, every cloud)
+
+    def capacity_mode(self) -> CapacityMode:
+        """Check everything that does not need the component's name; the capacity mode."""
+        component, pool = "TpuVmSlice", self.pool
+        gen = check_tpu_pool(component, pool)
+        expected_type = shapes.tpu_vm_type(gen.name, pool.chips_per_slice)
+        if pool.tpu_vm_type != expected_type:
+            raise invalid_arg(component, "pool.tpu_vm_type", pool.tpu_vm_type,
+                              f"a {pool.chips_per_slice}-chip {gen.name} slice is {expected_type!r} "
+                              f"({gen.type_prefix}-N counts {'TensorCores' if gen.cores_per_chip > 1 else 'chips'})")
+        check_zone(component, "zone", self.zone)
+        mode = resolve_capacity(component, self.capacity)
+        if mode.provisioning == "flex-start":
+            raise invalid_arg(component, "capacity.provisioning", "flex-start",
+                              "TPU VMs cannot request flex-start here; use the GKE TpuSlice, or 'queued'")
+        if mode.provisioning == "queued" and not self.project:
+            raise invalid_arg(component, "project", self.project,
+                              "a queued resource names its parent projects/<project>/locations/<zone>; set project")
+        return mode
+
 
 class TpuVmSlice(pulumi.ComponentResource):
     """TPU VMs without GKE: V2Vm per slice, or one queued resource for every slice."""
@@ -199,19 +239,7 @@ class TpuVmSlice(pulumi.ComponentResource):
         pool = args.pool
         check_name(component, name, longest_suffix=f"-s{pool.slices - 1}")
         gen = check_tpu_pool(component, pool)
-        expected_type = shapes.tpu_vm_type(gen.name, pool.chips_per_slice)
-        if pool.tpu_vm_type != expected_type:
-            raise GcpArgsError(component, "pool.tpu_vm_type", pool.tpu_vm_type,
-                               f"a {pool.chips_per_slice}-chip {gen.name} slice is {expected_type!r} "
-                               f"({gen.type_prefix}-N counts {'TensorCores' if gen.cores_per_chip > 1 else 'chips'})")
-        check_zone(component, "zone", args.zone)
-        mode = resolve_capacity(component, args.capacity)
-        if mode.provisioning == "flex-start":
-            raise GcpArgsError(component, "capacity.provisioning", "flex-start",
-                               "TPU VMs cannot request flex-start here; use the GKE TpuSlice, or 'queued'")
-        if mode.provisioning == "queued" and not args.project:
-            raise GcpArgsError(component, "project", args.project,
-                               "a queued resource names its parent projects/<project>/locations/<zone>; set project")
+        mode = args.capacity_mode()
         runtime = args.runtime_version or pool.runtime_version
         super().__init__("accel:gcp:TpuVmSlice", name, None, opts)
 

@@ -214,6 +214,9 @@ class AcceleratorStackArgs:
     gpu_fabric: str = "none"
     gke_networks: Sequence[GkeNetworkAttachment] = ()
 
+    def __post_init__(self) -> None:
+        self.validate()  # the arguments check themselves on construction (one convention, every cloud)
+
     def validate(self) -> None:
         _check_dns_label("namespace", self.namespace)
         _check_dns_label("service_account", self.service_account)

@@ -47,12 +47,13 @@ GPU_TOLERATION = Toleration(key=GPU_RESOURCE)
 GKE_SPOT_TOLERATION = Toleration(key=GKE_SPOT_LABEL, operator="Equal", value="true")
 GKE_FLEX_START_TOLERATION = Toleration(key=GKE_FLEX_START_LABEL)
 GKE_QUEUED_TOLERATION = Toleration(key=GKE_QUEUED_TAINT)
+ON_DEMAND = Capacity()
 
 
-def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], spot: bool,
-                  provisioning: str | None) -> str | None:
+def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], capacity: Capacity) -> str | None:
     """Add the labels and tolerations of GKE's capacity modes; returns the ProvisioningRequest class, if any."""
-    if spot or provisioning == "spot":
+    provisioning = capacity.provisioning
+    if capacity.spot:
         labels[GKE_SPOT_LABEL] = "true"
         tolerations.append(GKE_SPOT_TOLERATION)
     if provisioning in ("flex-start", "queued"):
@@ -64,45 +65,47 @@ def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], spot: b
     return None
 
 
-def gke_tpu_pool(tpu: TpuPool, *, spot: bool = False, provisioning: str | None = None) -> AcceleratorPool:
+def gke_tpu_pool(tpu: TpuPool, *, capacity: Capacity = ON_DEMAND) -> AcceleratorPool:
     """All slices of a TPU plan: quota = chips per slice x slices."""
     labels = {GKE_TPU_ACCELERATOR_LABEL: tpu.gke_accelerator, GKE_TPU_TOPOLOGY_LABEL: tpu.topology}
     tolerations = [TPU_TOLERATION]
-    provisioning_class = _gke_capacity(labels, tolerations, spot, provisioning)
+    provisioning_class = _gke_capacity(labels, tolerations, capacity)
     return AcceleratorPool(
         name=f"tpu-{tpu.generation}-{tpu.topology}",
         resource=TPU_RESOURCE,
         chips=tpu.chips_per_slice * tpu.slices,
         node_labels=labels,
         tolerations=tuple(tolerations),
-        accelerator=shapes.generation(tpu.generation).accelerator,
+        accelerator=tpu.accelerator,
         provisioning_request_class=provisioning_class,
     )
 
 
-def gke_gpu_pool(gpu: GpuPool, *, accelerator: str, spot: bool = False,
-                 provisioning: str | None = None) -> AcceleratorPool:
+def gke_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND) -> AcceleratorPool:
+    """A GKE GPU node pool, selected by machine type and (when set) GKE's GPU accelerator label."""
+    accelerator = gpu.accelerator
     labels = {INSTANCE_TYPE_LABEL: gpu.machine_type}
     if gpu.guest_accelerator:
         labels[GKE_GPU_ACCELERATOR_LABEL] = gpu.guest_accelerator
     tolerations = [GPU_TOLERATION]
-    provisioning_class = _gke_capacity(labels, tolerations, spot, provisioning)
+    provisioning_class = _gke_capacity(labels, tolerations, capacity)
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
                            node_labels=labels, tolerations=tuple(tolerations), accelerator=accelerator,
                            provisioning_request_class=provisioning_class)
 
 
-def eks_gpu_pool(gpu: GpuPool, *, accelerator: str, spot: bool = False,
-                 extra_labels: dict[str, str] | None = None, provisioning: str | None = None) -> AcceleratorPool:
+def eks_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND,
+                 extra_labels: dict[str, str] | None = None) -> AcceleratorPool:
     """An EKS GPU node group. With spot alternates the instance type varies, so it is not a label.
 
-    `provisioning` (a Capacity.provisioning value) picks the capacity-type label; without it,
-    `spot` does. EFA interfaces become quota, since EFA pods request vpc.amazonaws.com/efa.
+    The capacity type picks the capacity-type label. EFA interfaces become quota, since EFA pods
+    request vpc.amazonaws.com/efa.
     """
+    accelerator = gpu.accelerator
     labels: dict[str, str] = {}
     if not gpu.alternate_machine_types:
         labels[INSTANCE_TYPE_LABEL] = gpu.machine_type
-    capacity_type = EKS_CAPACITY_TYPES.get(provisioning or ("spot" if spot else "on-demand"), "ON_DEMAND")
+    capacity_type = EKS_CAPACITY_TYPES.get(capacity.provisioning, "ON_DEMAND")
     labels[EKS_CAPACITY_TYPE_LABEL] = capacity_type
     labels.update(extra_labels or {})
     extra_resources = {EFA_RESOURCE: gpu.efa_interfaces * gpu.nodes} if gpu.efa_interfaces else {}
@@ -114,15 +117,14 @@ def eks_gpu_pool(gpu: GpuPool, *, accelerator: str, spot: bool = False,
 def plan_pools(plan: Plan) -> list[AcceleratorPool]:
     """The pools a Plan provisions on GKE or EKS."""
     capacity: Capacity = plan.capacity
-    spot, provisioning = capacity.spot, capacity.provisioning
     if plan.family == "tpu":
         assert plan.tpu is not None  # Plan's own validator guarantees it
-        return [gke_tpu_pool(plan.tpu, spot=spot, provisioning=provisioning)]
+        return [gke_tpu_pool(plan.tpu, capacity=capacity)]
     assert plan.gpu is not None
     if plan.cloud == "gcp":
-        return [gke_gpu_pool(plan.gpu, accelerator=plan.chosen.accelerator, spot=spot, provisioning=provisioning)]
+        return [gke_gpu_pool(plan.gpu, capacity=capacity)]
     if plan.cloud == "aws":
-        return [eks_gpu_pool(plan.gpu, accelerator=plan.chosen.accelerator, spot=spot, provisioning=provisioning)]
+        return [eks_gpu_pool(plan.gpu, capacity=capacity)]
     raise ValueError(f"plan.cloud: {plan.cloud!r} has no managed node pools; declare the cluster's "
                      "inventory instead (accel:cluster.inventory)")
 

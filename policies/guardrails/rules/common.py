@@ -252,7 +252,8 @@ class ClusterFacts:
         self.ttl = _text(get(props, "ttl"))
         self.spot_policy = get(self.plan, "workload", "constraints", "spot")
         self.workload_budget_usd = number(get(self.plan, "workload", "constraints", "budget_usd"))
-        self.spot = is_true(get(self.plan, "capacity", "spot")) or is_true(get(self.plan, "chosen", "spot"))
+        # Plan schema 2 keeps the capacity type in one field; `spot` beside it is derived from it.
+        self.spot = get(self.plan, "capacity", "provisioning") == "spot"
         self.workload_name = get(self.plan, "workload", "name")
 
     @property

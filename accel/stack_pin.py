@@ -1,0 +1,81 @@
+"""Pin a workload and its Plan into a stack file, keeping everything else in it: keys, order, comments.
+
+`accel choose WORKLOAD --write-stack NAME` writes through here. The file is edited as a round trip
+(ruamel.yaml), so the comments that document a scenario, inside `config:` as well as at the top,
+survive a re-pin; only `accel:workload` and `accel:plan` are replaced.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import Any, Callable
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from accel.base.errors import UsageError
+
+
+def _round_trip() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=2, offset=0)
+    # Unset fields read `null`, as `accel choose` has always written them (ruamel's default is empty).
+    yaml.representer.add_representer(type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
+    return yaml
+
+
+def finite(value: Any) -> Any:
+    """JSON-safe numbers: an infinite or NaN float becomes null (YAML would write .inf)."""
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _dump(yaml: YAML, data: Any) -> str:
+    """The document as text, without the trailing blanks ruamel leaves where it folds a long plain
+    scalar (kept only if removing them would change what the file says)."""
+    out = io.StringIO()
+    yaml.dump(data, out)
+    text = out.getvalue()
+    trimmed = "\n".join(line.rstrip() for line in text.split("\n"))
+    return trimmed if YAML(typ="safe").load(trimmed) == YAML(typ="safe").load(text) else text
+
+
+def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any],
+                      warn: Callable[[str], None] | None = None) -> None:
+    """Set `accel:workload` and `accel:plan` in the stack file at `path` (created when missing).
+
+    Replacing a different workload (another name) is what the user asked for, but `warn` is told."""
+    yaml = _round_trip()
+    data: Any = {}
+    if path.exists():
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"))
+        except (YAMLError, OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"{path}: cannot update the stack file: {error}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise UsageError(f"{path}: a stack file must be a mapping with a 'config' section")
+    config = data.get("config")
+    if config is None:
+        config = data["config"] = {}
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}: config: expected a mapping of keys to values")
+    previous = config.get("accel:workload")
+    if warn is not None and isinstance(previous, dict) and previous.get("name") not in (None, workload.get("name")):
+        warn(f"{path}: replacing accel:workload {previous['name']!r} with {workload.get('name')!r} (and its plan)")
+    config["accel:workload"] = finite(workload)
+    config["accel:plan"] = finite(plan)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_dump(yaml, data), encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write the stack file: {error.strerror or error}") from None
