@@ -180,16 +180,19 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
         filesystem=plan.storage.filesystem, master_authorized_cidrs=tuple(args.api_access_cidrs),
         upgrade_pause=pause), opts=child)
     max_run = node_max_run_duration(args.lifecycle)  # a TTL also bounds each accelerator node's life
+    accelerators: pulumi.Resource
     if plan.tpu is not None:
-        TpuSlice(f"{name}-tpu", TpuSliceArgs(pool=plan.tpu, capacity=plan.capacity, cluster=cluster.ref,
+        accelerators = TpuSlice(f"{name}-tpu", TpuSliceArgs(pool=plan.tpu, capacity=plan.capacity, cluster=cluster.ref,
                                              zone=zone, tags=tags, max_run_duration=max_run), opts=child)
     else:
         assert plan.gpu is not None
-        GpuNodePool(f"{name}-gpu", GpuNodePoolArgs(pool=plan.gpu, capacity=plan.capacity, cluster=cluster.ref,
+        accelerators = GpuNodePool(f"{name}-gpu", GpuNodePoolArgs(pool=plan.gpu, capacity=plan.capacity, cluster=cluster.ref,
                                                    zone=zone, tags=tags, extra_networks=network.extra_networks,
                                                    max_run_duration=max_run), opts=child)
+    # Everything on the Kubernetes side waits for the API endpoint and every node pool: Helm waits
+    # for its pods to be ready, and they need nodes to run on.
     kubernetes = k8s.Provider(f"{name}-gke", kubeconfig=cluster.kubeconfig,
-                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, accelerators]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
     if plan.gpu is not None:
         # The pool's extra node networks reach pods only through GKE Network objects.
@@ -200,7 +203,8 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
             project=project, location=plan.region, tags=tags, storage=plan.storage,
             namespace=args.namespace, ksa_name=args.service_account, zone=zone,
             network_name=network.network_name,
-            network_dependencies=[d for d in [network.private_service_connection] if d is not None]), opts=child)
+            network_dependencies=[d for d in [network.private_service_connection] if d is not None],
+            workload_pool_dependencies=[cluster.cluster]), opts=child)
         built.identity = CloudIdentity.gke_workload_identity(storage.service_account_email)
         built.dataset_bucket, built.checkpoint_bucket = storage.dataset_bucket, storage.checkpoint_bucket
     return built
@@ -228,10 +232,11 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
         network, tags, **({"public_access_cidrs": tuple(args.api_access_cidrs)} if args.api_access_cidrs else {})),
         opts=child)
     assert plan.gpu is not None  # TPUs exist only on GCP; the Plan validator pairs family and pool
-    GpuNodeGroup(f"{name}-gpu", GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network, tags=tags),
-                 opts=child)
+    gpu_group = GpuNodeGroup(f"{name}-gpu", GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network,
+                                                                      tags=tags), opts=child)
+    # The Kubernetes side waits for the API endpoint and every node group (Helm waits for its pods).
     kubernetes = k8s.Provider(f"{name}-eks", kubeconfig=cluster.kubeconfig,
-                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, gpu_group]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
     if not plan.storage.is_empty:
         storage = TrainingStorage(name, TrainingStorageArgs.for_plan(

@@ -39,3 +39,12 @@ def review_cli():
 
     review_command.register(app)
     return app
+
+
+@pytest.fixture(scope="session")
+def planned_stacks():
+    """`accel plan --json` of every stack in stacks/, planned once per session: {stack: document}."""
+    from accel.offline_plan import plan_stack
+
+    names = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    return {name: plan_stack(name, None, ROOT).to_json() for name in names}

@@ -74,6 +74,10 @@ class TrainingStorageArgs:
     filestore_tier: Literal["BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = "ZONAL"
     lustre_throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 1000
     network_dependencies: Sequence[pulumi.Resource] = ()  # e.g. GcpNetwork.private_service_connection
+    # The `<project>.svc.id.goog` pool exists only once a Workload Identity cluster does: on a fresh
+    # project the binding fails with "Identity Pool does not exist" unless it waits for the cluster
+    # (terraform-google-kubernetes-engine#916). Pass the GKE cluster resource (GkeCluster.cluster).
+    workload_pool_dependencies: Sequence[pulumi.Resource] = ()
 
 
 def _check_bucket_name(field_name: str, bucket: str) -> None:
@@ -174,7 +178,7 @@ class TrainingStorage(pulumi.ComponentResource):
             service_account_id=email.apply(lambda e: f"projects/{project}/serviceAccounts/{e}"),
             role=WORKLOAD_IDENTITY_ROLE,
             member=self.workload_identity_member,
-            opts=child_opts(self),
+            opts=child_opts(self, depends_on=list(args.workload_pool_dependencies)),
         )
 
         self.dataset_bucket_resource = None
