@@ -33,6 +33,7 @@ from accel.components.gcp._common import (
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.network import ExtraNetworkRef
 from accel.components.tags import ResourceTags
+from accel.policies.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, GpuPool
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
@@ -167,6 +168,11 @@ class GpuNodePool(pulumi.ComponentResource):
                                "GPUDirect networks need a cluster with multi-networking and Dataplane V2; "
                                "build it with GkeClusterArgs(multi_networking=True) and pass GkeCluster.ref")
         mode = resolve_capacity(component, args.capacity)
+        if args.pool.compact_placement:
+            problem = compact_placement_problem(args.pool.machine_type, mode.provisioning)
+            if problem:
+                raise GcpArgsError(component, "pool.compact_placement", True,
+                                   f"{problem}; plan the pool without compact placement or on other capacity")
         max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
         super().__init__("accel:gcp:GpuNodePool", name, None, opts)
 

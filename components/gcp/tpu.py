@@ -168,8 +168,10 @@ class TpuSlice(pulumi.ComponentResource):
         if mode.scales_from_zero:
             # Dynamic Workload Scheduler: the pool is empty until a workload asks, then all-or-nothing.
             pool_args["initial_node_count"] = 0
-            pool_args["autoscaling"] = {"total_min_node_count": 0,
-                                        "total_max_node_count": pool.hosts_per_slice,
+            # Per-zone min/max (the pool has one zone): Cluster Toolkit's gke-node-pool does the same "to
+            # workaround a Terraform provider bug when using TPU Flex Start" with the total_* fields.
+            pool_args["autoscaling"] = {"min_node_count": 0,
+                                        "max_node_count": pool.hosts_per_slice,
                                         "location_policy": "ANY"}
             if mode.provisioning == "queued":
                 pool_args["queued_provisioning"] = {"enabled": True}
