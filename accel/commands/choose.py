@@ -86,7 +86,7 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
     if write_stack is not None:
         path = write_stack_file(write_stack, spec, plan, warn=lambda message: status.print(
             f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True))
-        status.print(f"wrote {path}")
+        status.print(f"wrote {path}; next: accel plan -s {write_stack} (offline), then pulumi up -s {write_stack}")
     return choice
 
 
@@ -319,6 +319,7 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
         warn(f"{path}: replacing accel:workload {previous['name']!r} with {spec.name!r} (and its plan)")
     config["accel:workload"] = spec.model_dump(mode="json", exclude_none=True)
     config["accel:plan"] = _finite(plan.model_dump(mode="json"))
+    _give_spot_plans_a_ttl(config, plan)
     data["config"] = config
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -326,6 +327,19 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
     except OSError as error:
         raise UsageError(f"{path}: cannot write the stack file: {error.strerror or error}") from None
     return path
+
+
+def _give_spot_plans_a_ttl(config: dict, plan: Any) -> None:
+    """A spot plan is an ephemeral stack: write a TTL from its estimated run, and the stack tags the
+    reaper reads, unless the file already says how long the stack lives."""
+    from accel.policies.lifecycle import Lifecycle, stack_tags
+    from accel.policies.spot_ttl import ttl_for_run
+
+    if not plan.chosen.spot or any(key in config for key in ("accel:ttl", "accel:expiresAt")):
+        return
+    config["accel:ttl"] = ttl_for_run(plan.estimate.hours)
+    tags = config.get("pulumi:tags") if isinstance(config.get("pulumi:tags"), dict) else {}
+    config["pulumi:tags"] = {**tags, **stack_tags(Lifecycle.from_config({"ttl": config["accel:ttl"]}))}
 
 
 def _leading_comments(text: str) -> str:

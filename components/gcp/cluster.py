@@ -23,6 +23,8 @@ import pulumi
 import pulumi_gcp as gcp
 import yaml
 
+from accel.base.cidrs import documentation_range_problem
+
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     GcpArgsError,
@@ -136,6 +138,9 @@ def validate(name: str, args: GkeClusterArgs) -> str:
             raise GcpArgsError(COMPONENT, f"master_authorized_cidrs[{i}]", cidr,
                                "opens the control plane to the whole internet; list your office/CI ranges, "
                                "or rely on the IAM-authenticated DNS endpoint")
+        problem = documentation_range_problem(cidr)
+        if problem:
+            raise GcpArgsError(COMPONENT, f"master_authorized_cidrs[{i}]", cidr, problem)
     if args.cluster_name is not None:
         check_name(COMPONENT, args.cluster_name, limit=GKE_NAME_LIMIT, autonamed=False, field="cluster_name")
     if args.filesystem == "fsx-lustre":
