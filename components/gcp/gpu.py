@@ -32,7 +32,7 @@ from accel.components.gcp._common import (
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.network import ExtraNetworkRef
-from accel.components.tags import ResourceTags
+from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, GpuPool
 
@@ -203,7 +203,8 @@ class GpuNodePool(pulumi.ComponentResource):
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "workload_metadata_config": {"mode": "GKE_METADATA"},
             "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
-            "labels": {**args.tags.kubernetes_labels(), "accel.dev/pool": name},
+            "labels": {**args.tags.kubernetes_labels(), "accel.dev/pool": name,
+                       CAPACITY_NODE_LABEL: mode.provisioning},
             "resource_labels": compute_labels(args.tags, mode, pool=name),
         }
         if local_ssds:

@@ -204,6 +204,8 @@ class TrainingStorage(pulumi.ComponentResource):
                 opts=child_opts(self)))
 
         self.filesystem = None
+        # Zonal Filestore tiers live in the zone, the others in the region (the CSI volume handle names it).
+        self.filestore_zonal = args.filestore_tier in ("BASIC_SSD", "ZONAL")
         if args.storage.filesystem == "filestore":
             self.filesystem = self._filestore(name, args)
         elif args.storage.filesystem == "managed-lustre":

@@ -38,7 +38,7 @@ from accel.components.gcp._common import (
     resolve_capacity,
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
-from accel.components.tags import ResourceTags
+from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import shapes
 from accel.policies.plan import Capacity, TpuPool
 
@@ -142,7 +142,8 @@ class TpuSlice(pulumi.ComponentResource):
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "workload_metadata_config": {"mode": "GKE_METADATA"},
             "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
-            "labels": {**args.tags.kubernetes_labels(), "accel.dev/slice": str(index)},
+            "labels": {**args.tags.kubernetes_labels(), "accel.dev/slice": str(index),
+                       CAPACITY_NODE_LABEL: mode.provisioning},
             "resource_labels": compute_labels(args.tags, mode, **{"tpu-slice": str(index),
                                                                    "tpu-topology": pool.topology}),
         }

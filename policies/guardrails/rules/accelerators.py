@@ -371,7 +371,10 @@ def _validate_gpu_fabric(args, report) -> None:
                                                            f"{kind or 'none'}",
                                          'set placement_policy={"type": "COMPACT"} and a single node location'),
                                pool.urn)
-        elif cloud_name == "aws":
+        elif cloud_name == "aws" and get(facts.plan, "capacity", "provisioning") not in ("reservation",
+                                                                                          "capacity-block"):
+            # Reserved capacity sits where it was reserved: no new placement group can hold it
+            # (EC2 capacity-blocks-using.html, cr-cpg.html), so only other capacity is checked.
             groups = [r for r in args.resources if r.resource_type == "aws:ec2/placementGroup:PlacementGroup"
                       and get(r.props, "strategy") == "cluster"]
             if not groups:
