@@ -18,9 +18,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import every_stack_id
 
-STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+STACKS = every_stack_id()
 
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -65,12 +65,12 @@ class Graph:
 
 
 @pytest.fixture(scope="module")
-def graphs(planned_stacks) -> dict[str, Graph]:
-    return {stack: Graph(document) for stack, document in planned_stacks.items()}
+def graphs(every_stack) -> dict[str, Graph]:
+    return {stack: Graph(document) for stack, document in every_stack.items()}
 
 
-def test_plan_json_lists_dependencies_and_provider_of_every_resource(planned_stacks):
-    for stack, document in planned_stacks.items():
+def test_plan_json_lists_dependencies_and_provider_of_every_resource(every_stack):
+    for stack, document in every_stack.items():
         urns = {r["urn"] for r in document["resources"]}
         for resource in document["resources"]:
             assert isinstance(resource["dependencies"], list), (stack, resource["name"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import every_stack_id
 
-STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+STACKS = every_stack_id()
 FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor"
 # Node labels the platforms set themselves; any other label a flavor selects on must be set by a pool.
 PLATFORM_LABEL_PREFIXES = ("cloud.google.com/", "node.kubernetes.io/", "eks.amazonaws.com/", "kubernetes.io/")
@@ -25,8 +25,8 @@ def pool_labels(document: dict) -> list[dict]:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_flavor_selects_labels_some_pool_sets_itself(planned_stacks, stack):
-    document = planned_stacks[stack]
+def test_every_flavor_selects_labels_some_pool_sets_itself(every_stack, stack):
+    document = every_stack[stack]
     if document["plan"]["cloud"] == "kubernetes":
         pytest.skip("bring-your-own cluster: the inventory declares the labels its nodes carry")
     pools = pool_labels(document)
@@ -38,8 +38,8 @@ def test_every_flavor_selects_labels_some_pool_sets_itself(planned_stacks, stack
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_filesystem_and_bucket_is_mountable_by_the_training_pods(planned_stacks, stack):
-    document = planned_stacks[stack]
+def test_every_filesystem_and_bucket_is_mountable_by_the_training_pods(every_stack, stack):
+    document = every_stack[stack]
     plan = document["plan"]
     if plan["cloud"] == "kubernetes":
         pytest.skip("bring-your-own cluster: no storage is created")
@@ -57,8 +57,8 @@ def test_every_filesystem_and_bucket_is_mountable_by_the_training_pods(planned_s
         assert volume["claimRef"]["name"] == name and volume["csi"]["driver"]
 
 
-def test_the_fsx_stack_installs_the_fsx_csi_driver(planned_stacks):
-    document = planned_stacks["llama-70b-finetune-aws"]
+def test_the_fsx_stack_installs_the_fsx_csi_driver(every_stack):
+    document = every_stack["llama-70b-finetune-aws"]
     addons = {r["inputs"]["addonName"] for r in of_type(document, "aws:eks/addon:Addon")}
     assert "aws-fsx-csi-driver" in addons
     [volume] = [r for r in of_type(document, "kubernetes:core/v1:PersistentVolume")]
