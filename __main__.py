@@ -36,6 +36,8 @@ pulumi.export("hardware", {
     "slices": plan.chosen.slices, "spot": plan.chosen.spot,
 })
 pulumi.export("lifecycle", stack.lifecycle.outputs())
+if stack.missing_for_up:  # offline plans only: `pulumi up` stops before this without them
+    pulumi.export("neededBeforeUp", [key.to_json() for key in stack.missing_for_up])
 pulumi.export("clusterName", cluster.cluster_name)
 if cluster.kubeconfig is not None:
     pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -54,8 +54,19 @@ class CapturedResource:
     def parent_name(self) -> str | None:
         return self.parent.rsplit("::", 1)[-1] if self.parent else None
 
+    @property
+    def provider_urn(self) -> str | None:
+        """The URN of the provider this resource is created through (a reference is `<urn>::<id>`)."""
+        return self.provider.rsplit("::", 1)[0] if self.provider else None
+
     def to_json(self) -> dict[str, Any]:
-        """The `accel plan --json` resource shape (docs/contracts.md, section 2.2)."""
+        """The `accel plan --json` resource shape (docs/contracts.md, section 2.2).
+
+        `dependencies` are the URNs the engine waits for before creating this resource, as the
+        program registered them: explicit `depends_on` (a component expanded to its resources)
+        and every resource whose outputs flow into an input. `provider` is the URN of the
+        provider it is created through; the engine creates that first, after its own dependencies.
+        """
         return {
             "type": self.type,
             "name": self.name,
@@ -65,6 +76,8 @@ class CapturedResource:
             "inputs": self.inputs,
             "retain_on_delete": self.retain_on_delete,
             "protect": self.protect,
+            "dependencies": sorted(self.dependencies),  # the SDK gathers them from sets: one stable order
+            "provider": self.provider_urn,
         }
 
 

@@ -33,6 +33,7 @@ from accel.mock_engine import Capture, run_program
 
 # The stack outputs the program exports for the plan report.
 PLAN_OUTPUT = "plan"
+NEEDED_BEFORE_UP_OUTPUT = "neededBeforeUp"
 HOURLY_OUTPUT = "hourlyUsd"
 RUN_OUTPUT = "runUsd"
 
@@ -62,6 +63,12 @@ class PlanResult:
     @property
     def guardrails_evaluated(self) -> bool:
         return self.guardrails_note is None
+
+    @property
+    def needed_before_up(self) -> list[dict[str, str]]:
+        """Config `pulumi up` still needs ({key, why, command}); the plan used placeholders for it."""
+        needed = self.capture.outputs.get(NEEDED_BEFORE_UP_OUTPUT)
+        return [dict(item) for item in needed] if isinstance(needed, list) else []
 
     @property
     def mandatory_violations(self) -> list[dict[str, Any]]:
@@ -103,6 +110,7 @@ class PlanResult:
                 "note": self.guardrails_note,
             },
             "providers": self.providers_used,
+            "needed_before_up": self.needed_before_up,
             "outputs": outputs,
         }
 
@@ -275,9 +283,13 @@ def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *
     def program() -> None:
         import pulumi
 
+        from accel.deploy_keys import offline_placeholders
+
         # Secret keys too, so the program sees `Config.get_secret` values as secrets.
         pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
-        runpy.run_path(str(main_file), run_name="__main__")
+        # Nothing is created offline: keys only `pulumi up` needs get placeholders, and are reported.
+        with offline_placeholders():
+            runpy.run_path(str(main_file), run_name="__main__")
 
     before = {name for name in PROVIDER_PACKAGES if name in sys.modules}
     say("running the program on the mock engine")

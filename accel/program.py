@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from accel.base.errors import UsageError
+from accel.deploy_keys import DeployKey, missing_deploy_keys, missing_keys_message, placeholders_allowed
 from accel.stack_settings import StackSettings, settings_from_config
 from accel.components.tags import ResourceTags
 from accel.components.training_cluster import TrainingClusterArgs
@@ -58,6 +59,8 @@ class StackProgram:
     resource_name: str
     cluster_args: TrainingClusterArgs
     notes: list[str] = field(default_factory=list)
+    # Keys `pulumi up` still needs; non-empty only under offline planning, which used placeholders.
+    missing_for_up: list[DeployKey] = field(default_factory=list)
 
 
 def resource_name(stack: str) -> str:
@@ -96,19 +99,31 @@ def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         **lifecycle.resource_tag_fields(),
     )
     gcp_project = config.get("gcp:project")
+    api_access_cidrs = list(settings.apiAccessCidrs)
+    missing = missing_deploy_keys(plan, config, api_access_cidrs, stack)
+    if missing and not placeholders_allowed():
+        raise UsageError(f"{source}: {missing_keys_message(missing)}")
+    for key in missing:  # offline only: plan with a visible placeholder, report the command
+        if key.key == "gcp:project":
+            gcp_project = str(key.placeholder)
+        elif key.key == "accel:apiAccessCidrs":
+            api_access_cidrs = list(key.placeholder)  # type: ignore[call-overload]
+        notes.append(f"{key.key} is not set: planned with the placeholder {key.placeholder!r}; "
+                     f"before `pulumi up`: {key.set_command}")
     args = TrainingClusterArgs(
         plan=plan,
         tags=tags,
         lifecycle=lifecycle,
         gcp_project=gcp_project,
         existing_cluster=settings.cluster,
-        api_access_cidrs=tuple(settings.apiAccessCidrs),
+        api_access_cidrs=tuple(api_access_cidrs),
         upgrade_pause=(settings.upgradePause.start, settings.upgradePause.end) if settings.upgradePause else None,
         namespace=settings.namespace,
     )
     args.validate()
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
-                        resource_name=resource_name(stack), cluster_args=args, notes=notes)
+                        resource_name=resource_name(stack), cluster_args=args, notes=notes,
+                        missing_for_up=missing)
 
 
 def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan, bool]:

@@ -48,6 +48,19 @@ def _dump(yaml: YAML, data: Any) -> str:
     return trimmed if YAML(typ="safe").load(trimmed) == YAML(typ="safe").load(text) else text
 
 
+def _give_spot_plans_a_ttl(config: dict, plan: dict[str, Any]) -> None:
+    """A spot plan is an ephemeral stack: write a TTL from its estimated run, and the stack tags the
+    reaper reads, unless the file already says how long the stack lives."""
+    from accel.policies.lifecycle import Lifecycle, stack_tags
+    from accel.policies.spot_ttl import ttl_for_run
+
+    if not plan["chosen"]["spot"] or any(key in config for key in ("accel:ttl", "accel:expiresAt")):
+        return
+    config["accel:ttl"] = ttl_for_run(plan["estimate"]["hours"])
+    tags = config.get("pulumi:tags") if isinstance(config.get("pulumi:tags"), dict) else {}
+    config["pulumi:tags"] = {**tags, **stack_tags(Lifecycle.from_config({"ttl": config["accel:ttl"]}))}
+
+
 def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any],
                       warn: Callable[[str], None] | None = None) -> None:
     """Set `accel:workload` and `accel:plan` in the stack file at `path` (created when missing).
@@ -74,6 +87,7 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
         warn(f"{path}: replacing accel:workload {previous['name']!r} with {workload.get('name')!r} (and its plan)")
     config["accel:workload"] = finite(workload)
     config["accel:plan"] = finite(plan)
+    _give_spot_plans_a_ttl(config, plan)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_dump(yaml, data), encoding="utf-8")

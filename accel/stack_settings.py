@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
+from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import UsageError
 from accel.base.model import describe_validation_error
 from accel.components.kubernetes.pools import ExistingCluster
@@ -51,6 +52,21 @@ class StackSettings(StrictModel):
                                       description="CIDRs allowed to reach the Kubernetes API's public endpoint")
     upgradePause: UpgradePauseWindow | None = None
     namespace: str = Field("training", description="Kubernetes namespace of the training workload")
+
+    @field_validator("apiAccessCidrs")
+    @classmethod
+    def _cidrs_can_reach_an_endpoint(cls, cidrs: list[str]) -> list[str]:
+        import ipaddress
+
+        for cidr in cidrs:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError as error:
+                raise ValueError(f"{cidr!r} is not a CIDR block like 198.18.7.0/24 ({error})") from None
+            problem = documentation_range_problem(cidr)
+            if problem:
+                raise ValueError(problem)
+        return cidrs
 
     def resolved_workload(self, source: str) -> WorkloadSpec:
         """The workload, with `accel:hardware` applied as its pin."""

@@ -13,6 +13,10 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, ConfigDict
 
 LABEL_PREFIX = "accel"
+# Node label every accelerator pool of this project carries: its capacity mode (on-demand, spot,
+# reservation, flex-start, queued, capacity-block). Set on the pool itself, so a Kueue flavor can
+# select on it without relying on a label the cloud may or may not add.
+CAPACITY_NODE_LABEL = "accel.dev/capacity"
 _GCP_INVALID = re.compile(r"[^a-z0-9_-]")
 
 

@@ -19,6 +19,7 @@ import pulumi
 
 from accel.components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
 from accel.components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
+from accel.components.kubernetes.storage_mounts import StorageMount
 from accel.components.kubernetes.pools import (
     ExistingCluster,
     device_plugin_needed,
@@ -91,6 +92,7 @@ class _Built:
     checkpoint_bucket: pulumi.Input[str] | None = None
     gpu_fabric: str = "none"  # GKE GPUDirect fabric of the GPU pool; its NICs need GKE networks
     gke_networks: Sequence[GkeNetworkAttachment] = ()
+    storage_mounts: Sequence[StorageMount] = ()  # stores the training pods mount (PV + PVC each)
 
 
 class TrainingCluster(pulumi.ComponentResource):
@@ -122,6 +124,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_jobset=existing.install_jobset if existing else True,
                 gpu_fabric=built.gpu_fabric,
                 gke_networks=built.gke_networks,
+                storage_mounts=built.storage_mounts,
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=built.provider),
         )
@@ -178,14 +181,17 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
         plan, tags=tags, project=project, network=network,
         master_authorized_cidrs=tuple(args.api_access_cidrs), upgrade_pause=pause), opts=child)
     max_run = node_max_run_duration(args.lifecycle)  # a TTL also bounds each accelerator node's life
+    accelerators: pulumi.Resource
     if plan.tpu is not None:
-        TpuSlice(f"{name}-tpu", TpuSliceArgs.for_plan(plan, tags=tags, cluster=cluster.ref, max_run_duration=max_run),
-                 opts=child)
+        accelerators = TpuSlice(f"{name}-tpu", TpuSliceArgs.for_plan(plan, tags=tags, cluster=cluster.ref,
+                                                                     max_run_duration=max_run), opts=child)
     else:
-        GpuNodePool(f"{name}-gpu", GpuNodePoolArgs.for_plan(plan, tags=tags, cluster=cluster.ref, network=network,
-                                                            max_run_duration=max_run), opts=child)
+        accelerators = GpuNodePool(f"{name}-gpu", GpuNodePoolArgs.for_plan(
+            plan, tags=tags, cluster=cluster.ref, network=network, max_run_duration=max_run), opts=child)
+    # Everything on the Kubernetes side waits for the API endpoint and every node pool: Helm waits
+    # for its pods to be ready, and they need nodes to run on.
     kubernetes = k8s.Provider(f"{name}-gke", kubeconfig=cluster.kubeconfig,
-                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, accelerators]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
     if plan.gpu is not None:
         # The pool's extra node networks reach pods only through GKE Network objects.
@@ -194,17 +200,40 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     if not plan.storage.is_empty:
         storage = TrainingStorage(name, TrainingStorageArgs.for_plan(
             plan, tags=tags, project=project, network=network, namespace=args.namespace,
-            ksa_name=args.service_account), opts=child)
+            ksa_name=args.service_account, workload_pool_dependencies=[cluster.cluster]), opts=child)
         built.identity = CloudIdentity.gke_workload_identity(storage.service_account_email)
         built.dataset_bucket, built.checkpoint_bucket = storage.dataset_bucket, storage.checkpoint_bucket
+        built.storage_mounts = _gke_mounts(storage, project, plan, plan.zones[0])
     return built
+
+
+def _gke_mounts(storage, project: str, plan: Plan, zone: str) -> list[StorageMount]:
+    """GCS FUSE volumes for the buckets, and the Filestore or Managed Lustre instance, ready to mount."""
+    mounts = []
+    if storage.dataset_bucket is not None:
+        mounts.append(StorageMount.gcs_bucket("datasets", storage.dataset_bucket, read_only=True))
+    if storage.checkpoint_bucket is not None:
+        mounts.append(StorageMount.gcs_bucket("checkpoints", storage.checkpoint_bucket, read_only=False))
+    filesystem, capacity = plan.storage.filesystem, plan.storage.filesystem_capacity_gib
+    if filesystem == "filestore" and storage.filesystem is not None:
+        instance = storage.filesystem
+        ip = instance.networks.apply(lambda networks: networks[0].ip_addresses[0] if networks else "")
+        location = zone if storage.filestore_zonal else plan.region
+        mounts.append(StorageMount.filestore("filesystem", location, instance.name, "data", ip, capacity))
+    elif filesystem == "managed-lustre" and storage.filesystem is not None:
+        instance = storage.filesystem
+        # mount_point is IP@tcp:/filesystem
+        ip = instance.mount_point.apply(lambda point: (point or "").split("@", 1)[0])
+        mounts.append(StorageMount.managed_lustre("filesystem", project, zone, instance.instance_id, "data", ip,
+                                                  capacity))
+    return mounts
 
 
 def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) -> _Built:
     import pulumi_aws as aws
     import pulumi_kubernetes as k8s
 
-    from accel.components.aws.cluster import EksCluster, EksClusterArgs
+    from accel.components.aws.cluster import FSX_CSI_ADDON, EksCluster, EksClusterArgs
     from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs
     from accel.components.aws.network import AwsNetwork, AwsNetworkArgs
     from accel.components.aws.storage import TrainingStorage, TrainingStorageArgs
@@ -218,14 +247,17 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
                                            opts=pulumi.InvokeOptions(parent=parent, provider=provider)).names
     extra_zones = [zone for zone in available if zone not in plan.zones][: max(0, 2 - len(plan.zones))]
     network = AwsNetwork(f"{name}-net", AwsNetworkArgs.for_plan(plan, tags, extra_zones=extra_zones), opts=child)
-    cluster = EksCluster(name, EksClusterArgs.for_network(
-        network, tags, **({"public_access_cidrs": tuple(args.api_access_cidrs)} if args.api_access_cidrs else {})),
-        opts=child)
+    overrides: dict = {"public_access_cidrs": tuple(args.api_access_cidrs)} if args.api_access_cidrs else {}
+    if plan.storage.filesystem == "fsx-lustre":
+        # Pods mount FSx for Lustre only through its CSI driver (an EKS managed add-on).
+        overrides["addons"] = (*EksClusterArgs.__dataclass_fields__["addons"].default, FSX_CSI_ADDON)
+    cluster = EksCluster(name, EksClusterArgs.for_network(network, tags, **overrides), opts=child)
     assert plan.gpu is not None  # TPUs exist only on GCP; the Plan validator pairs family and pool
-    GpuNodeGroup(f"{name}-gpu", GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network, tags=tags),
-                 opts=child)
+    gpu_group = GpuNodeGroup(f"{name}-gpu", GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network,
+                                                                      tags=tags), opts=child)
+    # The Kubernetes side waits for the API endpoint and every node group (Helm waits for its pods).
     kubernetes = k8s.Provider(f"{name}-eks", kubeconfig=cluster.kubeconfig,
-                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]))
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, gpu_group]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
     if not plan.storage.is_empty:
         storage = TrainingStorage(name, TrainingStorageArgs.for_plan(
@@ -233,6 +265,11 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
             service_account_namespace=args.namespace, service_account_name=args.service_account), opts=child)
         built.identity = CloudIdentity.eks_irsa(storage.training_role_arn)
         built.dataset_bucket, built.checkpoint_bucket = storage.dataset_bucket, storage.checkpoint_bucket
+        if storage.filesystem_id is not None:
+            # The FSx CSI driver (EKS add-on aws-fsx-csi-driver) mounts it; the claim makes it usable.
+            built.storage_mounts = [StorageMount.fsx_lustre(
+                "filesystem", storage.filesystem_id, storage.filesystem_dns_name, storage.filesystem_mount_name,
+                int(storage.filesystem_capacity_gib))]
     return built
 
 

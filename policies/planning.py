@@ -6,6 +6,7 @@ from accel.policies import shapes
 from accel.policies.catalog.model import Catalog
 from accel.policies.choice import Choice
 from accel.policies.estimate import filesystem_plan
+from accel.policies.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
 from accel.policies.workload import WorkloadSpec
 
@@ -45,7 +46,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       extra_networks=offering.extra_networks if crosses_nodes else 0,
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
-                      compact_placement=multi_node_training)
+                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option))
         # Tightly coupled training lives in one zone (placement policy / cluster placement group);
         # serving spreads over every zone that has the GPU.
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
@@ -59,3 +60,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     return Plan(workload=spec, catalog=choice.catalog, chosen=option,
                 zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
                 estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)
+
+
+def _gke_rejects_compact(cloud: str, option) -> bool:
+    """GKE refuses COMPACT placement for some capacity modes (gke_rules.yaml): plan the pool without it."""
+    return cloud == "gcp" and compact_placement_problem(option.machine_type, option.provisioning) is not None

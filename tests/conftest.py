@@ -39,3 +39,37 @@ def review_cli():
 
     review_command.register(app)
     return app
+
+
+@pytest.fixture(scope="session")
+def planned_stacks():
+    """`accel plan --json` of every stack in stacks/, planned once per session: {stack: document}."""
+    from accel.offline_plan import plan_stack
+
+    names = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    return {name: plan_stack(name, None, ROOT).to_json() for name in names}
+
+
+@pytest.fixture(scope="session")
+def matrix_stacks(tmp_path_factory):
+    """`accel plan --json` of a stack per capacity type and machine family (tests/capacity_matrix.py)."""
+    from accel.offline_plan import plan_stack
+    from tests.capacity_matrix import write_matrix_project
+
+    project = tmp_path_factory.mktemp("matrix") / "project"
+    names = write_matrix_project(project, ROOT)
+    return {name: plan_stack(name, None, project) for name in names}
+
+
+def every_stack_id() -> list[str]:
+    """Bundled stacks and the capacity matrix: what the first-`up` tests walk."""
+    from tests.capacity_matrix import MATRIX
+
+    bundled = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    return bundled + [f"matrix:{entry[0]}" for entry in MATRIX]
+
+
+@pytest.fixture(scope="session")
+def every_stack(planned_stacks, matrix_stacks):
+    """{stack id: plan JSON} for every id of every_stack_id()."""
+    return {**planned_stacks, **{f"matrix:{name}": result.to_json() for name, result in matrix_stacks.items()}}

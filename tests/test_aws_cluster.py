@@ -18,9 +18,12 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 def args(**overrides) -> EksClusterArgs:
     values = dict(region="us-east-1", subnet_ids=["subnet-a", "subnet-b"], control_plane_security_group_id="sg-cp",
-                  node_security_group_id="sg-nodes", tags=TAGS)
+                  node_security_group_id="sg-nodes", tags=TAGS, public_access_cidrs=[OFFICE])
     values.update(overrides)
     return EksClusterArgs(**values)
+
+
+OFFICE = "35.190.10.0/24"  # any routable range a user would give
 
 
 def build(**overrides):
@@ -51,8 +54,8 @@ def test_private_endpoint_option_closes_the_public_endpoint(declare):
 
 
 def test_public_endpoint_is_limited_to_the_given_cidrs(declare):
-    vpc = declare(build(public_access_cidrs=["203.0.113.0/24"])).named("train-cluster").inputs["vpcConfig"]
-    assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["203.0.113.0/24"]
+    vpc = declare(build(public_access_cidrs=[OFFICE])).named("train-cluster").inputs["vpcConfig"]
+    assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == [OFFICE]
     assert vpc["endpointPrivateAccess"] is True
 
 
@@ -212,3 +215,14 @@ def test_invalid_field_is_named_in_the_message(declare, field, value):
 def test_component_name_that_cannot_be_a_cluster_name_is_rejected_before_registering(declare):
     message = rejected(declare, lambda: EksCluster("bad name", args()))
     assert "cluster_name" in message
+
+
+@pytest.mark.parametrize("cidr", ["203.0.113.0/24", "192.0.2.10/32", "198.51.100.0/25"])
+def test_a_documentation_range_is_refused_for_the_public_endpoint(cidr):
+    with pytest.raises(ComponentArgsError, match="reserved for documentation"):
+        args(public_access_cidrs=[cidr])
+
+
+def test_a_public_endpoint_has_no_default_allowlist():
+    with pytest.raises(ComponentArgsError, match="public_access_cidrs"):
+        args(public_access_cidrs=())

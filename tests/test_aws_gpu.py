@@ -200,10 +200,11 @@ def test_p4d_uses_four_efa_interfaces_of_type_efa(declare):
     assert [i["deviceIndex"] for i in interfaces] == [0, 1, 1, 1]
 
 
-def test_reservation_group_stays_in_the_reservation_zone(declare):
-    group, _, placement = parts(declare(build(P4D_EFA, RESERVATION, availability_zone="us-east-1b")))
+def test_reservation_group_stays_in_the_reservation_zone_without_a_new_placement_group(declare):
+    # An existing ODCR cannot be moved into a new cluster placement group (EC2 docs, cr-cpg.html).
+    group, template, placement = parts(declare(build(P4D_EFA, RESERVATION, availability_zone="us-east-1b")))
     assert group.inputs["subnetIds"] == ["subnet-b"]
-    assert placement is not None
+    assert placement is None and "placement" not in template.inputs
 
 
 # --- capacity blocks ----------------------------------------------------------------------
@@ -217,6 +218,14 @@ def test_capacity_block_uses_capacity_block_market_and_the_template_instance_typ
     assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert template.inputs["capacityReservationSpecification"]["capacityReservationTarget"] == {
         "capacityReservationId": "cr-02168da1478b509e0"}
+
+
+def test_capacity_block_group_starts_at_zero_and_needs_no_placement_group(declare):
+    # EKS capacity-blocks-mng: desired size 0 until the block is active; no cluster placement group needed.
+    group, template, placement = parts(declare(build(P5_EFA, CAPACITY_BLOCK)))
+    assert group.inputs["scalingConfig"]["desiredSize"] == 0
+    assert group.inputs["scalingConfig"]["maxSize"] == P5_EFA.nodes
+    assert placement is None and "placement" not in template.inputs
 
 
 # --- no public addresses anywhere -------------------------------------------------------

@@ -43,7 +43,7 @@ AWS_STACK = textwrap.dedent("""
 
     def program():
         network = AwsNetwork("net", AwsNetworkArgs.for_plan(plan, tags, extra_zones=["us-east-1b"]))
-        cluster = EksCluster("train", EksClusterArgs.for_network(network, tags))
+        cluster = EksCluster("train", EksClusterArgs.for_network(network, tags, public_access_cidrs=["35.190.10.0/24"]))
         GpuNodeGroup("h100", GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network, tags=tags))
         TrainingStorage("llama", TrainingStorageArgs.for_plan(plan, cluster=cluster, network=network, tags=tags))
 

@@ -81,8 +81,8 @@ def test_control_plane_is_reachable_by_dns_and_not_by_any_ip(declare):
 
 
 def test_authorized_networks_are_listed(declare):
-    inputs = gke(cluster(declare, master_authorized_cidrs=["203.0.113.0/24"])[0])
-    assert [b["cidrBlock"] for b in inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == ["203.0.113.0/24"]
+    inputs = gke(cluster(declare, master_authorized_cidrs=["35.190.10.0/24"])[0])
+    assert [b["cidrBlock"] for b in inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == ["35.190.10.0/24"]
 
 
 def test_node_service_account_has_only_node_roles(declare):
@@ -198,6 +198,10 @@ def test_node_zone_outside_the_region_is_rejected(declare):
 
 def test_control_plane_open_to_the_world_is_rejected(declare):
     rejected(declare, "whole internet", master_authorized_cidrs=["0.0.0.0/0"])
+
+
+def test_authorized_networks_refuse_documentation_ranges(declare):
+    rejected(declare, "RFC 5737 TEST-NET-3", master_authorized_cidrs=["203.0.113.0/24"])
 
 
 def test_unknown_release_channel_is_rejected(declare):

@@ -228,3 +228,31 @@ def test_on_demand_nodes_may_run_longer_than_seven_days(declare):
 
 def test_gpu_zone_must_be_in_the_clusters_region(declare):
     rejected(declare, "must be a zone of us-central1", G2_L4, zone="europe-west4-a")
+
+
+def test_compact_placement_with_queued_provisioning_is_rejected_for_gpus(declare):
+    # Cluster Toolkit gke-node-pool precondition: COMPACT with queued provisioning only for TPUs.
+    error = rejected(declare, "queued-provisioning GPU pool", A3_ULTRA, capacity=Capacity(provisioning="queued"),
+                     cluster=MULTI_NETWORK_CLUSTER, extra_networks=fake_networks(9))
+    assert error.field == "pool.compact_placement" and "cluster-toolkit" in str(error)
+
+
+def test_compact_placement_with_flex_start_is_rejected_outside_a3_ultra_a4_h4d(declare):
+    error = rejected(declare, "only on a3-ultragpu, a4-highgpu, h4d", A3_MEGA,
+                     capacity=Capacity(provisioning="flex-start"), cluster=MULTI_NETWORK_CLUSTER,
+                     extra_networks=fake_networks(8))
+    assert error.field == "pool.compact_placement"
+
+
+def test_a3_ultra_flex_start_pool_keeps_compact_placement(declare):
+    inputs = declare_pool(declare, A3_ULTRA, capacity=Capacity(provisioning="flex-start"),
+                          cluster=MULTI_NETWORK_CLUSTER, extra_networks=fake_networks(9))
+    assert inputs["placementPolicy"] == {"type": "COMPACT"}
+    assert inputs["nodeConfig"]["flexStart"] is True
+
+
+def test_queued_gpu_pool_without_compact_placement_is_accepted(declare):
+    inputs = declare_pool(declare, A3_MEGA.model_copy(update={"compact_placement": False}),
+                          capacity=Capacity(provisioning="queued"), cluster=MULTI_NETWORK_CLUSTER,
+                          extra_networks=fake_networks(8))
+    assert "placementPolicy" not in inputs and inputs["queuedProvisioning"] == {"enabled": True}

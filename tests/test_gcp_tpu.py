@@ -134,8 +134,9 @@ def test_queued_slices_start_empty_and_scale_to_the_whole_slice(declare):
     (pool,) = declare_slice(declare, V6E_POD, capacity=Capacity(provisioning="queued")).of_type(NODE_POOL)
     assert pool.inputs["queuedProvisioning"] == {"enabled": True}
     assert pool.inputs["initialNodeCount"] == 0
-    assert pool.inputs["autoscaling"]["totalMinNodeCount"] == 0
-    assert pool.inputs["autoscaling"]["totalMaxNodeCount"] == 64
+    # Per-zone bounds in the pool's one zone, as Cluster Toolkit's gke-node-pool does for TPU flex-start.
+    assert pool.inputs["autoscaling"]["minNodeCount"] == 0
+    assert pool.inputs["autoscaling"]["maxNodeCount"] == 64
     assert pool.inputs["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
     assert "nodeCount" not in pool.inputs
 

@@ -262,6 +262,11 @@ CASES = [
                    networkConfig={"additionalNodeNetworkConfigs": [{"network": f"gpu-{i}", "subnetwork": f"gpu-{i}"}
                                                                    for i in range(4)]})],
          "the plan asks for gpudirect-tcpxo with 8 extra networks, the pool attaches 4", "mandatory"),
+    Case("gke-capacity-rules",
+         [gke_pool(taints=[GPU_TAINT], queuedProvisioning={"enabled": True}, node_config={"flexStart": True})],
+         [gke_pool(taints=[GPU_TAINT], placementPolicy={"type": "COMPACT"}, queuedProvisioning={"enabled": True},
+                   node_config={"flexStart": True})],
+         "GKE rejects COMPACT placement on a queued-provisioning GPU pool (a3-highgpu-8g)", "mandatory"),
     Case("ownership-labels",
          [gcs_bucket()], [gcs_bucket(labels={**OWNER_LABELS, "owner": "unknown", "data-role": "checkpoint"})],
          "placeholder values owner='unknown', so its cost cannot be attributed", "advisory"),
@@ -536,6 +541,39 @@ def test_invalid_tpu_slices_fail(pool, expect):
 ])
 def test_valid_tpu_slices_pass(machine, topology, nodes):
     assert messages_for("tpu-topology-valid", [tpu_pool(machine=machine, topology=topology, nodes=nodes)]) == []
+
+
+def dws_tpu_pool(ceiling: float | None, *, queued: bool = True) -> dict[str, Any]:
+    """A flex-start (or queued) v6e 16x16 pool as TpuSlice declares it: empty, growing to the slice."""
+    pool = tpu_pool(machine="ct6e-standard-4t", topology="16x16", nodes=0.0)
+    del pool["inputs"]["nodeCount"]
+    pool["inputs"]["initialNodeCount"] = 0.0
+    pool["inputs"]["nodeConfig"]["flexStart"] = True
+    if queued:
+        pool["inputs"]["queuedProvisioning"] = {"enabled": True}
+    if ceiling is not None:
+        pool["inputs"]["autoscaling"] = {"minNodeCount": 0.0, "maxNodeCount": ceiling, "locationPolicy": "ANY"}
+    return pool
+
+
+@pytest.mark.parametrize("queued", [True, False])
+def test_flex_start_and_queued_tpu_slices_pass_when_they_grow_to_the_whole_slice(queued):
+    assert messages_for("tpu-topology-valid", [dws_tpu_pool(64.0, queued=queued)]) == []
+
+
+@pytest.mark.parametrize("ceiling, shown", [(32.0, "32"), (None, "missing")])
+def test_flex_start_tpu_slices_fail_when_they_cannot_grow_to_the_whole_slice(ceiling, shown):
+    [message] = messages_for("tpu-topology-valid", [dws_tpu_pool(ceiling)])
+    assert f"grows to 64 node(s), but its autoscaling maximum is {shown}" in message
+
+
+def test_flex_start_compact_gpu_pool_passes_only_on_a3_ultra():
+    def pool(machine):
+        return gke_pool(machine=machine, taints=[GPU_TAINT], placementPolicy={"type": "COMPACT"},
+                        node_config={"flexStart": True})
+    assert messages_for("gke-capacity-rules", [pool("a3-ultragpu-8g")]) == []
+    [message] = messages_for("gke-capacity-rules", [pool("a3-megagpu-8g")])
+    assert "flex-start only on a3-ultragpu, a4-highgpu, h4d machines, not a3-megagpu-8g" in message
 
 
 def test_tpu_vm_with_an_impossible_size_fails():

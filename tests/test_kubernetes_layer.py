@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pulumi
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -239,10 +241,10 @@ def test_a_queued_pool_is_admitted_only_through_a_provisioning_request(declare):
     assert capture.named("llama-kueue").urn in config.dependencies
 
 
-def test_a_queued_flavor_targets_flex_start_nodes_and_tolerates_the_queued_taint(declare):
+def test_a_queued_flavor_selects_the_label_its_pool_sets_and_tolerates_the_queued_taint(declare):
     capture = declare(stack_program([queued_v6e_pool()]))
     spec = crd(capture, "ResourceFlavor")[0].inputs["spec"]
-    assert spec["nodeLabels"]["cloud.google.com/gke-flex-start"] == "true"
+    assert spec["nodeLabels"]["accel.dev/capacity"] == "queued"
     assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
 
 
@@ -443,7 +445,7 @@ def test_a_gke_queued_plan_pool_needs_a_provisioning_request():
         cloud="gcp", region="us-east5", zones=["us-east5-a"], family="tpu",
         tpu=v6e_pod(), capacity=Capacity(provisioning="queued")))
     assert pool.provisioning_request_class == "queued-provisioning.gke.io"
-    assert pool.node_labels["cloud.google.com/gke-flex-start"] == "true"
+    assert pool.node_labels["accel.dev/capacity"] == "queued"
 
 
 def test_an_eks_spot_pool_with_alternates_does_not_pin_the_instance_type():
@@ -693,3 +695,56 @@ def test_a_gke_gpu_plan_without_a_fabric_declares_no_gke_networks(declare):
     capture = declare(cluster_program(gke_gpu_plan(single_node), built))
     assert capture.of_type(PARAM_SET) == capture.of_type(GKE_NETWORK) == []
     assert built[0].pod_network_annotations == {}
+
+
+# ---- GPUDirect node installers and storage volumes ------------------------------------------------
+
+CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
+
+
+@pytest.mark.parametrize("fabric, networks, expected", [
+    ("gpudirect-tcpx", lambda: tcp_networks("gpudirect-tcpx", 4), ["nri-device-injector", "nccl-tcpx-installer"]),
+    ("gpudirect-tcpxo", lambda: tcp_networks("gpudirect-tcpxo", 8), ["nri-device-injector", "nccl-tcpxo-installer"]),
+    ("rdma", rdma_networks, ["nccl-rdma-installer"]),
+])
+def test_a_gpudirect_fabric_gets_the_node_installers_nccl_needs_pinned_to_commits(declare, fabric, networks,
+                                                                                  expected):
+    from accel.components.kubernetes.node_installers import load_node_installers
+
+    capture = declare(gpudirect_stack(fabric, networks()))
+    files = [r.inputs["file"] for r in capture.of_type(CONFIG_FILE)]
+    installers = load_node_installers()
+    assert sorted(files) == sorted(installers.url(name) for name in expected)
+    for url in files:  # a full commit id in the path, never a branch such as master
+        assert re.search(r"/[0-9a-f]{40}/", url) and "/master/" not in url
+
+
+def test_a_stack_without_a_gpudirect_fabric_installs_no_node_software(declare):
+    assert declare(stack_program([h100_pool()])).of_type(CONFIG_FILE) == []
+
+
+def test_storage_mounts_become_bound_static_volumes_in_the_training_namespace(declare):
+    from accel.components.kubernetes.storage_mounts import StorageMount
+
+    mounts = [StorageMount.gcs_bucket("datasets", "acme-data", read_only=True),
+              StorageMount.fsx_lustre("filesystem", "fs-0123", "fs-0123.fsx.us-east-1.amazonaws.com", "abcd", 4800)]
+    capture = declare(stack_program([h100_pool()], storage_mounts=mounts))
+    volumes = {r.inputs["metadata"]["name"]: r for r in capture.of_type("kubernetes:core/v1:PersistentVolume")}
+    claims = {r.inputs["metadata"]["name"]: r for r in capture.of_type("kubernetes:core/v1:PersistentVolumeClaim")}
+    assert set(claims) == {"datasets", "filesystem"}
+    for claim_name, claim in claims.items():
+        volume = volumes[claim.inputs["spec"]["volumeName"]]
+        assert volume.inputs["spec"]["claimRef"] == {"namespace": "training", "name": claim_name}
+        assert volume.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert volume.urn in claim.dependencies
+    assert volumes["training-datasets"].inputs["spec"]["accessModes"] == ["ReadOnlyMany"]
+    assert volumes["training-filesystem"].inputs["spec"]["csi"]["volumeAttributes"] == {
+        "dnsname": "fs-0123.fsx.us-east-1.amazonaws.com", "mountname": "abcd"}
+
+
+def test_duplicate_claim_names_are_rejected():
+    from accel.components.kubernetes.storage_mounts import StorageMount
+
+    mounts = [StorageMount.gcs_bucket("data", "a", read_only=True), StorageMount.gcs_bucket("data", "b", read_only=True)]
+    with pytest.raises(AcceleratorStackError, match="claim names must be unique"):
+        AcceleratorStackArgs(tags=TAGS, pools=[h100_pool()], storage_mounts=mounts).validate()

@@ -77,14 +77,30 @@ def test_missing_workload_says_how_to_add_one():
         read_stack(config(owner="me"), "dev")
 
 
-def test_a_gcp_plan_without_a_project_is_refused():
+def test_a_gcp_plan_without_a_project_is_refused_with_the_command_that_sets_it():
     values = config(workload=WORKLOAD)
     del values["gcp:project"]
-    with pytest.raises(ComponentArgsError, match="gcp:project"):
+    with pytest.raises(UsageError, match="pulumi config set gcp:project <your-project-id> -s dev"):
         read_stack(values, "dev")
 
 
 TTL_TAGS = {"pulumi:tags": {"accel:ephemeral": "true", "accel:ttl": "12h"}}
+
+
+def test_offline_planning_uses_a_placeholder_project_and_reports_it():
+    from accel.deploy_keys import PLACEHOLDER_PROJECT, offline_placeholders
+
+    values = config(workload=WORKLOAD)
+    del values["gcp:project"]
+    with offline_placeholders():
+        program = read_stack(values, "dev")
+    assert program.cluster_args.gcp_project == PLACEHOLDER_PROJECT
+    assert [key.key for key in program.missing_for_up] == ["gcp:project"]
+
+
+def test_api_access_cidrs_refuse_documentation_ranges():
+    with pytest.raises(UsageError, match=r"accel:apiAccessCidrs.*RFC 5737"):
+        read_stack(config(workload=WORKLOAD, apiAccessCidrs=["203.0.113.0/24"]), "dev")
 
 
 def test_ttl_is_stamped_on_tags_and_must_match_declared_stack_tags():

@@ -87,7 +87,7 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
     if write_stack is not None:
         path = write_stack_file(write_stack, spec, plan, warn=lambda message: status.print(
             f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True))
-        status.print(f"wrote {path}")
+        status.print(f"wrote {path}; next: accel plan -s {write_stack} (offline), then pulumi up -s {write_stack}")
     return choice
 
 

@@ -84,6 +84,7 @@ def render(result: Any, console: Console) -> None:
     console.print(type_table(result))
     render_decision(result, console)
     render_guardrails(result, console)
+    render_needed_before_up(result, console)
     timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(result.provider_load_seconds.items()))
     console.print(f"[dim]providers: {', '.join(result.providers_used) or 'none'}"
                   + (f" (loaded {timings})" if timings else "") + "[/dim]")
@@ -174,3 +175,17 @@ def render_guardrails(result: Any, console: Console) -> None:
             table.add_row(str(violation.get("policy", "")), _short_resource(violation.get("resource")),
                           str(violation.get("message", "")))
         console.print(table)
+
+
+def render_needed_before_up(result: Any, console: Console) -> None:
+    """Keys only the user can give: planned with placeholders here, required by `pulumi up`."""
+    needed = result.needed_before_up
+    if not needed:
+        return
+    console.print()
+    console.print(f"[bold]Before `pulumi up`[/bold]: {len(needed)} key(s) this plan filled with placeholders; set them:")
+    from rich.markup import escape
+
+    for item in needed:  # escaped: `accel:apiAccessCidrs[0]` is not markup
+        console.print(f"  [cyan]{escape(item['command'])}[/cyan]", soft_wrap=True)
+        console.print(f"    [dim]{escape(item['key'])}: {escape(item['why'])}[/dim]")

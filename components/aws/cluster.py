@@ -20,6 +20,7 @@ from typing import Any
 
 import pulumi
 
+from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import invalid_arg
 from accel.components.aws.common import (
     check_cidr,
@@ -40,8 +41,11 @@ _ARN = re.compile(r"^arn:aws[a-z-]*:(iam|sts)::\d{12}:[\w+=,.@/-]+$")
 REQUIRED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
 # Add-ons that have to be running before a node can become Ready.
 BEFORE_COMPUTE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+# The FSx for Lustre CSI driver as an EKS managed add-on (name as in public aws_eks_addon code; static
+# volumes need no IAM for it, the node plugin only mounts).
+FSX_CSI_ADDON = "aws-fsx-csi-driver"
 KNOWN_ADDONS = (*REQUIRED_ADDONS, "eks-pod-identity-agent", "aws-ebs-csi-driver", "eks-node-monitoring-agent",
-                "snapshot-controller", "amazon-cloudwatch-observability")
+                "snapshot-controller", "amazon-cloudwatch-observability", FSX_CSI_ADDON)
 # Add-on -> (namespace, service account, AWS managed policy) it needs through IRSA.
 ADDON_IRSA = {
     "vpc-cni": ("kube-system", "aws-node", "AmazonEKS_CNI_Policy"),
@@ -61,7 +65,9 @@ class EksClusterArgs:
     cluster_name: str | None = None          # default: the component's name
     kubernetes_version: str = "1.34"
     private_endpoint: bool = False           # True: the API server is reachable only from inside the VPC
-    public_access_cidrs: Sequence[str] = ("0.0.0.0/0",)
+    # Who may reach the public API endpoint: the user's ranges, like the project id. No default:
+    # an open endpoint by default is a choice nobody made (explicit 0.0.0.0/0 is still accepted).
+    public_access_cidrs: Sequence[str] = ()
     system_instance_types: Sequence[str] = ("m6i.xlarge",)
     system_nodes: int = 2
     addons: Sequence[str] = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
@@ -89,6 +95,9 @@ class EksClusterArgs:
                               "a public endpoint needs at least one CIDR; or set private_endpoint=True")
             for i, cidr in enumerate(self.public_access_cidrs):
                 check_cidr(_ARGS, f"public_access_cidrs[{i}]", cidr)
+                problem = documentation_range_problem(cidr)
+                if problem:
+                    raise invalid_arg(_ARGS, f"public_access_cidrs[{i}]", cidr, problem)
         if not self.system_instance_types or isinstance(self.system_instance_types, str):
             raise invalid_arg(_ARGS, "system_instance_types", self.system_instance_types,
                           "give a list of one or more instance types, e.g. ['m6i.xlarge']")

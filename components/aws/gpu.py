@@ -250,6 +250,18 @@ def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
     ]
 
 
+def _start_nodes(args: GpuNodeGroupArgs) -> int:
+    """Desired size at creation. A Capacity Block's instances launch only while the block is active,
+    and EKS's procedure for managed node groups with Capacity Blocks keeps the desired size at 0 until
+    then (and at 0 for upgrades); scaling to the block's size at its start and back to 0 before its
+    end is done by scheduled scaling on the node group's Auto Scaling group (docs.aws.amazon.com/eks/
+    latest/userguide/capacity-blocks-mng.html). desiredSize is ignored after creation, so that
+    scaling is never reverted by the next `pulumi up`."""
+    if args.capacity.provisioning == "capacity-block":
+        return 0
+    return args.pool.nodes if args.start_nodes is None else args.start_nodes
+
+
 class GpuNodeGroup(pulumi.ComponentResource):
     """Launch template (+ placement group) + EKS managed node group for one GPU pool."""
 
@@ -276,7 +288,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
 
         placement_group = None
-        if pool.fabric == "efa" or pool.compact_placement:
+        # Reserved capacity is placed where it was reserved: AWS says a Capacity Block needs no cluster
+        # placement group, and an existing ODCR cannot be moved into one (EC2 capacity-blocks-using.html,
+        # cr-cpg.html). Only on-demand and spot fleets get a new cluster placement group.
+        if (pool.fabric == "efa" or pool.compact_placement) and provisioning not in RESERVED:
             placement_group = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster", tags=tags, opts=child)
 
         template_args: dict[str, Any] = dict(
@@ -311,7 +326,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         zones = dict(args.subnet_ids)
         subnet_ids = [zones[args.availability_zone]] if args.availability_zone else list(zones.values())
         labels = self._labels(name, args, facts)
-        start = pool.nodes if args.start_nodes is None else args.start_nodes
+        start = _start_nodes(args)
         node_group = aws.eks.NodeGroup(
             f"{name}-nodes",
             cluster_name=args.cluster_name,

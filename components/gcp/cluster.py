@@ -23,6 +23,7 @@ import pulumi
 import pulumi_gcp as gcp
 import yaml
 
+from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
@@ -157,6 +158,9 @@ def check_args(args: GkeClusterArgs) -> None:
             raise invalid_arg(COMPONENT, f"master_authorized_cidrs[{i}]", cidr,
                                "opens the control plane to the whole internet; list your office/CI ranges, "
                                "or rely on the IAM-authenticated DNS endpoint")
+        problem = documentation_range_problem(cidr)
+        if problem:
+            raise invalid_arg(COMPONENT, f"master_authorized_cidrs[{i}]", cidr, problem)
     if args.cluster_name is not None:
         check_name(COMPONENT, args.cluster_name, limit=GKE_NAME_LIMIT, autonamed=False, field="cluster_name")
     if args.filesystem == "fsx-lustre":

@@ -34,8 +34,9 @@ from accel.components.gcp._common import (
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.network import ExtraNetworkRef
-from accel.components.tags import ResourceTags
+from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware
+from accel.policies.gke_rules import compact_placement_problem
 from accel.policies.hardware import GcpGpuMachine
 from accel.policies.plan import Capacity, GpuPool, Plan
 
@@ -124,6 +125,11 @@ def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
                            f"a COMPACT placement holds at most {compact_max} nodes; split the pool")
     if args.disk_size_gb < 10:
         raise invalid_arg(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
+    if pool.compact_placement:
+        problem = compact_placement_problem(pool.machine_type, resolve_capacity(component, args.capacity).provisioning)
+        if problem:
+            raise invalid_arg(component, "pool.compact_placement", True,
+                              f"{problem}; plan the pool without compact placement or on other capacity")
     return machine
 
 
@@ -172,7 +178,8 @@ class GpuNodePool(pulumi.ComponentResource):
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "workload_metadata_config": {"mode": "GKE_METADATA"},
             "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
-            "labels": {**args.tags.kubernetes_labels(), "accel.dev/pool": name},
+            "labels": {**args.tags.kubernetes_labels(), "accel.dev/pool": name,
+                       CAPACITY_NODE_LABEL: mode.provisioning},
             "resource_labels": compute_labels(args.tags, mode, pool=name),
         }
         if local_ssds:

@@ -74,6 +74,10 @@ class TrainingStorageArgs:
     filestore_tier: Literal["BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = "ZONAL"
     lustre_throughput_mbps_per_tib: Literal[125, 250, 500, 1000] = 1000
     network_dependencies: Sequence[pulumi.Resource] = ()  # e.g. GcpNetwork.private_service_connection
+    # The `<project>.svc.id.goog` pool exists only once a Workload Identity cluster does: on a fresh
+    # project the binding fails with "Identity Pool does not exist" unless it waits for the cluster
+    # (terraform-google-kubernetes-engine#916). Pass the GKE cluster resource (GkeCluster.cluster).
+    workload_pool_dependencies: Sequence[pulumi.Resource] = ()
 
     @classmethod
     def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, network: Any,
@@ -194,7 +198,7 @@ class TrainingStorage(pulumi.ComponentResource):
             service_account_id=email.apply(lambda e: f"projects/{project}/serviceAccounts/{e}"),
             role=WORKLOAD_IDENTITY_ROLE,
             member=self.workload_identity_member,
-            opts=child_opts(self),
+            opts=child_opts(self, depends_on=list(args.workload_pool_dependencies)),
         )
 
         self.dataset_bucket_resource = None
@@ -220,6 +224,8 @@ class TrainingStorage(pulumi.ComponentResource):
                 opts=child_opts(self)))
 
         self.filesystem = None
+        # Zonal Filestore tiers live in the zone, the others in the region (the CSI volume handle names it).
+        self.filestore_zonal = args.filestore_tier in ("BASIC_SSD", "ZONAL")
         if args.storage.filesystem == "filestore":
             self.filesystem = self._filestore(name, args)
         elif args.storage.filesystem == "managed-lustre":

@@ -39,7 +39,7 @@ from accel.components.gcp._common import (
     resolve_capacity,
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
-from accel.components.tags import ResourceTags
+from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware, shapes
 from accel.policies.plan import Capacity, Plan, TpuPool
 
@@ -160,7 +160,8 @@ class TpuSlice(pulumi.ComponentResource):
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "workload_metadata_config": {"mode": "GKE_METADATA"},
             "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
-            "labels": {**args.tags.kubernetes_labels(), "accel.dev/slice": str(index)},
+            "labels": {**args.tags.kubernetes_labels(), "accel.dev/slice": str(index),
+                       CAPACITY_NODE_LABEL: mode.provisioning},
             "resource_labels": compute_labels(args.tags, mode, **{"tpu-slice": str(index),
                                                                    "tpu-topology": pool.topology}),
         }
@@ -186,8 +187,10 @@ class TpuSlice(pulumi.ComponentResource):
         if mode.scales_from_zero:
             # Dynamic Workload Scheduler: the pool is empty until a workload asks, then all-or-nothing.
             pool_args["initial_node_count"] = 0
-            pool_args["autoscaling"] = {"total_min_node_count": 0,
-                                        "total_max_node_count": pool.hosts_per_slice,
+            # Per-zone min/max (the pool has one zone): Cluster Toolkit's gke-node-pool does the same "to
+            # workaround a Terraform provider bug when using TPU Flex Start" with the total_* fields.
+            pool_args["autoscaling"] = {"min_node_count": 0,
+                                        "max_node_count": pool.hosts_per_slice,
                                         "location_policy": "ANY"}
             if mode.provisioning == "queued":
                 pool_args["queued_provisioning"] = {"enabled": True}

@@ -28,6 +28,7 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from accel.components.kubernetes.charts import ChartPin, ChartPins, load_chart_pins
+from accel.components.kubernetes.storage_mounts import StorageMount, declare_mounts
 from accel.components.kubernetes.gke_networks import (
     GKE_NETWORKING_API,
     GKE_NETWORKING_GROUP,
@@ -213,6 +214,8 @@ class AcceleratorStackArgs:
     # GPU pool (gpudirect_attachments over GcpNetwork.extra_networks). Empty for other fabrics.
     gpu_fabric: str = "none"
     gke_networks: Sequence[GkeNetworkAttachment] = ()
+    # Stores the training pods mount (storage_mounts.py): one static PV + PVC each, in `namespace`.
+    storage_mounts: Sequence[StorageMount] = ()
 
     def __post_init__(self) -> None:
         self.validate()  # the arguments check themselves on construction (one convention, every cloud)
@@ -252,6 +255,11 @@ class AcceleratorStackArgs:
             check_gke_networks(self.gpu_fabric, list(self.gke_networks))
         except ValueError as error:
             raise AcceleratorStackError(str(error)) from None
+        claims = [mount.claim for mount in self.storage_mounts]
+        for claim in claims:
+            _check_dns_label("storage_mounts[].claim", claim)
+        if len(set(claims)) != len(claims):
+            raise AcceleratorStackError(f"storage_mounts: claim names must be unique; got {claims}")
         if self.gke_networks and not has_gpu:
             raise AcceleratorStackError(f"gke_networks: GPUDirect networks given, but no pool provides {GPU_RESOURCE}")
 
@@ -331,6 +339,10 @@ class AcceleratorStack(pulumi.ComponentResource):
         # ordering comes from depends_on.
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace_resource])
 
+        self.storage_volumes = declare_mounts(k8s, name, args.namespace, args.storage_mounts, self._labels,
+                                              in_namespace)
+        self.claim_names = [mount.claim for mount in args.storage_mounts]
+
         annotations = {args.identity.annotation: args.identity.value} if args.identity else {}
         self.service_account = k8s.core.v1.ServiceAccount(
             f"{name}-service-account",
@@ -366,6 +378,7 @@ class AcceleratorStack(pulumi.ComponentResource):
         ]
         self.admission_checks = self._provisioning_admission_checks(kueue_ready)
         self.gke_network_param_sets, self.gke_network_objects = self._gke_networks()
+        self.node_installers = self._gpudirect_node_installers()
         self.cluster_queue = k8s.apiextensions.CustomResource(
             f"{name}-cluster-queue",
             api_version=api_version,
@@ -405,6 +418,8 @@ class AcceleratorStack(pulumi.ComponentResource):
             "chipQuota": self.chip_quota,
             "charts": self.chart_versions,
             "gkeNetworks": self.gke_network_names,
+            "nodeInstallers": list(self._node_installer_names()),
+            "persistentVolumeClaims": self.claim_names,
             "podNetworkAnnotations": self.pod_network_annotations,
         })
 
@@ -516,6 +531,29 @@ class AcceleratorStack(pulumi.ComponentResource):
             ))
             param_sets.append(params)
         return param_sets, networks
+
+    def _node_installer_names(self) -> tuple[str, ...]:
+        from accel.components.kubernetes.node_installers import load_node_installers
+
+        return load_node_installers().for_fabric(self._args.gpu_fabric)
+
+    def _gpudirect_node_installers(self) -> list[Any]:
+        """The DaemonSets NCCL needs on a GKE GPUDirect fabric (node_installers.yaml), pinned manifests.
+
+        Cluster-level node software: without it NCCL falls back to the primary NIC. A training pod
+        still carries the fabric's own sidecar/env (the workload's concern, see `accel job`).
+        """
+        from accel.components.kubernetes.node_installers import load_node_installers
+
+        installers = load_node_installers()
+        return [
+            self._k8s.yaml.v2.ConfigFile(
+                f"{self._name}-{installer}",
+                file=installers.url(installer),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for installer in installers.for_fabric(self._args.gpu_fabric)
+        ]
 
     def _cluster_queue_spec(self) -> dict[str, Any]:
         args = self._args

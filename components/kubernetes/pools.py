@@ -23,6 +23,7 @@ from accel.components.kubernetes.accelerator_stack import (
     AcceleratorPool,
     Toleration,
 )
+from accel.components.tags import CAPACITY_NODE_LABEL
 from accel.policies import hardware, shapes
 from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
 from accel.base.model import StrictModel
@@ -57,7 +58,10 @@ def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], capacit
         labels[GKE_SPOT_LABEL] = "true"
         tolerations.append(GKE_SPOT_TOLERATION)
     if provisioning in ("flex-start", "queued"):
-        labels[GKE_FLEX_START_LABEL] = "true"
+        # Whether GKE labels queued-provisioning nodes gke-flex-start=true is not documented (Cluster
+        # Toolkit sets its own label on queued pools "for workloads using nodeSelectors"): select on the
+        # label the node pool sets itself (GpuNodePool/TpuSlice node_config.labels).
+        labels[CAPACITY_NODE_LABEL] = provisioning
         tolerations.append(GKE_FLEX_START_TOLERATION)
     if provisioning == "queued":
         tolerations.append(GKE_QUEUED_TOLERATION)

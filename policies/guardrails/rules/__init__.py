@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from accel.policies.guardrails.rules import accelerators, budget, data_safety, exposure, labels, lifecycle
+from accel.policies.guardrails.rules import accelerators, budget, capacity, data_safety, exposure, labels, lifecycle
 
 PACK_NAME = "accel-guardrails"
-MODULES = (budget, data_safety, lifecycle, exposure, accelerators, labels)
+MODULES = (budget, data_safety, lifecycle, exposure, accelerators, capacity, labels)
 
 
 def all_policies() -> list[Policy]:

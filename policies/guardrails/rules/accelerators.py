@@ -18,6 +18,7 @@ from accel.policies.guardrails.rules.common import (
     UNKNOWN,
     cluster_facts,
     get,
+    is_true,
     items,
     number,
     violation,
@@ -73,6 +74,11 @@ def _slice_error(gen_name: str, topology: str | None, chips: int | None) -> str 
     return None
 
 
+def _scales_from_zero(props: Any) -> bool:
+    """GKE Dynamic Workload Scheduler pools: queued provisioning or flex-start (nodes come on demand)."""
+    return is_true(get(props, "queuedProvisioning", "enabled")) or is_true(get(props, "nodeConfig", "flexStart"))
+
+
 def _validate_gke_tpu_pool(args, report) -> None:
     props = args.props
     machine = get(props, "nodeConfig", "machineType")
@@ -101,6 +107,19 @@ def _validate_gke_tpu_pool(args, report) -> None:
                          f"use machine type {expected} for topology {topology}"))
         return
     hosts = chips // per_vm
+    if _scales_from_zero(props):
+        # Flex-start / queued (Dynamic Workload Scheduler) pools start empty and GKE adds the whole
+        # slice when a workload asks: what must equal the slice is the autoscaling ceiling.
+        ceiling = number(get(props, "autoscaling", "maxNodeCount"))
+        if ceiling is None:
+            ceiling = number(get(props, "autoscaling", "totalMaxNodeCount"))
+        if ceiling is None or int(ceiling) != hosts:
+            shown = "missing" if ceiling is None else int(ceiling)
+            report(violation(args, TPU_TOPOLOGY,
+                             f"a flex-start/queued {topology} slice grows to {hosts} node(s), but its autoscaling "
+                             f"maximum is {shown}",
+                             f"set autoscaling max_node_count={hosts} with min 0 and initial_node_count=0"))
+        return
     count = number(get(props, "nodeCount"))
     if count is None:
         count = number(get(props, "initialNodeCount"))
@@ -314,7 +333,10 @@ def _validate_gpu_fabric(args, report) -> None:
                                                            f"{kind or 'none'}",
                                          'set placement_policy={"type": "COMPACT"} and a single node location'),
                                pool.urn)
-        elif cloud_name == "aws":
+        elif cloud_name == "aws" and get(facts.plan, "capacity", "provisioning") not in ("reservation",
+                                                                                          "capacity-block"):
+            # Reserved capacity sits where it was reserved: no new placement group can hold it
+            # (EC2 capacity-blocks-using.html, cr-cpg.html), so only other capacity is checked.
             groups = [r for r in args.resources if r.resource_type == "aws:ec2/placementGroup:PlacementGroup"
                       and get(r.props, "strategy") == "cluster"]
             if not groups:

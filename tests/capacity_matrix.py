@@ -1,0 +1,85 @@
+"""A stack of every capacity type and machine family the components support, as pinned stack files.
+
+Each entry pins real hardware through `accel:workload.hardware` (the same path `accel choose`
+and the program use), then sets the capacity mode on the pinned Plan, as a user editing
+`accel:plan` would. GKE's COMPACT-placement rule (policies/gke_rules.yaml) is applied the same
+way the planner applies it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from accel.policies.catalog import load_catalog
+from accel.policies.gke_rules import compact_placement_problem
+from accel.policies.plan import Capacity, Plan
+from accel.policies.select import plan_from_pin
+from accel.policies.spot_ttl import ttl_for_run
+from accel.policies.workload import workload_from_mapping
+
+# (stack name, hardware pin, capacity mode, reservation/capacity block id)
+MATRIX = [
+    ("a3-high-on-demand", {"accelerator": "h100-80gb", "chips": 32, "cloud": "gcp", "machine_type": "a3-highgpu-8g"},
+     "on-demand", None),
+    ("a3-high-spot", {"accelerator": "h100-80gb", "chips": 32, "cloud": "gcp", "machine_type": "a3-highgpu-8g"},
+     "spot", None),
+    ("a3-high-flex", {"accelerator": "h100-80gb", "chips": 32, "cloud": "gcp", "machine_type": "a3-highgpu-8g"},
+     "flex-start", None),
+    ("a3-mega-queued", {"accelerator": "h100-80gb", "chips": 32, "cloud": "gcp", "machine_type": "a3-megagpu-8g"},
+     "queued", None),
+    ("a3-ultra-flex", {"accelerator": "h200-141gb", "chips": 32, "cloud": "gcp"}, "flex-start", None),
+    ("a3-ultra-spot", {"accelerator": "h200-141gb", "chips": 32, "cloud": "gcp"}, "spot", None),
+    ("tpu-v5e-spot", {"accelerator": "tpu-v5e", "topology": "4x4"}, "spot", None),
+    ("tpu-v5p-queued", {"accelerator": "tpu-v5p", "topology": "2x2x4"}, "queued", None),
+    ("tpu-v6e-flex", {"accelerator": "tpu-v6e", "topology": "4x4"}, "flex-start", None),
+    ("tpu-v6e-on-demand", {"accelerator": "tpu-v6e", "topology": "4x4", "slices": 2}, "on-demand", None),
+    ("p4d-on-demand", {"accelerator": "a100-40gb", "chips": 16, "cloud": "aws"}, "on-demand", None),
+    ("p5-capacity-block", {"accelerator": "h100-80gb", "chips": 32, "cloud": "aws"}, "capacity-block",
+     "cr-02168da1478b509e0"),
+    ("p5en-reservation", {"accelerator": "h200-141gb", "chips": 32, "cloud": "aws"}, "reservation",
+     "cr-0a1b2c3d4e5f67890"),
+    ("p5en-spot", {"accelerator": "h200-141gb", "chips": 32, "cloud": "aws"}, "spot", None),
+]
+
+
+def _plan(pin: dict, provisioning: str, reservation: str | None) -> tuple[dict, Plan]:
+    workload = {"name": "matrix", "kind": "pretrain", "model": {"parameters": "8B"},
+                "training": {"tokens": "100B", "framework": "pytorch" if "tpu" not in pin["accelerator"] else "jax"},
+                "constraints": {"clouds": [pin.get("cloud", "gcp")], "spot": "allowed"}, "hardware": pin}
+    spec = workload_from_mapping(workload, "capacity matrix")
+    plan = plan_from_pin(spec, load_catalog())
+    spot = provisioning == "spot"
+    chosen = plan.chosen.model_copy(update={"spot": spot, "provisioning": provisioning})
+    update: dict = {"chosen": chosen, "capacity": Capacity(spot=spot, provisioning=provisioning,
+                                                           reservation=reservation)}
+    if plan.gpu is not None and plan.cloud == "gcp" and plan.gpu.compact_placement:
+        if compact_placement_problem(plan.gpu.machine_type, provisioning):
+            update["gpu"] = plan.gpu.model_copy(update={"compact_placement": False})
+    return workload, plan.model_copy(update=update)
+
+
+def write_matrix_project(root: Path, project_root: Path) -> list[str]:
+    """A project with one stack file per MATRIX entry; returns the stack names."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(project_root / name, root / name)
+    (root / "stacks").mkdir(exist_ok=True)
+    for stack, pin, provisioning, reservation in MATRIX:
+        workload, plan = _plan(pin, provisioning, reservation)
+        config: dict = {"accel:owner": "platform", "accel:costCenter": "matrix",
+                        "accel:workload": plan.workload.model_dump(mode="json", exclude_none=True),
+                        "accel:plan": plan.model_dump(mode="json")}
+        if plan.cloud == "gcp":
+            config["gcp:project"] = "acme-matrix"
+        else:
+            config["aws:region"] = plan.region
+            config["accel:apiAccessCidrs"] = ["35.190.10.0/24"]
+        if plan.chosen.spot:
+            config["accel:ttl"] = ttl_for_run(plan.estimate.hours)
+            config["pulumi:tags"] = {"accel:ephemeral": "true", "accel:ttl": config["accel:ttl"]}
+        text = f"# capacity matrix: {stack}\n" + yaml.safe_dump({"config": config}, sort_keys=False)
+        (root / "stacks" / f"Pulumi.{stack}.yaml").write_text(text)
+    return [entry[0] for entry in MATRIX]

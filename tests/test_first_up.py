@@ -1,0 +1,83 @@
+"""What a first `pulumi up` of every stack needs beyond ordering: node software, mountable storage,
+flavors that match their nodes, capacity the cloud actually sells."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import every_stack_id
+
+STACKS = every_stack_id()
+FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor"
+# Node labels the platforms set themselves; any other label a flavor selects on must be set by a pool.
+PLATFORM_LABEL_PREFIXES = ("cloud.google.com/", "node.kubernetes.io/", "eks.amazonaws.com/", "kubernetes.io/")
+
+
+def of_type(document: dict, type_token: str) -> list[dict]:
+    return [r for r in document["resources"] if r["type"] == type_token]
+
+
+def pool_labels(document: dict) -> list[dict]:
+    labels = [(r["inputs"].get("nodeConfig") or {}).get("labels") or {}
+              for r in of_type(document, "gcp:container/nodePool:NodePool")]
+    labels += [r["inputs"].get("labels") or {} for r in of_type(document, "aws:eks/nodeGroup:NodeGroup")]
+    return labels
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_flavor_selects_labels_some_pool_sets_itself(every_stack, stack):
+    document = every_stack[stack]
+    if document["plan"]["cloud"] == "kubernetes":
+        pytest.skip("bring-your-own cluster: the inventory declares the labels its nodes carry")
+    pools = pool_labels(document)
+    for flavor in of_type(document, FLAVOR):
+        wanted = {k: v for k, v in flavor["inputs"]["spec"]["nodeLabels"].items()
+                  if not k.startswith(PLATFORM_LABEL_PREFIXES)}
+        assert any(all(labels.get(k) == v for k, v in wanted.items()) for labels in pools), (
+            f"{stack}: flavor {flavor['name']} selects {wanted}, which no node pool sets")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_filesystem_and_bucket_is_mountable_by_the_training_pods(every_stack, stack):
+    document = every_stack[stack]
+    plan = document["plan"]
+    if plan["cloud"] == "kubernetes":
+        pytest.skip("bring-your-own cluster: no storage is created")
+    claims = {r["inputs"]["metadata"]["name"]: r for r in
+              of_type(document, "kubernetes:core/v1:PersistentVolumeClaim")}
+    volumes = {r["inputs"]["metadata"]["name"]: r["inputs"]["spec"]
+               for r in of_type(document, "kubernetes:core/v1:PersistentVolume")}
+    if plan["storage"]["filesystem"] != "none":
+        assert "filesystem" in claims, stack
+    if plan["cloud"] == "gcp":
+        for role, wanted in (("datasets", "dataset_bucket"), ("checkpoints", "checkpoint_bucket")):
+            assert (role in claims) == bool(plan["storage"][wanted]), (stack, role)
+    for name, claim in claims.items():
+        volume = volumes[claim["inputs"]["spec"]["volumeName"]]
+        assert volume["claimRef"]["name"] == name and volume["csi"]["driver"]
+
+
+def test_the_fsx_stack_installs_the_fsx_csi_driver(every_stack):
+    document = every_stack["llama-70b-finetune-aws"]
+    addons = {r["inputs"]["addonName"] for r in of_type(document, "aws:eks/addon:Addon")}
+    assert "aws-fsx-csi-driver" in addons
+    [volume] = [r for r in of_type(document, "kubernetes:core/v1:PersistentVolume")]
+    assert volume["inputs"]["spec"]["csi"]["driver"] == "fsx.csi.aws.com"
+
+
+@pytest.mark.parametrize("spot", ["never", "allowed"])
+def test_a3_ultra_is_planned_as_flex_start_or_spot_never_plain_on_demand(spot):
+    from accel.policies.catalog import load_catalog
+    from accel.policies.select import choose_plan
+    from accel.policies.workload import workload_from_mapping
+
+    spec = workload_from_mapping({
+        "name": "h200-pretrain", "kind": "pretrain", "model": {"parameters": "70B"},
+        "training": {"tokens": "1T", "framework": "pytorch"},
+        "constraints": {"clouds": ["gcp"], "deadline_days": 30, "spot": spot, "accelerators": ["h200-141gb"]},
+    }, "test")
+    plan = choose_plan(spec, load_catalog())
+    assert plan.chosen.machine_type == "a3-ultragpu-8g"
+    assert plan.capacity.provisioning in ("flex-start", "spot")
+    if plan.capacity.provisioning == "flex-start":  # GKE allows COMPACT with flex-start on A3 Ultra
+        assert plan.gpu.compact_placement
