@@ -307,6 +307,10 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
         name = get("name") or accelerator
         generation = shapes.GENERATION_BY_ACCELERATOR.get(accelerator)
         per_node = get("gpus_per_node") or (4 if generation else 8)
+        count = get("count")
+        if isinstance(count, int) and isinstance(per_node, int) and count % per_node:
+            raise CatalogError(f"{where}: {count} chips is not a whole number of nodes of {per_node} "
+                               f"(gpus_per_node); declare the chips of whole nodes")
         price = get("usd_per_chip_hour")
         data = {
             "id": f"kubernetes-{name}".lower().replace("_", "-").replace(" ", "-"),
