@@ -246,10 +246,13 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
 
 
 def _existing_cluster(values: Any, source: str) -> Any:
-    """The stack's accel:cluster, if any (already validated by the program's run)."""
+    """The stack's accel:cluster, if any; None for a program that does not read accel settings."""
     from accel.stack_settings import settings_from_config
 
-    return settings_from_config(values, source).cluster
+    try:
+        return settings_from_config(values, source).cluster
+    except UsageError:
+        return None
 
 
 def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *,

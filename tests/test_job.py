@@ -168,3 +168,103 @@ def test_quantities_parse_to_base_units(number, suffix):
     factor = {"": 1, "m": 0.001, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
               "k": 1e3, "M": 1e6, "G": 1e9}[suffix]
     assert float(parse_quantity(f"{number}{suffix}")) == pytest.approx(number * factor)
+
+
+# ---- GPUDirect on GKE: the pod reaches the GPU NICs through the stack's GKE Networks ------------------
+
+def tcpxo_plan():
+    """dev-spot's plan moved to two A3 Mega nodes with GPUDirect-TCPXO (no stack in stacks/ uses it)."""
+    from accel.policies.plan import Plan
+
+    plan = Plan.model_validate(planned(TRAINING_GPU).plan)
+    gpu = plan.gpu.model_copy(update={"machine_type": "a3-megagpu-8g", "nodes": 2, "fabric": "gpudirect-tcpxo",
+                                      "extra_networks": 8, "guest_accelerator": "nvidia-h100-mega-80gb"})
+    return plan.model_copy(update={"gpu": gpu})
+
+
+def tcpxo_job(networks: tuple[str, ...]):
+    from dataclasses import replace
+
+    from accel.job.manifests import generate
+    from accel.job.service import context_of
+
+    plan = tcpxo_plan()
+    return generate(plan, replace(context_of(planned(TRAINING_GPU), plan), gke_networks=networks))
+
+
+def test_tcpxo_job_carries_the_rxdm_sidecar_and_the_stacks_networks():
+    import json
+
+    manifests = tcpxo_job(tuple(f"vpc{i}" for i in range(1, 9))).manifests
+    template = manifests[0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    [sidecar] = template["spec"]["initContainers"]
+    assert sidecar["name"] == "tcpxo-daemon" and sidecar["restartPolicy"] == "Always"
+    interfaces = json.loads(template["metadata"]["annotations"]["networking.gke.io/interfaces"])
+    assert [i["network"] for i in interfaces] == ["default", *(f"vpc{i}" for i in range(1, 9))]
+    env = {e["name"] for e in template["spec"]["containers"][0]["env"]}
+    assert "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY" in env
+
+
+def test_tcpxo_jobset_validates_against_the_jobset_crd():
+    import jsonschema
+
+    schema = crd_schema(CRDS / "jobset" / "jobset.x-k8s.io_jobsets.yaml", "v1alpha2")
+    jsonschema.validate(tcpxo_job(("vpc1", "vpc2")).manifests[0], schema)
+
+
+def test_check_rejects_pod_networks_the_stack_does_not_declare():
+    errors = recheck(TRAINING_GPU, tcpxo_job(("vpc1",)).manifests).errors
+    assert any("vpc1" in e.message and "interfaces" in e.field for e in errors), errors
+
+
+# ---- the objects the check reads are what the Kueue CRDs accept --------------------------------------
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "LocalQueue", "ResourceFlavor"])
+def test_declared_kueue_objects_validate_against_the_kueue_crds(kind):
+    import jsonschema
+
+    schema = crd_schema(CRDS / "kueue" / f"kueue.x-k8s.io_{kind.lower()}s.yaml", "v1beta1")
+    objects = [r.inputs for stack in (TRAINING_GPU, TRAINING_TPU)
+               for r in planned(stack).capture.of_type(f"kubernetes:kueue.x-k8s.io/v1beta1:{kind}")]
+    assert objects
+    for manifest in objects:
+        jsonschema.validate(manifest, schema)
+
+
+# ---- the command line -----------------------------------------------------------------------------
+
+def run_cli(*args):
+    from typer.testing import CliRunner
+
+    from accel import cli
+
+    cli._register_commands()
+    return CliRunner().invoke(cli.app, ["job", *args, "--cwd", str(ROOT)])
+
+
+def test_cli_writes_the_job_with_its_header_and_says_where_it_schedules(tmp_path):
+    out = tmp_path / "job.yaml"
+    result = run_cli("-s", TRAINING_GPU, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert text.startswith(f"# Workload for stack {TRAINING_GPU}")
+    assert [d["kind"] for d in yaml.safe_load_all(text) if d] == ["JobSet"]
+    assert "schedulable on stack dev-spot" in result.output
+
+
+def test_cli_check_exits_2_naming_the_pod_field_and_pool(tmp_path):
+    manifests = copy.deepcopy(generated(TRAINING_TPU).manifests)
+    pod_spec(manifests)["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "8x8"
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump_all(manifests))
+    result = run_cli("-s", TRAINING_TPU, "--check", str(edited))
+    assert result.exit_code == 2
+    assert "error: llama-70b-pretrain/slice pod: " in result.output
+    assert "nodeSelector[cloud.google.com/gke-tpu-topology] (pool llama-70b-tpu-tpu-s0): wants '8x8'" in result.output
+
+
+def test_cli_check_rejects_a_file_that_is_not_kubernetes_objects(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- just\n- a list\n")
+    result = run_cli("-s", TRAINING_GPU, "--check", str(bad))
+    assert result.exit_code == 2 and "not a Kubernetes object" in result.output

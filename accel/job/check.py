@@ -9,6 +9,7 @@ so a queued pod is matched with those added; a pod that relies on them gets a wa
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -183,8 +184,7 @@ def _check_group(group: PodGroup, cluster: DeclaredCluster, report: ScheduleRepo
             if cluster_queue is None:
                 report.errors.append(Finding(pod, f"metadata.labels[{QUEUE_LABEL}]",
                                              f"LocalQueue {queue} points at ClusterQueue {cq_name}, which is not declared"))
-            elif any(cluster_queue.namespaces.get("kubernetes.io/metadata.name", group.namespace) != group.namespace
-                     for _ in [0]):
+            elif cluster_queue.namespaces.get("kubernetes.io/metadata.name", group.namespace) != group.namespace:
                 report.errors.append(Finding(pod, "metadata.namespace", f"ClusterQueue {cq_name} admits only "
                                              f"namespace {cluster_queue.namespaces}"))
     account = spec.get("serviceAccountName")
@@ -229,8 +229,6 @@ def _check_group(group: PodGroup, cluster: DeclaredCluster, report: ScheduleRepo
 
 
 def _check_networks(group: PodGroup, pod: str, cluster: DeclaredCluster, report: ScheduleReport) -> None:
-    import json
-
     annotations = (group.template.get("metadata") or {}).get("annotations") or {}
     raw = annotations.get("networking.gke.io/interfaces")
     if raw:

@@ -11,6 +11,7 @@ flavors are built from (accel.components.kubernetes.pools), so the job and the q
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -134,7 +135,6 @@ def _fabric(hw: plan_view.Hardware, ctx: JobContext) -> tuple[list[dict], list[d
     if ctx.gke_networks:
         interfaces = [{"interfaceName": DEFAULT_INTERFACE, "network": DEFAULT_NETWORK}]
         interfaces += [{"interfaceName": f"eth{i + 1}", "network": n} for i, n in enumerate(ctx.gke_networks)]
-        import json
         annotations[DEFAULT_INTERFACE_ANNOTATION] = DEFAULT_INTERFACE
         annotations[INTERFACES_ANNOTATION] = json.dumps(interfaces)
     sidecars = []
@@ -228,7 +228,6 @@ def training_pod(plan: Plan, ctx: JobContext, name: str, replicated_job: str, im
     if hw.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo"):
         container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
     spec = _pod_spec(ctx, pool, [container], [*volumes, *fabric_volumes], sidecars, "Never")
-    spec["subdomain"] = name  # JobSet's headless Service: pods reach pod 0 as <jobset>-<job>-0-0.<jobset>
     if hw.fabric != "none":
         notes.append(f"fabric {hw.fabric}: {runtime()['fabrics'][hw.fabric]['source']}")
     return {"metadata": {"labels": {QUEUE_LABEL: ctx.queue}, "annotations": annotations}, "spec": spec}, \
@@ -241,7 +240,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
     user_command = options.command or defaults["command"]
-    replicated = "slice" if hw.family == "tpu" else "workers"
+    replicated = replicated_job_name(hw)
     extra_env: list[dict] = []
     if hw.family == "gpu" and plan_view.framework(plan) == "pytorch":
         port = runtime()["torchrun"]["rendezvous_port"]
@@ -255,6 +254,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         extra_env += [{"name": "JAX_COORDINATOR_ADDRESS", "value": f"$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME)"},
                       {"name": "JAX_COORDINATOR_PORT", "value": str(port)},
                       {"name": "NNODES", "value": str(hw.nodes)},
+                      {"name": "GPUS_PER_NODE", "value": str(hw.chips_per_node)},
                       {"name": "NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}}]
         command = user_command
         launcher = "the JAX distributed launcher (jax.distributed.initialize reads JAX_COORDINATOR_*)"
@@ -292,6 +292,11 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         *notes,
     ]
     return GeneratedJob(name, [jobset], derivations)
+
+
+def replicated_job_name(hw: plan_view.Hardware) -> str:
+    """Pods are <jobset>-<replicated job>-<slice>-<host>; pod 0 of slice 0 coordinates."""
+    return "slice" if hw.family == "tpu" else "workers"
 
 
 def serving_model(plan: Plan) -> str:

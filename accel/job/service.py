@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from accel.policies.plan import Plan
 
 from accel.job.check import ScheduleReport, check
@@ -30,8 +32,14 @@ def check_manifests(result: Any, manifests: list[dict[str, Any]]) -> ScheduleRep
 
 
 def job_report(result: Any) -> dict[str, Any] | None:
-    """The `job` key of `accel plan --json`: the generated job's name, kinds and its schedule check."""
-    job = job_of(result)
+    """The `job` key of `accel plan --json`: the generated job's name, kinds and its schedule check.
+
+    None when the program exported no accel Plan (another project's program, a partial plan).
+    """
+    try:
+        job = job_of(result)
+    except ValidationError:
+        return None
     if job is None:
         return None
     report = check_manifests(result, job.manifests)

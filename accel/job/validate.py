@@ -12,7 +12,15 @@ from accel.policies.plan import Plan
 from accel.job import plan_view
 from accel.job.context import JobContext
 from accel.job.facts import runtime
-from accel.job.manifests import JOBSET_API, EXCLUSIVE_TOPOLOGY, GeneratedJob, _labels, dns_name, training_pod
+from accel.job.manifests import (
+    EXCLUSIVE_TOPOLOGY,
+    JOBSET_API,
+    GeneratedJob,
+    _labels,
+    dns_name,
+    replicated_job_name,
+    training_pod,
+)
 
 TPU_PROGRAM = ("python3 -c \"import time, jax, jax.numpy as jnp; n = jax.device_count(); "
                "x = jnp.ones((jax.local_device_count(), 64 * 2**20), jnp.bfloat16); "
@@ -45,7 +53,7 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
     name = dns_name(f"{plan.workload.name}-fabric-check")
     line, why = pass_line(plan)
     facts = runtime()["validate"]
-    replicated = "slice" if hw.family == "tpu" else "workers"
+    replicated = replicated_job_name(hw)
     if hw.family == "tpu":
         image = runtime()["defaults"]["jax-tpu"]["image"]
         command = TPU_PROGRAM.replace("{line}", str(line))
