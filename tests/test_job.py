@@ -233,16 +233,19 @@ def test_declared_kueue_objects_validate_against_the_kueue_crds(kind):
 
 # ---- the command line -----------------------------------------------------------------------------
 
-def run_cli(*args):
+@pytest.fixture
+def run_cli(monkeypatch):
+    """`accel job ...` on the stacks planned once above (the command's own planning run is the same call)."""
     from typer.testing import CliRunner
 
-    from accel import cli
+    from accel import cli, offline_plan
 
+    monkeypatch.setattr(offline_plan, "plan_stack", lambda stack, config, project_dir, **_: planned(stack))
     cli._register_commands()
-    return CliRunner().invoke(cli.app, ["job", *args, "--cwd", str(ROOT)])
+    return lambda *args: CliRunner().invoke(cli.app, ["job", *args, "--cwd", str(ROOT)])
 
 
-def test_cli_writes_the_job_with_its_header_and_says_where_it_schedules(tmp_path):
+def test_cli_writes_the_job_with_its_header_and_says_where_it_schedules(run_cli, tmp_path):
     out = tmp_path / "job.yaml"
     result = run_cli("-s", TRAINING_GPU, "-o", str(out))
     assert result.exit_code == 0, result.output
@@ -252,7 +255,7 @@ def test_cli_writes_the_job_with_its_header_and_says_where_it_schedules(tmp_path
     assert "schedulable on stack dev-spot" in result.output
 
 
-def test_cli_check_exits_2_naming_the_pod_field_and_pool(tmp_path):
+def test_cli_check_exits_2_naming_the_pod_field_and_pool(run_cli, tmp_path):
     manifests = copy.deepcopy(generated(TRAINING_TPU).manifests)
     pod_spec(manifests)["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "8x8"
     edited = tmp_path / "edited.yaml"
@@ -263,7 +266,7 @@ def test_cli_check_exits_2_naming_the_pod_field_and_pool(tmp_path):
     assert "nodeSelector[cloud.google.com/gke-tpu-topology] (pool llama-70b-tpu-tpu-s0): wants '8x8'" in result.output
 
 
-def test_cli_check_rejects_a_file_that_is_not_kubernetes_objects(tmp_path):
+def test_cli_check_rejects_a_file_that_is_not_kubernetes_objects(run_cli, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("- just\n- a list\n")
     result = run_cli("-s", TRAINING_GPU, "--check", str(bad))
