@@ -271,3 +271,28 @@ def test_cli_check_rejects_a_file_that_is_not_kubernetes_objects(run_cli, tmp_pa
     bad.write_text("- just\n- a list\n")
     result = run_cli("-s", TRAINING_GPU, "--check", str(bad))
     assert result.exit_code == 2 and "not a Kubernetes object" in result.output
+
+
+def test_a_serving_replica_spanning_nodes_becomes_a_schedulable_leaderworkerset():
+    import kubernetes_validate
+
+    from dataclasses import replace
+
+    from accel.job.manifests import generate
+    from accel.job.service import context_of
+    from accel.policies.plan import Plan
+
+    plan = Plan.model_validate(planned(SERVING).plan)
+    details = {**plan.estimate.details, "replicas": 4, "replica_chips": 2}  # 2 one-GPU nodes per replica
+    plan = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"details": details})})
+    manifests = generate(plan, context_of(planned(SERVING), plan)).manifests
+    lws = manifests[0]
+    assert (lws["kind"], lws["spec"]["replicas"], lws["spec"]["leaderWorkerTemplate"]["size"]) == \
+        ("LeaderWorkerSet", 4, 2)
+    for role in ("leaderTemplate", "workerTemplate"):
+        template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()},
+                    "template": lws["spec"]["leaderWorkerTemplate"][role]}
+        kubernetes_validate.validate(template, "1.30", strict=True)
+    worker_command = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["command"]
+    assert "$(LWS_LEADER_ADDRESS)" in worker_command[-1]
+    assert recheck(SERVING, manifests).errors == []

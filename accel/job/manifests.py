@@ -11,6 +11,7 @@ flavors are built from (accel.components.kubernetes.pools), so the job and the q
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shlex
@@ -307,6 +308,21 @@ def serving_model(plan: Plan) -> str:
     return runtime()["serving_models"][-1]["model"]
 
 
+def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
+    """(leader, worker) pod templates of a multi-node replica: vLLM spans nodes through a Ray cluster
+    whose head is the LWS leader (LWS sets LWS_LEADER_ADDRESS; vLLM "Distributed inference and serving")."""
+    if not ray:
+        return pod, pod
+    port = runtime()["serving"]["ray_port"]
+    leader, worker = copy.deepcopy(pod), copy.deepcopy(pod)
+    leader["spec"]["containers"][0]["command"] = [
+        "/bin/bash", "-c", f"ray start --head --port={port} && {command} --distributed-executor-backend ray"]
+    worker["spec"]["containers"][0]["command"] = [
+        "/bin/bash", "-c", f"ray start --address=$(LWS_LEADER_ADDRESS):{port} --block"]
+    del worker["spec"]["containers"][0]["ports"]
+    return leader, worker
+
+
 def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     hw = plan_view.hardware(plan)
     name = dns_name(plan.workload.name)
@@ -342,10 +358,12 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                     "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": pod}}
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
+        leader, worker = _ray_group(pod, command, hw.family == "gpu")
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
                     "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
                     "spec": {"replicas": replicas,
-                             "leaderWorkerTemplate": {"size": nodes_per_replica, "workerTemplate": pod}}}
+                             "leaderWorkerTemplate": {"size": nodes_per_replica, "leaderTemplate": leader,
+                                                      "workerTemplate": worker}}}
         shape = (f"LeaderWorkerSet of {replicas} replica(s) x {nodes_per_replica} node(s), "
                  f"{chips_per_pod} {_chip_resource(hw)} per pod")
     service = {"apiVersion": "v1", "kind": "Service",
