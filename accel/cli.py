@@ -12,6 +12,7 @@ from typer.core import TyperCommand, TyperGroup
 COMMAND_MODULES = (
     "accel.commands.choose",
     "accel.commands.plan",
+    "accel.commands.job",
     "accel.commands.review",
     "accel.commands.reap",
 )

@@ -59,6 +59,8 @@ class PlanResult:
     guardrails_note: str | None = None  # why guardrails were not evaluated, when they were not
     providers_loaded: list[str] = field(default_factory=list)  # provider packages imported by this run
     provider_load_seconds: dict[str, float] = field(default_factory=dict)
+    existing_cluster: Any = None  # the stack's accel:cluster (an ExistingCluster), when it brings one
+    job: dict[str, Any] | None = None  # the generated job's schedule check (accel.job)
 
     @property
     def guardrails_evaluated(self) -> bool:
@@ -112,6 +114,7 @@ class PlanResult:
             "providers": self.providers_used,
             "needed_before_up": self.needed_before_up,
             "outputs": outputs,
+            "job": self.job,
         }
 
 
@@ -262,6 +265,16 @@ def _stack_tags(values: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {}
 
 
+def _existing_cluster(values: Any, source: str) -> Any:
+    """The stack's accel:cluster, if any; None for a program that does not read accel settings."""
+    from accel.stack_settings import settings_from_config
+
+    try:
+        return settings_from_config(values, source).cluster
+    except UsageError:
+        return None
+
+
 def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *,
                policy_config: Path | None = None, progress: Progress | None = None) -> PlanResult:
     """Run the project's program for `stack` on the mock engine in preview mode and report it.
@@ -318,6 +331,11 @@ def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *
         providers_loaded=loaded,
         provider_load_seconds=dict(watcher.load_seconds),
     )
+    result.existing_cluster = _existing_cluster(config.values, config.source)
+    say("checking that the job schedules")
+    from accel.job.service import job_report
+
+    result.job = job_report(result)
     say("evaluating guardrails")
     shown_policy_config = stack_config.display_path(policy_config) if policy_config else "policy config"
     result.violations, result.guardrails_note = evaluate_guardrails(result.resources_json(), pack_config,

@@ -154,7 +154,7 @@ def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -
     if settings.cluster is not None:
         extra = offerings_from_inventory(
             {"accelerator": e.accelerator, "count": e.chips, "usd_per_chip_hour": e.usd_per_chip_hour,
-             "name": e.name or settings.cluster.name}
+             "name": e.name or settings.cluster.name, "gpus_per_node": e.gpus_per_node}
             for e in settings.cluster.inventory)
     if workload.hardware is not None:
         plan = plan_from_pin(workload, catalog, extra_offerings=extra)

@@ -83,6 +83,7 @@ def render(result: Any, console: Console) -> None:
     console.print(resource_tree(result))
     console.print(type_table(result))
     render_decision(result, console)
+    render_job(result.job, result.stack, console)
     render_guardrails(result, console)
     render_needed_before_up(result, console)
     timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(result.provider_load_seconds.items()))
@@ -121,6 +122,21 @@ def type_table(result: Any) -> Table:
 
 def _money(value: float | None) -> str:
     return "unknown" if value is None else money(value, cents=True)
+
+
+def render_job(job: dict | None, stack: str, console: Console) -> None:
+    """One line for the generated job's schedule check (`accel job -s STACK` writes the job)."""
+    if job is None:
+        return
+    if job["schedulable"]:
+        placed = "; ".join(f"{p['count']} pods on {len(p['pools'])} pool(s)" for p in job["placements"])
+        console.print(f"[bold]Job[/bold]: {', '.join(job['kinds'])} {job['name']} schedules ({placed}); "
+                      f"write it with `accel job -s {stack}`")
+        return
+    console.print(f"[bold]Job[/bold]: [red]{job['name']} would not schedule[/red]")
+    for error in job["errors"]:
+        pool = f" (pool {error['pool']})" if error["pool"] else ""
+        console.print(f"  [red]✗[/red] {error['pod']}: {error['field']}{pool}: {error['message']}")
 
 
 def render_decision(result: Any, console: Console) -> None:

@@ -316,6 +316,10 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
         # Default node size: a multi-host TPU VM's chips (the table's), or eight GPUs (a typical training node).
         per_node = get("gpus_per_node") or (
             hardware.current().tpu_machines[generation.multi_host_machine_type].chips if generation else 8)
+        count = get("count")
+        if isinstance(count, int) and isinstance(per_node, int) and count % per_node:
+            raise CatalogError(f"{where}: {count} chips is not a whole number of nodes of {per_node} "
+                               f"(gpus_per_node); declare the chips of whole nodes")
         price = get("usd_per_chip_hour")
         data = {
             "id": f"kubernetes-{name}".lower().replace("_", "-").replace(" ", "-"),

@@ -1,0 +1,99 @@
+"""`accel job`: the Kubernetes manifests that run a stack's workload on its hardware, proven schedulable."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from accel.base.errors import EXIT_INVALID, AccelError, UsageError, fail
+
+DEFAULT_STACK = "llama-70b-tpu"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("job")(job)
+
+
+def _read_manifests(path: Path) -> list[dict]:
+    import yaml
+
+    from accel.base.yaml_files import read_yaml_file
+
+    read_yaml_file(path, "manifest file")  # the shared messages for missing, directory, unreadable, syntax
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except yaml.YAMLError as error:
+        raise UsageError(f"{path}: not valid YAML: {error}") from None
+    bad = [i for i, d in enumerate(documents) if not isinstance(d, dict) or "kind" not in d]
+    if bad:
+        raise UsageError(f"{path}: document {bad[0] + 1} is not a Kubernetes object (no 'kind')")
+    return documents
+
+
+def job(
+    stack: Optional[str] = typer.Option(None, "--stack", "-s", metavar="STACK",
+                                        help=f"Stack whose workload to run (default {DEFAULT_STACK})"),
+    image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE", help="Container image (default: the documented example)"),
+    command: Optional[str] = typer.Option(None, "--command", metavar="CMD", help="Command the container runs"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="FILE", help="Write the manifests here"),
+    as_json: bool = typer.Option(False, "--json", help="Print manifests and the schedule check as JSON"),
+    validate: bool = typer.Option(False, "--validate", help="The fabric check job (NCCL all-reduce / TPU psum) instead"),
+    check_file: Optional[Path] = typer.Option(None, "--check", metavar="FILE",
+                                              help="Check a manifest file against what the stack builds"),
+    cwd: Optional[Path] = typer.Option(None, "--cwd", "-C", metavar="DIR", help="Project directory"),
+) -> None:
+    """Write the manifests that run the stack's workload, checked against what the stack declares."""
+    from rich.console import Console
+
+    from accel import stack_config
+    from accel.job.manifests import JobOptions
+    from accel.job.render import render
+    from accel.job.service import check_manifests, job_of
+    from accel.offline_plan import plan_stack
+
+    status = Console(stderr=True)
+    try:
+        manifests_in = _read_manifests(check_file) if check_file else None
+        project_dir = stack_config.find_project_dir(cwd or Path.cwd())
+        with status.status("planning", spinner="dots") as spinner:
+            result = plan_stack(stack or DEFAULT_STACK, None, project_dir,
+                                progress=lambda message: spinner.update(f"{message}…"))
+        if manifests_in is None:
+            generated = job_of(result, JobOptions(image=image, command=command, validate=validate))
+            if generated is None:
+                raise UsageError(f"stack {result.stack}: the program exported no plan to derive a job from")
+            manifests = generated.manifests
+        else:
+            generated, manifests = None, manifests_in
+        report = check_manifests(result, manifests)
+    except AccelError as error:
+        fail(error)
+
+    if as_json:
+        payload = {"stack": result.stack, "manifests": manifests, "check": report.to_json()}
+        text = json.dumps(payload, indent=2) + "\n"
+    elif generated is not None:
+        text = render(generated, result.stack, "Fabric check job" if validate else "Workload")
+    else:
+        text = ""
+    if output and text:
+        output.write_text(text)
+        print(f"wrote {output}", file=sys.stderr)
+    elif text:
+        sys.stdout.write(text)
+    for finding in report.warnings:
+        print(f"warning: {finding}", file=sys.stderr)
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if report.errors:
+        for finding in report.errors:
+            print(f"error: {finding}", file=sys.stderr)
+        print(f"error: the job would not schedule on stack {result.stack} "
+              f"({len(report.errors)} problem{'s' if len(report.errors) != 1 else ''})", file=sys.stderr)
+        raise typer.Exit(EXIT_INVALID)
+    placed = "; ".join(f"{p['count']} pods of {p['pods']} on {', '.join(p['pools'])}" for p in report.placements)
+    print(f"schedulable on stack {result.stack}: {placed}", file=sys.stderr)

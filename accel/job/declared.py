@@ -1,0 +1,243 @@
+"""The cluster a stack's program declares, read from the mock-engine capture: node pools (labels,
+taints, machine types, counts) and the Kueue objects. Not from the Plan: this is what `pulumi up`
+would create, so a job checked against it is checked against the real thing.
+
+Labels and taints the platform adds itself are added here, as the platform would:
+- GKE: node.kubernetes.io/instance-type, cloud.google.com/gke-nodepool, gke-spot on spot pools,
+  gke-accelerator for guest GPUs, gke-tpu-accelerator/gke-tpu-topology on TPU pools, and the
+  nvidia.com/gpu / google.com/tpu NoSchedule taints on accelerator pools (GKE "About GPUs in GKE",
+  "Plan TPUs in GKE").
+- EKS: node.kubernetes.io/instance-type (one type) and eks.amazonaws.com/capacityType.
+Existing clusters declare no nodes; their stack's inventory (accel:cluster) is the node source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+
+from accel.components.kubernetes.accelerator_stack import EFA_RESOURCE, GPU_RESOURCE, TPU_RESOURCE
+from accel.components.kubernetes.pools import (
+    EKS_CAPACITY_TYPE_LABEL,
+    GKE_GPU_ACCELERATOR_LABEL,
+    GKE_SPOT_LABEL,
+    GKE_TPU_TOPOLOGY_LABEL,
+    INSTANCE_TYPE_LABEL,
+    ExistingCluster,
+    inventory_pools,
+)
+from accel.components.kubernetes.accelerator_stack import GKE_TPU_ACCELERATOR_LABEL
+from accel.mock_engine import Capture, CapturedResource
+from accel.policies import shapes
+
+from accel.job.facts import allocatable, machine_shape
+from accel.job.quantities import parse_quantity
+
+GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
+GKE_CLUSTER = "gcp:container/cluster:Cluster"
+EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta1:"
+GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+EFA_INTERFACE_TYPES = ("efa", "efa-only")
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str | None
+    effect: str
+
+
+@dataclass
+class NodePool:
+    name: str
+    machine_type: str | None
+    nodes: int
+    labels: dict[str, str]
+    taints: list[Taint]
+    allocatable: dict[str, Fraction]  # per node; cpu/memory absent when the machine is unknown
+    tpu_topology: str | None = None
+
+    @property
+    def is_tpu_slice(self) -> bool:
+        return self.tpu_topology is not None
+
+
+@dataclass
+class Flavor:
+    name: str
+    node_labels: dict[str, str]
+    tolerations: list[dict]
+
+
+@dataclass
+class ClusterQueue:
+    name: str
+    namespaces: dict[str, str]             # namespaceSelector.matchLabels
+    covered: list[str]
+    quotas: dict[str, dict[str, Fraction]]  # flavor -> resource -> nominal quota
+
+
+@dataclass
+class DeclaredCluster:
+    pools: list[NodePool] = field(default_factory=list)
+    flavors: dict[str, Flavor] = field(default_factory=dict)
+    cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
+    local_queues: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, name) -> ClusterQueue
+    priority_classes: set[str] = field(default_factory=set)
+    service_accounts: set[tuple[str, str]] = field(default_factory=set)
+    namespaces: set[str] = field(default_factory=set)
+    gke_networks: set[str] = field(default_factory=set)
+    gcsfuse: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@cache
+def _chips_per_machine() -> dict[str, int]:
+    """Chips per node of every catalog machine type (the catalog's offerings hold them)."""
+    from accel.policies.catalog import load_catalog
+
+    return {o.machine_type: o.chips_per_host for o in load_catalog().offerings}
+
+
+def _tpu_generation(machine_type: str):
+    for generation in shapes.GENERATIONS.values():
+        if machine_type == generation.multi_host_machine_type or \
+                machine_type in generation.single_host_machine_types.values():
+            return generation
+    return None
+
+
+def _node_allocatable(machine_type: str | None) -> dict[str, Fraction]:
+    shape = machine_shape(machine_type) if machine_type else None
+    if shape is None:
+        return {}
+    cpu, memory = allocatable(shape)
+    return {"cpu": Fraction(cpu, 1000), "memory": Fraction(memory)}
+
+
+def _metadata_name(resource: CapturedResource) -> str:
+    return (resource.inputs.get("metadata") or {}).get("name") or resource.name
+
+
+def _gke_pool(resource: CapturedResource) -> NodePool:
+    inputs = resource.inputs
+    config = inputs.get("nodeConfig") or {}
+    machine = config.get("machineType")
+    labels = {str(k): str(v) for k, v in (config.get("labels") or {}).items()}
+    labels[INSTANCE_TYPE_LABEL] = machine or ""
+    labels[GKE_NODEPOOL_LABEL] = inputs.get("name") or resource.name
+    if config.get("spot") or config.get("preemptible"):
+        labels[GKE_SPOT_LABEL] = "true"
+    taints = [Taint(t["key"], t.get("value"), EFFECTS.get(t.get("effect"), t.get("effect")))
+              for t in config.get("taints") or []]
+    alloc = _node_allocatable(machine)
+    topology = None
+    guests = config.get("guestAccelerators") or []
+    generation = _tpu_generation(machine or "")
+    if guests:
+        labels[GKE_GPU_ACCELERATOR_LABEL] = guests[0].get("type", "")
+        alloc[GPU_RESOURCE] = Fraction(sum(int(g.get("count", 0)) for g in guests))
+        taints.append(Taint(GPU_RESOURCE, "present", "NoSchedule"))
+    elif generation is not None:
+        topology = (inputs.get("placementPolicy") or {}).get("tpuTopology")
+        labels[GKE_TPU_ACCELERATOR_LABEL] = generation.gke_accelerator
+        if topology:
+            labels[GKE_TPU_TOPOLOGY_LABEL] = topology
+        alloc[TPU_RESOURCE] = Fraction(_chips_per_machine().get(machine, 4))
+        taints.append(Taint(TPU_RESOURCE, "present", "NoSchedule"))
+    autoscaling = inputs.get("autoscaling") or {}
+    zones = len(inputs.get("nodeLocations") or []) or 1
+    nodes = (inputs.get("nodeCount") or autoscaling.get("totalMaxNodeCount")
+             or (autoscaling.get("maxNodeCount") or 0) * zones or inputs.get("initialNodeCount") or 0)
+    return NodePool(resource.name, machine, int(nodes), labels, _unique(taints), alloc, topology)
+
+
+def _unique(taints: list[Taint]) -> list[Taint]:
+    seen: dict[tuple[str, str], Taint] = {}
+    for taint in taints:
+        seen.setdefault((taint.key, taint.effect), taint)
+    return list(seen.values())
+
+
+def _eks_pool(resource: CapturedResource, capture: Capture) -> NodePool:
+    inputs = resource.inputs
+    types = inputs.get("instanceTypes") or []
+    machine = types[0] if types else None
+    labels = {str(k): str(v) for k, v in (inputs.get("labels") or {}).items()}
+    if len(types) == 1:
+        labels[INSTANCE_TYPE_LABEL] = types[0]
+    labels[EKS_CAPACITY_TYPE_LABEL] = inputs.get("capacityType") or "ON_DEMAND"
+    taints = [Taint(t["key"], t.get("value"), EFFECTS.get(t.get("effect"), t.get("effect")))
+              for t in inputs.get("taints") or []]
+    alloc = _node_allocatable(machine)
+    chips = _chips_per_machine().get(machine or "")
+    if chips:  # a catalog machine: an accelerator node (system node types are not in the catalog)
+        alloc[GPU_RESOURCE] = Fraction(chips)
+    # The node group's launch template is its sibling (same parent component): count its EFA interfaces.
+    siblings = [r for r in capture.of_type(LAUNCH_TEMPLATE) if r.parent == resource.parent]
+    efa = sum(1 for t in siblings for nic in t.inputs.get("networkInterfaces") or []
+              if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
+    if efa:
+        alloc[EFA_RESOURCE] = Fraction(efa)
+    nodes = (inputs.get("scalingConfig") or {}).get("maxSize") or 0
+    return NodePool(resource.name, machine, int(nodes), labels, taints, alloc)
+
+
+def _inventory(existing: ExistingCluster) -> list[NodePool]:
+    pools = []
+    for entry, pool in zip(existing.inventory, inventory_pools(existing)):
+        per_node = entry.gpus_per_node or (4 if pool.resource == TPU_RESOURCE else 8)
+        taints = [Taint(t.key, t.value, t.effect) for t in entry.tolerations]
+        pools.append(NodePool(f"inventory:{pool.name}", None, entry.chips // per_node, dict(pool.node_labels),
+                              taints, {pool.resource: Fraction(per_node)}, entry.topology))
+    return pools
+
+
+def declared_cluster(capture: Capture, existing: ExistingCluster | None = None) -> DeclaredCluster:
+    cluster = DeclaredCluster()
+    for resource in capture.resources:
+        kind, inputs = resource.type, resource.inputs
+        metadata = inputs.get("metadata") or {}
+        if kind == GKE_NODE_POOL:
+            cluster.pools.append(_gke_pool(resource))
+        elif kind == EKS_NODE_GROUP:
+            cluster.pools.append(_eks_pool(resource, capture))
+        elif kind == GKE_CLUSTER:
+            addons = inputs.get("addonsConfig") or {}
+            cluster.gcsfuse = bool((addons.get("gcsFuseCsiDriverConfig") or {}).get("enabled"))
+        elif kind == KUEUE + "ResourceFlavor":
+            spec = inputs.get("spec") or {}
+            cluster.flavors[_metadata_name(resource)] = Flavor(
+                _metadata_name(resource), dict(spec.get("nodeLabels") or {}), list(spec.get("tolerations") or []))
+        elif kind == KUEUE + "ClusterQueue":
+            spec = inputs.get("spec") or {}
+            quotas: dict[str, dict[str, Fraction]] = {}
+            covered: list[str] = []
+            for group in spec.get("resourceGroups") or []:
+                covered += group.get("coveredResources") or []
+                for flavor in group.get("flavors") or []:
+                    quotas[flavor["name"]] = {r["name"]: parse_quantity(r["nominalQuota"])
+                                              for r in flavor.get("resources") or []}
+            selector = (spec.get("namespaceSelector") or {}).get("matchLabels") or {}
+            cluster.cluster_queues[_metadata_name(resource)] = ClusterQueue(
+                _metadata_name(resource), dict(selector), covered, quotas)
+        elif kind == KUEUE + "LocalQueue":
+            cluster.local_queues[(metadata.get("namespace"), _metadata_name(resource))] = \
+                (inputs.get("spec") or {}).get("clusterQueue")
+        elif kind == "kubernetes:scheduling.k8s.io/v1:PriorityClass":
+            cluster.priority_classes.add(_metadata_name(resource))
+        elif kind == "kubernetes:core/v1:ServiceAccount":
+            cluster.service_accounts.add((metadata.get("namespace"), _metadata_name(resource)))
+        elif kind == "kubernetes:core/v1:Namespace":
+            cluster.namespaces.add(_metadata_name(resource))
+        elif kind == "kubernetes:networking.gke.io/v1:Network":
+            cluster.gke_networks.add(_metadata_name(resource))
+    if existing is not None:
+        cluster.pools += _inventory(existing)
+        cluster.notes.append(f"nodes of {existing.name}: the stack's declared inventory (accel:cluster); "
+                             "their CPU and memory are not declared, so only chips are checked")
+    return cluster

@@ -1,0 +1,382 @@
+"""Kubernetes manifests that run a Plan's workload on the Plan's hardware.
+
+Training: a JobSet (jobset.x-k8s.io/v1alpha2), one replicated job whose replicas are the TPU
+slices (or the one GPU fleet), parallelism = hosts per slice, every pod taking a whole node.
+Serving: a Deployment (one node or less per replica) or a LeaderWorkerSet (a replica spanning
+nodes) of vLLM (GPUs) or JetStream (TPUs), and a Service in front.
+
+Labels, taints and resource names come from the same pool description the stack's Kueue
+flavors are built from (accel.components.kubernetes.pools), so the job and the queue agree.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from accel.components.kubernetes.accelerator_stack import EFA_RESOURCE, GPU_RESOURCE, TPU_RESOURCE, AcceleratorPool
+from accel.components.kubernetes.gke_networks import DEFAULT_INTERFACE, DEFAULT_NETWORK
+from accel.components.kubernetes.pools import plan_pools
+from accel.policies.plan import Plan
+
+from accel.job import plan_view
+from accel.job.context import JobContext
+from accel.job.facts import machine_shape, pod_requests, runtime
+from accel.job.restarts import max_restarts
+
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
+INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
+DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
+JOBSET_NAME_ENV = {"name": "JOBSET_NAME",
+                   "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['jobset.sigs.k8s.io/jobset-name']"}}}
+JOB_INDEX_ENV = {"name": "MEGASCALE_SLICE_ID",
+                 "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['jobset.sigs.k8s.io/job-index']"}}}
+NODE_RANK_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+CHECKPOINT_MOUNT = "/checkpoints"
+DATASET_MOUNT = "/data"
+SERVING_PORT = 8000
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    image: str | None = None
+    command: str | None = None
+    validate: bool = False
+
+
+@dataclass
+class GeneratedJob:
+    name: str
+    manifests: list[dict[str, Any]]
+    derivations: list[str] = field(default_factory=list)  # "what came from what", for the header
+
+
+def dns_name(text: str, limit: int = 40) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-")
+    return name or "job"
+
+
+def _pool(plan: Plan, ctx: JobContext) -> AcceleratorPool:
+    return ctx.inventory_pool if ctx.inventory_pool is not None else plan_pools(plan)[0]
+
+
+def _chip_resource(hw: plan_view.Hardware) -> str:
+    return TPU_RESOURCE if hw.family == "tpu" else GPU_RESOURCE
+
+
+def _resources(hw: plan_view.Hardware, chips: int, node_share: float = 1.0) -> dict[str, Any]:
+    limits: dict[str, Any] = {_chip_resource(hw): chips}
+    if hw.efa_interfaces and node_share == 1.0:
+        limits[EFA_RESOURCE] = hw.efa_interfaces
+    resources: dict[str, Any] = {"limits": limits}
+    shape = machine_shape(hw.machine_type)
+    if shape is not None:
+        cpu, memory = pod_requests(shape)
+        resources["requests"] = {"cpu": f"{int(cpu * node_share)}m", "memory": f"{int(memory * node_share)}Mi",
+                                 **limits}
+    return resources
+
+
+def _storage(plan: Plan, ctx: JobContext) -> tuple[list[dict], list[dict], list[dict], dict[str, str], list[str]]:
+    """(volumes, mounts, env, pod annotations, derivations): buckets through GCS FUSE on GKE, s3:// URLs on EKS."""
+    volumes: list[dict] = []
+    mounts: list[dict] = []
+    env: list[dict] = []
+    annotations: dict[str, str] = {}
+    notes: list[str] = []
+    buckets = [("checkpoints", ctx.checkpoint_bucket, CHECKPOINT_MOUNT, False, "CHECKPOINT_DIR"),
+               ("datasets", ctx.dataset_bucket, DATASET_MOUNT, True, "DATASET_DIR")]
+    for name, bucket, mount, read_only, variable in buckets:
+        if not bucket:
+            continue
+        if plan.cloud == "gcp":
+            annotations[GCSFUSE_ANNOTATION] = "true"
+            volumes.append({"name": name, "csi": {"driver": GCSFUSE_DRIVER, "readOnly": read_only,
+                                                   "volumeAttributes": {"bucketName": bucket,
+                                                                        "mountOptions": "implicit-dirs"}}})
+            mounts.append({"name": name, "mountPath": mount, "readOnly": read_only})
+            env.append({"name": variable, "value": mount})
+            notes.append(f"{variable}: bucket {bucket} mounted at {mount} (GCS FUSE CSI)")
+        else:
+            env.append({"name": variable, "value": f"s3://{bucket}/"})
+            notes.append(f"{variable}: s3://{bucket}/ (IRSA credentials from the ServiceAccount)")
+    for claim in ctx.volume_claims:
+        volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
+        mounts.append({"name": claim, "mountPath": f"/mnt/{claim}"})
+        notes.append(f"volume claim {claim} mounted at /mnt/{claim}")
+    if not any(e["name"] == "CHECKPOINT_DIR" for e in env):
+        volumes.append({"name": "checkpoints", "emptyDir": {}})
+        mounts.append({"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT})
+        env.append({"name": "CHECKPOINT_DIR", "value": CHECKPOINT_MOUNT})
+        notes.append("CHECKPOINT_DIR: the stack declares no checkpoint bucket; a node-local emptyDir "
+                     "(lost with the pod: point it at durable storage)")
+    return volumes, mounts, env, annotations, notes
+
+
+def _fabric(hw: plan_view.Hardware, ctx: JobContext) -> tuple[list[dict], list[dict], list[dict], list[dict],
+                                                              dict[str, str], str | None]:
+    """(sidecars, volumes, main mounts, env, annotations, env profile to source) for the GPU fabric."""
+    facts = runtime()["fabrics"].get(hw.fabric)
+    if facts is None or hw.family != "gpu":
+        return [], [], [], [], {}, None
+    env = [{"name": k, "value": str(v)} for k, v in facts.get("env", {}).items()]
+    volumes = [{"name": n, "hostPath": {"path": p}} for n, p in facts.get("host_paths", {}).items()]
+    volumes += [{"name": n, "emptyDir": {}} for n in facts.get("empty_dirs", [])]
+    mounts = [{"name": n, "mountPath": p} for n, p in facts.get("main_mounts", {}).items()]
+    annotations: dict[str, str] = {}
+    if ctx.gke_networks:
+        interfaces = [{"interfaceName": DEFAULT_INTERFACE, "network": DEFAULT_NETWORK}]
+        interfaces += [{"interfaceName": f"eth{i + 1}", "network": n} for i, n in enumerate(ctx.gke_networks)]
+        annotations[DEFAULT_INTERFACE_ANNOTATION] = DEFAULT_INTERFACE
+        annotations[INTERFACES_ANNOTATION] = json.dumps(interfaces)
+    sidecars = []
+    if "sidecar" in facts:
+        car = facts["sidecar"]
+        sidecars.append({
+            "name": car["name"], "image": car["image"], "command": list(car["command"]),
+            "restartPolicy": "Always",  # a native sidecar: it ends when the trainer does, so the Job completes
+            "securityContext": {"privileged": bool(car.get("privileged"))},
+            "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
+            "volumeMounts": [{"name": n, "mountPath": p} for n, p in car.get("mounts", {}).items()],
+        })
+        annotations[facts["device_annotation"]] = "".join(f"- path: {d}\n" for d in facts["devices"])
+    return sidecars, volumes, mounts, env, annotations, facts.get("env_profile")
+
+
+def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
+    table = runtime()["defaults"]
+    if plan_view.is_serving(plan):
+        return table["jetstream" if hw.family == "tpu" else "vllm"]
+    if plan_view.framework(plan) == "pytorch":
+        return table["pytorch-gpu"]
+    return table["jax-tpu" if hw.family == "tpu" else "jax-gpu"]
+
+
+def _pod_spec(ctx: JobContext, pool: AcceleratorPool, containers: list[dict], volumes: list[dict],
+              init: list[dict], restart_policy: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "restartPolicy": restart_policy,
+        "nodeSelector": dict(pool.node_labels),
+        "tolerations": [t.model_dump(exclude_none=True) for t in pool.tolerations],
+        "containers": containers,
+    }
+    if ctx.service_account:
+        spec["serviceAccountName"] = ctx.service_account
+    if ctx.priority_class:
+        spec["priorityClassName"] = ctx.priority_class
+    if init:
+        spec["initContainers"] = init
+    if volumes:
+        spec["volumes"] = volumes
+    return spec
+
+
+def _shell(profile: str | None, command: str) -> list[str]:
+    script = f"source {profile} && {command}" if profile else command
+    return ["/bin/bash", "-c", script]
+
+
+def generate(plan: Plan, ctx: JobContext, options: JobOptions = JobOptions()) -> GeneratedJob:
+    """The manifests for `plan` on the stack described by `ctx`."""
+    if options.validate:
+        from accel.job.validate import validation_job
+        return validation_job(plan, ctx)
+    if plan_view.is_serving(plan):
+        return _serving(plan, ctx, options)
+    return _training(plan, ctx, options)
+
+
+def _labels(ctx: JobContext, name: str) -> dict[str, str]:
+    return {QUEUE_LABEL: ctx.queue, "app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "accel",
+            "accel.dev/stack": ctx.stack}
+
+
+def training_pod(plan: Plan, ctx: JobContext, name: str, replicated_job: str, image: str, command: str,
+                 extra_env: list[dict] | None = None) -> tuple[dict, dict[str, str], list[str]]:
+    """(pod template, pod annotations, derivations) of one training host: a whole node each."""
+    hw = plan_view.hardware(plan)
+    pool = _pool(plan, ctx)
+    volumes, mounts, env, annotations, notes = _storage(plan, ctx)
+    sidecars, fabric_volumes, fabric_mounts, fabric_env, fabric_annotations, profile = _fabric(hw, ctx)
+    annotations.update(fabric_annotations)
+    env = [JOBSET_NAME_ENV, *env, *fabric_env, *(extra_env or [])]
+    if hw.family == "tpu":
+        ports = [{"containerPort": p} for p in runtime()["tpu"]["container_ports"]]
+        if hw.slices > 1:
+            port = runtime()["tpu"]["megascale_port"]
+            env += [{"name": "MEGASCALE_COORDINATOR_ADDRESS", "value": f"$(JOBSET_NAME)-{replicated_job}-0-0.$(JOBSET_NAME)"},
+                    {"name": "MEGASCALE_NUM_SLICES", "value": str(hw.slices)},
+                    JOB_INDEX_ENV,
+                    {"name": "MEGASCALE_PORT", "value": str(port)}]
+            notes.append(f"JAX multislice: MEGASCALE_* for {hw.slices} slices, coordinator pod 0 of slice 0, "
+                         f"port {port} ({runtime()['tpu']['source']})")
+    else:
+        ports = []
+    container = {"name": "trainer", "image": image, "command": _shell(profile, command),
+                 "env": env, "resources": _resources(hw, hw.chips_per_node),
+                 "volumeMounts": [*mounts, *fabric_mounts]}
+    if ports:
+        container["ports"] = ports
+    if hw.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo"):
+        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    spec = _pod_spec(ctx, pool, [container], [*volumes, *fabric_volumes], sidecars, "Never")
+    if hw.fabric != "none":
+        notes.append(f"fabric {hw.fabric}: {runtime()['fabrics'][hw.fabric]['source']}")
+    return {"metadata": {"labels": {QUEUE_LABEL: ctx.queue}, "annotations": annotations}, "spec": spec}, \
+        annotations, notes
+
+
+def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
+    hw = plan_view.hardware(plan)
+    name = dns_name(plan.workload.name)
+    defaults = _defaults(plan, hw)
+    image = options.image or defaults["image"]
+    user_command = options.command or defaults["command"]
+    replicated = replicated_job_name(hw)
+    extra_env: list[dict] = []
+    if hw.family == "gpu" and plan_view.framework(plan) == "pytorch":
+        port = runtime()["torchrun"]["rendezvous_port"]
+        command = (f"torchrun --nnodes={hw.nodes} --nproc-per-node={hw.chips_per_node} "
+                   f"--node-rank=$(JOB_COMPLETION_INDEX) --master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) "
+                   f"--master-port={port} {user_command}")
+        extra_env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}})
+        launcher = "torchrun (PyTorch)"
+    elif hw.family == "gpu":
+        port = runtime()["jax_gpu"]["coordinator_port"]
+        extra_env += [{"name": "JAX_COORDINATOR_ADDRESS", "value": f"$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME)"},
+                      {"name": "JAX_COORDINATOR_PORT", "value": str(port)},
+                      {"name": "NNODES", "value": str(hw.nodes)},
+                      {"name": "GPUS_PER_NODE", "value": str(hw.chips_per_node)},
+                      {"name": "NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}}]
+        command = user_command
+        launcher = "the JAX distributed launcher (jax.distributed.initialize reads JAX_COORDINATOR_*)"
+    else:
+        command = user_command
+        launcher = "JAX on TPU (libtpu finds the slice's hosts itself)"
+    pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
+    restarts, why = max_restarts(plan)
+    annotations = {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"} if hw.family == "tpu" else {}
+    jobset = {
+        "apiVersion": JOBSET_API, "kind": "JobSet",
+        "metadata": {"name": name, "namespace": ctx.namespace, "labels": _labels(ctx, name),
+                     **({"annotations": annotations} if annotations else {})},
+        "spec": {
+            "failurePolicy": {"maxRestarts": restarts},
+            "network": {"enableDNSHostnames": True, "subdomain": name},
+            "replicatedJobs": [{
+                "name": replicated,
+                "replicas": hw.slices,
+                "template": {"spec": {"parallelism": hw.nodes_per_slice, "completions": hw.nodes_per_slice,
+                                      "backoffLimit": 0, "completionMode": "Indexed", "template": pod}},
+            }],
+        },
+    }
+    derivations = [
+        f"hardware: {hw.slices} x {hw.nodes_per_slice} {hw.machine_type} node(s), {hw.chips_per_node} "
+        f"{_chip_resource(hw)} each ({hw.accelerator}{', topology ' + hw.topology if hw.topology else ''})",
+        f"replicated job '{replicated}': replicas = {hw.slices} (slices), parallelism = {hw.nodes_per_slice} "
+        "(hosts per slice), one pod per node" + (", exclusive node pool per slice" if hw.family == "tpu" else ""),
+        f"node selector and tolerations: the pool labels and taints of {ctx.stack}'s Kueue flavor",
+        f"launcher: {launcher}; image {image}",
+        f"queue: LocalQueue {ctx.queue} in namespace {ctx.namespace}; priority class {ctx.priority_class}; "
+        f"ServiceAccount {ctx.service_account} (cloud identity)",
+        f"maxRestarts {restarts}: {why}; {'spot' if hw.spot else hw.provisioning} capacity",
+        *notes,
+    ]
+    return GeneratedJob(name, [jobset], derivations)
+
+
+def replicated_job_name(hw: plan_view.Hardware) -> str:
+    """Pods are <jobset>-<replicated job>-<slice>-<host>; pod 0 of slice 0 coordinates."""
+    return "slice" if hw.family == "tpu" else "workers"
+
+
+def serving_model(plan: Plan) -> str:
+    parameters = plan.workload.model.parameters
+    for row in runtime()["serving_models"]:
+        if parameters <= float(row["max_parameters"]):
+            return row["model"]
+    return runtime()["serving_models"][-1]["model"]
+
+
+def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
+    """(leader, worker) pod templates of a multi-node replica: vLLM spans nodes through a Ray cluster
+    whose head is the LWS leader (LWS sets LWS_LEADER_ADDRESS; vLLM "Distributed inference and serving")."""
+    if not ray:
+        return pod, pod
+    port = runtime()["serving"]["ray_port"]
+    leader, worker = copy.deepcopy(pod), copy.deepcopy(pod)
+    leader["spec"]["containers"][0]["command"] = [
+        "/bin/bash", "-c", f"ray start --head --port={port} && {command} --distributed-executor-backend ray"]
+    worker["spec"]["containers"][0]["command"] = [
+        "/bin/bash", "-c", f"ray start --address=$(LWS_LEADER_ADDRESS):{port} --block"]
+    del worker["spec"]["containers"][0]["ports"]
+    return leader, worker
+
+
+def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
+    hw = plan_view.hardware(plan)
+    name = dns_name(plan.workload.name)
+    replicas, replica_chips = plan_view.serving_layout(plan)
+    defaults = _defaults(plan, hw)
+    image = options.image or defaults["image"]
+    model = serving_model(plan)
+    nodes_per_replica = max(1, -(-replica_chips // hw.chips_per_node))
+    chips_per_pod = min(replica_chips, hw.chips_per_node)
+    if hw.family == "gpu":
+        default_command = (f"vllm serve {model} --port {SERVING_PORT} --dtype bfloat16 "
+                           f"--tensor-parallel-size {chips_per_pod}"
+                           + (f" --pipeline-parallel-size {nodes_per_replica}" if nodes_per_replica > 1 else ""))
+    else:
+        default_command = (f"python3 -m MaxText.maxengine_server MaxText/configs/base.yml "
+                           f"tokenizer_path=assets/tokenizer.llama2 ici_tensor_parallelism={chips_per_pod}")
+    command = options.command or default_command
+    pool = _pool(plan, ctx)
+    volumes, mounts, env, annotations, notes = _storage(plan, ctx)
+    container = {"name": "server", "image": image, "command": ["/bin/bash", "-c", command], "env": env,
+                 "ports": [{"containerPort": SERVING_PORT, "name": "http"}],
+                 "resources": _resources(hw, chips_per_pod, chips_per_pod / hw.chips_per_node),
+                 "volumeMounts": mounts}
+    if not mounts:
+        del container["volumeMounts"]
+    labels = _labels(ctx, name)
+    selector = {"app.kubernetes.io/name": name}
+    pod = {"metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
+           "spec": _pod_spec(ctx, pool, [container], volumes, [], "Always")}
+    if nodes_per_replica == 1:
+        workload = {"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
+                    "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": pod}}
+        shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
+    else:
+        leader, worker = _ray_group(pod, command, hw.family == "gpu")
+        workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
+                    "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
+                    "spec": {"replicas": replicas,
+                             "leaderWorkerTemplate": {"size": nodes_per_replica, "leaderTemplate": leader,
+                                                      "workerTemplate": worker}}}
+        shape = (f"LeaderWorkerSet of {replicas} replica(s) x {nodes_per_replica} node(s), "
+                 f"{chips_per_pod} {_chip_resource(hw)} per pod")
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": name, "namespace": ctx.namespace, "labels": {"accel.dev/stack": ctx.stack}},
+               "spec": {"selector": selector, "ports": [{"name": "http", "port": SERVING_PORT,
+                                                          "targetPort": SERVING_PORT}]}}
+    derivations = [
+        f"serving: {shape} on {hw.machine_type} ({hw.accelerator}); replicas and chips per replica from the "
+        "plan's estimate (replicas, replica_chips)",
+        f"server: {shlex.split(command)[0]} in {image}; model {model} (example for "
+        f"{plan.workload.model.parameters:.3g} parameters: pass --command to serve your own)",
+        f"queue: LocalQueue {ctx.queue} in namespace {ctx.namespace}; priority class {ctx.priority_class}; "
+        f"ServiceAccount {ctx.service_account}",
+        *notes,
+    ]
+    return GeneratedJob(name, [workload, service], derivations)

@@ -1,0 +1,77 @@
+"""The few facts the job layer reads from a Plan (schema 2, docs/contracts.md), in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accel.policies.plan import Plan
+
+
+@dataclass(frozen=True)
+class Hardware:
+    family: str                 # gpu | tpu
+    cloud: str                  # gcp | aws | kubernetes
+    accelerator: str            # e.g. tpu-v6e, h100-80gb
+    machine_type: str
+    chips_per_node: int
+    nodes_per_slice: int        # TPU: hosts per slice; GPU: all nodes (one "slice")
+    slices: int
+    topology: str | None
+    tpu_generation: str | None
+    gke_accelerator: str | None  # cloud.google.com/gke-tpu-accelerator or gke-accelerator value
+    fabric: str                 # none | gpudirect-tcpx | gpudirect-tcpxo | rdma | efa
+    efa_interfaces: int
+    spot: bool
+    provisioning: str
+
+    @property
+    def nodes(self) -> int:
+        return self.nodes_per_slice * self.slices
+
+
+def hardware(plan: Plan) -> Hardware:
+    capacity = plan.capacity
+    if plan.tpu is not None:
+        tpu = plan.tpu
+        return Hardware("tpu", plan.cloud, tpu.accelerator, tpu.machine_type, tpu.chips_per_host,
+                        tpu.hosts_per_slice, tpu.slices, tpu.topology, tpu.generation, tpu.gke_accelerator,
+                        "none", 0, capacity.spot, capacity.provisioning)
+    gpu = plan.gpu
+    assert gpu is not None  # the Plan validator pairs family and pool
+    return Hardware("gpu", plan.cloud, gpu.accelerator, gpu.machine_type, gpu.gpus_per_node, gpu.nodes, 1,
+                    None, None, gpu.guest_accelerator, gpu.fabric, gpu.efa_interfaces, capacity.spot,
+                    capacity.provisioning)
+
+
+def is_serving(plan: Plan) -> bool:
+    return plan.workload.kind == "inference"
+
+
+def framework(plan: Plan) -> str:
+    return plan.workload.framework
+
+
+def precision(plan: Plan) -> str:
+    return plan.workload.training.precision if plan.workload.training else "bf16"
+
+
+def serving_layout(plan: Plan) -> tuple[int, int]:
+    """(replicas, chips per replica) of a serving plan, from the estimate's breakdown."""
+    details = plan.estimate.details
+    replicas = int(details.get("replicas", 1))
+    replica_chips = int(details.get("replica_chips", plan.chosen.chips // max(replicas, 1)))
+    return replicas, replica_chips
+
+
+def run_hours(plan: Plan) -> float:
+    return plan.chosen.hours
+
+
+def goodput(plan: Plan) -> float:
+    return plan.chosen.goodput
+
+
+def has_storage(plan: Plan) -> tuple[bool, bool, str]:
+    """(dataset bucket, checkpoint bucket, filesystem kind)."""
+    storage = plan.storage
+    return storage.dataset_bucket, storage.checkpoint_bucket, storage.filesystem
