@@ -64,7 +64,7 @@ class SearchContext:
         key = (offering.accelerator, offering.cloud, spot)
         model = self.training_models.get(key)
         if model is None:
-            model = TrainingModel(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+            model = TrainingModel(self.spec, self.resolved, self.catalog, self.accelerator(offering),
                                   offering.cloud, spot)
             self.training_models[key] = model
         return model
@@ -166,7 +166,7 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         price_source += f"; host: {candidate.host_price.source} (as of {candidate.host_price.as_of})"
     detail = dict(e.detail)
     detail["price"] = price_text
-    assumptions = assumption_list(spec, ctx.resolved, ctx.catalog.defaults, accelerator, candidate.offering.cloud,
+    assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
                                   candidate.spot, option.chips, option.slices, price_source, detail)
     if spec.kind == "inference":
         assert spec.inference is not None

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from accel.policies.catalog.model import Accelerator, Defaults, FilesystemOffer
+from accel.policies.calibration import calibrated_fit, predict
+from accel.policies.catalog.model import Accelerator, Catalog, Defaults, FilesystemOffer
 from accel.policies.plan import Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
@@ -36,6 +37,7 @@ class Resolved:
     preemption_sources: dict[str, str]
     mfu_override: float | None
     decay_override: float | None
+    multislice_override: float | None = None
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -53,7 +55,6 @@ _TRAINING_KEYS = {
     "checkpoint_interval_minutes": "checkpoint_interval_minutes",
     "restart_minutes": "restart_minutes",
     "default_deadline_days": "default_deadline_days",
-    "multislice_efficiency": "multislice_efficiency",
 }
 _INFERENCE_KEYS = {
     "inference_bytes_per_parameter": "bytes_per_parameter",
@@ -109,7 +110,8 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
     if overrides.preemptions_per_day is not None:
         preemptions = {cloud: float(overrides.preemptions_per_day) for cloud in preemptions}
         preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
-    return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling)
+    return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
+                    overrides.multislice_efficiency)
 
 
 def training_flops(spec: WorkloadSpec) -> float:
@@ -162,17 +164,18 @@ def precision_factor(spec: WorkloadSpec, resolved: Resolved, accelerator: Accele
 class TrainingModel:
     """Time of one training run on one accelerator type, as a function of fleet size."""
 
-    def __init__(self, spec: WorkloadSpec, resolved: Resolved, defaults: Defaults,
+    def __init__(self, spec: WorkloadSpec, resolved: Resolved, catalog: Catalog,
                  accelerator: Accelerator, cloud: str, spot: bool) -> None:
         self.flops = training_flops(spec)
         factor, _ = precision_factor(spec, resolved, accelerator)
         self.peak = accelerator.peak_bf16_tflops * 1e12 * factor
-        mfu_class = defaults.mfu_classes[accelerator.mfu_class]
         self.fixed_mfu = resolved.mfu_override
-        self.base = mfu_class.base
-        self.reference = mfu_class.reference_chips
-        self.decay_log = math.log(resolved.decay_override or mfu_class.decay_per_doubling)
-        self.multislice = resolved["multislice_efficiency"]
+        self.catalog, self.accelerator = catalog, accelerator
+        self.fit = calibrated_fit(catalog)
+        self.parameters = spec.model.parameters
+        self.decay_override = resolved.decay_override
+        self.multislice_override = resolved.multislice_override
+        self._mfu_cache: dict[tuple[int, int], float] = {}
         self.goodput = resolved["goodput"]
         rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
         self.preemptions_per_host_hour = rate / 24.0
@@ -181,11 +184,12 @@ class TrainingModel:
     def mfu(self, chips: int, slices: int = 1) -> float:
         if self.fixed_mfu is not None:
             return self.fixed_mfu
-        value = self.base
-        if chips > self.reference:
-            value *= math.exp(self.decay_log * math.log2(chips / self.reference))
-        if slices > 1:
-            value *= self.multislice
+        key = (chips, slices)
+        value = self._mfu_cache.get(key)
+        if value is None:
+            value = self._mfu_cache[key] = predict(self.fit, self.catalog, self.accelerator, self.parameters, chips,
+                                                   slices, self.decay_override,
+                                                   self.multislice_override)
         return value
 
     def productivity(self, hosts: int) -> float:
@@ -313,7 +317,7 @@ class Evaluation:
     detail: dict[str, float | int | str] = field(default_factory=dict)
 
 
-def assumption_list(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,
+def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None) -> list[Assumption]:
     """Every number the estimate used, with where it came from."""
@@ -337,15 +341,19 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
         if spot:
             items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))
         return items
-    mfu_class = defaults.mfu_classes[accelerator.mfu_class]
+    fitted = calibrated_fit(catalog)
+    calibrated = f"MFU model fitted on {fitted.rows} published runs (policies/catalog/published_runs.yaml; " \
+                 f"{catalog.defaults.mfu_classes[accelerator.mfu_class].source})"
     if resolved.mfu_override is not None:
         mfu_source = OVERRIDE
         mfu_value = f"{resolved.mfu_override:g} (fixed)"
     else:
-        decay = resolved.decay_override or mfu_class.decay_per_doubling
-        mfu_source = mfu_class.source if resolved.decay_override is None else f"decay: {OVERRIDE}; base: {mfu_class.source}"
-        mfu_value = (f"{mfu_class.base:g} up to {mfu_class.reference_chips} chips, x{decay:g} per doubling "
-                     f"({accelerator.mfu_class})")
+        decay = resolved.decay_override or fitted.decay_per_doubling()
+        mfu = predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
+                      resolved.multislice_override)
+        mfu_source = calibrated if resolved.decay_override is None else f"decay: {OVERRIDE}; model: {calibrated}"
+        mfu_value = (f"{mfu:.3g} for {spec.model.parameters / 1e9:,.3g}B parameters on {chips:,} chips "
+                     f"(x{decay:.3g} per doubling of chips)")
     items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source="6 * parameters * tokens"),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
@@ -355,8 +363,11 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
     if factor != 1.0 or (spec.training is not None and spec.training.precision not in ("bf16", "fp16")):
         items.append(Assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
                                 value=factor, source=factor_source))
-    if slices > 1:
-        items.append(resolved.assumption("multislice_efficiency"))
+    if slices > 1 and resolved.mfu_override is None:
+        across = resolved.multislice_override
+        items.append(Assumption(name="multislice_efficiency",
+                                value=_round(across if across is not None else math.exp(fitted.multislice)),
+                                source=OVERRIDE if across is not None else calibrated))
     if spot:
         items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
                              source=resolved.preemption_sources.get(cloud, "")),

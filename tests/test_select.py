@@ -340,7 +340,7 @@ def brute_force(workload, catalog, objective):
             nodes = cap // offering.chips_per_host
             sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
         for spot in {"allowed": (False, True), "never": (False,), "required": (True,)}[workload.constraints.spot]:
-            model = TrainingModel(workload, resolved, catalog.defaults, accelerator, offering.cloud, spot)
+            model = TrainingModel(workload, resolved, catalog, accelerator, offering.cloud, spot)
             for region in offering.regions:
                 prices = offering.prices(region, spot)
                 if prices is None:
@@ -730,16 +730,22 @@ def test_a_serving_pin_too_slow_for_the_bound_says_the_p99_it_would_have(catalog
 def test_budget_rejections_show_enough_digits_to_tell_cost_and_budget_apart(catalog):
     import re
 
-    workload = spec(model={"parameters": "70B"}, training={"tokens": "2T", "framework": "jax"},
-                    constraints={"clouds": ["gcp"], "deadline_days": 30, "budget_usd": 5_836_000})
-    try:
-        rejected = choose(workload, catalog).rejected
-    except NoFeasibleOption as error:
-        rejected = error.rejected
-    pairs = {item["offering"]: match.groups() for item in rejected for reason in item["reasons"]
-             if (match := re.search(r"(\$[0-9,.]+[kMBT]?), over the (\$[0-9,.]+[kMBT]?) budget", reason))}
-    assert "gcp-tpu-v4" in pairs   # its smallest fleet costs within $2k of the budget: both read $5.84M rounded
-    assert all(cost != budget for cost, budget in pairs.values()), pairs
+    def rejected_pairs(budget: float) -> dict:
+        workload = spec(model={"parameters": "70B"}, training={"tokens": "2T", "framework": "jax"},
+                        constraints={"clouds": ["gcp"], "deadline_days": 30, "budget_usd": budget})
+        try:
+            rejected = choose(workload, catalog).rejected
+        except NoFeasibleOption as error:
+            rejected = error.rejected
+        return {item["offering"]: match.groups() for item in rejected for reason in item["reasons"]
+                if (match := re.search(r"(\$[0-9,.]+)([kM]?), over the (\$[0-9,.]+[kMBT]?) budget", reason))}
+
+    # A budget equal to the v4 fleet's cost rounded to three digits: both would read the same at that precision.
+    digits, unit = rejected_pairs(1.0)["gcp-tpu-v4"][:2]
+    budget = float(digits.strip("$").replace(",", "")) * {"": 1, "k": 1e3, "M": 1e6}[unit]
+    pairs = rejected_pairs(float(f"{budget:.3g}"))
+    assert "gcp-tpu-v4" in pairs
+    assert all(cost + unit != budget for cost, unit, budget in pairs.values()), pairs
 
 
 def test_sizing_reasons_count_chips_in_plain_words(catalog):

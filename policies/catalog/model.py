@@ -239,10 +239,29 @@ class AssumptionValue(StrictModel):
 
 
 class MfuClass(StrictModel):
-    base: float = Field(gt=0, le=1)
-    reference_chips: int = Field(gt=0)
-    decay_per_doubling: float = Field(gt=0, le=1)
+    """A family of accelerators sharing an MFU intercept (policies/calibration.py). A class with published runs
+    is calibrated on them; one without (`relative_to`) runs at `factor` times another class's MFU."""
+
+    description: str = Field(min_length=3)
+    relative_to: str | None = None
+    factor: float | None = Field(None, gt=0, le=1)
     source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _fallback_is_complete(self) -> "MfuClass":
+        if (self.relative_to is None) != (self.factor is None):
+            raise ValueError("give relative_to and factor together (an uncalibrated class) or neither")
+        return self
+
+
+class MfuModelSettings(StrictModel):
+    """How the MFU model is fitted on the published runs (policies/calibration.py)."""
+
+    accelerator_ridge: AssumptionValue
+    slope_ridge: AssumptionValue
+    max_mfu: AssumptionValue
+    same_as: dict[AcceleratorId, AcceleratorId] = Field(default_factory=dict)
+    same_as_source: str = Field(min_length=3)
 
 
 class TrainingDefaults(StrictModel):
@@ -253,7 +272,6 @@ class TrainingDefaults(StrictModel):
     checkpoint_interval_minutes: AssumptionValue
     restart_minutes: AssumptionValue
     default_deadline_days: AssumptionValue
-    multislice_efficiency: AssumptionValue
     max_fleet_chips: AssumptionValue
     fp8_speedup: AssumptionValue
     fp32_slowdown: AssumptionValue
@@ -347,6 +365,7 @@ class StorageDefaults(StrictModel):
 class Defaults(StrictModel):
     training: TrainingDefaults
     mfu_classes: dict[str, MfuClass] = Field(min_length=1)
+    mfu_model: MfuModelSettings
     preemptions_per_host_day: dict[Cloud, AssumptionValue]
     inference: InferenceDefaults
     storage: StorageDefaults
