@@ -13,6 +13,7 @@ from accel.policies.estimate import (
     Resolved,
     TrainingModel,
     assumption_list,
+    batch_chip_limit,
     deadline_hours,
     min_chips_for_memory,
     resolve,
@@ -52,6 +53,8 @@ class SearchContext:
     deadline_given: bool
     budget: float | None
     max_chips: int
+    batch_chips: int = 0          # most chips the global batch keeps busy (training)
+    batch_why: str = ""
     training_models: dict[tuple[str, str, bool], TrainingModel] = field(default_factory=dict)
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
@@ -120,7 +123,10 @@ def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> Sear
     resolved = resolve(spec, catalog.defaults)
     deadline_h, given = deadline_hours(spec, resolved)
     max_chips = spec.constraints.max_chips or int(resolved["max_fleet_chips"])
-    return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips)
+    batch_chips, batch_why = (batch_chip_limit(spec, resolved, catalog.defaults) if spec.kind != "inference"
+                              else (max_chips, ""))
+    return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips,
+                         batch_chips, batch_why)
 
 
 def to_option(candidate: Candidate, region: str) -> Option:

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from accel.policies.calibration import calibrated_fit, predict
-from accel.policies.catalog.model import Accelerator, Catalog, Defaults, FilesystemOffer
+from accel.policies.catalog.model import Accelerator, Catalog, Defaults, FilesystemOffer, rule_for
 from accel.policies.plan import Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
@@ -55,6 +55,7 @@ _TRAINING_KEYS = {
     "checkpoint_interval_minutes": "checkpoint_interval_minutes",
     "restart_minutes": "restart_minutes",
     "default_deadline_days": "default_deadline_days",
+    "time_objective_tolerance": "time_objective_tolerance",
 }
 _INFERENCE_KEYS = {
     "inference_bytes_per_parameter": "bytes_per_parameter",
@@ -83,7 +84,8 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
     for override_key, name in _TRAINING_KEYS.items():
         item = getattr(training, name)
         put(name, item.value, item.source, getattr(overrides, override_key))
-    for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown"):
+    for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown", "provisioning_minutes",
+                 "image_pull_minutes", "compile_minutes", "checkpoint_write_gbps_per_host"):
         item = getattr(training, name)
         put(name, item.value, item.source, None)
     inference = defaults.inference
@@ -118,6 +120,32 @@ def training_flops(spec: WorkloadSpec) -> float:
     """6*N*D: forward (2ND) plus backward (4ND) over every training token."""
     assert spec.training is not None
     return 6.0 * spec.model.parameters * spec.training.tokens
+
+
+def global_batch(spec: WorkloadSpec, defaults: Defaults) -> tuple[float, str]:
+    """(tokens per optimizer step, where it comes from): the workload's, else published practice by model size."""
+    assert spec.training is not None
+    if spec.training.global_batch_tokens is not None:
+        return spec.training.global_batch_tokens, "training.global_batch_tokens"
+    rule = rule_for(defaults.training.global_batch_tokens_by_size, spec.model.parameters)
+    return rule.value, rule.source
+
+
+def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults) -> tuple[int, str]:
+    """(most chips the global batch keeps busy, why): sequences per step x chips that can share a sequence."""
+    tokens, source = global_batch(spec, defaults)
+    sequences = max(1, math.floor(tokens / spec.model.sequence_length))
+    per_sequence = int(rule_for(defaults.training.chips_per_sequence_by_size, spec.model.parameters).value)
+    share = "one chip per sequence" if per_sequence == 1 else f"at most {per_sequence} chips share a sequence"
+    return sequences * per_sequence, (
+        f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequences of "
+        f"{spec.model.sequence_length:,} tokens and, for {spec.model.parameters / 1e9:,.3g}B parameters, {share}: "
+        f"more than {sequences * per_sequence:,} chips would idle")
+
+
+def checkpoint_bytes(spec: WorkloadSpec, defaults: Defaults) -> float:
+    """Bytes of one checkpoint: weights and optimizer state of the trained parameters."""
+    return spec.model.parameters * defaults.storage.checkpoint_bytes_per_parameter.value
 
 
 def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
@@ -180,6 +208,11 @@ class TrainingModel:
         rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
         self.preemptions_per_host_hour = rate / 24.0
         self.loss_hours = (resolved["restart_minutes"] + resolved["checkpoint_interval_minutes"] / 2.0) / 60.0
+        self.startup_fixed_hours = (resolved["provisioning_minutes"] + resolved["image_pull_minutes"]
+                                    + resolved["compile_minutes"]) / 60.0
+        self.checkpoint_bytes = checkpoint_bytes(spec, catalog.defaults)
+        self.write_bytes_per_host_hour = resolved["checkpoint_write_gbps_per_host"] * 1e9 * SECONDS_PER_HOUR
+        self.checkpoints_per_hour = 60.0 / resolved["checkpoint_interval_minutes"]
 
     def mfu(self, chips: int, slices: int = 1) -> float:
         if self.fixed_mfu is not None:
@@ -196,12 +229,26 @@ class TrainingModel:
         """Share of wall-clock not lost to spot preemptions: a synchronous job restarts when any host goes."""
         return 1.0 - hosts * self.preemptions_per_host_hour * self.loss_hours
 
-    def hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+    def checkpoint_hours(self, hosts: int) -> float:
+        """Wall-clock to write (or restore) one checkpoint, every host writing its shard in parallel."""
+        return self.checkpoint_bytes / (hosts * self.write_bytes_per_host_hour)
+
+    def startup_hours(self, hosts: int) -> float:
+        """Provisioning, image pull, compilation and restoring the checkpoint (or the base weights)."""
+        return self.startup_fixed_hours + self.checkpoint_hours(hosts)
+
+    def compute_hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+        """Training steps, checkpoint stalls and spot losses: everything but the start-up."""
         productive = self.productivity(hosts)
         if productive < MIN_SPOT_PRODUCTIVITY:
             return math.inf
         rate = chips * self.peak * self.mfu(chips, slices) * self.goodput * productive
-        return self.flops / rate / SECONDS_PER_HOUR
+        steps = self.flops / rate / SECONDS_PER_HOUR
+        stall_share = self.checkpoints_per_hour * self.checkpoint_hours(hosts)
+        return steps * (1.0 + stall_share)
+
+    def hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+        return self.startup_hours(hosts) + self.compute_hours(chips, hosts, slices)
 
 
 @dataclass(frozen=True)
@@ -359,6 +406,18 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
               resolved.assumption("activation_headroom"),
               Assumption(name="mfu", value=mfu_value, source=mfu_source),
               resolved.assumption("goodput")]
+    tokens, batch_source = global_batch(spec, catalog.defaults)
+    items += [Assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),
+              Assumption(name="chips_per_sequence",
+                         value=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
+                                        spec.model.parameters).value,
+                         source=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
+                                         spec.model.parameters).source),
+              resolved.assumption("provisioning_minutes"),
+              resolved.assumption("image_pull_minutes"),
+              resolved.assumption("compile_minutes"),
+              resolved.assumption("checkpoint_write_gbps_per_host"),
+              resolved.assumption("checkpoint_interval_minutes")]
     factor, factor_source = precision_factor(spec, resolved, accelerator)
     if factor != 1.0 or (spec.training is not None and spec.training.precision not in ("bf16", "fp16")):
         items.append(Assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
@@ -371,8 +430,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
     if spot:
         items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
                              source=resolved.preemption_sources.get(cloud, "")),
-                  resolved.assumption("restart_minutes"),
-                  resolved.assumption("checkpoint_interval_minutes")]
+                  resolved.assumption("restart_minutes")]
     if spec.constraints.deadline_days is None:
         items.append(resolved.assumption("default_deadline_days"))
     return items

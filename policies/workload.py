@@ -52,6 +52,9 @@ class TrainingSpec(StrictModel):
     tokens: PositiveQuantity = Field(description="Tokens to train on, e.g. 2T")
     framework: Literal["jax", "pytorch", "tensorflow", "pytorch-xla"] = "jax"
     precision: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    global_batch_tokens: PositiveQuantity | None = Field(
+        None, description="Tokens per optimizer step (e.g. 4M); bounds data parallelism. Default: by model size "
+                          "from published practice (policies/catalog/assumptions.yaml)")
 
 
 class InferenceSpec(StrictModel):
@@ -282,6 +285,8 @@ class AssumptionOverrides(StrictModel):
     replica_scaling_per_doubling: float | None = Field(None, gt=0, le=1,
                                                        description="Serving efficiency kept per doubling of a replica past 8 chips")
     min_replicas: int | None = Field(None, ge=1, description="Fewest serving replicas (availability)")
+    time_objective_tolerance: float | None = Field(
+        None, ge=0, le=1, description="--objective time takes the smallest fleet within this share of the fastest")
 
 
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"

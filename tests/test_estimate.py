@@ -12,6 +12,8 @@ from accel.policies.estimate import (
     InferenceModel,
     TrainingModel,
     assumption_list,
+    batch_chip_limit,
+    global_batch,
     filesystem_plan,
     min_chips_for_memory,
     resolve,
@@ -79,11 +81,42 @@ def test_a_workload_multislice_efficiency_replaces_the_fitted_one(catalog):
     assert m.mfu(512, slices=2) == pytest.approx(m.mfu(512) * 0.5)
 
 
-def test_time_is_flops_over_effective_throughput(catalog):
+def test_training_steps_take_flops_over_effective_throughput(catalog):
     spec = training()
     m = model(catalog, spec)
-    expected = 6 * 70e9 * 2e12 / (1024 * 989e12 * m.mfu(1024) * 0.9) / 3600
-    assert m.hours(1024, 128) == pytest.approx(expected)
+    steps = 6 * 70e9 * 2e12 / (1024 * 989e12 * m.mfu(1024) * 0.9) / 3600
+    checkpoint = 70e9 * 14 / (128 * 1e9 * 3600)       # 14 bytes/parameter written by 128 hosts at 1 GB/s each
+    assert m.compute_hours(1024, 128) == pytest.approx(steps * (1 + 2 * checkpoint))   # every 30 minutes
+
+
+def test_a_run_pays_provisioning_image_pull_compilation_and_restore_before_its_first_step(catalog):
+    m = model(catalog, training())
+    restore = 70e9 * 14 / (128 * 1e9 * 3600)
+    assert m.startup_hours(128) == pytest.approx((10 + 5 + 5) / 60 + restore)
+    assert m.hours(1024, 128) == pytest.approx(m.startup_hours(128) + m.compute_hours(1024, 128))
+
+
+def test_start_up_puts_a_floor_under_run_time_however_many_chips(catalog):
+    m = model(catalog, training("1B", "1B"))
+    assert m.hours(4096, 512) > (10 + 5 + 5) / 60
+
+
+@pytest.mark.parametrize("parameters, tokens", [("125M", 0.5e6), ("8B", 2e6), ("70B", 4e6), ("405B", 16e6)])
+def test_the_default_global_batch_follows_published_practice_by_model_size(catalog, parameters, tokens):
+    assert global_batch(training(parameters), catalog.defaults)[0] == tokens
+
+
+def test_a_workload_global_batch_replaces_the_default(catalog):
+    spec = training("8B", training={"tokens": "20B", "global_batch_tokens": "1M"})
+    assert global_batch(spec, catalog.defaults) == (1e6, "training.global_batch_tokens")
+
+
+def test_the_global_batch_bounds_the_chips_that_do_useful_work(catalog):
+    small = training("8B", model={"parameters": "8B", "sequence_length": 8192})
+    large = training("405B", model={"parameters": "405B", "sequence_length": 8192})
+    resolved = resolve(small, catalog.defaults)
+    assert batch_chip_limit(small, resolved, catalog.defaults)[0] == 2e6 // 8192          # one chip per sequence
+    assert batch_chip_limit(large, resolve(large, catalog.defaults), catalog.defaults)[0] == 16e6 // 8192 * 8
 
 
 def test_spot_loses_restart_plus_half_a_checkpoint_interval_per_preemption(catalog):

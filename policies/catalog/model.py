@@ -264,6 +264,28 @@ class MfuModelSettings(StrictModel):
     same_as_source: str = Field(min_length=3)
 
 
+class SizeRule(StrictModel):
+    """A default for models up to a size (None: any larger model), with where it comes from."""
+
+    up_to_parameters: float | None = Field(None, gt=0)
+    value: float = Field(gt=0)
+    source: str = Field(min_length=3)
+
+
+def _rules_cover_every_size(rules: list[SizeRule]) -> list[SizeRule]:
+    bounds = [r.up_to_parameters for r in rules]
+    if bounds[-1] is not None or any(b is None for b in bounds[:-1]):
+        raise ValueError("the last rule (only) has no up_to_parameters: it covers every larger model")
+    if bounds[:-1] != sorted(bounds[:-1]):  # type: ignore[type-var]
+        raise ValueError("rules go from the smallest models up")
+    return rules
+
+
+def rule_for(rules: list[SizeRule], parameters: float) -> SizeRule:
+    """The first rule whose size bound holds `parameters` (the last rule holds every size)."""
+    return next(r for r in rules if r.up_to_parameters is None or parameters <= r.up_to_parameters)
+
+
 class TrainingDefaults(StrictModel):
     bytes_per_parameter: AssumptionValue
     activation_headroom: AssumptionValue
@@ -275,6 +297,16 @@ class TrainingDefaults(StrictModel):
     max_fleet_chips: AssumptionValue
     fp8_speedup: AssumptionValue
     fp32_slowdown: AssumptionValue
+    provisioning_minutes: AssumptionValue
+    image_pull_minutes: AssumptionValue
+    compile_minutes: AssumptionValue
+    checkpoint_write_gbps_per_host: AssumptionValue
+    time_objective_tolerance: AssumptionValue
+    global_batch_tokens_by_size: list[SizeRule] = Field(min_length=1)
+    chips_per_sequence_by_size: list[SizeRule] = Field(min_length=1)
+
+    _batch_rules = field_validator("global_batch_tokens_by_size", "chips_per_sequence_by_size")(
+        classmethod(lambda cls, rules: _rules_cover_every_size(rules)))
 
 
 class InferenceDefaults(StrictModel):
