@@ -25,6 +25,7 @@ OVERRIDE = "workload override"
 MIN_SPOT_PRODUCTIVITY = 0.25
 SECONDS_PER_HOUR = 3600.0
 HOURS_PER_MONTH = 730.0   # the clouds' per-month storage prices are per 730 hours
+FROZEN_BYTES_PER_PARAMETER = 2.0   # a frozen weight is its bf16 copy only
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,6 @@ _TRAINING_KEYS = {
     "time_objective_tolerance": "time_objective_tolerance",
 }
 _INFERENCE_KEYS = {
-    "inference_bytes_per_parameter": "bytes_per_parameter",
     "hbm_bandwidth_efficiency": "hbm_bandwidth_efficiency",
     "inference_compute_efficiency": "compute_efficiency",
     "latency_p99_factor": "latency_p99_factor",
@@ -94,19 +94,31 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
         put(f"inference_{name}", item.value, item.source,
             getattr(overrides, override_key))
     put("max_replica_chips", inference.max_replica_chips.value, inference.max_replica_chips.source, None)
+    put("inference_prefill_efficiency", inference.prefill_efficiency.value, inference.prefill_efficiency.source, None)
+    precision = inference.precisions[serving_precision(spec)]
+    put("inference_bytes_per_parameter", precision.bytes_per_parameter, precision.source,
+        overrides.inference_bytes_per_parameter)
 
     parameters = spec.model.parameters
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
     else:
         layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
-        kv = 2 * layers * inference.kv_cache_width.value * 2
+        kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
-            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x 2 bytes; "
-            f"{inference.kv_cache_layers_per_cube_root.source}; {inference.kv_cache_width.source}", None)
-    put("context_tokens", spec.model.sequence_length,
-        "model.sequence_length: KV cache reserved per concurrent sequence", overrides.context_tokens)
-
+            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x "
+            f"{precision.kv_bytes_per_value:g} bytes; {inference.kv_cache_layers_per_cube_root.source}; "
+            f"{inference.kv_cache_width.source}", None)
+    section = spec.inference
+    if section is not None and section.prompt_tokens and section.output_tokens:
+        context, context_source = section.prompt_tokens + section.output_tokens, \
+            "inference.prompt_tokens + inference.output_tokens: KV cache reserved per concurrent sequence"
+        put("inference_prompt_tokens_per_output_token", section.prompt_tokens / section.output_tokens,
+            "inference.prompt_tokens / inference.output_tokens", None)
+    else:
+        context, context_source = spec.model.sequence_length, \
+            "model.sequence_length: KV cache reserved per concurrent sequence"
+    put("context_tokens", context, context_source, overrides.context_tokens)
     preemptions = {cloud: item.value for cloud, item in defaults.preemptions_per_host_day.items()}
     preemption_sources = {cloud: item.source for cloud, item in defaults.preemptions_per_host_day.items()}
     if overrides.preemptions_per_day is not None:
@@ -116,10 +128,20 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
                     overrides.multislice_efficiency)
 
 
+def serving_precision(spec: WorkloadSpec) -> str:
+    return spec.inference.precision if spec.inference is not None else "bf16"
+
+
 def training_flops(spec: WorkloadSpec) -> float:
-    """6*N*D: forward (2ND) plus backward (4ND) over every training token."""
-    assert spec.training is not None
-    return 6.0 * spec.model.parameters * spec.training.tokens
+    """(4 + 2f)*N*D: forward (2ND) and activation gradients (2ND) through every weight, weight gradients (2ND)
+    only for the trained share f (6ND for a full fine-tune or pretrain; ~4ND for LoRA)."""
+    assert spec.training is not None and spec.training.tokens is not None
+    return (4.0 + 2.0 * spec.training.trainable_fraction) * spec.model.parameters * spec.training.tokens
+
+
+def trained_parameters(spec: WorkloadSpec) -> float:
+    fraction = spec.training.trainable_fraction if spec.training is not None else 1.0
+    return spec.model.parameters * fraction
 
 
 def global_batch(spec: WorkloadSpec, defaults: Defaults) -> tuple[float, str]:
@@ -145,12 +167,16 @@ def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults)
 
 def checkpoint_bytes(spec: WorkloadSpec, defaults: Defaults) -> float:
     """Bytes of one checkpoint: weights and optimizer state of the trained parameters."""
-    return spec.model.parameters * defaults.storage.checkpoint_bytes_per_parameter.value
+    return trained_parameters(spec) * defaults.storage.checkpoint_bytes_per_parameter.value
 
 
 def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
-    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom."""
-    return spec.model.parameters * resolved["bytes_per_parameter"] * (1.0 + resolved["activation_headroom"])
+    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom. Frozen weights
+    (LoRA) keep only their bf16 copy: no gradients, master weights or optimizer state."""
+    trained = trained_parameters(spec)
+    frozen = spec.model.parameters - trained
+    state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
+    return state * (1.0 + resolved["activation_headroom"])
 
 
 def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> int:
@@ -211,6 +237,8 @@ class TrainingModel:
         self.startup_fixed_hours = (resolved["provisioning_minutes"] + resolved["image_pull_minutes"]
                                     + resolved["compile_minutes"]) / 60.0
         self.checkpoint_bytes = checkpoint_bytes(spec, catalog.defaults)
+        # A parameter-efficient fine-tune also loads the frozen base weights at start.
+        self.base_weight_bytes = (spec.model.parameters - trained_parameters(spec)) * FROZEN_BYTES_PER_PARAMETER
         self.write_bytes_per_host_hour = resolved["checkpoint_write_gbps_per_host"] * 1e9 * SECONDS_PER_HOUR
         self.checkpoints_per_hour = 60.0 / resolved["checkpoint_interval_minutes"]
 
@@ -235,7 +263,8 @@ class TrainingModel:
 
     def startup_hours(self, hosts: int) -> float:
         """Provisioning, image pull, compilation and restoring the checkpoint (or the base weights)."""
-        return self.startup_fixed_hours + self.checkpoint_hours(hosts)
+        restore = (self.checkpoint_bytes + self.base_weight_bytes) / (hosts * self.write_bytes_per_host_hour)
+        return self.startup_fixed_hours + restore
 
     def compute_hours(self, chips: int, hosts: int, slices: int = 1) -> float:
         """Training steps, checkpoint stalls and spot losses: everything but the start-up."""
@@ -269,13 +298,25 @@ class InferenceModel:
         assert spec.inference is not None
         parameters = spec.model.parameters
         self.flops_per_token = 2.0 * parameters
-        # Compute per generated token includes the prompt tokens prefilled alongside the decode steps.
-        self.step_flops_per_sequence = self.flops_per_token * (1.0 + resolved["inference_prompt_tokens_per_output_token"])
-        self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"]
-        self.kv_bytes_per_sequence = resolved["kv_cache_bytes_per_token"] * resolved["context_tokens"]
+        self.prompt_per_output = resolved["inference_prompt_tokens_per_output_token"]
+        # Compute per generated token, its share of the prompt's prefill included (what the fleet computes).
+        self.step_flops_per_sequence = self.flops_per_token * (1.0 + self.prompt_per_output)
+        # fp8 needs fp8 tensor cores; elsewhere the weights and KV cache are served at bf16.
+        self.fp8 = serving_precision(spec) == "fp8" and bool(accelerator.peak_fp8_tflops)
+        unsupported = serving_precision(spec) == "fp8" and not self.fp8
+        widen = 2.0 if unsupported else 1.0
+        self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
+        self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
+        context = resolved["context_tokens"]
+        self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
+        # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
+        output_share = 1.0 / (1.0 + self.prompt_per_output)
+        self.mean_context = context * (1.0 - output_share / 2.0)
         self.usable_hbm = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
         self.bandwidth = accelerator.hbm_gbps * 1e9 * resolved["inference_hbm_bandwidth_efficiency"]
-        self.compute = accelerator.peak_bf16_tflops * 1e12 * resolved["inference_compute_efficiency"]
+        peak = (accelerator.peak_fp8_tflops if self.fp8 else accelerator.peak_bf16_tflops) * 1e12
+        self.compute = peak * resolved["inference_compute_efficiency"]
+        self.prefill_compute = peak * resolved["inference_prefill_efficiency"]
         self.p99_bound_ms = spec.inference.p99_latency_ms
         self.p99_factor = resolved["inference_latency_p99_factor"]
         self.step_limit = self.p99_bound_ms / 1000.0 / self.p99_factor
@@ -287,17 +328,17 @@ class InferenceModel:
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
     def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
+        """Time between two tokens of one sequence at `batch`: a decode step (memory-bandwidth-bound reading
+        the weights and the batch's KV cache, or compute-bound at 2N FLOPs per sequence) plus the prefill of
+        the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token), interleaved."""
         scale = chips * self.efficiency(chips)
-        memory = (self.weight_bytes + batch * self.kv_bytes_per_sequence) / (scale * self.bandwidth)
-        compute = batch * self.step_flops_per_sequence / (scale * self.compute)
-        return (memory, "memory-bandwidth") if memory >= compute else (compute, "compute")
-
-    def too_slow(self, step_seconds: float, replica: str = "it") -> str:
-        """Why a decode step of `step_seconds` at batch 1 misses the bound: the step, and the p99 latency
-        (step x latency_p99_factor) it gives `replica`, which is what the bound is compared with."""
-        return (f"one decode step takes {step_seconds * 1000:.0f} ms even at batch 1; x{self.p99_factor:g} "
-                f"latency_p99_factor makes {replica} {step_seconds * self.p99_factor * 1000:.0f} ms per token at p99, "
-                f"over the {self.p99_bound_ms:g} ms bound")
+        memory = (self.weight_bytes + batch * self.kv_bytes_per_token * self.mean_context) / (scale * self.bandwidth)
+        compute = batch * self.flops_per_token / (scale * self.compute)
+        prefill = batch * self.flops_per_token * self.prompt_per_output / (scale * self.prefill_compute)
+        decode, bound = (memory, "memory-bandwidth") if memory >= compute else (compute, "compute")
+        if prefill > decode:
+            bound = "prefill compute"
+        return decode + prefill, bound
 
     def replica(self, chips: int) -> tuple[Replica | None, str]:
         """The best replica of `chips` chips, or None and why it cannot serve."""
@@ -307,15 +348,27 @@ class InferenceModel:
         by_memory = math.floor(free / self.kv_bytes_per_sequence)
         if by_memory < 1:
             return None, "no room for a single sequence's KV cache"
-        scale = chips * self.efficiency(chips)
-        by_latency_memory = (self.step_limit * scale * self.bandwidth - self.weight_bytes) / self.kv_bytes_per_sequence
-        by_latency_compute = self.step_limit * scale * self.compute / self.step_flops_per_sequence
-        batch = math.floor(min(by_memory, by_latency_memory, by_latency_compute))
-        if batch < 1:
-            step, _ = self.step_seconds(chips, 1)
-            return None, self.too_slow(step)
-        step, bound = self.step_seconds(chips, batch)
-        return Replica(chips, batch, step, batch / step, bound), ""
+        step_one, _ = self.step_seconds(chips, 1)
+        if step_one > self.step_limit:
+            return None, self.too_slow(step_one)
+        # The step grows linearly with the batch: the largest batch within the latency bound, by bisection.
+        lo, hi = 1, by_memory
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.step_seconds(chips, mid)[0] <= self.step_limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        step, bound = self.step_seconds(chips, lo)
+        return Replica(chips, lo, step, lo / step, bound), ""
+
+    def too_slow(self, step_seconds: float, replica: str = "it") -> str:
+        """Why a decode step of `step_seconds` at batch 1 misses the bound: the step, and the p99 latency
+        (step x latency_p99_factor) it gives `replica`, which is what the bound is compared with."""
+        return (f"one decode step takes {step_seconds * 1000:.0f} ms even at batch 1; x{self.p99_factor:g} "
+                f"latency_p99_factor makes {replica} {step_seconds * self.p99_factor * 1000:.0f} ms per token at p99, "
+                f"over the {self.p99_bound_ms:g} ms bound")
+
 
 
 def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd: float,
@@ -376,7 +429,14 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
              Assumption(name="price", value=str(detail.get("price", "")), source=price_source),
              resolved.assumption("hbm_usable_fraction")]
     if spec.kind == "inference":
-        items += [resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
+        chosen = serving_precision(spec)
+        precision = catalog.defaults.inference.precisions[chosen]
+        served = chosen if not (precision.needs_fp8 and not accelerator.peak_fp8_tflops) else "bf16"
+        note = "" if served == chosen else f"; {accelerator.id} has no fp8 tensor cores: served at bf16"
+        items += [Assumption(name="serving precision", value=served,
+                             source=f"inference.precision {chosen}: {precision.quality}{note}"),
+                  resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
+                  resolved.assumption("inference_prefill_efficiency", "prefill_efficiency"),
                   resolved.assumption("kv_cache_bytes_per_token"),
                   resolved.assumption("context_tokens"),
                   resolved.assumption("inference_hbm_bandwidth_efficiency", "hbm_bandwidth_efficiency"),
@@ -401,7 +461,11 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
         mfu_source = calibrated if resolved.decay_override is None else f"decay: {OVERRIDE}; model: {calibrated}"
         mfu_value = (f"{mfu:.3g} for {spec.model.parameters / 1e9:,.3g}B parameters on {chips:,} chips "
                      f"(x{decay:.3g} per doubling of chips)")
-    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source="6 * parameters * tokens"),
+    fraction = spec.training.trainable_fraction if spec.training is not None else 1.0
+    flops_rule = ("6 * parameters * tokens" if fraction == 1 else
+                  f"(4 + 2 x {fraction:g} trained) * parameters * tokens: a parameter-efficient fine-tune skips the "
+                  "frozen weights' gradients and optimizer state")
+    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source=flops_rule),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
               Assumption(name="mfu", value=mfu_value, source=mfu_source),

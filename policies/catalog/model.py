@@ -309,8 +309,17 @@ class TrainingDefaults(StrictModel):
         classmethod(lambda cls, rules: _rules_cover_every_size(rules)))
 
 
+class ServingPrecision(StrictModel):
+    bytes_per_parameter: float = Field(gt=0)
+    kv_bytes_per_value: float = Field(gt=0)
+    needs_fp8: bool = Field(description="Only on chips with fp8 tensor cores; elsewhere served at bf16")
+    quality: str = Field(min_length=3)
+    source: str = Field(min_length=3)
+
+
 class InferenceDefaults(StrictModel):
-    bytes_per_parameter: AssumptionValue
+    precisions: dict[Literal["bf16", "fp16", "fp8", "int8"], ServingPrecision]
+    prefill_efficiency: AssumptionValue
     kv_cache_layers_per_cube_root: AssumptionValue
     kv_cache_width: AssumptionValue
     hbm_bandwidth_efficiency: AssumptionValue
