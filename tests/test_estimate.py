@@ -18,6 +18,7 @@ from accel.policies.estimate import (
     min_chips_for_memory,
     resolve,
     training_flops,
+    training_memory_bytes,
 )
 from accel.policies.workload import workload_from_mapping
 
@@ -297,3 +298,37 @@ def test_a_replica_too_slow_at_batch_one_states_the_p99_it_compares_with_the_bou
     step, factor, p99 = re.fullmatch(r"one decode step takes (\d+) ms even at batch 1; x([\d.]+) latency_p99_factor "
                                      r"makes it (\d+) ms per token at p99, over the 80 ms bound", reason).groups()
     assert float(factor) == 1.3 and int(p99) > 80 and abs(int(p99) - int(step) * 1.3) <= 1
+
+
+def test_a_lora_fine_tune_holds_frozen_weights_without_optimizer_state(catalog):
+    full = training("70B", training={"tokens": "1B", "framework": "jax"}, kind="finetune")
+    lora = training("70B", training={"tokens": "1B", "framework": "jax", "trainable_fraction": 0.01},
+                    kind="finetune")
+    resolved = resolve(lora, catalog.defaults)
+    assert training_memory_bytes(lora, resolved) == pytest.approx(
+        (0.7e9 * 16 + 69.3e9 * 2) * 1.25)
+    assert training_memory_bytes(lora, resolved) < training_memory_bytes(full, resolve(full, catalog.defaults)) / 5
+
+
+def test_a_lora_fine_tune_skips_the_frozen_weights_gradients(catalog):
+    lora = training("8B", training={"tokens": "1B", "framework": "jax", "trainable_fraction": 0.01},
+                    kind="finetune")
+    assert training_flops(lora) == pytest.approx((4 + 2 * 0.01) * 8e9 * 1e9)
+
+
+def test_fp8_serving_halves_the_weight_bytes_only_on_chips_with_fp8_tensor_cores(catalog):
+    fp8 = serving("70B", inference={"tokens_per_second": 1000, "precision": "fp8"})
+    bf16 = serving("70B")
+    h100, v5e = catalog.accelerator("h100-80gb"), catalog.accelerator("tpu-v5e")
+    assert InferenceModel(fp8, resolve(fp8, catalog.defaults), h100).weight_bytes == pytest.approx(70e9)
+    assert InferenceModel(fp8, resolve(fp8, catalog.defaults), v5e).weight_bytes == pytest.approx(
+        InferenceModel(bf16, resolve(bf16, catalog.defaults), v5e).weight_bytes)
+
+
+def test_decode_is_memory_bound_and_prefill_heavy_traffic_is_compute_bound(catalog):
+    chat = serving("8B", inference={"tokens_per_second": 1000, "prompt_tokens": 128, "output_tokens": 2048})
+    summarise = serving("8B", inference={"tokens_per_second": 1000, "prompt_tokens": 8192, "output_tokens": 64})
+    h100 = catalog.accelerator("h100-80gb")
+    assert InferenceModel(chat, resolve(chat, catalog.defaults), h100).step_seconds(1, 8)[1] == "memory-bandwidth"
+    assert InferenceModel(summarise, resolve(summarise, catalog.defaults), h100).step_seconds(1, 64)[1] == \
+        "prefill compute"
