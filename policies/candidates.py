@@ -13,6 +13,7 @@ from accel.policies.estimate import (
     Resolved,
     TrainingModel,
     assumption_list,
+    batch_chip_limit,
     deadline_hours,
     min_chips_for_memory,
     resolve,
@@ -52,6 +53,8 @@ class SearchContext:
     deadline_given: bool
     budget: float | None
     max_chips: int
+    batch_chips: int = 0          # most chips the global batch keeps busy (training)
+    batch_why: str = ""
     training_models: dict[tuple[str, str, bool], TrainingModel] = field(default_factory=dict)
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
@@ -64,7 +67,7 @@ class SearchContext:
         key = (offering.accelerator, offering.cloud, spot)
         model = self.training_models.get(key)
         if model is None:
-            model = TrainingModel(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+            model = TrainingModel(self.spec, self.resolved, self.catalog, self.accelerator(offering),
                                   offering.cloud, spot)
             self.training_models[key] = model
         return model
@@ -120,7 +123,10 @@ def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> Sear
     resolved = resolve(spec, catalog.defaults)
     deadline_h, given = deadline_hours(spec, resolved)
     max_chips = spec.constraints.max_chips or int(resolved["max_fleet_chips"])
-    return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips)
+    batch_chips, batch_why = (batch_chip_limit(spec, resolved, catalog.defaults) if spec.kind != "inference"
+                              else (max_chips, ""))
+    return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips,
+                         batch_chips, batch_why)
 
 
 def to_option(candidate: Candidate, region: str) -> Option:
@@ -166,7 +172,7 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         price_source += f"; host: {candidate.host_price.source} (as of {candidate.host_price.as_of})"
     detail = dict(e.detail)
     detail["price"] = price_text
-    assumptions = assumption_list(spec, ctx.resolved, ctx.catalog.defaults, accelerator, candidate.offering.cloud,
+    assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
                                   candidate.spot, option.chips, option.slices, price_source, detail)
     if spec.kind == "inference":
         assert spec.inference is not None

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from accel.policies.catalog.model import Accelerator, Defaults, FilesystemOffer
+from accel.policies.calibration import calibrated_fit, predict
+from accel.policies.catalog.model import Accelerator, Catalog, Defaults, FilesystemOffer, rule_for
 from accel.policies.plan import Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
@@ -24,6 +25,7 @@ OVERRIDE = "workload override"
 MIN_SPOT_PRODUCTIVITY = 0.25
 SECONDS_PER_HOUR = 3600.0
 HOURS_PER_MONTH = 730.0   # the clouds' per-month storage prices are per 730 hours
+FROZEN_BYTES_PER_PARAMETER = 2.0   # a frozen weight is its bf16 copy only
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Resolved:
     preemption_sources: dict[str, str]
     mfu_override: float | None
     decay_override: float | None
+    multislice_override: float | None = None
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -53,10 +56,9 @@ _TRAINING_KEYS = {
     "checkpoint_interval_minutes": "checkpoint_interval_minutes",
     "restart_minutes": "restart_minutes",
     "default_deadline_days": "default_deadline_days",
-    "multislice_efficiency": "multislice_efficiency",
+    "time_objective_tolerance": "time_objective_tolerance",
 }
 _INFERENCE_KEYS = {
-    "inference_bytes_per_parameter": "bytes_per_parameter",
     "hbm_bandwidth_efficiency": "hbm_bandwidth_efficiency",
     "inference_compute_efficiency": "compute_efficiency",
     "latency_p99_factor": "latency_p99_factor",
@@ -82,7 +84,8 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
     for override_key, name in _TRAINING_KEYS.items():
         item = getattr(training, name)
         put(name, item.value, item.source, getattr(overrides, override_key))
-    for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown"):
+    for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown", "provisioning_minutes",
+                 "image_pull_minutes", "compile_minutes", "checkpoint_write_gbps_per_host"):
         item = getattr(training, name)
         put(name, item.value, item.source, None)
     inference = defaults.inference
@@ -91,36 +94,89 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
         put(f"inference_{name}", item.value, item.source,
             getattr(overrides, override_key))
     put("max_replica_chips", inference.max_replica_chips.value, inference.max_replica_chips.source, None)
+    put("inference_prefill_efficiency", inference.prefill_efficiency.value, inference.prefill_efficiency.source, None)
+    precision = inference.precisions[serving_precision(spec)]
+    put("inference_bytes_per_parameter", precision.bytes_per_parameter, precision.source,
+        overrides.inference_bytes_per_parameter)
 
     parameters = spec.model.parameters
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
     else:
         layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
-        kv = 2 * layers * inference.kv_cache_width.value * 2
+        kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
-            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x 2 bytes; "
-            f"{inference.kv_cache_layers_per_cube_root.source}; {inference.kv_cache_width.source}", None)
-    put("context_tokens", spec.model.sequence_length,
-        "model.sequence_length: KV cache reserved per concurrent sequence", overrides.context_tokens)
-
+            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x "
+            f"{precision.kv_bytes_per_value:g} bytes; {inference.kv_cache_layers_per_cube_root.source}; "
+            f"{inference.kv_cache_width.source}", None)
+    section = spec.inference
+    if section is not None and section.prompt_tokens and section.output_tokens:
+        context, context_source = section.prompt_tokens + section.output_tokens, \
+            "inference.prompt_tokens + inference.output_tokens: KV cache reserved per concurrent sequence"
+        put("inference_prompt_tokens_per_output_token", section.prompt_tokens / section.output_tokens,
+            "inference.prompt_tokens / inference.output_tokens", None)
+    else:
+        context, context_source = spec.model.sequence_length, \
+            "model.sequence_length: KV cache reserved per concurrent sequence"
+    put("context_tokens", context, context_source, overrides.context_tokens)
     preemptions = {cloud: item.value for cloud, item in defaults.preemptions_per_host_day.items()}
     preemption_sources = {cloud: item.source for cloud, item in defaults.preemptions_per_host_day.items()}
     if overrides.preemptions_per_day is not None:
         preemptions = {cloud: float(overrides.preemptions_per_day) for cloud in preemptions}
         preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
-    return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling)
+    return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
+                    overrides.multislice_efficiency)
+
+
+def serving_precision(spec: WorkloadSpec) -> str:
+    return spec.inference.precision if spec.inference is not None else "bf16"
 
 
 def training_flops(spec: WorkloadSpec) -> float:
-    """6*N*D: forward (2ND) plus backward (4ND) over every training token."""
+    """(4 + 2f)*N*D: forward (2ND) and activation gradients (2ND) through every weight, weight gradients (2ND)
+    only for the trained share f (6ND for a full fine-tune or pretrain; ~4ND for LoRA)."""
+    assert spec.training is not None and spec.training.tokens is not None
+    return (4.0 + 2.0 * spec.training.trainable_fraction) * spec.model.parameters * spec.training.tokens
+
+
+def trained_parameters(spec: WorkloadSpec) -> float:
+    fraction = spec.training.trainable_fraction if spec.training is not None else 1.0
+    return spec.model.parameters * fraction
+
+
+def global_batch(spec: WorkloadSpec, defaults: Defaults) -> tuple[float, str]:
+    """(tokens per optimizer step, where it comes from): the workload's, else published practice by model size."""
     assert spec.training is not None
-    return 6.0 * spec.model.parameters * spec.training.tokens
+    if spec.training.global_batch_tokens is not None:
+        return spec.training.global_batch_tokens, "training.global_batch_tokens"
+    rule = rule_for(defaults.training.global_batch_tokens_by_size, spec.model.parameters)
+    return rule.value, rule.source
+
+
+def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults) -> tuple[int, str]:
+    """(most chips the global batch keeps busy, why): sequences per step x chips that can share a sequence."""
+    tokens, source = global_batch(spec, defaults)
+    sequences = max(1, math.floor(tokens / spec.model.sequence_length))
+    per_sequence = int(rule_for(defaults.training.chips_per_sequence_by_size, spec.model.parameters).value)
+    share = "one chip per sequence" if per_sequence == 1 else f"at most {per_sequence} chips share a sequence"
+    return sequences * per_sequence, (
+        f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequences of "
+        f"{spec.model.sequence_length:,} tokens and, for {spec.model.parameters / 1e9:,.3g}B parameters, {share}: "
+        f"more than {sequences * per_sequence:,} chips would idle")
+
+
+def checkpoint_bytes(spec: WorkloadSpec, defaults: Defaults) -> float:
+    """Bytes of one checkpoint: weights and optimizer state of the trained parameters."""
+    return trained_parameters(spec) * defaults.storage.checkpoint_bytes_per_parameter.value
 
 
 def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
-    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom."""
-    return spec.model.parameters * resolved["bytes_per_parameter"] * (1.0 + resolved["activation_headroom"])
+    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom. Frozen weights
+    (LoRA) keep only their bf16 copy: no gradients, master weights or optimizer state."""
+    trained = trained_parameters(spec)
+    frozen = spec.model.parameters - trained
+    state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
+    return state * (1.0 + resolved["activation_headroom"])
 
 
 def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> int:
@@ -162,42 +218,66 @@ def precision_factor(spec: WorkloadSpec, resolved: Resolved, accelerator: Accele
 class TrainingModel:
     """Time of one training run on one accelerator type, as a function of fleet size."""
 
-    def __init__(self, spec: WorkloadSpec, resolved: Resolved, defaults: Defaults,
+    def __init__(self, spec: WorkloadSpec, resolved: Resolved, catalog: Catalog,
                  accelerator: Accelerator, cloud: str, spot: bool) -> None:
         self.flops = training_flops(spec)
         factor, _ = precision_factor(spec, resolved, accelerator)
         self.peak = accelerator.peak_bf16_tflops * 1e12 * factor
-        mfu_class = defaults.mfu_classes[accelerator.mfu_class]
         self.fixed_mfu = resolved.mfu_override
-        self.base = mfu_class.base
-        self.reference = mfu_class.reference_chips
-        self.decay_log = math.log(resolved.decay_override or mfu_class.decay_per_doubling)
-        self.multislice = resolved["multislice_efficiency"]
+        self.catalog, self.accelerator = catalog, accelerator
+        self.fit = calibrated_fit(catalog)
+        self.parameters = spec.model.parameters
+        self.decay_override = resolved.decay_override
+        self.multislice_override = resolved.multislice_override
+        self._mfu_cache: dict[tuple[int, int], float] = {}
         self.goodput = resolved["goodput"]
         rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
         self.preemptions_per_host_hour = rate / 24.0
         self.loss_hours = (resolved["restart_minutes"] + resolved["checkpoint_interval_minutes"] / 2.0) / 60.0
+        self.startup_fixed_hours = (resolved["provisioning_minutes"] + resolved["image_pull_minutes"]
+                                    + resolved["compile_minutes"]) / 60.0
+        self.checkpoint_bytes = checkpoint_bytes(spec, catalog.defaults)
+        # A parameter-efficient fine-tune also loads the frozen base weights at start.
+        self.base_weight_bytes = (spec.model.parameters - trained_parameters(spec)) * FROZEN_BYTES_PER_PARAMETER
+        self.write_bytes_per_host_hour = resolved["checkpoint_write_gbps_per_host"] * 1e9 * SECONDS_PER_HOUR
+        self.checkpoints_per_hour = 60.0 / resolved["checkpoint_interval_minutes"]
 
     def mfu(self, chips: int, slices: int = 1) -> float:
         if self.fixed_mfu is not None:
             return self.fixed_mfu
-        value = self.base
-        if chips > self.reference:
-            value *= math.exp(self.decay_log * math.log2(chips / self.reference))
-        if slices > 1:
-            value *= self.multislice
+        key = (chips, slices)
+        value = self._mfu_cache.get(key)
+        if value is None:
+            value = self._mfu_cache[key] = predict(self.fit, self.catalog, self.accelerator, self.parameters, chips,
+                                                   slices, self.decay_override,
+                                                   self.multislice_override)
         return value
 
     def productivity(self, hosts: int) -> float:
         """Share of wall-clock not lost to spot preemptions: a synchronous job restarts when any host goes."""
         return 1.0 - hosts * self.preemptions_per_host_hour * self.loss_hours
 
-    def hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+    def checkpoint_hours(self, hosts: int) -> float:
+        """Wall-clock to write (or restore) one checkpoint, every host writing its shard in parallel."""
+        return self.checkpoint_bytes / (hosts * self.write_bytes_per_host_hour)
+
+    def startup_hours(self, hosts: int) -> float:
+        """Provisioning, image pull, compilation and restoring the checkpoint (or the base weights)."""
+        restore = (self.checkpoint_bytes + self.base_weight_bytes) / (hosts * self.write_bytes_per_host_hour)
+        return self.startup_fixed_hours + restore
+
+    def compute_hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+        """Training steps, checkpoint stalls and spot losses: everything but the start-up."""
         productive = self.productivity(hosts)
         if productive < MIN_SPOT_PRODUCTIVITY:
             return math.inf
         rate = chips * self.peak * self.mfu(chips, slices) * self.goodput * productive
-        return self.flops / rate / SECONDS_PER_HOUR
+        steps = self.flops / rate / SECONDS_PER_HOUR
+        stall_share = self.checkpoints_per_hour * self.checkpoint_hours(hosts)
+        return steps * (1.0 + stall_share)
+
+    def hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+        return self.startup_hours(hosts) + self.compute_hours(chips, hosts, slices)
 
 
 @dataclass(frozen=True)
@@ -218,13 +298,25 @@ class InferenceModel:
         assert spec.inference is not None
         parameters = spec.model.parameters
         self.flops_per_token = 2.0 * parameters
-        # Compute per generated token includes the prompt tokens prefilled alongside the decode steps.
-        self.step_flops_per_sequence = self.flops_per_token * (1.0 + resolved["inference_prompt_tokens_per_output_token"])
-        self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"]
-        self.kv_bytes_per_sequence = resolved["kv_cache_bytes_per_token"] * resolved["context_tokens"]
+        self.prompt_per_output = resolved["inference_prompt_tokens_per_output_token"]
+        # Compute per generated token, its share of the prompt's prefill included (what the fleet computes).
+        self.step_flops_per_sequence = self.flops_per_token * (1.0 + self.prompt_per_output)
+        # fp8 needs fp8 tensor cores; elsewhere the weights and KV cache are served at bf16.
+        self.fp8 = serving_precision(spec) == "fp8" and bool(accelerator.peak_fp8_tflops)
+        unsupported = serving_precision(spec) == "fp8" and not self.fp8
+        widen = 2.0 if unsupported else 1.0
+        self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
+        self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
+        context = resolved["context_tokens"]
+        self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
+        # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
+        output_share = 1.0 / (1.0 + self.prompt_per_output)
+        self.mean_context = context * (1.0 - output_share / 2.0)
         self.usable_hbm = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
         self.bandwidth = accelerator.hbm_gbps * 1e9 * resolved["inference_hbm_bandwidth_efficiency"]
-        self.compute = accelerator.peak_bf16_tflops * 1e12 * resolved["inference_compute_efficiency"]
+        peak = (accelerator.peak_fp8_tflops if self.fp8 else accelerator.peak_bf16_tflops) * 1e12
+        self.compute = peak * resolved["inference_compute_efficiency"]
+        self.prefill_compute = peak * resolved["inference_prefill_efficiency"]
         self.p99_bound_ms = spec.inference.p99_latency_ms
         self.p99_factor = resolved["inference_latency_p99_factor"]
         self.step_limit = self.p99_bound_ms / 1000.0 / self.p99_factor
@@ -236,17 +328,17 @@ class InferenceModel:
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
     def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
+        """Time between two tokens of one sequence at `batch`: a decode step (memory-bandwidth-bound reading
+        the weights and the batch's KV cache, or compute-bound at 2N FLOPs per sequence) plus the prefill of
+        the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token), interleaved."""
         scale = chips * self.efficiency(chips)
-        memory = (self.weight_bytes + batch * self.kv_bytes_per_sequence) / (scale * self.bandwidth)
-        compute = batch * self.step_flops_per_sequence / (scale * self.compute)
-        return (memory, "memory-bandwidth") if memory >= compute else (compute, "compute")
-
-    def too_slow(self, step_seconds: float, replica: str = "it") -> str:
-        """Why a decode step of `step_seconds` at batch 1 misses the bound: the step, and the p99 latency
-        (step x latency_p99_factor) it gives `replica`, which is what the bound is compared with."""
-        return (f"one decode step takes {step_seconds * 1000:.0f} ms even at batch 1; x{self.p99_factor:g} "
-                f"latency_p99_factor makes {replica} {step_seconds * self.p99_factor * 1000:.0f} ms per token at p99, "
-                f"over the {self.p99_bound_ms:g} ms bound")
+        memory = (self.weight_bytes + batch * self.kv_bytes_per_token * self.mean_context) / (scale * self.bandwidth)
+        compute = batch * self.flops_per_token / (scale * self.compute)
+        prefill = batch * self.flops_per_token * self.prompt_per_output / (scale * self.prefill_compute)
+        decode, bound = (memory, "memory-bandwidth") if memory >= compute else (compute, "compute")
+        if prefill > decode:
+            bound = "prefill compute"
+        return decode + prefill, bound
 
     def replica(self, chips: int) -> tuple[Replica | None, str]:
         """The best replica of `chips` chips, or None and why it cannot serve."""
@@ -256,15 +348,27 @@ class InferenceModel:
         by_memory = math.floor(free / self.kv_bytes_per_sequence)
         if by_memory < 1:
             return None, "no room for a single sequence's KV cache"
-        scale = chips * self.efficiency(chips)
-        by_latency_memory = (self.step_limit * scale * self.bandwidth - self.weight_bytes) / self.kv_bytes_per_sequence
-        by_latency_compute = self.step_limit * scale * self.compute / self.step_flops_per_sequence
-        batch = math.floor(min(by_memory, by_latency_memory, by_latency_compute))
-        if batch < 1:
-            step, _ = self.step_seconds(chips, 1)
-            return None, self.too_slow(step)
-        step, bound = self.step_seconds(chips, batch)
-        return Replica(chips, batch, step, batch / step, bound), ""
+        step_one, _ = self.step_seconds(chips, 1)
+        if step_one > self.step_limit:
+            return None, self.too_slow(step_one)
+        # The step grows linearly with the batch: the largest batch within the latency bound, by bisection.
+        lo, hi = 1, by_memory
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.step_seconds(chips, mid)[0] <= self.step_limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        step, bound = self.step_seconds(chips, lo)
+        return Replica(chips, lo, step, lo / step, bound), ""
+
+    def too_slow(self, step_seconds: float, replica: str = "it") -> str:
+        """Why a decode step of `step_seconds` at batch 1 misses the bound: the step, and the p99 latency
+        (step x latency_p99_factor) it gives `replica`, which is what the bound is compared with."""
+        return (f"one decode step takes {step_seconds * 1000:.0f} ms even at batch 1; x{self.p99_factor:g} "
+                f"latency_p99_factor makes {replica} {step_seconds * self.p99_factor * 1000:.0f} ms per token at p99, "
+                f"over the {self.p99_bound_ms:g} ms bound")
+
 
 
 def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd: float,
@@ -313,7 +417,7 @@ class Evaluation:
     detail: dict[str, float | int | str] = field(default_factory=dict)
 
 
-def assumption_list(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,
+def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None) -> list[Assumption]:
     """Every number the estimate used, with where it came from."""
@@ -325,7 +429,14 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
              Assumption(name="price", value=str(detail.get("price", "")), source=price_source),
              resolved.assumption("hbm_usable_fraction")]
     if spec.kind == "inference":
-        items += [resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
+        chosen = serving_precision(spec)
+        precision = catalog.defaults.inference.precisions[chosen]
+        served = chosen if not (precision.needs_fp8 and not accelerator.peak_fp8_tflops) else "bf16"
+        note = "" if served == chosen else f"; {accelerator.id} has no fp8 tensor cores: served at bf16"
+        items += [Assumption(name="serving precision", value=served,
+                             source=f"inference.precision {chosen}: {precision.quality}{note}"),
+                  resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
+                  resolved.assumption("inference_prefill_efficiency", "prefill_efficiency"),
                   resolved.assumption("kv_cache_bytes_per_token"),
                   resolved.assumption("context_tokens"),
                   resolved.assumption("inference_hbm_bandwidth_efficiency", "hbm_bandwidth_efficiency"),
@@ -337,31 +448,53 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
         if spot:
             items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))
         return items
-    mfu_class = defaults.mfu_classes[accelerator.mfu_class]
+    fitted = calibrated_fit(catalog)
+    calibrated = f"MFU model fitted on {fitted.rows} published runs (policies/catalog/published_runs.yaml; " \
+                 f"{catalog.defaults.mfu_classes[accelerator.mfu_class].source})"
     if resolved.mfu_override is not None:
         mfu_source = OVERRIDE
         mfu_value = f"{resolved.mfu_override:g} (fixed)"
     else:
-        decay = resolved.decay_override or mfu_class.decay_per_doubling
-        mfu_source = mfu_class.source if resolved.decay_override is None else f"decay: {OVERRIDE}; base: {mfu_class.source}"
-        mfu_value = (f"{mfu_class.base:g} up to {mfu_class.reference_chips} chips, x{decay:g} per doubling "
-                     f"({accelerator.mfu_class})")
-    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source="6 * parameters * tokens"),
+        decay = resolved.decay_override or fitted.decay_per_doubling()
+        mfu = predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
+                      resolved.multislice_override)
+        mfu_source = calibrated if resolved.decay_override is None else f"decay: {OVERRIDE}; model: {calibrated}"
+        mfu_value = (f"{mfu:.3g} for {spec.model.parameters / 1e9:,.3g}B parameters on {chips:,} chips "
+                     f"(x{decay:.3g} per doubling of chips)")
+    fraction = spec.training.trainable_fraction if spec.training is not None else 1.0
+    flops_rule = ("6 * parameters * tokens" if fraction == 1 else
+                  f"(4 + 2 x {fraction:g} trained) * parameters * tokens: a parameter-efficient fine-tune skips the "
+                  "frozen weights' gradients and optimizer state")
+    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source=flops_rule),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
               Assumption(name="mfu", value=mfu_value, source=mfu_source),
               resolved.assumption("goodput")]
+    tokens, batch_source = global_batch(spec, catalog.defaults)
+    items += [Assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),
+              Assumption(name="chips_per_sequence",
+                         value=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
+                                        spec.model.parameters).value,
+                         source=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
+                                         spec.model.parameters).source),
+              resolved.assumption("provisioning_minutes"),
+              resolved.assumption("image_pull_minutes"),
+              resolved.assumption("compile_minutes"),
+              resolved.assumption("checkpoint_write_gbps_per_host"),
+              resolved.assumption("checkpoint_interval_minutes")]
     factor, factor_source = precision_factor(spec, resolved, accelerator)
     if factor != 1.0 or (spec.training is not None and spec.training.precision not in ("bf16", "fp16")):
         items.append(Assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
                                 value=factor, source=factor_source))
-    if slices > 1:
-        items.append(resolved.assumption("multislice_efficiency"))
+    if slices > 1 and resolved.mfu_override is None:
+        across = resolved.multislice_override
+        items.append(Assumption(name="multislice_efficiency",
+                                value=_round(across if across is not None else math.exp(fitted.multislice)),
+                                source=OVERRIDE if across is not None else calibrated))
     if spot:
         items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
                              source=resolved.preemption_sources.get(cloud, "")),
-                  resolved.assumption("restart_minutes"),
-                  resolved.assumption("checkpoint_interval_minutes")]
+                  resolved.assumption("restart_minutes")]
     if spec.constraints.deadline_days is None:
         items.append(resolved.assumption("default_deadline_days"))
     return items

@@ -186,7 +186,9 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
         work = (f"{plural(chosen.chips, 'chip')} {'runs' if chosen.chips == 1 else 'run'} {training_flops(spec):.2e} "
                 f"FLOPs in {duration(chosen.hours)}")
         if ctx.objective == "time":
-            lines.append(f"Sized for speed: {memory}; {work}, the fastest fleet within the limits.")
+            more = detail.get("more_chips")
+            lines.append(f"Sized for speed: {memory}; {work}" + (f"; {more}." if more else
+                                                                  ", the fastest fleet within the limits."))
         elif chosen.chips <= smallest:
             lines.append(f"Sized by memory: {memory}; the smallest such fleet already meets {limits[0]}: {work}.")
         else:

@@ -1,10 +1,13 @@
 """Sizing one offering at one price: the best fleet on its size ladder, or why none fits.
 
 Training searches the ladder exactly and logarithmically because the estimator's curves are monotone:
-cost grows with fleet size (MFU falls, spot losses grow), and run time falls and then, for spot fleets,
-rises again (more hosts, more preemptions). So:
+cost grows with fleet size (MFU falls, spot losses grow, start-up is paid by every chip; only checkpoint
+stalls shrink as more hosts write in parallel, by far less), and run time falls and then, for spot fleets,
+rises again (more hosts, more preemptions). The global batch caps the ladder: past its sequences (times the
+chips that can share one) more chips only idle. So:
 - cost objective: the smallest size that fits in memory and meets the deadline (binary search),
-- time objective: the fastest size within the budget (the run-time minimum, clipped by budget).
+- time objective: the smallest size within time_objective_tolerance of the fastest within the budget (more
+  chips stop helping: they would buy less than that share of the run time).
 Serving sizes replicas instead: every replica size is tried, replicas cover the tokens/s target.
 """
 
@@ -18,7 +21,7 @@ from accel.policies import shapes
 from accel.policies.candidates import Candidate, SearchContext, node_limit_words
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimate import Evaluation, training_memory_bytes
-from accel.base.units import hours_text as duration, money_pair, plural
+from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.sizes import GpuLadder, Size, TpuLadder, largest_slice_chips, replica_sizes, tpu_sizes
 
 
@@ -37,8 +40,9 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     """The training fleet the objective picks on this offering's size ladder, into `outcome`."""
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
-    cap = ctx.fleet_cap(offering)
     need = ctx.min_memory_chips(offering)
+    # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
+    cap = min(ctx.fleet_cap(offering), max(ctx.batch_chips, need))
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # node_limited: the offering's node-pool limit, not max_chips, is what ends the ladder.
@@ -122,7 +126,16 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         s = ladder[i]
         h, total = hours_cost(i)
         hosts_loss = 1.0 - model.productivity(s.hosts)
-        detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips}
+        detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
+                                                "batch_chip_limit": ctx.batch_chips,
+                                                "startup_hours": round(model.startup_hours(s.hosts), 3)}
+        if ctx.objective == "time" and i < fastest:
+            saved = h - hours(fastest)
+            detail["more_chips"] = (f"more chips stop helping: the fastest fleet, {plural(ladder[fastest].chips, 'chip')}"
+                                    f", would finish only {duration(saved)} ({saved / h:.0%}) sooner"
+                                    + f" for {money(cost(fastest))} instead of {money(total)}")
+        elif ctx.objective == "time" and i == len(ladder) - 1 and ctx.batch_chips <= s.chips:
+            detail["more_chips"] = f"more chips stop helping: {ctx.batch_why}"
         if spot:
             detail["spot_time_lost"] = round(hosts_loss, 4)
         if limit_detail and generation is None and i == hi:
@@ -185,6 +198,10 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
         return None
     if ctx.objective == "time":
         best = min(fastest, within_budget)
+        # Diminishing returns: the smallest fleet within the tolerance of the fastest one.
+        tolerance = ctx.resolved["time_objective_tolerance"]
+        target = hours(best) * (1.0 + tolerance)
+        best = _first_true(lo, best, lambda i: hours(i) <= target)
         if hours(best) > deadline:
             what = "the fastest fleet within budget" if within_budget < fastest else "the fastest fleet"
             outcome.reasons.append(("deadline", f"{capacity}: {what} ({plural(ladder[best].chips, 'chip')}) takes "

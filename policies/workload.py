@@ -29,25 +29,44 @@ AcceleratorId = Literal[ACCELERATOR_IDS]  # type: ignore[valid-type]
 Cloud = Literal["gcp", "aws", "kubernetes"]
 
 
-class ModelSpec(StrictModel):
+class WorkloadModel(StrictModel):
+    """A workload section: strict, and every number finite (`.inf` or NaN is an error naming the field)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class ModelSpec(WorkloadModel):
     parameters: PositiveQuantity = Field(description="Parameter count, e.g. 70B")
     sequence_length: int = Field(4096, gt=0, le=2_000_000, description="Training context length in tokens")
 
 
-class TrainingSpec(StrictModel):
-    tokens: PositiveQuantity = Field(description="Tokens to train on, e.g. 2T")
+class TrainingSpec(WorkloadModel):
+    tokens: PositiveQuantity | None = Field(None, description="Tokens to train on, e.g. 2T (required for "
+                                                              "pretrain and finetune)")
     framework: Literal["jax", "pytorch", "tensorflow", "pytorch-xla"] = "jax"
     precision: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
+    trainable_fraction: float = Field(
+        1.0, gt=0, le=1, description="Share of the weights trained: 1 for a full fine-tune; e.g. 0.01 for LoRA "
+                                     "or another parameter-efficient fine-tune (frozen weights keep no "
+                                     "gradients or optimizer state)")
+    global_batch_tokens: PositiveQuantity | None = Field(
+        None, description="Tokens per optimizer step (e.g. 4M); bounds data parallelism. Default: by model size "
+                          "from published practice (policies/catalog/assumptions.yaml)")
 
 
-class InferenceSpec(StrictModel):
+class InferenceSpec(WorkloadModel):
     tokens_per_second: PositiveQuantity = Field(description="Aggregate generated tokens per second to sustain")
     p99_latency_ms: float = Field(200, gt=0, description="Per-token p99 latency bound")
     framework: Literal["jax", "pytorch", "tensorflow", "pytorch-xla"] = "pytorch"
+    precision: Literal["bf16", "fp16", "fp8", "int8"] = Field(
+        "bf16", description="Weights (and KV cache) for serving: fp8 on chips with fp8 tensor cores (H100, H200, "
+                            "L4, L40S), int8 weight-only anywhere; both halve the bytes read per token")
     hours: float = Field(730, gt=0, description="How long the service runs, for the run cost (default: a month)")
+    prompt_tokens: int | None = Field(None, gt=0, description="Prompt (context) tokens per request")
+    output_tokens: int | None = Field(None, gt=0, description="Generated tokens per request")
 
 
-class Constraints(StrictModel):
+class Constraints(WorkloadModel):
     clouds: list[Cloud] = Field(default_factory=lambda: ["gcp", "aws"], min_length=1)
     regions: list[str] | None = Field(None, description="Allowed regions; None = any in the catalog")
     deadline_days: float | None = Field(None, gt=0)
@@ -103,7 +122,7 @@ def allowed_slices(generation: str, near: int | None = None) -> str:
     return text
 
 
-class HardwarePin(StrictModel):
+class HardwarePin(WorkloadModel):
     """A fixed choice: estimate this configuration, search nothing.
 
     A TPU may be pinned by its Cloud TPU type (`tpu_type: v5p-128`, or that string as the
@@ -237,7 +256,7 @@ def _read_tpu_type(tpu_type: Any, accelerator: Any) -> tuple[str, int, str]:
     return derived, chips, tpu_type.strip()
 
 
-class AssumptionOverrides(StrictModel):
+class AssumptionOverrides(WorkloadModel):
     """Every estimator default can be replaced per workload; None keeps the default."""
 
     mfu: float | None = Field(None, gt=0, le=1)
@@ -266,6 +285,8 @@ class AssumptionOverrides(StrictModel):
     replica_scaling_per_doubling: float | None = Field(None, gt=0, le=1,
                                                        description="Serving efficiency kept per doubling of a replica past 8 chips")
     min_replicas: int | None = Field(None, ge=1, description="Fewest serving replicas (availability)")
+    time_objective_tolerance: float | None = Field(
+        None, ge=0, le=1, description="--objective time takes the smallest fleet within this share of the fastest")
 
 
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$"
@@ -273,7 +294,7 @@ NAME_RULE = ("lowercase letters, digits and dashes, at most 40 characters, start
              "or digit")
 
 
-class WorkloadSpec(StrictModel):
+class WorkloadSpec(WorkloadModel):
     name: str = Field(description=f"{NAME_RULE}; becomes resource names and labels",
                       json_schema_extra={"pattern": NAME_PATTERN})
     kind: Literal["pretrain", "finetune", "inference"]
@@ -293,12 +314,45 @@ class WorkloadSpec(StrictModel):
             raise ValueError(f"a workload name is {NAME_RULE}")
         return name
 
+    @model_validator(mode="before")
+    @classmethod
+    def _serving_reads_framework_from_training(cls, data: Any) -> Any:
+        """`kind: inference` with `training: {framework, precision}` and no tokens: the section only names the
+        framework (and precision) the model is served with; they move to the inference section."""
+        if not isinstance(data, dict) or data.get("kind") != "inference":
+            return data
+        training, inference = data.get("training"), data.get("inference")
+        if not isinstance(training, dict) or "tokens" in training or not isinstance(inference, dict):
+            return data
+        moved = dict(inference)
+        for key in ("framework", "precision"):
+            if key not in training:
+                continue
+            if key in moved and moved[key] != training[key]:
+                raise field_error(("training", key), f"{training[key]!r} contradicts inference.{key} "
+                                                     f"{moved[key]!r}; give it once, under inference", training[key])
+            moved[key] = training[key]
+        rest = set(training) - {"framework", "precision"}
+        if rest:
+            return data   # other training keys: the 'training' check below says what to do
+        data = dict(data)
+        data["inference"] = moved
+        data.pop("training")
+        return data
+
     @model_validator(mode="after")
     def _kind_has_its_section(self) -> "WorkloadSpec":
         if self.kind == "inference" and self.inference is None:
             raise ValueError("kind 'inference' needs an 'inference' section with tokens_per_second")
         if self.kind in ("pretrain", "finetune") and self.training is None:
             raise ValueError(f"kind {self.kind!r} needs a 'training' section with tokens")
+        if self.kind in ("pretrain", "finetune") and self.training is not None and self.training.tokens is None:
+            raise field_error(("training", "tokens"), f"Field required: kind {self.kind!r} trains on tokens, "
+                                                      "e.g. tokens: 2T", {})
+        if self.kind == "pretrain" and self.training is not None and self.training.trainable_fraction < 1:
+            raise field_error(("training", "trainable_fraction"), "a pretrain trains every weight (1); a "
+                                                                  "fraction is for kind: finetune (LoRA)",
+                              self.training.trainable_fraction)
         # A section of the other kind would be silently ignored: say so instead.
         if self.kind == "inference" and self.training is not None:
             raise field_error("training", "kind 'inference' reads only the 'inference' section; remove 'training' "

@@ -328,3 +328,45 @@ def test_any_pin_is_valid_or_a_usage_error_naming_a_hardware_field(pin):
     if pinned.topology is not None:
         per_slice = shapes.topology_chips(pinned.topology)
         assert pinned.chips == per_slice * (pinned.slices or pinned.chips // per_slice)
+
+
+# ----------------------------------------------------------------------------- issue 15: serving, LoRA, finite numbers
+
+def _serving(**inference):
+    return {"name": "s", "kind": "inference", "model": {"parameters": "8B"},
+            "inference": {"tokens_per_second": 1000, **inference}}
+
+
+def test_an_inference_workload_naming_its_framework_in_a_training_section_without_tokens_is_accepted():
+    data = _serving()
+    data["training"] = {"framework": "jax", "precision": "bf16"}
+    spec = workload_from_mapping(data, "w.yaml")
+    assert spec.training is None and spec.framework == "jax" and spec.inference.precision == "bf16"
+
+
+def test_an_inference_workload_has_a_serving_precision_of_its_own():
+    assert workload_from_mapping(_serving(precision="fp8"), "w.yaml").inference.precision == "fp8"
+    assert workload_from_mapping(_serving(precision="int8"), "w.yaml").inference.precision == "int8"
+
+
+def test_a_training_workload_still_needs_tokens():
+    data = {"name": "t", "kind": "pretrain", "model": {"parameters": "8B"}, "training": {"framework": "jax"}}
+    with pytest.raises(UsageError, match=r"training\.tokens: Field required"):
+        workload_from_mapping(data, "w.yaml")
+
+
+def test_a_lora_fine_tune_trains_a_fraction_of_the_weights():
+    data = {"name": "t", "kind": "finetune", "model": {"parameters": "70B"},
+            "training": {"tokens": "1B", "trainable_fraction": 0.01}}
+    assert workload_from_mapping(data, "w.yaml").training.trainable_fraction == 0.01
+
+
+@pytest.mark.parametrize("field, value", [("deadline_days", ".inf"), ("deadline_days", ".nan"),
+                                          ("deadline_days", "-1"), ("budget_usd", "-5")])
+def test_bad_numbers_exit_2_naming_the_field(field, value):
+    import yaml
+
+    data = {"name": "t", "kind": "pretrain", "model": {"parameters": "8B"}, "training": {"tokens": "1B"},
+            "constraints": {field: yaml.safe_load(value)}}
+    with pytest.raises(UsageError, match=rf"constraints\.{field}"):
+        workload_from_mapping(data, "w.yaml")

@@ -243,6 +243,8 @@ def plot_figure(choice: Any) -> Any:
         axes.set_yscale("log")
         axes.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axes.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        axes.set_ylim(bottom=0)   # costs are never negative: no tick below $0 on a linear axis
     tick = (lambda value, _: f"{money(value)}/h") if inference else (lambda value, _: money(value))
     axes.yaxis.set_major_formatter(FuncFormatter(tick))
     axes.set_title(f"{spec.name}: feasible options ({choice.objective} objective)")

@@ -239,10 +239,51 @@ class AssumptionValue(StrictModel):
 
 
 class MfuClass(StrictModel):
-    base: float = Field(gt=0, le=1)
-    reference_chips: int = Field(gt=0)
-    decay_per_doubling: float = Field(gt=0, le=1)
+    """A family of accelerators sharing an MFU intercept (policies/calibration.py). A class with published runs
+    is calibrated on them; one without (`relative_to`) runs at `factor` times another class's MFU."""
+
+    description: str = Field(min_length=3)
+    relative_to: str | None = None
+    factor: float | None = Field(None, gt=0, le=1)
     source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _fallback_is_complete(self) -> "MfuClass":
+        if (self.relative_to is None) != (self.factor is None):
+            raise ValueError("give relative_to and factor together (an uncalibrated class) or neither")
+        return self
+
+
+class MfuModelSettings(StrictModel):
+    """How the MFU model is fitted on the published runs (policies/calibration.py)."""
+
+    accelerator_ridge: AssumptionValue
+    slope_ridge: AssumptionValue
+    max_mfu: AssumptionValue
+    same_as: dict[AcceleratorId, AcceleratorId] = Field(default_factory=dict)
+    same_as_source: str = Field(min_length=3)
+
+
+class SizeRule(StrictModel):
+    """A default for models up to a size (None: any larger model), with where it comes from."""
+
+    up_to_parameters: float | None = Field(None, gt=0)
+    value: float = Field(gt=0)
+    source: str = Field(min_length=3)
+
+
+def _rules_cover_every_size(rules: list[SizeRule]) -> list[SizeRule]:
+    bounds = [r.up_to_parameters for r in rules]
+    if bounds[-1] is not None or any(b is None for b in bounds[:-1]):
+        raise ValueError("the last rule (only) has no up_to_parameters: it covers every larger model")
+    if bounds[:-1] != sorted(bounds[:-1]):  # type: ignore[type-var]
+        raise ValueError("rules go from the smallest models up")
+    return rules
+
+
+def rule_for(rules: list[SizeRule], parameters: float) -> SizeRule:
+    """The first rule whose size bound holds `parameters` (the last rule holds every size)."""
+    return next(r for r in rules if r.up_to_parameters is None or parameters <= r.up_to_parameters)
 
 
 class TrainingDefaults(StrictModel):
@@ -253,14 +294,32 @@ class TrainingDefaults(StrictModel):
     checkpoint_interval_minutes: AssumptionValue
     restart_minutes: AssumptionValue
     default_deadline_days: AssumptionValue
-    multislice_efficiency: AssumptionValue
     max_fleet_chips: AssumptionValue
     fp8_speedup: AssumptionValue
     fp32_slowdown: AssumptionValue
+    provisioning_minutes: AssumptionValue
+    image_pull_minutes: AssumptionValue
+    compile_minutes: AssumptionValue
+    checkpoint_write_gbps_per_host: AssumptionValue
+    time_objective_tolerance: AssumptionValue
+    global_batch_tokens_by_size: list[SizeRule] = Field(min_length=1)
+    chips_per_sequence_by_size: list[SizeRule] = Field(min_length=1)
+
+    _batch_rules = field_validator("global_batch_tokens_by_size", "chips_per_sequence_by_size")(
+        classmethod(lambda cls, rules: _rules_cover_every_size(rules)))
+
+
+class ServingPrecision(StrictModel):
+    bytes_per_parameter: float = Field(gt=0)
+    kv_bytes_per_value: float = Field(gt=0)
+    needs_fp8: bool = Field(description="Only on chips with fp8 tensor cores; elsewhere served at bf16")
+    quality: str = Field(min_length=3)
+    source: str = Field(min_length=3)
 
 
 class InferenceDefaults(StrictModel):
-    bytes_per_parameter: AssumptionValue
+    precisions: dict[Literal["bf16", "fp16", "fp8", "int8"], ServingPrecision]
+    prefill_efficiency: AssumptionValue
     kv_cache_layers_per_cube_root: AssumptionValue
     kv_cache_width: AssumptionValue
     hbm_bandwidth_efficiency: AssumptionValue
@@ -347,6 +406,7 @@ class StorageDefaults(StrictModel):
 class Defaults(StrictModel):
     training: TrainingDefaults
     mfu_classes: dict[str, MfuClass] = Field(min_length=1)
+    mfu_model: MfuModelSettings
     preemptions_per_host_day: dict[Cloud, AssumptionValue]
     inference: InferenceDefaults
     storage: StorageDefaults
