@@ -283,12 +283,13 @@ def test_a_serving_replica_spanning_nodes_becomes_a_schedulable_leaderworkerset(
     from accel.policies.plan import Plan
 
     plan = Plan.model_validate(planned(SERVING).plan)
-    details = {**plan.estimate.details, "replicas": 4, "replica_chips": 2}  # 2 one-GPU nodes per replica
+    replicas = plan.chosen.chips // 2   # as many replicas of 2 one-GPU nodes as the planned GPUs hold
+    details = {**plan.estimate.details, "replicas": replicas, "replica_chips": 2}
     plan = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"details": details})})
     manifests = generate(plan, context_of(planned(SERVING), plan)).manifests
     lws = manifests[0]
     assert (lws["kind"], lws["spec"]["replicas"], lws["spec"]["leaderWorkerTemplate"]["size"]) == \
-        ("LeaderWorkerSet", 4, 2)
+        ("LeaderWorkerSet", replicas, 2)
     for role in ("leaderTemplate", "workerTemplate"):
         template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()},
                     "template": lws["spec"]["leaderWorkerTemplate"][role]}
