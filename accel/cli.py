@@ -79,10 +79,10 @@ def _root(
 
 def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
     """The command modules a run with these arguments needs: its command's, or all of them
-    (help, --version, a mistyped command: typer then lists every command)."""
-    first = next((arg for arg in argv if not arg.startswith("-")), None)
-    if first in COMMANDS:
-        return (COMMANDS[first],)
+    (help, --version, a mistyped command: typer then lists every command). The root takes no
+    option but --help and --version, so a command is always the first argument."""
+    if argv and argv[0] in COMMANDS:
+        return (COMMANDS[argv[0]],)
     return COMMAND_MODULES
 
 
