@@ -328,3 +328,9 @@ def test_any_pin_is_valid_or_a_usage_error_naming_a_hardware_field(pin):
     if pinned.topology is not None:
         per_slice = shapes.topology_chips(pinned.topology)
         assert pinned.chips == per_slice * (pinned.slices or pinned.chips // per_slice)
+
+
+def test_an_unknown_key_named_like_a_validator_tag_is_reported_by_its_name():
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping({"function-": None}, "junk.yaml")
+    assert "unknown key 'function-'" in str(error.value)
