@@ -362,16 +362,16 @@ def leak_check(stack: str, runs: int = 3) -> dict[str, Any]:
 
 # --- report ------------------------------------------------------------------------------------
 
-WARM_PAIR = f"{'wall':>8}{'cpu':>5}"
+WARM_PAIR = f"{'wall':>8}{'cpu':>7}"
 
 
 def comparison_cells(row: dict[str, Any]) -> str:
     """Stock engine, bare replay (median ms) and accel plan's ratio to each: wall, then CPU."""
     stock, stock_cpu = row["program_on_stock_engine"], row["program_on_stock_engine_cpu"]
-    return (f"{stock['median_ms']:>8.0f}{stock_cpu['median_ms']:>5.0f}"
-            f"{row['bare_replay']['median_ms']:>8.0f}{row['bare_replay_cpu']['median_ms']:>5.0f}"
-            f"{row['ratio_vs_stock_engine']:>8.2f}{row['ratio_vs_stock_engine_cpu']:>5.2f}"
-            f"{row['ratio_vs_bare_replay']:>8.2f}{row['ratio_vs_bare_replay_cpu']:>5.2f}")
+    return (f"{stock['median_ms']:>8.0f}{stock_cpu['median_ms']:>7.0f}"
+            f"{row['bare_replay']['median_ms']:>8.0f}{row['bare_replay_cpu']['median_ms']:>7.0f}"
+            f"{row['ratio_vs_stock_engine']:>8.2f}{row['ratio_vs_stock_engine_cpu']:>7.2f}"
+            f"{row['ratio_vs_bare_replay']:>8.2f}{row['ratio_vs_bare_replay_cpu']:>7.2f}")
 
 
 def print_report(report: dict[str, Any]) -> None:

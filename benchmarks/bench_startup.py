@@ -160,7 +160,7 @@ def main() -> int:
                     [PYTHON, "-c", "import typer, rich.console, rich.table, pydantic, yaml"]),
             # `import pydantic` is lazy: BaseModel loads the model machinery (and importlib.metadata,
             # for pydantic's plugin lookup) that any program defining a model pays.
-            Command("libraries", "python -c \"from pydantic import BaseModel; import yaml, typer, rich...\"",
+            Command("libraries", "the same + from pydantic import BaseModel",
                     [PYTHON, "-c", "from pydantic import BaseModel; import yaml, typer, rich.console, rich.table"]),
             Command("choose", f"accel choose {WORKLOAD}", [ACCEL, "choose", WORKLOAD]),
             Command("bare_plan", f"bare program, same {resources} resources and provider modules",
