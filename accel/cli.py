@@ -1,21 +1,29 @@
-"""The `accel` command line. Each command lives in its own module under accel/commands/."""
+"""The `accel` command line. Each command lives in its own module under accel/commands/.
+
+A run imports only the module of the command it runs (`accel choose` never loads the review or
+the reaper); `accel --help` and an unknown command import them all.
+"""
 
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
+import sys
+from collections.abc import Iterable, Sequence
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-# Order is the order of `accel --help`.
-COMMAND_MODULES = (
-    "accel.commands.choose",
-    "accel.commands.plan",
-    "accel.commands.job",
-    "accel.commands.review",
-    "accel.commands.reap",
-)
+# Command name -> the module whose `register(app)` adds it. Order is the order of `accel --help`.
+# A new command is one line here and a `register` function in its module.
+COMMANDS = {
+    "choose": "accel.commands.choose",
+    "plan": "accel.commands.plan",
+    "job": "accel.commands.job",
+    "review": "accel.commands.review",
+    "reap": "accel.commands.reap",
+    "destroy-after-run": "accel.commands.reap",
+}
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 def _without_flag_types(command: TyperCommand | TyperGroup, ctx: typer.Context) -> None:
@@ -48,6 +56,8 @@ app = typer.Typer(
 
 
 def package_version() -> str:
+    from importlib import metadata  # ~0.1 s of imports that only --version needs
+
     try:
         return metadata.version("accel")
     except metadata.PackageNotFoundError:  # run from a source tree that was never installed
@@ -68,9 +78,18 @@ def _root(
     """Choose, plan, review and reap training clusters on TPUs and GPUs."""
 
 
-def _register_commands() -> None:
-    """Add every command module's commands to `app`; safe to call more than once (tests do)."""
-    for module_name in COMMAND_MODULES:
+def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
+    """The command modules a run with these arguments needs: its command's, or all of them
+    (help, --version, a mistyped command: typer then lists every command). The root takes no
+    option but --help and --version, so a command is always the first argument."""
+    if argv and argv[0] in COMMANDS:
+        return (COMMANDS[argv[0]],)
+    return COMMAND_MODULES
+
+
+def _register_commands(module_names: Iterable[str] = COMMAND_MODULES) -> None:
+    """Add these command modules' commands to `app`; safe to call more than once (tests do)."""
+    for module_name in module_names:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
@@ -89,7 +108,7 @@ def _register_commands() -> None:
 
 
 def main() -> None:
-    _register_commands()
+    _register_commands(modules_for(sys.argv[1:]))
     app()
 
 

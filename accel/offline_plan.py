@@ -8,6 +8,7 @@ the cost and the hardware decision come from the stack outputs the program expor
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import importlib.abc
@@ -174,6 +175,24 @@ def _program_environment(project_dir: Path, watcher: _ImportWatcher) -> Iterator
             sys.meta_path.remove(watcher)
 
 
+@contextmanager
+def cycle_collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a plan runs.
+
+    Importing the provider SDKs and declaring the resources allocate hundreds of thousands of
+    long-lived objects (modules, classes, Outputs) and almost no garbage cycles, so each of the
+    full collections those allocations trigger scans the whole heap for nothing: about 0.5 s of a
+    TPU plan. Reference counting still frees everything that is not a cycle; the collector is
+    switched back on afterwards (a long-running process, such as the test suite, collects later)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _normalize_plan(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
@@ -282,8 +301,12 @@ def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *
     Raises UsageError (exit 2) for bad stack files and for program errors caused by the
     configuration; any other exception from the program is a bug and propagates unchanged.
     """
-    say = progress or (lambda _message: None)
-    project_dir = Path(project_dir).resolve()
+    with cycle_collection_paused():
+        return _plan(stack, config_path, Path(project_dir).resolve(), policy_config, progress or (lambda _m: None))
+
+
+def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy_config: Path | None,
+          say: Progress) -> PlanResult:
     say("reading stack configuration")
     project = stack_config.load_project(project_dir)
     config = stack_config.load_stack_config(project_dir, stack, config_path)
@@ -291,7 +314,6 @@ def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *
     main_file = project.main_file
     if not main_file.is_file():
         raise UsageError(f"{stack_config.display_path(main_file)}: the project has no program to plan")
-    source = config.source
 
     def program() -> None:
         import pulumi
@@ -304,6 +326,7 @@ def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *
         with offline_placeholders():
             runpy.run_path(str(main_file), run_name="__main__")
 
+    source = config.source
     before = {name for name in PROVIDER_PACKAGES if name in sys.modules}
     say("running the program on the mock engine")
     watcher = _ImportWatcher(say)

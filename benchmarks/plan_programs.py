@@ -1,8 +1,8 @@
 """Programs and engines for benchmarks/bench_plan.py.
 
-- `synthetic_plan`: what `accel plan` does, over a stack much larger than the examples: the
-  default stack's config (llama-70b-tpu, pinned TPU v6e plan) widened to N TPU slices, built by
-  the real TrainingCluster, plus M GKE GPU node pools on the same cluster; then the same
+- `synthetic_plan`: what `accel plan` does, over a stack much larger than the examples: k copies
+  of the default stack's cluster (llama-70b-tpu, pinned TPU v6e plan) widened to 8 TPU slices,
+  each built by the real TrainingCluster with 5 GKE GPU node pools beside it; then the same
   post-processing as `plan_stack` (plan normalisation, resource JSON, offline guardrails) and
   the `accel plan --json` document.
 - `run_bare`: the SDK's own mock engine (stock `MockMonitor`, echo mocks), with no recording.
@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.runtime.settings import set_root_resource
-from pulumi.runtime.stack import run_in_stack
-from pulumi.runtime.sync_await import _sync_await
+
+from replay import provider_urn as _provider_urn, replay_program, run_on_stock_engine
 
 from accel import offline_plan, stack_config
 from accel.mock_engine import Capture, RecordingMocks, run_program
@@ -35,7 +34,7 @@ from accel.policies.plan import GpuPool, Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_STACK = "llama-70b-tpu"
-# Scale 1 of the synthetic stack; scale k has k times as many slices and GPU pools.
+# One copy of the synthetic stack; scale k has k copies (k clusters, k times the slices and pools).
 BASE_SLICES = 8
 BASE_GPU_POOLS = 5
 # A100 80GB nodes without a GPUDirect fabric, so every pool fits the TPU stack's single-network cluster.
@@ -54,8 +53,12 @@ def widened_plan(plan: Plan, slices: int) -> Plan:
     return plan.model_copy(update={"tpu": tpu, "chosen": chosen})
 
 
-def synthetic_program(config: stack_config.StackConfig, slices: int, gpu_pools: int) -> Callable[[], None]:
-    """The stack program's steps (read_stack, TrainingCluster, exports) on a widened plan, plus GPU pools."""
+def synthetic_program(config: stack_config.StackConfig, copies: int) -> Callable[[], None]:
+    """The stack program's steps (read_stack, TrainingCluster, exports) `copies` times over: each
+    copy a training cluster of its own on the widened plan, with GPU node pools beside its slices.
+
+    The size grows by whole clusters because one cluster is capped where GKE caps it (a TpuSlice
+    takes at most MAX_SLICES slices), and many clusters in one stack is how a large stack grows."""
 
     def program() -> None:
         from accel.program import read_stack
@@ -64,18 +67,21 @@ def synthetic_program(config: stack_config.StackConfig, slices: int, gpu_pools: 
 
         pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
         stack = read_stack(pulumi.runtime.config.CONFIG.get(), pulumi.get_stack())
-        plan = widened_plan(stack.plan, slices)
+        plan = widened_plan(stack.plan, BASE_SLICES)
         args = dataclasses.replace(stack.cluster_args, plan=plan)
-        cluster = TrainingCluster(stack.resource_name, args)
-        for index in range(gpu_pools):
-            GpuNodePool(f"{stack.resource_name}-g{index}", GpuNodePoolArgs(
-                pool=SYNTHETIC_GPU_POOL, capacity=plan.capacity, cluster=cluster.cluster_name,
-                location=plan.region, zone=plan.zones[0], tags=args.tags),
-                opts=pulumi.ResourceOptions(parent=cluster))
+        for copy in range(copies):
+            name = stack.resource_name if copy == 0 else f"{stack.resource_name}-c{copy}"
+            cluster = TrainingCluster(name, args)
+            for index in range(BASE_GPU_POOLS):
+                GpuNodePool(f"{name}-g{index}", GpuNodePoolArgs(
+                    pool=SYNTHETIC_GPU_POOL, capacity=plan.capacity, cluster=cluster.cluster_name,
+                    location=plan.region, zone=plan.zones[0], tags=args.tags),
+                    opts=pulumi.ResourceOptions(parent=cluster))
+            if copy == 0:
+                pulumi.export("clusterName", cluster.cluster_name)
         pulumi.export(offline_plan.PLAN_OUTPUT, plan.model_dump(mode="json"))
-        pulumi.export(offline_plan.HOURLY_OUTPUT, round(plan.estimate.hourly_usd, 2))
-        pulumi.export(offline_plan.RUN_OUTPUT, round(plan.estimate.total_usd, 2))
-        pulumi.export("clusterName", cluster.cluster_name)
+        pulumi.export(offline_plan.HOURLY_OUTPUT, round(plan.estimate.hourly_usd * copies, 2))
+        pulumi.export(offline_plan.RUN_OUTPUT, round(plan.estimate.total_usd * copies, 2))
 
     return program
 
@@ -97,8 +103,10 @@ def synthetic_plan(scale: int) -> SyntheticRun:
     """The synthetic stack through the same steps `plan_stack` + `accel plan --json` take."""
     started = time.perf_counter()
     config = stack_config.load_stack_config(ROOT, BASE_STACK)
-    program = synthetic_program(config, BASE_SLICES * scale, BASE_GPU_POOLS * scale)
-    capture = run_program(program, project=config.project, stack=config.stack, config=config.values, preview=True)
+    program = synthetic_program(config, scale)
+    with offline_plan.cycle_collection_paused():  # as plan_stack runs
+        capture = run_program(program, project=config.project, stack=config.stack, config=config.values,
+                              preview=True)
     ran = time.perf_counter()
     outputs = capture.outputs
     result = offline_plan.PlanResult(
@@ -118,7 +126,7 @@ def synthetic_plan(scale: int) -> SyntheticRun:
 def synthetic_on_bare_engine(scale: int) -> None:
     """The same synthetic program on the stock monitor: the project's code without the recorder."""
     config = stack_config.load_stack_config(ROOT, BASE_STACK)
-    program = synthetic_program(config, BASE_SLICES * scale, BASE_GPU_POOLS * scale)
+    program = synthetic_program(config, scale)
     run_bare(program, project=config.project, stack=config.stack, config=config.values)
 
 
@@ -161,53 +169,8 @@ def release_loops(loops: list[asyncio.AbstractEventLoop]) -> None:
 def run_bare(program: Callable[[], None], *, project: str, stack: str,
              config: dict[str, str] | None = None, preview: bool = True) -> None:
     """`run_program`'s setup with the SDK's stock MockMonitor: nothing is deserialised or recorded."""
-    asyncio.set_event_loop(asyncio.new_event_loop())
     pulumi.runtime.set_all_config(dict(config or {}))
-    pulumi.runtime.set_mocks(RecordingMocks(preview=preview), project=project, stack=stack, preview=preview)
-    set_root_resource(None)
-    try:
-        _sync_await(run_in_stack(program))
-    finally:
-        set_root_resource(None)
-
-
-def _provider_urn(reference: str) -> str | None:
-    """A provider reference is `urn::id`; the urn itself contains `::`."""
-    return reference.rsplit("::", 1)[0] if reference else None
-
-
-def replay_program(capture: Capture) -> Callable[[], None]:
-    """A program registering the captured resources with plain SDK classes, in the captured order."""
-    resources = list(capture.resources)
-    outputs = dict(capture.outputs)
-
-    def program() -> None:
-        by_urn: dict[str, pulumi.Resource] = {}
-        components: list[pulumi.ComponentResource] = []
-        for captured in resources:
-            provider = by_urn.get(_provider_urn(captured.provider) or "") if captured.custom else None
-            depends_on = [by_urn[urn] for urn in captured.dependencies if urn in by_urn]
-            opts = pulumi.ResourceOptions(
-                parent=by_urn.get(captured.parent) if captured.parent else None,
-                protect=captured.protect or None,
-                retain_on_delete=captured.retain_on_delete or None,
-                provider=provider,
-                depends_on=depends_on or None)
-            props: dict[str, Any] = dict(captured.inputs)
-            if captured.type.startswith("pulumi:providers:"):
-                resource = pulumi.ProviderResource(captured.type.rsplit(":", 1)[-1], captured.name, props, opts)
-            elif captured.custom:
-                resource = pulumi.CustomResource(captured.type, captured.name, props, opts)
-            else:
-                resource = pulumi.ComponentResource(captured.type, captured.name, props, opts)
-                components.append(resource)
-            by_urn[captured.urn] = resource
-        for component in components:
-            component.register_outputs({})
-        for key, value in outputs.items():
-            pulumi.export(key, value)
-
-    return program
+    run_on_stock_engine(program, project=project, stack=stack, mocks=RecordingMocks(preview=preview))
 
 
 def _comparable(value: Any) -> Any:

@@ -370,3 +370,9 @@ def test_bad_numbers_exit_2_naming_the_field(field, value):
             "constraints": {field: yaml.safe_load(value)}}
     with pytest.raises(UsageError, match=rf"constraints\.{field}"):
         workload_from_mapping(data, "w.yaml")
+
+
+def test_an_unknown_key_named_like_a_validator_tag_is_reported_by_its_name():
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping({"function-": None}, "junk.yaml")
+    assert "unknown key 'function-'" in str(error.value)

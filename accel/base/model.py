@@ -50,7 +50,12 @@ def describe_validation_error(error: ValidationError, source: str, model: type[B
     """One line per problem: `source: field.path: what is wrong (value ...)`."""
     lines = []
     for problem in error.errors():
-        location = tuple(p for p in problem["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        raw = problem["loc"]
+        # Drop pydantic's validator tags (function-after[...]) from the path, but never the unknown
+        # key of an extra_forbidden error: that is the user's own key, whatever it is called.
+        last = len(raw) - 1 if problem["type"] == "extra_forbidden" else None
+        location = tuple(p for i, p in enumerate(raw)
+                         if i == last or not (isinstance(p, str) and p.startswith("function-")))
         path = path_prefix + (".".join(str(p) for p in prefix + location) or "(top level)")
         if problem["type"] == "extra_forbidden":
             key = str(location[-1])

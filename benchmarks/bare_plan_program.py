@@ -1,0 +1,34 @@
+"""A bare Pulumi program of the same resource types as a plan, as a whole process: what
+`accel plan` is compared with in benchmarks/bench_startup.py.
+
+    python benchmarks/bare_plan_program.py RESOURCES.json
+
+RESOURCES.json (written by bench_startup.py from `plan_stack` of the stack) holds the captured
+resources, the stack's outputs and the provider SDK modules the real program imported. This
+process imports the Pulumi SDK and exactly those provider modules (what any program declaring
+these resource types loads), then registers the same resources (type, name, parent, inputs,
+provider, dependencies, protect, retainOnDelete) on the SDK's stock mock engine. No accel code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from replay import replay_program, run_on_stock_engine
+
+
+def main(path: str) -> None:
+    dump = json.loads(Path(path).read_text(encoding="utf-8"))
+    for module in dump["provider_modules"]:
+        importlib.import_module(module)
+    resources = [SimpleNamespace(**resource) for resource in dump["resources"]]
+    capture = SimpleNamespace(resources=resources, outputs=dump["outputs"])
+    run_on_stock_engine(replay_program(capture), project=dump["project"], stack=dump["stack"])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

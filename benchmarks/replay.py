@@ -1,0 +1,109 @@
+"""Register the resources of a captured plan again, with the Pulumi SDK alone (no accel import).
+
+`replay_program` registers exactly what a Capture (or its JSON dump) holds: same type tokens,
+names, parents, inputs, providers, dependencies, protect and retainOnDelete, with plain
+`pulumi.CustomResource` / `ComponentResource` / `ProviderResource`, each after what it needs.
+benchmarks/bench_plan.py times it in-process; benchmarks/bare_plan_program.py runs it as a whole
+process beside `accel plan` (benchmarks/bench_startup.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+
+
+def provider_urn(reference: str) -> str | None:
+    """A provider reference is `urn::id`; the urn itself contains `::`."""
+    return reference.rsplit("::", 1)[0] if reference else None
+
+
+def registration_order(resources: list[Any]) -> list[Any]:
+    """The resources with each one after its parent, its provider and its dependencies.
+
+    A Capture is sorted for display (parents first, then by URN), not in an order a program can
+    register it in: a firewall sorts before the network it depends on. Depth-first over those
+    edges, keeping the captured order among independent resources."""
+    by_urn = {r.urn: r for r in resources}
+    ordered: list[Any] = []
+    placed: set[str] = set()
+
+    def place(resource: Any) -> None:
+        if resource.urn in placed:
+            return
+        placed.add(resource.urn)
+        needs = [resource.parent, provider_urn(resource.provider) if resource.custom else None,
+                 *resource.dependencies]
+        for urn in needs:
+            if urn and urn in by_urn:
+                place(by_urn[urn])
+        ordered.append(resource)
+
+    for resource in resources:
+        place(resource)
+    return ordered
+
+
+def replay_program(capture: Any) -> Callable[[], None]:
+    """A program registering the captured resources with plain SDK classes, each after what it needs.
+    `capture` has `resources` (with the CapturedResource attributes) and `outputs`."""
+    resources = registration_order(list(capture.resources))
+    outputs = dict(capture.outputs)
+
+    def program() -> None:
+        by_urn: dict[str, pulumi.Resource] = {}
+        components: list[pulumi.ComponentResource] = []
+        for captured in resources:
+            provider = by_urn.get(provider_urn(captured.provider) or "") if captured.custom else None
+            depends_on = [by_urn[urn] for urn in captured.dependencies if urn in by_urn]
+            opts = pulumi.ResourceOptions(
+                parent=by_urn.get(captured.parent) if captured.parent else None,
+                protect=captured.protect or None,
+                retain_on_delete=captured.retain_on_delete or None,
+                provider=provider,
+                depends_on=depends_on or None)
+            props: dict[str, Any] = dict(captured.inputs)
+            if captured.type.startswith("pulumi:providers:"):
+                resource = pulumi.ProviderResource(captured.type.rsplit(":", 1)[-1], captured.name, props, opts)
+            elif captured.custom:
+                resource = pulumi.CustomResource(captured.type, captured.name, props, opts)
+            else:
+                resource = pulumi.ComponentResource(captured.type, captured.name, props, opts)
+                components.append(resource)
+            by_urn[captured.urn] = resource
+        for component in components:
+            component.register_outputs({})
+        for key, value in outputs.items():
+            pulumi.export(key, value)
+
+    return program
+
+
+class EchoMocks(pulumi.runtime.Mocks):
+    """The SDK's mock engine contract at its barest: a preview (no ids), outputs echo the inputs."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+        return "", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        return {}
+
+
+def run_on_stock_engine(program: Callable[[], None], *, project: str, stack: str,
+                        mocks: pulumi.runtime.Mocks | None = None) -> None:
+    """`program` on the SDK's stock MockMonitor in preview; nothing recorded."""
+    import asyncio
+
+    from pulumi.runtime.settings import set_root_resource
+    from pulumi.runtime.stack import run_in_stack
+    from pulumi.runtime.sync_await import _sync_await
+
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    pulumi.runtime.set_mocks(mocks or EchoMocks(), project=project, stack=stack, preview=True)
+    set_root_resource(None)
+    try:
+        _sync_await(run_in_stack(program))
+    finally:
+        set_root_resource(None)

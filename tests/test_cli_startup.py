@@ -1,0 +1,86 @@
+"""What a run of `accel` loads, and the one-shot plan's garbage collector."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accel import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def modules_after(*argv: str) -> set[str]:
+    """The accel modules a fresh `accel ARGV...` process has imported when it exits."""
+    script = (
+        "import atexit, json, sys\n"
+        "atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.startswith('accel')))))\n"
+        f"sys.argv = ['accel', *{list(argv)!r}]\n"
+        "from accel.cli import main\n"
+        "main()\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
+    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_a_command_loads_its_own_module_only(command):
+    loaded = modules_after(command, "--help")
+    own = cli.COMMANDS[command]
+    assert own in loaded
+    assert not (set(cli.COMMAND_MODULES) - {own}) & loaded
+
+
+def test_choose_loads_neither_the_review_nor_the_reaper():
+    loaded = modules_after("choose", "examples/llama-70b-pretrain.yaml")
+    assert not {m for m in loaded if m.startswith(("accel.review", "accel.reaper", "accel.commands.reap"))}
+
+
+def test_help_lists_every_command():
+    result = subprocess.run([sys.executable, "-m", "accel.cli", "--help"], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    for command in cli.COMMANDS:
+        assert f" {command} " in result.stdout
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["--version"], ["chose", "x.yaml"], ["--help", "plan"]])
+def test_no_command_or_an_unknown_one_loads_every_command(argv):
+    assert cli.modules_for(argv) == cli.COMMAND_MODULES
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_the_first_argument_names_the_module(command):
+    assert cli.modules_for([command, "--json"]) == (cli.COMMANDS[command],)
+
+
+def test_the_program_runs_with_the_collector_off_and_it_is_back_on_after(monkeypatch):
+    from accel import offline_plan
+
+    seen: list[bool] = []
+    real_run_program = offline_plan.run_program
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real_run_program(*args, **kwargs)
+
+    monkeypatch.setattr(offline_plan, "run_program", recording)
+    gc.enable()
+    result = offline_plan.plan_stack("llama-70b-tpu", None, ROOT)
+    assert result.capture.resources
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_a_plan_leaves_a_disabled_collector_disabled():
+    from accel.offline_plan import plan_stack
+
+    gc.disable()
+    try:
+        plan_stack("llama-70b-tpu", None, ROOT)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

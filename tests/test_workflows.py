@@ -1,0 +1,185 @@
+"""The GitHub workflows, README's set-up commands and .ci/run: linted, current, least privilege,
+bytecode compiled, and a preview that works for a stack the backend does not have yet."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
+BIN = Path(sys.executable).parent
+
+
+def workflow(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def steps(path: Path):
+    for job_name, job in workflow(path)["jobs"].items():
+        for step in job.get("steps", []):
+            yield job_name, step
+
+
+def linter(name: str) -> str:
+    found = shutil.which(name, path=str(BIN)) or shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: it is a dev dependency (uv sync --frozen)")
+    return found
+
+
+def test_workflows_exist():
+    assert {p.name for p in WORKFLOW_FILES} >= {"preview.yml", "reap.yml", "tests.yml"}
+
+
+def test_actionlint_passes_on_every_workflow():
+    # actionlint knows the popular actions' inputs and runtimes: a node20 action is an error.
+    result = subprocess.run([linter("actionlint"), "-no-color", *map(str, WORKFLOW_FILES)],
+                            cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_zizmor_finds_nothing_offline():
+    result = subprocess.run([linter("zizmor"), "--offline", "--no-progress", "--config",
+                             str(ROOT / ".github" / "zizmor.yml"), str(WORKFLOWS)],
+                            cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_workflow_grants_nothing_by_default(path):
+    assert workflow(path).get("permissions") == {}
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_every_job_names_its_permissions_and_a_timeout(path):
+    for name, job in workflow(path)["jobs"].items():
+        assert "permissions" in job, f"{path.name}: job {name} has no permissions of its own"
+        assert isinstance(job.get("timeout-minutes"), int), f"{path.name}: job {name} has no timeout"
+
+
+def test_only_the_comment_job_may_write_to_pull_requests():
+    writers = [name for name, job in workflow(WORKFLOWS / "preview.yml")["jobs"].items()
+               if (job.get("permissions") or {}).get("pull-requests") == "write"]
+    assert writers == ["comment"]
+    assert all("run" in step or step["uses"].startswith("actions/download-artifact@")
+               for _job, step in steps(WORKFLOWS / "preview.yml") if _job == "comment"), \
+        "the job that can write to the PR must not check out or run the PR's code"
+
+
+# The current majors, all on node24 (see the comment at the top of preview.yml for sources).
+CURRENT_MAJOR = {
+    "actions/checkout": 6, "actions/setup-python": 6, "actions/upload-artifact": 7,
+    "actions/download-artifact": 7, "astral-sh/setup-uv": 7, "pulumi/actions": 7,
+    "google-github-actions/auth": 3, "google-github-actions/setup-gcloud": 3,
+    "aws-actions/configure-aws-credentials": 6,
+}
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_actions_are_at_their_current_major(path):
+    for job, step in steps(path):
+        if "uses" not in step:
+            continue
+        action, _, ref = step["uses"].partition("@")
+        assert action in CURRENT_MAJOR, f"{path.name}/{job}: {action} is not a reviewed action"
+        assert ref == f"v{CURRENT_MAJOR[action]}", f"{path.name}/{job}: {step['uses']}"
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_pulumi_is_installed_by_its_action_at_the_locked_sdk_version(path):
+    text = path.read_text(encoding="utf-8")
+    assert "get.pulumi.com" not in text and "curl" not in text
+    for job, step in steps(path):
+        if step.get("uses", "").startswith("pulumi/actions@"):
+            assert step["with"] == {"pulumi-version-file": ".pulumi-version"}, f"{path.name}/{job}"
+    lock = tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))
+    sdk = next(p["version"] for p in lock["package"] if p["name"] == "pulumi")
+    assert (ROOT / ".pulumi-version").read_text(encoding="utf-8").strip() == sdk
+
+
+def test_setup_uv_pins_one_exact_version_everywhere():
+    versions = {step["with"]["version"] for path in WORKFLOW_FILES for _job, step in steps(path)
+                if step.get("uses", "").startswith("astral-sh/setup-uv@")}
+    assert len(versions) == 1 and re.fullmatch(r"\d+\.\d+\.\d+", versions.pop())
+
+
+def readme_commands() -> dict[str, str]:
+    """README's two set-up commands, by their comment line."""
+    block = re.search(r"## Two commands.*?```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"),
+                      re.S).group(1)
+    lines = [line for line in block.splitlines() if line.strip()]
+    return {lines[i]: lines[i + 1] for i in range(0, len(lines), 2)}
+
+
+def test_ci_runs_readmes_test_command_exactly():
+    commands = readme_commands()
+    assert len(commands) == 2
+    test_command = commands["# The tests"]
+    ci = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+          if line and not line.startswith("#") and not line.startswith(("set ", "cd "))]
+    assert ci == [test_command]
+
+
+def uv_syncs() -> list[tuple[str, str]]:
+    found = [("README", command) for command in readme_commands().values()]
+    found += [(".ci/run", (ROOT / ".ci" / "run").read_text(encoding="utf-8"))]
+    found += [(path.name, step["run"]) for path in WORKFLOW_FILES for _job, step in steps(path) if "run" in step]
+    return [(where, text) for where, text in found if re.search(r"\buv (sync|run)\b", text)]
+
+
+def test_every_install_compiles_bytecode_and_no_run_resyncs():
+    # `uv run` that syncs with compile-bytecode on re-checks every installed file each time
+    # (astral-sh/uv#12202): sync once, compiled, then run without syncing.
+    assert uv_syncs()
+    for where, text in uv_syncs():
+        for sync in re.findall(r"uv sync[^\n&|;)]*", text):
+            assert "--compile-bytecode" in sync, f"{where}: {sync}"
+        for run in re.findall(r"uv run[^\n&|;)]*", text):
+            assert "--no-sync" in run, f"{where}: {run}"
+
+
+FAKE_PULUMI = """#!/usr/bin/env bash
+# A Pulumi CLI whose backend is a directory of stack names.
+backend="$FAKE_BACKEND"
+case "$1 $2" in
+  "stack select")
+    if [ "$3" = "--create" ]; then touch "$backend/$4"; exit 0; fi
+    [ -f "$backend/$3" ] || { echo "error: no stack named '$3' found" >&2; exit 255; }; exit 0 ;;
+  "stack init") touch "$backend/$3"; exit 0 ;;
+esac
+if [ "$1" = preview ]; then
+  [ -f "$backend/$3" ] || { echo "error: no stack named '$3' found" >&2; exit 255; }
+  echo '{"steps": [{"op": "create", "urn": "urn:pulumi:'"$3"'::accel::pulumi:pulumi:Stack::accel-'"$3"'"}]}'
+  exit 0
+fi
+echo "unexpected: $*" >&2; exit 2
+"""
+
+
+def test_preview_of_a_stack_the_backend_does_not_have_previews_a_create(tmp_path):
+    step = next(step for _job, step in steps(WORKFLOWS / "preview.yml") if step.get("id") == "preview")
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    pulumi = fake_bin / "pulumi"
+    pulumi.write_text(FAKE_PULUMI, encoding="utf-8")
+    pulumi.chmod(pulumi.stat().st_mode | stat.S_IEXEC)
+    backend = tmp_path / "backend"
+    backend.mkdir()
+    output = tmp_path / "github_output"
+    env = {**os.environ, "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}", "FAKE_BACKEND": str(backend),
+           "PULUMI_STACK": "brand-new", "GITHUB_OUTPUT": str(output)}
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, check=True, capture_output=True)
+    assert output.read_text(encoding="utf-8").strip() == "exit=0"
+    preview = yaml.safe_load((tmp_path / "preview.json").read_text(encoding="utf-8"))
+    assert [s["op"] for s in preview["steps"]] == ["create"]
