@@ -40,6 +40,12 @@ def test_choose_loads_neither_the_review_nor_the_reaper():
     assert not {m for m in loaded if m.startswith(("accel.review", "accel.reaper", "accel.commands.reap"))}
 
 
+def test_choose_without_write_stack_loads_no_round_trip_yaml():
+    """ruamel.yaml costs a third of a choose's start-up; only --write-stack edits a stack file."""
+    loaded = modules_after("choose", "examples/llama-70b-pretrain.yaml")
+    assert "accel.stack_pin" not in loaded
+
+
 def test_help_lists_every_command():
     result = subprocess.run([sys.executable, "-m", "accel.cli", "--help"], cwd=ROOT, capture_output=True,
                             text=True, check=True)

@@ -20,7 +20,6 @@ from rich.table import Table
 
 from accel.base.errors import AccelError, NothingFeasible, UsageError, fail
 from accel.base.units import human_number, money
-from accel.stack_pin import pin_to_stack_file
 
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PLOT_SUFFIXES = (".png", ".svg")
@@ -296,5 +295,7 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
 
     The workload is written without unset (None) fields; the plan is the full Plan (schema 2)."""
     path = _project_dir((root or Path.cwd()).resolve()) / "stacks" / f"Pulumi.{name}.yaml"
+    from accel.stack_pin import pin_to_stack_file  # ruamel.yaml only when a stack is written
+
     pin_to_stack_file(path, spec.model_dump(mode="json", exclude_none=True), plan.model_dump(mode="json"), warn=warn)
     return path
