@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies import shapes
 from accel.policies.candidates import (
     Candidate,
     SearchContext,
+    check_regions,
     estimate_for,
+    hard_filter,
     node_limit,
     node_limit_violation,
     search_context,
@@ -17,7 +20,6 @@ from accel.policies.candidates import (
 )
 from accel.policies.catalog.model import Catalog, Offering, Price
 from accel.policies.choice import Choice, NoFeasibleOption, catalog_ref
-from accel.policies.eligibility import check_regions, hard_filter
 from accel.policies.estimate import (
     Evaluation,
     Replica,
@@ -25,11 +27,10 @@ from accel.policies.estimate import (
     slice_holds_training_state,
     training_memory_bytes,
 )
-from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.explain import describe
+from accel.policies.ladders import Size, replica_sizes
 from accel.policies.plan import Plan
-from accel.policies.planning import make_plan
-from accel.policies.sizes import Size, replica_sizes
+from accel.policies.plan_builder import make_plan
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
 

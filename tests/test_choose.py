@@ -9,16 +9,16 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from accel.base.errors import UsageError
 from accel.policies import shapes
 from accel.policies.catalog import load_catalog, offerings_from_inventory
-from accel.policies.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
-from accel.policies.plan import Plan
-from accel.policies.select import (
+from accel.policies.choose import (
     Choice,
     NoFeasibleOption,
     choose,
     make_plan,
     plan_from_pin,
-    tpu_sizes,
 )
+from accel.policies.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
+from accel.policies.ladders import tpu_sizes
+from accel.policies.plan import Plan
 from accel.policies.workload import load_workload, workload_from_mapping
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
