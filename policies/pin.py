@@ -28,7 +28,7 @@ from accel.policies.estimate import (
     training_memory_bytes,
 )
 from accel.policies.explain import describe
-from accel.policies.ladders import Size, replica_sizes
+from accel.policies.ladders import GpuLadder, Size, replica_sizes, tpu_fleet
 from accel.policies.plan import Plan
 from accel.policies.plan_builder import make_plan
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
@@ -99,12 +99,11 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                 continue
             chip, host = prices
             if generation is not None:
-                size = Size(shapes.topology_chips(topology) * slices, shapes.hosts_per_slice(generation.name, topology) * slices,
-                            slices, topology, shapes.machine_type(generation.name, topology),
-                            shapes.chips_per_host(generation.name, topology))
+                size = tpu_fleet(generation.name, topology, slices)
             else:
-                nodes = math.ceil(pin.chips / offering.chips_per_host)
-                size = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
+                # The GPU ladder's first size that holds the pinned chips: whole nodes, rounded up.
+                ladder = GpuLadder(offering, math.ceil(pin.chips / offering.chips_per_host))
+                size = ladder[ladder.first_at_least(pin.chips)]
             # A GPU fleet is one node pool, a TPU multislice one pool per slice: the components build no larger pool.
             if node_limit_violation(offering, size.hosts // size.slices, spec.kind != "inference"):
                 over_limit.append((offering, size))

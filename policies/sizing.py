@@ -23,7 +23,15 @@ from accel.policies import shapes
 from accel.policies.candidates import Candidate, SearchContext, node_limit_words
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimate import Evaluation, training_memory_bytes
-from accel.policies.ladders import GpuLadder, Size, TpuLadder, largest_slice_chips, replica_sizes, tpu_sizes
+from accel.policies.ladders import (
+    GpuLadder,
+    Size,
+    TpuLadder,
+    largest_slice_chips,
+    replica_sizes,
+    serving_fleet,
+    tpu_sizes,
+)
 
 
 @dataclass
@@ -254,13 +262,7 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
                 why_not.append(f"{size.chips}-chip replica: {reason}")
             continue
         replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
-        if size.topology is None:
-            nodes = math.ceil(replicas * size.chips / offering.chips_per_host)
-            fleet = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type,
-                         offering.chips_per_host)
-        else:
-            fleet = Size(size.chips * replicas, size.hosts * replicas, replicas, size.topology,
-                         size.machine_type, size.chips_per_host)
+        fleet = serving_fleet(offering, size, replicas)
         hourly = fleet.chips * chip_usd + fleet.hosts * host_usd
         hours = spec.inference.hours
         latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
@@ -340,12 +342,7 @@ def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, reg
     headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
     model = ctx.inference_model(offering)
     replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
-    if size.topology is None:
-        nodes = math.ceil(replicas * size.chips / offering.chips_per_host)
-        fleet = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
-    else:
-        fleet = Size(size.chips * replicas, size.hosts * replicas, replicas, size.topology, size.machine_type,
-                     size.chips_per_host)
+    fleet = serving_fleet(offering, size, replicas)
     hourly = fleet.chips * chip.usd + fleet.hosts * (host.usd if host else 0.0)
     detail: dict[str, float | int | str] = {
         "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": 1, "p99_ms_per_token": round(p99_ms, 1),
