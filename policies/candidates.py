@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence, TypeVar
 
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.choice import OBJECTIVES
@@ -27,6 +27,9 @@ from accel.policies.estimate import (
 from accel.policies.ladders import Size
 from accel.policies.plan import Estimate, Option
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass
@@ -69,27 +72,16 @@ class SearchContext:
         return self.catalog.accelerators[offering.accelerator]
 
     def training_model(self, offering: Offering, spot: bool) -> TrainingModel:
-        key = (offering.accelerator, offering.cloud, spot)
-        model = self.training_models.get(key)
-        if model is None:
-            model = TrainingModel(self.spec, self.resolved, self.catalog, self.accelerator(offering),
-                                  offering.cloud, spot)
-            self.training_models[key] = model
-        return model
+        return _memo(self.training_models, (offering.accelerator, offering.cloud, spot), lambda: TrainingModel(
+            self.spec, self.resolved, self.catalog, self.accelerator(offering), offering.cloud, spot))
 
     def inference_model(self, offering: Offering) -> InferenceModel:
-        model = self.inference_models.get(offering.accelerator)
-        if model is None:
-            model = InferenceModel(self.spec, self.resolved, self.accelerator(offering))
-            self.inference_models[offering.accelerator] = model
-        return model
+        return _memo(self.inference_models, offering.accelerator,
+                     lambda: InferenceModel(self.spec, self.resolved, self.accelerator(offering)))
 
     def min_memory_chips(self, offering: Offering) -> int:
-        chips = self.memory_chips.get(offering.accelerator)
-        if chips is None:
-            chips = min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering))
-            self.memory_chips[offering.accelerator] = chips
-        return chips
+        return _memo(self.memory_chips, offering.accelerator,
+                     lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
 
     def fleet_cap(self, offering: Offering) -> int:
         return min(self.max_chips, offering.max_chips or self.max_chips)
@@ -97,6 +89,13 @@ class SearchContext:
     def node_limit(self, offering: Offering) -> NodeLimit | None:
         """The offering's most nodes per node pool when it applies to this workload (training or serving)."""
         return node_limit(offering, self.spec.kind != "inference")
+
+
+def _memo(cache: dict[K, V], key: K, compute: Callable[[], V]) -> V:
+    """cache[key], computed once: the search asks for the same model or memory fit for every size and price."""
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
 
 
 def node_limit(offering: Offering, training: bool) -> NodeLimit | None:
