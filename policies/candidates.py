@@ -1,9 +1,14 @@
-"""The state of one search: the workload's resolved limits and per-offering model caches (SearchContext),
-one sized configuration (Candidate), and how a candidate becomes an Option and an Estimate."""
+"""The candidates of one search, the first step of selection (candidates -> sizing -> estimate -> choose ->
+explain): the workload's resolved limits and per-offering model caches (SearchContext), the hard constraints
+that rule an offering out whatever its size or price (hard_filter), the prices an offering is sized at
+(price_groups, spot_modes), one sized configuration (Candidate), and how a candidate becomes an Option and an
+Estimate."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+from typing import Callable, Sequence, TypeVar
 
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.choice import OBJECTIVES
@@ -19,9 +24,12 @@ from accel.policies.estimate import (
     resolve,
     training_flops,
 )
+from accel.policies.ladders import Size
 from accel.policies.plan import Estimate, Option
-from accel.policies.sizes import Size
-from accel.policies.workload import WorkloadSpec
+from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass
@@ -64,27 +72,16 @@ class SearchContext:
         return self.catalog.accelerators[offering.accelerator]
 
     def training_model(self, offering: Offering, spot: bool) -> TrainingModel:
-        key = (offering.accelerator, offering.cloud, spot)
-        model = self.training_models.get(key)
-        if model is None:
-            model = TrainingModel(self.spec, self.resolved, self.catalog, self.accelerator(offering),
-                                  offering.cloud, spot)
-            self.training_models[key] = model
-        return model
+        return _memo(self.training_models, (offering.accelerator, offering.cloud, spot), lambda: TrainingModel(
+            self.spec, self.resolved, self.catalog, self.accelerator(offering), offering.cloud, spot))
 
     def inference_model(self, offering: Offering) -> InferenceModel:
-        model = self.inference_models.get(offering.accelerator)
-        if model is None:
-            model = InferenceModel(self.spec, self.resolved, self.accelerator(offering))
-            self.inference_models[offering.accelerator] = model
-        return model
+        return _memo(self.inference_models, offering.accelerator,
+                     lambda: InferenceModel(self.spec, self.resolved, self.accelerator(offering)))
 
     def min_memory_chips(self, offering: Offering) -> int:
-        chips = self.memory_chips.get(offering.accelerator)
-        if chips is None:
-            chips = min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering))
-            self.memory_chips[offering.accelerator] = chips
-        return chips
+        return _memo(self.memory_chips, offering.accelerator,
+                     lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
 
     def fleet_cap(self, offering: Offering) -> int:
         return min(self.max_chips, offering.max_chips or self.max_chips)
@@ -92,6 +89,13 @@ class SearchContext:
     def node_limit(self, offering: Offering) -> NodeLimit | None:
         """The offering's most nodes per node pool when it applies to this workload (training or serving)."""
         return node_limit(offering, self.spec.kind != "inference")
+
+
+def _memo(cache: dict[K, V], key: K, compute: Callable[[], V]) -> V:
+    """cache[key], computed once: the search asks for the same model or memory fit for every size and price."""
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
 
 
 def node_limit(offering: Offering, training: bool) -> NodeLimit | None:
@@ -127,6 +131,30 @@ def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> Sear
                               else (max_chips, ""))
     return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips,
                          batch_chips, batch_why)
+
+
+def price_groups(ctx: SearchContext, offering: Offering, spot: bool) -> list[tuple[list[str], Price, Price | None]]:
+    """Allowed regions grouped by identical prices, in preference order (the workload's region order, else
+    the catalog's), so the numbers are computed once per distinct price."""
+    allowed = ctx.spec.constraints.regions
+    regions = [r for r in (allowed or offering.regions) if r in offering.regions]
+    groups: dict[tuple[float, float], tuple[list[str], Price, Price | None]] = {}
+    for region in regions:
+        prices = offering.prices(region, spot)
+        if prices is None:
+            continue
+        chip, host = prices
+        key = (chip.usd, host.usd if host else 0.0)
+        if key in groups:
+            groups[key][0].append(region)
+        else:
+            groups[key] = ([region], chip, host)
+    return list(groups.values())
+
+
+def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
+    """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot."""
+    return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
 
 
 def to_option(candidate: Candidate, region: str) -> Option:
@@ -182,3 +210,41 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
     return Estimate(flops=flops, min_chips_for_memory=ctx.min_memory_chips(candidate.offering), hours=option.hours,
                     hourly_usd=option.hourly_usd, total_usd=option.total_usd, mfu=option.mfu, goodput=option.goodput,
                     assumptions=assumptions, details={k: v for k, v in detail.items()})
+
+
+def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | None:
+    """(constraint, reason) when the offering can never serve this workload, else None."""
+    constraints = spec.constraints
+    if offering.cloud not in constraints.clouds:
+        return "clouds", f"cloud {offering.cloud} is not in constraints.clouds ({', '.join(constraints.clouds)})"
+    if offering.family == "tpu":
+        if constraints.custom_cuda_kernels:
+            return "framework", "custom CUDA kernels need NVIDIA GPUs; TPUs run only what XLA compiles"
+        if spec.framework not in XLA_FRAMEWORKS:
+            return "framework", (f"{framework_label(spec)} runs on TPUs only through XLA "
+                                 f"(use jax, tensorflow or pytorch-xla)")
+        if constraints.portability:
+            return "portability", "portability is required and TPUs exist only on Google Cloud"
+    if constraints.accelerators is not None and offering.accelerator not in constraints.accelerators:
+        return "accelerators", (f"{offering.accelerator} is not in constraints.accelerators "
+                                f"({', '.join(constraints.accelerators)})")
+    if constraints.regions is not None and not set(offering.regions) & set(constraints.regions):
+        return "regions", (f"offered only in {', '.join(offering.regions)}; constraints.regions allows "
+                           f"{', '.join(constraints.regions)}")
+    if constraints.spot == "required" and not offering.has_spot():
+        return "spot", "spot is required and this offering has no spot capacity"
+    return None
+
+
+def check_regions(regions: Sequence[str] | None, offerings: Sequence[Offering], field: str) -> None:
+    """A region that no offering has is a typo, not a constraint: WorkloadFieldError (exit 2) naming the field,
+    the nearest known region and every known one."""
+    known = sorted({region for offering in offerings for region in offering.regions})
+    unknown = [region for region in regions or [] if region not in known]
+    if not unknown:
+        return
+    problems = []
+    for region in unknown:
+        hint = difflib.get_close_matches(region, known, n=1, cutoff=0.6)
+        problems.append(f"{region!r} is in no catalog offering" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    raise WorkloadFieldError(field, f"{'; '.join(problems)}; known regions: {', '.join(known)}")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies import shapes
 from accel.policies.candidates import (
     Candidate,
     SearchContext,
+    check_regions,
     estimate_for,
+    hard_filter,
     node_limit,
     node_limit_violation,
     search_context,
@@ -17,7 +20,6 @@ from accel.policies.candidates import (
 )
 from accel.policies.catalog.model import Catalog, Offering, Price
 from accel.policies.choice import Choice, NoFeasibleOption, catalog_ref
-from accel.policies.eligibility import check_regions, hard_filter
 from accel.policies.estimate import (
     Evaluation,
     Replica,
@@ -25,11 +27,10 @@ from accel.policies.estimate import (
     slice_holds_training_state,
     training_memory_bytes,
 )
-from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.explain import describe
+from accel.policies.ladders import GpuLadder, Size, replica_sizes, tpu_fleet
 from accel.policies.plan import Plan
-from accel.policies.planning import make_plan
-from accel.policies.sizes import Size, replica_sizes
+from accel.policies.plan_builder import make_plan
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
 
@@ -98,12 +99,11 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                 continue
             chip, host = prices
             if generation is not None:
-                size = Size(shapes.topology_chips(topology) * slices, shapes.hosts_per_slice(generation.name, topology) * slices,
-                            slices, topology, shapes.machine_type(generation.name, topology),
-                            shapes.chips_per_host(generation.name, topology))
+                size = tpu_fleet(generation.name, topology, slices)
             else:
-                nodes = math.ceil(pin.chips / offering.chips_per_host)
-                size = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
+                # The GPU ladder's first size that holds the pinned chips: whole nodes, rounded up.
+                ladder = GpuLadder(offering, math.ceil(pin.chips / offering.chips_per_host))
+                size = ladder[ladder.first_at_least(pin.chips)]
             # A GPU fleet is one node pool, a TPU multislice one pool per slice: the components build no larger pool.
             if node_limit_violation(offering, size.hosts // size.slices, spec.kind != "inference"):
                 over_limit.append((offering, size))

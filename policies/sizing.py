@@ -8,7 +8,8 @@ chips that can share one) more chips only idle. So:
 - cost objective: the smallest size that fits in memory and meets the deadline (binary search),
 - time objective: the smallest size within time_objective_tolerance of the fastest within the budget (more
   chips stop helping: they would buy less than that share of the run time).
-Serving sizes replicas instead: every replica size is tried, replicas cover the tokens/s target.
+Serving sizes replicas instead: every replica size is tried, replicas cover the tokens/s target; when the p99
+bound rules an offering out, its fastest replica is kept as the closest option (keep_fastest_replica).
 """
 
 from __future__ import annotations
@@ -17,12 +18,20 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies import shapes
 from accel.policies.candidates import Candidate, SearchContext, node_limit_words
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimate import Evaluation, training_memory_bytes
-from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies.sizes import GpuLadder, Size, TpuLadder, largest_slice_chips, replica_sizes, tpu_sizes
+from accel.policies.ladders import (
+    GpuLadder,
+    Size,
+    TpuLadder,
+    largest_slice_chips,
+    replica_sizes,
+    serving_fleet,
+    tpu_sizes,
+)
 
 
 @dataclass
@@ -253,13 +262,7 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
                 why_not.append(f"{size.chips}-chip replica: {reason}")
             continue
         replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
-        if size.topology is None:
-            nodes = math.ceil(replicas * size.chips / offering.chips_per_host)
-            fleet = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type,
-                         offering.chips_per_host)
-        else:
-            fleet = Size(size.chips * replicas, size.hosts * replicas, replicas, size.topology,
-                         size.machine_type, size.chips_per_host)
+        fleet = serving_fleet(offering, size, replicas)
         hourly = fleet.chips * chip_usd + fleet.hosts * host_usd
         hours = spec.inference.hours
         latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
@@ -319,6 +322,51 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
                   "max_nodes" if any("over the node limit" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
     outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])))
+
+
+def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
+                     host: Price | None, outcome: SizingOutcome) -> None:
+    """When the p99 bound is what rules an offering out, keep its fastest replica (at batch 1, enough replicas
+    for the target) as a closest option. (The rejection reason itself states the p99 it compared.)"""
+    fastest = _fastest_replica(ctx, offering)
+    if fastest is None or not any(constraint == "latency" for constraint, _ in outcome.reasons):
+        return
+    step, size, bound = fastest
+    spec = ctx.spec
+    assert spec.inference is not None
+    factor = ctx.resolved["inference_latency_p99_factor"]
+    p99_ms = step * factor * 1000
+    limit = spec.inference.p99_latency_ms
+    if p99_ms <= limit or outcome.near:
+        return
+    headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
+    model = ctx.inference_model(offering)
+    replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
+    fleet = serving_fleet(offering, size, replicas)
+    hourly = fleet.chips * chip.usd + fleet.hosts * (host.usd if host else 0.0)
+    detail: dict[str, float | int | str] = {
+        "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": 1, "p99_ms_per_token": round(p99_ms, 1),
+        "tokens_per_second_per_replica": round(1.0 / step, 1), "bound": bound,
+        "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    hours = spec.inference.hours
+    evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
+                            detail=detail)
+    closest = Candidate(offering, regions, spot, fleet, evaluation, chip, host)
+    outcome.near.append((math.log(p99_ms / limit), closest, ""))
+
+
+def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
+    """(decode step at batch 1, replica size, bound) of the replica size with the shortest step that holds the
+    weights and one sequence; None when none does."""
+    model = ctx.inference_model(offering)
+    best: tuple[float, Size, str] | None = None
+    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"])):
+        if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence:
+            continue
+        step, bound = model.step_seconds(size.chips, 1)
+        if best is None or step < best[0]:
+            best = (step, size, bound)
+    return best
 
 
 def _first_true(lo: int, hi: int, predicate: Callable[[int], bool]) -> int:

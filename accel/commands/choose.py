@@ -59,7 +59,7 @@ def choose(
 def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | None, plot: Path | None,
         write_stack: str | None, out: Console, status: Console) -> Any:
     from accel.policies.catalog import load_catalog
-    from accel.policies.select import OBJECTIVES, choose as choose_hardware, make_plan
+    from accel.policies.choose import OBJECTIVES, choose as choose_hardware, make_plan
     from accel.policies.workload import WorkloadFieldError, load_workload
 
     if objective not in OBJECTIVES:
@@ -97,7 +97,7 @@ def _time(hours: float) -> str:
 
 
 def render(choice: Any, plan: Any, console: Console) -> None:
-    from accel.policies.select import accelerator_name
+    from accel.policies.choose import accelerator_name
 
     spec = choice.workload
     inference = spec.kind == "inference"

@@ -9,9 +9,9 @@ the format grows between CLI versions; the keys this review reads are type-check
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 URN_PREFIX = "urn:pulumi:"
 # What the engine writes for a value that is known only after apply.
@@ -22,6 +22,11 @@ class LenientModel(BaseModel):
     """Ignores keys it does not know: newer CLIs add fields, and that must not break a review."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+# The CLI writes null for an empty list or map (Go's nil slice or map): read it as the empty one.
+NullAsEmptyDict = BeforeValidator(lambda value: {} if value is None else value)
+NullAsEmptyList = BeforeValidator(lambda value: [] if value is None else value)
 
 
 def check_urn(value: str) -> str:
@@ -40,15 +45,10 @@ class ResourceState(LenientModel):
     id: str | None = None
     parent: str | None = None
     provider: str | None = None
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    outputs: dict[str, Any] = Field(default_factory=dict)
+    inputs: Annotated[dict[str, Any], NullAsEmptyDict] = Field(default_factory=dict)
+    outputs: Annotated[dict[str, Any], NullAsEmptyDict] = Field(default_factory=dict)
     protect: bool = False
     retain_on_delete: bool = Field(False, alias="retainOnDelete")
-
-    @field_validator("inputs", "outputs", mode="before")
-    @classmethod
-    def _null_is_empty(cls, value: Any) -> Any:
-        return {} if value is None else value
 
 
 class PropertyDiff(LenientModel):
@@ -62,24 +62,14 @@ class PreviewStep(LenientModel):
     provider: str | None = None
     old_state: ResourceState | None = Field(None, alias="oldState")
     new_state: ResourceState | None = Field(None, alias="newState")
-    diff_reasons: list[str] = Field(default_factory=list, alias="diffReasons")
-    replace_reasons: list[str] = Field(default_factory=list, alias="replaceReasons")
-    detailed_diff: dict[str, PropertyDiff] = Field(default_factory=dict, alias="detailedDiff")
+    diff_reasons: Annotated[list[str], NullAsEmptyList] = Field(default_factory=list, alias="diffReasons")
+    replace_reasons: Annotated[list[str], NullAsEmptyList] = Field(default_factory=list, alias="replaceReasons")
+    detailed_diff: Annotated[dict[str, PropertyDiff], NullAsEmptyDict] = Field(default_factory=dict, alias="detailedDiff")
 
     @field_validator("urn")
     @classmethod
     def _urn(cls, value: str) -> str:
         return check_urn(value)
-
-    @field_validator("diff_reasons", "replace_reasons", mode="before")
-    @classmethod
-    def _null_list_is_empty(cls, value: Any) -> Any:
-        return [] if value is None else value
-
-    @field_validator("detailed_diff", mode="before")
-    @classmethod
-    def _null_diff_is_empty(cls, value: Any) -> Any:
-        return {} if value is None else value
 
 
 class PreviewDiagnostic(LenientModel):
@@ -91,21 +81,11 @@ class PreviewDiagnostic(LenientModel):
 
 class PreviewDigest(LenientModel):
     config: dict[str, Any] | None = None
-    steps: list[PreviewStep] = Field(default_factory=list)
-    diagnostics: list[PreviewDiagnostic] = Field(default_factory=list)
+    steps: Annotated[list[PreviewStep], NullAsEmptyList] = Field(default_factory=list)
+    diagnostics: Annotated[list[PreviewDiagnostic], NullAsEmptyList] = Field(default_factory=list)
     duration: float | None = Field(None, description="Nanoseconds (Go time.Duration)")
-    change_summary: dict[str, int] = Field(default_factory=dict, alias="changeSummary")
+    change_summary: Annotated[dict[str, int], NullAsEmptyDict] = Field(default_factory=dict, alias="changeSummary")
     maybe_corrupt: bool = Field(False, alias="maybeCorrupt")
-
-    @field_validator("steps", "diagnostics", mode="before")
-    @classmethod
-    def _null_list_is_empty(cls, value: Any) -> Any:
-        return [] if value is None else value
-
-    @field_validator("change_summary", mode="before")
-    @classmethod
-    def _null_summary_is_empty(cls, value: Any) -> Any:
-        return {} if value is None else value
 
 
 def split_urn(urn: str) -> tuple[str, str, str, str]:

@@ -1,10 +1,11 @@
-"""Hardware selection: enumerate -> filter -> size -> rank -> explain -> Plan.
+"""Hardware selection, the pipeline end to end: candidates -> sizing -> estimate -> choose -> explain -> Plan.
 
-For each offering (machine type or TPU generation on a cloud), each allowed region price and
-each capacity type (spot / on-demand), the engine finds the best fleet size on the offering's
-size ladder (accel.policies.sizing), ranks every feasible configuration by the objective, and explains
-the choice (accel.policies.explain). A hardware pin skips the search (accel.policies.pin). This module is
-also the package's public API: the names below are re-exported so callers import them from here.
+For each offering (machine type or TPU generation on a cloud) that passes the hard constraints, each allowed
+region price and each capacity type (spot / on-demand) (accel.policies.candidates), the engine finds the best
+fleet size on the offering's size ladder (accel.policies.sizing over accel.policies.ladders, timed and priced by
+accel.policies.estimate), ranks every feasible configuration by the objective (here), and explains the choice
+(accel.policies.explain). A hardware pin skips the search (accel.policies.pin); accel.policies.plan_builder
+turns the Choice into the Plan. The entry points callers use are the names in __all__.
 """
 
 from __future__ import annotations
@@ -12,47 +13,29 @@ from __future__ import annotations
 import math
 from typing import Literal, Sequence
 
-from accel.policies.candidates import Candidate, SearchContext, estimate_for, search_context, to_option
-from accel.policies.catalog.model import Catalog, Offering, Price
+from accel.policies.candidates import (
+    Candidate,
+    check_regions,
+    estimate_for,
+    hard_filter,
+    price_groups,
+    search_context,
+    spot_modes,
+    to_option,
+)
+from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
-from accel.policies.eligibility import check_regions, hard_filter
-from accel.policies.estimate import Evaluation
-from accel.policies.explain import CLOUD_NAMES, accelerator_name, describe, explain_choice, explain_infeasible
+from accel.policies.explain import accelerator_name, explain_choice, explain_infeasible
 from accel.policies.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
-from accel.policies.planning import make_plan
-from accel.policies.sizes import GpuLadder, Size, TpuLadder, replica_sizes, tpu_sizes
-from accel.policies.sizing import SizingOutcome, size_inference, size_training
+from accel.policies.plan_builder import make_plan
+from accel.policies.sizing import SizingOutcome, keep_fastest_replica, size_inference, size_training
 from accel.policies.workload import WorkloadSpec
 
 __all__ = [
-    "CLOUD_NAMES", "OBJECTIVES", "Choice", "accelerator_name", "GpuLadder", "NoFeasibleOption", "Objective",
-    "Size", "TpuLadder", "choose", "choose_plan", "describe", "make_plan", "plan_from_pin", "replica_sizes",
-    "tpu_sizes",
+    "OBJECTIVES", "Choice", "NoFeasibleOption", "Objective", "accelerator_name", "choose", "choose_plan",
+    "make_plan", "plan_from_pin",
 ]
-
-
-def _price_groups(ctx: SearchContext, offering: Offering, spot: bool) -> list[tuple[list[str], Price, Price | None]]:
-    """Allowed regions grouped by identical prices, in preference order (the workload's region order, else
-    the catalog's), so the numbers are computed once per distinct price."""
-    allowed = ctx.spec.constraints.regions
-    regions = [r for r in (allowed or offering.regions) if r in offering.regions]
-    groups: dict[tuple[float, float], tuple[list[str], Price, Price | None]] = {}
-    for region in regions:
-        prices = offering.prices(region, spot)
-        if prices is None:
-            continue
-        chip, host = prices
-        key = (chip.usd, host.usd if host else 0.0)
-        if key in groups:
-            groups[key][0].append(region)
-        else:
-            groups[key] = ([region], chip, host)
-    return list(groups.values())
-
-
-def _spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
-    return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
 
 
 def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
@@ -96,15 +79,15 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             continue
         reasons: list[tuple[str, str]] = []
         found = False
-        for spot in _spot_modes(spec):
-            groups = _price_groups(ctx, offering, spot)
+        for spot in spot_modes(spec):
+            groups = price_groups(ctx, offering, spot)
             if not groups and spot:
                 reasons.append(("spot", "no spot capacity in the allowed regions"))
             for regions, chip, host in groups:
                 outcome = SizingOutcome()
                 sizer(ctx, offering, spot, regions, chip, host, outcome)
                 if spec.kind == "inference" and outcome.best is None:
-                    _explain_latency(ctx, offering, spot, regions, chip, host, outcome)
+                    keep_fastest_replica(ctx, offering, spot, regions, chip, host, outcome)
                 near.extend(outcome.near)
                 if outcome.best is None:
                     reasons.extend(outcome.reasons)
@@ -152,56 +135,6 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
                   objective=objective, workload=spec, catalog=catalog_ref(catalog), chosen_offering=best.offering,
                   closest_infeasible=closest_infeasible,
                   option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked])
-
-
-def _explain_latency(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
-                     host: Price | None, outcome: SizingOutcome) -> None:
-    """When the p99 bound is what rules an offering out, keep its fastest replica (at batch 1, enough replicas
-    for the target) as a closest option. (The rejection reason itself states the p99 it compared.)"""
-    fastest = _fastest_replica(ctx, offering)
-    if fastest is None or not any(constraint == "latency" for constraint, _ in outcome.reasons):
-        return
-    step, size, bound = fastest
-    spec = ctx.spec
-    assert spec.inference is not None
-    factor = ctx.resolved["inference_latency_p99_factor"]
-    p99_ms = step * factor * 1000
-    limit = spec.inference.p99_latency_ms
-    if p99_ms <= limit or outcome.near:
-        return
-    headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
-    model = ctx.inference_model(offering)
-    replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
-    if size.topology is None:
-        nodes = math.ceil(replicas * size.chips / offering.chips_per_host)
-        fleet = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
-    else:
-        fleet = Size(size.chips * replicas, size.hosts * replicas, replicas, size.topology, size.machine_type,
-                     size.chips_per_host)
-    hourly = fleet.chips * chip.usd + fleet.hosts * (host.usd if host else 0.0)
-    detail: dict[str, float | int | str] = {
-        "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": 1, "p99_ms_per_token": round(p99_ms, 1),
-        "tokens_per_second_per_replica": round(1.0 / step, 1), "bound": bound,
-        "min_chips_for_memory": ctx.min_memory_chips(offering)}
-    hours = spec.inference.hours
-    evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
-                            detail=detail)
-    closest = Candidate(offering, regions, spot, fleet, evaluation, chip, host)
-    outcome.near.append((math.log(p99_ms / limit), closest, ""))
-
-
-def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
-    """(decode step at batch 1, replica size, bound) of the replica size with the shortest step that holds the
-    weights and one sequence; None when none does."""
-    model = ctx.inference_model(offering)
-    best: tuple[float, Size, str] | None = None
-    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"])):
-        if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence:
-            continue
-        step, bound = model.step_seconds(size.chips, 1)
-        if best is None or step < best[0]:
-            best = (step, size, bound)
-    return best
 
 
 def _merge_capacity_reasons(reasons: list[str]) -> list[str]:

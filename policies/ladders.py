@@ -21,20 +21,39 @@ class Size:
     chips_per_host: int
 
 
+def gpu_fleet(offering: Offering, nodes: int) -> Size:
+    """`nodes` whole nodes of a GPU offering: the one place a GPU fleet's size is built."""
+    return Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
+
+
+def tpu_fleet(generation: str, topology: str, slices: int = 1) -> Size:
+    """`slices` identical slices of `topology`: the one place a TPU fleet's size is built."""
+    return Size(shapes.topology_chips(topology) * slices, shapes.hosts_per_slice(generation, topology) * slices,
+                slices, topology, shapes.machine_type(generation, topology), shapes.chips_per_host(generation, topology))
+
+
+def serving_fleet(offering: Offering, replica: Size, replicas: int) -> Size:
+    """The fleet of `replicas` serving replicas of size `replica`: the whole GPU nodes that hold them, or one TPU
+    slice per replica."""
+    if replica.topology is None:
+        return gpu_fleet(offering, math.ceil(replicas * replica.chips / offering.chips_per_host))
+    return Size(replica.chips * replicas, replica.hosts * replicas, replicas, replica.topology, replica.machine_type,
+                replica.chips_per_host)
+
+
 class GpuLadder:
     """1..max_nodes whole nodes; index i is i+1 nodes. Nothing is materialized."""
 
     def __init__(self, offering: Offering, max_nodes: int) -> None:
+        self.offering = offering
         self.per_node = offering.chips_per_host
-        self.machine_type = offering.machine_type
         self.count = max(0, max_nodes)
 
     def __len__(self) -> int:
         return self.count
 
     def __getitem__(self, index: int) -> Size:
-        nodes = index + 1
-        return Size(nodes * self.per_node, nodes, 1, None, self.machine_type, self.per_node)
+        return gpu_fleet(self.offering, index + 1)
 
     def first_at_least(self, chips: int) -> int:
         return max(0, math.ceil(chips / self.per_node) - 1)
@@ -67,10 +86,6 @@ def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hos
     gen = shapes.generation(generation)
     topologies = shapes.valid_topologies(gen.name)
 
-    def size(topology: str, slices: int) -> Size:
-        return Size(shapes.topology_chips(topology) * slices, shapes.hosts_per_slice(gen.name, topology) * slices,
-                    slices, topology, shapes.machine_type(gen.name, topology), shapes.chips_per_host(gen.name, topology))
-
     singles: dict[int, str] = {}
     for topology in topologies:
         if max_slice_hosts is not None and shapes.hosts_per_slice(gen.name, topology) > max_slice_hosts:
@@ -79,7 +94,7 @@ def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hos
     if not singles:
         return ()
     largest = max(singles)
-    sizes = [size(t, 1) for c, t in sorted(singles.items()) if c <= cap]
+    sizes = [tpu_fleet(gen.name, t) for c, t in sorted(singles.items()) if c <= cap]
     multi: dict[int, tuple[int, str]] = {}
     for chips, topology in sorted(singles.items(), reverse=True):
         if chips * 2 < largest or chips < min_slice_chips:   # pod-scale slices, each holding the state
@@ -88,7 +103,7 @@ def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hos
             total = chips * slices
             if total > largest and (total not in multi or slices < multi[total][0]):
                 multi[total] = (slices, topology)
-    sizes += [size(t, s) for _, (s, t) in sorted(multi.items())]
+    sizes += [tpu_fleet(gen.name, t, s) for _, (s, t) in sorted(multi.items())]
     return tuple(sizes)
 
 
@@ -105,5 +120,6 @@ def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
     if generation is None:
         counts = [n for n in (1, 2, 4, 8, 16) if n <= offering.chips_per_host and offering.chips_per_host % n == 0
                   and n <= max_replica_chips]
+        # A share of one node: `n` of its GPUs on that one host.
         return [Size(n, 1, 1, None, offering.machine_type, offering.chips_per_host) for n in counts]
     return [s for s in tpu_sizes(generation.name, max(1, max_replica_chips)) if s.slices == 1]

@@ -9,16 +9,16 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from accel.base.errors import UsageError
 from accel.policies import shapes
 from accel.policies.catalog import load_catalog, offerings_from_inventory
-from accel.policies.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
-from accel.policies.plan import Plan
-from accel.policies.select import (
+from accel.policies.choose import (
     Choice,
     NoFeasibleOption,
     choose,
     make_plan,
     plan_from_pin,
-    tpu_sizes,
 )
+from accel.policies.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
+from accel.policies.ladders import GpuLadder, tpu_sizes
+from accel.policies.plan import Plan
 from accel.policies.workload import load_workload, workload_from_mapping
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -230,6 +230,34 @@ def test_a_tpu_pin_with_custom_cuda_kernels_is_infeasible(catalog):
 def test_plan_from_pin_builds_the_pinned_multislice(catalog):
     plan = plan_from_pin(spec(hardware={"accelerator": "tpu-v6e", "chips": 1024}), catalog)
     assert (plan.tpu.topology, plan.tpu.slices, plan.tpu.machine_type) == ("16x16", 4, "ct6e-standard-4t")
+
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), generation=st.sampled_from(["v5p", "v6e", "v5e"]))
+def test_a_tpu_pin_of_a_slice_the_search_could_pick_is_that_very_slice(catalog, data, generation):
+    """Pins are sized through the same ladders as the search: pinning the chips of a single-slice ladder size
+    gives the ladder's size (topology, hosts and machine type), not a layout built another way."""
+    ladder = [size for size in tpu_sizes(generation, 4096) if size.slices == 1]
+    size = data.draw(st.sampled_from(ladder))
+    workload = spec(model={"parameters": "100M"}, training={"tokens": "1B", "framework": "jax"},
+                    hardware={"accelerator": f"tpu-{generation}", "chips": size.chips})
+    chosen = choose(workload, catalog).chosen
+    assert (chosen.chips, chosen.hosts, chosen.slices, chosen.topology, chosen.machine_type) == (
+        size.chips, size.hosts, size.slices, size.topology, size.machine_type)
+
+
+@settings(max_examples=40, deadline=None)
+@given(chips=st.integers(1, 64), machine_type=st.sampled_from(["a3-highgpu-8g", "p5.48xlarge", "g2-standard-48"]))
+def test_a_gpu_pin_is_the_smallest_ladder_size_that_holds_its_chips(catalog, chips, machine_type):
+    offering = next(o for o in catalog.offerings if o.machine_type == machine_type)
+    workload = spec(model={"parameters": "100M"}, training={"tokens": "1B", "framework": "pytorch"},
+                    hardware={"accelerator": offering.accelerator, "chips": chips, "machine_type": machine_type})
+    chosen = choose(workload, catalog).chosen
+    ladder = GpuLadder(offering, 64)
+    expected = ladder[ladder.first_at_least(chips)]
+    assert (chosen.chips, chosen.hosts, chosen.machine_type) == (expected.chips, expected.hosts, expected.machine_type)
+    assert chosen.chips >= chips > chosen.chips - offering.chips_per_host
 
 
 # ----------------------------------------------------------------------------- the Plan
