@@ -47,3 +47,9 @@ def test_a_pin_keeps_the_key_order_and_replaces_only_workload_and_plan(tmp_path)
     assert list(written["config"]) == ["accel:owner", "gcp:project", "accel:workload", "gcp:region", "accel:plan"]
     assert written["config"]["accel:workload"] == WORKLOAD and written["config"]["accel:plan"] == PLAN
     assert written["config"]["gcp:region"] == "us-east5" and written["environment"] == ["shared"]
+
+
+def test_pinning_again_keeps_the_comments_where_they_were(tmp_path):
+    once = pinned(tmp_path)
+    pin_to_stack_file(tmp_path / "Pulumi.dev.yaml", WORKLOAD, PLAN)
+    assert (tmp_path / "Pulumi.dev.yaml").read_text() == once
