@@ -1,4 +1,4 @@
-"""accel's Pulumi components. Public API (docs/reuse.md; README "Use the components in your own Pulumi program"):
+"""accel's Pulumi components. Public API (README, "Use the components in your own Pulumi program"):
 
     from accel.components import TrainingCluster, TrainingClusterArgs, ResourceTags
     from accel.components.gcp import TpuSlice, TpuSliceArgs, GpuNodePool, GpuNodePoolArgs, ...
