@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from accel.base.errors import UsageError
@@ -46,6 +47,38 @@ def _dump(yaml: YAML, data: Any) -> str:
     text = out.getvalue()
     trimmed = "\n".join(line.rstrip() for line in text.split("\n"))
     return trimmed if YAML(typ="safe").load(trimmed) == YAML(typ="safe").load(text) else text
+
+
+def _comment_lines_after(node: Any) -> list[str]:
+    """The full-line comments after a block value's last entry.
+
+    ruamel attaches a comment line that sits between two keys to the end of the value before it, so
+    replacing a nested value would drop the comment written above the key that follows it."""
+    while isinstance(node, (CommentedMap, CommentedSeq)) and len(node):
+        last = list(node)[-1] if isinstance(node, CommentedMap) else len(node) - 1
+        if isinstance(node[last], (CommentedMap, CommentedSeq)) and len(node[last]):
+            node = node[last]
+            continue
+        slot = node.ca.items.get(last) or []
+        index = 2 if isinstance(node, CommentedMap) else 0
+        token = slot[index] if len(slot) > index else None
+        if token is None:
+            return []
+        # The token's first line is the entry's own end-of-line comment (or empty): it goes with the entry.
+        return [line.strip().removeprefix("#").strip() for line in token.value.split("\n")[1:]
+                if line.strip().startswith("#")]
+    return []
+
+
+def _replace_keeping_comments(config: CommentedMap, key: str, value: Any) -> None:
+    """config[key] = value, and the comments above the key after it stay above that key."""
+    keys = list(config)
+    lines = _comment_lines_after(config.get(key)) if key in config else []
+    config[key] = value
+    if lines and key in keys and keys.index(key) + 1 < len(keys):
+        following = keys[keys.index(key) + 1]
+        column = config.lc.data[following][1] if following in config.lc.data else 0
+        config.yaml_set_comment_before_after_key(following, before="\n".join(lines), indent=column)
 
 
 def _give_spot_plans_a_ttl(config: dict, plan: dict[str, Any]) -> None:
@@ -85,8 +118,12 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
     previous = config.get("accel:workload")
     if warn is not None and isinstance(previous, dict) and previous.get("name") not in (None, workload.get("name")):
         warn(f"{path}: replacing accel:workload {previous['name']!r} with {workload.get('name')!r} (and its plan)")
-    config["accel:workload"] = finite(workload)
-    config["accel:plan"] = finite(plan)
+    if isinstance(config, CommentedMap):
+        _replace_keeping_comments(config, "accel:workload", finite(workload))
+        _replace_keeping_comments(config, "accel:plan", finite(plan))
+    else:
+        config["accel:workload"] = finite(workload)
+        config["accel:plan"] = finite(plan)
     _give_spot_plans_a_ttl(config, plan)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from accel.policies import shapes
 from accel.policies.catalog.model import Catalog
 from accel.policies.choice import Choice
 from accel.policies.estimate import filesystem_plan
 from accel.policies.gke_rules import compact_placement_problem
-from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
+from accel.policies.plan import Capacity, GpuPool, Plan
+from accel.policies.pools import tpu_pool
 from accel.policies.workload import WorkloadSpec
 
 
@@ -21,16 +21,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     training = spec.kind != "inference"
     tpu = gpu = None
     if option.family == "tpu":
-        generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
         assert option.topology is not None
-        per_slice = shapes.topology_chips(option.topology)
-        tpu = TpuPool(accelerator=option.accelerator, topology=option.topology, chips_per_slice=per_slice,  # type: ignore[arg-type]
-                      slices=option.slices, machine_type=shapes.machine_type(generation.name, option.topology),
-                      chips_per_host=shapes.chips_per_host(generation.name, option.topology),
-                      hosts_per_slice=shapes.hosts_per_slice(generation.name, option.topology),
-                      gke_accelerator=generation.gke_accelerator,
-                      tpu_vm_type=shapes.tpu_vm_type(generation.name, per_slice),
-                      runtime_version=generation.runtime_version)
+        tpu = tpu_pool(option.accelerator, option.topology, option.slices)
         zones = [option.zone or region_info.zones[0]]
     else:
         multi_node_training = training and option.hosts > 1

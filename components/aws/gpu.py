@@ -28,6 +28,7 @@ from accel.components.tags import ResourceTags
 from accel.policies import hardware
 from accel.policies.hardware import AwsGpuInstance
 from accel.policies.plan import Capacity, GpuPool
+from accel.policies.pools import gpu_pool, pool_capacity
 
 _ARGS = "GpuNodeGroupArgs"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
@@ -193,6 +194,18 @@ class GpuNodeGroupArgs:
                           f"no private subnet in that zone; zones with subnets: {', '.join(zones)}")
 
     # -- wiring helpers ---------------------------------------------------------------------
+
+    @classmethod
+    def from_gpus(cls, accelerator: str, gpus: int, *, cluster_name: pulumi.Input[str], node_role_arn: pulumi.Input[str],
+                  subnet_ids: Mapping[str, pulumi.Input[str]], security_group_ids: Sequence[pulumi.Input[str]],
+                  tags: ResourceTags, machine_type: str | None = None, provisioning: str = "on-demand",
+                  reservation: str | None = None, **rest: Any) -> "GpuNodeGroupArgs":
+        """By hand: `gpus` GPUs of `accelerator` (e.g. h100-80gb) in whole instances; the instance type (unless
+        given) and GPUs per node follow from the hardware table. No EFA: for it, plan the stack and use `for_plan`."""
+        return cls(pool=gpu_pool(accelerator, gpus, cloud="aws", machine_type=machine_type, component=_ARGS),
+                   capacity=pool_capacity(provisioning, reservation, component=_ARGS), cluster_name=cluster_name,
+                   node_role_arn=node_role_arn, subnet_ids=subnet_ids, security_group_ids=security_group_ids,
+                   tags=tags, **rest)
 
     @classmethod
     def for_plan(cls, plan, *, cluster, network, tags: ResourceTags, **overrides) -> "GpuNodeGroupArgs":

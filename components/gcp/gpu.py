@@ -39,6 +39,7 @@ from accel.policies import hardware
 from accel.policies.gke_rules import compact_placement_problem
 from accel.policies.hardware import GcpGpuMachine
 from accel.policies.plan import Capacity, GpuPool, Plan
+from accel.policies.pools import gpu_pool, pool_capacity
 
 
 
@@ -65,6 +66,17 @@ class GpuNodePoolArgs:
     disk_size_gb: int = 200
     disk_type: str | None = None                 # default: what the machine series supports
     max_run_duration: str | None = None          # e.g. "43200s": GKE deletes nodes this long after start
+
+    @classmethod
+    def from_gpus(cls, accelerator: str, gpus: int, *, cluster: ClusterRef | pulumi.Input[str], zone: str,
+                  tags: ResourceTags, machine_type: str | None = None, provisioning: str = "on-demand",
+                  reservation: str | None = None, **rest: Any) -> "GpuNodePoolArgs":
+        """By hand: `gpus` GPUs of `accelerator` (e.g. h100-80gb, l4) in whole nodes; the machine type (unless
+        given), GPUs per node, guest accelerator and local SSDs follow from the hardware table. No GPUDirect
+        fabric: for one, plan the stack (`accel choose`) and build the pool with `for_plan`."""
+        return cls(pool=gpu_pool(accelerator, gpus, cloud="gcp", machine_type=machine_type),
+                   capacity=pool_capacity(provisioning, reservation, component="GpuNodePool"),
+                   cluster=cluster, zone=zone, tags=tags, **rest)
 
     @classmethod
     def for_plan(cls, plan: Plan, *, tags: ResourceTags, cluster: ClusterRef, network: Any,

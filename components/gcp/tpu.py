@@ -41,9 +41,8 @@ from accel.components.gcp._common import (
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware, shapes
+from accel.policies.pools import MAX_SLICES, pool_capacity, tpu_pool
 from accel.policies.plan import Capacity, Plan, TpuPool
-
-MAX_SLICES = 64
 
 
 def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
@@ -82,6 +81,15 @@ class TpuSliceArgs:
     node_service_account: pulumi.Input[str] | None = None   # default: the cluster's node account
     disk_size_gb: int | None = None
     max_run_duration: str | None = None       # e.g. "43200s": GKE deletes nodes this long after start
+
+    @classmethod
+    def from_shape(cls, generation: str, topology: str, slices: int = 1, *, cluster: ClusterRef | pulumi.Input[str],
+                   zone: str, tags: ResourceTags, provisioning: str = "on-demand", reservation: str | None = None,
+                   **rest: Any) -> "TpuSliceArgs":
+        """By hand: `slices` slices of a generation (v4, v5p, v5e, v6e) in a topology (e.g. 2x2x4); the
+        machine type, hosts, chips per host and GKE labels follow from the hardware table."""
+        return cls(pool=tpu_pool(generation, topology, slices),
+                   capacity=pool_capacity(provisioning, reservation, component="TpuSlice"), cluster=cluster, zone=zone, tags=tags, **rest)
 
     @classmethod
     def for_plan(cls, plan: Plan, *, tags: ResourceTags, cluster: ClusterRef, **overrides: Any) -> "TpuSliceArgs":

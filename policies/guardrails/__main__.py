@@ -7,10 +7,14 @@ and nowhere else; the rules stay importable from `accel.policies.guardrails.rule
 import sys
 from pathlib import Path
 
-# The CLI runs this directory as a script; the rules import `policies.*` from the repo root.
-_REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(_REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(_REPO_ROOT))
+# The CLI runs this directory as a script. In a checkout (policies/guardrails under a Pulumi project
+# holding accel/) the rules come from the checkout; a copy of the pack alone gets them from the
+# accel distribution its requirements.txt installs.
+_HERE = Path(__file__).resolve().parent
+_CHECKOUT = _HERE.parent.parent
+if (_CHECKOUT / "Pulumi.yaml").is_file() and (_CHECKOUT / "accel" / "__init__.py").is_file() \
+        and str(_CHECKOUT) not in sys.path:
+    sys.path.insert(0, str(_CHECKOUT))
 
 from pulumi_policy import EnforcementLevel, PolicyPack  # noqa: E402
 
