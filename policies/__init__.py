@@ -19,9 +19,9 @@ _EXPORTS = {
     "load_workload": "accel.policies.workload",
     "workload_from_mapping": "accel.policies.workload",
     "load_catalog": "accel.policies.catalog",
-    "choose": "accel.policies.select",
-    "choose_plan": "accel.policies.select",
-    "make_plan": "accel.policies.planning",
+    "choose": "accel.policies.choose",
+    "choose_plan": "accel.policies.choose",
+    "make_plan": "accel.policies.plan_builder",
     "Choice": "accel.policies.choice",
     "NoFeasibleOption": "accel.policies.choice",
     "tpu_pool": "accel.policies.pools",
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from accel.policies.catalog import load_catalog
     from accel.policies.choice import Choice, NoFeasibleOption
     from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
-    from accel.policies.planning import make_plan
+    from accel.policies.plan_builder import make_plan
     from accel.policies.pools import gpu_pool, tpu_pool
-    from accel.policies.select import choose, choose_plan
+    from accel.policies.choose import choose, choose_plan
     from accel.policies.workload import WorkloadSpec, load_workload, workload_from_mapping
