@@ -24,7 +24,7 @@ from accel.stack_pin import pin_to_stack_file
 
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PLOT_SUFFIXES = (".png", ".svg")
-TOP_OPTIONS = 10
+TOP_OPTIONS = 5  # a person compares a handful side by side; --json holds every option
 
 
 def register(app: typer.Typer) -> None:
@@ -99,6 +99,7 @@ def _time(hours: float) -> str:
 
 def render(choice: Any, plan: Any, console: Console) -> None:
     from accel.policies.select import accelerator_name
+    from accel.policies.tradeoffs import ranked_alternatives
 
     spec = choice.workload
     inference = spec.kind == "inference"
@@ -110,26 +111,21 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     for column, justify in (("#", "right"), ("hardware", "left"), ("where", "left"), ("chips", "right"),
                             ("layout", "left"), ("capacity", "left"), ("$/h", "right"),
                             ("time" if not inference else "hours", "right"), ("total", "right"),
-                            ("MFU" if not inference else "util.", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    shown: set[tuple[str, bool]] = set()
-    rank = 0
-    for option in choice.options:
-        key = (option.offering, option.spot)
-        if key in shown:   # same numbers in another region: one row per offering and capacity type
-            continue
-        shown.add(key)
-        rank += 1
+                            ("MFU" if not inference else "util.", "right"), ("against the chosen", "left")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    rows, rest = ranked_alternatives(list(choice.options), inference, TOP_OPTIONS)
+    for row in rows:
+        option = row.option
         layout = (f"{option.slices} x {option.topology}" if option.topology and option.slices > 1
                   else option.topology or f"{option.hosts} x {option.machine_type}")
-        style = "bold green" if rank == 1 else None
-        table.add_row(str(rank), accelerator_name(option.accelerator),
-                      f"{option.cloud} {option.region}", str(option.chips), layout,
+        where = f"{option.cloud} {option.region}" + (f" +{len(row.regions) - 1}" if len(row.regions) > 1 else "")
+        table.add_row(f"{row.rank}" + (" *" if row.chosen else ""), accelerator_name(option.accelerator),
+                      where, f"{option.chips:,}", layout,
                       option.provisioning, money(option.hourly_usd, cents=True),
                       f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
-                      f"{option.mfu:.0%}", style=style)
-        if rank >= TOP_OPTIONS:
-            break
+                      f"{option.mfu:.0%}", "; ".join(row.tradeoffs), style="bold green" if row.chosen else None)
+    table.caption = "* chosen; +N: the same option in N more regions" + (f"; {summarise_rest(rest, inference)}" if rest else "")
+    table.caption_justify = "left"
     console.print(table)
     console.print("[bold]Why[/bold]")
     for line in plan.rationale:
@@ -148,6 +144,15 @@ def render(choice: Any, plan: Any, console: Console) -> None:
             console.print(f"  - {item['offering']}: {item['reasons'][0]}"
                           + (f" (+{len(item['reasons']) - 1} more)" if len(item["reasons"]) > 1 else ""),
                           highlight=False)
+
+
+def summarise_rest(rest: list[Any], inference: bool) -> str:
+    """One line for the options not in the table: how many, and the range of cost and time they span."""
+    costs = [o.hourly_usd if inference else o.total_usd for o in rest]
+    hours = [o.hours for o in rest]
+    span = (f"{money(min(costs))}/h to {money(max(costs))}/h" if inference
+            else f"{money(min(costs))} to {money(max(costs))}, {_time(min(hours))} to {_time(max(hours))}")
+    return f"{len(rest)} more option{'s' if len(rest) != 1 else ''} not shown ({span}); --json lists them all"
 
 
 # ----------------------------------------------------------------------------- plot
