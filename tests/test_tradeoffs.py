@@ -61,3 +61,22 @@ def test_choose_shows_the_faster_fleets_beside_the_chosen_one():
     fastest = min(document["options"], key=lambda o: o["hours"])
     assert f"{fastest['chips']:,}" in outcome.stdout
     assert "1 *" in outcome.stdout and "faster" in outcome.stdout
+
+
+def test_nothing_feasible_names_the_max_chips_cap_that_stopped_the_fleets(tmp_path):
+    """At max_chips 256 every fleet of 70B pretraining is too slow; 1,024 chips would meet the deadline."""
+    workload = tmp_path / "capped.yaml"
+    workload.write_text(Path(PRETRAIN).read_text().replace("max_chips: 8192", "max_chips: 256"))
+    outcome = CliRunner().invoke(cli(), ["choose", str(workload)])
+    assert outcome.exit_code == 3
+    message = outcome.stderr
+    eliminated = next(line for line in message.splitlines() if line.strip().startswith("max_chips 256 eliminated"))
+    assert "gcp-tpu-v6e" in eliminated
+    assert "max_chips 256 stopped it growing" in message.splitlines()[-1]
+
+
+def test_a_cap_above_what_helps_is_not_blamed(tmp_path):
+    """With the 30-day deadline met, a max_chips cap is not an eliminating constraint."""
+    outcome = CliRunner().invoke(cli(), ["choose", PRETRAIN, "--json"])
+    document = json.loads(outcome.stdout)
+    assert not any("max_chips" in reason for item in document["rejected"] for reason in item["reasons"])
