@@ -422,7 +422,7 @@ def test_one_of_anything_is_singular():
 
 
 def test_a_latency_rejection_shows_the_p99_factor_that_decides_it():
-    document = json.loads(invoke(str(EXAMPLES / "llama-8b-inference-l4.yaml"), "--json").stdout)
+    document = json.loads(invoke(str(EXAMPLES / "llama-8b-serving.yaml"), "--json").stdout)
     (reason,) = next(item["reasons"] for item in document["rejected"] if item["offering"] == "gcp-g2-standard-4")
     assert re.search(r"takes (\d+) ms even at batch 1; x1\.3 latency_p99_factor makes the fastest \(1-chip\) "
                      r"replica (\d+) ms per token at p99, over the 80 ms bound", reason), reason
