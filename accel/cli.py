@@ -50,7 +50,7 @@ app = typer.Typer(
     help="Choose, plan, review and reap training clusters on TPUs and GPUs.",
     cls=AccelGroup,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # `accel --install-completion` for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import logging
 import json
 import importlib.abc
 import importlib.machinery
@@ -62,6 +63,7 @@ class PlanResult:
     provider_load_seconds: dict[str, float] = field(default_factory=dict)
     existing_cluster: Any = None  # the stack's accel:cluster (an ExistingCluster), when it brings one
     job: dict[str, Any] | None = None  # the generated job's schedule check (accel.job)
+    warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
 
     @property
     def guardrails_evaluated(self) -> bool:
@@ -116,6 +118,7 @@ class PlanResult:
             "needed_before_up": self.needed_before_up,
             "outputs": outputs,
             "job": self.job,
+            "warnings": self.warnings,
         }
 
 
@@ -253,6 +256,29 @@ def load_policy_config(path: Path | None) -> dict[str, Any] | None:
     return data or {}
 
 
+class _ProgramWarnings(logging.Handler):
+    """Collects the program's `pulumi.log.warn` messages (the mock engine logs them on the root logger)
+    in stack-file words, instead of Python's last-resort handler printing them raw on stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from accel.stack_words import in_stack_words
+
+        message = in_stack_words(record.getMessage())
+        if message not in self.messages:
+            self.messages.append(message)
+
+    def __enter__(self) -> "_ProgramWarnings":
+        logging.getLogger().addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger().removeHandler(self)
+
+
 def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, Any] | None,
                         config_source: str = "policy config",
                         stack_tags: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], str | None]:
@@ -271,7 +297,9 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
         if isinstance(config_error, type) and isinstance(error, config_error):
             raise UsageError(f"{config_source}: {error}") from None
         raise
-    return [dict(v) for v in violations], None
+    from accel.stack_words import in_stack_words
+
+    return [{**v, "message": in_stack_words(str(v.get("message", "")))} for v in map(dict, violations)], None
 
 
 def _stack_tags(values: Mapping[str, Any]) -> dict[str, str]:
@@ -330,8 +358,9 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     before = {name for name in PROVIDER_PACKAGES if name in sys.modules}
     say("running the program on the mock engine")
     watcher = _ImportWatcher(say)
+    warnings = _ProgramWarnings()
     try:
-        with _program_environment(project.main_dir, watcher):
+        with _program_environment(project.main_dir, watcher), warnings:
             capture = run_program(program, project=project.name, stack=config.stack,
                                   config=config.values, preview=True)
     except Exception as error:  # noqa: BLE001 (classified below; bugs are re-raised as they are)
@@ -353,6 +382,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
         run_usd=_number(outputs.get(RUN_OUTPUT)),
         providers_loaded=loaded,
         provider_load_seconds=dict(watcher.load_seconds),
+        warnings=warnings.messages,
     )
     result.existing_cluster = _existing_cluster(config.values, config.source)
     say("checking that the job schedules")

@@ -271,6 +271,8 @@ def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
         candidate = finite[0][1]
         closest_option = to_option(candidate, candidate.regions[0])
         misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail)
+        if closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
+            misses += f"; {max_chips_label(ctx)} stopped it growing"
         terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
                  f"{closest_option.hours:g} h" if spec.kind == "inference"
                  else f"{duration(closest_option.hours)}, {money(closest_option.total_usd)}")

@@ -172,8 +172,12 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             outcome.near.append((score, candidate(i), ""))
 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
+    # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
+    # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
+    capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
+                                                                            ctx.batch_chips))
     best = _pick_training_size(ctx, outcome, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
-                               deadline_words, capacity, larger)
+                               deadline_words, capacity, larger, capped)
     if best is None:
         keep_closest()
         return
@@ -196,10 +200,15 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
 def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
                         deadline: float, budget: float | None, deadline_words: str, capacity: str,
-                        larger: str = "") -> int | None:
+                        larger: str = "", capped: bool = False) -> int | None:
     """The ladder index the objective picks, or None after recording why nothing fits. `larger` says why the
-    ladder stops where it does (a node-pool limit); it is added when the top of the ladder was the best hope."""
+    ladder stops where it does (a node-pool limit); it is added when the top of the ladder was the best hope.
+    `capped`: the workload's max_chips ends the ladder while more chips would still be faster."""
     top = len(ladder) - 1
+    cap_words = (f" (the largest fleet max_chips {ctx.max_chips} allows; "
+                 + ("raise constraints.max_chips)" if ctx.spec.constraints.max_chips is not None
+                    else "the default: set constraints.max_chips to raise it)"))
+    late = "max_chips" if capped else "deadline"
     if within_budget < lo:
         spent, allowed = money_pair(cost(lo), budget or 0)
         outcome.reasons.append(("budget", f"{capacity}: the smallest fleet that holds the model "
@@ -213,16 +222,18 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
         best = _first_true(lo, best, lambda i: hours(i) <= target)
         if hours(best) > deadline:
             what = "the fastest fleet within budget" if within_budget < fastest else "the fastest fleet"
-            outcome.reasons.append(("deadline", f"{capacity}: {what} ({plural(ladder[best].chips, 'chip')}) takes "
-                                                f"{duration(hours(best))}, past {deadline_words}"
-                                                + (larger if best == top else "")))
+            at_cap = capped and best == top
+            outcome.reasons.append(("max_chips" if at_cap else "deadline",
+                                    f"{capacity}: {what} ({plural(ladder[best].chips, 'chip')}"
+                                    f"{cap_words if at_cap else ''}) takes {duration(hours(best))}, past {deadline_words}"
+                                    + (larger if best == top else "")))
             return None
     else:
         if hours(fastest) > deadline:
-            outcome.reasons.append(("deadline", f"{capacity}: even the fastest fleet "
-                                                f"({plural(ladder[fastest].chips, 'chip')}) "
-                                                f"takes {duration(hours(fastest))}, past {deadline_words}"
-                                                + (larger if fastest == top else "")))
+            outcome.reasons.append((late, f"{capacity}: even the fastest fleet "
+                                          f"({plural(ladder[fastest].chips, 'chip')}{cap_words if capped else ''}) "
+                                          f"takes {duration(hours(fastest))}, past {deadline_words}"
+                                          + (larger if fastest == top else "")))
             return None
         best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
         if best > within_budget:

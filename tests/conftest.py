@@ -42,12 +42,18 @@ def review_cli():
 
 
 @pytest.fixture(scope="session")
-def planned_stacks():
-    """`accel plan --json` of every stack in stacks/, planned once per session: {stack: document}."""
+def planned_results():
+    """The PlanResult of every stack in stacks/, planned once per session: {stack: result}."""
     from accel.offline_plan import plan_stack
 
     names = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-    return {name: plan_stack(name, None, ROOT).to_json() for name in names}
+    return {name: plan_stack(name, None, ROOT) for name in names}
+
+
+@pytest.fixture(scope="session")
+def planned_stacks(planned_results):
+    """`accel plan --json` of every stack in stacks/, planned once per session: {stack: document}."""
+    return {name: result.to_json() for name, result in planned_results.items()}
 
 
 @pytest.fixture(scope="session")

@@ -749,7 +749,7 @@ def test_serving_replicas_on_tpu_slices_are_not_held_to_the_training_state(catal
 # ----------------------------------------------------------------------------- wording: p99, plurals, budgets
 
 def l4_serving(p99):
-    data = load_workload(EXAMPLES / "llama-8b-inference-l4.yaml").model_dump(mode="json", exclude_none=True)
+    data = load_workload(EXAMPLES / "llama-8b-serving.yaml").model_dump(mode="json", exclude_none=True)
     data["inference"]["p99_latency_ms"] = p99
     data["constraints"]["accelerators"] = ["l4"]
     return workload_from_mapping(data, "l4.yaml")
@@ -772,7 +772,7 @@ def test_a_latency_rejection_states_the_p99_once_for_the_fastest_replica(catalog
 
 
 def test_a_serving_pin_too_slow_for_the_bound_says_the_p99_it_would_have(catalog):
-    data = load_workload(EXAMPLES / "llama-8b-inference-l4.yaml").model_dump(mode="json", exclude_none=True)
+    data = load_workload(EXAMPLES / "llama-8b-serving.yaml").model_dump(mode="json", exclude_none=True)
     data["hardware"] = {"accelerator": "l4", "chips": 1, "cloud": "gcp"}
     with pytest.raises(NoFeasibleOption) as error:
         choose(workload_from_mapping(data, "l4.yaml"), catalog)

@@ -422,7 +422,7 @@ def test_one_of_anything_is_singular():
 
 
 def test_a_latency_rejection_shows_the_p99_factor_that_decides_it():
-    document = json.loads(invoke(str(EXAMPLES / "llama-8b-inference-l4.yaml"), "--json").stdout)
+    document = json.loads(invoke(str(EXAMPLES / "llama-8b-serving.yaml"), "--json").stdout)
     (reason,) = next(item["reasons"] for item in document["rejected"] if item["offering"] == "gcp-g2-standard-4")
     assert re.search(r"takes (\d+) ms even at batch 1; x1\.3 latency_p99_factor makes the fastest \(1-chip\) "
                      r"replica (\d+) ms per token at p99, over the 80 ms bound", reason), reason
@@ -479,3 +479,38 @@ def test_write_stack_writes_no_null_workload_fields_but_the_full_plan(tmp_path, 
     assert "accelerators" not in config["accel:workload"]["constraints"]
     assert set(config["accel:plan"]) == set(Plan.model_fields) | set(Plan.model_computed_fields)
     assert nulls(config["accel:plan"]), "the plan is a full dump, unset fields included"
+
+
+def _numbers_on(axes) -> set[str]:
+    return {number for text in axes.texts for number in text.get_text().split(",")}
+
+
+@pytest.mark.parametrize("example", ["llama-70b-pretrain", "llama-8b-finetune-cuda", "llama-70b-inference"])
+def test_every_plotted_option_is_numbered_and_named_in_the_key(example):
+    import matplotlib.pyplot as plt
+
+    figure = chart_of(EXAMPLES / f"{example}.yaml")
+    try:
+        axes = figure.axes[0]
+        numbers = {c.get_gid().removeprefix("option-") for c in axes.collections
+                   if (c.get_gid() or "").startswith("option-")}
+        key = "\n".join(text.get_text() for text in figure.texts)
+        assert "1" in numbers and numbers <= _numbers_on(axes)
+        assert all(re.search(rf"^\s*{n}\*? ", key, re.M) for n in numbers)
+    finally:
+        plt.close(figure)
+
+
+def test_the_chart_shades_where_deadline_and_budget_are_both_met():
+    import matplotlib.pyplot as plt
+
+    figure = chart_of(PRETRAIN)
+    try:
+        axes = figure.axes[0]
+        legend = [text.get_text() for text in axes.get_legend().get_texts()]
+        assert {"deadline 30 d", "budget $2.50M", "meets every limit"} <= set(legend)
+        region = next(c for c in axes.collections if c.get_gid() == "feasible-region")
+        xs, ys = region.get_paths()[0].vertices.T
+        assert xs.max() == pytest.approx(30) and ys.max() == pytest.approx(2.5e6)
+    finally:
+        plt.close(figure)

@@ -22,7 +22,7 @@ from accel.policies.catalog import CatalogError, offerings_from_inventory
 ROOT = Path(__file__).resolve().parents[1]
 CRDS = ROOT.parent / "shared" / "crds"
 STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-TRAINING_GPU, TRAINING_TPU, SERVING = "dev-spot", "llama-70b-tpu", "llama-8b-serving-l4"
+TRAINING_GPU, TRAINING_TPU, SERVING = "dev-spot", "llama-70b-tpu", "llama-8b-serving-gpu"
 
 _RESULTS: dict = {}
 

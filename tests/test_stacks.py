@@ -31,7 +31,7 @@ def cluster_queue_quota(result: PlanResult) -> dict[str, str]:
 
 
 def test_the_bundled_stacks_are_the_documented_scenarios():
-    assert set(STACKS) == {"llama-70b-tpu", "llama-70b-v5p", "llama-70b-finetune-aws", "llama-8b-serving-l4",
+    assert set(STACKS) == {"llama-70b-tpu", "llama-70b-v5p", "llama-70b-finetune-aws", "llama-8b-serving-gpu",
                            "dev-spot", "onprem-gpus"}
 
 
@@ -100,7 +100,7 @@ def test_aws_finetune_builds_efa_nodes_in_a_placement_group_and_fsx(planned):
 
 
 def test_serving_stack_builds_an_inference_gpu_pool_and_no_buckets(planned):
-    result = planned["llama-8b-serving-l4"]
+    result = planned["llama-8b-serving-gpu"]
     assert result.plan["workload"]["kind"] == "inference"
     assert result.plan["chosen"]["accelerator"] in ("l4", "l40s")
     assert not [r for r in result.capture.resources if r.type in DATA_TYPES]

@@ -23,7 +23,7 @@ from accel.base.units import human_number, money
 
 _STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PLOT_SUFFIXES = (".png", ".svg")
-TOP_OPTIONS = 10
+TOP_OPTIONS = 5  # a person compares a handful side by side; --json holds every option
 
 
 def register(app: typer.Typer) -> None:
@@ -96,8 +96,15 @@ def _time(hours: float) -> str:
     return f"{hours / 24:,.1f} d" if hours >= 48 else f"{hours:,.1f} h"
 
 
+def layout_of(option: Any) -> str:
+    """'4 x 16x16' (TPU slices), '16x16' (one slice) or '2 x a3-highgpu-8g' (GPU nodes)."""
+    return (f"{option.slices} x {option.topology}" if option.topology and option.slices > 1
+            else option.topology or f"{option.hosts} x {option.machine_type}")
+
+
 def render(choice: Any, plan: Any, console: Console) -> None:
     from accel.policies.choose import accelerator_name
+    from accel.policies.tradeoffs import ranked_alternatives
 
     spec = choice.workload
     inference = spec.kind == "inference"
@@ -109,26 +116,20 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     for column, justify in (("#", "right"), ("hardware", "left"), ("where", "left"), ("chips", "right"),
                             ("layout", "left"), ("capacity", "left"), ("$/h", "right"),
                             ("time" if not inference else "hours", "right"), ("total", "right"),
-                            ("MFU" if not inference else "util.", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    shown: set[tuple[str, bool]] = set()
-    rank = 0
-    for option in choice.options:
-        key = (option.offering, option.spot)
-        if key in shown:   # same numbers in another region: one row per offering and capacity type
-            continue
-        shown.add(key)
-        rank += 1
-        layout = (f"{option.slices} x {option.topology}" if option.topology and option.slices > 1
-                  else option.topology or f"{option.hosts} x {option.machine_type}")
-        style = "bold green" if rank == 1 else None
-        table.add_row(str(rank), accelerator_name(option.accelerator),
-                      f"{option.cloud} {option.region}", str(option.chips), layout,
+                            ("MFU" if not inference else "util.", "right"), ("against the chosen", "left")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    rows, rest = ranked_alternatives(list(choice.options), inference, TOP_OPTIONS)
+    for row in rows:
+        option = row.option
+        layout = layout_of(option)
+        where = f"{option.cloud} {option.region}" + (f" +{len(row.regions) - 1}" if len(row.regions) > 1 else "")
+        table.add_row(f"{row.rank}" + (" *" if row.chosen else ""), accelerator_name(option.accelerator),
+                      where, f"{option.chips:,}", layout,
                       option.provisioning, money(option.hourly_usd, cents=True),
                       f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
-                      f"{option.mfu:.0%}", style=style)
-        if rank >= TOP_OPTIONS:
-            break
+                      f"{option.mfu:.0%}", "; ".join(row.tradeoffs), style="bold green" if row.chosen else None)
+    table.caption = "* chosen; +N: the same option in N more regions" + (f"; {summarise_rest(rest, inference)}" if rest else "")
+    table.caption_justify = "left"
     console.print(table)
     console.print("[bold]Why[/bold]")
     for line in plan.rationale:
@@ -149,6 +150,15 @@ def render(choice: Any, plan: Any, console: Console) -> None:
                           highlight=False)
 
 
+def summarise_rest(rest: list[Any], inference: bool) -> str:
+    """One line for the options not in the table: how many, and the range of cost and time they span."""
+    costs = [o.hourly_usd if inference else o.total_usd for o in rest]
+    hours = [o.hours for o in rest]
+    span = (f"{money(min(costs))}/h to {money(max(costs))}/h" if inference
+            else f"{money(min(costs))} to {money(max(costs))}, {_time(min(hours))} to {_time(max(hours))}")
+    return f"{len(rest)} more option{'s' if len(rest) != 1 else ''} not shown ({span}); --json lists them all"
+
+
 # ----------------------------------------------------------------------------- plot
 
 def time_unit(hours: list[float]) -> tuple[str, float]:
@@ -157,8 +167,12 @@ def time_unit(hours: list[float]) -> tuple[str, float]:
     return ("days", 24.0) if finite and max(finite) >= 48 else ("hours", 1.0)
 
 
+PLOT_POINTS = 12  # numbered points a chart can label legibly; the key says how many more exist
+
+
 def plot_figure(choice: Any) -> Any:
-    """Feasible options as time against cost; deadline and budget as lines; the chosen option marked.
+    """The options as time against cost, each numbered as in the table and named in a key beside the chart;
+    deadline and budget as lines, the region that meets both shaded, the chosen option starred.
 
     Training: total cost against run time (days, or hours for short runs). Serving: fleet cost per hour
     against p99 latency per token (every option serves for the same hours, so time is not an axis).
@@ -169,88 +183,136 @@ def plot_figure(choice: Any) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    from accel.policies.choose import accelerator_name
+    from accel.policies.tradeoffs import ranked_alternatives
+
     spec = choice.workload
     inference = spec.kind == "inference"
-    figure, axes = plt.subplots(figsize=(9.5, 5.5))
+    figure, axes = plt.subplots(figsize=(13.5, 6.5))
     styles = {"tpu": ("tab:blue", "o", "TPU"), "gpu": ("tab:orange", "^", "GPU")}
-    details = choice.option_details or [{} for _ in choice.options]
+    details = {id(o): d for o, d in zip(choice.options, choice.option_details or [{} for _ in choice.options])}
     infeasible = [] if inference else list(choice.closest_infeasible)
     deadline_days = None if inference else spec.constraints.deadline_days
-    unit, per_unit = time_unit([o.hours for o in [*choice.options, *infeasible]]
+    rows, rest = ranked_alternatives(list(choice.options), inference, PLOT_POINTS)
+    unit, per_unit = time_unit([row.option.hours for row in rows] + [o.hours for o in infeasible]
                                + ([deadline_days * 24] if deadline_days is not None else []))
 
-    def x_of(option: Any, detail: dict) -> float:
-        return float(detail.get("p99_ms_per_token", 0.0)) if inference else option.hours / per_unit
+    def x_of(option: Any) -> float:
+        return float(details.get(id(option), {}).get("p99_ms_per_token", 0.0)) if inference else option.hours / per_unit
 
     def y_of(option: Any) -> float:
         return option.hourly_usd if inference else option.total_usd
 
-    seen: set[tuple[str, bool, int]] = set()
-    xs_all: list[float] = []
-    for family, (colour, marker, label) in styles.items():
-        for spot in (False, True):
-            points = []
-            for option, detail in zip(choice.options, details):
-                key = (option.offering, option.spot, option.chips)
-                if option.family != family or option.spot != spot or key in seen:
-                    continue
-                seen.add(key)
-                points.append((option, detail))
-            if not points:
-                continue
-            xs = [x_of(o, d) for o, d in points]
-            ys = [y_of(o) for o, _ in points]
-            xs_all += xs
-            axes.scatter(xs, ys, c=colour if not spot else "none", edgecolors=colour, marker=marker, s=50,
-                         label=f"{label} {'spot' if spot else 'on-demand'}")
-    for option in infeasible:
+    def name(option: Any) -> str:
+        shown = f"{option.chips:,} {accelerator_name(option.accelerator)} {option.provisioning}, {layout_of(option)}"
+        where = option.region
+        return (f"{shown}, {where}: {money(option.hourly_usd)}/h" if inference
+                else f"{shown}, {where}: {_time(option.hours)}, {money(option.total_usd)}")
+
+    legend_done: set[str] = set()
+    key_lines: list[str] = []
+    labels: list[tuple[float, float, str, str]] = []   # (x, y, number or letter, colour), drawn once scaled
+    points: list[tuple[float, float]] = []
+    for row in rows:
+        option = row.option
         colour, marker, label = styles[option.family]
-        x = option.hours / per_unit
-        xs_all.append(x)
-        axes.scatter([x], [option.total_usd], marker="x", s=70, c="tab:gray", label=f"closest {label} (infeasible)")
-        axes.annotate(f"{option.accelerator} x{option.chips}", (x, option.total_usd), textcoords="offset points",
-                      xytext=(-8, -14), ha="right", color="tab:gray", fontsize="small")
+        capacity = "spot" if option.spot else "on-demand" if option.provisioning == "on-demand" else "other capacity"
+        legend = f"{label} {capacity}"
+        x, y = x_of(option), y_of(option)
+        points.append((x, y))
+        if row.chosen:
+            axes.scatter([x], [y], marker="*", s=360, c="tab:green", edgecolors="black", zorder=5, label="chosen",
+                         gid=f"option-{row.rank}")
+        else:
+            axes.scatter([x], [y], c=colour if not option.spot else "none", edgecolors=colour, s=60, zorder=4,
+                         marker=marker if capacity != "other capacity" else "P",
+                         label=None if legend in legend_done else legend, gid=f"option-{row.rank}")
+            legend_done.add(legend)
+        labels.append((x, y, str(row.rank), "black"))
+        key_lines.append(f"{row.rank:>2}{'*' if row.chosen else ' '} {name(option)}")
+    for letter, option in zip("ABCDEFGH", infeasible):
+        x, y = x_of(option), y_of(option)
+        points.append((x, y))
+        axes.scatter([x], [y], marker="x", s=70, c="tab:gray", zorder=4, gid=f"option-{letter}",
+                     label=None if "infeasible" in legend_done else "closest infeasible")
+        legend_done.add("infeasible")
+        labels.append((x, y, letter, "tab:gray"))
+        key_lines.append(f" {letter}  infeasible: {name(option)}")
+    if rest:
+        key_lines.append(f"    {len(rest)} more option{'s' if len(rest) != 1 else ''} not drawn (--json lists them)")
+
     budget = spec.constraints.budget_usd
     if inference:
         bound = spec.inference.p99_latency_ms
-        xs_all.append(bound)
         axes.axvline(bound, color="tab:red", linestyle="--", label=f"p99 bound {bound:g} ms")
-        if budget is not None:
-            axes.axhline(budget / spec.inference.hours, color="tab:purple", linestyle=":",
-                         label=f"budget {money(budget)} over {spec.inference.hours:g} h")
+        x_limit = bound
+        y_limit = budget / spec.inference.hours if budget is not None else None
     else:
+        x_limit = y_limit = None
         if deadline_days is not None:
-            deadline = deadline_days * 24 / per_unit
-            xs_all.append(deadline)
-            axes.axvline(deadline, color="tab:red", linestyle="--",
-                         label=f"deadline {deadline_days:g} d" if unit == "days" else f"deadline {deadline:g} h")
+            x_limit = deadline_days * 24 / per_unit
+            axes.axvline(x_limit, color="tab:red", linestyle="--",
+                         label=f"deadline {deadline_days:g} d" if unit == "days" else f"deadline {x_limit:g} h")
         if budget is not None:
-            axes.axhline(budget, color="tab:purple", linestyle=":", label=f"budget {money(budget)}")
-    chosen = choice.chosen
-    cx, cy = x_of(chosen, details[0] if details else {}), y_of(chosen)
-    axes.scatter([cx], [cy], marker="*", s=320, c="tab:green", edgecolors="black", zorder=5, label="chosen")
-    # Near the right edge (where the deadline or latency bound is) the label goes left of the star.
-    left, right = min(xs_all + [cx]), max(xs_all + [cx])
-    on_right = right > left and cx > left + 0.85 * (right - left)
-    axes.annotate(f"{chosen.accelerator} x{chosen.chips}", (cx, cy), textcoords="offset points",
-                  xytext=(-12, 8) if on_right else (12, 8), ha="right" if on_right else "left", zorder=6,
-                  bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+            y_limit = budget
+    if y_limit is not None:
+        # A budget far above every option would squash them into the bottom of the chart: the axis follows
+        # the options, and the legend says the budget line is above it.
+        top = max([y for _, y in points] or [y_limit]) * 1.12
+        above = y_limit > top * 1.5
+        words = (f"budget {money(budget)} over {spec.inference.hours:g} h" if inference else f"budget {money(budget)}")
+        axes.axhline(y_limit, color="tab:purple", linestyle=":", label=words + (" (above the chart)" if above else ""))
+        if above:
+            y_limit = None
     axes.set_xlabel("p99 latency per token (ms)" if inference else f"run time ({unit})")
-    axes.set_ylabel("fleet cost" if inference else "total cost")
-    values = [y_of(o) for o in [*choice.options, *infeasible] if y_of(o) > 0]
-    if values and max(values) / min(values) > 20:
+    axes.set_ylabel("fleet cost per hour (USD)" if inference else "total cost (USD)")
+    values = [y for _, y in points if y > 0] + ([y_limit] if y_limit else [])
+    log_scale = bool(values) and max(values) / min(values) > 20
+    if log_scale:
         axes.set_yscale("log")
         axes.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axes.yaxis.set_minor_formatter(NullFormatter())
-    else:
-        axes.set_ylim(bottom=0)   # costs are never negative: no tick below $0 on a linear axis
+        axes.set_ylim(min(values) / 1.5, max(values) * 1.5)
+    else:   # costs are never negative: no tick below $0; headroom so the top point's number shows
+        axes.set_ylim(0, max(values) * 1.12 if values else None)
+    axes.set_xlim(0, max([x for x, _ in points] + ([x_limit] if x_limit else [])) * 1.08 or None)
+    # The feasible region: left of the deadline (or latency bound), below the budget.
+    figure.canvas.draw()
+    (x0, x1), (y0, y1) = axes.get_xlim(), axes.get_ylim()
+    axes.fill_between([x0, x_limit if x_limit is not None else x1], y0, y_limit if y_limit is not None else y1,
+                      color="tab:green", alpha=0.08, zorder=0, label="meets every limit", gid="feasible-region")
+    axes.set_xlim(x0, x1)
+    axes.set_ylim(y0, y1)
+    label_points(axes, labels)
     tick = (lambda value, _: f"{money(value)}/h") if inference else (lambda value, _: money(value))
     axes.yaxis.set_major_formatter(FuncFormatter(tick))
-    axes.set_title(f"{spec.name}: feasible options ({choice.objective} objective)")
+    axes.set_title(f"{spec.name}: options by {'latency' if inference else 'run time'} and cost "
+                   f"({choice.objective} objective; * chosen)")
     axes.grid(True, alpha=0.3)
-    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    figure.tight_layout()
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    figure.text(0.585, 0.62, "\n".join(key_lines), family="monospace", fontsize="small", va="top", ha="left",
+                linespacing=1.5)
+    figure.subplots_adjust(left=0.07, right=0.57, top=0.93, bottom=0.1)
     return figure
+
+
+def label_points(axes: Any, labels: list[tuple[float, float, str, str]], near_px: float = 14.0) -> None:
+    """Number each point; points drawn on top of each other (same time and cost) share one label, "2,5"."""
+    groups: list[list[tuple[float, float, str, str]]] = []
+    centres: list[tuple[float, float]] = []
+    for label in labels:
+        px, py = axes.transData.transform((label[0], label[1]))
+        for group, (cx, cy) in zip(groups, centres):
+            if abs(px - cx) < near_px and abs(py - cy) < near_px:
+                group.append(label)
+                break
+        else:
+            groups.append([label])
+            centres.append((px, py))
+    for group in groups:
+        x, y, _, colour = group[0]
+        axes.annotate(",".join(text for _, _, text, _ in group), (x, y), textcoords="offset points", xytext=(7, 5),
+                      color=colour, fontsize="medium", zorder=6)
 
 
 def check_plot_path(path: Path) -> None:

@@ -84,6 +84,7 @@ def render(result: Any, console: Console) -> None:
     console.print(type_table(result))
     render_decision(result, console)
     render_job(result.job, result.stack, console)
+    render_warnings(result, console)
     render_guardrails(result, console)
     render_needed_before_up(result, console)
     timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(result.provider_load_seconds.items()))
@@ -168,6 +169,16 @@ def _short_resource(resource: Any) -> str:
     if not resource:
         return "(stack)"
     return str(resource).rsplit("::", 1)[-1] if str(resource).startswith("urn:") else str(resource)
+
+
+def render_warnings(result: Any, console: Console) -> None:
+    """The program's warnings, already in stack-file words (accel/stack_words.py)."""
+    if not result.warnings:
+        return
+    console.print()
+    console.print(f"[bold]Warnings[/bold] ({len(result.warnings)})")
+    for message in result.warnings:
+        console.print(f"  [yellow]![/yellow] {message}", highlight=False)
 
 
 def render_guardrails(result: Any, console: Console) -> None:

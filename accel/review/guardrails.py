@@ -33,7 +33,10 @@ def _resource_name(urn: str | None) -> str | None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One line, in stack-file words (a preview's component warnings name Python arguments)."""
+    from accel.stack_words import in_stack_words
+
+    return in_stack_words(" ".join(text.split()))
 
 
 def policy_finding(diagnostic: PreviewDiagnostic) -> Finding | None:

@@ -92,6 +92,9 @@ class _Raw:
 
     def add_sources(self, data: Any, where: str) -> None:
         for key, value in _mapping(data or {}, f"{where}: sources", "source ids").items():
+            # An overlay's own source is checked in the overlay file unless it names a page.
+            if isinstance(value, dict) and "page" not in value:
+                value = {**value, "page": where}
             self.sources[str(key)] = (value, where)
 
     def add_accelerators(self, data: Any, where: str) -> None:

@@ -26,6 +26,8 @@ MAX_HOST_HOUR_USD = 500.0
 
 class Source(StrictModel):
     title: str = Field(min_length=3)
+    # Where a user checks the figure: a public page (https://...) or, for an overlay, the user's own file.
+    page: str = Field(min_length=3)
     as_of: date
 
 
@@ -55,7 +57,7 @@ class Price(StrictModel):
         source = data.get("source")
         known = (context.get("sources") or {}).get(source) if isinstance(source, str) else None
         if known is not None:
-            data["source"] = f"{source}: {known.title}"
+            data["source"] = f"{source}: {known.title}, {known.page}"
             data.setdefault("as_of", known.as_of)
         elif "as_of" not in data or data["as_of"] is None:
             sources = ", ".join(sorted(context.get("sources") or {})) or "none defined"
