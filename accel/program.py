@@ -147,7 +147,7 @@ def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan,
 
 def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -> Plan:
     from accel.policies.catalog import load_catalog, offerings_from_inventory
-    from accel.policies.choose import choose_plan, plan_from_pin
+    from accel.policies.ranking import choose_plan, plan_from_pin
 
     catalog = load_catalog(settings.catalog)
     extra = []

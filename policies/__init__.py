@@ -19,8 +19,8 @@ _EXPORTS = {
     "load_workload": "accel.policies.workload",
     "workload_from_mapping": "accel.policies.workload",
     "load_catalog": "accel.policies.catalog",
-    "choose": "accel.policies.choose",
-    "choose_plan": "accel.policies.choose",
+    "choose": "accel.policies.ranking",
+    "choose_plan": "accel.policies.ranking",
     "make_plan": "accel.policies.plan_builder",
     "Choice": "accel.policies.choice",
     "NoFeasibleOption": "accel.policies.choice",
@@ -36,5 +36,5 @@ if TYPE_CHECKING:
     from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
     from accel.policies.plan_builder import make_plan
     from accel.policies.pools import gpu_pool, tpu_pool
-    from accel.policies.choose import choose, choose_plan
+    from accel.policies.ranking import choose, choose_plan
     from accel.policies.workload import WorkloadSpec, load_workload, workload_from_mapping

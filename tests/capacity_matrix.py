@@ -16,7 +16,7 @@ import yaml
 from accel.policies.catalog import load_catalog
 from accel.policies.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, Plan
-from accel.policies.choose import plan_from_pin
+from accel.policies.ranking import plan_from_pin
 from accel.policies.spot_ttl import ttl_for_run
 from accel.policies.workload import workload_from_mapping
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from accel.base.errors import UsageError
 from accel.policies import shapes
 from accel.policies.catalog import load_catalog, offerings_from_inventory
-from accel.policies.choose import (
+from accel.policies.ranking import (
     Choice,
     NoFeasibleOption,
     choose,

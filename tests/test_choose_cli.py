@@ -137,7 +137,7 @@ def test_chart_money_reads_like_the_table(usd, text):
 def chart_of(workload: str | Path):
     """The plotted figure of a workload's choice, drawn so its tick labels exist; closed by the caller."""
     from accel.policies.catalog import load_catalog
-    from accel.policies.choose import choose
+    from accel.policies.ranking import choose
     from accel.policies.workload import load_workload
 
     figure = choose_command.plot_figure(choose(load_workload(workload), load_catalog()))
@@ -303,7 +303,7 @@ def test_a_pinned_region_in_no_catalog_offering_is_exit_2(tmp_path):
 def test_a_stack_pin_whose_spot_contradicts_the_workload_is_a_usage_error():
     from accel.base.errors import UsageError
     from accel.policies.catalog import load_catalog
-    from accel.policies.choose import choose
+    from accel.policies.ranking import choose
     from accel.policies.workload import HardwarePin, workload_from_mapping
 
     # A stack's accel:hardware is applied with model_copy, without re-validating against the workload.
@@ -396,7 +396,7 @@ def test_a_huge_budget_is_written_readably(tmp_path):
 
 def test_a_pin_just_over_budget_shows_the_digits_that_differ():
     from accel.policies.catalog import load_catalog
-    from accel.policies.choose import choose
+    from accel.policies.ranking import choose
     from accel.policies.workload import workload_from_mapping
 
     data = yaml.safe_load(PIN_BASE + "hardware: {accelerator: tpu-v5p, chips: 64}\n")
@@ -411,7 +411,7 @@ def test_a_pin_just_over_budget_shows_the_digits_that_differ():
 
 def test_one_of_anything_is_singular():
     from accel.policies.catalog import load_catalog
-    from accel.policies.choose import choose
+    from accel.policies.ranking import choose
     from accel.policies.workload import workload_from_mapping
 
     spec = workload_from_mapping({"name": "tiny", "kind": "finetune", "model": {"parameters": "1B"},

@@ -68,7 +68,7 @@ def test_the_fsx_stack_installs_the_fsx_csi_driver(every_stack):
 @pytest.mark.parametrize("spot", ["never", "allowed"])
 def test_a3_ultra_is_planned_as_flex_start_or_spot_never_plain_on_demand(spot):
     from accel.policies.catalog import load_catalog
-    from accel.policies.choose import choose_plan
+    from accel.policies.ranking import choose_plan
     from accel.policies.workload import workload_from_mapping
 
     spec = workload_from_mapping({

@@ -11,7 +11,7 @@ from accel.base.errors import UsageError
 from accel.program import MAX_RESOURCE_NAME, read_stack, resource_name, stack_error_message
 from accel.base.errors import ComponentArgsError
 from accel.policies.catalog import load_catalog
-from accel.policies.choose import choose_plan
+from accel.policies.ranking import choose_plan
 from accel.policies.workload import workload_from_mapping
 
 WORKLOAD = {

@@ -143,3 +143,19 @@ def test_the_aws_gpu_group_from_accelerator_and_count_picks_an_instance_of_that_
                                       subnet_ids={"us-east-1a": "subnet-1"}, security_group_ids=["sg-1"], tags=TAGS)
     instance = hardware.current().aws_gpu_instances[args.pool.machine_type]
     assert (instance.chip, args.pool.nodes * instance.gpus) == ("h100-80gb", 16)
+
+
+def test_no_submodule_shadows_an_exported_name_once_imported():
+    """Importing a submodule sets it as an attribute of its package: a module named like an exported
+    function (accel.policies.choose) would replace the function for everyone after the first import."""
+    import importlib
+    import pkgutil
+
+    for package in PACKAGES:
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.name in package._EXPORTS:
+                raise AssertionError(f"{package.__name__}.{info.name} is both a submodule and an exported name")
+        for name in package.__all__:
+            assert not callable(getattr(package, name)) or getattr(package, name).__name__ == name
+    importlib.import_module("accel.policies.ranking")
+    assert accel.policies.choose.__name__ == "choose"

@@ -59,7 +59,7 @@ def choose(
 def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | None, plot: Path | None,
         write_stack: str | None, out: Console, status: Console) -> Any:
     from accel.policies.catalog import load_catalog
-    from accel.policies.choose import OBJECTIVES, choose as choose_hardware, make_plan
+    from accel.policies.ranking import OBJECTIVES, choose as choose_hardware, make_plan
     from accel.policies.workload import WorkloadFieldError, load_workload
 
     if objective not in OBJECTIVES:
@@ -103,7 +103,7 @@ def layout_of(option: Any) -> str:
 
 
 def render(choice: Any, plan: Any, console: Console) -> None:
-    from accel.policies.choose import accelerator_name
+    from accel.policies.ranking import accelerator_name
     from accel.policies.tradeoffs import ranked_alternatives
 
     spec = choice.workload
@@ -183,7 +183,7 @@ def plot_figure(choice: Any) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    from accel.policies.choose import accelerator_name
+    from accel.policies.ranking import accelerator_name
     from accel.policies.tradeoffs import ranked_alternatives
 
     spec = choice.workload

@@ -3,9 +3,13 @@
 For each offering (machine type or TPU generation on a cloud) that passes the hard constraints, each allowed
 region price and each capacity type (spot / on-demand) (accel.policies.candidates), the engine finds the best
 fleet size on the offering's size ladder (accel.policies.sizing over accel.policies.ladders, timed and priced by
-accel.policies.estimate), ranks every feasible configuration by the objective (here), and explains the choice
+accel.policies.estimate), ranks every feasible configuration by the objective and chooses (here: `choose`,
+`choose_plan`), and explains the choice
 (accel.policies.explain). A hardware pin skips the search (accel.policies.pin); accel.policies.plan_builder
 turns the Choice into the Plan. The entry points callers use are the names in __all__.
+
+The module is not named `choose`: `accel.policies.choose` is the function (exported lazily), and a
+submodule of that name would replace it on the package once imported.
 """
 
 from __future__ import annotations
