@@ -12,6 +12,7 @@ from accel.policies.candidates import (
     estimate_for,
     node_limit,
     node_limit_violation,
+    node_limit_words,
     search_context,
     to_option,
 )
@@ -105,7 +106,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                 nodes = math.ceil(pin.chips / offering.chips_per_host)
                 size = Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
             # A GPU fleet is one node pool, a TPU multislice one pool per slice: the components build no larger pool.
-            if node_limit_violation(offering, size.hosts // size.slices, spec.kind != "inference"):
+            if node_limit_violation(offering, size.hosts, size.slices, spec.kind != "inference"):
                 over_limit.append((offering, size))
                 break
             candidate = evaluate_pin(ctx, offering, spot, region, chip, host, size)
@@ -230,8 +231,9 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
         fix = f"pin smaller slices (at most {limit.value} hosts each)"
     else:
         field = "hardware.chips"
-        what = f"{plural(size.hosts, 'node')} of {offering.machine_type} in one pool"
-        fix = f"pin at most {plural(limit.value * offering.chips_per_host, 'chip')}"
+        fleet = limit.fleet_max_nodes or limit.value
+        what = f"{plural(size.hosts, 'node')} of {offering.machine_type} in one cluster"
+        fix = f"pin at most {plural(fleet * offering.chips_per_host, 'chip')}"
     if limit.adjustable:
         fix += (f", or, once the quota is raised, give the offering your own max_nodes in a catalog overlay "
                 f"(--catalog): offerings: [{{id: {offering.id}, like: {offering.id}, max_nodes: {{value: N, name: "
@@ -240,7 +242,7 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
         fix += " (a fixed limit, not a quota)"
     return WorkloadFieldError(field, (
         f"{plural(spec.hardware.chips, 'chip')} of {spec.hardware.accelerator} on {offering.id} need {what}, over "
-        f"the limit of {limit.value} ({limit.name}; source: {limit.source}); {fix}"))
+        f"the limit: {node_limit_words(offering, limit)} (source: {limit.source}); {fix}"))
 
 
 def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,
