@@ -1,0 +1,110 @@
+"""Frontier scale (docs/scale.md): a 16,384-H100 fleet laid out as pools within each cloud's limits,
+the Kueue Topology over the cloud's placement labels, and the Plan's pool layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, strategies as st
+
+from accel.policies import hardware
+from accel.policies.fleet_layout import FleetLayoutError, nodes_per_pool
+from accel.policies.plan import GpuPool, pool_sizes
+
+ROOT = Path(__file__).resolve().parents[1]
+CRDS = ROOT.parent / "shared" / "crds"
+FLEETS = {"llama-405b-h100-gcp": ("gcp:container/nodePool:NodePool", "gke_compact_placement_max_nodes"),
+          "llama-405b-h100-aws": ("aws:eks/nodeGroup:NodeGroup", "eks_nodes_per_managed_node_group")}
+
+
+def crd_schema(name: str) -> dict:
+    path = CRDS / "kueue" / f"kueue.x-k8s.io_{name}.yaml"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent: the upstream CRDs live in ../shared/crds beside the checkout")
+    crd = yaml.safe_load(path.read_text())
+    return next(v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
+
+
+def gpu_pools(document: dict, pool_type: str) -> list[dict]:
+    return [r for r in document["resources"] if r["type"] == pool_type and "-gpu" in r["name"]]
+
+
+def max_nodes(resource: dict) -> int:
+    inputs = resource["inputs"]
+    return inputs["autoscaling"]["totalMaxNodeCount"] if "autoscaling" in inputs else inputs["scalingConfig"]["maxSize"]
+
+
+# ---- the layout decision --------------------------------------------------------------------------
+
+@given(nodes=st.integers(1, 20_000), limit=st.integers(1, 2_000), group=st.integers(1, 64))
+def test_pools_add_up_to_the_fleet_and_each_stays_within_the_limit_in_whole_groups(nodes, limit, group):
+    try:
+        per_pool = nodes_per_pool(nodes, limit, group)
+    except FleetLayoutError:
+        assert group > limit and nodes > limit
+        return
+    sizes = pool_sizes(nodes, per_pool)
+    assert sum(sizes) == nodes and max(sizes) <= limit
+    if per_pool is not None:
+        assert per_pool % group == 0 and all(size == per_pool for size in sizes[:-1])
+
+
+def test_a_fleet_within_one_pool_is_not_split():
+    assert nodes_per_pool(150, 150) is None and pool_sizes(150, None) == [150]
+
+
+def test_a_plan_pool_count_given_on_input_must_agree_with_its_layout():
+    pool = {"accelerator": "h100-80gb", "machine_type": "a3-highgpu-8g", "gpus_per_node": 8, "nodes": 2048,
+            "nodes_per_pool": 150}
+    assert GpuPool.model_validate({**pool, "pools": 14}).pools == 14
+    with pytest.raises(ValueError, match="gpu.pools is 3 but gpu.nodes and gpu.nodes_per_pool says 14"):
+        GpuPool.model_validate({**pool, "pools": 3})
+
+
+# ---- the 16,384-H100 stacks -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stack", FLEETS)
+def test_the_16384_gpu_stack_plans_every_pool_within_its_limit_and_the_nodes_add_up(planned_stacks, stack):
+    document = planned_stacks[stack]
+    pool_type, limit_name = FLEETS[stack]
+    pools = gpu_pools(document, pool_type)
+    plan = document["plan"]["gpu"]
+    assert plan["nodes"] * plan["gpus_per_node"] == 16384
+    assert len(pools) == plan["pools"] > 1
+    assert all(max_nodes(p) <= hardware.current().limit(limit_name) for p in pools)
+    assert sum(max_nodes(p) for p in pools) == plan["nodes"]
+
+
+def test_every_gke_pool_of_the_fleet_is_its_own_compact_placement(planned_stacks):
+    pools = gpu_pools(planned_stacks["llama-405b-h100-gcp"], FLEETS["llama-405b-h100-gcp"][0])
+    assert all(p["inputs"]["placementPolicy"] == {"type": "COMPACT"} for p in pools)
+
+
+def test_every_eks_node_group_of_the_fleet_has_its_own_cluster_placement_group(planned_stacks):
+    document = planned_stacks["llama-405b-h100-aws"]
+    groups = {r["name"] for r in document["resources"] if r["type"] == "aws:ec2/placementGroup:PlacementGroup"}
+    assert len(groups) == document["plan"]["gpu"]["pools"]
+
+
+@pytest.mark.parametrize("stack, levels", [("llama-405b-h100-gcp", "gke_topology_levels"),
+                                           ("llama-405b-h100-aws", "eks_topology_levels")])
+def test_the_kueue_topology_follows_the_clouds_placement_labels_and_the_flavor_names_it(planned_stacks, stack, levels):
+    import jsonschema
+
+    document = planned_stacks[stack]
+    [topology] = [r["inputs"] for r in document["resources"] if r["type"] == "kubernetes:kueue.x-k8s.io/v1beta1:Topology"]
+    jsonschema.validate(topology, crd_schema("topologies"))
+    assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == list(
+        getattr(hardware.current().kubernetes, levels))
+    flavors = [r["inputs"] for r in document["resources"]
+               if r["type"] == "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor"]
+    for flavor in flavors:
+        jsonschema.validate(flavor, crd_schema("resourceflavors"))
+    assert [f["spec"].get("topologyName") for f in flavors] == [topology["metadata"]["name"]]
+
+
+def test_a_pool_without_a_scale_out_fabric_gets_no_topology(planned_stacks):
+    document = planned_stacks["llama-8b-serving-l4"]
+    assert not [r for r in document["resources"] if r["type"] == "kubernetes:kueue.x-k8s.io/v1beta1:Topology"]
