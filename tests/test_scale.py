@@ -108,3 +108,39 @@ def test_the_kueue_topology_follows_the_clouds_placement_labels_and_the_flavor_n
 def test_a_pool_without_a_scale_out_fabric_gets_no_topology(planned_stacks):
     document = planned_stacks["llama-8b-serving-l4"]
     assert not [r for r in document["resources"] if r["type"] == "kubernetes:kueue.x-k8s.io/v1beta1:Topology"]
+
+
+# ---- quotas ---------------------------------------------------------------------------------------------
+
+def quotas_of(planned_stacks, stack: str) -> dict[str, dict]:
+    return {need["name"]: need for need in planned_stacks[stack]["quotas"]}
+
+
+def test_the_gcp_fleet_lists_its_gpu_and_cpu_quota_by_the_consoles_names(planned_stacks):
+    document = planned_stacks["llama-405b-h100-gcp"]
+    gpu = document["plan"]["gpu"]
+    machine = hardware.current().gcp_gpu_machines[gpu["machine_type"]]
+    quotas = quotas_of(planned_stacks, "llama-405b-h100-gcp")
+    assert quotas["NVIDIA_H100_GPUS"]["amount"] == 16384
+    assert quotas["CPUS"]["amount"] == machine.vcpus * gpu["nodes"]
+    assert {need["region"] for need in quotas.values()} == {document["plan"]["region"]}
+
+
+def test_the_aws_fleet_lists_its_p_instance_vcpus(planned_stacks):
+    gpu = planned_stacks["llama-405b-h100-aws"]["plan"]["gpu"]
+    vcpus = hardware.current().aws_gpu_instances[gpu["machine_type"]].vcpus
+    assert quotas_of(planned_stacks, "llama-405b-h100-aws")["Running On-Demand P instances"]["amount"] == vcpus * 2048
+
+
+def test_a_tpu_multislice_lists_its_chips_quota(planned_stacks):
+    tpu = planned_stacks["llama-70b-v5p"]["plan"]["tpu"]
+    assert quotas_of(planned_stacks, "llama-70b-v5p")["TPU v5p chips"]["amount"] == tpu["chips_per_slice"] * tpu["slices"]
+
+
+def test_spot_capacity_asks_for_the_preemptible_quota(planned_stacks):
+    spot = [(stack, doc) for stack, doc in planned_stacks.items()
+            if doc["plan"] and doc["plan"]["capacity"]["provisioning"] == "spot" and doc["plan"]["cloud"] == "gcp"]
+    assert spot
+    for stack, _ in spot:
+        assert all(name.startswith("PREEMPTIBLE_") or name.startswith("preemptible ")
+                   for name in quotas_of(planned_stacks, stack)), stack
