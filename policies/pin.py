@@ -28,7 +28,7 @@ from accel.policies.estimate import (
 )
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.explain import describe
-from accel.policies.plan import Plan
+from accel.policies.plan import Option, Plan
 from accel.policies.planning import make_plan
 from accel.policies.sizes import Size, replica_sizes
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
@@ -165,7 +165,14 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                          f"{plural(int(detail['replica_chips']), 'chip')}, batch {detail['batch_per_replica']} at "
                          f"~{detail['p99_ms_per_token']} ms/token p99.")
     estimate = estimate_for(ctx, best, option)
-    return Choice(chosen=option, options=[option], rejected=[], rationale=rationale, estimate=estimate,
+    # The same pin on each other allowed cloud, cheapest first: a fleet estimated everywhere it can be built.
+    elsewhere: dict[str, Option] = {}
+    for _, candidate, candidate_region in candidates[1:]:
+        cloud = candidate.offering.cloud
+        if cloud != option.cloud and cloud not in elsewhere:
+            elsewhere[cloud] = to_option(candidate, candidate_region)
+    return Choice(chosen=option, options=[option, *elsewhere.values()], rejected=[], rationale=rationale,
+                  estimate=estimate,
                   objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
 
 

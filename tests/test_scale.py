@@ -144,3 +144,14 @@ def test_spot_capacity_asks_for_the_preemptible_quota(planned_stacks):
     for stack, _ in spot:
         assert all(name.startswith("PREEMPTIBLE_") or name.startswith("preemptible ")
                    for name in quotas_of(planned_stacks, stack)), stack
+
+
+def test_the_16384_h100_pin_is_estimated_on_both_clouds():
+    from accel.policies.catalog import load_catalog
+    from accel.policies.select import choose
+    from accel.policies.workload import load_workload
+
+    choice = choose(load_workload(ROOT / "examples" / "llama-405b-h100.yaml"), load_catalog())
+    assert {o.cloud for o in choice.options} == {"gcp", "aws"}
+    assert all(o.chips == 16384 and o.hosts == 2048 for o in choice.options)
+    assert choice.options[0] == choice.chosen and choice.chosen.total_usd <= choice.options[1].total_usd
