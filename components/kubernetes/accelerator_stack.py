@@ -210,9 +210,10 @@ class AcceleratorStackArgs:
     install_kueue: bool = True
     install_jobset: bool = True
     # Kueue admits a workload only if the ClusterQueue covers every resource its pods request,
-    # so cpu and memory must be covered too. Chips are the binding quota; these never bind.
-    cpu_quota: str = "100000"
-    memory_quota: str = "1000Ti"
+    # so cpu and memory must be covered too. Chips are the binding quota; these never bind, even on the
+    # largest cluster a cloud builds (GKE: 15,000 nodes x 224 vCPUs, ~3 TiB each; docs/scale.md).
+    cpu_quota: str = "10000000"
+    memory_quota: str = "100Pi"
     charts: ChartPins = field(default_factory=load_chart_pins)
     # GKE GPUDirect: the plan's GpuPool.fabric, and one attachment per extra node network of the
     # GPU pool (gpudirect_attachments over GcpNetwork.extra_networks). Empty for other fabrics.
