@@ -78,10 +78,16 @@ class PlanResult:
         """The quota each region needs before `pulumi up` (accel.policies.quotas), from the exported Plan."""
         if not isinstance(self.plan, dict):
             return []
+        from pydantic import ValidationError
+
         from accel.policies.plan import Plan
         from accel.policies.quotas import quota_needs
 
-        return [need.model_dump(mode="json") for need in quota_needs(Plan.model_validate(self.plan))]
+        try:
+            plan = Plan.model_validate(self.plan)
+        except ValidationError:   # not a Plan this version reads (an exported fragment): nothing to derive
+            return []
+        return [need.model_dump(mode="json") for need in quota_needs(plan)]
 
     @property
     def mandatory_violations(self) -> list[dict[str, Any]]:

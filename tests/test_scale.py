@@ -155,3 +155,23 @@ def test_the_16384_h100_pin_is_estimated_on_both_clouds():
     assert {o.cloud for o in choice.options} == {"gcp", "aws"}
     assert all(o.chips == 16384 and o.hosts == 2048 for o in choice.options)
     assert choice.options[0] == choice.chosen and choice.chosen.total_usd <= choice.options[1].total_usd
+
+
+# ---- TPU multislice beyond one pod -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("generation, topology, slices", [("v5p", "16x20x28", 2), ("v6e", "16x16", 32)])
+def test_a_tpu_multislice_beyond_one_pod_plans_one_pool_per_slice(tmp_path, generation, topology, slices):
+    from accel.offline_plan import plan_stack
+
+    base = (ROOT / "stacks" / "Pulumi.llama-70b-v5p.yaml").read_text().split("  accel:hardware:\n")[0]
+    path = tmp_path / f"Pulumi.multislice-{generation}.yaml"
+    path.write_text(base + f"  accel:hardware:\n    accelerator: tpu-{generation}\n    topology: {topology}\n"
+                           f"    slices: {slices}\n    spot: false\n")
+    result = plan_stack(None, path, ROOT)
+    tpu = result.plan["tpu"]
+    pod = hardware.current().tpu_generations[generation].max_chips_per_slice
+    assert tpu["slices"] == slices and tpu["chips_per_slice"] * slices > pod   # more chips than one pod holds
+    pools = [r for r in result.capture.resources if r.type == "gcp:container/nodePool:NodePool" and "-tpu" in r.name]
+    assert len(pools) == slices
+    assumptions = {a["name"]: a["value"] for a in result.plan["estimate"]["assumptions"]}
+    assert 0 < assumptions["multislice_efficiency"] < 1   # the data-centre network's cost on the estimate
