@@ -76,6 +76,22 @@ class PlanResult:
         return [dict(item) for item in needed] if isinstance(needed, list) else []
 
     @property
+    def quotas(self) -> list[dict[str, Any]]:
+        """The quota each region needs before `pulumi up` (accel.policies.quotas), from the exported Plan."""
+        if not isinstance(self.plan, dict):
+            return []
+        from pydantic import ValidationError
+
+        from accel.policies.plan import Plan
+        from accel.policies.quotas import quota_needs
+
+        try:
+            plan = Plan.model_validate(self.plan)
+        except ValidationError:   # not a Plan this version reads (an exported fragment): nothing to derive
+            return []
+        return [need.model_dump(mode="json") for need in quota_needs(plan)]
+
+    @property
     def mandatory_violations(self) -> list[dict[str, Any]]:
         return [v for v in self.violations if str(v.get("level", "")).lower() == "mandatory"]
 
@@ -116,6 +132,7 @@ class PlanResult:
             },
             "providers": self.providers_used,
             "needed_before_up": self.needed_before_up,
+            "quotas": self.quotas,
             "outputs": outputs,
             "job": self.job,
             "warnings": self.warnings,

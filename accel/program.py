@@ -82,6 +82,7 @@ def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     settings = settings_from_config(config, source)
     notes: list[str] = []
     plan, pinned = _plan(settings, source, notes)
+    plan = _on_reservations(plan, pinned, settings, source)
     lifecycle = settings.lifecycle(source)
     declared_tags = _declared_tags(config, source)
     # `pulumi:tags` is ordinary stack config (pulumi/pulumi#12856): the CLI stamps it on the stack at
@@ -124,6 +125,20 @@ def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
                         resource_name=resource_name(stack), cluster_args=args, notes=notes,
                         missing_for_up=missing)
+
+
+def _on_reservations(plan: Plan, pinned: bool, settings: StackSettings, source: str) -> Plan:
+    """A plan decided here takes the stack's reservation of its machine type; any plan must fit the
+    declared reservations (machine type, zone, count), or the stack is refused before `pulumi up`."""
+    from accel.policies.reservations import reservation_problems, use_reservation
+
+    if not pinned:
+        plan = use_reservation(plan, settings.reservations)
+    problems = reservation_problems(plan, settings.reservations)
+    if problems:
+        raise UsageError(f"{source}: accel:reservations: the planned pools do not fit the reservations: "
+                         + "; ".join(problems))
+    return plan
 
 
 def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan, bool]:

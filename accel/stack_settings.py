@@ -21,6 +21,7 @@ from accel.base.model import describe_validation_error
 from accel.components.kubernetes.pools import ExistingCluster
 from accel.policies.lifecycle import Lifecycle, LifecycleError
 from accel.policies.plan import Plan
+from accel.policies.reservations import DeclaredReservation
 from accel.base.model import StrictModel
 from accel.policies.workload import HardwarePin, WorkloadSpec
 
@@ -52,6 +53,9 @@ class StackSettings(StrictModel):
                                       description="CIDRs allowed to reach the Kubernetes API's public endpoint")
     upgradePause: UpgradePauseWindow | None = None
     namespace: str = Field("training", description="Kubernetes namespace of the training workload")
+    reservations: list[DeclaredReservation] = Field(
+        default_factory=list, description="Reservations the stack holds; the plan takes them and must fit them "
+                                          "(docs/scale.md)")
 
     @field_validator("apiAccessCidrs")
     @classmethod
@@ -87,7 +91,7 @@ class StackSettings(StrictModel):
 
 
 # Keys whose values are objects or arrays in the stack file (JSON-encoded in Pulumi config).
-_STRUCTURED = {"workload", "plan", "hardware", "cluster", "apiAccessCidrs", "upgradePause"}
+_STRUCTURED = {"workload", "plan", "hardware", "cluster", "apiAccessCidrs", "upgradePause", "reservations"}
 
 
 def settings_from_config(config: Mapping[str, str], source: str) -> StackSettings:

@@ -30,7 +30,7 @@ from accel.components.kubernetes.pools import (
 from accel.base.errors import ComponentArgsError
 from accel.components.tags import ResourceTags
 from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
-from accel.policies.plan import Plan
+from accel.policies.plan import GpuPool, Plan
 
 TYPE = "accel:cluster:TrainingCluster"
 
@@ -159,6 +159,16 @@ def _existing_cluster_pools(existing: ExistingCluster, plan: Plan):
     return pools[:1]
 
 
+def gpu_pool_names(name: str, plan: Plan) -> list[tuple[str, GpuPool]]:
+    """The child name and single pool of each GPU node pool / node group: `<name>-gpu` for a fleet of one
+    pool (the names stacks already have), `<name>-gpu-00`, `-01`, ... for a split fleet."""
+    assert plan.gpu is not None
+    pools = plan.gpu.split()
+    if len(pools) == 1:
+        return [(f"{name}-gpu", pools[0])]
+    return [(f"{name}-gpu-{index:02d}", pool) for index, pool in enumerate(pools)]
+
+
 def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) -> _Built:
     import pulumi_gcp as gcp
     import pulumi_kubernetes as k8s
@@ -181,17 +191,19 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
         plan, tags=tags, project=project, network=network,
         master_authorized_cidrs=tuple(args.api_access_cidrs), upgrade_pause=pause), opts=child)
     max_run = node_max_run_duration(args.lifecycle)  # a TTL also bounds each accelerator node's life
-    accelerators: pulumi.Resource
+    accelerators: list[pulumi.Resource]
     if plan.tpu is not None:
-        accelerators = TpuSlice(f"{name}-tpu", TpuSliceArgs.for_plan(plan, tags=tags, cluster=cluster.ref,
-                                                                     max_run_duration=max_run), opts=child)
+        accelerators = [TpuSlice(f"{name}-tpu", TpuSliceArgs.for_plan(plan, tags=tags, cluster=cluster.ref,
+                                                                      max_run_duration=max_run), opts=child)]
     else:
-        accelerators = GpuNodePool(f"{name}-gpu", GpuNodePoolArgs.for_plan(
-            plan, tags=tags, cluster=cluster.ref, network=network, max_run_duration=max_run), opts=child)
+        # One node pool per pool of the fleet's layout (Plan gpu.pools; docs/scale.md).
+        accelerators = [GpuNodePool(name_, GpuNodePoolArgs.for_plan(
+            plan, tags=tags, cluster=cluster.ref, network=network, max_run_duration=max_run, pool=pool), opts=child)
+            for name_, pool in gpu_pool_names(name, plan)]
     # Everything on the Kubernetes side waits for the API endpoint and every node pool: Helm waits
     # for its pods to be ready, and they need nodes to run on.
     kubernetes = k8s.Provider(f"{name}-gke", kubeconfig=cluster.kubeconfig,
-                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, accelerators]))
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, *accelerators]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
     if plan.gpu is not None:
         # The pool's extra node networks reach pods only through GKE Network objects.
@@ -253,11 +265,13 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
         overrides["addons"] = (*EksClusterArgs.__dataclass_fields__["addons"].default, FSX_CSI_ADDON)
     cluster = EksCluster(name, EksClusterArgs.for_network(network, tags, **overrides), opts=child)
     assert plan.gpu is not None  # TPUs exist only on GCP; the Plan validator pairs family and pool
-    gpu_group = GpuNodeGroup(f"{name}-gpu", GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network,
-                                                                      tags=tags), opts=child)
+    # One managed node group per pool of the fleet's layout (Plan gpu.pools; docs/scale.md).
+    gpu_groups = [GpuNodeGroup(name_, GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network, tags=tags,
+                                                                pool=pool), opts=child)
+                  for name_, pool in gpu_pool_names(name, plan)]
     # The Kubernetes side waits for the API endpoint and every node group (Helm waits for its pods).
     kubernetes = k8s.Provider(f"{name}-eks", kubeconfig=cluster.kubeconfig,
-                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, gpu_group]))
+                              opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, *gpu_groups]))
     built = _Built(provider=kubernetes, kubeconfig=cluster.kubeconfig, cluster_name=cluster.name)
     if not plan.storage.is_empty:
         storage = TrainingStorage(name, TrainingStorageArgs.for_plan(

@@ -105,19 +105,41 @@ def node_limit(offering: Offering, training: bool) -> NodeLimit | None:
 
 
 def node_limit_words(offering: Offering, limit: NodeLimit) -> str:
-    """'GKE compact placement allows at most 150 nodes (1200 GPUs) of a3-ultragpu-8g in one pool'."""
-    unit = "hosts per slice" if offering.family == "tpu" else (
-        f"nodes ({limit.value * offering.chips_per_host} GPUs) of {offering.machine_type} in one pool")
-    return f"{limit.name} allows at most {limit.value} {unit}"
+    """'GKE compact placement allows at most 150 nodes (1200 GPUs) of a3-ultragpu-8g in one pool'; for a GPU
+    fleet, which is several such pools (docs/scale.md), also the most the cluster holds."""
+    if offering.family == "tpu":
+        return f"{limit.name} allows at most {limit.value} hosts per slice"
+    words = (f"{limit.name} allows at most {limit.value} nodes ({limit.value * offering.chips_per_host} GPUs) of "
+             f"{offering.machine_type} in one pool")
+    fleet = limit.fleet_max_nodes
+    if fleet is not None:
+        words += (f", and one cluster holds at most {fleet} such nodes ({fleet * offering.chips_per_host} GPUs"
+                  + (f": {limit.max_pools} pools" if limit.max_pools and fleet == limit.value * limit.max_pools
+                     else "") + ")")
+    return words
 
 
-def node_limit_violation(offering: Offering, hosts_per_pool: int, training: bool) -> str | None:
-    """Why a pool of `hosts_per_pool` nodes cannot be built on this offering, or None when it can
-    (for a hardware pin: a GPU fleet is one pool, a TPU multislice one pool per slice)."""
+def gpu_fleet_max_nodes(limit: NodeLimit | None) -> int | None:
+    """The most nodes a GPU fleet may have under this pool limit: it is split into pools of at most
+    `limit.value` nodes, so only the cluster's limits (pools or nodes per cluster) bound it."""
+    return None if limit is None else limit.fleet_max_nodes
+
+
+def node_limit_violation(offering: Offering, hosts: int, slices: int, training: bool) -> str | None:
+    """Why a fleet of `hosts` nodes in `slices` slices cannot be built on this offering, or None when it can
+    (a TPU multislice is one pool per slice; a GPU fleet is as many pools as the limit needs)."""
     limit = node_limit(offering, training)
-    if limit is None or hosts_per_pool <= limit.value:
+    if limit is None:
         return None
-    return f"{hosts_per_pool} nodes in one pool: {node_limit_words(offering, limit)} ({limit.source})"
+    if offering.family == "tpu":
+        per_pool = hosts // slices
+        if per_pool <= limit.value:
+            return None
+        return f"{per_pool} nodes in one pool: {node_limit_words(offering, limit)} ({limit.source})"
+    fleet = gpu_fleet_max_nodes(limit)
+    if fleet is None or hosts <= fleet:
+        return None
+    return f"{hosts} nodes in one cluster: {node_limit_words(offering, limit)} ({limit.source})"
 
 
 def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> SearchContext:

@@ -15,6 +15,7 @@ from accel.policies.candidates import (
     hard_filter,
     node_limit,
     node_limit_violation,
+    node_limit_words,
     search_context,
     to_option,
 )
@@ -29,7 +30,7 @@ from accel.policies.estimate import (
 )
 from accel.policies.explain import describe
 from accel.policies.ladders import GpuLadder, Size, replica_sizes, tpu_fleet
-from accel.policies.plan import Plan
+from accel.policies.plan import Option, Plan
 from accel.policies.plan_builder import make_plan
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
@@ -105,7 +106,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                 ladder = GpuLadder(offering, math.ceil(pin.chips / offering.chips_per_host))
                 size = ladder[ladder.first_at_least(pin.chips)]
             # A GPU fleet is one node pool, a TPU multislice one pool per slice: the components build no larger pool.
-            if node_limit_violation(offering, size.hosts // size.slices, spec.kind != "inference"):
+            if node_limit_violation(offering, size.hosts, size.slices, spec.kind != "inference"):
                 over_limit.append((offering, size))
                 break
             candidate = evaluate_pin(ctx, offering, spot, region, chip, host, size)
@@ -164,7 +165,14 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                          f"{plural(int(detail['replica_chips']), 'chip')}, batch {detail['batch_per_replica']} at "
                          f"~{detail['p99_ms_per_token']} ms/token p99.")
     estimate = estimate_for(ctx, best, option)
-    return Choice(chosen=option, options=[option], rejected=[], rationale=rationale, estimate=estimate,
+    # The same pin on each other allowed cloud, cheapest first: a fleet estimated everywhere it can be built.
+    elsewhere: dict[str, Option] = {}
+    for _, candidate, candidate_region in candidates[1:]:
+        cloud = candidate.offering.cloud
+        if cloud != option.cloud and cloud not in elsewhere:
+            elsewhere[cloud] = to_option(candidate, candidate_region)
+    return Choice(chosen=option, options=[option, *elsewhere.values()], rejected=[], rationale=rationale,
+                  estimate=estimate,
                   objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
 
 
@@ -230,8 +238,9 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
         fix = f"pin smaller slices (at most {limit.value} hosts each)"
     else:
         field = "hardware.chips"
-        what = f"{plural(size.hosts, 'node')} of {offering.machine_type} in one pool"
-        fix = f"pin at most {plural(limit.value * offering.chips_per_host, 'chip')}"
+        fleet = limit.fleet_max_nodes or limit.value
+        what = f"{plural(size.hosts, 'node')} of {offering.machine_type} in one cluster"
+        fix = f"pin at most {plural(fleet * offering.chips_per_host, 'chip')}"
     if limit.adjustable:
         fix += (f", or, once the quota is raised, give the offering your own max_nodes in a catalog overlay "
                 f"(--catalog): offerings: [{{id: {offering.id}, like: {offering.id}, max_nodes: {{value: N, name: "
@@ -240,7 +249,7 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
         fix += " (a fixed limit, not a quota)"
     return WorkloadFieldError(field, (
         f"{plural(spec.hardware.chips, 'chip')} of {spec.hardware.accelerator} on {offering.id} need {what}, over "
-        f"the limit of {limit.value} ({limit.name}; source: {limit.source}); {fix}"))
+        f"the limit: {node_limit_words(offering, limit)} (source: {limit.source}); {fix}"))
 
 
 def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,

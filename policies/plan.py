@@ -187,8 +187,12 @@ class TpuPool(DerivedFieldsModel):
         return self.accelerator.removeprefix("tpu-")  # type: ignore[return-value]
 
 
-class GpuPool(StrictModel):
-    """Whole GPU nodes of one machine type (AWS spot may list alternates)."""
+class GpuPool(DerivedFieldsModel):
+    """Whole GPU nodes of one machine type (AWS spot may list alternates).
+
+    A fleet larger than one node pool / node group may hold is laid out as several (docs/scale.md):
+    `nodes_per_pool` is the most nodes one of them holds (None: one pool of all `nodes`); `pools` and
+    `pool_sizes` are derived from it, the last pool taking the remainder, so the sizes add up to `nodes`."""
 
     accelerator: AcceleratorId = Field(description="The GPU every node carries, e.g. h100-80gb")
     machine_type: str = Field(description="Primary machine / instance type, e.g. a3-megagpu-8g, p5.48xlarge")
@@ -202,6 +206,44 @@ class GpuPool(StrictModel):
     efa_interfaces: int = Field(0, ge=0, description="AWS EFA interfaces per node (one per network card)")
     local_ssd_count: int = Field(0, ge=0)
     compact_placement: bool = False
+    nodes_per_pool: int | None = Field(None, gt=0, description="Most nodes in one node pool / node group when the "
+                                                              "fleet is split (docs/scale.md); None: one pool")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_pool_count(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "pools" not in data:
+            return data
+        data = dict(data)
+        nodes, per_pool = data.get("nodes"), data.get("nodes_per_pool")
+        derived = pool_sizes(nodes, per_pool) if isinstance(nodes, int) and nodes > 0 else None
+        accept_derived(data, "pools", len(derived) if derived else None, "gpu", "gpu.nodes and gpu.nodes_per_pool")
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pools(self) -> int:
+        """How many node pools / node groups the fleet is built as, derived from nodes and nodes_per_pool."""
+        return len(self.pool_sizes)
+
+    @property
+    def pool_sizes(self) -> list[int]:
+        """Nodes in each pool, in build order: full pools, then the remainder; they add up to `nodes`."""
+        return pool_sizes(self.nodes, self.nodes_per_pool)
+
+    def split(self) -> list["GpuPool"]:
+        """One single-pool GpuPool per node pool / node group of the fleet (what the components build)."""
+        if self.nodes_per_pool is None:
+            return [self]
+        return [self.model_copy(update={"nodes": size, "nodes_per_pool": None}) for size in self.pool_sizes]
+
+
+def pool_sizes(nodes: int, per_pool: int | None) -> list[int]:
+    """`nodes` in pools of at most `per_pool`: full pools, then the remainder (one pool when per_pool is None)."""
+    if per_pool is None or nodes <= per_pool:
+        return [nodes]
+    full, rest = divmod(nodes, per_pool)
+    return [per_pool] * full + ([rest] if rest else [])
 
 
 class Capacity(DerivedFieldsModel):

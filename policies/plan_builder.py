@@ -5,6 +5,7 @@ from __future__ import annotations
 from accel.policies.catalog.model import Catalog
 from accel.policies.choice import Choice
 from accel.policies.estimate import filesystem_plan
+from accel.policies.fleet_layout import gpu_nodes_per_pool
 from accel.policies.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, GpuPool, Plan
 from accel.policies.pools import tpu_pool
@@ -38,7 +39,10 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       extra_networks=offering.extra_networks if crosses_nodes else 0,
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
-                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option))
+                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option),
+                      # A fleet over the per-pool limit is several pools (policies/fleet_layout.py).
+                      nodes_per_pool=gpu_nodes_per_pool(offering, option.hosts, compact=multi_node_training,
+                                                        training=training))
         # Tightly coupled training lives in one zone (placement policy / cluster placement group);
         # serving spreads over every zone that has the GPU.
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)

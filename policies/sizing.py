@@ -20,7 +20,7 @@ from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies import shapes
-from accel.policies.candidates import Candidate, SearchContext, node_limit_words
+from accel.policies.candidates import Candidate, SearchContext, gpu_fleet_max_nodes, node_limit_words
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimate import Evaluation, training_memory_bytes
 from accel.policies.ladders import (
@@ -63,9 +63,12 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         max_nodes = cap // offering.chips_per_host
         if offering.training_max_nodes:
             max_nodes = min(max_nodes, offering.training_max_nodes)
-        node_limited = limit is not None and limit.value < max_nodes
-        if limit is not None:
-            max_nodes = min(max_nodes, limit.value)
+        # A GPU fleet is split into pools within the per-pool limit (docs/scale.md): only the cluster's
+        # limits (pools or nodes per cluster) end the ladder.
+        fleet_nodes = gpu_fleet_max_nodes(limit)
+        node_limited = fleet_nodes is not None and fleet_nodes < max_nodes
+        if fleet_nodes is not None:
+            max_nodes = min(max_nodes, fleet_nodes)
         ladder = GpuLadder(offering, max_nodes)
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
@@ -289,10 +292,12 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
         over_cap = fleet.chips > cap
         over_budget = ctx.budget is not None and evaluation.total_usd > ctx.budget
         # A GPU serving fleet is one node pool; a TPU replica is one slice, its own pool.
+        # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it.
         pool_nodes = fleet.hosts if size.topology is None else size.hosts
-        over_nodes = limit is not None and pool_nodes > limit.value
+        pool_cap = (limit.value if size.topology is not None else gpu_fleet_max_nodes(limit)) if limit else None
+        over_nodes = pool_cap is not None and pool_nodes > pool_cap
         overshoot = (math.log(max(1.0, fleet.chips / cap))
-                     + (math.log(max(1.0, pool_nodes / limit.value)) if limit is not None else 0.0)
+                     + (math.log(max(1.0, pool_nodes / pool_cap)) if pool_cap is not None else 0.0)
                      + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0))
         outcome.near.append((overshoot, cand, ""))
         if over_cap:
@@ -301,7 +306,7 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
             continue
         if over_nodes:
             assert limit is not None
-            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {pool_nodes} nodes in one pool, "
+            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {pool_nodes} nodes, "
                            f"over the node limit: {node_limit_words(offering, limit)}")
             continue
         if over_budget:

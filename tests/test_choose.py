@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from accel.base.errors import UsageError
 from accel.policies import shapes
 from accel.policies.catalog import load_catalog, offerings_from_inventory
+from accel.policies.fleet_layout import gpu_nodes_per_pool
 from accel.policies.ranking import (
     Choice,
     NoFeasibleOption,
@@ -18,7 +19,7 @@ from accel.policies.ranking import (
 )
 from accel.policies.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
 from accel.policies.ladders import GpuLadder, tpu_sizes
-from accel.policies.plan import Plan
+from accel.policies.plan import Plan, pool_sizes
 from accel.policies.workload import load_workload, workload_from_mapping
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -506,46 +507,50 @@ def node_limit(catalog, option, training=True):
     return limit.value if limit is not None and (training or limit.applies_to == "all") else None
 
 
-def test_a_gke_gpu_training_pool_never_exceeds_the_compact_placement_limit(catalog):
+def planned_pools(catalog, option, training=True):
+    """The node pool sizes the Plan lays this GPU option out as (policies/fleet_layout.py)."""
+    offering = catalog.offering(option.offering)
+    per_pool = gpu_nodes_per_pool(offering, option.hosts, compact=training and option.hosts > 1, training=training)
+    return pool_sizes(option.hosts, per_pool)
+
+
+def assert_pools_within_limit_and_adding_up(catalog, option, training=True):
+    sizes = planned_pools(catalog, option, training)
+    limit = node_limit(catalog, option, training)
+    assert sum(sizes) == option.hosts, (option, sizes)
+    assert limit is None or max(sizes) <= limit, (option, sizes)
+
+
+def test_every_gke_gpu_training_pool_stays_within_the_compact_placement_limit(catalog):
     choice = choose(pretrain_70b(["gcp"], 30), catalog)
     gcp_gpus = [o for o in choice.options if o.cloud == "gcp" and o.family == "gpu"]
-    assert gcp_gpus and all(o.hosts <= 150 for o in gcp_gpus)
-    assert all(o.hosts <= node_limit(catalog, o) for o in gcp_gpus)
+    assert gcp_gpus
+    for option in gcp_gpus:
+        assert_pools_within_limit_and_adding_up(catalog, option)
 
 
-def test_a_deadline_only_a_larger_gke_pool_could_meet_says_why_larger_pools_were_not_considered(catalog):
-    with pytest.raises(NoFeasibleOption) as error:
-        choose(pretrain_70b(["gcp"], 10), catalog)
-    reasons = {r["offering"]: " ".join(r["reasons"]) for r in error.value.rejected}
-    assert "at most 150 nodes" in reasons["gcp-a3-ultragpu-8g"]
-    assert "compact placement" in reasons["gcp-a3-ultragpu-8g"].lower()
-    assert error.value.closest is None or error.value.closest.hosts <= 150
+def test_a_deadline_one_compact_pool_cannot_meet_is_met_by_several_pools(catalog):
+    choice = choose(pretrain_70b(["gcp"], 10), catalog)
+    plan = make_plan(choice.workload, choice, catalog)
+    assert plan.gpu is not None and plan.gpu.nodes > 150
+    assert plan.gpu.pools > 1 and max(plan.gpu.pool_sizes) <= 150 and sum(plan.gpu.pool_sizes) == plan.gpu.nodes
 
 
-def test_an_eks_managed_node_group_never_exceeds_the_nodes_per_group_quota(catalog):
+def test_every_eks_managed_node_group_stays_within_the_nodes_per_group_quota(catalog):
     for days in (5, 10):
-        try:
-            choice = choose(pretrain_70b(["aws"], days), catalog)
-        except NoFeasibleOption as error:
-            reasons = " ".join(" ".join(r["reasons"]) for r in error.rejected)
-            assert "larger fleets were not considered" in reasons and "at most 450 nodes" in reasons
-            assert error.closest is None or error.closest.hosts <= 450
-            continue
-        assert all(o.hosts <= 450 for o in choice.options)
-        assert all(o.hosts <= node_limit(catalog, o) for o in choice.options)
+        choice = choose(pretrain_70b(["aws"], days), catalog)
+        for option in choice.options:
+            assert_pools_within_limit_and_adding_up(catalog, option)
+            assert len(planned_pools(catalog, option)) <= 30   # managed node groups per cluster
 
 
-def test_a_serving_fleet_on_eks_stays_within_one_node_group(catalog):
+def test_a_serving_fleet_on_eks_is_node_groups_within_the_quota(catalog):
     workload = workload_from_mapping({
         "name": "s", "kind": "inference", "model": {"parameters": "8B"},
         "inference": {"tokens_per_second": 2e6, "p99_latency_ms": 200},
         "constraints": {"clouds": ["aws"], "spot": "never", "accelerators": ["l4"]}}, "s.yaml")
-    try:
-        options = choose(workload, catalog).options
-    except NoFeasibleOption as error:
-        assert "at most 450 nodes" in " ".join(" ".join(r["reasons"]) for r in error.rejected)
-        return
-    assert all(o.hosts <= 450 for o in options)
+    for option in choose(workload, catalog).options:
+        assert_pools_within_limit_and_adding_up(catalog, option, training=False)
 
 
 # ----------------------------------------------------------------------------- TPU multislice memory
@@ -603,16 +608,16 @@ def test_every_option_total_is_its_hourly_price_times_its_hours_to_the_cent(cata
     assert prices_to_the_cent(estimate.hourly_usd, estimate.hours, estimate.total_usd)
 
 
-def test_a_fleet_held_at_the_node_pool_limit_says_so_in_the_plan(catalog):
-    # No diminishing-returns tolerance: the time objective takes the fastest fleet, held at the limit.
+def test_a_time_objective_fleet_past_one_pool_is_planned_as_several_pools(catalog):
+    # No diminishing-returns tolerance: the time objective takes the fastest fleet, past one pool's limit.
     workload = pretrain_70b(["gcp"], 30)
     workload = workload.model_copy(update={"assumptions": workload.assumptions.model_copy(
         update={"time_objective_tolerance": 0.0})})
     choice = choose(workload, catalog, "time")
     plan = make_plan(workload, choice, catalog)
-    assert choice.chosen.hosts == node_limit(catalog, choice.chosen)
-    assert any(line.startswith("Fleet size:") and "larger fleets were not considered" in line
-               for line in plan.rationale)
+    limit = node_limit(catalog, choice.chosen)
+    assert plan.gpu is not None and choice.chosen.hosts > limit
+    assert plan.gpu.nodes_per_pool == limit and plan.gpu.pools == -(-choice.chosen.hosts // limit)
 
 
 @settings(max_examples=80, deadline=None)
@@ -638,7 +643,8 @@ def test_every_searched_option_fits_its_node_pool_holds_the_state_per_slice_and_
     for option in choice.options:
         limit = catalog.offering(option.offering).max_nodes
         if limit is not None and (training or limit.applies_to == "all") and option.family == "gpu":
-            assert option.hosts <= limit.value, option
+            assert limit.fleet_max_nodes is None or option.hosts <= limit.fleet_max_nodes, option
+            assert_pools_within_limit_and_adding_up(catalog, option, training)
         if training and option.family == "tpu":
             need = min_chips_for_memory(workload, resolved, catalog.accelerator(option.accelerator))
             assert option.chips // option.slices >= need, option
@@ -660,58 +666,72 @@ def refusal(workload, catalog_=None):
     return error.value
 
 
-def test_a_gke_gpu_pin_over_the_compact_placement_limit_is_refused_naming_hardware_chips():
-    error = refusal(pin({"accelerator": "h200-141gb", "chips": 1600, "cloud": "gcp"}))
-    assert error.field == "hardware.chips"
-    assert "200 nodes" in error.problem and "limit of 150" in error.problem
-    assert "Define compact placement for GKE nodes" in error.problem   # its source, from the hardware table
-    assert "pin at most 1,200 chips" in error.problem and "a fixed limit" in error.problem
+def test_a_gke_gpu_pin_over_one_compact_pool_is_estimated_as_several_pools(catalog):
+    workload = pin({"accelerator": "h200-141gb", "chips": 1600, "cloud": "gcp"})
+    choice = choose(workload, catalog)
+    plan = make_plan(workload, choice, catalog)
+    assert choice.pinned and plan.gpu is not None and plan.gpu.pool_sizes == [150, 50]
 
 
-def test_a_gke_gpu_pin_at_the_compact_placement_limit_is_estimated(catalog):
-    choice = choose(pin({"accelerator": "h200-141gb", "chips": 1200, "cloud": "gcp"}), catalog)
-    assert choice.pinned and choice.chosen.hosts == 150
+def test_a_gke_gpu_pin_over_the_cluster_node_limit_is_refused_naming_hardware_chips():
+    error = refusal(pin({"accelerator": "h100-80gb", "chips": 130_000, "cloud": "gcp"},
+                        constraints={"clouds": ["gcp"], "max_chips": 200_000}))
+    assert error.field == "hardware.chips" and "16,250 nodes" in error.problem
+    assert "one cluster holds at most 15000 such nodes" in error.problem
+    assert "Plan for large GKE clusters" in error.problem or "gke-scalability" in error.problem or \
+        "Define compact placement" in error.problem   # a source from the hardware table
+    assert "pin at most 120,000 chips" in error.problem
 
 
-def test_an_eks_pin_over_the_node_group_quota_says_how_to_raise_it():
-    error = refusal(pin({"accelerator": "h100-80gb", "chips": 4000, "cloud": "aws"}, constraints={"clouds": ["aws"]}))
-    assert error.field == "hardware.chips" and "500 nodes" in error.problem and "limit of 450" in error.problem
-    assert "pin at most 3,600 chips" in error.problem
+def test_an_eks_pin_over_the_node_groups_per_cluster_quota_says_how_to_raise_it():
+    error = refusal(pin({"accelerator": "h100-80gb", "chips": 110_000, "cloud": "aws"},
+                        constraints={"clouds": ["aws"], "max_chips": 200_000}))
+    assert error.field == "hardware.chips" and "13,750 nodes" in error.problem
+    assert "13500 such nodes" in error.problem and "30 pools" in error.problem
+    assert "pin at most 108,000 chips" in error.problem
     assert "max_nodes" in error.problem and "like: aws-p5.48xlarge" in error.problem
 
 
-def test_a_raised_quota_given_in_an_overlay_lets_the_pin_through(tmp_path):
+def test_a_raised_quota_given_in_an_overlay_sets_the_node_group_size(tmp_path):
     path = tmp_path / "quota.yaml"
     path.write_text("offerings:\n  - id: aws-p5.48xlarge\n    like: aws-p5.48xlarge\n"
                     "    max_nodes: {value: 600, name: raised EKS quota, adjustable: true, source: 'our case 42'}\n")
-    choice = choose(pin({"accelerator": "h100-80gb", "chips": 4000, "cloud": "aws"}), load_catalog(path))
-    assert choice.chosen.hosts == 500
+    catalog_ = load_catalog(path)
+    workload = pin({"accelerator": "h100-80gb", "chips": 8000, "cloud": "aws"})
+    plan = make_plan(workload, choose(workload, catalog_), catalog_)
+    assert plan.gpu is not None and plan.gpu.pool_sizes == [600, 400]
 
 
-def test_a_pin_on_two_clouds_goes_where_one_pool_can_hold_it(catalog):
-    choice = choose(pin({"accelerator": "h100-80gb", "chips": 2000}, constraints={"clouds": ["gcp", "aws"]}), catalog)
-    assert choice.chosen.cloud == "aws" and choice.chosen.hosts == 250
+@pytest.mark.parametrize("cloud, per_pool, pools", [("gcp", 150, 14), ("aws", 450, 5)])
+def test_the_published_16384_h100_run_is_estimated_and_laid_out_within_limits(catalog, cloud, per_pool, pools):
+    workload = pin({"accelerator": "h100-80gb", "chips": 16384, "cloud": cloud},
+                   constraints={"clouds": [cloud], "max_chips": 16384})
+    choice = choose(workload, catalog)
+    plan = make_plan(workload, choice, catalog)
+    assert choice.chosen.chips == 16384 and plan.gpu is not None
+    assert (plan.gpu.nodes_per_pool, plan.gpu.pools, sum(plan.gpu.pool_sizes)) == (per_pool, pools, 2048)
 
 
 @settings(max_examples=60, deadline=None)
-@given(accelerator=st.sampled_from(["h100-80gb", "h200-141gb", "a100-80gb"]), chips=st.integers(1, 5000),
+@given(accelerator=st.sampled_from(["h100-80gb", "h200-141gb", "a100-80gb"]), chips=st.integers(1, 130_000),
        cloud=st.sampled_from(["gcp", "aws"]))
 def test_a_gpu_training_pin_is_either_within_its_node_pool_limit_or_refused(accelerator, chips, cloud):
     from accel.policies.workload import WorkloadFieldError
 
     catalog = load_catalog()
     workload = pin({"accelerator": accelerator, "chips": chips, "cloud": cloud},
-                   constraints={"clouds": [cloud], "max_chips": 8192})
+                   constraints={"clouds": [cloud], "max_chips": 200_000})
     try:
         choice = choose(workload, catalog)
     except WorkloadFieldError as error:
-        assert error.field == "hardware.chips" and "over the limit of" in error.problem
-        limits = {o.max_nodes.value for o in catalog.offerings if o.accelerator == accelerator and o.cloud == cloud}
+        assert error.field == "hardware.chips" and "over the limit" in error.problem
+        limits = {o.max_nodes.fleet_max_nodes for o in catalog.offerings
+                  if o.accelerator == accelerator and o.cloud == cloud}
         assert -(-chips // 8) > min(limits)
         return
     except NoFeasibleOption:
         return
-    assert choice.chosen.hosts <= catalog.offering(choice.chosen.offering).max_nodes.value
+    assert_pools_within_limit_and_adding_up(catalog, choice.chosen)
 
 
 def test_a_tpu_multislice_pin_whose_slice_cannot_hold_the_state_is_refused():

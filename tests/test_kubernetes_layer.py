@@ -318,7 +318,7 @@ def test_every_kueue_object_waits_for_the_kueue_release(declare):
     capture = declare(stack_program([v5p_pool(), h100_pool()]))
     kueue = capture.named("llama-kueue")
     kueue_objects = [r for r in capture.resources if r.type.startswith(f"kubernetes:{KUEUE}:")]
-    assert len(kueue_objects) == 4  # two flavors, cluster queue, local queue
+    assert len(kueue_objects) == 5  # two flavors, cluster queue, local queue, the EFA pool's Topology
     assert all(kueue.urn in r.dependencies for r in kueue_objects)
 
 

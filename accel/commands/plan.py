@@ -87,6 +87,7 @@ def render(result: Any, console: Console) -> None:
     render_warnings(result, console)
     render_guardrails(result, console)
     render_needed_before_up(result, console)
+    render_quotas(result, console)
     timings = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in sorted(result.provider_load_seconds.items()))
     console.print(f"[dim]providers: {', '.join(result.providers_used) or 'none'}"
                   + (f" (loaded {timings})" if timings else "") + "[/dim]")
@@ -216,3 +217,14 @@ def render_needed_before_up(result: Any, console: Console) -> None:
     for item in needed:  # escaped: `accel:apiAccessCidrs[0]` is not markup
         console.print(f"  [cyan]{escape(item['command'])}[/cyan]", soft_wrap=True)
         console.print(f"    [dim]{escape(item['key'])}: {escape(item['why'])}[/dim]")
+
+
+def render_quotas(result: Any, console: Console) -> None:
+    """The quota the region needs, by the names the cloud console shows: request it before `pulumi up`."""
+    quotas = result.quotas
+    if not quotas:
+        return
+    console.print()
+    console.print(f"[bold]Quota[/bold] to have in {quotas[0]['region']} before `pulumi up`:")
+    for need in quotas:
+        console.print(f"  {need['name']}: {need['amount']:,} {need['unit']} [dim]({need['why']})[/dim]")

@@ -90,6 +90,10 @@ class GpuNodeGroupArgs:
                                                                                      "capacity")
         object.__setattr__(self, "pool", pool)
         object.__setattr__(self, "capacity", capacity)
+        if pool.pools > 1:
+            raise invalid_arg(_ARGS, "pool.nodes_per_pool", pool.nodes_per_pool,
+                              f"the fleet is {pool.pools} node groups; build one GpuNodeGroup per GpuPool.split() "
+                              "(TrainingCluster does)")
         types = self._check_instance_types()
         self._check_fabric(types)
         self._check_capacity()

@@ -131,10 +131,20 @@ def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
     max_nodes = args.max_nodes if args.max_nodes is not None else pool.nodes
     if max_nodes < max(args.min_nodes, 1):
         raise invalid_arg(component, "max_nodes", max_nodes, f"must be at least min_nodes ({args.min_nodes}) and 1")
+    if pool.pools > 1:
+        raise invalid_arg(component, "pool.nodes_per_pool", pool.nodes_per_pool,
+                          f"the fleet is {pool.pools} node pools; build one GpuNodePool per GpuPool.split() "
+                          "(TrainingCluster does)")
     compact_max = facts.limit("gke_compact_placement_max_nodes")
     if pool.compact_placement and max_nodes > compact_max:
         raise invalid_arg(component, "pool.nodes", max_nodes,
-                           f"a COMPACT placement holds at most {compact_max} nodes; split the pool")
+                           f"a COMPACT placement holds at most {compact_max} nodes; split the fleet "
+                           "(Plan gpu.nodes_per_pool, docs/scale.md)")
+    pool_max = facts.limit("gke_node_pool_max_nodes")
+    if max_nodes > pool_max:
+        raise invalid_arg(component, "pool.nodes", max_nodes,
+                          f"a GKE node pool holds at most {pool_max} nodes per zone; split the fleet "
+                          "(Plan gpu.nodes_per_pool, docs/scale.md)")
     if args.disk_size_gb < 10:
         raise invalid_arg(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
     if pool.compact_placement:

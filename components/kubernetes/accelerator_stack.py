@@ -120,6 +120,10 @@ class AcceleratorPool(BaseModel):
     provisioning_request_class: str | None = Field(
         None, description="The pool's nodes come only through ProvisioningRequests of this class "
                           "(GKE queued provisioning: queued-provisioning.gke.io)")
+    topology_levels: tuple[str, ...] = Field(
+        (), description="Node labels of the cloud's placement levels, broadest first, ending with the node "
+                        "(kubernetes.io/hostname): a Kueue Topology the flavor names, for topology-aware "
+                        "scheduling (docs/scale.md); empty: no Topology")
 
     @field_validator("name")
     @classmethod
@@ -206,9 +210,10 @@ class AcceleratorStackArgs:
     install_kueue: bool = True
     install_jobset: bool = True
     # Kueue admits a workload only if the ClusterQueue covers every resource its pods request,
-    # so cpu and memory must be covered too. Chips are the binding quota; these never bind.
-    cpu_quota: str = "100000"
-    memory_quota: str = "1000Ti"
+    # so cpu and memory must be covered too. Chips are the binding quota; these never bind, even on the
+    # largest cluster a cloud builds (GKE: 15,000 nodes x 224 vCPUs, ~3 TiB each; docs/scale.md).
+    cpu_quota: str = "10000000"
+    memory_quota: str = "100Pi"
     charts: ChartPins = field(default_factory=load_chart_pins)
     # GKE GPUDirect: the plan's GpuPool.fabric, and one attachment per extra node network of the
     # GPU pool (gpudirect_attachments over GcpNetwork.extra_networks). Empty for other fabrics.
@@ -280,6 +285,11 @@ class AcceleratorStackArgs:
 
     def flavor_name(self, pool: AcceleratorPool) -> str:
         return f"{self.namespace}-{pool.name}"
+
+    def topology_name(self, levels: tuple[str, ...]) -> str:
+        """The cluster-scoped Kueue Topology over these placement levels, named after the namespace and cloud."""
+        cloud = levels[0].split("/", 1)[0].replace(".", "-") if "/" in levels[0] else "nodes"
+        return f"{self.namespace}-{cloud}"[:253]
 
     def priority_class_name(self, level: str) -> str:
         return f"{self.namespace}-{level}"
@@ -365,14 +375,27 @@ class AcceleratorStack(pulumi.ComponentResource):
         }
 
         api_version = args.charts.kueue_api_version
+        # One Kueue Topology per distinct set of placement levels; the flavors of those pools name it.
+        self.topologies = {
+            levels: k8s.apiextensions.CustomResource(
+                f"{name}-topology-{index}",
+                api_version=api_version,
+                kind="Topology",
+                metadata={"name": args.topology_name(levels), "labels": self._labels},
+                spec={"levels": [{"nodeLabel": label} for label in levels]},
+                opts=kueue_ready,
+            )
+            for index, levels in enumerate(dict.fromkeys(p.topology_levels for p in args.pools if p.topology_levels))
+        }
         self.flavors = [
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{pool.name}",
                 api_version=api_version,
                 kind="ResourceFlavor",
                 metadata={"name": args.flavor_name(pool), "labels": self._labels},
-                spec=self._flavor_spec(pool),
-                opts=kueue_ready,
+                spec=self._flavor_spec(pool, args),
+                opts=pulumi.ResourceOptions.merge(kueue_ready, pulumi.ResourceOptions(
+                    depends_on=[self.topologies[pool.topology_levels]] if pool.topology_levels else [])),
             )
             for pool in args.pools
         ]
@@ -464,8 +487,10 @@ class AcceleratorStack(pulumi.ComponentResource):
         return values
 
     @staticmethod
-    def _flavor_spec(pool: AcceleratorPool) -> dict[str, Any]:
+    def _flavor_spec(pool: AcceleratorPool, args: "AcceleratorStackArgs") -> dict[str, Any]:
         spec: dict[str, Any] = {"nodeLabels": dict(pool.node_labels)}
+        if pool.topology_levels:
+            spec["topologyName"] = args.topology_name(pool.topology_levels)
         if pool.tolerations:
             spec["tolerations"] = [t.to_kubernetes() for t in pool.tolerations]
         return spec

@@ -95,7 +95,14 @@ def gke_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND) -> Accelerator
     provisioning_class = _gke_capacity(labels, tolerations, capacity)
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
                            node_labels=labels, tolerations=tuple(tolerations), accelerator=accelerator,
-                           provisioning_request_class=provisioning_class)
+                           provisioning_request_class=provisioning_class,
+                           topology_levels=_topology_levels(gpu, hardware.current().kubernetes.gke_topology_levels))
+
+
+def _topology_levels(gpu: GpuPool, levels: tuple[str, ...]) -> tuple[str, ...]:
+    """The cloud's placement levels for a GPU fleet on a scale-out fabric (multi-node training, where a
+    tensor- or pipeline-parallel group must stay close); none for a pool without one (docs/scale.md)."""
+    return levels if gpu.fabric != "none" else ()
 
 
 def eks_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND,
@@ -115,7 +122,8 @@ def eks_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND,
     extra_resources = {EFA_RESOURCE: gpu.efa_interfaces * gpu.nodes} if gpu.efa_interfaces else {}
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
                            node_labels=labels, tolerations=(GPU_TOLERATION,), accelerator=accelerator,
-                           extra_resources=extra_resources)
+                           extra_resources=extra_resources,
+                           topology_levels=_topology_levels(gpu, hardware.current().kubernetes.eks_topology_levels))
 
 
 def plan_pools(plan: Plan) -> list[AcceleratorPool]:

@@ -19,6 +19,11 @@ _POOL_LIMITS = {
     "gke-gpu-node-pool": ("gke_compact_placement_max_nodes", "GKE compact placement", "training"),
     "eks-managed-node-group": ("eks_nodes_per_managed_node_group", "EKS nodes-per-managed-node-group quota", "all"),
 }
+# ... and what bounds a fleet of such pools in one cluster: (pools per cluster, nodes per cluster).
+_FLEET_LIMITS = {
+    "gke-gpu-node-pool": (None, "gke_cluster_max_nodes"),
+    "eks-managed-node-group": ("eks_managed_node_groups_per_cluster", None),
+}
 
 
 def _source_text(facts: hardware.HardwareFacts, source: str) -> str:
@@ -32,8 +37,11 @@ def _node_limit(facts: hardware.HardwareFacts, path: Any) -> dict[str, Any] | No
         return None
     key, name, applies_to = _POOL_LIMITS[path]
     limit = facts.limits[key]
+    pools_key, nodes_key = _FLEET_LIMITS[path]
+    fleet = {"max_pools": facts.limit(pools_key) if pools_key else None,
+             "cluster_max_nodes": facts.limit(nodes_key) if nodes_key else None}
     return {"value": limit.value, "name": name, "applies_to": applies_to, "adjustable": limit.adjustable,
-            "source": _source_text(facts, limit.source)}
+            "source": _source_text(facts, limit.source), **{k: v for k, v in fleet.items() if v is not None}}
 
 
 def offering_machine_facts(item: dict[str, Any]) -> dict[str, Any]:

@@ -133,9 +133,19 @@ class NodeLimit(StrictModel):
     adjustable: bool = Field(False, description="A quota that can be raised (then give the offering your own "
                                                 "max_nodes), not a fixed limit of the service")
     source: str = Field(min_length=3)
+    max_pools: int | None = Field(None, gt=0, description="Most pools of this kind in one cluster (EKS managed "
+                                                          "node groups per cluster), when there is such a limit")
+    cluster_max_nodes: int | None = Field(None, gt=0, description="Most nodes in one cluster, when limited")
 
     def applies(self, training: bool) -> bool:
         return training or self.applies_to == "all"
+
+    @property
+    def fleet_max_nodes(self) -> int | None:
+        """The most nodes a GPU fleet of such pools reaches in one cluster (None: no known cluster limit)."""
+        caps = [cap for cap in (self.value * self.max_pools if self.max_pools else None, self.cluster_max_nodes)
+                if cap is not None]
+        return min(caps) if caps else None
 
 
 class Offering(StrictModel):

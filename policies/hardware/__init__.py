@@ -157,6 +157,8 @@ class KubernetesNames:
     gpu_taint_key: str
     gke_gpu_taint_value: str
     eks_gpu_taint_value: str
+    gke_topology_levels: tuple[str, ...]   # placement labels on GKE GPU nodes, broadest first (Kueue Topology)
+    eks_topology_levels: tuple[str, ...]   # EKS network-node layers, broadest first, then the node
     source: str
 
 
@@ -420,7 +422,14 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
-    names = {f: k8s.get(f, str) for f in KubernetesNames.__dataclass_fields__ if f != "source"}
+    levels = ("gke_topology_levels", "eks_topology_levels")
+    names: dict[str, Any] = {f: k8s.get(f, str) for f in KubernetesNames.__dataclass_fields__
+                             if f != "source" and f not in levels}
+    for key in levels:
+        value = k8s.get(key, list)
+        if not value or not all(isinstance(label, str) and label for label in value):
+            raise HardwareFactsError(f"{where}: kubernetes.{key}: a non-empty list of node label keys")
+        names[key] = tuple(value)
     kubernetes = KubernetesNames(**names, source=_source(k8s, None, sources))
     k8s.done()
 

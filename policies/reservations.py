@@ -1,0 +1,96 @@
+"""Reservations a stack holds, and whether the planned pools fit them (before `pulumi up`).
+
+A stack declares the reservations it holds (`accel:reservations`: name, machine type, count, zone).
+A GCP specific reservation (or a block of one) and an AWS On-Demand Capacity Reservation or
+Capacity Block are all "this many machines of this type in this zone, under this name". Two pure
+functions over typed data:
+
+- `use_reservation(plan, reservations)`: a plan decided at run time (a hardware pin or a search)
+  takes the declared reservation that holds its machine type in its region, in that zone, as
+  capacity type `reservation` (`capacity-block` for an AWS Capacity Block): reserved capacity is
+  preferred over buying on demand.
+- `reservation_problems(plan, reservations)`: what does not fit — machine type, zone, count — in
+  words that name the reservation and the pool, so `accel plan` refuses it (exit 2).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from accel.base.model import StrictModel
+from accel.policies.plan import Plan
+
+RESERVED_TYPES = ("reservation", "capacity-block")
+
+
+class DeclaredReservation(StrictModel):
+    """One reservation the stack holds (`accel:reservations[i]`)."""
+
+    name: str = Field(min_length=1, description="GCP reservation name (or reservation/block path); AWS cr-... id")
+    machineType: str = Field(min_length=1, description="Machine / instance type it reserves, e.g. a3-megagpu-8g")
+    count: int = Field(gt=0, description="Machines it holds")
+    zone: str = Field(min_length=1, description="Zone it is in, e.g. us-central1-a or us-east-1a")
+    kind: Literal["reservation", "capacity-block"] = Field(
+        "reservation", description="reservation: GCP specific reservation or AWS ODCR; capacity-block: AWS Capacity Block")
+
+
+def _pool(plan: Plan) -> tuple[str, int, str]:
+    """(machine type, machines, what they are) of the plan's accelerator pool."""
+    if plan.tpu is not None:
+        return plan.tpu.machine_type, plan.tpu.hosts_per_slice * plan.tpu.slices, "TPU hosts"
+    assert plan.gpu is not None
+    return plan.gpu.machine_type, plan.gpu.nodes, "GPU nodes"
+
+
+def _in_region(zone: str, region: str) -> bool:
+    return zone.startswith(region) and len(zone) > len(region)
+
+
+def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan:
+    """The plan on the declared reservation of its machine type in its region, or unchanged when none holds it
+    (reservation_problems then says why)."""
+    if not reservations or plan.capacity.provisioning in RESERVED_TYPES or plan.capacity.provisioning == "spot":
+        return plan
+    machine_type, _, _ = _pool(plan)
+    match = next((r for r in reservations if r.machineType == machine_type and _in_region(r.zone, plan.region)), None)
+    if match is None:
+        return plan
+    chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone})
+    capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name})
+    rationale = [*plan.rationale, f"Capacity: the stack's {match.kind} {match.name!r} ({match.count} x "
+                                  f"{match.machineType} in {match.zone}); priced at the catalog's on-demand rate, "
+                                  "which a committed reservation is billed at or below."]
+    return plan.model_copy(update={"chosen": chosen, "capacity": capacity, "zones": [match.zone],
+                                   "rationale": rationale})
+
+
+def reservation_problems(plan: Plan, reservations: list[DeclaredReservation]) -> list[str]:
+    """Why the planned pools do not fit the declared reservations (empty when they fit, or none is declared)."""
+    if not reservations:
+        return []
+    machine_type, machines, what = _pool(plan)
+    provisioning, name = plan.capacity.provisioning, plan.capacity.reservation
+    held = "; ".join(f"{r.name}: {r.count} x {r.machineType} in {r.zone}" for r in reservations)
+    if provisioning not in RESERVED_TYPES:
+        same_type = [r for r in reservations if r.machineType == machine_type]
+        if not same_type:
+            return [f"no declared reservation holds {machine_type}, the plan's machine type ({machines} {what} in "
+                    f"{plan.region}); the stack holds {held}"]
+        return [f"the plan is {provisioning} {machine_type} in {plan.region}, but the reservations of that type are "
+                f"in other regions ({', '.join(f'{r.name} in {r.zone}' for r in same_type)})"]
+    declared = next((r for r in reservations if r.name == name), None)
+    if declared is None:
+        return [f"the plan uses {provisioning} {name!r}, which accel:reservations does not declare; it holds {held}"]
+    problems = []
+    if declared.kind != provisioning:
+        problems.append(f"{declared.name} is declared as a {declared.kind} but the plan uses it as {provisioning}")
+    if declared.machineType != machine_type:
+        problems.append(f"{declared.name} reserves {declared.machineType} but the pools are {machine_type}")
+    if plan.zones[0] != declared.zone:
+        problems.append(f"{declared.name} is in {declared.zone} but the pools are in {plan.zones[0]}")
+    if declared.count < machines:
+        problems.append(f"{declared.name} holds {declared.count} x {declared.machineType} but the pools need "
+                        f"{machines} {what} ({machines - declared.count} more)")
+    return problems
