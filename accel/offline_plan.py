@@ -333,7 +333,7 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         plan = Plan.model_validate(result.plan)
     except ValidationError:
         return  # shown as exported; nothing typed to compare with
-    built = price_resources(((r.type, r.name, r.inputs) for r in result.capture.resources),
+    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources),
                             _catalog_for(values, source, project_dir))
     result.built = built
     hourly = built.hourly_usd

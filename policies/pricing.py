@@ -218,11 +218,26 @@ def _price_filesystem(resource_type: str, name: str, capacity: Any, tier: Any, c
     return PricedResource(hourly_usd=gib * price.usd / HOURS_PER_MONTH, source=price.source, **base)
 
 
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+
+
+def template_instance_types(resources: Iterable[tuple[str, Mapping[str, Any], str | None]]) -> dict[str, str]:
+    """{parent URN: instance type} of launch templates that name one (an EKS group on a Capacity Block
+    names its type there, not in instanceTypes: docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html)."""
+    found: dict[str, str] = {}
+    for rtype, inputs, parent in resources:
+        machine = inputs.get("instanceType") if rtype == LAUNCH_TEMPLATE else None
+        if parent and isinstance(machine, str) and machine:
+            found[parent] = machine
+    return found
+
+
 def price_resource(resource_type: str, name: str, inputs: Mapping[str, Any], catalog: Catalog,
-                   region: str | None = None) -> PricedResource | None:
+                   region: str | None = None, template_instance_type: str | None = None) -> PricedResource | None:
     """What one declared resource costs per hour; None for resource kinds that are not priced.
 
-    `region` is the region of resources whose inputs do not say it (an AWS provider's region)."""
+    `region` is the region of resources whose inputs do not say it (an AWS provider's region);
+    `template_instance_type` the type a node group's launch template names when the group names none."""
     if resource_type == GKE_NODE_POOL:
         config = inputs.get("nodeConfig") if isinstance(inputs.get("nodeConfig"), Mapping) else {}
         spot = bool(_get(config, "spot") is True or _get(config, "preemptible") is True)
@@ -230,7 +245,7 @@ def price_resource(resource_type: str, name: str, inputs: Mapping[str, Any], cat
                             region_of(inputs.get("location")) or region, catalog)
     if resource_type == EKS_NODE_GROUP:
         types = inputs.get("instanceTypes")
-        machine = types[0] if isinstance(types, list) and types else None
+        machine = types[0] if isinstance(types, list) and types else template_instance_type
         capacity = inputs.get("capacityType")
         spot = isinstance(capacity, str) and capacity.upper() == "SPOT"
         return _price_nodes(resource_type, name, "aws", machine, eks_group_nodes(inputs), spot, region, catalog)
@@ -253,11 +268,13 @@ def provider_region(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> 
     return regions.pop() if len(regions) == 1 else None
 
 
-def price_resources(resources: Iterable[tuple[str, str, Mapping[str, Any]]], catalog: Catalog,
-                    region: str | None = None) -> BuiltCost:
-    """Price every priced kind among (type, name, inputs) triples."""
-    listed = list(resources)
-    region = region or provider_region(listed)
-    items = [item for rtype, name, inputs in listed
-             if (item := price_resource(rtype, name, inputs, catalog, region)) is not None]
+def price_resources(resources: Iterable[tuple[str, str, Mapping[str, Any]] | tuple[str, str, Mapping[str, Any], str | None]],
+                    catalog: Catalog, region: str | None = None) -> BuiltCost:
+    """Price every priced kind among (type, name, inputs[, parent URN]) tuples."""
+    listed = [(r[0], r[1], r[2], r[3] if len(r) > 3 else None) for r in resources]  # type: ignore[misc]
+    region = region or provider_region((t, n, i) for t, n, i, _p in listed)
+    templates = template_instance_types((t, i, p) for t, _n, i, p in listed)
+    items = [item for rtype, name, inputs, parent in listed
+             if (item := price_resource(rtype, name, inputs, catalog, region,
+                                        templates.get(parent) if parent else None)) is not None]
     return BuiltCost(catalog_version=catalog.version, catalog_as_of=catalog.as_of.isoformat(), items=items)

@@ -14,7 +14,7 @@ from typing import Any
 
 from accel.policies.catalog import load_catalog
 from accel.policies.catalog.model import Catalog
-from accel.policies.pricing import PricedResource, price_resource
+from accel.policies.pricing import PricedResource, price_resource, template_instance_types
 from accel.review.changes import ResourceChange
 from accel.review.model import Cost, CostRow, ResourceCost
 from accel.review.plan_json import PlanReport
@@ -49,10 +49,11 @@ def _region(changes: Sequence[ResourceChange], old: bool) -> str | None:
 
 
 def _price(change: ResourceChange, inputs: dict[str, Any] | None, region: str | None,
-           catalog: Catalog) -> PricedResource | None:
+           catalog: Catalog, templates: Mapping[str, str]) -> PricedResource | None:
     if inputs is None:
         return None
-    return price_resource(change.type, change.name, inputs, catalog, region)
+    return price_resource(change.type, change.name, inputs, catalog, region,
+                          templates.get(change.parent) if change.parent else None)
 
 
 def _side_hours(changes: Sequence[ResourceChange], plan: PlanReport | None, old: bool) -> float | None:
@@ -71,13 +72,17 @@ def preview_cost(changes: Sequence[ResourceChange], head: PlanReport | None = No
     """The cost section from the changed resources of a preview."""
     catalog = catalog or load_catalog()
     old_region, new_region = _region(changes, old=True), _region(changes, old=False)
+    old_templates = template_instance_types((c.type, c.old_inputs, c.parent) for c in changes if c.old_inputs)
+    new_templates = template_instance_types((c.type, c.new_inputs, c.parent) for c in changes if c.new_inputs)
     resources: list[ResourceCost] = []
     unpriced: set[str] = set()
     for change in changes:
         if change.action in ("same", "read", "refresh"):
             continue
-        before = _price(change, None if change.action == "create" else change.old_inputs, old_region, catalog)
-        after = _price(change, None if change.action == "delete" else change.new_inputs, new_region, catalog)
+        before = _price(change, None if change.action == "create" else change.old_inputs, old_region, catalog,
+                        old_templates)
+        after = _price(change, None if change.action == "delete" else change.new_inputs, new_region, catalog,
+                       new_templates)
         for item in (before, after):
             if item is not None and not item.priced and item.kind != "nat":
                 unpriced.add(f"{item.machine_type or item.type} ({item.reason})")
