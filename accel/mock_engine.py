@@ -171,6 +171,19 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.capture = capture
         self.stack_urn: str | None = None
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN as the engine forms it, not as the SDK's mock does.
+
+        The engine (pulumi/pulumi pkg/resource/deploy/deployment.go, `generateURN`) prefixes a type with
+        the parent's whole qualified type chain, except when the parent is the root stack; the SDK mock
+        takes only the parent's last type and keeps the stack's. Checked against real documents in
+        tests/fixtures/urns (docs/contracts.md, section 2.2)."""
+        if parent:
+            qualified = parent.split("::")[2]
+            if qualified != STACK_TYPE:
+                type_ = f"{qualified}${type_}"
+        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
+
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         response = super().RegisterResource(request)
         if request.type == STACK_TYPE:
@@ -251,7 +264,7 @@ def run_program(
 
 
 def _tree_order(resources: list[CapturedResource]) -> Callable[[CapturedResource], tuple[int, str]]:
-    """Sort key: depth in the parent tree, then URN (the mock's URNs name only the nearest parent type)."""
+    """Sort key: depth in the parent tree, then URN."""
     parent_of = {r.urn: r.parent for r in resources}
 
     def depth(urn: str | None) -> int:

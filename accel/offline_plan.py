@@ -64,6 +64,10 @@ class PlanResult:
     existing_cluster: Any = None  # the stack's accel:cluster (an ExistingCluster), when it brings one
     job: dict[str, Any] | None = None  # the generated job's schedule check (accel.job)
     warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
+    built: Any = None  # accel.policies.pricing.BuiltCost: the declared resources priced against the catalog
+    drift: Any = None  # accel.policies.pin_check.PriceDrift: the pin's $/h moved only because prices did
+    pinned_hourly_usd: float | None = None  # the Plan's own figures (the program's hourlyUsd / runUsd exports)
+    pinned_run_usd: float | None = None
 
     @property
     def guardrails_evaluated(self) -> bool:
@@ -113,6 +117,16 @@ class PlanResult:
                 used.add(package)
         return sorted(used)
 
+    def cost_json(self) -> dict[str, Any]:
+        """`cost` of docs/contracts.md 2.2: what is built, priced now; the Plan's own figures; any drift."""
+        hours = (self.plan or {}).get("estimate", {}).get("hours") if isinstance(self.plan, dict) else None
+        return {
+            "hourly_usd": self.hourly_usd, "run_usd": self.run_usd,
+            "pinned": {"hourly_usd": self.pinned_hourly_usd, "run_usd": self.pinned_run_usd},
+            "built": None if self.built is None else self.built.to_json(hours if isinstance(hours, (int, float)) else None),
+            "drift": None if self.drift is None else self.drift.model_dump(mode="json"),
+        }
+
     def resources_json(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self.capture.resources]
 
@@ -123,7 +137,7 @@ class PlanResult:
             "stack": self.stack,
             "resources": self.resources_json(),
             "summary": {"by_type": self.capture.by_type(), "count": len(self.capture.resources)},
-            "cost": {"hourly_usd": self.hourly_usd, "run_usd": self.run_usd},
+            "cost": self.cost_json(),
             "plan": self.plan,
             "policy": {
                 "violations": self.violations,
@@ -339,6 +353,45 @@ def _existing_cluster(values: Any, source: str) -> Any:
         return None
 
 
+def _catalog_for(values: Mapping[str, Any], source: str, project_dir: Path) -> Any:
+    """The catalog the stack's prices come from: its accel:catalog overlay, else the bundled one."""
+    from accel.policies.catalog import load_catalog
+    from accel.stack_settings import settings_from_config
+
+    overlay = settings_from_config(values, source).catalog
+    return load_catalog(None if overlay is None else project_dir / overlay)
+
+
+def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, project_dir: Path) -> None:
+    """Price what the program declared; refuse a Plan whose pools, nodes or chips say otherwise.
+
+    The reported cost becomes the built cost (pools + storage, priced now); the Plan's own figures
+    stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
+    from accel.policies.pin_check import check_pin, repin_hint
+    from accel.policies.plan import Plan
+    from accel.policies.pricing import price_resources
+
+    result.pinned_hourly_usd, result.pinned_run_usd = result.hourly_usd, result.run_usd
+    if result.plan is None:
+        return
+    try:
+        plan = Plan.model_validate(result.plan)
+    except ValidationError:
+        return  # shown as exported; nothing typed to compare with
+    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources),
+                            _catalog_for(values, source, project_dir))
+    result.built = built
+    hourly = built.hourly_usd
+    if result.existing_cluster is not None and not built.accelerator_pools:
+        hourly += plan.chosen.hourly_usd  # nothing built to compare: the accelerators are the existing cluster's
+    else:
+        problems, result.drift = check_pin(plan, built, result.stack)
+        if problems:
+            raise UsageError(f"{source}: " + "; ".join(problems) + f"; {repin_hint(result.stack)}")
+    result.hourly_usd = round(hourly, 2)
+    result.run_usd = round(hourly * plan.estimate.hours, 2)
+
+
 def plan_stack(stack: str | None, config_path: Path | None, project_dir: Path, *,
                policy_config: Path | None = None, progress: Progress | None = None) -> PlanResult:
     """Run the project's program for `stack` on the mock engine in preview mode and report it.
@@ -402,6 +455,8 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
         warnings=warnings.messages,
     )
     result.existing_cluster = _existing_cluster(config.values, config.source)
+    say("pricing the declared resources")
+    _price_built(result, config.values, config.source, project.main_dir)
     say("checking that the job schedules")
     from accel.job.service import job_report
 

@@ -50,11 +50,18 @@ def _plan(pin: dict, provisioning: str, reservation: str | None) -> tuple[dict, 
                 "training": {"tokens": "100B", "framework": "pytorch" if "tpu" not in pin["accelerator"] else "jax"},
                 "constraints": {"clouds": [pin.get("cloud", "gcp")], "spot": "allowed"}, "hardware": pin}
     spec = workload_from_mapping(workload, "capacity matrix")
-    plan = plan_from_pin(spec, load_catalog())
+    catalog = load_catalog()
+    plan = plan_from_pin(spec, catalog)
     spot = provisioning == "spot"
-    chosen = plan.chosen.model_copy(update={"spot": spot, "provisioning": provisioning})
+    # Priced at the capacity type it is switched to, as `accel plan` prices the pools it builds (a pin whose
+    # figures disagree with its hardware at the pin's own catalog is refused).
+    chip, host = catalog.offering(plan.chosen.offering).prices(plan.region, spot)
+    hourly = plan.chosen.chips * chip.usd + plan.chosen.hosts * (host.usd if host else 0.0)
+    costs = {"hourly_usd": hourly, "total_usd": round(hourly * plan.chosen.hours, 2)}
+    chosen = plan.chosen.model_copy(update={"spot": spot, "provisioning": provisioning, **costs})
     update: dict = {"chosen": chosen, "capacity": Capacity(spot=spot, provisioning=provisioning,
-                                                           reservation=reservation)}
+                                                           reservation=reservation),
+                    "estimate": plan.estimate.model_copy(update={**costs, "hours": plan.chosen.hours})}
     if plan.gpu is not None and plan.cloud == "gcp" and plan.gpu.compact_placement:
         if compact_placement_problem(plan.gpu.machine_type, provisioning):
             update["gpu"] = plan.gpu.model_copy(update={"compact_placement": False})

@@ -140,7 +140,8 @@ def test_creates_only_preview_lists_every_resource_as_a_create():
     assert "**23 to create** · 0 unchanged" in comment
     assert "Replacements and deletions" not in comment
     assert comment.count("| ➕ create |") == 23 + 1  # every resource, plus the TPU pool row in Hardware
-    assert "Not computed: pass `--plan`" in comment
+    assert "Not computed: pass `--plan`" not in comment  # the preview's own steps are priced
+    assert "Priced from the preview's own steps" in comment
     assert "Not evaluated: pass `--plan`" in comment
 
 

@@ -167,7 +167,7 @@ def test_stack_whose_plan_could_not_be_made_still_renders(tmp_path):
     plan["cost"] = {"hourly_usd": None, "run_usd": None}
     comment = review_files(REPLACE, write(tmp_path, plan, "plan.json"))
     assert "No plan could be made for stack `llama-8b-v5p`" in comment
-    assert "Unknown: the plan for stack `llama-8b-v5p` has no cost." in comment
+    assert "Priced from the preview's own steps" in comment  # the cost still comes from the preview
     assert "ct5p-hightpu-4t" in comment  # the pool table still reads the preview
 
 

@@ -51,8 +51,22 @@ def test_every_stack_passes_the_mandatory_guardrails(planned, stack):
 def test_every_stack_exports_its_plan_and_cost(planned, stack):
     result = planned[stack]
     assert result.plan is not None and result.plan["workload"]["name"]
-    assert result.hourly_usd == pytest.approx(result.plan["estimate"]["hourly_usd"], abs=0.01)
-    assert result.run_usd == pytest.approx(result.plan["estimate"]["total_usd"], abs=0.01)
+    assert result.pinned_hourly_usd == pytest.approx(result.plan["estimate"]["hourly_usd"], abs=0.01)
+    assert result.pinned_run_usd == pytest.approx(result.plan["estimate"]["total_usd"], abs=0.01)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_costs_what_its_declared_resources_cost(planned, stack):
+    result = planned[stack]
+    built = result.built
+    if result.existing_cluster is not None:  # an existing cluster: nothing is built, its chips cost what the plan says
+        assert built.accelerator_pools == []
+        assert result.hourly_usd == pytest.approx(result.plan["estimate"]["hourly_usd"] + built.hourly_usd, abs=0.01)
+        return
+    assert built.chips == result.plan["chosen"]["chips"] and built.nodes == result.plan["chosen"]["hosts"]
+    assert built.accelerator_hourly_usd == pytest.approx(result.plan["estimate"]["hourly_usd"], abs=0.01)
+    assert result.hourly_usd == pytest.approx(built.hourly_usd, abs=0.01)
+    assert result.run_usd == pytest.approx(built.hourly_usd * result.plan["estimate"]["hours"], abs=0.01)
 
 
 def test_default_stack_builds_the_pinned_tpu_multislice_on_gke(planned):

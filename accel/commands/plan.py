@@ -163,6 +163,16 @@ def render_decision(result: Any, console: Console) -> None:
         for line in plan.get("rationale") or []:
             console.print(f"  • {line}")
     console.print(f"[bold]Cost[/bold]: {_money(result.hourly_usd)}/h · {_money(result.run_usd)} per run")
+    built = getattr(result, "built", None)
+    if built is not None:
+        console.print(f"  priced from the declared resources (catalog {built.catalog_version}): "
+                      f"accelerators {_money(built.accelerator_hourly_usd)}/h, storage {_money(built.storage_hourly_usd)}/h")
+        unpriced = sorted({u.machine_type or u.type for u in built.unpriced})
+        if unpriced:
+            console.print(f"  not priced (not in the catalog): {', '.join(unpriced)}")
+    drift = getattr(result, "drift", None)
+    if drift is not None:
+        console.print(f"  [yellow]price drift[/yellow]: {drift.note}")
 
 
 def _short_resource(resource: Any) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from accel.base.errors import UsageError
+from accel.base.json_limits import check_json_bounds
 from accel.base.model import describe_validation_error
 from accel.review.plan_json import PlanReport
 from accel.review.preview_json import PreviewDigest
@@ -34,6 +35,7 @@ def read_json(path: Path) -> Any:
         raise UsageError(f"{path}: cannot read: {error.strerror}") from None
     if not text.strip():
         raise UsageError(f"{path}: empty file, expected a JSON object")
+    check_json_bounds(text, str(path))
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:

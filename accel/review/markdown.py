@@ -163,11 +163,28 @@ def cost(review: Review) -> str:
             show = {"hours": hours}
             rows = [[row.label, show.get(row.unit, money)(row.after)] for row in section.rows]
             lines.append(table(["", "this PR"], rows, ["l", "r"]))
+    if section.resources:
+        shown = section.resources[:COST_ROWS]
+        rows = [[code(r.name, 60, in_table=True), text(r.action), _priced(r.before, r.before_priced),
+                 _priced(r.after, r.after_priced)] for r in shown]
+        lines += ["", table(["resource", "action", "$/h before", "$/h after"], rows, ["l", "l", "r", "r"])]
+        if len(section.resources) > len(shown):
+            lines.append(f"…and {len(section.resources) - len(shown)} more priced resources.")
+    if section.unpriced:
+        lines += ["", "Not priced (never guessed): " + "; ".join(text(u, 120) for u in section.unpriced[:COST_ROWS])]
     if section.note:
         lines += ([""] if section.rows else []) + [section.note]
     if section.catalog:
-        lines += ["", f"<sub>Estimated by `accel plan` from price catalog {text(section.catalog)}.</sub>"]
+        how = "the preview's own steps" if section.source == "preview" else "`accel plan`"
+        lines += ["", f"<sub>Priced from {how} with price catalog {text(section.catalog)}.</sub>"]
     return "\n".join(lines)
+
+
+COST_ROWS = 40
+
+
+def _priced(amount: float | None, priced: bool) -> str:
+    return money(amount) if priced and amount is not None else "unpriced"
 
 
 def guardrails(review: Review, tight: bool = False) -> str:

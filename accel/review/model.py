@@ -93,11 +93,28 @@ class CostRow:
 
 
 @dataclass(frozen=True)
+class ResourceCost:
+    """One changed accelerator pool or filesystem, priced before and after (0 where it does not exist)."""
+
+    name: str
+    type: str
+    action: str
+    before: float | None
+    after: float | None
+    kind: str                   # accelerator-pool | node-pool | storage
+    before_priced: bool = True
+    after_priced: bool = True
+
+
+@dataclass(frozen=True)
 class Cost:
     rows: tuple[CostRow, ...] = ()
     has_base: bool = False
     catalog: str | None = None
     note: str | None = None
+    resources: tuple[ResourceCost, ...] = ()
+    unpriced: tuple[str, ...] = ()  # machine types / resources the catalog has no price for, with why
+    source: str = "plan"        # plan (accel plan's figures) | preview (the preview's steps priced)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from accel.review.changes import (
 )
 from accel.review.model import Headline, ResourceLine, Review, TypeGroup
 from accel.review.plan_json import PlanReport
+from accel.review.preview_cost import preview_cost
 from accel.review.preview_json import PreviewDigest, split_urn
 
 
@@ -125,7 +126,7 @@ def build_review(preview: PreviewDigest | PlanReport, head: PlanReport | None = 
         headline=Headline(stack, project, source, counts, unchanged, maybe_corrupt),
         attention=tuple(attention.attention_items(changes)),
         hardware=comparison.hardware(head, base, changes),
-        cost=comparison.cost(head, base),
+        cost=(preview_cost(changes, head, base) if isinstance(preview, PreviewDigest) else comparison.cost(head, base)),
         guardrails=guardrails.guardrails(head, base, policy_findings),
         components=component_graph.component_graph(_with_unchanged(changes, head)),
         groups=groups(changes),

@@ -42,6 +42,8 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from accel.base.errors import UsageError
+from accel.base.json_limits import check_json_bounds
 from accel.policies.guardrails.rules import PACK_NAME, all_policies
 
 LEVELS = ("mandatory", "advisory")
@@ -147,14 +149,23 @@ def resolve_config(policies: Sequence[Policy], pack_config: Mapping[str, Any] | 
     return resolved
 
 
+def _read_bounded_json(path: str | Path) -> Any:
+    """JSON from a file, refused (UsageError) past accel's size and depth bounds instead of recursing."""
+    text = Path(path).read_text()
+    check_json_bounds(text, str(path))
+    return json.loads(text)
+
+
 def load_pack_config(path: str | Path) -> dict[str, Any]:
     """Read a --policy-pack-config JSON file (the same file the CLI takes)."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = _read_bounded_json(path)
     except FileNotFoundError:
         raise PolicyConfigError(f"{path}: no such file") from None
     except json.JSONDecodeError as error:
         raise PolicyConfigError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    except UsageError as error:
+        raise PolicyConfigError(str(error)) from None
     if not isinstance(data, dict):
         raise PolicyConfigError(f"{path}: expected a JSON object mapping policy names to settings")
     return data
@@ -292,10 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the violations as JSON")
     options = parser.parse_args(argv)
     try:
-        resources = _resources_from(json.loads(Path(options.plan).read_text()))
+        resources = _resources_from(_read_bounded_json(options.plan))
         config = load_pack_config(options.policy_pack_config) if options.policy_pack_config else None
         violations = evaluate(resources, config)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, UsageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(violations, indent=2) if options.json else format_report(violations))

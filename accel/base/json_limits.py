@@ -1,0 +1,45 @@
+"""Bounds on the JSON a user hands accel: size and nesting depth, checked before parsing.
+
+The standard parser recurses once per nesting level, and so do the validators and renderers that
+walk the result: a document nested a thousand levels deep would end in a RecursionError traceback
+somewhere. Real documents are shallow (a `pulumi preview --json` of a Kubernetes CRD stays under
+30 levels), so anything past MAX_DEPTH is refused up front with a message, as is a file larger than
+any preview or plan accel is meant to read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from accel.base.errors import UsageError
+
+MAX_DEPTH = 128
+MAX_BYTES = 256 * 1024 * 1024  # a 2,000-resource plan is ~10 MB; 25x headroom
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def nesting_depth(text: str, stop_at: int | None = None) -> int:
+    """The deepest nesting of objects and arrays in JSON text (strings skipped); no recursion."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub('""', text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if stop_at is not None and deepest > stop_at:
+                    return deepest
+        else:
+            depth -= 1
+    return deepest
+
+
+def check_json_bounds(text: str, shown: str, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> None:
+    """UsageError (exit 2) naming the file when the JSON text is too large or nested too deep."""
+    size = len(text.encode("utf-8")) if len(text) * 4 > max_bytes else len(text)
+    if size > max_bytes:
+        raise UsageError(f"{shown}: {size:,} bytes; accel reads JSON documents of at most {max_bytes:,} bytes")
+    if nesting_depth(text, stop_at=max_depth) > max_depth:
+        raise UsageError(f"{shown}: JSON nested more than {max_depth} levels deep; accel reads documents nested at "
+                         f"most {max_depth} levels (a `pulumi preview --json` or `accel plan --json` document "
+                         f"stays far below that)")
