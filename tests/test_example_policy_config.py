@@ -1,0 +1,36 @@
+"""Every shipped stack passes the guardrail pack under the documented example config, or its header
+says it is an example of a refusal and names the rules that refuse it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accel.offline_plan import evaluate_guardrails, load_policy_config
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "policies" / "guardrails" / "policy-config.example.json"
+REFUSAL = "Example of a refusal"
+
+
+def header(stack: str) -> str:
+    lines = (ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text().splitlines()
+    return "\n".join(line for line in lines if line.startswith("#"))
+
+
+def mandatory(plan: dict) -> list[str]:
+    violations, note = evaluate_guardrails(plan["resources"], load_policy_config(EXAMPLE))
+    assert note is None
+    return sorted({v["policy"] for v in violations if v["level"] == "mandatory"})
+
+
+@pytest.mark.parametrize("stack", ["llama-70b-tpu", "llama-70b-v5p", "llama-70b-finetune-aws",
+                                   "llama-8b-serving-l4", "dev-spot", "onprem-gpus"])
+def test_a_stack_passes_the_example_config_or_its_header_names_the_refusal(planned_stacks, stack):
+    refused = mandatory(planned_stacks[stack])
+    if REFUSAL in header(stack):
+        assert refused, f"{stack} says it is refused but passes"
+        assert all(policy in header(stack) for policy in refused)
+    else:
+        assert refused == []
