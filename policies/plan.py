@@ -83,13 +83,32 @@ def spot_to_provisioning(data: Any, where: str) -> Any:
     return data
 
 
-class Option(DerivedFieldsModel):
+class SpotFromProvisioning(DerivedFieldsModel):
+    """A model whose capacity type is its `provisioning` field; `spot` is derived from it, and accepted
+    on input only when it agrees (section `_spot_where` in messages)."""
+
+    _spot_where: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_spot(cls, data: Any) -> Any:
+        return spot_to_provisioning(data, cls._spot_where)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def spot(self) -> bool:
+        """Spot capacity, derived from `provisioning` (the contract's boolean)."""
+        return self.provisioning == "spot"  # type: ignore[attr-defined]  # each subclass declares it
+
+
+class Option(SpotFromProvisioning):
     """One costed configuration. The first fourteen fields are the OPTION of the `accel choose --json`
     contract (docs/contracts.md); `spot` among them is derived from `provisioning`."""
 
     _dump_order = ("cloud", "region", "accelerator", "family", "chips", "hosts", "slices", "topology",
                    "machine_type", "spot", "hourly_usd", "hours", "total_usd", "mfu", "offering", "zone",
                    "chips_per_host", "provisioning", "goodput")
+    _spot_where = "chosen"
 
     cloud: Cloud
     region: str
@@ -111,16 +130,6 @@ class Option(DerivedFieldsModel):
     provisioning: Provisioning = Field("on-demand", description="The capacity type: the one field `spot` derives from")
     goodput: float = Field(1.0, gt=0, le=1)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _accept_spot(cls, data: Any) -> Any:
-        return spot_to_provisioning(data, "chosen")
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def spot(self) -> bool:
-        """Spot capacity: the contract's boolean, derived from `provisioning`."""
-        return self.provisioning == "spot"
 
 
 class Assumption(StrictModel):
@@ -246,24 +255,15 @@ def pool_sizes(nodes: int, per_pool: int | None) -> list[int]:
     return [per_pool] * full + ([rest] if rest else [])
 
 
-class Capacity(DerivedFieldsModel):
+class Capacity(SpotFromProvisioning):
     """How the pools get their machines: one capacity type (`provisioning`); `spot` is derived."""
 
     _dump_order = ("spot", "provisioning", "reservation")
+    _spot_where = "capacity"
 
     provisioning: Provisioning = Field("on-demand", description="The capacity type")
     reservation: str | None = Field(None, description="Reservation / capacity block id when provisioning says so")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _accept_spot(cls, data: Any) -> Any:
-        return spot_to_provisioning(data, "capacity")
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def spot(self) -> bool:
-        """Spot capacity, derived from `provisioning`."""
-        return self.provisioning == "spot"
 
 
 class StoragePlan(StrictModel):
