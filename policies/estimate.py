@@ -294,8 +294,14 @@ class Replica:
 class InferenceModel:
     """Decode throughput and latency of replicas of one accelerator type."""
 
-    def __init__(self, spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> None:
+    def __init__(self, spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator,
+                 kv_reads_per_value: float = 1.0) -> None:
+        """`kv_reads_per_value`: how often a decode step reads each stored K/V value. 1 for servers whose
+        attention kernel reads a grouped-query KV head once for all the query heads that share it (vLLM,
+        JetStream, TensorRT-LLM with XQA); query heads / KV heads for a kernel that reads it once per query head
+        (TensorRT-LLM's masked multi-head attention without XQA)."""
         assert spec.inference is not None
+        self.kv_reads_per_value = kv_reads_per_value
         parameters = spec.model.parameters
         self.flops_per_token = 2.0 * parameters
         self.prompt_per_output = resolved["inference_prompt_tokens_per_output_token"]
@@ -328,17 +334,27 @@ class InferenceModel:
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
     def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
-        """Time between two tokens of one sequence at `batch`: a decode step (memory-bandwidth-bound reading
-        the weights and the batch's KV cache, or compute-bound at 2N FLOPs per sequence) plus the prefill of
-        the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token), interleaved."""
+        """Time between two tokens of one sequence at `batch`, kernel by kernel (a roofline per kernel, not one
+        for the whole step, because the kernels run one after another):
+        - the weight matmuls: reading the weights once (memory-bandwidth) or 2N FLOPs per sequence (compute),
+          whichever is slower;
+        - decode attention: reading every sequence's KV cache as it stands (memory-bandwidth; it does no
+          useful reuse, so it adds to the matmuls rather than hiding under them);
+        - the prefill of the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token)."""
         scale = chips * self.efficiency(chips)
-        memory = (self.weight_bytes + batch * self.kv_bytes_per_token * self.mean_context) / (scale * self.bandwidth)
-        compute = batch * self.flops_per_token / (scale * self.compute)
+        weights = self.weight_bytes / (scale * self.bandwidth)
+        matmul_compute = batch * self.flops_per_token / (scale * self.compute)
+        attention = (batch * self.kv_bytes_per_token * self.mean_context * self.kv_reads_per_value
+                     / (scale * self.bandwidth))
         prefill = batch * self.flops_per_token * self.prompt_per_output / (scale * self.prefill_compute)
-        decode, bound = (memory, "memory-bandwidth") if memory >= compute else (compute, "compute")
-        if prefill > decode:
-            bound = "prefill compute"
-        return decode + prefill, bound
+        matmuls_memory_bound = weights >= matmul_compute
+        # What the step spends most of its time on, for the rationale.
+        terms = {"memory-bandwidth": (weights if matmuls_memory_bound else 0.0) + attention,
+                 "compute": 0.0 if matmuls_memory_bound else matmul_compute,
+                 "prefill compute": prefill}
+        step = max(weights, matmul_compute) + attention + prefill
+        bound = max(terms, key=lambda name: terms[name])
+        return step, bound
 
     def replica(self, chips: int) -> tuple[Replica | None, str]:
         """The best replica of `chips` chips, or None and why it cannot serve."""

@@ -1,6 +1,7 @@
 """Published serving throughput (policies/catalog/published_serving.yaml) against the serving model: each
 figure's batch, prompt and output lengths, precision and tensor-parallel chips go through InferenceModel
-unchanged, with the model's own KV-cache size; nothing is fitted on these figures."""
+unchanged, with the model's own KV-cache size and the attention kernel the source says it ran; nothing is
+fitted on these figures."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class Architecture(StrictModel):
     parameters: float = Field(gt=0)
     layers: int = Field(gt=0)
     kv_width: int = Field(gt=0)
+    query_heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
     source: str = Field(min_length=3)
 
 
@@ -39,6 +42,9 @@ class ServingFigure(StrictModel):
     output_tokens: int = Field(gt=0)
     tokens_per_second_per_chip: float = Field(gt=0)
     source: str
+    # False: the run's decode attention read each grouped-query KV head once per query head (the source says
+    # which kernel it ran); the model then reads the KV cache query_heads / kv_heads times per step.
+    grouped_query_kernel: bool = True
 
 
 class PublishedServing(StrictModel):
@@ -79,7 +85,8 @@ def predicted_throughput(figure: ServingFigure, architecture: Architecture, cata
                       "prompt_tokens": figure.prompt_tokens, "output_tokens": figure.output_tokens},
         "assumptions": {"kv_cache_bytes_per_token": 2 * architecture.layers * architecture.kv_width * kv_per_value},
     }, figure.id)
-    model = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator(figure.accelerator))
+    kv_reads = 1.0 if figure.grouped_query_kernel else architecture.query_heads / architecture.kv_heads
+    model = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator(figure.accelerator), kv_reads)
     step, _ = model.step_seconds(figure.chips, figure.batch)
     return figure.batch / step / figure.chips
 

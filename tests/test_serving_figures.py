@@ -1,26 +1,46 @@
-"""The serving model against published serving throughput (TensorRT-LLM H100/L40S fp8, A100 fp16): each
-figure's exact batch, lengths, precision and tensor parallelism through InferenceModel, nothing fitted."""
+"""The serving model against published serving throughput (TensorRT-LLM H100/H200/L40S fp8, A100 fp16): each
+figure's exact batch, lengths, precision, tensor parallelism and attention kernel through InferenceModel,
+nothing fitted."""
 
 import pytest
 
 from accel.policies.calibration import median
 from accel.policies.catalog import load_catalog
+from accel.policies.estimate import InferenceModel, resolve
 from accel.policies.serving_figures import published_serving, serving_errors
+from accel.policies.workload import workload_from_mapping
+
+# Falcon 180B long-output on H200 (TensorRT-LLM v0.9.0): the page exports TRTLLM_ENABLE_XQA=1 for Falcon, so
+# the model reads each KV head once and comes out 2.4-3x optimistic. Read once per query head (232/8) instead,
+# it lands within 15%, which would fit XQA not covering Falcon's 64-wide heads; that is not verified, so the
+# figures keep the source's word and stay visible here.
+UNEXPLAINED = {"trt-h200-fp8-falcon180b-128-2048", "trt-h200-fp8-falcon180b-2048-2048"}
 
 
 @pytest.fixture(scope="module")
 def errors():
-    return serving_errors(load_catalog())
+    errors = serving_errors(load_catalog())
+    print("\nserving figure                       published predicted   error")
+    for e in errors:
+        print(f"{e.figure.id:36} {e.figure.tokens_per_second_per_chip:>9,.0f} {e.predicted:>9,.0f} {e.error:>+7.1%}")
+    absolute = [abs(e.error) for e in errors]
+    print(f"{len(errors)} figures: median {median(absolute):.1%}, worst {max(absolute):.1%}")
+    return errors
 
 
 def test_every_published_serving_figure_names_its_source():
     table = published_serving()
-    assert len(table.figures) >= 10
+    assert len(table.figures) >= 30
     assert all(len(table.sources[f.source]) > 20 for f in table.figures)
 
 
-def test_the_median_serving_figure_is_predicted_within_30_percent(errors):
-    assert median([abs(e.error) for e in errors]) <= 0.30
+def test_the_table_covers_h100_and_h200_fp8_and_a16_bit_precision():
+    covered = {(f.accelerator, f.precision) for f in published_serving().figures}
+    assert {("h100-80gb", "fp8"), ("h200-141gb", "fp8"), ("a100-80gb", "fp16")} <= covered
+
+
+def test_the_median_serving_figure_is_predicted_within_15_percent(errors):
+    assert median([abs(e.error) for e in errors]) <= 0.15
 
 
 def test_prefill_heavy_figures_are_slower_than_decode_heavy_ones_as_published(errors):
@@ -28,8 +48,42 @@ def test_prefill_heavy_figures_are_slower_than_decode_heavy_ones_as_published(er
     assert by_id["trt-h100-fp8-llama7b-2048-128"] < by_id["trt-h100-fp8-llama7b-128-2048"]
 
 
-@pytest.mark.xfail(strict=True, reason="measured: Llama 2 70B fp8 long-output figures (TensorRT-LLM v0.6.1) are "
-                                       "2-4.5x below the bandwidth model; not explained yet")
-def test_every_published_serving_figure_is_predicted_within_30_percent(errors):
-    worst = max(errors, key=lambda e: abs(e.error))
+def test_every_explained_published_serving_figure_is_predicted_within_30_percent(errors):
+    misses = [f"{e.figure.id}: {e.error:+.0%}" for e in errors
+              if e.figure.id not in UNEXPLAINED and abs(e.error) > 0.30]
+    assert not misses
+
+
+@pytest.mark.xfail(strict=True, reason="Falcon 180B long-output on H200 (TensorRT-LLM v0.9.0) is 2.4-3x below the "
+                                       "model with the XQA kernel the source names; see UNEXPLAINED")
+def test_falcon_180b_long_output_figures_are_predicted_within_30_percent(errors):
+    worst = max((e for e in errors if e.figure.id in UNEXPLAINED), key=lambda e: abs(e.error))
     assert abs(worst.error) <= 0.30, f"{worst.figure.id}: {worst.error:+.0%}"
+
+
+def _llama_70b(kv_reads: float) -> InferenceModel:
+    catalog = load_catalog()
+    spec = workload_from_mapping({
+        "name": "llama-70b", "kind": "inference", "model": {"parameters": 70e9},
+        "inference": {"tokens_per_second": 1, "precision": "fp8", "p99_latency_ms": 1e6,
+                      "prompt_tokens": 128, "output_tokens": 2048},
+    }, "test")
+    return InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator("h100-80gb"), kv_reads)
+
+
+def test_decode_attention_adds_to_the_matmuls_instead_of_hiding_under_them():
+    model = _llama_70b(1.0)
+    small, _ = model.step_seconds(4, 1)
+    large, _ = model.step_seconds(4, 512)
+    weights_only = model.weight_bytes / (4 * model.bandwidth)
+    kv_read = 512 * model.kv_bytes_per_token * model.mean_context / (4 * model.bandwidth)
+    matmuls = max(weights_only, 512 * model.flops_per_token / (4 * model.compute))
+    assert large > small
+    assert large >= matmuls + kv_read
+
+
+def test_a_kernel_that_reads_kv_per_query_head_slows_long_output_decode():
+    grouped, _ = _llama_70b(1.0).step_seconds(4, 512)
+    per_query_head, bound = _llama_70b(8.0).step_seconds(4, 512)
+    assert per_query_head > 2 * grouped
+    assert bound == "memory-bandwidth"
