@@ -12,6 +12,7 @@ import pulumi
 import pulumi.provider.experimental
 import pytest
 import yaml
+from packaging.requirements import Requirement
 from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.component import ComponentProvider
 
@@ -131,11 +132,16 @@ def test_the_provider_entry_hosts_every_served_component_as_package_accel(monkey
     assert hosted == [(package.COMPONENTS, "accel")]
 
 
-def test_the_plugin_manifest_sits_beside_the_entry_and_names_the_python_runtime():
+def test_the_plugin_manifest_sits_beside_the_entry_and_installs_the_same_accel_reference_as_the_pack():
     manifest = yaml.safe_load((PROVIDER / "PulumiPlugin.yaml").read_text())
     assert manifest["runtime"]["name"] == "python"
     assert (PROVIDER / manifest["runtime"]["options"]["virtualenv"]).name == "venv"
-    assert "accel" in (PROVIDER / "requirements.txt").read_text()
+    provider_lines = [line for line in (PROVIDER / "requirements.txt").read_text().splitlines()
+                      if line.strip() and not line.startswith("#")]
+    pack_lines = (ROOT / "policies" / "guardrails" / "requirements.txt").read_text().splitlines()
+    [accel] = [Requirement(line) for line in provider_lines if Requirement(line).name == "accel"]
+    assert accel.url and accel.url.startswith("git+https://"), "a bare `accel` is the unrelated PyPI project"
+    assert str(accel) in [str(Requirement(line)) for line in pack_lines if line.strip() and not line.startswith("#")]
 
 
 @pytest.mark.parametrize("component", package.COMPONENTS, ids=lambda c: c.__name__)
