@@ -6,7 +6,9 @@
 
 Offline: the wheel is built from this checkout (`uv build`), installed with `--no-deps --offline`, and
 the third-party dependencies come from this test run's own environment through a `.pth` file that
-lists them one by one (never this checkout, never the project's own editable install).
+lists them one by one (never this checkout, never the project's own editable install). The pack's
+requirements name accel by a direct git reference (the PyPI name `accel` is someone else's); the
+test installs those very lines with only that reference's URL swapped for the wheel built here.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -71,6 +74,32 @@ def _fresh_venv(path: Path, dependencies: Path) -> Path:
 def _run(python: Path, code: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return subprocess.run([str(python), "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def requirement_lines(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def accel_reference(path: Path) -> Requirement:
+    """The one line of `path` that installs accel."""
+    [accel] = [r for r in map(Requirement, requirement_lines(path)) if r.name == "accel"]
+    return accel
+
+
+def with_local_accel(path: Path, wheel: Path) -> list[str]:
+    """`path`'s requirement lines, the accel reference pointing at `wheel` instead of the git host."""
+    return [f"accel @ {wheel.as_uri()}" if Requirement(line).name == "accel" else line
+            for line in requirement_lines(path)]
+
+
+def test_the_pack_requirements_name_accel_by_a_git_reference_to_the_release_tag_never_by_an_index_version():
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    accel = accel_reference(ROOT / "policies" / "guardrails" / "requirements.txt")
+    assert accel.url is not None, "a bare `accel` resolves to the unrelated PyPI project of that name"
+    assert accel.url.startswith("git+https://")
+    assert accel.url.rsplit("@", 1)[-1] == f"v{version}"
 
 
 def readme_first_python_block() -> str:
@@ -141,8 +170,10 @@ def test_the_guardrail_pack_copied_alone_loads_its_policies_from_its_requirement
     before = _run(python, CAPTURE_PACK, pack)
     assert before.returncode != 0 and "No module named 'accel'" in before.stderr, "accel importable before install"
 
-    _uv("pip", "install", "-q", "--offline", "--no-deps", "--find-links", str(wheel_dir),
-        "-r", str(pack / "requirements.txt"), venv=tmp_path / "venv")
+    requirements = tmp_path / "requirements-offline.txt"
+    requirements.write_text("\n".join(with_local_accel(pack / "requirements.txt",
+                                                         next(wheel_dir.glob("accel-*.whl")))) + "\n")
+    _uv("pip", "install", "-q", "--offline", "--no-deps", "-r", str(requirements), venv=tmp_path / "venv")
     result = _run(python, CAPTURE_PACK, pack)
     assert result.returncode == 0, result.stderr
     loaded = json.loads(result.stdout.splitlines()[-1])

@@ -197,25 +197,27 @@ def _is_tpu(accelerator: str) -> bool:
 
 
 def inventory_pools(cluster: ExistingCluster) -> list[AcceleratorPool]:
-    pools = []
-    for entry in cluster.inventory:
-        is_tpu = _is_tpu(entry.accelerator)
-        labels = dict(entry.node_labels)
-        if is_tpu:
-            labels.setdefault(GKE_TPU_ACCELERATOR_LABEL, shapes.generation(entry.accelerator).gke_accelerator)
-            if entry.topology:
-                labels.setdefault(GKE_TPU_TOPOLOGY_LABEL, entry.topology)
-        chip_toleration = TPU_TOLERATION if is_tpu else GPU_TOLERATION
-        tolerations = [chip_toleration] + [t for t in entry.tolerations if t != chip_toleration]
-        pools.append(AcceleratorPool(
-            name=entry.name or entry.accelerator,
-            resource=TPU_RESOURCE if is_tpu else GPU_RESOURCE,
-            chips=entry.chips,
-            node_labels=labels,
-            tolerations=tuple(tolerations),
-            accelerator=entry.accelerator,
-        ))
-    return pools
+    return [inventory_pool(entry) for entry in cluster.inventory]
+
+
+def inventory_pool(entry: InventoryEntry) -> AcceleratorPool:
+    """Chips a cluster already has: the chip's resource and taint, plus the entry's labels and tolerations."""
+    is_tpu = _is_tpu(entry.accelerator)
+    labels = dict(entry.node_labels)
+    if is_tpu:
+        labels.setdefault(GKE_TPU_ACCELERATOR_LABEL, shapes.generation(entry.accelerator).gke_accelerator)
+        if entry.topology:
+            labels.setdefault(GKE_TPU_TOPOLOGY_LABEL, entry.topology)
+    chip_toleration = TPU_TOLERATION if is_tpu else GPU_TOLERATION
+    tolerations = [chip_toleration] + [t for t in entry.tolerations if t != chip_toleration]
+    return AcceleratorPool(
+        name=entry.name or entry.accelerator,
+        resource=TPU_RESOURCE if is_tpu else GPU_RESOURCE,
+        chips=entry.chips,
+        node_labels=labels,
+        tolerations=tuple(tolerations),
+        accelerator=entry.accelerator,
+    )
 
 
 def existing_cluster_provider(cluster: ExistingCluster, name: str,

@@ -1,0 +1,90 @@
+"""What every served component shares: ownership labels, the storage a stack keeps, and the plumbing
+that turns a facade's hand-written inputs into the Python API's args."""
+
+import importlib
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+from pydantic import BaseModel, ValidationError
+
+from accel.base.errors import ComponentArgsError
+from accel.components.tags import ResourceTags
+
+
+class Ownership(TypedDict):
+    """Who pays, and what for: stamped as labels / tags on every billable resource."""
+
+    workload: str
+    """The workload the resources serve, e.g. llama-8b."""
+    owner: NotRequired[str]
+    """Team or person that owns the resources."""
+    costCenter: NotRequired[str]
+    """Cost center billed."""
+
+
+class Storage(TypedDict):
+    """What storage a stack keeps (the Plan's storage): buckets that outlive clusters, an optional filesystem."""
+
+    datasetBucket: NotRequired[bool]
+    """Create a dataset bucket; default true."""
+    checkpointBucket: NotRequired[bool]
+    """Create a versioned checkpoint bucket; default true."""
+    filesystem: NotRequired[str]
+    """none (default), filestore or managed-lustre (Google Cloud), fsx-lustre (AWS)."""
+    filesystemCapacityGib: NotRequired[int]
+    """Capacity of the filesystem in GiB."""
+    checkpointRetentionDays: NotRequired[int]
+    """Days overwritten checkpoint versions are kept; default 30."""
+
+
+def tags(ownership: Ownership) -> ResourceTags:
+    return ResourceTags(workload=ownership["workload"], stack=pulumi.get_stack(),
+                        owner=ownership.get("owner", "unknown"), cost_center=ownership.get("costCenter", "unknown"))
+
+
+def child(parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    return pulumi.ResourceOptions(parent=parent)
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
+
+
+def snake(inputs: dict[str, Any]) -> dict[str, Any]:
+    """camelCase input keys -> the Python API's snake_case field names."""
+    return {"".join(f"_{c.lower()}" if c.isupper() else c for c in key): value for key, value in inputs.items()}
+
+
+def given(inputs: Any, *keys: str) -> dict[str, Any]:
+    """The optional inputs the caller gave, as the Python API's keyword arguments (unset: its default)."""
+    return snake({key: inputs[key] for key in keys if key in inputs})
+
+
+def model(component: str, field: str, cls: type[BaseModel], data: dict[str, Any]) -> Any:
+    """`cls` validated from a nested input (camelCase keys); a bad value is refused naming the property
+    as the caller wrote it, `Component.field.key: what is wrong (got value)`."""
+    try:
+        return cls.model_validate(snake(data))
+    except ValidationError as error:
+        problems = []
+        for problem in error.errors():
+            path = ".".join(camel(p) if isinstance(p, str) else str(p)
+                            for p in problem["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            whole = not path  # a check across keys: the message says which
+            got = "" if whole or problem["type"] == "missing" else f" (got {problem['input']!r})"
+            where = f"{component}.{field}" + ("" if whole else f".{path}")
+            problems.append(f"{where}: {problem['msg'].removeprefix('Value error, ')}{got}")
+        raise ComponentArgsError("\n".join(problems)) from None
+
+
+def storage_plan(component: str, storage: Storage | None) -> Any:
+    from accel.policies.plan import StoragePlan
+
+    return model(component, "storage", StoragePlan, dict(storage or {}))
+
+
+def served(facade: type) -> type[pulumi.ComponentResource]:
+    """The public Python component a facade stands for: its `SERVES` ("module:Name")."""
+    module, name = facade.SERVES.split(":")
+    return getattr(importlib.import_module(module), name)
