@@ -118,10 +118,12 @@ def reservation_problems(plan: Plan, reservations: list[DeclaredReservation]) ->
     a capacity-block plan must declare its block, whose window the node group is scheduled around)."""
     if plan.capacity.provisioning == "capacity-block" and not any(
             r.name == plan.capacity.reservation for r in reservations):
+        machine_type, machines, _ = _pool(plan)
         return [f"the plan runs on capacity block {plan.capacity.reservation!r}, which accel:reservations does not "
                 "declare; a capacity block's node group is scaled at the block's start and end, so declare it: "
-                f"{{name: {plan.capacity.reservation}, kind: capacity-block, machineType: ..., count: ..., zone: ..., "
-                "start: 2030-01-06T11:30:00Z, end: 2030-01-13T11:30:00Z}} (times in UTC, from the EC2 console)"]
+                f"{{name: {plan.capacity.reservation}, kind: capacity-block, machineType: {machine_type}, "
+                f"count: {machines}, zone: {plan.zones[0]}, start: <block start>, end: <block end>}} (ISO 8601 "
+                "in UTC as the EC2 console shows them, e.g. 2030-01-06T11:30:00Z)"]
     if not reservations:
         return []
     machine_type, machines, what = _pool(plan)
