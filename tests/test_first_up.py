@@ -95,11 +95,14 @@ def test_capacity_block_node_groups_start_at_zero_and_are_scheduled_around_the_d
     start, end = (datetime.fromisoformat(CAPACITY_BLOCK_WINDOW[k].replace("Z", "+00:00")) for k in ("start", "end"))
     lead = load_capacity_block_facts().ec2_terminates_before_end
     for stack, document in blocks.items():
-        for group in of_type(document, "aws:eks/nodeGroup:NodeGroup"):
+        groups = [g for g in of_type(document, "aws:eks/nodeGroup:NodeGroup")
+                  if g["inputs"]["capacityType"] == "CAPACITY_BLOCK"]  # not the system node group
+        assert groups, stack
+        for group in groups:
             scaling = group["inputs"]["scalingConfig"]
             assert scaling["desiredSize"] == 0, stack
-            actions = {a["inputs"]["desiredCapacity"]: a["inputs"] for a in of_type(document, "aws:autoscaling/schedule:Schedule")
-                       if a["parent"] == group["parent"]}
+            actions = {a["inputs"]["desiredCapacity"]: a["inputs"]
+                       for a in of_type(document, "aws:autoscaling/schedule:Schedule") if a["parent"] == group["parent"]}
             assert set(actions) == {0, scaling["maxSize"]}, stack
             scale_out, scale_in = actions[scaling["maxSize"]], actions[0]
             assert datetime.fromisoformat(scale_out["startTime"].replace("Z", "+00:00")) == start
