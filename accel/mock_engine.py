@@ -137,6 +137,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
         outputs = dict(args.inputs)
         if args.typ == "pulumi:pulumi:StackReference":
             outputs.setdefault("outputs", {})
+        if args.typ == "aws:eks/nodeGroup:NodeGroup" and not self.preview:
+            # EKS reports a managed node group's Auto Scaling group once created (always one); programs read
+            # its name (capacity-block scheduled actions), so up mode answers the way the provider does.
+            outputs.setdefault("resources", [{"autoscalingGroups": [{"name": f"eks-{args.name}-mock"}]}])
         resource_id = "" if self.preview else f"{args.name}-id"
         return resource_id, outputs
 

@@ -18,6 +18,7 @@ from accel.components.tags import ResourceTags
 from accel.components.training_cluster import TrainingClusterArgs
 from accel.policies.lifecycle import Lifecycle, stack_tag_problems
 from accel.policies.plan import Plan
+from accel.policies.reservations import capacity_block_window
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec
 
 # GKE cluster names are at most 40 characters and the components derive longer child names
@@ -120,6 +121,7 @@ def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         api_access_cidrs=tuple(api_access_cidrs),
         upgrade_pause=(settings.upgradePause.start, settings.upgradePause.end) if settings.upgradePause else None,
         namespace=settings.namespace,
+        capacity_block_window=capacity_block_window(plan, settings.reservations),
     )
     args.validate()
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,

@@ -29,6 +29,7 @@ from accel.components.kubernetes.pools import (
 )
 from accel.base.errors import ComponentArgsError
 from accel.components.tags import ResourceTags
+from accel.policies.capacity_blocks import CapacityBlockWindow
 from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
 from accel.policies.plan import GpuPool, Plan
 
@@ -51,6 +52,9 @@ class TrainingClusterArgs:
     namespace: str = "training"
     service_account: str = "trainer"
     queue: str = "training"
+    # AWS capacity-block plans: when the block runs (accel:reservations start/end); its node groups are
+    # scaled out at the start and in before the end (components/aws/gpu.py).
+    capacity_block_window: CapacityBlockWindow | None = None
 
     def __post_init__(self) -> None:
         self.validate()  # the arguments check themselves on construction (one convention, every cloud)
@@ -63,6 +67,11 @@ class TrainingClusterArgs:
         if cloud == "kubernetes" and self.existing_cluster is None:
             raise TrainingClusterError("existing_cluster: a plan on cloud 'kubernetes' runs on a cluster you "
                                        "bring; declare it under accel:cluster (kubeconfig, context, inventory)")
+        if (self.plan.capacity.provisioning == "capacity-block") != (self.capacity_block_window is not None):
+            raise TrainingClusterError(
+                "capacity_block_window: a capacity-block plan needs its block's window (declare start and end on "
+                "its accel:reservations entry) and no other plan takes one; the plan's capacity is "
+                f"{self.plan.capacity.provisioning}")
         if cloud != "kubernetes" and self.existing_cluster is not None:
             raise TrainingClusterError(f"existing_cluster: the plan builds a new cluster on {cloud}; remove "
                                        "accel:cluster or choose with clouds: [kubernetes]")
@@ -267,7 +276,9 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     assert plan.gpu is not None  # TPUs exist only on GCP; the Plan validator pairs family and pool
     # One managed node group per pool of the fleet's layout (Plan gpu.pools; docs/scale.md).
     gpu_groups = [GpuNodeGroup(name_, GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network, tags=tags,
-                                                                pool=pool), opts=child)
+                                                                pool=pool,
+                                                                capacity_block_window=args.capacity_block_window),
+                               opts=child)
                   for name_, pool in gpu_pool_names(name, plan)]
     # The Kubernetes side waits for the API endpoint and every node group (Helm waits for its pods).
     kubernetes = k8s.Provider(f"{name}-eks", kubeconfig=cluster.kubeconfig,

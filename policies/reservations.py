@@ -1,6 +1,7 @@
 """Reservations a stack holds, and whether the planned pools fit them (before `pulumi up`).
 
-A stack declares the reservations it holds (`accel:reservations`: name, machine type, count, zone).
+A stack declares the reservations it holds (`accel:reservations`: name, machine type, count, zone; a
+Capacity Block also its window, `start` and `end`, which the node group is scaled around).
 A GCP specific reservation (or a block of one) and an AWS On-Demand Capacity Reservation or
 Capacity Block are all "this many machines of this type in this zone, under this name". Two pure
 functions over typed data:
@@ -15,14 +16,18 @@ functions over typed data:
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import timezone
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
 from accel.base.model import StrictModel
+from accel.policies.capacity_blocks import CapacityBlockWindow, window_problem
 from accel.policies.plan import Plan
 
 RESERVED_TYPES = ("reservation", "capacity-block")
+# ISO 8601 with a zone, kept in UTC: the zone the schedule is written in.
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(lambda moment: moment.astimezone(timezone.utc))]
 
 
 class DeclaredReservation(StrictModel):
@@ -34,6 +39,39 @@ class DeclaredReservation(StrictModel):
     zone: str = Field(min_length=1, description="Zone it is in, e.g. us-central1-a or us-east-1a")
     kind: Literal["reservation", "capacity-block"] = Field(
         "reservation", description="reservation: GCP specific reservation or AWS ODCR; capacity-block: AWS Capacity Block")
+    # A Capacity Block runs only in its window and the node group is scaled around it, so both are required
+    # for kind capacity-block. A reservation (ODCR, GCP specific reservation) is held until released: nothing
+    # is scheduled around it, so a window there would be ignored, and is refused instead.
+    start: UtcDatetime | None = Field(
+        None, description="capacity-block only: when the block starts, ISO 8601 with a zone (e.g. 2030-01-06T11:30:00Z)")
+    end: UtcDatetime | None = Field(
+        None, description="capacity-block only: when the block ends, ISO 8601 with a zone")
+
+    @model_validator(mode="after")
+    def _window_fits_the_kind(self) -> "DeclaredReservation":
+        given = [key for key in ("start", "end") if getattr(self, key) is not None]
+        if self.kind == "reservation":
+            if given:
+                raise ValueError(f"{' and '.join(given)}: only a kind capacity-block has a window; a reservation is "
+                                 f"held until released, so remove {' and '.join(given)} (or set kind: capacity-block)")
+            return self
+        missing = [key for key in ("start", "end") if key not in given]
+        if missing:
+            raise ValueError(f"{' and '.join(missing)}: missing; a capacity-block needs its window, start and end as "
+                             "the EC2 console shows them, in UTC (e.g. start: 2030-01-06T11:30:00Z, end: "
+                             "2030-01-13T11:30:00Z): the node group scales out at the start and in before the end")
+        assert self.start is not None and self.end is not None
+        problem = window_problem(self.start, self.end)
+        if problem:
+            raise ValueError(f"start/end: {problem}")
+        return self
+
+    @property
+    def window(self) -> CapacityBlockWindow | None:
+        """The block's window (kind capacity-block), else None."""
+        if self.start is None or self.end is None:
+            return None
+        return CapacityBlockWindow(self.start, self.end)
 
 
 def _pool(plan: Plan) -> tuple[str, int, str]:
@@ -66,8 +104,26 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
                                    "rationale": rationale})
 
 
+def capacity_block_window(plan: Plan, reservations: list[DeclaredReservation]) -> CapacityBlockWindow | None:
+    """The window of the Capacity Block the plan runs on (None for other capacity, or when it is not declared:
+    reservation_problems says so)."""
+    if plan.capacity.provisioning != "capacity-block":
+        return None
+    declared = next((r for r in reservations if r.name == plan.capacity.reservation), None)
+    return declared.window if declared is not None else None
+
+
 def reservation_problems(plan: Plan, reservations: list[DeclaredReservation]) -> list[str]:
-    """Why the planned pools do not fit the declared reservations (empty when they fit, or none is declared)."""
+    """Why the planned pools do not fit the declared reservations (empty when they fit, or none is declared;
+    a capacity-block plan must declare its block, whose window the node group is scheduled around)."""
+    if plan.capacity.provisioning == "capacity-block" and not any(
+            r.name == plan.capacity.reservation for r in reservations):
+        machine_type, machines, _ = _pool(plan)
+        return [f"the plan runs on capacity block {plan.capacity.reservation!r}, which accel:reservations does not "
+                "declare; a capacity block's node group is scaled at the block's start and end, so declare it: "
+                f"{{name: {plan.capacity.reservation}, kind: capacity-block, machineType: {machine_type}, "
+                f"count: {machines}, zone: {plan.zones[0]}, start: <block start>, end: <block end>}} (ISO 8601 "
+                "in UTC as the EC2 console shows them, e.g. 2030-01-06T11:30:00Z)"]
     if not reservations:
         return []
     machine_type, machines, what = _pool(plan)

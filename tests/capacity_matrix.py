@@ -20,6 +20,9 @@ from accel.policies.ranking import plan_from_pin
 from accel.policies.spot_ttl import ttl_for_run
 from accel.policies.workload import workload_from_mapping
 
+# A capacity block's window as EC2 sells them (starts and ends at 11:30 UTC); stack files declare it.
+CAPACITY_BLOCK_WINDOW = {"start": "2030-01-06T11:30:00Z", "end": "2030-01-13T11:30:00Z"}
+
 # (stack name, hardware pin, capacity mode, reservation/capacity block id)
 MATRIX = [
     ("a3-high-on-demand", {"accelerator": "h100-80gb", "chips": 32, "cloud": "gcp", "machine_type": "a3-highgpu-8g"},
@@ -84,6 +87,11 @@ def write_matrix_project(root: Path, project_root: Path) -> list[str]:
         else:
             config["aws:region"] = plan.region
             config["accel:apiAccessCidrs"] = ["35.190.10.0/24"]
+        if provisioning == "capacity-block":
+            # The block the plan runs on, with its window: the node groups are scheduled around it.
+            config["accel:reservations"] = [{
+                "name": reservation, "kind": "capacity-block", "machineType": plan.gpu.machine_type,
+                "count": plan.gpu.nodes, "zone": plan.zones[0], **CAPACITY_BLOCK_WINDOW}]
         if plan.chosen.spot:
             config["accel:ttl"] = ttl_for_run(plan.estimate.hours)
             config["pulumi:tags"] = {"accel:ephemeral": "true", "accel:ttl": config["accel:ttl"]}

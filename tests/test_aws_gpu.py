@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from accel.base.errors import ComponentArgsError
 from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interfaces
 from accel.policies import hardware
+from accel.policies.capacity_blocks import CapacityBlockWindow, load_capacity_block_facts
 from accel.components.tags import ResourceTags
 from accel.policies.plan import Capacity, GpuPool
 from tests import harness
@@ -29,11 +30,17 @@ ON_DEMAND = Capacity()
 SPOT = Capacity(provisioning="spot")
 RESERVATION = Capacity(provisioning="reservation", reservation="cr-0a1b2c3d4e5f67890")
 CAPACITY_BLOCK = Capacity(provisioning="capacity-block", reservation="cr-02168da1478b509e0")
+SCHEDULE = "aws:autoscaling/schedule:Schedule"
+# A one-week block as EC2 sells them (11:30 UTC start and end).
+BLOCK = CapacityBlockWindow(datetime(2030, 1, 6, 11, 30, tzinfo=timezone.utc),
+                            datetime(2030, 1, 13, 11, 30, tzinfo=timezone.utc))
 
 
 def args(pool=P5_EFA, capacity=ON_DEMAND, **overrides) -> GpuNodeGroupArgs:
     values = dict(pool=pool, capacity=capacity, cluster_name="train", node_role_arn="arn:aws:iam::123456789012:role/n",
                   subnet_ids=SUBNETS, security_group_ids=["sg-nodes"], tags=TAGS, availability_zone="us-east-1a")
+    if capacity.provisioning == "capacity-block":
+        values["capacity_block_window"] = BLOCK
     values.update(overrides)
     return GpuNodeGroupArgs(**values)
 
@@ -226,6 +233,65 @@ def test_capacity_block_group_starts_at_zero_and_needs_no_placement_group(declar
     assert group.inputs["scalingConfig"]["desiredSize"] == 0
     assert group.inputs["scalingConfig"]["maxSize"] == P5_EFA.nodes
     assert placement is None and "placement" not in template.inputs
+
+
+def schedules(capture) -> dict[str, dict]:
+    return {r.name: r.inputs for r in capture.of_type(SCHEDULE)}
+
+
+def test_capacity_block_group_scales_out_to_the_block_size_at_the_block_start(declare):
+    actions = schedules(declare(build(P5_EFA, CAPACITY_BLOCK)))
+    scale_out = actions["gpu-scale-out"]
+    assert scale_out["startTime"] == "2030-01-06T11:30:00Z"
+    assert (scale_out["minSize"], scale_out["maxSize"], scale_out["desiredCapacity"]) == (0, P5_EFA.nodes, P5_EFA.nodes)
+    assert scale_out["scheduledActionName"] == "gpu-scale-out"
+
+
+def test_capacity_block_group_scales_in_to_zero_before_ec2_terminates_the_block(declare):
+    facts = load_capacity_block_facts()
+    scale_in = schedules(declare(build(P5_EFA, CAPACITY_BLOCK)))["gpu-scale-in"]
+    runs_at = datetime.strptime(scale_in["startTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    # "Scale in ... to zero more than 30 minutes before the Capacity Block reservation end time" (ASG guide).
+    assert BLOCK.end - runs_at > facts.ec2_terminates_before_end
+    assert runs_at > BLOCK.start
+    assert (scale_in["minSize"], scale_in["desiredCapacity"]) == (0, 0)
+
+
+def test_capacity_block_schedules_act_on_the_node_groups_auto_scaling_group(declare):
+    capture = declare(build(P5_EFA, CAPACITY_BLOCK))
+    group = capture.named("gpu-nodes")
+    for action in capture.of_type(SCHEDULE):
+        assert group.urn in action.dependencies
+        assert action.parent == group.parent  # children of the GpuNodeGroup component
+        # Unknown in preview; in up mode, the group EKS reports (the mock answers as the provider does).
+        assert action.inputs["autoscalingGroupName"] in (None, "eks-gpu-nodes-mock")
+
+
+@pytest.mark.parametrize("capacity", [ON_DEMAND, RESERVATION])
+def test_only_capacity_block_groups_are_scheduled(declare, capacity):
+    assert schedules(declare(build(P5_EFA, capacity))) == {}
+
+
+def test_a_capacity_block_group_without_its_window_is_refused(declare):
+    message = rejected(declare, build(P5_EFA, CAPACITY_BLOCK, capacity_block_window=None))
+    assert "capacity_block_window" in message and "capacity-blocks-mng" in message
+
+
+def test_a_window_on_other_capacity_is_refused(declare):
+    message = rejected(declare, build(P5_EFA, RESERVATION, capacity_block_window=BLOCK))
+    assert "capacity_block_window" in message and "'reservation'" in message
+
+
+def test_a_capacity_block_group_cannot_start_above_zero(declare):
+    assert "start_nodes" in rejected(declare, build(P5_EFA, CAPACITY_BLOCK, start_nodes=4))
+
+
+def test_fsx_nodes_install_the_lustre_client_at_boot_and_keep_the_nvme_raid(declare):
+    _, template, _ = parts(declare(build(lustre_client=True)))
+    user_data = base64.b64decode(template.inputs["userData"]).decode()
+    assert "dnf install -y lustre-client" in user_data and "strategy: RAID0" in user_data
+    _, plain, _ = parts(declare(build()))
+    assert "lustre-client" not in base64.b64decode(plain.inputs["userData"]).decode()
 
 
 # --- no public addresses anywhere -------------------------------------------------------

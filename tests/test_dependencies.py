@@ -8,7 +8,8 @@ through) and assert the orderings a first `pulumi up` on a fresh project needs:
 - a Workload Identity binding after the GKE cluster that creates its `<project>.svc.id.goog` pool;
 - every Helm release after the cluster's API endpoint and every node pool / node group;
 - every custom resource after the release (or cluster) that installs its CRD;
-- every namespaced Kubernetes object after its namespace.
+- every namespaced Kubernetes object after its namespace;
+- a capacity block's scheduled scaling actions after the node group whose Auto Scaling group they act on.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+ASG_SCHEDULE = "aws:autoscaling/schedule:Schedule"
 WI_MEMBER = re.compile(r"^serviceAccount:(?P<pool>[^\[]+\.svc\.id\.goog)\[")
 # API groups whose CRDs the cluster itself serves (GKE multi-networking), not a Helm release.
 CLUSTER_PROVIDED_GROUPS = {"networking.gke.io": GKE_CLUSTER}
@@ -132,3 +134,14 @@ def test_namespaced_objects_wait_for_their_namespace(graphs, stack):
         namespace = (resource["inputs"].get("metadata") or {}).get("namespace")
         if namespace in namespaces:
             assert graph.missing(resource, [namespaces[namespace]]) == [], f"{stack}: {resource['name']}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_capacity_block_schedules_wait_for_the_node_group_whose_auto_scaling_group_they_scale(graphs, stack):
+    graph = graphs[stack]
+    groups = {g["urn"]: g for g in graph.of_type(EKS_NODE_GROUP)}
+    for schedule in graph.of_type(ASG_SCHEDULE):
+        # The group's Auto Scaling group exists only once EKS has created the node group.
+        owners = [g for g in groups.values() if g["parent"] == schedule["parent"]]
+        assert len(owners) == 1, f"{stack}: {schedule['name']} has no node group beside it"
+        assert graph.missing(schedule, owners) == [], f"{stack}: {schedule['name']}"

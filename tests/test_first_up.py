@@ -81,3 +81,29 @@ def test_a3_ultra_is_planned_as_flex_start_or_spot_never_plain_on_demand(spot):
     assert plan.capacity.provisioning in ("flex-start", "spot")
     if plan.capacity.provisioning == "flex-start":  # GKE allows COMPACT with flex-start on A3 Ultra
         assert plan.gpu.compact_placement
+
+
+def test_capacity_block_node_groups_start_at_zero_and_are_scheduled_around_the_declared_block(every_stack):
+    from datetime import datetime
+
+    from accel.policies.capacity_blocks import load_capacity_block_facts
+    from tests.capacity_matrix import CAPACITY_BLOCK_WINDOW
+
+    blocks = {stack: document for stack, document in every_stack.items()
+              if document["plan"]["capacity"]["provisioning"] == "capacity-block"}
+    assert blocks, "the capacity matrix plans a capacity-block stack"
+    start, end = (datetime.fromisoformat(CAPACITY_BLOCK_WINDOW[k].replace("Z", "+00:00")) for k in ("start", "end"))
+    lead = load_capacity_block_facts().ec2_terminates_before_end
+    for stack, document in blocks.items():
+        groups = [g for g in of_type(document, "aws:eks/nodeGroup:NodeGroup")
+                  if g["inputs"]["capacityType"] == "CAPACITY_BLOCK"]  # not the system node group
+        assert groups, stack
+        for group in groups:
+            scaling = group["inputs"]["scalingConfig"]
+            assert scaling["desiredSize"] == 0, stack
+            actions = {a["inputs"]["desiredCapacity"]: a["inputs"]
+                       for a in of_type(document, "aws:autoscaling/schedule:Schedule") if a["parent"] == group["parent"]}
+            assert set(actions) == {0, scaling["maxSize"]}, stack
+            scale_out, scale_in = actions[scaling["maxSize"]], actions[0]
+            assert datetime.fromisoformat(scale_out["startTime"].replace("Z", "+00:00")) == start
+            assert end - datetime.fromisoformat(scale_in["startTime"].replace("Z", "+00:00")) > lead

@@ -134,6 +134,27 @@ def tpu_pool(name: str = "slice-0", *, machine: str = "ct5p-hightpu-4t", topolog
     return resource("gcp:container/nodePool:NodePool", name, body)
 
 
+def eks_block_group(name: str = "gpu-nodes", *, desired: float = 0.0) -> dict[str, Any]:
+    """An EKS managed node group on a capacity block (what GpuNodeGroup declares, trimmed)."""
+    return resource("aws:eks/nodeGroup:NodeGroup", name, {
+        "capacityType": "CAPACITY_BLOCK", "amiType": "AL2023_x86_64_NVIDIA",
+        "scalingConfig": {"minSize": 0.0, "desiredSize": desired, "maxSize": 4.0},
+        "launchTemplate": {"id": "lt-1", "version": "1"}, "tags": OWNER_TAGS,
+        "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]})
+
+
+def block_schedules(group: str = "gpu-nodes") -> list[dict[str, Any]]:
+    """Scale out at the block's start, in before its end; each depends on the node group (its ASG name)."""
+    actions = []
+    for role, start, desired in (("scale-out", "2030-01-06T11:30:00Z", 4.0), ("scale-in", "2030-01-13T10:30:00Z", 0.0)):
+        action = resource("aws:autoscaling/schedule:Schedule", f"gpu-{role}", {
+            "autoscalingGroupName": None, "scheduledActionName": f"gpu-{role}", "startTime": start,
+            "minSize": 0.0, "maxSize": 4.0, "desiredCapacity": desired})
+        action["dependencies"] = [f"{STACK}::aws:eks/nodeGroup:NodeGroup::{group}"]
+        actions.append(action)
+    return actions
+
+
 @dataclass
 class Case:
     """One rule's specification: a compliant graph passes it, a violating graph fails it with `expect`."""
@@ -267,6 +288,10 @@ CASES = [
          [gke_pool(taints=[GPU_TAINT], placementPolicy={"type": "COMPACT"}, queuedProvisioning={"enabled": True},
                    node_config={"flexStart": True})],
          "GKE rejects COMPACT placement on a queued-provisioning GPU pool (a3-highgpu-8g)", "mandatory"),
+    Case("capacity-block-scheduled",
+         [eks_block_group(desired=0), *block_schedules()],
+         [*block_schedules()[:1], eks_block_group(desired=0)],
+         "its Auto Scaling group has no scheduled scale-in to 0 before its end", "mandatory"),
     Case("ownership-labels",
          [gcs_bucket()], [gcs_bucket(labels={**OWNER_LABELS, "owner": "unknown", "data-role": "checkpoint"})],
          "placeholder values owner='unknown', so its cost cannot be attributed", "advisory"),
@@ -313,6 +338,9 @@ def run_by_hand(rule: str, graph: list[dict[str, Any]], config: dict[str, Any] |
         resources = [PolicyResource(raw["type"], hand_props(raw), raw["urn"], raw["name"],
                                     hand_options(raw, with_retain=with_retain), None, None, [], {})
                      for raw in graph]
+        by_urn = {resource.urn: resource for resource in resources}
+        for resource, raw in zip(resources, graph):  # as the CLI's analyzer links them
+            resource.dependencies = [by_urn[urn] for urn in raw.get("dependencies", []) if urn in by_urn]
         policy.validate(StackValidationArgs(resources, settings, stack_tags), report)
     return messages
 
@@ -600,6 +628,27 @@ def test_compact_pool_in_a_region_without_node_locations_fails():
     del pool["inputs"]["nodeLocations"]
     [message] = messages_for("compact-placement-single-zone", [pool])
     assert "regional location us-central1" in message
+
+
+def test_a_capacity_block_group_created_above_zero_fails():
+    [message] = messages_for("capacity-block-scheduled", [eks_block_group(desired=4.0), *block_schedules()])
+    assert "starts at desired size 4 on a capacity block" in message
+
+
+def test_a_capacity_block_group_without_any_scheduled_action_fails():
+    [message] = messages_for("capacity-block-scheduled", [eks_block_group()])
+    assert "no scheduled scale-out at the block's start and no scheduled scale-in to 0" in message
+
+
+def test_schedules_of_another_group_do_not_count():
+    [message] = messages_for("capacity-block-scheduled", [eks_block_group(), *block_schedules("other-nodes")])
+    assert "gpu-nodes" in message
+
+
+def test_other_capacity_needs_no_schedule():
+    group = eks_block_group(desired=4.0)
+    group["inputs"]["capacityType"] = "ON_DEMAND"
+    assert messages_for("capacity-block-scheduled", [group]) == []
 
 
 def test_efa_plan_needs_efa_interfaces_on_the_launch_template():

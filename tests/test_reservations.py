@@ -103,3 +103,68 @@ def test_a_stack_whose_pools_overflow_its_reservation_is_refused_before_up(tmp_p
     assert error.value.exit_code == 2
     assert "accel:reservations" in str(error.value) and "holds 2000 x a3-highgpu-8g" in str(error.value)
     assert "(48 more)" in str(error.value)
+
+
+# ---- capacity blocks: the window -------------------------------------------------------------------------
+
+BLOCK = {"name": "cr-02168da1478b509e0", "machineType": "p5.48xlarge", "count": 4, "zone": "us-east-1a",
+         "kind": "capacity-block"}
+
+
+def test_a_capacity_block_declares_its_window_in_utc():
+    block = DeclaredReservation.model_validate({**BLOCK, "start": "2030-01-06T13:30:00+02:00",
+                                                "end": "2030-01-13T11:30:00Z"})
+    assert block.window is not None and block.window.start.isoformat() == "2030-01-06T11:30:00+00:00"
+
+
+@pytest.mark.parametrize("window,says", [
+    ({}, "start and end: missing"),
+    ({"start": "2030-01-06T11:30:00Z"}, "end: missing"),
+    ({"start": "2030-01-13T11:30:00Z", "end": "2030-01-06T11:30:00Z"}, "must be after start"),
+    ({"start": "2030-01-06T11:30:00Z", "end": "2030-01-06T12:00:00Z"}, "too short"),
+])
+def test_a_capacity_block_without_a_usable_window_is_refused_naming_the_keys(window, says):
+    with pytest.raises(ValueError, match=says):
+        DeclaredReservation.model_validate({**BLOCK, **window})
+
+
+def test_a_time_without_a_zone_is_refused():
+    with pytest.raises(ValueError, match="timezone"):
+        DeclaredReservation.model_validate({**BLOCK, "start": "2030-01-06T11:30:00", "end": "2030-01-13T11:30:00Z"})
+
+
+def test_a_reservation_takes_no_window():
+    with pytest.raises(ValueError, match="only a kind capacity-block has a window"):
+        DeclaredReservation.model_validate({**BLOCK, "kind": "reservation", "start": "2030-01-06T11:30:00Z"})
+
+
+def capacity_block_stack(tmp_path: Path, reservations: str) -> Path:
+    from tests.capacity_matrix import write_matrix_project
+
+    project = tmp_path / "project"
+    write_matrix_project(project, ROOT)
+    path = project / "stacks" / "Pulumi.p5-capacity-block.yaml"
+    text = path.read_text()
+    path.write_text(text[:text.index("  accel:reservations:")] + reservations)
+    return path
+
+
+def test_a_capacity_block_stack_without_its_block_declared_is_refused_with_the_entry_to_add(tmp_path):
+    from accel.offline_plan import plan_stack
+
+    with pytest.raises(UsageError) as error:
+        plan_stack(None, capacity_block_stack(tmp_path, ""), tmp_path / "project")
+    assert error.value.exit_code == 2
+    assert "cr-02168da1478b509e0" in str(error.value) and "kind: capacity-block" in str(error.value)
+    assert "start: <block start>, end: <block end>" in str(error.value)
+
+
+def test_a_stack_whose_block_ends_before_it_starts_is_refused_naming_the_key(tmp_path):
+    from accel.offline_plan import plan_stack
+
+    entry = ("  accel:reservations:\n  - {name: cr-02168da1478b509e0, kind: capacity-block, machineType: p5.48xlarge,"
+             " count: 4, zone: us-east-1a, start: '2030-01-13T11:30:00Z', end: '2030-01-06T11:30:00Z'}\n")
+    with pytest.raises(UsageError) as error:
+        plan_stack(None, capacity_block_stack(tmp_path, entry), tmp_path / "project")
+    assert error.value.exit_code == 2
+    assert "accel:reservations.0" in str(error.value) and "must be after start" in str(error.value)

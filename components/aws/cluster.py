@@ -41,8 +41,12 @@ _ARN = re.compile(r"^arn:aws[a-z-]*:(iam|sts)::\d{12}:[\w+=,.@/-]+$")
 REQUIRED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
 # Add-ons that have to be running before a node can become Ready.
 BEFORE_COMPUTE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
-# The FSx for Lustre CSI driver as an EKS managed add-on (name as in public aws_eks_addon code; static
-# volumes need no IAM for it, the node plugin only mounts).
+# The FSx for Lustre CSI driver as an EKS managed add-on. Name verified against the EKS user guide,
+# "Deploy the FSx for Lustre driver" (docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html:
+# `aws eks create-addon --addon-name aws-fsx-csi-driver`), as of 2026-11-24. The add-on authenticates
+# through EKS Pod Identity or IRSA (same page), hence eks-pod-identity-agent in the defaults; static volumes
+# need no FSx API calls, the node plugin only mounts. The node's Lustre client is not in the AL2023 EKS
+# AMIs: GpuNodeGroup installs it at boot (components/aws/gpu.py, lustre_client).
 FSX_CSI_ADDON = "aws-fsx-csi-driver"
 KNOWN_ADDONS = (*REQUIRED_ADDONS, "eks-pod-identity-agent", "aws-ebs-csi-driver", "eks-node-monitoring-agent",
                 "snapshot-controller", "amazon-cloudwatch-observability", FSX_CSI_ADDON)

@@ -9,7 +9,11 @@ What it builds:
   at an On-Demand Capacity Reservation, or CAPACITY_BLOCK with the launch template's
   `instance_market_options.market_type = "capacity-block"` and the reservation as target;
 - the EKS NVIDIA AL2023 AMI type, the `nvidia.com/gpu=true:NoSchedule` taint, labels that say
-  what the node is, and scaling from zero up to the plan's node count.
+  what the node is, and scaling from zero up to the plan's node count;
+- on a Capacity Block, AWS's procedure for managed node groups: created at size 0, and two scheduled
+  actions on the group's Auto Scaling group, scale out to the block's size at its start and back to 0
+  before EC2 terminates its instances (policies/capacity_blocks.py and .yaml, with the sources);
+- with FSx for Lustre, the Lustre client installed at boot (the AL2023 EKS AMIs do not ship it).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from accel.base.errors import invalid_arg
 from accel.components.aws.common import resource_tags, template_version
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
+from accel.policies.capacity_blocks import CapacityBlockWindow
 from accel.policies.hardware import AwsGpuInstance
 from accel.policies.plan import Capacity, GpuPool
 from accel.policies.pools import gpu_pool, pool_capacity
@@ -46,11 +51,7 @@ _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-
 
 # AL2023 nodeadm: stripe the instance-store NVMe disks into one RAID0 volume for containerd and
 # the kubelet, so image layers and scratch data land on local NVMe instead of the EBS root.
-_LOCAL_NVME_USER_DATA = """MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary="ACCEL"
-
---ACCEL
-Content-Type: application/node.eks.aws
+_LOCAL_NVME_PART = """Content-Type: application/node.eks.aws
 
 ---
 apiVersion: node.eks.aws/v1alpha1
@@ -59,9 +60,29 @@ spec:
   instance:
     localStorage:
       strategy: RAID0
-
---ACCEL--
 """
+# The FSx CSI driver's node plugin mounts with the host's Lustre kernel client, which the AL2023 EKS AMIs
+# (the NVIDIA one included) do not ship: EKS's own FSx tuning guide installs it from node user data
+# (docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-non-efa.html, "Install Lustre client" for AL2023),
+# and the EKS AMI maintainers declined to bake it in, pointing to user data (awslabs/amazon-eks-ami#2696).
+# The AL2023 package is `lustre-client` (FSx for Lustre User Guide, "Installing the Lustre client").
+_LUSTRE_CLIENT_PART = """Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+set -euo pipefail
+dnf install -y lustre-client
+"""
+
+
+def node_user_data(local_nvme_raid0: bool, lustre_client: bool) -> str | None:
+    """The launch template's MIME multi-part user data (EKS merges its own NodeConfig part), base64."""
+    parts = [part for wanted, part in ((local_nvme_raid0, _LOCAL_NVME_PART), (lustre_client, _LUSTRE_CLIENT_PART))
+             if wanted]
+    if not parts:
+        return None
+    body = "".join(f"--ACCEL\n{part}\n" for part in parts)
+    text = f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="ACCEL"\n\n{body}--ACCEL--\n'
+    return base64.b64encode(text.encode()).decode()
 
 
 @dataclass(frozen=True)
@@ -81,7 +102,10 @@ class GpuNodeGroupArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
     imds_hop_limit: int = 1
     local_nvme_raid0: bool = True
+    lustre_client: bool = False              # install the Lustre client at boot (FSx for Lustre mounts)
     node_repair: bool = True
+    # Capacity blocks: the block's window; the group is scaled out at its start and in before its end.
+    capacity_block_window: CapacityBlockWindow | None = None
     depends_on: Sequence[pulumi.Resource] = ()  # e.g. EksCluster.compute_dependencies
 
     def __post_init__(self) -> None:
@@ -180,6 +204,20 @@ class GpuNodeGroupArgs:
             raise invalid_arg(_ARGS, "capacity.reservation", capacity.reservation,
                           "only used with provisioning 'reservation' or 'capacity-block', "
                           f"not {capacity.provisioning!r}")
+        window = self.capacity_block_window
+        if capacity.provisioning == "capacity-block":
+            if not isinstance(window, CapacityBlockWindow):
+                raise invalid_arg(_ARGS, "capacity_block_window", window,
+                                  "a CapacityBlockWindow(start, end): a capacity block's instances run only in its "
+                                  "window, and the node group is scaled out at its start and in before its end "
+                                  "(docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html)")
+            if self.start_nodes not in (None, 0):
+                raise invalid_arg(_ARGS, "start_nodes", self.start_nodes,
+                                  "0 (or unset) on a capacity block: the group starts at size 0 and the scheduled "
+                                  "scale-out at the block's start brings the nodes (EKS capacity-blocks-mng.html)")
+        elif window is not None:
+            raise invalid_arg(_ARGS, "capacity_block_window", window,
+                              f"only for provisioning 'capacity-block', not {capacity.provisioning!r}")
 
     def needs_single_zone(self) -> str | None:
         return single_zone_reason(self.pool, self.capacity)
@@ -224,6 +262,7 @@ class GpuNodeGroupArgs:
             tags=tags, availability_zone=plan.zones[0] if single_zone else None,
             accelerator=pool.accelerator, kubernetes_version=cluster.kubernetes_version,
             depends_on=list(cluster.compute_dependencies),
+            lustre_client=plan.storage.filesystem == "fsx-lustre",
         )
         values.update(overrides)
         return cls(**values)
@@ -279,6 +318,11 @@ def _start_nodes(args: GpuNodeGroupArgs) -> int:
     return args.pool.nodes if args.start_nodes is None else args.start_nodes
 
 
+def _autoscaling_group_name(resources) -> str:
+    """The node group's Auto Scaling group, as EKS reports it (one per managed node group)."""
+    return resources[0].autoscaling_groups[0].name
+
+
 class GpuNodeGroup(pulumi.ComponentResource):
     """Launch template (+ placement group) + EKS managed node group for one GPU pool."""
 
@@ -329,8 +373,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
         )
         if placement_group is not None:
             template_args["placement"] = {"group_name": placement_group.name}
-        if args.local_nvme_raid0:
-            template_args["user_data"] = base64.b64encode(_LOCAL_NVME_USER_DATA.encode()).decode()
+        user_data = node_user_data(args.local_nvme_raid0, args.lustre_client)
+        if user_data is not None:
+            template_args["user_data"] = user_data
         if provisioning in RESERVED:
             template_args["capacity_reservation_specification"] = {
                 "capacity_reservation_target": {"capacity_reservation_id": capacity.reservation}}
@@ -365,6 +410,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
                                         ignore_changes=["scalingConfig.desiredSize"]),
         )
 
+        self.scheduled_actions = self._capacity_block_schedule(name, args, node_group)
         self.node_group_name = node_group.node_group_name
         self.launch_template_id = template.id
         self.placement_group_name = placement_group.name if placement_group is not None else None
@@ -378,6 +424,31 @@ class GpuNodeGroup(pulumi.ComponentResource):
             "capacity_type": capacity_type,
             "instance_types": args.instance_types,
         })
+
+    def _capacity_block_schedule(self, name: str, args: GpuNodeGroupArgs, node_group) -> list:
+        """Scheduled actions on the node group's Auto Scaling group around the capacity block's window.
+
+        EKS names the group's Auto Scaling group only once it exists (`resources[0].autoscaling_groups[0].name`),
+        so the actions take that output and depend on the node group."""
+        import pulumi_aws as aws
+
+        window = args.capacity_block_window
+        if window is None:
+            return []
+        group_name = node_group.resources.apply(_autoscaling_group_name)
+        return [
+            aws.autoscaling.Schedule(
+                f"{name}-{action.role}",
+                autoscaling_group_name=group_name,
+                scheduled_action_name=f"{name}-{action.role}",
+                start_time=action.start_time,
+                min_size=action.min_size,
+                max_size=action.max_size,
+                desired_capacity=action.desired_capacity,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[node_group]),
+            )
+            for action in window.scaling(args.pool.nodes)
+        ]
 
     @staticmethod
     def _labels(name: str, args: GpuNodeGroupArgs, facts: AwsGpuInstance) -> dict[str, str]:

@@ -8,6 +8,22 @@ import pulumi
 from accel.components.package.common import Ownership, Storage, child, given, served, storage_plan, tags
 
 
+def _block_window(start: Optional[str], end: Optional[str]):
+    """The capacity block's window from its two ISO 8601 inputs (None when neither is given)."""
+    from datetime import datetime
+
+    from accel.base.errors import invalid_arg
+    from accel.policies.capacity_blocks import CapacityBlockWindow
+
+    if start is None and end is None:
+        return None
+    try:
+        return CapacityBlockWindow(datetime.fromisoformat(str(start)), datetime.fromisoformat(str(end)))
+    except (TypeError, ValueError) as error:
+        raise invalid_arg("AwsGpuNodeGroup", "capacityBlockStart/capacityBlockEnd", f"{start} .. {end}",
+                          f"both, ISO 8601 with a zone, end after start ({error})") from None
+
+
 class AwsGpuNodeGroupInputs(TypedDict):
     """An EKS managed node group of whole GPU instances, from accelerator and GPU count."""
 
@@ -29,6 +45,10 @@ class AwsGpuNodeGroupInputs(TypedDict):
     """Capacity type: on-demand (default), spot, capacity-block, reservation."""
     reservation: NotRequired[str]
     """Capacity reservation or capacity block id."""
+    capacityBlockStart: NotRequired[str]
+    """Capacity blocks: when the block starts, ISO 8601 with a zone (e.g. 2030-01-06T11:30:00Z)."""
+    capacityBlockEnd: NotRequired[str]
+    """Capacity blocks: when the block ends; the group is scaled in an hour before."""
     ownership: Ownership
     """Tags for cost and ownership."""
 
@@ -48,7 +68,8 @@ class AwsGpuNodeGroup(pulumi.ComponentResource):
             args["accelerator"], args["gpus"], cluster_name=args["clusterName"], node_role_arn=args["nodeRoleArn"],
             subnet_ids=args["subnetIds"], security_group_ids=args["securityGroupIds"], tags=tags(args["ownership"]),
             machine_type=args.get("instanceType"), provisioning=args.get("provisioning", "on-demand"),
-            reservation=args.get("reservation"))
+            reservation=args.get("reservation"),
+            capacity_block_window=_block_window(args.get("capacityBlockStart"), args.get("capacityBlockEnd")))
         super().__init__("accel:index:AwsGpuNodeGroup", name, None, opts)
         inner = served(AwsGpuNodeGroup)(name, built, child(self))
         self.nodeGroupName = inner.node_group_name
