@@ -392,8 +392,10 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
     hourly = capacity * offer.price_per_gib_month.usd / HOURS_PER_MONTH
     share = hourly / fleet_hourly_usd if fleet_hourly_usd > 0 else math.inf
     if share > storage.filesystem_max_cost_fraction.value:
-        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be {share:.1%} "
-                               f"of the fleet's cost: buckets are enough")
+        share_words = (f"{share:.1%} of the fleet's cost" if math.isfinite(share) else
+                       "the run's only added cost (the fleet's marginal cost is $0: a reservation already paid for)")
+        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be "
+                               f"{share_words}: buckets are enough")
     return (StoragePlan(filesystem=offer.kind, filesystem_capacity_gib=capacity),
             f"{offer.kind} {capacity} GiB ({offer.tier}, ${hourly:,.2f}/h, {share:.1%} of the fleet) for checkpoints "
             f"and restores across {hosts} hosts")
