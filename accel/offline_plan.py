@@ -362,6 +362,20 @@ def _catalog_for(values: Mapping[str, Any], source: str, project_dir: Path) -> A
     return load_catalog(None if overlay is None else project_dir / overlay)
 
 
+def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> Any:
+    """The stack's declared reservation the Plan's pools run on (priced as it declares), or None."""
+    from accel.policies.reservations import RESERVED_TYPES
+    from accel.stack_settings import settings_from_config
+
+    if plan.capacity.provisioning not in RESERVED_TYPES:
+        return None
+    try:
+        reservations = settings_from_config(values, source).reservations
+    except UsageError:
+        return None
+    return next((r for r in reservations if r.name == plan.capacity.reservation), None)
+
+
 def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, project_dir: Path) -> None:
     """Price what the program declared; refuse a Plan whose pools, nodes or chips say otherwise.
 
@@ -369,7 +383,7 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
     stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
     from accel.policies.pin_check import check_pin, repin_hint
     from accel.policies.plan import Plan
-    from accel.policies.pricing import price_resources
+    from accel.policies.pricing import bill_reservation, price_resources
 
     result.pinned_hourly_usd, result.pinned_run_usd = result.hourly_usd, result.run_usd
     if result.plan is None:
@@ -380,6 +394,9 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         return  # shown as exported; nothing typed to compare with
     built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources),
                             _catalog_for(values, source, project_dir))
+    held = _declared_reservation(values, source, plan)
+    if held is not None:
+        built = bill_reservation(built, held)
     result.built = built
     hourly = built.hourly_usd
     if result.existing_cluster is not None and not built.accelerator_pools:

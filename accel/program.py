@@ -177,7 +177,8 @@ def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -
         plan = plan_from_pin(workload, catalog, extra_offerings=extra)
         notes.append(f"no pinned plan: estimated the hardware pin at run time (catalog {catalog.version})")
     else:
-        plan = choose_plan(workload, catalog, settings.objective, extra_offerings=extra)
+        plan = choose_plan(workload, catalog, settings.objective, extra_offerings=extra,
+                           reservations=settings.reservations)
         notes.append(f"no pinned plan: chose {plan.chosen.accelerator} x {plan.chosen.chips} at run time "
                      f"(catalog {catalog.version}); pin it with `accel choose --write-stack` so prices "
                      "can't change the hardware")

@@ -1,11 +1,13 @@
 """The MFU model: model FLOPs utilisation as a function of model size, accelerator, precision and scale,
 calibrated on the table of published training runs (policies/catalog/published_runs.yaml).
 
-    log MFU = intercept[accelerator] + a * x + b * x**2 + d * log2(chips / 8) + m * [multislice]
+    log MFU = intercept[accelerator] + a * x + b * x**2 + d * log2(chips / 8) + m * [multislice] + log dcn
 
 where x = log10(parameters / 1e10). Small models leave the matrix units idle on short matmuls and large ones
 pay for model parallelism (the quadratic in size), bigger fleets pay for collectives (d), and slices joined
-over the data-centre network pay once more (m). An accelerator's intercept is its class's (tpu-3d, tpu-2d,
+over the data-centre network pay for their per-step gradient all-reduce (`dcn`, policies/dcn.py: a function
+of the slice count, the model's gradient bytes, the global batch and the chips' DCN bandwidth, not fitted)
+and once more for what that does not explain (m: DCN latency, stragglers). An accelerator's intercept is its class's (tpu-3d, tpu-2d,
 gpu-nvlink) plus its own offset, ridge-shrunk toward the class so one published run cannot swing it; an
 accelerator with no published run takes its class's intercept. The model predicts bf16 step MFU; fp8 runs
 enter at bf16-equivalent speed (published fp8 MFU x fp8 peak / bf16 peak / fp8_speedup).
@@ -27,7 +29,9 @@ from pydantic import Field, model_validator
 
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
-from accel.policies.catalog.model import Accelerator, Catalog
+from accel.policies import shapes
+from accel.policies.catalog.model import Accelerator, Catalog, rule_for
+from accel.policies.dcn import DcnStep, dcn_seconds, dcn_step, efficiency_from_observed
 from accel.policies.workload import AcceleratorId
 
 PUBLISHED_RUNS = Path(__file__).resolve().parent / "catalog" / "published_runs.yaml"
@@ -152,13 +156,54 @@ def fit(runs: list[PublishedRun], catalog: Catalog) -> MfuFit:
         row[len(classes) + ids.index(accelerator.id)] = 1.0
         row[len(classes) + len(ids):] = _features(run.parameters, run.chips, run.slices)
         rows.append(row)
-        targets.append(math.log(bf16_equivalent_mfu(run, catalog.accelerator(run.accelerator), fp8_speedup)))
+        published = bf16_equivalent_mfu(run, catalog.accelerator(run.accelerator), fp8_speedup)
+        # The fit is of the MFU within a slice: the modelled DCN all-reduce is taken out of a multislice step.
+        targets.append(math.log(published) - math.log(_observed_dcn_efficiency(run, published, catalog)))
     penalty = [0.0] * len(classes) + [model.accelerator_ridge.value] * len(ids) + [model.slope_ridge.value] * 4
     solution = _ridge(rows, targets, penalty)
     tail = solution[len(classes) + len(ids):]
     return MfuFit(class_intercepts=dict(zip(classes, solution[:len(classes)])),
                   accelerator_offsets=dict(zip(ids, solution[len(classes):len(classes) + len(ids)])),
                   size_slope=tail[0], size_curvature=tail[1], scale_slope=tail[2], multislice=tail[3], rows=len(runs))
+
+
+def run_batch_tokens(catalog: Catalog, parameters: float, global_batch_tokens: float | None) -> float:
+    """A run's global batch: as published, else the default for its size (assumptions.yaml)."""
+    if global_batch_tokens is not None:
+        return global_batch_tokens
+    return rule_for(catalog.defaults.training.global_batch_tokens_by_size, parameters).value
+
+
+def _dcn_settings(catalog: Catalog, accelerator_id: str) -> tuple[float, float, float] | None:
+    """(DCN Gbps per chip, gradient bytes per parameter, overlap) for a TPU; None for chips without a DCN figure."""
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(accelerator_id)
+    if generation is None or not generation.dcn_gbps_per_chip:
+        return None
+    training = catalog.defaults.training
+    return generation.dcn_gbps_per_chip, training.dcn_gradient_bytes_per_parameter.value, training.dcn_overlap.value
+
+
+def _observed_dcn_efficiency(run: PublishedRun, published_mfu: float, catalog: Catalog) -> float:
+    settings = _dcn_settings(catalog, run.accelerator) if run.slices > 1 else None
+    if settings is None:
+        return 1.0
+    gbps, gradient_bytes, overlap = settings
+    peak = catalog.accelerator(run.accelerator).peak_bf16_tflops * 1e12
+    tokens = run_batch_tokens(catalog, run.parameters, run.global_batch_tokens)
+    step = 6.0 * run.parameters * tokens / (run.chips * peak * published_mfu)
+    return efficiency_from_observed(step, dcn_seconds(run.parameters, run.chips, run.slices, gbps, gradient_bytes),
+                                    overlap)
+
+
+def dcn_breakdown(catalog: Catalog, accelerator: Accelerator, parameters: float, chips: int, slices: int,
+                  slice_mfu: float, global_batch_tokens: float | None = None) -> DcnStep | None:
+    """One step's compute and cross-slice all-reduce at `slice_mfu` (None: one slice, or no DCN figure)."""
+    settings = _dcn_settings(catalog, accelerator.id) if slices > 1 else None
+    if settings is None:
+        return None
+    gbps, gradient_bytes, overlap = settings
+    return dcn_step(parameters, run_batch_tokens(catalog, parameters, global_batch_tokens), chips, slices,
+                    accelerator.peak_bf16_tflops * 1e12, slice_mfu, gbps, gradient_bytes, overlap)
 
 
 def _calibrated_as(catalog: Catalog, accelerator_id: str) -> str:
@@ -186,8 +231,12 @@ def _ridge(rows: list[list[float]], targets: list[float], penalty: list[float]) 
 
 
 def predict(fitted: MfuFit, catalog: Catalog, accelerator: Accelerator, parameters: float, chips: int,
-            slices: int = 1, decay_per_doubling: float | None = None, multislice_efficiency: float | None = None) -> float:
-    """bf16 step MFU of a dense model of `parameters` on `chips` chips (in `slices` slices)."""
+            slices: int = 1, decay_per_doubling: float | None = None, multislice_efficiency: float | None = None,
+            global_batch_tokens: float | None = None) -> float:
+    """bf16 step MFU of a dense model of `parameters` on `chips` chips (in `slices` slices).
+
+    Across slices: the fitted multislice factor times the DCN all-reduce's efficiency at this slice count and
+    global batch (default: the size's default batch), or the workload's `multislice_efficiency` for both."""
     calibrated = catalog.accelerator(_calibrated_as(catalog, accelerator.id))
     intercept = fitted.intercept(calibrated.id, calibrated.mfu_class)
     if intercept is None:
@@ -199,9 +248,13 @@ def predict(fitted: MfuFit, catalog: Catalog, accelerator: Accelerator, paramete
     x, x2, doublings, multislice = _features(parameters, chips, slices)
     scale = math.log(decay_per_doubling) if decay_per_doubling is not None else fitted.scale_slope
     across = math.log(multislice_efficiency) if multislice_efficiency is not None else fitted.multislice
-    value = math.exp(intercept + fitted.size_slope * x + fitted.size_curvature * x2 + scale * doublings
-                     + across * multislice)
-    return min(value, catalog.defaults.mfu_model.max_mfu.value)
+    value = min(math.exp(intercept + fitted.size_slope * x + fitted.size_curvature * x2 + scale * doublings
+                         + across * multislice), catalog.defaults.mfu_model.max_mfu.value)
+    if multislice_efficiency is None:
+        step = dcn_breakdown(catalog, accelerator, parameters, chips, slices, value, global_batch_tokens)
+        if step is not None:
+            value *= step.efficiency
+    return value
 
 
 _FITS: dict[tuple, MfuFit] = {}
@@ -245,7 +298,8 @@ def leave_one_out(catalog: Catalog, runs: list[PublishedRun] | None = None) -> l
     for i, run in enumerate(runs):
         fitted = fit(runs[:i] + runs[i + 1:], catalog)
         accelerator = catalog.accelerator(run.accelerator)
-        predicted = predict(fitted, catalog, accelerator, run.parameters, run.chips, run.slices)
+        predicted = predict(fitted, catalog, accelerator, run.parameters, run.chips, run.slices,
+                            global_batch_tokens=run.global_batch_tokens)
         errors.append(RunError(run, bf16_equivalent_mfu(run, accelerator, fp8_speedup), predicted))
     return errors
 

@@ -26,6 +26,7 @@ from accel.policies.estimate import (
 )
 from accel.policies.ladders import Size
 from accel.policies.plan import Estimate, Option
+from accel.policies.reservations import DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
 
 K = TypeVar("K")
@@ -43,10 +44,19 @@ class Candidate:
     evaluation: Evaluation
     chip_price: Price
     host_price: Price | None
+    reserved: DeclaredReservation | None = None   # sized on this declared reservation (on-demand beyond it)
 
     @property
     def family(self) -> str:
         return self.offering.family
+
+
+def fleet_hourly(chips: int, hosts: int, chip: Price, host: Price | None,
+                 reserved: DeclaredReservation | None = None) -> float:
+    """$/h of a fleet: chips and host VMs at the catalog price, or, on a declared reservation, its machines
+    as the declaration bills them and any overflow beyond its count at that catalog (on-demand) price."""
+    on_demand = chips * chip.usd + hosts * (host.usd if host else 0.0)
+    return on_demand if reserved is None else reserved_hourly(reserved, hosts, on_demand / hosts)
 
 
 @dataclass
@@ -67,6 +77,7 @@ class SearchContext:
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
     hours_cache: dict[tuple[str, bool], dict[int, float]] = field(default_factory=dict)
+    reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
@@ -142,7 +153,8 @@ def node_limit_violation(offering: Offering, hosts: int, slices: int, training: 
     return f"{hosts} nodes in one cluster: {node_limit_words(offering, limit)} ({limit.source})"
 
 
-def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> SearchContext:
+def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str,
+                   reservations: Sequence[DeclaredReservation] = ()) -> SearchContext:
     """The context of one search; ValueError on an unknown objective."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -152,7 +164,7 @@ def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str) -> Sear
     batch_chips, batch_why = (batch_chip_limit(spec, resolved, catalog.defaults) if spec.kind != "inference"
                               else (max_chips, ""))
     return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips,
-                         batch_chips, batch_why)
+                         batch_chips, batch_why, reservations=tuple(reservations))
 
 
 def price_groups(ctx: SearchContext, offering: Offering, spot: bool) -> list[tuple[list[str], Price, Price | None]]:
@@ -174,6 +186,27 @@ def price_groups(ctx: SearchContext, offering: Offering, spot: bool) -> list[tup
     return list(groups.values())
 
 
+def reserved_groups(ctx: SearchContext, offering: Offering
+                    ) -> list[tuple[DeclaredReservation, list[str], Price, Price | None]]:
+    """(reservation, [its region], on-demand chip price, host price) for each declared reservation of the
+    offering's machine type in a region it is offered in and the workload allows: sized apart from on-demand,
+    priced as the declaration bills it."""
+    if ctx.spec.constraints.spot == "required":
+        return []
+    allowed = ctx.spec.constraints.regions
+    groups = []
+    for reservation in ctx.reservations:
+        if reservation.machineType != offering.machine_type:
+            continue
+        region = region_of_reservation(reservation, offering.regions)
+        if region is None or (allowed and region not in allowed):
+            continue
+        prices = offering.prices(region, False)
+        if prices is not None:
+            groups.append((reservation, [region], *prices))
+    return groups
+
+
 def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
     """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot."""
     return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
@@ -187,8 +220,9 @@ def to_option(candidate: Candidate, region: str) -> Option:
         chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
         hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
         total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
-        offering=o.id, zone=o.regions[region].zones[0], chips_per_host=s.chips_per_host,
-        provisioning="spot" if candidate.spot else o.provisioning, goodput=_fraction(e.goodput),
+        offering=o.id, chips_per_host=s.chips_per_host, goodput=_fraction(e.goodput),
+        zone=candidate.reserved.zone if candidate.reserved else o.regions[region].zones[0],
+        provisioning=("spot" if candidate.spot else candidate.reserved.kind if candidate.reserved else o.provisioning),
     )
 
 
@@ -222,6 +256,10 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         price_source += f"; host: {candidate.host_price.source} (as of {candidate.host_price.as_of})"
     detail = dict(e.detail)
     detail["price"] = price_text
+    if candidate.reserved is not None:
+        on_demand = fleet_hourly(option.chips, option.hosts, candidate.chip_price, candidate.host_price)
+        detail["reserved"] = reserved_words(candidate.reserved, option.hosts, on_demand / option.hosts)
+        price_source += f"; reserved capacity: accel:reservations {candidate.reserved.name!r}"
     assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
                                   candidate.spot, option.chips, option.slices, price_source, detail)
     if spec.kind == "inference":

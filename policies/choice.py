@@ -31,6 +31,7 @@ class Choice:
     pinned: bool = False
     closest_infeasible: list[Option] = field(default_factory=list)   # per family with no feasible option
     option_details: list[dict] = field(default_factory=list)   # estimator breakdown of each option, same order
+    reservation: str | None = None   # the declared reservation the chosen option runs on (accel:reservations)
 
     def to_json(self) -> dict:
         """The `accel choose --json` object (docs/contracts.md, section 2.1)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from accel.policies.calibration import calibrated_fit, predict
+from accel.policies.calibration import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import Accelerator, Catalog, Defaults, FilesystemOffer, rule_for
 from accel.policies.plan import Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
@@ -229,6 +229,7 @@ class TrainingModel:
         self.parameters = spec.model.parameters
         self.decay_override = resolved.decay_override
         self.multislice_override = resolved.multislice_override
+        self.batch_tokens, _ = global_batch(spec, catalog.defaults)   # sets the DCN cost of a multislice step
         self._mfu_cache: dict[tuple[int, int], float] = {}
         self.goodput = resolved["goodput"]
         rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
@@ -250,7 +251,7 @@ class TrainingModel:
         if value is None:
             value = self._mfu_cache[key] = predict(self.fit, self.catalog, self.accelerator, self.parameters, chips,
                                                    slices, self.decay_override,
-                                                   self.multislice_override)
+                                                   self.multislice_override, self.batch_tokens)
         return value
 
     def productivity(self, hosts: int) -> float:
@@ -408,8 +409,10 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
     hourly = capacity * offer.price_per_gib_month.usd / HOURS_PER_MONTH
     share = hourly / fleet_hourly_usd if fleet_hourly_usd > 0 else math.inf
     if share > storage.filesystem_max_cost_fraction.value:
-        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be {share:.1%} "
-                               f"of the fleet's cost: buckets are enough")
+        share_words = (f"{share:.1%} of the fleet's cost" if math.isfinite(share) else
+                       "the run's only added cost (the fleet's marginal cost is $0: a reservation already paid for)")
+        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be "
+                               f"{share_words}: buckets are enough")
     return (StoragePlan(filesystem=offer.kind, filesystem_capacity_gib=capacity),
             f"{offer.kind} {capacity} GiB ({offer.tier}, ${hourly:,.2f}/h, {share:.1%} of the fleet) for checkpoints "
             f"and restores across {hosts} hosts")
@@ -473,7 +476,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
     else:
         decay = resolved.decay_override or fitted.decay_per_doubling()
         mfu = predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
-                      resolved.multislice_override)
+                      resolved.multislice_override, global_batch(spec, catalog.defaults)[0])
         mfu_source = calibrated if resolved.decay_override is None else f"decay: {OVERRIDE}; model: {calibrated}"
         mfu_value = (f"{mfu:.3g} for {spec.model.parameters / 1e9:,.3g}B parameters on {chips:,} chips "
                      f"(x{decay:.3g} per doubling of chips)")
@@ -504,9 +507,20 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                                 value=factor, source=factor_source))
     if slices > 1 and resolved.mfu_override is None:
         across = resolved.multislice_override
+        step = None if across is not None else dcn_breakdown(
+            catalog, accelerator, spec.model.parameters, chips, slices,
+            predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
+                    math.exp(fitted.multislice)),
+            global_batch(spec, catalog.defaults)[0])
+        dcn = 1.0 if step is None else step.efficiency
         items.append(Assumption(name="multislice_efficiency",
-                                value=_round(across if across is not None else math.exp(fitted.multislice)),
-                                source=OVERRIDE if across is not None else calibrated))
+                                value=_round(across if across is not None else math.exp(fitted.multislice) * dcn),
+                                source=OVERRIDE if across is not None else (
+                                    f"fitted multislice factor x{math.exp(fitted.multislice):.3g} ({calibrated}) x "
+                                    f"DCN all-reduce efficiency {dcn:.3g} over {slices} slices" + (
+                                        f" ({step.dcn_seconds:.3g} s of gradient all-reduce per "
+                                        f"{step.compute_seconds:.3g} s step, {step.exposed_seconds:.3g} s exposed; "
+                                        "policies/dcn.py)" if step is not None else ""))))
     if spot:
         items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
                              source=resolved.preemption_sources.get(cloud, "")),

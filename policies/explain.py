@@ -161,7 +161,8 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
         spot_reasons = [r.removeprefix("spot: ") for c, r in offering_reasons.get(chosen.offering, [])
                         if r.startswith("spot: ")]
         if same:
-            lines.append(f"On-demand over spot: spot here would cost {money(same[0].total_usd)} "
+            lines.append(f"{'Reserved' if chosen.provisioning in ('reservation', 'capacity-block') else 'On-demand'}"
+                         f" over spot: spot here would cost {money(same[0].total_usd)} "
                          f"and take {duration(same[0].hours)}.")
         elif spot_reasons:
             lines.append(f"On-demand over spot: a synchronous job restarts whenever any host is preempted, and on "
@@ -191,6 +192,9 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
                                                                   ", the fastest fleet within the limits."))
         elif chosen.chips <= smallest:
             lines.append(f"Sized by memory: {memory}; the smallest such fleet already meets {limits[0]}: {work}.")
+        elif chosen.total_usd == 0:
+            lines.append(f"Sized by the reservation: {memory}; the reservation is already paid for, so its "
+                         f"fastest fleet costs nothing more: {work}.")
         else:
             lines.append(f"Sized by {limits[0]}: {memory}, but finishing in time takes more: {work}.")
     runner = next((o for o in options[1:] if o.offering != chosen.offering or o.spot != chosen.spot), None)
@@ -198,7 +202,8 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
         delta = (runner.total_usd / chosen.total_usd - 1) * 100 if chosen.total_usd else 0.0
         terms = (f"{money(runner.hourly_usd)}/h" if spec.kind == "inference"
                  else f"{duration(runner.hours)}")
-        lines.append(f"Runner-up: {describe(runner)} at {money(runner.total_usd)} ({delta:+.0f}%), {terms}.")
+        versus = f"{delta:+.0f}%" if chosen.total_usd else "the chosen costs nothing more"
+        lines.append(f"Runner-up: {describe(runner)} at {money(runner.total_usd)} ({versus}), {terms}.")
     return lines
 
 

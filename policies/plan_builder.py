@@ -46,7 +46,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # Tightly coupled training lives in one zone (placement policy / cluster placement group);
         # serving spreads over every zone that has the GPU.
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
-    capacity = Capacity(provisioning=option.provisioning, reservation=offering.reservation)
+    capacity = Capacity(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation)
     storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
     rationale = list(choice.rationale)
     node_limit = choice.estimate.details.get("node_limit")

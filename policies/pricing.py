@@ -10,6 +10,10 @@ price plus the host VM where the cloud bills it apart, `Offering.prices`) and pa
 (capacity x the price of the throughput tier the inputs name). A compute or NAT resource the catalog
 has no price for is listed as unpriced with the reason, never guessed. Everything else (IAM, VPCs,
 buckets billed by use) is not a priced kind and is left out.
+
+Pools on a declared reservation (`bill_reservation`) are then priced as the declaration bills them
+(committed $/h per machine, or $0 marginal when already paid), the reservation's count shared across
+the pools in order, any machines beyond it at the on-demand price: the same rule `accel choose` uses.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pydantic import Field
 from accel.base.model import StrictModel
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.estimate import HOURS_PER_MONTH
+from accel.policies.reservations import DeclaredReservation
 
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -52,6 +57,8 @@ class PricedResource(StrictModel):
     hourly_usd: float | None = None
     reason: str | None = Field(None, description="Why it is not priced")
     source: str | None = Field(None, description="The catalog price the figure comes from")
+    reservation: str | None = Field(None, description="The declared reservation the pool's nodes are billed on")
+    reserved_nodes: int | None = Field(None, description="Nodes billed at the reservation's price (the rest on demand)")
 
     @property
     def priced(self) -> bool:
@@ -278,3 +285,27 @@ def price_resources(resources: Iterable[tuple[str, str, Mapping[str, Any]] | tup
              if (item := price_resource(rtype, name, inputs, catalog, region,
                                         templates.get(parent) if parent else None)) is not None]
     return BuiltCost(catalog_version=catalog.version, catalog_as_of=catalog.as_of.isoformat(), items=items)
+
+
+def bill_reservation(built: BuiltCost, reservation: DeclaredReservation) -> BuiltCost:
+    """The built cost with the accelerator pools of the reservation's machine type priced as it declares:
+    its count shared across those pools in order, each node within it at the reserved rate, the rest (the
+    overflow) at the on-demand price the pool was priced at."""
+    left = reservation.count
+    items = []
+    for item in built.items:
+        if (item.kind != "accelerator-pool" or item.machine_type != reservation.machineType
+                or item.hourly_usd is None or not item.nodes):
+            items.append(item)
+            continue
+        held = min(item.nodes, left)
+        left -= held
+        per_node = item.hourly_usd / item.nodes
+        hourly = held * reservation.machine_hourly_usd(per_node) + (item.nodes - held) * per_node
+        source = (f"reservation {reservation.name}: {held} nodes {reservation.billing_words()}"
+                  + (f", {item.nodes - held} on demand ({item.source})" if item.nodes > held else ""))
+        if reservation.committedUsdPerMachineHour is None and reservation.marginal is None:
+            source += f" ({item.source})"
+        items.append(item.model_copy(update={"hourly_usd": hourly, "source": source,
+                                             "reservation": reservation.name, "reserved_nodes": held}))
+    return built.model_copy(update={"items": items})

@@ -23,16 +23,18 @@ from accel.policies.candidates import (
     estimate_for,
     hard_filter,
     price_groups,
+    reserved_groups,
     search_context,
     spot_modes,
     to_option,
 )
-from accel.policies.catalog.model import Catalog, Offering
+from accel.policies.catalog.model import Catalog, Offering, Price
 from accel.policies.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.explain import accelerator_name, explain_choice, explain_infeasible
 from accel.policies.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
 from accel.policies.plan_builder import make_plan
+from accel.policies.reservations import DeclaredReservation
 from accel.policies.sizing import SizingOutcome, keep_fastest_replica, size_inference, size_training
 from accel.policies.workload import WorkloadSpec
 
@@ -47,12 +49,16 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
     primary = (e.total_usd, e.hours, latency) if objective == "cost" else (
         (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (e.hours, e.total_usd))
-    return (*primary, candidate.offering.id, region_rank, candidate.spot)
+    # On equal figures a reserved option comes first: its capacity is held, on-demand capacity may not be there.
+    return (*primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
 
 
 def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"] = "cost",
-           extra_offerings: Sequence[Offering] = ()) -> Choice:
+           extra_offerings: Sequence[Offering] = (), reservations: Sequence[DeclaredReservation] = ()) -> Choice:
     """Pick the hardware for a workload. A hardware pin skips the search and estimates the pin.
+
+    `reservations` (the stack's accel:reservations) are sized as capacity of their own: their machines at the
+    price they declare (committed, or $0 when already paid), any overflow beyond their count at on-demand.
 
     Raises NoFeasibleOption (exit 3) with the eliminations and the closest option when nothing fits, and
     WorkloadFieldError (exit 2; the caller adds the file) for a region that no offering has.
@@ -61,7 +67,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
         return choose_pinned(spec, catalog, objective, extra_offerings)
     offerings = list(catalog.offerings) + list(extra_offerings)
     check_regions(spec.constraints.regions, offerings, "constraints.regions")
-    ctx = search_context(spec, catalog, objective)
+    ctx = search_context(spec, catalog, objective, reservations)
     region_order = {o.id: {r: i for i, r in enumerate(spec.constraints.regions or o.regions)} for o in offerings}
     ranked: list[tuple[tuple, Candidate, str]] = []
     rejected: list[dict] = []
@@ -83,27 +89,31 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             continue
         reasons: list[tuple[str, str]] = []
         found = False
+        points: list[tuple[bool, list[str], Price, Price | None, DeclaredReservation | None]] = []
         for spot in spot_modes(spec):
             groups = price_groups(ctx, offering, spot)
             if not groups and spot:
                 reasons.append(("spot", "no spot capacity in the allowed regions"))
-            for regions, chip, host in groups:
-                outcome = SizingOutcome()
-                sizer(ctx, offering, spot, regions, chip, host, outcome)
-                if spec.kind == "inference" and outcome.best is None:
-                    keep_fastest_replica(ctx, offering, spot, regions, chip, host, outcome)
-                near.extend(outcome.near)
-                if outcome.best is None:
-                    reasons.extend(outcome.reasons)
-                    continue
-                found = True
-                order = region_order[offering.id]
-                for region in regions:
-                    key = _rank_key(objective, outcome.best, order.get(region, len(order)))
-                    ranked.append((key, outcome.best, region))
-                for alternative in outcome.alternatives:
-                    key = _rank_key(objective, alternative, order.get(regions[0], len(order)))
-                    ranked.append((key, alternative, regions[0]))
+            points.extend((spot, regions, chip, host, None) for regions, chip, host in groups)
+        # The stack's reservations of this machine type: sized apart, priced as declared (and preferred on a tie).
+        points.extend((False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
+        for spot, regions, chip, host, held in points:
+            outcome = SizingOutcome()
+            sizer(ctx, offering, spot, regions, chip, host, outcome, held)
+            if spec.kind == "inference" and outcome.best is None:
+                keep_fastest_replica(ctx, offering, spot, regions, chip, host, outcome, held)
+            near.extend(outcome.near)
+            if outcome.best is None:
+                reasons.extend(outcome.reasons)
+                continue
+            found = True
+            order = region_order[offering.id]
+            for region in regions:
+                key = _rank_key(objective, outcome.best, order.get(region, len(order)))
+                ranked.append((key, outcome.best, region))
+            for alternative in outcome.alternatives:
+                key = _rank_key(objective, alternative, order.get(regions[0], len(order)))
+                ranked.append((key, alternative, regions[0]))
         offering_reasons[offering.id] = reasons
         if not found:
             unique = _merge_capacity_reasons([reason for _, reason in reasons])
@@ -126,6 +136,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     chosen = options[0]
     estimate = estimate_for(ctx, best, chosen)
     rationale = explain_choice(ctx, options, ranked, family_reasons, near, hard_reasons, offering_reasons)
+    rationale.extend(reservation_lines(ctx, ranked, options))
     closest_infeasible = []
     for family in ("tpu", "gpu"):
         if any(o.family == family for o in options):
@@ -138,7 +149,36 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     return Choice(chosen=chosen, options=options, rejected=rejected, rationale=rationale, estimate=estimate,
                   objective=objective, workload=spec, catalog=catalog_ref(catalog), chosen_offering=best.offering,
                   closest_infeasible=closest_infeasible,
-                  option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked])
+                  option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked],
+                  reservation=best.reserved.name if best.reserved else None)
+
+
+def reservation_lines(ctx, ranked: list[tuple[tuple, Candidate, str]], options: list) -> list[str]:
+    """What the stack's reservations cost and whether the choice is on one: its price (committed, or $0
+    marginal), the overflow at on-demand when the fleet is bigger, or why an on-demand option beat it."""
+    if not ctx.reservations:
+        return []
+    best = ranked[0][1]
+    if best.reserved is not None:
+        return [f"Capacity: {ctx.spec.name} runs on the stack's {best.reserved.kind} {best.reserved.name!r}; "
+                f"{estimate_detail(ctx, best, options[0])['reserved']}."]
+    lines = []
+    for reservation in ctx.reservations:
+        rank = next((i for i, (_, c, _) in enumerate(ranked) if c.reserved is reservation), None)
+        if rank is None:
+            lines.append(f"Capacity: the stack's reservation {reservation.name!r} ({reservation.count} x "
+                         f"{reservation.machineType} in {reservation.zone}) gave no feasible option (machine type, "
+                         "region or constraints rule it out).")
+        else:
+            option = options[rank]
+            lines.append(f"Capacity: the stack's reservation {reservation.name!r} ranks #{rank + 1}: "
+                         f"{estimate_detail(ctx, ranked[rank][1], option)['reserved']}; total "
+                         f"${option.total_usd:,.2f} against ${options[0].total_usd:,.2f} for the chosen option.")
+    return lines
+
+
+def estimate_detail(ctx, candidate: Candidate, option) -> dict:
+    return estimate_for(ctx, candidate, option).details
 
 
 def _merge_capacity_reasons(reasons: list[str]) -> list[str]:
@@ -158,6 +198,6 @@ def _merge_capacity_reasons(reasons: list[str]) -> list[str]:
 
 
 def choose_plan(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"] = "cost",
-                extra_offerings: Sequence[Offering] = ()) -> Plan:
+                extra_offerings: Sequence[Offering] = (), reservations: Sequence[DeclaredReservation] = ()) -> Plan:
     """choose() then make_plan(): the one call a stack program needs when no plan is pinned."""
-    return make_plan(spec, choose(spec, catalog, objective, extra_offerings), catalog)
+    return make_plan(spec, choose(spec, catalog, objective, extra_offerings, reservations), catalog)

@@ -10,6 +10,10 @@ functions over typed data:
   takes the declared reservation that holds its machine type in its region, in that zone, as
   capacity type `reservation` (`capacity-block` for an AWS Capacity Block): reserved capacity is
   preferred over buying on demand.
+- `reserved_hourly(reservation, machines, on_demand_per_machine)`: what a fleet on it costs per hour, as
+  the declaration says reserved capacity is billed (`committedUsdPerMachineHour`, or `marginal: zero` for
+  capacity already paid for whether used or not, else the catalog's on-demand rate); machines beyond its
+  count are priced at on-demand (`accel choose`, the Plan's figures and `accel plan`'s built cost alike).
 - `reservation_problems(plan, reservations)`: what does not fit — machine type, zone, count — in
   words that name the reservation and the pool, so `accel plan` refuses it (exit 2).
 """
@@ -73,6 +77,58 @@ class DeclaredReservation(StrictModel):
             return None
         return CapacityBlockWindow(self.start, self.end)
 
+    # How the reserved machines are billed (docs/scale.md, "Reserved prices"): at most one of the two.
+    committedUsdPerMachineHour: float | None = Field(
+        None, gt=0, le=10_000, description="What one reserved machine costs per hour under the commitment (your "
+                                           "contract's rate: a committed-use discount or Capacity Block price)")
+    marginal: Literal["zero"] | None = Field(
+        None, description="zero: already paid for (billed whether used or not), so using it costs nothing more")
+
+    @model_validator(mode="after")
+    def _one_billing(self) -> "DeclaredReservation":
+        if self.committedUsdPerMachineHour is not None and self.marginal is not None:
+            raise ValueError("give committedUsdPerMachineHour (a committed price) or marginal: zero (already paid "
+                             "for), not both")
+        return self
+
+    def machine_hourly_usd(self, on_demand_per_machine: float) -> float:
+        """What one reserved machine costs per hour: $0 when already paid, the committed rate, else on-demand."""
+        if self.marginal == "zero":
+            return 0.0
+        return self.committedUsdPerMachineHour if self.committedUsdPerMachineHour is not None else on_demand_per_machine
+
+    def billing_words(self) -> str:
+        """'$98.32/h per machine committed', '$0 marginal (already paid)' or 'at the on-demand rate'."""
+        if self.marginal == "zero":
+            return "$0 marginal (already paid)"
+        if self.committedUsdPerMachineHour is not None:
+            return f"${self.committedUsdPerMachineHour:,.2f}/h per machine committed"
+        return "at the catalog's on-demand rate (no committed price declared)"
+
+
+def reserved_hourly(reservation: DeclaredReservation, machines: int, on_demand_per_machine: float) -> float:
+    """$/h of `machines` machines on the reservation: up to its count at the reserved rate, the overflow
+    (machines beyond the count) at on-demand."""
+    held = min(machines, reservation.count)
+    return held * reservation.machine_hourly_usd(on_demand_per_machine) + (machines - held) * on_demand_per_machine
+
+
+def reserved_words(reservation: DeclaredReservation, machines: int, on_demand_per_machine: float) -> str:
+    """How a fleet on the reservation is priced, with the overflow when it is bigger than the reservation."""
+    held = min(machines, reservation.count)
+    words = (f"reserved: {reservation.name!r} ({reservation.count} x {reservation.machineType} in "
+             f"{reservation.zone}), {held} machines {reservation.billing_words()} = "
+             f"${held * reservation.machine_hourly_usd(on_demand_per_machine):,.2f}/h")
+    if machines > held:
+        words += (f"; overflow: {machines - held} machines beyond the reservation at on-demand "
+                  f"${on_demand_per_machine:,.2f}/h each = ${(machines - held) * on_demand_per_machine:,.2f}/h")
+    return words
+
+
+def region_of_reservation(reservation: DeclaredReservation, regions) -> str | None:
+    """The region (of `regions`) the reservation's zone is in, or None."""
+    return next((region for region in regions if _in_region(reservation.zone, region)), None)
+
 
 def _pool(plan: Plan) -> tuple[str, int, str]:
     """(machine type, machines, what they are) of the plan's accelerator pool."""
@@ -95,13 +151,19 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     match = next((r for r in reservations if r.machineType == machine_type and _in_region(r.zone, plan.region)), None)
     if match is None:
         return plan
-    chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone})
+    _, machines, _ = _pool(plan)
+    # The plan was priced on demand (a pin or a search without reservations): reprice it as declared.
+    per_machine = plan.chosen.hourly_usd / machines
+    hourly = round(reserved_hourly(match, machines, per_machine), 6)
+    total = round(hourly * plan.chosen.hours, 2)
+    chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly,
+                                            "total_usd": total})
+    estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total})
     capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name})
-    rationale = [*plan.rationale, f"Capacity: the stack's {match.kind} {match.name!r} ({match.count} x "
-                                  f"{match.machineType} in {match.zone}); priced at the catalog's on-demand rate, "
-                                  "which a committed reservation is billed at or below."]
-    return plan.model_copy(update={"chosen": chosen, "capacity": capacity, "zones": [match.zone],
-                                   "rationale": rationale})
+    rationale = [*plan.rationale, f"Capacity: the stack's {match.kind} {match.name!r}; "
+                                  f"{reserved_words(match, machines, per_machine)}."]
+    return plan.model_copy(update={"chosen": chosen, "estimate": estimate, "capacity": capacity,
+                                   "zones": [match.zone], "rationale": rationale})
 
 
 def capacity_block_window(plan: Plan, reservations: list[DeclaredReservation]) -> CapacityBlockWindow | None:

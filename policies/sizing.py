@@ -20,7 +20,8 @@ from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies import shapes
-from accel.policies.candidates import Candidate, SearchContext, gpu_fleet_max_nodes, node_limit_words
+from accel.policies.candidates import Candidate, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words
+from accel.policies.reservations import DeclaredReservation
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimate import Evaluation, training_memory_bytes
 from accel.policies.ladders import (
@@ -45,7 +46,8 @@ class SizingOutcome:
 
 
 def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
-                  host: Price | None, outcome: SizingOutcome) -> None:
+                  host: Price | None, outcome: SizingOutcome,
+                  reserved: DeclaredReservation | None = None) -> None:
     """The training fleet the objective picks on this offering's size ladder, into `outcome`."""
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
@@ -106,7 +108,6 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                             f"{plural(need, 'chip')}; {why}"))
         return
-    chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
     cache: dict[int, tuple[float, float]] = {}
     # Run time does not depend on the price: regions priced differently share it.
     shared_hours = ctx.hours_cache.setdefault((offering.id, spot), {})
@@ -118,7 +119,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             hours = shared_hours.get(i)
             if hours is None:
                 hours = shared_hours[i] = model.hours(s.chips, s.hosts, s.slices)
-            hit = cache[i] = (hours, hours * (s.chips * chip_usd + s.hosts * host_usd))
+            hit = cache[i] = (hours, hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
         return hit
 
     def hours(i: int) -> float:
@@ -152,10 +153,10 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             detail["spot_time_lost"] = round(hosts_loss, 4)
         if limit_detail and generation is None and i == hi:
             detail["node_limit"] = limit_detail
-        evaluation = Evaluation(hours=h, hourly_usd=s.chips * chip_usd + s.hosts * host_usd, total_usd=total,
+        evaluation = Evaluation(hours=h, hourly_usd=fleet_hourly(s.chips, s.hosts, chip, host, reserved), total_usd=total,
                                 mfu=model.mfu(s.chips, s.slices),
                                 goodput=model.goodput * max(model.productivity(s.hosts), 1e-6), detail=detail)
-        return Candidate(offering, regions, spot, s, evaluation, chip, host)
+        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved)
 
     def keep_closest() -> None:
         """When this group has nothing feasible, keep its closest size for the explanation: the smallest
@@ -189,8 +190,11 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     # objective is cost, smaller and cheaper when it is time.
     factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
     seen = {best}
-    for factor in factors:
-        i = ladder.first_at_least(math.ceil(ladder[best].chips * factor))
+    probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
+    if reserved is not None and ladder[lo].hosts <= reserved.count:
+        # The whole reservation: when it is already paid for, the fastest fleet it holds costs nothing more.
+        probes.append(_last_true(lo, hi, lambda i: ladder[i].hosts <= reserved.count))
+    for i in probes:
         if i in seen or not lo <= i <= hi:
             continue
         seen.add(i)
@@ -249,7 +253,8 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
 
 
 def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
-                   host: Price | None, outcome: SizingOutcome) -> None:
+                   host: Price | None, outcome: SizingOutcome,
+                   reserved: DeclaredReservation | None = None) -> None:
     """The serving fleet the objective picks: a replica size and enough replicas for the tokens/s target."""
     spec = ctx.spec
     assert spec.inference is not None
@@ -261,7 +266,6 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
     capacity = "spot" if spot else "on-demand"
     headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
     target = spec.inference.tokens_per_second
-    chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
     why_not: list[str] = []
     too_slow: list[tuple[float, int]] = []   # (decode step at batch 1, replica chips) of sizes over the p99 bound
     feasible: list[tuple[tuple, Candidate]] = []
@@ -277,7 +281,7 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
             continue
         replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
         fleet = serving_fleet(offering, size, replicas)
-        hourly = fleet.chips * chip_usd + fleet.hosts * host_usd
+        hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
         hours = spec.inference.hours
         latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
         utilisation = min(1.0, max(1e-6, model.step_flops_per_sequence * target / (fleet.chips * accelerator.peak_bf16_tflops * 1e12)))
@@ -288,7 +292,7 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
         }
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation,
                                 goodput=1.0, detail=detail)
-        cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host)
+        cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved)
         over_cap = fleet.chips > cap
         over_budget = ctx.budget is not None and evaluation.total_usd > ctx.budget
         # A GPU serving fleet is one node pool; a TPU replica is one slice, its own pool.
@@ -341,7 +345,8 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
 
 
 def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
-                     host: Price | None, outcome: SizingOutcome) -> None:
+                     host: Price | None, outcome: SizingOutcome,
+                     reserved: DeclaredReservation | None = None) -> None:
     """When the p99 bound is what rules an offering out, keep its fastest replica (at batch 1, enough replicas
     for the target) as a closest option. (The rejection reason itself states the p99 it compared.)"""
     fastest = _fastest_replica(ctx, offering)
@@ -359,7 +364,7 @@ def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, reg
     model = ctx.inference_model(offering)
     replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
     fleet = serving_fleet(offering, size, replicas)
-    hourly = fleet.chips * chip.usd + fleet.hosts * (host.usd if host else 0.0)
+    hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
     detail: dict[str, float | int | str] = {
         "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": 1, "p99_ms_per_token": round(p99_ms, 1),
         "tokens_per_second_per_replica": round(1.0 / step, 1), "bound": bound,
@@ -367,7 +372,7 @@ def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, reg
     hours = spec.inference.hours
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
                             detail=detail)
-    closest = Candidate(offering, regions, spot, fleet, evaluation, chip, host)
+    closest = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved)
     outcome.near.append((math.log(p99_ms / limit), closest, ""))
 
 

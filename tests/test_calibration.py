@@ -94,3 +94,67 @@ def test_pcie_cards_without_published_runs_run_below_nvlink_gpus(catalog):
     a100 = predict(fit, catalog, catalog.accelerator("a100-80gb"), 1e9, 8)
     assert l4 == pytest.approx(a100 * 0.7 * math.exp(-calibrated_fit(catalog).accelerator_offsets["a100-80gb"]),
                                rel=1e-9)
+
+
+# ---- the data-centre-network cost of a multislice (policies/dcn.py) ---------------------------------------
+
+def _multislice_mfu(catalog, parameters: float, slices: int, chips_per_slice: int = 256) -> float:
+    from accel.policies.calibration import calibrated_fit, predict
+
+    fitted = calibrated_fit(catalog)
+    return predict(fitted, catalog, catalog.accelerator("tpu-v5e"), parameters, chips_per_slice * slices, slices,
+                   global_batch_tokens=16e6)
+
+
+def _dcn_efficiency(catalog, parameters: float, slices: int, chips_per_slice: int = 256,
+                    batch_tokens: float = 16e6) -> float:
+    from accel.policies.calibration import calibrated_fit, dcn_breakdown, predict
+
+    fitted = calibrated_fit(catalog)
+    accelerator = catalog.accelerator("tpu-v5e")
+    chips = chips_per_slice * slices
+    slice_mfu = predict(fitted, catalog, accelerator, parameters, chips, slices, multislice_efficiency=1.0)
+    return dcn_breakdown(catalog, accelerator, parameters, chips, slices, slice_mfu, batch_tokens).efficiency
+
+
+def test_dcn_efficiency_falls_as_the_slices_grow(catalog):
+    efficiencies = [_dcn_efficiency(catalog, 64e9, slices) for slices in (2, 4, 8, 16, 32)]
+    assert all(later < earlier for earlier, later in zip(efficiencies, efficiencies[1:]))
+    assert efficiencies[-1] < 1.0
+
+
+def test_a_larger_model_pays_more_for_the_same_compute_per_step(catalog):
+    # The same FLOPs per step (parameters x batch tokens), as MaxText's configs run a larger model at a smaller
+    # per-chip batch: the larger model all-reduces 8x the gradient bytes in that step.
+    small = _dcn_efficiency(catalog, 16e9, 16, batch_tokens=16e6)
+    large = _dcn_efficiency(catalog, 128e9, 16, batch_tokens=2e6)
+    assert large < small
+
+
+def test_the_dcn_time_is_the_ring_all_reduce_of_the_gradients_over_each_chips_dcn_bandwidth():
+    from accel.policies.dcn import GBPS_TO_BYTES, dcn_seconds
+
+    # 2 slices of 256 chips, 10B parameters, 4 bytes each: each slice moves 2*(1/2)*40 GB over 256 x 25 Gb/s.
+    expected = 40e9 / (256 * 25 * GBPS_TO_BYTES)
+    assert dcn_seconds(10e9, 512, 2, 25, 4) == pytest.approx(expected)
+    assert dcn_seconds(10e9, 256, 1, 25, 4) == 0.0
+
+
+def test_one_slice_pays_no_dcn_cost(catalog):
+    from accel.policies.calibration import dcn_breakdown
+
+    assert dcn_breakdown(catalog, catalog.accelerator("tpu-v5e"), 64e9, 256, 1, 0.5) is None
+
+
+def test_every_tpu_generation_has_a_sourced_dcn_bandwidth():
+    from accel.policies import hardware
+
+    generations = hardware.current().tpu_generations.values()
+    assert generations
+    for generation in generations:
+        assert generation.dcn_gbps_per_chip > 0 and generation.dcn_source.startswith("tpu-dcn")
+
+
+def test_the_multislice_estimate_falls_with_the_slice_count(catalog):
+    mfus = [_multislice_mfu(catalog, 64e9, slices) for slices in (2, 8, 32)]
+    assert mfus[0] > mfus[1] > mfus[2]

@@ -168,3 +168,135 @@ def test_a_stack_whose_block_ends_before_it_starts_is_refused_naming_the_key(tmp
         plan_stack(None, capacity_block_stack(tmp_path, entry), tmp_path / "project")
     assert error.value.exit_code == 2
     assert "accel:reservations.0" in str(error.value) and "must be after start" in str(error.value)
+# ---- reserved prices: committed or zero marginal, preferred, overflow on demand --------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from accel.policies.ranking import choose  # noqa: E402
+from accel.policies.reservations import reserved_hourly  # noqa: E402
+
+H100_NODE = "a3-highgpu-8g"
+ZONE = "us-central1-a"
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    """An 8B run on Google Cloud whose cheapest on-demand option is not an H100 node."""
+    return workload_from_mapping({
+        "name": "small", "kind": "pretrain", "model": {"parameters": "8B"},
+        "training": {"tokens": "200B", "framework": "pytorch"},
+        "constraints": {"clouds": ["gcp"], "spot": "never", "deadline_days": 30}}, "small.yaml")
+
+
+def on_demand_per_node(catalog, region: str = "us-central1") -> float:
+    offering = next(o for o in catalog.offerings if o.cloud == "gcp" and o.machine_type == H100_NODE)
+    chip, host = offering.prices(region, False)
+    return offering.chips_per_host * chip.usd + (host.usd if host else 0.0)
+
+
+def reservation(**fields) -> DeclaredReservation:
+    return DeclaredReservation.model_validate({"name": "a3-held", "machineType": H100_NODE, "count": 16,
+                                               "zone": ZONE, **fields})
+
+
+def test_a_zero_marginal_reservation_beats_a_cheaper_looking_on_demand_option(catalog, small_run):
+    on_demand = choose(small_run, catalog)
+    assert on_demand.chosen.machine_type != H100_NODE and on_demand.chosen.total_usd > 0
+    choice = choose(small_run, catalog, reservations=[reservation(marginal="zero")])
+    assert (choice.chosen.machine_type, choice.chosen.provisioning, choice.chosen.zone) == (H100_NODE, "reservation", ZONE)
+    assert choice.chosen.total_usd == 0 and choice.reservation == "a3-held"
+    assert any("$0 marginal (already paid)" in line for line in choice.rationale)
+
+
+def test_a_reservation_billed_at_the_on_demand_rate_is_preferred_over_the_same_option_on_demand(catalog, small_run):
+    held = reservation(committedUsdPerMachineHour=on_demand_per_node(catalog))
+    options = choose(small_run, catalog, reservations=[held]).options
+    same = [o for o in options if o.machine_type == H100_NODE and o.hosts == options[0].hosts]
+    reserved = [o for o in options if o.provisioning == "reservation"]
+    tied = [(r, o) for r in reserved for o in options
+            if o.provisioning == "on-demand" and (o.machine_type, o.hosts, o.region) == (r.machine_type, r.hosts, r.region)]
+    assert same and tied
+    for reserved_option, on_demand_option in tied:
+        assert reserved_option.total_usd == pytest.approx(on_demand_option.total_usd, abs=0.02)
+        assert options.index(reserved_option) < options.index(on_demand_option)
+
+
+def test_a_committed_price_is_what_each_reserved_machine_costs(catalog, small_run):
+    choice = choose(small_run, catalog, reservations=[reservation(committedUsdPerMachineHour=40.0)])
+    assert choice.chosen.provisioning == "reservation" and choice.chosen.hosts <= 16
+    assert choice.chosen.hourly_usd == pytest.approx(40.0 * choice.chosen.hosts)
+    assert any("$40.00/h per machine committed" in line for line in choice.rationale)
+
+
+def test_machines_beyond_the_reservation_are_priced_on_demand(h100_plan, catalog):
+    per_node = h100_plan.chosen.hourly_usd / h100_plan.gpu.nodes
+    held = held_for(h100_plan, count=h100_plan.gpu.nodes - 48, committedUsdPerMachineHour=20.0)
+    plan = use_reservation(h100_plan, [held])
+    assert plan.chosen.hourly_usd == pytest.approx(held.count * 20.0 + 48 * per_node, rel=1e-6)
+    assert plan.estimate.total_usd == pytest.approx(plan.chosen.hourly_usd * plan.chosen.hours, abs=0.01)
+    assert any("overflow: 48 machines beyond the reservation at on-demand" in line for line in plan.rationale)
+
+
+def held_for(plan, **update) -> DeclaredReservation:
+    return held(plan, **update)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(count=st.integers(1, 4096), machines=st.integers(1, 8192), rate=st.floats(0.5, 200), on_demand=st.floats(0.5, 200))
+def test_a_fleet_on_a_reservation_costs_its_held_machines_at_the_rate_and_the_rest_on_demand(count, machines, rate,
+                                                                                              on_demand):
+    held = DeclaredReservation(name="r", machineType=H100_NODE, count=count, zone=ZONE,
+                               committedUsdPerMachineHour=rate)
+    inside = min(count, machines)
+    assert reserved_hourly(held, machines, on_demand) == pytest.approx(inside * rate + (machines - inside) * on_demand)
+    free = held.model_copy(update={"committedUsdPerMachineHour": None, "marginal": "zero"})
+    assert reserved_hourly(free, machines, on_demand) == pytest.approx((machines - inside) * on_demand)
+
+
+@pytest.mark.parametrize("fields, key", [
+    ({"committedUsdPerMachineHour": 40, "marginal": "zero"}, "not both"),
+    ({"marginal": "free"}, "marginal"),
+    ({"committedUsdPerMachineHour": -1}, "committedUsdPerMachineHour"),
+])
+def test_a_bad_billing_declaration_exits_2_naming_the_key(tmp_path, fields, key):
+    from typer.testing import CliRunner
+    import typer
+    import yaml
+
+    from accel.commands import choose as choose_command
+
+    app = typer.Typer(pretty_exceptions_enable=False)
+    app.callback()(lambda: None)
+    choose_command.register(app)
+    path = tmp_path / "held.yaml"
+    path.write_text(yaml.safe_dump([{"name": "a3-held", "machineType": H100_NODE, "count": 16, "zone": ZONE, **fields}]))
+    result = CliRunner().invoke(app, ["choose", str(ROOT / "examples" / "llama-8b-finetune-cuda.yaml"),
+                                      "--reservations", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert str(path) in result.output and key in result.output
+
+
+def test_accel_choose_reads_the_reservations_of_a_stack_file(tmp_path):
+    from accel.commands.choose import load_reservations
+
+    path = write_stack(tmp_path, 2048)
+    [declared] = load_reservations(path)
+    assert (declared.name, declared.count, declared.zone) == ("a3-reserved", 2048, "us-central1-a")
+
+
+def test_accel_plan_prices_the_reserved_pools_at_the_committed_price(tmp_path):
+    from accel.offline_plan import plan_stack
+
+    path = write_stack(tmp_path, 2048)
+    path.write_text(path.read_text() + "      committedUsdPerMachineHour: 60\n")
+    result = plan_stack(None, path, ROOT)
+    cost = result.cost_json()
+    assert cost["built"]["accelerator_hourly_usd"] == pytest.approx(2048 * 60.0)
+    assert cost["pinned"]["hourly_usd"] == pytest.approx(2048 * 60.0, abs=0.01)
+    pools = [i for i in cost["built"]["items"] if i["kind"] == "accelerator-pool"]
+    assert sum(p["reserved_nodes"] for p in pools) == 2048 and all(p["reservation"] == "a3-reserved" for p in pools)

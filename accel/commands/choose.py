@@ -41,13 +41,16 @@ def choose(
     plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE", help="Write a time-vs-cost chart of the options (.png or .svg)"),
     write_stack: Optional[str] = typer.Option(None, "--write-stack", metavar="NAME",
                                               help="Pin the workload and plan into stacks/Pulumi.NAME.yaml"),
+    reservations: Optional[Path] = typer.Option(None, "--reservations", metavar="FILE",
+                                                help="Reservations you hold, priced as they say and preferred: a "
+                                                     "stack file's accel:reservations or a YAML list of them"),
 ) -> None:
     """Choose TPUs or GPUs for a workload and explain why."""
     status = Console(stderr=True)
     try:
         out = Console() if sys.stdout.isatty() else Console(width=140)
         run(workload, as_json=as_json, objective=objective, catalog_path=catalog, plot=plot,
-            write_stack=write_stack, out=out, status=status)
+            write_stack=write_stack, out=out, status=status, reservations_path=reservations)
     except NothingFeasible as error:
         if as_json and hasattr(error, "to_json"):
             sys.stdout.write(json.dumps(error.to_json(), indent=2) + "\n")
@@ -57,7 +60,7 @@ def choose(
 
 
 def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | None, plot: Path | None,
-        write_stack: str | None, out: Console, status: Console) -> Any:
+        write_stack: str | None, out: Console, status: Console, reservations_path: Path | None = None) -> Any:
     from accel.policies.catalog import load_catalog
     from accel.policies.ranking import OBJECTIVES, choose as choose_hardware, make_plan
     from accel.policies.workload import WorkloadFieldError, load_workload
@@ -68,11 +71,12 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         check_plot_path(plot)
     if write_stack is not None and not _STACK_NAME.match(write_stack):
         raise UsageError(f"--write-stack: {write_stack!r} is not a stack name (letters, digits, '.', '_', '-')")
+    held = load_reservations(reservations_path) if reservations_path is not None else []
     spec = load_workload(workload)
     cat = load_catalog(catalog_path)
     status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]")
     try:
-        choice = choose_hardware(spec, cat, objective)  # type: ignore[arg-type]
+        choice = choose_hardware(spec, cat, objective, reservations=held)  # type: ignore[arg-type]
     except WorkloadFieldError as error:
         raise error.with_source(workload) from None
     plan = make_plan(spec, choice, cat)
@@ -87,7 +91,43 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         path = write_stack_file(write_stack, spec, plan, warn=lambda message: status.print(
             f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True))
         status.print(f"wrote {path}; next: accel plan -s {write_stack} (offline), then pulumi up -s {write_stack}")
+        if choice.reservation is not None and reservations_path is not None and reservations_path.resolve() != path:
+            status.print(f"[yellow]warning:[/yellow] the plan runs on reservation {choice.reservation!r}: declare it "
+                         f"in {path.name} (accel:reservations, as in {reservations_path}) so `accel plan` prices "
+                         "and checks it", highlight=False, soft_wrap=True)
     return choice
+
+
+# ----------------------------------------------------------------------------- reservations
+
+RESERVATIONS_KEY = "accel:reservations"
+
+
+def load_reservations(path: Path) -> list[Any]:
+    """The reservations in FILE: a stack file's `config: accel:reservations`, a mapping with `reservations:`,
+    or a YAML list of them (docs/scale.md). UsageError (exit 2) naming the file and the field."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from accel.base.model import describe_validation_error
+    from accel.base.yaml_files import read_yaml_file
+    from accel.policies.reservations import DeclaredReservation
+
+    data = read_yaml_file(path, "reservations file")
+    prefix: tuple[Any, ...] = ()
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data, prefix = data["config"].get(RESERVATIONS_KEY), ("config", RESERVATIONS_KEY)
+        if data is None:
+            raise UsageError(f"--reservations: {path}: the stack file declares no {RESERVATIONS_KEY}")
+    elif isinstance(data, dict) and "reservations" in data:
+        data, prefix = data["reservations"], ("reservations",)
+    if not isinstance(data, list) or not data:
+        raise UsageError(f"--reservations: {path}: expected a non-empty list of reservations "
+                         "({name, machineType, count, zone[, kind, committedUsdPerMachineHour | marginal: zero]}), "
+                         f"a `reservations:` list or a stack file with {RESERVATIONS_KEY}")
+    try:
+        return TypeAdapter(list[DeclaredReservation]).validate_python(data)
+    except ValidationError as error:
+        raise UsageError("--reservations: " + describe_validation_error(error, str(path), prefix=prefix)) from None
 
 
 # ----------------------------------------------------------------------------- human output

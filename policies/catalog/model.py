@@ -314,6 +314,8 @@ class TrainingDefaults(StrictModel):
     compile_minutes: AssumptionValue
     checkpoint_write_gbps_per_host: AssumptionValue
     time_objective_tolerance: AssumptionValue
+    dcn_gradient_bytes_per_parameter: AssumptionValue
+    dcn_overlap: AssumptionValue
     global_batch_tokens_by_size: list[SizeRule] = Field(min_length=1)
     chips_per_sequence_by_size: list[SizeRule] = Field(min_length=1)
 

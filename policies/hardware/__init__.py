@@ -70,6 +70,8 @@ class TpuGeneration:
     base_topologies: tuple[str, ...]  # 3D: the shapes below the 4-multiples; 2D: every topology
     flex_start: bool
     source: str
+    dcn_gbps_per_chip: float = 0.0    # data-centre network bandwidth per chip (multislice all-reduce)
+    dcn_source: str = ""
 
     @property
     def machine_types(self) -> tuple[str, ...]:
@@ -310,6 +312,13 @@ def _source(entry: _Entry, section_source: str | None, sources: Mapping[str, Sou
     return source
 
 
+def _source_named(key: str, sources: Mapping[str, Source], where: str) -> str:
+    """A source id of [sources], with its title: '<id>: <title>'."""
+    if key not in sources:
+        raise HardwareFactsError(f"{where}.dcn_source: {key!r} is not one of [sources] ({', '.join(sorted(sources))})")
+    return f"{key}: {sources[key].title}"
+
+
 def load_facts(path: str | Path | None = None) -> HardwareFacts:
     """Read and check a facts table: the bundled one (None) or a copy (tests, a fork's own table)."""
     file = Path(path) if path is not None else BUNDLED_FACTS
@@ -369,7 +378,8 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
             e.get("gke_accelerator", str), e.get("multi_host_machine_type", str), dict(single),
             e.get("runtime_version", str), e.get("max_chips_per_slice", int, positive=True),
             e.get("max_dimension", int, positive=True), tuple(topologies), e.get("flex_start", bool, True),
-            _source(e, None, sources))
+            _source(e, None, sources), float(e.get("dcn_gbps_per_chip", (int, float), positive=True)),
+            _source_named(e.get("dcn_source", str), sources, e.where))
         e.done()
 
     section = data.get("tpu_machines") or {}
