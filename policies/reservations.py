@@ -51,6 +51,13 @@ class DeclaredReservation(StrictModel):
     end: UtcDatetime | None = Field(
         None, description="capacity-block only: when the block ends, ISO 8601 with a zone")
 
+    # How the reserved machines are billed (docs/scale.md, "Reserved prices"): at most one of the two.
+    committedUsdPerMachineHour: float | None = Field(
+        None, gt=0, le=10_000, description="What one reserved machine costs per hour under the commitment (your "
+                                           "contract's rate: a committed-use discount or Capacity Block price)")
+    marginal: Literal["zero"] | None = Field(
+        None, description="zero: already paid for (billed whether used or not), so using it costs nothing more")
+
     @model_validator(mode="after")
     def _window_fits_the_kind(self) -> "DeclaredReservation":
         given = [key for key in ("start", "end") if getattr(self, key) is not None]
@@ -76,13 +83,6 @@ class DeclaredReservation(StrictModel):
         if self.start is None or self.end is None:
             return None
         return CapacityBlockWindow(self.start, self.end)
-
-    # How the reserved machines are billed (docs/scale.md, "Reserved prices"): at most one of the two.
-    committedUsdPerMachineHour: float | None = Field(
-        None, gt=0, le=10_000, description="What one reserved machine costs per hour under the commitment (your "
-                                           "contract's rate: a committed-use discount or Capacity Block price)")
-    marginal: Literal["zero"] | None = Field(
-        None, description="zero: already paid for (billed whether used or not), so using it costs nothing more")
 
     @model_validator(mode="after")
     def _one_billing(self) -> "DeclaredReservation":
