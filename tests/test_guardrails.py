@@ -155,6 +155,11 @@ def block_schedules(group: str = "gpu-nodes") -> list[dict[str, Any]]:
     return actions
 
 
+def v5p_slices(count: int) -> list[dict[str, Any]]:
+    """`count` TPU v5p 2x2x2 slice pools (2 hosts, 8 chips each): what a pinned `tpu.slices: count` builds."""
+    return [tpu_pool(f"slice-{index}") for index in range(count)]
+
+
 @dataclass
 class Case:
     """One rule's specification: a compliant graph passes it, a violating graph fails it with `expect`."""
@@ -175,14 +180,12 @@ class Case:
 
 CASES = [
     Case("budget-hourly-limit",
-         [training_cluster(hourly_usd=800.0)], [training_cluster(hourly_usd=1200.0)],
-         "estimated fleet cost $1,200.00/h exceeds the limit $1,000.00/h", "mandatory",
-         config={"maxHourlyUsd": 1000}),
+         [*v5p_slices(4), training_cluster()], [*v5p_slices(40), training_cluster()],
+         "the declared fleet costs", "mandatory", config={"maxHourlyUsd": 1000}),
     Case("budget-run-limit",
-         [training_cluster(plan_json=plan(budget_usd=100_000), run_usd=90_000.0)],
-         [training_cluster(plan_json=plan(budget_usd=100_000), run_usd=120_000.0)],
-         "estimated run cost $120,000 exceeds the budget $100,000 (the workload's constraints.budget_usd)",
-         "mandatory"),
+         [*v5p_slices(4), training_cluster(plan_json=plan(budget_usd=100_000, hourly_usd=100.0, total_usd=50_000.0))],
+         [*v5p_slices(40), training_cluster(plan_json=plan(budget_usd=100_000, hourly_usd=100.0, total_usd=50_000.0))],
+         "over the budget $100,000 (the workload's constraints.budget_usd)", "mandatory"),
     Case("data-retained-on-delete",
          [gcs_bucket(retain=True)], [gcs_bucket(retain=False)],
          "it holds checkpoints but neither retain_on_delete nor protect is set", "mandatory"),
@@ -396,37 +399,69 @@ def messages_for(rule: str, graph: list[dict[str, Any]], config: dict[str, Any] 
     return [v["message"] for v in offline_violations(rule, graph, config)]
 
 
-def test_budget_rules_skip_a_stack_without_a_training_cluster():
-    assert offline.evaluate([gcs_bucket()], {"budget-hourly-limit": {"maxHourlyUsd": 1}}) == []
+def test_budget_rules_say_nothing_about_a_stack_that_declares_nothing_priced():
+    assert offline.evaluate([gcs_bucket()], {"budget-hourly-limit": {"maxHourlyUsd": 1},
+                                             "budget-run-limit": {"maxRunUsd": 1}}) == []
 
 
 def test_budget_hourly_limit_says_nothing_when_no_limit_is_configured():
-    assert messages_for("budget-hourly-limit", [training_cluster(hourly_usd=1e9)]) == []
+    assert messages_for("budget-hourly-limit", [*v5p_slices(400), training_cluster()]) == []
+
+
+def test_budget_hourly_limit_prices_the_declared_pools_not_the_plan_figures():
+    cheap_plan = training_cluster(hourly_usd=1.0, run_usd=1.0, plan_json=plan(hourly_usd=1.0, total_usd=1.0))
+    [message] = messages_for("budget-hourly-limit", [*v5p_slices(40), cheap_plan], {"maxHourlyUsd": 1_000})
+    assert "40 accelerator pool(s), 80 node(s), 320 chip(s) declared" in message
+
+
+def test_budget_hourly_limit_applies_to_a_stack_without_a_training_cluster():
+    [violation] = offline_violations("budget-hourly-limit", v5p_slices(40), {"maxHourlyUsd": 1_000})
+    assert violation["message"].startswith("the stack violates budget-hourly-limit:")
+
+
+def test_budget_lists_unpriced_resources_instead_of_guessing_them():
+    unknown = tpu_pool("mystery", machine="ct9z-imaginary-4t", topology=None)
+    [message] = messages_for("budget-hourly-limit", [*v5p_slices(40), unknown, training_cluster()],
+                             {"maxHourlyUsd": 1_000})
+    assert "unpriced, not counted: mystery (machine type ct9z-imaginary-4t is not in catalog" in message
+
+
+def test_budget_refuses_a_limit_it_cannot_confirm_when_a_pool_size_is_unknown():
+    from pulumi_policy.proxy import UNKNOWN_NUMBER_VALUE
+
+    pool = tpu_pool("slice-x")
+    pool["inputs"]["nodeCount"] = UNKNOWN_NUMBER_VALUE
+    [message] = messages_for("budget-hourly-limit", [pool, training_cluster()], {"maxHourlyUsd": 1_000_000})
+    assert "1 accelerator pool(s) cannot be priced (slice-x)" in message
 
 
 def test_budget_run_limit_uses_the_stricter_of_config_and_workload_budget():
-    cluster = training_cluster(plan_json=plan(budget_usd=500_000), run_usd=200_000.0)
-    [message] = messages_for("budget-run-limit", [cluster], {"maxRunUsd": 150_000})
+    cluster = training_cluster(plan_json=plan(budget_usd=500_000, hourly_usd=100.0, total_usd=50_000.0))
+    [message] = messages_for("budget-run-limit", [*v5p_slices(40), cluster], {"maxRunUsd": 150_000})
     assert "$150,000 (maxRunUsd in the policy config)" in message
 
 
 def test_budget_run_limit_can_ignore_the_workload_budget():
-    cluster = training_cluster(plan_json=plan(budget_usd=100_000), run_usd=120_000.0)
-    assert messages_for("budget-run-limit", [cluster], {"useWorkloadBudget": False}) == []
+    cluster = training_cluster(plan_json=plan(budget_usd=100_000, hourly_usd=100.0, total_usd=50_000.0))
+    assert messages_for("budget-run-limit", [*v5p_slices(40), cluster], {"useWorkloadBudget": False}) == []
 
 
-def test_budget_falls_back_to_the_plan_estimate_when_the_cluster_omits_cost_inputs():
-    cluster = training_cluster(plan_json=plan(hourly_usd=2_000.0))
-    del cluster["inputs"]["hourlyUsd"]
-    [message] = messages_for("budget-hourly-limit", [cluster], {"maxHourlyUsd": 1_000})
-    assert "$2,000.00/h" in message
+def test_budget_run_limit_multiplies_the_declared_cost_by_the_plan_run_length():
+    from accel.policies.catalog import load_catalog
+    from accel.policies.pricing import price_resources
+
+    pools = v5p_slices(40)
+    hourly = price_resources([(p["type"], p["name"], p["inputs"]) for p in pools], load_catalog()).hourly_usd
+    cluster = training_cluster(plan_json=plan(hourly_usd=100.0, total_usd=50_000.0))  # a 500 h run
+    [message] = messages_for("budget-run-limit", [*pools, cluster], {"maxRunUsd": 1})
+    assert f"the declared fleet costs ${hourly * 500:,.0f} over the Plan's 500.0 h run" in message
 
 
 def test_plan_may_arrive_as_a_json_string():
     import json
-    cluster = training_cluster(plan_json=plan(budget_usd=100_000), run_usd=120_000.0)
+    cluster = training_cluster(plan_json=plan(budget_usd=100_000, hourly_usd=100.0, total_usd=50_000.0))
     cluster["inputs"]["plan"] = json.dumps(cluster["inputs"]["plan"])
-    assert len(messages_for("budget-run-limit", [cluster])) == 1
+    assert len(messages_for("budget-run-limit", [*v5p_slices(40), cluster])) == 1
 
 
 def test_gcp_deletion_policy_abandon_counts_as_retained():

@@ -18,7 +18,7 @@ from pulumi_policy import EnforcementLevel
 
 from accel.policies.guardrails import offline
 from accel.policies.guardrails.rules import PACK_NAME, all_policies
-from tests.test_guardrails import gcs_bucket, training_cluster
+from tests.test_guardrails import gcs_bucket, training_cluster, v5p_slices
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "policies" / "guardrails"
@@ -186,11 +186,16 @@ def test_pack_flags_a_force_destroyed_checkpoint_bucket_in_preview(analyzer):
         "data-no-force-destroy"].message
 
 
-def test_pack_applies_budget_config_sent_by_the_cli(analyzer):
+def test_pack_prices_the_declared_pools_under_the_budget_config_sent_by_the_cli(analyzer):
     analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={
         "budget-hourly-limit": analyzer_pb2.PolicyConfig(enforcementLevel=analyzer_pb2.MANDATORY,
-                                                         properties=struct({"maxHourlyUsd": 50}))}))
-    cluster = training_cluster(hourly_usd=80.0)
-    response = analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
-        type=cluster["type"], name=cluster["name"], urn=cluster["urn"], properties=struct(cluster["inputs"])))
-    assert [d.policyName for d in response.diagnostics] == ["budget-hourly-limit"]
+                                                         properties=struct({"maxHourlyUsd": 1000}))}))
+    cluster = training_cluster(hourly_usd=80.0)  # the Plan's figure is under the limit; the 40 pools are not
+    graph = [*v5p_slices(40), cluster]
+    response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
+        analyzer_pb2.AnalyzerResource(type=r["type"], name=r["name"], urn=r["urn"], properties=struct(r["inputs"]),
+                                      options=analyzer_pb2.AnalyzerResourceOptions(protect=False))
+        for r in graph]))
+    budget = [d for d in response.diagnostics if d.policyName == "budget-hourly-limit"]
+    assert len(budget) == 1 and budget[0].urn == cluster["urn"]
+    assert "40 accelerator pool(s), 80 node(s), 320 chip(s) declared" in budget[0].message

@@ -72,3 +72,80 @@ def test_any_mapping_with_one_key_repeated_is_refused_and_without_it_reads_back(
     doubled = text + yaml.safe_dump({repeated: "again"})
     with pytest.raises(yaml.YAMLError, match=f"duplicate key {repeated!r}"):
         parse_yaml(doubled)
+
+
+# --- bounds: size, depth, alias expansion (accel.base.yaml_files.check_yaml_bounds) ------------------
+
+from accel.base import yaml_files  # noqa: E402
+from accel.base.json_limits import MAX_DEPTH  # noqa: E402
+
+
+def flow_nested(depth: int) -> str:
+    return "a: " + "[" * (depth - 1) + "]" * (depth - 1) + "\n"
+
+
+def block_nested(depth: int) -> str:
+    return "".join(f"{'  ' * level}k{level}:\n" for level in range(depth - 1)) + f"{'  ' * (depth - 1)}k: v\n"
+
+
+def laughs(levels: int, fan_out: int = 9) -> str:
+    """The "billion laughs" document: each anchor's list aliases the previous anchor fan_out times."""
+    lines = ['a0: &a0 "lol"']
+    for level in range(1, levels + 1):
+        lines.append(f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * fan_out)}]")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=15, deadline=None)
+@given(extra=st.integers(min_value=1, max_value=3_000), style=st.sampled_from([flow_nested, block_nested]))
+def test_yaml_nested_past_the_depth_bound_is_refused_without_recursing(tmp_path_factory, extra, style):
+    path = write(tmp_path_factory.mktemp("deep"), style(MAX_DEPTH + extra))
+    with pytest.raises(UsageError, match=f"{path}: nested more than {MAX_DEPTH} levels deep at line"):
+        read_yaml_file(path, "workload file")
+
+
+@pytest.mark.parametrize("style", [flow_nested, block_nested])
+def test_yaml_nested_exactly_to_the_depth_bound_reads(tmp_path, style):
+    assert isinstance(read_yaml_file(write(tmp_path, style(MAX_DEPTH)), "workload file"), dict)
+
+
+def test_a_billion_laughs_document_is_refused_before_it_is_built(tmp_path):
+    path = write(tmp_path, laughs(9))
+    with pytest.raises(UsageError, match=r"aliases expand to more than 1,000,000 nodes .*alias bomb"):
+        read_yaml_file(path, "stack file")
+
+
+@given(levels=st.integers(min_value=1, max_value=6), fan_out=st.integers(min_value=1, max_value=6))
+def test_the_expansion_bound_counts_each_alias_as_what_it_repeats(levels, fan_out):
+    text = laughs(levels, fan_out)
+
+    def count(value) -> int:
+        if isinstance(value, dict):
+            return 1 + sum(1 + count(v) for v in value.values())
+        if isinstance(value, list):
+            return 1 + sum(count(v) for v in value)
+        return 1
+
+    total = count(yaml.load(text, Loader=yaml.SafeLoader))  # the walk over the loaded document is the reference
+    yaml_files.check_yaml_bounds(text, max_nodes=total)
+    with pytest.raises(yaml_files.YamlBoundsError, match="aliases expand"):
+        yaml_files.check_yaml_bounds(text, max_nodes=total - 1)
+
+
+def test_an_alias_that_nests_past_the_depth_bound_is_refused():
+    deep = "deep: &d " + "[" * 100 + "]" * 100 + "\n"
+    with pytest.raises(yaml_files.YamlBoundsError, match=r"alias \*d at line 2 nests the document more than"):
+        yaml_files.check_yaml_bounds(deep + "again: " + "[" * 30 + "*d" + "]" * 30 + "\n")
+
+
+def test_a_yaml_file_over_the_size_bound_is_refused_naming_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(yaml_files, "MAX_BYTES", 1_000)
+    path = write(tmp_path, "name: w\n" + "# padding\n" * 200)
+    with pytest.raises(UsageError, match=rf"{path}: 2,008 bytes; accel reads YAML files of at most 1,000 bytes"):
+        read_yaml_file(path, "workload file")
+
+
+@pytest.mark.parametrize("file", sorted((yaml_files.Path(__file__).parent.parent / "stacks").glob("*.yaml"))
+                         + sorted((yaml_files.Path(__file__).parent.parent / "policies" / "catalog").glob("*.yaml")))
+def test_every_shipped_yaml_file_is_within_the_bounds(file):
+    yaml_files.check_yaml_bounds(file.read_text())

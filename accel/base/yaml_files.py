@@ -8,6 +8,15 @@ PyYAML's libyaml parser (`CSafeLoader`) is used when PyYAML was built with it (s
 faster on the large catalog and stack files), else the pure-Python `SafeLoader`; both build the
 same safe types. YAML 1.1 lets a later duplicate key silently replace the earlier one; a user who
 writes `ttl` twice meant one of them, so a duplicate is refused naming the key and both lines.
+
+Bounds, checked on the parser's event stream before anything is built (so no recursion and no
+expansion happens first): a file larger than MAX_BYTES, nesting deeper than MAX_DEPTH (the JSON
+bound, accel/base/json_limits.py), and a document whose aliases expand to more than MAX_NODES
+nodes. PyYAML builds an alias as a shared reference, so a "billion laughs" document (nine anchors
+each aliasing the previous one nine times) loads in microseconds, then every walk over it (pydantic
+validation, JSON output, a deep copy) visits 9**9 nodes; counting each alias as the size of the
+node it names refuses it up front. Real files are far below every bound: the bundled catalog's
+largest file is 14 kB, ~1,200 nodes, 6 levels deep.
 """
 
 from __future__ import annotations
@@ -18,6 +27,10 @@ from typing import Any
 import yaml
 
 from accel.base.errors import UsageError
+from accel.base.json_limits import MAX_DEPTH
+
+MAX_BYTES = 16 * 1024 * 1024  # a stack file or catalog overlay is kilobytes; 1,000x headroom
+MAX_NODES = 1_000_000         # scalars and collections after alias expansion
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -52,8 +65,68 @@ class StrictSafeLoader(_BaseLoader):  # type: ignore[misc, valid-type]
         return super().construct_mapping(node, deep=deep)
 
 
+class YamlBoundsError(yaml.YAMLError):
+    """The document is larger, deeper or expands to more nodes than accel reads."""
+
+
+_OPEN = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_CLOSE = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+
+
+def _where(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f"line {mark.line + 1}" if mark is not None else "the document"
+
+
+def check_yaml_bounds(text: str, *, max_bytes: int | None = None, max_depth: int = MAX_DEPTH,
+                      max_nodes: int = MAX_NODES) -> None:
+    """YamlBoundsError when the text is too large, nested too deep, or its aliases expand too far.
+
+    Walks the parser's events (no document is built): each open collection is a frame
+    [anchor, node count at its start, tallest child]; an anchor remembers its subtree's node count
+    and height, and an alias counts as that subtree, where it stands."""
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    size = len(text.encode("utf-8")) if len(text) * 4 > max_bytes else len(text)
+    if size > max_bytes:
+        raise YamlBoundsError(f"{size:,} bytes; accel reads YAML files of at most {max_bytes:,} bytes")
+    frames: list[list[Any]] = []
+    anchors: dict[str, tuple[int, int]] = {}
+    nodes = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        height = None
+        if isinstance(event, _OPEN):
+            nodes += 1
+            frames.append([event.anchor, nodes, 0])
+            if len(frames) > max_depth:
+                raise YamlBoundsError(f"nested more than {max_depth} levels deep at {_where(event)}; accel reads "
+                                      f"YAML nested at most {max_depth} levels")
+        elif isinstance(event, _CLOSE):
+            anchor, start, tallest = frames.pop()
+            height = tallest + 1
+            if anchor:
+                anchors[anchor] = (nodes - start + 1, height)
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor:
+                anchors[event.anchor] = (1, 0)
+        elif isinstance(event, yaml.AliasEvent):
+            count, height = anchors.get(event.anchor, (1, 0))  # an unknown alias: the loader reports it
+            nodes += count
+            if len(frames) + height > max_depth:
+                raise YamlBoundsError(f"alias *{event.anchor} at {_where(event)} nests the document more than "
+                                      f"{max_depth} levels deep; accel reads YAML nested at most {max_depth} levels")
+        if height is not None and frames:
+            frames[-1][2] = max(frames[-1][2], height)
+        if nodes > max_nodes:
+            raise YamlBoundsError(f"its aliases expand to more than {max_nodes:,} nodes by {_where(event)} (an alias "
+                                  f"bomb?); accel reads YAML documents of at most {max_nodes:,} nodes, aliases "
+                                  "counted as what they repeat")
+
+
 def parse_yaml(text: str) -> Any:
-    """Parse YAML text with the strict safe loader; raises yaml.YAMLError (DuplicateKeyError included)."""
+    """Parse YAML text with the strict safe loader, within accel's bounds; raises yaml.YAMLError
+    (DuplicateKeyError and YamlBoundsError included)."""
+    check_yaml_bounds(text)
     return yaml.load(text, Loader=StrictSafeLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
@@ -74,6 +147,8 @@ def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageErro
     if path.is_dir():
         raise error(f"{shown}: is a directory; expected a {what}")
     try:
+        if path.stat().st_size > MAX_BYTES:  # refused before it is read into memory
+            raise error(f"{shown}: {path.stat().st_size:,} bytes; accel reads YAML files of at most {MAX_BYTES:,} bytes")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(f"{shown}: no such {what}") from None
@@ -83,9 +158,9 @@ def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageErro
         return parse_yaml(text)
     except DuplicateKeyError as problem:
         raise error(f"{shown}: {problem.problem}") from None
+    except YamlBoundsError as problem:
+        raise error(f"{shown}: {problem}") from None
     except yaml.YAMLError as problem:
         raise error(f"{shown}: not valid YAML{describe_yaml_error(problem)}") from None
-    except RecursionError:
-        raise error(f"{shown}: not valid YAML: nested too deeply") from None
     except ValueError as problem:  # a scalar that resolves to a type but not a value, e.g. 2026-02-30
         raise error(f"{shown}: not valid YAML: {problem}") from None

@@ -1,4 +1,4 @@
-"""`accel review PREVIEW.json [--plan PLAN.json] [--base-plan BASE.json] [-o comment.md]`."""
+"""`accel review PREVIEW.json [--plan PLAN.json] [--base-plan BASE.json] [--event-log EVENTS] [-o comment.md]`."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ def review(
                                         help="`accel plan --json` of this branch: hardware, cost, guardrails"),
     base_plan: Optional[Path] = typer.Option(None, "--base-plan", metavar="BASE.json",
                                              help="`accel plan --json` of the base branch: the 'before' column"),
+    event_log: Optional[Path] = typer.Option(
+        None, "--event-log", metavar="EVENTS",
+        help="`pulumi preview --event-log` output: the guardrail section shows the pack's own results from the "
+             "preview instead of re-deriving them offline"),
     output: Optional[Path] = typer.Option(None, "-o", "--output", metavar="comment.md",
                                           help="Write the comment here instead of stdout"),
     max_chars: int = typer.Option(DEFAULT_BUDGET, "--max-chars", metavar="BYTES", min=MIN_BUDGET,
@@ -32,7 +36,8 @@ def review(
 ) -> None:
     """Render the pull-request comment: changes, hardware, $/h and $/run before → after, guardrails."""
     try:
-        result = load_review(preview, plan, base_plan, allow_stack_mismatch=allow_stack_mismatch)
+        result = load_review(preview, plan, base_plan, allow_stack_mismatch=allow_stack_mismatch,
+                             event_log=event_log)
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         comment = render(result, max_chars)

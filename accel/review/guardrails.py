@@ -1,13 +1,18 @@
-"""Guardrail results: the plan's `policy.violations`, plus preview diagnostics that read like one.
+"""Guardrail results: the pack's own run in the preview when its event log is given, else the plan's.
 
-`pulumi preview --json` drops policy events, so the offline plan is the primary source. A
-diagnostic in the console's policy format (`[mandatory]  pack v1  policy-name (type: name)`)
-is accepted too, for wrappers that fold violations into the diagnostics.
+`pulumi preview --json` drops policy events; `pulumi preview --event-log FILE` keeps them
+(accel/review/event_log.py), and then those are the results shown, marked as the pack's own run.
+Without an event log the offline plan's `policy.violations` (the pack re-run over the captured
+graph by `accel plan`) are shown, marked as re-derived offline. A preview diagnostic in the
+console's policy format (`[mandatory]  pack v1  policy-name (type: name)`) is accepted too, for
+wrappers that fold violations into the diagnostics.
 """
 
 from __future__ import annotations
 
 import re
+
+from typing import TYPE_CHECKING
 
 from accel.review.model import Diagnostic, Finding, Guardrails
 from accel.review.plan_json import PlanReport
@@ -21,9 +26,13 @@ _POLICY_LINE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 REPORTED_SEVERITIES = ("error", "warning")
+EVENT_LOG, OFFLINE = "event-log", "offline"
+
+if TYPE_CHECKING:
+    from accel.review.event_log import PackRun
 
 
-def _resource_name(urn: str | None) -> str | None:
+def resource_name(urn: str | None) -> str | None:
     """A URN's name part; anything else (a bare name) as it is."""
     if not urn:
         return None
@@ -32,7 +41,7 @@ def _resource_name(urn: str | None) -> str | None:
     return urn
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """One line, in stack-file words (a preview's component warnings name Python arguments)."""
     from accel.stack_words import in_stack_words
 
@@ -45,12 +54,12 @@ def policy_finding(diagnostic: PreviewDiagnostic) -> Finding | None:
     match = _POLICY_LINE.search(text)
     if match:
         return Finding(policy=match["policy"], level=match["level"].lower(),
-                       resource=match["resource"] or _resource_name(diagnostic.urn),
-                       message=_one_line(match["message"]), source="preview")
+                       resource=match["resource"] or resource_name(diagnostic.urn),
+                       message=one_line(match["message"]), source="preview")
     if "policy violation" in text.lower():
         level = "mandatory" if diagnostic.severity == "error" else "advisory"
-        return Finding(policy="policy", level=level, resource=_resource_name(diagnostic.urn),
-                       message=_one_line(text), source="preview")
+        return Finding(policy="policy", level=level, resource=resource_name(diagnostic.urn),
+                       message=one_line(text), source="preview")
     return None
 
 
@@ -63,8 +72,8 @@ def split_diagnostics(diagnostics: list[PreviewDiagnostic]) -> tuple[list[Findin
         if finding is not None:
             findings.append(finding)
         elif diagnostic.severity in REPORTED_SEVERITIES and diagnostic.message.strip():
-            others.append(Diagnostic(diagnostic.severity, _resource_name(diagnostic.urn),
-                                     _one_line(diagnostic.message)))
+            others.append(Diagnostic(diagnostic.severity, resource_name(diagnostic.urn),
+                                     one_line(diagnostic.message)))
     return findings, others
 
 
@@ -75,8 +84,8 @@ def _key(finding: Finding) -> tuple[str, str | None]:
 def _plan_findings(report: PlanReport | None) -> list[Finding]:
     if report is None or report.policy is None:
         return []
-    return [Finding(v.policy, v.level.lower(), _resource_name(v.resource) if v.resource else None,
-                    _one_line(v.message)) for v in report.policy.violations]
+    return [Finding(v.policy, v.level.lower(), resource_name(v.resource) if v.resource else None,
+                    one_line(v.message)) for v in report.policy.violations]
 
 
 def _not_evaluated_note(head: PlanReport | None) -> str | None:
@@ -89,14 +98,18 @@ def _not_evaluated_note(head: PlanReport | None) -> str | None:
     return None
 
 
-def guardrails(head: PlanReport | None, base: PlanReport | None, from_preview: list[Finding]) -> Guardrails:
-    note = _not_evaluated_note(head)
-    found = _plan_findings(head)
-    seen = {(_key(f), f.message) for f in found}
-    found += [f for f in from_preview if (_key(f), f.message) not in seen]
-    evaluated = note is None or bool(from_preview)
+def _from_event_log(run: PackRun, base: PlanReport | None) -> Guardrails:
+    if not run.ran:
+        why = ("no policy pack ran in the preview (pass `--policy-pack policies/guardrails` to `pulumi preview`)"
+               if run.finished else "the event log ends before the preview's summary: the preview did not finish")
+        return Guardrails(evaluated=False, note=why, origin=EVENT_LOG)
+    return _compared(list(run.findings), base, EVENT_LOG, tuple(sorted(run.packs.items())))
+
+
+def _compared(found: list[Finding], base: PlanReport | None, origin: str,
+              packs: tuple[tuple[str, str], ...] = ()) -> Guardrails:
     resolved: tuple[Finding, ...] = ()
-    if base is not None and base.policy is not None and note is None:
+    if base is not None and base.policy is not None:
         earlier = _plan_findings(base)
         before = {_key(f) for f in earlier}
         found = [Finding(f.policy, f.level, f.resource, f.message, "existing" if _key(f) in before else "new",
@@ -105,5 +118,20 @@ def guardrails(head: PlanReport | None, base: PlanReport | None, from_preview: l
         resolved = tuple(f for f in earlier if _key(f) not in after)
     ordered = sorted(found, key=lambda f: (LEVELS.index(f.level) if f.level in LEVELS else len(LEVELS),
                                            f.status != "new", f.policy, f.resource or ""))
-    return Guardrails(evaluated=evaluated, findings=tuple(ordered), resolved=resolved,
-                      note=None if evaluated else note)
+    return Guardrails(evaluated=True, findings=tuple(ordered), resolved=resolved, origin=origin, packs=packs)
+
+
+def guardrails(head: PlanReport | None, base: PlanReport | None, from_preview: list[Finding],
+               pack_run: PackRun | None = None) -> Guardrails:
+    """The guardrail section: the pack's own run when `pack_run` (the event log) is given, else the plan's."""
+    if pack_run is not None:
+        return _from_event_log(pack_run, base)
+    note = _not_evaluated_note(head)
+    found = _plan_findings(head)
+    seen = {(_key(f), f.message) for f in found}
+    found += [f for f in from_preview if (_key(f), f.message) not in seen]
+    if note is not None and not from_preview:
+        return Guardrails(evaluated=False, note=note)
+    if note is not None:
+        base = None  # nothing of this branch's plan to compare the base's results with
+    return _compared(found, base, OFFLINE if note is None else "preview")

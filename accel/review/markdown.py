@@ -187,6 +187,13 @@ def _priced(amount: float | None, priced: bool) -> str:
     return money(amount) if priced and amount is not None else "unpriced"
 
 
+GUARDRAIL_ORIGINS = {
+    "event-log": "Results from the pack's run in the preview (event log).",
+    "offline": "Re-derived offline: the guardrail pack run by `accel plan` over the captured resources "
+               "(pass `--event-log` with `pulumi preview --event-log` output for the pack's own run).",
+}
+
+
 def guardrails(review: Review, tight: bool = False) -> str:
     section: Guardrails = review.guardrails
     cap = FINDING_ROWS[tight]
@@ -194,6 +201,10 @@ def guardrails(review: Review, tight: bool = False) -> str:
     if not section.evaluated:
         lines.append(f"Not evaluated: {section.note or 'no guardrail results were given.'}")
         return "\n".join(lines)
+    origin = GUARDRAIL_ORIGINS.get(section.origin or "")
+    if origin:
+        packs = ", ".join(f"{code(name, 80)} {text(version, 40)}" for name, version in section.packs[:5])
+        lines += [origin + (f" Packs: {packs}." if packs else ""), ""]
     blocking = section.blocking
     advisory = len(section.findings) - len(blocking)
     if not section.findings:

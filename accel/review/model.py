@@ -133,6 +133,8 @@ class Guardrails:
     findings: tuple[Finding, ...] = ()
     resolved: tuple[Finding, ...] = ()
     note: str | None = None     # why they were not evaluated
+    origin: str | None = None   # event-log (the pack's run in the preview) | offline (`accel plan`) | preview
+    packs: tuple[tuple[str, str], ...] = ()  # (pack, version) that ran, from the event log's summary
 
     @property
     def blocking(self) -> tuple[Finding, ...]:

@@ -12,6 +12,7 @@ from accel.review.changes import (
     changes_from_preview,
     is_known_action,
 )
+from accel.review.event_log import PackRun
 from accel.review.model import Headline, ResourceLine, Review, TypeGroup
 from accel.review.plan_json import PlanReport
 from accel.review.preview_cost import preview_cost
@@ -103,8 +104,9 @@ SOURCE_NOTES = {
 
 
 def build_review(preview: PreviewDigest | PlanReport, head: PlanReport | None = None,
-                 base: PlanReport | None = None) -> Review:
-    """The whole review. `preview` is the preview digest, or a plan standing in for one."""
+                 base: PlanReport | None = None, pack_run: PackRun | None = None) -> Review:
+    """The whole review. `preview` is the preview digest, or a plan standing in for one; `pack_run` the
+    guardrail pack's own results from the preview's event log, when given."""
     if head is None and isinstance(preview, PlanReport):
         head = preview
     changes, source = _changes(preview, base)
@@ -127,7 +129,7 @@ def build_review(preview: PreviewDigest | PlanReport, head: PlanReport | None = 
         attention=tuple(attention.attention_items(changes)),
         hardware=comparison.hardware(head, base, changes),
         cost=(preview_cost(changes, head, base) if isinstance(preview, PreviewDigest) else comparison.cost(head, base)),
-        guardrails=guardrails.guardrails(head, base, policy_findings),
+        guardrails=guardrails.guardrails(head, base, policy_findings, pack_run),
         components=component_graph.component_graph(_with_unchanged(changes, head)),
         groups=groups(changes),
         diagnostics=tuple(diagnostics),
