@@ -90,12 +90,7 @@ def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
 def _register_commands(module_names: Iterable[str] = COMMAND_MODULES) -> None:
     """Add these command modules' commands to `app`; safe to call more than once (tests do)."""
     for module_name in module_names:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:  # command not written yet
-                continue
-            raise
+        module = importlib.import_module(module_name)
         already = len(app.registered_commands)
         registered = {info.callback for info in app.registered_commands}
         module.register(app)
