@@ -170,6 +170,14 @@ class Limit:
     source: str
 
 
+@dataclass(frozen=True)
+class PlacementUnit:
+    machine_type: str
+    level: str                       # the Kueue Topology level (node label) the cloud reports the unit as
+    nodes: int | None                # nodes in one unit, where the cloud documents a fixed size
+    source: str
+
+
 @dataclass(frozen=True, eq=False)
 class HardwareFacts:
     version: str
@@ -183,6 +191,7 @@ class HardwareFacts:
     aws_gpu_instances: Mapping[str, AwsGpuInstance]
     kubernetes: KubernetesNames
     limits: Mapping[str, Limit]
+    placement_units: Mapping[str, PlacementUnit] = field(default_factory=dict)
     _inverse: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- derived inverses ------------------------------------------------------------------
@@ -325,7 +334,7 @@ def load_facts(path: str | Path | None = None) -> HardwareFacts:
 
 def _build(data: dict[str, Any], where: str) -> HardwareFacts:
     known = {"version", "sources", "chips", "tpu", "tpu_machines", "fabrics", "gcp_gpu_machines",
-             "aws_gpu_instances", "kubernetes", "limits"}
+             "aws_gpu_instances", "kubernetes", "limits", "placement_units"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise HardwareFactsError(f"{where}: unknown section [{unknown[0]}]")
@@ -438,8 +447,19 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         limits[key] = Limit(key, e.get("value", int, positive=True), e.get("adjustable", bool, False),
                             _source(e, None, sources))
         e.done()
+
+    units: dict[str, PlacementUnit] = {}
+    for key, e in (_tables(data, "placement_units", where) if "placement_units" in data else {}).items():
+        levels = (kubernetes.gke_topology_levels if key in gcp else
+                  kubernetes.eks_topology_levels if key in aws else None)
+        if levels is None:
+            raise HardwareFactsError(f"{e.where}: {key!r} is neither in [gcp_gpu_machines] nor in [aws_gpu_instances]")
+        level = e.one_of("level", set(levels[:-1]))
+        nodes = e.get("nodes", int, None, positive=True) if "nodes" in e.data else None
+        units[key] = PlacementUnit(key, level, nodes, _source(e, None, sources))
+        e.done()
     return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
-                         tpu_machines, fabrics, gcp, aws, kubernetes, limits)
+                         tpu_machines, fabrics, gcp, aws, kubernetes, limits, units)
 
 
 _BUNDLED: HardwareFacts | None = None
@@ -468,5 +488,5 @@ def using(facts: HardwareFacts) -> Iterator[HardwareFacts]:
 
 __all__ = [
     "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
-    "KubernetesNames", "Limit", "Source", "TpuGeneration", "TpuMachine", "current", "load_facts", "using",
+    "KubernetesNames", "Limit", "PlacementUnit", "Source", "TpuGeneration", "TpuMachine", "current", "load_facts", "using",
 ]
