@@ -727,14 +727,17 @@ def test_a_raised_quota_given_in_an_overlay_sets_the_node_group_size(tmp_path):
     assert plan.gpu is not None and plan.gpu.pool_sizes == [600, 400]
 
 
-@pytest.mark.parametrize("cloud, per_pool, pools", [("gcp", 150, 14), ("aws", 450, 5)])
-def test_the_published_16384_h100_run_is_estimated_and_laid_out_within_limits(catalog, cloud, per_pool, pools):
+@pytest.mark.parametrize("cloud, limit", [("gcp", 150), ("aws", 450)])
+def test_the_published_16384_h100_run_is_estimated_and_laid_out_within_limits(catalog, cloud, limit):
     workload = pin({"accelerator": "h100-80gb", "chips": 16384, "cloud": cloud},
                    constraints={"clouds": [cloud], "max_chips": 16384})
     choice = choose(workload, catalog)
     plan = make_plan(workload, choice, catalog)
-    assert choice.chosen.chips == 16384 and plan.gpu is not None
-    assert (plan.gpu.nodes_per_pool, plan.gpu.pools, sum(plan.gpu.pool_sizes)) == (per_pool, pools, 2048)
+    assert choice.chosen.chips == 16384 and plan.gpu is not None and plan.parallelism is not None
+    group = plan.parallelism.group_nodes
+    # The largest pool of whole model replicas within the limit, then the remainder.
+    assert plan.gpu.nodes_per_pool == limit - limit % group
+    assert sum(plan.gpu.pool_sizes) == 2048 and plan.gpu.pools == -(-2048 // plan.gpu.nodes_per_pool)
 
 
 @settings(max_examples=60, deadline=None)

@@ -159,6 +159,7 @@ class KubernetesNames:
     eks_gpu_taint_value: str
     gke_topology_levels: tuple[str, ...]   # placement labels on GKE GPU nodes, broadest first (Kueue Topology)
     eks_topology_levels: tuple[str, ...]   # EKS network-node layers, broadest first, then the node
+    single_node_levels: tuple[str, ...]    # levels of those lists that one node fills (host, node)
     source: str
 
 
@@ -431,7 +432,7 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
-    levels = ("gke_topology_levels", "eks_topology_levels")
+    levels = ("gke_topology_levels", "eks_topology_levels", "single_node_levels")
     names: dict[str, Any] = {f: k8s.get(f, str) for f in KubernetesNames.__dataclass_fields__
                              if f != "source" and f not in levels}
     for key in levels:
