@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 
+from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.catalog.model import Offering
 
 
-class FleetLayoutError(ValueError):
-    """The fleet cannot be split into pools within the cloud's limits."""
+class FleetLayoutError(UsageError, ValueError):
+    """The fleet cannot be split into pools within the cloud's limits (exit 2)."""
 
 
 def per_pool_limit(offering: Offering, compact: bool, training: bool) -> int | None:
@@ -49,7 +50,9 @@ def nodes_per_pool(nodes: int, limit: int | None, group_nodes: int = 1, unit_nod
     if limit is None or nodes <= limit:
         return None
     if group_nodes > limit:
-        raise FleetLayoutError(f"one parallel group spans {group_nodes} nodes, more than one pool holds ({limit})")
+        raise FleetLayoutError(f"one model replica (tensor- x pipeline-parallel group) spans {group_nodes} nodes, more "
+                               f"than one node pool / node group holds ({limit}): a replica cannot straddle two pools; "
+                               "raise the limit in a catalog overlay (max_nodes) where it is a quota (docs/scale.md)")
     step = group_nodes
     if unit_nodes is not None and math.lcm(group_nodes, unit_nodes) <= limit:
         step = math.lcm(group_nodes, unit_nodes)
@@ -64,6 +67,10 @@ def placement_unit_nodes(machine_type: str) -> int | None:
 
 def gpu_nodes_per_pool(offering: Offering, nodes: int, *, compact: bool, training: bool,
                        group_nodes: int = 1) -> int | None:
-    """`nodes_per_pool` of the Plan's GPU pool for this offering (None: a single pool)."""
-    return nodes_per_pool(nodes, per_pool_limit(offering, compact, training), group_nodes,
-                          placement_unit_nodes(offering.machine_type))
+    """`nodes_per_pool` of the Plan's GPU pool for this offering (None: a single pool). A model replica wider
+    than one pool may hold cannot stay in one pool: its fleet is then cut at the limit in whole nodes (the
+    Plan says so in its rationale)."""
+    limit = per_pool_limit(offering, compact, training)
+    if limit is not None and group_nodes > limit:
+        group_nodes = 1
+    return nodes_per_pool(nodes, limit, group_nodes, placement_unit_nodes(offering.machine_type))

@@ -407,7 +407,7 @@ def _contradictions(plan: Plan) -> list[str]:
                             f"{from_pool!r}")
     parallelism = plan.parallelism
     if isinstance(pool, GpuPool) and pool.nodes_per_pool and parallelism is not None \
-            and pool.nodes_per_pool % parallelism.group_nodes:
+            and parallelism.group_nodes <= pool.nodes_per_pool and pool.nodes_per_pool % parallelism.group_nodes:
         problems.append(f"gpu.nodes_per_pool is {pool.nodes_per_pool}, not a whole number of the "
                         f"{parallelism.group_nodes}-node model replicas ({parallelism.text()}): a replica would "
                         f"straddle two pools")

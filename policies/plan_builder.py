@@ -77,4 +77,6 @@ def _layout_words(gpu: GpuPool, parallelism) -> str:
     pools = (f"one pool of {sizes[0]} nodes" if len(sizes) == 1 else
              f"{len(sizes)} pools: {sizes.count(sizes[0])} x {sizes[0]}" + (f" + {sizes[-1]}" if sizes[-1] != sizes[0] else "")
              + " nodes")
-    return f"Parallelism: {parallelism.text()} ({replica}); {pools}, each a whole number of replicas."
+    whole = (", each a whole number of replicas" if parallelism.group_nodes <= sizes[0] else
+             ": a replica is wider than one pool may hold, so it crosses pools")
+    return f"Parallelism: {parallelism.text()} ({replica}); {pools}{whole}."

@@ -112,3 +112,11 @@ def test_a_parallelism_given_on_input_must_agree_with_the_plan(planned_stacks):
 def test_a_tpu_plan_has_no_gpu_parallelism(planned_stacks):
     tpu = next(d["plan"] for d in planned_stacks.values() if (d.get("plan") or {}).get("family") == "tpu")
     assert tpu["parallelism"] is None
+
+
+def test_a_replica_wider_than_one_pool_is_cut_at_the_limit_in_whole_nodes():
+    from accel.policies.catalog import load_catalog
+    from accel.policies.fleet_layout import gpu_nodes_per_pool
+
+    offering = next(o for o in load_catalog().offerings if o.machine_type == "a3-highgpu-8g")
+    assert gpu_nodes_per_pool(offering, 2048, compact=True, training=True, group_nodes=256) == 150
