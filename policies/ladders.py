@@ -107,6 +107,18 @@ def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hos
     return tuple(sizes)
 
 
+def tpu_layout(generation: str, chips: int) -> Size:
+    """The TPU fleet a pin of `chips` chips is laid out as: the smallest size of the search's ladder
+    (`tpu_sizes`) that holds them, so a pin and a search lay the same chip count out the same way
+    (384 v6e chips: 3 x 8x16, not 2 x 16x16). Exact when the ladder has the count."""
+    if chips <= 0:
+        raise ValueError("chips must be positive")
+    # Identical multislices of the largest slice cover any count within one more slice.
+    cap = chips + largest_slice_chips(generation)
+    sizes = tpu_sizes(generation, cap)
+    return sizes[bisect.bisect_left([s.chips for s in sizes], chips)]
+
+
 def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> int:
     """Chips of the generation's largest single slice (within `max_slice_hosts` hosts when given)."""
     gen = shapes.generation(generation)

@@ -29,7 +29,7 @@ from accel.policies.estimate import (
     training_memory_bytes,
 )
 from accel.policies.explain import describe
-from accel.policies.ladders import GpuLadder, Size, replica_sizes, tpu_fleet
+from accel.policies.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
 from accel.policies.plan import Option, Plan
 from accel.policies.plan_builder import make_plan
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
@@ -85,7 +85,10 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
             slices = pin.slices or 1
             topology = shapes.smallest_topology(generation.name, pin.chips // slices)
         else:
-            topology, slices = shapes.slice_layout(generation.name, pin.chips)
+            # The search's layout rule: the smallest ladder size that holds the chips (policies/ladders.py).
+            layout = tpu_layout(generation.name, pin.chips)
+            topology, slices = layout.topology, layout.slices
+            assert topology is not None
         if spec.kind != "inference" and slices > 1:
             check_multislice_memory(spec, ctx, catalog, topology, slices)
     candidates: list[tuple[tuple, Candidate, str]] = []

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field, computed_field, model_serializer, model_validator
 
 from accel.base.model import StrictModel
+from accel.policies.parallelism import Parallelism, gpu_parallelism
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 
@@ -286,7 +287,7 @@ class CatalogRef(StrictModel):
 
 class Plan(DerivedFieldsModel):
     _dump_order = ("schema_version", "workload", "catalog", "chosen", "cloud", "region", "zones", "family",
-                   "tpu", "gpu", "capacity", "storage", "estimate", "rationale", "pinned")
+                   "tpu", "gpu", "parallelism", "capacity", "storage", "estimate", "rationale", "pinned")
 
     schema_version: Literal[2] = SCHEMA_VERSION
     workload: WorkloadSpec
@@ -319,6 +320,13 @@ class Plan(DerivedFieldsModel):
         """Derived from chosen.family."""
         return self.chosen.family
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def parallelism(self) -> Parallelism | None:
+        """Tensor x pipeline x data parallelism of a GPU plan, derived from the pool and the estimate
+        (policies/parallelism.py); None for TPU plans, whose slices are the units (one pool each)."""
+        return plan_parallelism(self.workload.kind, self.gpu, self.estimate)
+
     @property
     def pool(self) -> TpuPool | GpuPool:
         """The accelerator pool of the plan's family."""
@@ -335,6 +343,10 @@ class Plan(DerivedFieldsModel):
         chosen = data.get("chosen")
         for key in ("cloud", "region", "family"):
             accept_derived(data, key, _value(chosen, key), "plan", f"chosen.{key}")
+        if "parallelism" in data:
+            derived = _derived_parallelism(data)
+            accept_derived(data, "parallelism", derived.model_dump() if derived is not None else None, "plan",
+                           "workload.kind, gpu.gpus_per_node, gpu.nodes and the estimate")
         return data
 
     @model_validator(mode="after")
@@ -343,6 +355,28 @@ class Plan(DerivedFieldsModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+
+def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate) -> Parallelism | None:
+    """The parallelism of a GPU pool under this estimate (None without a GPU pool)."""
+    if gpu is None:
+        return None
+    replica = estimate.details.get("replica_chips")
+    return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
+                           int(replica) if isinstance(replica, (int, float)) else None)
+
+
+def _derived_parallelism(data: dict[str, Any]) -> Parallelism | None:
+    """The parallelism a raw plan document derives (None when its pool or estimate is not readable yet:
+    validation then reports those fields)."""
+    try:
+        gpu = GpuPool.model_validate(data["gpu"]) if data.get("gpu") else None
+        estimate = Estimate.model_validate(data["estimate"])
+        workload = data["workload"]
+        kind = _value(workload, "kind")
+    except (KeyError, TypeError, ValueError):
+        return None
+    return plan_parallelism(str(kind), gpu, estimate)
 
 
 def _contradictions(plan: Plan) -> list[str]:
@@ -371,6 +405,12 @@ def _contradictions(plan: Plan) -> list[str]:
         if getattr(chosen, key) != from_pool:
             problems.append(f"chosen.{key} is {getattr(chosen, key)!r} but the {plan.family} pool makes it "
                             f"{from_pool!r}")
+    parallelism = plan.parallelism
+    if isinstance(pool, GpuPool) and pool.nodes_per_pool and parallelism is not None \
+            and parallelism.group_nodes <= pool.nodes_per_pool and pool.nodes_per_pool % parallelism.group_nodes:
+        problems.append(f"gpu.nodes_per_pool is {pool.nodes_per_pool}, not a whole number of the "
+                        f"{parallelism.group_nodes}-node model replicas ({parallelism.text()}): a replica would "
+                        f"straddle two pools")
     for key in ("hours", "hourly_usd", "total_usd"):
         # The OPTION carries the estimate rounded (policies/candidates.py): agree to a cent / 36 s.
         if not math.isclose(getattr(chosen, key), getattr(plan.estimate, key), rel_tol=1e-6, abs_tol=0.01):

@@ -148,29 +148,6 @@ def smallest_topology(gen_name: str, chips: int) -> str:
     raise ShapeError(f"{chips} chips exceed the largest TPU {gen.name} slice ({gen.max_chips_per_slice} chips)")
 
 
-def slice_layout(gen_name: str, chips: int, max_chips_per_slice: int | None = None) -> tuple[str, int]:
-    """(topology, slices) covering `chips`: one slice when it fits, else identical multislices.
-
-    Multislice splits into the fewest slices whose per-slice shape is valid, so DCN traffic
-    crosses as few slice boundaries as possible.
-    """
-    if chips <= 0:
-        raise ShapeError("chips must be positive")
-    gen = generation(gen_name)
-    limit = min(max_chips_per_slice or gen.max_chips_per_slice, gen.max_chips_per_slice)
-    slices = max(1, math.ceil(chips / limit))
-    while True:
-        per_slice = math.ceil(chips / slices)
-        if per_slice <= limit:
-            try:
-                topology = smallest_topology(gen.name, per_slice)
-            except ShapeError:
-                topology = None
-            if topology is not None and topology_chips(topology) <= limit:
-                return topology, slices
-        slices += 1
-
-
 def gpu_nodes(chips: int, gpus_per_node: int) -> int:
     """Whole nodes: GPUs come in machines of a fixed size."""
     if chips <= 0 or gpus_per_node <= 0:

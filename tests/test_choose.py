@@ -18,7 +18,7 @@ from accel.policies.ranking import (
     plan_from_pin,
 )
 from accel.policies.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
-from accel.policies.ladders import GpuLadder, tpu_sizes
+from accel.policies.ladders import GpuLadder, tpu_layout, tpu_sizes
 from accel.policies.plan import Plan, pool_sizes
 from accel.policies.workload import load_workload, workload_from_mapping
 
@@ -246,6 +246,31 @@ def test_a_tpu_pin_of_a_slice_the_search_could_pick_is_that_very_slice(catalog, 
     chosen = choose(workload, catalog).chosen
     assert (chosen.chips, chosen.hosts, chosen.slices, chosen.topology, chosen.machine_type) == (
         size.chips, size.hosts, size.slices, size.topology, size.machine_type)
+
+
+@pytest.mark.parametrize("generation, chips", [("v6e", 384), ("v6e", 768), ("v6e", 1280), ("v6e", 3072),
+                                               ("v5p", 12288), ("v5p", 17920), ("v5e", 640)])
+def test_a_multislice_pin_is_laid_out_as_the_search_lays_out_the_same_chips(catalog, generation, chips):
+    """One layout rule for pin and search: the pinned chips land on the search ladder's size of that count."""
+    [expected] = [s for s in tpu_sizes(generation, chips) if s.chips == chips]
+    workload = spec(model={"parameters": "100M"}, training={"tokens": "1B", "framework": "jax"},
+                    hardware={"accelerator": f"tpu-{generation}", "chips": chips})
+    chosen = choose(workload, catalog).chosen
+    assert (chosen.chips, chosen.slices, chosen.topology) == (expected.chips, expected.slices, expected.topology)
+
+
+def test_384_v6e_chips_are_three_128_chip_slices_not_two_256_chip_ones():
+    layout = tpu_layout("v6e", 384)
+    assert (layout.chips, layout.slices, layout.topology) == (384, 3, "8x16")
+
+
+@given(generation=st.sampled_from(["v4", "v5e", "v5p", "v6e"]), chips=st.integers(1, 40_000))
+@settings(deadline=None)
+def test_a_tpu_layout_is_the_smallest_ladder_size_that_holds_the_chips(generation, chips):
+    layout = tpu_layout(generation, chips)
+    shapes.check_topology(generation, layout.topology)
+    assert layout.chips >= chips
+    assert not [s for s in tpu_sizes(generation, layout.chips) if chips <= s.chips < layout.chips]
 
 
 @settings(max_examples=40, deadline=None)
@@ -702,14 +727,17 @@ def test_a_raised_quota_given_in_an_overlay_sets_the_node_group_size(tmp_path):
     assert plan.gpu is not None and plan.gpu.pool_sizes == [600, 400]
 
 
-@pytest.mark.parametrize("cloud, per_pool, pools", [("gcp", 150, 14), ("aws", 450, 5)])
-def test_the_published_16384_h100_run_is_estimated_and_laid_out_within_limits(catalog, cloud, per_pool, pools):
+@pytest.mark.parametrize("cloud, limit", [("gcp", 150), ("aws", 450)])
+def test_the_published_16384_h100_run_is_estimated_and_laid_out_within_limits(catalog, cloud, limit):
     workload = pin({"accelerator": "h100-80gb", "chips": 16384, "cloud": cloud},
                    constraints={"clouds": [cloud], "max_chips": 16384})
     choice = choose(workload, catalog)
     plan = make_plan(workload, choice, catalog)
-    assert choice.chosen.chips == 16384 and plan.gpu is not None
-    assert (plan.gpu.nodes_per_pool, plan.gpu.pools, sum(plan.gpu.pool_sizes)) == (per_pool, pools, 2048)
+    assert choice.chosen.chips == 16384 and plan.gpu is not None and plan.parallelism is not None
+    group = plan.parallelism.group_nodes
+    # The largest pool of whole model replicas within the limit, then the remainder.
+    assert plan.gpu.nodes_per_pool == limit - limit % group
+    assert sum(plan.gpu.pool_sizes) == 2048 and plan.gpu.pools == -(-2048 // plan.gpu.nodes_per_pool)
 
 
 @settings(max_examples=60, deadline=None)

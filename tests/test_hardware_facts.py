@@ -145,6 +145,12 @@ def _write_table(tmp_path: Path, edit) -> Path:
     (lambda t: t.replace('multi_host_machine_type = "ct5p-hightpu-4t"', 'multi_host_machine_type = "ct5p-hightpu-16t"'),
      r"tpu.v5p uses machine type 'ct5p-hightpu-16t', which \[tpu_machines\] does not describe"),
     (lambda t: t + "\n[[[", r"not valid TOML"),
+    (lambda t: t.replace('"p5.48xlarge" = { level = "topology.k8s.aws/network-node-layer-3"',
+                         '"p5.48xlarge" = { level = "cloud.google.com/gce-topology-subblock"'),
+     r"placement_units.p5.48xlarge.level: 'cloud.google.com/gce-topology-subblock' is not one of topology.k8s.aws"),
+    (lambda t: t.replace('"a4x-highgpu-4g" = { level = "cloud.google.com/gce-topology-subblock", nodes = 18',
+                         '"a4x-highgpu-4g" = { level = "cloud.google.com/gce-topology-subblock", nodes = 0'),
+     r"placement_units.a4x-highgpu-4g.nodes: must be positive"),
 ])
 def test_a_malformed_table_is_rejected_naming_the_entry(tmp_path, edit, message):
     path = _write_table(tmp_path, edit)

@@ -1,5 +1,4 @@
 import pytest
-from hypothesis import given, strategies as st
 
 from accel.policies import shapes
 
@@ -43,15 +42,3 @@ def test_odd_core_count_is_rejected_for_v4():
         shapes.parse_tpu_vm_type("v4-7")
 
 
-def test_beyond_the_largest_slice_becomes_identical_multislices():
-    topology, slices = shapes.slice_layout("v6e", 1024)
-    assert (topology, slices) == ("16x16", 4)
-
-
-@given(gen=st.sampled_from(sorted(shapes.GENERATIONS)), chips=st.integers(1, 40_000))
-def test_slice_layout_always_covers_the_request_with_valid_shapes(gen, chips):
-    topology, slices = shapes.slice_layout(gen, chips)
-    shapes.check_topology(gen, topology)
-    assert shapes.topology_chips(topology) * slices >= chips
-    # One slice fewer would not have been enough.
-    assert shapes.topology_chips(topology) * (slices - 1) < chips or slices == 1

@@ -18,6 +18,7 @@ from accel.components.kubernetes.accelerator_stack import TPU_RESOURCE
 from accel.job.declared import DeclaredCluster, Flavor, NodePool, Taint
 from accel.job.manifests import EXCLUSIVE_TOPOLOGY, QUEUE_LABEL
 from accel.job.quantities import parse_quantity
+from accel.job.topology import LEVEL_ANNOTATIONS, PREFERRED, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -202,6 +203,8 @@ def _check_group(group: PodGroup, cluster: DeclaredCluster, report: ScheduleRepo
     tolerations = list(spec.get("tolerations") or [])
     if cluster_queue is not None:
         flavor = _admit(group, pod, requests, selector, cluster_queue, cluster, report)
+    if flavor is not None:
+        _check_topology(group, pod, flavor, cluster, report)
     effective_selector = {**selector, **(flavor.node_labels if flavor else {})}
     effective_tolerations = tolerations + (flavor.tolerations if flavor else [])
 
@@ -226,6 +229,50 @@ def _check_group(group: PodGroup, cluster: DeclaredCluster, report: ScheduleRepo
                                            "it on admission, so the pod schedules only through the queue", pool.name))
             break
     _check_fit(group, pod, base, requests, candidates, report)
+
+
+def _check_topology(group: PodGroup, pod: str, flavor: Flavor, cluster: DeclaredCluster,
+                    report: ScheduleReport) -> None:
+    """Kueue's topology request rules (accel/job/topology.py): the flavor names a declared Topology, every
+    requested level is one of its levels, required and preferred exclude each other, and a slice is finer
+    than the PodSet's level and its size divides the PodSet."""
+    annotations = (group.template.get("metadata") or {}).get("annotations") or {}
+    requested = {key: annotations[key] for key in LEVEL_ANNOTATIONS if key in annotations}
+    if not requested and SLICE_SIZE not in annotations:
+        return
+    where = "metadata.annotations"
+    if flavor.topology_name is None:
+        report.errors.append(Finding(pod, f"{where}[{next(iter(requested), SLICE_SIZE)}]",
+                                     f"requests a topology level, but flavor {flavor.name} names no Kueue Topology "
+                                     "(spec.topologyName): Kueue cannot admit a topology request on it"))
+        return
+    levels = cluster.topologies.get(flavor.topology_name)
+    if levels is None:
+        report.errors.append(Finding(pod, f"{where}[{next(iter(requested), SLICE_SIZE)}]",
+                                     f"flavor {flavor.name} names Topology {flavor.topology_name}, which the stack "
+                                     "does not declare"))
+        return
+    for key, level in requested.items():
+        if level not in levels:
+            report.errors.append(Finding(pod, f"{where}[{key}]", f"level {level!r} is not a level of Topology "
+                                         f"{flavor.topology_name} ({', '.join(levels)}): Kueue would deactivate the "
+                                         "workload"))
+    if REQUIRED in requested and PREFERRED in requested:
+        report.errors.append(Finding(pod, f"{where}[{PREFERRED}]", f"{REQUIRED} and {PREFERRED} exclude each other"))
+    podset_level = requested.get(REQUIRED) or requested.get(PREFERRED)
+    slice_level = requested.get(SLICE_REQUIRED)
+    if (slice_level is None) != (SLICE_SIZE not in annotations):
+        report.errors.append(Finding(pod, f"{where}[{SLICE_SIZE}]", f"{SLICE_REQUIRED} and {SLICE_SIZE} go together"))
+        return
+    if slice_level is None:
+        return
+    if podset_level in levels and slice_level in levels and levels.index(slice_level) <= levels.index(podset_level):
+        report.errors.append(Finding(pod, f"{where}[{SLICE_REQUIRED}]", f"the slice level {slice_level} must be finer "
+                                     f"than the job's {podset_level}"))
+    size = annotations[SLICE_SIZE]
+    if not str(size).isdigit() or int(size) < 1 or group.pods % int(size):
+        report.errors.append(Finding(pod, f"{where}[{SLICE_SIZE}]", f"{size!r} must be a whole number of pods that "
+                                     f"divides the job's {group.pods} pods"))
 
 
 def _check_networks(group: PodGroup, pod: str, cluster: DeclaredCluster, report: ScheduleReport) -> None:

@@ -71,6 +71,7 @@ class Flavor:
     name: str
     node_labels: dict[str, str]
     tolerations: list[dict]
+    topology_name: str | None = None       # spec.topologyName: the Kueue Topology it schedules over
 
 
 @dataclass
@@ -85,6 +86,7 @@ class ClusterQueue:
 class DeclaredCluster:
     pools: list[NodePool] = field(default_factory=list)
     flavors: dict[str, Flavor] = field(default_factory=dict)
+    topologies: dict[str, list[str]] = field(default_factory=dict)  # Kueue Topology -> levels, broadest first
     cluster_queues: dict[str, ClusterQueue] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], str] = field(default_factory=dict)  # (namespace, name) -> ClusterQueue
     priority_classes: set[str] = field(default_factory=set)
@@ -212,7 +214,11 @@ def declared_cluster(capture: Capture, existing: ExistingCluster | None = None) 
         elif kind == KUEUE + "ResourceFlavor":
             spec = inputs.get("spec") or {}
             cluster.flavors[_metadata_name(resource)] = Flavor(
-                _metadata_name(resource), dict(spec.get("nodeLabels") or {}), list(spec.get("tolerations") or []))
+                _metadata_name(resource), dict(spec.get("nodeLabels") or {}), list(spec.get("tolerations") or []),
+                spec.get("topologyName"))
+        elif kind == KUEUE + "Topology":
+            levels = (inputs.get("spec") or {}).get("levels") or []
+            cluster.topologies[_metadata_name(resource)] = [str(level.get("nodeLabel")) for level in levels]
         elif kind == KUEUE + "ClusterQueue":
             spec = inputs.get("spec") or {}
             quotas: dict[str, dict[str, Fraction]] = {}

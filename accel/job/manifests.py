@@ -27,6 +27,7 @@ from accel.job import plan_view
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
+from accel.job.topology import topology_request
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -263,6 +264,12 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         command = user_command
         launcher = "JAX on TPU (libtpu finds the slice's hosts itself)"
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
+    if hw.family == "gpu" and plan.parallelism is not None:
+        # Kueue keeps each model replica inside the finest placement level that holds it (accel/job/topology.py).
+        request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, hw.nodes,
+                                   plan.parallelism.group_nodes)
+        pod["metadata"]["annotations"].update(request.annotations)
+        notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
     restarts, why = max_restarts(plan)
     annotations = {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"} if hw.family == "tpu" else {}
     jobset = {

@@ -161,6 +161,7 @@ class KubernetesNames:
     eks_gpu_taint_value: str
     gke_topology_levels: tuple[str, ...]   # placement labels on GKE GPU nodes, broadest first (Kueue Topology)
     eks_topology_levels: tuple[str, ...]   # EKS network-node layers, broadest first, then the node
+    single_node_levels: tuple[str, ...]    # levels of those lists that one node fills (host, node)
     source: str
 
 
@@ -169,6 +170,14 @@ class Limit:
     name: str
     value: int
     adjustable: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class PlacementUnit:
+    machine_type: str
+    level: str                       # the Kueue Topology level (node label) the cloud reports the unit as
+    nodes: int | None                # nodes in one unit, where the cloud documents a fixed size
     source: str
 
 
@@ -185,6 +194,7 @@ class HardwareFacts:
     aws_gpu_instances: Mapping[str, AwsGpuInstance]
     kubernetes: KubernetesNames
     limits: Mapping[str, Limit]
+    placement_units: Mapping[str, PlacementUnit] = field(default_factory=dict)
     _inverse: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- derived inverses ------------------------------------------------------------------
@@ -334,7 +344,7 @@ def load_facts(path: str | Path | None = None) -> HardwareFacts:
 
 def _build(data: dict[str, Any], where: str) -> HardwareFacts:
     known = {"version", "sources", "chips", "tpu", "tpu_machines", "fabrics", "gcp_gpu_machines",
-             "aws_gpu_instances", "kubernetes", "limits"}
+             "aws_gpu_instances", "kubernetes", "limits", "placement_units"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise HardwareFactsError(f"{where}: unknown section [{unknown[0]}]")
@@ -432,7 +442,7 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
-    levels = ("gke_topology_levels", "eks_topology_levels")
+    levels = ("gke_topology_levels", "eks_topology_levels", "single_node_levels")
     names: dict[str, Any] = {f: k8s.get(f, str) for f in KubernetesNames.__dataclass_fields__
                              if f != "source" and f not in levels}
     for key in levels:
@@ -448,8 +458,19 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         limits[key] = Limit(key, e.get("value", int, positive=True), e.get("adjustable", bool, False),
                             _source(e, None, sources))
         e.done()
+
+    units: dict[str, PlacementUnit] = {}
+    for key, e in (_tables(data, "placement_units", where) if "placement_units" in data else {}).items():
+        levels = (kubernetes.gke_topology_levels if key in gcp else
+                  kubernetes.eks_topology_levels if key in aws else None)
+        if levels is None:
+            raise HardwareFactsError(f"{e.where}: {key!r} is neither in [gcp_gpu_machines] nor in [aws_gpu_instances]")
+        level = e.one_of("level", set(levels[:-1]))
+        nodes = e.get("nodes", int, None, positive=True) if "nodes" in e.data else None
+        units[key] = PlacementUnit(key, level, nodes, _source(e, None, sources))
+        e.done()
     return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
-                         tpu_machines, fabrics, gcp, aws, kubernetes, limits)
+                         tpu_machines, fabrics, gcp, aws, kubernetes, limits, units)
 
 
 _BUNDLED: HardwareFacts | None = None
@@ -478,5 +499,5 @@ def using(facts: HardwareFacts) -> Iterator[HardwareFacts]:
 
 __all__ = [
     "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
-    "KubernetesNames", "Limit", "Source", "TpuGeneration", "TpuMachine", "current", "load_facts", "using",
+    "KubernetesNames", "Limit", "PlacementUnit", "Source", "TpuGeneration", "TpuMachine", "current", "load_facts", "using",
 ]

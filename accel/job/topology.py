@@ -1,0 +1,88 @@
+"""Which Kueue topology level a GPU training job asks for, from the Plan's parallelism.
+
+Kueue Topology Aware Scheduling (beta and on by default in the pinned Kueue v0.14; KEP 2724,
+kubernetes-sigs/kueue keps/2724-topology-aware-scheduling, and apis/kueue/v1alpha1 constants) reads
+pod-template annotations of each PodSet:
+- `podset-required-topology` / `podset-preferred-topology` (mutually exclusive): every pod of the
+  PodSet in one domain of that level; required waits until one has room, preferred starts at the
+  level and climbs to coarser ones when the PodSet does not fit, then spreads;
+- `podset-slice-required-topology` with `podset-slice-size`: every slice of that many pods (by pod
+  index) in one domain of that level, which must be finer than the PodSet's required/preferred level;
+  the size must divide the PodSet.
+
+So a job whose model replica spans several nodes requires each replica (a slice of `group_nodes`
+pods, one per node) inside the finest level that can hold it, and prefers the next coarser level for
+the whole job. A job whose replicas fit in a node only prefers the placement unit for the whole job.
+A level's size is known only where the hardware table documents it (`[placement_units]`,
+`[kubernetes] single_node_levels`); a level of unknown size is assumed able to hold the replica, and
+Kueue keeps the job queued if it cannot. TPU slices need none of this: each slice is its own node
+pool (exclusive placement per pool), which is already the finest unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accel.policies import hardware
+
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+LEVEL_ANNOTATIONS = (REQUIRED, PREFERRED, SLICE_REQUIRED)
+
+
+@dataclass(frozen=True)
+class TopologyRequest:
+    annotations: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def level_nodes(level: str, machine_type: str) -> int | None:
+    """Nodes one domain of `level` holds for this machine type: 1 for the host and the node, the
+    documented unit size at the unit's level, else None (not documented)."""
+    facts = hardware.current()
+    if level in facts.kubernetes.single_node_levels:
+        return 1
+    unit = facts.placement_units.get(machine_type)
+    return unit.nodes if unit is not None and unit.level == level else None
+
+
+def replica_level(levels: tuple[str, ...], machine_type: str, group_nodes: int) -> str:
+    """The finest level (of `levels`, broadest first) that can hold `group_nodes` nodes."""
+    for level in reversed(levels):
+        size = level_nodes(level, machine_type)
+        if size is None or size >= group_nodes:
+            return level
+    return levels[0]
+
+
+def unit_level(levels: tuple[str, ...], machine_type: str) -> str:
+    """The finest level coarser than one node: the cloud's placement unit."""
+    several = [level for level in levels if level_nodes(level, machine_type) != 1]
+    return several[-1] if several else levels[0]
+
+
+def topology_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int) -> TopologyRequest:
+    """The annotations of a GPU training PodSet of `nodes` pods (one per node) whose model replica
+    spans `group_nodes` of them, on a pool whose Kueue Topology has `levels` (none: no request)."""
+    if not levels or nodes <= 1:
+        return TopologyRequest()
+    if group_nodes > 1 and nodes % group_nodes == 0 and group_nodes < nodes:
+        level = replica_level(levels, machine_type, group_nodes)
+        annotations = {SLICE_REQUIRED: level, SLICE_SIZE: str(group_nodes)}
+        index = levels.index(level)
+        note = (f"topology: each model replica ({group_nodes} pods, one per node, by completion index) required "
+                f"in one {level}")
+        if index > 0:
+            annotations[PREFERRED] = levels[index - 1]
+            note += f"; the whole job preferred in one {levels[index - 1]} (Kueue climbs when it does not fit)"
+        return TopologyRequest(annotations, [note + " (Kueue Topology Aware Scheduling)"])
+    if group_nodes >= nodes:
+        level = replica_level(levels, machine_type, nodes)
+        return TopologyRequest({REQUIRED: level}, [f"topology: the job is one model replica of {nodes} nodes, "
+                                                   f"required in one {level}"])
+    level = unit_level(levels, machine_type)
+    why = ("a model replica stays inside one node" if group_nodes <= 1 else
+           f"{nodes} nodes are not a whole number of {group_nodes}-node replicas, so no per-replica requirement")
+    return TopologyRequest({PREFERRED: level}, [f"topology: {why}; the whole job preferred in one {level}"])

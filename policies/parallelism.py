@@ -1,0 +1,75 @@
+"""The parallelism a GPU plan implies: tensor-parallel within a node, pipeline-parallel across nodes,
+data-parallel over model replicas. A pure decision over figures the Plan already holds.
+
+- Training: one model replica (a tensor- x pipeline-parallel group) holds the whole training state
+  (`estimate.min_chips_for_memory` chips: weights, gradients, optimizer state and activation headroom),
+  the usual 3D-parallel layout without optimizer-state sharding across replicas. Tensor parallelism
+  stays inside a node's NVLink domain (every GPU of the node once the state needs more than one
+  node); the pipeline degree is the nodes that hold the state, rounded up to a power of two as
+  Megatron-style pipelines are laid out, and never more than the fleet. Llama 3.1 405B on H100
+  nodes comes out as TP8 x PP16 (the Llama 3 paper, Table 4, ran TP8 x PP16 x DP128).
+- Serving: the estimate's replica (`estimate.details.replica_chips`) is the group: tensor-parallel over
+  the GPUs of a node, pipeline-parallel over the nodes it spans (what `accel job` passes to vLLM).
+
+`group_nodes` (the nodes one replica spans) is what the fleet layout keeps inside one pool
+(policies/fleet_layout.py) and what `accel job` asks Kueue to keep inside one placement unit.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field, computed_field
+
+from accel.base.model import StrictModel
+
+
+class Parallelism(StrictModel):
+    """Tensor x pipeline x data parallel degrees of a GPU fleet (docs/scale.md)."""
+
+    tensor: int = Field(gt=0, description="GPUs one tensor-parallel group spans (inside one node)")
+    pipeline: int = Field(gt=0, description="Pipeline stages of one model replica, one node each")
+    data: int = Field(gt=0, description="Model replicas the fleet holds (data-parallel degree)")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def group_nodes(self) -> int:
+        """Nodes one model replica (a tensor- x pipeline-parallel group) spans."""
+        return self.pipeline
+
+    def text(self) -> str:
+        return f"TP{self.tensor} x PP{self.pipeline} x DP{self.data}"
+
+
+def _power_of_two_at_least(value: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, value))))
+
+
+def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int) -> Parallelism:
+    """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
+    `min_chips_for_memory` GPUs' worth of training state."""
+    if min(min_chips_for_memory, gpus_per_node, nodes) < 1:
+        raise ValueError("min_chips_for_memory, gpus_per_node and nodes must be positive")
+    if min_chips_for_memory <= gpus_per_node:
+        # The state fits in one node: tensor parallelism over just the GPUs that hold it.
+        tensor = min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
+        return Parallelism(tensor=tensor, pipeline=1, data=max(1, nodes * gpus_per_node // tensor))
+    pipeline = min(nodes, _power_of_two_at_least(math.ceil(min_chips_for_memory / gpus_per_node)))
+    return Parallelism(tensor=gpus_per_node, pipeline=pipeline, data=max(1, nodes // pipeline))
+
+
+def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> Parallelism:
+    """The layout of a serving fleet of `nodes` nodes whose replicas take `replica_chips` GPUs each."""
+    if min(replica_chips, gpus_per_node, nodes) < 1:
+        raise ValueError("replica_chips, gpus_per_node and nodes must be positive")
+    tensor = min(replica_chips, gpus_per_node)
+    pipeline = math.ceil(replica_chips / gpus_per_node)
+    return Parallelism(tensor=tensor, pipeline=pipeline, data=max(1, nodes * gpus_per_node // (tensor * pipeline)))
+
+
+def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_for_memory: int,
+                    replica_chips: int | None) -> Parallelism:
+    """The parallelism of a GPU plan: training from the state's memory, serving from its replica."""
+    if training or replica_chips is None:
+        return training_parallelism(min_chips_for_memory, gpus_per_node, nodes)
+    return serving_parallelism(replica_chips, gpus_per_node, nodes)
