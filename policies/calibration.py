@@ -25,12 +25,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from accel.base.derived_cache import cached
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
 from accel.policies.catalog.model import Accelerator, Catalog
 from accel.policies.workload import AcceleratorId
 
 PUBLISHED_RUNS = Path(__file__).resolve().parent / "catalog" / "published_runs.yaml"
+POLICIES_DIR = Path(__file__).resolve().parent
 SIZE_REFERENCE = 1e10        # x = log10(parameters / 1e10): 10B parameters at x = 0
 SCALE_REFERENCE_CHIPS = 8    # one GPU node: no scale penalty below it
 
@@ -212,7 +214,9 @@ def calibrated_fit(catalog: Catalog) -> MfuFit:
     key = _fit_key(catalog)
     fitted = _FITS.get(key)
     if fitted is None:
-        fitted = _FITS[key] = fit(published_runs().runs, catalog)
+        # Kept in the user's cache too, keyed by the runs table, the key above and the code.
+        fitted = _FITS[key] = cached("mfu-fit", [PUBLISHED_RUNS], lambda: fit(published_runs().runs, catalog),
+                                     code=[POLICIES_DIR], extra=key)
     return fitted
 
 

@@ -15,13 +15,15 @@ entry and what is wrong.
 from __future__ import annotations
 
 import contextlib
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accel.base.derived_cache import cached
+
 BUNDLED_FACTS = Path(__file__).resolve().parent / "facts.toml"
+POLICIES_DIR = Path(__file__).resolve().parent.parent  # the decision code: a cached table is invalid once it changes
 FAMILIES = ("tpu", "gpu")
 VM_TYPE_COUNTS = {"tensorcores", "chips"}
 
@@ -312,6 +314,8 @@ def _source(entry: _Entry, section_source: str | None, sources: Mapping[str, Sou
 
 def load_facts(path: str | Path | None = None) -> HardwareFacts:
     """Read and check a facts table: the bundled one (None) or a copy (tests, a fork's own table)."""
+    import tomllib  # only when the table is read, not when it comes from the derived-data cache
+
     file = Path(path) if path is not None else BUNDLED_FACTS
     try:
         with file.open("rb") as handle:
@@ -452,8 +456,16 @@ def current() -> HardwareFacts:
     if _ACTIVE:
         return _ACTIVE[-1]
     if _BUNDLED is None:
-        _BUNDLED = load_facts()
+        # Checked once and kept in the user's cache while facts.toml and the code are unchanged
+        # (parsing and checking the table is a tenth of a choose's start-up).
+        _BUNDLED = cached("hardware-facts", [BUNDLED_FACTS], load_facts, code=[POLICIES_DIR])
     return _BUNDLED
+
+
+def bundled_in_use() -> bool:
+    """Whether consumers read the bundled table (no `using(...)` block is active): only what is
+    derived from the bundled table may be cached under the bundled files' key."""
+    return not _ACTIVE
 
 
 @contextlib.contextmanager
@@ -468,5 +480,6 @@ def using(facts: HardwareFacts) -> Iterator[HardwareFacts]:
 
 __all__ = [
     "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
-    "KubernetesNames", "Limit", "Source", "TpuGeneration", "TpuMachine", "current", "load_facts", "using",
+    "KubernetesNames", "Limit", "Source", "TpuGeneration", "TpuMachine", "bundled_in_use", "current", "load_facts",
+    "using",
 ]
