@@ -28,6 +28,7 @@ from pydantic import Field, model_validator
 from accel.base.derived_cache import cached
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
+from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog
 from accel.policies.workload import AcceleratorId
 
@@ -214,9 +215,13 @@ def calibrated_fit(catalog: Catalog) -> MfuFit:
     key = _fit_key(catalog)
     fitted = _FITS.get(key)
     if fitted is None:
-        # Kept in the user's cache too, keyed by the runs table, the key above and the code.
-        fitted = _FITS[key] = cached("mfu-fit", [PUBLISHED_RUNS], lambda: fit(published_runs().runs, catalog),
-                                     code=[POLICIES_DIR], extra=key)
+        def compute() -> MfuFit:
+            return fit(published_runs().runs, catalog)
+
+        # Kept in the user's cache too (keyed by the runs table, the key above and the code), unless
+        # another hardware facts table is in use: only what the bundled one gives is cached.
+        fitted = _FITS[key] = (cached("mfu-fit", [PUBLISHED_RUNS], compute, code=[POLICIES_DIR], extra=key)
+                               if hardware.bundled_in_use() else compute())
     return fitted
 
 

@@ -199,3 +199,12 @@ def test_under_another_facts_table_nothing_is_read_from_or_written_to_the_cache(
         loader.load_catalog(None)
     assert not list(cache.rglob("*.pickle"))
     assert hardware.bundled_in_use()
+
+
+def test_another_pydantic_version_is_computed_again(cache, inputs, monkeypatch):
+    data, code = inputs
+    compute = Counter()
+    derived_cache.cached("thing", [data], compute, code=[code])
+    monkeypatch.setattr(derived_cache, "_pydantic_version", lambda: "0.0.0-another")
+    derived_cache.cached("thing", [data], compute, code=[code])
+    assert compute.calls == 2

@@ -11,8 +11,9 @@ Python keeps compiled bytecode beside a source file:
   caller names, e.g. `accel.policies`), so a change anywhere in them invalidates the entry;
 - the Python and pydantic versions (a pickle of a model is only read back by the same pydantic).
 
-Standard library only at import (platformdirs and pydantic are looked up when used): the hardware
-facts table, which the guardrail pack imports on its own, reads through it.
+Standard library only, platformdirs imported when first used and pydantic's version only looked
+up, never imported: the hardware facts table, which the guardrail pack imports on its own (with
+neither), reads through it.
 
 An entry is a pickle written by this user into this user's cache directory (the same trust as the
 .pyc files Python writes and then executes). A cache that cannot be read or written is skipped
@@ -68,15 +69,11 @@ def _source_files(root: Path) -> Iterable[os.DirEntry[str]]:
 
 def code_fingerprint(code: Iterable[Path] = ()) -> str:
     """Path, size and mtime of every source file under accel.base and the `code` folders, and the
-    versions that read a pickle back; computed once per process for each set of folders."""
+    Python that reads a pickle back; computed once per process for each set of folders."""
     roots = tuple(dict.fromkeys((_BASE, *(Path(root).resolve() for root in code))))
     fingerprint = _fingerprints.get(roots)
     if fingerprint is None:
-        try:
-            from pydantic.version import VERSION as pydantic_version
-        except ImportError:
-            pydantic_version = "none"
-        digest = hashlib.sha256(f"{FORMAT} {sys.implementation.cache_tag} {sys.version} {pydantic_version}".encode())
+        digest = hashlib.sha256(f"{FORMAT} {sys.implementation.cache_tag} {sys.version}".encode())
         for root in roots:
             for entry in _source_files(root):
                 status = entry.stat()
@@ -85,10 +82,18 @@ def code_fingerprint(code: Iterable[Path] = ()) -> str:
     return fingerprint
 
 
+def _pydantic_version() -> str:
+    """The pydantic that pickled (or will read back) a model; "none" where it is not loaded: the
+    guardrail pack reads the hardware table without pydantic, and a value derived without it
+    holds no model. Looked up, never imported."""
+    module = sys.modules.get("pydantic.version")
+    return str(getattr(module, "VERSION", "none"))
+
+
 def key_of(files: Iterable[Path], code: Iterable[Path] = (), extra: Any = ()) -> str:
     """The entry key for a value derived from these files' contents (and `extra`, a repr-able value
     standing for any other input) by the code under `code` as it is now."""
-    digest = hashlib.sha256(code_fingerprint(code).encode())
+    digest = hashlib.sha256(f"{code_fingerprint(code)} pydantic {_pydantic_version()}".encode())
     for file in files:
         digest.update(b"\0" + str(file).encode() + b"\0" + file.read_bytes())
     digest.update(b"\0" + repr(extra).encode())
