@@ -27,14 +27,16 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from accel.base.derived_cache import cached
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
-from accel.policies import shapes
+from accel.policies import hardware, shapes
 from accel.policies.catalog.model import Accelerator, Catalog, rule_for
 from accel.policies.dcn import DcnStep, dcn_seconds, dcn_step, efficiency_from_observed
 from accel.policies.workload import AcceleratorId
 
 PUBLISHED_RUNS = Path(__file__).resolve().parent / "catalog" / "published_runs.yaml"
+POLICIES_DIR = Path(__file__).resolve().parent
 SIZE_REFERENCE = 1e10        # x = log10(parameters / 1e10): 10B parameters at x = 0
 SCALE_REFERENCE_CHIPS = 8    # one GPU node: no scale penalty below it
 
@@ -265,7 +267,13 @@ def calibrated_fit(catalog: Catalog) -> MfuFit:
     key = _fit_key(catalog)
     fitted = _FITS.get(key)
     if fitted is None:
-        fitted = _FITS[key] = fit(published_runs().runs, catalog)
+        def compute() -> MfuFit:
+            return fit(published_runs().runs, catalog)
+
+        # Kept in the user's cache too (keyed by the runs table, the key above and the code), unless
+        # another hardware facts table is in use: only what the bundled one gives is cached.
+        fitted = _FITS[key] = (cached("mfu-fit", [PUBLISHED_RUNS], compute, code=[POLICIES_DIR], extra=key)
+                               if hardware.bundled_in_use() else compute())
     return fitted
 
 
@@ -273,8 +281,14 @@ def _fit_key(catalog: Catalog) -> tuple:
     model = catalog.defaults.mfu_model
     peaks = tuple(sorted((a.id, a.peak_bf16_tflops, a.peak_fp8_tflops, a.mfu_class)
                          for a in catalog.accelerators.values()))
-    return (peaks, catalog.defaults.training.fp8_speedup.value, model.accelerator_ridge.value,
-            model.slope_ridge.value, tuple(sorted(model.same_as.items())))
+    training = catalog.defaults.training
+    # The DCN term of multislice rows reads these too: an overlay or another facts table that changes them
+    # is another fit.
+    dcn = (training.dcn_gradient_bytes_per_parameter.value, training.dcn_overlap.value,
+           repr(training.global_batch_tokens_by_size),
+           tuple(sorted((a, g.dcn_gbps_per_chip) for a, g in shapes.GENERATION_BY_ACCELERATOR.items())))
+    return (peaks, training.fp8_speedup.value, model.accelerator_ridge.value,
+            model.slope_ridge.value, tuple(sorted(model.same_as.items())), dcn)
 
 
 @dataclass(frozen=True)

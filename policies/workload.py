@@ -449,8 +449,16 @@ def load_workload(path: Any) -> WorkloadSpec:
     """Read and validate a WORKLOAD.yaml file; every failure is a UsageError naming the file."""
     from pathlib import Path
 
+    from accel.base.derived_cache import cached
     from accel.base.yaml_files import read_yaml_file
 
     file = Path(path)
-    data = read_yaml_file(file, "workload file")
-    return workload_from_mapping(data, str(file))
+
+    def validated() -> WorkloadSpec:
+        return workload_from_mapping(read_yaml_file(file, "workload file"), str(file))
+
+    if not hardware.bundled_in_use():
+        return validated()
+    # A file validated before (same bytes, same facts table, same code) is read back from the
+    # derived-data cache; a file that fails is never cached and fails the same way every run.
+    return cached("workload", [file, hardware.BUNDLED_FACTS], validated, code=[hardware.POLICIES_DIR])

@@ -10,6 +10,21 @@ if str(ROOT) not in sys.path:
 from tests import harness  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def derived_data_cache(tmp_path_factory):
+    """The suite (and every command it runs in a subprocess) keeps derived data in a cache of its
+    own, never in the user's: accel.base.derived_cache reads ACCEL_CACHE_DIR."""
+    import os
+
+    previous = os.environ.get("ACCEL_CACHE_DIR")
+    os.environ["ACCEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("derived-cache"))
+    yield Path(os.environ["ACCEL_CACHE_DIR"])
+    if previous is None:
+        os.environ.pop("ACCEL_CACHE_DIR", None)
+    else:
+        os.environ["ACCEL_CACHE_DIR"] = previous
+
+
 @pytest.fixture(params=harness.MODES)
 def mode(request) -> str:
     """Run a component test once in preview mode and once in up mode."""

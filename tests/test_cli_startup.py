@@ -90,3 +90,19 @@ def test_a_plan_leaves_a_disabled_collector_disabled():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_choose_runs_with_the_collector_off():
+    script = ("import atexit, gc, sys\n"
+              "atexit.register(lambda: print('collector', gc.isenabled()))\n"
+              "sys.argv = ['accel', 'choose', 'examples/llama-70b-pretrain.yaml', '--json']\n"
+              "from accel.cli import main\n"
+              "main()\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "collector False"
+
+
+def test_other_commands_keep_the_collector():
+    assert "choose" in cli.WITHOUT_COLLECTOR
+    assert not {"review", "reap", "destroy-after-run"} & cli.WITHOUT_COLLECTOR

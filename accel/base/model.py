@@ -16,9 +16,14 @@ from accel.base.units import parse_quantity
 
 
 class StrictModel(BaseModel):
-    """Unknown keys are errors: a typo must not silently fall back to a default."""
+    """Unknown keys are errors: a typo must not silently fall back to a default.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    `defer_build`: pydantic builds a model's validator when the model is first used, not when its
+    class is defined; a run of `accel choose` defines some forty models and validates a third of
+    them (a catalog read from the derived-data cache validates none of its models again).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 Quantity = Annotated[float, BeforeValidator(parse_quantity)]

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError
 
+from accel.base.derived_cache import cached
 from accel.base.errors import UsageError
 from accel.base.model import describe_validation_error
 from accel.policies import hardware
@@ -295,7 +296,14 @@ _BUNDLED: Catalog | None = None
 def _bundled() -> Catalog:
     global _BUNDLED
     if _BUNDLED is None:
-        _BUNDLED = _build(_read_directory(BUNDLED_DIR))
+        if hardware.bundled_in_use():
+            # Validated once and kept in the user's cache while the bundled data files and the code
+            # are unchanged: reading it back validates nothing again (accel.base.derived_cache).
+            inputs = [*sorted(BUNDLED_DIR.glob("*.yaml")), *sorted(BUNDLED_DIR.glob("*.csv")), hardware.BUNDLED_FACTS]
+            _BUNDLED = cached("catalog", inputs, lambda: _build(_read_directory(BUNDLED_DIR)),
+                              code=[hardware.POLICIES_DIR])
+        else:
+            _BUNDLED = _build(_read_directory(BUNDLED_DIR))
     return _BUNDLED
 
 

@@ -5,7 +5,8 @@
     facts.gcp_gpu_machines["a3-highgpu-8g"].gpus         # 8
     facts.chip_of_machine("p5.48xlarge").name            # "H100"
 
-Standard library only (tomllib, dataclasses): the CrossGuard pack imports this with nothing but
+Standard library only (tomllib, dataclasses; accel.base.derived_cache, which keeps the checked
+table in the user's cache, is too): the CrossGuard pack imports this with nothing but
 pulumi-policy installed. Consumers read facts through `current()` at call time, never copy them
 into module constants, so `using(load_facts(path))` swaps the whole table (tests prove every
 consumer reads it from here). A malformed table raises HardwareFactsError naming the file, the
@@ -15,13 +16,15 @@ entry and what is wrong.
 from __future__ import annotations
 
 import contextlib
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accel.base.derived_cache import cached
+
 BUNDLED_FACTS = Path(__file__).resolve().parent / "facts.toml"
+POLICIES_DIR = Path(__file__).resolve().parent.parent  # the decision code: a cached table is invalid once it changes
 FAMILIES = ("tpu", "gpu")
 VM_TYPE_COUNTS = {"tensorcores", "chips"}
 
@@ -331,6 +334,8 @@ def _source_named(key: str, sources: Mapping[str, Source], where: str) -> str:
 
 def load_facts(path: str | Path | None = None) -> HardwareFacts:
     """Read and check a facts table: the bundled one (None) or a copy (tests, a fork's own table)."""
+    import tomllib  # only when the table is read, not when it comes from the derived-data cache
+
     file = Path(path) if path is not None else BUNDLED_FACTS
     try:
         with file.open("rb") as handle:
@@ -483,8 +488,16 @@ def current() -> HardwareFacts:
     if _ACTIVE:
         return _ACTIVE[-1]
     if _BUNDLED is None:
-        _BUNDLED = load_facts()
+        # Checked once and kept in the user's cache while facts.toml and the code are unchanged
+        # (parsing and checking the table costs a choose ~20 ms; reading it back ~2 ms).
+        _BUNDLED = cached("hardware-facts", [BUNDLED_FACTS], load_facts, code=[POLICIES_DIR])
     return _BUNDLED
+
+
+def bundled_in_use() -> bool:
+    """Whether consumers read the bundled table (no `using(...)` block is active): only what is
+    derived from the bundled table may be cached under the bundled files' key."""
+    return not _ACTIVE
 
 
 @contextlib.contextmanager
@@ -499,5 +512,6 @@ def using(facts: HardwareFacts) -> Iterator[HardwareFacts]:
 
 __all__ = [
     "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
-    "KubernetesNames", "Limit", "PlacementUnit", "Source", "TpuGeneration", "TpuMachine", "current", "load_facts", "using",
+    "KubernetesNames", "Limit", "PlacementUnit", "Source", "TpuGeneration", "TpuMachine", "bundled_in_use", "current",
+    "load_facts", "using",
 ]
