@@ -220,6 +220,9 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
     if candidate.host_price is not None:
         price_text += f" + ${candidate.host_price.usd:,.4g}/host-h"
         price_source += f"; host: {candidate.host_price.source} (as of {candidate.host_price.as_of})"
+    if any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)):
+        # Said next to the figure so nobody reads a rule-derived regional price as a list price.
+        price_text += f" (estimate for {option.region}: derived by a rule, not read off a price list; see the source)"
     detail = dict(e.detail)
     detail["price"] = price_text
     assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
