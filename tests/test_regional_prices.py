@@ -150,3 +150,25 @@ def test_an_overlay_offering_without_any_on_demand_price_is_refused_naming_the_r
     """)
     with pytest.raises(CatalogError, match=r"mine.yaml.*us-east5.*no on_demand or spot price of its own"):
         load_catalog(path)
+
+
+def test_an_overlay_region_copied_with_like_keeps_that_regions_prices(tmp_path, catalog):
+    mine = load_catalog(overlay(tmp_path, """
+        offerings:
+          - {id: east5-v6e, like: gcp-tpu-v6e, regions: {us-east5: {zones: [us-east5-b]}}}
+    """)).offering("east5-v6e")
+    assert mine.prices("us-east5", True) == catalog.offering("gcp-tpu-v6e").prices("us-east5", True)
+
+
+def spot_run(deadline_days: float):
+    return workload_from_mapping({
+        "name": "t", "kind": "pretrain", "model": {"parameters": "8B"}, "training": {"tokens": "100B", "framework": "jax"},
+        "constraints": {"spot": "required", "clouds": ["gcp"], "deadline_days": deadline_days}}, "t.yaml")
+
+
+def test_spot_choices_keep_slack_against_the_deadline(catalog):
+    slack = catalog.defaults.training.spot_deadline_slack.value
+    assert 0 < slack < 1
+    for deadline_days in (1, 2, 4):
+        chosen = choose(spot_run(deadline_days), catalog).chosen
+        assert chosen.spot and chosen.hours <= deadline_days * 24 * (1 - slack)

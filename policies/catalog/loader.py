@@ -121,8 +121,16 @@ class _Raw:
                 if like not in self.offerings:
                     raise CatalogError(f"{where}: offerings[{index}].like: no offering {like!r}{_near(like, self.offerings)}")
                 base = copy.deepcopy(self.offerings[like][0])
-                if "regions" in item:
-                    base.pop("regions", None)
+                base_regions = base.pop("regions", None) or {}
+                if isinstance(item.get("regions"), dict):
+                    # A region the copied offering also sells keeps that region's prices unless restated.
+                    item["regions"] = {
+                        name: {**{field: value for field, value in (base_regions.get(name) or {}).items()
+                                  if field in _PRICE_FIELDS and field not in shared},
+                               **info} if isinstance(info, dict) else info
+                        for name, info in item["regions"].items()}
+                else:
+                    item["regions"] = base_regions
                 item = {**base, **item}
             if shared:
                 regions = _mapping(item.get("regions") or {}, f"{where}: {'.'.join(map(str, prefix))}.regions",

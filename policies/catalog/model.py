@@ -328,6 +328,7 @@ class TrainingDefaults(StrictModel):
     compile_minutes: AssumptionValue
     checkpoint_write_gbps_per_host: AssumptionValue
     time_objective_tolerance: AssumptionValue
+    spot_deadline_slack: AssumptionValue
     global_batch_tokens_by_size: list[SizeRule] = Field(min_length=1)
     chips_per_sequence_by_size: list[SizeRule] = Field(min_length=1)
 
