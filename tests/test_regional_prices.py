@@ -77,10 +77,13 @@ def test_choose_prices_a_fleet_at_its_own_regions_price(catalog, spot):
 def test_choose_says_when_the_chosen_price_is_an_estimate(catalog):
     choice = choose(workload_from_mapping({
         "name": "t", "kind": "pretrain", "model": {"parameters": "1B"}, "training": {"tokens": "1B", "framework": "jax"},
-        "hardware": {"accelerator": "tpu-v5e", "chips": 8, "cloud": "gcp", "region": "europe-west4", "spot": False}},
+        "hardware": {"accelerator": "a100-40gb", "chips": 8, "machine_type": "a2-highgpu-8g", "cloud": "gcp",
+                     "region": "europe-west4", "spot": False}},
         "t.yaml"), catalog)
     price = next(a for a in choice.estimate.assumptions if a.name == "price")
-    assert "estimate for europe-west4" in price.value
+    assert "estimate for europe-west4" in price.value and "gcp-region-estimate-2026" in price.source
+    listed = choose(pinned("us-east5", True), catalog)
+    assert "estimate" not in next(a for a in listed.estimate.assumptions if a.name == "price").value
 
 
 def overlay(tmp_path, text: str) -> Path:
