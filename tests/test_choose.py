@@ -395,12 +395,14 @@ def brute_force(workload, catalog, objective):
                         runs.append((hours, total))
                 if not runs:
                     continue
+                # A spot run keeps slack against the deadline (assumptions.yaml spot_deadline_slack).
+                limit = deadline * (1 - catalog.defaults.training.spot_deadline_slack.value) if spot else deadline
                 if objective == "cost":
-                    keys = [total for hours, total in runs if hours <= deadline]
+                    keys = [total for hours, total in runs if hours <= limit]
                 else:
                     fastest = min(hours for hours, _ in runs)
                     pick = next(hours for hours, _ in runs if hours <= fastest * (1 + tolerance))
-                    keys = [pick] if pick <= deadline else []
+                    keys = [pick] if pick <= limit else []
                 for key in keys:
                     if best is None or key < best:
                         best = key
