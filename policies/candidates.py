@@ -254,6 +254,9 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
     if candidate.host_price is not None:
         price_text += f" + ${candidate.host_price.usd:,.4g}/host-h"
         price_source += f"; host: {candidate.host_price.source} (as of {candidate.host_price.as_of})"
+    if any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)):
+        # Said next to the figure so nobody reads a rule-derived regional price as a list price.
+        price_text += f" (estimate for {option.region}: not read off a price list; its source says how it was derived)"
     detail = dict(e.detail)
     detail["price"] = price_text
     if candidate.reserved is not None:

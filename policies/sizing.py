@@ -134,6 +134,11 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     deadline = ctx.deadline_h
     days = deadline / 24
     deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
+    if spot:
+        # Spot keeps slack: its preemption loss is only expected, and capacity can vanish for hours.
+        slack = ctx.catalog.defaults.training.spot_deadline_slack.value
+        deadline *= 1.0 - slack
+        deadline_words += f" less the {slack:.0%} spot slack ({deadline / 24:.3g} days)"
 
     def candidate(i: int) -> Candidate:
         s = ladder[i]

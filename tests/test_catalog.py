@@ -38,7 +38,7 @@ def test_the_bundled_catalog_covers_the_required_accelerators(catalog, cloud):
 
 def test_every_price_names_its_source_and_date(catalog):
     for offering in catalog.offerings:
-        prices = [offering.on_demand, offering.spot, offering.host_on_demand, offering.host_spot]
+        prices = []
         for info in offering.regions.values():
             prices += [info.on_demand, info.spot, info.host_on_demand, info.host_spot]
         for price in filter(None, prices):
@@ -46,10 +46,12 @@ def test_every_price_names_its_source_and_date(catalog):
 
 
 def test_per_instance_list_prices_become_per_chip_prices(catalog):
-    assert catalog.offering("aws-p5.48xlarge").on_demand.usd == pytest.approx(98.32 / 8)
-    assert catalog.offering("aws-p5en.48xlarge").on_demand.usd == pytest.approx(84.80 / 8)
-    assert catalog.offering("aws-p4d.24xlarge").on_demand.usd == pytest.approx(32.77 / 8)
-    assert catalog.offering("aws-p4de.24xlarge").on_demand.usd == pytest.approx(40.97 / 8)
+    # AWS's June 2025 P4/P5 on-demand reduction (us-east-1 list per instance-hour, eight GPUs each).
+    us_east_1 = {"aws-p5.48xlarge": 55.04, "aws-p5en.48xlarge": 63.296, "aws-p4d.24xlarge": 21.957642,
+                 "aws-p4de.24xlarge": 27.44705}
+    for offering_id, instance_usd in us_east_1.items():
+        chip, _ = catalog.offering(offering_id).prices("us-east-1", False)
+        assert chip.usd == pytest.approx(instance_usd / 8) and "June 2025" in chip.source
 
 
 def test_spot_never_costs_more_than_on_demand(catalog):
@@ -97,7 +99,7 @@ def test_a_negotiated_price_overrides_one_region(tmp_path, catalog):
     v5p = mine.offering("gcp-tpu-v5p")
     assert v5p.prices("us-east5", False)[0].usd == 2.10
     assert v5p.prices("us-east5", False)[0].source == "ACME contract 2026-01"
-    assert v5p.prices("us-central1", False)[0].usd == catalog.offering("gcp-tpu-v5p").on_demand.usd
+    assert v5p.prices("us-central1", False)[0] == catalog.offering("gcp-tpu-v5p").prices("us-central1", False)[0]
     assert mine.version.endswith("+acme-2026q1")
 
 
@@ -114,7 +116,8 @@ def test_a_reservation_is_an_offering_copied_from_an_existing_one(tmp_path):
             regions: {us-east5: {zones: [us-east5-a]}}
     """)
     reserved = load_catalog(path).offering("acme-v5p-reservation")
-    assert (reserved.machine_type, reserved.max_chips, reserved.spot) == ("ct5p-hightpu-4t", 512, None)
+    assert (reserved.machine_type, reserved.max_chips, reserved.has_spot()) == ("ct5p-hightpu-4t", 512, False)
+    assert reserved.prices("us-east5", False)[0].usd == 1.9
     assert list(reserved.regions) == ["us-east5"]
 
 
@@ -221,7 +224,7 @@ def test_inventory_items_become_kubernetes_offerings():
     assert isinstance(offering, Offering)
     assert (offering.cloud, list(offering.regions), offering.max_chips, offering.chips_per_host) == (
         "kubernetes", ["on-prem"], 64, 8)
-    assert offering.on_demand.usd == 3.1 and offering.spot is None
+    assert offering.prices("on-prem", False)[0].usd == 3.1 and not offering.has_spot()
     assert offering.id == "kubernetes-rack-a"
 
 

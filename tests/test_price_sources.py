@@ -15,8 +15,8 @@ def test_every_bundled_source_names_a_public_page_and_a_date():
 
 def test_no_price_cites_the_project_brief():
     catalog = load_catalog()
-    cited = [price.source for offering in catalog.offerings
-             for price in (offering.on_demand, offering.spot) if price is not None]
+    cited = [price.source for offering in catalog.offerings for info in offering.regions.values()
+             for price in (info.on_demand, info.spot) if price is not None]
     assert cited and not [text for text in cited if "brief" in text.lower()]
     assert all("https://" in text for text in cited)
 
@@ -27,5 +27,6 @@ def test_an_overlay_source_without_a_page_is_checked_in_the_overlay_file(tmp_pat
                        "prices:\n  - {offering: aws-p5.48xlarge, on_demand: {usd: 9.0, source: acme-contract}}\n")
     catalog = load_catalog(overlay)
     assert catalog.sources["acme-contract"].page == str(overlay)
-    price = catalog.offering("aws-p5.48xlarge").on_demand
-    assert str(overlay) in price.source
+    for region in catalog.offering("aws-p5.48xlarge").regions:
+        price, _ = catalog.offering("aws-p5.48xlarge").prices(region, False)
+        assert str(overlay) in price.source and price.usd == 9.0

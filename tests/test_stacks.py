@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from accel.offline_plan import PlanResult, plan_stack
+from accel.policies.catalog import load_catalog
 from accel.policies.storage_types import STORAGE_TYPES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +104,9 @@ def test_aws_finetune_builds_efa_nodes_in_a_placement_group_and_fsx(planned):
     templates = [t for t in inputs_of(result, "aws:ec2/launchTemplate:LaunchTemplate") if t.get("placement")]
     [template] = templates
     interfaces = template["networkInterfaces"]
-    assert len(interfaces) == gpu["efa_interfaces"] == 16
+    # One interface per network card of the pinned machine type, as the hardware facts table has it.
+    table = load_catalog().offering(result.plan["chosen"]["offering"]).efa_interfaces
+    assert len(interfaces) == gpu["efa_interfaces"] == table > 0
     assert {i["interfaceType"] for i in interfaces} <= {"efa", "efa-only"}
     assert template["metadataOptions"]["httpTokens"] == "required"
     [placement] = inputs_of(result, "aws:ec2/placementGroup:PlacementGroup")

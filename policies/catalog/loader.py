@@ -103,18 +103,54 @@ class _Raw:
             item = _mapping(item, f"{where}: accelerators[{index}]", "an accelerator")
             self.accelerators[str(item.get("id"))] = (item, where, ("accelerators", index))
 
-    def add_offerings(self, data: Any, where: str) -> None:
+    def add_offerings(self, data: Any, where: str, overlay: bool = False) -> None:
+        """Add or replace offerings. In an overlay (only), a price given at the offering level is shorthand for
+        that price in every region the overlay does not price itself (a negotiated rate is often one figure);
+        a full catalog gives every region its own prices and is refused an offering-level one."""
         for index, item in enumerate(_list(data, f"{where}: offerings")):
             item = dict(_mapping(item, f"{where}: offerings[{index}]", "an offering"))
+            prefix = ("offerings", item.get("id", index))
+            shared = {field: item.pop(field) for field in _PRICE_FIELDS if field in item}
+            if shared and not overlay:
+                field = next(iter(shared))
+                raise CatalogError(f"{where}: {'.'.join(map(str, prefix))}.{field}: a catalog gives every region its "
+                                   f"own prices (regions.<region>.{field}); an offering-level price is shorthand "
+                                   "only in a --catalog overlay")
+            own_regions = item.get("regions")
             like = item.pop("like", None)
             if like is not None:
                 if like not in self.offerings:
                     raise CatalogError(f"{where}: offerings[{index}].like: no offering {like!r}{_near(like, self.offerings)}")
                 base = copy.deepcopy(self.offerings[like][0])
-                if "regions" in item:
-                    base.pop("regions", None)
+                base_regions = base.pop("regions", None) or {}
+                if isinstance(item.get("regions"), dict):
+                    # A region the copied offering also sells keeps that region's prices unless restated.
+                    item["regions"] = {
+                        name: {**{field: value for field, value in (base_regions.get(name) or {}).items()
+                                  if field in _PRICE_FIELDS and field not in shared},
+                               **info} if isinstance(info, dict) else info
+                        for name, info in item["regions"].items()}
+                else:
+                    item["regions"] = base_regions
                 item = {**base, **item}
-            self.offerings[str(item.get("id"))] = (item, where, ("offerings", item.get("id", index)))
+            if shared:
+                regions = _mapping(item.get("regions") or {}, f"{where}: {'.'.join(map(str, prefix))}.regions",
+                                   "regions")
+                stated = own_regions if isinstance(own_regions, dict) else {}
+                expanded = {}
+                for name, info in regions.items():
+                    info = dict(info) if isinstance(info, dict) else {}
+                    own = stated[name] if isinstance(stated.get(name), dict) else {}
+                    # The offering-level price fills every region that does not state that price itself (a
+                    # region copied by `like` takes the overlay's figure, not the bundled one); an overlay
+                    # offering that names no spot price anywhere has no spot.
+                    for field, value in shared.items():
+                        if field not in own:
+                            info[field] = copy.deepcopy(value)
+                    info.setdefault("spot", None)
+                    expanded[name] = info
+                item["regions"] = expanded
+            self.offerings[str(item.get("id"))] = (item, where, prefix)
 
 
 def _near(name: str, known: Iterable[str]) -> str:
@@ -154,7 +190,7 @@ def _apply_overlay(raw: _Raw, data: dict[str, Any], where: str) -> None:
         raw.as_of = data["as_of"]
     raw.add_sources(data.get("sources"), where)
     raw.add_accelerators(data.get("accelerators"), where)
-    raw.add_offerings(data.get("offerings"), where)
+    raw.add_offerings(data.get("offerings"), where, overlay=True)
     if data.get("assumptions") is not None:
         raw.assumptions = _deep_merge(raw.assumptions, _mapping(data["assumptions"], f"{where}: assumptions", "assumptions"))
         raw.assumptions_origin = f"{raw.assumptions_origin} + {where}"
@@ -176,28 +212,29 @@ def _apply_price_override(raw: _Raw, item: dict[str, Any], where: str) -> None:
     target, _, _ = raw.offerings[offering_id]
     target = copy.deepcopy(target)
     region = item.get("region")
-    holder = target
-    if region:
-        regions = target.get("regions") or {}
-        if region not in regions:
-            raise CatalogError(f"{where}.region: offering {offering_id!r} is not offered in {region!r}; "
-                               f"its regions: {', '.join(sorted(regions))}")
-        holder = regions[region] = dict(regions[region] or {})
+    regions = target.get("regions") or {}
+    if region and region not in regions:
+        raise CatalogError(f"{where}.region: offering {offering_id!r} is not offered in {region!r}; "
+                           f"its regions: {', '.join(sorted(regions))}")
     prices = [field for field in _PRICE_FIELDS if field in item]
     if not prices:
         raise CatalogError(f"{where}: a price override needs at least one of {', '.join(_PRICE_FIELDS)}")
-    for field in prices:
-        value = item[field]
-        if value is None:
-            holder[field] = None
-            continue
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = {"usd": value}
-        value = dict(_mapping(value, f"{where}.{field}", "a price"))
-        for shared in ("source", "as_of"):
-            if shared in item:
-                value.setdefault(shared, item[shared])
-        holder[field] = value
+    # Without a region the override sets that price in every region of the offering.
+    for name in [region] if region else list(regions):
+        holder = regions[name] = dict(regions[name] or {})
+        for field in prices:
+            value = item[field]
+            if value is None:
+                holder[field] = None
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = {"usd": value}
+            value = dict(_mapping(value, f"{where}.{field}", "a price"))
+            for shared in ("source", "as_of"):
+                if shared in item:
+                    value.setdefault(shared, item[shared])
+            holder[field] = value
+    target["regions"] = regions
     raw.offerings[offering_id] = (target, raw.offerings[offering_id][1], raw.offerings[offering_id][2])
     raw.price_origin[offering_id] = where
 
@@ -338,9 +375,9 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
             "accelerator": accelerator,
             "machine_type": generation.multi_host_machine_type if generation else str(name),
             "chips_per_host": per_node,
-            "regions": {"on-prem": {"zones": ["on-prem"]}},
-            "on_demand": {"usd": price, "source": "stack inventory: internal rate per chip-hour",
-                          "as_of": date.today().isoformat()},
+            "regions": {"on-prem": {"zones": ["on-prem"], "spot": None,
+                                    "on_demand": {"usd": price, "source": "stack inventory: internal rate per chip-hour",
+                                                  "as_of": date.today().isoformat()}}},
             "path": "kubernetes-inventory",
             "max_chips": get("count"),
         }

@@ -30,6 +30,11 @@ class Source(StrictModel):
     page: str = Field(min_length=3)
     as_of: date
 
+    @property
+    def is_estimate(self) -> bool:
+        """A source whose title starts with "estimate" gives figures derived by a stated rule, not a price list."""
+        return self.title.lower().startswith("estimate")
+
 
 class Price(StrictModel):
     """A price in USD with where it came from. `usd` is per chip-hour unless the field says otherwise."""
@@ -37,6 +42,9 @@ class Price(StrictModel):
     usd: float
     source: str = Field(min_length=3)
     as_of: date
+    # True when the figure is not read off a price list but derived by a rule the source states (its title
+    # starts with "estimate"): `accel choose` says so next to a chosen price.
+    estimate: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -59,6 +67,7 @@ class Price(StrictModel):
         if known is not None:
             data["source"] = f"{source}: {known.title}, {known.page}"
             data.setdefault("as_of", known.as_of)
+            data.setdefault("estimate", known.is_estimate)
         elif "as_of" not in data or data["as_of"] is None:
             sources = ", ".join(sorted(context.get("sources") or {})) or "none defined"
             raise ValueError(f"price source {source!r} is not a known source id ({sources}); "
@@ -111,12 +120,31 @@ class Accelerator(StrictModel):
         return self.hbm_gb * 1e9
 
 
+_REGION_PRICES = ("on_demand", "spot")
+
+
 class RegionInfo(StrictModel):
+    """Where an offering is sold and what it costs there. Every region carries its own on-demand and spot
+    price (spot: null where spot is not sold), so no region silently inherits another's figure; the host VM
+    prices are given where the cloud bills the host apart from the accelerators (Google Cloud A2/A3/G2)."""
+
     zones: list[str] = Field(min_length=1, description="Zones of the region that have the accelerator")
-    on_demand: Price | None = None
-    spot: Price | None = None
+    on_demand: Price
+    spot: Price | None
     host_on_demand: Price | None = None
     host_spot: Price | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_prices(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            missing = [name for name in _REGION_PRICES if name not in data]
+            if missing:
+                raise ValueError(f"no {' or '.join(missing)} price of its own: every region carries its own on-demand "
+                                 "and spot price (write spot: null where spot is not sold)")
+            if data.get("on_demand") is None:
+                raise ValueError("on_demand is null: every offered region needs an on-demand price")
+        return data
 
 
 class NodeLimit(StrictModel):
@@ -156,11 +184,7 @@ class Offering(StrictModel):
     accelerator: AcceleratorId
     machine_type: str = Field(min_length=1, description="For TPUs: the multi-host GKE machine type")
     chips_per_host: int = Field(gt=0, le=16)
-    regions: dict[str, RegionInfo] = Field(min_length=1)
-    on_demand: Price
-    spot: Price | None = None
-    host_on_demand: Price | None = Field(None, description="Host VM per hour where billed apart from the chips")
-    host_spot: Price | None = None
+    regions: dict[str, RegionInfo] = Field(min_length=1, description="Where it is sold, each with its own prices")
     path: str = Field("gke-gpu-node-pool", description="How it is provisioned, e.g. gke-tpu-node-pool")
     provisioning: Provisioning = "on-demand"
     reservation: str | None = None
@@ -187,12 +211,14 @@ class Offering(StrictModel):
                 raise ValueError(f"chips_per_host {self.chips_per_host} does not divide the TPU {generation.name} "
                                  f"multi-host slices (e.g. {bad[0]} = {shapes.topology_chips(bad[0])} chips); "
                                  "multi-host TPU VMs have 4 chips")
+        billed_hosts = {region for region, info in self.regions.items() if info.host_on_demand is not None}
+        if billed_hosts and billed_hosts != set(self.regions):
+            region = sorted(set(self.regions) - billed_hosts)[0]
+            raise ValueError(f"region {region} has no host_on_demand price while {sorted(billed_hosts)[0]} bills the "
+                             "host VM apart: give every region its host prices")
         for region, info in self.regions.items():
-            on_demand, spot = self._regional(info, "on_demand"), self._regional(info, "spot")
-            host_on_demand, host_spot = self._regional(info, "host_on_demand"), self._regional(info, "host_spot")
-            if on_demand is None:
-                raise ValueError(f"region {region} removes the on-demand price; every offered region needs one")
-            where = f" in {region}" if info.model_fields_set - {"zones"} else ""
+            on_demand, spot, host_on_demand, host_spot = info.on_demand, info.spot, info.host_on_demand, info.host_spot
+            where = f" in {region}"
             if on_demand.usd > MAX_CHIP_HOUR_USD:
                 raise ValueError(f"on-demand price ${on_demand.usd:g} per chip-hour{where} is implausible; "
                                  "a per-instance price belongs in instance_usd")
@@ -221,28 +247,16 @@ class Offering(StrictModel):
     def family(self) -> str:
         return hardware.current().chips[self.accelerator].family
 
-    def _regional(self, info: RegionInfo, name: str) -> Price | None:
-        """A region's own price when it sets one (an explicit null means 'not sold here'), else the offering's."""
-        if name in info.model_fields_set:
-            return getattr(info, name)
-        return getattr(self, name)
-
     def has_spot(self, region: str | None = None) -> bool:
         regions = [region] if region else list(self.regions)
-        return any(self._regional(self.regions[r], "spot") is not None for r in regions)
+        return any(self.regions[r].spot is not None for r in regions)
 
     def prices(self, region: str, spot: bool) -> tuple[Price, Price | None] | None:
-        """(chip price, host price or None) in a region, or None when that capacity type is not sold."""
+        """(chip price, host price or None) in a region, or None when that capacity type is not sold there."""
         info = self.regions[region]
         if spot:
-            chip = self._regional(info, "spot")
-            if chip is None:
-                return None
-            return chip, self._regional(info, "host_spot")
-        chip = self._regional(info, "on_demand")
-        if chip is None:
-            return None
-        return chip, self._regional(info, "host_on_demand")
+            return None if info.spot is None else (info.spot, info.host_spot)
+        return info.on_demand, info.host_on_demand
 
 
 class AssumptionValue(StrictModel):
@@ -316,6 +330,7 @@ class TrainingDefaults(StrictModel):
     time_objective_tolerance: AssumptionValue
     dcn_gradient_bytes_per_parameter: AssumptionValue
     dcn_overlap: AssumptionValue
+    spot_deadline_slack: AssumptionValue
     global_batch_tokens_by_size: list[SizeRule] = Field(min_length=1)
     chips_per_sequence_by_size: list[SizeRule] = Field(min_length=1)
 
