@@ -199,3 +199,8 @@ def test_pack_prices_the_declared_pools_under_the_budget_config_sent_by_the_cli(
     budget = [d for d in response.diagnostics if d.policyName == "budget-hourly-limit"]
     assert len(budget) == 1 and budget[0].urn == cluster["urn"]
     assert "40 accelerator pool(s), 80 node(s), 320 chip(s) declared" in budget[0].message
+
+def test_the_readme_counts_the_rules_the_pack_has():
+    stated = re.search(r"CrossGuard policy pack \((\d+) rules", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert stated is not None, "README.md states how many rules the pack has"
+    assert int(stated.group(1)) == len(all_policies())
