@@ -414,3 +414,16 @@ def test_a_reservation_the_search_cannot_use_is_called_declared_not_the_stacks(c
     lines = [line for line in choice.rationale if line.startswith("Capacity:")]
     assert lines == [f"Capacity: the declared reservation 'a3-held' (16 x {H100_NODE} in europe-west4-b) gave no "
                      "feasible option (machine type, region or constraints rule it out)."]
+
+
+def test_an_unknown_key_in_a_stacks_reservations_is_said_once_with_the_key_meant(tmp_path):
+    from accel.offline_plan import plan_stack
+
+    path = write_stack(tmp_path, 2048)
+    path.write_text(path.read_text().replace("      machineType:", "      machine_type:"))
+    with pytest.raises(UsageError) as error:
+        plan_stack(None, path, ROOT)
+    assert error.value.exit_code == 2
+    assert str(error.value).splitlines()[-1].endswith(
+        "accel:reservations.0.machine_type: unknown key 'machine_type'; did you mean 'machineType'?")
+    assert "Field required" not in str(error.value)
