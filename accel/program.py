@@ -82,6 +82,7 @@ def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     source = stack_source(stack)
     settings = settings_from_config(config, source)
     notes: list[str] = []
+    _refuse_unknown_reservations(settings, source)
     plan, pinned = _plan(settings, source, notes)
     plan = _on_reservations(plan, pinned, settings, source)
     lifecycle = settings.lifecycle(source)
@@ -127,6 +128,21 @@ def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
                         resource_name=resource_name(stack), cluster_args=args, notes=notes,
                         missing_for_up=missing)
+
+
+def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
+    """A declared reservation whose machine type or zone the catalog does not know is a typo to name now,
+    not a plan that quietly ignores it (or a refusal saying the pools are elsewhere)."""
+    if not settings.reservations:
+        return
+    from accel.policies.catalog import load_catalog
+    from accel.policies.reservations import declaration_problems
+
+    problems = declaration_problems(settings.reservations, load_catalog(settings.catalog).offerings,
+                                    catalog_key="accel:catalog")
+    if problems:
+        raise UsageError("\n".join(f"{source}: accel:reservations.{p.index}.{p.key}: {p.problem}"
+                                    for p in problems))
 
 
 def _on_reservations(plan: Plan, pinned: bool, settings: StackSettings, source: str) -> Plan:

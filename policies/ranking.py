@@ -154,24 +154,26 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
 
 
 def reservation_lines(ctx, ranked: list[tuple[tuple, Candidate, str]], options: list) -> list[str]:
-    """What the stack's reservations cost and whether the choice is on one: its price (committed, or $0
-    marginal), the overflow at on-demand when the fleet is bigger, or why an on-demand option beat it."""
+    """What the declared reservations cost and whether the choice is on one: its price (committed, or $0
+    marginal), the overflow at on-demand when the fleet is bigger, or why an on-demand option beat it.
+    "Declared", not "the stack's": they come from a stack's accel:reservations or from
+    `accel choose --reservations FILE`, which may be no stack at all."""
     if not ctx.reservations:
         return []
     best = ranked[0][1]
     if best.reserved is not None:
-        return [f"Capacity: {ctx.spec.name} runs on the stack's {best.reserved.kind} {best.reserved.name!r}; "
+        return [f"Capacity: {ctx.spec.name} runs on the declared {best.reserved.kind} {best.reserved.name!r}; "
                 f"{estimate_detail(ctx, best, options[0])['reserved']}."]
     lines = []
     for reservation in ctx.reservations:
         rank = next((i for i, (_, c, _) in enumerate(ranked) if c.reserved is reservation), None)
         if rank is None:
-            lines.append(f"Capacity: the stack's reservation {reservation.name!r} ({reservation.count} x "
+            lines.append(f"Capacity: the declared reservation {reservation.name!r} ({reservation.count} x "
                          f"{reservation.machineType} in {reservation.zone}) gave no feasible option (machine type, "
                          "region or constraints rule it out).")
         else:
             option = options[rank]
-            lines.append(f"Capacity: the stack's reservation {reservation.name!r} ranks #{rank + 1}: "
+            lines.append(f"Capacity: the declared reservation {reservation.name!r} ranks #{rank + 1}: "
                          f"{estimate_detail(ctx, ranked[rank][1], option)['reserved']}; total "
                          f"${option.total_usd:,.2f} against ${options[0].total_usd:,.2f} for the chosen option.")
     return lines

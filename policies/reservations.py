@@ -16,18 +16,26 @@ functions over typed data:
   count are priced at on-demand (`accel choose`, the Plan's figures and `accel plan`'s built cost alike).
 - `reservation_problems(plan, reservations)`: what does not fit — machine type, zone, count — in
   words that name the reservation and the pool, so `accel plan` refuses it (exit 2).
+- `declaration_problems(reservations, offerings)`: a declared machine type no offering sells, or a zone
+  the catalog lists for none of that type's offerings (a typo, most likely), with the closest names;
+  `accel choose --reservations` and `accel plan` both refuse them (exit 2) before anything is sized.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from datetime import timezone
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
 from accel.base.model import StrictModel
 from accel.policies.capacity_blocks import CapacityBlockWindow, window_problem
 from accel.policies.plan import Plan
+
+if TYPE_CHECKING:
+    from accel.policies.catalog.model import Offering
 
 RESERVED_TYPES = ("reservation", "capacity-block")
 # ISO 8601 with a zone, kept in UTC: the zone the schedule is written in.
@@ -211,4 +219,60 @@ def reservation_problems(plan: Plan, reservations: list[DeclaredReservation]) ->
     if declared.count < machines:
         problems.append(f"{declared.name} holds {declared.count} x {declared.machineType} but the pools need "
                         f"{machines} {what} ({machines - declared.count} more)")
+    return problems
+
+
+# ----------------------------------------------------------------------------- the declaration itself
+
+class DeclarationProblem(StrictModel):
+    """A declared reservation's key whose value the catalog does not know (`reservations[index].key`)."""
+
+    index: int = Field(ge=0, description="Position of the reservation in the declared list")
+    key: Literal["machineType", "zone"]
+    problem: str = Field(min_length=1, description="What is wrong and what is allowed, closest names first")
+
+
+def _closest(value: str, known: Iterable[str]) -> list[str]:
+    return difflib.get_close_matches(value, sorted(set(known)), n=3, cutoff=0.6)
+
+
+def _one_of(names: list[str]) -> str:
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def declaration_problems(reservations: Iterable[DeclaredReservation], offerings: Iterable["Offering"],
+                         catalog_key: str = "--catalog") -> list[DeclarationProblem]:
+    """Declared reservations whose machine type no offering sells, or whose zone is none of the zones the
+    catalog lists for that machine type: such a reservation could never be used, so it is a mistake to
+    say, not a quiet "gave no feasible option". Each problem names what is allowed, closest first;
+    `catalog_key` is where the user gives a catalog overlay (`--catalog`, or `accel:catalog` in a stack)."""
+    zones_of: dict[str, dict[str, set[str]]] = {}  # machine type -> region -> zones
+    for offering in offerings:
+        regions = zones_of.setdefault(offering.machine_type, {})
+        for region, info in offering.regions.items():
+            regions.setdefault(region, set()).update(info.zones)
+    problems = []
+    for index, reservation in enumerate(reservations):
+        machine_type, zone = reservation.machineType, reservation.zone
+        if machine_type not in zones_of:
+            near = _closest(machine_type, zones_of)
+            allowed = f"did you mean {_one_of(near)}?" if near else \
+                f"the catalog sells {', '.join(sorted(zones_of))}"
+            problems.append(DeclarationProblem(index=index, key="machineType", problem=(
+                f"{machine_type!r} is sold by no catalog offering; {allowed}")))
+            continue
+        regions = zones_of[machine_type]
+        known = set().union(*regions.values())
+        if zone in known:
+            continue
+        near = _closest(zone, known)
+        # The zones of the declared zone's own region when the catalog has it, else all of them.
+        listed = sorted(z for region, zones in regions.items() if _in_region(zone, region) for z in zones) \
+            or sorted(known)
+        problems.append(DeclarationProblem(index=index, key="zone", problem=(
+            f"{zone!r} is not a zone the catalog lists for {machine_type}"
+            + (f"; did you mean {_one_of(near)}?" if near else "")
+            + f" (it lists {machine_type} in {', '.join(listed)}; a reservation held in another zone needs "
+              f"that zone added to the offering in a catalog overlay, {catalog_key})")))
     return problems

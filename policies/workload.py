@@ -169,8 +169,7 @@ class HardwarePin(WorkloadModel):
             generation = shapes.GENERATION_BY_ACCELERATOR.get(str(data.get("accelerator")))
             topology = data.get("topology")
             if generation is None or topology is None:
-                raise field_error("chips", "Field required: give chips (a TPU may give a topology or a tpu_type "
-                                           "instead)", {})
+                raise _chips_missing(data.get("accelerator"))
             data["chips"] = _topology_chips(generation.name, topology) * slices
         return data
 
@@ -230,6 +229,27 @@ def _topology_chips(generation: str, topology: Any) -> int:
     except shapes.ShapeError as error:
         raise field_error("topology", str(error), topology) from None
     return shapes.topology_chips(topology)
+
+
+_CHIPS_MISSING = "Field required: give chips (a TPU may give a topology or a tpu_type instead)"
+
+
+def _chips_missing(accelerator: Any) -> ValidationError:
+    """Chips are missing: said together with what is wrong with the accelerator (missing, or not a chip the
+    workload may name), so one run shows both rather than the second only once the first is fixed."""
+    from pydantic import TypeAdapter
+
+    details = [InitErrorDetails(type=PydanticCustomError("value_error", "{message}", {"message": _CHIPS_MISSING}),
+                                loc=("chips",), input={})]
+    if accelerator is None:
+        details.insert(0, InitErrorDetails(type="missing", loc=("accelerator",), input={}))
+    else:
+        try:
+            TypeAdapter(AcceleratorId).validate_python(accelerator)
+        except ValidationError as error:
+            details[:0] = [InitErrorDetails(type=e["type"], loc=("accelerator", *e["loc"]), input=e["input"],
+                                            ctx=e.get("ctx", {})) for e in error.errors()]
+    return ValidationError.from_exception_data("workload", details)
 
 
 def _read_tpu_type(tpu_type: Any, accelerator: Any) -> tuple[str, int, str]:

@@ -300,3 +300,130 @@ def test_accel_plan_prices_the_reserved_pools_at_the_committed_price(tmp_path):
     assert cost["pinned"]["hourly_usd"] == pytest.approx(2048 * 60.0, abs=0.01)
     pools = [i for i in cost["built"]["items"] if i["kind"] == "accelerator-pool"]
     assert sum(p["reserved_nodes"] for p in pools) == 2048 and all(p["reservation"] == "a3-reserved" for p in pools)
+
+
+# ---- a declaration the catalog does not know: a typo, refused with the closest names ---------------------
+
+from hypothesis import assume  # noqa: E402
+
+from accel.policies.reservations import declaration_problems  # noqa: E402
+
+
+def catalog_zones(catalog) -> list[tuple[str, str]]:
+    return sorted({(o.machine_type, zone) for o in catalog.offerings for info in o.regions.values()
+                   for zone in info.zones})
+
+
+def test_every_machine_type_and_zone_the_catalog_lists_is_a_valid_declaration(catalog):
+    declared = [DeclaredReservation(name=f"r{i}", machineType=machine_type, count=1, zone=zone)
+                for i, (machine_type, zone) in enumerate(catalog_zones(catalog))]
+    assert declaration_problems(declared, catalog.offerings) == []
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_machine_type_no_offering_sells_is_refused_with_the_closest_ones(catalog, data):
+    machine_type, zone = data.draw(st.sampled_from(catalog_zones(catalog)))
+    typo = machine_type + data.draw(st.sampled_from(["g", "x", "-1"]))
+    [problem] = declaration_problems([DeclaredReservation(name="r", machineType=typo, count=1, zone=zone)],
+                                     catalog.offerings)
+    assert (problem.index, problem.key) == (0, "machineType")
+    assert f"{typo!r} is sold by no catalog offering; did you mean {machine_type!r}" in problem.problem
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_zone_the_catalog_lists_nowhere_for_the_machine_type_is_refused_with_the_closest_ones(catalog, data):
+    machine_type, zone = data.draw(st.sampled_from(catalog_zones(catalog)))
+    cut = data.draw(st.integers(1, len(zone) - 2))
+    typo = zone[:cut] + zone[cut + 1:]  # one letter dropped, as in us-centrl1-a
+    listed = {z for o in catalog.offerings if o.machine_type == machine_type for i in o.regions.values() for z in i.zones}
+    assume(typo not in listed)
+    declared = [DeclaredReservation(name="ok", machineType=machine_type, count=1, zone=zone),
+                DeclaredReservation(name="r", machineType=machine_type, count=1, zone=typo)]
+    [problem] = declaration_problems(declared, catalog.offerings, catalog_key="accel:catalog")
+    assert (problem.index, problem.key) == (1, "zone")
+    assert problem.problem.startswith(f"{typo!r} is not a zone the catalog lists for {machine_type}; did you mean ")
+    assert repr(zone) in problem.problem and problem.problem.endswith("a catalog overlay, accel:catalog)")
+
+
+def choose_with_reservations(path: Path, workload: str = "llama-8b-finetune-cuda.yaml"):
+    from typer.testing import CliRunner
+    import typer
+
+    from accel.commands import choose as choose_command
+
+    app = typer.Typer(pretty_exceptions_enable=False)
+    app.callback()(lambda: None)
+    choose_command.register(app)
+    return CliRunner().invoke(app, ["choose", str(ROOT / "examples" / workload), "--reservations", str(path)])
+
+
+@pytest.mark.parametrize("field, typo, meant", [
+    ("machineType", "a3-highgpu-8gg", "a3-highgpu-8g"),
+    ("zone", "us-centrl1-a", "us-central1-a"),
+])
+def test_accel_choose_refuses_a_reservation_typo_naming_the_file_the_key_and_the_closest_name(tmp_path, field,
+                                                                                              typo, meant):
+    import yaml
+
+    path = tmp_path / "held.yaml"
+    path.write_text(yaml.safe_dump({"reservations": [
+        {"name": "a3-held", "machineType": H100_NODE, "count": 16, "zone": ZONE, field: typo}]}))
+    result = choose_with_reservations(path)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"--reservations: {path}: reservations.0.{field}: {typo!r}" in result.output
+    assert f"did you mean {meant!r}" in result.output
+
+
+def test_accel_choose_names_the_stack_key_of_a_typo_in_a_stack_file(tmp_path):
+    path = write_stack(tmp_path, 2048, zone="us-centrl1-a")
+    result = choose_with_reservations(path)
+    assert result.exit_code == 2
+    assert f"{path}: config.accel:reservations.0.zone: 'us-centrl1-a'" in result.output
+
+
+def test_an_unknown_key_in_a_reservations_file_is_said_once_with_the_key_meant(tmp_path):
+    from accel.commands.choose import load_reservations
+
+    path = tmp_path / "held.yaml"
+    path.write_text(f"- {{name: a3-held, machine_type: {H100_NODE}, count: 16, zone: {ZONE}}}\n")
+    with pytest.raises(UsageError) as error:
+        load_reservations(path)
+    assert str(error.value).splitlines() == [
+        f"--reservations: {path}: 0.machine_type: unknown key 'machine_type'; did you mean 'machineType'?"]
+
+
+def test_accel_plan_refuses_a_reservation_zone_typo_naming_the_stack_key(tmp_path):
+    from accel.offline_plan import plan_stack
+
+    with pytest.raises(UsageError) as error:
+        plan_stack(None, write_stack(tmp_path, 2048, zone="us-centrl1-a"), ROOT)
+    assert error.value.exit_code == 2
+    assert "Pulumi.reserved.yaml" in str(error.value)
+    assert "accel:reservations.0.zone: 'us-centrl1-a' is not a zone the catalog lists for a3-highgpu-8g" \
+        in str(error.value)
+
+
+def test_a_reservation_the_search_cannot_use_is_called_declared_not_the_stacks(catalog, small_run):
+    """From --reservations FILE there may be no stack: the rationale says 'declared'."""
+    europe = reservation(zone="europe-west4-b")
+    run = small_run.model_copy(update={"constraints": small_run.constraints.model_copy(
+        update={"regions": ["us-central1"]})})
+    choice = choose(run, catalog, "cost", reservations=[europe])
+    lines = [line for line in choice.rationale if line.startswith("Capacity:")]
+    assert lines == [f"Capacity: the declared reservation 'a3-held' (16 x {H100_NODE} in europe-west4-b) gave no "
+                     "feasible option (machine type, region or constraints rule it out)."]
+
+
+def test_an_unknown_key_in_a_stacks_reservations_is_said_once_with_the_key_meant(tmp_path):
+    from accel.offline_plan import plan_stack
+
+    path = write_stack(tmp_path, 2048)
+    path.write_text(path.read_text().replace("      machineType:", "      machine_type:"))
+    with pytest.raises(UsageError) as error:
+        plan_stack(None, path, ROOT)
+    assert error.value.exit_code == 2
+    assert str(error.value).splitlines()[-1].endswith(
+        "accel:reservations.0.machine_type: unknown key 'machine_type'; did you mean 'machineType'?")
+    assert "Field required" not in str(error.value)

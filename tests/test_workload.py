@@ -376,3 +376,39 @@ def test_an_unknown_key_named_like_a_validator_tag_is_reported_by_its_name():
     with pytest.raises(UsageError) as error:
         workload_from_mapping({"function-": None}, "junk.yaml")
     assert "unknown key 'function-'" in str(error.value)
+
+
+@pytest.mark.parametrize("key, typo", [("name", "nmae"), ("model", "modle"), ("training", "trainig")])
+def test_a_misspelt_required_key_is_reported_once_as_the_unknown_key_with_its_hint(key, typo):
+    data = pretrain()
+    data[typo] = data.pop(key)
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping(data, "w.yaml")
+    assert str(error.value).splitlines() == [f"w.yaml: {typo}: unknown key {typo!r}; did you mean {key!r}?"]
+
+
+def test_a_required_key_that_is_simply_absent_is_still_reported_missing():
+    data = pretrain(modelz={"parameters": "70B"})  # 'modelz' is close to 'model', but 'model' is still given
+    data.pop("name")
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping(data, "w.yaml")
+    lines = str(error.value).splitlines()
+    assert "w.yaml: name: Field required" in lines
+    assert "w.yaml: modelz: unknown key 'modelz'; did you mean 'model'?" in lines
+
+
+def test_a_pin_without_chips_reports_its_unknown_accelerator_too():
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping(pretrain(hardware={"accelerator": "h100"}), "w.yaml")
+    lines = str(error.value).splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("w.yaml: hardware.accelerator: ") and "did you mean 'h100-80gb'?" in lines[0]
+    assert lines[1].startswith("w.yaml: hardware.chips: Field required")
+
+
+def test_a_pin_without_chips_or_accelerator_reports_both_missing():
+    with pytest.raises(UsageError) as error:
+        workload_from_mapping(pretrain(hardware={"cloud": "gcp"}), "w.yaml")
+    lines = str(error.value).splitlines()
+    assert lines[0] == "w.yaml: hardware.accelerator: Field required"
+    assert lines[1].startswith("w.yaml: hardware.chips: Field required")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Annotated, Any
+from collections.abc import Mapping, Sequence
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -30,45 +32,77 @@ Quantity = Annotated[float, BeforeValidator(parse_quantity)]
 PositiveQuantity = Annotated[Quantity, Field(gt=0)]
 
 
-def _allowed_keys(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
-    """The field names valid at `path` inside `model`, for 'did you mean' hints."""
-    current: Any = model
+def _strip_optional(annotation: Any) -> Any:
+    """`X | None` -> X; a union of several types keeps its first model (the one a hint can name)."""
+    if get_origin(annotation) in (Union, UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+        return members[0] if len(members) == 1 else (models[0] if models else annotation)
+    return annotation
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    """The type one step (a field name, a list index, a mapping key) inside `annotation`, or None."""
+    annotation = _strip_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field = annotation.model_fields.get(str(part))
+        return field.annotation if field is not None else None
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (list, tuple, set, frozenset, Sequence) and isinstance(part, int) and args:
+        return args[0]
+    if origin in (dict, Mapping) and len(args) == 2:
+        return args[1]
+    return None
+
+
+def _allowed_keys(model: Any, path: tuple[Any, ...]) -> list[str]:
+    """The field names valid at `path` inside `model` (a model, or a list or mapping of them), for hints."""
+    current = model
     for part in path:
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return []
-        field = current.model_fields.get(str(part))
-        if field is None:
-            return []
-        annotation = field.annotation
-        current = next(
-            (a for a in getattr(annotation, "__args__", (annotation,))
-             if isinstance(a, type) and issubclass(a, BaseModel)),
-            annotation,
-        )
+        current = _step(current, part)
+    current = _strip_optional(current)
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
 
 
-def describe_validation_error(error: ValidationError, source: str, model: type[BaseModel] | None = None,
+def _location(problem: Any) -> tuple[Any, ...]:
+    """The problem's path, without pydantic's validator tags (function-after[...]) but never dropping the
+    unknown key of an extra_forbidden error: that is the user's own key, whatever it is called."""
+    raw = problem["loc"]
+    last = len(raw) - 1 if problem["type"] == "extra_forbidden" else None
+    return tuple(p for i, p in enumerate(raw) if i == last or not (isinstance(p, str) and p.startswith("function-")))
+
+
+def _key_hint(model: Any, location: tuple[Any, ...]) -> str | None:
+    """The allowed key an unknown key (the last part of `location`) most likely meant, or None."""
+    hint = difflib.get_close_matches(str(location[-1]), _allowed_keys(model, location[:-1]), n=1)
+    return hint[0] if hint else None
+
+
+def describe_validation_error(error: ValidationError, source: str, model: Any = None,
                               prefix: tuple[Any, ...] = (), path_prefix: str = "") -> str:
-    """One line per problem: `source: field.path: what is wrong (value ...)`."""
+    """One line per problem: `source: field.path: what is wrong (value ...)`.
+
+    `model` is what was validated (a model class, or e.g. `list[Model]`): it supplies the keys an unknown
+    key is compared with. A required key reported missing because the user misspelt it is said once, as
+    the unknown key and its hint, not also as 'Field required'.
+    """
+    problems = [(problem, _location(problem)) for problem in error.errors()]
+    misspelt = {location[:-1] + (hint,) for problem, location in problems
+                if problem["type"] == "extra_forbidden" and (hint := _key_hint(model, location)) is not None}
     lines = []
-    for problem in error.errors():
-        raw = problem["loc"]
-        # Drop pydantic's validator tags (function-after[...]) from the path, but never the unknown
-        # key of an extra_forbidden error: that is the user's own key, whatever it is called.
-        last = len(raw) - 1 if problem["type"] == "extra_forbidden" else None
-        location = tuple(p for i, p in enumerate(raw)
-                         if i == last or not (isinstance(p, str) and p.startswith("function-")))
+    for problem, location in problems:
+        if problem["type"] == "missing" and location in misspelt:
+            continue
         path = path_prefix + (".".join(str(p) for p in prefix + location) or "(top level)")
         if problem["type"] == "extra_forbidden":
             key = str(location[-1])
+            hint = _key_hint(model, location)
             allowed = _allowed_keys(model, location[:-1])
-            hint = difflib.get_close_matches(key, allowed, n=1)
             message = f"unknown key {key!r}"
             if hint:
-                message += f"; did you mean {hint[0]!r}?"
+                message += f"; did you mean {hint!r}?"
             elif allowed:
                 message += f"; allowed keys: {', '.join(allowed)}"
         else:

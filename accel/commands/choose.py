@@ -71,10 +71,12 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         check_plot_path(plot)
     if write_stack is not None and not _STACK_NAME.match(write_stack):
         raise UsageError(f"--write-stack: {write_stack!r} is not a stack name (letters, digits, '.', '_', '-')")
-    held = load_reservations(reservations_path) if reservations_path is not None else []
+    held, held_key = read_reservations(reservations_path) if reservations_path is not None else ([], ())
     spec = load_workload(workload)
     cat = load_catalog(catalog_path)
     status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]")
+    if reservations_path is not None:
+        refuse_unknown_reservations(held, reservations_path, held_key, cat)
     try:
         choice = choose_hardware(spec, cat, objective, reservations=held)  # type: ignore[arg-type]
     except WorkloadFieldError as error:
@@ -106,6 +108,12 @@ RESERVATIONS_KEY = "accel:reservations"
 def load_reservations(path: Path) -> list[Any]:
     """The reservations in FILE: a stack file's `config: accel:reservations`, a mapping with `reservations:`,
     or a YAML list of them (docs/scale.md). UsageError (exit 2) naming the file and the field."""
+    return read_reservations(path)[0]
+
+
+def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
+    """The reservations in FILE and the key they sit under there (('config', 'accel:reservations'),
+    ('reservations',) or () for a bare list), which the messages about them name."""
     from pydantic import TypeAdapter, ValidationError
 
     from accel.base.model import describe_validation_error
@@ -125,9 +133,21 @@ def load_reservations(path: Path) -> list[Any]:
                          "({name, machineType, count, zone[, kind, committedUsdPerMachineHour | marginal: zero]}), "
                          f"a `reservations:` list or a stack file with {RESERVATIONS_KEY}")
     try:
-        return TypeAdapter(list[DeclaredReservation]).validate_python(data)
+        return TypeAdapter(list[DeclaredReservation]).validate_python(data), prefix
     except ValidationError as error:
-        raise UsageError("--reservations: " + describe_validation_error(error, str(path), prefix=prefix)) from None
+        raise UsageError("--reservations: " + describe_validation_error(
+            error, str(path), list[DeclaredReservation], prefix=prefix)) from None
+
+
+def refuse_unknown_reservations(held: list[Any], path: Path, key: tuple[Any, ...], catalog: Any) -> None:
+    """UsageError (exit 2) for a reservation in FILE whose machine type or zone the catalog does not know,
+    naming the file, the key and the closest names."""
+    from accel.policies.reservations import declaration_problems
+
+    problems = declaration_problems(held, catalog.offerings, catalog_key="--catalog")
+    if problems:
+        raise UsageError("\n".join(f"--reservations: {path}: {'.'.join(map(str, (*key, p.index, p.key)))}: "
+                                    f"{p.problem}" for p in problems))
 
 
 # ----------------------------------------------------------------------------- human output
