@@ -11,6 +11,7 @@ from accel.policies.candidates import Candidate, SearchContext, to_option
 from accel.policies.choice import NoFeasibleOption, catalog_ref
 from accel.policies.estimate import training_flops, training_memory_bytes
 from accel.policies.plan import Option
+from accel.policies.tradeoffs import time_words
 from accel.policies.workload import XLA_FRAMEWORKS, framework_label
 
 
@@ -117,8 +118,9 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
             else:
                 terms = f"would take {duration(option.hours)} and cost {money(option.total_usd)}"
             saving = _percent(chosen.total_usd, option.total_usd)
-            if ctx.objective == "time" and spec.kind != "inference" and chosen.hours > 0:
-                versus = f"; {head} is {option.hours / chosen.hours:.1f}x faster and meets every constraint"
+            speed = time_words(chosen, option) if spec.kind != "inference" and option.hours > 0 else None
+            if ctx.objective == "time" and speed is not None:
+                versus = f"; {head} is {speed} and meets every constraint"
             elif saving >= 0.5:
                 versus = f"; {head} is {saving:.0f}% cheaper and meets every constraint"
             else:

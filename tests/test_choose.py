@@ -52,6 +52,14 @@ def test_the_jax_70b_pretrain_lands_on_a_tpu_and_says_why_not_a_gpu(catalog):
     assert any("GPU" in line and "%" in line for line in choice.rationale)
 
 
+def test_under_the_time_objective_a_slower_choice_is_called_slower_than_the_infeasible_faster_one(catalog):
+    choice = choose(load_workload(EXAMPLES / "llama-70b-pretrain.yaml"), catalog, objective="time")
+    line = next(line for line in choice.rationale if line.startswith("No GPU option is feasible"))
+    gpu_days = float(line.split("would take ")[1].split(" days")[0])
+    words = "slower" if choice.chosen.hours / 24 > gpu_days else "faster"
+    assert f"x {words} and meets every constraint" in line and "0." not in line.split(" is ")[-1].split("x")[0]
+
+
 def test_the_pytorch_finetune_with_custom_kernels_lands_on_a_gpu(catalog):
     choice = choose(load_workload(EXAMPLES / "llama-8b-finetune-cuda.yaml"), catalog)
     assert choice.chosen.family == "gpu"
