@@ -23,7 +23,7 @@ from accel.policies import shapes
 from accel.policies.candidates import Candidate, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words
 from accel.policies.reservations import DeclaredReservation
 from accel.policies.catalog.model import Offering, Price
-from accel.policies.estimate import Evaluation, training_memory_bytes
+from accel.policies.estimate import Evaluation, TrainingModel, training_memory_bytes
 from accel.policies.ladders import (
     GpuLadder,
     Size,
@@ -58,9 +58,9 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # node_limited: the offering's node-pool limit, not max_chips, is what ends the ladder.
     if generation is not None:
-        ladder: GpuLadder | TpuLadder = TpuLadder(
-            tpu_sizes(generation.name, cap, need, limit.value if limit else None))
-        node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(ladder)
+        sizes = tpu_sizes(generation.name, cap, need, limit.value if limit else None)
+        node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
+        ladder: GpuLadder | TpuLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, model))
     else:
         max_nodes = cap // offering.chips_per_host
         if offering.training_max_nodes:
@@ -207,6 +207,25 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         if h <= deadline and (budget is None or c <= budget) and (
                 h < hours(best) if ctx.objective == "cost" else c < cost(best)):
             outcome.alternatives.append(candidate(i))
+
+
+def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int, model: TrainingModel) -> tuple[Size, ...]:
+    """The TPU sizes a search can pick, each faster than every smaller one that holds the state (`need` chips).
+
+    A multislice of more, smaller slices can be slower than a smaller fleet of fewer, larger ones: its DCN
+    all-reduce spans more slices (policies/dcn.py). Such a size costs more and runs longer, so no objective
+    picks it; dropping it keeps run time falling along the ladder, which the searches below rely on."""
+    kept: list[Size] = []
+    quickest = math.inf
+    for size in sizes:
+        if size.chips < need:
+            kept.append(size)
+            continue
+        hours = model.hours(size.chips, size.hosts, size.slices)
+        if hours < quickest:
+            kept.append(size)
+            quickest = hours
+    return tuple(kept)
 
 
 def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,

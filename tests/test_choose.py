@@ -60,6 +60,13 @@ def test_under_the_time_objective_a_slower_choice_is_called_slower_than_the_infe
     assert f"x {words} and meets every constraint" in line and "0." not in line.split(" is ")[-1].split("x")[0]
 
 
+def test_the_time_objective_buys_a_faster_tpu_multislice_while_the_budget_allows(catalog):
+    spec = load_workload(EXAMPLES / "llama-70b-pretrain.yaml")
+    cheapest, fastest = choose(spec, catalog), choose(spec, catalog, objective="time")
+    assert fastest.chosen.hours < cheapest.chosen.hours
+    assert fastest.chosen.total_usd <= spec.constraints.budget_usd
+
+
 def test_the_pytorch_finetune_with_custom_kernels_lands_on_a_gpu(catalog):
     choice = choose(load_workload(EXAMPLES / "llama-8b-finetune-cuda.yaml"), catalog)
     assert choice.chosen.family == "gpu"
