@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 
 FACTS_FILE = Path(__file__).with_name("capacity_blocks.yaml")
 # The wire format of aws.autoscaling.Schedule start_time ("YYYY-MM-DDThh:mm:ssZ", UTC; pulumi_aws docs).
@@ -39,7 +39,7 @@ class CapacityBlockFacts:
 
 @lru_cache(maxsize=None)
 def load_capacity_block_facts(path: Path = FACTS_FILE) -> CapacityBlockFacts:
-    data = yaml.safe_load(Path(path).read_text())
+    data = parse_yaml(Path(path).read_text())
     return CapacityBlockFacts(
         as_of=str(data["as_of"]), sources={str(k): str(v) for k, v in data["sources"].items()},
         ec2_terminates_before_end=timedelta(minutes=int(data["ec2_terminates_before_end_minutes"])),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 
 RULES_FILE = Path(__file__).with_name("gke_rules.yaml")
 
@@ -31,7 +31,7 @@ class GkeRules:
 
 @lru_cache(maxsize=None)
 def load_gke_rules(path: Path = RULES_FILE) -> GkeRules:
-    data = yaml.safe_load(Path(path).read_text())
+    data = parse_yaml(Path(path).read_text())
     compact = data["compact_placement"]
     return GkeRules(as_of=str(data["as_of"]), source=str(data["source"]), compact_placement=CompactPlacementRules(
         queued_provisioning_allowed_for_tpu_only=bool(compact["queued_provisioning_allowed_for_tpu_only"]),

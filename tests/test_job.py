@@ -273,6 +273,24 @@ def test_cli_check_rejects_a_file_that_is_not_kubernetes_objects(run_cli, tmp_pa
     assert result.exit_code == 2 and "not a Kubernetes object" in result.output
 
 
+def test_cli_check_reads_every_document_of_a_multi_document_file(run_cli, tmp_path):
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}}
+    both = tmp_path / "both.yaml"
+    both.write_text(yaml.safe_dump_all([config_map, *generated(TRAINING_TPU).manifests]))
+    result = run_cli("-s", TRAINING_TPU, "--check", str(both))
+    assert result.exit_code == 0, result.output
+    assert "schedulable on stack" in result.output
+
+
+def test_cli_check_refuses_an_alias_bomb_before_building_it(run_cli, tmp_path):
+    rows = ["a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    rows += [f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]" for a, b in zip("abcdef", "bcdefg")]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join([*rows, "kind: JobSet"]) + "\n")
+    result = run_cli("-s", TRAINING_GPU, "--check", str(bomb))
+    assert result.exit_code == 2 and "aliases expand to more than" in result.output
+
+
 def test_a_serving_replica_spanning_nodes_becomes_a_schedulable_leaderworkerset():
     import kubernetes_validate
 

@@ -123,10 +123,13 @@ def check_yaml_bounds(text: str, *, max_bytes: int | None = None, max_depth: int
                                   "counted as what they repeat")
 
 
-def parse_yaml(text: str) -> Any:
+def parse_yaml(text: str, *, all_documents: bool = False) -> Any:
     """Parse YAML text with the strict safe loader, within accel's bounds; raises yaml.YAMLError
-    (DuplicateKeyError and YamlBoundsError included)."""
+    (DuplicateKeyError and YamlBoundsError included). `all_documents`: a list of every document of a
+    multi-document stream (Kubernetes manifests), empty ones left out."""
     check_yaml_bounds(text)
+    if all_documents:
+        return [d for d in yaml.load_all(text, Loader=StrictSafeLoader) if d is not None]  # noqa: S506
     return yaml.load(text, Loader=StrictSafeLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
@@ -138,10 +141,12 @@ def describe_yaml_error(problem: yaml.YAMLError) -> str:
     return f"{where}: {detail}"
 
 
-def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageError, shown: str | None = None) -> Any:
+def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageError, shown: str | None = None,
+                   all_documents: bool = False) -> Any:
     """Parse `path`; raise `error` (exit 2) naming `shown` (default: the path) on any failure.
 
-    `what` names the file's role in messages, e.g. "workload file" or "stack file".
+    `what` names the file's role in messages, e.g. "workload file" or "stack file"; `all_documents`
+    reads a multi-document stream as a list (parse_yaml).
     """
     shown = shown or str(path)
     if path.is_dir():
@@ -155,7 +160,7 @@ def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageErro
     except (PermissionError, UnicodeDecodeError) as problem:
         raise error(f"{shown}: cannot read the {what} ({problem.__class__.__name__})") from None
     try:
-        return parse_yaml(text)
+        return parse_yaml(text, all_documents=all_documents)
     except DuplicateKeyError as problem:
         raise error(f"{shown}: {problem.problem}") from None
     except YamlBoundsError as problem:

@@ -19,15 +19,10 @@ def register(app: typer.Typer) -> None:
 
 
 def _read_manifests(path: Path) -> list[dict]:
-    import yaml
-
     from accel.base.yaml_files import read_yaml_file
 
-    read_yaml_file(path, "manifest file")  # the shared messages for missing, directory, unreadable, syntax
-    try:
-        documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except yaml.YAMLError as error:
-        raise UsageError(f"{path}: not valid YAML: {error}") from None
+    # The shared reader: its messages for missing, directory, unreadable, syntax, and its bounds.
+    documents = read_yaml_file(path, "manifest file", all_documents=True)
     bad = [i for i, d in enumerate(documents) if not isinstance(d, dict) or "kind" not in d]
     if bad:
         raise UsageError(f"{path}: document {bad[0] + 1} is not a Kubernetes object (no 'kind')")

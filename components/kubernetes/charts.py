@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 CHARTS_FILE = Path(__file__).with_name("charts.yaml")
@@ -48,5 +48,5 @@ class ChartPins(BaseModel):
 
 @lru_cache(maxsize=None)
 def load_chart_pins(path: Path = CHARTS_FILE) -> ChartPins:
-    data = yaml.safe_load(Path(path).read_text())
+    data = parse_yaml(Path(path).read_text())
     return ChartPins.model_validate({"as_of": data["as_of"], **data["charts"]})

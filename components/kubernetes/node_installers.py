@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 INSTALLERS_FILE = Path(__file__).with_name("node_installers.yaml")
@@ -46,4 +46,4 @@ class NodeInstallers(BaseModel):
 
 @lru_cache(maxsize=None)
 def load_node_installers(path: Path = INSTALLERS_FILE) -> NodeInstallers:
-    return NodeInstallers.model_validate(yaml.safe_load(Path(path).read_text()))
+    return NodeInstallers.model_validate(parse_yaml(Path(path).read_text()))
