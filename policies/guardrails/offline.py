@@ -188,9 +188,11 @@ def _options(resource: Mapping[str, Any]) -> CapturedResourceOptions:
 
 
 def resource_args(resource: Mapping[str, Any], config: Mapping[str, Any] | None = None,
-                  stack_tags: Mapping[str, str] | None = None) -> ResourceValidationArgs:
-    """What the CLI's analyzer hands a resource policy for this captured resource."""
-    return ResourceValidationArgs(resource["type"], _props(resource), _urn(resource), resource["name"],
+                  stack_tags: Mapping[str, str] | None = None, props: Any = None) -> ResourceValidationArgs:
+    """What the CLI's analyzer hands a resource policy for this captured resource (`props`: its inputs
+    already deserialized, shared read-only by every policy)."""
+    return ResourceValidationArgs(resource["type"], _props(resource) if props is None else props, _urn(resource),
+                                  resource["name"],
                                   _options(resource), None, dict(config or {}), dict(stack_tags or {}))
 
 
@@ -251,8 +253,9 @@ def evaluate(resources: list[dict], pack_config: dict | None = None,
                 pass
 
         if isinstance(policy, ResourceValidationPolicy):
-            for raw in resources:
-                args = resource_args(raw, config, stack_tags)
+            for raw, deserialized in zip(resources, stack_resources):
+                # Inputs deserialized once per resource, not once per policy: rules only read them.
+                args = resource_args(raw, config, stack_tags, deserialized.props)
                 target = raw.get("urn") or raw["name"]
                 run_guarded(lambda report, args=args: policy.validate(args, report), target)
         elif isinstance(policy, StackValidationPolicy):
