@@ -136,8 +136,12 @@ def stack_on_bare_engine(stack: str) -> None:
     config = stack_config.load_stack_config(ROOT, stack)
 
     def program() -> None:
+        from accel.deploy_keys import offline_placeholders
+
         pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
-        runpy.run_path(str(project.main_file), run_name="__main__")
+        # As `accel plan` runs it: keys only `pulumi up` needs (gcp:project, accel:apiAccessCidrs) get placeholders.
+        with offline_placeholders():
+            runpy.run_path(str(project.main_file), run_name="__main__")
 
     run_bare(program, project=project.name, stack=config.stack, config=config.values)
 

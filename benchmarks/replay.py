@@ -34,7 +34,7 @@ def registration_order(resources: list[Any]) -> list[Any]:
         if resource.urn in placed:
             return
         placed.add(resource.urn)
-        needs = [resource.parent, provider_urn(resource.provider) if resource.custom else None,
+        needs = [resource.parent, provider_urn(resource.provider) if resource.custom or resource.provider else None,
                  *resource.dependencies]
         for urn in needs:
             if urn and urn in by_urn:
@@ -56,7 +56,9 @@ def replay_program(capture: Any) -> Callable[[], None]:
         by_urn: dict[str, pulumi.Resource] = {}
         components: list[pulumi.ComponentResource] = []
         for captured in resources:
-            provider = by_urn.get(provider_urn(captured.provider) or "") if captured.custom else None
+            # A component with a provider is a provider's remote component (kubernetes:yaml/v2:ConfigFile).
+            remote = not captured.custom and bool(captured.provider)
+            provider = by_urn.get(provider_urn(captured.provider) or "") if captured.custom or remote else None
             depends_on = [by_urn[urn] for urn in captured.dependencies if urn in by_urn]
             opts = pulumi.ResourceOptions(
                 parent=by_urn.get(captured.parent) if captured.parent else None,
@@ -69,6 +71,8 @@ def replay_program(capture: Any) -> Callable[[], None]:
                 resource = pulumi.ProviderResource(captured.type.rsplit(":", 1)[-1], captured.name, props, opts)
             elif captured.custom:
                 resource = pulumi.CustomResource(captured.type, captured.name, props, opts)
+            elif remote:
+                resource = pulumi.ComponentResource(captured.type, captured.name, props, opts, remote=True)
             else:
                 resource = pulumi.ComponentResource(captured.type, captured.name, props, opts)
                 components.append(resource)
