@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from accel import stack_config
 from accel.base.yaml_files import read_yaml_file
-from accel.base.errors import UsageError
+from accel.base.errors import AccelError, UsageError
 from accel.base.model import describe_validation_error
 from accel.mock_engine import Capture, run_program
 
@@ -251,13 +251,28 @@ def _blame(message: str, source: str, stack: str) -> str:
     return message if message.startswith(source) else f"{source}: {message}"
 
 
-def _as_usage_error(error: BaseException, source: str, stack: str) -> UsageError | None:
-    """The user-facing form of a program exception, or None if it is a bug (keep the traceback)."""
+def _caused_by(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of `kind` in the chain of causes (the program re-raises errors as RunError)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _as_usage_error(error: BaseException, source: str, stack: str) -> AccelError | None:
+    """The user-facing form of a program exception, or None if it is a bug (keep the traceback).
+    A stack decided at plan time with nothing feasible is NothingFeasible (exit 3), as in `accel choose`."""
     import pulumi
 
-    from accel.base.errors import ComponentArgsError
+    from accel.base.errors import ComponentArgsError, NothingFeasible
     from accel.policies.shapes import ShapeError
 
+    if _caused_by(error, NothingFeasible) is not None:
+        return NothingFeasible(_blame(str(error), source, stack))
     if isinstance(error, UsageError):
         return UsageError(_blame(str(error), source, stack))
     if isinstance(error, pulumi.ConfigMissingError):

@@ -347,6 +347,18 @@ def test_mandatory_violations_exit_4_after_printing(project, monkeypatch):
     assert "mandatory guardrail violation" in outcome.stderr
 
 
+def test_a_stack_decided_at_plan_time_with_nothing_feasible_exits_3(tmp_path):
+    # The contract (docs/contracts.md, exit codes): 3 for nothing feasible, from `accel plan` as from
+    # `accel choose`, though the program re-raises the decision's error as a pulumi.RunError.
+    stack_file = tmp_path / "Pulumi.dev-spot.yaml"
+    original = (ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text()
+    stack_file.write_text(original.replace("deadline_days: 2}", "deadline_days: 2, budget_usd: 1}"))
+    assert stack_file.read_text() != original
+    outcome = invoke("--cwd", str(ROOT), "--config", str(stack_file))
+    assert outcome.exit_code == 3, outcome.stderr
+    assert "budget" in outcome.stderr and "Traceback" not in outcome.stderr + outcome.stdout
+
+
 def test_a_bad_stack_file_exits_2_with_file_key_and_reason_and_no_traceback(tmp_path):
     project = make_project(tmp_path, stack_yaml="config:\n  demo:workload: {name: [unclosed\n")
     outcome = invoke("--cwd", str(project), "-s", "dev")
