@@ -155,6 +155,15 @@ def test_a_served_component_built_from_hand_written_inputs_declares_the_componen
     assert [r for r in capture.resources if r.custom], "the served component declared no cloud resource"
 
 
+@pytest.mark.parametrize("component", package.COMPONENTS, ids=lambda c: c.__name__)
+def test_a_served_component_sets_every_output_its_class_declares(declare, component):
+    built = []
+    declare(lambda: built.append(component("ml", HAND_WRITTEN[component.__name__])))
+    [facade] = built
+    missing = [name for name in component.__annotations__ if not isinstance(getattr(facade, name, None), pulumi.Output)]
+    assert missing == []
+
+
 def test_a_served_tpu_slice_declares_the_python_tpu_slice_with_one_pool_per_slice(declare):
     inputs = {"generation": "v5e", "topology": "4x4", "slices": 3, **GKE}
     capture = declare(lambda: package.TpuSlice("pretrain", inputs))

@@ -5,7 +5,7 @@ from typing import NotRequired, Optional, TypedDict
 
 import pulumi
 
-from accel.components.package.common import Ownership, Storage, child, given, served, storage_plan, tags
+from accel.components.package.common import Ownership, Storage, child, given, publish, served, storage_plan, tags
 
 
 def _block_window(start: Optional[str], end: Optional[str]):
@@ -72,8 +72,7 @@ class AwsGpuNodeGroup(pulumi.ComponentResource):
             capacity_block_window=_block_window(args.get("capacityBlockStart"), args.get("capacityBlockEnd")))
         super().__init__("accel:index:AwsGpuNodeGroup", name, None, opts)
         inner = served(AwsGpuNodeGroup)(name, built, child(self))
-        self.nodeGroupName = inner.node_group_name
-        self.register_outputs({"nodeGroupName": self.nodeGroupName})
+        publish(self, nodeGroupName=inner.node_group_name)
 
 
 class AwsNetworkInputs(TypedDict):
@@ -114,14 +113,9 @@ class AwsNetwork(pulumi.ComponentResource):
                                **given(args, "cidrBlock", "nat"))
         super().__init__("accel:index:AwsNetwork", name, None, opts)
         inner = served(AwsNetwork)(name, built, child(self))
-        self.vpcId = inner.vpc_id
-        self.privateSubnetIds = pulumi.Output.from_input(inner.private_subnet_ids)
-        self.publicSubnetIds = pulumi.Output.from_input(inner.public_subnet_ids)
-        self.nodeSecurityGroupId = inner.node_security_group_id
-        self.controlPlaneSecurityGroupId = inner.control_plane_security_group_id
-        self.register_outputs({"vpcId": self.vpcId, "privateSubnetIds": self.privateSubnetIds,
-                               "publicSubnetIds": self.publicSubnetIds, "nodeSecurityGroupId": self.nodeSecurityGroupId,
-                               "controlPlaneSecurityGroupId": self.controlPlaneSecurityGroupId})
+        publish(self, vpcId=inner.vpc_id, privateSubnetIds=inner.private_subnet_ids,
+                publicSubnetIds=inner.public_subnet_ids, nodeSecurityGroupId=inner.node_security_group_id,
+                controlPlaneSecurityGroupId=inner.control_plane_security_group_id)
 
 
 class EksClusterInputs(TypedDict):
@@ -186,17 +180,9 @@ class EksCluster(pulumi.ComponentResource):
                                **optional)
         super().__init__("accel:index:EksCluster", name, None, opts)
         inner = served(EksCluster)(name, built, child(self))
-        self.clusterName = inner.name
-        self.endpoint = inner.endpoint
-        self.kubeconfig = inner.kubeconfig
-        self.oidcProviderArn = inner.oidc_provider_arn
-        self.oidcIssuer = inner.oidc_issuer
-        self.nodeRoleArn = inner.node_role_arn
-        self.clusterSecurityGroupId = inner.cluster_security_group_id
-        self.register_outputs({"clusterName": self.clusterName, "endpoint": self.endpoint,
-                               "kubeconfig": self.kubeconfig, "oidcProviderArn": self.oidcProviderArn,
-                               "oidcIssuer": self.oidcIssuer, "nodeRoleArn": self.nodeRoleArn,
-                               "clusterSecurityGroupId": self.clusterSecurityGroupId})
+        publish(self, clusterName=inner.name, endpoint=inner.endpoint, kubeconfig=inner.kubeconfig,
+                oidcProviderArn=inner.oidc_provider_arn, oidcIssuer=inner.oidc_issuer, nodeRoleArn=inner.node_role_arn,
+                clusterSecurityGroupId=inner.cluster_security_group_id)
 
 
 class AwsTrainingStorageInputs(TypedDict):
@@ -255,9 +241,5 @@ class AwsTrainingStorage(pulumi.ComponentResource):
                                     oidc_issuer=args["oidcIssuer"], **optional)
         super().__init__("accel:index:AwsTrainingStorage", name, None, opts)
         inner = served(AwsTrainingStorage)(name, built, child(self))
-        self.datasetBucket = pulumi.Output.from_input(inner.dataset_bucket)
-        self.checkpointBucket = pulumi.Output.from_input(inner.checkpoint_bucket)
-        self.trainingRoleArn = inner.training_role_arn
-        self.filesystemId = pulumi.Output.from_input(inner.filesystem_id)
-        self.register_outputs({"datasetBucket": self.datasetBucket, "checkpointBucket": self.checkpointBucket,
-                               "trainingRoleArn": self.trainingRoleArn, "filesystemId": self.filesystemId})
+        publish(self, datasetBucket=inner.dataset_bucket, checkpointBucket=inner.checkpoint_bucket,
+                trainingRoleArn=inner.training_role_arn, filesystemId=inner.filesystem_id)

@@ -42,6 +42,15 @@ def tags(ownership: Ownership) -> ResourceTags:
                         owner=ownership.get("owner", "unknown"), cost_center=ownership.get("costCenter", "unknown"))
 
 
+def publish(component: pulumi.ComponentResource, **outputs: Any) -> None:
+    """Each output as the attribute its class declares (what the schema analyzer reads), then all of them
+    registered: one list of names instead of three."""
+    published = {name: pulumi.Output.from_input(value) for name, value in outputs.items()}
+    for name, value in published.items():
+        setattr(component, name, value)
+    component.register_outputs(published)
+
+
 def child(parent: pulumi.Resource) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions(parent=parent)
 

@@ -4,7 +4,7 @@ from typing import NotRequired, Optional, TypedDict
 
 import pulumi
 
-from accel.components.package.common import Ownership, Storage, child, given, served, storage_plan, tags
+from accel.components.package.common import Ownership, Storage, child, given, publish, served, storage_plan, tags
 
 
 class TpuSliceInputs(TypedDict):
@@ -52,9 +52,7 @@ class TpuSlice(pulumi.ComponentResource):
             project=args.get("project"))
         super().__init__("accel:index:TpuSlice", name, None, opts)
         inner = served(TpuSlice)(name, built, child(self))
-        self.nodePoolNames = pulumi.Output.all(*inner.node_pool_names)
-        self.nodeSelector = pulumi.Output.from_input(inner.node_selector)
-        self.register_outputs({"nodePoolNames": self.nodePoolNames, "nodeSelector": self.nodeSelector})
+        publish(self, nodePoolNames=pulumi.Output.all(*inner.node_pool_names), nodeSelector=inner.node_selector)
 
 
 class GpuNodePoolInputs(TypedDict):
@@ -100,8 +98,7 @@ class GpuNodePool(pulumi.ComponentResource):
             project=args.get("project"))
         super().__init__("accel:index:GpuNodePool", name, None, opts)
         inner = served(GpuNodePool)(name, built, child(self))
-        self.nodePoolName = inner.node_pool_name
-        self.register_outputs({"nodePoolName": self.nodePoolName})
+        publish(self, nodePoolName=inner.node_pool_name)
 
 
 class TpuVmSliceInputs(TypedDict):
@@ -158,11 +155,8 @@ class TpuVmSlice(pulumi.ComponentResource):
             runtime_version=args.get("runtimeVersion"))
         super().__init__("accel:index:TpuVmSlice", name, None, opts)
         inner = served(TpuVmSlice)(name, built, child(self))
-        self.nodeIds = pulumi.Output.all(*inner.node_ids)
-        self.acceleratorType = pulumi.Output.from_input(inner.accelerator_type)
-        self.runtimeVersion = pulumi.Output.from_input(inner.runtime_version)
-        self.register_outputs({"nodeIds": self.nodeIds, "acceleratorType": self.acceleratorType,
-                               "runtimeVersion": self.runtimeVersion})
+        publish(self, nodeIds=pulumi.Output.all(*inner.node_ids), acceleratorType=inner.accelerator_type,
+                runtimeVersion=inner.runtime_version)
 
 
 class GkeClusterInputs(TypedDict):
@@ -230,14 +224,8 @@ class GkeCluster(pulumi.ComponentResource):
                                subnetwork=args["subnetwork"], tags=tags(args["ownership"]), **optional)
         super().__init__("accel:index:GkeCluster", name, None, opts)
         inner = served(GkeCluster)(name, built, child(self))
-        self.clusterName = inner.name
-        self.endpoint = inner.endpoint
-        self.kubeconfig = inner.kubeconfig
-        self.nodeServiceAccountEmail = inner.node_service_account_email
-        self.workloadPool = pulumi.Output.from_input(inner.workload_pool)
-        self.register_outputs({"clusterName": self.clusterName, "endpoint": self.endpoint,
-                               "kubeconfig": self.kubeconfig, "nodeServiceAccountEmail": self.nodeServiceAccountEmail,
-                               "workloadPool": self.workloadPool})
+        publish(self, clusterName=inner.name, endpoint=inner.endpoint, kubeconfig=inner.kubeconfig,
+                nodeServiceAccountEmail=inner.node_service_account_email, workloadPool=inner.workload_pool)
 
 
 class GcpNetworkInputs(TypedDict):
@@ -291,15 +279,9 @@ class GcpNetwork(pulumi.ComponentResource):
         built = GcpNetworkArgs(region=args["region"], tags=tags(args["ownership"]), **optional)
         super().__init__("accel:index:GcpNetwork", name, None, opts)
         inner = served(GcpNetwork)(name, built, child(self))
-        self.networkId = inner.network_id
-        self.networkName = inner.network_name
-        self.subnetId = inner.subnet_id
-        self.subnetName = inner.subnet_name
-        self.podsRangeName = pulumi.Output.from_input(inner.pods_range_name)
-        self.servicesRangeName = pulumi.Output.from_input(inner.services_range_name)
-        self.register_outputs({"networkId": self.networkId, "networkName": self.networkName,
-                               "subnetId": self.subnetId, "subnetName": self.subnetName,
-                               "podsRangeName": self.podsRangeName, "servicesRangeName": self.servicesRangeName})
+        publish(self, networkId=inner.network_id, networkName=inner.network_name, subnetId=inner.subnet_id,
+                subnetName=inner.subnet_name, podsRangeName=inner.pods_range_name,
+                servicesRangeName=inner.services_range_name)
 
 
 class GcpTrainingStorageInputs(TypedDict):
@@ -359,11 +341,5 @@ class GcpTrainingStorage(pulumi.ComponentResource):
                                     storage=storage_plan("GcpTrainingStorage", args.get("storage")), **optional)
         super().__init__("accel:index:GcpTrainingStorage", name, None, opts)
         inner = served(GcpTrainingStorage)(name, built, child(self))
-        self.datasetBucket = pulumi.Output.from_input(inner.dataset_bucket)
-        self.checkpointBucket = pulumi.Output.from_input(inner.checkpoint_bucket)
-        self.serviceAccountEmail = pulumi.Output.from_input(inner.service_account_email)
-        self.namespace = pulumi.Output.from_input(inner.namespace)
-        self.ksaName = pulumi.Output.from_input(inner.ksa_name)
-        self.register_outputs({"datasetBucket": self.datasetBucket, "checkpointBucket": self.checkpointBucket,
-                               "serviceAccountEmail": self.serviceAccountEmail, "namespace": self.namespace,
-                               "ksaName": self.ksaName})
+        publish(self, datasetBucket=inner.dataset_bucket, checkpointBucket=inner.checkpoint_bucket,
+                serviceAccountEmail=inner.service_account_email, namespace=inner.namespace, ksaName=inner.ksa_name)

@@ -5,7 +5,7 @@ from typing import NotRequired, Optional, TypedDict
 import pulumi
 
 from accel.base.errors import invalid_arg
-from accel.components.package.common import Ownership, child, given, model, served, tags
+from accel.components.package.common import Ownership, child, given, model, publish, served, tags
 
 
 class NodeToleration(TypedDict):
@@ -110,12 +110,6 @@ class AcceleratorStack(pulumi.ComponentResource):
             provider = k8s.Provider(f"{name}-cluster", kubeconfig=args["kubeconfig"], opts=child(self))
             inner_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
         inner = served(AcceleratorStack)(name, built, inner_opts)
-        self.namespace = pulumi.Output.from_input(inner.namespace)
-        self.serviceAccount = pulumi.Output.from_input(inner.service_account_name)
-        self.localQueue = pulumi.Output.from_input(inner.local_queue_name)
-        self.clusterQueue = pulumi.Output.from_input(inner.cluster_queue_name)
-        self.resourceFlavors = pulumi.Output.from_input(inner.flavor_names)
-        self.chipQuota = pulumi.Output.from_input(inner.chip_quota)
-        self.register_outputs({"namespace": self.namespace, "serviceAccount": self.serviceAccount,
-                               "localQueue": self.localQueue, "clusterQueue": self.clusterQueue,
-                               "resourceFlavors": self.resourceFlavors, "chipQuota": self.chipQuota})
+        publish(self, namespace=inner.namespace, serviceAccount=inner.service_account_name,
+                localQueue=inner.local_queue_name, clusterQueue=inner.cluster_queue_name,
+                resourceFlavors=inner.flavor_names, chipQuota=inner.chip_quota)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from accel.base.errors import ComponentArgsError, invalid_arg
 from accel.base.model import describe_validation_error
-from accel.components.package.common import Ownership, child, served, tags
+from accel.components.package.common import Ownership, child, publish, served, tags
 
 
 class TrainingClusterInputs(TypedDict):
@@ -51,6 +51,4 @@ class TrainingCluster(pulumi.ComponentResource):
                                     api_access_cidrs=list(args["apiAccessCidrs"]))
         super().__init__("accel:index:TrainingCluster", name, None, opts)
         inner = served(TrainingCluster)(name, built, child(self))
-        self.clusterName = inner.cluster_name
-        self.kubeconfig = inner.kubeconfig
-        self.register_outputs({"clusterName": self.clusterName, "kubeconfig": self.kubeconfig})
+        publish(self, clusterName=inner.cluster_name, kubeconfig=inner.kubeconfig)
