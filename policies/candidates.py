@@ -76,7 +76,7 @@ class SearchContext:
     training_models: dict[tuple[str, str, bool], TrainingModel] = field(default_factory=dict)
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
-    hours_cache: dict[tuple[str, bool], dict[int, float]] = field(default_factory=dict)
+    hours_cache: dict[tuple[str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
 
     def accelerator(self, offering: Offering) -> Accelerator:

@@ -23,7 +23,7 @@ from accel.policies import shapes
 from accel.policies.candidates import Candidate, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words
 from accel.policies.reservations import DeclaredReservation
 from accel.policies.catalog.model import Offering, Price
-from accel.policies.estimate import Evaluation, TrainingModel, training_memory_bytes
+from accel.policies.estimate import Evaluation, training_memory_bytes
 from accel.policies.ladders import (
     GpuLadder,
     Size,
@@ -56,11 +56,21 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     cap = min(ctx.fleet_cap(offering), max(ctx.batch_chips, need))
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    # Run time does not depend on the price: regions priced differently share it.
+    shared_hours = ctx.hours_cache.setdefault((offering.id, spot), {})
+
+    def run_hours(s: Size) -> float:
+        key = (s.chips, s.hosts, s.slices)
+        hours = shared_hours.get(key)
+        if hours is None:
+            hours = shared_hours[key] = model.hours(s.chips, s.hosts, s.slices)
+        return hours
+
     # node_limited: the offering's node-pool limit, not max_chips, is what ends the ladder.
     if generation is not None:
         sizes = tpu_sizes(generation.name, cap, need, limit.value if limit else None)
         node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
-        ladder: GpuLadder | TpuLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, model))
+        ladder: GpuLadder | TpuLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
     else:
         max_nodes = cap // offering.chips_per_host
         if offering.training_max_nodes:
@@ -109,16 +119,12 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
                                             f"{plural(need, 'chip')}; {why}"))
         return
     cache: dict[int, tuple[float, float]] = {}
-    # Run time does not depend on the price: regions priced differently share it.
-    shared_hours = ctx.hours_cache.setdefault((offering.id, spot), {})
 
     def hours_cost(i: int) -> tuple[float, float]:
         hit = cache.get(i)
         if hit is None:
             s = ladder[i]
-            hours = shared_hours.get(i)
-            if hours is None:
-                hours = shared_hours[i] = model.hours(s.chips, s.hosts, s.slices)
+            hours = run_hours(s)
             hit = cache[i] = (hours, hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
         return hit
 
@@ -209,7 +215,8 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             outcome.alternatives.append(candidate(i))
 
 
-def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int, model: TrainingModel) -> tuple[Size, ...]:
+def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
+                                  run_hours: Callable[[Size], float]) -> tuple[Size, ...]:
     """The TPU sizes a search can pick, each faster than every smaller one that holds the state (`need` chips).
 
     A multislice of more, smaller slices can be slower than a smaller fleet of fewer, larger ones: its DCN
@@ -221,7 +228,7 @@ def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int, model: Tra
         if size.chips < need:
             kept.append(size)
             continue
-        hours = model.hours(size.chips, size.hosts, size.slices)
+        hours = run_hours(size)
         if hours < quickest:
             kept.append(size)
             quickest = hours
