@@ -282,10 +282,10 @@ def test_a_bad_billing_declaration_exits_2_naming_the_key(tmp_path, fields, key)
 
 
 def test_accel_choose_reads_the_reservations_of_a_stack_file(tmp_path):
-    from accel.commands.choose import load_reservations
+    from accel.commands.choose import read_reservations
 
     path = write_stack(tmp_path, 2048)
-    [declared] = load_reservations(path)
+    [declared], _ = read_reservations(path)
     assert (declared.name, declared.count, declared.zone) == ("a3-reserved", 2048, "us-central1-a")
 
 
@@ -384,12 +384,12 @@ def test_accel_choose_names_the_stack_key_of_a_typo_in_a_stack_file(tmp_path):
 
 
 def test_an_unknown_key_in_a_reservations_file_is_said_once_with_the_key_meant(tmp_path):
-    from accel.commands.choose import load_reservations
+    from accel.commands.choose import read_reservations
 
     path = tmp_path / "held.yaml"
     path.write_text(f"- {{name: a3-held, machine_type: {H100_NODE}, count: 16, zone: {ZONE}}}\n")
     with pytest.raises(UsageError) as error:
-        load_reservations(path)
+        read_reservations(path)
     assert str(error.value).splitlines() == [
         f"--reservations: {path}: 0.machine_type: unknown key 'machine_type'; did you mean 'machineType'?"]
 

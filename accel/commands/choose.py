@@ -105,15 +105,11 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
 RESERVATIONS_KEY = "accel:reservations"
 
 
-def load_reservations(path: Path) -> list[Any]:
-    """The reservations in FILE: a stack file's `config: accel:reservations`, a mapping with `reservations:`,
-    or a YAML list of them (docs/scale.md). UsageError (exit 2) naming the file and the field."""
-    return read_reservations(path)[0]
-
-
 def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
-    """The reservations in FILE and the key they sit under there (('config', 'accel:reservations'),
-    ('reservations',) or () for a bare list), which the messages about them name."""
+    """The reservations in FILE (a stack file's `config: accel:reservations`, a mapping with `reservations:`,
+    or a YAML list of them; docs/scale.md) and the key they sit under there (('config', 'accel:reservations'),
+    ('reservations',) or () for a bare list), which the messages about them name. UsageError (exit 2) naming
+    the file and the field."""
     from pydantic import TypeAdapter, ValidationError
 
     from accel.base.model import describe_validation_error
