@@ -263,7 +263,7 @@ def _caused_by(error: BaseException, kind: type[BaseException]) -> BaseException
     return None
 
 
-def _as_usage_error(error: BaseException, source: str, stack: str) -> AccelError | None:
+def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError | None:
     """The user-facing form of a program exception, or None if it is a bug (keep the traceback).
     A stack decided at plan time with nothing feasible is NothingFeasible (exit 3), as in `accel choose`."""
     import pulumi
@@ -466,10 +466,10 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
             capture = run_program(program, project=project.name, stack=config.stack,
                                   config=config.values, preview=True)
     except Exception as error:  # noqa: BLE001 (classified below; bugs are re-raised as they are)
-        usage = _as_usage_error(error, source, config.stack)
-        if usage is None:
+        shown = _as_user_error(error, source, config.stack)
+        if shown is None:
             raise
-        raise usage from None
+        raise shown from None
     loaded = sorted(name for name in PROVIDER_PACKAGES if name in sys.modules and name not in before)
 
     outputs = capture.outputs
