@@ -16,7 +16,14 @@ import math
 from dataclasses import dataclass, field
 
 from accel.policies.calibration import calibrated_fit, dcn_breakdown, predict
-from accel.policies.catalog.model import Accelerator, Catalog, Defaults, FilesystemOffer, rule_for
+from accel.policies.catalog.model import (
+    Accelerator,
+    AllreduceLatency,
+    Catalog,
+    Defaults,
+    FilesystemOffer,
+    rule_for,
+)
 from accel.policies.plan import Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
@@ -39,6 +46,8 @@ class Resolved:
     mfu_override: float | None
     decay_override: float | None
     multislice_override: float | None = None
+    serving_engine: str = ""                      # whose per-step costs serving pays (assumptions.yaml inference.engines)
+    allreduce: AllreduceLatency | None = None     # published small all-reduce latencies, by engine and degree
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -69,7 +78,9 @@ _INFERENCE_KEYS = {
 }
 
 
-def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
+def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -> Resolved:
+    """The estimator's numbers for `spec`; serving is costed for `engine` (default: assumptions.yaml
+    inference.default_engine)."""
     overrides = spec.assumptions
     values: dict[str, float] = {}
     sources: dict[str, str] = {}
@@ -99,11 +110,19 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
     put("inference_bytes_per_parameter", precision.bytes_per_parameter, precision.source,
         overrides.inference_bytes_per_parameter)
 
+    engine = engine or inference.default_engine
+    overhead = inference.engines[engine].step_overhead_ms
+    put("inference_step_overhead_ms", overhead.value, f"{engine}: {overhead.source}", None)
+    put("inference_allreduces_per_layer", inference.allreduces_per_layer.value, inference.allreduces_per_layer.source,
+        None)
+    put("hidden_width_rule", inference.hidden_width_rule.value, inference.hidden_width_rule.source, None)
+
     parameters = spec.model.parameters
+    layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
+    put("model_layers", layers, f"estimated: {inference.kv_cache_layers_per_cube_root.source}", None)
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
     else:
-        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
         kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
             f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x "
@@ -125,7 +144,7 @@ def resolve(spec: WorkloadSpec, defaults: Defaults) -> Resolved:
         preemptions = {cloud: float(overrides.preemptions_per_day) for cloud in preemptions}
         preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
     return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
-                    overrides.multislice_efficiency)
+                    overrides.multislice_efficiency, engine, inference.allreduce_latency_us)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -289,21 +308,30 @@ class Replica:
     batch: int
     step_seconds: float
     tokens_per_second: float
-    bound: str  # "memory-bandwidth" | "compute"
+    bound: str  # what the step spends most on: "memory-bandwidth" | "compute" | "prefill compute" | ...
 
 
 class InferenceModel:
     """Decode throughput and latency of replicas of one accelerator type."""
 
     def __init__(self, spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator,
-                 kv_reads_per_value: float = 1.0) -> None:
+                 kv_reads_per_value: float = 1.0, layers: int | None = None) -> None:
         """`kv_reads_per_value`: how often a decode step reads each stored K/V value. 1 for servers whose
         attention kernel reads a grouped-query KV head once for all the query heads that share it (vLLM,
         JetStream, TensorRT-LLM with XQA); query heads / KV heads for a kernel that reads it once per query head
-        (TensorRT-LLM's masked multi-head attention without XQA)."""
+        (TensorRT-LLM's masked multi-head attention without XQA). `layers`: the model's layer count when known
+        (else estimated from its size); it sets the number of tensor-parallel all-reduces per step."""
         assert spec.inference is not None
         self.kv_reads_per_value = kv_reads_per_value
         parameters = spec.model.parameters
+        self.layers = float(layers) if layers is not None else resolved["model_layers"]
+        self.hidden = math.sqrt(parameters / (resolved["hidden_width_rule"] * self.layers))
+        self.allreduces_per_step = resolved["inference_allreduces_per_layer"] * self.layers
+        self.step_overhead = resolved["inference_step_overhead_ms"] / 1000.0
+        self.engine = resolved.serving_engine
+        table = resolved.allreduce
+        # Only where the latency was measured (NVLink GPUs); elsewhere no published figure: not charged.
+        self.allreduce_table = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
         self.flops_per_token = 2.0 * parameters
         self.prompt_per_output = resolved["inference_prompt_tokens_per_output_token"]
         # Compute per generated token, its share of the prompt's prefill included (what the fleet computes).
@@ -334,6 +362,14 @@ class InferenceModel:
         """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
+    def allreduce_seconds(self, chips: int, batch: int) -> float:
+        """Latency of a decode step's tensor-parallel all-reduces: 2 per layer, each of batch x hidden x 2
+        bytes, at the published latency for the engine's all-reduce kernel (0 on one chip)."""
+        if chips <= 1 or self.allreduce_table is None:
+            return 0.0
+        message = batch * self.hidden * 2.0
+        return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
+
     def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
         """Time between two tokens of one sequence at `batch`, kernel by kernel (a roofline per kernel, not one
         for the whole step, because the kernels run one after another):
@@ -341,7 +377,9 @@ class InferenceModel:
           whichever is slower;
         - decode attention: reading every sequence's KV cache as it stands (memory-bandwidth; it does no
           useful reuse, so it adds to the matmuls rather than hiding under them);
-        - the prefill of the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token)."""
+        - the prefill of the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token);
+        - on a tensor-parallel replica, the latency of two small all-reduces per layer;
+        - the serving engine's host work between steps (scheduling, sampling, input preparation)."""
         scale = chips * self.efficiency(chips)
         weights = self.weight_bytes / (scale * self.bandwidth)
         matmul_compute = batch * self.flops_per_token / (scale * self.compute)
@@ -350,10 +388,13 @@ class InferenceModel:
         prefill = batch * self.flops_per_token * self.prompt_per_output / (scale * self.prefill_compute)
         matmuls_memory_bound = weights >= matmul_compute
         # What the step spends most of its time on, for the rationale.
+        allreduce = self.allreduce_seconds(chips, batch)
         terms = {"memory-bandwidth": (weights if matmuls_memory_bound else 0.0) + attention,
                  "compute": 0.0 if matmuls_memory_bound else matmul_compute,
-                 "prefill compute": prefill}
-        step = max(weights, matmul_compute) + attention + prefill
+                 "prefill compute": prefill,
+                 "tensor-parallel all-reduce latency": allreduce,
+                 "serving-engine host overhead": self.step_overhead}
+        step = max(weights, matmul_compute) + attention + prefill + allreduce + self.step_overhead
         bound = max(terms, key=lambda name: terms[name])
         return step, bound
 
@@ -418,6 +459,29 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
             f"and restores across {hosts} hosts")
 
 
+def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, parameters: float,
+                          detail: dict[str, float | int | str]) -> Assumption:
+    """The tensor-parallel all-reduce latency the chosen replica pays per step, with its source."""
+    name = "tensor-parallel all-reduce latency"
+    table = resolved.allreduce
+    if table is None or accelerator.mfu_class not in table.mfu_classes:
+        return Assumption(name=name, value="not charged",
+                          source=f"no published small all-reduce latency for {accelerator.id} "
+                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'})")
+    chips, batch = int(detail.get("replica_chips", 1)), int(detail.get("batch_per_replica", 1))
+    if chips <= 1:
+        return Assumption(name=name, value="none (one-chip replica)", source=table.source)
+    layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
+    message = batch * math.sqrt(parameters / (resolved["hidden_width_rule"] * layers)) * 2.0
+    latency = table.microseconds(resolved.serving_engine, chips, message)
+    return Assumption(name=name,
+                      value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
+                            f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips, "
+                            f"{resolved.serving_engine} kernel)",
+                      source=f"{resolved.sources['inference_allreduces_per_layer']}; "
+                             f"{resolved.sources['hidden_width_rule']}; {table.source}")
+
+
 def _round(value: float) -> float:
     if value == 0 or not math.isfinite(value):
         return value
@@ -463,6 +527,8 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                   resolved.assumption("inference_latency_p99_factor", "latency_p99_factor"),
                   resolved.assumption("inference_prompt_tokens_per_output_token", "prompt_tokens_per_output_token"),
                   resolved.assumption("inference_replica_scaling_per_doubling", "replica_scaling_per_doubling"),
+                  resolved.assumption("inference_step_overhead_ms", "step_overhead_ms"),
+                  _allreduce_assumption(resolved, accelerator, spec.model.parameters, detail),
                   resolved.assumption("inference_min_replicas", "min_replicas")]
         if spot:
             items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))

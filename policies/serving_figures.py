@@ -50,6 +50,9 @@ class ServingFigure(StrictModel):
 class PublishedServing(StrictModel):
     as_of: date
     sources: dict[str, str] = Field(min_length=1)
+    # The serving engine each source ran: its per-step host overhead and all-reduce kernel
+    # (policies/catalog/assumptions.yaml inference.engines, allreduce_latency_us).
+    source_engines: dict[str, str] = Field(min_length=1)
     architectures: dict[str, Architecture] = Field(min_length=1)
     figures: list[ServingFigure] = Field(min_length=1)
 
@@ -58,6 +61,8 @@ class PublishedServing(StrictModel):
         for figure in self.figures:
             if figure.source not in self.sources or figure.model not in self.architectures:
                 raise ValueError(f"figure {figure.id}: unknown source or model")
+        if set(self.source_engines) != set(self.sources):
+            raise ValueError("source_engines must name the engine of every source, and only those")
         return self
 
 
@@ -76,7 +81,7 @@ class ServingError:
         return self.predicted / self.figure.tokens_per_second_per_chip - 1.0
 
 
-def predicted_throughput(figure: ServingFigure, architecture: Architecture, catalog: Catalog) -> float:
+def predicted_throughput(figure: ServingFigure, architecture: Architecture, catalog: Catalog, engine: str) -> float:
     """Generated tokens/s per chip the serving model gives for the figure's exact configuration."""
     kv_per_value = catalog.defaults.inference.precisions[figure.precision].kv_bytes_per_value
     spec = workload_from_mapping({
@@ -86,11 +91,14 @@ def predicted_throughput(figure: ServingFigure, architecture: Architecture, cata
         "assumptions": {"kv_cache_bytes_per_token": 2 * architecture.layers * architecture.kv_width * kv_per_value},
     }, figure.id)
     kv_reads = 1.0 if figure.grouped_query_kernel else architecture.query_heads / architecture.kv_heads
-    model = InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator(figure.accelerator), kv_reads)
+    model = InferenceModel(spec, resolve(spec, catalog.defaults, engine), catalog.accelerator(figure.accelerator),
+                           kv_reads, architecture.layers)
     step, _ = model.step_seconds(figure.chips, figure.batch)
     return figure.batch / step / figure.chips
 
 
 def serving_errors(catalog: Catalog) -> list[ServingError]:
     table = published_serving()
-    return [ServingError(f, predicted_throughput(f, table.architectures[f.model], catalog)) for f in table.figures]
+    return [ServingError(f, predicted_throughput(f, table.architectures[f.model], catalog,
+                                                 table.source_engines[f.source]))
+            for f in table.figures]

@@ -346,8 +346,66 @@ class ServingPrecision(StrictModel):
     source: str = Field(min_length=3)
 
 
+class AllreduceLatency(StrictModel):
+    """Published latency of one small tensor-parallel all-reduce, per serving engine (its all-reduce kernel) and
+    tensor-parallel degree: (message bytes, microseconds) points, read between points by linear interpolation.
+    Applies to the accelerators of `mfu_classes` (the fabric it was measured on)."""
+
+    mfu_classes: list[str] = Field(min_length=1)
+    engines: dict[str, dict[int, list[tuple[float, float]]]] = Field(min_length=1)
+    source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _points_ascend(self) -> "AllreduceLatency":
+        for engine, by_chips in self.engines.items():
+            for chips, points in by_chips.items():
+                sizes = [size for size, _ in points]
+                if chips < 2 or not points or sizes != sorted(sizes) or min(t for _, t in points) <= 0:
+                    raise ValueError(f"allreduce_latency_us.engines.{engine}.{chips}: at least 2 chips and "
+                                     "(bytes, microseconds) points in ascending bytes, every time > 0")
+        return self
+
+    def microseconds(self, engine: str, chips: int, message_bytes: float) -> float:
+        """Latency of one all-reduce of `message_bytes` over `chips`: the table of the smallest measured degree
+        at or above `chips` (the largest past it), clamped at the table's ends (a message larger than the last
+        point takes at least its time; the bandwidth beyond is not charged)."""
+        by_chips = self.engines[engine]
+        degrees = sorted(by_chips)
+        degree = next((d for d in degrees if d >= chips), degrees[-1])
+        points = by_chips[degree]
+        if message_bytes <= points[0][0]:
+            return points[0][1]
+        for (size_lo, time_lo), (size_hi, time_hi) in zip(points, points[1:]):
+            if message_bytes <= size_hi:
+                return time_lo + (time_hi - time_lo) * (message_bytes - size_lo) / (size_hi - size_lo)
+        return points[-1][1]
+
+
+class ServingEngine(StrictModel):
+    """Per-step costs of one serving engine that the roofline lacks."""
+
+    step_overhead_ms: AssumptionValue   # host work between two decode steps, not hidden under the GPU's
+
+
 class InferenceDefaults(StrictModel):
     precisions: dict[Literal["bf16", "fp16", "fp8", "int8"], ServingPrecision]
+    engines: dict[str, ServingEngine] = Field(min_length=1)
+    default_engine: str
+    default_engine_source: str = Field(min_length=3)
+    allreduces_per_layer: AssumptionValue
+    hidden_width_rule: AssumptionValue
+    allreduce_latency_us: AllreduceLatency
+
+    @model_validator(mode="after")
+    def _engines_known(self) -> "InferenceDefaults":
+        known = set(self.engines)
+        if self.default_engine not in known or not set(self.allreduce_latency_us.engines) <= known:
+            raise ValueError(f"inference.default_engine and allreduce_latency_us.engines must name engines of "
+                             f"inference.engines ({', '.join(sorted(known))})")
+        missing = known - set(self.allreduce_latency_us.engines)
+        if missing:
+            raise ValueError(f"inference.allreduce_latency_us.engines lacks {', '.join(sorted(missing))}")
+        return self
     prefill_efficiency: AssumptionValue
     kv_cache_layers_per_cube_root: AssumptionValue
     kv_cache_width: AssumptionValue
