@@ -841,7 +841,7 @@ def test_a_serving_pin_too_slow_for_the_bound_says_the_p99_it_would_have(catalog
     data["hardware"] = {"accelerator": "l4", "chips": 1, "cloud": "gcp"}
     with pytest.raises(NoFeasibleOption) as error:
         choose(workload_from_mapping(data, "l4.yaml"), catalog)
-    assert "makes it 103 ms per token at p99, over the 80 ms bound" in str(error.value)
+    assert "makes it 108 ms per token at p99, over the 80 ms bound" in str(error.value)  # 83 ms step x 1.3 (4 ms of it host overhead)
 
 
 def test_budget_rejections_show_enough_digits_to_tell_cost_and_budget_apart(catalog):
