@@ -25,11 +25,14 @@ COMMANDS = {
     "destroy-after-run": "accel.commands.reap",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
-# Commands that run once and exit within a second or so, holding a few tens of MiB: the cyclic
-# garbage collector only costs them time (a choose spends ~6% of its CPU in full collections
-# while importing and building its models) and frees nothing the exit would not.
-# (`accel plan` turns the collector off around the stack program itself; see offline_plan.)
-WITHOUT_COLLECTOR = frozenset({"choose"})
+# Commands that run once and exit, allocating long-lived objects and almost no garbage cycles: the
+# cyclic garbage collector only costs them time and frees nothing the exit would not. A choose
+# spends ~6% of its CPU in full collections while importing and building its models. A plan turns
+# the collector off around the stack program itself (offline_plan.cycle_collection_paused), but a
+# collector switched back on afterwards owes a collection for every allocation it missed: its
+# first one, while the report renders, is a full collection over the provider SDKs' whole heap
+# (~0.2 s of a TPU plan's ~5 s, identical output); so the one-shot plan never switches it on.
+WITHOUT_COLLECTOR = frozenset({"choose", "plan"})
 
 
 def _without_flag_types(command: TyperCommand | TyperGroup, ctx: typer.Context) -> None:

@@ -217,7 +217,9 @@ def cycle_collection_paused() -> Iterator[None]:
     long-lived objects (modules, classes, Outputs) and almost no garbage cycles, so each of the
     full collections those allocations trigger scans the whole heap for nothing: about 0.5 s of a
     TPU plan. Reference counting still frees everything that is not a cycle; the collector is
-    switched back on afterwards (a long-running process, such as the test suite, collects later)."""
+    switched back on afterwards (a long-running process, such as the test suite, collects later).
+    The one-shot `accel plan` process never has it on (accel/cli.py WITHOUT_COLLECTOR): switched
+    back on here, its first collection would be a full one over that whole heap."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

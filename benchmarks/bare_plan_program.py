@@ -1,17 +1,21 @@
 """A bare Pulumi program of the same resource types as a plan, as a whole process: what
 `accel plan` is compared with in benchmarks/bench_startup.py.
 
-    python benchmarks/bare_plan_program.py RESOURCES.json
+    python benchmarks/bare_plan_program.py RESOURCES.json [--without-collector]
 
 RESOURCES.json (written by bench_startup.py from `plan_stack` of the stack) holds the captured
 resources, the stack's outputs and the provider SDK modules the real program imported. This
 process imports the Pulumi SDK and exactly those provider modules (what any program declaring
 these resource types loads), then registers the same resources (type, name, parent, inputs,
 provider, dependencies, protect, retainOnDelete) on the SDK's stock mock engine. No accel code.
+
+`--without-collector` runs it as `accel plan` runs (the cyclic garbage collector off for the whole
+one-shot process, accel/cli.py): the like-for-like figure for accel's own fixed cost.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import sys
@@ -31,4 +35,6 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
+    if "--without-collector" in sys.argv[2:]:
+        gc.disable()
     main(sys.argv[1])
