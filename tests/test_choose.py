@@ -493,8 +493,10 @@ def test_the_choice_is_the_true_optimum_on_a_small_catalog(small, data, objectiv
     assert expected is not None
     got = choice.chosen.total_usd if objective == "cost" else choice.chosen.hours
     # Within 1%: checkpoint stalls shrink as more hosts write in parallel, so cost is only nearly monotone in
-    # fleet size and the ladder search may stop a size early for a few cents.
-    assert got == pytest.approx(expected, rel=1e-2, abs=0.011)
+    # fleet size and the ladder search may stop a size early for a few cents. The chosen total is rounded to
+    # the cent and the brute force's is not, so the cent comes on top of the 1% (pytest.approx takes the larger
+    # of rel and abs, not their sum: a stop exactly 1% early failed by $0.004 on rounding alone).
+    assert abs(got - expected) <= expected * 1e-2 + 0.011
 
 
 # ----------------------------------------------------------------------------- never a crash
