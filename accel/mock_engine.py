@@ -37,6 +37,14 @@ DEFAULT_ZONES = {
 }
 
 
+def _aws_zone_id_prefix(region: str) -> str:
+    """The zone-ID prefix AWS uses for a region: us-east-2 -> use2, ap-northeast-1 -> apne1, eu-west-1 -> euw1."""
+    area, *direction, number = region.split("-")
+    words = "".join(direction)
+    short = {"northeast": "ne", "southeast": "se", "northwest": "nw", "southwest": "sw"}.get(words, words[:1])
+    return f"{area}{short}{number}"
+
+
 @dataclass
 class CapturedResource:
     type: str
@@ -152,8 +160,11 @@ class RecordingMocks(pulumi.runtime.Mocks):
             region = args.args.get("region") or "us-central1"
             return {"names": DEFAULT_ZONES.get(region, [f"{region}-a", f"{region}-b", f"{region}-c"])}
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            names = DEFAULT_ZONES["us-east-1"]
-            return {"names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(len(names))]}
+            # The region asked for (the programs pass their plan's region), so a plan in us-east-2 gets
+            # us-east-2 zones: AWS zone names are the region name plus a letter.
+            region = args.args.get("region") or "us-east-1"
+            names = DEFAULT_ZONES.get(region, [f"{region}{letter}" for letter in "abc"])
+            return {"names": names, "zoneIds": [f"{_aws_zone_id_prefix(region)}-az{i + 1}" for i in range(len(names))]}
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
                     "userId": "MOCK", "id": "123456789012"}

@@ -244,12 +244,26 @@ def _fraction(value: float) -> float:
     return min(1.0, max(1e-6, float(f"{value:.4g}")))
 
 
+def zone_spread_words(price: Price) -> str:
+    """' (median of 6 zones, $1.78-$6.88/chip-h)' for a price observed zone by zone (AWS spot), else ''.
+
+    Said next to the figure because one region's spot price is a spread, not a single number: the fleet may
+    land in a zone far from the median."""
+    spread = price.zone_range
+    if spread is None:
+        return ""
+    count = len(price.by_zone or {})
+    if count == 1:
+        return " (observed in 1 zone only)"
+    return f" (median of {count} zones, ${spread[0]:,.4g}-${spread[1]:,.4g}/chip-h)"
+
+
 def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Estimate:
     """The estimate behind the chosen option: FLOPs, memory fit, prices and every assumption with its source."""
     spec = ctx.spec
     accelerator = ctx.accelerator(candidate.offering)
     e = candidate.evaluation
-    price_text = f"${candidate.chip_price.usd:,.4g}/chip-h"
+    price_text = f"${candidate.chip_price.usd:,.4g}/chip-h" + zone_spread_words(candidate.chip_price)
     price_source = f"{candidate.chip_price.source} (as of {candidate.chip_price.as_of})"
     if candidate.host_price is not None:
         price_text += f" + ${candidate.host_price.usd:,.4g}/host-h"

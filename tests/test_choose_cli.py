@@ -12,8 +12,10 @@ from typer.testing import CliRunner
 
 from accel.base.units import money
 from accel.commands import choose as choose_command
+from accel.policies.catalog import load_catalog
 from accel.policies.plan import Plan
-from accel.policies.workload import WorkloadSpec
+from accel.policies.ranking import choose
+from accel.policies.workload import WorkloadSpec, load_workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PRETRAIN = str(EXAMPLES / "llama-70b-pretrain.yaml")
@@ -230,7 +232,8 @@ def test_write_stack_pins_the_workload_and_plan_and_keeps_other_keys(tmp_path, m
     assert config["gcp:project"] == "acme-ml" and config["accel:owner"] == "team-a"
     assert WorkloadSpec.model_validate(config["accel:workload"]).name == "llama-70b-pretrain"
     plan = Plan.model_validate(config["accel:plan"])
-    assert plan.family == "tpu" and plan.workload.name == "llama-70b-pretrain"
+    chosen = choose(load_workload(Path(PRETRAIN)), load_catalog()).chosen
+    assert plan.chosen.offering == chosen.offering and plan.workload.name == "llama-70b-pretrain"
 
 
 def test_write_stack_creates_the_stacks_directory(tmp_path, monkeypatch):

@@ -104,3 +104,17 @@ def test_resources_come_back_in_the_same_order_every_run_with_parents_first():
     capture = harness.run(program)
     position = {r.urn: i for i, r in enumerate(capture.resources)}
     assert all(position[r.parent] < position[r.urn] for r in capture.resources if r.parent)
+
+
+def test_aws_zones_are_answered_for_the_region_the_program_asks_about():
+    """A plan in us-east-2 gets us-east-2 zones (and us-east-2 zone IDs), as the real provider answers."""
+    import pulumi_aws as aws
+
+    def zones():
+        answer = aws.get_availability_zones(region="us-east-2", state="available")
+        pulumi.export("names", answer.names)
+        pulumi.export("ids", answer.zone_ids)
+
+    outputs = harness.run(zones, mode="up").outputs
+    assert len(outputs["names"]) >= 2 and all(name.startswith("us-east-2") for name in outputs["names"])
+    assert all(zone_id.startswith("use2-az") for zone_id in outputs["ids"])

@@ -54,9 +54,13 @@ def test_the_same_option_in_other_regions_is_one_row_listing_them():
     assert [o.chips for o in rest] == [512]
 
 
-def test_choose_shows_the_faster_fleets_beside_the_chosen_one():
-    outcome = CliRunner().invoke(cli(), ["choose", PRETRAIN])
-    document = json.loads(CliRunner().invoke(cli(), ["choose", PRETRAIN, "--json"]).stdout)
+def test_choose_shows_the_faster_fleets_beside_the_chosen_one(tmp_path):
+    # Without spot: the TPU ladder's faster multislices rank right behind the chosen one (with spot allowed,
+    # the spot GPU fleets of every size crowd the table first; the rest are summarised below it).
+    workload = tmp_path / "on-demand.yaml"
+    workload.write_text(Path(PRETRAIN).read_text().replace("spot: allowed", "spot: never"))
+    outcome = CliRunner().invoke(cli(), ["choose", str(workload)])
+    document = json.loads(CliRunner().invoke(cli(), ["choose", str(workload), "--json"]).stdout)
     assert outcome.exit_code == 0, outcome.output
     fastest = min(document["options"], key=lambda o: o["hours"])
     assert f"{fastest['chips']:,}" in outcome.stdout

@@ -8,6 +8,7 @@ on-demand; a TPU host size divides every multi-host slice.
 from __future__ import annotations
 
 import math
+import statistics
 from datetime import date
 from typing import Any, Literal
 
@@ -36,8 +37,15 @@ class Source(StrictModel):
         return self.title.lower().startswith("estimate")
 
 
+_ZONE_KEYS = ("zone_usd", "zone_instance_usd")
+
+
 class Price(StrictModel):
-    """A price in USD with where it came from. `usd` is per chip-hour unless the field says otherwise."""
+    """A price in USD with where it came from. `usd` is per chip-hour unless the field says otherwise.
+
+    A price observed zone by zone (AWS spot varies by Availability Zone) is given as `zone_usd` (per chip-hour)
+    or `zone_instance_usd` (per instance-hour), a mapping of zone to price; the region's price `usd` is then the
+    median over its zones, and `by_zone` keeps every zone's figure so the spread can be shown."""
 
     usd: float
     source: str = Field(min_length=3)
@@ -45,6 +53,8 @@ class Price(StrictModel):
     # True when the figure is not read off a price list but derived by a rule the source states (its title
     # starts with "estimate"): `accel choose` says so next to a chosen price.
     estimate: bool = False
+    by_zone: dict[str, float] | None = Field(None, description="Observed price per zone, per chip-hour; usd is "
+                                                                 "their median")
 
     @model_validator(mode="before")
     @classmethod
@@ -53,15 +63,22 @@ class Price(StrictModel):
             return data
         data = dict(data)
         context = info.context or {}
-        if "instance_usd" in data:
-            if "usd" in data:
-                raise ValueError("give either usd (per chip-hour) or instance_usd (per instance-hour), not both")
-            per_host = context.get("chips_per_host")
+        given = [key for key in ("usd", "instance_usd", *_ZONE_KEYS) if key in data]
+        if len(given) > 1:
+            raise ValueError(f"give one of usd (per chip-hour), instance_usd (per instance-hour), zone_usd or "
+                             f"zone_instance_usd (per zone), not {' and '.join(given)}")
+        per_host = context.get("chips_per_host")
+        if "instance_usd" in data or "zone_instance_usd" in data:
             if not per_host:
-                raise ValueError("instance_usd needs the offering's chips_per_host to become a per-chip price")
+                raise ValueError("an instance price needs the offering's chips_per_host to become a per-chip price")
+        if "instance_usd" in data:
             instance = data.pop("instance_usd")
             _check_amount(instance)
             data["usd"] = float(instance) / per_host
+        for key in _ZONE_KEYS:
+            if key in data:
+                data["by_zone"] = _zone_prices(data.pop(key), key, per_host if key == "zone_instance_usd" else 1)
+                data["usd"] = statistics.median(data["by_zone"].values())
         source = data.get("source")
         known = (context.get("sources") or {}).get(source) if isinstance(source, str) else None
         if known is not None:
@@ -79,6 +96,30 @@ class Price(StrictModel):
     def _amount(cls, value: Any) -> Any:
         _check_amount(value)
         return value
+
+    @property
+    def zone_range(self) -> tuple[float, float] | None:
+        """(cheapest, dearest) zone figure per chip-hour, or None for a price not observed by zone."""
+        if not self.by_zone:
+            return None
+        return min(self.by_zone.values()), max(self.by_zone.values())
+
+
+def _zone_prices(value: Any, key: str, divisor: int) -> dict[str, float]:
+    """Per-chip prices by zone from `zone_usd` / `zone_instance_usd`, each checked like any price."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{key} maps each zone to its price, e.g. {{use1-az1: 14.25, use1-az2: 47.21}}; "
+                         f"got {value!r}")
+    prices = {}
+    for zone, amount in value.items():
+        if not isinstance(zone, str) or not zone:
+            raise ValueError(f"{key}: zone {zone!r} is not a zone name")
+        try:
+            _check_amount(amount)
+        except ValueError as error:
+            raise ValueError(f"{key}.{zone}: {error}") from None
+        prices[zone] = float(amount) / divisor
+    return prices
 
 
 def _check_amount(value: Any) -> None:
