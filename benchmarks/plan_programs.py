@@ -186,9 +186,9 @@ def _comparable(value: Any) -> Any:
     return value
 
 
-def replay_differences(capture: Capture, *, project: str, stack: str) -> list[str]:
+def replay_differences(capture: Capture, *, project: str, stack: str, through_classes: bool = False) -> list[str]:
     """Run the replay on the recording engine and list where it differs from the original capture."""
-    replayed = run_program(replay_program(capture), project=project, stack=stack, preview=True)
+    replayed = run_program(replay_program(capture, through_classes), project=project, stack=stack, preview=True)
 
     def key(r) -> tuple:
         return (r.type, r.name, r.parent, r.custom, r.protect, r.retain_on_delete, _provider_urn(r.provider),

@@ -1,8 +1,13 @@
 """Register the resources of a captured plan again, with the Pulumi SDK alone (no accel import).
 
 `replay_program` registers exactly what a Capture (or its JSON dump) holds: same type tokens,
-names, parents, inputs, providers, dependencies, protect and retainOnDelete, with plain
-`pulumi.CustomResource` / `ComponentResource` / `ProviderResource`, each after what it needs.
+names, parents, inputs, providers, dependencies, protect and retainOnDelete, each after what it
+needs: with plain `pulumi.CustomResource` / `ComponentResource` / `ProviderResource`, or, with
+`through_classes=True`, as instances of the provider SDK's own class for each type token (found
+through the SDK's resource-module registry, the table the engine uses to rebuild resources), as any
+program declaring those types does (`gcp.container.Cluster(...)`): the SDK then works out each
+class's typed outputs, which a plain `CustomResource` skips. The inputs are the captured ones
+either way (the classes' snake_case keyword plumbing is not replayed).
 benchmarks/bench_plan.py times it in-process; benchmarks/bare_plan_program.py runs it as a whole
 process beside `accel plan` (benchmarks/bench_startup.py).
 """
@@ -46,11 +51,38 @@ def registration_order(resources: list[Any]) -> list[Any]:
     return ordered
 
 
-def replay_program(capture: Any) -> Callable[[], None]:
-    """A program registering the captured resources with plain SDK classes, each after what it needs.
+def provider_sdk_class(type_token: str) -> type | None:
+    """The provider SDK's class for a resource or provider type token, from the registry its package
+    fills on import (`pulumi.runtime.register_resource_module` / `register_resource_package`, whose
+    entries name the module and class of every type), or None for a type no imported SDK registers."""
+    import importlib
+
+    from pulumi.runtime.rpc import get_resource_module, get_resource_package
+
+    package, module, name = (type_token.split(":") + ["", ""])[:3]
+    if package == "pulumi" and module == "providers":
+        registered = get_resource_package(name, "")
+        info = getattr(registered, "pkg_info", None)
+        return getattr(importlib.import_module(info["fqn"]), info["class"]) if info else None
+    registered = get_resource_module(package, module, "")
+    info = getattr(registered, "mod_info", None)
+    class_name = info["classes"].get(type_token) if info else None
+    return getattr(importlib.import_module(info["fqn"]), class_name) if class_name else None
+
+
+def _instance(cls: type | None, fallback: type) -> Any:
+    """An uninitialised instance of the SDK class (its own __init__ takes snake_case keywords; the
+    base class's __init__ is called with the captured inputs instead), or of the plain fallback."""
+    return object.__new__(cls if cls is not None and issubclass(cls, fallback) else fallback)
+
+
+def replay_program(capture: Any, through_classes: bool = False) -> Callable[[], None]:
+    """A program registering the captured resources, each after what it needs, with plain SDK base
+    classes or (`through_classes`) as instances of the provider SDKs' classes for their types.
     `capture` has `resources` (with the CapturedResource attributes) and `outputs`."""
     resources = registration_order(list(capture.resources))
     outputs = dict(capture.outputs)
+    classes = {r.type: provider_sdk_class(r.type) for r in resources} if through_classes else {}
 
     def program() -> None:
         by_urn: dict[str, pulumi.Resource] = {}
@@ -67,12 +99,16 @@ def replay_program(capture: Any) -> Callable[[], None]:
                 provider=provider,
                 depends_on=depends_on or None)
             props: dict[str, Any] = dict(captured.inputs)
+            cls = classes.get(captured.type)
             if captured.type.startswith("pulumi:providers:"):
-                resource = pulumi.ProviderResource(captured.type.rsplit(":", 1)[-1], captured.name, props, opts)
+                resource = _instance(cls, pulumi.ProviderResource)
+                pulumi.ProviderResource.__init__(resource, captured.type.rsplit(":", 1)[-1], captured.name, props, opts)
             elif captured.custom:
-                resource = pulumi.CustomResource(captured.type, captured.name, props, opts)
+                resource = _instance(cls, pulumi.CustomResource)
+                pulumi.CustomResource.__init__(resource, captured.type, captured.name, props, opts)
             elif remote:
-                resource = pulumi.ComponentResource(captured.type, captured.name, props, opts, remote=True)
+                resource = _instance(cls, pulumi.ComponentResource)
+                pulumi.ComponentResource.__init__(resource, captured.type, captured.name, props, opts, remote=True)
             else:
                 resource = pulumi.ComponentResource(captured.type, captured.name, props, opts)
                 components.append(resource)

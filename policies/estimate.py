@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from accel.base.units import HOURS_PER_MONTH
 from accel.policies.calibration import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
@@ -31,7 +32,6 @@ OVERRIDE = "workload override"
 # Below this share of productive time a spot fleet spends its life restarting: treat it as unusable.
 MIN_SPOT_PRODUCTIVITY = 0.25
 SECONDS_PER_HOUR = 3600.0
-HOURS_PER_MONTH = 730.0   # the clouds' per-month storage prices are per 730 hours
 FROZEN_BYTES_PER_PARAMETER = 2.0   # a frozen weight is its bf16 copy only
 
 

@@ -25,8 +25,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from accel.base.model import StrictModel
+from accel.base.units import HOURS_PER_MONTH
 from accel.policies.catalog.model import Catalog, Offering
-from accel.policies.estimate import HOURS_PER_MONTH
 from accel.policies.reservations import DeclaredReservation
 
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"

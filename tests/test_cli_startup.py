@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -101,6 +102,28 @@ def test_choose_runs_with_the_collector_off():
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "collector False"
+
+
+@pytest.mark.parametrize("command", sorted(cli.WITHOUT_PYDANTIC_PLUGINS))
+def test_offline_one_shot_commands_skip_the_pydantic_plugin_lookup(command, monkeypatch):
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    monkeypatch.setattr(gc, "disable", lambda: None)  # keep this test process's collector as it is
+    cli.prepare_process([command, "--json"])
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+
+
+def test_a_users_pydantic_plugin_setting_wins(monkeypatch):
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # set but empty: pydantic loads every plugin
+    monkeypatch.setattr(gc, "disable", lambda: None)
+    cli.prepare_process(["plan"])
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+
+
+@pytest.mark.parametrize("command", sorted(set(cli.COMMANDS) - cli.WITHOUT_PYDANTIC_PLUGINS))
+def test_other_commands_keep_the_users_environment(command, monkeypatch):
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    cli.prepare_process([command])
+    assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ
 
 
 def test_plan_runs_with_the_collector_off_from_start_to_exit():

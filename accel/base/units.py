@@ -18,6 +18,7 @@ class UnitError(ValueError):
 
 # ----------------------------------------------------------------------------- quantities
 
+HOURS_PER_MONTH = 730.0  # the clouds' per-month prices (storage, committed use) are per 730 hours
 _SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 _QUANTITY = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMBGTP]?)\s*$", re.IGNORECASE)
 _QUANTITY_FORMS = "70e9, 70B, 1.5T or 7M"
