@@ -8,12 +8,13 @@ resources, the stack's outputs and the provider SDK modules the real program imp
 process imports the Pulumi SDK and exactly those provider modules (what any program declaring
 these resource types loads), then registers the same resources (type, name, parent, inputs,
 provider, dependencies, protect, retainOnDelete) on the SDK's stock mock engine, each as an instance
-of its provider SDK class (`gcp.container.Cluster`, ...), as a program declaring these types does
-(benchmarks/replay.py; Kubernetes custom resources, which no SDK class registers, stay plain). No
-accel code.
+of its provider SDK class (`gcp.container.Cluster`, ...) with its inputs in the class's input type,
+as a program declaring these types does (benchmarks/replay.py; Kubernetes custom resources, which
+no SDK class registers, stay plain). No accel code.
 
-`--plain` registers every resource as a plain `pulumi.CustomResource` instead: a lower bound no
-real program reaches, since it skips the SDK's work on each class's typed outputs.
+`--plain` registers every resource as a plain `pulumi.CustomResource` with a dict instead: a lower
+bound no program of these types reaches, since it skips the SDK's work on each class's typed
+inputs and outputs.
 
 `--without-collector` runs it as `accel plan` runs (the cyclic garbage collector off for the whole
 one-shot process, accel/cli.py): the like-for-like figure for accel's own fixed cost.

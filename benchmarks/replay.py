@@ -3,11 +3,14 @@
 `replay_program` registers exactly what a Capture (or its JSON dump) holds: same type tokens,
 names, parents, inputs, providers, dependencies, protect and retainOnDelete, each after what it
 needs: with plain `pulumi.CustomResource` / `ComponentResource` / `ProviderResource`, or, with
-`through_classes=True`, as instances of the provider SDK's own class for each type token (found
-through the SDK's resource-module registry, the table the engine uses to rebuild resources), as any
-program declaring those types does (`gcp.container.Cluster(...)`): the SDK then works out each
-class's typed outputs, which a plain `CustomResource` skips. The inputs are the captured ones
-either way (the classes' snake_case keyword plumbing is not replayed).
+`through_classes=True`, as a program declaring those types does (`gcp.container.Cluster(...)`):
+each resource an instance of its provider SDK class (found through the SDK's resource-module
+registry, the table the engine uses to rebuild resources), its inputs handed over as an instance of
+the class's `<Class>Args` input type, as the generated constructor does before it calls the base
+class. The SDK then works out the input type's and the class's typed properties, which a plain
+`CustomResource` with a dict skips. The constructor itself is not called: it refuses a required
+input that the preview left unknown and the capture omits. The registered inputs are the captured
+ones either way (plan_programs.replay_differences checks it).
 benchmarks/bench_plan.py times it in-process; benchmarks/bare_plan_program.py runs it as a whole
 process beside `accel plan` (benchmarks/bench_startup.py).
 """
@@ -70,9 +73,31 @@ def provider_sdk_class(type_token: str) -> type | None:
     return getattr(importlib.import_module(info["fqn"]), class_name) if class_name else None
 
 
+def _as_input_type(cls: type | None, props: dict[str, Any]) -> Any:
+    """The captured inputs as the generated constructor hands them to the SDK: an instance of the
+    class's `<Class>Args` input type with each input under its Python name (what
+    `Cluster._internal_init` builds before `super().__init__`), or the plain dict where the class
+    has no such type (the SDK then skips the input type's name and type tables, as for a dict)."""
+    import sys
+
+    from pulumi import _types
+
+    args_type = getattr(sys.modules[cls.__module__], f"{cls.__name__}Args", None) if cls is not None else None
+    if args_type is None or not _types.is_input_type(args_type):
+        return props
+    python_names = {pulumi_name: python_name
+                    for python_name, pulumi_name in _types.input_type_py_to_pulumi_names(args_type).items()}
+    if not set(props) <= set(python_names):
+        return props
+    args = args_type.__new__(args_type)
+    args.__dict__.update({python_names[key]: value for key, value in props.items()})
+    return args
+
+
 def _instance(cls: type | None, fallback: type) -> Any:
-    """An uninitialised instance of the SDK class (its own __init__ takes snake_case keywords; the
-    base class's __init__ is called with the captured inputs instead), or of the plain fallback."""
+    """An uninitialised instance of the SDK class (its own __init__ takes Python-named keywords and
+    refuses a missing required input that a preview left unknown and the capture omits; the base
+    class's __init__ is called instead, as the generated constructor ends), or of the plain fallback."""
     return object.__new__(cls if cls is not None and issubclass(cls, fallback) else fallback)
 
 
@@ -100,15 +125,16 @@ def replay_program(capture: Any, through_classes: bool = False) -> Callable[[], 
                 depends_on=depends_on or None)
             props: dict[str, Any] = dict(captured.inputs)
             cls = classes.get(captured.type)
+            inputs = _as_input_type(cls, props) if through_classes else props
             if captured.type.startswith("pulumi:providers:"):
                 resource = _instance(cls, pulumi.ProviderResource)
-                pulumi.ProviderResource.__init__(resource, captured.type.rsplit(":", 1)[-1], captured.name, props, opts)
+                pulumi.ProviderResource.__init__(resource, captured.type.rsplit(":", 1)[-1], captured.name, inputs, opts)
             elif captured.custom:
                 resource = _instance(cls, pulumi.CustomResource)
-                pulumi.CustomResource.__init__(resource, captured.type, captured.name, props, opts)
+                pulumi.CustomResource.__init__(resource, captured.type, captured.name, inputs, opts)
             elif remote:
                 resource = _instance(cls, pulumi.ComponentResource)
-                pulumi.ComponentResource.__init__(resource, captured.type, captured.name, props, opts, remote=True)
+                pulumi.ComponentResource.__init__(resource, captured.type, captured.name, inputs, opts, remote=True)
             else:
                 resource = pulumi.ComponentResource(captured.type, captured.name, props, opts)
                 components.append(resource)

@@ -31,6 +31,15 @@ def test_the_bare_replay_registers_exactly_what_the_plan_registered(tpu_plan, th
     assert differences == []
 
 
+def test_the_class_replay_hands_every_google_cloud_resource_its_input_type(tpu_plan):
+    from replay import _as_input_type
+
+    gcp = [r for r in tpu_plan.capture.resources if r.custom and r.type.startswith("gcp:")]
+    as_types = [_as_input_type(provider_sdk_class(r.type), dict(r.inputs)) for r in gcp]
+    assert gcp and all(type(args).__name__ == f"{provider_sdk_class(r.type).__name__}Args"
+                       for r, args in zip(gcp, as_types))
+
+
 def test_every_provider_resource_type_but_custom_resources_has_its_sdk_class(tpu_plan):
     custom_types = {r.type for r in tpu_plan.capture.resources if r.custom}
     without_class = {t for t in custom_types if provider_sdk_class(t) is None}
