@@ -192,6 +192,13 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
             more = detail.get("more_chips")
             lines.append(f"Sized for speed: {memory}; {work}" + (f"; {more}." if more else
                                                                   ", the fastest fleet within the limits."))
+        elif "deadline_fit_chips" in detail:
+            fit_chips = int(detail["deadline_fit_chips"])
+            saved = float(detail["deadline_fit_usd"]) - chosen.total_usd
+            lines.append(f"Sized by cost: {memory}; {plural(fit_chips, 'chip')} would meet {limits[0]}, but each "
+                         f"larger fleet up to this one costs less in all (what a run pays whatever its size, start-up "
+                         f"and checkpoint stalls, shrinks faster than the fleet grows): {work}, "
+                         f"{money(saved, cents=saved < 100)} less than {plural(fit_chips, 'chip')}.")
         elif chosen.chips <= smallest:
             lines.append(f"Sized by memory: {memory}; the smallest such fleet already meets {limits[0]}: {work}.")
         elif chosen.total_usd == 0:

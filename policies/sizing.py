@@ -197,6 +197,11 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         keep_closest()
         return
     outcome.best = candidate(best)
+    if ctx.objective == "cost":
+        on_time = _first_true(lo, best, lambda i: hours(i) <= deadline)
+        if on_time < best:  # the valley's bottom is past the smallest fleet that meets the deadline: say so
+            outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
+                                                   "deadline_fit_usd": round(cost(on_time), 2)})
     # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
     # objective is cost, smaller and cheaper when it is time.
     factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
@@ -280,6 +285,11 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
                                               f"{plural(ladder[best].chips, 'chip')} costing {spent}, over the {allowed} "
                                               f"budget"))
             return None
+        # Every size from there to the fastest meets the deadline, and the cheapest of them need not be the
+        # smallest: a run's cost first falls with its size while the costs a run pays whatever its size
+        # (start-up, checkpoint stalls that shrink as more hosts write at once) shrink faster than the fleet
+        # grows, then rises. The bottom of that valley: the first size the next one is no cheaper than.
+        best = _first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i))
     return best
 
 

@@ -479,6 +479,20 @@ workloads = st.fixed_dictionaries({
 })
 
 
+def test_the_cost_objective_takes_a_larger_fleet_that_costs_less_in_all(small):
+    """Found by the brute-force property below: 3 x p5.48xlarge were the smallest fleet on time, 6 the cheapest."""
+    workload = workload_from_mapping({
+        "name": "bf", "kind": "pretrain", "model": {"parameters": 20861697644.0},
+        "training": {"tokens": 20814458701.0, "framework": "pytorch"},
+        "constraints": {"deadline_days": 11.0, "spot": "never", "max_chips": 64}}, "bf.yaml")
+    choice = choose(workload, small, "cost")
+    assert abs(choice.chosen.total_usd - brute_force(workload, small, "cost")) <= 0.005
+    detail = choice.option_details[list(choice.options).index(choice.chosen)]
+    assert detail["deadline_fit_chips"] < choice.chosen.chips
+    assert detail["deadline_fit_usd"] > choice.chosen.total_usd
+    assert any(line.startswith("Sized by cost:") for line in make_plan(workload, choice, small).rationale)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=workloads, objective=st.sampled_from(["cost", "time"]))
 def test_the_choice_is_the_true_optimum_on_a_small_catalog(small, data, objective):
@@ -492,11 +506,12 @@ def test_the_choice_is_the_true_optimum_on_a_small_catalog(small, data, objectiv
         return
     assert expected is not None
     got = choice.chosen.total_usd if objective == "cost" else choice.chosen.hours
-    # Within 1%: checkpoint stalls shrink as more hosts write in parallel, so cost is only nearly monotone in
-    # fleet size and the ladder search may stop a size early for a few cents. The chosen total is rounded to
-    # the cent and the brute force's is not, so the cent comes on top of the 1% (pytest.approx takes the larger
-    # of rel and abs, not their sum: a stop exactly 1% early failed by $0.004 on rounding alone).
-    assert abs(got - expected) <= expected * 1e-2 + 0.011
+    # Exact: the search finds the bottom of the cost valley (cost first falls with fleet size, then rises),
+    # not the smallest fleet on time. The chosen total is rounded to the cent, the brute force's is not.
+    if objective == "cost":
+        assert abs(got - expected) <= 0.005 + 1e-9
+    else:
+        assert got == pytest.approx(expected, rel=1e-9)
 
 
 # ----------------------------------------------------------------------------- never a crash
