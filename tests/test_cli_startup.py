@@ -93,14 +93,20 @@ def test_a_plan_leaves_a_disabled_collector_disabled():
         gc.enable()
 
 
-def test_choose_runs_with_the_collector_off():
+def run_reporting_the_collector(argv: list[str]) -> subprocess.CompletedProcess:
+    """`accel ARGV` in a fresh process that prints, as it exits, whether the cyclic collector is on."""
     script = ("import atexit, gc, sys\n"
               "atexit.register(lambda: print('collector', gc.isenabled()))\n"
-              "sys.argv = ['accel', 'choose', 'examples/llama-70b-pretrain.yaml', '--json']\n"
+              f"sys.argv = {['accel', *argv]!r}\n"
               "from accel.cli import main\n"
               "main()\n")
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_choose_runs_with_the_collector_off():
+    result = run_reporting_the_collector(["choose", "examples/llama-70b-pretrain.yaml", "--json"])
     assert result.stdout.strip().splitlines()[-1] == "collector False"
 
 
@@ -129,13 +135,7 @@ def test_other_commands_keep_the_users_environment(command, monkeypatch):
 def test_plan_runs_with_the_collector_off_from_start_to_exit():
     """Switched back on after the program, the collector's first collection is a full one over the
     provider SDKs' whole heap, while the report renders (~0.2 s of a TPU plan)."""
-    script = ("import atexit, gc, sys\n"
-              "atexit.register(lambda: print('collector', gc.isenabled()))\n"
-              "sys.argv = ['accel', 'plan', '-s', 'llama-70b-tpu', '--json']\n"
-              "from accel.cli import main\n"
-              "main()\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
+    result = run_reporting_the_collector(["plan", "-s", "llama-70b-tpu", "--json"])
     assert result.stdout.strip().splitlines()[-1] == "collector False"
     assert "Exception ignored" not in result.stderr  # nothing left for a collector that never runs to finalize
 
