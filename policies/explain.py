@@ -72,8 +72,12 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
                       else f"the default {ctx.deadline_h / 24:g}-day limit (no deadline set)")
     if ctx.budget is not None:
         limits.append(f"the {money(ctx.budget)} budget")
+    fastest = min(options, key=lambda o: o.hours)
+    near_fastest = ctx.objective == "time" and spec.kind != "inference" and fastest.hours < chosen.hours
+    tolerance = ctx.resolved["time_objective_tolerance"]
     goal = ("cheapest option" if ctx.objective == "cost" else
-            "lowest-latency option" if spec.kind == "inference" else "fastest option")
+            "lowest-latency option" if spec.kind == "inference" else
+            f"cheapest option within {tolerance:.0%} of the fastest run" if near_fastest else "fastest option")
     meets = f" that meets {' and '.join(limits)}" if limits else ""
     if spec.kind == "inference":
         summary = (f"{describe(chosen)}: {money(chosen.hourly_usd)}/h, {money(chosen.total_usd)} over "
@@ -82,6 +86,12 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
         summary = (f"{describe(chosen)}: {duration(chosen.hours)}, {money(chosen.total_usd)} "
                    f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} MFU")
     lines.append(f"Chosen: {summary}; the {goal}{meets}.")
+    if near_fastest:
+        sooner = chosen.hours - fastest.hours
+        lines.append(f"The fastest option, {describe(fastest)}, would finish {duration(sooner)} "
+                     f"({sooner / chosen.hours:.1%}) sooner for {money(fastest.total_usd - chosen.total_usd)} more "
+                     f"({fastest.total_usd / chosen.total_usd - 1:.0%}): within {tolerance:.0%} of the fastest run, "
+                     f"the cheapest is taken, as when sizing one fleet (time_objective_tolerance).")
 
     other = "gpu" if chosen.family == "tpu" else "tpu"
     other_name = other.upper()
@@ -101,8 +111,14 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
                          + (f", and meets {limits[0]}." if limits and spec.kind != "inference" else "."))
         else:
             faster = _percent(chosen.hours, rival.hours)
-            lines.append(f"{head}: {faster:.0f}% faster than the best {other_name} option, {_short_label(rival)} "
-                         f"({layout}: {rival_terms}), within budget.")
+            # Options within the time tolerance can differ by a fraction of a percent: say it, not "0% faster".
+            digits = 0 if abs(faster) >= 0.5 else 1
+            speed = (f"{abs(faster):.{digits}f}% {'faster' if faster > 0 else 'slower'} than" if round(faster, 1)
+                     else "as fast as")
+            saving = _percent(chosen.total_usd, rival.total_usd)
+            price = (f", {saving:.0f}% cheaper" if saving >= 0.5 else f", {-saving:.0f}% dearer" if saving <= -0.5 else "")
+            lines.append(f"{head}: {speed} the best {other_name} option, {_short_label(rival)} "
+                         f"({layout}: {rival_terms}){price}, within budget.")
     else:
         excluded = [r for oid, (c, r) in hard_reasons.items() if c in ("framework", "portability")
                     and ctx.catalog and _family_of(ctx, oid) == other]

@@ -53,6 +53,21 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
     return (*primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
 
 
+def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], tolerance: float,
+                               shown_only: set[int]) -> list:
+    """`--objective time` across offerings as sizing applies it within one (time_objective_tolerance): a run
+    within the tolerance of the fastest is as good as the fastest, more speed past it is bought at full price.
+    So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
+    sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
+    are not picks (each is slower than its own offering's pick by more than the tolerance)."""
+    fastest = ranked[0][1].evaluation.hours
+    near = [item for item in ranked
+            if id(item[1]) not in shown_only and item[1].evaluation.hours <= fastest * (1.0 + tolerance)]
+    near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
+    taken = {id(item) for item in near}
+    return near + [item for item in ranked if id(item) not in taken]
+
+
 def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"] = "cost",
            extra_offerings: Sequence[Offering] = (), reservations: Sequence[DeclaredReservation] = ()) -> Choice:
     """Pick the hardware for a workload. A hardware pin skips the search and estimates the pin.
@@ -76,6 +91,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     near: list[tuple[float, Candidate, str]] = []
     family_reasons: dict[str, list[str]] = {"gpu": [], "tpu": []}
     offering_reasons: dict[str, list[tuple[str, str]]] = {}
+    shown_only: set[int] = set()   # ids of the alternatives: sizes shown for the trade-off, not picks
     sizer = size_inference if spec.kind == "inference" else size_training
 
     for offering in offerings:
@@ -114,6 +130,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             for alternative in outcome.alternatives:
                 key = _rank_key(objective, alternative, order.get(regions[0], len(order)))
                 ranked.append((key, alternative, regions[0]))
+                shown_only.add(id(alternative))
         offering_reasons[offering.id] = reasons
         if not found:
             unique = _merge_capacity_reasons([reason for _, reason in reasons])
@@ -131,6 +148,8 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
         raise explain_infeasible(ctx, eliminations, near, rejected, notes)
 
     ranked.sort(key=lambda item: item[0])
+    if objective == "time" and spec.kind != "inference":
+        ranked = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"], shown_only)
     options = [to_option(candidate, region) for _, candidate, region in ranked]
     _, best, _ = ranked[0]
     chosen = options[0]
