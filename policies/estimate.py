@@ -311,6 +311,16 @@ class Replica:
     bound: str  # what the step spends most on: "memory-bandwidth" | "compute" | "prefill compute" | ...
 
 
+def hidden_width(parameters: float, layers: float, hidden_width_rule: float) -> float:
+    """The model's hidden width estimated from its size and layers (assumptions.yaml hidden_width_rule)."""
+    return math.sqrt(parameters / (hidden_width_rule * layers))
+
+
+def allreduce_message_bytes(hidden: float, batch: int) -> float:
+    """What one tensor-parallel all-reduce of a decode step carries: batch x hidden x 2 bytes (bf16 activations)."""
+    return batch * hidden * 2.0
+
+
 class InferenceModel:
     """Decode throughput and latency of replicas of one accelerator type."""
 
@@ -325,7 +335,7 @@ class InferenceModel:
         self.kv_reads_per_value = kv_reads_per_value
         parameters = spec.model.parameters
         self.layers = float(layers) if layers is not None else resolved["model_layers"]
-        self.hidden = math.sqrt(parameters / (resolved["hidden_width_rule"] * self.layers))
+        self.hidden = hidden_width(parameters, self.layers, resolved["hidden_width_rule"])
         self.allreduces_per_step = resolved["inference_allreduces_per_layer"] * self.layers
         self.step_overhead = resolved["inference_step_overhead_ms"] / 1000.0
         self.engine = resolved.serving_engine
@@ -367,7 +377,7 @@ class InferenceModel:
         bytes, at the published latency for the engine's all-reduce kernel (0 on one chip)."""
         if chips <= 1 or self.allreduce_table is None:
             return 0.0
-        message = batch * self.hidden * 2.0
+        message = allreduce_message_bytes(self.hidden, batch)
         return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
 
     def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
@@ -472,7 +482,7 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, paramete
     if chips <= 1:
         return Assumption(name=name, value="none (one-chip replica)", source=table.source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
-    message = batch * math.sqrt(parameters / (resolved["hidden_width_rule"] * layers)) * 2.0
+    message = allreduce_message_bytes(hidden_width(parameters, layers, resolved["hidden_width_rule"]), batch)
     latency = table.microseconds(resolved.serving_engine, chips, message)
     return Assumption(name=name,
                       value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
