@@ -191,17 +191,16 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
                                                                             ctx.batch_chips))
-    best = _pick_training_size(ctx, outcome, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
-                               deadline_words, capacity, larger, capped)
-    if best is None:
+    picked = _pick_training_size(ctx, outcome, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
+                                 deadline_words, capacity, larger, capped)
+    if picked is None:
         keep_closest()
         return
+    best, on_time = picked
     outcome.best = candidate(best)
-    if ctx.objective == "cost":
-        on_time = _first_true(lo, best, lambda i: hours(i) <= deadline)
-        if on_time < best:  # the valley's bottom is past the smallest fleet that meets the deadline: say so
-            outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
-                                                   "deadline_fit_usd": round(cost(on_time), 2)})
+    if on_time < best:  # the cost valley's bottom is past the smallest fleet that meets the deadline: say so
+        outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
+                                               "deadline_fit_usd": round(cost(on_time), 2)})
     # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
     # objective is cost, smaller and cheaper when it is time.
     factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
@@ -243,10 +242,11 @@ def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
 def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
                         deadline: float, budget: float | None, deadline_words: str, capacity: str,
-                        larger: str = "", capped: bool = False) -> int | None:
-    """The ladder index the objective picks, or None after recording why nothing fits. `larger` says why the
-    ladder stops where it does (a node-pool limit); it is added when the top of the ladder was the best hope.
-    `capped`: the workload's max_chips ends the ladder while more chips would still be faster."""
+                        larger: str = "", capped: bool = False) -> tuple[int, int] | None:
+    """(the ladder index the objective picks, the smallest index that meets the deadline on the way there: the
+    same unless the cost objective went on down its cost valley), or None after recording why nothing fits.
+    `larger` says why the ladder stops where it does (a node-pool limit); it is added when the top of the
+    ladder was the best hope. `capped`: the workload's max_chips ends the ladder while more chips would still be faster."""
     top = len(ladder) - 1
     cap_words = (f" (the largest fleet max_chips {ctx.max_chips} allows; "
                  + ("raise constraints.max_chips)" if ctx.spec.constraints.max_chips is not None
@@ -271,6 +271,7 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
                                     f"{cap_words if at_cap else ''}) takes {duration(hours(best))}, past {deadline_words}"
                                     + (larger if best == top else "")))
             return None
+        return best, best
     else:
         if hours(fastest) > deadline:
             outcome.reasons.append((late, f"{capacity}: even the fastest fleet "
@@ -289,8 +290,7 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
         # smallest: a run's cost first falls with its size while the costs a run pays whatever its size
         # (start-up, checkpoint stalls that shrink as more hosts write at once) shrink faster than the fleet
         # grows, then rises. The bottom of that valley: the first size the next one is no cheaper than.
-        best = _first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i))
-    return best
+        return _first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i)), best
 
 
 def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
