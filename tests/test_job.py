@@ -18,6 +18,7 @@ from accel.job.quantities import parse_quantity
 from accel.job.service import job_of
 from accel.offline_plan import plan_stack
 from accel.policies.catalog import CatalogError, offerings_from_inventory
+from tests.conftest import planned_result
 from tests.crds import CRDS
 from tests.crds import validate as validate_crd
 
@@ -26,13 +27,8 @@ STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").
 TRAINING_GPU, TRAINING_TPU, SERVING = "dev-spot", "llama-70b-tpu", "llama-8b-serving-gpu"
 JOBSET_CRD = CRDS / "jobset" / "jobset.x-k8s.io_jobsets.yaml"
 
-_RESULTS: dict = {}
-
-
 def planned(stack: str):
-    if stack not in _RESULTS:
-        _RESULTS[stack] = plan_stack(stack, None, ROOT)
-    return _RESULTS[stack]
+    return planned_result(stack)
 
 
 def recheck(stack: str, manifests):
