@@ -46,9 +46,11 @@ def choose(
                                                      "stack file's accel:reservations or a YAML list of them"),
 ) -> None:
     """Choose TPUs or GPUs for a workload and explain why."""
-    status = Console(stderr=True)
+    # emoji=False: the output is data (names, regions, prices), where `:name:` is never an emoji code, and
+    # rich's emoji table (~25 ms to load) stays unread.
+    status = Console(stderr=True, emoji=False)
     try:
-        out = Console() if sys.stdout.isatty() else Console(width=140)
+        out = Console(emoji=False) if sys.stdout.isatty() else Console(width=140, emoji=False)
         run(workload, as_json=as_json, objective=objective, catalog_path=catalog, plot=plot,
             write_stack=write_stack, out=out, status=status, reservations_path=reservations)
     except NothingFeasible as error:

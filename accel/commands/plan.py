@@ -45,7 +45,7 @@ def plan(
     from accel import stack_config
     from accel.offline_plan import plan_stack
 
-    status_console = Console(stderr=True)
+    status_console = Console(stderr=True, emoji=False)
     if stack is None and config is None:
         stack = DEFAULT_STACK
     try:
@@ -71,8 +71,8 @@ def plan(
 def output_console() -> Console:
     """The terminal's width on a terminal or as COLUMNS says; else PIPED_WIDTH (rich would use 80)."""
     if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console()
-    return Console(width=PIPED_WIDTH)
+        return Console(emoji=False)  # data, not prose: `:name:` is never an emoji code (choose.py)
+    return Console(width=PIPED_WIDTH, emoji=False)
 
 
 def render(result: Any, console: Console) -> None:
