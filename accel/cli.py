@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 # Command name -> the module whose `register(app)` adds it. Order is the order of `accel --help`.
 # A new command is one line here and a `register` function in its module.
@@ -44,10 +44,17 @@ WITHOUT_PYDANTIC_PLUGINS = frozenset({"choose", "plan"})
 
 
 def _without_flag_types(command: TyperCommand | TyperGroup, ctx: typer.Context) -> None:
-    """Typer's help gives every option a type column, so flags read `--json <bool>`; a flag takes no value."""
+    """Typer's help gives every option a type column, so flags read `--json <bool>`; a flag takes no value.
+    An argument named by its metavar (`WORKLOAD.yaml`) says what it is: no `<str>` beside it, and no
+    braces around it in the usage line (`{WORKLOAD.yaml}` reads as a set of choices)."""
     for param in command.get_params(ctx):
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
+        if isinstance(param, TyperArgument) and param.metavar:
+            param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
+            name = param.metavar + ("..." if param.nargs != 1 else "")
+            param._usage_display_name = lambda name=name, required=param.required: (  # type: ignore[method-assign]
+                name if required else f"[{name}]")
 
 
 class AccelCommand(TyperCommand):
@@ -62,11 +69,17 @@ class AccelGroup(TyperGroup):
         return super().format_help(ctx, formatter)
 
 
+SUMMARY = ("Choose TPUs or GPUs for a workload, plan its stack offline, write its job, review a change, "
+           "and reap or destroy-after-run ephemeral clusters.")
+
 app = typer.Typer(
     name="accel",
-    help="Choose, plan, review and reap training clusters on TPUs and GPUs.",
+    help=SUMMARY,
     cls=AccelGroup,
-    no_args_is_help=True,
+    # Bare `accel` prints the help and exits 0 (_root): asking what the tool does is not an error.
+    # click's no_args_is_help would exit 2.
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every command's context
     add_completion=True,  # `accel --install-completion` for bash, zsh, fish and PowerShell
     pretty_exceptions_enable=False,
 )
@@ -89,10 +102,13 @@ def _show_version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
                                  help="Show the version and exit."),
 ) -> None:
-    """Choose, plan, review and reap training clusters on TPUs and GPUs."""
+    if ctx.invoked_subcommand is None and not ctx.resilient_parsing:
+        typer.echo(ctx.get_help(), nl=False)
+        raise typer.Exit(0)
 
 
 def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
