@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -209,10 +210,31 @@ def render_guardrails(result: Any, console: Console) -> None:
         table = Table(title=f"{level} ({len(by_level[level])})", title_style=style, title_justify="left")
         for column in ("policy", "resource", "message"):
             table.add_column(column, overflow="fold")
-        for violation in by_level[level]:
-            table.add_row(str(violation.get("policy", "")), _short_resource(violation.get("resource")),
-                          str(violation.get("message", "")))
+        for policy, resources, message in group_violations(by_level[level]):
+            shown = resources[0] if len(resources) == 1 else f"{len(resources)} resources: {', '.join(resources)}"
+            table.add_row(policy, shown, message)
         console.print(table)
+
+
+_VIOLATION_HEAD = re.compile(r"^(?P<type>\S+) '(?P<name>[^']*)' violates (?P<policy>\S+): (?P<rest>.*)$", re.S)
+
+
+def group_violations(violations: list[dict]) -> list[tuple[str, list[str], str]]:
+    """(policy, resources, message) rows: violations of one policy that say the same thing about several
+    resources (a stack without cost_center: every billable resource) are one row naming them all, the
+    message without the per-resource head `<type> '<name>' violates <policy>: `. --json keeps one entry
+    per resource."""
+    rows: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (policy, message) -> [(resource, whole message)]
+    for violation in violations:
+        policy, message = str(violation.get("policy", "")), str(violation.get("message", ""))
+        head = _VIOLATION_HEAD.match(message)
+        if head and head["policy"] == policy:
+            key, resource = (policy, head["rest"]), head["name"]
+        else:  # a message in another shape stays on its own row, whole
+            key, resource = (policy, message), _short_resource(violation.get("resource"))
+        rows.setdefault(key, []).append((resource, message))
+    return [(policy, [resource for resource, _ in members], members[0][1] if len(members) == 1 else message)
+            for (policy, message), members in rows.items()]
 
 
 def render_needed_before_up(result: Any, console: Console) -> None:
