@@ -308,14 +308,15 @@ class _ProgramWarnings(logging.Handler):
     """Collects the program's `pulumi.log.warn` messages (the mock engine logs them on the root logger)
     in stack-file words, instead of Python's last-resort handler printing them raw on stderr."""
 
-    def __init__(self) -> None:
+    def __init__(self, stack_words: bool = True) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
+        self.stack_words = stack_words
 
     def emit(self, record: logging.LogRecord) -> None:
         from accel.stack_words import in_stack_words
 
-        message = in_stack_words(record.getMessage())
+        message = in_stack_words(record.getMessage()) if self.stack_words else record.getMessage()
         if message not in self.messages:
             self.messages.append(message)
 
@@ -329,8 +330,11 @@ class _ProgramWarnings(logging.Handler):
 
 def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, Any] | None,
                         config_source: str = "policy config",
-                        stack_tags: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], str | None]:
-    """(violations, note): note says why nothing was evaluated, when the guardrails are not there."""
+                        stack_tags: dict[str, str] | None = None,
+                        stack_words: bool = True) -> tuple[list[dict[str, Any]], str | None]:
+    """(violations, note): note says why nothing was evaluated, when the guardrails are not there.
+    `stack_words`: fixes in accel's stack-file words (accel/stack_words.py), for accel's own program; a
+    program of your own keeps the components' words (ResourceTags(...)), since `accel:` keys are not its."""
     module_name = GUARDRAILS_MODULE
     try:
         module = importlib.import_module(module_name)
@@ -347,6 +351,8 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
         raise
     from accel.stack_words import in_stack_words
 
+    if not stack_words:
+        return [dict(v) for v in violations], None
     return [{**v, "message": in_stack_words(str(v.get("message", "")))} for v in map(dict, violations)], None
 
 
@@ -462,7 +468,12 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     before = {name for name in PROVIDER_PACKAGES if name in sys.modules}
     say("running the program on the mock engine")
     watcher = _ImportWatcher(say)
-    warnings = _ProgramWarnings()
+    # accel's own program reads the stack file's accel: keys; a project of your own (`accel plan -C DIR`)
+    # is told what to pass its components instead.
+    from accel.stack_settings import PROJECT as ACCEL_PROJECT  # the project whose program reads accel: keys
+
+    own_program = project.name == ACCEL_PROJECT
+    warnings = _ProgramWarnings(stack_words=own_program)
     try:
         with _program_environment(project.main_dir, watcher), warnings:
             capture = run_program(program, project=project.name, stack=config.stack,
@@ -498,6 +509,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     say("evaluating guardrails")
     shown_policy_config = stack_config.display_path(policy_config) if policy_config else "policy config"
     result.violations, result.guardrails_note = evaluate_guardrails(result.resources_json(), pack_config,
-                                                                    shown_policy_config, _stack_tags(config.values))
+                                                                    shown_policy_config, _stack_tags(config.values),
+                                                                    stack_words=own_program)
     return result
 
