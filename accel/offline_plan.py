@@ -66,6 +66,7 @@ class PlanResult:
     warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
     built: Any = None  # accel.policies.pricing.BuiltCost: the declared resources priced against the catalog
     drift: Any = None  # accel.policies.pin_check.PriceDrift: the pin's $/h moved only because prices did
+    fresh_choice: Any = None  # accel.policies.pin_freshness.FreshChoice: `accel choose` now picks other hardware
     pinned_hourly_usd: float | None = None  # the Plan's own figures (the program's hourlyUsd / runUsd exports)
     pinned_run_usd: float | None = None
 
@@ -149,6 +150,7 @@ class PlanResult:
             "quotas": self.quotas,
             "outputs": outputs,
             "job": self.job,
+            "fresh_choice": None if self.fresh_choice is None else self.fresh_choice.model_dump(mode="json"),
             "warnings": self.warnings,
         }
 
@@ -399,6 +401,23 @@ def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> 
     return next((r for r in reservations if r.name == plan.capacity.reservation), None)
 
 
+def _check_fresh_choice(result: PlanResult, plan: Any, catalog: Any, values: Mapping[str, Any], source: str) -> None:
+    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/pin_freshness.py)."""
+    from accel.policies.pin_check import repin_hint
+    from accel.policies.pin_freshness import fresh_choice
+    from accel.stack_settings import settings_from_config
+
+    try:
+        reservations = settings_from_config(values, source).reservations
+    except UsageError:
+        reservations = []
+    result.fresh_choice = fresh_choice(plan, catalog, reservations)
+    if result.fresh_choice is not None:
+        result.warnings.append(
+            f"{result.stack}: {result.fresh_choice.note}. The pinned hardware is kept: to take the new answer, "
+            f"{repin_hint(result.stack)}; to keep this one, say why in accel:workload (e.g. constraints.spot: never) "
+            "and re-pin, so its rationale is true again")
+
 def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, project_dir: Path) -> None:
     """Price what the program declared; refuse a Plan whose pools, nodes or chips say otherwise.
 
@@ -415,8 +434,8 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         plan = Plan.model_validate(result.plan)
     except ValidationError:
         return  # shown as exported; nothing typed to compare with
-    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources),
-                            _catalog_for(values, source, project_dir))
+    catalog = _catalog_for(values, source, project_dir)
+    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources), catalog)
     held = _declared_reservation(values, source, plan)
     if held is not None:
         built = bill_reservation(built, held)
@@ -428,6 +447,7 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         problems, result.drift = check_pin(plan, built, result.stack)
         if problems:
             raise UsageError(f"{source}: " + "; ".join(problems) + f"; {repin_hint(result.stack)}")
+        _check_fresh_choice(result, plan, catalog, values, source)
     result.hourly_usd = round(hourly, 2)
     result.run_usd = round(hourly * plan.estimate.hours, 2)
 
