@@ -214,7 +214,8 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)")
         for item in choice.rejected:
             console.print(f"  - {item['offering']}: {item['reasons'][0]}"
-                          + (f" (+{len(item['reasons']) - 1} more)" if len(item["reasons"]) > 1 else ""),
+                          + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
+                             "--json lists them)" if len(item["reasons"]) > 1 else ""),
                           highlight=False)
 
 

@@ -153,13 +153,18 @@ def render_decision(result: Any, console: Console) -> None:
         if chosen.get("topology"):
             slices = chosen.get("slices") or 1
             shape += f", topology {chosen['topology']} × {slices} slice{'s' if slices != 1 else ''}"
-        shape += f", {chosen.get('hosts')} hosts of {chosen.get('machine_type')}"
+        hosts = chosen.get("hosts")
+        shape += f", {hosts} host{'s' if hosts != 1 else ''} of {chosen.get('machine_type')}"
         where = f"{plan.get('cloud')} {plan.get('region')}"
         spot = "spot" if chosen.get("spot") else "on-demand"
         how = "pinned" if plan.get("pinned") else "chosen"
         console.print(f"[bold]Hardware[/bold] ({how}): {shape} on {where}, {spot}")
         hours = chosen.get("hours")
-        if hours is not None:
+        serving = (plan.get("workload") or {}).get("kind") == "inference"
+        if hours is not None and serving:  # a service has a period, not a run, and a utilisation, not an MFU
+            console.print(f"  serving period: {hours:,.0f} h ({hours / 24:,.1f} days), "
+                          f"utilisation {chosen.get('mfu', 0):.0%} of peak")
+        elif hours is not None:
             console.print(f"  estimated run: {hours:,.1f} h ({hours / 24:,.1f} days), MFU {chosen.get('mfu', 0):.0%}")
         for line in plan.get("rationale") or []:
             console.print(f"  • {line}")
