@@ -23,20 +23,18 @@ from accel.policies.selection.candidates import (
     check_regions,
     estimate_for,
     hard_filter,
-    price_groups,
-    reserved_groups,
+    price_points,
     search_context,
-    spot_modes,
     to_option,
 )
-from accel.policies.catalog.model import Catalog, Offering, Price
+from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.selection.explain import accelerator_name, explain_choice, explain_infeasible
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.cloud.reservations import DeclaredReservation
-from accel.policies.selection.sizing import SizingOutcome, keep_fastest_replica, size_inference, size_training
+from accel.policies.selection.sizing import size_offering
 from accel.policies.workload import WorkloadSpec
 
 __all__ = [
@@ -93,7 +91,6 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     family_reasons: dict[str, list[str]] = {"gpu": [], "tpu": []}
     offering_reasons: dict[str, list[tuple[str, str]]] = {}
     shown_only: set[int] = set()   # ids of the alternatives: sizes shown for the trade-off, not picks
-    sizer = size_inference if spec.kind == "inference" else size_training
 
     for offering in offerings:
         hard = hard_filter(spec, offering)
@@ -104,21 +101,11 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             hard_reasons[offering.id] = hard
             family_reasons[offering.family].append(reason)
             continue
-        reasons: list[tuple[str, str]] = []
+        points, reasons = price_points(ctx, offering)
         found = False
-        points: list[tuple[bool, list[str], Price, Price | None, DeclaredReservation | None]] = []
-        for spot in spot_modes(spec):
-            groups = price_groups(ctx, offering, spot)
-            if not groups and spot:
-                reasons.append(("spot", "no spot capacity in the allowed regions"))
-            points.extend((spot, regions, chip, host, None) for regions, chip, host in groups)
-        # The stack's reservations of this machine type: sized apart, priced as declared (and preferred on a tie).
-        points.extend((False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
-        for spot, regions, chip, host, held in points:
-            outcome = SizingOutcome()
-            sizer(ctx, offering, spot, regions, chip, host, outcome, held)
-            if spec.kind == "inference" and outcome.best is None:
-                keep_fastest_replica(ctx, offering, spot, regions, chip, host, outcome, held)
+        for point in points:
+            outcome = size_offering(ctx, offering, point)
+            regions = point.regions
             near.extend(outcome.near)
             if outcome.best is None:
                 reasons.extend(outcome.reasons)
