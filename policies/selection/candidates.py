@@ -213,6 +213,21 @@ def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
     return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
 
 
+@dataclass
+class SearchResult:
+    """What ruling out and sizing every offering found, for ranking and for the explanations: each feasible
+    pick (and the sizes shown beside it) with its rank key and region, and, for the rest, why not."""
+
+    ranked: list[tuple[tuple, Candidate, str]] = field(default_factory=list)   # (rank key, candidate, region)
+    rejected: list[dict] = field(default_factory=list)   # {"offering", "reasons"}: NoFeasibleOption's rejected
+    eliminations: dict[str, list[str]] = field(default_factory=dict)   # constraint -> offerings it ruled out
+    hard_reasons: dict[str, tuple[str, str]] = field(default_factory=dict)   # offering -> (constraint, reason)
+    near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
+    family_reasons: dict[str, list[str]] = field(default_factory=lambda: {"gpu": [], "tpu": []})
+    offering_reasons: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    shown_only: set[int] = field(default_factory=set)   # ids of the alternatives: sizes shown for the trade-off
+
+
 @dataclass(frozen=True)
 class PricePoint:
     """One price an offering is sized at: the capacity type, the allowed regions that share the price (in

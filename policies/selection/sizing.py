@@ -317,7 +317,10 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
 
 def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
     """The serving fleet the objective picks at one price point: a replica size and enough replicas for the
-    tokens/s target; every replica size is tried (a short list), each kept as a near miss for the explanation."""
+    tokens/s target; every replica size is tried (a short list), each kept as a near miss for the explanation.
+
+    Why it is long: each replica size that fails is kept with its own reason (weights that do not fit, the p99
+    bound, max_chips, the node limit, the budget), and the rejection line names the one that decided."""
     spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
     outcome = SizingOutcome()
     spec = ctx.spec
