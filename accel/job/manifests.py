@@ -67,8 +67,12 @@ class GeneratedJob:
 
 
 def dns_name(text: str, limit: int = 40) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-")
-    return name or "job"
+    """A DNS-1035 label: JobSet, LeaderWorkerSet and Service names must start with a letter (rules jobset/job-names,
+    lws/name, meta/name), and 40 characters leave room for the pod names a JobSet derives from it."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    if name[:1].isdigit():
+        name = f"w-{name}"  # "70b-pretrain" -> "w-70b-pretrain"
+    return name[:limit].strip("-") or "job"
 
 
 def _pool(plan: Plan, ctx: JobContext) -> AcceleratorPool:

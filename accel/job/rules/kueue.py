@@ -220,7 +220,8 @@ def topology_over_provisioned_nodes(scope: Scope):
             empty = [pool.name for pool in cluster.pools
                      if all(pool.labels.get(k) == v for k, v in flavor.node_labels.items()) and pool.min_nodes == 0]
             if empty:
+                shown = ", ".join(empty[:2]) + (f" and {len(empty) - 2} more" if len(empty) > 2 else "")
                 yield Breach(f"ResourceFlavor {flavor_name}", "spec.topologyName",
-                             f"Topology {flavor.topology_name} over pool(s) {', '.join(empty)} that start with 0 "
+                             f"Topology {flavor.topology_name} over pool(s) {shown} that start with 0 "
                              f"nodes, and ClusterQueue {queue.name} has no ProvisioningRequest check on this flavor: "
                              "Kueue finds no topology domain and never admits the job, so nothing scales up")
