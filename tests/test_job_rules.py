@@ -187,6 +187,11 @@ CASES: dict[str, Case] = {
         "subgroup-exclusive-topology"),
     "lws/pod-names": Case("lws", lambda s: _set(first(s, "LeaderWorkerSet")["metadata"], "name", "l" * 60),
                           "metadata.name"),
+    # volumes
+    "pod/claims-exist": Case("tpu", lambda s: pod(s)["volumes"].append(
+        {"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}}), "persistentVolumeClaim"),
+    "storage/claim-binds-its-volume": Case("tpu", lambda s: _set(first(s, "PersistentVolumeClaim")["spec"],
+                                                                 "accessModes", ["ReadWriteOnce"]), "spec.accessModes"),
     # Kueue objects
     "kueue/flavor-node-labels": Case("tpu", lambda s: _set(first(s, "ResourceFlavor")["spec"]["nodeLabels"],
                                                            "accel.dev/capacity", "-queued"), "nodeLabels["),
@@ -233,6 +238,14 @@ def test_the_rule_catches_its_mutated_case(rule_id, baselines):
     assert any(case.field in v.breach.field for v in caught), [v.breach for v in caught]
 
 
+def test_gke_networks_need_the_clusters_multi_networking(baselines):
+    scope = copy.deepcopy(baselines["gke-gpu"])
+    rule = rules.RULES["stack/crd-controller-installed"]
+    assert any(o["kind"] == "GKENetworkParamSet" for o in scope.objects) and rules.run(scope, [rule]) == []
+    scope.cluster.preinstalled.discard("gke-multi-networking")
+    assert {v.breach.object.split()[0] for v in rules.run(scope, [rule])} == {"GKENetworkParamSet", "Network"}
+
+
 @pytest.mark.parametrize("baseline", ["tpu", "gke-gpu", "eks", "serving", "lws"])
 def test_what_accel_writes_passes_every_rule(baseline, baselines):
     scope = baselines[baseline]
@@ -263,6 +276,12 @@ def test_a_capacity_block_node_group_carries_its_launch_templates_instance_type(
     assert all(p.standing_nodes == p.nodes for p in gpu_pools)
     report = check(job_of(result).manifests, cluster)
     assert report.errors == []
+    # Without the launch template's type the group's nodes looked unlabelled and the job was refused.
+    for pool in gpu_pools:
+        del pool.labels["node.kubernetes.io/instance-type"]
+    refused = check(job_of(result).manifests, cluster).errors
+    assert any(e.field.endswith("nodeSelector[node.kubernetes.io/instance-type]") for e in refused)
+    assert any(e.rule == "kueue/flavor-labels-on-pools" for e in refused)
 
 
 def test_topology_over_pools_that_start_empty_is_flagged_not_refused(planned_results):

@@ -109,7 +109,7 @@ class DeclaredCluster:
     gcsfuse: bool = False
     notes: list[str] = field(default_factory=list)
     releases: dict[str, dict] = field(default_factory=dict)      # Helm release name -> its inputs
-    preinstalled: set[str] = field(default_factory=set)          # controllers the existing cluster runs
+    preinstalled: set[str] = field(default_factory=set)          # controllers the cluster itself runs
     admission_checks: dict[str, str] = field(default_factory=dict)  # AdmissionCheck -> controllerName
     objects: list[dict] = field(default_factory=list)            # the stack's Kubernetes objects, as written
 
@@ -242,6 +242,10 @@ def declared_cluster(capture: Capture, existing: ExistingCluster | None = None) 
         elif kind == GKE_CLUSTER:
             addons = inputs.get("addonsConfig") or {}
             cluster.gcsfuse = bool((addons.get("gcsFuseCsiDriverConfig") or {}).get("enabled"))
+            # GKE serves networking.gke.io Network / GKENetworkParamSet only with multi-networking on
+            # Dataplane V2 (GKE "Set up multi-network support for Pods", requirements).
+            if inputs.get("enableMultiNetworking") and inputs.get("datapathProvider") == "ADVANCED_DATAPATH":
+                cluster.preinstalled.add("gke-multi-networking")
         elif kind == KUEUE + "ResourceFlavor":
             spec = inputs.get("spec") or {}
             cluster.flavors[_metadata_name(resource)] = Flavor(
@@ -283,8 +287,8 @@ def declared_cluster(capture: Capture, existing: ExistingCluster | None = None) 
         if kind.startswith("kubernetes:") and "kind" in inputs and "apiVersion" in inputs:
             cluster.objects.append(dict(inputs))
     if existing is not None:
-        cluster.preinstalled = {name for name, flag in (("kueue", existing.install_kueue),
-                                                        ("jobset", existing.install_jobset)) if not flag}
+        cluster.preinstalled |= {name for name, flag in (("kueue", existing.install_kueue),
+                                                         ("jobset", existing.install_jobset)) if not flag}
         cluster.pools += _inventory(existing)
         cluster.notes.append(f"nodes of {existing.name}: the stack's declared inventory (accel:cluster); "
                              "their CPU and memory are not declared, so only chips are checked")

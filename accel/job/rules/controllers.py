@@ -5,7 +5,7 @@ server ("no matches for kind"); a CRD without its controller accepts objects tha
 The stack installs each controller with its CRDs from a pinned Helm chart
 (components/kubernetes/charts.yaml: JobSet v0.10.1, Kueue v0.14.1, LeaderWorkerSet v0.10.0, each
 chart's crds/), or the stack's existing cluster says it already runs it (accel:cluster
-install_kueue / install_jobset: false).
+install_kueue / install_jobset: false), or the cloud serves it (GKE multi-networking).
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ CONTROLLERS = {
     "kueue.x-k8s.io": ("kueue", "Kueue (charts.yaml 'kueue')"),
     "leaderworkerset.x-k8s.io": ("lws", "the LeaderWorkerSet controller (charts.yaml 'lws'; AcceleratorStack installs "
                                  "it when the plan serves a replica across nodes)"),
+    # Not a chart: GKE serves Network and GKENetworkParamSet when the cluster enables multi-networking
+    # on Dataplane V2 (GKE "Set up multi-network support for Pods", requirements; components/gcp/cluster.py).
+    "networking.gke.io": ("gke-multi-networking", "a GKE cluster with multi-networking and Dataplane V2 "
+                          "(GkeClusterArgs.multi_networking)"),
 }
 
 

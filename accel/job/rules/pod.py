@@ -118,8 +118,9 @@ def mount_names_a_volume(scope: Scope):
         for where, container in containers(template.spec):
             for index, mount in enumerate(container.get("volumeMounts") or []):
                 if mount.get("name") not in declared:
+                    known = ", ".join(sorted(map(str, declared))) or "none"
                     yield Breach(owner, f"{base}.{where}.volumeMounts[{index}].name",
-                                 f"Not found: {mount.get('name')!r} (volumes: {', '.join(sorted(map(str, declared))) or 'none'})")
+                                 f"Not found: {mount.get('name')!r} (volumes: {known})")
 
 
 @rule("pod/mount-paths-unique", "a container mounts at most one volume at each path",
