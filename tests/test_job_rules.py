@@ -442,3 +442,32 @@ def test_generated_names_pass_the_name_rules_whatever_the_workload_is_called(wor
             manifests = generate(plan, context_of(result, plan), JobOptions(validate=validate)).manifests
             errors = [v for v in rules.run(_scope(result, manifests)) if v.rule.severity == "error"]
             assert errors == [], [str(v.breach) for v in errors]
+
+
+# ---- what the stack installs for these rules (AcceleratorStack) ---------------------------------
+
+def test_the_lws_controller_is_pinned_and_kueue_starts_after_it(declare):
+    from tests.test_kubernetes_layer import PINS, stack_program, v5p_pool
+
+    capture = declare(stack_program([v5p_pool()], install_lws=True))
+    lws = capture.named("llama-lws")
+    assert (lws.inputs["chart"], lws.inputs["version"], lws.inputs["namespace"]) == \
+        ("oci://registry.k8s.io/lws/charts/lws", PINS.lws.version, "lws-system")
+    kueue = capture.named("llama-kueue")
+    assert lws.urn in kueue.dependencies  # Kueue turns its LWS integration on only if the CRD exists at start
+    config = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert "lws-system" in config["managedJobsNamespaceSelector"]["matchExpressions"][0]["values"]
+    # Without LWS in the plan, no release.
+    assert not [r for r in declare(stack_program([v5p_pool()])).resources if r.name == "llama-lws"]
+
+
+def test_the_kueue_configuration_keeps_the_charts_defaults(declare):
+    """Helm replaces the chart's whole configuration with ours: every default field stays as the chart has it
+    (kueue v0.14.1 charts/kueue/values.yaml), only the integrations and the namespace selector are added."""
+    from tests.test_kubernetes_layer import stack_program, v5p_pool
+
+    kueue = declare(stack_program([v5p_pool()])).named("llama-kueue")
+    config = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["leaderElection"] == {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"}
+    assert (config["apiVersion"], config["kind"]) == ("config.kueue.x-k8s.io/v1beta1", "Configuration")
+    assert config["integrations"]["frameworks"][:12] == list(rules.kueue.CHART_DEFAULT_FRAMEWORKS)
