@@ -471,3 +471,26 @@ def test_the_kueue_configuration_keeps_the_charts_defaults(declare):
     assert config["leaderElection"] == {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"}
     assert (config["apiVersion"], config["kind"]) == ("config.kueue.x-k8s.io/v1beta1", "Configuration")
     assert config["integrations"]["frameworks"][:12] == list(rules.kueue.CHART_DEFAULT_FRAMEWORKS)
+
+
+# ---- Kueue's quota, as the schedule check applies it (accel/job/check.py _admit) -------------------
+
+def test_a_cluster_queue_quota_short_of_the_whole_job_is_refused(baselines):
+    from fractions import Fraction
+
+    scope = copy.deepcopy(baselines["tpu"])
+    assert check(scope.manifests, scope.cluster).errors == []
+    queue = next(iter(scope.cluster.cluster_queues.values()))
+    for quotas in queue.quotas.values():
+        quotas["google.com/tpu"] = quotas["google.com/tpu"] / 2 - Fraction(1)
+    errors = check(scope.manifests, scope.cluster).errors
+    assert any(e.field == "resources" and "cannot admit the whole job" in e.message and "google.com/tpu" in e.message
+               for e in errors), errors
+
+
+def test_a_resource_the_cluster_queue_does_not_cover_is_refused(baselines):
+    scope = copy.deepcopy(baselines["eks"])
+    queue = next(iter(scope.cluster.cluster_queues.values()))
+    queue.covered.remove("vpc.amazonaws.com/efa")
+    errors = check(scope.manifests, scope.cluster).errors
+    assert any("vpc.amazonaws.com/efa" in e.message and "does not cover" in e.message for e in errors), errors
