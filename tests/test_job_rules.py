@@ -135,6 +135,10 @@ CASES: dict[str, Case] = {
     "pod/mount-paths-unique": Case("gke-gpu", lambda s: container(s)["volumeMounts"].append(
         {"name": "libraries", "mountPath": container(s)["volumeMounts"][0]["mountPath"] + "/"}), "mountPath"),
     "pod/env-var-name": Case("eks", lambda s: container(s)["env"].append({"name": "1_BAD", "value": "x"}), "env["),
+    "pod/resource-quantities": Case("tpu", lambda s: _set(container(s)["resources"]["limits"], "google.com/tpu",
+                                                          "lots"), "limits[google.com/tpu]"),
+    "schema/integer-counts": Case("tpu", lambda s: _set(replicated_job(s), "replicas", "4"),
+                                  "replicatedJobs[0].replicas"),
     "pod/extended-resource-integer": Case("tpu", lambda s: _set(container(s)["resources"]["limits"],
                                                                 "google.com/tpu", "3500m"), "limits[google.com/tpu]"),
     "pod/extended-resource-needs-limit": Case("eks", lambda s: container(s)["resources"]["limits"].pop(
@@ -494,3 +498,11 @@ def test_a_resource_the_cluster_queue_does_not_cover_is_refused(baselines):
     queue.covered.remove("vpc.amazonaws.com/efa")
     errors = check(scope.manifests, scope.cluster).errors
     assert any("vpc.amazonaws.com/efa" in e.message and "does not cover" in e.message for e in errors), errors
+
+
+def test_a_hand_edited_manifest_with_malformed_counts_and_quantities_is_reported_not_a_traceback(baselines):
+    scope = copy.deepcopy(baselines["tpu"])
+    replicated_job(scope)["replicas"] = "four"
+    container(scope)["resources"]["limits"]["google.com/tpu"] = "lots"
+    errors = check(scope.manifests, scope.cluster).errors
+    assert {e.rule for e in errors} >= {"schema/integer-counts", "pod/resource-quantities"}

@@ -89,29 +89,33 @@ class ScheduleReport:
 
 
 def pod_groups(manifests: list[dict[str, Any]]) -> list[PodGroup]:
+    """The pod groups of the workload kinds; a group whose counts are not integers is left to the rule
+    schema/integer-counts, which reports it."""
     groups = []
+    whole = rules.registry.integer
     for manifest in manifests:
         kind, meta, spec = manifest.get("kind"), manifest.get("metadata") or {}, manifest.get("spec") or {}
         name, namespace = meta.get("name", "?"), meta.get("namespace", "default")
         labels, annotations = dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})
+        found: list[tuple] = []
         if kind == "JobSet":
             for index, job in enumerate(spec.get("replicatedJobs") or []):
                 job_spec = (job.get("template") or {}).get("spec") or {}
-                groups.append(PodGroup(f"{name}/{job.get('name')}", kind, namespace, labels, annotations,
-                                       int(job.get("replicas", 1)), int(job_spec.get("parallelism", 1)),
-                                       job_spec.get("template") or {},
-                                       f"spec.replicatedJobs[{index}].template.spec.template"))
+                found.append((f"{name}/{job.get('name')}", whole(job.get("replicas")),
+                              whole(job_spec.get("parallelism")), job_spec.get("template") or {},
+                              f"spec.replicatedJobs[{index}].template.spec.template"))
         elif kind == "Job":
-            groups.append(PodGroup(name, kind, namespace, labels, annotations, 1, int(spec.get("parallelism", 1)),
-                                   spec.get("template") or {}, "spec.template"))
+            found.append((name, 1, whole(spec.get("parallelism")), spec.get("template") or {}, "spec.template"))
         elif kind == "Deployment":
-            groups.append(PodGroup(name, kind, namespace, labels, annotations, int(spec.get("replicas", 1)), 1,
-                                   spec.get("template") or {}, "spec.template"))
+            found.append((name, whole(spec.get("replicas")), 1, spec.get("template") or {}, "spec.template"))
         elif kind == "LeaderWorkerSet":
             lwt = spec.get("leaderWorkerTemplate") or {}
-            groups.append(PodGroup(name, kind, namespace, labels, annotations, int(spec.get("replicas", 1)),
-                                   int(lwt.get("size", 1)), lwt.get("workerTemplate") or {},
-                                   "spec.leaderWorkerTemplate.workerTemplate"))
+            found.append((name, whole(spec.get("replicas")), whole(lwt.get("size")), lwt.get("workerTemplate") or {},
+                          "spec.leaderWorkerTemplate.workerTemplate"))
+        for group_name, replicas, per_replica, template, where in found:
+            if replicas is not None and per_replica is not None:
+                groups.append(PodGroup(group_name, kind, namespace, labels, annotations, replicas, per_replica,
+                                       template, where))
     return groups
 
 
@@ -124,7 +128,10 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
         resources = container.get("resources") or {}
         merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         for name, value in merged.items():
-            total[name] = total.get(name, Fraction(0)) + parse_quantity(value)
+            try:
+                total[name] = total.get(name, Fraction(0)) + parse_quantity(value)
+            except ValueError:
+                continue  # not a quantity: the rule pod/resource-quantities reports it
     return total
 
 
@@ -167,7 +174,7 @@ def check(manifests: list[dict[str, Any]], cluster: DeclaredCluster) -> Schedule
     """The schedule check, then every rule of accel/job/rules over the manifests and the stack's objects."""
     report = ScheduleReport(notes=list(cluster.notes))
     groups = pod_groups(manifests)
-    if not groups:
+    if not groups and not any(m.get("kind") in ("JobSet", "Job", "Deployment", "LeaderWorkerSet") for m in manifests):
         report.errors.append(Finding("(manifests)", "kind", "no JobSet, Job, Deployment or LeaderWorkerSet to check"))
     for group in groups:
         _check_group(group, cluster, report)

@@ -9,7 +9,7 @@ on spec.replicatedJobs (config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml
 from __future__ import annotations
 
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, describe, of_kind, rule, spec
+from accel.job.rules.registry import Breach, Scope, describe, integer, of_kind, rule, spec
 
 WEBHOOK = "jobset v0.10.1 pkg/webhooks/jobset_webhook.go ValidateCreate"
 PLACEMENT = "pkg/util/placement/placement.go"
@@ -40,7 +40,10 @@ def pod_name(jobset: str, replicated_job: str, job_index: int, pod_index: int) -
       fix="shorten the JobSet name (accel job derives it from the workload name) or the replicated job's name")
 def job_names(scope: Scope):
     for obj, name, index, job in _jobsets(scope):
-        longest = job_name(name, str(job.get("name", "")), int(job.get("replicas", 1)) - 1)
+        replicas = integer(job.get("replicas"))
+        if replicas is None:
+            continue
+        longest = job_name(name, str(job.get("name", "")), replicas - 1)
         for problem in names.dns1035_label(longest):
             yield Breach(describe(obj), f"spec.replicatedJobs[{index}].name",
                          f"Invalid value {longest!r}: {problem}"
@@ -57,10 +60,10 @@ def job_names(scope: Scope):
 def pod_names(scope: Scope):
     for obj, name, index, job in _jobsets(scope):
         job_spec = (job.get("template") or {}).get("spec") or {}
-        if job_spec.get("completionMode") != "Indexed" or job_spec.get("completions") is None:
+        replicas, completions = integer(job.get("replicas")), integer(job_spec.get("completions"), 0)
+        if job_spec.get("completionMode") != "Indexed" or not completions or replicas is None:
             continue
-        longest = pod_name(name, str(job.get("name", "")), int(job.get("replicas", 1)) - 1,
-                           int(job_spec["completions"]) - 1) + POD_SUFFIX
+        longest = pod_name(name, str(job.get("name", "")), replicas - 1, completions - 1) + POD_SUFFIX
         for problem in names.dns1035_label(longest):
             yield Breach(describe(obj), f"spec.replicatedJobs[{index}].name",
                          f"Invalid value {longest!r}: {problem}"
@@ -84,8 +87,11 @@ def subdomain(scope: Scope):
       fix="use fewer replicas or less parallelism")
 def replicas_times_parallelism(scope: Scope):
     for obj, _, index, job in _jobsets(scope):
-        parallelism = ((job.get("template") or {}).get("spec") or {}).get("parallelism", 1)
-        total = int(job.get("replicas", 1)) * int(parallelism)
+        parallelism = integer(((job.get("template") or {}).get("spec") or {}).get("parallelism"))
+        replicas = integer(job.get("replicas"))
+        if parallelism is None or replicas is None:
+            continue
+        total = replicas * parallelism
         if total > MAX_INT32:
             yield Breach(describe(obj), f"spec.replicatedJobs[{index}]", f"the product of replicas and parallelism "
                          f"must not exceed {MAX_INT32} for replicatedJob '{job.get('name')}' (got {total})")

@@ -10,7 +10,7 @@ pkg/apis/core/validation/validation.go ValidatePodSpec).
 from __future__ import annotations
 
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, describe, of_kind, rule, spec
+from accel.job.rules.registry import Breach, Scope, describe, integer, of_kind, rule, spec
 
 WEBHOOK = "lws v0.10.0 pkg/webhooks/leaderworkerset_webhook.go generalValidate"
 MAX_INT32 = 2 ** 31 - 1
@@ -22,8 +22,9 @@ def _lws(scope: Scope):
     for obj in of_kind(scope.objects, "LeaderWorkerSet"):
         body = spec(obj)
         group = body.get("leaderWorkerTemplate") or {}
-        yield obj, str((obj.get("metadata") or {}).get("name", "")), int(body.get("replicas", 1)), \
-            int(group.get("size", 1)), group
+        replicas, size = integer(body.get("replicas")), integer(group.get("size"))
+        if replicas is not None and size is not None:
+            yield obj, str((obj.get("metadata") or {}).get("name", "")), replicas, size, group
 
 
 @rule("lws/name", "a LeaderWorkerSet's name is a DNS-1035 label",

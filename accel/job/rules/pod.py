@@ -172,6 +172,25 @@ def _quantity(value) -> Fraction | None:
         return None
 
 
+@rule("pod/resource-quantities", "every request and limit is a Kubernetes quantity",
+      source="kubernetes v1.33 staging/src/k8s.io/apimachinery/pkg/api/resource/quantity.go ParseQuantity (the "
+             "API server cannot decode another value: \"quantities must match the regular expression\"); "
+             f"{CORE} ValidateNonnegativeQuantity",
+      fix="write a number with an optional suffix: 8, 500m, 64Gi")
+def resource_quantities(scope: Scope):
+    for template, owner, base in _pods(scope):
+        for where, requests, limits in _resources(template, base):
+            for section, values in (("requests", requests), ("limits", limits)):
+                for name, value in values.items():
+                    quantity = _quantity(value)
+                    if quantity is None:
+                        yield Breach(owner, f"{where}.{section}[{name}]", f"Invalid value {value!r}: quantities must "
+                                     "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+                    elif quantity < 0:
+                        yield Breach(owner, f"{where}.{section}[{name}]", f"Invalid value {value!r}: must be greater "
+                                     "than or equal to 0")
+
+
 @rule("pod/extended-resource-integer", "extended resources (GPUs, TPUs, EFA) are requested in whole units",
       source=f"{CORE} ValidateResourceQuantityValue (IsIntegerResourceName, {CORE_HELPER})",
       fix="request a whole number of the device")

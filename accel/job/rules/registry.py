@@ -138,5 +138,13 @@ def containers(pod_spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]
             yield f"{key}[{index}]", container
 
 
+def integer(value: Any, default: int = 1) -> int | None:
+    """A count field as the API server reads it: an integer (the default when absent); None when it is not one
+    (rule schema/integer-counts reports it, and the other rules skip it)."""
+    if value is None:
+        return default
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def join(*parts: str) -> str:
     return ".".join(p for p in parts if p)

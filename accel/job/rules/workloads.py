@@ -9,7 +9,7 @@ templates); `pkg/apis/core/validation/validation.go` (ValidateService).
 from __future__ import annotations
 
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, describe, of_kind, pod_templates, rule, spec
+from accel.job.rules.registry import Breach, Scope, describe, integer, of_kind, pod_templates, rule, spec
 
 BATCH = "kubernetes v1.33 pkg/apis/batch/validation/validation.go"
 APPS = "kubernetes v1.33 pkg/apis/apps/validation/validation.go"
@@ -149,3 +149,31 @@ def service_selects_the_pods(scope: Scope):
                    and all((t.metadata.get("labels") or {}).get(k) == v for k, v in selector.items())]
         if not matched:
             yield Breach(describe(obj), "spec.selector", f"{selector} matches no pod template in the manifests")
+
+
+# Count fields the controllers (and accel's schedule check) read: integers in every upstream schema
+# (kubernetes v1.33 api/openapi-spec: Deployment/Job int32 fields; jobset v0.10.1 and lws v0.10.0 CRDs:
+# replicas, size `type: integer, format: int32`); the API server refuses a string or a fraction.
+COUNT_FIELDS = {
+    "JobSet": lambda body: [(f"spec.replicatedJobs[{i}].replicas", j.get("replicas"))
+                            for i, j in enumerate(body.get("replicatedJobs") or [])]
+    + [(f"spec.replicatedJobs[{i}].template.spec.{k}", ((j.get("template") or {}).get("spec") or {}).get(k))
+       for i, j in enumerate(body.get("replicatedJobs") or []) for k in ("parallelism", "completions", "backoffLimit")],
+    "Job": lambda body: [(f"spec.{k}", body.get(k)) for k in ("parallelism", "completions", "backoffLimit")],
+    "Deployment": lambda body: [("spec.replicas", body.get("replicas"))],
+    "LeaderWorkerSet": lambda body: [("spec.replicas", body.get("replicas")),
+                                     ("spec.leaderWorkerTemplate.size",
+                                      (body.get("leaderWorkerTemplate") or {}).get("size"))],
+}
+
+
+@rule("schema/integer-counts", "replicas, parallelism, completions, backoffLimit and size are integers",
+      source="kubernetes v1.33 api/openapi-spec (apps/v1 Deployment, batch/v1 Job: int32); jobset v0.10.1 and lws "
+             "v0.10.0 CRDs (type: integer, format: int32)",
+      fix="write the count as a whole number, unquoted")
+def integer_counts(scope: Scope):
+    for obj in scope.objects:
+        fields = COUNT_FIELDS.get(str(obj.get("kind")))
+        for where, value in (fields(spec(obj)) if fields else []):
+            if value is not None and integer(value) is None:
+                yield Breach(describe(obj), where, f"Invalid value {value!r}: must be an integer")
