@@ -506,3 +506,29 @@ def test_a_hand_edited_manifest_with_malformed_counts_and_quantities_is_reported
     container(scope)["resources"]["limits"]["google.com/tpu"] = "lots"
     errors = check(scope.manifests, scope.cluster).errors
     assert {e.rule for e in errors} >= {"schema/integer-counts", "pod/resource-quantities"}
+
+
+def _leaves(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _leaves(value, (*path, index))
+    yield path
+
+
+@given(data=st.data())
+def test_any_field_of_the_wrong_shape_is_reported_never_raised(data, baselines):
+    """`accel job --check FILE` reads hand-written manifests: a field of any shape gives findings, not a traceback."""
+    base = baselines[data.draw(st.sampled_from(["tpu", "serving", "lws"]), label="baseline")]
+    scope = rules.Scope(copy.deepcopy(base.manifests), base.stack_objects, base.cluster)
+    paths = [p for p in _leaves(scope.manifests) if len(p) > 1]
+    path = data.draw(st.sampled_from(paths), label="path")
+    value = data.draw(st.sampled_from(["x", -1, 1.5, None, [], {}, [1], {"a": 1}, True]), label="value")
+    target = scope.manifests
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    report = check(scope.manifests, scope.cluster)   # must not raise
+    assert isinstance(report.errors, list)

@@ -173,11 +173,22 @@ def _fmt(resource: str, value: Fraction) -> str:
 def check(manifests: list[dict[str, Any]], cluster: DeclaredCluster) -> ScheduleReport:
     """The schedule check, then every rule of accel/job/rules over the manifests and the stack's objects."""
     report = ScheduleReport(notes=list(cluster.notes))
-    groups = pod_groups(manifests)
+    groups: list[PodGroup] = []
+    for index, manifest in enumerate(manifests):
+        try:
+            groups += pod_groups([manifest])
+        except rules.registry.MALFORMED as error:  # a hand-edited metadata or spec of the wrong shape
+            report.errors.append(Finding(f"document {index + 1} ({manifest.get('kind')})", "metadata, spec",
+                                         "cannot be read: a field does not have the shape Kubernetes defines "
+                                         f"({type(error).__name__}: {error})"))
     if not groups and not any(m.get("kind") in ("JobSet", "Job", "Deployment", "LeaderWorkerSet") for m in manifests):
         report.errors.append(Finding("(manifests)", "kind", "no JobSet, Job, Deployment or LeaderWorkerSet to check"))
     for group in groups:
-        _check_group(group, cluster, report)
+        try:
+            _check_group(group, cluster, report)
+        except rules.registry.MALFORMED as error:  # a hand-edited field of the wrong shape
+            report.errors.append(Finding(f"{group.name} pod", group.template_field, "cannot be read: a field does "
+                                         f"not have the shape Kubernetes defines ({type(error).__name__}: {error})"))
     for violation in rules.run(rules.Scope(manifests, cluster.objects, cluster)):
         finding = Finding.of(violation)
         (report.errors if violation.rule.severity == "error" else report.warnings).append(finding)

@@ -75,8 +75,22 @@ def rule(rule_id: str, summary: str, *, source: str, fix: str,
     return register
 
 
+# What reading a field of the wrong shape raises (a list where a mapping belongs, text for a number).
+MALFORMED = (AttributeError, TypeError, KeyError, ValueError)
+
+
 def run(scope: Scope, rules: Iterable[Rule] | None = None) -> list[Violation]:
-    return [Violation(r, breach) for r in (RULES.values() if rules is None else rules) for breach in r.check(scope)]
+    """Every breach of every rule. A hand-written object whose fields have the wrong shapes cannot be read by
+    a rule: that is reported as the rule's breach (the API server's schema would refuse the object first)."""
+    found = []
+    for r in RULES.values() if rules is None else rules:
+        try:
+            found += [Violation(r, breach) for breach in r.check(scope)]
+        except MALFORMED as error:
+            found.append(Violation(r, Breach("(manifests)", "?", f"a field does not have the shape Kubernetes "
+                                             f"defines, so this rule cannot read it ({type(error).__name__}: "
+                                             f"{error})", "check the manifest with kubectl apply --dry-run=server")))
+    return found
 
 
 # ---- reading objects -------------------------------------------------------------------------
