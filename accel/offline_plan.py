@@ -100,10 +100,19 @@ class PlanResult:
         return [v for v in self.violations if str(v.get("level", "")).lower() == "mandatory"]
 
     @property
-    def exit_code(self) -> int:
-        from accel.base.errors import EXIT_GUARDRAIL
+    def job_errors(self) -> list[dict[str, Any]]:
+        """Why the stack's own job would not run (accel/job: the schedule check and accel/job/rules)."""
+        return list((self.job or {}).get("errors") or [])
 
-        return EXIT_GUARDRAIL if self.mandatory_violations else 0
+    @property
+    def exit_code(self) -> int:
+        """docs/contracts.md: 4 a mandatory guardrail violation; else 2 when the stack's job would not run
+        (the findings `accel job` exits 2 on: a stack whose workload cannot run is invalid input); else 0."""
+        from accel.base.errors import EXIT_GUARDRAIL, EXIT_INVALID
+
+        if self.mandatory_violations:
+            return EXIT_GUARDRAIL
+        return EXIT_INVALID if self.job_errors else 0
 
     @property
     def providers_used(self) -> list[str]:
