@@ -27,6 +27,9 @@ _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
 AUTONAME_SUFFIX = 8
 # Flex-start VMs (also behind queued provisioning) run for up to seven days (GKE flex-start docs).
 FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
+# The system pool autoscales this many nodes per zone above its initial count (GkeCluster); the
+# network's address ranges count them (GcpNetworkArgs.for_plan).
+SYSTEM_POOL_EXTRA_NODES = 2
 
 
 def child_opts(parent: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:

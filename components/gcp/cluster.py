@@ -26,6 +26,7 @@ import yaml
 from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
+    SYSTEM_POOL_EXTRA_NODES,
     CLOUD_PLATFORM_SCOPE,
     check_cidr,
     check_location,
@@ -340,7 +341,7 @@ class GkeCluster(pulumi.ComponentResource):
             project=args.project,
             initial_node_count=args.system_nodes_per_zone,
             autoscaling={"min_node_count": args.system_nodes_per_zone,
-                         "max_node_count": args.system_nodes_per_zone + 2},
+                         "max_node_count": args.system_nodes_per_zone + SYSTEM_POOL_EXTRA_NODES},
             management={"auto_repair": True, "auto_upgrade": args.release_channel != "UNSPECIFIED"},
             network_config={"enable_private_nodes": True},
             node_config={
