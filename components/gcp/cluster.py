@@ -33,6 +33,7 @@ from accel.components.gcp._common import (
     check_name,
     check_zone,
     child_opts,
+    inherit_dependencies,
     compute_labels,
     is_zone,
     service_account_id,
@@ -227,6 +228,7 @@ class GkeCluster(pulumi.ComponentResource):
         check_name(COMPONENT, name, longest_suffix="-system", limit=GKE_NAME_LIMIT)
         account_id = validate(name, args)
         super().__init__("accel:gcp:GkeCluster", name, None, opts)
+        inherit_dependencies(self, opts)
 
         labels = compute_labels(args.tags)
         cluster_name = args.cluster_name or name

@@ -42,6 +42,7 @@ from accel.components.gcp._common import (
     check_name,
     check_zone,
     child_opts,
+    inherit_dependencies,
     is_zone,
 )
 from accel.components.tags import ResourceTags
@@ -285,6 +286,7 @@ class GcpNetwork(pulumi.ComponentResource):
         check_name(COMPONENT, name, longest_suffix="-allow-health-checks")
         fabric = validate(args)
         super().__init__("accel:gcp:GcpNetwork", name, None, opts)
+        inherit_dependencies(self, opts)
 
         project = {"project": args.project} if args.project else {}
         self.region = args.region
