@@ -116,7 +116,9 @@ class AwsNetworkArgs:
         return (f"the GPU zone's subnet needs {self.gpu_zone_addresses:,} addresses ({self.address_why}): "
                 f"{self._first_zone_blocks()} of the {network}'s 8 blocks, plus one per other zone "
                 f"({len(self.zones) - 1}) and one for the public subnets, which is more than 8; "
-                "use fewer zones, a larger VPC range (cidr_block, up to a /16) or fewer nodes per zone")
+                + ("use a larger VPC range (cidr_block, up to a /16) or fewer zones" if network.prefixlen > 16 else
+                   "one /16 VPC cannot hold this fleet in one zone (AwsNetwork adds no secondary CIDR): split it "
+                   "over two clusters, or run fewer nodes"))
 
     def subnet_cidrs(self) -> tuple[dict[str, str], dict[str, str]]:
         """(private, public) CIDR per zone: the first zone (the GPU nodes') takes as many of the eight
