@@ -62,7 +62,7 @@ def documentation_range_problem(cidr: str) -> str | None:
 #   EKS asks for free addresses in every cluster subnet for its own network interfaces ("at least six,
 #   we recommend 16": EKS User Guide, "VPC and subnet requirements"), so 16 more are kept aside.
 # - The VPC CNI gives every non-hostNetwork pod a VPC address and keeps a warm pool per node
-#   (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md, read 2026-11-26): the default WARM_ENI_TARGET=1
+#   (aws/amazon-vpc-cni-k8s, page eni-and-ip-target.md of its docs, read 2026-11-26): the default WARM_ENI_TARGET=1
 #   keeps "a full ENI" of free addresses, so a node with any pod holds two whole ENIs (p3dn.24xlarge in
 #   that table: 3 pods -> 98 secondary addresses); with WARM_IP_TARGET + MINIMUM_IP_TARGET it holds
 #   max(MINIMUM_IP_TARGET, pods + WARM_IP_TARGET) secondary addresses plus the ENI's primary.

@@ -5,7 +5,7 @@ default (WARM_ENI_TARGET=1) a p5.48xlarge with any pod holds both of its card-0 
 addresses per node, so 2,048 p5 nodes would need about 205k addresses, far more than a /16. accel sets
 WARM_IP_TARGET and MINIMUM_IP_TARGET instead, as the CNI's docs advise for clusters whose subnets are
 tight and whose pod churn is very low (a training node runs one long-lived pod): every GPU node then
-holds its primary address plus MINIMUM_IP_TARGET (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md,
+holds its primary address plus MINIMUM_IP_TARGET (aws/amazon-vpc-cni-k8s, page eni-and-ip-target.md of its docs,
 read 2026-11-26: "If you plan to run around 10 pods, ... set MINIMUM_IP_TARGET slightly higher than
 that, like 12, and have WARM_IP_TARGET=2"; "only set WARM_IP_TARGET for small clusters, or clusters
 with very low pod churn", because each change is an EC2 call). Prefix delegation
