@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from accel.policies.catalog import load_catalog
 from accel.policies.guardrails.rules.accelerators import alternate_problems
-from accel.policies.plan_builder import _spot_alternates
+from accel.policies.selection.plan_builder import _spot_alternates
 
 
 def test_every_alternate_the_plan_builder_offers_passes_the_guardrail():
