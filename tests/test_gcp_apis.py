@@ -80,3 +80,14 @@ def test_apis_args_refuse_what_cannot_be_enabled():
         GoogleApisArgs(project="p", apis=["container"])
     with pytest.raises(ComponentArgsError):
         GoogleApisArgs(project="p", apis=["serviceusage.googleapis.com"])
+
+
+def test_the_mandatory_guardrail_refuses_a_google_resource_that_does_not_wait_for_its_api(planned_stacks):
+    from accel.policies.guardrails.offline import evaluate
+
+    resources = copy.deepcopy(gcp_resources(planned_stacks, "llama-70b-a3mega-gcp"))
+    assert [v for v in evaluate(resources) if "google-apis-enabled" in str(v)] == []
+    pool = next(r for r in resources if r["type"] == "gcp:container/nodePool:NodePool")
+    pool["dependencies"] = [d for d in pool["dependencies"] if "apis-container" not in d]
+    found = [v for v in evaluate(resources) if "google-apis-enabled" in str(v)]
+    assert len(found) == 1 and pool["name"] in str(found[0]) and "container.googleapis.com" in str(found[0])

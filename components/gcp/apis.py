@@ -9,9 +9,9 @@ persistent-volumes/lustre-csi-driver-new-volume, read 2026-11-26). One `gcp.proj
 the project use. Every GCP component of TrainingCluster depends on this one, so each API is on before
 the first call that needs it.
 
-Which API serves which resource is a table (`API_OF_MODULE`, keyed by the pulumi_gcp module of the
-resource type); tests/test_gcp_apis.py checks that every resource a planned stack declares has its API
-here and waits for it.
+Which API serves which resource is a table (policies/cloud/google_apis.py, keyed by the pulumi_gcp
+module of the resource type); the mandatory guardrail google-apis-enabled checks that every resource a
+stack declares has its API enabled and waits for it, and tests/test_gcp_apis.py mutates both.
 """
 
 from __future__ import annotations
@@ -24,26 +24,16 @@ import pulumi_gcp as gcp
 
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import check_name, child_opts
+from accel.policies.cloud.google_apis import (
+    API_OF_MODULE,
+    WORKLOAD_IDENTITY_API,
+    DeclaredResource,
+    api_order_problems as _api_order_problems,
+)
 from accel.policies.plan import Plan
 
 COMPONENT = "GoogleApis"
 
-# pulumi_gcp module of a resource type (gcp:<module>/<name>:<Type>) -> the API its calls go to.
-API_OF_MODULE: dict[str, str] = {
-    "compute": "compute.googleapis.com",
-    "container": "container.googleapis.com",
-    "storage": "storage.googleapis.com",
-    "serviceaccount": "iam.googleapis.com",
-    "projects": "cloudresourcemanager.googleapis.com",   # project IAM bindings (getIamPolicy/setIamPolicy)
-    "servicenetworking": "servicenetworking.googleapis.com",
-    "lustre": "lustre.googleapis.com",
-    "filestore": "file.googleapis.com",
-    "tpu": "tpu.googleapis.com",
-}
-# APIs a stack needs that no resource of its own calls: GKE Workload Identity exchanges tokens through
-# the IAM Service Account Credentials API (GKE "Authenticate to Google Cloud APIs from GKE workloads":
-# "Enable the IAM Service Account Credentials API").
-WORKLOAD_IDENTITY_API = "iamcredentials.googleapis.com"
 _SERVICE = "serviceusage.googleapis.com"  # enables the others; on in every project that can call it
 
 
@@ -108,25 +98,9 @@ class GoogleApis(pulumi.ComponentResource):
 
 
 def api_order_problems(resources: Sequence[dict]) -> list[str]:
-    """Resources of a planned stack (`accel plan --json` shape) whose API is not enabled by the stack, or
-    that do not wait for it: one message each naming the resource, the API and the fix. The rule:
-    every `gcp:<module>/...` resource depends on the `gcp:projects/service:Service` of API_OF_MODULE[module]."""
-    services = {r["inputs"].get("service"): r["urn"] for r in resources
-                if r.get("type") == "gcp:projects/service:Service"}
-    problems = []
-    for resource in resources:
-        kind = resource.get("type", "")
-        if not kind.startswith("gcp:") or kind == "gcp:projects/service:Service" or "/" not in kind:
-            continue
-        module = kind.split(":", 2)[1].split("/", 1)[0]
-        api = API_OF_MODULE.get(module)
-        if api is None:
-            problems.append(f"{resource['name']} ({kind}): no API is known for module {module!r}; add it to "
-                            "API_OF_MODULE in components/gcp/apis.py")
-        elif api not in services:
-            problems.append(f"{resource['name']} ({kind}) calls {api}, which the stack does not enable; add it to "
-                            "plan_apis (components/gcp/apis.py)")
-        elif services[api] not in resource.get("dependencies", ()):
-            problems.append(f"{resource['name']} ({kind}) does not wait for {api} to be enabled; build it with "
-                            "depends_on=GoogleApis.services (its component's child_opts passes them on)")
-    return problems
+    """The google-apis-enabled rule (policies/cloud/google_apis.py) over `accel plan --json` resources."""
+    declared = [DeclaredResource(type=r.get("type", ""), name=r.get("name", ""), urn=r.get("urn", ""),
+                                 dependencies=tuple(r.get("dependencies") or ()),
+                                 service=(r.get("inputs") or {}).get("service"))
+                for r in resources]
+    return [problem.message() for problem in _api_order_problems(declared)]
