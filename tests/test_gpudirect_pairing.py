@@ -3,7 +3,6 @@ with it, in one table (components/kubernetes/node_installers.yaml) that the job 
 
 from __future__ import annotations
 
-import copy
 import re
 
 import pytest

@@ -1,4 +1,5 @@
-"""Address ranges that can never reach a public endpoint: the documentation ranges.
+"""Address ranges: the documentation ranges no allowlist may use, and how many addresses a node takes
+from each range (address capacity: the rule every network component sizes and checks its ranges by).
 
 RFC 5737 reserves 192.0.2.0/24, 198.51.100.0/24 and 203.0.113.0/24 (TEST-NET-1..3) and RFC 3849
 reserves 2001:db8::/32 for examples in documentation; they are never routed on the internet. An
