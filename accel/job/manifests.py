@@ -21,6 +21,7 @@ from typing import Any
 from accel.components.kubernetes.accelerator_stack import EFA_RESOURCE, GPU_RESOURCE, TPU_RESOURCE, AcceleratorPool
 from accel.components.kubernetes.gke_networks import DEFAULT_INTERFACE, DEFAULT_NETWORK
 from accel.components.kubernetes import workloads
+from accel.components.kubernetes.node_installers import load_node_installers
 from accel.components.kubernetes.pools import plan_pools
 from accel.policies.plan import Plan
 
@@ -164,14 +165,24 @@ def _fabric(hw: plan_view.Hardware, ctx: JobContext) -> tuple[list[dict], list[d
     if "sidecar" in facts:
         car = facts["sidecar"]
         sidecars.append({
-            "name": car["name"], "image": car["image"], "command": list(car["command"]),
+            "name": car["name"], "image": paired_sidecar_image(hw.fabric), "command": list(car["command"]),
             "restartPolicy": "Always",  # a native sidecar: it ends when the trainer does, so the Job completes
-            "securityContext": {"privileged": bool(car.get("privileged"))},
+            # What Google's samples grant, no more: capabilities, never privileged (runtime.yaml cites them).
+            "securityContext": {"privileged": False, "capabilities": {"add": list(car["capabilities"])}},
             "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
             "volumeMounts": [{"name": n, "mountPath": p} for n, p in car.get("mounts", {}).items()],
         })
         annotations[facts["device_annotation"]] = "".join(f"- path: {d}\n" for d in facts["devices"])
     return sidecars, volumes, mounts, env, annotations, facts.get("env_profile")
+
+
+def paired_sidecar_image(fabric: str) -> str:
+    """The RxDM image paired with the fabric's NCCL plugin installer: one table for both
+    (components/kubernetes/node_installers.yaml), so the node's plugin and the pod's daemon match."""
+    image = load_node_installers().sidecar(fabric)
+    if image is None:
+        raise ValueError(f"node_installers.yaml names no sidecar for fabric {fabric!r}")
+    return image
 
 
 def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
@@ -269,7 +280,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         port = runtime()["torchrun"]["rendezvous_port"]
         command = (f"torchrun --nnodes={hw.nodes} --nproc-per-node={hw.chips_per_node} "
                    f"--node-rank=$(JOB_COMPLETION_INDEX) --master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) "
-                   f"--master-port={port} {user_command}")
+                   f"--master-port={port} {torchrun_target(user_command)}")
         extra_env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}})
         launcher = "torchrun (PyTorch)"
     elif hw.family == "gpu":
@@ -321,6 +332,22 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         *notes,
     ]
     return GeneratedJob(name, [jobset], derivations)
+
+
+_INTERPRETER = re.compile(r"^\s*(?:\S*/)?python(?:3(?:\.\d+)?)?(?:\s+|$)")
+
+
+def torchrun_target(command: str) -> str:
+    """What follows torchrun's options for a user command. torchrun runs its positional argument with
+    the interpreter itself (`torchrun [options] training_script [args]`, pytorch.org/docs/stable/elastic/
+    run.html), so `python train.py` would run `python -u python train.py`: drop the interpreter (the
+    rest stays as written, so shell variables still expand), keep `-m pkg` (torchrun's own `-m`), and
+    run anything else (a shell wrapper, a binary) with `--no-python`."""
+    stripped = _INTERPRETER.sub("", command, count=1)
+    if stripped != command:
+        return stripped
+    first = command.split(maxsplit=1)[0] if command.strip() else ""
+    return command if first.endswith(".py") else f"--no-python {command}"
 
 
 def replicated_job_name(hw: plan_view.Hardware) -> str:
