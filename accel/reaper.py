@@ -136,13 +136,14 @@ def default_lock_path(work_dir: str | Path, pulumi_home: str | None = None) -> P
 
 
 def _project_name(work_dir: Path) -> str:
+    from accel.base.safe_files import read_text
     from accel.base.yaml_files import parse_yaml
 
     for candidate in ("Pulumi.yaml", "Pulumi.yml"):
         path = work_dir / candidate
         if path.exists():
             try:
-                data = parse_yaml(path.read_text(encoding="utf-8"))
+                data = parse_yaml(read_text(path, "project file"))
             except Exception:  # noqa: BLE001 (the lock name only; `pulumi` reports a broken Pulumi.yaml itself)
                 data = None
             name = data.get("name") if isinstance(data, dict) else None

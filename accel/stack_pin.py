@@ -17,6 +17,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from accel.base.errors import UsageError
+from accel.base.safe_files import describe_os_error, read_text, write_text
 
 
 def _round_trip() -> YAML:
@@ -101,9 +102,14 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
     Replacing a different workload (another name) is what the user asked for, but `warn` is told."""
     yaml = _round_trip()
     data: Any = {}
-    if path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as error:  # a name too long, a path through a file
+        raise UsageError(f"{path}: cannot use this stack file name: "
+                         f"{describe_os_error(error) if isinstance(error, OSError) else error}") from None
+    if exists:
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"))
+            data = yaml.load(read_text(path, "stack file"))
         except (YAMLError, OSError, UnicodeDecodeError) as error:
             raise UsageError(f"{path}: cannot update the stack file: {error}") from None
         if data is None:
@@ -127,6 +133,6 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
     _give_spot_plans_a_ttl(config, plan)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_dump(yaml, data), encoding="utf-8")
     except OSError as error:
-        raise UsageError(f"{path}: cannot write the stack file: {error.strerror or error}") from None
+        raise UsageError(f"{path}: cannot write the stack file: {describe_os_error(error)}") from None
+    write_text(path, _dump(yaml, data), "stack file")
