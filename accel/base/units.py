@@ -111,6 +111,7 @@ def humanize_duration(span: timedelta) -> str:
 _TTL_UNITS = {"m": ("minutes", 60), "h": ("hours", 3600), "d": ("days", 86400), "w": ("weeks", 604800)}
 _TTL_PART = re.compile(r"(\d+)([a-z]+)")
 TTL_EXAMPLES = "e.g. 90m, 12h, 3d, 1w or 1d12h"
+MAX_TTL = timedelta(days=3660)  # ten years: past any run or lease, and far inside what datetime holds
 
 
 def parse_ttl(text: str) -> timedelta:
@@ -139,12 +140,17 @@ def parse_ttl(text: str) -> timedelta:
         if seen and "wdhm".index(unit) < "wdhm".index(seen[-1]):
             raise UnitError(f"TTL {text!r}: write the largest unit first, e.g. 1d12h")
         seen.append(unit)
-        total += timedelta(seconds=amount * _TTL_UNITS[unit][1])
+        seconds = amount * _TTL_UNITS[unit][1]
+        if seconds > MAX_TTL.total_seconds():  # before timedelta() overflows a C int
+            raise UnitError(f"TTL {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
+        total += timedelta(seconds=seconds)
         position = match.end()
     if position != len(compact):
         raise UnitError(f"TTL {text!r} is not a duration; write it like {TTL_EXAMPLES}")
     if total <= timedelta(0):
         raise UnitError(f"TTL {text!r} must be longer than zero")
+    if total > MAX_TTL:
+        raise UnitError(f"TTL {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
     return total
 
 

@@ -52,6 +52,13 @@ def job(
 
     status = Console(stderr=True)
     try:
+        if stack is not None and not stack.strip():
+            raise UsageError(f"--stack: empty; name a stack (a stacks/Pulumi.<stack>.yaml file), or leave "
+                             f"the option out for {DEFAULT_STACK}")
+        if image is not None:
+            from accel.base.image_reference import check_image_reference
+
+            check_image_reference(image)
         if output is not None:
             from accel.base.safe_files import check_writable
 

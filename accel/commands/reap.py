@@ -22,6 +22,7 @@ from accel.policies.lifecycle import DEFAULT_BUSY_LIMIT, LifecycleError, format_
 
 DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY = 30.0
+MAX_RETRY_DELAY = 3600.0  # an hour before the first retry; doubled per attempt, so already days by the fifth
 EXIT_NOT_FOUND = 127  # what a shell returns for a command it cannot find
 EXIT_CANNOT_RUN = 126  # ... and for one it found but cannot execute
 
@@ -99,10 +100,10 @@ def reap_command(
     work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
                                   help="The Pulumi project directory (holds Pulumi.yaml)."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, metavar="N",
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, max=100, metavar="N",
                                  help="Destroy attempts per stack."),
-    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
-                                      help="First wait before a retry; doubles each time."),
+    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, max=MAX_RETRY_DELAY,
+                                      metavar="SECONDS", help="First wait before a retry; doubles each time."),
     busy_limit: str = typer.Option("6h", "--busy-limit", metavar="DURATION",
                                    help="How long past its expiry a stack may stay locked by an update before "
                                         "the run fails, e.g. 90m, 6h."),
@@ -258,9 +259,9 @@ def destroy_after_run_command(
     work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
                                   help="The Pulumi project directory (holds Pulumi.yaml)."),
     remove: bool = typer.Option(False, "--remove", help="Also remove the stack from the backend after the destroy."),
-    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, metavar="N", help="Destroy attempts."),
-    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
-                                      help="First wait before a retry; doubles each time."),
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, max=100, metavar="N", help="Destroy attempts."),
+    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, max=MAX_RETRY_DELAY,
+                                      metavar="SECONDS", help="First wait before a retry; doubles each time."),
 ) -> None:
     """Run COMMAND, then destroy the stack's compute however it ended; retained data stays.
 
