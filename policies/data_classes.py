@@ -103,7 +103,7 @@ def classify(type_token: str, inputs: Mapping[str, Any] | None = None, *, custom
         chart = str((inputs or {}).get("chart") or "").rstrip("/").rsplit("/", 1)[-1]
         if chart in STATELESS_CHARTS:
             return "stateless", f"the {chart} chart accel installs (no volumes)"
-        return "unknown", f"a Helm release of chart {chart or '?'!r}, which may create volumes"
+        return "unknown", f"a Helm release of chart {chart or '?'!r}, which may create volumes, so it may hold data"
     if f"{provider}:{module}" in DATA_IN_STATELESS_MODULES:
         return "data", "a disk, snapshot or image"
     if module in STATELESS_IN_DATA_MODULES:

@@ -359,11 +359,12 @@ def teardown_blockers(resources: Iterable[Mapping[str, Any]]) -> list[str]:
             retained = bool(resource.get("retainOnDelete")) or policy == "ABANDON"
             if role != SCRATCH_ROLE and not retained:
                 if kind == "unknown":
-                    holds = (f"is of type {resource.get('type')}, {why}; accel keeps the stack rather than "
-                             "guess (retain it on delete, or label it data-role=scratch)")
+                    problems.append(f"{urn}: is of type {resource.get('type')}, {why}; it is not retain_on_delete, "
+                                    "so destroying could delete data: the stack is kept (retain it on delete, or "
+                                    "label it data-role=scratch)")
                 else:
                     holds = f"holds {role} data" if role else "has no data-role label, so it may hold data"
-                problems.append(f"{urn}: {holds} and is not retain_on_delete; destroying would delete it")
+                    problems.append(f"{urn}: {holds} and is not retain_on_delete; destroying would delete it")
         if resource.get("protect"):
             problems.append(f"{urn}: protected, so destroy would fail half-way "
                             "(keep data with retain_on_delete, not protect)")

@@ -128,11 +128,12 @@ def reap_command(
         project = _project_dir(work_dir)
         with reaper.reap_lock(reaper.default_lock_path(project)):
             workspace = reaper.open_workspace(project)
-            with err.status("reaping expired stacks" if not dry_run else "deciding (dry run)"):
+            with err.status("reaping expired stacks" if not dry_run else "deciding (dry run)"), \
+                    _StopAfterCurrentStack(err) as stop:
                 report = reaper.reap(
                     workspace, now=moment, dry_run=dry_run, retry=_retry(attempts, retry_delay), busy_limit=busy,
                     log=lambda line: err.print(escape(line), highlight=False),
-                    on_output=_echo_output(err),
+                    on_output=_echo_output(err), interrupted=stop.signal_name,
                 )
     except AccelError as error:
         _fail(error, json_output, dry_run, work_dir)
@@ -202,6 +203,30 @@ class _ShieldTeardown(_SignalHandlers):
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         self.err.print(f"accel: got {signal.Signals(signum).name} during teardown; finishing the destroy first")
+
+
+class _StopAfterCurrentStack(_SignalHandlers):
+    """The reaper's signals: the first finishes the stack in hand, reports the rest as not reached and
+    prints the report (GitHub Actions sends SIGINT, then SIGTERM, on a cancel or a timeout); a second
+    stops at once, with the stack in hand reported as failed. Either way the report is printed."""
+
+    def __init__(self, err: Console) -> None:
+        self.err = err
+        self.previous = {}
+        self.received: list[str] = []
+
+    def signal_name(self) -> str | None:
+        return self.received[0] if self.received else None
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        from accel.reaper import ReapInterrupted
+
+        name = signal.Signals(signum).name
+        self.received.append(name)
+        if len(self.received) == 1:
+            self.err.print(f"accel: got {name}; finishing the stack in hand, then reporting (again to stop now)")
+            return
+        raise ReapInterrupted(name)
 
 
 class CommandCannotStart(UsageError):
