@@ -63,6 +63,15 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def is_directory(path: str | Path) -> bool:
+    """Path.is_dir() without its exceptions (a name too long raises in Python 3.11): anything that
+    cannot be a directory is False, and the reader then says what it is."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def read_bytes(path: str | Path, what: str = "file", *, max_bytes: int = DEFAULT_MAX_BYTES,
                error: type[UsageError] = UsageError, shown: str | None = None) -> bytes:
     """The bytes of the regular file at `path`; `error` (exit 2) naming `shown` on anything else.

@@ -129,6 +129,9 @@ def parse_ttl(text: str) -> timedelta:
     for match in _TTL_PART.finditer(compact):
         if match.start() != position:
             break
+        if len(match.group(1)) > 12:  # past any bound below, and before int() meets Python's digit limit
+            raise UnitError(f"TTL {text[:40]!r}{'…' if len(text) > 40 else ''} is longer than {MAX_TTL.days:,} days "
+                            "(ten years), the longest accel takes")
         amount, unit = int(match.group(1)), match.group(2)
         if unit not in _TTL_UNITS:
             raise UnitError(

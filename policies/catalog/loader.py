@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from accel.base.derived_cache import cached
 from accel.base.errors import UsageError
 from accel.base.model import describe_validation_error
-from accel.base.safe_files import read_text
+from accel.base.safe_files import is_directory, read_text
 from accel.policies import hardware
 from accel.policies.catalog.machine_facts import with_chip_facts, with_machine_facts
 from accel.policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
@@ -300,10 +300,9 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     if path is None:
         return _bundled()
     file = Path(path)
-    if file.is_dir():
+    if is_directory(file):
         return _build(_read_directory(file))
-    if not file.exists():
-        raise CatalogError(f"{file}: no such catalog file")
+    # Anything else is read as a regular file (accel/base/safe_files.py says what it is if not).
     if file.suffix.lower() == ".csv":
         raw = _read_directory(BUNDLED_DIR)
         raw.version = f"{raw.version}+{file.stem}"
