@@ -51,7 +51,9 @@ def _tpu(resource_type: str, name: str, inputs: Mapping[str, Any], catalog: Cata
     if resource_type == "gcp:tpu/v2QueuedResource:V2QueuedResource" and pool is not None:
         accelerator_type = pool.machine_type
     if pool is None or pool.chips is None or not isinstance(accelerator_type, str):
-        return _unpriced(resource_type, name, "a TPU whose type or size is not known before apply")
+        shown = accelerator_type if isinstance(accelerator_type, str) else None
+        return _unpriced(resource_type, name, f"TPU type {shown} is not one accel knows" if shown else
+                         "a TPU whose type or size is not known before apply", machine_type=shown)
     try:
         generation, _ = parse_tpu_vm_type(accelerator_type)
     except ShapeError:
