@@ -90,7 +90,9 @@ def read_bytes(path: str | Path, what: str = "file", *, max_bytes: int = DEFAULT
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
-            raise error(f"{shown}: {_kind(status.st_mode)}, not a regular file; the {what} must be a regular file")
+            kind = _kind(status.st_mode)
+            raise error(f"{shown}: is {kind}; expected {_a(what)}" if stat.S_ISDIR(status.st_mode) else
+                        f"{shown}: is {kind}, not a regular file; expected {_a(what)}")
         if status.st_size > max_bytes:
             raise error(f"{shown}: {status.st_size:,} bytes; accel reads {_a(what)} of at most {max_bytes:,} bytes")
         chunks: list[bytes] = []
