@@ -125,3 +125,19 @@ def test_sigterm_during_a_destroy_still_prints_the_json_report(fake, cli, monkey
     assert statuses["a-first"] == ("destroyed" if signals == 1 else "failed")
     assert "b-second" in report["left"]
     assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
+
+
+def test_a_signalled_run_exits_1_even_when_the_stack_in_hand_finished(fake, cli, monkeypatch):
+    fake.add_stack("only", TTL_12H)
+    original = reaper._Teardown.run
+
+    def destroy_then_get_signalled(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(reaper._Teardown, "run", destroy_then_get_signalled)
+    result = cli("reap", "--json", "--now", "2026-03-02T01:00:00Z", "--work-dir", str(fake.project),
+                 "--retry-delay", "0")
+    report = json.loads(result.stdout)
+    assert [s["status"] for s in report["stacks"]] == ["destroyed"] and report["left"] == []
+    assert result.exit_code == 1 and "got SIGINT" in result.stderr

@@ -141,7 +141,8 @@ def reap_command(
         print(json.dumps(report.to_json(), indent=2))
     else:
         _render(report, Console())
-    raise typer.Exit(report.exit_code)
+    # A run stopped by a signal fails even when the stack in hand finished: it did not do all it would have.
+    raise typer.Exit(report.exit_code or (1 if stop.signal_name() else 0))
 
 
 class _SignalHandlers:
