@@ -10,11 +10,11 @@ import pulumi
 from pydantic import ValidationError
 
 from accel.base.errors import AccelError
-from accel.program import current_config, read_stack, stack_error_message
+from accel.stack.program import current_config, read_stack, stack_error_message
 from accel.base.errors import ComponentArgsError
 from accel.components.training_cluster import TrainingCluster
 from accel.policies.lifecycle import LifecycleError
-from accel.policies.shapes import ShapeError
+from accel.policies.hardware.shapes import ShapeError
 
 try:
     stack = read_stack(current_config(), pulumi.get_stack())

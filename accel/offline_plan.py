@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from accel import stack_config
+from accel.stack import config as stack_config
 from accel.base.yaml_files import read_yaml_file
 from accel.base.errors import AccelError, UsageError
 from accel.base.model import describe_validation_error
@@ -64,9 +64,9 @@ class PlanResult:
     existing_cluster: Any = None  # the stack's accel:cluster (an ExistingCluster), when it brings one
     job: dict[str, Any] | None = None  # the generated job's schedule check (accel.job)
     warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
-    built: Any = None  # accel.policies.pricing.BuiltCost: the declared resources priced against the catalog
-    drift: Any = None  # accel.policies.pin_check.PriceDrift: the pin's $/h moved only because prices did
-    fresh_choice: Any = None  # accel.policies.pin_freshness.FreshChoice: `accel choose` now picks other hardware
+    built: Any = None  # accel.policies.cloud.pricing.BuiltCost: the declared resources priced against the catalog
+    drift: Any = None  # accel.policies.cloud.pin_check.PriceDrift: the pin's $/h moved only because prices did
+    fresh_choice: Any = None  # accel.policies.selection.pin_freshness.FreshChoice: choose now picks other hardware
     pinned_hourly_usd: float | None = None  # the Plan's own figures (the program's hourlyUsd / runUsd exports)
     pinned_run_usd: float | None = None
 
@@ -82,13 +82,13 @@ class PlanResult:
 
     @property
     def quotas(self) -> list[dict[str, Any]]:
-        """The quota each region needs before `pulumi up` (accel.policies.quotas), from the exported Plan."""
+        """The quota each region needs before `pulumi up` (accel.policies.cloud.quotas), from the exported Plan."""
         if not isinstance(self.plan, dict):
             return []
         from pydantic import ValidationError
 
         from accel.policies.plan import Plan
-        from accel.policies.quotas import quota_needs
+        from accel.policies.cloud.quotas import quota_needs
 
         try:
             plan = Plan.model_validate(self.plan)
@@ -273,7 +273,7 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
     import pulumi
 
     from accel.base.errors import ComponentArgsError, NothingFeasible
-    from accel.policies.shapes import ShapeError
+    from accel.policies.hardware.shapes import ShapeError
 
     if _caused_by(error, NothingFeasible) is not None:
         return NothingFeasible(_blame(str(error), source, stack))
@@ -316,7 +316,7 @@ class _ProgramWarnings(logging.Handler):
         self.stack_words = stack_words
 
     def emit(self, record: logging.LogRecord) -> None:
-        from accel.stack_words import in_stack_words
+        from accel.stack.words import in_stack_words
 
         message = in_stack_words(record.getMessage()) if self.stack_words else record.getMessage()
         if message not in self.messages:
@@ -335,7 +335,7 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
                         stack_tags: dict[str, str] | None = None,
                         stack_words: bool = True) -> tuple[list[dict[str, Any]], str | None]:
     """(violations, note): note says why nothing was evaluated, when the guardrails are not there.
-    `stack_words`: fixes in accel's stack-file words (accel/stack_words.py), for accel's own program; a
+    `stack_words`: fixes in accel's stack-file words (accel/stack/words.py), for accel's own program; a
     program of your own keeps the components' words (ResourceTags(...)), since `accel:` keys are not its."""
     module_name = GUARDRAILS_MODULE
     try:
@@ -351,7 +351,7 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
         if isinstance(config_error, type) and isinstance(error, config_error):
             raise UsageError(f"{config_source}: {error}") from None
         raise
-    from accel.stack_words import in_stack_words
+    from accel.stack.words import in_stack_words
 
     if not stack_words:
         return [dict(v) for v in violations], None
@@ -370,7 +370,7 @@ def _stack_tags(values: Mapping[str, Any]) -> dict[str, str]:
 
 def _existing_cluster(values: Any, source: str) -> Any:
     """The stack's accel:cluster, if any; None for a program that does not read accel settings."""
-    from accel.stack_settings import settings_from_config
+    from accel.stack.settings import settings_from_config
 
     try:
         return settings_from_config(values, source).cluster
@@ -381,7 +381,7 @@ def _existing_cluster(values: Any, source: str) -> Any:
 def _catalog_for(values: Mapping[str, Any], source: str, project_dir: Path) -> Any:
     """The catalog the stack's prices come from: its accel:catalog overlay, else the bundled one."""
     from accel.policies.catalog import load_catalog
-    from accel.stack_settings import settings_from_config
+    from accel.stack.settings import settings_from_config
 
     overlay = settings_from_config(values, source).catalog
     return load_catalog(None if overlay is None else project_dir / overlay)
@@ -389,8 +389,8 @@ def _catalog_for(values: Mapping[str, Any], source: str, project_dir: Path) -> A
 
 def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> Any:
     """The stack's declared reservation the Plan's pools run on (priced as it declares), or None."""
-    from accel.policies.reservations import RESERVED_TYPES
-    from accel.stack_settings import settings_from_config
+    from accel.policies.cloud.reservations import RESERVED_TYPES
+    from accel.stack.settings import settings_from_config
 
     if plan.capacity.provisioning not in RESERVED_TYPES:
         return None
@@ -402,10 +402,10 @@ def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> 
 
 
 def _check_fresh_choice(result: PlanResult, plan: Any, catalog: Any, values: Mapping[str, Any], source: str) -> None:
-    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/pin_freshness.py)."""
-    from accel.policies.pin_check import repin_hint
-    from accel.policies.pin_freshness import fresh_choice
-    from accel.stack_settings import settings_from_config
+    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/selection/pin_freshness.py)."""
+    from accel.policies.cloud.pin_check import repin_hint
+    from accel.policies.selection.pin_freshness import fresh_choice
+    from accel.stack.settings import settings_from_config
 
     try:
         reservations = settings_from_config(values, source).reservations
@@ -423,9 +423,9 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
 
     The reported cost becomes the built cost (pools + storage, priced now); the Plan's own figures
     stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
-    from accel.policies.pin_check import check_pin, repin_hint
+    from accel.policies.cloud.pin_check import check_pin, repin_hint
     from accel.policies.plan import Plan
-    from accel.policies.pricing import bill_reservation, price_resources
+    from accel.policies.cloud.pricing import bill_reservation, price_resources
 
     result.pinned_hourly_usd, result.pinned_run_usd = result.hourly_usd, result.run_usd
     if result.plan is None:
@@ -476,7 +476,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     def program() -> None:
         import pulumi
 
-        from accel.deploy_keys import offline_placeholders
+        from accel.stack.deploy_keys import offline_placeholders
 
         # Secret keys too, so the program sees `Config.get_secret` values as secrets.
         pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
@@ -490,7 +490,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     watcher = _ImportWatcher(say)
     # accel's own program reads the stack file's accel: keys; a project of your own (`accel plan -C DIR`)
     # is told what to pass its components instead.
-    from accel.stack_settings import PROJECT as ACCEL_PROJECT  # the project whose program reads accel: keys
+    from accel.stack.settings import PROJECT as ACCEL_PROJECT  # the project whose program reads accel: keys
 
     own_program = project.name == ACCEL_PROJECT
     warnings = _ProgramWarnings(stack_words=own_program)

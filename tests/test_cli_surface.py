@@ -93,6 +93,6 @@ def test_one_host_is_one_host_and_a_service_has_a_period_not_a_run():
 
 
 def test_spot_for_a_service_is_not_said_to_restart_from_a_checkpoint():
-    from accel.policies.tradeoffs import CAPACITY_RISK, SERVING_RISK
+    from accel.policies.selection.tradeoffs import CAPACITY_RISK, SERVING_RISK
 
     assert "checkpoint" in CAPACITY_RISK["spot"] and "checkpoint" not in SERVING_RISK["spot"]

@@ -15,9 +15,9 @@ import yaml
 
 from accel.offline_plan import plan_stack
 from accel.policies.catalog import load_catalog
-from accel.policies.pin_freshness import fresh_choice
+from accel.policies.selection.pin_freshness import fresh_choice
 from accel.policies.plan import Plan
-from accel.stack_settings import settings_from_config
+from accel.stack.settings import settings_from_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PINNED = sorted(p for p in (ROOT / "stacks").glob("Pulumi.*.yaml")

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, strategies as st
 
 from accel.policies import hardware
-from accel.policies.fleet_layout import FleetLayoutError, nodes_per_pool
+from accel.policies.selection.fleet_layout import FleetLayoutError, nodes_per_pool
 from accel.policies.plan import GpuPool, pool_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,7 +148,7 @@ def test_spot_capacity_asks_for_the_preemptible_quota(planned_stacks):
 
 def test_the_16384_h100_pin_is_estimated_on_both_clouds():
     from accel.policies.catalog import load_catalog
-    from accel.policies.ranking import choose
+    from accel.policies.selection.choose import choose
     from accel.policies.workload import load_workload
 
     choice = choose(load_workload(ROOT / "examples" / "llama-405b-h100.yaml"), load_catalog())

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from accel.stack_words import STACK_WORDS, in_stack_words
+from accel.stack.words import STACK_WORDS, in_stack_words
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -37,7 +37,7 @@ def _component_classes() -> list[type]:
 def _user_keys() -> set[str]:
     """Names a user does write: workload fields (snake_case) and stack keys, at any depth."""
     from accel.policies.workload import WorkloadSpec
-    from accel.stack_settings import StackSettings
+    from accel.stack.settings import StackSettings
 
     keys: set[str] = set()
 

@@ -74,7 +74,7 @@ def main(*, workload: str, as_json: bool, objective: str, catalog: Path | None, 
 def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | None, plot: Path | None,
         write_stack: str | None, out: Console, status: Console, reservations_path: Path | None = None) -> Any:
     from accel.policies.catalog import load_catalog
-    from accel.policies.ranking import OBJECTIVES, choose as choose_hardware, make_plan
+    from accel.policies.selection.choose import OBJECTIVES, choose as choose_hardware, make_plan
     from accel.policies.workload import WorkloadFieldError, load_workload
 
     if objective not in OBJECTIVES:
@@ -126,7 +126,7 @@ def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
 
     from accel.base.model import describe_validation_error
     from accel.base.yaml_files import read_yaml_file
-    from accel.policies.reservations import DeclaredReservation
+    from accel.policies.cloud.reservations import DeclaredReservation
 
     data = read_yaml_file(path, "reservations file")
     prefix: tuple[Any, ...] = ()
@@ -150,7 +150,7 @@ def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
 def refuse_unknown_reservations(held: list[Any], path: Path, key: tuple[Any, ...], catalog: Any) -> None:
     """UsageError (exit 2) for a reservation in FILE whose machine type or zone the catalog does not know,
     naming the file, the key and the closest names."""
-    from accel.policies.reservations import declaration_problems
+    from accel.policies.cloud.reservations import declaration_problems
 
     problems = declaration_problems(held, catalog.offerings, catalog_key="--catalog")
     if problems:
@@ -171,8 +171,8 @@ def layout_of(option: Any) -> str:
 
 
 def render(choice: Any, plan: Any, console: Console) -> None:
-    from accel.policies.ranking import accelerator_name
-    from accel.policies.tradeoffs import ranked_alternatives
+    from accel.policies.selection.choose import accelerator_name
+    from accel.policies.selection.tradeoffs import ranked_alternatives
 
     spec = choice.workload
     inference = spec.kind == "inference"
@@ -252,8 +252,8 @@ def plot_figure(choice: Any) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    from accel.policies.ranking import accelerator_name
-    from accel.policies.tradeoffs import ranked_alternatives
+    from accel.policies.selection.choose import accelerator_name
+    from accel.policies.selection.tradeoffs import ranked_alternatives
 
     spec = choice.workload
     inference = spec.kind == "inference"
@@ -426,7 +426,7 @@ def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
 
     The workload is written without unset (None) fields; the plan is the full Plan (schema 2)."""
     path = _project_dir((root or Path.cwd()).resolve()) / "stacks" / f"Pulumi.{name}.yaml"
-    from accel.stack_pin import pin_to_stack_file  # ruamel.yaml only when a stack is written
+    from accel.stack.pin import pin_to_stack_file  # ruamel.yaml only when a stack is written
 
     pin_to_stack_file(path, spec.model_dump(mode="json", exclude_none=True), plan.model_dump(mode="json"), warn=warn)
     return path

@@ -43,7 +43,7 @@ def plan(
         None, "--cwd", "-C", metavar="DIR", help="Project directory (default: the nearest one holding Pulumi.yaml)"),
 ) -> None:
     """Run the stack program on Pulumi's mock engine (preview) and show resources, cost and guardrails."""
-    from accel import stack_config
+    from accel.stack import config as stack_config
     from accel.offline_plan import plan_stack
 
     status_console = Console(stderr=True, emoji=False)
@@ -77,7 +77,7 @@ def output_console() -> Console:
 
 
 def render(result: Any, console: Console) -> None:
-    from accel.stack_config import display_path
+    from accel.stack.config import display_path
 
     console.print(f"[bold]accel plan[/bold] · stack [cyan]{result.stack}[/cyan] "
                   f"({display_path(result.stack_file)}) · mock engine, preview")
@@ -189,7 +189,7 @@ def _short_resource(resource: Any) -> str:
 
 
 def render_warnings(result: Any, console: Console) -> None:
-    """The program's warnings, already in stack-file words (accel/stack_words.py)."""
+    """The program's warnings, already in stack-file words (accel/stack/words.py)."""
     if not result.warnings:
         return
     console.print()

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies import shapes
-from accel.policies.candidates import Candidate, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words
-from accel.policies.reservations import DeclaredReservation
+from accel.policies.hardware import shapes
+from accel.policies.selection.candidates import (
+    Candidate, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
+from accel.policies.cloud.reservations import DeclaredReservation
 from accel.policies.catalog.model import Offering, Price
-from accel.policies.estimate import Evaluation, training_memory_bytes
-from accel.policies.ladders import (
+from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
+from accel.policies.selection.ladders import (
     GpuLadder,
     Size,
     TpuLadder,
@@ -224,7 +225,7 @@ def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
     """The TPU sizes a search can pick, each faster than every smaller one that holds the state (`need` chips).
 
     A multislice of more, smaller slices can be slower than a smaller fleet of fewer, larger ones: its DCN
-    all-reduce spans more slices (policies/dcn.py). Such a size costs more and runs longer, so no objective
+    all-reduce spans more slices (policies/estimator/dcn.py). Such a size costs more and runs longer, so no objective
     picks it; dropping it keeps run time falling along the ladder, which the searches below rely on."""
     kept: list[Size] = []
     quickest = math.inf

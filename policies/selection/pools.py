@@ -1,7 +1,7 @@
 """Pools a person can write by hand: a TPU pool from generation + topology (+ slices), a GPU pool
 from accelerator + GPU count. Everything else (machine type, hosts, chips per host, GKE labels,
 TPU VM type, guest accelerator, local SSDs, fabric) is derived from the hardware facts table
-(policies/hardware/facts.toml) through policies/shapes, so a hand-written pool is exactly what
+(policies/hardware/facts.toml) through policies/hardware/shapes, so a hand-written pool is exactly what
 the planner would have written for the same hardware.
 
 Errors name the component property (`TpuSlice.generation: 'v9' is not valid; allowed: ...`),
@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import get_args
 
 from accel.base.errors import invalid_arg
-from accel.policies import hardware, shapes
+from accel.policies import hardware
+from accel.policies.hardware import shapes
 from accel.policies.plan import Capacity, GpuPool, Provisioning, TpuPool
 from accel.policies.workload import ACCELERATOR_IDS
 

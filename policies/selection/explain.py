@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies import hardware, shapes
-from accel.policies.candidates import Candidate, SearchContext, to_option
-from accel.policies.choice import NoFeasibleOption, catalog_ref
-from accel.policies.estimate import training_flops, training_memory_bytes
+from accel.policies import hardware
+from accel.policies.hardware import shapes
+from accel.policies.selection.candidates import Candidate, SearchContext, to_option
+from accel.policies.selection.choice import NoFeasibleOption, catalog_ref
+from accel.policies.estimator.estimate import training_flops, training_memory_bytes
 from accel.policies.plan import Option
-from accel.policies.tradeoffs import time_words
+from accel.policies.selection.tradeoffs import time_words
 from accel.policies.workload import XLA_FRAMEWORKS, framework_label
 
 

@@ -43,7 +43,7 @@ def _identity(option: Any) -> tuple[Any, ...]:
 
 def describe_option(option: Any) -> str:
     """'H100 spot, 146 x p5.48xlarge, aws us-east-2' or 'TPU v6e on-demand, 4 x 16x16, gcp us-east5'."""
-    from accel.policies.explain import accelerator_name
+    from accel.policies.selection.explain import accelerator_name
 
     layout = (f"{option.slices} x {option.topology}" if option.topology and option.slices > 1
               else option.topology or f"{option.hosts} x {option.machine_type}")
@@ -61,7 +61,7 @@ def fresh_choice(plan: Any, catalog: Any, reservations: Sequence[Any] = ()) -> F
     """None when `accel choose` of the pin's workload on `catalog` picks the pinned hardware (under either
     objective) or finds nothing feasible to compare; else what it picks and the cost against the pin."""
     from accel.base.errors import AccelError
-    from accel.policies.ranking import choose
+    from accel.policies.selection.choose import choose
 
     answers = []
     for objective in OBJECTIVES:

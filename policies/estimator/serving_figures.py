@@ -16,10 +16,10 @@ from pydantic import Field, model_validator
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
 from accel.policies.catalog.model import Catalog
-from accel.policies.estimate import InferenceModel, resolve
+from accel.policies.estimator.estimate import InferenceModel, resolve
 from accel.policies.workload import AcceleratorId, workload_from_mapping
 
-PUBLISHED_SERVING = Path(__file__).resolve().parent / "catalog" / "published_serving.yaml"
+PUBLISHED_SERVING = Path(__file__).resolve().parent.parent / "catalog" / "published_serving.yaml"
 
 
 class Architecture(StrictModel):

@@ -27,7 +27,7 @@ from pydantic import Field
 from accel.base.model import StrictModel
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies.catalog.model import Catalog, Offering
-from accel.policies.reservations import DeclaredReservation
+from accel.policies.cloud.reservations import DeclaredReservation
 
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

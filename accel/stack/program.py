@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from accel.base.errors import UsageError
-from accel.deploy_keys import DeployKey, missing_deploy_keys, missing_keys_message, placeholders_allowed
-from accel.stack_settings import StackSettings, settings_from_config
+from accel.stack.deploy_keys import DeployKey, missing_deploy_keys, missing_keys_message, placeholders_allowed
+from accel.stack.settings import StackSettings, settings_from_config
 from accel.components.tags import ResourceTags
 from accel.components.training_cluster import TrainingClusterArgs
 from accel.policies.lifecycle import Lifecycle, stack_tag_problems
 from accel.policies.plan import Plan
-from accel.policies.reservations import capacity_block_window
+from accel.policies.cloud.reservations import capacity_block_window
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec
 
 # GKE cluster names are at most 40 characters and the components derive longer child names
@@ -136,7 +136,7 @@ def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
     if not settings.reservations:
         return
     from accel.policies.catalog import load_catalog
-    from accel.policies.reservations import declaration_problems
+    from accel.policies.cloud.reservations import declaration_problems
 
     problems = declaration_problems(settings.reservations, load_catalog(settings.catalog).offerings,
                                     catalog_key="accel:catalog")
@@ -148,7 +148,7 @@ def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
 def _on_reservations(plan: Plan, pinned: bool, settings: StackSettings, source: str) -> Plan:
     """A plan decided here takes the stack's reservation of its machine type; any plan must fit the
     declared reservations (machine type, zone, count), or the stack is refused before `pulumi up`."""
-    from accel.policies.reservations import reservation_problems, use_reservation
+    from accel.policies.cloud.reservations import reservation_problems, use_reservation
 
     if not pinned:
         plan = use_reservation(plan, settings.reservations)
@@ -180,7 +180,7 @@ def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan,
 
 def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -> Plan:
     from accel.policies.catalog import load_catalog, offerings_from_inventory
-    from accel.policies.ranking import choose_plan, plan_from_pin
+    from accel.policies.selection.choose import choose_plan, plan_from_pin
 
     catalog = load_catalog(settings.catalog)
     extra = []

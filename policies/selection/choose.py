@@ -1,15 +1,16 @@
 """Hardware selection, the pipeline end to end: candidates -> sizing -> estimate -> choose -> explain -> Plan.
 
 For each offering (machine type or TPU generation on a cloud) that passes the hard constraints, each allowed
-region price and each capacity type (spot / on-demand) (accel.policies.candidates), the engine finds the best
-fleet size on the offering's size ladder (accel.policies.sizing over accel.policies.ladders, timed and priced by
-accel.policies.estimate), ranks every feasible configuration by the objective and chooses (here: `choose`,
-`choose_plan`), and explains the choice
-(accel.policies.explain). A hardware pin skips the search (accel.policies.pin); accel.policies.plan_builder
-turns the Choice into the Plan. The entry points callers use are the names in __all__.
+region price and each capacity type (spot / on-demand) (selection.candidates), the engine finds the best
+fleet size on the offering's size ladder (selection.sizing over selection.ladders, timed and priced by
+estimator.estimate), ranks every feasible configuration by the objective and chooses (here: `choose`,
+`choose_plan`), and explains the choice (selection.explain). A hardware pin skips the search
+(selection.pin); selection.plan_builder turns the Choice into the Plan. The entry points callers use are
+the names in __all__.
 
-The module is not named `choose`: `accel.policies.choose` is the function (exported lazily), and a
-submodule of that name would replace it on the package once imported.
+`accel.policies.choose` is this module's function `choose` (exported lazily). This module lives one
+level down, in `accel.policies.selection`, so importing it sets `selection`, never `choose`, on
+`accel.policies`: the function is not replaced by its module.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Literal, Sequence
 
-from accel.policies.candidates import (
+from accel.policies.selection.candidates import (
     Candidate,
     check_regions,
     estimate_for,
@@ -29,13 +30,13 @@ from accel.policies.candidates import (
     to_option,
 )
 from accel.policies.catalog.model import Catalog, Offering, Price
-from accel.policies.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
-from accel.policies.explain import accelerator_name, explain_choice, explain_infeasible
-from accel.policies.pin import choose_pinned, plan_from_pin
+from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
+from accel.policies.selection.explain import accelerator_name, explain_choice, explain_infeasible
+from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
-from accel.policies.plan_builder import make_plan
-from accel.policies.reservations import DeclaredReservation
-from accel.policies.sizing import SizingOutcome, keep_fastest_replica, size_inference, size_training
+from accel.policies.selection.plan_builder import make_plan
+from accel.policies.cloud.reservations import DeclaredReservation
+from accel.policies.selection.sizing import SizingOutcome, keep_fastest_replica, size_inference, size_training
 from accel.policies.workload import WorkloadSpec
 
 __all__ = [

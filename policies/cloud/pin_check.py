@@ -2,7 +2,7 @@
 
 A pinned Plan is a hand-editable block of a stack file. The program builds pools from `tpu` /
 `gpu`, while the cost a reviewer and the budget guardrails read is the Plan's own estimate. So the
-built accelerator pools (priced by accel.policies.pricing) are compared with the Plan:
+built accelerator pools (priced by accel.policies.cloud.pricing) are compared with the Plan:
 - a different number of pools, nodes or chips is a contradiction: refused, naming the field;
 - a different $/h under the catalog version the Plan was priced with means the figures were
   edited (or the pin was hand-made): refused too;
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from accel.policies.plan import Plan
-from accel.policies.pricing import BuiltCost
+from accel.policies.cloud.pricing import BuiltCost
 from pydantic import Field
 
 from accel.base.model import StrictModel

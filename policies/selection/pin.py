@@ -6,8 +6,8 @@ import math
 from typing import Sequence
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies import shapes
-from accel.policies.candidates import (
+from accel.policies.hardware import shapes
+from accel.policies.selection.candidates import (
     Candidate,
     SearchContext,
     check_regions,
@@ -20,18 +20,18 @@ from accel.policies.candidates import (
     to_option,
 )
 from accel.policies.catalog.model import Catalog, Offering, Price
-from accel.policies.choice import Choice, NoFeasibleOption, catalog_ref
-from accel.policies.estimate import (
+from accel.policies.selection.choice import Choice, NoFeasibleOption, catalog_ref
+from accel.policies.estimator.estimate import (
     Evaluation,
     Replica,
     min_chips_for_memory,
     slice_holds_training_state,
     training_memory_bytes,
 )
-from accel.policies.explain import describe
-from accel.policies.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
+from accel.policies.selection.explain import describe
+from accel.policies.selection.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
 from accel.policies.plan import Option, Plan
-from accel.policies.plan_builder import make_plan
+from accel.policies.selection.plan_builder import make_plan
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
 
@@ -85,7 +85,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
             slices = pin.slices or 1
             topology = shapes.smallest_topology(generation.name, pin.chips // slices)
         else:
-            # The search's layout rule: the smallest ladder size that holds the chips (policies/ladders.py).
+            # The search's layout rule: the smallest ladder size that holds the chips (policies/selection/ladders.py).
             layout = tpu_layout(generation.name, pin.chips)
             topology, slices = layout.topology, layout.slices
             assert topology is not None

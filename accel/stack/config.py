@@ -6,7 +6,7 @@ strings: objects and arrays JSON-encoded, booleans as `true`/`false`. Under the 
 nobody does that, so `load_stack_config` does, for `pulumi.runtime.set_all_config`. Secrets
 (`secure:` values, encrypted with a key we do not have) become a placeholder.
 
-The program itself validates the `accel:` keys it receives in accel/stack_settings.py.
+The program itself validates the `accel:` keys it receives in accel/stack/settings.py.
 """
 
 from __future__ import annotations

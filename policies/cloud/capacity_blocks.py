@@ -102,5 +102,5 @@ def window_problem(start: datetime, end: datetime) -> str | None:
         return (f"the block ({schedule_time(start)} to {schedule_time(end)}) is too short: the node group is "
                 f"scaled in {minutes} minutes before its end (EC2 terminates its instances "
                 f"{int(facts.ec2_terminates_before_end.total_seconds() // 60)} minutes before; "
-                "policies/capacity_blocks.yaml), which leaves no time to run")
+                "policies/cloud/capacity_blocks.yaml), which leaves no time to run")
     return None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from accel.policies.catalog.model import Catalog
-from accel.policies.choice import Choice
-from accel.policies.estimate import filesystem_plan
-from accel.policies.fleet_layout import gpu_nodes_per_pool
-from accel.policies.gke_rules import compact_placement_problem
+from accel.policies.selection.choice import Choice
+from accel.policies.estimator.estimate import filesystem_plan
+from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
+from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, GpuPool, Plan, plan_parallelism
-from accel.policies.pools import tpu_pool
+from accel.policies.selection.pools import tpu_pool
 from accel.policies.workload import WorkloadSpec
 
 
@@ -40,7 +40,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
                       compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option))
-        # A fleet over the per-pool limit is several pools (policies/fleet_layout.py), each a whole number of
+        # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
         parallelism = plan_parallelism(spec.kind, gpu, choice.estimate)
         assert parallelism is not None

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence, TypeVar
 
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
-from accel.policies.choice import OBJECTIVES
-from accel.policies.estimate import (
+from accel.policies.selection.choice import OBJECTIVES
+from accel.policies.estimator.estimate import (
     Evaluation,
     InferenceModel,
     Resolved,
@@ -24,9 +24,10 @@ from accel.policies.estimate import (
     resolve,
     training_flops,
 )
-from accel.policies.ladders import Size
+from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
-from accel.policies.reservations import DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words
+from accel.policies.cloud.reservations import (
+    DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words)
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
 
 K = TypeVar("K")

@@ -1,7 +1,7 @@
 """The quota each region needs before `pulumi up`: accelerators per family, CPUs, and the cluster
 limits the fleet's layout relies on (docs/scale.md).
 
-A pure function of the Plan, the hardware table (vCPUs, chips, limits) and policies/quotas.yaml
+A pure function of the Plan, the hardware table (vCPUs, chips, limits) and policies/cloud/quotas.yaml
 (the names users see in the console and request increases for).
 """
 

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Offering
 
 

@@ -5,7 +5,7 @@ calibrated on the table of published training runs (policies/catalog/published_r
 
 where x = log10(parameters / 1e10). Small models leave the matrix units idle on short matmuls and large ones
 pay for model parallelism (the quadratic in size), bigger fleets pay for collectives (d), and slices joined
-over the data-centre network pay for their per-step gradient all-reduce (`dcn`, policies/dcn.py: a function
+over the data-centre network pay for their per-step gradient all-reduce (`dcn`, policies/estimator/dcn.py: a function
 of the slice count, the model's gradient bytes, the global batch and the chips' DCN bandwidth, not fitted)
 and once more for what that does not explain (m: DCN latency, stragglers). An accelerator's intercept is its class's (tpu-3d, tpu-2d,
 gpu-nvlink) plus its own offset, ridge-shrunk toward the class so one published run cannot swing it; an
@@ -30,13 +30,14 @@ from pydantic import Field, model_validator
 from accel.base.derived_cache import cached
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
-from accel.policies import hardware, shapes
+from accel.policies import hardware
+from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Accelerator, Catalog, rule_for
-from accel.policies.dcn import DcnStep, dcn_seconds, dcn_step, efficiency_from_observed
+from accel.policies.estimator.dcn import DcnStep, dcn_seconds, dcn_step, efficiency_from_observed
 from accel.policies.workload import AcceleratorId
 
-PUBLISHED_RUNS = Path(__file__).resolve().parent / "catalog" / "published_runs.yaml"
-POLICIES_DIR = Path(__file__).resolve().parent
+POLICIES_DIR = Path(__file__).resolve().parent.parent
+PUBLISHED_RUNS = POLICIES_DIR / "catalog" / "published_runs.yaml"
 SIZE_REFERENCE = 1e10        # x = log10(parameters / 1e10): 10B parameters at x = 0
 SCALE_REFERENCE_CHIPS = 8    # one GPU node: no scale penalty below it
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
 from accel.base.model import StrictModel
-from accel.policies.capacity_blocks import CapacityBlockWindow, window_problem
+from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
 from accel.policies.plan import Plan
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from accel.base.model import describe_validation_error
 from accel.components.kubernetes.pools import ExistingCluster
 from accel.policies.lifecycle import Lifecycle, LifecycleError
 from accel.policies.plan import Plan
-from accel.policies.reservations import DeclaredReservation
+from accel.policies.cloud.reservations import DeclaredReservation
 from accel.base.model import StrictModel
 from accel.policies.workload import HardwarePin, WorkloadSpec
 
