@@ -423,7 +423,7 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
 
     The reported cost becomes the built cost (pools + storage, priced now); the Plan's own figures
     stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
-    from accel.policies.cloud.pin_check import check_pin, repin_hint
+    from accel.policies.cloud.pin_check import STACK_KEY, check_pin, repin_hint
     from accel.policies.plan import Plan
     from accel.policies.cloud.pricing import bill_reservation, price_resources
 
@@ -447,7 +447,8 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         problems, result.drift = check_pin(plan, built, result.stack)
         if problems:
             raise UsageError(f"{source}: " + "; ".join(problems) + f"; {repin_hint(result.stack)}")
-        _check_fresh_choice(result, plan, catalog, values, source)
+        if STACK_KEY in values:  # a stack without a pin was just decided by the same choose: nothing to compare
+            _check_fresh_choice(result, plan, catalog, values, source)
     result.hourly_usd = round(hourly, 2)
     result.run_usd = round(hourly * plan.estimate.hours, 2)
 
