@@ -41,7 +41,6 @@ RUN_OUTPUT = "runUsd"
 
 PROVIDER_PACKAGES = ("pulumi_gcp", "pulumi_aws", "pulumi_kubernetes")
 GUARDRAILS_MODULE = "accel.policies.guardrails.offline"
-# Where a ValueError means "the stack asked for something impossible", not "the code is wrong".
 
 Progress = Callable[[str], None]
 
@@ -273,7 +272,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
     import pulumi
 
     from accel.base.errors import ComponentArgsError, NothingFeasible
-    from accel.policies.hardware.shapes import ShapeError
 
     if _caused_by(error, NothingFeasible) is not None:
         return NothingFeasible(_blame(str(error), source, stack))
@@ -285,8 +283,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
         return UsageError(f"{source}: {error.key}: {error}")
     if isinstance(error, ValidationError):
         return UsageError(describe_validation_error(error, source, prefix=(error.title,)))
-    if isinstance(error, ShapeError):
-        return UsageError(_blame(str(error), source, stack))
     if isinstance(error, pulumi.RunError):
         # Pulumi's own convention for "show the user this message, not a stack trace".
         return UsageError(_blame(str(error), source, stack))
