@@ -65,7 +65,7 @@ class PlanResult:
     warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
     built: Any = None  # accel.policies.cloud.pricing.BuiltCost: the declared resources priced against the catalog
     drift: Any = None  # accel.policies.cloud.pin_check.PriceDrift: the pin's $/h moved only because prices did
-    fresh_choice: Any = None  # accel.policies.selection.pin_freshness.FreshChoice: `accel choose` now picks other hardware
+    fresh_choice: Any = None  # accel.policies.selection.pin_freshness.FreshChoice: choose now picks other hardware
     pinned_hourly_usd: float | None = None  # the Plan's own figures (the program's hourlyUsd / runUsd exports)
     pinned_run_usd: float | None = None
 
@@ -340,7 +340,7 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
                         stack_tags: dict[str, str] | None = None,
                         stack_words: bool = True) -> tuple[list[dict[str, Any]], str | None]:
     """(violations, note): note says why nothing was evaluated, when the guardrails are not there.
-    `stack_words`: fixes in accel's stack-file words (accel/stack_words.py), for accel's own program; a
+    `stack_words`: fixes in accel's stack-file words (accel/stack/words.py), for accel's own program; a
     program of your own keeps the components' words (ResourceTags(...)), since `accel:` keys are not its."""
     module_name = GUARDRAILS_MODULE
     try:
@@ -407,7 +407,7 @@ def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> 
 
 
 def _check_fresh_choice(result: PlanResult, plan: Any, catalog: Any, values: Mapping[str, Any], source: str) -> None:
-    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/pin_freshness.py)."""
+    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/selection/pin_freshness.py)."""
     from accel.policies.cloud.pin_check import repin_hint
     from accel.policies.selection.pin_freshness import fresh_choice
     from accel.stack.settings import settings_from_config
@@ -428,7 +428,7 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
 
     The reported cost becomes the built cost (pools + storage, priced now); the Plan's own figures
     stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
-    from accel.policies.cloud.pin_check import check_pin, repin_hint
+    from accel.policies.cloud.pin_check import STACK_KEY, check_pin, repin_hint
     from accel.policies.plan import Plan
     from accel.policies.cloud.pricing import bill_reservation, price_resources
 
@@ -452,7 +452,8 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         problems, result.drift = check_pin(plan, built, result.stack)
         if problems:
             raise UsageError(f"{source}: " + "; ".join(problems) + f"; {repin_hint(result.stack)}")
-        _check_fresh_choice(result, plan, catalog, values, source)
+        if STACK_KEY in values:  # a stack without a pin was just decided by the same choose: nothing to compare
+            _check_fresh_choice(result, plan, catalog, values, source)
     result.hourly_usd = round(hourly, 2)
     result.run_usd = round(hourly * plan.estimate.hours, 2)
 

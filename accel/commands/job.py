@@ -9,7 +9,9 @@ from typing import Optional
 
 import typer
 
+
 from accel.base.errors import EXIT_INVALID, AccelError, UsageError, fail
+from accel.commands.completion import complete_stack
 
 DEFAULT_STACK = "llama-70b-tpu"
 
@@ -30,7 +32,7 @@ def _read_manifests(path: Path) -> list[dict]:
 
 
 def job(
-    stack: Optional[str] = typer.Option(None, "--stack", "-s", metavar="STACK",
+    stack: Optional[str] = typer.Option(None, "--stack", "-s", metavar="STACK", autocompletion=complete_stack,
                                         help=f"Stack whose workload to run (default {DEFAULT_STACK})"),
     image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE", help="Container image (default: the documented example)"),
     command: Optional[str] = typer.Option(None, "--command", metavar="CMD", help="Command the container runs"),

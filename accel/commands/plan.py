@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from accel.base.errors import EXIT_GUARDRAIL, AccelError, fail
+from accel.commands.completion import complete_stack
 from accel.base.units import money
 
 DEFAULT_STACK = "llama-70b-tpu"
@@ -30,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
 def plan(
     stack: Optional[str] = typer.Option(
-        None, "--stack", "-s", metavar="STACK",
+        None, "--stack", "-s", metavar="STACK", autocompletion=complete_stack,
         help=f"Stack to plan (stacks/Pulumi.<stack>.yaml); default {DEFAULT_STACK}"),
     config: Optional[Path] = typer.Option(
         None, "--config", metavar="FILE",

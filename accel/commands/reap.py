@@ -13,11 +13,13 @@ from types import FrameType
 from typing import NoReturn
 
 import typer
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from accel.base.errors import AccelError, UsageError, fail
+from accel.commands.completion import complete_stack
 from accel.policies.lifecycle import DEFAULT_BUSY_LIMIT, LifecycleError, format_timestamp, parse_timestamp, parse_ttl
 
 DEFAULT_ATTEMPTS = 3
@@ -284,7 +286,7 @@ def _run_command(command: list[str], err: Console) -> int:
 
 
 def destroy_after_run_command(
-    stack: str = typer.Option(..., "-s", "--stack", metavar="STACK",
+    stack: str = typer.Option(..., "-s", "--stack", metavar="STACK", autocompletion=complete_stack,
                               help="The stack to destroy when the command exits."),
     command: list[str] = typer.Argument(..., metavar="COMMAND", help="The training command to run."),
     work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
