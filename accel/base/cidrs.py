@@ -53,7 +53,9 @@ def documentation_range_problem(cidr: str) -> str | None:
 #   Each node takes one address in the node subnet and one in each additional node network's subnet
 #   (GKE "Maximize GPU network bandwidth": one NIC per additional network).
 # - GKE gives every node a pod block of the smallest power of two holding twice its maximum Pods:
-#   110 Pods (the Standard default) -> 256 addresses (a /24), 64 -> /25, 32 -> /26, 16 -> /27, 8 -> /28.
+#   the page's table: 65-110 Pods (110 is the Standard default) -> /24, 33-64 -> /25, 17-32 -> /26,
+#   9-16 -> /27, 8 -> /28 ("The block always contains at least twice as many addresses as the maximum
+#   number of Pods per node").
 #   "Node creation is limited by the number of available addresses in the Pod address range": GKE
 #   "Configure maximum Pods per node" (cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr)
 #   and "IP address management" / alias IP ranges (cloud.google.com/kubernetes-engine/docs/concepts/alias-ips),
