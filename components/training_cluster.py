@@ -20,6 +20,7 @@ import pulumi
 from accel.components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
 from accel.components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
 from accel.components.kubernetes.storage_mounts import StorageMount
+from accel.components.kubernetes.workloads import needs_leader_worker_set
 from accel.components.kubernetes.pools import (
     ExistingCluster,
     device_plugin_needed,
@@ -131,6 +132,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_gpu_operator=bool(existing and existing.gpu_setup == "gpu-operator" and existing.has_gpus),
                 install_kueue=existing.install_kueue if existing else True,
                 install_jobset=existing.install_jobset if existing else True,
+                install_lws=needs_leader_worker_set(args.plan),
                 gpu_fabric=built.gpu_fabric,
                 gke_networks=built.gke_networks,
                 storage_mounts=built.storage_mounts,

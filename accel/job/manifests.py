@@ -20,6 +20,7 @@ from typing import Any
 
 from accel.components.kubernetes.accelerator_stack import EFA_RESOURCE, GPU_RESOURCE, TPU_RESOURCE, AcceleratorPool
 from accel.components.kubernetes.gke_networks import DEFAULT_INTERFACE, DEFAULT_NETWORK
+from accel.components.kubernetes import workloads
 from accel.components.kubernetes.node_installers import load_node_installers
 from accel.components.kubernetes.pools import plan_pools
 from accel.policies.plan import Plan
@@ -34,6 +35,10 @@ JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+# LWS's own key: one replica (group) per topology domain, here one TPU slice node pool per replica
+# (lws v0.10.0 api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey).
+LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
@@ -63,8 +68,12 @@ class GeneratedJob:
 
 
 def dns_name(text: str, limit: int = 40) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-")
-    return name or "job"
+    """A DNS-1035 label: JobSet, LeaderWorkerSet and Service names must start with a letter (rules jobset/job-names,
+    lws/name, meta/name), and 40 characters leave room for the pod names a JobSet derives from it."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    if name[:1].isdigit():
+        name = f"w-{name}"  # "70b-pretrain" -> "w-70b-pretrain"
+    return name[:limit].strip("-") or "job"
 
 
 def _pool(plan: Plan, ctx: JobContext) -> AcceleratorPool:
@@ -89,7 +98,12 @@ def _resources(hw: plan_view.Hardware, chips: int, node_share: float = 1.0) -> d
 
 
 def _storage(plan: Plan, ctx: JobContext) -> tuple[list[dict], list[dict], list[dict], dict[str, str], list[str]]:
-    """(volumes, mounts, env, pod annotations, derivations): buckets through GCS FUSE on GKE, s3:// URLs on EKS."""
+    """(volumes, mounts, env, pod annotations, derivations): buckets through GCS FUSE on GKE, s3:// URLs on EKS.
+
+    A bucket the stack already declares as a claim of the same name (storage_mounts.py: a static GCS FUSE
+    PV + PVC) is mounted through that claim; declaring it a second time as an ephemeral CSI volume would
+    repeat the volume name, which the API server refuses (rule pod/volume-names-unique).
+    """
     volumes: list[dict] = []
     mounts: list[dict] = []
     env: list[dict] = []
@@ -97,21 +111,28 @@ def _storage(plan: Plan, ctx: JobContext) -> tuple[list[dict], list[dict], list[
     notes: list[str] = []
     buckets = [("checkpoints", ctx.checkpoint_bucket, CHECKPOINT_MOUNT, False, "CHECKPOINT_DIR"),
                ("datasets", ctx.dataset_bucket, DATASET_MOUNT, True, "DATASET_DIR")]
+    claims = list(ctx.volume_claims)
     for name, bucket, mount, read_only, variable in buckets:
         if not bucket:
             continue
         if plan.cloud == "gcp":
             annotations[GCSFUSE_ANNOTATION] = "true"
-            volumes.append({"name": name, "csi": {"driver": GCSFUSE_DRIVER, "readOnly": read_only,
-                                                   "volumeAttributes": {"bucketName": bucket,
-                                                                        "mountOptions": "implicit-dirs"}}})
+            if name in claims:
+                claims.remove(name)
+                volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name, "readOnly": read_only}})
+                how = f"the stack's claim {name} (GCS FUSE PV)"
+            else:
+                volumes.append({"name": name, "csi": {"driver": GCSFUSE_DRIVER, "readOnly": read_only,
+                                                       "volumeAttributes": {"bucketName": bucket,
+                                                                            "mountOptions": "implicit-dirs"}}})
+                how = "GCS FUSE CSI"
             mounts.append({"name": name, "mountPath": mount, "readOnly": read_only})
             env.append({"name": variable, "value": mount})
-            notes.append(f"{variable}: bucket {bucket} mounted at {mount} (GCS FUSE CSI)")
+            notes.append(f"{variable}: bucket {bucket} mounted at {mount} ({how})")
         else:
             env.append({"name": variable, "value": f"s3://{bucket}/"})
             notes.append(f"{variable}: s3://{bucket}/ (IRSA credentials from the ServiceAccount)")
-    for claim in ctx.volume_claims:
+    for claim in claims:
         volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
         mounts.append({"name": claim, "mountPath": f"/mnt/{claim}"})
         notes.append(f"volume claim {claim} mounted at /mnt/{claim}")
@@ -364,7 +385,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
     model = serving_model(plan)
-    nodes_per_replica = max(1, -(-replica_chips // hw.chips_per_node))
+    nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
     chips_per_pod = min(replica_chips, hw.chips_per_node)
     if hw.family == "gpu":
         default_command = (f"vllm serve {model} --port {SERVING_PORT} --dtype bfloat16 "
@@ -393,8 +414,10 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
         leader, worker = _ray_group(pod, command, hw.family == "gpu")
+        # A TPU replica is one multi-host slice: one node pool per replica, as the JobSet's slices.
+        exclusive = {"annotations": {LWS_EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}} if hw.family == "tpu" else {}
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
-                    "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
+                    "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels, **exclusive},
                     "spec": {"replicas": replicas,
                              "leaderWorkerTemplate": {"size": nodes_per_replica, "leaderTemplate": leader,
                                                       "workerTemplate": worker}}}
