@@ -54,6 +54,9 @@ def test_the_vpc_cni_default_holds_two_whole_p5_enis_and_the_targets_hold_what_t
     # The same table: MINIMUM 10, WARM 5 -> 7 pods: 12 secondary, 15 pods: 20 secondary (one ENI).
     assert vpc_cni_addresses_per_node(targets, pods=7, ips_per_eni=50, max_enis=2) == 1 + 12
     assert vpc_cni_addresses_per_node(targets, pods=15, ips_per_eni=50, max_enis=2) == 1 + 20
+    # Prefix delegation: one /28 per 16 pods plus one warm /28 by default, so never under 33 per node.
+    prefixes = VpcCniSettings(prefix_delegation=True)
+    assert vpc_cni_addresses_per_node(prefixes, pods=5, ips_per_eni=50, max_enis=2) == 1 + 32
 
 
 # ---- Google Cloud ---------------------------------------------------------------------------------

@@ -53,7 +53,9 @@ def documentation_range_problem(cidr: str) -> str | None:
 #   Each node takes one address in the node subnet and one in each additional node network's subnet
 #   (GKE "Maximize GPU network bandwidth": one NIC per additional network).
 # - GKE gives every node a pod block of the smallest power of two holding twice its maximum Pods:
-#   110 Pods (the Standard default) -> 256 addresses (a /24), 64 -> /25, 32 -> /26, 16 -> /27, 8 -> /28.
+#   the page's table: 65-110 Pods (110 is the Standard default) -> /24, 33-64 -> /25, 17-32 -> /26,
+#   9-16 -> /27, 8 -> /28 ("The block always contains at least twice as many addresses as the maximum
+#   number of Pods per node").
 #   "Node creation is limited by the number of available addresses in the Pod address range": GKE
 #   "Configure maximum Pods per node" (cloud.google.com/kubernetes-engine/docs/how-to/flexible-pod-cidr)
 #   and "IP address management" / alias IP ranges (cloud.google.com/kubernetes-engine/docs/concepts/alias-ips),
@@ -74,6 +76,7 @@ GCP_RESERVED_PER_SUBNET = 4
 AWS_RESERVED_PER_SUBNET = 5
 EKS_FREE_PER_SUBNET = 16
 GKE_DEFAULT_MAX_PODS_PER_NODE = 110
+WARM_PREFIX_TARGET_DEFAULT = 1   # the VPC CNI's default in prefix mode
 
 
 def usable_addresses(cidr: str, reserved: int) -> int:
@@ -132,10 +135,15 @@ def vpc_cni_addresses_per_node(settings: VpcCniSettings, *, pods: int, ips_per_e
     """VPC addresses one node holds with `pods` non-hostNetwork pods (primaries of attached ENIs included)."""
     secondary_per_eni = ips_per_eni - 1
     if settings.prefix_delegation:
-        wanted = max(settings.minimum_ip_target or 0, pods + (settings.warm_ip_target or 0))
-        prefixes = max(1, -(-wanted // 16)) + (0 if settings.warm_ip_target is not None else 1)
-        enis = 1  # a Nitro ENI holds many prefixes; one ENI for a training node's few pods
-        return enis + 16 * prefixes
+        # /28 prefixes (16 addresses) on the primary ENI: with IP targets, enough prefixes for
+        # max(MINIMUM_IP_TARGET, pods + WARM_IP_TARGET); otherwise the pods' prefixes plus
+        # WARM_PREFIX_TARGET (default 1) free ones. Plus the ENI's primary address.
+        if settings.warm_ip_target is not None or settings.minimum_ip_target is not None:
+            wanted = max(settings.minimum_ip_target or 0, pods + (settings.warm_ip_target or 0))
+            prefixes = max(1, -(-wanted // 16))
+        else:
+            prefixes = -(-pods // 16) + WARM_PREFIX_TARGET_DEFAULT
+        return 1 + 16 * prefixes
     if settings.warm_ip_target is not None or settings.minimum_ip_target is not None:
         secondary = max(settings.minimum_ip_target or 0, pods + (settings.warm_ip_target or 0))
         enis = max(1, -(-secondary // secondary_per_eni))

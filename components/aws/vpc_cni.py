@@ -9,8 +9,10 @@ holds its primary address plus MINIMUM_IP_TARGET (aws/amazon-vpc-cni-k8s, page e
 read 2026-11-26: "If you plan to run around 10 pods, ... set MINIMUM_IP_TARGET slightly higher than
 that, like 12, and have WARM_IP_TARGET=2"; "only set WARM_IP_TARGET for small clusters, or clusters
 with very low pod churn", because each change is an EC2 call). Prefix delegation
-(ENABLE_PREFIX_DELEGATION) would take a /28 (16 addresses) per node at least and needs free contiguous
-/28s, so it is left off. The arithmetic lives in accel/base/cidrs.py.
+(ENABLE_PREFIX_DELEGATION) would take a /28 (16 addresses) per node at least and "can fail if IP
+addresses are scattered throughout the subnet CIDR" (EKS User Guide, "Increase the available IP
+addresses for your Amazon EKS node": subnets need contiguous /28 blocks), so it is left off. The
+arithmetic lives in accel/base/cidrs.py.
 """
 
 from __future__ import annotations
