@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from accel import stack_config
+from accel.stack import config as stack_config
 from accel.base.yaml_files import read_yaml_file
 from accel.base.errors import AccelError, UsageError
 from accel.base.model import describe_validation_error
@@ -41,7 +41,6 @@ RUN_OUTPUT = "runUsd"
 
 PROVIDER_PACKAGES = ("pulumi_gcp", "pulumi_aws", "pulumi_kubernetes")
 GUARDRAILS_MODULE = "accel.policies.guardrails.offline"
-# Where a ValueError means "the stack asked for something impossible", not "the code is wrong".
 
 Progress = Callable[[str], None]
 
@@ -64,8 +63,9 @@ class PlanResult:
     existing_cluster: Any = None  # the stack's accel:cluster (an ExistingCluster), when it brings one
     job: dict[str, Any] | None = None  # the generated job's schedule check (accel.job)
     warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
-    built: Any = None  # accel.policies.pricing.BuiltCost: the declared resources priced against the catalog
-    drift: Any = None  # accel.policies.pin_check.PriceDrift: the pin's $/h moved only because prices did
+    built: Any = None  # accel.policies.cloud.pricing.BuiltCost: the declared resources priced against the catalog
+    drift: Any = None  # accel.policies.cloud.pin_check.PriceDrift: the pin's $/h moved only because prices did
+    fresh_choice: Any = None  # accel.policies.selection.pin_freshness.FreshChoice: `accel choose` now picks other hardware
     pinned_hourly_usd: float | None = None  # the Plan's own figures (the program's hourlyUsd / runUsd exports)
     pinned_run_usd: float | None = None
 
@@ -81,13 +81,13 @@ class PlanResult:
 
     @property
     def quotas(self) -> list[dict[str, Any]]:
-        """The quota each region needs before `pulumi up` (accel.policies.quotas), from the exported Plan."""
+        """The quota each region needs before `pulumi up` (accel.policies.cloud.quotas), from the exported Plan."""
         if not isinstance(self.plan, dict):
             return []
         from pydantic import ValidationError
 
         from accel.policies.plan import Plan
-        from accel.policies.quotas import quota_needs
+        from accel.policies.cloud.quotas import quota_needs
 
         try:
             plan = Plan.model_validate(self.plan)
@@ -149,6 +149,7 @@ class PlanResult:
             "quotas": self.quotas,
             "outputs": outputs,
             "job": self.job,
+            "fresh_choice": None if self.fresh_choice is None else self.fresh_choice.model_dump(mode="json"),
             "warnings": self.warnings,
         }
 
@@ -271,7 +272,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
     import pulumi
 
     from accel.base.errors import ComponentArgsError, NothingFeasible
-    from accel.policies.shapes import ShapeError
 
     if _caused_by(error, NothingFeasible) is not None:
         return NothingFeasible(_blame(str(error), source, stack))
@@ -283,8 +283,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
         return UsageError(f"{source}: {error.key}: {error}")
     if isinstance(error, ValidationError):
         return UsageError(describe_validation_error(error, source, prefix=(error.title,)))
-    if isinstance(error, ShapeError):
-        return UsageError(_blame(str(error), source, stack))
     if isinstance(error, pulumi.RunError):
         # Pulumi's own convention for "show the user this message, not a stack trace".
         return UsageError(_blame(str(error), source, stack))
@@ -308,14 +306,15 @@ class _ProgramWarnings(logging.Handler):
     """Collects the program's `pulumi.log.warn` messages (the mock engine logs them on the root logger)
     in stack-file words, instead of Python's last-resort handler printing them raw on stderr."""
 
-    def __init__(self) -> None:
+    def __init__(self, stack_words: bool = True) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
+        self.stack_words = stack_words
 
     def emit(self, record: logging.LogRecord) -> None:
-        from accel.stack_words import in_stack_words
+        from accel.stack.words import in_stack_words
 
-        message = in_stack_words(record.getMessage())
+        message = in_stack_words(record.getMessage()) if self.stack_words else record.getMessage()
         if message not in self.messages:
             self.messages.append(message)
 
@@ -329,8 +328,11 @@ class _ProgramWarnings(logging.Handler):
 
 def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, Any] | None,
                         config_source: str = "policy config",
-                        stack_tags: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], str | None]:
-    """(violations, note): note says why nothing was evaluated, when the guardrails are not there."""
+                        stack_tags: dict[str, str] | None = None,
+                        stack_words: bool = True) -> tuple[list[dict[str, Any]], str | None]:
+    """(violations, note): note says why nothing was evaluated, when the guardrails are not there.
+    `stack_words`: fixes in accel's stack-file words (accel/stack_words.py), for accel's own program; a
+    program of your own keeps the components' words (ResourceTags(...)), since `accel:` keys are not its."""
     module_name = GUARDRAILS_MODULE
     try:
         module = importlib.import_module(module_name)
@@ -345,8 +347,10 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
         if isinstance(config_error, type) and isinstance(error, config_error):
             raise UsageError(f"{config_source}: {error}") from None
         raise
-    from accel.stack_words import in_stack_words
+    from accel.stack.words import in_stack_words
 
+    if not stack_words:
+        return [dict(v) for v in violations], None
     return [{**v, "message": in_stack_words(str(v.get("message", "")))} for v in map(dict, violations)], None
 
 
@@ -362,7 +366,7 @@ def _stack_tags(values: Mapping[str, Any]) -> dict[str, str]:
 
 def _existing_cluster(values: Any, source: str) -> Any:
     """The stack's accel:cluster, if any; None for a program that does not read accel settings."""
-    from accel.stack_settings import settings_from_config
+    from accel.stack.settings import settings_from_config
 
     try:
         return settings_from_config(values, source).cluster
@@ -373,7 +377,7 @@ def _existing_cluster(values: Any, source: str) -> Any:
 def _catalog_for(values: Mapping[str, Any], source: str, project_dir: Path) -> Any:
     """The catalog the stack's prices come from: its accel:catalog overlay, else the bundled one."""
     from accel.policies.catalog import load_catalog
-    from accel.stack_settings import settings_from_config
+    from accel.stack.settings import settings_from_config
 
     overlay = settings_from_config(values, source).catalog
     return load_catalog(None if overlay is None else project_dir / overlay)
@@ -381,8 +385,8 @@ def _catalog_for(values: Mapping[str, Any], source: str, project_dir: Path) -> A
 
 def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> Any:
     """The stack's declared reservation the Plan's pools run on (priced as it declares), or None."""
-    from accel.policies.reservations import RESERVED_TYPES
-    from accel.stack_settings import settings_from_config
+    from accel.policies.cloud.reservations import RESERVED_TYPES
+    from accel.stack.settings import settings_from_config
 
     if plan.capacity.provisioning not in RESERVED_TYPES:
         return None
@@ -393,14 +397,31 @@ def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> 
     return next((r for r in reservations if r.name == plan.capacity.reservation), None)
 
 
+def _check_fresh_choice(result: PlanResult, plan: Any, catalog: Any, values: Mapping[str, Any], source: str) -> None:
+    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/pin_freshness.py)."""
+    from accel.policies.cloud.pin_check import repin_hint
+    from accel.policies.selection.pin_freshness import fresh_choice
+    from accel.stack.settings import settings_from_config
+
+    try:
+        reservations = settings_from_config(values, source).reservations
+    except UsageError:
+        reservations = []
+    result.fresh_choice = fresh_choice(plan, catalog, reservations)
+    if result.fresh_choice is not None:
+        result.warnings.append(
+            f"{result.stack}: {result.fresh_choice.note}. The pinned hardware is kept: to take the new answer, "
+            f"{repin_hint(result.stack)}; to keep this one, say why in accel:workload (e.g. constraints.spot: never) "
+            "and re-pin, so its rationale is true again")
+
 def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, project_dir: Path) -> None:
     """Price what the program declared; refuse a Plan whose pools, nodes or chips say otherwise.
 
     The reported cost becomes the built cost (pools + storage, priced now); the Plan's own figures
     stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
-    from accel.policies.pin_check import check_pin, repin_hint
+    from accel.policies.cloud.pin_check import check_pin, repin_hint
     from accel.policies.plan import Plan
-    from accel.policies.pricing import bill_reservation, price_resources
+    from accel.policies.cloud.pricing import bill_reservation, price_resources
 
     result.pinned_hourly_usd, result.pinned_run_usd = result.hourly_usd, result.run_usd
     if result.plan is None:
@@ -409,8 +430,8 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         plan = Plan.model_validate(result.plan)
     except ValidationError:
         return  # shown as exported; nothing typed to compare with
-    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources),
-                            _catalog_for(values, source, project_dir))
+    catalog = _catalog_for(values, source, project_dir)
+    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources), catalog)
     held = _declared_reservation(values, source, plan)
     if held is not None:
         built = bill_reservation(built, held)
@@ -422,6 +443,7 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         problems, result.drift = check_pin(plan, built, result.stack)
         if problems:
             raise UsageError(f"{source}: " + "; ".join(problems) + f"; {repin_hint(result.stack)}")
+        _check_fresh_choice(result, plan, catalog, values, source)
     result.hourly_usd = round(hourly, 2)
     result.run_usd = round(hourly * plan.estimate.hours, 2)
 
@@ -450,7 +472,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     def program() -> None:
         import pulumi
 
-        from accel.deploy_keys import offline_placeholders
+        from accel.stack.deploy_keys import offline_placeholders
 
         # Secret keys too, so the program sees `Config.get_secret` values as secrets.
         pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
@@ -462,7 +484,12 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     before = {name for name in PROVIDER_PACKAGES if name in sys.modules}
     say("running the program on the mock engine")
     watcher = _ImportWatcher(say)
-    warnings = _ProgramWarnings()
+    # accel's own program reads the stack file's accel: keys; a project of your own (`accel plan -C DIR`)
+    # is told what to pass its components instead.
+    from accel.stack.settings import PROJECT as ACCEL_PROJECT  # the project whose program reads accel: keys
+
+    own_program = project.name == ACCEL_PROJECT
+    warnings = _ProgramWarnings(stack_words=own_program)
     try:
         with _program_environment(project.main_dir, watcher), warnings:
             capture = run_program(program, project=project.name, stack=config.stack,
@@ -498,6 +525,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     say("evaluating guardrails")
     shown_policy_config = stack_config.display_path(policy_config) if policy_config else "policy config"
     result.violations, result.guardrails_note = evaluate_guardrails(result.resources_json(), pack_config,
-                                                                    shown_policy_config, _stack_tags(config.values))
+                                                                    shown_policy_config, _stack_tags(config.values),
+                                                                    stack_words=own_program)
     return result
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from accel.policies.catalog import Catalog, Price, RegionInfo, load_catalog  # noqa: E402
-from accel.policies.ranking import NoFeasibleOption, choose  # noqa: E402
+from accel.policies.selection.choose import NoFeasibleOption, choose  # noqa: E402
 from accel.policies.workload import load_workload  # noqa: E402
 
 EXAMPLES = ("llama-70b-pretrain", "llama-8b-finetune-cuda", "llama-70b-inference")

@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from accel.policies.calibration import calibrated_fit, leave_one_out, median  # noqa: E402
+from accel.policies.estimator.calibration import calibrated_fit, leave_one_out, median  # noqa: E402
 from accel.policies.catalog import load_catalog  # noqa: E402
-from accel.policies.serving_figures import serving_errors  # noqa: E402
+from accel.policies.estimator.serving_figures import serving_errors  # noqa: E402
 
 MEDIAN_TARGET, WORST_TARGET = 0.20, 0.50
 

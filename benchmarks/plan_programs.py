@@ -28,7 +28,8 @@ import pulumi
 
 from replay import provider_urn as _provider_urn, replay_program, run_on_stock_engine
 
-from accel import offline_plan, stack_config
+from accel import offline_plan
+from accel.stack import config as stack_config
 from accel.mock_engine import Capture, RecordingMocks, run_program
 from accel.policies.plan import GpuPool, Plan
 
@@ -61,7 +62,7 @@ def synthetic_program(config: stack_config.StackConfig, copies: int) -> Callable
     takes at most MAX_SLICES slices), and many clusters in one stack is how a large stack grows."""
 
     def program() -> None:
-        from accel.program import read_stack
+        from accel.stack.program import read_stack
         from accel.components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
         from accel.components.training_cluster import TrainingCluster
 
@@ -136,7 +137,7 @@ def stack_on_bare_engine(stack: str) -> None:
     config = stack_config.load_stack_config(ROOT, stack)
 
     def program() -> None:
-        from accel.deploy_keys import offline_placeholders
+        from accel.stack.deploy_keys import offline_placeholders
 
         pulumi.runtime.set_all_config(dict(config.values), list(config.secret_keys))
         # As `accel plan` runs it: keys only `pulumi up` needs (gcp:project, accel:apiAccessCidrs) get placeholders.

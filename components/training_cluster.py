@@ -29,7 +29,7 @@ from accel.components.kubernetes.pools import (
 )
 from accel.base.errors import ComponentArgsError
 from accel.components.tags import ResourceTags
-from accel.policies.capacity_blocks import CapacityBlockWindow
+from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
 from accel.policies.plan import GpuPool, Plan
 

@@ -19,22 +19,22 @@ _EXPORTS = {
     "load_workload": "accel.policies.workload",
     "workload_from_mapping": "accel.policies.workload",
     "load_catalog": "accel.policies.catalog",
-    "choose": "accel.policies.ranking",
-    "choose_plan": "accel.policies.ranking",
-    "make_plan": "accel.policies.plan_builder",
-    "Choice": "accel.policies.choice",
-    "NoFeasibleOption": "accel.policies.choice",
-    "tpu_pool": "accel.policies.pools",
-    "gpu_pool": "accel.policies.pools",
+    "choose": "accel.policies.selection.choose",
+    "choose_plan": "accel.policies.selection.choose",
+    "make_plan": "accel.policies.selection.plan_builder",
+    "Choice": "accel.policies.selection.choice",
+    "NoFeasibleOption": "accel.policies.selection.choice",
+    "tpu_pool": "accel.policies.selection.pools",
+    "gpu_pool": "accel.policies.selection.pools",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from accel.policies.catalog import load_catalog
-    from accel.policies.choice import Choice, NoFeasibleOption
+    from accel.policies.selection.choice import Choice, NoFeasibleOption
     from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
-    from accel.policies.plan_builder import make_plan
-    from accel.policies.pools import gpu_pool, tpu_pool
-    from accel.policies.ranking import choose, choose_plan
+    from accel.policies.selection.plan_builder import make_plan
+    from accel.policies.selection.pools import gpu_pool, tpu_pool
+    from accel.policies.selection.choose import choose, choose_plan
     from accel.policies.workload import WorkloadSpec, load_workload, workload_from_mapping

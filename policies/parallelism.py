@@ -12,7 +12,7 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   the GPUs of a node, pipeline-parallel over the nodes it spans (what `accel job` passes to vLLM).
 
 `group_nodes` (the nodes one replica spans) is what the fleet layout keeps inside one pool
-(policies/fleet_layout.py) and what `accel job` asks Kueue to keep inside one placement unit.
+(policies/selection/fleet_layout.py) and what `accel job` asks Kueue to keep inside one placement unit.
 """
 
 from __future__ import annotations

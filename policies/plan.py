@@ -413,7 +413,7 @@ def _contradictions(plan: Plan) -> list[str]:
                         f"{parallelism.group_nodes}-node model replicas ({parallelism.text()}): a replica would "
                         f"straddle two pools")
     for key in ("hours", "hourly_usd", "total_usd"):
-        # The OPTION carries the estimate rounded (policies/candidates.py): agree to a cent / 36 s.
+        # The OPTION carries the estimate rounded (policies/selection/candidates.py): agree to a cent / 36 s.
         if not math.isclose(getattr(chosen, key), getattr(plan.estimate, key), rel_tol=1e-6, abs_tol=0.01):
             problems.append(f"chosen.{key} is {getattr(chosen, key)!r} but estimate.{key} is "
                             f"{getattr(plan.estimate, key)!r}")

@@ -16,7 +16,8 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from accel.base.errors import UsageError
 from accel.base.model import PositiveQuantity, Quantity, StrictModel
 from accel.base.units import parse_quantity  # noqa: F401 (part of the workload API)
-from accel.policies import hardware, shapes
+from accel.policies import hardware
+from accel.policies.hardware import shapes
 
 # The chips a workload may ask for, from the hardware facts table (policies/hardware/facts.toml).
 ACCELERATOR_IDS: tuple[str, ...] = hardware.current().selectable_chips

@@ -2,7 +2,7 @@
 
 Each entry pins real hardware through `accel:workload.hardware` (the same path `accel choose`
 and the program use), then sets the capacity mode on the pinned Plan, as a user editing
-`accel:plan` would. GKE's COMPACT-placement rule (policies/gke_rules.yaml) is applied the same
+`accel:plan` would. GKE's COMPACT-placement rule (policies/cloud/gke_rules.yaml) is applied the same
 way the planner applies it.
 """
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import yaml
 
 from accel.policies.catalog import load_catalog
-from accel.policies.gke_rules import compact_placement_problem
+from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, Plan
-from accel.policies.ranking import plan_from_pin
+from accel.policies.selection.choose import plan_from_pin
 from accel.policies.spot_ttl import ttl_for_run
 from accel.policies.workload import workload_from_mapping
 

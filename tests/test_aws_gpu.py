@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from accel.base.errors import ComponentArgsError
 from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs, network_interfaces
 from accel.policies import hardware
-from accel.policies.capacity_blocks import CapacityBlockWindow, load_capacity_block_facts
+from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, load_capacity_block_facts
 from accel.components.tags import ResourceTags
 from accel.policies.plan import Capacity, GpuPool
 from tests import harness

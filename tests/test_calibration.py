@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from accel.policies.calibration import (
+from accel.policies.estimator.calibration import (
     PublishedRun,
     calibrated_fit,
     leave_one_out,
@@ -96,10 +96,10 @@ def test_pcie_cards_without_published_runs_run_below_nvlink_gpus(catalog):
                                rel=1e-9)
 
 
-# ---- the data-centre-network cost of a multislice (policies/dcn.py) ---------------------------------------
+# ---- the data-centre-network cost of a multislice (policies/estimator/dcn.py) ---------------------------------------
 
 def _multislice_mfu(catalog, parameters: float, slices: int, chips_per_slice: int = 256) -> float:
-    from accel.policies.calibration import calibrated_fit, predict
+    from accel.policies.estimator.calibration import calibrated_fit, predict
 
     fitted = calibrated_fit(catalog)
     return predict(fitted, catalog, catalog.accelerator("tpu-v5e"), parameters, chips_per_slice * slices, slices,
@@ -108,7 +108,7 @@ def _multislice_mfu(catalog, parameters: float, slices: int, chips_per_slice: in
 
 def _dcn_efficiency(catalog, parameters: float, slices: int, chips_per_slice: int = 256,
                     batch_tokens: float = 16e6) -> float:
-    from accel.policies.calibration import calibrated_fit, dcn_breakdown, predict
+    from accel.policies.estimator.calibration import calibrated_fit, dcn_breakdown, predict
 
     fitted = calibrated_fit(catalog)
     accelerator = catalog.accelerator("tpu-v5e")
@@ -132,7 +132,7 @@ def test_a_larger_model_pays_more_for_the_same_compute_per_step(catalog):
 
 
 def test_the_dcn_time_is_the_ring_all_reduce_of_the_gradients_over_each_chips_dcn_bandwidth():
-    from accel.policies.dcn import GBPS_TO_BYTES, dcn_seconds
+    from accel.policies.estimator.dcn import GBPS_TO_BYTES, dcn_seconds
 
     # 2 slices of 256 chips, 10B parameters, 4 bytes each: each slice moves 2*(1/2)*40 GB over 256 x 25 Gb/s.
     expected = 40e9 / (256 * 25 * GBPS_TO_BYTES)
@@ -141,7 +141,7 @@ def test_the_dcn_time_is_the_ring_all_reduce_of_the_gradients_over_each_chips_dc
 
 
 def test_one_slice_pays_no_dcn_cost(catalog):
-    from accel.policies.calibration import dcn_breakdown
+    from accel.policies.estimator.calibration import dcn_breakdown
 
     assert dcn_breakdown(catalog, catalog.accelerator("tpu-v5e"), 64e9, 256, 1, 0.5) is None
 

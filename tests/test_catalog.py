@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from accel.base.errors import UsageError
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 from accel.policies.catalog import CatalogError, Offering, load_catalog, offerings_from_inventory
 
 REQUIRED = {

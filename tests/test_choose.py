@@ -7,18 +7,18 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from accel.base.errors import UsageError
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 from accel.policies.catalog import load_catalog, offerings_from_inventory
-from accel.policies.fleet_layout import gpu_nodes_per_pool
-from accel.policies.ranking import (
+from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
+from accel.policies.selection.choose import (
     Choice,
     NoFeasibleOption,
     choose,
     make_plan,
     plan_from_pin,
 )
-from accel.policies.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
-from accel.policies.ladders import GpuLadder, tpu_layout, tpu_sizes
+from accel.policies.estimator.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
+from accel.policies.selection.ladders import GpuLadder, tpu_layout, tpu_sizes
 from accel.policies.plan import Plan, pool_sizes
 from accel.policies.workload import load_workload, workload_from_mapping
 
@@ -595,7 +595,7 @@ def node_limit(catalog, option, training=True):
 
 
 def planned_pools(catalog, option, training=True):
-    """The node pool sizes the Plan lays this GPU option out as (policies/fleet_layout.py)."""
+    """The node pool sizes the Plan lays this GPU option out as (policies/selection/fleet_layout.py)."""
     offering = catalog.offering(option.offering)
     per_pool = gpu_nodes_per_pool(offering, option.hosts, compact=training and option.hosts > 1, training=training)
     return pool_sizes(option.hosts, per_pool)

@@ -14,7 +14,7 @@ from accel.base.units import money
 from accel.commands import choose as choose_command
 from accel.policies.catalog import load_catalog
 from accel.policies.plan import Plan
-from accel.policies.ranking import choose
+from accel.policies.selection.choose import choose
 from accel.policies.workload import WorkloadSpec, load_workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -139,7 +139,7 @@ def test_chart_money_reads_like_the_table(usd, text):
 def chart_of(workload: str | Path):
     """The plotted figure of a workload's choice, drawn so its tick labels exist; closed by the caller."""
     from accel.policies.catalog import load_catalog
-    from accel.policies.ranking import choose
+    from accel.policies.selection.choose import choose
     from accel.policies.workload import load_workload
 
     figure = choose_command.plot_figure(choose(load_workload(workload), load_catalog()))
@@ -306,7 +306,7 @@ def test_a_pinned_region_in_no_catalog_offering_is_exit_2(tmp_path):
 def test_a_stack_pin_whose_spot_contradicts_the_workload_is_a_usage_error():
     from accel.base.errors import UsageError
     from accel.policies.catalog import load_catalog
-    from accel.policies.ranking import choose
+    from accel.policies.selection.choose import choose
     from accel.policies.workload import HardwarePin, workload_from_mapping
 
     # A stack's accel:hardware is applied with model_copy, without re-validating against the workload.
@@ -399,7 +399,7 @@ def test_a_huge_budget_is_written_readably(tmp_path):
 
 def test_a_pin_just_over_budget_shows_the_digits_that_differ():
     from accel.policies.catalog import load_catalog
-    from accel.policies.ranking import choose
+    from accel.policies.selection.choose import choose
     from accel.policies.workload import workload_from_mapping
 
     data = yaml.safe_load(PIN_BASE + "hardware: {accelerator: tpu-v5p, chips: 64}\n")
@@ -414,7 +414,7 @@ def test_a_pin_just_over_budget_shows_the_digits_that_differ():
 
 def test_one_of_anything_is_singular():
     from accel.policies.catalog import load_catalog
-    from accel.policies.ranking import choose
+    from accel.policies.selection.choose import choose
     from accel.policies.workload import workload_from_mapping
 
     spec = workload_from_mapping({"name": "tiny", "kind": "finetune", "model": {"parameters": "1B"},

@@ -44,7 +44,7 @@ def test_choose_loads_neither_the_review_nor_the_reaper():
 def test_choose_without_write_stack_loads_no_round_trip_yaml():
     """ruamel.yaml costs a third of a choose's start-up; only --write-stack edits a stack file."""
     loaded = modules_after("choose", "examples/llama-70b-pretrain.yaml")
-    assert "accel.stack_pin" not in loaded
+    assert "accel.stack.pin" not in loaded
 
 
 def test_help_lists_every_command():

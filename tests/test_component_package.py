@@ -19,7 +19,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 from accel.base.errors import ComponentArgsError
 from accel.components import package
 from accel.components.package.common import served
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 from tests import harness
 
 ROOT = Path(__file__).resolve().parent.parent

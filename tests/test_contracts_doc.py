@@ -10,7 +10,7 @@ from typer.main import get_command
 
 from accel.cli import COMMANDS, _register_commands, app
 from accel.policies.plan import Capacity, GpuPool, Option, Plan, TpuPool
-from accel.stack_settings import StackSettings
+from accel.stack.settings import StackSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS = (ROOT / "docs" / "contracts.md").read_text(encoding="utf-8")

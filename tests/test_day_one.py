@@ -78,9 +78,9 @@ def test_the_examples_include_a_spot_plan():
 
 def test_pulumi_up_without_the_keys_stops_with_the_commands(tmp_path, monkeypatch):
     """Outside offline planning (the real CLI) a missing key is an error naming the command, not a placeholder."""
-    from accel.program import read_stack
+    from accel.stack.program import read_stack
     from accel.base.errors import UsageError
-    from accel.stack_config import load_stack_config
+    from accel.stack.config import load_stack_config
 
     project = fresh_project(tmp_path)
     choose_and_write(project, ROOT / "examples" / "llama-70b-finetune-aws.yaml", "day-one", monkeypatch)

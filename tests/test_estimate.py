@@ -5,9 +5,9 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from accel.policies.calibration import calibrated_fit
+from accel.policies.estimator.calibration import calibrated_fit
 from accel.policies.catalog import load_catalog
-from accel.policies.estimate import (
+from accel.policies.estimator.estimate import (
     OVERRIDE,
     InferenceModel,
     TrainingModel,
@@ -71,7 +71,7 @@ def test_mfu_falls_as_the_fleet_grows(catalog):
 
 
 def test_a_multislice_pays_the_fitted_cost_and_its_dcn_all_reduce(catalog):
-    from accel.policies.calibration import dcn_breakdown
+    from accel.policies.estimator.calibration import dcn_breakdown
 
     m = model(catalog, training(), "tpu-v6e", "gcp")
     across = math.exp(calibrated_fit(catalog).multislice)

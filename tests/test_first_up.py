@@ -68,7 +68,7 @@ def test_the_fsx_stack_installs_the_fsx_csi_driver(every_stack):
 @pytest.mark.parametrize("spot", ["never", "allowed"])
 def test_a3_ultra_is_planned_as_flex_start_or_spot_never_plain_on_demand(spot):
     from accel.policies.catalog import load_catalog
-    from accel.policies.ranking import choose_plan
+    from accel.policies.selection.choose import choose_plan
     from accel.policies.workload import workload_from_mapping
 
     spec = workload_from_mapping({
@@ -86,7 +86,7 @@ def test_a3_ultra_is_planned_as_flex_start_or_spot_never_plain_on_demand(spot):
 def test_capacity_block_node_groups_start_at_zero_and_are_scheduled_around_the_declared_block(every_stack):
     from datetime import datetime
 
-    from accel.policies.capacity_blocks import load_capacity_block_facts
+    from accel.policies.cloud.capacity_blocks import load_capacity_block_facts
     from tests.capacity_matrix import CAPACITY_BLOCK_WINDOW
 
     blocks = {stack: document for stack, document in every_stack.items()

@@ -9,7 +9,7 @@ from accel.base.errors import ComponentArgsError
 from accel.components.gcp.cluster import ClusterRef
 from accel.components.gcp.tpu import TpuSlice, TpuSliceArgs, TpuVmSlice, TpuVmSliceArgs
 from accel.components.tags import ResourceTags
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 from accel.policies.plan import Capacity, TpuPool
 from tests import harness
 

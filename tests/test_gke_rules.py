@@ -1,4 +1,4 @@
-"""GKE's COMPACT-placement rules (policies/gke_rules.yaml): one answer for planner, components and guardrail."""
+"""GKE's COMPACT-placement rules (policies/cloud/gke_rules.yaml): one answer for planner, components and guardrail."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accel.policies.gke_rules import compact_placement_problem, load_gke_rules
+from accel.policies.cloud.gke_rules import compact_placement_problem, load_gke_rules
 
 PROVISIONING = ("on-demand", "spot", "reservation", "flex-start", "queued")
 GPU_MACHINES = ("a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g", "a2-ultragpu-8g",

@@ -448,7 +448,7 @@ def test_budget_run_limit_can_ignore_the_workload_budget():
 
 def test_budget_run_limit_multiplies_the_declared_cost_by_the_plan_run_length():
     from accel.policies.catalog import load_catalog
-    from accel.policies.pricing import price_resources
+    from accel.policies.cloud.pricing import price_resources
 
     pools = v5p_slices(40)
     hourly = price_resources([(p["type"], p["name"], p["inputs"]) for p in pools], load_catalog()).hourly_usd

@@ -26,7 +26,7 @@ from accel.components.kubernetes import (
 from accel.components.kubernetes import GkeNetworkAttachment, gpudirect_attachments
 from accel.components.kubernetes.charts import load_chart_pins
 from accel.components.tags import ResourceTags
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 from accel.policies.plan import Capacity, CatalogRef, Estimate, GpuPool, Option, Plan, TpuPool
 from accel.policies.workload import WorkloadSpec
 from tests.harness import rejected

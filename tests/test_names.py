@@ -48,7 +48,7 @@ def test_every_stack_builds_what_its_name_says(planned_stacks):
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_every_example_chooses_what_its_name_says(example):
-    from accel.policies.ranking import choose
+    from accel.policies.selection.choose import choose
     from accel.policies.workload import load_workload
 
     chosen = choose(load_workload(example), load_catalog()).chosen.model_dump(mode="json")

@@ -228,7 +228,7 @@ def test_a_pydantic_error_in_the_program_names_the_field(tmp_path):
 
 def test_a_shape_error_from_the_policies_is_a_user_error(tmp_path):
     program = """\
-        from accel.policies.shapes import check_topology
+        from accel.policies.hardware.shapes import check_topology
         check_topology("v5p", "3x3x3")
     """
     project = make_project(tmp_path, program=program)

@@ -1,5 +1,5 @@
 """The parallelism a GPU plan implies (policies/parallelism.py) and the pools that hold whole model
-replicas and whole placement units (policies/fleet_layout.py, docs/scale.md)."""
+replicas and whole placement units (policies/selection/fleet_layout.py, docs/scale.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from accel.policies import hardware
-from accel.policies.fleet_layout import FleetLayoutError, nodes_per_pool
+from accel.policies.selection.fleet_layout import FleetLayoutError, nodes_per_pool
 from accel.policies.parallelism import serving_parallelism, training_parallelism
 from accel.policies.plan import Plan, pool_sizes
 
@@ -116,7 +116,7 @@ def test_a_tpu_plan_has_no_gpu_parallelism(planned_stacks):
 
 def test_a_replica_wider_than_one_pool_is_cut_at_the_limit_in_whole_nodes():
     from accel.policies.catalog import load_catalog
-    from accel.policies.fleet_layout import gpu_nodes_per_pool
+    from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
 
     offering = next(o for o in load_catalog().offerings if o.machine_type == "a3-highgpu-8g")
     assert gpu_nodes_per_pool(offering, 2048, compact=True, training=True, group_nodes=256) == 150

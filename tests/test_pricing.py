@@ -10,9 +10,9 @@ from hypothesis import given, settings, strategies as st
 from accel.base.errors import UsageError
 from accel.offline_plan import plan_stack
 from accel.policies.catalog import load_catalog
-from accel.policies.pin_check import check_pin
+from accel.policies.cloud.pin_check import check_pin
 from accel.policies.plan import Plan
-from accel.policies.pricing import (EKS_NODE_GROUP, GKE_NODE_POOL, MANAGED_LUSTRE, price_resource,
+from accel.policies.cloud.pricing import (EKS_NODE_GROUP, GKE_NODE_POOL, MANAGED_LUSTRE, price_resource,
                                     price_resources)
 
 ROOT = Path(__file__).resolve().parent.parent

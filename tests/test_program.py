@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from accel.base.errors import UsageError
-from accel.program import MAX_RESOURCE_NAME, read_stack, resource_name, stack_error_message
+from accel.stack.program import MAX_RESOURCE_NAME, read_stack, resource_name, stack_error_message
 from accel.base.errors import ComponentArgsError
 from accel.policies.catalog import load_catalog
-from accel.policies.ranking import choose_plan
+from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
 
 WORKLOAD = {
@@ -88,7 +88,7 @@ TTL_TAGS = {"pulumi:tags": {"accel:ephemeral": "true", "accel:ttl": "12h"}}
 
 
 def test_offline_planning_uses_a_placeholder_project_and_reports_it():
-    from accel.deploy_keys import PLACEHOLDER_PROJECT, offline_placeholders
+    from accel.stack.deploy_keys import PLACEHOLDER_PROJECT, offline_placeholders
 
     values = config(workload=WORKLOAD)
     del values["gcp:project"]

@@ -19,7 +19,8 @@ from accel.components.gcp import GpuNodePool, GpuNodePoolArgs, TpuSlice, TpuSlic
 from accel.components.gcp.cluster import ClusterRef
 from accel.components.gcp.tpu import check_tpu_pool
 from accel.components.tags import ResourceTags
-from accel.policies import gpu_pool, hardware, shapes, tpu_pool
+from accel.policies import gpu_pool, hardware, tpu_pool
+from accel.policies.hardware import shapes
 from accel.policies.workload import ACCELERATOR_IDS
 
 TAGS = ResourceTags(workload="llama-70b", stack="dev")
@@ -157,5 +158,5 @@ def test_no_submodule_shadows_an_exported_name_once_imported():
                 raise AssertionError(f"{package.__name__}.{info.name} is both a submodule and an exported name")
         for name in package.__all__:
             assert not callable(getattr(package, name)) or getattr(package, name).__name__ == name
-    importlib.import_module("accel.policies.ranking")
+    importlib.import_module("accel.policies.selection.choose")
     assert accel.policies.choose.__name__ == "choose"

@@ -13,7 +13,7 @@ import yaml
 
 from accel.policies.catalog import CatalogError, load_catalog
 from accel.policies.catalog.loader import BUNDLED_DIR
-from accel.policies.ranking import choose
+from accel.policies.selection.choose import choose
 from accel.policies.workload import workload_from_mapping
 
 

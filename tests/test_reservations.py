@@ -1,5 +1,5 @@
 """Reservations as a capacity type: a stack declares what it holds, the plan takes it, and `accel plan`
-refuses pools that do not fit it, saying exactly what does not (policies/reservations.py)."""
+refuses pools that do not fit it, saying exactly what does not (policies/cloud/reservations.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from accel.base.errors import UsageError
 from accel.policies.catalog import load_catalog
-from accel.policies.reservations import DeclaredReservation, reservation_problems, use_reservation
-from accel.policies.ranking import plan_from_pin
+from accel.policies.cloud.reservations import DeclaredReservation, reservation_problems, use_reservation
+from accel.policies.selection.choose import plan_from_pin
 from accel.policies.workload import workload_from_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,8 +172,8 @@ def test_a_stack_whose_block_ends_before_it_starts_is_refused_naming_the_key(tmp
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from accel.policies.ranking import choose  # noqa: E402
-from accel.policies.reservations import reserved_hourly  # noqa: E402
+from accel.policies.selection.choose import choose  # noqa: E402
+from accel.policies.cloud.reservations import reserved_hourly  # noqa: E402
 
 H100_NODE = "a3-highgpu-8g"
 ZONE = "us-central1-a"
@@ -306,7 +306,7 @@ def test_accel_plan_prices_the_reserved_pools_at_the_committed_price(tmp_path):
 
 from hypothesis import assume  # noqa: E402
 
-from accel.policies.reservations import declaration_problems  # noqa: E402
+from accel.policies.cloud.reservations import declaration_problems  # noqa: E402
 
 
 def catalog_zones(catalog) -> list[tuple[str, str]]:

@@ -6,10 +6,10 @@ the model catches it up, so the list cannot go stale."""
 
 import pytest
 
-from accel.policies.calibration import median
+from accel.policies.estimator.calibration import median
 from accel.policies.catalog import load_catalog
-from accel.policies.estimate import InferenceModel, resolve
-from accel.policies.serving_figures import published_serving, serving_errors
+from accel.policies.estimator.estimate import InferenceModel, resolve
+from accel.policies.estimator.serving_figures import published_serving, serving_errors
 from accel.policies.workload import workload_from_mapping
 
 

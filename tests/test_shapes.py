@@ -1,6 +1,6 @@
 import pytest
 
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 
 
 def test_v5p_2x2x2_is_two_hosts_of_ct5p_hightpu_4t():

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from accel.policies.catalog import CatalogError, load_catalog
 from accel.policies.catalog.model import SENTINEL_PRICES, Price
-from accel.policies.ranking import choose
+from accel.policies.selection.choose import choose
 from accel.policies.workload import workload_from_mapping
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "choose.md"

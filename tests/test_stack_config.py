@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from accel.base.errors import UsageError
-from accel.stack_config import (
+from accel.stack.config import (
     SECRET_PLACEHOLDER,
     check_stack_name,
     encode_value,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from accel.stack_pin import pin_to_stack_file
+from accel.stack.pin import pin_to_stack_file
 
 STACK = """\
 # Scenario: the team's pretraining run (top comment)

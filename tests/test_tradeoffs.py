@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 from typer.testing import CliRunner
 
 from accel.policies.plan import Option
-from accel.policies.tradeoffs import CAPACITY_RISK, PORTABILITY, cost_words, ranked_alternatives, time_words
+from accel.policies.selection.tradeoffs import CAPACITY_RISK, PORTABILITY, cost_words, ranked_alternatives, time_words
 from tests.test_choose_cli import cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -228,7 +228,7 @@ def test_a_pin_without_chips_or_a_tpu_layout_says_what_to_give():
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_a_tpu_pin_is_accepted_exactly_when_chips_equal_topology_times_slices(data):
-    from accel.policies import shapes
+    from accel.policies.hardware import shapes
 
     accelerator = data.draw(st.sampled_from(["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"]))
     generation = shapes.GENERATION_BY_ACCELERATOR[accelerator]
@@ -321,7 +321,7 @@ def test_any_pin_is_valid_or_a_usage_error_naming_a_hardware_field(pin):
     except UsageError as error:
         assert str(error).startswith("w.yaml: hardware")
         return
-    from accel.policies import shapes
+    from accel.policies.hardware import shapes
 
     pinned = spec.hardware
     assert pinned.chips > 0

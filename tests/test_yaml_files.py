@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from accel.base.errors import UsageError
 from accel.base.yaml_files import StrictSafeLoader, parse_yaml, read_yaml_file
 from accel.policies.workload import load_workload
-from accel.stack_config import load_stack_config
+from accel.stack.config import load_stack_config
 
 
 def write(tmp_path, text: str, name: str = "f.yaml"):

@@ -11,8 +11,10 @@ import re
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+from accel.base.errors import UsageError
 
-class UnitError(ValueError):
+
+class UnitError(UsageError, ValueError):
     """A quantity, TTL or instant that cannot be read; the message says what forms are accepted."""
 
 

@@ -44,7 +44,7 @@ def job(
     """Write the manifests that run the stack's workload, checked against what the stack declares."""
     from rich.console import Console
 
-    from accel import stack_config
+    from accel.stack import config as stack_config
     from accel.job.manifests import JobOptions
     from accel.job.render import render
     from accel.job.service import check_manifests, job_of

@@ -29,7 +29,7 @@ from accel.components.kubernetes.pools import (
 )
 from accel.components.kubernetes.accelerator_stack import GKE_TPU_ACCELERATOR_LABEL
 from accel.mock_engine import Capture, CapturedResource
-from accel.policies import shapes
+from accel.policies.hardware import shapes
 
 from accel.job.facts import allocatable, machine_shape
 from accel.job.quantities import parse_quantity

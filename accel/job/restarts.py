@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from accel.policies.catalog import load_catalog
-from accel.policies.estimate import resolve
+from accel.policies.estimator.estimate import resolve
 from accel.policies.plan import Plan
 
 from accel.job import plan_view

@@ -43,7 +43,7 @@ def resource_name(urn: str | None) -> str | None:
 
 def one_line(text: str) -> str:
     """One line, in stack-file words (a preview's component warnings name Python arguments)."""
-    from accel.stack_words import in_stack_words
+    from accel.stack.words import in_stack_words
 
     return in_stack_words(" ".join(text.split()))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel.policies import hardware
-from accel.policies.shapes import ShapeError, parse_tpu_vm_type
+from accel.policies.hardware.shapes import ShapeError, parse_tpu_vm_type
 from accel.review.property_paths import is_unknown
 
 # Machine facts (which chip a machine type carries, how many per host) come from the hardware

@@ -1,6 +1,6 @@
 """$/h and $/run before -> after, from a preview's own steps: no `--plan` needed.
 
-Each changed resource's old and new inputs are priced by accel.policies.pricing, the function
+Each changed resource's old and new inputs are priced by accel.policies.cloud.pricing, the function
 `accel plan` prices its declared resources with, so a preview that creates everything costs what
 `accel plan` says. The run length comes from the `accel:cluster:TrainingCluster` component's own
 state in the preview (its `plan.estimate.hours`), or from `--plan` / `--base-plan` when given.
@@ -14,7 +14,7 @@ from typing import Any
 
 from accel.policies.catalog import load_catalog
 from accel.policies.catalog.model import Catalog
-from accel.policies.pricing import PricedResource, price_resource, template_instance_types
+from accel.policies.cloud.pricing import PricedResource, price_resource, template_instance_types
 from accel.review.changes import ResourceChange
 from accel.review.compute_cost import price_compute
 from accel.review.model import Cost, CostRow, ResourceCost

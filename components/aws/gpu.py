@@ -12,7 +12,7 @@ What it builds:
   what the node is, and scaling from zero up to the plan's node count;
 - on a Capacity Block, AWS's procedure for managed node groups: created at size 0, and two scheduled
   actions on the group's Auto Scaling group, scale out to the block's size at its start and back to 0
-  before EC2 terminates its instances (policies/capacity_blocks.py and .yaml, with the sources);
+  before EC2 terminates its instances (policies/cloud/capacity_blocks.py and .yaml, with the sources);
 - with FSx for Lustre, the Lustre client installed at boot (the AL2023 EKS AMIs do not ship it).
 """
 
@@ -30,10 +30,10 @@ from accel.base.errors import invalid_arg
 from accel.components.aws.common import resource_tags, template_version
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
-from accel.policies.capacity_blocks import CapacityBlockWindow
+from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 from accel.policies.hardware import AwsGpuInstance
 from accel.policies.plan import Capacity, GpuPool
-from accel.policies.pools import gpu_pool, pool_capacity
+from accel.policies.selection.pools import gpu_pool, pool_capacity
 
 _ARGS = "GpuNodeGroupArgs"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"

@@ -36,10 +36,10 @@ from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_
 from accel.components.gcp.network import ExtraNetworkRef
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware
-from accel.policies.gke_rules import compact_placement_problem
+from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.hardware import GcpGpuMachine
 from accel.policies.plan import Capacity, GpuPool, Plan
-from accel.policies.pools import gpu_pool, pool_capacity
+from accel.policies.selection.pools import gpu_pool, pool_capacity
 
 
 

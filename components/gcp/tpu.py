@@ -40,13 +40,14 @@ from accel.components.gcp._common import (
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
-from accel.policies import hardware, shapes
-from accel.policies.pools import MAX_SLICES, pool_capacity, tpu_pool
+from accel.policies import hardware
+from accel.policies.hardware import shapes
+from accel.policies.selection.pools import MAX_SLICES, pool_capacity, tpu_pool
 from accel.policies.plan import Capacity, Plan, TpuPool
 
 
 def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
-    """The pool must be exactly what policies/shapes derives from its generation and topology."""
+    """The pool must be exactly what policies/hardware/shapes derives from its generation and topology."""
     try:
         gen = shapes.generation(pool.generation)
         shapes.check_topology(gen.name, pool.topology)
@@ -134,7 +135,7 @@ class TpuSlice(pulumi.ComponentResource):
         if ref.auto_upgrade and not ref.upgrades_paused:
             pulumi.log.warn(
                 f"{name}: cluster channel {ref.release_channel} keeps node auto-upgrade on; pause upgrades for the "
-                "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice mid-training",
+                "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice while it runs",
                 resource=self,
             )
 

@@ -24,7 +24,8 @@ from accel.components.kubernetes.accelerator_stack import (
     Toleration,
 )
 from accel.components.tags import CAPACITY_NODE_LABEL
-from accel.policies import hardware, shapes
+from accel.policies import hardware
+from accel.policies.hardware import shapes
 from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
 from accel.base.model import StrictModel
 from accel.policies.workload import AcceleratorId

@@ -13,7 +13,7 @@ def _block_window(start: Optional[str], end: Optional[str]):
     from datetime import datetime
 
     from accel.base.errors import invalid_arg
-    from accel.policies.capacity_blocks import CapacityBlockWindow
+    from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 
     if start is None and end is None:
         return None

@@ -144,7 +144,7 @@ class TpuVmSlice(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TpuVmSliceInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.gcp.tpu import TpuVmSliceArgs
-        from accel.policies.pools import pool_capacity, tpu_pool
+        from accel.policies.selection.pools import pool_capacity, tpu_pool
 
         component = "TpuVmSlice"
         built = TpuVmSliceArgs(

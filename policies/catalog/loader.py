@@ -350,7 +350,7 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
     Each item: {accelerator, count, usd_per_chip_hour, name?, gpus_per_node?} as a mapping or an
     object with those attributes. Cloud "kubernetes", region "on-prem", no spot, at most `count` chips.
     """
-    from accel.policies import shapes
+    from accel.policies.hardware import shapes
 
     offerings = []
     for index, item in enumerate(items):

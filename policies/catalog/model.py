@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from accel.policies import hardware, shapes
+from accel.policies import hardware
+
+from accel.policies.hardware import shapes
 from accel.policies.plan import GpuFabric, Provisioning
 from accel.base.model import StrictModel
 from accel.policies.workload import AcceleratorId, Cloud
@@ -306,7 +308,7 @@ class AssumptionValue(StrictModel):
 
 
 class MfuClass(StrictModel):
-    """A family of accelerators sharing an MFU intercept (policies/calibration.py). A class with published runs
+    """A family of accelerators sharing an MFU intercept (policies/estimator/calibration.py). A class with published runs
     is calibrated on them; one without (`relative_to`) runs at `factor` times another class's MFU."""
 
     description: str = Field(min_length=3)
@@ -322,7 +324,7 @@ class MfuClass(StrictModel):
 
 
 class MfuModelSettings(StrictModel):
-    """How the MFU model is fitted on the published runs (policies/calibration.py)."""
+    """How the MFU model is fitted on the published runs (policies/estimator/calibration.py)."""
 
     accelerator_ridge: AssumptionValue
     slope_ridge: AssumptionValue

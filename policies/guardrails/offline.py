@@ -51,7 +51,7 @@ EXIT_MANDATORY = 4
 _PACK_DEFAULT_LEVEL = EnforcementLevel.ADVISORY  # what __main__.py gives the PolicyPack
 
 
-class PolicyConfigError(ValueError):
+class PolicyConfigError(UsageError, ValueError):
     """The pack configuration names an unknown policy or key, or a value of the wrong type."""
 
 

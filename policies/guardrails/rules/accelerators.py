@@ -1,6 +1,6 @@
 """Accelerator sanity: what the cloud would reject, or what would silently waste the chips.
 
-TPU shapes come from policies/shapes.py and every machine fact (GPUs per machine type, TPU
+TPU shapes come from policies/hardware/shapes.py and every machine fact (GPUs per machine type, TPU
 hosts, labels, taints) from the hardware facts table, accel.policies.hardware: the same table
 `accel choose` and the components use. The pack stays free of third-party imports beyond
 pulumi-policy, which the table's stdlib-only loader allows.
@@ -13,7 +13,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from accel.policies import hardware, shapes
+from accel.policies import hardware
+
+from accel.policies.hardware import shapes
 from accel.policies.guardrails.rules.common import (
     UNKNOWN,
     cluster_facts,

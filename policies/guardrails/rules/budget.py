@@ -1,7 +1,7 @@
 """Budget: what the program declares, priced against the catalog, stays under the limits.
 
 Both rules are stack policies: they price every resource the preview declares with
-accel.policies.pricing (node pools and node groups: nodes x machine type, TPU slices included;
+accel.policies.cloud.pricing (node pools and node groups: nodes x machine type, TPU slices included;
 parallel filesystems: capacity x throughput tier), the same functions `accel plan` and
 `accel review` use, so a hand-edited pin that builds 40 TPU pools is priced as 40 pools whatever
 the Plan says. The Plan on the stack's `accel:cluster:TrainingCluster` supplies only what the
@@ -37,7 +37,7 @@ EXISTING_CLUSTER_CLOUD = "kubernetes"
 _LISTED = 5  # unpriced resources named in a message; the rest are counted
 
 if TYPE_CHECKING:
-    from accel.policies.pricing import BuiltCost, PricedResource
+    from accel.policies.cloud.pricing import BuiltCost, PricedResource
 
 
 class DeclaredCost:
@@ -47,7 +47,7 @@ class DeclaredCost:
         # Imported here: the catalog and pricing models are pydantic, which the pack only needs once
         # a budget limit is set (tests/test_guardrails_pack.py keeps the pack's start-up free of it).
         from accel.policies.catalog import load_catalog
-        from accel.policies.pricing import price_resources
+        from accel.policies.cloud.pricing import price_resources
 
         self.built: BuiltCost = price_resources(
             ((r.resource_type, r.name, plain(r.props), r.parent.urn if r.parent is not None else None)

@@ -2,7 +2,7 @@
 
 The components refuse these combinations before registering anything; these guardrails catch a
 program that declares the node pool itself. The rule text and its source live in
-policies/gke_rules.yaml and policies/capacity_blocks.yaml (one place for the planner, the
+policies/cloud/gke_rules.yaml and policies/cloud/capacity_blocks.yaml (one place for the planner, the
 components and the guardrails).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-from accel.policies.gke_rules import compact_placement_problem
+from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.guardrails.rules.common import UNKNOWN, get, is_true, items, number, violation
 
 GKE_CAPACITY = "gke-capacity-rules"

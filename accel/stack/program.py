@@ -1,0 +1,230 @@
+"""From a stack's config to the arguments of its TrainingCluster: the stack program's one step.
+
+Kept out of `__main__.py` so it can be tested without running a Pulumi program, and so the
+program itself stays a list of wiring steps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from accel.base.errors import UsageError
+from accel.stack.deploy_keys import DeployKey, missing_deploy_keys, missing_keys_message, placeholders_allowed
+from accel.stack.settings import StackSettings, settings_from_config
+from accel.components.tags import ResourceTags
+from accel.components.training_cluster import TrainingClusterArgs
+from accel.policies.lifecycle import Lifecycle, stack_tag_problems
+from accel.policies.plan import Plan
+from accel.policies.cloud.reservations import capacity_block_window
+from accel.policies.workload import WorkloadFieldError, WorkloadSpec
+
+# GKE cluster names are at most 40 characters and the components derive longer child names
+# (service accounts, node pools) from the stack's resource name: keep it short.
+MAX_RESOURCE_NAME = 20
+
+
+def current_config() -> dict[str, str]:
+    """All config the running program was given, however it arrived.
+
+    Under the CLI the language host passes config in the PULUMI_CONFIG environment variable;
+    the mock engine (accel plan, tests) sets it in the runtime. The SDK's own lookups consult
+    both, in this order, and so does this.
+    """
+    from pulumi.runtime import config as runtime_config
+
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+
+
+def stack_source(stack: str) -> str:
+    return f"stacks/Pulumi.{stack}.yaml"
+
+
+def stack_error_message(error: Exception, stack: str) -> str:
+    """The error as the user should read it: prefixed with the stack file unless it already is."""
+    source = stack_source(stack)
+    message = str(error)
+    return message if message.startswith(source) else f"{source}: {message}"
+
+
+@dataclass
+class StackProgram:
+    """Everything the program needs, decided and validated before any resource registers."""
+
+    settings: StackSettings
+    plan: Plan
+    pinned: bool
+    lifecycle: Lifecycle
+    resource_name: str
+    cluster_args: TrainingClusterArgs
+    notes: list[str] = field(default_factory=list)
+    # Keys `pulumi up` still needs; non-empty only under offline planning, which used placeholders.
+    missing_for_up: list[DeployKey] = field(default_factory=list)
+
+
+def resource_name(stack: str) -> str:
+    """A short, stable name for the stack's resources (stack names can be long)."""
+    name = re.sub(r"[^a-z0-9-]", "-", stack.lower()).strip("-") or "accel"
+    if not name[0].isalpha():
+        name = f"s-{name}"
+    if len(name) <= MAX_RESOURCE_NAME:
+        return name
+    import hashlib
+
+    digest = hashlib.sha1(name.encode()).hexdigest()[:4]
+    return f"{name[:MAX_RESOURCE_NAME - 5].rstrip('-')}-{digest}"
+
+
+def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
+    """Validate the stack's config, make or check the Plan, and build the cluster's arguments.
+
+    Every mistake in the stack's config is a UsageError: pydantic's ValidationError (a pinned plan
+    that no longer validates, say) is wrapped here, where the config enters, with its message unchanged."""
+    from pydantic import ValidationError
+
+    try:
+        return _read_stack(config, stack)
+    except ValidationError as error:
+        raise UsageError(str(error)) from error
+
+
+def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
+    source = stack_source(stack)
+    settings = settings_from_config(config, source)
+    notes: list[str] = []
+    _refuse_unknown_reservations(settings, source)
+    plan, pinned = _plan(settings, source, notes)
+    plan = _on_reservations(plan, pinned, settings, source)
+    lifecycle = settings.lifecycle(source)
+    declared_tags = _declared_tags(config, source)
+    # `pulumi:tags` is ordinary stack config (pulumi/pulumi#12856): the CLI stamps it on the stack at
+    # every `pulumi up`, and the program sees it like any other key. The reaper reads only those tags,
+    # so an ephemeral stack without them would never be reaped: refuse it here, at preview/plan time.
+    if lifecycle.ephemeral or declared_tags:
+        problems = stack_tag_problems(lifecycle, declared_tags)
+        if problems:
+            raise UsageError(f"{source}: " + "; ".join(problems) + _TAGS_HINT)
+    tags = ResourceTags(
+        workload=plan.workload.name,
+        stack=stack,
+        owner=plan.workload.owner or settings.owner,
+        cost_center=plan.workload.cost_center or settings.costCenter,
+        **lifecycle.resource_tag_fields(),
+    )
+    gcp_project = config.get("gcp:project")
+    api_access_cidrs = list(settings.apiAccessCidrs)
+    missing = missing_deploy_keys(plan, config, api_access_cidrs, stack)
+    if missing and not placeholders_allowed():
+        raise UsageError(f"{source}: {missing_keys_message(missing)}")
+    for key in missing:  # offline only: plan with a visible placeholder, report the command
+        if key.key == "gcp:project":
+            gcp_project = str(key.placeholder)
+        elif key.key == "accel:apiAccessCidrs":
+            api_access_cidrs = list(key.placeholder)  # type: ignore[call-overload]
+        notes.append(f"{key.key} is not set: planned with the placeholder {key.placeholder!r}; "
+                     f"before `pulumi up`: {key.set_command}")
+    args = TrainingClusterArgs(
+        plan=plan,
+        tags=tags,
+        lifecycle=lifecycle,
+        gcp_project=gcp_project,
+        existing_cluster=settings.cluster,
+        api_access_cidrs=tuple(api_access_cidrs),
+        upgrade_pause=(settings.upgradePause.start, settings.upgradePause.end) if settings.upgradePause else None,
+        namespace=settings.namespace,
+        capacity_block_window=capacity_block_window(plan, settings.reservations),
+    )
+    args.validate()
+    return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
+                        resource_name=resource_name(stack), cluster_args=args, notes=notes,
+                        missing_for_up=missing)
+
+
+def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
+    """A declared reservation whose machine type or zone the catalog does not know is a typo to name now,
+    not a plan that quietly ignores it (or a refusal saying the pools are elsewhere)."""
+    if not settings.reservations:
+        return
+    from accel.policies.catalog import load_catalog
+    from accel.policies.cloud.reservations import declaration_problems
+
+    problems = declaration_problems(settings.reservations, load_catalog(settings.catalog).offerings,
+                                    catalog_key="accel:catalog")
+    if problems:
+        raise UsageError("\n".join(f"{source}: accel:reservations.{p.index}.{p.key}: {p.problem}"
+                                    for p in problems))
+
+
+def _on_reservations(plan: Plan, pinned: bool, settings: StackSettings, source: str) -> Plan:
+    """A plan decided here takes the stack's reservation of its machine type; any plan must fit the
+    declared reservations (machine type, zone, count), or the stack is refused before `pulumi up`."""
+    from accel.policies.cloud.reservations import reservation_problems, use_reservation
+
+    if not pinned:
+        plan = use_reservation(plan, settings.reservations)
+    problems = reservation_problems(plan, settings.reservations)
+    if problems:
+        raise UsageError(f"{source}: accel:reservations: the planned pools do not fit the reservations: "
+                         + "; ".join(problems))
+    return plan
+
+
+def _plan(settings: StackSettings, source: str, notes: list[str]) -> tuple[Plan, bool]:
+    if settings.plan is not None:
+        if settings.hardware is not None:
+            raise UsageError(f"{source}: accel:hardware and accel:plan are both set; the pinned plan already "
+                             "fixes the hardware, so remove one")
+        notes.append(f"using the pinned plan: {settings.plan.chosen.accelerator} x {settings.plan.chosen.chips} "
+                     f"on {settings.plan.cloud} {settings.plan.region} (catalog {settings.plan.catalog.version})")
+        return settings.plan, True
+
+    workload = settings.resolved_workload(source)
+    try:
+        return _decide(settings, workload, notes), False
+    except WorkloadFieldError as error:
+        # Found wrong only against the catalog: name the stack key the value came from.
+        key = f"accel:{error.field}" if error.field.startswith("hardware") and settings.hardware else \
+            f"accel:workload.{error.field}"
+        raise WorkloadFieldError(key, error.problem, source) from None
+
+
+def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -> Plan:
+    from accel.policies.catalog import load_catalog, offerings_from_inventory
+    from accel.policies.selection.choose import choose_plan, plan_from_pin
+
+    catalog = load_catalog(settings.catalog)
+    extra = []
+    if settings.cluster is not None:
+        extra = offerings_from_inventory(
+            {"accelerator": e.accelerator, "count": e.chips, "usd_per_chip_hour": e.usd_per_chip_hour,
+             "name": e.name or settings.cluster.name, "gpus_per_node": e.gpus_per_node}
+            for e in settings.cluster.inventory)
+    if workload.hardware is not None:
+        plan = plan_from_pin(workload, catalog, extra_offerings=extra)
+        notes.append(f"no pinned plan: estimated the hardware pin at run time (catalog {catalog.version})")
+    else:
+        plan = choose_plan(workload, catalog, settings.objective, extra_offerings=extra,
+                           reservations=settings.reservations)
+        notes.append(f"no pinned plan: chose {plan.chosen.accelerator} x {plan.chosen.chips} at run time "
+                     f"(catalog {catalog.version}); pin it with `accel choose --write-stack` so prices "
+                     "can't change the hardware")
+    return plan
+
+
+_TAGS_HINT = ("; `accel reap` reads only the stack's tags, so without them it never tears this stack down "
+              "(see docs/reap.md, \"Marking a stack ephemeral\")")
+
+
+def _declared_tags(config: Mapping[str, str], source: str) -> dict | None:
+    raw = config.get("pulumi:tags")
+    if raw is None:
+        return None
+    try:
+        tags = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        raise UsageError(f"{source}: pulumi:tags: expected a mapping of tag names to values") from None
+    if not isinstance(tags, dict):
+        raise UsageError(f"{source}: pulumi:tags: expected a mapping of tag names to values")
+    return tags

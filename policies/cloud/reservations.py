@@ -1,0 +1,278 @@
+"""Reservations a stack holds, and whether the planned pools fit them (before `pulumi up`).
+
+A stack declares the reservations it holds (`accel:reservations`: name, machine type, count, zone; a
+Capacity Block also its window, `start` and `end`, which the node group is scaled around).
+A GCP specific reservation (or a block of one) and an AWS On-Demand Capacity Reservation or
+Capacity Block are all "this many machines of this type in this zone, under this name". Two pure
+functions over typed data:
+
+- `use_reservation(plan, reservations)`: a plan decided at run time (a hardware pin or a search)
+  takes the declared reservation that holds its machine type in its region, in that zone, as
+  capacity type `reservation` (`capacity-block` for an AWS Capacity Block): reserved capacity is
+  preferred over buying on demand.
+- `reserved_hourly(reservation, machines, on_demand_per_machine)`: what a fleet on it costs per hour, as
+  the declaration says reserved capacity is billed (`committedUsdPerMachineHour`, or `marginal: zero` for
+  capacity already paid for whether used or not, else the catalog's on-demand rate); machines beyond its
+  count are priced at on-demand (`accel choose`, the Plan's figures and `accel plan`'s built cost alike).
+- `reservation_problems(plan, reservations)`: what does not fit — machine type, zone, count — in
+  words that name the reservation and the pool, so `accel plan` refuses it (exit 2).
+- `declaration_problems(reservations, offerings)`: a declared machine type no offering sells, or a zone
+  the catalog lists for none of that type's offerings (a typo, most likely), with the closest names;
+  `accel choose --reservations` and `accel plan` both refuse them (exit 2) before anything is sized.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from datetime import timezone
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import AfterValidator, AwareDatetime, Field, model_validator
+
+from accel.base.model import StrictModel
+from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
+from accel.policies.plan import Plan
+
+if TYPE_CHECKING:
+    from accel.policies.catalog.model import Offering
+
+RESERVED_TYPES = ("reservation", "capacity-block")
+# ISO 8601 with a zone, kept in UTC: the zone the schedule is written in.
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(lambda moment: moment.astimezone(timezone.utc))]
+
+
+class DeclaredReservation(StrictModel):
+    """One reservation the stack holds (`accel:reservations[i]`)."""
+
+    name: str = Field(min_length=1, description="GCP reservation name (or reservation/block path); AWS cr-... id")
+    machineType: str = Field(min_length=1, description="Machine / instance type it reserves, e.g. a3-megagpu-8g")
+    count: int = Field(gt=0, description="Machines it holds")
+    zone: str = Field(min_length=1, description="Zone it is in, e.g. us-central1-a or us-east-1a")
+    kind: Literal["reservation", "capacity-block"] = Field(
+        "reservation", description="reservation: GCP specific reservation or AWS ODCR; capacity-block: AWS Capacity Block")
+    # A Capacity Block runs only in its window and the node group is scaled around it, so both are required
+    # for kind capacity-block. A reservation (ODCR, GCP specific reservation) is held until released: nothing
+    # is scheduled around it, so a window there would be ignored, and is refused instead.
+    start: UtcDatetime | None = Field(
+        None, description="capacity-block only: when the block starts, ISO 8601 with a zone (e.g. 2030-01-06T11:30:00Z)")
+    end: UtcDatetime | None = Field(
+        None, description="capacity-block only: when the block ends, ISO 8601 with a zone")
+
+    # How the reserved machines are billed (docs/scale.md, "Reserved prices"): at most one of the two.
+    committedUsdPerMachineHour: float | None = Field(
+        None, gt=0, le=10_000, description="What one reserved machine costs per hour under the commitment (your "
+                                           "contract's rate: a committed-use discount or Capacity Block price)")
+    marginal: Literal["zero"] | None = Field(
+        None, description="zero: already paid for (billed whether used or not), so using it costs nothing more")
+
+    @model_validator(mode="after")
+    def _window_fits_the_kind(self) -> "DeclaredReservation":
+        given = [key for key in ("start", "end") if getattr(self, key) is not None]
+        if self.kind == "reservation":
+            if given:
+                raise ValueError(f"{' and '.join(given)}: only a kind capacity-block has a window; a reservation is "
+                                 f"held until released, so remove {' and '.join(given)} (or set kind: capacity-block)")
+            return self
+        missing = [key for key in ("start", "end") if key not in given]
+        if missing:
+            raise ValueError(f"{' and '.join(missing)}: missing; a capacity-block needs its window, start and end as "
+                             "the EC2 console shows them, in UTC (e.g. start: 2030-01-06T11:30:00Z, end: "
+                             "2030-01-13T11:30:00Z): the node group scales out at the start and in before the end")
+        assert self.start is not None and self.end is not None
+        problem = window_problem(self.start, self.end)
+        if problem:
+            raise ValueError(f"start/end: {problem}")
+        return self
+
+    @property
+    def window(self) -> CapacityBlockWindow | None:
+        """The block's window (kind capacity-block), else None."""
+        if self.start is None or self.end is None:
+            return None
+        return CapacityBlockWindow(self.start, self.end)
+
+    @model_validator(mode="after")
+    def _one_billing(self) -> "DeclaredReservation":
+        if self.committedUsdPerMachineHour is not None and self.marginal is not None:
+            raise ValueError("give committedUsdPerMachineHour (a committed price) or marginal: zero (already paid "
+                             "for), not both")
+        return self
+
+    def machine_hourly_usd(self, on_demand_per_machine: float) -> float:
+        """What one reserved machine costs per hour: $0 when already paid, the committed rate, else on-demand."""
+        if self.marginal == "zero":
+            return 0.0
+        return self.committedUsdPerMachineHour if self.committedUsdPerMachineHour is not None else on_demand_per_machine
+
+    def billing_words(self) -> str:
+        """'$98.32/h per machine committed', '$0 marginal (already paid)' or 'at the on-demand rate'."""
+        if self.marginal == "zero":
+            return "$0 marginal (already paid)"
+        if self.committedUsdPerMachineHour is not None:
+            return f"${self.committedUsdPerMachineHour:,.2f}/h per machine committed"
+        return "at the catalog's on-demand rate (no committed price declared)"
+
+
+def reserved_hourly(reservation: DeclaredReservation, machines: int, on_demand_per_machine: float) -> float:
+    """$/h of `machines` machines on the reservation: up to its count at the reserved rate, the overflow
+    (machines beyond the count) at on-demand."""
+    held = min(machines, reservation.count)
+    return held * reservation.machine_hourly_usd(on_demand_per_machine) + (machines - held) * on_demand_per_machine
+
+
+def reserved_words(reservation: DeclaredReservation, machines: int, on_demand_per_machine: float) -> str:
+    """How a fleet on the reservation is priced, with the overflow when it is bigger than the reservation."""
+    held = min(machines, reservation.count)
+    words = (f"reserved: {reservation.name!r} ({reservation.count} x {reservation.machineType} in "
+             f"{reservation.zone}), {held} machines {reservation.billing_words()} = "
+             f"${held * reservation.machine_hourly_usd(on_demand_per_machine):,.2f}/h")
+    if machines > held:
+        words += (f"; overflow: {machines - held} machines beyond the reservation at on-demand "
+                  f"${on_demand_per_machine:,.2f}/h each = ${(machines - held) * on_demand_per_machine:,.2f}/h")
+    return words
+
+
+def region_of_reservation(reservation: DeclaredReservation, regions) -> str | None:
+    """The region (of `regions`) the reservation's zone is in, or None."""
+    return next((region for region in regions if _in_region(reservation.zone, region)), None)
+
+
+def _pool(plan: Plan) -> tuple[str, int, str]:
+    """(machine type, machines, what they are) of the plan's accelerator pool."""
+    if plan.tpu is not None:
+        return plan.tpu.machine_type, plan.tpu.hosts_per_slice * plan.tpu.slices, "TPU hosts"
+    assert plan.gpu is not None
+    return plan.gpu.machine_type, plan.gpu.nodes, "GPU nodes"
+
+
+def _in_region(zone: str, region: str) -> bool:
+    return zone.startswith(region) and len(zone) > len(region)
+
+
+def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan:
+    """The plan on the declared reservation of its machine type in its region, or unchanged when none holds it
+    (reservation_problems then says why)."""
+    if not reservations or plan.capacity.provisioning in RESERVED_TYPES or plan.capacity.provisioning == "spot":
+        return plan
+    machine_type, _, _ = _pool(plan)
+    match = next((r for r in reservations if r.machineType == machine_type and _in_region(r.zone, plan.region)), None)
+    if match is None:
+        return plan
+    _, machines, _ = _pool(plan)
+    # The plan was priced on demand (a pin or a search without reservations): reprice it as declared.
+    per_machine = plan.chosen.hourly_usd / machines
+    hourly = round(reserved_hourly(match, machines, per_machine), 6)
+    total = round(hourly * plan.chosen.hours, 2)
+    chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly,
+                                            "total_usd": total})
+    estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total})
+    capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name})
+    rationale = [*plan.rationale, f"Capacity: the stack's {match.kind} {match.name!r}; "
+                                  f"{reserved_words(match, machines, per_machine)}."]
+    return plan.model_copy(update={"chosen": chosen, "estimate": estimate, "capacity": capacity,
+                                   "zones": [match.zone], "rationale": rationale})
+
+
+def capacity_block_window(plan: Plan, reservations: list[DeclaredReservation]) -> CapacityBlockWindow | None:
+    """The window of the Capacity Block the plan runs on (None for other capacity, or when it is not declared:
+    reservation_problems says so)."""
+    if plan.capacity.provisioning != "capacity-block":
+        return None
+    declared = next((r for r in reservations if r.name == plan.capacity.reservation), None)
+    return declared.window if declared is not None else None
+
+
+def reservation_problems(plan: Plan, reservations: list[DeclaredReservation]) -> list[str]:
+    """Why the planned pools do not fit the declared reservations (empty when they fit, or none is declared;
+    a capacity-block plan must declare its block, whose window the node group is scheduled around)."""
+    if plan.capacity.provisioning == "capacity-block" and not any(
+            r.name == plan.capacity.reservation for r in reservations):
+        machine_type, machines, _ = _pool(plan)
+        return [f"the plan runs on capacity block {plan.capacity.reservation!r}, which accel:reservations does not "
+                "declare; a capacity block's node group is scaled at the block's start and end, so declare it: "
+                f"{{name: {plan.capacity.reservation}, kind: capacity-block, machineType: {machine_type}, "
+                f"count: {machines}, zone: {plan.zones[0]}, start: <block start>, end: <block end>}} (ISO 8601 "
+                "in UTC as the EC2 console shows them, e.g. 2030-01-06T11:30:00Z)"]
+    if not reservations:
+        return []
+    machine_type, machines, what = _pool(plan)
+    provisioning, name = plan.capacity.provisioning, plan.capacity.reservation
+    held = "; ".join(f"{r.name}: {r.count} x {r.machineType} in {r.zone}" for r in reservations)
+    if provisioning not in RESERVED_TYPES:
+        same_type = [r for r in reservations if r.machineType == machine_type]
+        if not same_type:
+            return [f"no declared reservation holds {machine_type}, the plan's machine type ({machines} {what} in "
+                    f"{plan.region}); the stack holds {held}"]
+        return [f"the plan is {provisioning} {machine_type} in {plan.region}, but the reservations of that type are "
+                f"in other regions ({', '.join(f'{r.name} in {r.zone}' for r in same_type)})"]
+    declared = next((r for r in reservations if r.name == name), None)
+    if declared is None:
+        return [f"the plan uses {provisioning} {name!r}, which accel:reservations does not declare; it holds {held}"]
+    problems = []
+    if declared.kind != provisioning:
+        problems.append(f"{declared.name} is declared as a {declared.kind} but the plan uses it as {provisioning}")
+    if declared.machineType != machine_type:
+        problems.append(f"{declared.name} reserves {declared.machineType} but the pools are {machine_type}")
+    if plan.zones[0] != declared.zone:
+        problems.append(f"{declared.name} is in {declared.zone} but the pools are in {plan.zones[0]}")
+    if declared.count < machines:
+        problems.append(f"{declared.name} holds {declared.count} x {declared.machineType} but the pools need "
+                        f"{machines} {what} ({machines - declared.count} more)")
+    return problems
+
+
+# ----------------------------------------------------------------------------- the declaration itself
+
+class DeclarationProblem(StrictModel):
+    """A declared reservation's key whose value the catalog does not know (`reservations[index].key`)."""
+
+    index: int = Field(ge=0, description="Position of the reservation in the declared list")
+    key: Literal["machineType", "zone"]
+    problem: str = Field(min_length=1, description="What is wrong and what is allowed, closest names first")
+
+
+def _closest(value: str, known: Iterable[str]) -> list[str]:
+    return difflib.get_close_matches(value, sorted(set(known)), n=3, cutoff=0.6)
+
+
+def _one_of(names: list[str]) -> str:
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def declaration_problems(reservations: Iterable[DeclaredReservation], offerings: Iterable["Offering"],
+                         catalog_key: str = "--catalog") -> list[DeclarationProblem]:
+    """Declared reservations whose machine type no offering sells, or whose zone is none of the zones the
+    catalog lists for that machine type: such a reservation could never be used, so it is a mistake to
+    say, not a quiet "gave no feasible option". Each problem names what is allowed, closest first;
+    `catalog_key` is where the user gives a catalog overlay (`--catalog`, or `accel:catalog` in a stack)."""
+    zones_of: dict[str, dict[str, set[str]]] = {}  # machine type -> region -> zones
+    for offering in offerings:
+        regions = zones_of.setdefault(offering.machine_type, {})
+        for region, info in offering.regions.items():
+            regions.setdefault(region, set()).update(info.zones)
+    problems = []
+    for index, reservation in enumerate(reservations):
+        machine_type, zone = reservation.machineType, reservation.zone
+        if machine_type not in zones_of:
+            near = _closest(machine_type, zones_of)
+            allowed = f"did you mean {_one_of(near)}?" if near else \
+                f"the catalog sells {', '.join(sorted(zones_of))}"
+            problems.append(DeclarationProblem(index=index, key="machineType", problem=(
+                f"{machine_type!r} is sold by no catalog offering; {allowed}")))
+            continue
+        regions = zones_of[machine_type]
+        known = set().union(*regions.values())
+        if zone in known:
+            continue
+        near = _closest(zone, known)
+        # The zones of the declared zone's own region when the catalog has it, else all of them.
+        listed = sorted(z for region, zones in regions.items() if _in_region(zone, region) for z in zones) \
+            or sorted(known)
+        problems.append(DeclarationProblem(index=index, key="zone", problem=(
+            f"{zone!r} is not a zone the catalog lists for {machine_type}"
+            + (f"; did you mean {_one_of(near)}?" if near else "")
+            + f" (it lists {machine_type} in {', '.join(listed)}; a reservation held in another zone needs "
+              f"that zone added to the offering in a catalog overlay, {catalog_key})")))
+    return problems

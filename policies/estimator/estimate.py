@@ -1,0 +1,612 @@
+"""How long a run takes and what it costs on a given fleet: FLOPs, memory fit, MFU, goodput, spot.
+
+Training: time = 6*N*D / (chips * peak * MFU(chips) * goodput * spot productivity).
+Serving: each decode step streams the weights and the batch's KV cache from HBM and does
+2*N FLOPs per token; the largest batch that meets the p99 per-token latency and fits in HBM
+sets the throughput of one replica, and the tokens/s target sets the number of replicas.
+Every default comes from policies/catalog/assumptions.yaml and can be overridden per workload;
+`assumption_list` reports each one with its source.
+
+The per-size functions are plain float arithmetic: selection calls them thousands of times.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from accel.base.units import HOURS_PER_MONTH
+from accel.policies.estimator.calibration import calibrated_fit, dcn_breakdown, predict
+from accel.policies.catalog.model import (
+    Accelerator,
+    AllreduceLatency,
+    Catalog,
+    Defaults,
+    FilesystemOffer,
+    rule_for,
+)
+from accel.policies.plan import Assumption, StoragePlan
+from accel.policies.workload import WorkloadSpec
+
+OVERRIDE = "workload override"
+# Below this share of productive time a spot fleet spends its life restarting: treat it as unusable.
+MIN_SPOT_PRODUCTIVITY = 0.25
+SECONDS_PER_HOUR = 3600.0
+FROZEN_BYTES_PER_PARAMETER = 2.0   # a frozen weight is its bf16 copy only
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The estimator's numbers for one workload: defaults with the workload's overrides applied."""
+
+    values: dict[str, float]
+    sources: dict[str, str]
+    preemptions_per_host_day: dict[str, float]
+    preemption_sources: dict[str, str]
+    mfu_override: float | None
+    decay_override: float | None
+    multislice_override: float | None = None
+    serving_engine: str = ""                      # whose per-step costs serving pays (assumptions.yaml inference.engines)
+    allreduce: AllreduceLatency | None = None     # published small all-reduce latencies, by engine and degree
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    def assumption(self, name: str, label: str | None = None) -> Assumption:
+        return Assumption(name=label or name, value=_round(self.values[name]), source=self.sources[name])
+
+
+# workload override field -> (resolved name, where the default lives)
+_TRAINING_KEYS = {
+    "bytes_per_parameter": "bytes_per_parameter",
+    "activation_headroom": "activation_headroom",
+    "hbm_usable_fraction": "hbm_usable_fraction",
+    "goodput": "goodput",
+    "checkpoint_interval_minutes": "checkpoint_interval_minutes",
+    "restart_minutes": "restart_minutes",
+    "default_deadline_days": "default_deadline_days",
+    "time_objective_tolerance": "time_objective_tolerance",
+}
+_INFERENCE_KEYS = {
+    "hbm_bandwidth_efficiency": "hbm_bandwidth_efficiency",
+    "inference_compute_efficiency": "compute_efficiency",
+    "latency_p99_factor": "latency_p99_factor",
+    "prompt_tokens_per_output_token": "prompt_tokens_per_output_token",
+    "replica_scaling_per_doubling": "replica_scaling_per_doubling",
+    "min_replicas": "min_replicas",
+    "spot_serving_headroom": "spot_serving_headroom",
+}
+
+
+def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -> Resolved:
+    """The estimator's numbers for `spec`; serving is costed for `engine` (default: assumptions.yaml
+    inference.default_engine).
+
+    One `put` per number, each with its source (the workload's override, else the catalog's assumption):
+    long because there are that many numbers, not because it decides much; the order is the catalog's."""
+    overrides = spec.assumptions
+    values: dict[str, float] = {}
+    sources: dict[str, str] = {}
+
+    def put(name: str, default_value: float, default_source: str, override: float | None) -> None:
+        if override is not None:
+            values[name], sources[name] = float(override), OVERRIDE
+        else:
+            values[name], sources[name] = float(default_value), default_source
+
+    training = defaults.training
+    for override_key, name in _TRAINING_KEYS.items():
+        item = getattr(training, name)
+        put(name, item.value, item.source, getattr(overrides, override_key))
+    for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown", "provisioning_minutes",
+                 "image_pull_minutes", "compile_minutes", "checkpoint_write_gbps_per_host"):
+        item = getattr(training, name)
+        put(name, item.value, item.source, None)
+    inference = defaults.inference
+    for override_key, name in _INFERENCE_KEYS.items():
+        item = getattr(inference, name)
+        put(f"inference_{name}", item.value, item.source,
+            getattr(overrides, override_key))
+    put("max_replica_chips", inference.max_replica_chips.value, inference.max_replica_chips.source, None)
+    put("inference_prefill_efficiency", inference.prefill_efficiency.value, inference.prefill_efficiency.source, None)
+    precision = inference.precisions[serving_precision(spec)]
+    put("inference_bytes_per_parameter", precision.bytes_per_parameter, precision.source,
+        overrides.inference_bytes_per_parameter)
+
+    engine = engine or inference.default_engine
+    overhead = inference.engines[engine].step_overhead_ms
+    put("inference_step_overhead_ms", overhead.value, f"{engine}: {overhead.source}", None)
+    put("inference_allreduces_per_layer", inference.allreduces_per_layer.value, inference.allreduces_per_layer.source,
+        None)
+    put("hidden_width_rule", inference.hidden_width_rule.value, inference.hidden_width_rule.source, None)
+
+    parameters = spec.model.parameters
+    layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
+    put("model_layers", layers, f"estimated: {inference.kv_cache_layers_per_cube_root.source}", None)
+    if overrides.kv_cache_bytes_per_token is not None:
+        put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
+    else:
+        kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
+        put("kv_cache_bytes_per_token", kv,
+            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x "
+            f"{precision.kv_bytes_per_value:g} bytes; {inference.kv_cache_layers_per_cube_root.source}; "
+            f"{inference.kv_cache_width.source}", None)
+    section = spec.inference
+    if section is not None and section.prompt_tokens and section.output_tokens:
+        context, context_source = section.prompt_tokens + section.output_tokens, \
+            "inference.prompt_tokens + inference.output_tokens: KV cache reserved per concurrent sequence"
+        put("inference_prompt_tokens_per_output_token", section.prompt_tokens / section.output_tokens,
+            "inference.prompt_tokens / inference.output_tokens", None)
+    else:
+        context, context_source = spec.model.sequence_length, \
+            "model.sequence_length: KV cache reserved per concurrent sequence"
+    put("context_tokens", context, context_source, overrides.context_tokens)
+    preemptions = {cloud: item.value for cloud, item in defaults.preemptions_per_host_day.items()}
+    preemption_sources = {cloud: item.source for cloud, item in defaults.preemptions_per_host_day.items()}
+    if overrides.preemptions_per_day is not None:
+        preemptions = {cloud: float(overrides.preemptions_per_day) for cloud in preemptions}
+        preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
+    return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
+                    overrides.multislice_efficiency, engine, inference.allreduce_latency_us)
+
+
+def serving_precision(spec: WorkloadSpec) -> str:
+    return spec.inference.precision if spec.inference is not None else "bf16"
+
+
+def training_flops(spec: WorkloadSpec) -> float:
+    """(4 + 2f)*N*D: forward (2ND) and activation gradients (2ND) through every weight, weight gradients (2ND)
+    only for the trained share f (6ND for a full fine-tune or pretrain; ~4ND for LoRA)."""
+    assert spec.training is not None and spec.training.tokens is not None
+    return (4.0 + 2.0 * spec.training.trainable_fraction) * spec.model.parameters * spec.training.tokens
+
+
+def trained_parameters(spec: WorkloadSpec) -> float:
+    fraction = spec.training.trainable_fraction if spec.training is not None else 1.0
+    return spec.model.parameters * fraction
+
+
+def global_batch(spec: WorkloadSpec, defaults: Defaults) -> tuple[float, str]:
+    """(tokens per optimizer step, where it comes from): the workload's, else published practice by model size."""
+    assert spec.training is not None
+    if spec.training.global_batch_tokens is not None:
+        return spec.training.global_batch_tokens, "training.global_batch_tokens"
+    rule = rule_for(defaults.training.global_batch_tokens_by_size, spec.model.parameters)
+    return rule.value, rule.source
+
+
+def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults) -> tuple[int, str]:
+    """(most chips the global batch keeps busy, why): sequences per step x chips that can share a sequence."""
+    tokens, source = global_batch(spec, defaults)
+    sequences = max(1, math.floor(tokens / spec.model.sequence_length))
+    per_sequence = int(rule_for(defaults.training.chips_per_sequence_by_size, spec.model.parameters).value)
+    share = "one chip per sequence" if per_sequence == 1 else f"at most {per_sequence} chips share a sequence"
+    return sequences * per_sequence, (
+        f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequences of "
+        f"{spec.model.sequence_length:,} tokens and, for {spec.model.parameters / 1e9:,.3g}B parameters, {share}: "
+        f"more than {sequences * per_sequence:,} chips would idle")
+
+
+def checkpoint_bytes(spec: WorkloadSpec, defaults: Defaults) -> float:
+    """Bytes of one checkpoint: weights and optimizer state of the trained parameters."""
+    return trained_parameters(spec) * defaults.storage.checkpoint_bytes_per_parameter.value
+
+
+def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
+    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom. Frozen weights
+    (LoRA) keep only their bf16 copy: no gradients, master weights or optimizer state."""
+    trained = trained_parameters(spec)
+    frozen = spec.model.parameters - trained
+    state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
+    return state * (1.0 + resolved["activation_headroom"])
+
+
+def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> int:
+    """Fewest chips whose usable HBM holds the training state (training) or one copy of the weights (serving)."""
+    usable = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+    if spec.kind == "inference":
+        needed = spec.model.parameters * resolved["inference_bytes_per_parameter"]
+    else:
+        needed = training_memory_bytes(spec, resolved)
+    return max(1, math.ceil(needed / usable))
+
+
+def slice_holds_training_state(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator,
+                               chips_per_slice: int) -> bool:
+    """Whether one TPU slice holds the training state. A slice shards the state over its chips; a
+    multislice runs data-parallel across slices (over the data-centre network), so every slice holds
+    the whole state on its own: the slices' HBM does not add up."""
+    return chips_per_slice >= min_chips_for_memory(spec, resolved, accelerator)
+
+
+def deadline_hours(spec: WorkloadSpec, resolved: Resolved) -> tuple[float, bool]:
+    """(hours, given): the workload's deadline, or the default longest run when it sets none."""
+    if spec.constraints.deadline_days is not None:
+        return spec.constraints.deadline_days * 24.0, True
+    return resolved["default_deadline_days"] * 24.0, False
+
+
+def precision_factor(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> tuple[float, str]:
+    precision = spec.training.precision if spec.training is not None else "bf16"
+    if precision == "fp8":
+        if accelerator.peak_fp8_tflops:
+            return resolved["fp8_speedup"], resolved.sources["fp8_speedup"]
+        return 1.0, f"{accelerator.id} has no fp8 tensor cores: runs at the bf16 rate"
+    if precision == "fp32":
+        return resolved["fp32_slowdown"], resolved.sources["fp32_slowdown"]
+    return 1.0, "bf16/fp16 peak"
+
+
+class TrainingModel:
+    """Time of one training run on one accelerator type, as a function of fleet size."""
+
+    def __init__(self, spec: WorkloadSpec, resolved: Resolved, catalog: Catalog,
+                 accelerator: Accelerator, cloud: str, spot: bool) -> None:
+        self.flops = training_flops(spec)
+        factor, _ = precision_factor(spec, resolved, accelerator)
+        self.peak = accelerator.peak_bf16_tflops * 1e12 * factor
+        self.fixed_mfu = resolved.mfu_override
+        self.catalog, self.accelerator = catalog, accelerator
+        self.fit = calibrated_fit(catalog)
+        self.parameters = spec.model.parameters
+        self.decay_override = resolved.decay_override
+        self.multislice_override = resolved.multislice_override
+        self.batch_tokens, _ = global_batch(spec, catalog.defaults)   # sets the DCN cost of a multislice step
+        self._mfu_cache: dict[tuple[int, int], float] = {}
+        self.goodput = resolved["goodput"]
+        rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
+        self.preemptions_per_host_hour = rate / 24.0
+        self.loss_hours = (resolved["restart_minutes"] + resolved["checkpoint_interval_minutes"] / 2.0) / 60.0
+        self.startup_fixed_hours = (resolved["provisioning_minutes"] + resolved["image_pull_minutes"]
+                                    + resolved["compile_minutes"]) / 60.0
+        self.checkpoint_bytes = checkpoint_bytes(spec, catalog.defaults)
+        # A parameter-efficient fine-tune also loads the frozen base weights at start.
+        self.base_weight_bytes = (spec.model.parameters - trained_parameters(spec)) * FROZEN_BYTES_PER_PARAMETER
+        self.write_bytes_per_host_hour = resolved["checkpoint_write_gbps_per_host"] * 1e9 * SECONDS_PER_HOUR
+        self.checkpoints_per_hour = 60.0 / resolved["checkpoint_interval_minutes"]
+
+    def mfu(self, chips: int, slices: int = 1) -> float:
+        if self.fixed_mfu is not None:
+            return self.fixed_mfu
+        key = (chips, slices)
+        value = self._mfu_cache.get(key)
+        if value is None:
+            value = self._mfu_cache[key] = predict(self.fit, self.catalog, self.accelerator, self.parameters, chips,
+                                                   slices, self.decay_override,
+                                                   self.multislice_override, self.batch_tokens)
+        return value
+
+    def productivity(self, hosts: int) -> float:
+        """Share of wall-clock not lost to spot preemptions: a synchronous job restarts when any host goes."""
+        return 1.0 - hosts * self.preemptions_per_host_hour * self.loss_hours
+
+    def checkpoint_hours(self, hosts: int) -> float:
+        """Wall-clock to write (or restore) one checkpoint, every host writing its shard in parallel."""
+        return self.checkpoint_bytes / (hosts * self.write_bytes_per_host_hour)
+
+    def startup_hours(self, hosts: int) -> float:
+        """Provisioning, image pull, compilation and restoring the checkpoint (or the base weights)."""
+        restore = (self.checkpoint_bytes + self.base_weight_bytes) / (hosts * self.write_bytes_per_host_hour)
+        return self.startup_fixed_hours + restore
+
+    def compute_hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+        """Training steps, checkpoint stalls and spot losses: everything but the start-up."""
+        productive = self.productivity(hosts)
+        if productive < MIN_SPOT_PRODUCTIVITY:
+            return math.inf
+        rate = chips * self.peak * self.mfu(chips, slices) * self.goodput * productive
+        steps = self.flops / rate / SECONDS_PER_HOUR
+        stall_share = self.checkpoints_per_hour * self.checkpoint_hours(hosts)
+        return steps * (1.0 + stall_share)
+
+    def hours(self, chips: int, hosts: int, slices: int = 1) -> float:
+        return self.startup_hours(hosts) + self.compute_hours(chips, hosts, slices)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One serving replica: chips, batch, decode step and throughput."""
+
+    chips: int
+    batch: int
+    step_seconds: float
+    tokens_per_second: float
+    bound: str  # what the step spends most on: "memory-bandwidth" | "compute" | "prefill compute" | ...
+
+
+def hidden_width(parameters: float, layers: float, hidden_width_rule: float) -> float:
+    """The model's hidden width estimated from its size and layers (assumptions.yaml hidden_width_rule)."""
+    return math.sqrt(parameters / (hidden_width_rule * layers))
+
+
+def allreduce_message_bytes(hidden: float, batch: int) -> float:
+    """What one tensor-parallel all-reduce of a decode step carries: batch x hidden x 2 bytes (bf16 activations)."""
+    return batch * hidden * 2.0
+
+
+class InferenceModel:
+    """Decode throughput and latency of replicas of one accelerator type."""
+
+    def __init__(self, spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator,
+                 kv_reads_per_value: float = 1.0, layers: int | None = None) -> None:
+        """`kv_reads_per_value`: how often a decode step reads each stored K/V value. 1 for servers whose
+        attention kernel reads a grouped-query KV head once for all the query heads that share it (vLLM,
+        JetStream, TensorRT-LLM with XQA); query heads / KV heads for a kernel that reads it once per query head
+        (TensorRT-LLM's masked multi-head attention without XQA). `layers`: the model's layer count when known
+        (else estimated from its size); it sets the number of tensor-parallel all-reduces per step."""
+        assert spec.inference is not None
+        self.kv_reads_per_value = kv_reads_per_value
+        parameters = spec.model.parameters
+        self.layers = float(layers) if layers is not None else resolved["model_layers"]
+        self.hidden = hidden_width(parameters, self.layers, resolved["hidden_width_rule"])
+        self.allreduces_per_step = resolved["inference_allreduces_per_layer"] * self.layers
+        self.step_overhead = resolved["inference_step_overhead_ms"] / 1000.0
+        self.engine = resolved.serving_engine
+        table = resolved.allreduce
+        # Only where the latency was measured (NVLink GPUs); elsewhere no published figure: not charged.
+        self.allreduce_table = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
+        self.flops_per_token = 2.0 * parameters
+        self.prompt_per_output = resolved["inference_prompt_tokens_per_output_token"]
+        # Compute per generated token, its share of the prompt's prefill included (what the fleet computes).
+        self.step_flops_per_sequence = self.flops_per_token * (1.0 + self.prompt_per_output)
+        # fp8 needs fp8 tensor cores; elsewhere the weights and KV cache are served at bf16.
+        self.fp8 = serving_precision(spec) == "fp8" and bool(accelerator.peak_fp8_tflops)
+        unsupported = serving_precision(spec) == "fp8" and not self.fp8
+        widen = 2.0 if unsupported else 1.0
+        self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
+        self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
+        context = resolved["context_tokens"]
+        self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
+        # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
+        output_share = 1.0 / (1.0 + self.prompt_per_output)
+        self.mean_context = context * (1.0 - output_share / 2.0)
+        self.usable_hbm = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+        self.bandwidth = accelerator.hbm_gbps * 1e9 * resolved["inference_hbm_bandwidth_efficiency"]
+        peak = (accelerator.peak_fp8_tflops if self.fp8 else accelerator.peak_bf16_tflops) * 1e12
+        self.compute = peak * resolved["inference_compute_efficiency"]
+        self.prefill_compute = peak * resolved["inference_prefill_efficiency"]
+        self.p99_bound_ms = spec.inference.p99_latency_ms
+        self.p99_factor = resolved["inference_latency_p99_factor"]
+        self.step_limit = self.p99_bound_ms / 1000.0 / self.p99_factor
+        self.scaling_log = math.log(resolved["inference_replica_scaling_per_doubling"])
+        self.min_replicas = int(resolved["inference_min_replicas"])
+
+    def efficiency(self, chips: int) -> float:
+        """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""
+        return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
+
+    def allreduce_seconds(self, chips: int, batch: int) -> float:
+        """Latency of a decode step's tensor-parallel all-reduces: 2 per layer, each of batch x hidden x 2
+        bytes, at the published latency for the engine's all-reduce kernel (0 on one chip)."""
+        if chips <= 1 or self.allreduce_table is None:
+            return 0.0
+        message = allreduce_message_bytes(self.hidden, batch)
+        return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
+
+    def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
+        """Time between two tokens of one sequence at `batch`, kernel by kernel (a roofline per kernel, not one
+        for the whole step, because the kernels run one after another):
+        - the weight matmuls: reading the weights once (memory-bandwidth) or 2N FLOPs per sequence (compute),
+          whichever is slower;
+        - decode attention: reading every sequence's KV cache as it stands (memory-bandwidth; it does no
+          useful reuse, so it adds to the matmuls rather than hiding under them);
+        - the prefill of the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token);
+        - on a tensor-parallel replica, the latency of two small all-reduces per layer;
+        - the serving engine's host work between steps (scheduling, sampling, input preparation)."""
+        scale = chips * self.efficiency(chips)
+        weights = self.weight_bytes / (scale * self.bandwidth)
+        matmul_compute = batch * self.flops_per_token / (scale * self.compute)
+        attention = (batch * self.kv_bytes_per_token * self.mean_context * self.kv_reads_per_value
+                     / (scale * self.bandwidth))
+        prefill = batch * self.flops_per_token * self.prompt_per_output / (scale * self.prefill_compute)
+        matmuls_memory_bound = weights >= matmul_compute
+        # What the step spends most of its time on, for the rationale.
+        allreduce = self.allreduce_seconds(chips, batch)
+        terms = {"memory-bandwidth": (weights if matmuls_memory_bound else 0.0) + attention,
+                 "compute": 0.0 if matmuls_memory_bound else matmul_compute,
+                 "prefill compute": prefill,
+                 "tensor-parallel all-reduce latency": allreduce,
+                 "serving-engine host overhead": self.step_overhead}
+        step = max(weights, matmul_compute) + attention + prefill + allreduce + self.step_overhead
+        bound = max(terms, key=lambda name: terms[name])
+        return step, bound
+
+    def replica(self, chips: int) -> tuple[Replica | None, str]:
+        """The best replica of `chips` chips, or None and why it cannot serve."""
+        free = chips * self.usable_hbm - self.weight_bytes
+        if free <= 0:
+            return None, "weights do not fit"
+        by_memory = math.floor(free / self.kv_bytes_per_sequence)
+        if by_memory < 1:
+            return None, "no room for a single sequence's KV cache"
+        step_one, _ = self.step_seconds(chips, 1)
+        if step_one > self.step_limit:
+            return None, self.too_slow(step_one)
+        # The step grows linearly with the batch: the largest batch within the latency bound, by bisection.
+        lo, hi = 1, by_memory
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.step_seconds(chips, mid)[0] <= self.step_limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        step, bound = self.step_seconds(chips, lo)
+        return Replica(chips, lo, step, lo / step, bound), ""
+
+    def too_slow(self, step_seconds: float, replica: str = "it") -> str:
+        """Why a decode step of `step_seconds` at batch 1 misses the bound: the step, and the p99 latency
+        (step x latency_p99_factor) it gives `replica`, which is what the bound is compared with."""
+        return (f"one decode step takes {step_seconds * 1000:.0f} ms even at batch 1; x{self.p99_factor:g} "
+                f"latency_p99_factor makes {replica} {step_seconds * self.p99_factor * 1000:.0f} ms per token at p99, "
+                f"over the {self.p99_bound_ms:g} ms bound")
+
+
+
+def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd: float,
+                    defaults: Defaults) -> tuple[StoragePlan, str]:
+    """Buckets always for training; a parallel filesystem only for large multi-host training where it is cheap
+    next to the fleet. Serving gets no checkpoint storage. Returns the plan and the reason."""
+    if spec.kind == "inference":
+        return (StoragePlan(dataset_bucket=False, checkpoint_bucket=False),
+                "serving: weights come from a bucket; no checkpoint storage")
+    storage = defaults.storage
+    offer: FilesystemOffer | None = storage.filesystems.get(cloud)  # type: ignore[call-overload]
+    min_hosts = storage.filesystem_min_hosts.value
+    if offer is None or hosts < min_hosts:
+        why = (f"{hosts} host{'s' if hosts != 1 else ''} (< {min_hosts:g}): dataset and checkpoint buckets are enough"
+               if offer is not None else f"dataset and checkpoint buckets (no managed parallel filesystem on {cloud})")
+        return StoragePlan(), why
+    checkpoint_gib = spec.model.parameters * storage.checkpoint_bytes_per_parameter.value / 2**30
+    # A size the filesystem accepts as is, so the plan's cost and the built resource agree.
+    capacity = offer.capacity_gib(checkpoint_gib * storage.checkpoints_kept.value)
+    # Priced at the throughput tier the component builds: the tier, not the capacity alone, sets the price.
+    hourly = capacity * offer.price_per_gib_month.usd / HOURS_PER_MONTH
+    share = hourly / fleet_hourly_usd if fleet_hourly_usd > 0 else math.inf
+    if share > storage.filesystem_max_cost_fraction.value:
+        share_words = (f"{share:.1%} of the fleet's cost" if math.isfinite(share) else
+                       "the run's only added cost (the fleet's marginal cost is $0: a reservation already paid for)")
+        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be "
+                               f"{share_words}: buckets are enough")
+    return (StoragePlan(filesystem=offer.kind, filesystem_capacity_gib=capacity),
+            f"{offer.kind} {capacity} GiB ({offer.tier}, ${hourly:,.2f}/h, {share:.1%} of the fleet) for checkpoints "
+            f"and restores across {hosts} hosts")
+
+
+def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, parameters: float,
+                          detail: dict[str, float | int | str]) -> Assumption:
+    """The tensor-parallel all-reduce latency the chosen replica pays per step, with its source."""
+    name = "tensor-parallel all-reduce latency"
+    table = resolved.allreduce
+    if table is None or accelerator.mfu_class not in table.mfu_classes:
+        return Assumption(name=name, value="not charged",
+                          source=f"no published small all-reduce latency for {accelerator.id} "
+                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'})")
+    chips, batch = int(detail.get("replica_chips", 1)), int(detail.get("batch_per_replica", 1))
+    if chips <= 1:
+        return Assumption(name=name, value="none (one-chip replica)", source=table.source)
+    layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
+    message = allreduce_message_bytes(hidden_width(parameters, layers, resolved["hidden_width_rule"]), batch)
+    latency = table.microseconds(resolved.serving_engine, chips, message)
+    return Assumption(name=name,
+                      value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
+                            f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips, "
+                            f"{resolved.serving_engine} kernel)",
+                      source=f"{resolved.sources['inference_allreduces_per_layer']}; "
+                             f"{resolved.sources['hidden_width_rule']}; {table.source}")
+
+
+def _round(value: float) -> float:
+    if value == 0 or not math.isfinite(value):
+        return value
+    return float(f"{value:.4g}")
+
+
+@dataclass
+class Evaluation:
+    """What the estimator says about one sized configuration (before it becomes an Option)."""
+
+    hours: float
+    hourly_usd: float
+    total_usd: float
+    mfu: float
+    goodput: float
+    detail: dict[str, float | int | str] = field(default_factory=dict)
+
+
+def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
+                    cloud: str, spot: bool, chips: int, slices: int, price_source: str,
+                    detail: dict[str, float | int | str] | None = None) -> list[Assumption]:
+    """Every number the estimate used, with where it came from: one Assumption per number, in the order a
+    plan prints them (long for that reason alone)."""
+    detail = detail or {}
+    items = [Assumption(name=f"{accelerator.id} peak dense bf16", value=f"{accelerator.peak_bf16_tflops:g} TFLOP/s",
+                        source=accelerator.source),
+             Assumption(name=f"{accelerator.id} memory", value=f"{accelerator.hbm_gb:g} GB, {accelerator.hbm_gbps:g} GB/s",
+                        source=accelerator.source),
+             Assumption(name="price", value=str(detail.get("price", "")), source=price_source),
+             resolved.assumption("hbm_usable_fraction")]
+    if spec.kind == "inference":
+        chosen = serving_precision(spec)
+        precision = catalog.defaults.inference.precisions[chosen]
+        served = chosen if not (precision.needs_fp8 and not accelerator.peak_fp8_tflops) else "bf16"
+        note = "" if served == chosen else f"; {accelerator.id} has no fp8 tensor cores: served at bf16"
+        items += [Assumption(name="serving precision", value=served,
+                             source=f"inference.precision {chosen}: {precision.quality}{note}"),
+                  resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
+                  resolved.assumption("inference_prefill_efficiency", "prefill_efficiency"),
+                  resolved.assumption("kv_cache_bytes_per_token"),
+                  resolved.assumption("context_tokens"),
+                  resolved.assumption("inference_hbm_bandwidth_efficiency", "hbm_bandwidth_efficiency"),
+                  resolved.assumption("inference_compute_efficiency", "compute_efficiency"),
+                  resolved.assumption("inference_latency_p99_factor", "latency_p99_factor"),
+                  resolved.assumption("inference_prompt_tokens_per_output_token", "prompt_tokens_per_output_token"),
+                  resolved.assumption("inference_replica_scaling_per_doubling", "replica_scaling_per_doubling"),
+                  resolved.assumption("inference_step_overhead_ms", "step_overhead_ms"),
+                  _allreduce_assumption(resolved, accelerator, spec.model.parameters, detail),
+                  resolved.assumption("inference_min_replicas", "min_replicas")]
+        if spot:
+            items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))
+        return items
+    fitted = calibrated_fit(catalog)
+    calibrated = f"MFU model fitted on {fitted.rows} published runs (policies/catalog/published_runs.yaml; " \
+                 f"{catalog.defaults.mfu_classes[accelerator.mfu_class].source})"
+    if resolved.mfu_override is not None:
+        mfu_source = OVERRIDE
+        mfu_value = f"{resolved.mfu_override:g} (fixed)"
+    else:
+        decay = resolved.decay_override or fitted.decay_per_doubling()
+        mfu = predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
+                      resolved.multislice_override, global_batch(spec, catalog.defaults)[0])
+        mfu_source = calibrated if resolved.decay_override is None else f"decay: {OVERRIDE}; model: {calibrated}"
+        mfu_value = (f"{mfu:.3g} for {spec.model.parameters / 1e9:,.3g}B parameters on {chips:,} chips "
+                     f"(x{decay:.3g} per doubling of chips)")
+    fraction = spec.training.trainable_fraction if spec.training is not None else 1.0
+    flops_rule = ("6 * parameters * tokens" if fraction == 1 else
+                  f"(4 + 2 x {fraction:g} trained) * parameters * tokens: a parameter-efficient fine-tune skips the "
+                  "frozen weights' gradients and optimizer state")
+    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source=flops_rule),
+              resolved.assumption("bytes_per_parameter"),
+              resolved.assumption("activation_headroom"),
+              Assumption(name="mfu", value=mfu_value, source=mfu_source),
+              resolved.assumption("goodput")]
+    tokens, batch_source = global_batch(spec, catalog.defaults)
+    items += [Assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),
+              Assumption(name="chips_per_sequence",
+                         value=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
+                                        spec.model.parameters).value,
+                         source=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
+                                         spec.model.parameters).source),
+              resolved.assumption("provisioning_minutes"),
+              resolved.assumption("image_pull_minutes"),
+              resolved.assumption("compile_minutes"),
+              resolved.assumption("checkpoint_write_gbps_per_host"),
+              resolved.assumption("checkpoint_interval_minutes")]
+    factor, factor_source = precision_factor(spec, resolved, accelerator)
+    if factor != 1.0 or (spec.training is not None and spec.training.precision not in ("bf16", "fp16")):
+        items.append(Assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
+                                value=factor, source=factor_source))
+    if slices > 1 and resolved.mfu_override is None:
+        across = resolved.multislice_override
+        step = None if across is not None else dcn_breakdown(
+            catalog, accelerator, spec.model.parameters, chips, slices,
+            predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
+                    math.exp(fitted.multislice)),
+            global_batch(spec, catalog.defaults)[0])
+        dcn = 1.0 if step is None else step.efficiency
+        items.append(Assumption(name="multislice_efficiency",
+                                value=_round(across if across is not None else math.exp(fitted.multislice) * dcn),
+                                source=OVERRIDE if across is not None else (
+                                    f"fitted multislice factor x{math.exp(fitted.multislice):.3g} ({calibrated}) x "
+                                    f"DCN all-reduce efficiency {dcn:.3g} over {slices} slices" + (
+                                        f" ({step.dcn_seconds:.3g} s of gradient all-reduce per "
+                                        f"{step.compute_seconds:.3g} s step, {step.exposed_seconds:.3g} s exposed; "
+                                        # The module's path before the wings (2026-11): pinned plans in
+                                        # stacks/ carry this text, and a plan's JSON must not change.
+                                        "policies/dcn.py)" if step is not None else ""))))
+    if spot:
+        items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
+                             source=resolved.preemption_sources.get(cloud, "")),
+                  resolved.assumption("restart_minutes")]
+    if spec.constraints.deadline_days is None:
+        items.append(resolved.assumption("default_deadline_days"))
+    return items

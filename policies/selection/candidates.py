@@ -1,0 +1,372 @@
+"""The candidates of one search, the first step of selection (candidates -> sizing -> estimate -> choose ->
+explain): the workload's resolved limits and per-offering model caches (SearchContext), the hard constraints
+that rule an offering out whatever its size or price (hard_filter), the prices an offering is sized at
+(price_groups, spot_modes), one sized configuration (Candidate), and how a candidate becomes an Option and an
+Estimate."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable, Sequence, TypeVar
+
+from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
+from accel.policies.selection.choice import OBJECTIVES
+from accel.policies.estimator.estimate import (
+    Evaluation,
+    InferenceModel,
+    Resolved,
+    TrainingModel,
+    assumption_list,
+    batch_chip_limit,
+    deadline_hours,
+    min_chips_for_memory,
+    resolve,
+    training_flops,
+)
+from accel.policies.selection.ladders import Size
+from accel.policies.plan import Estimate, Option
+from accel.policies.cloud.reservations import (
+    DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words)
+from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass
+class Candidate:
+    """One sized configuration of an offering at one price (shared by `regions`), with its estimate."""
+
+    offering: Offering
+    regions: list[str]
+    spot: bool
+    size: Size
+    evaluation: Evaluation
+    chip_price: Price
+    host_price: Price | None
+    reserved: DeclaredReservation | None = None   # sized on this declared reservation (on-demand beyond it)
+
+    @property
+    def family(self) -> str:
+        return self.offering.family
+
+
+def fleet_hourly(chips: int, hosts: int, chip: Price, host: Price | None,
+                 reserved: DeclaredReservation | None = None) -> float:
+    """$/h of a fleet: chips and host VMs at the catalog price, or, on a declared reservation, its machines
+    as the declaration bills them and any overflow beyond its count at that catalog (on-demand) price."""
+    on_demand = chips * chip.usd + hosts * (host.usd if host else 0.0)
+    return on_demand if reserved is None else reserved_hourly(reserved, hosts, on_demand / hosts)
+
+
+@dataclass
+class SearchContext:
+    """One search's workload, resolved limits and caches (models and memory fits per accelerator)."""
+
+    spec: WorkloadSpec
+    catalog: Catalog
+    objective: str
+    resolved: Resolved
+    deadline_h: float
+    deadline_given: bool
+    budget: float | None
+    max_chips: int
+    batch_chips: int = 0          # most chips the global batch keeps busy (training)
+    batch_why: str = ""
+    training_models: dict[tuple[str, str, bool], TrainingModel] = field(default_factory=dict)
+    inference_models: dict[str, InferenceModel] = field(default_factory=dict)
+    memory_chips: dict[str, int] = field(default_factory=dict)
+    hours_cache: dict[tuple[str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
+    reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
+
+    def accelerator(self, offering: Offering) -> Accelerator:
+        return self.catalog.accelerators[offering.accelerator]
+
+    def training_model(self, offering: Offering, spot: bool) -> TrainingModel:
+        return _memo(self.training_models, (offering.accelerator, offering.cloud, spot), lambda: TrainingModel(
+            self.spec, self.resolved, self.catalog, self.accelerator(offering), offering.cloud, spot))
+
+    def inference_model(self, offering: Offering) -> InferenceModel:
+        return _memo(self.inference_models, offering.accelerator,
+                     lambda: InferenceModel(self.spec, self.resolved, self.accelerator(offering)))
+
+    def min_memory_chips(self, offering: Offering) -> int:
+        return _memo(self.memory_chips, offering.accelerator,
+                     lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
+
+    def fleet_cap(self, offering: Offering) -> int:
+        return min(self.max_chips, offering.max_chips or self.max_chips)
+
+    def node_limit(self, offering: Offering) -> NodeLimit | None:
+        """The offering's most nodes per node pool when it applies to this workload (training or serving)."""
+        return node_limit(offering, self.spec.kind != "inference")
+
+
+def _memo(cache: dict[K, V], key: K, compute: Callable[[], V]) -> V:
+    """cache[key], computed once: the search asks for the same model or memory fit for every size and price."""
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
+def node_limit(offering: Offering, training: bool) -> NodeLimit | None:
+    """The offering's node-pool limit (catalog `max_nodes`) if it applies to training or serving fleets."""
+    limit = offering.max_nodes
+    return limit if limit is not None and limit.applies(training) else None
+
+
+def node_limit_words(offering: Offering, limit: NodeLimit) -> str:
+    """'GKE compact placement allows at most 150 nodes (1200 GPUs) of a3-ultragpu-8g in one pool'; for a GPU
+    fleet, which is several such pools (docs/scale.md), also the most the cluster holds."""
+    if offering.family == "tpu":
+        return f"{limit.name} allows at most {limit.value} hosts per slice"
+    words = (f"{limit.name} allows at most {limit.value} nodes ({limit.value * offering.chips_per_host} GPUs) of "
+             f"{offering.machine_type} in one pool")
+    fleet = limit.fleet_max_nodes
+    if fleet is not None:
+        words += (f", and one cluster holds at most {fleet} such nodes ({fleet * offering.chips_per_host} GPUs"
+                  + (f": {limit.max_pools} pools" if limit.max_pools and fleet == limit.value * limit.max_pools
+                     else "") + ")")
+    return words
+
+
+def gpu_fleet_max_nodes(limit: NodeLimit | None) -> int | None:
+    """The most nodes a GPU fleet may have under this pool limit: it is split into pools of at most
+    `limit.value` nodes, so only the cluster's limits (pools or nodes per cluster) bound it."""
+    return None if limit is None else limit.fleet_max_nodes
+
+
+def node_limit_violation(offering: Offering, hosts: int, slices: int, training: bool) -> str | None:
+    """Why a fleet of `hosts` nodes in `slices` slices cannot be built on this offering, or None when it can
+    (a TPU multislice is one pool per slice; a GPU fleet is as many pools as the limit needs)."""
+    limit = node_limit(offering, training)
+    if limit is None:
+        return None
+    if offering.family == "tpu":
+        per_pool = hosts // slices
+        if per_pool <= limit.value:
+            return None
+        return f"{per_pool} nodes in one pool: {node_limit_words(offering, limit)} ({limit.source})"
+    fleet = gpu_fleet_max_nodes(limit)
+    if fleet is None or hosts <= fleet:
+        return None
+    return f"{hosts} nodes in one cluster: {node_limit_words(offering, limit)} ({limit.source})"
+
+
+def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str,
+                   reservations: Sequence[DeclaredReservation] = ()) -> SearchContext:
+    """The context of one search; ValueError on an unknown objective."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    resolved = resolve(spec, catalog.defaults)
+    deadline_h, given = deadline_hours(spec, resolved)
+    max_chips = spec.constraints.max_chips or int(resolved["max_fleet_chips"])
+    batch_chips, batch_why = (batch_chip_limit(spec, resolved, catalog.defaults) if spec.kind != "inference"
+                              else (max_chips, ""))
+    return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips,
+                         batch_chips, batch_why, reservations=tuple(reservations))
+
+
+def price_groups(ctx: SearchContext, offering: Offering, spot: bool) -> list[tuple[list[str], Price, Price | None]]:
+    """Allowed regions grouped by identical prices, in preference order (the workload's region order, else
+    the catalog's), so the numbers are computed once per distinct price."""
+    allowed = ctx.spec.constraints.regions
+    regions = [r for r in (allowed or offering.regions) if r in offering.regions]
+    groups: dict[tuple[float, float], tuple[list[str], Price, Price | None]] = {}
+    for region in regions:
+        prices = offering.prices(region, spot)
+        if prices is None:
+            continue
+        chip, host = prices
+        key = (chip.usd, host.usd if host else 0.0)
+        if key in groups:
+            groups[key][0].append(region)
+        else:
+            groups[key] = ([region], chip, host)
+    return list(groups.values())
+
+
+def reserved_groups(ctx: SearchContext, offering: Offering
+                    ) -> list[tuple[DeclaredReservation, list[str], Price, Price | None]]:
+    """(reservation, [its region], on-demand chip price, host price) for each declared reservation of the
+    offering's machine type in a region it is offered in and the workload allows: sized apart from on-demand,
+    priced as the declaration bills it."""
+    if ctx.spec.constraints.spot == "required":
+        return []
+    allowed = ctx.spec.constraints.regions
+    groups = []
+    for reservation in ctx.reservations:
+        if reservation.machineType != offering.machine_type:
+            continue
+        region = region_of_reservation(reservation, offering.regions)
+        if region is None or (allowed and region not in allowed):
+            continue
+        prices = offering.prices(region, False)
+        if prices is not None:
+            groups.append((reservation, [region], *prices))
+    return groups
+
+
+def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
+    """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot."""
+    return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
+
+
+@dataclass
+class SearchResult:
+    """What ruling out and sizing every offering found, for ranking and for the explanations: each feasible
+    pick (and the sizes shown beside it) with its rank key and region, and, for the rest, why not."""
+
+    ranked: list[tuple[tuple, Candidate, str]] = field(default_factory=list)   # (rank key, candidate, region)
+    rejected: list[dict] = field(default_factory=list)   # {"offering", "reasons"}: NoFeasibleOption's rejected
+    eliminations: dict[str, list[str]] = field(default_factory=dict)   # constraint -> offerings it ruled out
+    hard_reasons: dict[str, tuple[str, str]] = field(default_factory=dict)   # offering -> (constraint, reason)
+    near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
+    family_reasons: dict[str, list[str]] = field(default_factory=lambda: {"gpu": [], "tpu": []})
+    offering_reasons: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    shown_only: set[int] = field(default_factory=set)   # ids of the alternatives: sizes shown for the trade-off
+
+
+@dataclass(frozen=True)
+class PricePoint:
+    """One price an offering is sized at: the capacity type, the allowed regions that share the price (in
+    preference order), the chip and host prices, and the declared reservation it bills against (None: the
+    market price)."""
+
+    spot: bool
+    regions: list[str]
+    chip: Price
+    host: Price | None
+    reserved: DeclaredReservation | None = None
+
+
+def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoint], list[tuple[str, str]]]:
+    """Every price point of the offering, in the order they are sized: each capacity type's region groups
+    (spot_modes, price_groups), then the stack's reservations of its machine type (reserved_groups), sized
+    apart, priced as declared and preferred on a tie. With them, (constraint, reason) when spot is wanted
+    but not offered in the allowed regions."""
+    points: list[PricePoint] = []
+    reasons: list[tuple[str, str]] = []
+    for spot in spot_modes(ctx.spec):
+        groups = price_groups(ctx, offering, spot)
+        if not groups and spot:
+            reasons.append(("spot", "no spot capacity in the allowed regions"))
+        points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
+    points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
+    return points, reasons
+
+
+def to_option(candidate: Candidate, region: str) -> Option:
+    """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours)."""
+    e, s, o = candidate.evaluation, candidate.size, candidate.offering
+    return Option(
+        cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
+        chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
+        hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
+        total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
+        offering=o.id, chips_per_host=s.chips_per_host, goodput=_fraction(e.goodput),
+        zone=candidate.reserved.zone if candidate.reserved else o.regions[region].zones[0],
+        provisioning=("spot" if candidate.spot else candidate.reserved.kind if candidate.reserved else o.provisioning),
+    )
+
+
+# total_usd is the unrounded total to the cent; hourly_usd and hours keep enough digits that
+# round(hourly_usd * hours, 2) gives it back within a cent, for a short run (0.17 h at $54.76/h) as for
+# a 90-day one ($2,765/h for 670 h): rounding either to the cent or to 0.01 h would drift by dollars.
+def _hourly(usd: float) -> float:
+    """Fleet $/h to a millionth of a dollar (catalog prices have at most six decimals per chip)."""
+    return round(usd, 6)
+
+
+def _hours(hours: float) -> float:
+    """Run hours to twelve significant digits, never zero (the contract's hours are positive)."""
+    return float(f"{hours:.12g}") or 1e-9
+
+
+def _fraction(value: float) -> float:
+    """A share in (0, 1], four significant digits (tiny serving utilisations stay above zero)."""
+    return min(1.0, max(1e-6, float(f"{value:.4g}")))
+
+
+def zone_spread_words(price: Price) -> str:
+    """' (median of 6 zones, $1.78-$6.88/chip-h)' for a price observed zone by zone (AWS spot), else ''.
+
+    Said next to the figure because one region's spot price is a spread, not a single number: the fleet may
+    land in a zone far from the median."""
+    spread = price.zone_range
+    if spread is None:
+        return ""
+    count = len(price.by_zone or {})
+    if count == 1:
+        return " (observed in 1 zone only)"
+    return f" (median of {count} zones, ${spread[0]:,.4g}-${spread[1]:,.4g}/chip-h)"
+
+
+def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Estimate:
+    """The estimate behind the chosen option: FLOPs, memory fit, prices and every assumption with its source."""
+    spec = ctx.spec
+    accelerator = ctx.accelerator(candidate.offering)
+    e = candidate.evaluation
+    price_text = f"${candidate.chip_price.usd:,.4g}/chip-h" + zone_spread_words(candidate.chip_price)
+    price_source = f"{candidate.chip_price.source} (as of {candidate.chip_price.as_of})"
+    if candidate.host_price is not None:
+        price_text += f" + ${candidate.host_price.usd:,.4g}/host-h"
+        price_source += f"; host: {candidate.host_price.source} (as of {candidate.host_price.as_of})"
+    if any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)):
+        # Said next to the figure so nobody reads a rule-derived regional price as a list price.
+        price_text += f" (estimate for {option.region}: not read off a price list; its source says how it was derived)"
+    detail = dict(e.detail)
+    detail["price"] = price_text
+    if candidate.reserved is not None:
+        on_demand = fleet_hourly(option.chips, option.hosts, candidate.chip_price, candidate.host_price)
+        detail["reserved"] = reserved_words(candidate.reserved, option.hosts, on_demand / option.hosts)
+        price_source += f"; reserved capacity: accel:reservations {candidate.reserved.name!r}"
+    assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
+                                  candidate.spot, option.chips, option.slices, price_source, detail)
+    if spec.kind == "inference":
+        assert spec.inference is not None
+        flops = ctx.inference_model(candidate.offering).step_flops_per_sequence * spec.inference.tokens_per_second
+    else:
+        flops = training_flops(spec)
+    return Estimate(flops=flops, min_chips_for_memory=ctx.min_memory_chips(candidate.offering), hours=option.hours,
+                    hourly_usd=option.hourly_usd, total_usd=option.total_usd, mfu=option.mfu, goodput=option.goodput,
+                    assumptions=assumptions, details={k: v for k, v in detail.items()})
+
+
+def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | None:
+    """(constraint, reason) when the offering can never serve this workload, else None."""
+    constraints = spec.constraints
+    if offering.cloud not in constraints.clouds:
+        return "clouds", f"cloud {offering.cloud} is not in constraints.clouds ({', '.join(constraints.clouds)})"
+    if offering.family == "tpu":
+        if constraints.custom_cuda_kernels:
+            return "framework", "custom CUDA kernels need NVIDIA GPUs; TPUs run only what XLA compiles"
+        if spec.framework not in XLA_FRAMEWORKS:
+            return "framework", (f"{framework_label(spec)} runs on TPUs only through XLA "
+                                 f"(use jax, tensorflow or pytorch-xla)")
+        if constraints.portability:
+            return "portability", "portability is required and TPUs exist only on Google Cloud"
+    if constraints.accelerators is not None and offering.accelerator not in constraints.accelerators:
+        return "accelerators", (f"{offering.accelerator} is not in constraints.accelerators "
+                                f"({', '.join(constraints.accelerators)})")
+    if constraints.regions is not None and not set(offering.regions) & set(constraints.regions):
+        return "regions", (f"offered only in {', '.join(offering.regions)}; constraints.regions allows "
+                           f"{', '.join(constraints.regions)}")
+    if constraints.spot == "required" and not offering.has_spot():
+        return "spot", "spot is required and this offering has no spot capacity"
+    return None
+
+
+def check_regions(regions: Sequence[str] | None, offerings: Sequence[Offering], field: str) -> None:
+    """A region that no offering has is a typo, not a constraint: WorkloadFieldError (exit 2) naming the field,
+    the nearest known region and every known one."""
+    known = sorted({region for offering in offerings for region in offering.regions})
+    unknown = [region for region in regions or [] if region not in known]
+    if not unknown:
+        return
+    problems = []
+    for region in unknown:
+        hint = difflib.get_close_matches(region, known, n=1, cutoff=0.6)
+        problems.append(f"{region!r} is in no catalog offering" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    raise WorkloadFieldError(field, f"{'; '.join(problems)}; known regions: {', '.join(known)}")

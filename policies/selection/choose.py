@@ -1,0 +1,218 @@
+"""Hardware selection, the pipeline end to end: candidates -> sizing -> estimate -> choose -> explain -> Plan.
+
+For each offering (machine type or TPU generation on a cloud) that passes the hard constraints, each allowed
+region price and each capacity type (spot / on-demand) (selection.candidates), the engine finds the best
+fleet size on the offering's size ladder (selection.sizing over selection.ladders, timed and priced by
+estimator.estimate), ranks every feasible configuration by the objective and chooses (here: `choose`,
+`choose_plan`), and explains the choice (selection.explain). A hardware pin skips the search
+(selection.pin); selection.plan_builder turns the Choice into the Plan. The entry points callers use are
+the names in __all__.
+
+`accel.policies.choose` is this module's function `choose` (exported lazily). This module lives one
+level down, in `accel.policies.selection`, so importing it sets `selection`, never `choose`, on
+`accel.policies`: the function is not replaced by its module.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, Sequence
+
+from accel.policies.selection.candidates import (
+    Candidate,
+    SearchContext,
+    SearchResult,
+    check_regions,
+    estimate_for,
+    hard_filter,
+    price_points,
+    search_context,
+    to_option,
+)
+from accel.policies.catalog.model import Catalog, Offering
+from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
+from accel.policies.selection.explain import accelerator_name, explain_choice, explain_infeasible
+from accel.policies.selection.pin import choose_pinned, plan_from_pin
+from accel.policies.plan import Plan
+from accel.policies.selection.plan_builder import make_plan
+from accel.policies.cloud.reservations import DeclaredReservation
+from accel.policies.selection.sizing import size_offering
+from accel.policies.workload import WorkloadSpec
+
+__all__ = [
+    "OBJECTIVES", "Choice", "NoFeasibleOption", "Objective", "accelerator_name", "choose", "choose_plan",
+    "make_plan", "plan_from_pin",
+]
+
+
+def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
+    e = candidate.evaluation
+    latency = float(e.detail.get("p99_ms_per_token", 0.0))
+    primary = (e.total_usd, e.hours, latency) if objective == "cost" else (
+        (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (e.hours, e.total_usd))
+    # On equal figures a reserved option comes first: its capacity is held, on-demand capacity may not be there.
+    return (*primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
+
+
+def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], tolerance: float,
+                               shown_only: set[int]) -> list:
+    """`--objective time` across offerings as sizing applies it within one (time_objective_tolerance): a run
+    within the tolerance of the fastest is as good as the fastest, more speed past it is bought at full price.
+    So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
+    sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
+    are not picks (each is slower than its own offering's pick by more than the tolerance)."""
+    fastest = ranked[0][1].evaluation.hours
+    near = [item for item in ranked
+            if id(item[1]) not in shown_only and item[1].evaluation.hours <= fastest * (1.0 + tolerance)]
+    near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
+    taken = {id(item) for item in near}
+    return near + [item for item in ranked if id(item) not in taken]
+
+
+def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
+    """Every offering ruled out (hard_filter) or sized at each of its price points (price_points,
+    size_offering); each pick ranked by the objective, in every region of its price group."""
+    spec, objective = ctx.spec, ctx.objective
+    found = SearchResult()
+    region_order = {o.id: {r: i for i, r in enumerate(spec.constraints.regions or o.regions)} for o in offerings}
+    for offering in offerings:
+        hard = hard_filter(spec, offering)
+        if hard is not None:
+            constraint, reason = hard
+            found.rejected.append({"offering": offering.id, "reasons": [reason]})
+            found.eliminations.setdefault(constraint, []).append(offering.id)
+            found.hard_reasons[offering.id] = hard
+            found.family_reasons[offering.family].append(reason)
+            continue
+        points, reasons = price_points(ctx, offering)
+        feasible = False
+        for point in points:
+            outcome = size_offering(ctx, offering, point)
+            found.near.extend(outcome.near)
+            if outcome.best is None:
+                reasons.extend(outcome.reasons)
+                continue
+            feasible = True
+            order = region_order[offering.id]
+            for region in point.regions:
+                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order))), outcome.best,
+                                     region))
+            first = point.regions[0]
+            for alternative in outcome.alternatives:
+                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order))), alternative, first))
+                found.shown_only.add(id(alternative))
+        found.offering_reasons[offering.id] = reasons
+        if not feasible:
+            unique = _merge_capacity_reasons([reason for _, reason in reasons])
+            found.rejected.append({"offering": offering.id, "reasons": unique})
+            for constraint in dict.fromkeys(c for c, _ in reasons):
+                found.eliminations.setdefault(constraint, []).append(offering.id)
+            found.family_reasons[offering.family].extend(unique)
+    return found
+
+
+def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"] = "cost",
+           extra_offerings: Sequence[Offering] = (), reservations: Sequence[DeclaredReservation] = ()) -> Choice:
+    """Pick the hardware for a workload. A hardware pin skips the search and estimates the pin.
+
+    `reservations` (the stack's accel:reservations) are sized as capacity of their own: their machines at the
+    price they declare (committed, or $0 when already paid), any overflow beyond their count at on-demand.
+
+    Raises NoFeasibleOption (exit 3) with the eliminations and the closest option when nothing fits, and
+    WorkloadFieldError (exit 2; the caller adds the file) for a region that no offering has.
+
+    Reads top to bottom as the pipeline: search (rule offerings out, size the rest at each price point: a
+    SearchResult), rank, explain (explain_choice, or explain_infeasible when nothing fits: both read what the
+    search found), estimate, and the Choice.
+    """
+    if spec.hardware is not None:
+        return choose_pinned(spec, catalog, objective, extra_offerings)
+    offerings = list(catalog.offerings) + list(extra_offerings)
+    check_regions(spec.constraints.regions, offerings, "constraints.regions")
+    ctx = search_context(spec, catalog, objective, reservations)
+    found = search(ctx, offerings)
+    ranked = found.ranked
+    if not ranked:
+        notes = []
+        if "kubernetes" in spec.constraints.clouds and not any(o.cloud == "kubernetes" for o in offerings):
+            notes.append("kubernetes: no offerings; the kubernetes cloud offers only the chips of an existing "
+                         "cluster's inventory (accel:cluster with its inventory in a stack file, e.g. "
+                         "`accel plan -s STACK`); a workload file alone has none")
+        raise explain_infeasible(ctx, found.eliminations, found.near, found.rejected, notes)
+
+    ranked.sort(key=lambda item: item[0])
+    if objective == "time" and spec.kind != "inference":
+        ranked = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"], found.shown_only)
+    options = [to_option(candidate, region) for _, candidate, region in ranked]
+    _, best, _ = ranked[0]
+    chosen = options[0]
+    estimate = estimate_for(ctx, best, chosen)
+    rationale = explain_choice(ctx, options, ranked, found.family_reasons, found.near, found.hard_reasons,
+                               found.offering_reasons)
+    rationale.extend(reservation_lines(ctx, ranked, options))
+    closest_infeasible = []
+    for family in ("tpu", "gpu"):
+        if any(o.family == family for o in options):
+            continue
+        in_family = sorted((n for n in found.near if n[1].family == family and math.isfinite(n[0])),
+                           key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
+        if in_family:
+            candidate = in_family[0][1]
+            closest_infeasible.append(to_option(candidate, candidate.regions[0]))
+    return Choice(chosen=chosen, options=options, rejected=found.rejected, rationale=rationale, estimate=estimate,
+                  objective=objective, workload=spec, catalog=catalog_ref(catalog), chosen_offering=best.offering,
+                  closest_infeasible=closest_infeasible,
+                  option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked],
+                  reservation=best.reserved.name if best.reserved else None)
+
+
+def reservation_lines(ctx, ranked: list[tuple[tuple, Candidate, str]], options: list) -> list[str]:
+    """What the declared reservations cost and whether the choice is on one: its price (committed, or $0
+    marginal), the overflow at on-demand when the fleet is bigger, or why an on-demand option beat it.
+    "Declared", not "the stack's": they come from a stack's accel:reservations or from
+    `accel choose --reservations FILE`, which may be no stack at all."""
+    if not ctx.reservations:
+        return []
+    best = ranked[0][1]
+    if best.reserved is not None:
+        return [f"Capacity: {ctx.spec.name} runs on the declared {best.reserved.kind} {best.reserved.name!r}; "
+                f"{estimate_detail(ctx, best, options[0])['reserved']}."]
+    lines = []
+    for reservation in ctx.reservations:
+        rank = next((i for i, (_, c, _) in enumerate(ranked) if c.reserved is reservation), None)
+        if rank is None:
+            lines.append(f"Capacity: the declared reservation {reservation.name!r} ({reservation.count} x "
+                         f"{reservation.machineType} in {reservation.zone}) gave no feasible option (machine type, "
+                         "region or constraints rule it out).")
+        else:
+            option = options[rank]
+            lines.append(f"Capacity: the declared reservation {reservation.name!r} ranks #{rank + 1}: "
+                         f"{estimate_detail(ctx, ranked[rank][1], option)['reserved']}; total "
+                         f"${option.total_usd:,.2f} against ${options[0].total_usd:,.2f} for the chosen option.")
+    return lines
+
+
+def estimate_detail(ctx, candidate: Candidate, option) -> dict:
+    return estimate_for(ctx, candidate, option).details
+
+
+def _merge_capacity_reasons(reasons: list[str]) -> list[str]:
+    """'on-demand: X' and 'spot: X' become 'on-demand and spot: X'; order and other reasons kept."""
+    by_text: dict[str, list[str]] = {}
+    for reason in reasons:
+        capacity, sep, text = reason.partition(": ")
+        if sep and capacity in ("on-demand", "spot"):
+            by_text.setdefault(text, []).append(capacity)
+        else:
+            by_text.setdefault(reason, [])
+    merged = []
+    for text, capacities in by_text.items():
+        capacities = list(dict.fromkeys(capacities))
+        merged.append(f"{' and '.join(capacities)}: {text}" if capacities else text)
+    return merged
+
+
+def choose_plan(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"] = "cost",
+                extra_offerings: Sequence[Offering] = (), reservations: Sequence[DeclaredReservation] = ()) -> Plan:
+    """choose() then make_plan(): the one call a stack program needs when no plan is pinned."""
+    return make_plan(spec, choose(spec, catalog, objective, extra_offerings, reservations), catalog)

@@ -1,0 +1,318 @@
+"""Explanations: the rationale of a choice, the nothing-feasible message, and the labels they use
+(accelerator and cloud names, money, durations, option descriptions)."""
+
+from __future__ import annotations
+
+import math
+
+from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies import hardware
+from accel.policies.hardware import shapes
+from accel.policies.selection.candidates import Candidate, SearchContext, to_option
+from accel.policies.selection.choice import NoFeasibleOption, catalog_ref
+from accel.policies.estimator.estimate import training_flops, training_memory_bytes
+from accel.policies.plan import Option
+from accel.policies.selection.tradeoffs import time_words
+from accel.policies.workload import XLA_FRAMEWORKS, framework_label
+
+
+
+def accelerator_name(accelerator: str) -> str:
+    """The chip's name users are shown ('H100', 'TPU v6e'), from the hardware facts table."""
+    return hardware.current().chip_names.get(accelerator, accelerator)
+
+
+def __getattr__(name: str):
+    if name == "ACCELERATOR_NAMES":  # chip id -> name, kept for importers of the old table
+        return hardware.current().chip_names
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+CLOUD_NAMES = {"gcp": "Google Cloud", "aws": "AWS", "kubernetes": "the inventory cluster"}
+
+
+def describe(option: Option) -> str:
+    """Short human label: 'TPU v6e on-demand, 4 x v6e-256 (16x16), gcp us-east5'."""
+    name = accelerator_name(option.accelerator)
+    capacity = "spot" if option.spot else ("reserved" if option.provisioning == "reservation" else "on-demand")
+    if option.topology:
+        generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
+        per_slice = option.chips // option.slices
+        vm_type = shapes.tpu_vm_type(generation.name, per_slice)
+        layout = (f"{option.slices} x {vm_type} ({option.topology})" if option.slices > 1
+                  else f"{vm_type} ({option.topology}, {plural(option.chips, 'chip')})")
+    else:
+        layout = f"{option.hosts} x {option.machine_type} ({plural(option.chips, 'GPU')})"
+    return f"{name} {capacity}, {layout}, {option.cloud} {option.region}"
+
+
+def _short_label(option: Option) -> str:
+    """'H100 on-demand on AWS': the accelerator, capacity type and cloud, for a comparison sentence."""
+    name = accelerator_name(option.accelerator)
+    capacity = "spot" if option.spot else "on-demand"
+    where = CLOUD_NAMES.get(option.cloud, option.cloud)
+    return f"{name} {capacity} on {where}"
+
+
+def _percent(a: float, b: float) -> float:
+    return (1.0 - a / b) * 100.0 if b > 0 else 0.0
+
+
+def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, family_reasons: dict[str, list[str]],
+                   near: list[tuple[float, Candidate, str]], hard_reasons: dict[str, tuple[str, str]],
+                   offering_reasons: dict[str, list[tuple[str, str]]]) -> list[str]:
+    """The 'why' lines of a choice: what was chosen and against which limits, the best option of the other
+    family (or why it has none), the framework, spot against on-demand, how the fleet was sized, the runner-up.
+
+    Why it is long: each section answers one question a reader asks, in the order the rationale prints them,
+    and each reads the same results of the search (the ranked options, the near misses, the reasons by family
+    and by offering); split apart, every piece would take all of them again. It only returns lines."""
+    spec = ctx.spec
+    chosen = options[0]
+    lines: list[str] = []
+    constraints = spec.constraints
+    limits = []
+    if spec.kind != "inference":
+        limits.append(f"the {ctx.deadline_h / 24:g}-day deadline" if ctx.deadline_given
+                      else f"the default {ctx.deadline_h / 24:g}-day limit (no deadline set)")
+    if ctx.budget is not None:
+        limits.append(f"the {money(ctx.budget)} budget")
+    fastest = min(options, key=lambda o: o.hours)
+    near_fastest = ctx.objective == "time" and spec.kind != "inference" and fastest.hours < chosen.hours
+    tolerance = ctx.resolved["time_objective_tolerance"]
+    goal = ("cheapest option" if ctx.objective == "cost" else
+            "lowest-latency option" if spec.kind == "inference" else
+            f"cheapest option within {tolerance:.0%} of the fastest run" if near_fastest else "fastest option")
+    meets = f" that meets {' and '.join(limits)}" if limits else ""
+    if spec.kind == "inference":
+        summary = (f"{describe(chosen)}: {money(chosen.hourly_usd)}/h, {money(chosen.total_usd)} over "
+                   f"{chosen.hours:g} h of service")
+    else:
+        summary = (f"{describe(chosen)}: {duration(chosen.hours)}, {money(chosen.total_usd)} "
+                   f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} MFU")
+    lines.append(f"Chosen: {summary}; the {goal}{meets}.")
+    if near_fastest:
+        sooner = chosen.hours - fastest.hours
+        lines.append(f"The fastest option, {describe(fastest)}, would finish {duration(sooner)} "
+                     f"({sooner / chosen.hours:.1%}) sooner for {money(fastest.total_usd - chosen.total_usd)} more "
+                     f"({fastest.total_usd / chosen.total_usd - 1:.0%}): within {tolerance:.0%} of the fastest run, "
+                     f"the cheapest is taken, as when sizing one fleet (time_objective_tolerance).")
+
+    other = "gpu" if chosen.family == "tpu" else "tpu"
+    other_name = other.upper()
+    rival = next((o for o in options if o.family == other), None)
+    head = f"{accelerator_name(chosen.accelerator)} {'spot' if chosen.spot else 'on-demand'}"
+    if rival is not None:
+        layout = describe(rival).split(", ", 1)[1]
+        rival_terms = (f"{money(rival.hourly_usd)}/h" if spec.kind == "inference"
+                       else f"{duration(rival.hours)}, {money(rival.total_usd)}")
+        if ctx.objective == "cost" or spec.kind == "inference":
+            saving = _percent(chosen.total_usd, rival.total_usd)
+            compare = f"{saving:.0f}% cheaper than" if saving >= 0.5 else (
+                "as cheap as" if saving > -0.5 else f"{-saving:.0f}% dearer than")
+            if ctx.objective == "time" and spec.kind == "inference":
+                compare = f"lower latency than (and {compare})"
+            lines.append(f"{head}: {compare} the best {other_name} option, {_short_label(rival)} ({layout}: {rival_terms})"
+                         + (f", and meets {limits[0]}." if limits and spec.kind != "inference" else "."))
+        else:
+            faster = _percent(chosen.hours, rival.hours)
+            # Options within the time tolerance can differ by a fraction of a percent: say it, not "0% faster".
+            digits = 0 if abs(faster) >= 0.5 else 1
+            speed = (f"{abs(faster):.{digits}f}% {'faster' if faster > 0 else 'slower'} than" if round(faster, 1)
+                     else "as fast as")
+            saving = _percent(chosen.total_usd, rival.total_usd)
+            price = (f", {saving:.0f}% cheaper" if saving >= 0.5 else f", {-saving:.0f}% dearer" if saving <= -0.5 else "")
+            lines.append(f"{head}: {speed} the best {other_name} option, {_short_label(rival)} "
+                         f"({layout}: {rival_terms}){price}, within budget.")
+    else:
+        excluded = [r for oid, (c, r) in hard_reasons.items() if c in ("framework", "portability")
+                    and ctx.catalog and _family_of(ctx, oid) == other]
+        closest = sorted((n for n in near if n[1].family == other), key=lambda n: n[0])
+        if excluded:
+            pass   # the framework / portability line below says why
+        elif closest:
+            candidate = closest[0][1]
+            option = to_option(candidate, candidate.regions[0])
+            misses = _missed_limits(ctx, option, candidate.evaluation.detail)
+            if spec.kind == "inference":
+                terms = f"would cost {money(option.hourly_usd)}/h"
+            else:
+                terms = f"would take {duration(option.hours)} and cost {money(option.total_usd)}"
+            saving = _percent(chosen.total_usd, option.total_usd)
+            speed = time_words(chosen, option) if spec.kind != "inference" and option.hours > 0 else None
+            if ctx.objective == "time" and speed is not None:
+                versus = f"; {head} is {speed} and meets every constraint"
+            elif saving >= 0.5:
+                versus = f"; {head} is {saving:.0f}% cheaper and meets every constraint"
+            else:
+                versus = f"; {head} meets every constraint"
+            lines.append(f"No {other_name} option is feasible: the closest, {describe(option)}, {terms} "
+                         f"({misses}){versus}.")
+        elif family_reasons.get(other):
+            lines.append(f"No {other_name} option is feasible: {family_reasons[other][0]}.")
+
+    framework = framework_label(spec)
+    framework = framework[0].upper() + framework[1:]
+    if constraints.custom_cuda_kernels:
+        lines.append(f"{framework} with custom CUDA kernels: NVIDIA GPUs only, so every TPU offering "
+                     f"was rejected for that reason, whatever its price.")
+    elif constraints.portability:
+        lines.append("Portability required: GPUs only (the same images run on any cloud or on-prem); "
+                     "TPUs are Google Cloud only.")
+    elif spec.framework in XLA_FRAMEWORKS:
+        fit = "TPUs run it natively" if chosen.family == "tpu" else "it runs on GPUs too (XLA:GPU)"
+        lines.append(f"{framework} compiles through XLA: {fit}; both families were considered.")
+    else:
+        lines.append(f"{framework} runs eagerly on CUDA: GPUs; TPUs would need pytorch-xla.")
+
+    same = [o for o in options[1:] if o.offering == chosen.offering and o.spot != chosen.spot]
+    if chosen.spot:
+        detail = ranked[0][1].evaluation.detail
+        lost = detail.get("spot_time_lost")
+        hosts = f"{chosen.hosts} host" + ("s" if chosen.hosts != 1 else "")
+        extra = f"; preemptions at {hosts} cost ~{float(lost):.1%} of wall-clock" if lost else ""
+        if same:
+            lines.append(f"Spot: {_percent(chosen.total_usd, same[0].total_usd):.0f}% cheaper than on-demand for the "
+                         f"same hardware{extra}; checkpoints every "
+                         f"{ctx.resolved['checkpoint_interval_minutes']:g} min bound the lost work."
+                         if spec.kind != "inference" else
+                         f"Spot: {_percent(chosen.total_usd, same[0].total_usd):.0f}% cheaper than on-demand, with "
+                         f"{ctx.resolved['inference_spot_serving_headroom']:.0%} extra replicas to ride out preemptions.")
+        else:
+            lines.append(f"Spot capacity{extra}.")
+    elif constraints.spot == "allowed" and spec.kind != "inference":
+        spot_reasons = [r.removeprefix("spot: ") for c, r in offering_reasons.get(chosen.offering, [])
+                        if r.startswith("spot: ")]
+        if same:
+            lines.append(f"{'Reserved' if chosen.provisioning in ('reservation', 'capacity-block') else 'On-demand'}"
+                         f" over spot: spot here would cost {money(same[0].total_usd)} "
+                         f"and take {duration(same[0].hours)}.")
+        elif spot_reasons:
+            lines.append(f"On-demand over spot: a synchronous job restarts whenever any host is preempted, and on "
+                         f"spot {spot_reasons[0]}.")
+    elif constraints.spot == "never":
+        lines.append("Spot disallowed by the workload (spot: never).")
+
+    detail = ranked[0][1].evaluation.detail
+    if spec.kind == "inference":
+        assert spec.inference is not None
+        lines.append(f"Sized for {spec.inference.tokens_per_second:,.0f} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms/token: "
+                     f"{plural(int(detail['replicas']), 'replica')} of {plural(int(detail['replica_chips']), 'chip')}, "
+                     f"batch "
+                     f"{detail['batch_per_replica']} each at ~{detail['p99_ms_per_token']} ms/token p99 "
+                     f"({detail['bound']}-bound), {detail['tokens_per_second_per_replica']:,} tok/s per replica.")
+    else:
+        state = training_memory_bytes(spec, ctx.resolved) / 1e12
+        need, smallest = int(detail["min_chips_for_memory"]), int(detail.get("smallest_fit_chips", chosen.chips))
+        memory = (f"{state:,.2f} TB of weights, gradients, optimizer state and activations need at least "
+                  f"{plural(need, 'chip')} (the smallest {'slice' if chosen.family == 'tpu' else 'set of whole nodes'} "
+                  f"holding them: {plural(smallest, 'chip')})")
+        work = (f"{plural(chosen.chips, 'chip')} {'runs' if chosen.chips == 1 else 'run'} {training_flops(spec):.2e} "
+                f"FLOPs in {duration(chosen.hours)}")
+        if ctx.objective == "time":
+            more = detail.get("more_chips")
+            lines.append(f"Sized for speed: {memory}; {work}" + (f"; {more}." if more else
+                                                                  ", the fastest fleet within the limits."))
+        elif "deadline_fit_chips" in detail:
+            fit_chips = int(detail["deadline_fit_chips"])
+            saved = float(detail["deadline_fit_usd"]) - chosen.total_usd
+            lines.append(f"Sized by cost: {memory}; {plural(fit_chips, 'chip')} would meet {limits[0]}, but each "
+                         f"larger fleet up to this one costs less in all (what a run pays whatever its size, start-up "
+                         f"and checkpoint stalls, shrinks faster than the fleet grows): {work}, "
+                         f"{money(saved, cents=saved < 100)} less than {plural(fit_chips, 'chip')}.")
+        elif chosen.chips <= smallest:
+            lines.append(f"Sized by memory: {memory}; the smallest such fleet already meets {limits[0]}: {work}.")
+        elif chosen.total_usd == 0:
+            lines.append(f"Sized by the reservation: {memory}; the reservation is already paid for, so its "
+                         f"fastest fleet costs nothing more: {work}.")
+        else:
+            lines.append(f"Sized by {limits[0]}: {memory}, but finishing in time takes more: {work}.")
+    runner = next((o for o in options[1:] if o.offering != chosen.offering or o.spot != chosen.spot), None)
+    if runner is not None:
+        delta = (runner.total_usd / chosen.total_usd - 1) * 100 if chosen.total_usd else 0.0
+        terms = (f"{money(runner.hourly_usd)}/h" if spec.kind == "inference"
+                 else f"{duration(runner.hours)}")
+        versus = f"{delta:+.0f}%" if chosen.total_usd else "the chosen costs nothing more"
+        lines.append(f"Runner-up: {describe(runner)} at {money(runner.total_usd)} ({versus}), {terms}.")
+    return lines
+
+
+def _family_of(ctx: SearchContext, offering_id: str) -> str:
+    try:
+        return ctx.catalog.offering(offering_id).family
+    except KeyError:
+        return "gpu"
+
+
+def max_chips_label(ctx: SearchContext) -> str:
+    """'max_chips 512', or, when the workload set none, that the limit is the default and how to raise it."""
+    if ctx.spec.constraints.max_chips is not None:
+        return f"max_chips {ctx.max_chips}"
+    return f"max_chips {ctx.max_chips} (the default; set constraints.max_chips to raise it)"
+
+
+def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = None) -> str:
+    """Which limits an infeasible option misses, and by how much."""
+    misses = []
+    spec = ctx.spec
+    if spec.kind != "inference" and option.hours > ctx.deadline_h:
+        misses.append(f"misses the {ctx.deadline_h / 24:g}-day {'deadline' if ctx.deadline_given else 'limit'} by "
+                      f"{duration(option.hours - ctx.deadline_h)}")
+    p99 = float((detail or {}).get("p99_ms_per_token", 0))
+    if spec.inference is not None and p99 > spec.inference.p99_latency_ms:
+        misses.append(f"p99 ~{p99:g} ms/token even at batch {(detail or {}).get('batch_per_replica', 1)}, over the "
+                      f"{spec.inference.p99_latency_ms:g} ms bound")
+    if ctx.budget is not None and option.total_usd > ctx.budget:
+        # The option's cost is stated beside this phrase; the overrun is what it adds.
+        _, budget = money_pair(option.total_usd, ctx.budget)
+        misses.append(f"over the {budget} budget by {money(option.total_usd - ctx.budget)}")
+    if option.chips > ctx.max_chips:
+        default = ", the default: set constraints.max_chips to raise it" if spec.constraints.max_chips is None else ""
+        misses.append(f"needs {option.chips:,} chips > max_chips {ctx.max_chips}{default}")
+    return " and ".join(misses) or "meets the limits it was measured against"
+
+
+def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
+                       near: list[tuple[float, Candidate, str]], rejected: list[dict],
+                       notes: list[str] | None = None) -> NoFeasibleOption:
+    """The error for a search with no feasible option: which constraint eliminated which offerings, and the
+    closest option with what it misses. `notes` are extra lines (e.g. why a cloud offers nothing)."""
+    spec = ctx.spec
+    constraints = spec.constraints
+    labels = {
+        "clouds": f"clouds ({', '.join(constraints.clouds)})",
+        "regions": f"regions ({', '.join(constraints.regions or [])})",
+        "accelerators": f"accelerators ({', '.join(constraints.accelerators or [])})",
+        "framework": ("custom CUDA kernels" if constraints.custom_cuda_kernels else framework_label(spec)),
+        "portability": "portability",
+        "spot": f"spot: {constraints.spot}",
+        "memory": "memory fit",
+        "max_chips": max_chips_label(ctx),
+        "max_nodes": "node-pool limits (catalog max_nodes)",
+        "deadline": (f"deadline {ctx.deadline_h / 24:g} days" if ctx.deadline_given
+                     else f"default limit {ctx.deadline_h / 24:g} days"),
+        "budget": f"budget {money(ctx.budget or 0)}",
+        "latency": (f"p99 latency {spec.inference.p99_latency_ms:g} ms" if spec.inference else "latency"),
+    }
+    lines = [f"nothing feasible for workload {spec.name!r}:"]
+    for constraint, offerings in eliminations.items():
+        lines.append(f"  {labels.get(constraint, constraint)} eliminated {len(offerings)}: {', '.join(offerings)}")
+    lines.extend(f"  {note}" for note in notes or [])
+    closest_option: Option | None = None
+    misses = ""
+    finite = [n for n in near if math.isfinite(n[0])]
+    if finite:
+        finite.sort(key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
+        candidate = finite[0][1]
+        closest_option = to_option(candidate, candidate.regions[0])
+        misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail)
+        if closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
+            misses += f"; {max_chips_label(ctx)} stopped it growing"
+        terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
+                 f"{closest_option.hours:g} h" if spec.kind == "inference"
+                 else f"{duration(closest_option.hours)}, {money(closest_option.total_usd)}")
+        lines.append(f"closest: {describe(closest_option)}: {terms} ({misses})")
+    else:
+        lines.append("closest: none (every offering was eliminated before it could be sized)")
+    return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, rejected, spec,
+                            catalog_ref(ctx.catalog))

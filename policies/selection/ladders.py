@@ -1,0 +1,137 @@
+"""Fleet sizes an offering can take: whole GPU nodes, valid TPU slices and multislices, serving replicas."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from accel.policies.hardware import shapes
+from accel.policies.catalog.model import Offering
+
+
+@dataclass(frozen=True)
+class Size:
+    chips: int
+    hosts: int
+    slices: int
+    topology: str | None
+    machine_type: str
+    chips_per_host: int
+
+
+def gpu_fleet(offering: Offering, nodes: int) -> Size:
+    """`nodes` whole nodes of a GPU offering: the one place a GPU fleet's size is built."""
+    return Size(nodes * offering.chips_per_host, nodes, 1, None, offering.machine_type, offering.chips_per_host)
+
+
+def tpu_fleet(generation: str, topology: str, slices: int = 1) -> Size:
+    """`slices` identical slices of `topology`: the one place a TPU fleet's size is built."""
+    return Size(shapes.topology_chips(topology) * slices, shapes.hosts_per_slice(generation, topology) * slices,
+                slices, topology, shapes.machine_type(generation, topology), shapes.chips_per_host(generation, topology))
+
+
+def serving_fleet(offering: Offering, replica: Size, replicas: int) -> Size:
+    """The fleet of `replicas` serving replicas of size `replica`: the whole GPU nodes that hold them, or one TPU
+    slice per replica."""
+    if replica.topology is None:
+        return gpu_fleet(offering, math.ceil(replicas * replica.chips / offering.chips_per_host))
+    return Size(replica.chips * replicas, replica.hosts * replicas, replicas, replica.topology, replica.machine_type,
+                replica.chips_per_host)
+
+
+class GpuLadder:
+    """1..max_nodes whole nodes; index i is i+1 nodes. Nothing is materialized."""
+
+    def __init__(self, offering: Offering, max_nodes: int) -> None:
+        self.offering = offering
+        self.per_node = offering.chips_per_host
+        self.count = max(0, max_nodes)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> Size:
+        return gpu_fleet(self.offering, index + 1)
+
+    def first_at_least(self, chips: int) -> int:
+        return max(0, math.ceil(chips / self.per_node) - 1)
+
+
+class TpuLadder:
+    def __init__(self, sizes: tuple[Size, ...]) -> None:
+        self.sizes = sizes
+        self.chips = [s.chips for s in sizes]
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __getitem__(self, index: int) -> Size:
+        return self.sizes[index]
+
+    def first_at_least(self, chips: int) -> int:
+        return bisect.bisect_left(self.chips, chips)
+
+
+@lru_cache(maxsize=None)
+def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hosts: int | None = None) -> tuple[Size, ...]:
+    """Every fleet size of a TPU generation up to `cap` chips, smallest first: one slice per valid
+    topology (the most cubic per chip count), then, past the largest slice, identical multislices
+    of slices at least half the largest (fewest slices per total).
+
+    A multislice is data-parallel across slices, so each of its slices must hold the whole training state
+    on its own: `min_slice_chips` (the chips that hold it) bounds the slices a multislice is built from.
+    `max_slice_hosts` drops slices whose node pool would hold more hosts than the offering allows."""
+    gen = shapes.generation(generation)
+    topologies = shapes.valid_topologies(gen.name)
+
+    singles: dict[int, str] = {}
+    for topology in topologies:
+        if max_slice_hosts is not None and shapes.hosts_per_slice(gen.name, topology) > max_slice_hosts:
+            continue
+        singles.setdefault(shapes.topology_chips(topology), topology)
+    if not singles:
+        return ()
+    largest = max(singles)
+    sizes = [tpu_fleet(gen.name, t) for c, t in sorted(singles.items()) if c <= cap]
+    multi: dict[int, tuple[int, str]] = {}
+    for chips, topology in sorted(singles.items(), reverse=True):
+        if chips * 2 < largest or chips < min_slice_chips:   # pod-scale slices, each holding the state
+            continue
+        for slices in range(2, cap // chips + 1):
+            total = chips * slices
+            if total > largest and (total not in multi or slices < multi[total][0]):
+                multi[total] = (slices, topology)
+    sizes += [tpu_fleet(gen.name, t, s) for _, (s, t) in sorted(multi.items())]
+    return tuple(sizes)
+
+
+def tpu_layout(generation: str, chips: int) -> Size:
+    """The TPU fleet a pin of `chips` chips is laid out as: the smallest size of the search's ladder
+    (`tpu_sizes`) that holds them, so a pin and a search lay the same chip count out the same way
+    (384 v6e chips: 3 x 8x16, not 2 x 16x16). Exact when the ladder has the count."""
+    if chips <= 0:
+        raise ValueError("chips must be positive")
+    # Identical multislices of the largest slice cover any count within one more slice.
+    cap = chips + largest_slice_chips(generation)
+    sizes = tpu_sizes(generation, cap)
+    return sizes[bisect.bisect_left([s.chips for s in sizes], chips)]
+
+
+def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> int:
+    """Chips of the generation's largest single slice (within `max_slice_hosts` hosts when given)."""
+    gen = shapes.generation(generation)
+    return max((shapes.topology_chips(t) for t in shapes.valid_topologies(gen.name)
+                if max_slice_hosts is None or shapes.hosts_per_slice(gen.name, t) <= max_slice_hosts), default=0)
+
+
+def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
+    """Sizes one serving replica can take: a power-of-two share of a GPU node, or one TPU slice."""
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    if generation is None:
+        counts = [n for n in (1, 2, 4, 8, 16) if n <= offering.chips_per_host and offering.chips_per_host % n == 0
+                  and n <= max_replica_chips]
+        # A share of one node: `n` of its GPUs on that one host.
+        return [Size(n, 1, 1, None, offering.machine_type, offering.chips_per_host) for n in counts]
+    return [s for s in tpu_sizes(generation.name, max(1, max_replica_chips)) if s.slices == 1]

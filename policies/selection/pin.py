@@ -1,0 +1,320 @@
+"""A hardware pin: estimate exactly the pinned configuration (time, cost, MFU or serving), no search."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies.hardware import shapes
+from accel.policies.selection.candidates import (
+    Candidate,
+    SearchContext,
+    check_regions,
+    estimate_for,
+    hard_filter,
+    node_limit,
+    node_limit_violation,
+    node_limit_words,
+    search_context,
+    to_option,
+)
+from accel.policies.catalog.model import Catalog, Offering, Price
+from accel.policies.selection.choice import Choice, NoFeasibleOption, catalog_ref
+from accel.policies.estimator.estimate import (
+    Evaluation,
+    Replica,
+    min_chips_for_memory,
+    slice_holds_training_state,
+    training_memory_bytes,
+)
+from accel.policies.selection.explain import describe
+from accel.policies.selection.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
+from accel.policies.plan import Option, Plan
+from accel.policies.selection.plan_builder import make_plan
+from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
+
+
+def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering]) -> Choice:
+    """The Choice for the workload's hardware pin: its cheapest matching offering and region, with warnings
+    where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run,
+    WorkloadFieldError when a region is in no offering, the pin's spot contradicts constraints.spot, the pin
+    cannot be built (more nodes in one pool than the offering's max_nodes) or it is a TPU multislice whose
+    slices cannot each hold the training state.
+
+    Why it is long: a pin is ruled in or out by the checks a search applies to an offering (regions, spot,
+    the node limit, multislice memory), each failing with its own field, before it is estimated
+    (evaluate_pin) and priced in each matching region; the warnings then name each limit the pin misses."""
+    pin = spec.hardware
+    assert pin is not None
+    # A stack's accel:hardware is applied to its workload without re-validating the pair: check it here too.
+    conflict = pin_spot_conflict(spec)
+    if conflict is not None:
+        raise WorkloadFieldError("hardware.spot", conflict)
+    everything = list(catalog.offerings) + list(extra_offerings)
+    check_regions(spec.constraints.regions, everything, "constraints.regions")
+    if pin.region:
+        check_regions([pin.region], everything, "hardware.region")
+    ctx = search_context(spec, catalog, objective)
+    clouds = [pin.cloud] if pin.cloud else list(spec.constraints.clouds)
+    offerings = [o for o in everything if o.accelerator == pin.accelerator and o.cloud in clouds]
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(pin.accelerator)
+    if pin.machine_type:
+        if generation is not None:
+            offerings = [o for o in offerings if pin.machine_type in
+                         {o.machine_type, *generation.single_host_machine_types.values()}]
+        else:
+            offerings = [o for o in offerings if o.machine_type == pin.machine_type]
+    if pin.region:
+        offerings = [o for o in offerings if pin.region in o.regions]
+    where = f"{pin.accelerator} on {', '.join(clouds)}" + (f" in {pin.region}" if pin.region else "") + (
+        f" as {pin.machine_type}" if pin.machine_type else "")
+    ref = catalog_ref(catalog)
+    if not offerings:
+        known = sorted({f"{o.id} ({', '.join(o.regions)})" for o in catalog.offerings if o.accelerator == pin.accelerator})
+        raise NoFeasibleOption(f"hardware pin: the catalog has no offering of {where}; offerings of "
+                               f"{pin.accelerator}: {'; '.join(known) or 'none'}",
+                               {"hardware": [pin.accelerator]}, None, workload=spec, catalog=ref)
+    hard = hard_filter(spec.model_copy(update={"constraints": spec.constraints.model_copy(
+        update={"clouds": clouds, "regions": None})}), offerings[0])
+    if hard is not None and hard[0] in ("framework", "portability"):
+        raise NoFeasibleOption(f"hardware pin {pin.accelerator}: {hard[1]}", {hard[0]: [o.id for o in offerings]},
+                               None, workload=spec, catalog=ref)
+    spot = pin.spot if pin.spot is not None else spec.constraints.spot == "required"
+    if generation is not None:
+        # HardwarePin has checked that a topology, TPU type or slice count describes exactly pin.chips.
+        if pin.topology:
+            topology, slices = pin.topology, pin.slices or pin.chips // shapes.topology_chips(pin.topology)
+        elif pin.slices or pin.tpu_type:
+            slices = pin.slices or 1
+            topology = shapes.smallest_topology(generation.name, pin.chips // slices)
+        else:
+            # The search's layout rule: the smallest ladder size that holds the chips (policies/selection/ladders.py).
+            layout = tpu_layout(generation.name, pin.chips)
+            topology, slices = layout.topology, layout.slices
+            assert topology is not None
+        if spec.kind != "inference" and slices > 1:
+            check_multislice_memory(spec, ctx, catalog, topology, slices)
+    candidates: list[tuple[tuple, Candidate, str]] = []
+    notes: list[str] = []
+    over_limit: list[tuple[Offering, Size]] = []
+    for offering in offerings:
+        regions = [pin.region] if pin.region else list(offering.regions)
+        for region in regions:
+            prices = offering.prices(region, spot)
+            if prices is None:
+                notes.append(f"{offering.id} has no {'spot' if spot else 'on-demand'} price in {region}")
+                continue
+            chip, host = prices
+            if generation is not None:
+                size = tpu_fleet(generation.name, topology, slices)
+            else:
+                # The GPU ladder's first size that holds the pinned chips: whole nodes, rounded up.
+                ladder = GpuLadder(offering, math.ceil(pin.chips / offering.chips_per_host))
+                size = ladder[ladder.first_at_least(pin.chips)]
+            # A GPU fleet is one node pool, a TPU multislice one pool per slice: the components build no larger pool.
+            if node_limit_violation(offering, size.hosts, size.slices, spec.kind != "inference"):
+                over_limit.append((offering, size))
+                break
+            candidate = evaluate_pin(ctx, offering, spot, region, chip, host, size)
+            if candidate is None:
+                continue
+            candidates.append(((candidate.evaluation.total_usd, offering.id, list(offering.regions).index(region)),
+                               candidate, region))
+    if not candidates and over_limit:
+        raise node_limit_error(spec, *over_limit[0])
+    if not candidates:
+        raise NoFeasibleOption(f"hardware pin: no {'spot' if spot else 'on-demand'} price for {where}"
+                               + (f" ({'; '.join(notes[:3])})" if notes else ""),
+                               {"spot": [o.id for o in offerings]}, None, workload=spec, catalog=ref)
+    candidates.sort(key=lambda item: item[0])
+    _, best, region = candidates[0]
+    option = to_option(best, region)
+    need = ctx.min_memory_chips(best.offering)
+    replica_need = best.evaluation.detail.get("unservable")
+    if spec.kind != "inference" and option.chips < need:
+        raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot hold the "
+                               f"training state ({training_memory_bytes(spec, ctx.resolved) / 1e12:,.2f} TB needs at "
+                               f"least {plural(need, 'chip')})",
+                               {"memory": [best.offering.id]}, option, "does not fit in memory", workload=spec, catalog=ref)
+    if replica_need:
+        raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot serve the "
+                               f"model: {replica_need}",
+                               {"memory": [best.offering.id]}, option, str(replica_need), workload=spec, catalog=ref)
+    rationale = [f"Pinned: {describe(option)} (hardware pin; no search). "
+                 f"{'Runs ' + duration(option.hours) if spec.kind != 'inference' else 'Serves'} at "
+                 f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
+    if option.chips != pin.chips:
+        if generation is None:
+            unit = f"whole nodes of {plural(best.offering.chips_per_host, 'GPU')}"
+        else:
+            unit = (f"TPU {generation.name} slices come in fixed shapes; give a topology or tpu_type to pin the "
+                    f"exact slice")
+        rationale.append(f"{plural(pin.chips, 'chip')} rounded up to {option.chips:,} ({unit}).")
+    if pin.tpu_type and generation is not None:
+        counts = "count TensorCores, two per chip" if generation.cores_per_chip == 2 else "count chips"
+        per_slice = pin.chips // (pin.slices or 1)
+        rationale.append(f"{pin.tpu_type} is {plural(per_slice, 'chip')} ({generation.name} type names {counts}).")
+    if spec.kind != "inference" and option.hours > ctx.deadline_h:
+        rationale.append(f"Warning: misses the {ctx.deadline_h / 24:g}-day "
+                         f"{'deadline' if ctx.deadline_given else 'default limit'} ({duration(option.hours)}).")
+    if ctx.budget is not None and option.total_usd > ctx.budget:
+        cost, budget = money_pair(option.total_usd, ctx.budget)
+        rationale.append(f"Warning: {cost} is over the {budget} budget.")
+    if spec.kind == "inference":
+        detail = best.evaluation.detail
+        served = float(detail.get("tokens_per_second", 0))
+        assert spec.inference is not None
+        if served < spec.inference.tokens_per_second:
+            rationale.append(f"Warning: serves ~{served:,.0f} tok/s, below the {spec.inference.tokens_per_second:,.0f} "
+                             f"tok/s target.")
+        rationale.append(f"{plural(int(detail['replicas']), 'replica')} of "
+                         f"{plural(int(detail['replica_chips']), 'chip')}, batch {detail['batch_per_replica']} at "
+                         f"~{detail['p99_ms_per_token']} ms/token p99.")
+    estimate = estimate_for(ctx, best, option)
+    # The same pin on each other allowed cloud, cheapest first: a fleet estimated everywhere it can be built.
+    elsewhere: dict[str, Option] = {}
+    for _, candidate, candidate_region in candidates[1:]:
+        cloud = candidate.offering.cloud
+        if cloud != option.cloud and cloud not in elsewhere:
+            elsewhere[cloud] = to_option(candidate, candidate_region)
+    return Choice(chosen=option, options=[option, *elsewhere.values()], rejected=[], rationale=rationale,
+                  estimate=estimate,
+                  objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
+
+
+def _slice_field(spec: WorkloadSpec) -> str:
+    """The pin key that sets the TPU slice shape: the one to change when a slice is wrong."""
+    pin = spec.hardware
+    assert pin is not None
+    return ("hardware.topology" if pin.topology else "hardware.tpu_type" if pin.tpu_type else
+            "hardware.slices" if pin.slices else "hardware.chips")
+
+
+def check_multislice_memory(spec: WorkloadSpec, ctx: SearchContext, catalog: Catalog, topology: str,
+                            slices: int) -> None:
+    """A TPU multislice runs data-parallel across its slices, so each slice holds the whole training state:
+    WorkloadFieldError (exit 2) naming the pin's slice key when one slice's HBM cannot."""
+    pin = spec.hardware
+    assert pin is not None
+    accelerator = catalog.accelerators[pin.accelerator]
+    per_slice = shapes.topology_chips(topology)
+    if slice_holds_training_state(spec, ctx.resolved, accelerator, per_slice):
+        return
+    generation = shapes.GENERATION_BY_ACCELERATOR[pin.accelerator]
+    need = min_chips_for_memory(spec, ctx.resolved, accelerator)
+    state_tb = training_memory_bytes(spec, ctx.resolved) / 1e12
+    fraction = ctx.resolved["hbm_usable_fraction"]
+    hbm_tb = per_slice * accelerator.hbm_gb / 1000
+    try:
+        holding = shapes.smallest_topology(generation.name, need)
+    except shapes.ShapeError:
+        holding = None
+    total = per_slice * slices
+    regrouped = next((n for n in range(slices - 1, 0, -1) if total % n == 0
+                      and need <= total // n <= generation.max_chips_per_slice
+                      and shapes.topology_chips(shapes.smallest_topology(generation.name, total // n)) == total // n),
+                     None)
+    if regrouped is not None:
+        shape = shapes.smallest_topology(generation.name, total // regrouped)
+        fix = (f"each slice needs at least {plural(need, 'chip')}: the same {total:,} chips as "
+               f"{plural(regrouped, 'slice')} of {shape} ({shapes.tpu_vm_type(generation.name, total // regrouped)}) "
+               f"would hold it")
+    elif holding is not None:
+        fix = (f"each slice needs at least {plural(need, 'chip')}: pin larger slices (e.g. topology {holding}, "
+               f"{shapes.tpu_vm_type(generation.name, shapes.topology_chips(holding))})")
+    else:
+        fix = (f"no TPU {generation.name} slice holds it (the largest has "
+               f"{plural(generation.max_chips_per_slice, 'chip')}): pin another accelerator")
+    raise WorkloadFieldError(_slice_field(spec), (
+        f"{slices} slices of {topology} ({plural(per_slice, 'chip')} each) cannot hold the training state: a "
+        f"multislice runs data-parallel across slices, so each slice holds all {state_tb:,.2f} TB of weights, "
+        f"gradients, optimizer state and activations, and one slice has {per_slice} x {accelerator.hbm_gb:g} GB = "
+        f"{hbm_tb:,.2f} TB of HBM ({hbm_tb * fraction:,.2f} TB usable at hbm_usable_fraction {fraction:g}); {fix}"))
+
+
+def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> WorkloadFieldError:
+    """The exit-2 error for a pin whose node pool is larger than the offering's max_nodes, with the limit,
+    its source and what to do."""
+    limit = node_limit(offering, spec.kind != "inference")
+    assert limit is not None and spec.hardware is not None
+    per_pool = size.hosts // size.slices
+    if offering.family == "tpu":
+        field = _slice_field(spec)
+        what = f"{plural(size.slices, 'slice')} of {per_pool} hosts"
+        fix = f"pin smaller slices (at most {limit.value} hosts each)"
+    else:
+        field = "hardware.chips"
+        fleet = limit.fleet_max_nodes or limit.value
+        what = f"{plural(size.hosts, 'node')} of {offering.machine_type} in one cluster"
+        fix = f"pin at most {plural(fleet * offering.chips_per_host, 'chip')}"
+    if limit.adjustable:
+        fix += (f", or, once the quota is raised, give the offering your own max_nodes in a catalog overlay "
+                f"(--catalog): offerings: [{{id: {offering.id}, like: {offering.id}, max_nodes: {{value: N, name: "
+                f"..., source: ...}}}}]")
+    else:
+        fix += " (a fixed limit, not a quota)"
+    return WorkloadFieldError(field, (
+        f"{plural(spec.hardware.chips, 'chip')} of {spec.hardware.accelerator} on {offering.id} need {what}, over "
+        f"the limit: {node_limit_words(offering, limit)} (source: {limit.source}); {fix}"))
+
+
+def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,
+                 size: Size) -> Candidate | None:
+    """Time, cost and utilisation of exactly this size of the offering in this region."""
+    spec = ctx.spec
+    chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
+    hourly = size.chips * chip_usd + size.hosts * host_usd
+    if spec.kind != "inference":
+        model = ctx.training_model(offering, spot)
+        hours = model.hours(size.chips, size.hosts, size.slices)
+        if not math.isfinite(hours):
+            hours = 1e9
+        detail: dict[str, float | int | str] = {"min_chips_for_memory": ctx.min_memory_chips(offering)}
+        if spot:
+            detail["spot_time_lost"] = round(1.0 - model.productivity(size.hosts), 4)
+        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hours * hourly,
+                                mfu=model.mfu(size.chips, size.slices),
+                                goodput=model.goodput * max(model.productivity(size.hosts), 1e-6), detail=detail)
+        return Candidate(offering, [region], spot, size, evaluation, chip, host)
+    assert spec.inference is not None
+    model_i = ctx.inference_model(offering)
+    accelerator = ctx.accelerator(offering)
+    if size.topology is not None:
+        options = [(shapes.topology_chips(size.topology), size.slices)]
+    else:
+        options = [(r.chips, size.chips // r.chips) for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]))]
+    best: tuple[float, Replica, int] | None = None
+    reason = "no replica size"
+    for replica_chips, replicas in options:
+        replica, why = model_i.replica(replica_chips)
+        if replica is None:
+            reason = f"{replica_chips}-chip replica: {why}"
+            continue
+        served = replica.tokens_per_second * replicas
+        if best is None or served > best[0]:
+            best = (served, replica, replicas)
+    hours = spec.inference.hours
+    if best is None:
+        detail = {"unservable": reason, "min_chips_for_memory": ctx.min_memory_chips(offering)}
+        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
+                                detail=detail)
+        return Candidate(offering, [region], spot, size, evaluation, chip, host)
+    served, replica, replicas = best
+    latency_ms = replica.step_seconds * ctx.resolved["inference_latency_p99_factor"] * 1000
+    used = min(served, spec.inference.tokens_per_second)
+    detail = {"replica_chips": replica.chips, "replicas": replicas, "batch_per_replica": replica.batch,
+              "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second": round(served, 1),
+              "tokens_per_second_per_replica": round(replica.tokens_per_second, 1), "bound": replica.bound,
+              "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    utilisation = min(1.0, max(1e-6, model_i.step_flops_per_sequence * used / (size.chips * accelerator.peak_bf16_tflops * 1e12)))
+    evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation, goodput=1.0,
+                            detail=detail)
+    return Candidate(offering, [region], spot, size, evaluation, chip, host)
+
+
+def plan_from_pin(spec: WorkloadSpec, catalog: Catalog, extra_offerings: Sequence[Offering] = ()) -> Plan:
+    """A Plan for the workload's hardware pin, without a search. Raises ValueError without a pin."""
+    if spec.hardware is None:
+        raise ValueError("plan_from_pin needs a workload with a 'hardware' pin")
+    return make_plan(spec, choose_pinned(spec, catalog, "cost", extra_offerings), catalog)

@@ -1,0 +1,82 @@
+"""From a Choice to the Plan the components build: pools, fabric, zones, capacity, storage."""
+
+from __future__ import annotations
+
+from accel.policies.catalog.model import Catalog
+from accel.policies.selection.choice import Choice
+from accel.policies.estimator.estimate import filesystem_plan
+from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
+from accel.policies.cloud.gke_rules import compact_placement_problem
+from accel.policies.plan import Capacity, GpuPool, Plan, plan_parallelism
+from accel.policies.selection.pools import tpu_pool
+from accel.policies.workload import WorkloadSpec
+
+
+def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
+    """Turn a Choice into the Plan the components build: pools, fabric, zones, capacity, storage."""
+    option = choice.chosen
+    offering = choice.chosen_offering
+    if offering is None or offering.id != option.offering:
+        offering = catalog.offering(option.offering)
+    region_info = offering.regions[option.region]
+    training = spec.kind != "inference"
+    tpu = gpu = None
+    if option.family == "tpu":
+        assert option.topology is not None
+        tpu = tpu_pool(option.accelerator, option.topology, option.slices)
+        zones = [option.zone or region_info.zones[0]]
+    else:
+        multi_node_training = training and option.hosts > 1
+        replica_chips = int(choice.estimate.details.get("replica_chips", offering.chips_per_host))
+        # GPUDirect networks and EFA interfaces only pay when collectives cross nodes: a training
+        # fleet of several nodes, or a serving replica wider than one node.
+        crosses_nodes = multi_node_training or (not training and replica_chips > offering.chips_per_host)
+        gpu = GpuPool(accelerator=option.accelerator, machine_type=offering.machine_type,
+                      alternate_machine_types=list(offering.spot_alternates) if (option.spot and offering.cloud == "aws") else [],
+                      gpus_per_node=offering.chips_per_host, nodes=option.hosts,
+                      guest_accelerator=offering.guest_accelerator if offering.cloud == "gcp" else None,
+                      fabric=offering.fabric if crosses_nodes else "none",
+                      extra_networks=offering.extra_networks if crosses_nodes else 0,
+                      efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
+                      local_ssd_count=offering.local_ssd_count,
+                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option))
+        # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
+        # the model replicas the Plan's parallelism derives.
+        parallelism = plan_parallelism(spec.kind, gpu, choice.estimate)
+        assert parallelism is not None
+        gpu = gpu.model_copy(update={"nodes_per_pool": gpu_nodes_per_pool(
+            offering, option.hosts, compact=multi_node_training, training=training,
+            group_nodes=parallelism.group_nodes)})
+        # Tightly coupled training lives in one zone (placement policy / cluster placement group);
+        # serving spreads over every zone that has the GPU.
+        zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
+    capacity = Capacity(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation)
+    storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
+    rationale = list(choice.rationale)
+    node_limit = choice.estimate.details.get("node_limit")
+    if node_limit:
+        rationale.append(f"Fleet size: {node_limit}.")
+    if gpu is not None and (gpu.pools > 1 or (training and gpu.nodes > 1)):
+        rationale.append(_layout_words(gpu, plan_parallelism(spec.kind, gpu, choice.estimate)))
+    rationale.append(f"Storage: {storage_reason}.")
+    return Plan(workload=spec, catalog=choice.catalog, chosen=option,
+                zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
+                estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)
+
+
+def _gke_rejects_compact(cloud: str, option) -> bool:
+    """GKE refuses COMPACT placement for some capacity modes (gke_rules.yaml): plan the pool without it."""
+    return cloud == "gcp" and compact_placement_problem(option.machine_type, option.provisioning) is not None
+
+
+def _layout_words(gpu: GpuPool, parallelism) -> str:
+    """One rationale line: the parallelism and how the pools hold whole model replicas."""
+    replica = (f"a model replica spans {parallelism.group_nodes} nodes" if parallelism.group_nodes > 1
+               else "a model replica stays inside one node")
+    sizes = gpu.pool_sizes
+    pools = (f"one pool of {sizes[0]} nodes" if len(sizes) == 1 else
+             f"{len(sizes)} pools: {sizes.count(sizes[0])} x {sizes[0]}" + (f" + {sizes[-1]}" if sizes[-1] != sizes[0] else "")
+             + " nodes")
+    whole = (", each a whole number of replicas" if parallelism.group_nodes <= sizes[0] else
+             ": a replica is wider than one pool may hold, so it crosses pools")
+    return f"Parallelism: {parallelism.text()} ({replica}); {pools}{whole}."

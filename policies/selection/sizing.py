@@ -1,0 +1,481 @@
+"""Sizing one offering at one price: the best fleet on its size ladder, or why none fits.
+
+Training searches the ladder exactly and logarithmically because the estimator's curves are monotone:
+cost grows with fleet size (MFU falls, spot losses grow, start-up is paid by every chip; only checkpoint
+stalls shrink as more hosts write in parallel, by far less), and run time falls and then, for spot fleets,
+rises again (more hosts, more preemptions). The global batch caps the ladder: past its sequences (times the
+chips that can share one) more chips only idle. So:
+- cost objective: the smallest size that fits in memory and meets the deadline (binary search),
+- time objective: the smallest size within time_objective_tolerance of the fastest within the budget (more
+  chips stop helping: they would buy less than that share of the run time).
+Serving sizes replicas instead: every replica size is tried, replicas cover the tokens/s target; when the p99
+bound rules an offering out, its fastest replica is kept as the closest option (fastest_replica_miss).
+Each step returns what it found (SizingOutcome); size_offering is the one a search calls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies.hardware import shapes
+from accel.policies.selection.candidates import (
+    Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
+from accel.policies.catalog.model import Offering
+from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
+from accel.policies.selection.ladders import (
+    GpuLadder,
+    Size,
+    TpuLadder,
+    largest_slice_chips,
+    replica_sizes,
+    serving_fleet,
+    tpu_sizes,
+)
+
+
+@dataclass
+class SizingOutcome:
+    """What sizing one offering at one price found: the best size, or why not and the nearest misses."""
+
+    best: Candidate | None = None
+    alternatives: list[Candidate] = field(default_factory=list)   # other sizes that also meet every constraint
+    reasons: list[tuple[str, str]] = field(default_factory=list)   # (constraint, reason)
+    near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
+
+
+def size_offering(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
+    """The offering sized at one price point for the workload's kind: its best fleet and the alternatives
+    worth showing, or the reasons none fits and the nearest misses (for a serving workload ruled out by its
+    p99 bound, its fastest replica among them)."""
+    if ctx.spec.kind != "inference":
+        return size_training(ctx, offering, point)
+    outcome = size_inference(ctx, offering, point)
+    if outcome.best is None:
+        closest = fastest_replica_miss(ctx, offering, point, outcome)
+        if closest is not None:
+            outcome.near.append(closest)
+    return outcome
+
+
+def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
+    """The training fleet the objective picks on this offering's size ladder at one price point.
+
+    Why it is long: the ladder, its memory floor and its end (max_chips, the node limit, the global batch)
+    decide the reasons an offering is ruled out, and each reason names the constraint and the figures that
+    did it; the pick itself is _pick_training_size (binary searches over the monotone curves, see the
+    module's docstring), and what is left is the candidate a pick becomes and the few other sizes shown
+    for the trade-off. Split further, each piece would need the ladder, the prices and the deadline again."""
+    spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
+    outcome = SizingOutcome()
+    spec = ctx.spec
+    model = ctx.training_model(offering, spot)
+    need = ctx.min_memory_chips(offering)
+    # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
+    cap = min(ctx.fleet_cap(offering), max(ctx.batch_chips, need))
+    limit = ctx.node_limit(offering)
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    # Run time does not depend on the price: regions priced differently share it.
+    shared_hours = ctx.hours_cache.setdefault((offering.id, spot), {})
+
+    def run_hours(s: Size) -> float:
+        key = (s.chips, s.hosts, s.slices)
+        hours = shared_hours.get(key)
+        if hours is None:
+            hours = shared_hours[key] = model.hours(s.chips, s.hosts, s.slices)
+        return hours
+
+    # node_limited: the offering's node-pool limit, not max_chips, is what ends the ladder.
+    if generation is not None:
+        sizes = tpu_sizes(generation.name, cap, need, limit.value if limit else None)
+        node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
+        ladder: GpuLadder | TpuLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
+    else:
+        max_nodes = cap // offering.chips_per_host
+        if offering.training_max_nodes:
+            max_nodes = min(max_nodes, offering.training_max_nodes)
+        # A GPU fleet is split into pools within the per-pool limit (docs/scale.md): only the cluster's
+        # limits (pools or nodes per cluster) end the ladder.
+        fleet_nodes = gpu_fleet_max_nodes(limit)
+        node_limited = fleet_nodes is not None and fleet_nodes < max_nodes
+        if fleet_nodes is not None:
+            max_nodes = min(max_nodes, fleet_nodes)
+        ladder = GpuLadder(offering, max_nodes)
+    limit_words = limit_detail = ""
+    if limit is not None and node_limited:
+        limit_words = node_limit_words(offering, limit)
+        limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
+    capacity = "spot" if spot else "on-demand"
+    if len(ladder) == 0:
+        outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
+                                             f"{plural(offering.chips_per_host, 'GPU')}"))
+        return outcome
+    lo, hi = ladder.first_at_least(need), len(ladder) - 1
+    if lo > hi:
+        state = training_memory_bytes(spec, ctx.resolved) / 1e12
+        biggest = ladder[hi].chips
+        largest_slice = (largest_slice_chips(generation.name, limit.value if limit else None)
+                         if generation is not None else 0)
+        if generation is not None and need > largest_slice:
+            if node_limited:
+                why, constraint = f"{limit_words}, and each slice of a multislice holds the whole state", "max_nodes"
+            else:
+                why = (f"the largest TPU {generation.name} slice has {plural(largest_slice, 'chip')}, and a "
+                       f"multislice does not add up: it runs data-parallel across slices, so each slice must hold "
+                       f"the whole state")
+                constraint = "memory"
+            outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
+                                                f"{plural(need, 'chip')} in each slice; {why}"))
+            return outcome
+        if offering.training_max_nodes and biggest < cap - offering.chips_per_host and not node_limited:
+            why = f"{offering.machine_type} is a single-node type for training ({plural(biggest, 'chip')})"
+            constraint = "memory"
+        elif node_limited:
+            why, constraint = limit_words, "max_nodes"
+        else:
+            why, constraint = f"max_chips allows {biggest}", "max_chips"
+        outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
+                                            f"{plural(need, 'chip')}; {why}"))
+        return outcome
+    cache: dict[int, tuple[float, float]] = {}
+
+    def hours_cost(i: int) -> tuple[float, float]:
+        hit = cache.get(i)
+        if hit is None:
+            s = ladder[i]
+            hours = run_hours(s)
+            hit = cache[i] = (hours, hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
+        return hit
+
+    def hours(i: int) -> float:
+        return hours_cost(i)[0]
+
+    def cost(i: int) -> float:
+        return hours_cost(i)[1]
+
+    fastest = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
+    budget = ctx.budget
+    within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget) if budget is not None else hi
+    deadline = ctx.deadline_h
+    days = deadline / 24
+    deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
+    if spot:
+        # Spot keeps slack: its preemption loss is only expected, and capacity can vanish for hours.
+        slack = ctx.catalog.defaults.training.spot_deadline_slack.value
+        deadline *= 1.0 - slack
+        deadline_words += f" less the {slack:.0%} spot slack ({deadline / 24:.3g} days)"
+
+    def candidate(i: int) -> Candidate:
+        s = ladder[i]
+        h, total = hours_cost(i)
+        hosts_loss = 1.0 - model.productivity(s.hosts)
+        detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
+                                                "batch_chip_limit": ctx.batch_chips,
+                                                "startup_hours": round(model.startup_hours(s.hosts), 3)}
+        if ctx.objective == "time" and i < fastest:
+            saved = h - hours(fastest)
+            detail["more_chips"] = (f"more chips stop helping: the fastest fleet, {plural(ladder[fastest].chips, 'chip')}"
+                                    f", would finish only {duration(saved)} ({saved / h:.0%}) sooner"
+                                    + f" for {money(cost(fastest))} instead of {money(total)}")
+        elif ctx.objective == "time" and i == len(ladder) - 1 and ctx.batch_chips <= s.chips:
+            detail["more_chips"] = f"more chips stop helping: {ctx.batch_why}"
+        if spot:
+            detail["spot_time_lost"] = round(hosts_loss, 4)
+        if limit_detail and generation is None and i == hi:
+            detail["node_limit"] = limit_detail
+        evaluation = Evaluation(hours=h, hourly_usd=fleet_hourly(s.chips, s.hosts, chip, host, reserved), total_usd=total,
+                                mfu=model.mfu(s.chips, s.slices),
+                                goodput=model.goodput * max(model.productivity(s.hosts), 1e-6), detail=detail)
+        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved)
+
+    def keep_closest() -> None:
+        """When this group has nothing feasible, keep its closest size for the explanation: the smallest
+        product of overshoot factors (time over the deadline x cost over the budget) among a few sizes."""
+        def overshoot(i: int) -> float:
+            h, c = hours_cost(i)
+            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, c / budget)) if budget else 0.0)
+
+        probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
+        if budget is not None:
+            probes.add(_last_true(lo, hi, lambda i: cost(i) <= budget))
+        step = max(1, (fastest - lo) // 8)
+        probes.update(range(lo, fastest + 1, step))
+        scored = [(overshoot(i), cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
+        if scored:
+            score, _, i = min(scored)
+            outcome.near.append((score, candidate(i), ""))
+
+    larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
+    # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
+    # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
+    capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
+                                                                            ctx.batch_chips))
+    picked = _pick_training_size(ctx, outcome, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
+                                 deadline_words, capacity, larger, capped)
+    if picked is None:
+        keep_closest()
+        return outcome
+    best, on_time = picked
+    outcome.best = candidate(best)
+    if on_time < best:  # the cost valley's bottom is past the smallest fleet that meets the deadline: say so
+        outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
+                                               "deadline_fit_usd": round(cost(on_time), 2)})
+    # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
+    # objective is cost, smaller and cheaper when it is time.
+    factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
+    seen = {best}
+    probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
+    if reserved is not None and ladder[lo].hosts <= reserved.count:
+        # The whole reservation: when it is already paid for, the fastest fleet it holds costs nothing more.
+        probes.append(_last_true(lo, hi, lambda i: ladder[i].hosts <= reserved.count))
+    for i in probes:
+        if i in seen or not lo <= i <= hi:
+            continue
+        seen.add(i)
+        h, c = hours_cost(i)
+        if h <= deadline and (budget is None or c <= budget) and (
+                h < hours(best) if ctx.objective == "cost" else c < cost(best)):
+            outcome.alternatives.append(candidate(i))
+    return outcome
+
+
+def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
+                                  run_hours: Callable[[Size], float]) -> tuple[Size, ...]:
+    """The TPU sizes a search can pick, each faster than every smaller one that holds the state (`need` chips).
+
+    A multislice of more, smaller slices can be slower than a smaller fleet of fewer, larger ones: its DCN
+    all-reduce spans more slices (policies/estimator/dcn.py). Such a size costs more and runs longer, so no objective
+    picks it; dropping it keeps run time falling along the ladder, which the searches below rely on."""
+    kept: list[Size] = []
+    quickest = math.inf
+    for size in sizes:
+        if size.chips < need:
+            kept.append(size)
+            continue
+        hours = run_hours(size)
+        if hours < quickest:
+            kept.append(size)
+            quickest = hours
+    return tuple(kept)
+
+
+def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
+                        within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
+                        deadline: float, budget: float | None, deadline_words: str, capacity: str,
+                        larger: str = "", capped: bool = False) -> tuple[int, int] | None:
+    """(the ladder index the objective picks, the smallest index that meets the deadline on the way there: the
+    same unless the cost objective went on down its cost valley), or None after recording why nothing fits.
+    `larger` says why the ladder stops where it does (a node-pool limit); it is added when the top of the
+    ladder was the best hope. `capped`: the workload's max_chips ends the ladder while more chips would still be faster."""
+    top = len(ladder) - 1
+    cap_words = (f" (the largest fleet max_chips {ctx.max_chips} allows; "
+                 + ("raise constraints.max_chips)" if ctx.spec.constraints.max_chips is not None
+                    else "the default: set constraints.max_chips to raise it)"))
+    late = "max_chips" if capped else "deadline"
+    if within_budget < lo:
+        spent, allowed = money_pair(cost(lo), budget or 0)
+        outcome.reasons.append(("budget", f"{capacity}: the smallest fleet that holds the model "
+                                          f"({plural(ladder[lo].chips, 'chip')}) costs {spent}, over the {allowed} budget"))
+        return None
+    if ctx.objective == "time":
+        best = min(fastest, within_budget)
+        # Diminishing returns: the smallest fleet within the tolerance of the fastest one.
+        tolerance = ctx.resolved["time_objective_tolerance"]
+        target = hours(best) * (1.0 + tolerance)
+        best = _first_true(lo, best, lambda i: hours(i) <= target)
+        if hours(best) > deadline:
+            what = "the fastest fleet within budget" if within_budget < fastest else "the fastest fleet"
+            at_cap = capped and best == top
+            outcome.reasons.append(("max_chips" if at_cap else "deadline",
+                                    f"{capacity}: {what} ({plural(ladder[best].chips, 'chip')}"
+                                    f"{cap_words if at_cap else ''}) takes {duration(hours(best))}, past {deadline_words}"
+                                    + (larger if best == top else "")))
+            return None
+        return best, best
+    else:
+        if hours(fastest) > deadline:
+            outcome.reasons.append((late, f"{capacity}: even the fastest fleet "
+                                          f"({plural(ladder[fastest].chips, 'chip')}{cap_words if capped else ''}) "
+                                          f"takes {duration(hours(fastest))}, past {deadline_words}"
+                                          + (larger if fastest == top else "")))
+            return None
+        best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
+        if best > within_budget:
+            spent, allowed = money_pair(cost(best), budget or 0)
+            outcome.reasons.append(("budget", f"{capacity}: meeting {deadline_words} takes "
+                                              f"{plural(ladder[best].chips, 'chip')} costing {spent}, over the {allowed} "
+                                              f"budget"))
+            return None
+        # Every size from there to the fastest meets the deadline, and the cheapest of them need not be the
+        # smallest: a run's cost first falls with its size while the costs a run pays whatever its size
+        # (start-up, checkpoint stalls that shrink as more hosts write at once) shrink faster than the fleet
+        # grows, then rises. The bottom of that valley: the first size the next one is no cheaper than.
+        return _first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i)), best
+
+
+def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
+    """The serving fleet the objective picks at one price point: a replica size and enough replicas for the
+    tokens/s target; every replica size is tried (a short list), each kept as a near miss for the explanation.
+
+    Why it is long: each replica size that fails is kept with its own reason (weights that do not fit, the p99
+    bound, max_chips, the node limit, the budget), and the rejection line names the one that decided."""
+    spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
+    outcome = SizingOutcome()
+    spec = ctx.spec
+    assert spec.inference is not None
+    model = ctx.inference_model(offering)
+    accelerator = ctx.accelerator(offering)
+    resolved = ctx.resolved
+    cap = ctx.fleet_cap(offering)
+    limit = ctx.node_limit(offering)
+    capacity = "spot" if spot else "on-demand"
+    headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
+    target = spec.inference.tokens_per_second
+    why_not: list[str] = []
+    too_slow: list[tuple[float, int]] = []   # (decode step at batch 1, replica chips) of sizes over the p99 bound
+    feasible: list[tuple[tuple, Candidate]] = []
+    sizes = replica_sizes(offering, int(resolved["max_replica_chips"]))
+    for size in sizes:
+        replica, reason = model.replica(size.chips)
+        if replica is None:
+            step, _ = model.step_seconds(size.chips, 1)
+            if reason == model.too_slow(step):
+                too_slow.append((step, size.chips))
+            else:
+                why_not.append(f"{size.chips}-chip replica: {reason}")
+            continue
+        replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
+        fleet = serving_fleet(offering, size, replicas)
+        hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
+        hours = spec.inference.hours
+        latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
+        utilisation = min(1.0, max(1e-6, model.step_flops_per_sequence * target / (fleet.chips * accelerator.peak_bf16_tflops * 1e12)))
+        detail: dict[str, float | int | str] = {
+            "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": replica.batch,
+            "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second_per_replica": round(replica.tokens_per_second, 1),
+            "bound": replica.bound, "min_chips_for_memory": ctx.min_memory_chips(offering),
+        }
+        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation,
+                                goodput=1.0, detail=detail)
+        cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved)
+        over_cap = fleet.chips > cap
+        over_budget = ctx.budget is not None and evaluation.total_usd > ctx.budget
+        # A GPU serving fleet is one node pool; a TPU replica is one slice, its own pool.
+        # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it.
+        pool_nodes = fleet.hosts if size.topology is None else size.hosts
+        pool_cap = (limit.value if size.topology is not None else gpu_fleet_max_nodes(limit)) if limit else None
+        over_nodes = pool_cap is not None and pool_nodes > pool_cap
+        overshoot = (math.log(max(1.0, fleet.chips / cap))
+                     + (math.log(max(1.0, pool_nodes / pool_cap)) if pool_cap is not None else 0.0)
+                     + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0))
+        outcome.near.append((overshoot, cand, ""))
+        if over_cap:
+            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {plural(fleet.chips, 'chip')} > "
+                           f"max {cap}")
+            continue
+        if over_nodes:
+            assert limit is not None
+            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {pool_nodes} nodes, "
+                           f"over the node limit: {node_limit_words(offering, limit)}")
+            continue
+        if over_budget:
+            spent, allowed = money_pair(evaluation.total_usd, ctx.budget or 0)
+            why_not.append(f"{size.chips}-chip replicas: {spent} over the {allowed} budget")
+            continue
+        key = ((latency_ms, evaluation.total_usd) if ctx.objective == "time" else (evaluation.total_usd, latency_ms))
+        feasible.append((key, cand))
+    if feasible:
+        feasible.sort(key=lambda item: (item[0], item[1].size.chips))
+        outcome.best = feasible[0][1]
+        outcome.alternatives = [cand for _, cand in feasible[1:4]]
+        return outcome
+    if too_slow:
+        # Only the fastest replica size decides whether the p99 bound can be met: name it, not every slower one.
+        step, chips = min(too_slow)
+        why_not.insert(0, model.too_slow(step, f"the fastest ({chips}-chip) replica"))
+    if not why_not:
+        outcome.reasons.append(("memory", f"{capacity}: no replica size available"))
+        return outcome
+    if all(w.endswith("weights do not fit") for w in why_not):
+        largest = max(s.chips for s in sizes)
+        outcome.reasons.append(("memory", f"{capacity}: {model.weight_bytes / 1e9:,.0f} GB of weights do not fit in the "
+                                          f"largest replica here ({largest} x {accelerator.hbm_gb:g} GB)"))
+        return outcome
+    why_not = [w for w in why_not if not w.endswith("weights do not fit")]
+    constraint = ("budget" if any("budget" in w for w in why_not) else
+                  "max_chips" if any("> max" in w for w in why_not) else
+                  "max_nodes" if any("over the node limit" in w for w in why_not) else
+                  "latency" if any("decode step" in w for w in why_not) else "memory")
+    outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])))
+    return outcome
+
+
+def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoint,
+                         outcome: SizingOutcome) -> tuple[float, Candidate, str] | None:
+    """When the p99 bound is what ruled an offering out (`outcome` has no near miss of its own), its fastest
+    replica (at batch 1, enough replicas for the target) as the near miss to keep, else None. (The rejection
+    reason itself states the p99 it compared.)"""
+    spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
+    fastest = _fastest_replica(ctx, offering)
+    if fastest is None or not any(constraint == "latency" for constraint, _ in outcome.reasons):
+        return None
+    step, size, bound = fastest
+    spec = ctx.spec
+    assert spec.inference is not None
+    factor = ctx.resolved["inference_latency_p99_factor"]
+    p99_ms = step * factor * 1000
+    limit = spec.inference.p99_latency_ms
+    if p99_ms <= limit or outcome.near:
+        return None
+    headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
+    model = ctx.inference_model(offering)
+    replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
+    fleet = serving_fleet(offering, size, replicas)
+    hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
+    detail: dict[str, float | int | str] = {
+        "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": 1, "p99_ms_per_token": round(p99_ms, 1),
+        "tokens_per_second_per_replica": round(1.0 / step, 1), "bound": bound,
+        "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    hours = spec.inference.hours
+    evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
+                            detail=detail)
+    closest = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved)
+    return (math.log(p99_ms / limit), closest, "")
+
+
+def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
+    """(decode step at batch 1, replica size, bound) of the replica size with the shortest step that holds the
+    weights and one sequence; None when none does."""
+    model = ctx.inference_model(offering)
+    best: tuple[float, Size, str] | None = None
+    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"])):
+        if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence:
+            continue
+        step, bound = model.step_seconds(size.chips, 1)
+        if best is None or step < best[0]:
+            best = (step, size, bound)
+    return best
+
+
+def _first_true(lo: int, hi: int, predicate: Callable[[int], bool]) -> int:
+    """Smallest i in [lo, hi] with predicate(i), for a predicate that flips once False -> True; hi+1 if none."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if predicate(mid):
+            hi = mid - 1
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _last_true(lo: int, hi: int, predicate: Callable[[int], bool]) -> int:
+    """Largest i in [lo, hi] with predicate(i), for a predicate that flips once True -> False; lo-1 if none."""
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if predicate(mid):
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return hi
