@@ -15,8 +15,8 @@ import yaml
 from accel.base.errors import UsageError
 from accel.base.units import parse_ttl
 from accel.policies.spot_ttl import ttl_for_run
-from accel.stack_pin import pin_to_stack_file
-from accel.stack_settings import settings_from_config
+from accel.stack.pin import pin_to_stack_file
+from accel.stack.settings import settings_from_config
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOAD = {"name": "llama-8b-finetune"}

@@ -1,6 +1,6 @@
 """Compute outside node pools, priced (or named as unpriced) so a pull request cannot hide it.
 
-`accel.policies.pricing` prices what accel's components build: GKE node pools, EKS node groups,
+`accel.policies.cloud.pricing` prices what accel's components build: GKE node pools, EKS node groups,
 filesystems. A program may also create accelerators directly: a TPU VM, a queued TPU resource, EC2
 or Compute Engine instances, an autoscaling group or a managed instance group. Each of those is
 priced here from the same catalog (a TPU by its chip price times its chips; a machine by its
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from accel.policies.catalog.model import Catalog
-from accel.policies.pricing import PricedResource, price_nodes, region_of
-from accel.policies.shapes import ShapeError, parse_tpu_vm_type
+from accel.policies.cloud.pricing import PricedResource, price_nodes, region_of
+from accel.policies.hardware.shapes import ShapeError, parse_tpu_vm_type
 from accel.review.hardware import accelerator_pool
 
 TPU_TYPES = frozenset({"gcp:tpu/v2Vm:V2Vm", "gcp:tpu/node:Node", "gcp:tpu/v2QueuedResource:V2QueuedResource"})
