@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from accel.policies.storage_types import STORAGE_TYPES
-
 DataClass = Literal["data", "stateless", "unknown"]
 
-# Known to hold data: the guardrails' storage types plus every other storage, database, snapshot
-# or volume type (by class name, any provider and module, `-native` providers included).
+# Known to hold data: every storage, database, snapshot or volume type (by class name, any provider
+# and module, `-native` providers included); the guardrails' nine storage types
+# (policies/storage_types.py) are among them (tests/test_bad_input_battery.py checks each).
 DATA_CLASS_NAMES = frozenset({
     "Bucket", "BucketV2", "BucketObject", "BucketObjectv2", "Object", "Disk", "RegionDisk", "Volume",
     "Snapshot", "RegionSnapshot", "Image", "MachineImage", "PersistentVolume", "PersistentVolumeClaim",
@@ -89,8 +88,6 @@ def classify(type_token: str, inputs: Mapping[str, Any] | None = None, *, custom
     module_root = module.split("/")[0].split(".")[0]
     if not custom or provider in STATELESS_PROVIDERS:
         return "stateless", "a component or a generated value"
-    if type_token in STORAGE_TYPES:
-        return "data", "a storage type"
     if class_name == "PersistentVolume" and provider == "kubernetes":
         if _spec(inputs).get("persistentVolumeReclaimPolicy") == "Retain":
             return "stateless", "a PersistentVolume with reclaim policy Retain: the data stays where it points"

@@ -169,7 +169,10 @@ class TpuPool(DerivedFieldsModel):
     hosts_per_slice: int = Field(gt=0)
     gke_accelerator: str = Field(description="Node label cloud.google.com/gke-tpu-accelerator value")
     tpu_vm_type: str = Field(description="TPU VM accelerator type, e.g. v5p-128 (v4/v5p count TensorCores)")
-    runtime_version: str = Field(description="TPU VM software version, e.g. v2-alpha-tpuv5")
+    # The names Cloud TPU lists (`gcloud compute tpus versions list`: v2-alpha-tpuv5, tpu-ubuntu2204-base,
+    # v2-alpha-tpuv6e) are lower-case letters, digits, dots and dashes; anything else is refused.
+    runtime_version: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,62}$",
+                                 description="TPU VM software version, e.g. v2-alpha-tpuv5")
 
     @model_validator(mode="before")
     @classmethod

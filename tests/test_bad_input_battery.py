@@ -44,6 +44,7 @@ from accel.base.safe_files import read_text
 from accel.base.units import MAX_TTL, UnitError, parse_ttl
 from accel.cli import _register_commands, app
 from accel.policies.data_classes import classify, holds_data
+from accel.policies.storage_types import STORAGE_TYPES
 from accel.review.markdown_text import code, text
 from accel.review.mermaid import label_text
 
@@ -417,7 +418,7 @@ UNKNOWN = ["mycorp:index:Thing", "azure:storage/account:Account", "gcp:newservic
            "kubernetes:helm.sh/v3:Release", "kubernetes:example.com/v1:Database", "docker:index/volume:Volume"]
 
 
-@pytest.mark.parametrize("resource_type", STORAGE)
+@pytest.mark.parametrize("resource_type", STORAGE + sorted(STORAGE_TYPES))
 def test_a_storage_type_holds_data(resource_type):
     assert classify(resource_type)[0] == "data" and holds_data(resource_type)
 

@@ -97,12 +97,13 @@ def test_a_price_change_under_an_earlier_catalog_is_drift_not_a_refusal(tpu_plan
     assert "unverified" in drift.note and f"repriced from catalog {CATALOG.version}" in drift.note
 
 
+@pytest.mark.parametrize("factor", [0.5, 1.0])
 @pytest.mark.parametrize("version", ["1999.1.1", "2027.1.1", "2026.11.2-forged", "x"])
-def test_a_pin_naming_a_catalog_accel_does_not_know_is_refused_not_called_drift(tpu_plan, version):
-    """Halved prices under a made-up catalog version: nothing to check them against, so refused."""
+def test_a_pin_naming_a_catalog_accel_does_not_know_is_refused_not_called_drift(tpu_plan, version, factor):
+    """Halved (or unchanged) prices under a made-up catalog version: nothing to check them against, so refused."""
     forged = tpu_plan.model_copy(update={"catalog": tpu_plan.catalog.model_copy(update={"version": version}),
                                          "chosen": tpu_plan.chosen.model_copy(
-                                             update={"hourly_usd": tpu_plan.chosen.hourly_usd / 2})})
+                                             update={"hourly_usd": tpu_plan.chosen.hourly_usd * factor})})
     built = price_resources([tpu_pool(f"s{i}", 64) for i in range(4)], CATALOG)
     problems, drift = check_pin(forged, built, "llama-70b-tpu")
     assert drift is None

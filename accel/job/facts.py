@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from accel.base.safe_files import read_text
 from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 
 from accel.policies import hardware
@@ -26,7 +27,7 @@ class MachineShape:
 @cache
 def runtime() -> dict[str, Any]:
     """runtime.yaml: default programs, multislice wiring, fabric sidecars and env, pass lines."""
-    return parse_yaml((HERE / "runtime.yaml").read_text())
+    return parse_yaml(read_text(HERE / "runtime.yaml", "job runtime table"))
 
 
 def machine_shape(machine_type: str) -> MachineShape | None:

@@ -6,6 +6,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from accel.base.safe_files import read_text
+
 from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -53,6 +55,6 @@ class ChartPins(BaseModel):
 
 @lru_cache(maxsize=None)
 def load_chart_pins(path: Path = CHARTS_FILE) -> ChartPins:
-    data = parse_yaml(Path(path).read_text())
+    data = parse_yaml(read_text(path, "chart pins"))
     return ChartPins.model_validate({"as_of": data["as_of"], **data["charts"],
                                      "kueue_manager_config": data.get("kueue_manager_config") or {}})

@@ -7,6 +7,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from accel.base.safe_files import read_text
+
 from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -108,4 +110,4 @@ class NodeInstallers(BaseModel):
 
 @lru_cache(maxsize=None)
 def load_node_installers(path: Path = INSTALLERS_FILE) -> NodeInstallers:
-    return NodeInstallers.model_validate(parse_yaml(Path(path).read_text()))
+    return NodeInstallers.model_validate(parse_yaml(read_text(path, "node installers table")))

@@ -17,6 +17,8 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
 
+from accel.base.safe_files import read_text
+
 from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 
 FACTS_FILE = Path(__file__).with_name("capacity_blocks.yaml")
@@ -39,7 +41,7 @@ class CapacityBlockFacts:
 
 @lru_cache(maxsize=None)
 def load_capacity_block_facts(path: Path = FACTS_FILE) -> CapacityBlockFacts:
-    data = parse_yaml(Path(path).read_text())
+    data = parse_yaml(read_text(path, "capacity blocks table"))
     return CapacityBlockFacts(
         as_of=str(data["as_of"]), sources={str(k): str(v) for k, v in data["sources"].items()},
         ec2_terminates_before_end=timedelta(minutes=int(data["ec2_terminates_before_end_minutes"])),

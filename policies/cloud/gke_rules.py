@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from accel.base.safe_files import read_text
+
 from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 
 RULES_FILE = Path(__file__).with_name("gke_rules.yaml")
@@ -31,7 +33,7 @@ class GkeRules:
 
 @lru_cache(maxsize=None)
 def load_gke_rules(path: Path = RULES_FILE) -> GkeRules:
-    data = parse_yaml(Path(path).read_text())
+    data = parse_yaml(read_text(path, "GKE rules table"))
     compact = data["compact_placement"]
     return GkeRules(as_of=str(data["as_of"]), source=str(data["source"]), compact_placement=CompactPlacementRules(
         queued_provisioning_allowed_for_tpu_only=bool(compact["queued_provisioning_allowed_for_tpu_only"]),

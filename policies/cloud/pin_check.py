@@ -82,18 +82,18 @@ def check_pin(plan: Plan, built: BuiltCost, stack: str) -> tuple[list[str], Pric
     if problems or any(not p.priced for p in built.accelerator_pools):
         return problems, None
     now, pinned = built.accelerator_hourly_usd, plan.chosen.hourly_usd
-    if _same(now, pinned):
-        return [], None
-    if built.catalog_version == plan.catalog.version:
-        return [f"{STACK_KEY}.chosen.hourly_usd says {_usd(pinned)}/h but the {len(built.accelerator_pools)} "
-                f"pools it builds cost {_usd(now)}/h at catalog {built.catalog_version}, the catalog the pin "
-                f"names: the pinned figures do not match the pinned hardware"], None
     if not catalog_is_known(plan.catalog.version, built.catalog_version):
         known = ", ".join((*EARLIER_CATALOG_VERSIONS, built.catalog_version))
         return [f"{STACK_KEY}.catalog.version is {plan.catalog.version!r}, a catalog accel does not know (known: "
                 f"{known}), so its figures ({_usd(pinned)}/h) cannot be checked against any prices; the "
                 f"{len(built.accelerator_pools)} pools it builds cost {_usd(now)}/h at catalog "
                 f"{built.catalog_version}"], None
+    if _same(now, pinned):
+        return [], None
+    if built.catalog_version == plan.catalog.version:
+        return [f"{STACK_KEY}.chosen.hourly_usd says {_usd(pinned)}/h but the {len(built.accelerator_pools)} "
+                f"pools it builds cost {_usd(now)}/h at catalog {built.catalog_version}, the catalog the pin "
+                f"names: the pinned figures do not match the pinned hardware"], None
     note = (f"prices moved since the pin: {_usd(pinned)}/h at catalog {plan.catalog.version} (its prices are not "
             f"kept, so that figure is unverified) -> {_usd(now)}/h at catalog {built.catalog_version} for the same "
             f"hardware; the cost shown is repriced from catalog {built.catalog_version}; the pinned hardware is kept")
