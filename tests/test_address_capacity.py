@@ -150,7 +150,7 @@ def test_a_hand_set_need_larger_than_the_subnet_is_refused():
 
 @pytest.mark.parametrize("stack", ["llama-405b-h100-aws", "llama-70b-finetune-aws", "llama-8b-serving-gpu"])
 def test_every_eks_stacks_gpu_zone_holds_its_node_groups_at_their_maxima(planned_stacks, stack):
-    from accel.components.aws.vpc_cni import ENI_LIMITS, UNKNOWN_ENI_LIMITS, system_node_addresses
+    from accel.components.aws.vpc_cni import eni_limits, system_node_addresses
 
     resources = planned_stacks[stack]["resources"]
     addon = next(r for r in resources if r["type"] == "aws:eks/addon:Addon" and r["inputs"]["addonName"] == "vpc-cni")
@@ -169,7 +169,7 @@ def test_every_eks_stacks_gpu_zone_holds_its_node_groups_at_their_maxima(planned
             need += maximum * system_node_addresses(group["inputs"]["instanceTypes"][0])
             continue
         types = group["inputs"].get("instanceTypes") or []
-        enis, ips = max((ENI_LIMITS.get(t, UNKNOWN_ENI_LIMITS) for t in types), default=UNKNOWN_ENI_LIMITS)
+        enis, ips = max((eni_limits(t) for t in types), default=eni_limits(""))
         per_node = vpc_cni_addresses_per_node(settings, pods=5, ips_per_eni=ips, max_enis=enis)
         need += (maximum + 2) * per_node
     assert usable_addresses(first["inputs"]["cidrBlock"], AWS_RESERVED_PER_SUBNET) - EKS_FREE_PER_SUBNET >= need

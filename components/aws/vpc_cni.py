@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.base.cidrs import VpcCniSettings, vpc_cni_addresses_per_node
+from accel.policies import hardware
 
 # Pods that take a VPC address on a GPU node besides the workload's own: the NVIDIA device plugin
 # and whatever the user adds (kube-proxy, aws-node, the EFA device plugin, eks-pod-identity-agent and
@@ -32,21 +33,15 @@ TRAINING_VPC_CNI = VpcCniSettings(warm_eni_target=None, warm_ip_target=WARM_IP_T
                                   minimum_ip_target=MINIMUM_IP_TARGET)
 DEFAULT_VPC_CNI = VpcCniSettings()  # what the add-on does when nobody configures it
 
-# (ENIs on network card 0, IPv4 addresses per ENI): the VPC CNI uses only card 0 on multi-card
-# instances. From aws/amazon-vpc-cni-k8s misc/eni-max-pods.txt (read 2026-11-26; its max pods are
-# ENIs x (addresses - 1) + 2: p5.48xlarge 100, p5en.48xlarge 198, p4d/p4de 737, g*.xlarge and m6i.xlarge 58).
-ENI_LIMITS: dict[str, tuple[int, int]] = {
-    "p5.48xlarge": (2, 50),
-    "p5en.48xlarge": (4, 50),
-    "p4d.24xlarge": (15, 50),
-    "p4de.24xlarge": (15, 50),
-    "g6e.xlarge": (4, 15),
-    "g6.xlarge": (4, 15),
-    "g5.xlarge": (4, 15),
-    "m6i.xlarge": (4, 15),
-}
-# An instance type not in the table is counted as the smallest ENIs above (more primaries per pod).
+# An instance type the hardware table's [aws_eni_limits] does not list is counted as its smallest
+# entry (more primaries per pod: an over-count, never an under-count).
 UNKNOWN_ENI_LIMITS = (4, 15)
+
+
+def eni_limits(instance_type: str) -> tuple[int, int]:
+    """(ENIs on network card 0, IPv4 addresses per ENI) of an instance type, from the hardware table."""
+    limit = hardware.current().aws_eni_limits.get(instance_type)
+    return (limit.enis, limit.ipv4_per_eni) if limit else UNKNOWN_ENI_LIMITS
 # System nodes run the controllers (CoreDNS, Kueue, JobSet, CSI controllers, ...): counted at their
 # instance type's full ENI capacity, the most they can ever hold.
 
@@ -64,7 +59,7 @@ def node_addresses(instance_type: str, *, pods: int, settings: VpcCniSettings = 
                    extra_interface_addresses: int = 0) -> NodeAddresses:
     """One node's addresses: the CNI's (accel/base/cidrs.py) plus the primary address of every extra
     interface that has one (EFA interfaces of type `efa` past the primary; `efa-only` ones have none)."""
-    enis, ips = ENI_LIMITS.get(instance_type, UNKNOWN_ENI_LIMITS)
+    enis, ips = eni_limits(instance_type)
     cni = vpc_cni_addresses_per_node(settings, pods=pods, ips_per_eni=ips, max_enis=enis)
     env = ", ".join(f"{k}={v}" for k, v in settings.env().items())
     extra = f" + {extra_interface_addresses} EFA interface address(es)" if extra_interface_addresses else ""
@@ -74,5 +69,5 @@ def node_addresses(instance_type: str, *, pods: int, settings: VpcCniSettings = 
 
 def system_node_addresses(instance_type: str) -> int:
     """A system node at its ENI capacity (all its ENIs, every address)."""
-    enis, ips = ENI_LIMITS.get(instance_type, UNKNOWN_ENI_LIMITS)
+    enis, ips = eni_limits(instance_type)
     return enis * ips

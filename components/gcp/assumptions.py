@@ -9,8 +9,10 @@ from __future__ import annotations
 from accel.components.kubernetes.node_installers import load_node_installers
 from accel.policies.plan import Plan
 
-# A3 machine types whose GPU pools get Kueue Topology-Aware Scheduling over GKE's gce-topology labels.
-_TAS_LABEL_UNCONFIRMED = ("a3-highgpu-8g", "a3-megagpu-8g")
+# The GPUDirect-TCPX/TCPXO fabrics are A3 High's and A3 Mega's (policies/hardware/facts.toml): their
+# pools get Kueue Topology-Aware Scheduling over GKE's gce-topology labels, which Google documents for
+# reservation capacity only.
+_TAS_LABEL_UNCONFIRMED_FABRICS = ("gpudirect-tcpx", "gpudirect-tcpxo")
 
 
 def gcp_assumptions(plan: Plan) -> list[str]:
@@ -23,7 +25,7 @@ def gcp_assumptions(plan: Plan) -> list[str]:
                 f"assumption: the GPUDirect node installer {floating}. accel applies Google's manifest as "
                 "published at the pinned commit (components/kubernetes/node_installers.yaml); mirror that image "
                 "with a tag into your registry if your policy forbids floating images")
-        if gpu.fabric != "none" and gpu.machine_type in _TAS_LABEL_UNCONFIRMED:
+        if gpu.fabric in _TAS_LABEL_UNCONFIRMED_FABRICS:
             messages.append(
                 f"assumption: GKE labels {gpu.machine_type} nodes with cloud.google.com/gce-topology-block, "
                 "-subblock and -host, which the job's Kueue topology request needs. Google documents them for "

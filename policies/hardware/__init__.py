@@ -186,6 +186,14 @@ class PlacementUnit:
     source: str
 
 
+@dataclass(frozen=True)
+class EniLimit:
+    instance_type: str
+    enis: int                        # ENIs on network card 0 (the only card the VPC CNI uses)
+    ipv4_per_eni: int
+    source: str
+
+
 @dataclass(frozen=True, eq=False)
 class HardwareFacts:
     version: str
@@ -200,6 +208,7 @@ class HardwareFacts:
     kubernetes: KubernetesNames
     limits: Mapping[str, Limit]
     placement_units: Mapping[str, PlacementUnit] = field(default_factory=dict)
+    aws_eni_limits: Mapping[str, EniLimit] = field(default_factory=dict)
     _inverse: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- derived inverses ------------------------------------------------------------------
@@ -351,7 +360,7 @@ def load_facts(path: str | Path | None = None) -> HardwareFacts:
 
 def _build(data: dict[str, Any], where: str) -> HardwareFacts:
     known = {"version", "sources", "chips", "tpu", "tpu_machines", "fabrics", "gcp_gpu_machines",
-             "aws_gpu_instances", "kubernetes", "limits", "placement_units"}
+             "aws_gpu_instances", "kubernetes", "limits", "placement_units", "aws_eni_limits"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise HardwareFactsError(f"{where}: unknown section [{unknown[0]}]")
@@ -476,8 +485,14 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         nodes = e.get("nodes", int, None, positive=True) if "nodes" in e.data else None
         units[key] = PlacementUnit(key, level, nodes, _source(e, None, sources))
         e.done()
+    section = data.get("aws_eni_limits") or {}
+    eni_limits: dict[str, EniLimit] = {}
+    for key, e in (_tables(data, "aws_eni_limits", where, shared=("source",)) if section else {}).items():
+        eni_limits[key] = EniLimit(key, e.get("enis", int, positive=True), e.get("ipv4_per_eni", int, positive=True),
+                                   _source(e, section.get("source"), sources))
+        e.done()
     return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
-                         tpu_machines, fabrics, gcp, aws, kubernetes, limits, units)
+                         tpu_machines, fabrics, gcp, aws, kubernetes, limits, units, eni_limits)
 
 
 _BUNDLED: HardwareFacts | None = None
