@@ -207,16 +207,33 @@ def global_batch(spec: WorkloadSpec, defaults: Defaults) -> tuple[float, str]:
     return rule.value, rule.source
 
 
-def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults) -> tuple[int, str]:
-    """(most chips the global batch keeps busy, why): sequences per step x chips that can share a sequence."""
-    tokens, source = global_batch(spec, defaults)
+def _batch_chips(spec: WorkloadSpec, defaults: Defaults, tokens: float) -> tuple[int, int, int]:
+    """(chips the batch keeps busy, sequences per step, chips per sequence) for a global batch of `tokens`."""
     sequences = max(1, math.floor(tokens / spec.model.sequence_length))
     per_sequence = int(rule_for(defaults.training.chips_per_sequence_by_size, spec.model.parameters).value)
+    return sequences * per_sequence, sequences, per_sequence
+
+
+def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults) -> tuple[int, str]:
+    """(most chips the global batch keeps busy, why): sequences per step x chips that can share a sequence.
+    The why names the batch, where it comes from (the workload, or the default for the model's size and that
+    default's source), how to set it, and what the largest published batch in the defaults would allow."""
+    tokens, source = global_batch(spec, defaults)
+    chips, sequences, per_sequence = _batch_chips(spec, defaults, tokens)
     share = "one chip per sequence" if per_sequence == 1 else f"at most {per_sequence} chips share a sequence"
-    return sequences * per_sequence, (
-        f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequences of "
-        f"{spec.model.sequence_length:,} tokens and, for {spec.model.parameters / 1e9:,.3g}B parameters, {share}: "
-        f"more than {sequences * per_sequence:,} chips would idle")
+    given = spec.training is not None and spec.training.global_batch_tokens is not None
+    origin = ("set by training.global_batch_tokens" if given else
+              f"the default for {spec.model.parameters / 1e9:,.3g}B parameters: {source}; set "
+              "training.global_batch_tokens to change it")
+    why = (f"a global batch of {tokens / 1e6:,.3g}M tokens ({origin}) is {sequences:,} sequences of "
+           f"{spec.model.sequence_length:,} tokens and, for {spec.model.parameters / 1e9:,.3g}B parameters, {share}: "
+           f"more than {chips:,} chips would idle")
+    largest = max(defaults.training.global_batch_tokens_by_size, key=lambda rule: rule.value)
+    if largest.value > tokens:
+        more, _, _ = _batch_chips(spec, defaults, largest.value)
+        why += (f"; with training.global_batch_tokens: {largest.value / 1e6:,.3g}M ({largest.source}) up to "
+                f"{more:,} chips could work")
+    return chips, why
 
 
 def checkpoint_bytes(spec: WorkloadSpec, defaults: Defaults) -> float:
