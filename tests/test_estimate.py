@@ -47,8 +47,17 @@ def model(catalog, spec, accelerator="h100-80gb", cloud="aws", spot=False):
                          catalog.accelerator(accelerator), cloud, spot)
 
 
-def test_training_compute_is_six_n_d():
-    assert training_flops(training("70B", "2T")) == pytest.approx(6 * 70e9 * 2e12)
+def test_training_compute_is_six_n_d_plus_attention():
+    spec = training("70B", "2T", model={"parameters": "70B", "layers": 80, "hidden": 8192, "sequence_length": 4096})
+    assert training_flops(spec) == pytest.approx((6 * 70e9 + 12 * 80 * 8192 * 4096) * 2e12)
+
+
+def test_training_compute_estimates_the_architecture_when_not_given(catalog):
+    """Without model.layers / model.hidden the attention term uses the size rules of assumptions.yaml."""
+    rules = catalog.defaults.inference
+    layers = round(rules.kv_cache_layers_per_cube_root.value * 70e9 ** (1 / 3))
+    hidden = math.sqrt(70e9 / (rules.hidden_width_rule.value * layers))
+    assert training_flops(training("70B", "2T")) == pytest.approx((6 * 70e9 + 12 * layers * hidden * 4096) * 2e12)
 
 
 def test_memory_fit_uses_sixteen_bytes_per_parameter_and_activation_headroom(catalog):
