@@ -85,7 +85,8 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
                    f"{chosen.hours:g} h of service")
     else:
         summary = (f"{describe(chosen)}: {duration(chosen.hours)}, {money(chosen.total_usd)} "
-                   f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} MFU")
+                   f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} step MFU x {chosen.goodput:.2f} whole-run "
+                   f"goodput{' (spot losses included)' if chosen.spot else ''}")
     lines.append(f"Chosen: {summary}; the {goal}{meets}.")
     if near_fastest:
         sooner = chosen.hours - fastest.hours
