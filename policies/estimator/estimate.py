@@ -293,6 +293,7 @@ class Factor:
     value: float
     source: str
     detail: str = ""
+    summary: str = ""        # one phrase for the rationale (the expert-parallel layout)
 
 
 def whole_run_goodput(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator) -> Factor:
@@ -317,8 +318,9 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
               "runs (policies/catalog/whole_runs.yaml) against dense runs of their active size")
     model = spec.model
     if model.experts is None or model.experts_per_token is None:
-        return Factor(fitted.moe_factor, source, "experts not given: the expert-parallel all-to-all is not costed "
-                                                 "(set model.experts and model.experts_per_token)")
+        missing = ("experts not given: the expert-parallel all-to-all is not costed (set model.experts and "
+                   "model.experts_per_token)")
+        return Factor(fitted.moe_factor, source, missing, missing)
     layers, hidden, architecture = model_architecture(spec, catalog.defaults)
     expert_parallel = moe.default_expert_parallel(model.experts, accelerator.id)
     chips = max(expert_parallel, 8)
@@ -329,7 +331,8 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
     found = moe.fabric(accelerator.id)
     domain = ("TPU slice (ICI)" if found is not None and found.domain_chips == 0 else
               f"{found.domain_chips}-chip NVLink domain" if found is not None else "node")
-    detail = (f"{layout.describe(accelerator.id, domain)} ({layout.seconds_per_token * 1e6:.3g} us of all-to-all "
+    summary = layout.describe(accelerator.id, domain)
+    detail = (f"{summary} ({layout.seconds_per_token * 1e6:.3g} us of all-to-all "
               f"per token against {compute * 1e6:.3g} us of compute at the step MFU of {chips} chips, "
               f"{fitted.overlap:.0%} hidden; {architecture}; every layer taken as a MoE layer); the expert weights, "
               "their gradients and optimizer state are sharded across the expert-parallel group and, with every "
@@ -337,7 +340,7 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
               f"{model.parameters / 1e9:,.4g}B total")
     return Factor(fitted.moe_factor * layout.efficiency,
                   f"{source}; all-to-all: policies/estimator/moe.py, fabric: policies/hardware/facts.toml "
-                  f"[collective_fabrics.{accelerator.id}]", detail)
+                  f"[collective_fabrics.{accelerator.id}]", detail, summary)
 
 
 class TrainingModel:
@@ -690,7 +693,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
             lambda n: predict(fitted, catalog, accelerator, spec.model.active, n))
         factor = moe_efficiency(spec, catalog, accelerator, step_mfu)
         assert factor is not None
-        items.append(Assumption(name="mixture of experts", value=_round(factor.value),
+        items.append(Assumption(name="mixture of experts", value=f"x{factor.value:.4g}: {factor.summary}",
                                 source=f"{factor.detail}; {factor.source}"))
     tokens, batch_source = global_batch(spec, catalog.defaults)
     items += [Assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),

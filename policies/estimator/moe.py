@@ -51,8 +51,8 @@ class ExpertLayout:
         where = ("within one " + domain_name if self.inside_share >= 1.0 else
                  f"across {math.ceil(self.expert_parallel / max(self.domain_chips, 1))} {domain_name}s "
                  f"({self.inside_share:.0%} of the traffic inside)")
-        return (f"expert parallelism {self.expert_parallel} on {accelerator}, {where}; data parallelism across "
-                f"them; all-to-all efficiency {self.efficiency:.3g}")
+        return (f"expert parallelism {self.expert_parallel} on {accelerator} {where}, data parallelism across "
+                f"the groups, all-to-all efficiency {self.efficiency:.3g}")
 
 
 def fabric(accelerator_id: str) -> hardware.CollectiveFabric | None:
