@@ -40,8 +40,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from accel.base.derived_cache import cached
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
+from accel.policies import hardware
 from accel.policies.catalog.model import Catalog
 from accel.policies.estimator import calibration, generations, moe
 from accel.policies.estimator.calibration import MfuFit, median
@@ -310,16 +312,24 @@ _MODELS: dict[tuple, WholeRunModel] = {}
 
 
 def calibrated_model(catalog: Catalog) -> WholeRunModel:
+    """The whole-run model fitted on every row, cached per catalog's peaks and estimator settings and, with the
+    bundled hardware table, in the user's derived-data cache (keyed by both run tables and the code): reading
+    and checking the table costs a few hundred milliseconds, the fitted model's pickle almost nothing."""
     key = calibration._fit_key(catalog)
     found = _MODELS.get(key)
     if found is None:
-        table = whole_runs()
-        step_fit = calibration.calibrated_fit(catalog)
-        impute = chips_rule(table.dense + table.moe)
-        goodput = fit_goodput(table.dense, step_fit, catalog, impute)
-        overlap = table.model_settings.all_to_all_overlap
-        parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
-        found = _MODELS[key] = WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe))
+        def compute() -> WholeRunModel:
+            table = whole_runs()
+            step_fit = calibration.calibrated_fit(catalog)
+            impute = chips_rule(table.dense + table.moe)
+            goodput = fit_goodput(table.dense, step_fit, catalog, impute)
+            overlap = table.model_settings.all_to_all_overlap
+            parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
+            return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe))
+
+        found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, calibration.PUBLISHED_RUNS], compute,
+                                       code=[calibration.POLICIES_DIR], extra=key)
+                                if hardware.bundled_in_use() else compute())
     return found
 
 
