@@ -363,8 +363,9 @@ class TrainingModel:
         self.whole_run = whole_run_goodput(spec, resolved, catalog, accelerator)
         self.moe = moe_efficiency(spec, catalog, accelerator, self.mfu)
         # What a whole run keeps of its steps' speed: the whole-run overhead and, for a mixture of experts, the
-        # exposed all-to-all and the MoE factor (policies/estimator/whole_runs.py).
-        self.goodput = self.whole_run.value * (self.moe.value if self.moe is not None else 1.0)
+        # exposed all-to-all and the MoE factor (policies/estimator/whole_runs.py); never more than all of it.
+        self.goodput = min(self.whole_run.value * (self.moe.value if self.moe is not None else 1.0),
+                           whole_runs.calibrated_model(catalog).goodput.max_goodput)
         rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
         self.preemptions_per_host_hour = rate / 24.0
         self.loss_hours = (resolved["restart_minutes"] + resolved["checkpoint_interval_minutes"] / 2.0) / 60.0

@@ -402,9 +402,11 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
         impute = chips_rule([x for x in everything if x is not run])
         chips = chips_of(run, impute)
         step = step_mfu(step_all, catalog, run, chips)
-        moe_errors.append(WholeRunError(run, chips, run.chips is None, step,
-                                        goodput_all.goodput(generation_of(run), run.active),
-                                        layout.efficiency * m, observed, predicted * m))
+        kept = goodput_all.goodput(generation_of(run), run.active)
+        # goodput x MoE (all-to-all x m) is at most max_goodput, as in the estimator
+        capped = min(predicted * m, predicted / (kept * layout.efficiency) * goodput_all.max_goodput)
+        moe_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, layout.efficiency * m, observed,
+                                        capped))
     return dense_errors, moe_errors
 
 
