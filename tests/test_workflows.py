@@ -125,10 +125,58 @@ def readme_commands() -> dict[str, str]:
 def test_ci_runs_readmes_test_command_exactly():
     commands = readme_commands()
     assert len(commands) == 2
-    test_command = commands["# The tests"]
     ci = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-          if line and not line.startswith("#") and not line.startswith(("set ", "cd "))]
-    assert ci == [test_command]
+          if line and not line.startswith("#")]
+    assert ci[-1] == commands["# The tests"]
+
+
+# Stand-ins for python3 and uv: each records what it was run with and in which environment, then
+# `uv run` exits with $PYTEST_EXIT as pytest would.
+FAKE_TOOL = """#!/usr/bin/env bash
+{
+  echo "$(basename "$0") $*"
+  for name in HOME UV_CACHE_DIR UV_PROJECT_ENVIRONMENT; do
+    value="${!name}"
+    if [ -d "$value" ]; then state="dir:$(ls -A "$value" | wc -l)"; elif [ -e "$value" ]; then state=file; else state=absent; fi
+    echo "  $name=$value $state"
+  done
+} >> "$RECORD"
+[ "$(basename "$0") $1" = "uv run" ] && exit "$PYTEST_EXIT"
+exit 0
+"""
+
+
+def run_ci_with_fake_tools(tmp_path: Path, pytest_exit: int) -> tuple[int, list[str]]:
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir(exist_ok=True)
+    for tool in ("python3", "uv"):
+        (fake_bin / tool).write_text(FAKE_TOOL, encoding="utf-8")
+        (fake_bin / tool).chmod(0o755)
+    record = tmp_path / f"record-{pytest_exit}"
+    env = {**os.environ, "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}", "RECORD": str(record),
+           "PYTEST_EXIT": str(pytest_exit), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode, record.read_text(encoding="utf-8").splitlines()
+
+
+def test_ci_starts_from_an_empty_home_uv_cache_and_virtualenv_and_removes_them(tmp_path):
+    code, record = run_ci_with_fake_tools(tmp_path, 0)
+    assert code == 0
+    commands = [line for line in record if not line.startswith("  ")]
+    assert commands == ["python3 -m pip install -q uv", "uv sync --frozen --compile-bytecode", "uv run --no-sync pytest"]
+    places = {line.split("=", 1)[0].strip(): line.split("=", 1)[1].split() for line in record[1:4]}
+    assert places["HOME"][1] == "dir:0", "HOME is not an empty directory"
+    assert places["UV_CACHE_DIR"][1] == "absent" and places["UV_PROJECT_ENVIRONMENT"][1] == "absent"
+    scratch = {Path(path).parent for path, _state in places.values()}
+    assert len(scratch) == 1 and scratch.pop().parent == tmp_path, "not one fresh temporary directory"
+    assert [p for p in tmp_path.iterdir() if p.name not in ("bin", "record-0")] == [], "left behind"
+
+
+@pytest.mark.parametrize("pytest_exit", [1, 2, 5])
+def test_ci_fails_when_pytest_fails_or_finds_no_tests(tmp_path, pytest_exit):
+    code, _record = run_ci_with_fake_tools(tmp_path, pytest_exit)
+    assert code == pytest_exit
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", f"record-{pytest_exit}"], "left behind"
 
 
 def uv_syncs() -> list[tuple[str, str]]:

@@ -73,8 +73,13 @@ def _fail(error: AccelError, json_output: bool, dry_run: bool, work_dir: Path) -
 def _render(report, out: Console) -> None:
     title = "accel reap --dry-run (nothing changed)" if report.dry_run else "accel reap"
     table = Table(title=f"{title}: {format_timestamp(report.now)}", title_justify="left")
-    for column in ("stack", "status", "reason", "detail"):
-        table.add_column(column, overflow="fold")
+    # Names and the two one-word columns never break mid-word (a piped table is 80 columns wide): they
+    # take the width they need and the detail, which is prose, wraps at spaces in what is left.
+    widest = max((len(o.stack) for o in report.outcomes), default=5)
+    table.add_column("stack", no_wrap=True, min_width=min(widest, 40), overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("reason", no_wrap=True)
+    table.add_column("detail", overflow="fold")
     for outcome in report.outcomes:
         style = _STATUS_STYLE.get(outcome.status, "")
         detail = outcome.detail

@@ -135,7 +135,7 @@ class TpuSlice(pulumi.ComponentResource):
         if ref.auto_upgrade and not ref.upgrades_paused:
             pulumi.log.warn(
                 f"{name}: cluster channel {ref.release_channel} keeps node auto-upgrade on; pause upgrades for the "
-                "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice mid-training",
+                "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice while it runs",
                 resource=self,
             )
 
