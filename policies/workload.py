@@ -10,7 +10,8 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator,
+                      model_serializer, model_validator)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from accel.base.errors import UsageError
@@ -34,6 +35,9 @@ class WorkloadModel(StrictModel):
     """A workload section: strict, and every number finite (`.inf` or NaN is an error naming the field)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+_OPTIONAL_MODEL_FIELDS = ("active_parameters", "experts", "experts_per_token", "shared_experts", "layers", "hidden")
 
 
 class ModelSpec(WorkloadModel):
@@ -74,6 +78,16 @@ class ModelSpec(WorkloadModel):
             raise field_error("experts_per_token", f"{self.experts_per_token} exceeds experts {self.experts}: a "
                                                    "token is routed to some of the experts", self.experts_per_token)
         return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_architecture(self, handler: Any) -> Any:
+        """A dense model's plan reads as before: the optional fields appear only when given."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in _OPTIONAL_MODEL_FIELDS:
+                if data.get(name) is None:
+                    data.pop(name, None)
+        return data
 
     @property
     def is_moe(self) -> bool:
