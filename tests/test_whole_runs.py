@@ -199,6 +199,21 @@ def test_a_tpu_without_step_rows_borrows_the_newest_calibrated_tpu_before_it():
     assert generations.nearest_calibrated("tpu-v4", {"tpu-v5p", "h100-80gb"}) is None   # none before it
 
 
+def test_a_tpu_generation_added_after_trillium_borrows_trillium(tmp_path, catalog):
+    """TPU7x (issue #29) once it is in the facts table: newer than v6e, no step row, so v6e's step MFU."""
+    from accel.policies import hardware
+    text = hardware.BUNDLED_FACTS.read_text(encoding="utf-8")
+    at = text.index("[chips.a100-40gb]")
+    chip = ('[chips.tpu7x]\nname = "TPU7x"\nfamily = "tpu"\npeak_bf16_tflops = 2307\nhbm_gb = 206\n'
+            'hbm_gbps = 7380\ntensorcores = 2\ninterconnect = "ici-3d"\nsource = "estimate: test row"\n\n')
+    facts_file = tmp_path / "facts.toml"
+    facts_file.write_text(text[:at] + chip + text[at:], encoding="utf-8")
+    with hardware.using(hardware.load_facts(facts_file)):
+        calibrated = calibration.calibrated_fit(catalog).accelerator_offsets
+        assert generations.nearest_calibrated("tpu7x", calibrated) == "tpu-v6e"
+        assert generations.generation("tpu7x") == "tpu"
+
+
 def test_tpus_take_the_pooled_whole_run_overhead(catalog):
     fitted = whole_runs.calibrated_model(catalog).goodput
     assert fitted.own_generation("tpu") is None and "pooled" in fitted.source("tpu")
