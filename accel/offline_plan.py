@@ -41,7 +41,6 @@ RUN_OUTPUT = "runUsd"
 
 PROVIDER_PACKAGES = ("pulumi_gcp", "pulumi_aws", "pulumi_kubernetes")
 GUARDRAILS_MODULE = "accel.policies.guardrails.offline"
-# Where a ValueError means "the stack asked for something impossible", not "the code is wrong".
 
 Progress = Callable[[str], None]
 
@@ -66,7 +65,7 @@ class PlanResult:
     warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
     built: Any = None  # accel.policies.cloud.pricing.BuiltCost: the declared resources priced against the catalog
     drift: Any = None  # accel.policies.cloud.pin_check.PriceDrift: the pin's $/h moved only because prices did
-    fresh_choice: Any = None  # accel.policies.selection.pin_freshness.FreshChoice: `accel choose` now picks other hardware
+    fresh_choice: Any = None  # accel.policies.selection.pin_freshness.FreshChoice: choose now picks other hardware
     pinned_hourly_usd: float | None = None  # the Plan's own figures (the program's hourlyUsd / runUsd exports)
     pinned_run_usd: float | None = None
 
@@ -101,10 +100,19 @@ class PlanResult:
         return [v for v in self.violations if str(v.get("level", "")).lower() == "mandatory"]
 
     @property
-    def exit_code(self) -> int:
-        from accel.base.errors import EXIT_GUARDRAIL
+    def job_errors(self) -> list[dict[str, Any]]:
+        """Why the stack's own job would not run (accel/job: the schedule check and accel/job/rules)."""
+        return list((self.job or {}).get("errors") or [])
 
-        return EXIT_GUARDRAIL if self.mandatory_violations else 0
+    @property
+    def exit_code(self) -> int:
+        """docs/contracts.md: 4 a mandatory guardrail violation; else 2 when the stack's job would not run
+        (the findings `accel job` exits 2 on: a stack whose workload cannot run is invalid input); else 0."""
+        from accel.base.errors import EXIT_GUARDRAIL, EXIT_INVALID
+
+        if self.mandatory_violations:
+            return EXIT_GUARDRAIL
+        return EXIT_INVALID if self.job_errors else 0
 
     @property
     def providers_used(self) -> list[str]:
@@ -273,7 +281,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
     import pulumi
 
     from accel.base.errors import ComponentArgsError, NothingFeasible
-    from accel.policies.hardware.shapes import ShapeError
 
     if _caused_by(error, NothingFeasible) is not None:
         return NothingFeasible(_blame(str(error), source, stack))
@@ -285,8 +292,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
         return UsageError(f"{source}: {error.key}: {error}")
     if isinstance(error, ValidationError):
         return UsageError(describe_validation_error(error, source, prefix=(error.title,)))
-    if isinstance(error, ShapeError):
-        return UsageError(_blame(str(error), source, stack))
     if isinstance(error, pulumi.RunError):
         # Pulumi's own convention for "show the user this message, not a stack trace".
         return UsageError(_blame(str(error), source, stack))
@@ -335,7 +340,7 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
                         stack_tags: dict[str, str] | None = None,
                         stack_words: bool = True) -> tuple[list[dict[str, Any]], str | None]:
     """(violations, note): note says why nothing was evaluated, when the guardrails are not there.
-    `stack_words`: fixes in accel's stack-file words (accel/stack_words.py), for accel's own program; a
+    `stack_words`: fixes in accel's stack-file words (accel/stack/words.py), for accel's own program; a
     program of your own keeps the components' words (ResourceTags(...)), since `accel:` keys are not its."""
     module_name = GUARDRAILS_MODULE
     try:
@@ -402,7 +407,7 @@ def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> 
 
 
 def _check_fresh_choice(result: PlanResult, plan: Any, catalog: Any, values: Mapping[str, Any], source: str) -> None:
-    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/pin_freshness.py)."""
+    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/selection/pin_freshness.py)."""
     from accel.policies.cloud.pin_check import repin_hint
     from accel.policies.selection.pin_freshness import fresh_choice
     from accel.stack.settings import settings_from_config
@@ -423,7 +428,7 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
 
     The reported cost becomes the built cost (pools + storage, priced now); the Plan's own figures
     stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
-    from accel.policies.cloud.pin_check import check_pin, repin_hint
+    from accel.policies.cloud.pin_check import STACK_KEY, check_pin, repin_hint
     from accel.policies.plan import Plan
     from accel.policies.cloud.pricing import bill_reservation, price_resources
 
@@ -447,7 +452,8 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         problems, result.drift = check_pin(plan, built, result.stack)
         if problems:
             raise UsageError(f"{source}: " + "; ".join(problems) + f"; {repin_hint(result.stack)}")
-        _check_fresh_choice(result, plan, catalog, values, source)
+        if STACK_KEY in values:  # a stack without a pin was just decided by the same choose: nothing to compare
+            _check_fresh_choice(result, plan, catalog, values, source)
     result.hourly_usd = round(hourly, 2)
     result.run_usd = round(hourly * plan.estimate.hours, 2)
 

@@ -96,3 +96,19 @@ def test_spot_for_a_service_is_not_said_to_restart_from_a_checkpoint():
     from accel.policies.selection.tradeoffs import CAPACITY_RISK, SERVING_RISK
 
     assert "checkpoint" in CAPACITY_RISK["spot"] and "checkpoint" not in SERVING_RISK["spot"]
+
+
+@pytest.mark.parametrize("command", ["plan", "job"])
+def test_stack_names_tab_complete(command, monkeypatch):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    accel = Path(sys.executable).with_name("accel")
+    if not accel.is_file():
+        pytest.skip("needs the installed accel script beside python")
+    root = Path(__file__).resolve().parent.parent
+    env = {**__import__("os").environ, "_TYPER_COMPLETE_ARGS": f"accel {command} -s llama-7",
+           "_ACCEL_COMPLETE": "complete_zsh"}
+    offered = subprocess.run([str(accel)], env=env, cwd=root, capture_output=True, text=True, timeout=120).stdout
+    assert "llama-70b-tpu" in offered and "dev-spot" not in offered

@@ -77,23 +77,35 @@ def test_only_the_comment_job_may_write_to_pull_requests():
         "the job that can write to the PR must not check out or run the PR's code"
 
 
-# The current majors, all on node24 (see the comment at the top of preview.yml for sources).
-CURRENT_MAJOR = {
-    "actions/checkout": 6, "actions/setup-python": 6, "actions/upload-artifact": 7,
-    "actions/download-artifact": 7, "astral-sh/setup-uv": 7, "pulumi/actions": 7,
-    "google-github-actions/auth": 3, "google-github-actions/setup-gcloud": 3,
-    "aws-actions/configure-aws-credentials": 6,
+# Each action pinned to the commit of the newest release of its current major (all on node24; see
+# the comment at the top of preview.yml). The commits were read 2026-11-26 from each action's own
+# repository: `git rev-parse vX.Y.Z^{commit}` (and the floating `vX` tag pointed at the same one).
+# To check or move a pin: `git ls-remote https://github.com/OWNER/ACTION refs/tags/vX.Y.Z^{}`.
+PINNED = {
+    "actions/checkout": ("v6.1.0", "d23441a48e516b6c34aea4fa41551a30e30af803"),
+    "actions/setup-python": ("v6.3.0", "ece7cb06caefa5fff74198d8649806c4678c61a1"),
+    "actions/upload-artifact": ("v7.0.0", "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"),
+    "actions/download-artifact": ("v7.0.0", "37930b1c2abaa49bbe596cd826c3c89aef350131"),
+    "astral-sh/setup-uv": ("v7.6.0", "37802adc94f370d6bfd71619e3f0bf239e1f3b78"),
+    "pulumi/actions": ("v7.0.0", "8e5e406f4007fca908480587cb9893c07090f58d"),
+    "google-github-actions/auth": ("v3.0.0", "7c6bc770dae815cd3e89ee6cdf493a5fab2cc093"),
+    "google-github-actions/setup-gcloud": ("v3.0.1", "aa5489c8933f4cc7a4f7d45035b3b1440c9c10db"),
+    "aws-actions/configure-aws-credentials": ("v6.2.3", "e6de054238d6b7531b4efff3b6587d9aade6a06c"),
 }
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
-def test_actions_are_at_their_current_major(path):
+def test_actions_are_pinned_to_the_commit_of_their_reviewed_release(path):
+    text = path.read_text(encoding="utf-8")
     for job, step in steps(path):
         if "uses" not in step:
             continue
         action, _, ref = step["uses"].partition("@")
-        assert action in CURRENT_MAJOR, f"{path.name}/{job}: {action} is not a reviewed action"
-        assert ref == f"v{CURRENT_MAJOR[action]}", f"{path.name}/{job}: {step['uses']}"
+        assert action in PINNED, f"{path.name}/{job}: {action} is not a reviewed action"
+        tag, commit = PINNED[action]
+        assert ref == commit, f"{path.name}/{job}: {step['uses']} is not pinned to {tag}'s commit"
+        assert re.search(rf"uses: {re.escape(action)}@{commit}  # {re.escape(tag)}\b", text), \
+            f"{path.name}/{job}: say which release the commit is ({tag}) in a comment"
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)

@@ -384,15 +384,23 @@ def label_points(axes: Any, labels: list[tuple[float, float, str, str]], near_px
                       color=colour, fontsize="medium", zorder=6)
 
 
+class _PlotPathError(UsageError):
+    def __init__(self, message: str) -> None:
+        super().__init__(f"--plot: {message}")
+
+
 def check_plot_path(path: Path) -> None:
     """Refuse a chart path that cannot be written before any work is done (so --json output is never followed
     by a failure): a .png or .svg name in an existing, writable directory."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise UsageError(f"--plot: {path}: the chart is written as PNG or SVG; name the file *.png or *.svg")
+    from accel.base.safe_files import check_writable, is_directory
+
+    check_writable(path, "chart", error=_PlotPathError)
     directory = path.parent
-    if not directory.is_dir():
+    if not is_directory(directory):
         raise UsageError(f"--plot: {path}: the directory {directory} does not exist; create it or choose another path")
-    if path.is_dir():
+    if is_directory(path):
         raise UsageError(f"--plot: {path}: is a directory; give a file name ending in .png or .svg")
     if not os.access(directory, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"--plot: {path}: not writable (permission denied); choose another path")

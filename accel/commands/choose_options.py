@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from accel.base.errors import UsageError
+
 
 @dataclass(frozen=True)
 class ChooseOption:
@@ -50,8 +52,9 @@ _TYPER_ONLY = {"-h", "--help", "--install-completion", "--show-completion"}
 COMPLETION_VARIABLE = "_ACCEL_COMPLETE"  # set by the shell completion scripts typer installs
 
 
-class _NotPlain(Exception):
-    """argparse found something it would report: typer reports it instead, in its own words."""
+class _NotPlain(UsageError):
+    """argparse found something it would report: typer reports it instead, in its own words (never
+    escapes plain_run; a UsageError like every input error, so the one-root rule holds)."""
 
 
 class _Parser(argparse.ArgumentParser):

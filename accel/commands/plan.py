@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from accel.base.errors import EXIT_GUARDRAIL, AccelError, fail
+from accel.commands.completion import complete_stack
 from accel.base.units import money
 
 DEFAULT_STACK = "llama-70b-tpu"
@@ -30,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
 def plan(
     stack: Optional[str] = typer.Option(
-        None, "--stack", "-s", metavar="STACK",
+        None, "--stack", "-s", metavar="STACK", autocompletion=complete_stack,
         help=f"Stack to plan (stacks/Pulumi.<stack>.yaml); default {DEFAULT_STACK}"),
     config: Optional[Path] = typer.Option(
         None, "--config", metavar="FILE",
@@ -65,6 +66,11 @@ def plan(
         count = len(result.mandatory_violations)
         print(f"error: {count} mandatory guardrail violation{'s' if count != 1 else ''}", file=sys.stderr)
         raise typer.Exit(EXIT_GUARDRAIL)
+    if result.job_errors:  # the same findings `accel job` exits 2 on (docs/contracts.md)
+        count = len(result.job_errors)
+        print(f"error: the stack's job would not run ({count} problem{'s' if count != 1 else ''}); "
+              f"details: accel job -s {result.stack}", file=sys.stderr)
+        raise typer.Exit(result.exit_code)
 
 
 # ---- human output ------------------------------------------------------------------------------
@@ -128,18 +134,25 @@ def _money(value: float | None) -> str:
 
 
 def render_job(job: dict | None, stack: str, console: Console) -> None:
-    """One line for the generated job's schedule check (`accel job -s STACK` writes the job)."""
+    """One line for the generated job's schedule check (`accel job -s STACK` writes the job), each problem
+    with its rule and fix, and each flagged risk (a rule of severity "flag", accel/job/rules)."""
     if job is None:
         return
     if job["schedulable"]:
         placed = "; ".join(f"{p['count']} pods on {len(p['pools'])} pool(s)" for p in job["placements"])
         console.print(f"[bold]Job[/bold]: {', '.join(job['kinds'])} {job['name']} schedules ({placed}); "
                       f"write it with `accel job -s {stack}`")
-        return
-    console.print(f"[bold]Job[/bold]: [red]{job['name']} would not schedule[/red]")
+    else:
+        console.print(f"[bold]Job[/bold]: [red]{job['name']} would not schedule[/red]")
     for error in job["errors"]:
         pool = f" (pool {error['pool']})" if error["pool"] else ""
-        console.print(f"  [red]✗[/red] {error['pod']}: {error['field']}{pool}: {error['message']}")
+        rule = f" [dim](rule {error['rule']})[/dim]" if error.get("rule") else ""
+        fix = f"; fix: {error['fix']}" if error.get("fix") else ""
+        console.print(f"  [red]✗[/red] {error['pod']}: {error['field']}{pool}: {error['message']}{rule}{fix}")
+    for warning in job.get("warnings") or []:
+        if warning.get("rule"):
+            console.print(f"  [yellow]![/yellow] {warning['pod']}: {warning['field']}: {warning['message']} "
+                          f"[dim](rule {warning['rule']}, flagged)[/dim]")
 
 
 def render_decision(result: Any, console: Console) -> None:
