@@ -65,11 +65,12 @@ def test_the_library_is_imported_by_its_one_top_level_name():
 # wing and the wings on floors below, never a sibling wing or one above.
 POLICY_FLOORS = {
     "hardware": 1, "parallelism": 1, "plan_migration": 1, "storage_types": 1,
-    "workload": 2, "lifecycle": 2, "spot_ttl": 2,
-    "plan": 3,
-    "catalog": 4,
-    "estimator": 5, "cloud": 5,
-    "selection": 6, "guardrails": 6,
+    "data_classes": 2,
+    "workload": 3, "lifecycle": 3, "spot_ttl": 3,
+    "plan": 4,
+    "catalog": 5,
+    "estimator": 6, "cloud": 6,
+    "selection": 7, "guardrails": 7,
 }
 POLICIES = ROOT / "policies"
 
