@@ -10,7 +10,8 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator,
+                      model_serializer, model_validator)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from accel.base.errors import UsageError
@@ -36,9 +37,66 @@ class WorkloadModel(StrictModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+_OPTIONAL_MODEL_FIELDS = ("active_parameters", "experts", "experts_per_token", "shared_experts", "layers", "hidden")
+
+
 class ModelSpec(WorkloadModel):
-    parameters: PositiveQuantity = Field(description="Parameter count, e.g. 70B")
+    parameters: PositiveQuantity = Field(description="Parameter count, e.g. 70B (a mixture-of-experts model: the "
+                                                     "total, every expert included)")
     sequence_length: int = Field(4096, gt=0, le=2_000_000, description="Training context length in tokens")
+    active_parameters: PositiveQuantity | None = Field(
+        None, description="Mixture-of-experts: parameters touched per token (attention, shared and routed experts), "
+                          "e.g. 37B for DeepSeek-V3's 671B; FLOPs follow them, memory follows `parameters`. A dense "
+                          "model omits it")
+    experts: int | None = Field(None, gt=1, le=100_000, description="Mixture-of-experts: routed experts per MoE layer")
+    experts_per_token: int | None = Field(None, gt=0, description="Mixture-of-experts: routed experts each token "
+                                                                  "is sent to (top-k)")
+    shared_experts: int | None = Field(None, ge=0, description="Mixture-of-experts: experts every token passes "
+                                                               "through (replicated: no all-to-all)")
+    layers: int | None = Field(None, gt=0, le=10_000, description="Transformer layers; sizes the attention FLOPs "
+                                                                   "and the all-to-all. Default: estimated from size")
+    hidden: int | None = Field(None, gt=0, le=1_000_000, description="Model (hidden) width; sizes the attention "
+                                                                      "FLOPs and the all-to-all. Default: estimated")
+
+    @model_validator(mode="after")
+    def _mixture_of_experts(self) -> "ModelSpec":
+        active = self.active_parameters
+        if active is not None and active > self.parameters:
+            raise field_error("active_parameters", f"{active:.4g} exceeds parameters {self.parameters:.4g}: active "
+                                                   "parameters are the share of the total a token touches", active)
+        moe_only = [name for name in ("experts", "experts_per_token", "shared_experts")
+                    if getattr(self, name) is not None]
+        if moe_only and active is None:
+            raise field_error(moe_only[0], "describes a mixture-of-experts model: give model.active_parameters "
+                                           "too (a dense model omits experts)", getattr(self, moe_only[0]))
+        if self.experts_per_token is not None and self.experts is None:
+            raise field_error("experts", "Field required with experts_per_token: the routed experts per layer", {})
+        if self.experts is not None and self.experts_per_token is None:
+            raise field_error("experts_per_token", "Field required with experts: how many routed experts each "
+                                                   "token goes to (top-k)", {})
+        if self.experts is not None and self.experts_per_token is not None and self.experts_per_token > self.experts:
+            raise field_error("experts_per_token", f"{self.experts_per_token} exceeds experts {self.experts}: a "
+                                                   "token is routed to some of the experts", self.experts_per_token)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_architecture(self, handler: Any) -> Any:
+        """A dense model's plan reads as before: the optional fields appear only when given."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in _OPTIONAL_MODEL_FIELDS:
+                if data.get(name) is None:
+                    data.pop(name, None)
+        return data
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_parameters is not None
+
+    @property
+    def active(self) -> float:
+        """Parameters a token passes through: the active ones of a mixture-of-experts model, else all."""
+        return self.active_parameters if self.active_parameters is not None else self.parameters
 
 
 class TrainingSpec(WorkloadModel):

@@ -45,11 +45,18 @@ def spec(**data):
 
 # ----------------------------------------------------------------------------- the bundled examples
 
+ON_DEMAND_BUDGET = 4e6
+
+
 def pretrain_without_spot():
-    """The default example with `constraints.spot: never`: its answer is a TPU multislice whatever the spot
-    market does (with spot allowed, an AWS spot GPU fleet can undercut it: docs/choose.md, examples)."""
+    """The default example with `constraints.spot: never` and a $4M budget: its answer is a TPU multislice
+    whatever the spot market does (with spot allowed, an AWS spot GPU fleet can undercut it: docs/choose.md,
+    examples). On demand, 70B x 2T tokens in 30 days no longer fits the example's $2.5M once a whole run pays
+    what published whole runs paid (policies/estimator/whole_runs.py: Llama 3 70B took 6.4M H100-hours for
+    15T tokens)."""
     workload = load_workload(EXAMPLES / "llama-70b-pretrain.yaml")
-    return workload.model_copy(update={"constraints": workload.constraints.model_copy(update={"spot": "never"})})
+    return workload.model_copy(update={"constraints": workload.constraints.model_copy(
+        update={"spot": "never", "budget_usd": ON_DEMAND_BUDGET})})
 
 
 def test_the_jax_70b_pretrain_meets_its_deadline_and_budget_and_compares_the_other_family(catalog):
@@ -62,7 +69,7 @@ def test_the_jax_70b_pretrain_meets_its_deadline_and_budget_and_compares_the_oth
 def test_the_jax_70b_pretrain_without_spot_lands_on_a_tpu_and_says_why_not_a_gpu(catalog):
     choice = choose(pretrain_without_spot(), catalog)
     assert choice.chosen.family == "tpu" and choice.chosen.accelerator in ("tpu-v5p", "tpu-v6e")
-    assert choice.chosen.hours <= 30 * 24 and choice.chosen.total_usd <= 2.5e6
+    assert choice.chosen.hours <= 30 * 24 and choice.chosen.total_usd <= ON_DEMAND_BUDGET
     assert any("GPU" in line and "%" in line for line in choice.rationale)
 
 
@@ -169,9 +176,11 @@ def test_options_are_ranked_best_first(catalog):
 def test_the_time_objective_takes_the_cheapest_option_about_as_fast_as_the_fastest(catalog):
     choice = choose(load_workload(Path(__file__).resolve().parent.parent / "examples" / "llama-70b-pretrain.yaml"), catalog, "time")
     fastest = min(choice.options, key=lambda o: o.hours)
-    assert fastest.hours < choice.chosen.hours <= fastest.hours * 1.05
-    assert choice.chosen.total_usd < fastest.total_usd
-    assert any(line.startswith("The fastest option, ") for line in choice.rationale)
+    near = [o for o in choice.options if o.hours <= fastest.hours * 1.05]
+    assert fastest.hours <= choice.chosen.hours <= fastest.hours * 1.05
+    assert choice.chosen.total_usd == min(o.total_usd for o in near)
+    if choice.chosen.hours > fastest.hours:
+        assert any(line.startswith("The fastest option, ") for line in choice.rationale)
 
 
 def test_the_time_objective_is_faster_and_the_cost_objective_cheaper(catalog):
@@ -661,7 +670,7 @@ def test_each_tpu_slice_of_a_multislice_holds_the_whole_training_state(catalog):
 
 
 def test_a_multislice_whose_slices_hold_the_state_is_still_chosen(catalog):
-    choice = choose(load_workload(EXAMPLES / "llama-70b-pretrain.yaml"), catalog)
+    choice = choose(pretrain_without_spot(), catalog)
     resolved = resolve(choice.workload, catalog.defaults)
     for option in choice.options:
         need = min_chips_for_memory(choice.workload, resolved, catalog.accelerator(option.accelerator))
@@ -931,7 +940,7 @@ def test_the_default_example_without_spot_keeps_its_hardware_and_a_small_filesys
     plan = make_plan(workload, choose(workload, catalog), catalog)
     chosen = plan.chosen
     assert (chosen.offering, chosen.chips, chosen.slices, chosen.topology, chosen.spot) == (
-        "gcp-tpu-v6e", 1024, 4, "16x16", False)
+        "gcp-tpu-v6e", 1792, 7, "16x16", False)
     assert (plan.storage.filesystem, plan.storage.filesystem_capacity_gib) == ("managed-lustre", 18000)
     lustre = catalog.defaults.storage.filesystems["gcp"]
     share = 18000 * lustre.price_per_gib_month.usd / 730 / chosen.hourly_usd

@@ -5,6 +5,7 @@ import math
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from accel.policies.estimator import whole_runs
 from accel.policies.estimator.calibration import calibrated_fit
 from accel.policies.catalog import load_catalog
 from accel.policies.estimator.estimate import (
@@ -47,8 +48,17 @@ def model(catalog, spec, accelerator="h100-80gb", cloud="aws", spot=False):
                          catalog.accelerator(accelerator), cloud, spot)
 
 
-def test_training_compute_is_six_n_d():
-    assert training_flops(training("70B", "2T")) == pytest.approx(6 * 70e9 * 2e12)
+def test_training_compute_is_six_n_d_plus_attention():
+    spec = training("70B", "2T", model={"parameters": "70B", "layers": 80, "hidden": 8192, "sequence_length": 4096})
+    assert training_flops(spec) == pytest.approx((6 * 70e9 + 12 * 80 * 8192 * 4096) * 2e12)
+
+
+def test_training_compute_estimates_the_architecture_when_not_given(catalog):
+    """Without model.layers / model.hidden the attention term uses the size rules of assumptions.yaml."""
+    rules = catalog.defaults.inference
+    layers = round(rules.kv_cache_layers_per_cube_root.value * 70e9 ** (1 / 3))
+    hidden = math.sqrt(70e9 / (rules.hidden_width_rule.value * layers))
+    assert training_flops(training("70B", "2T")) == pytest.approx((6 * 70e9 + 12 * layers * hidden * 4096) * 2e12)
 
 
 def test_memory_fit_uses_sixteen_bytes_per_parameter_and_activation_headroom(catalog):
@@ -90,7 +100,9 @@ def test_a_workload_multislice_efficiency_replaces_the_fitted_one(catalog):
 def test_training_steps_take_flops_over_effective_throughput(catalog):
     spec = training()
     m = model(catalog, spec)
-    steps = 6 * 70e9 * 2e12 / (1024 * 989e12 * m.mfu(1024) * 0.9) / 3600
+    # Goodput: the whole-run model fitted on published whole runs, for a 70B model on a Hopper GPU.
+    assert m.goodput == whole_runs.calibrated_model(catalog).goodput.goodput("hopper", 70e9) < 1
+    steps = training_flops(spec) / (1024 * 989e12 * m.mfu(1024) * m.goodput) / 3600
     checkpoint = 70e9 * 14 / (128 * 1e9 * 3600)       # 14 bytes/parameter written by 128 hosts at 1 GB/s each
     assert m.compute_hours(1024, 128) == pytest.approx(steps * (1 + 2 * checkpoint))   # every 30 minutes
 
@@ -319,7 +331,9 @@ def test_a_lora_fine_tune_holds_frozen_weights_without_optimizer_state(catalog):
 def test_a_lora_fine_tune_skips_the_frozen_weights_gradients(catalog):
     lora = training("8B", training={"tokens": "1B", "framework": "jax", "trainable_fraction": 0.01},
                     kind="finetune")
-    assert training_flops(lora) == pytest.approx((4 + 2 * 0.01) * 8e9 * 1e9)
+    attention = training_flops(lora) - (4 + 2 * 0.01) * 8e9 * 1e9   # no weights: the same for every fraction
+    full = training("8B", training={"tokens": "1B", "framework": "jax"}, kind="finetune")
+    assert training_flops(full) - 6 * 8e9 * 1e9 == pytest.approx(attention)
 
 
 def test_fp8_serving_halves_the_weight_bytes_only_on_chips_with_fp8_tensor_cores(catalog):

@@ -56,9 +56,11 @@ def test_the_same_option_in_other_regions_is_one_row_listing_them():
 
 def test_choose_shows_the_faster_fleets_beside_the_chosen_one(tmp_path):
     # Without spot: the TPU ladder's faster multislices rank right behind the chosen one (with spot allowed,
-    # the spot GPU fleets of every size crowd the table first; the rest are summarised below it).
+    # the spot GPU fleets of every size crowd the table first; the rest are summarised below it). On demand,
+    # the whole-run model needs a $4M budget for it (docs/choose.md, "Whole runs").
     workload = tmp_path / "on-demand.yaml"
-    workload.write_text(Path(PRETRAIN).read_text().replace("spot: allowed", "spot: never"))
+    workload.write_text(Path(PRETRAIN).read_text().replace("spot: allowed", "spot: never")
+                        .replace("budget_usd: 2.5M", "budget_usd: 4M"))
     outcome = CliRunner().invoke(cli(), ["choose", str(workload)])
     document = json.loads(CliRunner().invoke(cli(), ["choose", str(workload), "--json"]).stdout)
     assert outcome.exit_code == 0, outcome.output

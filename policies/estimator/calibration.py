@@ -33,6 +33,7 @@ from accel.base.yaml_files import read_yaml_file
 from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Accelerator, Catalog, rule_for
+from accel.policies.estimator import generations
 from accel.policies.estimator.dcn import DcnStep, dcn_seconds, dcn_step, efficiency_from_observed
 from accel.policies.workload import AcceleratorId
 
@@ -241,6 +242,11 @@ def predict(fitted: MfuFit, catalog: Catalog, accelerator: Accelerator, paramete
     Across slices: the fitted multislice factor times the DCN all-reduce's efficiency at this slice count and
     global batch (default: the size's default batch), or the workload's `multislice_efficiency` for both."""
     calibrated = catalog.accelerator(_calibrated_as(catalog, accelerator.id))
+    if calibrated.id not in fitted.accelerator_offsets and calibrated.mfu_class in fitted.class_intercepts:
+        # No step row of its own: the nearest calibrated generation's chip (policies/estimator/generations.py).
+        nearest = generations.nearest_calibrated(calibrated.id, fitted.accelerator_offsets)
+        if nearest is not None and nearest in catalog.accelerators:
+            calibrated = catalog.accelerator(nearest)
     intercept = fitted.intercept(calibrated.id, calibrated.mfu_class)
     if intercept is None:
         fallback = catalog.defaults.mfu_classes[calibrated.mfu_class]

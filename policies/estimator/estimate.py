@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from accel.base.units import HOURS_PER_MONTH
+from accel.policies.estimator import generations, moe, whole_runs
 from accel.policies.estimator.calibration import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
@@ -29,6 +30,11 @@ from accel.policies.plan import Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
 OVERRIDE = "workload override"
+# The quality trade-off of fp8 training as the published fp8 runs state it (whole_runs.yaml fp8_evidence).
+FP8_QUALITY = ("quality: fp8 matmuls with bf16/fp32 master weights and fine-grained (tensor-, row- or block-wise) "
+               "scaling; the published runs report loss parity with bf16 (torchtitan Llama 3 70B 'on-par numerics', "
+               "TorchAO MXFP8 'equivalent convergence', Nemotron-H 'on par results with BF16', DeepSeek-V3 relative "
+               "loss error under 0.25%), but the recipe is less mature: a divergence is yours to catch")
 # Below this share of productive time a spot fleet spends its life restarting: treat it as unusable.
 MIN_SPOT_PRODUCTIVITY = 0.25
 SECONDS_PER_HOUR = 3600.0
@@ -154,11 +160,40 @@ def serving_precision(spec: WorkloadSpec) -> str:
     return spec.inference.precision if spec.inference is not None else "bf16"
 
 
-def training_flops(spec: WorkloadSpec) -> float:
-    """(4 + 2f)*N*D: forward (2ND) and activation gradients (2ND) through every weight, weight gradients (2ND)
-    only for the trained share f (6ND for a full fine-tune or pretrain; ~4ND for LoRA)."""
+def model_architecture(spec: WorkloadSpec, defaults: Defaults | None = None) -> tuple[float, float, str]:
+    """(layers, hidden width, where they come from): the workload's model.layers / model.hidden, else estimated
+    from the parameters a token passes through (the active ones of a mixture-of-experts model) by the rules of
+    assumptions.yaml (kv_cache_layers_per_cube_root, hidden_width_rule)."""
+    inference = (defaults or _bundled_defaults()).inference
+    active = spec.model.active
+    if spec.model.layers is not None:
+        layers, layers_source = float(spec.model.layers), "model.layers"
+    else:
+        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * active ** (1 / 3)))
+        layers_source = f"{layers:g} layers estimated ({inference.kv_cache_layers_per_cube_root.source})"
+    if spec.model.hidden is not None:
+        hidden, hidden_source = float(spec.model.hidden), "model.hidden"
+    else:
+        hidden = hidden_width(active, layers, inference.hidden_width_rule.value)
+        hidden_source = f"hidden {hidden:,.0f} estimated ({inference.hidden_width_rule.source})"
+    return layers, hidden, f"{layers_source}; {hidden_source}"
+
+
+def _bundled_defaults() -> Defaults:
+    from accel.policies.catalog import load_catalog
+    return load_catalog().defaults
+
+
+def training_flops(spec: WorkloadSpec, defaults: Defaults | None = None) -> float:
+    """(4 + 2f)*N*D + 12*L*h*s*D: forward (2ND) and activation gradients (2ND) through every weight a token
+    passes through (N: the active parameters of a mixture-of-experts model), weight gradients (2ND) only for
+    the trained share f (6ND for a full fine-tune or pretrain; ~4ND for LoRA), and attention's score and value
+    matmuls, forward and backward (PaLM, Chowdhery et al. 2022, appendix B), which have no weights."""
     assert spec.training is not None and spec.training.tokens is not None
-    return (4.0 + 2.0 * spec.training.trainable_fraction) * spec.model.parameters * spec.training.tokens
+    layers, hidden, _ = model_architecture(spec, defaults)
+    per_token = ((4.0 + 2.0 * spec.training.trainable_fraction) * spec.model.active
+                 + 12.0 * layers * hidden * spec.model.sequence_length)
+    return per_token * spec.training.tokens
 
 
 def trained_parameters(spec: WorkloadSpec) -> float:
@@ -175,16 +210,33 @@ def global_batch(spec: WorkloadSpec, defaults: Defaults) -> tuple[float, str]:
     return rule.value, rule.source
 
 
-def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults) -> tuple[int, str]:
-    """(most chips the global batch keeps busy, why): sequences per step x chips that can share a sequence."""
-    tokens, source = global_batch(spec, defaults)
+def _batch_chips(spec: WorkloadSpec, defaults: Defaults, tokens: float) -> tuple[int, int, int]:
+    """(chips the batch keeps busy, sequences per step, chips per sequence) for a global batch of `tokens`."""
     sequences = max(1, math.floor(tokens / spec.model.sequence_length))
     per_sequence = int(rule_for(defaults.training.chips_per_sequence_by_size, spec.model.parameters).value)
+    return sequences * per_sequence, sequences, per_sequence
+
+
+def batch_chip_limit(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults) -> tuple[int, str]:
+    """(most chips the global batch keeps busy, why): sequences per step x chips that can share a sequence.
+    The why names the batch, where it comes from (the workload, or the default for the model's size and that
+    default's source), how to set it, and what the largest published batch in the defaults would allow."""
+    tokens, source = global_batch(spec, defaults)
+    chips, sequences, per_sequence = _batch_chips(spec, defaults, tokens)
     share = "one chip per sequence" if per_sequence == 1 else f"at most {per_sequence} chips share a sequence"
-    return sequences * per_sequence, (
-        f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequences of "
-        f"{spec.model.sequence_length:,} tokens and, for {spec.model.parameters / 1e9:,.3g}B parameters, {share}: "
-        f"more than {sequences * per_sequence:,} chips would idle")
+    given = spec.training is not None and spec.training.global_batch_tokens is not None
+    origin = ("set by training.global_batch_tokens" if given else
+              f"the default for {spec.model.parameters / 1e9:,.3g}B parameters: {source}; set "
+              "training.global_batch_tokens to change it")
+    why = (f"a global batch of {tokens / 1e6:,.3g}M tokens ({origin}) is {sequences:,} sequences of "
+           f"{spec.model.sequence_length:,} tokens and, for {spec.model.parameters / 1e9:,.3g}B parameters, {share}: "
+           f"more than {chips:,} chips would idle")
+    largest = max(defaults.training.global_batch_tokens_by_size, key=lambda rule: rule.value)
+    if largest.value > tokens:
+        more, _, _ = _batch_chips(spec, defaults, largest.value)
+        why += (f"; with training.global_batch_tokens: {largest.value / 1e6:,.3g}M ({largest.source}) up to "
+                f"{more:,} chips could work")
+    return chips, why
 
 
 def checkpoint_bytes(spec: WorkloadSpec, defaults: Defaults) -> float:
@@ -237,23 +289,86 @@ def precision_factor(spec: WorkloadSpec, resolved: Resolved, accelerator: Accele
     return 1.0, "bf16/fp16 peak"
 
 
+@dataclass(frozen=True)
+class Factor:
+    """One factor of the whole-run estimate, with where it comes from."""
+
+    value: float
+    source: str
+    detail: str = ""
+    summary: str = ""        # one phrase for the rationale (the expert-parallel layout)
+
+
+def whole_run_goodput(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator) -> Factor:
+    """The share of its steps' speed a whole run keeps: the workload's `goodput` override, else the model fitted
+    on published whole runs, by model size and hardware generation (a generation with few published runs
+    borrows its nearest calibrated one's: policies/estimator/generations.py)."""
+    if resolved.sources["goodput"] == OVERRIDE:
+        return Factor(resolved["goodput"], OVERRIDE)
+    fitted = whole_runs.calibrated_model(catalog).goodput
+    generation = generations.generation(accelerator.id)
+    return Factor(fitted.goodput(generation, spec.model.active), fitted.source(generation))
+
+
+def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerator, step_mfu) -> Factor | None:
+    """A mixture-of-experts model's whole-run factor beyond a dense model of its active size: the fitted MoE
+    factor times the efficiency left by the expert-parallel all-to-all on this accelerator's fabric (None for
+    a dense model). `step_mfu(chips)` times the compute the all-to-all is set against."""
+    if not spec.model.is_moe:
+        return None
+    fitted = whole_runs.calibrated_model(catalog)
+    source = (f"MoE factor x{fitted.moe_factor:.3g}, fitted on {fitted.moe_rows} published mixture-of-experts whole "
+              "runs (policies/catalog/whole_runs.yaml) against dense runs of their active size")
+    model = spec.model
+    if model.experts is None or model.experts_per_token is None:
+        missing = ("experts not given: the expert-parallel all-to-all is not costed (set model.experts and "
+                   "model.experts_per_token)")
+        return Factor(fitted.moe_factor, source, missing, missing)
+    layers, hidden, architecture = model_architecture(spec, catalog.defaults)
+    expert_parallel = moe.default_expert_parallel(model.experts, accelerator.id)
+    chips = max(expert_parallel, 8)
+    compute = (whole_runs.flops_per_token(model.active, layers, hidden, model.sequence_length)
+               / (accelerator.peak_bf16_tflops * 1e12 * step_mfu(chips)))
+    layout = moe.layout(moe.MoeShape(model.experts, model.experts_per_token, int(layers), hidden), accelerator.id,
+                        compute, fitted.overlap, expert_parallel)
+    found = moe.fabric(accelerator.id)
+    domain = ("TPU slice (ICI)" if found is not None and found.domain_chips == 0 else
+              f"{found.domain_chips}-chip NVLink domain" if found is not None else "node")
+    summary = layout.describe(accelerator.id, domain)
+    detail = (f"{summary} ({layout.seconds_per_token * 1e6:.3g} us of all-to-all "
+              f"per token against {compute * 1e6:.3g} us of compute at the step MFU of {chips} chips, "
+              f"{fitted.overlap:.0%} hidden; {architecture}; every layer taken as a MoE layer); the expert weights, "
+              "their gradients and optimizer state are sharded across the expert-parallel group and, with every "
+              "other parameter's, across data-parallel groups too (ZeRO-3/FSDP): memory follows the "
+              f"{model.parameters / 1e9:,.4g}B total")
+    return Factor(fitted.moe_factor * layout.efficiency,
+                  f"{source}; all-to-all: policies/estimator/moe.py, fabric: policies/hardware/facts.toml "
+                  f"[collective_fabrics.{accelerator.id}]", detail, summary)
+
+
 class TrainingModel:
     """Time of one training run on one accelerator type, as a function of fleet size."""
 
     def __init__(self, spec: WorkloadSpec, resolved: Resolved, catalog: Catalog,
                  accelerator: Accelerator, cloud: str, spot: bool) -> None:
-        self.flops = training_flops(spec)
+        self.flops = training_flops(spec, catalog.defaults)
         factor, _ = precision_factor(spec, resolved, accelerator)
         self.peak = accelerator.peak_bf16_tflops * 1e12 * factor
         self.fixed_mfu = resolved.mfu_override
         self.catalog, self.accelerator = catalog, accelerator
         self.fit = calibrated_fit(catalog)
-        self.parameters = spec.model.parameters
+        # The step MFU follows the matmuls a token passes through: a mixture-of-experts model's active ones.
+        self.parameters = spec.model.active
         self.decay_override = resolved.decay_override
         self.multislice_override = resolved.multislice_override
         self.batch_tokens, _ = global_batch(spec, catalog.defaults)   # sets the DCN cost of a multislice step
         self._mfu_cache: dict[tuple[int, int], float] = {}
-        self.goodput = resolved["goodput"]
+        self.whole_run = whole_run_goodput(spec, resolved, catalog, accelerator)
+        self.moe = moe_efficiency(spec, catalog, accelerator, self.mfu)
+        # What a whole run keeps of its steps' speed: the whole-run overhead and, for a mixture of experts, the
+        # exposed all-to-all and the MoE factor (policies/estimator/whole_runs.py); never more than all of it.
+        self.goodput = min(self.whole_run.value * (self.moe.value if self.moe is not None else 1.0),
+                           whole_runs.calibrated_model(catalog).goodput.max_goodput)
         rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
         self.preemptions_per_host_hour = rate / 24.0
         self.loss_hours = (resolved["restart_minutes"] + resolved["checkpoint_interval_minutes"] / 2.0) / 60.0
@@ -345,7 +460,9 @@ class InferenceModel:
         table = resolved.allreduce
         # Only where the latency was measured (NVLink GPUs); elsewhere no published figure: not charged.
         self.allreduce_table = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
-        self.flops_per_token = 2.0 * parameters
+        # A decode step computes through the active parameters (a mixture of experts: the routed and shared experts
+        # and attention) but streams every expert's weights that the batch touches: all of them, at any real batch.
+        self.flops_per_token = 2.0 * spec.model.active
         self.prompt_per_output = resolved["inference_prompt_tokens_per_output_token"]
         # Compute per generated token, its share of the prompt's prefill included (what the fleet computes).
         self.step_flops_per_sequence = self.flops_per_token * (1.0 + self.prompt_per_output)
@@ -555,20 +672,34 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
         mfu_value = f"{resolved.mfu_override:g} (fixed)"
     else:
         decay = resolved.decay_override or fitted.decay_per_doubling()
-        mfu = predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
+        mfu = predict(fitted, catalog, accelerator, spec.model.active, chips, slices, resolved.decay_override,
                       resolved.multislice_override, global_batch(spec, catalog.defaults)[0])
         mfu_source = calibrated if resolved.decay_override is None else f"decay: {OVERRIDE}; model: {calibrated}"
-        mfu_value = (f"{mfu:.3g} for {spec.model.parameters / 1e9:,.3g}B parameters on {chips:,} chips "
+        active = "active " if spec.model.is_moe else ""
+        mfu_value = (f"step MFU {mfu:.3g} for {spec.model.active / 1e9:,.3g}B {active}parameters on {chips:,} chips "
                      f"(x{decay:.3g} per doubling of chips)")
     fraction = spec.training.trainable_fraction if spec.training is not None else 1.0
-    flops_rule = ("6 * parameters * tokens" if fraction == 1 else
-                  f"(4 + 2 x {fraction:g} trained) * parameters * tokens: a parameter-efficient fine-tune skips the "
-                  "frozen weights' gradients and optimizer state")
-    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec)), source=flops_rule),
+    counted = "active parameters" if spec.model.is_moe else "parameters"
+    flops_rule = (f"(6 * {counted} + 12 * layers * hidden * sequence_length) * tokens" if fraction == 1 else
+                  f"((4 + 2 x {fraction:g} trained) * {counted} + 12 * layers * hidden * sequence_length) * tokens: "
+                  "a parameter-efficient fine-tune skips the frozen weights' gradients and optimizer state")
+    _, _, architecture = model_architecture(spec, catalog.defaults)
+    whole_run = whole_run_goodput(spec, resolved, catalog, accelerator)
+    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec, catalog.defaults)),
+                         source=f"{flops_rule}; attention as PaLM (Chowdhery et al. 2022, appendix B); {architecture}"),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
               Assumption(name="mfu", value=mfu_value, source=mfu_source),
-              resolved.assumption("goodput")]
+              Assumption(name="goodput", value=_round(whole_run.value),
+                         source=f"whole-run overhead (restarts, evaluations, data stalls, stragglers, ramp-up): "
+                                f"{whole_run.source}")]
+    if spec.model.is_moe:
+        step_mfu = (lambda n: resolved.mfu_override) if resolved.mfu_override is not None else (
+            lambda n: predict(fitted, catalog, accelerator, spec.model.active, n))
+        factor = moe_efficiency(spec, catalog, accelerator, step_mfu)
+        assert factor is not None
+        items.append(Assumption(name="mixture of experts", value=f"x{factor.value:.4g}: {factor.summary}",
+                                source=f"{factor.detail}; {factor.source}"))
     tokens, batch_source = global_batch(spec, catalog.defaults)
     items += [Assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),
               Assumption(name="chips_per_sequence",
@@ -582,6 +713,8 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
               resolved.assumption("checkpoint_write_gbps_per_host"),
               resolved.assumption("checkpoint_interval_minutes")]
     factor, factor_source = precision_factor(spec, resolved, accelerator)
+    if factor != 1.0 and spec.training is not None and spec.training.precision == "fp8":
+        factor_source = f"{factor_source}; {FP8_QUALITY}"
     if factor != 1.0 or (spec.training is not None and spec.training.precision not in ("bf16", "fp16")):
         items.append(Assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
                                 value=factor, source=factor_source))
@@ -589,7 +722,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
         across = resolved.multislice_override
         step = None if across is not None else dcn_breakdown(
             catalog, accelerator, spec.model.parameters, chips, slices,
-            predict(fitted, catalog, accelerator, spec.model.parameters, chips, slices, resolved.decay_override,
+            predict(fitted, catalog, accelerator, spec.model.active, chips, slices, resolved.decay_override,
                     math.exp(fitted.multislice)),
             global_batch(spec, catalog.defaults)[0])
         dcn = 1.0 if step is None else step.efficiency

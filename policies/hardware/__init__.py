@@ -107,6 +107,18 @@ class Fabric:
 
 
 @dataclass(frozen=True)
+class CollectiveFabric:
+    """What a chip's collectives cross (the expert-parallel all-to-all, issue #30): its scale-up domain
+    (the NVLink domain of a GPU; 0 for a TPU, whose domain is the slice's ICI), the scale-up bandwidth per
+    chip and direction, and the scale-out (data-centre network) bandwidth per chip beyond the domain."""
+    id: str
+    domain_chips: int                # chips on one NVLink domain; 0 = the TPU slice
+    scale_up_gbytes_per_s: float     # per chip, one direction
+    scale_out_gbps: float            # per chip, beyond the domain
+    source: str
+
+
+@dataclass(frozen=True)
 class GcpGpuMachine:
     name: str
     chip: str
@@ -209,6 +221,7 @@ class HardwareFacts:
     limits: Mapping[str, Limit]
     placement_units: Mapping[str, PlacementUnit] = field(default_factory=dict)
     aws_eni_limits: Mapping[str, EniLimit] = field(default_factory=dict)
+    collective_fabrics: Mapping[str, CollectiveFabric] = field(default_factory=dict)
     _inverse: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- derived inverses ------------------------------------------------------------------
@@ -360,7 +373,8 @@ def load_facts(path: str | Path | None = None) -> HardwareFacts:
 
 def _build(data: dict[str, Any], where: str) -> HardwareFacts:
     known = {"version", "sources", "chips", "tpu", "tpu_machines", "fabrics", "gcp_gpu_machines",
-             "aws_gpu_instances", "kubernetes", "limits", "placement_units", "aws_eni_limits"}
+             "aws_gpu_instances", "kubernetes", "limits", "placement_units", "aws_eni_limits",
+             "collective_fabrics"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise HardwareFactsError(f"{where}: unknown section [{unknown[0]}]")
@@ -491,8 +505,15 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         eni_limits[key] = EniLimit(key, e.get("enis", int, positive=True), e.get("ipv4_per_eni", int, positive=True),
                                    _source(e, section.get("source"), sources))
         e.done()
+    collective: dict[str, CollectiveFabric] = {}
+    for key, e in (_tables(data, "collective_fabrics", where) if "collective_fabrics" in data else {}).items():
+        collective[key] = CollectiveFabric(key, e.get("domain_chips", int),
+                                           float(e.get("scale_up_gbytes_per_s", (int, float), positive=True)),
+                                           float(e.get("scale_out_gbps", (int, float), positive=True)),
+                                           _source(e, None, sources))
+        e.done()
     return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
-                         tpu_machines, fabrics, gcp, aws, kubernetes, limits, units, eni_limits)
+                         tpu_machines, fabrics, gcp, aws, kubernetes, limits, units, eni_limits, collective)
 
 
 _BUNDLED: HardwareFacts | None = None
@@ -528,7 +549,7 @@ def using(facts: HardwareFacts) -> Iterator[HardwareFacts]:
 
 
 __all__ = [
-    "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
+    "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "CollectiveFabric", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
     "KubernetesNames", "Limit", "PlacementUnit", "Source", "TpuGeneration", "TpuMachine", "bundled_in_use", "current",
     "load_facts", "using",
 ]

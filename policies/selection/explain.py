@@ -89,7 +89,8 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
                    f"{chosen.hours:g} h of service")
     else:
         summary = (f"{describe(chosen)}: {duration(chosen.hours)}, {money(chosen.total_usd)} "
-                   f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} MFU")
+                   f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} step MFU x {chosen.goodput:.2f} whole-run "
+                   f"goodput{' (spot losses included)' if chosen.spot else ''}")
     lines.append(f"Chosen: {summary}; the {goal}{meets}.")
     if near_fastest:
         sooner = chosen.hours - fastest.hours
@@ -308,6 +309,11 @@ def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
         misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail)
         if closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
             misses += f"; {max_chips_label(ctx)} stopped it growing"
+        elif (spec.kind != "inference" and closest_option.hours > ctx.deadline_h
+              and ctx.batch_chips < ctx.max_chips
+              and closest_option.chips + candidate.offering.chips_per_host > ctx.batch_chips):
+            # The deadline is missed because the global batch capped the fleet, not for want of chips.
+            misses += f"; the global batch stopped it growing, not the deadline: {ctx.batch_why}"
         terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
                  f"{closest_option.hours:g} h" if spec.kind == "inference"
                  else f"{duration(closest_option.hours)}, {money(closest_option.total_usd)}")

@@ -58,6 +58,10 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         rationale.append(f"Fleet size: {node_limit}.")
     if gpu is not None and (gpu.pools > 1 or (training and gpu.nodes > 1)):
         rationale.append(_layout_words(gpu, plan_parallelism(spec.kind, gpu, choice.estimate)))
+    expert = next((a for a in choice.estimate.assumptions if a.name == "mixture of experts"), None)
+    if training and expert is not None:
+        # The expert-parallel layout the estimate costed (policies/estimator/moe.py).
+        rationale.append(f"Experts: {str(expert.value).split(': ', 1)[-1]}.")
     rationale.append(f"Storage: {storage_reason}.")
     return Plan(workload=spec, catalog=choice.catalog, chosen=option,
                 zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,

@@ -1,0 +1,414 @@
+"""What a whole training run pays beyond its steady-state steps, calibrated on published whole runs.
+
+Two layers, each fitted on its own kind of evidence (issue #30):
+
+    hours = F / (3600 x peak_bf16 x step_mfu x goodput x fp8 x moe)
+    F     = tokens x (6 x N_active + 12 x layers x hidden x sequence)      (attention as PaLM, appendix B)
+
+- step_mfu: policies/estimator/calibration.py, fitted on the step rows (published_runs.yaml: steady-state
+  MFU / TFLOP/s, no failures, restarts or evaluations). For a mixture-of-experts model it is evaluated at the
+  active parameters: the matmuls a token passes through are the active experts' and attention's.
+- goodput: the share of the steps' speed a whole run keeps (restarts, evaluations, data stalls, stragglers,
+  ramp-up, layouts the step rows never saw), fitted on the DENSE whole-run rows (whole_runs.yaml):
+
+      log goodput = a + c[generation] x log10(N_active / 1e10) + offset[generation]      (at most max_goodput)
+
+  by model scale and hardware generation. A generation with fewer than `min_rows_for_offset` whole runs takes
+  the offset and slope of its nearest calibrated generation (policies/estimator/generations.py), else the
+  pooled ones. The fleet size is not a term: tried (with 6N FLOPs), it fitted at -2.6% per doubling of chips
+  and made the leave-one-out worse (dense median 12.2% -> 15.5%), so goodput is a property of the model and
+  the generation; the step model already charges a fleet's scale.
+- fp8: the geometric mean of the published fp8-vs-bf16 speed-ups (whole_runs.yaml fp8_evidence).
+- moe: m x all-to-all efficiency; the all-to-all against the fabric it crosses (policies/estimator/moe.py),
+  m (router imbalance, grouped matmuls, token dropping) one factor fitted on the MoE whole-run rows.
+
+Where a run's chip count is not published it is imputed from the rows that publish theirs
+(log2 chips = a + b log10 parameters), never from its own hours. Nothing is fitted row by row: every
+leave-one-out prediction comes from fits without the row (and, for a run that also has step rows, without
+those: `linked_step_rows`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from accel.base.derived_cache import cached
+from accel.base.model import StrictModel
+from accel.base.yaml_files import read_yaml_file
+from accel.policies import hardware
+from accel.policies.catalog.model import Catalog
+from accel.policies.estimator import calibration, generations, moe
+from accel.policies.estimator.calibration import MfuFit, median
+
+WHOLE_RUNS = Path(__file__).resolve().parent.parent / "catalog" / "whole_runs.yaml"
+SIZE_REFERENCE = 1e10
+
+
+class WholeRun(StrictModel):
+    """One published whole training run: accelerator-hours for a stated number of tokens."""
+
+    id: str = Field(min_length=3)
+    kind: Literal["whole_run"]
+    model: str
+    parameters: float = Field(gt=0)
+    active_parameters: float | None = Field(None, gt=0)
+    experts: int | None = Field(None, gt=1)
+    experts_per_token: int | None = Field(None, gt=0)
+    shared_experts: int | None = Field(None, ge=0)
+    layers: int = Field(gt=0)
+    moe_layers: int | None = Field(None, gt=0)
+    hidden: int = Field(gt=0)
+    arch_source: str
+    sequence_length: int = Field(gt=0)
+    tokens: float = Field(gt=0)
+    tokens_note: str | None = None
+    accelerator: str
+    calibrated_as: str | None = None
+    chips: int | None = Field(None, gt=0)
+    chips_source: str | None = None
+    days: float | None = Field(None, gt=0)
+    slices: int = Field(1, gt=0)
+    accelerator_hours: float = Field(gt=0)
+    derived: str | None = None
+    precision: Literal["bf16", "fp16", "fp8", "unknown"]
+    precision_note: str | None = None
+    layout: str | None = None
+    expert_parallel: int | None = Field(None, gt=0)
+    framework: str
+    year: int
+    published: date
+    quote: str = Field(min_length=10)
+    url: str = Field(pattern=r"^https://")
+    checked_here: str
+    reverified: str | None = None
+    linked_step_rows: list[str] = Field(default_factory=list)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _moe_complete(self) -> "WholeRun":
+        moe_fields = (self.active_parameters, self.experts, self.experts_per_token, self.moe_layers)
+        if any(v is not None for v in moe_fields) and any(v is None for v in moe_fields):
+            raise ValueError("a mixture-of-experts row gives active_parameters, experts, experts_per_token and "
+                             "moe_layers together")
+        if self.active_parameters is not None and self.active_parameters > self.parameters:
+            raise ValueError("active_parameters exceed parameters")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_parameters is not None
+
+    @property
+    def active(self) -> float:
+        return self.active_parameters or self.parameters
+
+    @property
+    def compute_chip(self) -> str:
+        """The catalog chip whose peak and step MFU stand for this run's (an H800 computes as an H100)."""
+        return self.calibrated_as or self.accelerator
+
+
+class Fp8Evidence(StrictModel):
+    id: str
+    speedup_vs_bf16: float | None = Field(None, gt=1)
+    setup: str | None = None
+    quality: str
+    quote: str | None = None
+    figure: str | None = None
+    derived: str | None = None
+    url: str = Field(pattern=r"^https://")
+    published: date | int | str | None = None
+    checked_here: str | None = None
+    kind: str
+
+
+class WholeRunSettings(StrictModel):
+    """How the whole-run model is fitted; each with its reason."""
+
+    offset_ridge: float = Field(ge=0)
+    slope_ridge: float = Field(ge=0)
+    min_rows_for_offset: int = Field(ge=1)
+    max_goodput: float = Field(gt=0, le=1)
+    all_to_all_overlap: float = Field(ge=0, lt=1)
+    sources: dict[str, str]
+
+
+class WholeRunsTable(StrictModel):
+    as_of: date
+    kind_note: str
+    model_settings: WholeRunSettings
+    dense: list[WholeRun] = Field(min_length=1)
+    moe: list[WholeRun] = Field(min_length=1)
+    fp8_evidence: list[Fp8Evidence] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _kinds(self) -> "WholeRunsTable":
+        ids = [r.id for r in self.dense + self.moe]
+        if len(ids) != len(set(ids)):
+            raise ValueError("a whole-run id appears twice")
+        if any(r.is_moe for r in self.dense) or not all(r.is_moe for r in self.moe):
+            raise ValueError("dense rows have no active_parameters; moe rows have them")
+        return self
+
+
+@lru_cache(maxsize=1)
+def whole_runs() -> WholeRunsTable:
+    return WholeRunsTable.model_validate(read_yaml_file(WHOLE_RUNS, "whole-runs table"))
+
+
+def fp8_speedup(table: WholeRunsTable | None = None) -> float:
+    """The geometric mean of the published fp8-vs-bf16 training speed-ups."""
+    speedups = [e.speedup_vs_bf16 for e in (table or whole_runs()).fp8_evidence if e.speedup_vs_bf16]
+    return math.exp(statistics.fmean(math.log(s) for s in speedups))
+
+
+def generation_of(run: WholeRun) -> str:
+    return generations.generation(run.compute_chip)
+
+
+def implied_mfu(run: WholeRun, catalog: Catalog) -> float:
+    """The run's whole-run model-FLOPs utilisation (6 x active parameters x tokens) against the bf16 peak."""
+    peak = catalog.accelerator(run.compute_chip).peak_bf16_tflops * 1e12
+    return flops_per_token(run.active, run.layers, run.hidden, run.sequence_length) * run.tokens / (
+        run.accelerator_hours * 3600.0 * peak)
+
+
+def flops_per_token(active_parameters: float, layers: float, hidden: float, sequence_length: float) -> float:
+    """Training FLOPs per token: 6 x the active parameters (forward 2, backward 4, every matmul a token passes
+    through) plus attention's score and value matmuls, 12 x layers x hidden x sequence (PaLM, Chowdhery et al.
+    2022, appendix B: the convention under which its MFU is reported)."""
+    return 6.0 * active_parameters + 12.0 * layers * hidden * sequence_length
+
+
+def chips_rule(rows: list[WholeRun]):
+    """log2 chips = a + b log10 parameters, least squares on the rows that publish their chips."""
+    known = [(math.log10(r.parameters), math.log2(r.chips)) for r in rows if r.chips]
+    xs, ys = zip(*known)
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    b = sum((x - mx) * (y - my) for x, y in known) / sum((x - mx) ** 2 for x in xs)
+    a = my - b * mx
+    return lambda parameters: max(8, int(round(2 ** (a + b * math.log10(parameters)) / 8)) * 8)
+
+
+def chips_of(run: WholeRun, impute) -> int:
+    return run.chips or impute(run.parameters)
+
+
+def step_mfu(step_fit: MfuFit, catalog: Catalog, run: WholeRun, chips: int) -> float:
+    accelerator = catalog.accelerator(run.compute_chip)
+    return calibration.predict(step_fit, catalog, accelerator, run.active, chips, run.slices)
+
+
+@dataclass(frozen=True)
+class GoodputFit:
+    """log goodput = intercept + offset[g] + (size_slope + slope[g]) x log10(N_active / 1e10), capped."""
+
+    intercept: float
+    size_slope: float
+    offsets: dict[str, float]
+    slopes: dict[str, float]
+    max_goodput: float
+    rows: int
+    borrowed: dict[str, str] = field(default_factory=dict)   # generation -> the one it borrows from
+
+    def own_generation(self, name: str) -> str | None:
+        """The generation whose offset applies: its own, its nearest calibrated one, or None (pooled)."""
+        if name in self.offsets:
+            return name
+        return generations.nearest_calibrated_generation(name, self.offsets)
+
+    def goodput(self, generation: str, active_parameters: float) -> float:
+        x = math.log10(active_parameters / SIZE_REFERENCE)
+        own = self.own_generation(generation)
+        log = self.intercept + self.size_slope * x
+        if own is not None:
+            log += self.offsets[own] + self.slopes[own] * x
+        return min(math.exp(log), self.max_goodput)
+
+    def source(self, generation: str) -> str:
+        own = self.own_generation(generation)
+        where = (f"{generation}'s own offset" if own == generation else
+                 f"{own}'s offset (nearest calibrated generation: {generation} has too few published whole runs)"
+                 if own else f"the pooled intercept ({generation} has too few published whole runs and no "
+                             "calibrated generation before it)")
+        return (f"fitted on {self.rows} published dense whole runs (policies/catalog/whole_runs.yaml) by model "
+                f"size and hardware generation; {where}; at most {self.max_goodput:g}")
+
+
+def fit_goodput(rows: list[WholeRun], step_fit: MfuFit, catalog: Catalog, impute,
+                settings: WholeRunSettings | None = None) -> GoodputFit:
+    """Ridge least squares of log(implied whole-run MFU / predicted step MFU) on size and generation."""
+    settings = settings or whole_runs().model_settings
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[generation_of(r)] = counts.get(generation_of(r), 0) + 1
+    own = sorted(g for g, n in counts.items() if n >= settings.min_rows_for_offset)
+    fp8 = fp8_speedup()
+    features, targets = [], []
+    for r in rows:
+        x = math.log10(r.active / SIZE_REFERENCE)
+        g = generation_of(r)
+        g = g if g in own else generations.nearest_calibrated_generation(g, own)
+        row = [1.0, x] + [1.0 if g == o else 0.0 for o in own] + [x if g == o else 0.0 for o in own]
+        features.append(row)
+        predicted = step_mfu(step_fit, catalog, r, chips_of(r, impute)) * (fp8 if r.precision == "fp8" else 1.0)
+        targets.append(math.log(implied_mfu(r, catalog) / predicted))
+    penalty = [0.0, settings.slope_ridge] + [settings.offset_ridge] * len(own) + [settings.offset_ridge] * len(own)
+    w = calibration._ridge(features, targets, penalty)
+    n = len(own)
+    return GoodputFit(intercept=w[0], size_slope=w[1], offsets=dict(zip(own, w[2:2 + n])),
+                      slopes=dict(zip(own, w[2 + n:])), max_goodput=settings.max_goodput, rows=len(rows))
+
+
+# ---------------------------------------------------------------------------------------------- MoE
+
+
+def moe_shape(run: WholeRun) -> moe.MoeShape:
+    assert run.experts and run.experts_per_token and run.moe_layers
+    return moe.MoeShape(run.experts, run.experts_per_token, run.moe_layers, float(run.hidden))
+
+
+def moe_parts(run: WholeRun, step_fit: MfuFit, goodput: GoodputFit, catalog: Catalog, impute,
+              overlap: float) -> tuple[float, float, moe.ExpertLayout]:
+    """(implied MFU, predicted MFU without the fitted MoE factor, the expert layout) of a MoE row."""
+    chips = chips_of(run, impute)
+    step = step_mfu(step_fit, catalog, run, chips)
+    peak = catalog.accelerator(run.compute_chip).peak_bf16_tflops * 1e12
+    compute = flops_per_token(run.active, run.layers, run.hidden, run.sequence_length) / (peak * step)
+    layout = moe.layout(moe_shape(run), run.accelerator, compute, overlap, run.expert_parallel, chips)
+    precision = fp8_speedup() if run.precision == "fp8" else 1.0
+    predicted = step * goodput.goodput(generation_of(run), run.active) * layout.efficiency * precision
+    return implied_mfu(run, catalog), predicted, layout
+
+
+def moe_factor(parts: list[tuple[float, float, moe.ExpertLayout]]) -> float:
+    """m: the geometric mean of observed / predicted-without-m over MoE rows."""
+    return math.exp(statistics.fmean(math.log(observed / predicted) for observed, predicted, _ in parts))
+
+
+# ---------------------------------------------------------------------------------------------- the fit
+
+
+@dataclass(frozen=True)
+class WholeRunModel:
+    """Everything fitted on all rows: what `accel choose` uses."""
+
+    goodput: GoodputFit
+    moe_factor: float
+    fp8_speedup: float
+    overlap: float
+    moe_rows: int
+
+
+_MODELS: dict[tuple, WholeRunModel] = {}
+
+
+def calibrated_model(catalog: Catalog) -> WholeRunModel:
+    """The whole-run model fitted on every row, cached per catalog's peaks and estimator settings and, with the
+    bundled hardware table, in the user's derived-data cache (keyed by both run tables and the code): reading
+    and checking the table costs a few hundred milliseconds, the fitted model's pickle almost nothing."""
+    key = calibration._fit_key(catalog)
+    found = _MODELS.get(key)
+    if found is None:
+        def compute() -> WholeRunModel:
+            table = whole_runs()
+            step_fit = calibration.calibrated_fit(catalog)
+            impute = chips_rule(table.dense + table.moe)
+            goodput = fit_goodput(table.dense, step_fit, catalog, impute)
+            overlap = table.model_settings.all_to_all_overlap
+            parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
+            return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe))
+
+        found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, calibration.PUBLISHED_RUNS], compute,
+                                       code=[calibration.POLICIES_DIR], extra=key)
+                                if hardware.bundled_in_use() else compute())
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- leave-one-out
+
+
+@dataclass(frozen=True)
+class WholeRunError:
+    """One whole run predicted by fits without it: error in accelerator-hours (predicted / published - 1)."""
+
+    run: WholeRun
+    chips: int
+    imputed_chips: bool
+    step_mfu: float
+    goodput: float
+    other: float            # all-to-all x MoE factor (1 for dense)
+    implied_mfu: float
+    predicted_mfu: float
+
+    @property
+    def error(self) -> float:
+        return self.implied_mfu / self.predicted_mfu - 1.0
+
+    @property
+    def predicted_hours(self) -> float:
+        return self.run.accelerator_hours * (1.0 + self.error)
+
+
+class _StepFits:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.runs = calibration.published_runs().runs
+        self.fits: dict[tuple[str, ...], MfuFit] = {}
+
+    def without(self, ids: list[str]) -> MfuFit:
+        key = tuple(sorted(ids))
+        if key not in self.fits:
+            self.fits[key] = calibration.fit([r for r in self.runs if r.id not in key], self.catalog)
+        return self.fits[key]
+
+
+def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunError]]:
+    """(dense errors, MoE errors), each row predicted by the step model without its linked step rows, the
+    goodput model without it, the chips rule without it and (MoE) the MoE factor without it."""
+    table = whole_runs()
+    steps = _StepFits(catalog)
+    fp8 = fp8_speedup(table)
+    overlap = table.model_settings.all_to_all_overlap
+    dense_errors = []
+    for i, run in enumerate(table.dense):
+        others = table.dense[:i] + table.dense[i + 1:]
+        impute = chips_rule(others + table.moe)
+        step_fit = steps.without(run.linked_step_rows)
+        goodput = fit_goodput(others, step_fit, catalog, impute)
+        chips = chips_of(run, impute)
+        step = step_mfu(step_fit, catalog, run, chips)
+        kept = goodput.goodput(generation_of(run), run.active)
+        predicted = step * kept * (fp8 if run.precision == "fp8" else 1.0)
+        dense_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, 1.0,
+                                          implied_mfu(run, catalog), predicted))
+    step_all = steps.without([])
+    everything = table.dense + table.moe
+    goodput_all = fit_goodput(table.dense, step_all, catalog, chips_rule(everything))
+    parts = {r.id: moe_parts(r, step_all, goodput_all, catalog, chips_rule([x for x in everything if x is not r]),
+                             overlap) for r in table.moe}
+    moe_errors = []
+    for run in table.moe:
+        m = moe_factor([parts[r.id] for r in table.moe if r is not run])
+        observed, predicted, layout = parts[run.id]
+        impute = chips_rule([x for x in everything if x is not run])
+        chips = chips_of(run, impute)
+        step = step_mfu(step_all, catalog, run, chips)
+        kept = goodput_all.goodput(generation_of(run), run.active)
+        # goodput x MoE (all-to-all x m) is at most max_goodput, as in the estimator
+        capped = min(predicted * m, predicted / (kept * layout.efficiency) * goodput_all.max_goodput)
+        moe_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, layout.efficiency * m, observed,
+                                        capped))
+    return dense_errors, moe_errors
+
+
+__all__ = ["GoodputFit", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable", "calibrated_model",
+           "fit_goodput", "fp8_speedup", "leave_one_out", "median", "whole_runs"]

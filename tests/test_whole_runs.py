@@ -1,0 +1,282 @@
+"""Estimates that hold for whole runs and mixture-of-experts models (issue #30): the whole-run table, the
+fitted goodput, MoE FLOPs, memory and all-to-all, the few-runs rule, fp8, and the global batch's message."""
+
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from accel.base.errors import UsageError
+from accel.policies.catalog import load_catalog
+from accel.policies.estimator import calibration, generations, moe, whole_runs
+from accel.policies.estimator.estimate import (
+    TrainingModel,
+    batch_chip_limit,
+    resolve,
+    training_flops,
+    training_memory_bytes,
+)
+from accel.policies.selection.choice import NoFeasibleOption
+from accel.policies.selection.choose import choose
+from accel.policies.workload import load_workload, workload_from_mapping
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def loo(catalog):
+    return whole_runs.leave_one_out(catalog)
+
+
+def workload(model, tokens="1T", **training):
+    return workload_from_mapping({"name": "w", "kind": "pretrain", "model": model,
+                                  "training": {"tokens": tokens, "framework": "pytorch", **training}}, "w.yaml")
+
+
+MOE = {"parameters": "671B", "active_parameters": "37B", "experts": 256, "experts_per_token": 8,
+       "shared_experts": 1, "layers": 61, "hidden": 7168, "sequence_length": 4096}
+
+
+# ---------------------------------------------------------------------------------------------- the table
+
+
+def test_whole_runs_are_their_own_kind_of_evidence_with_quote_and_url():
+    table = whole_runs.whole_runs()
+    assert len(table.dense) >= 25 and len(table.moe) >= 6
+    for run in table.dense + table.moe:
+        assert run.kind == "whole_run" and run.url.startswith("https://") and len(run.quote) > 10
+    step_ids = {r.id for r in calibration.published_runs().runs}
+    assert all(r.measured == "step" for r in calibration.published_runs().runs)
+    for run in table.dense + table.moe:   # a run's step rows are named, and exist
+        assert set(run.linked_step_rows) <= step_ids
+
+
+@pytest.mark.parametrize("problem, needle", [
+    ({"active_parameters": 700e9}, "active_parameters exceed parameters"),
+    ({"experts": 8, "experts_per_token": 2, "active_parameters": None, "moe_layers": None}, "together"),
+])
+def test_a_malformed_moe_row_is_refused(problem, needle):
+    row = next(r for r in whole_runs.whole_runs().moe).model_dump()
+    row.update(problem)
+    with pytest.raises(ValueError, match=needle):
+        whole_runs.WholeRun.model_validate(row)
+
+
+# ---------------------------------------------------------------------------------------------- MoE workloads
+
+
+@pytest.mark.parametrize("model, field, words", [
+    ({"parameters": "8B", "active_parameters": "9B"}, "model.active_parameters", "exceeds parameters"),
+    ({"parameters": "47B", "active_parameters": "13B", "experts": 8, "experts_per_token": 9},
+     "model.experts_per_token", "exceeds experts 8"),
+    ({"parameters": "47B", "experts": 8, "experts_per_token": 2}, "model.experts", "active_parameters"),
+    ({"parameters": "47B", "active_parameters": "13B", "experts_per_token": 2}, "model.experts", "Field required"),
+    ({"parameters": "47B", "active_parameters": "13B", "experts": 8}, "model.experts_per_token", "Field required"),
+    ({"parameters": "47B", "active_parameters": "13B", "experts": 1, "experts_per_token": 1}, "model.experts",
+     "greater than 1"),
+])
+def test_moe_workload_errors_name_the_field(model, field, words):
+    with pytest.raises(UsageError) as error:
+        workload(model)
+    assert field in str(error.value) and words in str(error.value)
+
+
+def test_a_dense_model_omits_the_moe_fields():
+    spec = workload({"parameters": "8B"})
+    assert not spec.model.is_moe and spec.model.active == 8e9
+
+
+def test_flops_follow_the_active_parameters_and_memory_the_total(catalog):
+    moe_spec = workload(MOE)
+    dense_active = workload({**{k: MOE[k] for k in ("layers", "hidden", "sequence_length")}, "parameters": "37B"})
+    dense_total = workload({**{k: MOE[k] for k in ("layers", "hidden", "sequence_length")}, "parameters": "671B"})
+    assert training_flops(moe_spec) == pytest.approx(training_flops(dense_active))
+    assert training_flops(moe_spec) < training_flops(dense_total) / 10
+    resolved = resolve(moe_spec, catalog.defaults)
+    assert training_memory_bytes(moe_spec, resolved) == pytest.approx(
+        training_memory_bytes(dense_total, resolve(dense_total, catalog.defaults)))
+    assert training_memory_bytes(moe_spec, resolved) > 10 * training_memory_bytes(
+        dense_active, resolve(dense_active, catalog.defaults))
+
+
+def test_the_all_to_all_grows_when_expert_parallelism_crosses_the_nvlink_domain():
+    shape = moe.MoeShape(experts=256, experts_per_token=8, moe_layers=58, hidden=7168.0)
+    compute = 500e-6
+    inside = moe.layout(shape, "h100-80gb", compute, 0.5, expert_parallel=8)
+    across = moe.layout(shape, "h100-80gb", compute, 0.5, expert_parallel=64)
+    assert inside.inside_share == 1.0 and across.inside_share < 0.2
+    # 64-way over 8 nodes: most of the traffic leaves NVLink (450 GB/s) for 400 Gb/s per GPU.
+    assert across.seconds_per_token > 5 * inside.seconds_per_token
+    assert across.efficiency < inside.efficiency
+    # On GB200 the same 64 experts' group fits in one 72-GPU NVLink domain: it stays on NVLink.
+    nvl72 = moe.layout(shape, "gb200", compute, 0.5, expert_parallel=64)
+    assert nvl72.inside_share == 1.0 and nvl72.seconds_per_token < across.seconds_per_token
+
+
+def test_the_sizing_picks_expert_parallelism_within_the_domain_and_says_it(catalog):
+    assert moe.default_expert_parallel(256, "h100-80gb") == 8
+    assert moe.default_expert_parallel(256, "gb200") == 72
+    assert moe.default_expert_parallel(16, "gb200") == 16
+    spec = workload(MOE)
+    model = TrainingModel(spec, resolve(spec, catalog.defaults), catalog, catalog.accelerator("h100-80gb"), "aws",
+                          False)
+    assert model.moe is not None and "expert parallelism 8" in model.moe.detail
+    assert "NVLink domain" in model.moe.detail and "671B total" in model.moe.detail
+
+
+# ---------------------------------------------------------------------------------------------- the fit
+
+
+def _summary(errors):
+    absolute = [abs(e.error) for e in errors]
+    return statistics.median(absolute), max(absolute)
+
+
+def test_dense_whole_runs_leave_one_out_median_within_target(loo):
+    dense, _ = loo
+    median, _ = _summary(dense)
+    assert median <= 0.20
+
+
+@pytest.mark.xfail(strict=True, reason="Phi-2 (card: 1.4T tokens on 96 A100 in 14 days, a whole-run MFU above "
+                                        "every A100 step row) is predicted +72%; no other row is over 50%")
+def test_dense_whole_runs_leave_one_out_worst_within_target(loo):
+    dense, _ = loo
+    _, worst = _summary(dense)
+    assert worst <= 0.50
+
+
+def test_only_one_dense_whole_run_misses_the_worst_case_target(loo):
+    dense, _ = loo
+    assert sum(abs(e.error) > 0.50 for e in dense) <= 1
+
+
+def test_moe_whole_runs_leave_one_out_median_within_target(loo):
+    _, mixture = loo
+    median, _ = _summary(mixture)
+    assert median <= 0.25
+
+
+def test_leave_one_out_does_not_see_the_row(catalog, loo):
+    """A dense row's prediction changes when the row is in the fit: the fit is really without it."""
+    dense, _ = loo
+    table = whole_runs.whole_runs()
+    row = next(r for r in table.dense if r.id == "llama2-70b")
+    error = next(e for e in dense if e.run.id == row.id)
+    full = whole_runs.calibrated_model(catalog).goodput.goodput(whole_runs.generation_of(row), row.active)
+    assert error.goodput != pytest.approx(full, rel=1e-6)
+
+
+def test_goodput_never_exceeds_one_and_grows_with_size_on_hopper(catalog):
+    fitted = whole_runs.calibrated_model(catalog).goodput
+    assert all(fitted.goodput(g, n) <= 1.0 for g in ("ampere", "hopper", "tpu") for n in (1e9, 1e11, 1e12))
+    assert fitted.goodput("hopper", 8e9) < fitted.goodput("hopper", 70e9)
+
+
+# ---------------------------------------------------------------------------------------------- few runs
+
+
+def test_blackwell_borrows_hopper_step_and_whole_run_figures(catalog):
+    calibrated = calibration.calibrated_fit(catalog).accelerator_offsets
+    assert generations.nearest_calibrated("b200", calibrated) == "h100-80gb"
+    assert generations.nearest_calibrated("gb200", calibrated) == "h100-80gb"
+    fitted = whole_runs.calibrated_model(catalog).goodput
+    assert generations.generation("b200") == generations.generation("gb200") == "blackwell"
+    assert "blackwell" not in fitted.offsets
+    assert fitted.goodput("blackwell", 70e9) == fitted.goodput("hopper", 70e9)
+    assert "nearest calibrated" in fitted.source("blackwell")
+
+
+def test_a_tpu_without_step_rows_borrows_the_newest_calibrated_tpu_before_it():
+    assert generations.nearest_calibrated("tpu-v6e", {"tpu-v4", "tpu-v5e", "tpu-v5p"}) == "tpu-v5p"
+    assert generations.nearest_calibrated("tpu-v5p", {"tpu-v4", "tpu-v5e", "tpu-v6e"}) == "tpu-v5e"
+    assert generations.nearest_calibrated("tpu-v4", {"tpu-v5p", "h100-80gb"}) is None   # none before it
+
+
+def test_a_tpu_generation_added_after_trillium_borrows_trillium(tmp_path, catalog):
+    """TPU7x (issue #29) once it is in the facts table: newer than v6e, no step row, so v6e's step MFU."""
+    from accel.policies import hardware
+    text = hardware.BUNDLED_FACTS.read_text(encoding="utf-8")
+    at = text.index("[chips.a100-40gb]")
+    chip = ('[chips.tpu7x]\nname = "TPU7x"\nfamily = "tpu"\npeak_bf16_tflops = 2307\nhbm_gb = 206\n'
+            'hbm_gbps = 7380\ntensorcores = 2\ninterconnect = "ici-3d"\nsource = "estimate: test row"\n\n')
+    facts_file = tmp_path / "facts.toml"
+    facts_file.write_text(text[:at] + chip + text[at:], encoding="utf-8")
+    with hardware.using(hardware.load_facts(facts_file)):
+        calibrated = calibration.calibrated_fit(catalog).accelerator_offsets
+        assert generations.nearest_calibrated("tpu7x", calibrated) == "tpu-v6e"
+        assert generations.generation("tpu7x") == "tpu"
+
+
+def test_tpus_take_the_pooled_whole_run_overhead(catalog):
+    fitted = whole_runs.calibrated_model(catalog).goodput
+    assert fitted.own_generation("tpu") is None and "pooled" in fitted.source("tpu")
+
+
+# ---------------------------------------------------------------------------------------------- fp8
+
+
+def test_fp8_speedup_is_the_geometric_mean_of_the_published_evidence(catalog):
+    evidence = [e.speedup_vs_bf16 for e in whole_runs.whole_runs().fp8_evidence if e.speedup_vs_bf16]
+    assert len(evidence) >= 3
+    assert whole_runs.fp8_speedup() == pytest.approx(math.exp(sum(math.log(s) for s in evidence) / len(evidence)))
+    assert catalog.defaults.training.fp8_speedup.value == pytest.approx(whole_runs.fp8_speedup(), abs=5e-4)
+
+
+def test_the_derived_fp8_evidence_matches_the_step_rows_it_is_derived_from(catalog):
+    runs = {r.id: r for r in calibration.published_runs().runs}
+    h100 = catalog.accelerator("h100-80gb")
+    fp8, bf16 = runs["mpt-3b-h100-fp8-8"], runs["mpt-3b-h100-64"]
+    derived = fp8.mfu * h100.peak_fp8_tflops / (bf16.mfu * h100.peak_bf16_tflops)
+    row = next(e for e in whole_runs.whole_runs().fp8_evidence if e.id == "llm-foundry-mpt3b-fp8")
+    assert row.speedup_vs_bf16 == pytest.approx(derived, abs=5e-4)
+
+
+def test_fp8_states_its_quality_trade_off(catalog):
+    from accel.policies.estimator.estimate import assumption_list
+    spec = workload({"parameters": "8B"}, precision="fp8")
+    items = assumption_list(spec, resolve(spec, catalog.defaults), catalog, catalog.accelerator("h100-80gb"), "aws",
+                            False, 64, 1, "test")
+    fp8 = next(a for a in items if a.name == "fp8 speed vs bf16")
+    assert fp8.value == pytest.approx(whole_runs.fp8_speedup(), abs=5e-4)
+    assert "loss parity" in fp8.source and "divergence" in fp8.source
+
+
+# ---------------------------------------------------------------------------------------------- the batch
+
+
+def test_the_global_batch_says_what_binds_and_how_to_set_it(catalog):
+    spec = workload({"parameters": "8B", "sequence_length": 8192}, tokens="15T")
+    chips, why = batch_chip_limit(spec, resolve(spec, catalog.defaults), catalog.defaults)
+    assert chips == 2_000_000 // 8192
+    assert "2M tokens" in why and "GPT-3 paper" in why and "training.global_batch_tokens" in why
+    assert f"up to {16_000_000 // 8192:,} chips" in why
+
+
+def test_an_8b_model_on_15t_tokens_in_60_days_is_refused_for_its_batch_not_its_deadline(catalog):
+    data = {"name": "w", "kind": "pretrain", "model": {"parameters": "8B", "sequence_length": 8192},
+            "training": {"tokens": "15T"}, "constraints": {"deadline_days": 60, "accelerators": ["h100-80gb"]}}
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(workload_from_mapping(data, "w.yaml"), catalog)
+    assert "the global batch stopped it growing, not the deadline" in str(refused.value)
+    data["training"]["global_batch_tokens"] = "16M"
+    chosen = choose(workload_from_mapping(data, "w.yaml"), catalog).chosen
+    assert chosen.chips > 244 and chosen.hours <= 60 * 24
+
+
+# ---------------------------------------------------------------------------------------------- the MoE example
+
+
+def test_a_671b_total_37b_active_moe_plans_at_a_defensible_fleet(catalog):
+    """DeepSeek-V3: 2.664M H800 GPU-hours of pretraining on 2,048 GPUs in under two months."""
+    spec = load_workload(ROOT / "examples" / "deepseek-v3-moe.yaml")
+    chosen = choose(spec, catalog).chosen
+    chip_hours = chosen.chips * chosen.hours
+    assert 1024 <= chosen.chips <= 8192
+    assert 0.5 * 2.664e6 <= chip_hours <= 1.5 * 2.664e6
