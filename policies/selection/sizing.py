@@ -212,12 +212,13 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
                                                                             ctx.batch_chips))
-    picked = _pick_training_size(ctx, outcome, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
+    picked = _pick_training_size(ctx, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
                                  deadline_words, capacity, larger, capped)
-    if picked is None:
+    if picked.miss is not None:
+        outcome.reasons.append(picked.miss)
         keep_closest()
         return outcome
-    best, on_time = picked
+    best, on_time = picked.index, picked.on_time
     outcome.best = candidate(best)
     if on_time < best:  # the cost valley's bottom is past the smallest fleet that meets the deadline: say so
         outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
@@ -261,12 +262,22 @@ def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
     return tuple(kept)
 
 
-def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
+@dataclass(frozen=True)
+class TrainingPick:
+    """What the objective picks on a training ladder: the index it picks and the smallest that meets the
+    deadline on the way there; or, when nothing fits, the (constraint, reason) that rules the offering out."""
+
+    index: int = -1
+    on_time: int = -1
+    miss: tuple[str, str] | None = None
+
+
+def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
                         deadline: float, budget: float | None, deadline_words: str, capacity: str,
-                        larger: str = "", capped: bool = False) -> tuple[int, int] | None:
-    """(the ladder index the objective picks, the smallest index that meets the deadline on the way there: the
-    same unless the cost objective went on down its cost valley), or None after recording why nothing fits.
+                        larger: str = "", capped: bool = False) -> TrainingPick:
+    """The ladder index the objective picks and the smallest index that meets the deadline on the way there
+    (the same unless the cost objective went on down its cost valley), or why nothing fits.
     `larger` says why the ladder stops where it does (a node-pool limit); it is added when the top of the
     ladder was the best hope. `capped`: the workload's max_chips ends the ladder while more chips would still be faster."""
     top = len(ladder) - 1
@@ -276,9 +287,8 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
     late = "max_chips" if capped else "deadline"
     if within_budget < lo:
         spent, allowed = money_pair(cost(lo), budget or 0)
-        outcome.reasons.append(("budget", f"{capacity}: the smallest fleet that holds the model "
-                                          f"({plural(ladder[lo].chips, 'chip')}) costs {spent}, over the {allowed} budget"))
-        return None
+        return TrainingPick(miss=("budget", f"{capacity}: the smallest fleet that holds the model "
+                                            f"({plural(ladder[lo].chips, 'chip')}) costs {spent}, over the {allowed} budget"))
     if ctx.objective == "time":
         best = min(fastest, within_budget)
         # Diminishing returns: the smallest fleet within the tolerance of the fastest one.
@@ -288,31 +298,28 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
         if hours(best) > deadline:
             what = "the fastest fleet within budget" if within_budget < fastest else "the fastest fleet"
             at_cap = capped and best == top
-            outcome.reasons.append(("max_chips" if at_cap else "deadline",
-                                    f"{capacity}: {what} ({plural(ladder[best].chips, 'chip')}"
-                                    f"{cap_words if at_cap else ''}) takes {duration(hours(best))}, past {deadline_words}"
-                                    + (larger if best == top else "")))
-            return None
-        return best, best
+            return TrainingPick(miss=("max_chips" if at_cap else "deadline",
+                                      f"{capacity}: {what} ({plural(ladder[best].chips, 'chip')}"
+                                      f"{cap_words if at_cap else ''}) takes {duration(hours(best))}, past {deadline_words}"
+                                      + (larger if best == top else "")))
+        return TrainingPick(best, best)
     else:
         if hours(fastest) > deadline:
-            outcome.reasons.append((late, f"{capacity}: even the fastest fleet "
-                                          f"({plural(ladder[fastest].chips, 'chip')}{cap_words if capped else ''}) "
-                                          f"takes {duration(hours(fastest))}, past {deadline_words}"
-                                          + (larger if fastest == top else "")))
-            return None
+            return TrainingPick(miss=(late, f"{capacity}: even the fastest fleet "
+                                            f"({plural(ladder[fastest].chips, 'chip')}{cap_words if capped else ''}) "
+                                            f"takes {duration(hours(fastest))}, past {deadline_words}"
+                                            + (larger if fastest == top else "")))
         best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
         if best > within_budget:
             spent, allowed = money_pair(cost(best), budget or 0)
-            outcome.reasons.append(("budget", f"{capacity}: meeting {deadline_words} takes "
-                                              f"{plural(ladder[best].chips, 'chip')} costing {spent}, over the {allowed} "
-                                              f"budget"))
-            return None
+            return TrainingPick(miss=("budget", f"{capacity}: meeting {deadline_words} takes "
+                                                f"{plural(ladder[best].chips, 'chip')} costing {spent}, over the {allowed} "
+                                                f"budget"))
         # Every size from there to the fastest meets the deadline, and the cheapest of them need not be the
         # smallest: a run's cost first falls with its size while the costs a run pays whatever its size
         # (start-up, checkpoint stalls that shrink as more hosts write at once) shrink faster than the fleet
         # grows, then rises. The bottom of that valley: the first size the next one is no cheaper than.
-        return _first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i)), best
+        return TrainingPick(_first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i)), best)
 
 
 def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
