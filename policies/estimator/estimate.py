@@ -733,9 +733,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                                     f"DCN all-reduce efficiency {dcn:.3g} over {slices} slices" + (
                                         f" ({step.dcn_seconds:.3g} s of gradient all-reduce per "
                                         f"{step.compute_seconds:.3g} s step, {step.exposed_seconds:.3g} s exposed; "
-                                        # The module's path before the wings (2026-11): pinned plans in
-                                        # stacks/ carry this text, and a plan's JSON must not change.
-                                        "policies/dcn.py)" if step is not None else ""))))
+                                        "policies/estimator/dcn.py)" if step is not None else ""))))
     if spot:
         items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
                              source=resolved.preemption_sources.get(cloud, "")),
