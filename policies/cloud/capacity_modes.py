@@ -56,6 +56,7 @@ class ModeLimits(StrictModel):
     max_duration_hours: float | None = Field(None, gt=0)
     duration_grid: Literal["any", "capacity-block"] = "any"
     max_hosts_per_request: int | None = Field(None, gt=0)
+    max_chips_per_request: int | None = Field(None, gt=0)
     hosts_per_request: list[int] | None = None
     max_hosts_total: int | None = Field(None, gt=0)
     unit_hosts: list[int] | None = None

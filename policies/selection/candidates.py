@@ -24,6 +24,7 @@ from accel.policies.estimator.estimate import (
     resolve,
     training_flops,
 )
+from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
 from accel.policies.cloud.reservations import (
@@ -79,6 +80,7 @@ class SearchContext:
     memory_chips: dict[str, int] = field(default_factory=dict)
     hours_cache: dict[tuple[str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
+    obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
@@ -165,7 +167,7 @@ def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str,
     batch_chips, batch_why = (batch_chip_limit(spec, resolved, catalog.defaults) if spec.kind != "inference"
                               else (max_chips, ""))
     return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips,
-                         batch_chips, batch_why, reservations=tuple(reservations))
+                         batch_chips, batch_why, reservations=tuple(reservations), obtain=obtaining(spec))
 
 
 def price_groups(ctx: SearchContext, offering: Offering, spot: bool) -> list[tuple[list[str], Price, Price | None]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Literal, Sequence
 
+from accel.policies.selection.capacity import capacity_lines
 from accel.policies.selection.candidates import (
     Candidate,
     check_regions,
@@ -157,6 +158,8 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     estimate = estimate_for(ctx, best, chosen)
     rationale = explain_choice(ctx, options, ranked, family_reasons, near, hard_reasons, offering_reasons)
     rationale.extend(reservation_lines(ctx, ranked, options))
+    if ctx.obtain is not None:
+        rationale.extend(capacity_lines(ctx.obtain, best, chosen))
     closest_infeasible = []
     for family in ("tpu", "gpu"):
         if any(o.family == family for o in options):

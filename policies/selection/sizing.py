@@ -20,6 +20,7 @@ from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
+from accel.policies.selection.capacity import Timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
     Candidate, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.cloud.reservations import DeclaredReservation
@@ -87,7 +88,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
         limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
-    capacity = "spot" if spot else "on-demand"
+    capacity = "spot" if spot else offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand"
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
@@ -119,14 +120,45 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                             f"{plural(need, 'chip')}; {why}"))
         return
-    cache: dict[int, tuple[float, float]] = {}
+    # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
+    # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
+    obtain = ctx.obtain
+    provisioning = "spot" if spot else reserved.kind if reserved is not None else offering.provisioning
+    spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
+    queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
+             else None)
+    mode = mode_id(obtain, offering, provisioning) if obtain is not None else provisioning
+    timings: dict[int, Timing] = {}
 
-    def hours_cost(i: int) -> tuple[float, float]:
-        hit = cache.get(i)
+    def timing(i: int) -> Timing:
+        hit = timings.get(i)
         if hit is None:
             s = ladder[i]
             hours = run_hours(s)
-            hit = cache[i] = (hours, hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
+            if spot_model is not None and obtain is not None:
+                hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode)
+            elif queue is not None and obtain is not None:
+                hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
+            else:
+                hit = Timing(hours, hours, mode)
+            timings[i] = hit
+        return hit
+
+    if not math.isfinite(timing(lo).wall_hours):
+        # The mode cannot supply even the smallest fleet that holds the model (past its pool or its size).
+        outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
+                                            f"({ladder[lo].hosts} hosts; constraints.capacity.obtainability "
+                                            "overrides the estimates)"))
+        return
+    cache: dict[int, tuple[float, float]] = {}
+
+    def hours_cost(i: int) -> tuple[float, float]:
+        """(wall-clock hours judged against the deadline, cost of the hours billed)."""
+        hit = cache.get(i)
+        if hit is None:
+            s = ladder[i]
+            t = timing(i)
+            hit = cache[i] = (t.wall_hours, t.billed_hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
         return hit
 
     def hours(i: int) -> float:
@@ -141,15 +173,18 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     deadline = ctx.deadline_h
     days = deadline / 24
     deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
-    if spot:
-        # Spot keeps slack: its preemption loss is only expected, and capacity can vanish for hours.
+    if spot and spot_model is None:
+        # Spot keeps slack where no obtainability model applies: its loss is only expected, and capacity can
+        # vanish for hours. With the model, the deadline is judged at the quantile of the reclaim events instead.
         slack = ctx.catalog.defaults.training.spot_deadline_slack.value
         deadline *= 1.0 - slack
         deadline_words += f" less the {slack:.0%} spot slack ({deadline / 24:.3g} days)"
 
     def candidate(i: int) -> Candidate:
         s = ladder[i]
-        h, total = hours_cost(i)
+        _, total = hours_cost(i)
+        t = timing(i)
+        h = t.billed_hours
         hosts_loss = 1.0 - model.productivity(s.hosts)
         detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
                                                 "batch_chip_limit": ctx.batch_chips,
@@ -163,11 +198,19 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             detail["more_chips"] = f"more chips stop helping: {ctx.batch_why}"
         if spot:
             detail["spot_time_lost"] = round(hosts_loss, 4)
+        detail["capacity_mode"] = t.mode
+        if t.risk:
+            detail["capacity_risk"] = t.risk
+        if t.wall_hours != h:
+            detail["capacity_wall_hours"] = round(t.wall_hours, 2)
+        if t.legs is not None:
+            detail["capacity_legs"] = t.legs.legs
         if limit_detail and generation is None and i == hi:
             detail["node_limit"] = limit_detail
         evaluation = Evaluation(hours=h, hourly_usd=fleet_hourly(s.chips, s.hosts, chip, host, reserved), total_usd=total,
                                 mfu=model.mfu(s.chips, s.slices),
-                                goodput=model.goodput * max(model.productivity(s.hosts), 1e-6), detail=detail)
+                                goodput=model.goodput * max(model.productivity(s.hosts), 1e-6)
+                                * min(1.0, run_hours(s) / h), detail=detail)
         return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved)
 
     def keep_closest() -> None:
