@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
 from typing import Mapping
 
 # Hours a flex-start or queued request may run (gke-flex-start: seven days); the mode table holds the figure,
@@ -74,16 +76,10 @@ def poisson_quantile(mean: float, q: float) -> int:
     return n
 
 
+@lru_cache(maxsize=16)
 def _normal_quantile(q: float) -> float:
-    """The standard normal quantile (Acklam's rational approximation is overkill here: bisection on erf)."""
-    lo, hi = -10.0, 10.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    """The standard normal quantile."""
+    return NormalDist().inv_cdf(q)
 
 
 def acquire_hours(k: float, fleet: float, model: SpotModel) -> float:
@@ -143,6 +139,7 @@ class QueuedOutcome:
     billed_hours: float
 
 
+@lru_cache(maxsize=1024)
 def erlang_quantile(legs: int, mean_wait: float, q: float) -> float:
     """The q-quantile of the sum of `legs` exponential waits of mean `mean_wait` (P(Gamma <= x) = P(Poisson(x /
     mean) >= legs)), by bisection."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.selection.choice import OBJECTIVES
@@ -81,6 +81,10 @@ class SearchContext:
     hours_cache: dict[tuple[str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
     obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
+    # A fleet's run on its capacity mode does not depend on the price either: shared by every region.
+    timing_cache: dict[tuple[str, str], dict[tuple[int, int, int], Any]] = field(default_factory=dict)
+    ladders: dict[tuple[str, int], Any] = field(default_factory=dict)        # GPU size ladders by (offering, nodes)
+    price_free: dict[tuple, int] = field(default_factory=dict)   # searches over run time alone (selection.sizing)
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]

@@ -19,6 +19,7 @@ import math
 from typing import Literal, Sequence
 
 from accel.policies.selection.capacity import capacity_lines
+from accel.policies.selection.rescale import ratio_key, rescaled
 from accel.policies.selection.candidates import (
     Candidate,
     check_regions,
@@ -44,6 +45,10 @@ __all__ = [
     "OBJECTIVES", "Choice", "NoFeasibleOption", "Objective", "accelerator_name", "choose", "choose_plan",
     "make_plan", "plan_from_pin",
 ]
+
+
+# Off only in benchmarks/bench_choose.py, which prints the search with and without it in one run.
+SHARE_SIZING_ACROSS_REGIONS = True
 
 
 def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
@@ -115,9 +120,19 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             points.extend((spot, regions, chip, host, None) for regions, chip, host in groups)
         # The stack's reservations of this machine type: sized apart, priced as declared (and preferred on a tie).
         points.extend((False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
+        # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
+        sized: dict[tuple[bool, float], tuple[SizingOutcome, float]] = {}
+        reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
         for spot, regions, chip, host, held in points:
-            outcome = SizingOutcome()
-            sizer(ctx, offering, spot, regions, chip, host, outcome, held)
+            key = (spot, ratio_key(chip, host)) if reuse and held is None else None
+            reference = sized.get(key) if key is not None else None
+            outcome = (rescaled(reference[0], chip.usd / reference[1], regions, chip, host, ctx.budget)
+                       if reference is not None else None)
+            if outcome is None:
+                outcome = SizingOutcome()
+                sizer(ctx, offering, spot, regions, chip, host, outcome, held)
+                if key is not None and key not in sized:
+                    sized[key] = (outcome, chip.usd)
             if spec.kind == "inference" and outcome.best is None:
                 keep_fastest_replica(ctx, offering, spot, regions, chip, host, outcome, held)
             near.extend(outcome.near)

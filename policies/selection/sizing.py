@@ -45,6 +45,9 @@ class SizingOutcome:
     alternatives: list[Candidate] = field(default_factory=list)   # other sizes that also meet every constraint
     reasons: list[tuple[str, str]] = field(default_factory=list)   # (constraint, reason)
     near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
+    # When nothing fits: the smallest fleet's cost and the closest size at a price factor (selection.rescale).
+    smallest_cost: float | None = None
+    closest_at: Callable[[float], tuple[float, Candidate] | None] | None = None
 
 
 def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
@@ -83,7 +86,9 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         node_limited = fleet_nodes is not None and fleet_nodes < max_nodes
         if fleet_nodes is not None:
             max_nodes = min(max_nodes, fleet_nodes)
-        ladder = GpuLadder(offering, max_nodes)
+        ladder = ctx.ladders.get((offering.id, max_nodes))
+        if ladder is None:
+            ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
@@ -128,12 +133,15 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
              else None)
     mode = mode_id(obtain, offering, provisioning) if obtain is not None else provisioning
-    timings: dict[int, Timing] = {}
+    # Shared by every region of the offering on this mode (a held reservation is timed as estimated).
+    timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None else
+                                                   ctx.timing_cache.setdefault((offering.id, provisioning), {}))
 
     def timing(i: int) -> Timing:
-        hit = timings.get(i)
+        s = ladder[i]
+        key = (s.chips, s.hosts, s.slices)
+        hit = timings.get(key)
         if hit is None:
-            s = ladder[i]
             hours = run_hours(s)
             if spot_model is not None and obtain is not None:
                 hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode)
@@ -141,7 +149,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
                 hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
             else:
                 hit = Timing(hours, hours, mode)
-            timings[i] = hit
+            timings[key] = hit
         return hit
 
     if not math.isfinite(timing(lo).wall_hours):
@@ -162,12 +170,16 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         return hit
 
     def hours(i: int) -> float:
-        return hours_cost(i)[0]
+        return timing(i).wall_hours
 
     def cost(i: int) -> float:
         return hours_cost(i)[1]
 
-    fastest = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
+    # The fastest size depends on run time alone: found once per offering and mode, whatever the region's price.
+    fastest_key = ("fastest", offering.id, provisioning, reserved is None, lo, hi)
+    fastest = ctx.price_free.get(fastest_key)
+    if fastest is None:
+        fastest = ctx.price_free[fastest_key] = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
     budget = ctx.budget
     within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget) if budget is not None else hi
     deadline = ctx.deadline_h
@@ -213,22 +225,35 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
                                 * min(1.0, run_hours(s) / h), detail=detail)
         return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved)
 
-    def keep_closest() -> None:
-        """When this group has nothing feasible, keep its closest size for the explanation: the smallest
-        product of overshoot factors (time over the deadline x cost over the budget) among a few sizes."""
+    def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
+        """When this group has nothing feasible, its closest size for the explanation: the smallest product of
+        overshoot factors (time over the deadline x cost over the budget) among a few sizes. `factor` prices
+        them at that multiple of this group's prices (selection.rescale: a region priced alike)."""
+        def scaled_cost(i: int) -> float:
+            return cost(i) * factor
+
         def overshoot(i: int) -> float:
-            h, c = hours_cost(i)
-            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, c / budget)) if budget else 0.0)
+            h = hours(i)
+            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
 
         probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
         if budget is not None:
-            probes.add(_last_true(lo, hi, lambda i: cost(i) <= budget))
+            probes.add(_last_true(lo, hi, lambda i: scaled_cost(i) <= budget))
         step = max(1, (fastest - lo) // 8)
         probes.update(range(lo, fastest + 1, step))
-        scored = [(overshoot(i), cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
-        if scored:
-            score, _, i = min(scored)
-            outcome.near.append((score, candidate(i), ""))
+        scored = [(overshoot(i), scaled_cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
+        if not scored:
+            return None
+        score, _, i = min(scored)
+        return score, candidate(i)
+
+    def keep_closest() -> None:
+        near = closest()
+        if near is not None:
+            outcome.near.append((near[0], near[1], ""))
+        # What a region priced at a multiple of this one needs to reuse this sizing exactly (selection.rescale).
+        outcome.smallest_cost = cost(lo)
+        outcome.closest_at = closest
 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
