@@ -238,3 +238,61 @@ def test_a_fleet_capacity_blocks_can_supply_is_priced_through_them_for_reference
     text = " ".join(choice.rationale)
     assert "Capacity Blocks can supply it: 2 block(s) of 64, 64 instances" in text
     assert "$41.528/instance-h" in text and "UPPER BOUND" not in text
+
+
+# ------------------------------------------------------------------------------------------- speed, exactly
+@pytest.mark.parametrize("name", ["llama-70b-pretrain", "llama-8b-finetune-cuda", "llama-70b-finetune-aws"])
+@pytest.mark.parametrize("budget", [None, 2_000_000.0, 150_000.0])
+def test_sizing_once_per_price_ratio_gives_the_same_answer_as_sizing_every_region(catalog, name, budget):
+    """selection.rescale reuses one region's sizing for regions priced at a multiple of it: the options, their
+    order and the words are those of sizing each region apart (benchmarks/bench_choose.py's baseline)."""
+    import sys
+    sys.path.insert(0, str(EXAMPLES.parent / "benchmarks"))
+    from bench_choose import run_once, scaled
+
+    workload = load_workload(EXAMPLES / f"{name}.yaml")
+    workload = workload.model_copy(update={"constraints": workload.constraints.model_copy(
+        update={"budget_usd": budget})})
+    many = scaled(catalog, 3)
+    shared, apart = run_once(workload, many), run_once(workload, many, shared=False)
+    if apart is None:
+        assert shared is None
+        return
+    assert shared is not None
+    key = [(o.offering, o.region, o.chips, o.provisioning) for o in apart.options]
+    assert [(o.offering, o.region, o.chips, o.provisioning) for o in shared.options] == key
+    assert [o.total_usd for o in shared.options] == pytest.approx([o.total_usd for o in apart.options], rel=1e-9)
+    assert shared.rationale == apart.rationale
+
+
+@pytest.mark.parametrize("name", ["llama-8b-serving", "llama-70b-inference"])
+def test_serving_with_a_latency_target_keeps_an_on_demand_floor(catalog, name):
+    workload = load_workload(EXAMPLES / f"{name}.yaml")
+    allowed = workload.model_copy(update={"constraints": workload.constraints.model_copy(update={"spot": "allowed"})})
+    choice = choose(allowed, catalog)
+    assert all(option.provisioning != "spot" for option in choice.options)
+    assert any("keeps an on-demand floor" in line for line in choice.rationale)
+    required = workload.model_copy(update={"constraints": workload.constraints.model_copy(update={"spot": "required"})})
+    on_spot = choose(required, catalog)
+    assert on_spot.chosen.provisioning == "spot"
+    assert any("one reclaim wave can take the whole service" in line for line in on_spot.rationale)
+
+
+# ------------------------------------------------------------------------------------------- guardrails
+def test_the_guardrail_refuses_a_pool_past_its_modes_limits():
+    import sys
+    sys.path.insert(0, str(EXAMPLES.parent / "tests"))
+    from test_guardrails import GPU_TAINT, eks_block_group, gke_pool, offline_violations
+
+    rule = "capacity-mode-limits"
+    ultra = gke_pool(machine="a3-ultragpu-8g", taints=[GPU_TAINT])
+    assert any("a3-ultragpu-8g on demand with no reservation" in str(v) for v in offline_violations(rule, [ultra]))
+    reserved = gke_pool(machine="a3-ultragpu-8g", taints=[GPU_TAINT], node_config={"reservationAffinity": {
+        "consumeReservationType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+        "values": ["r1"]}})
+    assert offline_violations(rule, [reserved]) == []
+    assert offline_violations(rule, [gke_pool(taints=[GPU_TAINT])]) == []   # a3-highgpu is sold on demand
+    big_block = eks_block_group()
+    big_block["inputs"]["scalingConfig"]["maxSize"] = 128.0
+    assert any("holds at most 64" in str(v) for v in offline_violations(rule, [big_block]))
+    assert offline_violations(rule, [eks_block_group()]) == []

@@ -215,7 +215,13 @@ def reserved_groups(ctx: SearchContext, offering: Offering
 
 
 def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
-    """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot."""
+    """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot.
+
+    A service with a latency target keeps an on-demand floor: one spot reclaim wave can take every spot node of
+    a zone at once (docs/capacity.md), so with spot merely allowed it is served on demand, and on spot only when
+    the workload says `spot: required`. (A floor of on-demand nodes under a spot burst pool is not built yet.)"""
+    if spec.kind == "inference" and spec.constraints.spot == "allowed":
+        return (False,)
     return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
 
 

@@ -146,7 +146,7 @@ def queued_timing(ob: Obtaining, limits: tuple[float, float, float], hosts: int,
     return Timing(legs.wall_hours_q, legs.billed_hours, mode, risk, legs=legs)
 
 
-def capacity_lines(ob: Obtaining, candidate, option) -> list[str]:
+def capacity_lines(ob: Obtaining, candidate, option, serving_spot: str | None = None) -> list[str]:
     """The rationale's capacity lines for a chosen option: its mode, why and the risk, then what it takes to
     obtain a fleet past the self-service limits."""
     detail = candidate.evaluation.detail
@@ -159,6 +159,13 @@ def capacity_lines(ob: Obtaining, candidate, option) -> list[str]:
                                                          f"P{ob.confidence * 100:g}" if wall else "") + ".")
     lines.extend(supply_lines(ob, candidate.offering, option.hosts, option.hours, option.region,
                               option.provisioning, option.provisioning == "spot", option.hourly_usd))
+    if serving_spot == "allowed":
+        lines.append("Capacity: a service with a latency target keeps an on-demand floor, so it is sized on demand: "
+                     "one spot reclaim wave can take every spot node of the zone at once (set constraints.spot: "
+                     "required to serve on spot anyway).")
+    elif serving_spot == "required":
+        lines.append("Capacity: served on spot only (constraints.spot: required): one reclaim wave can take the "
+                     "whole service.")
     return lines
 
 

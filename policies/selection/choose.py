@@ -174,7 +174,8 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     rationale = explain_choice(ctx, options, ranked, family_reasons, near, hard_reasons, offering_reasons)
     rationale.extend(reservation_lines(ctx, ranked, options))
     if ctx.obtain is not None:
-        rationale.extend(capacity_lines(ctx.obtain, best, chosen))
+        rationale.extend(capacity_lines(ctx.obtain, best, chosen,
+                                        spec.constraints.spot if spec.kind == "inference" else None))
     closest_infeasible = []
     for family in ("tpu", "gpu"):
         if any(o.family == family for o in options):
