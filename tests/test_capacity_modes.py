@@ -296,3 +296,44 @@ def test_the_guardrail_refuses_a_pool_past_its_modes_limits():
     big_block["inputs"]["scalingConfig"]["maxSize"] = 128.0
     assert any("holds at most 64" in str(v) for v in offline_violations(rule, [big_block]))
     assert offline_violations(rule, [eks_block_group()]) == []
+
+
+# ------------------------------------------------------------------------------------------- what gets built
+def _gcp_training_plan(catalog, machine: str, provisioning_pin: dict | None = None):
+    from accel.policies.workload import HardwarePin
+    workload = load_workload(EXAMPLES / "llama-70b-pretrain.yaml")
+    pin = HardwarePin(accelerator="h100-80gb" if machine.startswith("a3-mega") else "h200-141gb", chips=32 * 8,
+                      cloud="gcp", machine_type=machine)
+    spec = workload.model_copy(update={"hardware": pin, "constraints": workload.constraints.model_copy(
+        update={"spot": "never", "clouds": ["gcp"]})})
+    return make_plan(spec, choose(spec, catalog), catalog)
+
+
+@pytest.mark.parametrize("machine, nodes_exist", [("a3-megagpu-8g", True), ("a3-ultragpu-8g", False)])
+def test_a_topology_aware_training_pool_has_nodes_or_gets_them_through_provisioning_requests(catalog, machine,
+                                                                                              nodes_exist):
+    """Kueue's TAS places pods only on nodes that exist, and reaches the autoscaler only through a
+    ProvisioningRequest check (cloud-correctness finding 2): an on-demand pool under a Topology is built with its
+    nodes; a flex-start one (A3 Ultra is sold so) scales from zero for requests."""
+    from types import SimpleNamespace
+
+    from accel.components.gcp.cluster import ClusterRef
+    from accel.components.gcp.gpu import GpuNodePoolArgs
+    from accel.components.kubernetes.pools import gke_gpu_pool
+    from accel.components.gcp.network import ExtraNetworkRef
+    from accel.components.tags import ResourceTags
+
+    plan = _gcp_training_plan(catalog, machine)
+    assert plan.gpu is not None and plan.gpu.fabric != "none"
+    assert gke_gpu_pool(plan.gpu, capacity=plan.capacity).topology_levels   # the flavor names a Topology
+    cluster = ClusterRef(name="train", location=plan.region, multi_networking=True,
+                         node_service_account_email="n@p.iam.gserviceaccount.com", upgrades_paused=True)
+    from accel.policies import hardware
+    count = hardware.current().fabric_network_count(plan.gpu.fabric, plan.gpu.gpus_per_node)
+    network = SimpleNamespace(extra_networks=[ExtraNetworkRef(network=f"n{i}", subnetwork=f"s{i}")
+                                              for i in range(count)])
+    tags = ResourceTags(workload="w", stack="s", owner="o", cost_center="c")
+    for pool in plan.gpu.split():
+        args = GpuNodePoolArgs.for_plan(plan, tags=tags, cluster=cluster, network=network, pool=pool)
+        assert args.min_nodes == (pool.nodes if nodes_exist else 0)
+    assert plan.capacity.provisioning == ("on-demand" if nodes_exist else "flex-start")
