@@ -7,22 +7,19 @@ and says so.
 """
 
 import pulumi
-from pydantic import ValidationError
 
 from accel.base.errors import AccelError
-from accel.stack.program import current_config, read_stack, stack_error_message
-from accel.base.errors import ComponentArgsError
 from accel.components.training_cluster import TrainingCluster
-from accel.policies.lifecycle import LifecycleError
-from accel.policies.hardware.shapes import ShapeError
+from accel.stack.program import current_config, read_stack, stack_error_message
 
 try:
     stack = read_stack(current_config(), pulumi.get_stack())
     for note in stack.notes:
         pulumi.log.info(note)
     cluster = TrainingCluster(stack.resource_name, stack.cluster_args)
-except (AccelError, ComponentArgsError, ShapeError, LifecycleError, ValidationError) as error:
-    # A user's mistake, not a bug: stop with the message alone, no traceback.
+except AccelError as error:
+    # A user's mistake, not a bug (every one derives from AccelError): stop with the message alone,
+    # no traceback.
     raise pulumi.RunError(stack_error_message(error, pulumi.get_stack())) from error
 
 plan = stack.plan

@@ -3,8 +3,9 @@
 One import name for the whole library. `accel.components` (Pulumi components) and
 `accel.policies` (decisions and the guardrail pack) are the repository's top-level
 `components/` and `policies/` folders: the wheel places them inside this package
-(pyproject.toml, wheel `force-include`), and in a source checkout (an editable install, or
-Pulumi running the checkout's `__main__.py`) they are found through `__path__` below.
+(pyproject.toml, the wheel's `sources`), and in a source checkout (an editable install, which
+copies nothing, or Pulumi running the checkout's `__main__.py`) they are found through `__path__`
+below.
 """
 
 from pathlib import Path as _Path

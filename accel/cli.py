@@ -1,19 +1,18 @@
 """The `accel` command line. Each command lives in its own module under accel/commands/.
 
 A run imports only the module of the command it runs (`accel choose` never loads the review or
-the reaper); `accel --help` and an unknown command import them all.
+the reaper); `accel --help` and an unknown command import them all. The typer application is in
+accel/cli_app.py (`accel.cli.app` is it): a plain `accel choose` run parses its arguments without
+typer (accel/commands/choose_options.py); help, completion and usage errors always go through typer.
 """
 
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
-from collections.abc import Iterable, Sequence
-
-import typer
-from typer.core import TyperCommand, TyperGroup
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 # Command name -> the module whose `register(app)` adds it. Order is the order of `accel --help`.
 # A new command is one line here and a `register` function in its module.
@@ -41,58 +40,10 @@ WITHOUT_COLLECTOR = frozenset({"choose", "plan"})
 # PYDANTIC_DISABLE_PLUGINS), unless the user set that variable. Commands that run Pulumi (reap,
 # destroy-after-run) keep it, so the stack programs they start see the user's environment unchanged.
 WITHOUT_PYDANTIC_PLUGINS = frozenset({"choose", "plan"})
-
-
-def _without_flag_types(command: TyperCommand | TyperGroup, ctx: typer.Context) -> None:
-    """Typer's help gives every option a type column, so flags read `--json <bool>`; a flag takes no value."""
-    for param in command.get_params(ctx):
-        if getattr(param, "is_flag", False) and param.metavar is None:
-            param.metavar = ""
-
-
-class AccelCommand(TyperCommand):
-    def format_help(self, ctx, formatter) -> None:
-        _without_flag_types(self, ctx)
-        return super().format_help(ctx, formatter)
-
-
-class AccelGroup(TyperGroup):
-    def format_help(self, ctx, formatter) -> None:
-        _without_flag_types(self, ctx)
-        return super().format_help(ctx, formatter)
-
-
-app = typer.Typer(
-    name="accel",
-    help="Choose, plan, review and reap training clusters on TPUs and GPUs.",
-    cls=AccelGroup,
-    no_args_is_help=True,
-    add_completion=True,  # `accel --install-completion` for bash, zsh, fish and PowerShell
-    pretty_exceptions_enable=False,
-)
-
-
-def package_version() -> str:
-    from importlib import metadata  # ~0.1 s of imports that only --version needs
-
-    try:
-        return metadata.version("accel")
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
-def _show_version(value: bool) -> None:
-    if value:
-        print(f"accel {package_version()}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
-                                 help="Show the version and exit."),
-) -> None:
-    """Choose, plan, review and reap training clusters on TPUs and GPUs."""
+# Commands whose process ends as soon as their answer is written, skipping the interpreter's teardown
+# (exit_without_teardown): choose writes files only inside calls that close them (the stack file, the
+# chart, the derived-data cache) and starts no thread or process.
+WITHOUT_TEARDOWN = frozenset({"choose"})
 
 
 def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
@@ -102,21 +53,6 @@ def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
     if argv and argv[0] in COMMANDS:
         return (COMMANDS[argv[0]],)
     return COMMAND_MODULES
-
-
-def _register_commands(module_names: Iterable[str] = COMMAND_MODULES) -> None:
-    """Add these command modules' commands to `app`; safe to call more than once (tests do)."""
-    for module_name in module_names:
-        module = importlib.import_module(module_name)
-        already = len(app.registered_commands)
-        registered = {info.callback for info in app.registered_commands}
-        module.register(app)
-        added = app.registered_commands[already:]
-        # A second call registers the same callbacks again; keep the first registration only.
-        app.registered_commands[already:] = [info for info in added if info.callback not in registered]
-    for info in app.registered_commands:
-        if info.cls in (None, TyperCommand):  # typer fills in its own class when a module names none
-            info.cls = AccelCommand
 
 
 def prepare_process(argv: Sequence[str]) -> None:
@@ -129,10 +65,77 @@ def prepare_process(argv: Sequence[str]) -> None:
         os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
+def package_version() -> str:
+    from importlib import metadata  # ~0.1 s of imports that only --version needs
+
+    try:
+        return metadata.version("accel")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _plain_choose(argv: Sequence[str]) -> bool:
+    """Run `accel choose` without typer when its arguments parse plainly; False when typer must run it."""
+    from accel.commands.choose_options import plain_run
+
+    arguments = plain_run(argv[1:])
+    if arguments is None:
+        return False
+    from accel.commands.choose import main as choose
+
+    choose(**arguments)
+    return True
+
+
+def exit_without_teardown(code: int) -> NoReturn:
+    """End a one-shot process now that its answer is written: exit handlers run and output is flushed,
+    then the process exits without the interpreter's teardown. That teardown (a full garbage collection,
+    which runs even with the collector off, and clearing every module) frees memory the exit frees anyway,
+    and costs `accel choose` ~40 ms of its ~0.25 s of CPU (docs/choose.md, "Start-up")."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`accel choose ... | head`): nothing more to say there
+            pass
+    os._exit(code)
+
+
 def main() -> None:
-    prepare_process(sys.argv[1:])
-    _register_commands(modules_for(sys.argv[1:]))
-    app()
+    argv = sys.argv[1:]
+    prepare_process(argv)
+    command = argv[0] if argv else None
+    try:
+        if command == "choose" and _plain_choose(argv):
+            code = 0
+        else:
+            from accel.cli_app import _register_commands, app
+
+            _register_commands(modules_for(argv))
+            app()
+            code = 0
+    except SystemExit as done:
+        if command not in WITHOUT_TEARDOWN:
+            raise
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if not isinstance(done.code, (int, type(None))):
+            print(done.code, file=sys.stderr)
+    if command in WITHOUT_TEARDOWN:
+        exit_without_teardown(code)
+
+
+def __getattr__(name: str) -> Any:
+    """`accel.cli.app` and the helpers beside it, loaded with typer when first asked for."""
+    if name in _APP_NAMES:
+        from accel import cli_app
+
+        return getattr(cli_app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_APP_NAMES = frozenset({"app", "_register_commands", "AccelCommand", "AccelGroup", "SUMMARY"})
 
 
 if __name__ == "__main__":

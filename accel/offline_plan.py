@@ -41,7 +41,6 @@ RUN_OUTPUT = "runUsd"
 
 PROVIDER_PACKAGES = ("pulumi_gcp", "pulumi_aws", "pulumi_kubernetes")
 GUARDRAILS_MODULE = "accel.policies.guardrails.offline"
-# Where a ValueError means "the stack asked for something impossible", not "the code is wrong".
 
 Progress = Callable[[str], None]
 
@@ -66,6 +65,7 @@ class PlanResult:
     warnings: list[str] = field(default_factory=list)  # the program's warnings, in stack-file words
     built: Any = None  # accel.policies.cloud.pricing.BuiltCost: the declared resources priced against the catalog
     drift: Any = None  # accel.policies.cloud.pin_check.PriceDrift: the pin's $/h moved only because prices did
+    fresh_choice: Any = None  # accel.policies.selection.pin_freshness.FreshChoice: choose now picks other hardware
     pinned_hourly_usd: float | None = None  # the Plan's own figures (the program's hourlyUsd / runUsd exports)
     pinned_run_usd: float | None = None
 
@@ -100,10 +100,19 @@ class PlanResult:
         return [v for v in self.violations if str(v.get("level", "")).lower() == "mandatory"]
 
     @property
-    def exit_code(self) -> int:
-        from accel.base.errors import EXIT_GUARDRAIL
+    def job_errors(self) -> list[dict[str, Any]]:
+        """Why the stack's own job would not run (accel/job: the schedule check and accel/job/rules)."""
+        return list((self.job or {}).get("errors") or [])
 
-        return EXIT_GUARDRAIL if self.mandatory_violations else 0
+    @property
+    def exit_code(self) -> int:
+        """docs/contracts.md: 4 a mandatory guardrail violation; else 2 when the stack's job would not run
+        (the findings `accel job` exits 2 on: a stack whose workload cannot run is invalid input); else 0."""
+        from accel.base.errors import EXIT_GUARDRAIL, EXIT_INVALID
+
+        if self.mandatory_violations:
+            return EXIT_GUARDRAIL
+        return EXIT_INVALID if self.job_errors else 0
 
     @property
     def providers_used(self) -> list[str]:
@@ -149,6 +158,7 @@ class PlanResult:
             "quotas": self.quotas,
             "outputs": outputs,
             "job": self.job,
+            "fresh_choice": None if self.fresh_choice is None else self.fresh_choice.model_dump(mode="json"),
             "warnings": self.warnings,
         }
 
@@ -271,7 +281,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
     import pulumi
 
     from accel.base.errors import ComponentArgsError, NothingFeasible
-    from accel.policies.hardware.shapes import ShapeError
 
     if _caused_by(error, NothingFeasible) is not None:
         return NothingFeasible(_blame(str(error), source, stack))
@@ -283,8 +292,6 @@ def _as_user_error(error: BaseException, source: str, stack: str) -> AccelError 
         return UsageError(f"{source}: {error.key}: {error}")
     if isinstance(error, ValidationError):
         return UsageError(describe_validation_error(error, source, prefix=(error.title,)))
-    if isinstance(error, ShapeError):
-        return UsageError(_blame(str(error), source, stack))
     if isinstance(error, pulumi.RunError):
         # Pulumi's own convention for "show the user this message, not a stack trace".
         return UsageError(_blame(str(error), source, stack))
@@ -308,14 +315,15 @@ class _ProgramWarnings(logging.Handler):
     """Collects the program's `pulumi.log.warn` messages (the mock engine logs them on the root logger)
     in stack-file words, instead of Python's last-resort handler printing them raw on stderr."""
 
-    def __init__(self) -> None:
+    def __init__(self, stack_words: bool = True) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
+        self.stack_words = stack_words
 
     def emit(self, record: logging.LogRecord) -> None:
         from accel.stack.words import in_stack_words
 
-        message = in_stack_words(record.getMessage())
+        message = in_stack_words(record.getMessage()) if self.stack_words else record.getMessage()
         if message not in self.messages:
             self.messages.append(message)
 
@@ -329,8 +337,11 @@ class _ProgramWarnings(logging.Handler):
 
 def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, Any] | None,
                         config_source: str = "policy config",
-                        stack_tags: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], str | None]:
-    """(violations, note): note says why nothing was evaluated, when the guardrails are not there."""
+                        stack_tags: dict[str, str] | None = None,
+                        stack_words: bool = True) -> tuple[list[dict[str, Any]], str | None]:
+    """(violations, note): note says why nothing was evaluated, when the guardrails are not there.
+    `stack_words`: fixes in accel's stack-file words (accel/stack/words.py), for accel's own program; a
+    program of your own keeps the components' words (ResourceTags(...)), since `accel:` keys are not its."""
     module_name = GUARDRAILS_MODULE
     try:
         module = importlib.import_module(module_name)
@@ -347,6 +358,8 @@ def evaluate_guardrails(resources: list[dict[str, Any]], pack_config: dict[str, 
         raise
     from accel.stack.words import in_stack_words
 
+    if not stack_words:
+        return [dict(v) for v in violations], None
     return [{**v, "message": in_stack_words(str(v.get("message", "")))} for v in map(dict, violations)], None
 
 
@@ -393,12 +406,29 @@ def _declared_reservation(values: Mapping[str, Any], source: str, plan: Any) -> 
     return next((r for r in reservations if r.name == plan.capacity.reservation), None)
 
 
+def _check_fresh_choice(result: PlanResult, plan: Any, catalog: Any, values: Mapping[str, Any], source: str) -> None:
+    """Say when `accel choose` of the pin's workload would now pick other hardware (policies/selection/pin_freshness.py)."""
+    from accel.policies.cloud.pin_check import repin_hint
+    from accel.policies.selection.pin_freshness import fresh_choice
+    from accel.stack.settings import settings_from_config
+
+    try:
+        reservations = settings_from_config(values, source).reservations
+    except UsageError:
+        reservations = []
+    result.fresh_choice = fresh_choice(plan, catalog, reservations)
+    if result.fresh_choice is not None:
+        result.warnings.append(
+            f"{result.stack}: {result.fresh_choice.note}. The pinned hardware is kept: to take the new answer, "
+            f"{repin_hint(result.stack)}; to keep this one, say why in accel:workload (e.g. constraints.spot: never) "
+            "and re-pin, so its rationale is true again")
+
 def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, project_dir: Path) -> None:
     """Price what the program declared; refuse a Plan whose pools, nodes or chips say otherwise.
 
     The reported cost becomes the built cost (pools + storage, priced now); the Plan's own figures
     stay in `cost.pinned`. A stack on an existing cluster builds no pools: its cost is the Plan's."""
-    from accel.policies.cloud.pin_check import check_pin, repin_hint
+    from accel.policies.cloud.pin_check import STACK_KEY, check_pin, repin_hint
     from accel.policies.plan import Plan
     from accel.policies.cloud.pricing import bill_reservation, price_resources
 
@@ -409,8 +439,8 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         plan = Plan.model_validate(result.plan)
     except ValidationError:
         return  # shown as exported; nothing typed to compare with
-    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources),
-                            _catalog_for(values, source, project_dir))
+    catalog = _catalog_for(values, source, project_dir)
+    built = price_resources(((r.type, r.name, r.inputs, r.parent) for r in result.capture.resources), catalog)
     held = _declared_reservation(values, source, plan)
     if held is not None:
         built = bill_reservation(built, held)
@@ -422,6 +452,8 @@ def _price_built(result: PlanResult, values: Mapping[str, Any], source: str, pro
         problems, result.drift = check_pin(plan, built, result.stack)
         if problems:
             raise UsageError(f"{source}: " + "; ".join(problems) + f"; {repin_hint(result.stack)}")
+        if STACK_KEY in values:  # a stack without a pin was just decided by the same choose: nothing to compare
+            _check_fresh_choice(result, plan, catalog, values, source)
     result.hourly_usd = round(hourly, 2)
     result.run_usd = round(hourly * plan.estimate.hours, 2)
 
@@ -462,7 +494,12 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     before = {name for name in PROVIDER_PACKAGES if name in sys.modules}
     say("running the program on the mock engine")
     watcher = _ImportWatcher(say)
-    warnings = _ProgramWarnings()
+    # accel's own program reads the stack file's accel: keys; a project of your own (`accel plan -C DIR`)
+    # is told what to pass its components instead.
+    from accel.stack.settings import PROJECT as ACCEL_PROJECT  # the project whose program reads accel: keys
+
+    own_program = project.name == ACCEL_PROJECT
+    warnings = _ProgramWarnings(stack_words=own_program)
     try:
         with _program_environment(project.main_dir, watcher), warnings:
             capture = run_program(program, project=project.name, stack=config.stack,
@@ -498,6 +535,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
     say("evaluating guardrails")
     shown_policy_config = stack_config.display_path(policy_config) if policy_config else "policy config"
     result.violations, result.guardrails_note = evaluate_guardrails(result.resources_json(), pack_config,
-                                                                    shown_policy_config, _stack_tags(config.values))
+                                                                    shown_policy_config, _stack_tags(config.values),
+                                                                    stack_words=own_program)
     return result
 

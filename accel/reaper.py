@@ -49,6 +49,14 @@ class ReapLocked(AccelError):
     """Another reaper holds the lock: this run does nothing."""
 
 
+class ReapInterrupted(AccelError):
+    """A second SIGINT/SIGTERM/SIGHUP: stop now, in the middle of the current stack, and report."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(f"interrupted by {signal_name}")
+        self.signal_name = signal_name
+
+
 class PulumiUnavailable(AccelError):
     """The pulumi CLI could not be started or cannot reach the backend."""
 
@@ -136,13 +144,14 @@ def default_lock_path(work_dir: str | Path, pulumi_home: str | None = None) -> P
 
 
 def _project_name(work_dir: Path) -> str:
+    from accel.base.safe_files import read_text
     from accel.base.yaml_files import parse_yaml
 
     for candidate in ("Pulumi.yaml", "Pulumi.yml"):
         path = work_dir / candidate
         if path.exists():
             try:
-                data = parse_yaml(path.read_text(encoding="utf-8"))
+                data = parse_yaml(read_text(path, "project file"))
             except Exception:  # noqa: BLE001 (the lock name only; `pulumi` reports a broken Pulumi.yaml itself)
                 data = None
             name = data.get("name") if isinstance(data, dict) else None
@@ -309,8 +318,14 @@ def reap(
     log: Log = lambda _: None,
     on_output: Log | None = None,
     busy_limit: timedelta = DEFAULT_BUSY_LIMIT,
+    interrupted: Callable[[], str | None] = lambda: None,
 ) -> ReapReport:
     """Decide for every stack of the project, destroy and remove the expired ones, report it all.
+
+    `interrupted()` names a signal once one asked the reaper to stop: the stack in hand is
+    finished, every later one is reported `undecided` (not reached), and the report is returned.
+    ReapInterrupted raised while a stack is in hand (a second signal) reports that stack `failed`
+    (its destroy may be half done; a rerun completes it) and the rest `undecided`.
 
     One stack's failure never stops the others. Anything not decided (an unreadable marker or
     expiry, unreadable state, a stack busy past `busy_limit`) is reported and fails the run.
@@ -334,10 +349,22 @@ def reap(
         return Stack.select(name, ws)
 
     teardown = _Teardown(workspace, retry, sleep, log, on_output)
+    stopped: str | None = None
     for summary in summaries:
+        stopped = stopped or interrupted()
+        if stopped:
+            report.outcomes.append(StackOutcome(stack=summary.name, action="skip", status="undecided",
+                                                detail=f"not reached: the reaper got {stopped} and stopped"))
+            continue
         try:
             outcome = _reap_one(workspace, select, summary, now, dry_run, teardown, command_error, not_found, log,
                                 busy_limit)
+        except ReapInterrupted as signal_stop:
+            stopped = signal_stop.signal_name
+            outcome = StackOutcome(stack=summary.name, action="skip", status="failed",
+                                   detail=f"interrupted by {stopped} while in hand; its destroy may be half done, "
+                                          "so run `accel reap` again to finish it",
+                                   errors=[f"interrupted by {stopped}"])
         except Exception as error:  # one stack's surprise must not leave the others running
             outcome = StackOutcome(stack=summary.name, action="skip", detail="unexpected error", status="failed",
                                    errors=[f"{type(error).__name__}: {_brief(error)}"])
@@ -385,6 +412,8 @@ def _reap_one(workspace: Any, select: Callable[[str, Any], Any], summary: Any, n
     except command_error as error:
         return _outcome(decision, "failed", errors=[_brief(error)],
                         detail=f"{decision.detail}; could not read the stack's state")
+    except ReapInterrupted:
+        raise
     except AccelError as error:
         return _outcome(decision, "failed", errors=[str(error)],
                         detail=f"{decision.detail}; could not read the stack's state")

@@ -3,10 +3,13 @@ baseline, interleaved in one run.
 
     uv run --no-sync python benchmarks/bench_startup.py [--repeat 9] [--json]
 
-Targets (issue 18), measured after README's set-up (`uv sync --frozen --compile-bytecode`):
-- `accel choose examples/llama-70b-pretrain.yaml` at most 2.5x `python -c "import pydantic, yaml"`
-  (printed beside the floor its libraries set: benchmarks/bare_cli_program.py, a typer + rich +
-  pydantic command line with choose's options that validates one model and prints one table);
+Targets (issues 18 and 25), measured after README's set-up (`uv sync --frozen --compile-bytecode`):
+- `accel choose examples/llama-70b-pretrain.yaml` at most 3.5x `python -c "import pydantic, yaml"` in
+  CPU time (issue 25; issue 18's 2.5x lay below the floor of any command line that validates with
+  pydantic and prints with rich), printed beside the floors its libraries set:
+  benchmarks/bare_cli_program.py, a typer + rich + pydantic command line with choose's options that
+  validates one model and prints one table, and benchmarks/bare_argparse_program.py, the same with
+  argparse;
 - `accel plan -s llama-70b-tpu` at most 1.05x a bare Pulumi program of the same resource types
   (benchmarks/bare_plan_program.py: the same provider SDK modules imported, the same resources
   registered on the SDK's stock mock engine as instances of their provider SDK classes, no accel
@@ -48,7 +51,7 @@ PYTHON = sys.executable
 ACCEL = str(Path(PYTHON).with_name("accel"))
 STACK = "llama-70b-tpu"
 WORKLOAD = "examples/llama-70b-pretrain.yaml"
-CHOOSE_TARGET = 2.5
+CHOOSE_TARGET = 3.5
 PLAN_TARGET = 1.05
 
 
@@ -138,6 +141,11 @@ def ratio(numerator: list[float], denominator: list[float]) -> float:
     return round(statistics.median(numerator) / statistics.median(denominator), 2)
 
 
+def paired_ratio(numerator: list[float], denominator: list[float]) -> float:
+    """Median of the per-round ratios: each round runs every command once, so a pair shares its load."""
+    return round(statistics.median(a / b for a, b in zip(numerator, denominator)), 2)
+
+
 def verdict(wall: float, cpu: float, target: float) -> str:
     if max(wall, cpu) <= target:
         return "meets"
@@ -188,6 +196,8 @@ def main() -> int:
                                    "class M(BaseModel):\n    x: int\nM(x=1)"]),
             Command("bare_cli", "floor: typer + rich + pydantic CLI, same options, 1 model, 1 table",
                     [PYTHON, str(BENCH_DIR / "bare_cli_program.py"), "choose", WORKLOAD]),
+            Command("bare_argparse", "floor: argparse + rich + pydantic CLI, same options, 1 model, 1 table",
+                    [PYTHON, str(BENCH_DIR / "bare_argparse_program.py"), "choose", WORKLOAD]),
             Command("choose_cold", f"accel choose {WORKLOAD} (empty derived-data cache)",
                     [ACCEL, "choose", WORKLOAD], fresh_cache_in=Path(scratch)),
             Command("choose", f"accel choose {WORKLOAD} (warm cache)", [ACCEL, "choose", WORKLOAD]),
@@ -215,6 +225,7 @@ def main() -> int:
         "commands": {c.key: c.figures() for c in commands},
         "choose": {"wall_ratio": ratio(by_key["choose"].wall, by_key["imports"].wall),
                    "cpu_ratio": ratio(by_key["choose"].cpu, by_key["imports"].cpu),
+                   "paired_cpu_ratio": paired_ratio(by_key["choose"].cpu, by_key["imports"].cpu),
                    "cold_wall_ratio": ratio(by_key["choose_cold"].wall, by_key["imports"].wall),
                    "cold_cpu_ratio": ratio(by_key["choose_cold"].cpu, by_key["imports"].cpu),
                    "cli_imports_cpu_ratio": ratio(by_key["cli_imports"].cpu, by_key["imports"].cpu),
@@ -223,6 +234,9 @@ def main() -> int:
                    "bare_cli_wall_ratio": ratio(by_key["bare_cli"].wall, by_key["imports"].wall),
                    "bare_cli_cpu_ratio": ratio(by_key["bare_cli"].cpu, by_key["imports"].cpu),
                    "above_bare_cli_cpu_ratio": ratio(by_key["choose"].cpu, by_key["bare_cli"].cpu),
+                   "bare_argparse_wall_ratio": ratio(by_key["bare_argparse"].wall, by_key["imports"].wall),
+                   "bare_argparse_cpu_ratio": ratio(by_key["bare_argparse"].cpu, by_key["imports"].cpu),
+                   "above_bare_argparse_cpu_ratio": ratio(by_key["choose"].cpu, by_key["bare_argparse"].cpu),
                    "target": CHOOSE_TARGET},
         "plan": {"wall_ratio": ratio(by_key["plan"].wall, by_key["bare_plan"].wall),
                  "cpu_ratio": ratio(by_key["plan"].cpu, by_key["bare_plan"].cpu), "target": PLAN_TARGET,
@@ -244,14 +258,19 @@ def main() -> int:
         print(f"{f['label']:<72}{f['wall_median_s']:>11.3f}s{f['cpu_median_s']:>11.3f}s{f['cpu_min_s']:>8.3f}s"
               f"{f['max_rss_mib']:>6.0f} MiB")
     choose, plan = report["choose"], report["plan"]
-    print(f"\naccel choose / import pydantic, yaml: {choose['wall_ratio']:.2f}x wall, {choose['cpu_ratio']:.2f}x CPU "
-          f"warm ({verdict(choose['wall_ratio'], choose['cpu_ratio'], CHOOSE_TARGET)} the {CHOOSE_TARGET}x target), "
+    met = "meets" if choose["paired_cpu_ratio"] <= CHOOSE_TARGET else "MISSES"
+    print(f"\naccel choose / import pydantic, yaml: {choose['paired_cpu_ratio']:.2f}x CPU, median of the paired runs "
+          f"({met} the {CHOOSE_TARGET}x CPU target); ratio of medians {choose['wall_ratio']:.2f}x wall, "
+          f"{choose['cpu_ratio']:.2f}x CPU warm, "
           f"{choose['cold_wall_ratio']:.2f}x wall, {choose['cold_cpu_ratio']:.2f}x CPU cold")
     print(f"floor, the libraries alone / import pydantic, yaml: typer and rich {choose['cli_imports_cpu_ratio']:.2f}x CPU; "
           f"with pydantic's BaseModel {choose['libraries_cpu_ratio']:.2f}x; with one model validated "
           f"{choose['one_model_cpu_ratio']:.2f}x; a bare typer + rich + pydantic CLI with choose's options "
           f"{choose['bare_cli_wall_ratio']:.2f}x wall, {choose['bare_cli_cpu_ratio']:.2f}x CPU "
           f"(accel choose warm: {choose['above_bare_cli_cpu_ratio']:.2f}x its CPU)")
+    print(f"floor, argparse: an argparse + rich + pydantic CLI with choose's options / import pydantic, yaml: "
+          f"{choose['bare_argparse_wall_ratio']:.2f}x wall, {choose['bare_argparse_cpu_ratio']:.2f}x CPU "
+          f"(accel choose warm: {choose['above_bare_argparse_cpu_ratio']:.2f}x its CPU)")
     print(f"accel plan / bare program of the same resource types: {plan['wall_ratio']:.2f}x wall, "
           f"{plan['cpu_ratio']:.2f}x CPU ({verdict(plan['wall_ratio'], plan['cpu_ratio'], PLAN_TARGET)} "
           f"the {PLAN_TARGET}x target); like for like, over the bare program without the collector: "

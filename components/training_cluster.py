@@ -20,6 +20,7 @@ import pulumi
 from accel.components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
 from accel.components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
 from accel.components.kubernetes.storage_mounts import StorageMount
+from accel.components.kubernetes.workloads import needs_leader_worker_set
 from accel.components.kubernetes.pools import (
     ExistingCluster,
     device_plugin_needed,
@@ -131,6 +132,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_gpu_operator=bool(existing and existing.gpu_setup == "gpu-operator" and existing.has_gpus),
                 install_kueue=existing.install_kueue if existing else True,
                 install_jobset=existing.install_jobset if existing else True,
+                install_lws=needs_leader_worker_set(args.plan),
                 gpu_fabric=built.gpu_fabric,
                 gke_networks=built.gke_networks,
                 storage_mounts=built.storage_mounts,
@@ -182,6 +184,8 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     import pulumi_gcp as gcp
     import pulumi_kubernetes as k8s
 
+    from accel.components.gcp.apis import GoogleApis, GoogleApisArgs
+    from accel.components.gcp.assumptions import gcp_assumptions
     from accel.components.gcp.cluster import GkeCluster, GkeClusterArgs, UpgradePause
     from accel.components.gcp.gpu import GpuNodePool, GpuNodePoolArgs
     from accel.components.gcp.network import GcpNetwork, GcpNetworkArgs
@@ -192,7 +196,12 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     assert project is not None  # validate() guarantees it
     provider = gcp.Provider(f"{name}-gcp", project=project, region=plan.region,
                             opts=pulumi.ResourceOptions(parent=parent))
-    child = pulumi.ResourceOptions(parent=parent, providers=[provider])
+    # The APIs the stack calls, on before anything calls them (a fresh project has them off).
+    apis = GoogleApis(f"{name}-apis", GoogleApisArgs.for_plan(plan, project=project),
+                      opts=pulumi.ResourceOptions(parent=parent, providers=[provider]))
+    child = pulumi.ResourceOptions(parent=parent, providers=[provider], depends_on=apis.services)
+    for message in gcp_assumptions(plan):
+        pulumi.log.warn(message, resource=parent)
 
     network = GcpNetwork(f"{name}-net", GcpNetworkArgs.for_plan(plan, tags=tags, project=project), opts=child)
     pause = UpgradePause(*args.upgrade_pause) if args.upgrade_pause else None

@@ -18,7 +18,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 from accel.base.units import TTL_EXAMPLES, UnitError, as_utc, format_timestamp, humanize_duration, parse_timestamp, parse_ttl
-from accel.policies.storage_types import STORAGE_TYPES
+from accel.policies.data_classes import classify
+from accel.policies.storage_types import STORAGE_TYPES  # noqa: F401 (re-exported; tests import it from here)
 
 # Stack config keys (project namespace "accel"; bare keys in the stack file mean the same).
 CONFIG_EPHEMERAL = "accel:ephemeral"
@@ -339,7 +340,8 @@ def _data_role(inputs: Mapping[str, Any]) -> str | None:
 def teardown_blockers(resources: Iterable[Mapping[str, Any]]) -> list[str]:
     """Why destroying a stack with this state would lose data or fail half-way (empty = safe).
 
-    `resources` are the `deployment.resources` of `pulumi stack export`. Storage must be
+    `resources` are the `deployment.resources` of `pulumi stack export`. Anything that can hold data
+    (policies/data_classes.py: a known storage type, or a type accel does not know) must be
     retainOnDelete (or GCP deletionPolicy ABANDON) unless labelled data-role=scratch; nothing may
     be protect, and nothing destroy would delete may be deletionPolicy PREVENT or a GKE cluster
     with deletion protection on.
@@ -351,12 +353,18 @@ def teardown_blockers(resources: Iterable[Mapping[str, Any]]) -> list[str]:
             continue
         inputs = resource.get("inputs") or {}
         policy = str(inputs.get("deletionPolicy") or "").upper()
-        if resource.get("type") in STORAGE_TYPES:
+        kind, why = classify(str(resource.get("type") or ""), inputs, custom=resource.get("custom", True) is not False)
+        if kind != "stateless":
             role = _data_role(inputs)
             retained = bool(resource.get("retainOnDelete")) or policy == "ABANDON"
             if role != SCRATCH_ROLE and not retained:
-                holds = f"holds {role} data" if role else "has no data-role label, so it may hold data"
-                problems.append(f"{urn}: {holds} and is not retain_on_delete; destroying would delete it")
+                if kind == "unknown":
+                    problems.append(f"{urn}: is of type {resource.get('type')}, {why}; it is not retain_on_delete, "
+                                    "so destroying could delete data: the stack is kept (retain it on delete, or "
+                                    "label it data-role=scratch)")
+                else:
+                    holds = f"holds {role} data" if role else "has no data-role label, so it may hold data"
+                    problems.append(f"{urn}: {holds} and is not retain_on_delete; destroying would delete it")
         if resource.get("protect"):
             problems.append(f"{urn}: protected, so destroy would fail half-way "
                             "(keep data with retain_on_delete, not protect)")

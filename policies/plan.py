@@ -226,7 +226,8 @@ class GpuPool(DerivedFieldsModel):
             return data
         data = dict(data)
         nodes, per_pool = data.get("nodes"), data.get("nodes_per_pool")
-        derived = pool_sizes(nodes, per_pool) if isinstance(nodes, int) and nodes > 0 else None
+        usable = isinstance(nodes, int) and nodes > 0 and (per_pool is None or (isinstance(per_pool, int) and per_pool > 0))
+        derived = pool_sizes(nodes, per_pool) if usable else None  # a bad nodes_per_pool: its own bound reports it
         accept_derived(data, "pools", len(derived) if derived else None, "gpu", "gpu.nodes and gpu.nodes_per_pool")
         return data
 

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from accel.base.errors import UsageError
+
 SCHEMA_VERSION = 2
 _SPOT_COMPATIBLE = (None, "on-demand", "spot")
 
 
-class PlanMigrationError(ValueError):
-    """A schema-1 plan that no component could ever have built."""
+class PlanMigrationError(UsageError, ValueError):
+    """A schema-1 plan that no component could ever have built. A ValueError too: it is raised
+    while a pinned plan validates."""
 
 
 def capacity_type(spot: Any, provisioning: Any, where: str) -> Any:

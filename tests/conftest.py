@@ -1,3 +1,4 @@
+import functools
 import sys
 from pathlib import Path
 
@@ -56,13 +57,19 @@ def review_cli():
     return app
 
 
+@functools.cache
+def planned_result(stack: str):
+    """The PlanResult of the bundled stack `stack`, planned once per test process (read it, never change it)."""
+    from accel.offline_plan import plan_stack
+
+    return plan_stack(stack, None, ROOT)
+
+
 @pytest.fixture(scope="session")
 def planned_results():
     """The PlanResult of every stack in stacks/, planned once per session: {stack: result}."""
-    from accel.offline_plan import plan_stack
-
     names = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-    return {name: plan_stack(name, None, ROOT) for name in names}
+    return {name: planned_result(name) for name in names}
 
 
 @pytest.fixture(scope="session")

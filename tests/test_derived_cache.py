@@ -166,16 +166,17 @@ def _choose_json(example: Path, cache_setting: str) -> bytes:
                           capture_output=True, check=True).stdout
 
 
-def test_choose_json_is_byte_identical_without_the_cache_and_with_it_cold_and_warm(tmp_path):
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.stem)
+def test_choose_json_is_byte_identical_without_the_cache_and_with_it_cold_and_warm(tmp_path, example):
     """Every example's `accel choose --json` without any cache (the code path before the cache),
-    with an empty cache (filling it) and with the filled cache."""
-    for example in EXAMPLES:
-        uncached = _choose_json(example, "off")
-        assert json.loads(uncached)["chosen"] is not None
-        cache = str(tmp_path / example.stem)
-        assert _choose_json(example, cache) == uncached
-        assert list(Path(cache).rglob("*.pickle"))
-        assert _choose_json(example, cache) == uncached
+    with an empty cache (filling it) and with the filled cache. One test per example, so parallel
+    workers share the 18 processes."""
+    uncached = _choose_json(example, "off")
+    assert json.loads(uncached)["chosen"] is not None
+    cache = str(tmp_path / example.stem)
+    assert _choose_json(example, cache) == uncached
+    assert list(Path(cache).rglob("*.pickle"))
+    assert _choose_json(example, cache) == uncached
 
 
 def test_a_workload_with_an_error_fails_the_same_way_on_every_run(tmp_path):

@@ -299,6 +299,12 @@ CASES = [
          [eks_block_group(desired=0), *block_schedules()],
          [*block_schedules()[:1], eks_block_group(desired=0)],
          "its Auto Scaling group has no scheduled scale-in to 0 before its end", "mandatory"),
+    Case("google-apis-enabled",
+         [resource("gcp:projects/service:Service", "storage-api", {"service": "storage.googleapis.com"}),
+          {**gcs_bucket(), "dependencies": [f"{STACK}::gcp:projects/service:Service::storage-api"]}],
+         [resource("gcp:projects/service:Service", "storage-api", {"service": "storage.googleapis.com"}),
+          gcs_bucket()],
+         "does not wait for storage.googleapis.com to be enabled", "mandatory"),
     Case("ownership-labels",
          [gcs_bucket()], [gcs_bucket(labels={**OWNER_LABELS, "owner": "unknown", "data-role": "checkpoint"})],
          "placeholder values owner='unknown', so its cost cannot be attributed", "advisory"),
@@ -654,7 +660,25 @@ def test_eks_gpu_group_needs_its_taint_and_matching_alternates():
         "instanceTypes": ["p5.48xlarge", "g6e.12xlarge"], "launchTemplate": {"id": "lt", "version": "1"}})
     assert len(messages_for("gpu-node-pool-tainted", [group])) == 1
     [message] = messages_for("gpu-count-matches-machine", [group])
-    assert "p5.48xlarge (8 x h100-80gb), g6e.12xlarge (4 x l40s)" in message
+    assert "g6e.12xlarge differs from p5.48xlarge: 4 GPUs per node against 8" in message
+    assert "accel:plan.gpu.alternate_machine_types" in message
+
+
+def test_an_alternate_with_a_gpu_that_runs_the_same_kernels_and_more_memory_is_accepted():
+    # p4de (A100 80GB) stands in for p4d (A100 40GB): what `accel choose` offers on p4d spot.
+    group = resource("aws:eks/nodeGroup:NodeGroup", "gpus", {"instanceTypes": ["p4d.24xlarge", "p4de.24xlarge"]})
+    assert messages_for("gpu-count-matches-machine", [group]) == []
+
+
+def test_an_alternate_with_less_memory_or_another_gpu_model_is_refused_saying_what_differs():
+    smaller = resource("aws:eks/nodeGroup:NodeGroup", "gpus", {"instanceTypes": ["p4de.24xlarge", "p4d.24xlarge"]})
+    [message] = messages_for("gpu-count-matches-machine", [smaller])
+    assert "a100-40gb has 42.9 GB per GPU against a100-80gb's 85.9 GB" in message
+    assert "GPUs per node" not in message
+    other_model = resource("aws:eks/nodeGroup:NodeGroup", "gpus", {"instanceTypes": ["p5.48xlarge", "p4de.24xlarge"]})
+    [message] = messages_for("gpu-count-matches-machine", [other_model])
+    assert "GPU model a100-80gb" in message and "h100-80gb" in message and "GPUs per node" not in message
+    assert "accel:plan.gpu.alternate_machine_types" in message
 
 
 def test_gpu_machine_without_declared_accelerators_fails():

@@ -17,13 +17,25 @@ ALLOWED = {
 }
 
 
+def module_exists(module: str) -> bool:
+    """Whether `accel.<...>` names a module or package of this checkout (policies/ and components/
+    at the top, the rest under accel/)."""
+    rest = module.split(".")[1:]
+    base = ROOT if rest[:1] in (["policies"], ["components"]) else ROOT / "accel"
+    path = base.joinpath(*rest)
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def imported_modules(path: Path) -> list[str]:
+    """Imported modules, with `from package import submodule` read as the submodule."""
     names = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                names.append(submodule if submodule.startswith("accel.") and module_exists(submodule) else node.module)
     return names
 
 
@@ -68,28 +80,6 @@ def wing(module: str) -> str:
     return parts[2] if len(parts) > 2 else "__init__"
 
 
-def module_exists(module: str) -> bool:
-    """Whether `accel.<...>` names a module or package of this checkout (policies/ and components/
-    at the top, the rest under accel/)."""
-    rest = module.split(".")[1:]
-    base = ROOT if rest[:1] in (["policies"], ["components"]) else ROOT / "accel"
-    path = base.joinpath(*rest)
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
-def resolved_imports(path: Path) -> list[str]:
-    """Imported modules, with `from package import submodule` read as the submodule."""
-    names = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                names.append(submodule if submodule.startswith("accel.") and module_exists(submodule) else node.module)
-    return names
-
-
 def test_every_policies_module_belongs_to_a_wing_on_a_floor():
     wings = {p.relative_to(POLICIES).parts[0].removesuffix(".py") for p in python_files(POLICIES)}
     assert wings - {"__init__"} == set(POLICY_FLOORS)
@@ -100,7 +90,7 @@ def test_a_policies_wing_imports_only_itself_and_the_wings_below(own):
     folder = POLICIES / own
     files = python_files(folder) if folder.is_dir() else [POLICIES / f"{own}.py"]
     wrong = [f"{path.relative_to(ROOT)} imports {name}"
-             for path in files for name in resolved_imports(path)
+             for path in files for name in imported_modules(path)
              if name.startswith("accel.policies") and wing(name) != own
              and not (wing(name) in POLICY_FLOORS and POLICY_FLOORS[wing(name)] < POLICY_FLOORS[own])]
     assert not wrong, wrong
@@ -111,14 +101,14 @@ def test_the_estimator_and_cloud_terms_never_reach_into_selection_or_each_other(
     selection and the guardrail pack, and neither leans on the other."""
     for own, other in (("estimator", "cloud"), ("cloud", "estimator")):
         wrong = [f"{path.relative_to(ROOT)} imports {name}"
-                 for path in python_files(POLICIES / own) for name in resolved_imports(path)
+                 for path in python_files(POLICIES / own) for name in imported_modules(path)
                  if name.startswith("accel.policies.") and wing(name) in (other, "selection", "guardrails")]
         assert not wrong, wrong
 
 
 def test_components_use_only_the_hand_written_pools_of_the_selection_pipeline():
     wrong = [f"{path.relative_to(ROOT)} imports {name}"
-             for path in python_files(ROOT / "components") for name in resolved_imports(path)
+             for path in python_files(ROOT / "components") for name in imported_modules(path)
              if name.startswith("accel.policies.selection") and name != "accel.policies.selection.pools"]
     assert not wrong, wrong
 
@@ -140,6 +130,6 @@ def test_the_parts_below_the_commands_import_only_what_stands_below_them(part):
     target = ROOT / "accel" / part
     files = python_files(target) if target.is_dir() else [target]
     wrong = [f"{path.relative_to(ROOT)} imports {name}"
-             for path in files for name in resolved_imports(path)
+             for path in files for name in imported_modules(path)
              if (name == "accel" or name.startswith("accel.")) and not name.startswith(ACCEL_PARTS[part])]
     assert not wrong, wrong

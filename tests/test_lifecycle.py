@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
+
+from accel.base.units import MAX_TTL
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,7 +61,17 @@ def test_ttl_reads_minutes_hours_days_weeks(text, expected):
 @given(amount=st.integers(min_value=1, max_value=10_000), unit=st.sampled_from(["m", "h", "d", "w"]))
 def test_ttl_of_one_unit_is_that_many_units(amount, unit):
     seconds = {"m": 60, "h": 3600, "d": 86400, "w": 604800}[unit]
-    assert parse_ttl(f"{amount}{unit}") == timedelta(seconds=amount * seconds)
+    if timedelta(seconds=amount * seconds) > MAX_TTL:
+        with pytest.raises(LifecycleError, match="longer than 3,660 days"):
+            parse_ttl(f"{amount}{unit}")
+    else:
+        assert parse_ttl(f"{amount}{unit}") == timedelta(seconds=amount * seconds)
+
+
+@pytest.mark.parametrize("text", ["99999999999w", "9" * 400 + "m", "523w", "3661d", "3660d1m"])
+def test_a_ttl_past_ten_years_is_refused_not_an_overflow(text):
+    with pytest.raises(LifecycleError, match="longer than 3,660 days"):
+        parse_ttl(text)
 
 
 def test_ttl_without_unit_suggests_one():

@@ -86,14 +86,27 @@ def test_a_built_shape_that_disagrees_with_the_plan_names_the_field_and_both_val
     assert "accel:plan.chosen.chips says 1,024 but the program builds 10,240 chips" in problems
 
 
-def test_a_price_change_under_a_newer_catalog_is_drift_not_a_refusal(tpu_plan):
-    older = tpu_plan.model_copy(update={"catalog": tpu_plan.catalog.model_copy(update={"version": "2025.01.1"}),
+def test_a_price_change_under_an_earlier_catalog_is_drift_not_a_refusal(tpu_plan):
+    older = tpu_plan.model_copy(update={"catalog": tpu_plan.catalog.model_copy(update={"version": "2026.04.1"}),
                                         "chosen": tpu_plan.chosen.model_copy(update={"hourly_usd": 2000.0})})
     built = price_resources([tpu_pool(f"s{i}", 64) for i in range(4)], CATALOG)
     problems, drift = check_pin(older, built, "llama-70b-tpu")
     assert problems == []
     assert (drift.pinned_hourly_usd, drift.now_hourly_usd) == (2000.0, pytest.approx(built.accelerator_hourly_usd))
-    assert "2025.01.1" in drift.note and CATALOG.version in drift.note
+    assert "2026.04.1" in drift.note and CATALOG.version in drift.note
+    assert "unverified" in drift.note and f"repriced from catalog {CATALOG.version}" in drift.note
+
+
+@pytest.mark.parametrize("version", ["1999.1.1", "2027.1.1", "2026.11.2-forged", "x"])
+def test_a_pin_naming_a_catalog_accel_does_not_know_is_refused_not_called_drift(tpu_plan, version):
+    """Halved prices under a made-up catalog version: nothing to check them against, so refused."""
+    forged = tpu_plan.model_copy(update={"catalog": tpu_plan.catalog.model_copy(update={"version": version}),
+                                         "chosen": tpu_plan.chosen.model_copy(
+                                             update={"hourly_usd": tpu_plan.chosen.hourly_usd / 2})})
+    built = price_resources([tpu_pool(f"s{i}", 64) for i in range(4)], CATALOG)
+    problems, drift = check_pin(forged, built, "llama-70b-tpu")
+    assert drift is None
+    assert len(problems) == 1 and f"catalog.version is {version!r}, a catalog accel does not know" in problems[0]
 
 
 def test_a_tampered_pin_is_refused_with_the_field_both_values_and_how_to_re_pin(tmp_path):

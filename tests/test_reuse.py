@@ -4,11 +4,15 @@
   project that has its own `components/` and `policies/` folders, on Pulumi's mocks.
 - The guardrail pack copied alone, with only what its requirements.txt installs, loads its policies.
 
-Offline: the wheel is built from this checkout (`uv build`), installed with `--no-deps --offline`, and
-the third-party dependencies come from this test run's own environment through a `.pth` file that
-lists them one by one (never this checkout, never the project's own editable install). The pack's
-requirements name accel by a direct git reference (the PyPI name `accel` is someone else's); the
-test installs those very lines with only that reference's URL swapped for the wheel built here.
+Nothing is taken from what an earlier install left in uv's cache, so a fresh machine (and CI, whose
+caches start empty) passes as a warm one does. The wheel is built from this checkout with the build
+backend README's set-up installed (hatchling, in the locked dev group: `uv build --no-build-isolation
+--offline`) and installed with `--no-deps --offline`. The third-party dependencies come from this test
+run's own environment through a `.pth` file that lists them one by one (never this checkout, never the
+project's own editable install). The pack's requirements name accel by a direct git reference (the
+PyPI name `accel` is someone else's); the test installs those very lines with only that reference's
+URL swapped for the wheel built here, and the others from the package index at the versions this
+environment has (the locked ones).
 """
 
 from __future__ import annotations
@@ -37,13 +41,14 @@ def _uv(*args: str, venv: Path | None = None) -> None:
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
     if venv is not None:
         env["VIRTUAL_ENV"] = str(venv)
-    subprocess.run(["uv", *args], check=True, capture_output=True, text=True, env=env, cwd=ROOT)
+    done = subprocess.run(["uv", *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 0, f"uv {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
 
 
 @pytest.fixture(scope="module")
 def wheel_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    _uv("build", "--wheel", "--offline", "-q", "-o", str(out))
+    _uv("build", "--wheel", "--no-build-isolation", "--offline", "--python", sys.executable, "-q", "-o", str(out))
     assert len(list(out.glob("accel-*.whl"))) == 1
     return out
 
@@ -90,6 +95,21 @@ def with_local_accel(path: Path, wheel: Path) -> list[str]:
     """`path`'s requirement lines, the accel reference pointing at `wheel` instead of the git host."""
     return [f"accel @ {wheel.as_uri()}" if Requirement(line).name == "accel" else line
             for line in requirement_lines(path)]
+
+
+def pinned_here(lines: list[str]) -> list[str]:
+    """A constraint `name==version` for each requirement but accel: the version installed in this
+    environment (README's set-up installs the locked one), which must satisfy the requirement."""
+    from importlib.metadata import version
+
+    pins = []
+    for requirement in map(Requirement, lines):
+        if requirement.name == "accel":
+            continue
+        installed = version(requirement.name)
+        assert requirement.specifier.contains(installed, prereleases=True), (requirement, installed)
+        pins.append(f"{requirement.name}=={installed}")
+    return pins
 
 
 def test_the_pack_requirements_name_accel_by_a_git_reference_to_the_release_tag_never_by_an_index_version():
@@ -170,10 +190,12 @@ def test_the_guardrail_pack_copied_alone_loads_its_policies_from_its_requirement
     before = _run(python, CAPTURE_PACK, pack)
     assert before.returncode != 0 and "No module named 'accel'" in before.stderr, "accel importable before install"
 
-    requirements = tmp_path / "requirements-offline.txt"
+    requirements = tmp_path / "requirements-local-accel.txt"
     requirements.write_text("\n".join(with_local_accel(pack / "requirements.txt",
                                                          next(wheel_dir.glob("accel-*.whl")))) + "\n")
-    _uv("pip", "install", "-q", "--offline", "--no-deps", "-r", str(requirements), venv=tmp_path / "venv")
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("\n".join(pinned_here(requirement_lines(pack / "requirements.txt"))) + "\n")
+    _uv("pip", "install", "-q", "--no-deps", "-r", str(requirements), "-c", str(constraints), venv=tmp_path / "venv")
     result = _run(python, CAPTURE_PACK, pack)
     assert result.returncode == 0, result.stderr
     loaded = json.loads(result.stdout.splitlines()[-1])

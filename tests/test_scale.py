@@ -6,25 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import given, strategies as st
 
 from accel.policies import hardware
 from accel.policies.selection.fleet_layout import FleetLayoutError, nodes_per_pool
 from accel.policies.plan import GpuPool, pool_sizes
+from tests.crds import CRDS, served_schema
 
 ROOT = Path(__file__).resolve().parents[1]
-CRDS = ROOT.parent / "shared" / "crds"
 FLEETS = {"llama-405b-h100-gcp": ("gcp:container/nodePool:NodePool", "gke_compact_placement_max_nodes"),
           "llama-405b-h100-aws": ("aws:eks/nodeGroup:NodeGroup", "eks_nodes_per_managed_node_group")}
 
 
 def crd_schema(name: str) -> dict:
-    path = CRDS / "kueue" / f"kueue.x-k8s.io_{name}.yaml"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent: the upstream CRDs live in ../shared/crds beside the checkout")
-    crd = yaml.safe_load(path.read_text())
-    return next(v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
+    return served_schema(CRDS / "kueue" / f"kueue.x-k8s.io_{name}.yaml", "v1beta1")
 
 
 def gpu_pools(document: dict, pool_type: str) -> list[dict]:

@@ -83,9 +83,12 @@ def test_the_scan_finds_the_phrases_the_components_use(forbidden):
 # What the components and the guardrail pack say (components/gcp/gpu.py, tpu.py; guardrails/rules/).
 COMPONENT_PHRASES = [
     "pause upgrades for the run with GkeClusterArgs.upgrade_pause",
-    "stamp the accel-expires-at (or accel-ttl) label with ResourceTags(ephemeral=True, expires_at=...) so",
-    "set owner and cost_center in the workload spec and stamp ResourceTags.gcp_labels() on it",
-    "set owner and cost_center in the workload spec and stamp ResourceTags.aws_tags() on it",
+    'stamp the accel-expires-at (or accel-ttl) label: give the component ResourceTags(..., ephemeral=True, ttl="24h") '
+    "(or expires_at=...) so",
+    "give the component ResourceTags(..., owner=..., cost_center=...) "
+    "(a resource of your own: stamp ResourceTags.gcp_labels() on it)",
+    "give the component ResourceTags(..., owner=..., cost_center=...) "
+    "(a resource of your own: stamp ResourceTags.aws_tags() on it)",
 ]
 
 

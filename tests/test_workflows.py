@@ -77,23 +77,35 @@ def test_only_the_comment_job_may_write_to_pull_requests():
         "the job that can write to the PR must not check out or run the PR's code"
 
 
-# The current majors, all on node24 (see the comment at the top of preview.yml for sources).
-CURRENT_MAJOR = {
-    "actions/checkout": 6, "actions/setup-python": 6, "actions/upload-artifact": 7,
-    "actions/download-artifact": 7, "astral-sh/setup-uv": 7, "pulumi/actions": 7,
-    "google-github-actions/auth": 3, "google-github-actions/setup-gcloud": 3,
-    "aws-actions/configure-aws-credentials": 6,
+# Each action pinned to the commit of the newest release of its current major (all on node24; see
+# the comment at the top of preview.yml). The commits were read 2026-11-26 from each action's own
+# repository: `git rev-parse vX.Y.Z^{commit}` (and the floating `vX` tag pointed at the same one).
+# To check or move a pin: `git ls-remote https://github.com/OWNER/ACTION refs/tags/vX.Y.Z^{}`.
+PINNED = {
+    "actions/checkout": ("v6.1.0", "d23441a48e516b6c34aea4fa41551a30e30af803"),
+    "actions/setup-python": ("v6.3.0", "ece7cb06caefa5fff74198d8649806c4678c61a1"),
+    "actions/upload-artifact": ("v7.0.0", "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f"),
+    "actions/download-artifact": ("v7.0.0", "37930b1c2abaa49bbe596cd826c3c89aef350131"),
+    "astral-sh/setup-uv": ("v7.6.0", "37802adc94f370d6bfd71619e3f0bf239e1f3b78"),
+    "pulumi/actions": ("v7.0.0", "8e5e406f4007fca908480587cb9893c07090f58d"),
+    "google-github-actions/auth": ("v3.0.0", "7c6bc770dae815cd3e89ee6cdf493a5fab2cc093"),
+    "google-github-actions/setup-gcloud": ("v3.0.1", "aa5489c8933f4cc7a4f7d45035b3b1440c9c10db"),
+    "aws-actions/configure-aws-credentials": ("v6.2.3", "e6de054238d6b7531b4efff3b6587d9aade6a06c"),
 }
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
-def test_actions_are_at_their_current_major(path):
+def test_actions_are_pinned_to_the_commit_of_their_reviewed_release(path):
+    text = path.read_text(encoding="utf-8")
     for job, step in steps(path):
         if "uses" not in step:
             continue
         action, _, ref = step["uses"].partition("@")
-        assert action in CURRENT_MAJOR, f"{path.name}/{job}: {action} is not a reviewed action"
-        assert ref == f"v{CURRENT_MAJOR[action]}", f"{path.name}/{job}: {step['uses']}"
+        assert action in PINNED, f"{path.name}/{job}: {action} is not a reviewed action"
+        tag, commit = PINNED[action]
+        assert ref == commit, f"{path.name}/{job}: {step['uses']} is not pinned to {tag}'s commit"
+        assert re.search(rf"uses: {re.escape(action)}@{commit}  # {re.escape(tag)}\b", text), \
+            f"{path.name}/{job}: say which release the commit is ({tag}) in a comment"
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
@@ -125,10 +137,58 @@ def readme_commands() -> dict[str, str]:
 def test_ci_runs_readmes_test_command_exactly():
     commands = readme_commands()
     assert len(commands) == 2
-    test_command = commands["# The tests"]
     ci = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-          if line and not line.startswith("#") and not line.startswith(("set ", "cd "))]
-    assert ci == [test_command]
+          if line and not line.startswith("#")]
+    assert ci[-1] == commands["# The tests"]
+
+
+# Stand-ins for python3 and uv: each records what it was run with and in which environment, then
+# `uv run` exits with $PYTEST_EXIT as pytest would.
+FAKE_TOOL = """#!/usr/bin/env bash
+{
+  echo "$(basename "$0") $*"
+  for name in HOME UV_CACHE_DIR UV_PROJECT_ENVIRONMENT; do
+    value="${!name}"
+    if [ -d "$value" ]; then state="dir:$(ls -A "$value" | wc -l)"; elif [ -e "$value" ]; then state=file; else state=absent; fi
+    echo "  $name=$value $state"
+  done
+} >> "$RECORD"
+[ "$(basename "$0") $1" = "uv run" ] && exit "$PYTEST_EXIT"
+exit 0
+"""
+
+
+def run_ci_with_fake_tools(tmp_path: Path, pytest_exit: int) -> tuple[int, list[str]]:
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir(exist_ok=True)
+    for tool in ("python3", "uv"):
+        (fake_bin / tool).write_text(FAKE_TOOL, encoding="utf-8")
+        (fake_bin / tool).chmod(0o755)
+    record = tmp_path / f"record-{pytest_exit}"
+    env = {**os.environ, "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}", "RECORD": str(record),
+           "PYTEST_EXIT": str(pytest_exit), "TMPDIR": str(tmp_path)}
+    done = subprocess.run(["bash", str(ROOT / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode, record.read_text(encoding="utf-8").splitlines()
+
+
+def test_ci_starts_from_an_empty_home_uv_cache_and_virtualenv_and_removes_them(tmp_path):
+    code, record = run_ci_with_fake_tools(tmp_path, 0)
+    assert code == 0
+    commands = [line for line in record if not line.startswith("  ")]
+    assert commands == ["python3 -m pip install -q uv", "uv sync --frozen --compile-bytecode", "uv run --no-sync pytest"]
+    places = {line.split("=", 1)[0].strip(): line.split("=", 1)[1].split() for line in record[1:4]}
+    assert places["HOME"][1] == "dir:0", "HOME is not an empty directory"
+    assert places["UV_CACHE_DIR"][1] == "absent" and places["UV_PROJECT_ENVIRONMENT"][1] == "absent"
+    scratch = {Path(path).parent for path, _state in places.values()}
+    assert len(scratch) == 1 and scratch.pop().parent == tmp_path, "not one fresh temporary directory"
+    assert [p for p in tmp_path.iterdir() if p.name not in ("bin", "record-0")] == [], "left behind"
+
+
+@pytest.mark.parametrize("pytest_exit", [1, 2, 5])
+def test_ci_fails_when_pytest_fails_or_finds_no_tests(tmp_path, pytest_exit):
+    code, _record = run_ci_with_fake_tools(tmp_path, pytest_exit)
+    assert code == pytest_exit
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", f"record-{pytest_exit}"], "left behind"
 
 
 def uv_syncs() -> list[tuple[str, str]]:

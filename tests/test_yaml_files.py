@@ -141,7 +141,7 @@ def test_an_alias_that_nests_past_the_depth_bound_is_refused():
 def test_a_yaml_file_over_the_size_bound_is_refused_naming_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(yaml_files, "MAX_BYTES", 1_000)
     path = write(tmp_path, "name: w\n" + "# padding\n" * 200)
-    with pytest.raises(UsageError, match=rf"{path}: 2,008 bytes; accel reads YAML files of at most 1,000 bytes"):
+    with pytest.raises(UsageError, match=rf"{path}: 2,008 bytes; accel reads a .* of at most 1,000 bytes"):
         read_yaml_file(path, "workload file")
 
 

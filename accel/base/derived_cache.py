@@ -47,6 +47,11 @@ def cache_dir() -> Path | None:
     configured = os.environ.get(CACHE_DIR_VARIABLE)
     if configured is not None:
         return None if configured.strip().lower() in ("", "off", "0", "false", "no") else Path(configured)
+    if sys.platform.startswith("linux"):
+        # The XDG base directory rule, as platformdirs applies it on Linux, without its ~20 ms import
+        # on every `accel choose` (docs/choose.md, start-up).
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        return Path(xdg if xdg.strip() else os.path.expanduser("~/.cache")) / "accel"
     try:
         from platformdirs import user_cache_path
     except ImportError:  # the guardrail pack's environment may hold nothing but pulumi-policy
@@ -90,12 +95,22 @@ def _pydantic_version() -> str:
     return str(getattr(module, "VERSION", "none"))
 
 
+CACHED_INPUT_MAX_BYTES = 16 * 1024 * 1024  # the YAML bound (accel/base/yaml_files.py)
+
+
 def key_of(files: Iterable[Path], code: Iterable[Path] = (), extra: Any = ()) -> str:
     """The entry key for a value derived from these files' contents (and `extra`, a repr-able value
     standing for any other input) by the code under `code` as it is now."""
     digest = hashlib.sha256(f"{code_fingerprint(code)} pydantic {_pydantic_version()}".encode())
+    from accel.base.errors import UsageError
+    from accel.base.safe_files import read_bytes
+
     for file in files:
-        digest.update(b"\0" + str(file).encode() + b"\0" + file.read_bytes())
+        try:  # a regular file within the bound, or no cache (compute() reports it in its own words)
+            content = read_bytes(file, "input", max_bytes=CACHED_INPUT_MAX_BYTES)
+        except UsageError as error:
+            raise OSError(str(error)) from None
+        digest.update(b"\0" + str(file).encode() + b"\0" + content)
     digest.update(b"\0" + repr(extra).encode())
     return digest.hexdigest()
 

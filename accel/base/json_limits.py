@@ -10,6 +10,7 @@ any preview or plan accel is meant to read.
 from __future__ import annotations
 
 import re
+import sys
 
 from accel.base.errors import UsageError
 
@@ -43,3 +44,13 @@ def check_json_bounds(text: str, shown: str, *, max_depth: int = MAX_DEPTH, max_
         raise UsageError(f"{shown}: JSON nested more than {max_depth} levels deep; accel reads documents nested at "
                          f"most {max_depth} levels (a `pulumi preview --json` or `accel plan --json` document "
                          f"stays far below that)")
+
+
+def describe_number_error(error: ValueError) -> str | None:
+    """The message for Python's integer-string limit ('Exceeds the limit (4300 digits) for integer
+    string conversion'), which `json.loads` raises as a bare ValueError for a huge integer literal;
+    None for any other ValueError."""
+    if "integer string conversion" in str(error) or "digits" in str(error):
+        return (f"a number with more than {sys.get_int_max_str_digits():,} digits; no field accel reads "
+                "holds a number that long")
+    return None

@@ -11,8 +11,10 @@ import re
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+from accel.base.errors import UsageError
 
-class UnitError(ValueError):
+
+class UnitError(UsageError, ValueError):
     """A quantity, TTL or instant that cannot be read; the message says what forms are accepted."""
 
 
@@ -111,6 +113,7 @@ def humanize_duration(span: timedelta) -> str:
 _TTL_UNITS = {"m": ("minutes", 60), "h": ("hours", 3600), "d": ("days", 86400), "w": ("weeks", 604800)}
 _TTL_PART = re.compile(r"(\d+)([a-z]+)")
 TTL_EXAMPLES = "e.g. 90m, 12h, 3d, 1w or 1d12h"
+MAX_TTL = timedelta(days=3660)  # ten years: past any run or lease, and far inside what datetime holds
 
 
 def parse_ttl(text: str) -> timedelta:
@@ -128,6 +131,9 @@ def parse_ttl(text: str) -> timedelta:
     for match in _TTL_PART.finditer(compact):
         if match.start() != position:
             break
+        if len(match.group(1)) > 12:  # past any bound below, and before int() meets Python's digit limit
+            raise UnitError(f"TTL {text[:40]!r}{'…' if len(text) > 40 else ''} is longer than {MAX_TTL.days:,} days "
+                            "(ten years), the longest accel takes")
         amount, unit = int(match.group(1)), match.group(2)
         if unit not in _TTL_UNITS:
             raise UnitError(
@@ -139,12 +145,17 @@ def parse_ttl(text: str) -> timedelta:
         if seen and "wdhm".index(unit) < "wdhm".index(seen[-1]):
             raise UnitError(f"TTL {text!r}: write the largest unit first, e.g. 1d12h")
         seen.append(unit)
-        total += timedelta(seconds=amount * _TTL_UNITS[unit][1])
+        seconds = amount * _TTL_UNITS[unit][1]
+        if seconds > MAX_TTL.total_seconds():  # before timedelta() overflows a C int
+            raise UnitError(f"TTL {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
+        total += timedelta(seconds=seconds)
         position = match.end()
     if position != len(compact):
         raise UnitError(f"TTL {text!r} is not a duration; write it like {TTL_EXAMPLES}")
     if total <= timedelta(0):
         raise UnitError(f"TTL {text!r} must be longer than zero")
+    if total > MAX_TTL:
+        raise UnitError(f"TTL {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
     return total
 
 

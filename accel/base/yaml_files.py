@@ -148,17 +148,10 @@ def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageErro
     `what` names the file's role in messages, e.g. "workload file" or "stack file"; `all_documents`
     reads a multi-document stream as a list (parse_yaml).
     """
+    from accel.base.safe_files import read_text
+
     shown = shown or str(path)
-    if path.is_dir():
-        raise error(f"{shown}: is a directory; expected a {what}")
-    try:
-        if path.stat().st_size > MAX_BYTES:  # refused before it is read into memory
-            raise error(f"{shown}: {path.stat().st_size:,} bytes; accel reads YAML files of at most {MAX_BYTES:,} bytes")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{shown}: no such {what}") from None
-    except (PermissionError, UnicodeDecodeError) as problem:
-        raise error(f"{shown}: cannot read the {what} ({problem.__class__.__name__})") from None
+    text = read_text(path, what, max_bytes=MAX_BYTES, error=error, shown=shown)
     try:
         return parse_yaml(text, all_documents=all_documents)
     except DuplicateKeyError as problem:

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -26,29 +25,42 @@ PLOT_SUFFIXES = (".png", ".svg")
 TOP_OPTIONS = 5  # a person compares a handful side by side; --json holds every option
 
 
-def register(app: typer.Typer) -> None:
-    app.command("choose")(choose)
+def register(app: Any) -> None:
+    """Add the typer command (help, -h, completion, usage errors); a plain run may skip typer entirely
+    (accel/commands/choose_options.py), so typer is imported here, not by the module."""
+    import typer
+
+    from accel.commands.choose_options import BY_DEST as O
+
+    def option(dest: str) -> Any:
+        declared = O[dest]
+        if not declared.flags:
+            return typer.Argument(..., metavar=declared.metavar, help=declared.help)
+        return typer.Option(declared.default, *declared.flags, metavar=declared.metavar, help=declared.help)
+
+    @app.command("choose")
+    def choose(
+        workload: str = option("workload"),
+        as_json: bool = option("as_json"),
+        objective: str = option("objective"),
+        catalog: Optional[Path] = option("catalog"),
+        plot: Optional[Path] = option("plot"),
+        write_stack: Optional[str] = option("write_stack"),
+        reservations: Optional[Path] = option("reservations"),
+    ) -> None:
+        """Choose TPUs or GPUs for a workload and explain why."""
+        main(workload=workload, as_json=as_json, objective=objective, catalog=catalog, plot=plot,
+             write_stack=write_stack, reservations=reservations)
 
 
-def choose(
-    workload: str = typer.Argument(..., metavar="WORKLOAD.yaml", help="Workload spec (see docs/choose.md)"),
-    as_json: bool = typer.Option(False, "--json", help="Print the choice as JSON on stdout"),
-    objective: str = typer.Option("cost", "--objective", metavar="cost|time",
-                                  help="cost: cheapest that meets the deadline; "
-                                                              "time: fastest within budget"),
-    catalog: Optional[Path] = typer.Option(None, "--catalog", metavar="FILE", help="Catalog overlay (YAML/CSV) or directory: "
-                                                                    "negotiated prices, reservations"),
-    plot: Optional[Path] = typer.Option(None, "--plot", metavar="FILE", help="Write a time-vs-cost chart of the options (.png or .svg)"),
-    write_stack: Optional[str] = typer.Option(None, "--write-stack", metavar="NAME",
-                                              help="Pin the workload and plan into stacks/Pulumi.NAME.yaml"),
-    reservations: Optional[Path] = typer.Option(None, "--reservations", metavar="FILE",
-                                                help="Reservations you hold, priced as they say and preferred: a "
-                                                     "stack file's accel:reservations or a YAML list of them"),
-) -> None:
-    """Choose TPUs or GPUs for a workload and explain why."""
-    status = Console(stderr=True)
+def main(*, workload: str, as_json: bool, objective: str, catalog: Path | None, plot: Path | None,
+         write_stack: str | None, reservations: Path | None) -> None:
+    """The command: exit 0 with a choice, 2 on invalid input, 3 when nothing is feasible."""
+    # emoji=False: the output is data (names, regions, prices), where `:name:` is never an emoji code, and
+    # rich's emoji table (~25 ms to load) stays unread.
+    status = Console(stderr=True, emoji=False)
     try:
-        out = Console() if sys.stdout.isatty() else Console(width=140)
+        out = Console(emoji=False) if sys.stdout.isatty() else Console(width=140, emoji=False)
         run(workload, as_json=as_json, objective=objective, catalog_path=catalog, plot=plot,
             write_stack=write_stack, out=out, status=status, reservations_path=reservations)
     except NothingFeasible as error:
@@ -202,7 +214,8 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)")
         for item in choice.rejected:
             console.print(f"  - {item['offering']}: {item['reasons'][0]}"
-                          + (f" (+{len(item['reasons']) - 1} more)" if len(item["reasons"]) > 1 else ""),
+                          + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
+                             "--json lists them)" if len(item["reasons"]) > 1 else ""),
                           highlight=False)
 
 
@@ -371,15 +384,23 @@ def label_points(axes: Any, labels: list[tuple[float, float, str, str]], near_px
                       color=colour, fontsize="medium", zorder=6)
 
 
+class _PlotPathError(UsageError):
+    def __init__(self, message: str) -> None:
+        super().__init__(f"--plot: {message}")
+
+
 def check_plot_path(path: Path) -> None:
     """Refuse a chart path that cannot be written before any work is done (so --json output is never followed
     by a failure): a .png or .svg name in an existing, writable directory."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise UsageError(f"--plot: {path}: the chart is written as PNG or SVG; name the file *.png or *.svg")
+    from accel.base.safe_files import check_writable, is_directory
+
+    check_writable(path, "chart", error=_PlotPathError)
     directory = path.parent
-    if not directory.is_dir():
+    if not is_directory(directory):
         raise UsageError(f"--plot: {path}: the directory {directory} does not exist; create it or choose another path")
-    if path.is_dir():
+    if is_directory(path):
         raise UsageError(f"--plot: {path}: is a directory; give a file name ending in .png or .svg")
     if not os.access(directory, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"--plot: {path}: not writable (permission denied); choose another path")

@@ -9,7 +9,9 @@ from typing import Optional
 
 import typer
 
+
 from accel.base.errors import EXIT_INVALID, AccelError, UsageError, fail
+from accel.commands.completion import complete_stack
 
 DEFAULT_STACK = "llama-70b-tpu"
 
@@ -30,7 +32,7 @@ def _read_manifests(path: Path) -> list[dict]:
 
 
 def job(
-    stack: Optional[str] = typer.Option(None, "--stack", "-s", metavar="STACK",
+    stack: Optional[str] = typer.Option(None, "--stack", "-s", metavar="STACK", autocompletion=complete_stack,
                                         help=f"Stack whose workload to run (default {DEFAULT_STACK})"),
     image: Optional[str] = typer.Option(None, "--image", metavar="IMAGE", help="Container image (default: the documented example)"),
     command: Optional[str] = typer.Option(None, "--command", metavar="CMD", help="Command the container runs"),
@@ -52,6 +54,17 @@ def job(
 
     status = Console(stderr=True)
     try:
+        if stack is not None and not stack.strip():
+            raise UsageError(f"--stack: empty; name a stack (a stacks/Pulumi.<stack>.yaml file), or leave "
+                             f"the option out for {DEFAULT_STACK}")
+        if image is not None:
+            from accel.base.image_reference import check_image_reference
+
+            check_image_reference(image)
+        if output is not None:
+            from accel.base.safe_files import check_writable
+
+            check_writable(output, "manifests")
         manifests_in = _read_manifests(check_file) if check_file else None
         project_dir = stack_config.find_project_dir(cwd or Path.cwd())
         with status.status("planning", spinner="dots") as spinner:
@@ -76,7 +89,12 @@ def job(
     else:
         text = ""
     if output and text:
-        output.write_text(text)
+        from accel.base.safe_files import write_text
+
+        try:
+            write_text(output, text, "manifests")
+        except AccelError as error:
+            fail(error)
         print(f"wrote {output}", file=sys.stderr)
     elif text:
         sys.stdout.write(text)

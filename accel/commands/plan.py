@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -15,6 +16,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from accel.base.errors import EXIT_GUARDRAIL, AccelError, fail
+from accel.commands.completion import complete_stack
 from accel.base.units import money
 
 DEFAULT_STACK = "llama-70b-tpu"
@@ -29,7 +31,7 @@ def register(app: typer.Typer) -> None:
 
 def plan(
     stack: Optional[str] = typer.Option(
-        None, "--stack", "-s", metavar="STACK",
+        None, "--stack", "-s", metavar="STACK", autocompletion=complete_stack,
         help=f"Stack to plan (stacks/Pulumi.<stack>.yaml); default {DEFAULT_STACK}"),
     config: Optional[Path] = typer.Option(
         None, "--config", metavar="FILE",
@@ -45,7 +47,7 @@ def plan(
     from accel.stack import config as stack_config
     from accel.offline_plan import plan_stack
 
-    status_console = Console(stderr=True)
+    status_console = Console(stderr=True, emoji=False)
     if stack is None and config is None:
         stack = DEFAULT_STACK
     try:
@@ -64,6 +66,11 @@ def plan(
         count = len(result.mandatory_violations)
         print(f"error: {count} mandatory guardrail violation{'s' if count != 1 else ''}", file=sys.stderr)
         raise typer.Exit(EXIT_GUARDRAIL)
+    if result.job_errors:  # the same findings `accel job` exits 2 on (docs/contracts.md)
+        count = len(result.job_errors)
+        print(f"error: the stack's job would not run ({count} problem{'s' if count != 1 else ''}); "
+              f"details: accel job -s {result.stack}", file=sys.stderr)
+        raise typer.Exit(result.exit_code)
 
 
 # ---- human output ------------------------------------------------------------------------------
@@ -71,8 +78,8 @@ def plan(
 def output_console() -> Console:
     """The terminal's width on a terminal or as COLUMNS says; else PIPED_WIDTH (rich would use 80)."""
     if sys.stdout.isatty() or os.environ.get("COLUMNS"):
-        return Console()
-    return Console(width=PIPED_WIDTH)
+        return Console(emoji=False)  # data, not prose: `:name:` is never an emoji code (choose.py)
+    return Console(width=PIPED_WIDTH, emoji=False)
 
 
 def render(result: Any, console: Console) -> None:
@@ -127,18 +134,25 @@ def _money(value: float | None) -> str:
 
 
 def render_job(job: dict | None, stack: str, console: Console) -> None:
-    """One line for the generated job's schedule check (`accel job -s STACK` writes the job)."""
+    """One line for the generated job's schedule check (`accel job -s STACK` writes the job), each problem
+    with its rule and fix, and each flagged risk (a rule of severity "flag", accel/job/rules)."""
     if job is None:
         return
     if job["schedulable"]:
         placed = "; ".join(f"{p['count']} pods on {len(p['pools'])} pool(s)" for p in job["placements"])
         console.print(f"[bold]Job[/bold]: {', '.join(job['kinds'])} {job['name']} schedules ({placed}); "
                       f"write it with `accel job -s {stack}`")
-        return
-    console.print(f"[bold]Job[/bold]: [red]{job['name']} would not schedule[/red]")
+    else:
+        console.print(f"[bold]Job[/bold]: [red]{job['name']} would not schedule[/red]")
     for error in job["errors"]:
         pool = f" (pool {error['pool']})" if error["pool"] else ""
-        console.print(f"  [red]✗[/red] {error['pod']}: {error['field']}{pool}: {error['message']}")
+        rule = f" [dim](rule {error['rule']})[/dim]" if error.get("rule") else ""
+        fix = f"; fix: {error['fix']}" if error.get("fix") else ""
+        console.print(f"  [red]✗[/red] {error['pod']}: {error['field']}{pool}: {error['message']}{rule}{fix}")
+    for warning in job.get("warnings") or []:
+        if warning.get("rule"):
+            console.print(f"  [yellow]![/yellow] {warning['pod']}: {warning['field']}: {warning['message']} "
+                          f"[dim](rule {warning['rule']}, flagged)[/dim]")
 
 
 def render_decision(result: Any, console: Console) -> None:
@@ -152,13 +166,18 @@ def render_decision(result: Any, console: Console) -> None:
         if chosen.get("topology"):
             slices = chosen.get("slices") or 1
             shape += f", topology {chosen['topology']} × {slices} slice{'s' if slices != 1 else ''}"
-        shape += f", {chosen.get('hosts')} hosts of {chosen.get('machine_type')}"
+        hosts = chosen.get("hosts")
+        shape += f", {hosts} host{'s' if hosts != 1 else ''} of {chosen.get('machine_type')}"
         where = f"{plan.get('cloud')} {plan.get('region')}"
         spot = "spot" if chosen.get("spot") else "on-demand"
         how = "pinned" if plan.get("pinned") else "chosen"
         console.print(f"[bold]Hardware[/bold] ({how}): {shape} on {where}, {spot}")
         hours = chosen.get("hours")
-        if hours is not None:
+        serving = (plan.get("workload") or {}).get("kind") == "inference"
+        if hours is not None and serving:  # a service has a period, not a run, and a utilisation, not an MFU
+            console.print(f"  serving period: {hours:,.0f} h ({hours / 24:,.1f} days), "
+                          f"utilisation {chosen.get('mfu', 0):.0%} of peak")
+        elif hours is not None:
             console.print(f"  estimated run: {hours:,.1f} h ({hours / 24:,.1f} days), MFU {chosen.get('mfu', 0):.0%}")
         for line in plan.get("rationale") or []:
             console.print(f"  • {line}")
@@ -209,10 +228,31 @@ def render_guardrails(result: Any, console: Console) -> None:
         table = Table(title=f"{level} ({len(by_level[level])})", title_style=style, title_justify="left")
         for column in ("policy", "resource", "message"):
             table.add_column(column, overflow="fold")
-        for violation in by_level[level]:
-            table.add_row(str(violation.get("policy", "")), _short_resource(violation.get("resource")),
-                          str(violation.get("message", "")))
+        for policy, resources, message in group_violations(by_level[level]):
+            shown = resources[0] if len(resources) == 1 else f"{len(resources)} resources: {', '.join(resources)}"
+            table.add_row(policy, shown, message)
         console.print(table)
+
+
+_VIOLATION_HEAD = re.compile(r"^(?P<type>\S+) '(?P<name>[^']*)' violates (?P<policy>\S+): (?P<rest>.*)$", re.S)
+
+
+def group_violations(violations: list[dict]) -> list[tuple[str, list[str], str]]:
+    """(policy, resources, message) rows: violations of one policy that say the same thing about several
+    resources (a stack without cost_center: every billable resource) are one row naming them all, the
+    message without the per-resource head `<type> '<name>' violates <policy>: `. --json keeps one entry
+    per resource."""
+    rows: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (policy, message) -> [(resource, whole message)]
+    for violation in violations:
+        policy, message = str(violation.get("policy", "")), str(violation.get("message", ""))
+        head = _VIOLATION_HEAD.match(message)
+        if head and head["policy"] == policy:
+            key, resource = (policy, head["rest"]), head["name"]
+        else:  # a message in another shape stays on its own row, whole
+            key, resource = (policy, message), _short_resource(violation.get("resource"))
+        rows.setdefault(key, []).append((resource, message))
+    return [(policy, [resource for resource, _ in members], members[0][1] if len(members) == 1 else message)
+            for (policy, message), members in rows.items()]
 
 
 def render_needed_before_up(result: Any, console: Console) -> None:

@@ -13,15 +13,18 @@ from types import FrameType
 from typing import NoReturn
 
 import typer
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from accel.base.errors import AccelError, UsageError, fail
+from accel.commands.completion import complete_stack
 from accel.policies.lifecycle import DEFAULT_BUSY_LIMIT, LifecycleError, format_timestamp, parse_timestamp, parse_ttl
 
 DEFAULT_ATTEMPTS = 3
 DEFAULT_RETRY_DELAY = 30.0
+MAX_RETRY_DELAY = 3600.0  # an hour before the first retry; doubled per attempt, so already days by the fifth
 EXIT_NOT_FOUND = 127  # what a shell returns for a command it cannot find
 EXIT_CANNOT_RUN = 126  # ... and for one it found but cannot execute
 
@@ -73,8 +76,13 @@ def _fail(error: AccelError, json_output: bool, dry_run: bool, work_dir: Path) -
 def _render(report, out: Console) -> None:
     title = "accel reap --dry-run (nothing changed)" if report.dry_run else "accel reap"
     table = Table(title=f"{title}: {format_timestamp(report.now)}", title_justify="left")
-    for column in ("stack", "status", "reason", "detail"):
-        table.add_column(column, overflow="fold")
+    # Names and the two one-word columns never break mid-word (a piped table is 80 columns wide): they
+    # take the width they need and the detail, which is prose, wraps at spaces in what is left.
+    widest = max((len(o.stack) for o in report.outcomes), default=5)
+    table.add_column("stack", no_wrap=True, min_width=min(widest, 40), overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("reason", no_wrap=True)
+    table.add_column("detail", overflow="fold")
     for outcome in report.outcomes:
         style = _STATUS_STYLE.get(outcome.status, "")
         detail = outcome.detail
@@ -99,10 +107,10 @@ def reap_command(
     work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
                                   help="The Pulumi project directory (holds Pulumi.yaml)."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, metavar="N",
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, max=100, metavar="N",
                                  help="Destroy attempts per stack."),
-    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
-                                      help="First wait before a retry; doubles each time."),
+    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, max=MAX_RETRY_DELAY,
+                                      metavar="SECONDS", help="First wait before a retry; doubles each time."),
     busy_limit: str = typer.Option("6h", "--busy-limit", metavar="DURATION",
                                    help="How long past its expiry a stack may stay locked by an update before "
                                         "the run fails, e.g. 90m, 6h."),
@@ -127,11 +135,12 @@ def reap_command(
         project = _project_dir(work_dir)
         with reaper.reap_lock(reaper.default_lock_path(project)):
             workspace = reaper.open_workspace(project)
-            with err.status("reaping expired stacks" if not dry_run else "deciding (dry run)"):
+            with err.status("reaping expired stacks" if not dry_run else "deciding (dry run)"), \
+                    _StopAfterCurrentStack(err) as stop:
                 report = reaper.reap(
                     workspace, now=moment, dry_run=dry_run, retry=_retry(attempts, retry_delay), busy_limit=busy,
                     log=lambda line: err.print(escape(line), highlight=False),
-                    on_output=_echo_output(err),
+                    on_output=_echo_output(err), interrupted=stop.signal_name,
                 )
     except AccelError as error:
         _fail(error, json_output, dry_run, work_dir)
@@ -139,7 +148,8 @@ def reap_command(
         print(json.dumps(report.to_json(), indent=2))
     else:
         _render(report, Console())
-    raise typer.Exit(report.exit_code)
+    # A run stopped by a signal fails even when the stack in hand finished: it did not do all it would have.
+    raise typer.Exit(report.exit_code or (1 if stop.signal_name() else 0))
 
 
 class _SignalHandlers:
@@ -203,6 +213,30 @@ class _ShieldTeardown(_SignalHandlers):
         self.err.print(f"accel: got {signal.Signals(signum).name} during teardown; finishing the destroy first")
 
 
+class _StopAfterCurrentStack(_SignalHandlers):
+    """The reaper's signals: the first finishes the stack in hand, reports the rest as not reached and
+    prints the report (GitHub Actions sends SIGINT, then SIGTERM, on a cancel or a timeout); a second
+    stops at once, with the stack in hand reported as failed. Either way the report is printed."""
+
+    def __init__(self, err: Console) -> None:
+        self.err = err
+        self.previous = {}
+        self.received: list[str] = []
+
+    def signal_name(self) -> str | None:
+        return self.received[0] if self.received else None
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        from accel.reaper import ReapInterrupted
+
+        name = signal.Signals(signum).name
+        self.received.append(name)
+        if len(self.received) == 1:
+            self.err.print(f"accel: got {name}; finishing the stack in hand, then reporting (again to stop now)")
+            return
+        raise ReapInterrupted(name)
+
+
 class CommandCannotStart(UsageError):
     """The command to run is not there or cannot be executed: nothing ran, nothing is torn down."""
 
@@ -252,15 +286,15 @@ def _run_command(command: list[str], err: Console) -> int:
 
 
 def destroy_after_run_command(
-    stack: str = typer.Option(..., "-s", "--stack", metavar="STACK",
+    stack: str = typer.Option(..., "-s", "--stack", metavar="STACK", autocompletion=complete_stack,
                               help="The stack to destroy when the command exits."),
     command: list[str] = typer.Argument(..., metavar="COMMAND", help="The training command to run."),
     work_dir: Path = typer.Option(Path("."), "--work-dir", metavar="DIR",
                                   help="The Pulumi project directory (holds Pulumi.yaml)."),
     remove: bool = typer.Option(False, "--remove", help="Also remove the stack from the backend after the destroy."),
-    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, metavar="N", help="Destroy attempts."),
-    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, metavar="SECONDS",
-                                      help="First wait before a retry; doubles each time."),
+    attempts: int = typer.Option(DEFAULT_ATTEMPTS, "--attempts", min=1, max=100, metavar="N", help="Destroy attempts."),
+    retry_delay: float = typer.Option(DEFAULT_RETRY_DELAY, "--retry-delay", min=0.0, max=MAX_RETRY_DELAY,
+                                      metavar="SECONDS", help="First wait before a retry; doubles each time."),
 ) -> None:
     """Run COMMAND, then destroy the stack's compute however it ended; retained data stays.
 

@@ -47,10 +47,9 @@ def review(
         if output is None:
             sys.stdout.write(comment)
             return
-        try:
-            output.write_text(comment, encoding="utf-8")
-        except OSError as error:
-            raise UsageError(f"{output}: cannot write: {error.strerror}") from None
+        from accel.base.safe_files import write_text
+
+        write_text(output, comment, "review comment")
         print(f"wrote {output} ({size(comment):,} bytes)", file=sys.stderr)
     except AccelError as error:
         fail(error)

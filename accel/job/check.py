@@ -16,7 +16,8 @@ from typing import Any
 
 from accel.components.kubernetes.accelerator_stack import TPU_RESOURCE
 from accel.job.declared import DeclaredCluster, Flavor, NodePool, Taint
-from accel.job.manifests import EXCLUSIVE_TOPOLOGY, QUEUE_LABEL
+from accel.job import rules
+from accel.job.manifests import EXCLUSIVE_TOPOLOGY, LWS_EXCLUSIVE_TOPOLOGY, QUEUE_LABEL
 from accel.job.quantities import parse_quantity
 from accel.job.topology import LEVEL_ANNOTATIONS, PREFERRED, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
 
@@ -25,17 +26,30 @@ SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 
 @dataclass(frozen=True)
 class Finding:
-    pod: str
+    pod: str            # the pod group, or the object ("JobSet training/x") a rule names
     field: str
     message: str
     pool: str | None = None
+    rule: str | None = None     # the rule's id (accel/job/rules), with its upstream source
+    source: str | None = None
+    fix: str | None = None
 
     def __str__(self) -> str:
         where = f" (pool {self.pool})" if self.pool else ""
-        return f"{self.pod}: {self.field}{where}: {self.message}"
+        text = f"{self.pod}: {self.field}{where}: {self.message}"
+        if self.rule:
+            text += f" [rule {self.rule}: {self.source}]"
+        return text + (f"; fix: {self.fix}" if self.fix else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {"pod": self.pod, "field": self.field, "pool": self.pool, "message": self.message}
+        return {"pod": self.pod, "field": self.field, "pool": self.pool, "message": self.message,
+                "rule": self.rule, "source": self.source, "fix": self.fix}
+
+    @classmethod
+    def of(cls, violation: rules.Violation) -> "Finding":
+        breach = violation.breach
+        return cls(breach.object, breach.field, breach.message, rule=violation.rule.id,
+                   source=violation.rule.source, fix=violation.fix)
 
 
 @dataclass
@@ -43,6 +57,7 @@ class PodGroup:
     """Identical pods: `replicas` groups (slices, serving replicas) of `per_replica` pods each."""
 
     name: str
+    kind: str
     namespace: str
     labels: dict[str, str]
     annotations: dict[str, str]
@@ -74,29 +89,33 @@ class ScheduleReport:
 
 
 def pod_groups(manifests: list[dict[str, Any]]) -> list[PodGroup]:
+    """The pod groups of the workload kinds; a group whose counts are not integers is left to the rule
+    schema/integer-counts, which reports it."""
     groups = []
+    whole = rules.registry.integer
     for manifest in manifests:
         kind, meta, spec = manifest.get("kind"), manifest.get("metadata") or {}, manifest.get("spec") or {}
         name, namespace = meta.get("name", "?"), meta.get("namespace", "default")
         labels, annotations = dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})
+        found: list[tuple] = []
         if kind == "JobSet":
             for index, job in enumerate(spec.get("replicatedJobs") or []):
                 job_spec = (job.get("template") or {}).get("spec") or {}
-                groups.append(PodGroup(f"{name}/{job.get('name')}", namespace, labels, annotations,
-                                       int(job.get("replicas", 1)), int(job_spec.get("parallelism", 1)),
-                                       job_spec.get("template") or {},
-                                       f"spec.replicatedJobs[{index}].template.spec.template"))
+                found.append((f"{name}/{job.get('name')}", whole(job.get("replicas")),
+                              whole(job_spec.get("parallelism")), job_spec.get("template") or {},
+                              f"spec.replicatedJobs[{index}].template.spec.template"))
         elif kind == "Job":
-            groups.append(PodGroup(name, namespace, labels, annotations, 1, int(spec.get("parallelism", 1)),
-                                   spec.get("template") or {}, "spec.template"))
+            found.append((name, 1, whole(spec.get("parallelism")), spec.get("template") or {}, "spec.template"))
         elif kind == "Deployment":
-            groups.append(PodGroup(name, namespace, labels, annotations, int(spec.get("replicas", 1)), 1,
-                                   spec.get("template") or {}, "spec.template"))
+            found.append((name, whole(spec.get("replicas")), 1, spec.get("template") or {}, "spec.template"))
         elif kind == "LeaderWorkerSet":
             lwt = spec.get("leaderWorkerTemplate") or {}
-            groups.append(PodGroup(name, namespace, labels, annotations, int(spec.get("replicas", 1)),
-                                   int(lwt.get("size", 1)), lwt.get("workerTemplate") or {},
-                                   "spec.leaderWorkerTemplate.workerTemplate"))
+            found.append((name, whole(spec.get("replicas")), whole(lwt.get("size")), lwt.get("workerTemplate") or {},
+                          "spec.leaderWorkerTemplate.workerTemplate"))
+        for group_name, replicas, per_replica, template, where in found:
+            if replicas is not None and per_replica is not None:
+                groups.append(PodGroup(group_name, kind, namespace, labels, annotations, replicas, per_replica,
+                                       template, where))
     return groups
 
 
@@ -109,7 +128,10 @@ def pod_requests(pod_spec: dict[str, Any]) -> dict[str, Fraction]:
         resources = container.get("resources") or {}
         merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
         for name, value in merged.items():
-            total[name] = total.get(name, Fraction(0)) + parse_quantity(value)
+            try:
+                total[name] = total.get(name, Fraction(0)) + parse_quantity(value)
+            except ValueError:
+                continue  # not a quantity: the rule pod/resource-quantities reports it
     return total
 
 
@@ -149,12 +171,27 @@ def _fmt(resource: str, value: Fraction) -> str:
 
 
 def check(manifests: list[dict[str, Any]], cluster: DeclaredCluster) -> ScheduleReport:
+    """The schedule check, then every rule of accel/job/rules over the manifests and the stack's objects."""
     report = ScheduleReport(notes=list(cluster.notes))
-    groups = pod_groups(manifests)
-    if not groups:
+    groups: list[PodGroup] = []
+    for index, manifest in enumerate(manifests):
+        try:
+            groups += pod_groups([manifest])
+        except rules.registry.MALFORMED as error:  # a hand-edited metadata or spec of the wrong shape
+            report.errors.append(Finding(f"document {index + 1} ({manifest.get('kind')})", "metadata, spec",
+                                         "cannot be read: a field does not have the shape Kubernetes defines "
+                                         f"({type(error).__name__}: {error})"))
+    if not groups and not any(m.get("kind") in ("JobSet", "Job", "Deployment", "LeaderWorkerSet") for m in manifests):
         report.errors.append(Finding("(manifests)", "kind", "no JobSet, Job, Deployment or LeaderWorkerSet to check"))
     for group in groups:
-        _check_group(group, cluster, report)
+        try:
+            _check_group(group, cluster, report)
+        except rules.registry.MALFORMED as error:  # a hand-edited field of the wrong shape
+            report.errors.append(Finding(f"{group.name} pod", group.template_field, "cannot be read: a field does "
+                                         f"not have the shape Kubernetes defines ({type(error).__name__}: {error})"))
+    for violation in rules.run(rules.Scope(manifests, cluster.objects, cluster)):
+        finding = Finding.of(violation)
+        (report.errors if violation.rule.severity == "error" else report.warnings).append(finding)
     return report
 
 
@@ -388,10 +425,15 @@ def _check_slices(group: PodGroup, pod: str, base: str, chips: Fraction, slices:
         report.errors.append(Finding(pod, "replicas", f"{group.replicas} slices wanted, {len(slices)} declared "
                                      f"slice pools match ({', '.join(p.name for p in slices)})"))
         ok = False
-    if group.replicas > 1 and EXCLUSIVE_TOPOLOGY not in group.annotations:
-        report.errors.append(Finding(pod, f"metadata.annotations[{EXCLUSIVE_TOPOLOGY}]",
+    # JobSet and LeaderWorkerSet each have their own exclusive-placement annotation on the object (jobset
+    # v0.10.1 api/jobset/v1alpha2/jobset_types.go ExclusiveKey; lws v0.10.0 api/leaderworkerset/v1
+    # leaderworkerset_types.go ExclusiveKeyAnnotationKey).
+    exclusive = LWS_EXCLUSIVE_TOPOLOGY if group.kind == "LeaderWorkerSet" else EXCLUSIVE_TOPOLOGY
+    if group.replicas > 1 and exclusive not in group.annotations:
+        report.errors.append(Finding(pod, f"metadata.annotations[{exclusive}]",
                                      "missing: without one node pool per slice, pods of two slices can share a pool "
-                                     "and neither slice completes"))
+                                     "and neither slice completes",
+                                     fix=f"annotate the {group.kind} with {exclusive}: cloud.google.com/gke-nodepool"))
         ok = False
     if ok:
         report.placements.append({"pods": group.name, "count": group.pods,

@@ -7,7 +7,9 @@ Labels and taints the platform adds itself are added here, as the platform would
   gke-accelerator for guest GPUs, gke-tpu-accelerator/gke-tpu-topology on TPU pools, and the
   nvidia.com/gpu / google.com/tpu NoSchedule taints on accelerator pools (GKE "About GPUs in GKE",
   "Plan TPUs in GKE").
-- EKS: node.kubernetes.io/instance-type (one type) and eks.amazonaws.com/capacityType.
+- EKS: node.kubernetes.io/instance-type (one type, or the launch template's when the group names none,
+  as capacity-block groups do: the kubelet labels every node with its type) and
+  eks.amazonaws.com/capacityType.
 Existing clusters declare no nodes; their stack's inventory (accel:cluster) is the node source.
 """
 
@@ -38,6 +40,8 @@ GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+ASG_SCHEDULE = "aws:autoscaling/schedule:Schedule"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta1:"
 GKE_NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
@@ -60,6 +64,11 @@ class NodePool:
     taints: list[Taint]
     allocatable: dict[str, Fraction]  # per node; cpu/memory absent when the machine is unknown
     tpu_topology: str | None = None
+    min_nodes: int | None = None   # nodes that exist without a scale-up (None: all of them, `nodes`)
+
+    @property
+    def standing_nodes(self) -> int:
+        return self.nodes if self.min_nodes is None else self.min_nodes
 
     @property
     def is_tpu_slice(self) -> bool:
@@ -80,6 +89,10 @@ class ClusterQueue:
     namespaces: dict[str, str]             # namespaceSelector.matchLabels
     covered: list[str]
     quotas: dict[str, dict[str, Fraction]]  # flavor -> resource -> nominal quota
+    admission_checks: dict[str, list[str] | None] = field(default_factory=dict)  # check -> onFlavors (None: all)
+
+    def admission_checks_for(self, flavor: str) -> list[str]:
+        return [name for name, flavors in self.admission_checks.items() if flavors is None or flavor in flavors]
 
 
 @dataclass
@@ -95,6 +108,10 @@ class DeclaredCluster:
     gke_networks: set[str] = field(default_factory=set)
     gcsfuse: bool = False
     notes: list[str] = field(default_factory=list)
+    releases: dict[str, dict] = field(default_factory=dict)      # Helm release name -> its inputs
+    preinstalled: set[str] = field(default_factory=set)          # controllers the cluster itself runs
+    admission_checks: dict[str, str] = field(default_factory=dict)  # AdmissionCheck -> controllerName
+    objects: list[dict] = field(default_factory=list)            # the stack's Kubernetes objects, as written
 
 
 @cache
@@ -155,7 +172,14 @@ def _gke_pool(resource: CapturedResource) -> NodePool:
     zones = len(inputs.get("nodeLocations") or []) or 1
     nodes = (inputs.get("nodeCount") or autoscaling.get("totalMaxNodeCount")
              or (autoscaling.get("maxNodeCount") or 0) * zones or inputs.get("initialNodeCount") or 0)
-    return NodePool(resource.name, machine, int(nodes), labels, _unique(taints), alloc, topology)
+    # Nodes the pool has before any scale-up: a fixed count, else the initial or minimum count.
+    standing = inputs.get("nodeCount")
+    if standing is None and autoscaling:
+        standing = max(int(inputs.get("initialNodeCount") or 0) * zones,
+                       int(autoscaling.get("totalMinNodeCount") or 0),
+                       int(autoscaling.get("minNodeCount") or 0) * zones)
+    return NodePool(resource.name, machine, int(nodes), labels, _unique(taints), alloc, topology,
+                    None if standing is None else int(standing))
 
 
 def _unique(taints: list[Taint]) -> list[Taint]:
@@ -167,7 +191,11 @@ def _unique(taints: list[Taint]) -> list[Taint]:
 
 def _eks_pool(resource: CapturedResource, capture: Capture) -> NodePool:
     inputs = resource.inputs
+    # The node group's launch template is its sibling (same parent component).
+    siblings = [r for r in capture.of_type(LAUNCH_TEMPLATE) if r.parent == resource.parent]
     types = inputs.get("instanceTypes") or []
+    if not types:  # a capacity-block group names no type: its launch template does
+        types = [t.inputs["instanceType"] for t in siblings if t.inputs.get("instanceType")][:1]
     machine = types[0] if types else None
     labels = {str(k): str(v) for k, v in (inputs.get("labels") or {}).items()}
     if len(types) == 1:
@@ -179,14 +207,17 @@ def _eks_pool(resource: CapturedResource, capture: Capture) -> NodePool:
     chips = _chips_per_machine().get(machine or "")
     if chips:  # a catalog machine: an accelerator node (system node types are not in the catalog)
         alloc[GPU_RESOURCE] = Fraction(chips)
-    # The node group's launch template is its sibling (same parent component): count its EFA interfaces.
-    siblings = [r for r in capture.of_type(LAUNCH_TEMPLATE) if r.parent == resource.parent]
     efa = sum(1 for t in siblings for nic in t.inputs.get("networkInterfaces") or []
               if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
     if efa:
         alloc[EFA_RESOURCE] = Fraction(efa)
-    nodes = (inputs.get("scalingConfig") or {}).get("maxSize") or 0
-    return NodePool(resource.name, machine, int(nodes), labels, taints, alloc)
+    scaling = inputs.get("scalingConfig") or {}
+    nodes = scaling.get("maxSize") or 0
+    # Nodes the group holds: its desired size, or what its scheduled scale-out (a capacity block's start) sets.
+    scheduled = [int(s.inputs.get("desiredCapacity") or 0) for s in capture.of_type(ASG_SCHEDULE)
+                 if s.parent == resource.parent]
+    standing = max([int(scaling.get("desiredSize") or 0), *scheduled])
+    return NodePool(resource.name, machine, int(nodes), labels, taints, alloc, min_nodes=standing)
 
 
 def _inventory(existing: ExistingCluster) -> list[NodePool]:
@@ -211,6 +242,10 @@ def declared_cluster(capture: Capture, existing: ExistingCluster | None = None) 
         elif kind == GKE_CLUSTER:
             addons = inputs.get("addonsConfig") or {}
             cluster.gcsfuse = bool((addons.get("gcsFuseCsiDriverConfig") or {}).get("enabled"))
+            # GKE serves networking.gke.io Network / GKENetworkParamSet only with multi-networking on
+            # Dataplane V2 (GKE "Set up multi-network support for Pods", requirements).
+            if inputs.get("enableMultiNetworking") and inputs.get("datapathProvider") == "ADVANCED_DATAPATH":
+                cluster.preinstalled.add("gke-multi-networking")
         elif kind == KUEUE + "ResourceFlavor":
             spec = inputs.get("spec") or {}
             cluster.flavors[_metadata_name(resource)] = Flavor(
@@ -229,8 +264,15 @@ def declared_cluster(capture: Capture, existing: ExistingCluster | None = None) 
                     quotas[flavor["name"]] = {r["name"]: parse_quantity(r["nominalQuota"])
                                               for r in flavor.get("resources") or []}
             selector = (spec.get("namespaceSelector") or {}).get("matchLabels") or {}
+            checks: dict[str, list[str] | None] = {str(c): None for c in spec.get("admissionChecks") or []}
+            for entry in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []:
+                checks[str(entry.get("name"))] = list(entry.get("onFlavors") or []) or None
             cluster.cluster_queues[_metadata_name(resource)] = ClusterQueue(
-                _metadata_name(resource), dict(selector), covered, quotas)
+                _metadata_name(resource), dict(selector), covered, quotas, checks)
+        elif kind == KUEUE + "AdmissionCheck":
+            cluster.admission_checks[_metadata_name(resource)] = str((inputs.get("spec") or {}).get("controllerName"))
+        elif kind == HELM_RELEASE:
+            cluster.releases[str(inputs.get("name") or resource.name)] = dict(inputs)
         elif kind == KUEUE + "LocalQueue":
             cluster.local_queues[(metadata.get("namespace"), _metadata_name(resource))] = \
                 (inputs.get("spec") or {}).get("clusterQueue")
@@ -242,7 +284,11 @@ def declared_cluster(capture: Capture, existing: ExistingCluster | None = None) 
             cluster.namespaces.add(_metadata_name(resource))
         elif kind == "kubernetes:networking.gke.io/v1:Network":
             cluster.gke_networks.add(_metadata_name(resource))
+        if kind.startswith("kubernetes:") and "kind" in inputs and "apiVersion" in inputs:
+            cluster.objects.append(dict(inputs))
     if existing is not None:
+        cluster.preinstalled |= {name for name, flag in (("kueue", existing.install_kueue),
+                                                         ("jobset", existing.install_jobset)) if not flag}
         cluster.pools += _inventory(existing)
         cluster.notes.append(f"nodes of {existing.name}: the stack's declared inventory (accel:cluster); "
                              "their CPU and memory are not declared, so only chips are checked")

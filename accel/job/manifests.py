@@ -20,6 +20,8 @@ from typing import Any
 
 from accel.components.kubernetes.accelerator_stack import EFA_RESOURCE, GPU_RESOURCE, TPU_RESOURCE, AcceleratorPool
 from accel.components.kubernetes.gke_networks import DEFAULT_INTERFACE, DEFAULT_NETWORK
+from accel.components.kubernetes import workloads
+from accel.components.kubernetes.node_installers import load_node_installers
 from accel.components.kubernetes.pools import plan_pools
 from accel.policies.plan import Plan
 
@@ -33,6 +35,10 @@ JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+# LWS's own key: one replica (group) per topology domain, here one TPU slice node pool per replica
+# (lws v0.10.0 api/leaderworkerset/v1/leaderworkerset_types.go ExclusiveKeyAnnotationKey).
+LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
 GCSFUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
@@ -62,8 +68,12 @@ class GeneratedJob:
 
 
 def dns_name(text: str, limit: int = 40) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-")
-    return name or "job"
+    """A DNS-1035 label: JobSet, LeaderWorkerSet and Service names must start with a letter (rules jobset/job-names,
+    lws/name, meta/name), and 40 characters leave room for the pod names a JobSet derives from it."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    if name[:1].isdigit():
+        name = f"w-{name}"  # "70b-pretrain" -> "w-70b-pretrain"
+    return name[:limit].strip("-") or "job"
 
 
 def _pool(plan: Plan, ctx: JobContext) -> AcceleratorPool:
@@ -88,7 +98,12 @@ def _resources(hw: plan_view.Hardware, chips: int, node_share: float = 1.0) -> d
 
 
 def _storage(plan: Plan, ctx: JobContext) -> tuple[list[dict], list[dict], list[dict], dict[str, str], list[str]]:
-    """(volumes, mounts, env, pod annotations, derivations): buckets through GCS FUSE on GKE, s3:// URLs on EKS."""
+    """(volumes, mounts, env, pod annotations, derivations): buckets through GCS FUSE on GKE, s3:// URLs on EKS.
+
+    A bucket the stack already declares as a claim of the same name (storage_mounts.py: a static GCS FUSE
+    PV + PVC) is mounted through that claim; declaring it a second time as an ephemeral CSI volume would
+    repeat the volume name, which the API server refuses (rule pod/volume-names-unique).
+    """
     volumes: list[dict] = []
     mounts: list[dict] = []
     env: list[dict] = []
@@ -96,21 +111,28 @@ def _storage(plan: Plan, ctx: JobContext) -> tuple[list[dict], list[dict], list[
     notes: list[str] = []
     buckets = [("checkpoints", ctx.checkpoint_bucket, CHECKPOINT_MOUNT, False, "CHECKPOINT_DIR"),
                ("datasets", ctx.dataset_bucket, DATASET_MOUNT, True, "DATASET_DIR")]
+    claims = list(ctx.volume_claims)
     for name, bucket, mount, read_only, variable in buckets:
         if not bucket:
             continue
         if plan.cloud == "gcp":
             annotations[GCSFUSE_ANNOTATION] = "true"
-            volumes.append({"name": name, "csi": {"driver": GCSFUSE_DRIVER, "readOnly": read_only,
-                                                   "volumeAttributes": {"bucketName": bucket,
-                                                                        "mountOptions": "implicit-dirs"}}})
+            if name in claims:
+                claims.remove(name)
+                volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name, "readOnly": read_only}})
+                how = f"the stack's claim {name} (GCS FUSE PV)"
+            else:
+                volumes.append({"name": name, "csi": {"driver": GCSFUSE_DRIVER, "readOnly": read_only,
+                                                       "volumeAttributes": {"bucketName": bucket,
+                                                                            "mountOptions": "implicit-dirs"}}})
+                how = "GCS FUSE CSI"
             mounts.append({"name": name, "mountPath": mount, "readOnly": read_only})
             env.append({"name": variable, "value": mount})
-            notes.append(f"{variable}: bucket {bucket} mounted at {mount} (GCS FUSE CSI)")
+            notes.append(f"{variable}: bucket {bucket} mounted at {mount} ({how})")
         else:
             env.append({"name": variable, "value": f"s3://{bucket}/"})
             notes.append(f"{variable}: s3://{bucket}/ (IRSA credentials from the ServiceAccount)")
-    for claim in ctx.volume_claims:
+    for claim in claims:
         volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": claim}})
         mounts.append({"name": claim, "mountPath": f"/mnt/{claim}"})
         notes.append(f"volume claim {claim} mounted at /mnt/{claim}")
@@ -143,14 +165,24 @@ def _fabric(hw: plan_view.Hardware, ctx: JobContext) -> tuple[list[dict], list[d
     if "sidecar" in facts:
         car = facts["sidecar"]
         sidecars.append({
-            "name": car["name"], "image": car["image"], "command": list(car["command"]),
+            "name": car["name"], "image": paired_sidecar_image(hw.fabric), "command": list(car["command"]),
             "restartPolicy": "Always",  # a native sidecar: it ends when the trainer does, so the Job completes
-            "securityContext": {"privileged": bool(car.get("privileged"))},
+            # What Google's samples grant, no more: capabilities, never privileged (runtime.yaml cites them).
+            "securityContext": {"privileged": False, "capabilities": {"add": list(car["capabilities"])}},
             "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
             "volumeMounts": [{"name": n, "mountPath": p} for n, p in car.get("mounts", {}).items()],
         })
         annotations[facts["device_annotation"]] = "".join(f"- path: {d}\n" for d in facts["devices"])
     return sidecars, volumes, mounts, env, annotations, facts.get("env_profile")
+
+
+def paired_sidecar_image(fabric: str) -> str:
+    """The RxDM image paired with the fabric's NCCL plugin installer: one table for both
+    (components/kubernetes/node_installers.yaml), so the node's plugin and the pod's daemon match."""
+    image = load_node_installers().sidecar(fabric)
+    if image is None:
+        raise ValueError(f"node_installers.yaml names no sidecar for fabric {fabric!r}")
+    return image
 
 
 def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
@@ -248,7 +280,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         port = runtime()["torchrun"]["rendezvous_port"]
         command = (f"torchrun --nnodes={hw.nodes} --nproc-per-node={hw.chips_per_node} "
                    f"--node-rank=$(JOB_COMPLETION_INDEX) --master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) "
-                   f"--master-port={port} {user_command}")
+                   f"--master-port={port} {torchrun_target(user_command)}")
         extra_env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}})
         launcher = "torchrun (PyTorch)"
     elif hw.family == "gpu":
@@ -302,6 +334,22 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     return GeneratedJob(name, [jobset], derivations)
 
 
+_INTERPRETER = re.compile(r"^\s*(?:\S*/)?python(?:3(?:\.\d+)?)?(?:\s+|$)")
+
+
+def torchrun_target(command: str) -> str:
+    """What follows torchrun's options for a user command. torchrun runs its positional argument with
+    the interpreter itself (`torchrun [options] training_script [args]`, pytorch.org/docs/stable/elastic/
+    run.html), so `python train.py` would run `python -u python train.py`: drop the interpreter (the
+    rest stays as written, so shell variables still expand), keep `-m pkg` (torchrun's own `-m`), and
+    run anything else (a shell wrapper, a binary) with `--no-python`."""
+    stripped = _INTERPRETER.sub("", command, count=1)
+    if stripped != command:
+        return stripped
+    first = command.split(maxsplit=1)[0] if command.strip() else ""
+    return command if first.endswith(".py") else f"--no-python {command}"
+
+
 def replicated_job_name(hw: plan_view.Hardware) -> str:
     """Pods are <jobset>-<replicated job>-<slice>-<host>; pod 0 of slice 0 coordinates."""
     return "slice" if hw.family == "tpu" else "workers"
@@ -337,7 +385,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
     model = serving_model(plan)
-    nodes_per_replica = max(1, -(-replica_chips // hw.chips_per_node))
+    nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
     chips_per_pod = min(replica_chips, hw.chips_per_node)
     if hw.family == "gpu":
         default_command = (f"vllm serve {model} --port {SERVING_PORT} --dtype bfloat16 "
@@ -366,8 +414,10 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
         leader, worker = _ray_group(pod, command, hw.family == "gpu")
+        # A TPU replica is one multi-host slice: one node pool per replica, as the JobSet's slices.
+        exclusive = {"annotations": {LWS_EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}} if hw.family == "tpu" else {}
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
-                    "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
+                    "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels, **exclusive},
                     "spec": {"replicas": replicas,
                              "leaderWorkerTemplate": {"size": nodes_per_replica, "leaderTemplate": leader,
                                                       "workerTemplate": worker}}}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accel.components.kubernetes import workloads
 from accel.policies.plan import Plan
 
 
@@ -56,11 +57,8 @@ def precision(plan: Plan) -> str:
 
 
 def serving_layout(plan: Plan) -> tuple[int, int]:
-    """(replicas, chips per replica) of a serving plan, from the estimate's breakdown."""
-    details = plan.estimate.details
-    replicas = int(details.get("replicas", 1))
-    replica_chips = int(details.get("replica_chips", plan.chosen.chips // max(replicas, 1)))
-    return replicas, replica_chips
+    """(replicas, chips per replica) of a serving plan (components/kubernetes/workloads.py)."""
+    return workloads.serving_layout(plan)
 
 
 def run_hours(plan: Plan) -> float:

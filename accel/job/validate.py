@@ -59,6 +59,10 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
         command = TPU_PROGRAM.replace("{line}", str(line))
     else:
         image = facts["efa_tests_image"] if hw.fabric == "efa" else facts["nccl_tests_image"]
+        if hw.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo"):
+            # Google's NCCL tests run in the plugin image the node installer put there (the pairing table).
+            from accel.components.kubernetes.node_installers import load_node_installers
+            image = load_node_installers().fabrics[hw.fabric].plugin
         ranks = hw.nodes * hw.chips_per_node
         command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g 1 -n 20 | tee /tmp/out && "
                    f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out  # {ranks} ranks, "

@@ -7,17 +7,17 @@ TPU/GPU capacity again), then everything else.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from accel.policies.data_classes import classify
 from accel.review.changes import ResourceChange
 from accel.review.model import AttentionItem, PropertyChange
 from accel.review.property_paths import MISSING, get_path, leaf_changes, show_value
 
 ATTENTION_ACTIONS = ("replace", "delete")
-# Resource classes whose deletion loses stored data, by class name or by module.
-DATA_CLASSES = frozenset({
-    "Bucket", "BucketV2", "Disk", "RegionDisk", "Volume", "Snapshot", "PersistentVolume",
-    "PersistentVolumeClaim", "LustreFileSystem", "OpenZfsFileSystem", "OntapVolume", "FileSystem",
-})
-DATA_MODULES = frozenset({"filestore/instance", "lustre/instance", "parallelstore/instance"})
+# Whether a type can hold data is the reaper's classification (accel.policies.data_classes):
+# known storage is "data", and so is a type accel does not know (it may hold data).
 COMPUTE_MODULES = frozenset({
     "container/nodePool", "container/cluster", "tpu/v2Vm", "tpu/v2QueuedResource", "tpu/node",
     "eks/nodeGroup", "eks/cluster", "ec2/instance", "autoscaling/group", "compute/instance",
@@ -34,17 +34,21 @@ def _module_and_class(type_token: str) -> tuple[str, str]:
     return parts[1], parts[2]
 
 
-def category(type_token: str) -> str:
-    module, class_name = _module_and_class(type_token)
-    if class_name in DATA_CLASSES or module in DATA_MODULES:
+def category(type_token: str, inputs: Mapping[str, Any] | None = None) -> str:
+    module, _ = _module_and_class(type_token)
+    kind, _why = classify(type_token, inputs)
+    if kind == "data":
         return "data"
     if module in COMPUTE_MODULES:
         return "compute"
-    return "other"
+    return "data" if kind == "unknown" else "other"
 
 
 def _data_warnings(change: ResourceChange) -> list[str]:
     warnings: list[str] = []
+    kind, why = classify(change.type, change.old_inputs or change.new_inputs)
+    if kind == "unknown":
+        warnings.append(f"{why}: treated as data (the reaper keeps a stack holding it)")
     if change.protect:
         warnings.append("`protect` is set: `pulumi up` will refuse to delete it until the flag is removed")
     if change.retain_on_delete:
@@ -94,7 +98,7 @@ def _property_changes(change: ResourceChange) -> list[PropertyChange]:
 
 
 def attention_item(change: ResourceChange) -> AttentionItem:
-    kind = category(change.type)
+    kind = category(change.type, change.old_inputs or change.new_inputs)
     if kind == "data":
         warnings = _data_warnings(change)
     elif kind == "compute":

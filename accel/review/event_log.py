@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, ValidationError
 
 from accel.base.errors import UsageError
-from accel.base.json_limits import MAX_BYTES, check_json_bounds
+from accel.base.json_limits import MAX_BYTES, check_json_bounds, describe_number_error
 from accel.base.model import StrictModel, describe_validation_error
 from accel.review.model import Finding
 
@@ -65,22 +65,9 @@ class PackRun:
 
 
 def _text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise UsageError(f"{path}: file not found") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror}") from None
-    if path.is_dir():
-        raise UsageError(f"{path}: is a directory, expected the event log of `pulumi preview --event-log`")
-    if size > MAX_BYTES:
-        raise UsageError(f"{path}: {size:,} bytes; accel reads event logs of at most {MAX_BYTES:,} bytes")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror}") from None
+    from accel.base.safe_files import read_text
+
+    return read_text(path, "event log (`pulumi preview --event-log`)", max_bytes=MAX_BYTES)
 
 
 def _events(path: Path, text: str):
@@ -94,6 +81,8 @@ def _events(path: Path, text: str):
         except json.JSONDecodeError as error:
             raise UsageError(f"{where}: not valid JSON at column {error.colno}: {error.msg}; the event log of "
                              "`pulumi preview --event-log` has one JSON engine event per line") from None
+        except ValueError as error:  # Python's integer-string limit
+            raise UsageError(f"{where}: {describe_number_error(error) or error}") from None
         if not isinstance(event, dict):
             raise UsageError(f"{where}: expected a JSON engine event (an object), got {type(event).__name__}")
         yield where, event

@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from accel.base.errors import UsageError
-from accel.base.json_limits import check_json_bounds
+from accel.base.json_limits import MAX_BYTES, check_json_bounds, describe_number_error
+from accel.base.safe_files import read_text
 from accel.base.model import describe_validation_error
 from accel.review.plan_json import PlanReport
 from accel.review.preview_json import PreviewDigest
@@ -23,21 +24,14 @@ PLAN_KEYS = ("resources",)
 
 
 def read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory, expected a JSON file") from None
-    except UnicodeDecodeError as error:
-        raise UsageError(f"{path}: not UTF-8 text (byte {error.start})") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror}") from None
+    text = read_text(path, "JSON file", max_bytes=MAX_BYTES)
     if not text.strip():
         raise UsageError(f"{path}: empty file, expected a JSON object")
     check_json_bounds(text, str(path))
     try:
         return json.loads(text)
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deep to read") from None
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}"
         if error.pos >= len(text.rstrip()) or _left_open(text):
@@ -49,6 +43,8 @@ def read_json(path: Path) -> Any:
             raise UsageError(f"{path}: one JSON engine event per line, not the preview document; run "
                              f"`pulumi preview --json` without PULUMI_ENABLE_STREAMING_JSON_PREVIEW") from None
         raise UsageError(f"{path}: not valid JSON at {where}: {error.msg}") from None
+    except ValueError as error:  # Python's integer-string limit: a 5,000-digit literal
+        raise UsageError(f"{path}: {describe_number_error(error) or error}") from None
 
 
 def _is_event_stream(text: str) -> bool:

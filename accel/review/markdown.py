@@ -83,6 +83,8 @@ def at_a_glance(review: Review) -> str:
                               money(row.after) if row.after is not None else None, unit)
         if value:
             parts.append(value + (f" ({percent(row.percent)})" if row.percent is not None else ""))
+    if review.cost.unpriced and parts:
+        parts.append(f"⚠️ {len(review.cost.unpriced)} unpriced: a lower bound")
     return " · ".join(parts)
 
 

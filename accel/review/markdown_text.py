@@ -2,12 +2,17 @@
 
 Resource names and policy messages come from the PR under review: a `|` must not split a
 table cell, a `</details>` must not close the collapsed section, a backtick must not end a
-code span early.
+code span early. Nor may the text speak with the bot's voice: an `@team` would notify a team
+and a URL would become a link under the bot's name, so a zero-width space entity follows every
+`@` (what Dependabot does) and breaks every autolink (`https://`, `www.`); and what a reader sees
+must be what the bytes say, so control and format characters (bidi overrides such as U+202E,
+zero-width characters, ANSI escapes) are shown as their code points, never passed through.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from accel.base import units
 
@@ -32,8 +37,31 @@ HEADLINE_WORDS = {"create": "to create", "update": "to update", "replace": "to r
                   "import": "to import", "read": "to read", "refresh": "to refresh", "discard": "to discard"}
 
 
+_ZERO_WIDTH_SPACE = "&#8203;"
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|file)(?=:)|\b(www)(?=\.)")
+
+
+def visible(value: str) -> str:
+    """Control and format characters (Unicode Cc, Cf, Co, Cs, Zl, Zp: bidi overrides, zero-width
+    characters, ESC) shown as ⟦U+202E⟧, so a name displays as what its bytes are; tab and newline
+    are left for the caller to flatten."""
+    out = []
+    for ch in value:
+        if ch in "\t\n\r" or unicodedata.category(ch) not in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp"):
+            out.append(ch)
+        else:
+            out.append(f"⟦U+{ord(ch):04X}⟧")
+    return "".join(out)
+
+
+def inert(markdown: str) -> str:
+    """No mention and no autolink: a zero-width space entity after each `@` and inside each URL scheme."""
+    markdown = markdown.replace("@", "@" + _ZERO_WIDTH_SPACE)
+    return _AUTOLINK.sub(lambda m: (m.group(1) or m.group(2)) + _ZERO_WIDTH_SPACE, markdown)
+
+
 def one_line(value: str, width: int | None = None) -> str:
-    flat = " ".join(str(value).split())
+    flat = " ".join(visible(str(value)).split())
     if width is not None and len(flat) > width:
         flat = flat[: width - 1] + "…"
     return flat
@@ -43,7 +71,7 @@ def text(value: str, width: int | None = None) -> str:
     """Plain text, safe in a paragraph, a list item or a table cell."""
     flat = one_line(value, width)
     flat = "".join(_HTML.get(ch, ch) for ch in flat)
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat)
+    return inert(_MARKDOWN_SPECIAL.sub(r"\\\1", flat))
 
 
 def code(value: str, width: int | None = None, in_table: bool = False) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from accel.review.markdown_text import one_line
 from accel.review.model import ComponentGraph, ComponentNode
 
 STYLES = {
@@ -16,9 +17,10 @@ NAME_WIDTH = 40
 
 
 def label_text(value: str) -> str:
-    """Mermaid entity escapes, so names cannot close the label or inject markup."""
+    """Mermaid entity escapes, so names cannot close the label or inject markup; one line (a newline
+    would break the quoted label), control and format characters shown as code points."""
     out = []
-    for ch in value:
+    for ch in one_line(value):
         if ch in '"#<>&`':
             out.append(f"#{ord(ch)};")
         else:

@@ -16,6 +16,7 @@ from accel.policies.catalog import load_catalog
 from accel.policies.catalog.model import Catalog
 from accel.policies.cloud.pricing import PricedResource, price_resource, template_instance_types
 from accel.review.changes import ResourceChange
+from accel.review.compute_cost import price_compute
 from accel.review.model import Cost, CostRow, ResourceCost
 from accel.review.plan_json import PlanReport
 
@@ -52,8 +53,9 @@ def _price(change: ResourceChange, inputs: dict[str, Any] | None, region: str | 
            catalog: Catalog, templates: Mapping[str, str]) -> PricedResource | None:
     if inputs is None:
         return None
-    return price_resource(change.type, change.name, inputs, catalog, region,
-                          templates.get(change.parent) if change.parent else None)
+    priced = price_resource(change.type, change.name, inputs, catalog, region,
+                            templates.get(change.parent) if change.parent else None)
+    return priced if priced is not None else price_compute(change.type, change.name, inputs, catalog, region)
 
 
 def _side_hours(changes: Sequence[ResourceChange], plan: PlanReport | None, old: bool) -> float | None:
@@ -103,7 +105,10 @@ def preview_cost(changes: Sequence[ResourceChange], head: PlanReport | None = No
     if head is not None or base is not None:
         rows.append(CostRow("Run length", before_hours, after_hours, "hours"))
     note = None
-    if not resources:
+    if unpriced:
+        note = (f"⚠️ {len(unpriced)} changed resource{'s' if len(unpriced) != 1 else ''} could not be priced (listed "
+                "above): every figure here is a lower bound.")
+    elif not resources:
         note = "No accelerator pool or storage resource changes: the preview does not move the cost."
     return Cost(rows=tuple(rows), has_base=True, catalog=f"{catalog.version}, as of {catalog.as_of.isoformat()}",
                 note=note, resources=tuple(resources), unpriced=tuple(sorted(unpriced)), source="preview")

@@ -21,6 +21,7 @@ from typing import Any
 
 
 from accel.base.errors import UsageError
+from accel.base.safe_files import is_directory
 from accel.base.yaml_files import read_yaml_file
 
 PROJECT_FILE = "Pulumi.yaml"
@@ -41,7 +42,7 @@ def display_path(path: Path) -> str:
     """A path as the user would type it: relative to the working directory when inside it."""
     try:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # outside the cwd; a symlink loop (RuntimeError in 3.11)
         return str(path)
 
 
@@ -265,7 +266,7 @@ def load_stack_config(project_dir: Path, stack: str | None = None, config_path: 
     project = load_project(project_dir)
     if config_path is not None:
         stack_file = Path(config_path)
-        if stack_file.is_dir():
+        if is_directory(stack_file):
             example = display_path(stack_file_path(project, "<stack>"))
             raise UsageError(f"{display_path(stack_file)}: is a directory; --config takes a stack file "
                              f"such as {example} (or use -s STACK)")

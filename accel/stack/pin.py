@@ -17,6 +17,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from accel.base.errors import UsageError
+from accel.base.safe_files import describe_os_error, read_text, write_text
 
 
 def _round_trip() -> YAML:
@@ -81,15 +82,28 @@ def _replace_keeping_comments(config: CommentedMap, key: str, value: Any) -> Non
         config.yaml_set_comment_before_after_key(following, before="\n".join(lines), indent=column)
 
 
-def _give_spot_plans_a_ttl(config: dict, plan: dict[str, Any]) -> None:
+def _give_spot_plans_a_ttl(config: dict, plan: dict[str, Any], warn: Callable[[str], None] | None = None) -> None:
     """A spot plan is an ephemeral stack: write a TTL from its estimated run, and the stack tags the
-    reaper reads, unless the file already says how long the stack lives."""
+    reaper reads, unless the file already sets an expiry or a TTL that covers this run. A TTL
+    written for an earlier, shorter run (re-choosing onto an existing stack) is refreshed."""
+    from accel.base.units import UnitError, parse_ttl
     from accel.policies.lifecycle import Lifecycle, stack_tags
     from accel.policies.spot_ttl import ttl_for_run
 
-    if not plan["chosen"]["spot"] or any(key in config for key in ("accel:ttl", "accel:expiresAt")):
+    if not plan["chosen"]["spot"] or "accel:expiresAt" in config:
         return
-    config["accel:ttl"] = ttl_for_run(plan["estimate"]["hours"])
+    hours = plan["estimate"]["hours"]
+    current = config.get("accel:ttl")
+    if current is not None:
+        try:
+            if parse_ttl(str(current)).total_seconds() >= hours * 3600:
+                return  # the file's own TTL still covers the new run
+        except UnitError:
+            pass  # an unreadable TTL is replaced by one that covers the run
+        if warn is not None:
+            warn(f"accel:ttl {current!r} is shorter than the new run ({hours:,.1f} h estimated): set to "
+                 f"{ttl_for_run(hours)} so the reaper does not destroy the stack mid-run")
+    config["accel:ttl"] = ttl_for_run(hours)
     tags = config.get("pulumi:tags") if isinstance(config.get("pulumi:tags"), dict) else {}
     config["pulumi:tags"] = {**tags, **stack_tags(Lifecycle.from_config({"ttl": config["accel:ttl"]}))}
 
@@ -101,9 +115,14 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
     Replacing a different workload (another name) is what the user asked for, but `warn` is told."""
     yaml = _round_trip()
     data: Any = {}
-    if path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as error:  # a name too long, a path through a file
+        raise UsageError(f"{path}: cannot use this stack file name: "
+                         f"{describe_os_error(error) if isinstance(error, OSError) else error}") from None
+    if exists:
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"))
+            data = yaml.load(read_text(path, "stack file"))
         except (YAMLError, OSError, UnicodeDecodeError) as error:
             raise UsageError(f"{path}: cannot update the stack file: {error}") from None
         if data is None:
@@ -124,9 +143,9 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
     else:
         config["accel:workload"] = finite(workload)
         config["accel:plan"] = finite(plan)
-    _give_spot_plans_a_ttl(config, plan)
+    _give_spot_plans_a_ttl(config, plan, warn)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_dump(yaml, data), encoding="utf-8")
     except OSError as error:
-        raise UsageError(f"{path}: cannot write the stack file: {error.strerror or error}") from None
+        raise UsageError(f"{path}: cannot write the stack file: {describe_os_error(error)}") from None
+    write_text(path, _dump(yaml, data), "stack file")

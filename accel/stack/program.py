@@ -78,7 +78,19 @@ def resource_name(stack: str) -> str:
 
 
 def read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
-    """Validate the stack's config, make or check the Plan, and build the cluster's arguments."""
+    """Validate the stack's config, make or check the Plan, and build the cluster's arguments.
+
+    Every mistake in the stack's config is a UsageError: pydantic's ValidationError (a pinned plan
+    that no longer validates, say) is wrapped here, where the config enters, with its message unchanged."""
+    from pydantic import ValidationError
+
+    try:
+        return _read_stack(config, stack)
+    except ValidationError as error:
+        raise UsageError(str(error)) from error
+
+
+def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     source = stack_source(stack)
     settings = settings_from_config(config, source)
     notes: list[str] = []

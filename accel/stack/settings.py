@@ -115,7 +115,28 @@ def settings_from_config(config: Mapping[str, str], source: str) -> StackSetting
     except ValidationError as error:
         raise UsageError(describe_validation_error(error, source, StackSettings, path_prefix="accel:")) from None
     _check_pin_matches_workload(settings, source)
+    _check_ttl_covers_the_run(settings, source)
     return settings
+
+
+def _check_ttl_covers_the_run(settings: StackSettings, source: str) -> None:
+    """A TTL shorter than the pinned run would have the reaper destroy the fleet mid-run."""
+    from accel.base.units import UnitError, parse_ttl
+    from accel.policies.spot_ttl import ttl_for_run
+
+    if settings.plan is None or settings.ttl is None:
+        return
+    try:
+        ttl = parse_ttl(settings.ttl)
+    except UnitError:
+        return  # reported, with the key, by lifecycle()
+    hours = settings.plan.estimate.hours
+    if hours and ttl.total_seconds() < hours * 3600:
+        needed = ttl_for_run(hours)
+        raise UsageError(f"{source}: accel:ttl: {settings.ttl!r} is shorter than the pinned run "
+                         f"({hours:,.1f} h estimated), so `accel reap` would destroy the stack mid-run; set "
+                         f"accel:ttl to at least {needed} (`pulumi config set accel:ttl {needed}`), or re-pin with "
+                         f"`accel choose WORKLOAD.yaml --write-stack STACK`, which refreshes it")
 
 
 def _decode(raw: Any, key: str, source: str) -> Any:

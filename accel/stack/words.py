@@ -17,10 +17,12 @@ STACK_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"GkeClusterArgs\.upgrade_pause"),
      "accel:upgradePause in the stack file (pulumi config set --path 'accel:upgradePause.start' <UTC time>, "
      "and .end)"),
-    (re.compile(r"ResourceTags\(ephemeral=True, expires_at=\.\.\.\)"),
-     "accel:ttl or accel:expiresAt in the stack file (pulumi config set accel:ttl 24h)"),
-    (re.compile(r" and stamp ResourceTags\.(?:aws_tags|gcp_labels)\(\) on it"),
-     " (the stack program stamps them on every resource it declares)"),
+    (re.compile(r"give the component ResourceTags\(\.\.\., ephemeral=True, ttl=\"24h\"\) \(or expires_at=\.\.\.\)"),
+     "set accel:ttl or accel:expiresAt in the stack file (pulumi config set accel:ttl 24h)"),
+    (re.compile(r"give the component ResourceTags\(\.\.\., owner=\.\.\., cost_center=\.\.\.\) "
+                r"\(a resource of your own: stamp ResourceTags\.(?:aws_tags|gcp_labels)\(\) on it\)"),
+     "set owner and cost_center in the workload spec (or accel:owner / accel:costCenter in the stack config); "
+     "the stack program stamps them on every resource it declares"),
 )
 
 

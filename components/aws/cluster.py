@@ -20,8 +20,9 @@ from typing import Any
 
 import pulumi
 
-from accel.base.cidrs import documentation_range_problem
+from accel.base.cidrs import VpcCniSettings, documentation_range_problem
 from accel.base.errors import invalid_arg
+from accel.components.aws.vpc_cni import TRAINING_VPC_CNI
 from accel.components.aws.common import (
     check_cidr,
     check_region,
@@ -82,6 +83,9 @@ class EksClusterArgs:
     extended_support: bool = False           # EXTENDED support costs 6x the control plane hourly price
     kubeconfig_profile: str | None = None    # AWS_PROFILE for `aws eks get-token`
     imds_hop_limit: int = 1                  # 1 keeps pods away from the node role's credentials
+    # How many subnet addresses each node holds (components/aws/vpc_cni.py); AwsNetworkArgs.for_plan sizes
+    # the GPU zone's subnet with the same settings.
+    vpc_cni: VpcCniSettings = TRAINING_VPC_CNI
 
     def __post_init__(self) -> None:
         check_region(_ARGS, self.region)
@@ -341,6 +345,8 @@ class EksCluster(pulumi.ComponentResource):
             cluster_name=cluster.name,
             addon_name=addon,
             addon_version=self._args.addon_versions.get(addon),
+            # The add-on's documented `env` values (aws eks describe-addon-configuration, vpc-cni).
+            configuration_values=json.dumps({"env": self._args.vpc_cni.env()}) if addon == "vpc-cni" else None,
             service_account_role_arn=role_arn,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",

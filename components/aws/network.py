@@ -16,7 +16,21 @@ from typing import Literal
 
 import pulumi
 
+from accel.base.cidrs import (
+    AWS_RESERVED_PER_SUBNET,
+    EKS_FREE_PER_SUBNET,
+    RangeNeed,
+    VpcCniSettings,
+    capacity_problems,
+    usable_addresses,
+)
 from accel.base.errors import invalid_arg
+from accel.components.aws.vpc_cni import (
+    DAEMONSET_PODS_WITH_VPC_ADDRESSES,
+    TRAINING_VPC_CNI,
+    node_addresses,
+    system_node_addresses,
+)
 from accel.components.aws.common import check_cidr, check_region, check_zone, resource_tags
 from accel.components.tags import ResourceTags
 
@@ -38,6 +52,11 @@ class AwsNetworkArgs:
     tags: ResourceTags
     cidr_block: str = "10.0.0.0/16"
     nat: NatMode = "per-az"
+    # Address capacity (accel/base/cidrs.py, components/aws/vpc_cni.py): addresses the first zone's
+    # private subnet (the GPU nodes' zone) must hold at the fleet's largest, and how that was counted.
+    # 0: not checked (a hand-built network); for_plan counts them from the Plan.
+    gpu_zone_addresses: int = 0
+    address_why: str = ""
 
     def __post_init__(self) -> None:
         check_region(_ARGS, self.region)
@@ -60,21 +79,101 @@ class AwsNetworkArgs:
                           "allowed: 'per-az' (one NAT per zone) or 'single' (cheaper, one zone)")
         if not isinstance(self.tags, ResourceTags):
             raise invalid_arg(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
+        if self.gpu_zone_addresses < 0:
+            raise invalid_arg(_ARGS, "gpu_zone_addresses", self.gpu_zone_addresses, "cannot be negative")
+        blocks = 2 ** _BLOCK_BITS
+        if self._first_zone_blocks() + len(zones) - 1 + 1 > blocks:
+            raise invalid_arg(_ARGS, "gpu_zone_addresses", self.gpu_zone_addresses, self._layout_problem())
+        problems = capacity_problems(self.address_needs())
+        if problems:
+            raise invalid_arg(_ARGS, "cidr_block", self.cidr_block, "; ".join(problems))
 
     @classmethod
-    def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), **overrides) -> "AwsNetworkArgs":
-        """The network for a Plan: its zones, plus `extra_zones` when the plan names only one."""
+    def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), system_nodes: int = 2,
+                 system_instance_type: str = "m6i.xlarge", vpc_cni: VpcCniSettings = TRAINING_VPC_CNI,
+                 **overrides) -> "AwsNetworkArgs":
+        """The network for a Plan: its zones, plus `extra_zones` when the plan names only one, with the GPU
+        zone's private subnet sized for the fleet's largest node count under the VPC CNI settings."""
         zones = list(dict.fromkeys([*plan.zones, *extra_zones]))
-        return cls(region=plan.region, zones=zones, tags=tags, **overrides)
+        addresses, why = plan_addresses(plan, system_nodes=system_nodes, system_instance_type=system_instance_type,
+                                        vpc_cni=vpc_cni)
+        return cls(**{"region": plan.region, "zones": zones, "tags": tags, "gpu_zone_addresses": addresses,
+                      "address_why": why, **overrides})
+
+    def _first_zone_blocks(self) -> int:
+        """How many of the VPC's eight blocks the first zone's private subnet takes (1, 2, 4: a /19, /18, /17
+        in a /16), the fewest that hold gpu_zone_addresses."""
+        network = ipaddress.IPv4Network(self.cidr_block)
+        block_prefix = network.prefixlen + _BLOCK_BITS
+        wanted = self.gpu_zone_addresses + AWS_RESERVED_PER_SUBNET + EKS_FREE_PER_SUBNET
+        blocks = 1
+        while blocks < 2 ** _BLOCK_BITS and 2 ** (32 - block_prefix) * blocks < wanted:
+            blocks *= 2
+        return blocks
+
+    def _layout_problem(self) -> str:
+        network = ipaddress.IPv4Network(self.cidr_block)
+        return (f"the GPU zone's subnet needs {self.gpu_zone_addresses:,} addresses ({self.address_why}): "
+                f"{self._first_zone_blocks()} of the {network}'s 8 blocks, plus one per other zone "
+                f"({len(self.zones) - 1}) and one for the public subnets, which is more than 8; "
+                + ("use a larger VPC range (cidr_block, up to a /16) or fewer zones" if network.prefixlen > 16 else
+                   "one /16 VPC cannot hold this fleet in one zone (AwsNetwork adds no secondary CIDR): split it "
+                   "over two clusters, or run fewer nodes"))
 
     def subnet_cidrs(self) -> tuple[dict[str, str], dict[str, str]]:
-        """(private, public) CIDR per zone."""
+        """(private, public) CIDR per zone: the first zone (the GPU nodes') takes as many of the eight
+        blocks as its addresses need, each other zone one block, the public subnets the last block."""
         network = ipaddress.IPv4Network(self.cidr_block)
         blocks = list(network.subnets(prefixlen_diff=_BLOCK_BITS))
         public_blocks = list(blocks[-1].subnets(prefixlen_diff=_PUBLIC_BITS))
-        private = {zone: str(blocks[i]) for i, zone in enumerate(self.zones)}
+        first = self._first_zone_blocks()
+        wide = first.bit_length() - 1
+        private = {self.zones[0]: str(blocks[0].supernet(prefixlen_diff=wide))}
+        private.update({zone: str(blocks[first + i]) for i, zone in enumerate(self.zones[1:])})
         public = {zone: str(public_blocks[i]) for i, zone in enumerate(self.zones)}
         return private, public
+
+    def address_needs(self) -> list[RangeNeed]:
+        """The first zone's private subnet against what its nodes can hold at most (accel/base/cidrs.py)."""
+        if not self.gpu_zone_addresses:
+            return []
+        subnet = self.subnet_cidrs()[0][self.zones[0]]
+        return [RangeNeed(f"private subnet of {self.zones[0]}", subnet,
+                          usable_addresses(subnet, AWS_RESERVED_PER_SUBNET) - EKS_FREE_PER_SUBNET,
+                          self.gpu_zone_addresses, "addresses", self.address_why,
+                          "give the VPC a larger range (cidr_block) or fewer nodes per zone")]
+
+
+def plan_addresses(plan, *, system_nodes: int = 2, system_instance_type: str = "m6i.xlarge",
+                   vpc_cni: VpcCniSettings = TRAINING_VPC_CNI) -> tuple[int, str]:
+    """(addresses, how counted) the GPU zone's private subnet must hold: every GPU node group at its
+    maximum size plus EKS's update surge, and the system node group at its maximum (EksCluster:
+    max_size = 2 x system_nodes), each node as the VPC CNI settings make it (components/aws/vpc_cni.py)."""
+    from accel.policies import hardware
+
+    gpu = plan.gpu
+    if gpu is None:
+        return 0, ""
+    training = plan.workload.kind != "inference"
+    pods = (1 if training else gpu.gpus_per_node) + DAEMONSET_PODS_WITH_VPC_ADDRESSES
+    facts = hardware.current().aws_gpu_instances
+    per_type = []
+    for instance in [gpu.machine_type, *gpu.alternate_machine_types]:
+        spec = facts.get(instance)
+        efa_ips = 0 if (spec is None or spec.efa_only_secondaries or gpu.efa_interfaces < 2) else gpu.efa_interfaces - 1
+        per_type.append(node_addresses(instance, pods=pods, settings=vpc_cni, extra_interface_addresses=efa_ips))
+    node = max(per_type, key=lambda n: n.per_node)
+    groups = gpu.pools
+    # EKS "Managed node update behavior", scale-up phase: a group grows by up to twice its zones (or
+    # maxUnavailable) while it replaces nodes; GPU groups live in one zone.
+    surge = 2 * groups
+    gpu_nodes = sum(gpu.pool_sizes) + surge
+    system_max = 2 * system_nodes
+    system = system_max * system_node_addresses(system_instance_type)
+    total = gpu_nodes * node.per_node + system
+    why = (f"{sum(gpu.pool_sizes):,} GPU nodes in {groups} group(s) at their maximum size + {surge} update surge, "
+           f"{node.why}; {system_max} system nodes x {system_node_addresses(system_instance_type)}")
+    return total, why
 
 
 class AwsNetwork(pulumi.ComponentResource):

@@ -27,11 +27,30 @@ _ZONE = re.compile(r"^[a-z]+-[a-z]+\d+-[a-z]$")
 AUTONAME_SUFFIX = 8
 # Flex-start VMs (also behind queued provisioning) run for up to seven days (GKE flex-start docs).
 FLEX_START_MAX_RUN_SECONDS = 7 * 24 * 3600
+# The system pool autoscales this many nodes per zone above its initial count (GkeCluster); the
+# network's address ranges count them (GcpNetworkArgs.for_plan).
+SYSTEM_POOL_EXTRA_NODES = 2
 
 
 def child_opts(parent: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
-    """Options for a child: parented to the component, so it inherits the component's providers."""
+    """Options for a child: parented to the component, so it inherits the component's providers, and
+    waiting for what the component was told to wait for (Pulumi does not pass a component's depends_on
+    to its children; see `inherit_dependencies`)."""
+    inherited = list(getattr(parent, "_accel_depends_on", ()))
+    if inherited:
+        own = extra.pop("depends_on", None) or []
+        extra["depends_on"] = [*inherited, *(own if isinstance(own, (list, tuple)) else [own])]
     return pulumi.ResourceOptions(parent=parent, **extra)
+
+
+def inherit_dependencies(component: pulumi.Resource, opts: pulumi.ResourceOptions | None) -> None:
+    """Make every child built with child_opts wait for the component's own depends_on (e.g. the Google
+    APIs the stack enables: GoogleApis). A list of resources only; Outputs are not expanded."""
+    depends_on = opts.depends_on if opts is not None else None
+    if depends_on is None:
+        return
+    resources = depends_on if isinstance(depends_on, (list, tuple)) else [depends_on]
+    component._accel_depends_on = [r for r in resources if isinstance(r, pulumi.Resource)]  # type: ignore[attr-defined]
 
 
 def check_name(component: str, name: str, *, longest_suffix: str = "", limit: int = 63,

@@ -26,12 +26,14 @@ import yaml
 from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
+    SYSTEM_POOL_EXTRA_NODES,
     CLOUD_PLATFORM_SCOPE,
     check_cidr,
     check_location,
     check_name,
     check_zone,
     child_opts,
+    inherit_dependencies,
     compute_labels,
     is_zone,
     service_account_id,
@@ -226,6 +228,7 @@ class GkeCluster(pulumi.ComponentResource):
         check_name(COMPONENT, name, longest_suffix="-system", limit=GKE_NAME_LIMIT)
         account_id = validate(name, args)
         super().__init__("accel:gcp:GkeCluster", name, None, opts)
+        inherit_dependencies(self, opts)
 
         labels = compute_labels(args.tags)
         cluster_name = args.cluster_name or name
@@ -340,7 +343,7 @@ class GkeCluster(pulumi.ComponentResource):
             project=args.project,
             initial_node_count=args.system_nodes_per_zone,
             autoscaling={"min_node_count": args.system_nodes_per_zone,
-                         "max_node_count": args.system_nodes_per_zone + 2},
+                         "max_node_count": args.system_nodes_per_zone + SYSTEM_POOL_EXTRA_NODES},
             management={"auto_repair": True, "auto_upgrade": args.release_channel != "UNSPECIFIED"},
             network_config={"enable_private_nodes": True},
             node_config={

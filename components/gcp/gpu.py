@@ -27,6 +27,7 @@ from accel.components.gcp._common import (
     check_name,
     check_zone,
     child_opts,
+    inherit_dependencies,
     compute_labels,
     max_run_duration_args,
     node_pool_capacity_args,
@@ -186,6 +187,7 @@ class GpuNodePool(pulumi.ComponentResource):
         mode = resolve_capacity(component, args.capacity)
         max_run_duration_args(component, args.max_run_duration, mode)  # validate before registering
         super().__init__("accel:gcp:GpuNodePool", name, None, opts)
+        inherit_dependencies(self, opts)
 
         pool = args.pool
         max_nodes = args.max_nodes if args.max_nodes is not None else pool.nodes

@@ -22,14 +22,27 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from accel.base.cidrs import (
+    GCP_RESERVED_PER_SUBNET,
+    GKE_DEFAULT_MAX_PODS_PER_NODE,
+    RangeNeed,
+    capacity_problems,
+    gke_pod_block,
+    gke_pod_range_nodes,
+    gke_pod_range_prefix,
+    prefix_for,
+    usable_addresses,
+)
 from accel.base.errors import invalid_arg
 from accel.components.gcp._common import (
+    SYSTEM_POOL_EXTRA_NODES,
     check_cidr,
     check_disjoint,
     check_location,
     check_name,
     check_zone,
     child_opts,
+    inherit_dependencies,
     is_zone,
 )
 from accel.components.tags import ResourceTags
@@ -72,19 +85,122 @@ class GcpNetworkArgs:
     iap_ssh: bool = False
     gpu: GpuPool | None = None                  # the plan's GPU pool; its fabric decides the extra networks
     fabric_zone: str | None = None              # zone of the RDMA network profile (A3 Ultra)
-    fabric_cidr: str = "192.168.0.0/16"         # carved into /24 subnets for the extra networks
+    fabric_cidr: str = "192.168.0.0/16"         # carved into fabric_subnet_prefix subnets for the extra networks
     filesystem: Filesystem = "none"             # managed-lustre adds private services access
     private_service_cidr: str = "10.32.0.0/20"  # peering range for Google-managed services
     nat_max_ports_per_vm: int = 4096
+    # Address capacity (accel/base/cidrs.py): the most nodes the cluster can reach, all pools at their
+    # maximum plus surge, and how many of them are GPU nodes on the fabric networks. None: not checked
+    # (a hand-built network); for_plan counts them from the Plan.
+    max_nodes: int | None = None
+    max_fabric_nodes: int | None = None
+    node_count_why: str = ""
+    max_pods_per_node: int = GKE_DEFAULT_MAX_PODS_PER_NODE  # GKE Standard's default; the cluster sets no other
+    fabric_subnet_prefix: int = 24              # each fabric subnet; for_plan widens it for large fleets
 
     @classmethod
-    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, **overrides: Any) -> "GcpNetworkArgs":
-        """The network for a Plan: its region, the GPU pool's fabric networks in the plan's zone."""
+    def for_plan(cls, plan: Plan, *, tags: ResourceTags, project: str, system_nodes_per_zone: int = 1,
+                 **overrides: Any) -> "GcpNetworkArgs":
+        """The network for a Plan: its region, the GPU pool's fabric networks in the plan's zone, and ranges
+        sized for the most nodes the plan's pools can reach (the defaults where those suffice)."""
+        count = plan_node_count(plan, system_nodes_per_zone=system_nodes_per_zone)
+        sized = sized_ranges(count, plan.gpu)
         return cls(**{"region": plan.region, "tags": tags, "project": project, "gpu": plan.gpu,
-                      "fabric_zone": plan.zones[0], "filesystem": plan.storage.filesystem, **overrides})
+                      "fabric_zone": plan.zones[0], "filesystem": plan.storage.filesystem,
+                      "max_nodes": count.total, "max_fabric_nodes": count.accelerator if plan.gpu else 0,
+                      "node_count_why": count.why, **sized, **overrides})
 
     def __post_init__(self) -> None:
         validate(self)  # the arguments check themselves on construction (one convention, every cloud)
+
+
+@dataclass(frozen=True)
+class NodeCount:
+    """The most nodes a planned GKE cluster can reach: accelerator pools at their maximum size, the
+    system pool at its autoscaling maximum in every zone, and one surge node per pool during upgrades."""
+
+    accelerator: int
+    accelerator_pools: int
+    system: int
+
+    @property
+    def surge(self) -> int:
+        return self.accelerator_pools + 1
+
+    @property
+    def total(self) -> int:
+        return self.accelerator + self.system + self.surge
+
+    @property
+    def why(self) -> str:
+        return (f"{self.accelerator:,} accelerator nodes in {self.accelerator_pools} pool(s) at their maximum size"
+                f" + {self.system} system + {self.surge} upgrade surge")
+
+
+def plan_node_count(plan: Plan, *, system_nodes_per_zone: int = 1) -> NodeCount:
+    """Counted from the Plan the pools are built from (TpuSlice: hosts per slice each; GpuNodePool: the
+    plan's pool sizes), and GkeCluster's system pool (its zones x (per zone + SYSTEM_POOL_EXTRA_NODES))."""
+    if plan.tpu is not None:
+        accelerator, pools = plan.tpu.slices * plan.tpu.hosts_per_slice, plan.tpu.slices
+    else:
+        assert plan.gpu is not None
+        accelerator, pools = sum(plan.gpu.pool_sizes), plan.gpu.pools
+    system = len(plan.zones) * (system_nodes_per_zone + SYSTEM_POOL_EXTRA_NODES)
+    return NodeCount(accelerator=accelerator, accelerator_pools=pools, system=system)
+
+
+# Where grown ranges go: beside the defaults, never overlapping them (node 10.0/20, pods 10.16/14,
+# services 10.20/20, private services 10.32/20, fabrics 192.168/16).
+_WIDE_PODS_BASE = "10.64.0.0"        # up to a /10 (10.64-10.127): 16,384 nodes at a /24 each
+_WIDE_FABRIC_BASE = "172.16.0.0/12"  # fabric subnets that outgrow 192.168.0.0/16
+
+
+def sized_ranges(count: NodeCount, gpu: GpuPool | None,
+                 max_pods_per_node: int = GKE_DEFAULT_MAX_PODS_PER_NODE) -> dict[str, Any]:
+    """Ranges that hold `count`: the defaults when they do, else the smallest block that does."""
+    defaults = {f.name: f.default for f in GcpNetworkArgs.__dataclass_fields__.values() if f.name in
+                ("node_cidr", "pods_cidr", "fabric_cidr", "fabric_subnet_prefix")}
+    sized: dict[str, Any] = {}
+    if gke_pod_range_nodes(defaults["pods_cidr"], max_pods_per_node) < count.total:
+        sized["pods_cidr"] = f"{_WIDE_PODS_BASE}/{gke_pod_range_prefix(count.total, max_pods_per_node)}"
+    if usable_addresses(defaults["node_cidr"], GCP_RESERVED_PER_SUBNET) < count.total:
+        sized["node_cidr"] = f"10.0.0.0/{prefix_for(count.total, reserved=GCP_RESERVED_PER_SUBNET)}"
+    if gpu is not None and gpu.fabric != "none":
+        prefix = min(defaults["fabric_subnet_prefix"],
+                     prefix_for(count.accelerator, reserved=GCP_RESERVED_PER_SUBNET))
+        sized["fabric_subnet_prefix"] = prefix
+        subnets = _fabric_subnet_count(gpu.fabric, gpu)
+        if 2 ** (prefix - ipaddress.ip_network(defaults["fabric_cidr"]).prefixlen) < subnets:
+            sized["fabric_cidr"] = _WIDE_FABRIC_BASE
+    return sized
+
+
+def address_needs(args: "GcpNetworkArgs") -> list[RangeNeed]:
+    """What each range must hold for args.max_nodes (accel/base/cidrs.py)."""
+    if args.max_nodes is None:
+        return []
+    why = args.node_count_why or "max_nodes"
+    block = gke_pod_block(args.max_pods_per_node)
+    needs = [
+        RangeNeed("node_cidr", args.node_cidr, usable_addresses(args.node_cidr, GCP_RESERVED_PER_SUBNET),
+                  args.max_nodes, "nodes", why,
+                  f"use a /{prefix_for(args.max_nodes, reserved=GCP_RESERVED_PER_SUBNET)} or larger (one address "
+                  f"per node, {GCP_RESERVED_PER_SUBNET} reserved per subnet)"),
+        RangeNeed("pods_cidr", args.pods_cidr, gke_pod_range_nodes(args.pods_cidr, args.max_pods_per_node),
+                  args.max_nodes, "nodes", why,
+                  f"GKE gives each node a /{32 - block.bit_length() + 1} ({block} addresses for "
+                  f"{args.max_pods_per_node} Pods per node): use a "
+                  f"/{gke_pod_range_prefix(args.max_nodes, args.max_pods_per_node)} or larger"),
+    ]
+    fabric_nodes = args.max_fabric_nodes or 0
+    if args.gpu is not None and args.gpu.fabric != "none" and fabric_nodes:
+        subnet = f"{ipaddress.ip_network(args.fabric_cidr).network_address}/{args.fabric_subnet_prefix}"
+        needs.append(RangeNeed(
+            "fabric_subnet_prefix", subnet, usable_addresses(subnet, GCP_RESERVED_PER_SUBNET), fabric_nodes, "nodes",
+            f"every {args.gpu.machine_type} node takes one address in each of the "
+            f"{_fabric_subnet_count(args.gpu.fabric, args.gpu)} {args.gpu.fabric} subnets; {fabric_nodes:,} GPU nodes",
+            f"use /{prefix_for(fabric_nodes, reserved=GCP_RESERVED_PER_SUBNET)} fabric subnets or larger"))
+    return needs
 
 
 @dataclass
@@ -131,9 +247,13 @@ def validate(args: GcpNetworkArgs) -> str:
         fabric_range = check_cidr(COMPONENT, "fabric_cidr", args.fabric_cidr)
         ranges["fabric_cidr"] = fabric_range
         needed = _fabric_subnet_count(fabric, args.gpu)
-        if fabric_range.prefixlen > 24 or 2 ** (24 - fabric_range.prefixlen) < needed:
+        size = args.fabric_subnet_prefix
+        if not 8 <= size <= 29:
+            raise invalid_arg(COMPONENT, "fabric_subnet_prefix", size, "a subnet prefix between /8 and /29")
+        if fabric_range.prefixlen > size or 2 ** (size - fabric_range.prefixlen) < needed:
             raise invalid_arg(COMPONENT, "fabric_cidr", args.fabric_cidr,
-                               f"{fabric} needs {needed} /24 subnets; give a larger range such as 192.168.0.0/16")
+                               f"{fabric} needs {needed} /{size} subnets; give a larger range such as "
+                               f"{'192.168.0.0/16' if size >= 24 else _WIDE_FABRIC_BASE}")
         if fabric == "rdma":
             if not args.project:
                 raise invalid_arg(COMPONENT, "project", args.project,
@@ -143,6 +263,10 @@ def validate(args: GcpNetworkArgs) -> str:
                                    "an RDMA (RoCE) network is bound to one zone; set the GPU pool's zone")
             check_zone(COMPONENT, "fabric_zone", args.fabric_zone, within=args.region)
     check_disjoint(COMPONENT, ranges)
+    problems = capacity_problems(address_needs(args))
+    if problems:
+        first = problems[0].split(" ", 1)[0]
+        raise invalid_arg(COMPONENT, first, getattr(args, first), "; ".join(problems))
     return fabric
 
 
@@ -162,6 +286,7 @@ class GcpNetwork(pulumi.ComponentResource):
         check_name(COMPONENT, name, longest_suffix="-allow-health-checks")
         fabric = validate(args)
         super().__init__("accel:gcp:GcpNetwork", name, None, opts)
+        inherit_dependencies(self, opts)
 
         project = {"project": args.project} if args.project else {}
         self.region = args.region
@@ -308,7 +433,7 @@ class GcpNetwork(pulumi.ComponentResource):
         })
 
     def _fabric_subnet_ranges(self, args: GcpNetworkArgs) -> list[str]:
-        return [str(s) for s in ipaddress.ip_network(args.fabric_cidr).subnets(new_prefix=24)]
+        return [str(s) for s in ipaddress.ip_network(args.fabric_cidr).subnets(new_prefix=args.fabric_subnet_prefix)]
 
     def _gpudirect_networks(self, name: str, args: GcpNetworkArgs, count: int, project: dict) -> _Fabric:
         """One VPC + subnet + internal firewall per GPU NIC (TCPX: 4, TCPXO: 8)."""

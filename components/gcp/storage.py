@@ -31,6 +31,7 @@ from accel.components.gcp._common import (
     check_name,
     check_zone,
     child_opts,
+    inherit_dependencies,
     data_labels,
     service_account_id,
 )
@@ -177,6 +178,7 @@ class TrainingStorage(pulumi.ComponentResource):
             raise invalid_arg(COMPONENT, "training_account_id", account_id,
                                "service account ids are 6-30 characters: lowercase letters, digits, '-'")
         super().__init__("accel:gcp:TrainingStorage", name, None, opts)
+        inherit_dependencies(self, opts)
 
         project = args.project
         self.namespace = args.namespace

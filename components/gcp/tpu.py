@@ -33,6 +33,7 @@ from accel.components.gcp._common import (
     check_name,
     check_zone,
     child_opts,
+    inherit_dependencies,
     compute_labels,
     max_run_duration_args,
     node_pool_capacity_args,
@@ -131,11 +132,12 @@ class TpuSlice(pulumi.ComponentResource):
         ref = as_cluster_ref(component, args.cluster, args.location)
         check_zone(component, "zone", args.zone, within=ref.location)
         super().__init__("accel:gcp:TpuSlice", name, None, opts)
+        inherit_dependencies(self, opts)
 
         if ref.auto_upgrade and not ref.upgrades_paused:
             pulumi.log.warn(
                 f"{name}: cluster channel {ref.release_channel} keeps node auto-upgrade on; pause upgrades for the "
-                "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice mid-training",
+                "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice while it runs",
                 resource=self,
             )
 
@@ -254,6 +256,7 @@ class TpuVmSlice(pulumi.ComponentResource):
         mode = args.capacity_mode()
         runtime = args.runtime_version or pool.runtime_version
         super().__init__("accel:gcp:TpuVmSlice", name, None, opts)
+        inherit_dependencies(self, opts)
 
         network_config = {
             "network": args.network,

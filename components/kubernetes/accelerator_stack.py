@@ -209,6 +209,8 @@ class AcceleratorStackArgs:
     # Clusters that already run Kueue / JobSet (a managed add-on, a shared cluster) skip the release.
     install_kueue: bool = True
     install_jobset: bool = True
+    # LeaderWorkerSet: for plans whose serving replica spans nodes (workloads.needs_leader_worker_set).
+    install_lws: bool = False
     # Kueue admits a workload only if the ClusterQueue covers every resource its pods request,
     # so cpu and memory must be covered too. Chips are the binding quota; these never bind, even on the
     # largest cluster a cloud builds (GKE: 15,000 nodes x 224 vCPUs, ~3 TiB each; docs/scale.md).
@@ -252,6 +254,8 @@ class AcceleratorStackArgs:
         has_efa = any(EFA_RESOURCE in pool.extra_resources for pool in self.pools)
         if self.install_efa_device_plugin and not has_efa:
             raise AcceleratorStackError(f"install_efa_device_plugin: true, but no pool provides {EFA_RESOURCE}")
+        if self.install_lws and self.charts.lws is None:
+            raise AcceleratorStackError("install_lws: true, but no lws chart is pinned; pin it in charts.yaml")
         if self.efa_device_plugin_wanted and self.charts.aws_efa_device_plugin is None:
             raise AcceleratorStackError(
                 f"charts: a pool provides {EFA_RESOURCE} but no aws-efa-k8s-device-plugin chart is pinned; "
@@ -333,10 +337,14 @@ class AcceleratorStack(pulumi.ComponentResource):
                     [p for p in args.pools if EFA_RESOURCE in p.extra_resources])})
         if args.install_jobset:
             self.releases["jobset"] = self._release("jobset", args.charts.jobset)
+        if args.install_lws:
+            assert args.charts.lws is not None  # validate() guarantees it
+            self.releases["lws"] = self._release("lws", args.charts.lws)
         if args.install_kueue:
-            # Kueue enables its JobSet integration only if the JobSet CRDs exist when it starts.
-            after = [self.releases["jobset"]] if "jobset" in self.releases else []
-            self.releases["kueue"] = self._release("kueue", args.charts.kueue, depends_on=after)
+            # Kueue enables its JobSet and LWS integrations only if their CRDs exist when it starts.
+            after = [self.releases[r] for r in ("jobset", "lws") if r in self.releases]
+            self.releases["kueue"] = self._release("kueue", args.charts.kueue, values=self._kueue_values(),
+                                                   depends_on=after)
         kueue_release = self.releases.get("kueue")  # None on clusters that already run Kueue
         kueue_ready = pulumi.ResourceOptions(parent=self, depends_on=[kueue_release] if kueue_release else [])
 
@@ -462,6 +470,23 @@ class AcceleratorStack(pulumi.ComponentResource):
             timeout=600,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
         )
+
+    def _kueue_values(self) -> dict[str, Any]:
+        """The chart's manager configuration with the integrations accel's workloads need (charts.yaml), and
+        the pod integration kept off the system namespaces and the controllers' own (kueue plain_pods.md)."""
+        import yaml
+
+        config = dict(self._args.charts.kueue_manager_config)
+        if not config:
+            return {}
+        system = {"kube-system", self._args.charts.kueue.namespace,
+                  *(pin.namespace for pin in (self._args.charts.jobset, self._args.charts.lws) if pin)}
+        system |= {pin.namespace for name, pin in (("gpu-operator", self._args.charts.gpu_operator),
+                                                   ("nvidia-device-plugin", self._args.charts.nvidia_device_plugin))
+                   if name in self.releases}
+        config["managedJobsNamespaceSelector"] = {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(system)}]}
+        return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 
     @staticmethod
     def _addon_tolerations(pools: Sequence[AcceleratorPool]) -> list[dict[str, str]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -40,6 +41,10 @@ class ChartPins(BaseModel):
     gpu_operator: ChartPin = Field(alias="gpu-operator")
     # Optional so an older pin file still loads; a stack with EFA pools needs it.
     aws_efa_device_plugin: ChartPin | None = Field(None, alias="aws-efa-k8s-device-plugin")
+    # LeaderWorkerSet: multi-node serving replicas. Optional as above; a plan that writes one needs it.
+    lws: ChartPin | None = None
+    # Kueue's manager Configuration (the chart's defaults plus the integrations accel's workloads need).
+    kueue_manager_config: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def kueue_api_version(self) -> str:
@@ -49,4 +54,5 @@ class ChartPins(BaseModel):
 @lru_cache(maxsize=None)
 def load_chart_pins(path: Path = CHARTS_FILE) -> ChartPins:
     data = parse_yaml(Path(path).read_text())
-    return ChartPins.model_validate({"as_of": data["as_of"], **data["charts"]})
+    return ChartPins.model_validate({"as_of": data["as_of"], **data["charts"],
+                                     "kueue_manager_config": data.get("kueue_manager_config") or {}})

@@ -14,7 +14,10 @@ derives the list from the public API). Names are unique across the package (the 
 type in one `index` module), so the two clouds' storage and the AWS GPU group carry their cloud in
 the name. Inputs repeat a field's declaration rather than inherit it from a base TypedDict: the
 analyzer follows TypedDict inheritance for the fields but reads a field's description only from the
-class that declares it, so inherited inputs would reach other languages undocumented.
+class that declares it, so inherited inputs would reach other languages undocumented. Outputs are
+declared on each facade for the same reason (the analyzer reads them from the class's annotations,
+in camelCase, never from the Python component's attributes at run time), so a facade's output list
+mirrors its Python component's; `common.publish` sets and registers them from one list of names.
 """
 
 from accel.components.package.aws import AwsGpuNodeGroup, AwsNetwork, AwsTrainingStorage, EksCluster

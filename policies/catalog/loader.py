@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import csv
 import difflib
+import io
 from datetime import date
 from pathlib import Path
 from typing import Any, Iterable
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 from accel.base.derived_cache import cached
 from accel.base.errors import UsageError
 from accel.base.model import describe_validation_error
+from accel.base.safe_files import is_directory, read_text
 from accel.policies import hardware
 from accel.policies.catalog.machine_facts import with_chip_facts, with_machine_facts
 from accel.policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
@@ -241,8 +243,7 @@ def _apply_price_override(raw: _Raw, item: dict[str, Any], where: str) -> None:
 
 def _read_price_csv(path: Path) -> list[dict[str, Any]]:
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
+        rows = list(csv.DictReader(io.StringIO(read_text(path, "price CSV", error=CatalogError), newline="")))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise CatalogError(f"{path}: cannot read the price CSV ({error})") from None
     overrides = []
@@ -299,10 +300,9 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     if path is None:
         return _bundled()
     file = Path(path)
-    if file.is_dir():
+    if is_directory(file):
         return _build(_read_directory(file))
-    if not file.exists():
-        raise CatalogError(f"{file}: no such catalog file")
+    # Anything else is read as a regular file (accel/base/safe_files.py says what it is if not).
     if file.suffix.lower() == ".csv":
         raw = _read_directory(BUNDLED_DIR)
         raw.version = f"{raw.version}+{file.stem}"

@@ -6,8 +6,13 @@ built accelerator pools (priced by accel.policies.cloud.pricing) are compared wi
 - a different number of pools, nodes or chips is a contradiction: refused, naming the field;
 - a different $/h under the catalog version the Plan was priced with means the figures were
   edited (or the pin was hand-made): refused too;
-- a different $/h under a newer catalog is price drift: shown, pinned vs now, never refused
-  (a price change must never silently change the hardware, nor block a stack that did not change).
+- a different $/h under an earlier catalog accel knows is price drift: shown, pinned vs now, never
+  refused (a price change must never silently change the hardware, nor block a stack that did not
+  change). The earlier catalog's prices are not kept, so the pinned figure cannot be checked: the
+  stack's cost is repriced from the current catalog (the built cost) and the pinned figure is only
+  shown beside it, marked unverified;
+- a catalog version accel does not know (neither the current one nor an earlier bundled one) is
+  refused: its prices can be checked against nothing, and a forged "price drift" must not pass.
 """
 
 from __future__ import annotations
@@ -21,6 +26,18 @@ from pydantic import Field
 from accel.base.model import StrictModel
 
 STACK_KEY = "accel:plan"
+
+# The versions the bundled catalog (policies/catalog/catalog.yaml) carried before the current one,
+# from `git log -p policies/catalog/catalog.yaml` (its `version:` lines). Add the old version here
+# when the catalog's version is raised, so pins made with it still read as drift.
+EARLIER_CATALOG_VERSIONS = ("2026.04.1", "2026.11.1")
+
+
+def catalog_is_known(pinned: str, current: str) -> bool:
+    """The pinned catalog is the current one or an earlier bundled one; an overlay's version
+    ('2026.11.2+mine') counts by its bundled base, as the loader writes it."""
+    base = pinned.split("+", 1)[0]
+    return pinned == current or base == current.split("+", 1)[0] or base in EARLIER_CATALOG_VERSIONS
 
 
 class PriceDrift(StrictModel):
@@ -71,7 +88,14 @@ def check_pin(plan: Plan, built: BuiltCost, stack: str) -> tuple[list[str], Pric
         return [f"{STACK_KEY}.chosen.hourly_usd says {_usd(pinned)}/h but the {len(built.accelerator_pools)} "
                 f"pools it builds cost {_usd(now)}/h at catalog {built.catalog_version}, the catalog the pin "
                 f"names: the pinned figures do not match the pinned hardware"], None
-    note = (f"prices moved since the pin: {_usd(pinned)}/h at catalog {plan.catalog.version} -> {_usd(now)}/h at "
-            f"catalog {built.catalog_version} for the same hardware; the pinned hardware is kept")
+    if not catalog_is_known(plan.catalog.version, built.catalog_version):
+        known = ", ".join((*EARLIER_CATALOG_VERSIONS, built.catalog_version))
+        return [f"{STACK_KEY}.catalog.version is {plan.catalog.version!r}, a catalog accel does not know (known: "
+                f"{known}), so its figures ({_usd(pinned)}/h) cannot be checked against any prices; the "
+                f"{len(built.accelerator_pools)} pools it builds cost {_usd(now)}/h at catalog "
+                f"{built.catalog_version}"], None
+    note = (f"prices moved since the pin: {_usd(pinned)}/h at catalog {plan.catalog.version} (its prices are not "
+            f"kept, so that figure is unverified) -> {_usd(now)}/h at catalog {built.catalog_version} for the same "
+            f"hardware; the cost shown is repriced from catalog {built.catalog_version}; the pinned hardware is kept")
     return [], PriceDrift(pinned_hourly_usd=pinned, now_hourly_usd=round(now, 2), pinned_catalog=plan.catalog.version,
                           now_catalog=built.catalog_version, note=note)

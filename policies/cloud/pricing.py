@@ -188,6 +188,9 @@ def _price_nodes(kind_type: str, name: str, cloud: str, machine_type: Any, nodes
     if offering is None:
         return PricedResource(kind="node-pool", machine_type=machine_type,
                               reason=f"machine type {machine_type} is not in catalog {catalog.version}", **base)
+    if nodes is not None and nodes < 0:
+        return PricedResource(kind="node-pool", machine_type=machine_type,
+                              reason=f"a node count of {nodes} is not a count", **(base | {"nodes": None}))
     chips = None if nodes is None else nodes * offering.chips_per_host
     base |= {"machine_type": machine_type, "chips": chips}
     if nodes is None:
@@ -206,6 +209,9 @@ def _price_nodes(kind_type: str, name: str, cloud: str, machine_type: Any, nodes
     per_node = offering.chips_per_host * chip.usd + (host.usd if host else 0.0)
     source = chip.source if host is None else f"{chip.source}; host VM: {host.source}"
     return PricedResource(kind="accelerator-pool", hourly_usd=nodes * per_node, source=source, **base)
+
+
+price_nodes = _price_nodes  # compute created outside node pools (accel/review/compute_cost.py) is priced alike
 
 
 def _price_filesystem(resource_type: str, name: str, capacity: Any, tier: Any, catalog: Catalog) -> PricedResource:

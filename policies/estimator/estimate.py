@@ -80,7 +80,10 @@ _INFERENCE_KEYS = {
 
 def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -> Resolved:
     """The estimator's numbers for `spec`; serving is costed for `engine` (default: assumptions.yaml
-    inference.default_engine)."""
+    inference.default_engine).
+
+    One `put` per number, each with its source (the workload's override, else the catalog's assumption):
+    long because there are that many numbers, not because it decides much; the order is the catalog's."""
     overrides = spec.assumptions
     values: dict[str, float] = {}
     sources: dict[str, str] = {}
@@ -513,7 +516,8 @@ class Evaluation:
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None) -> list[Assumption]:
-    """Every number the estimate used, with where it came from."""
+    """Every number the estimate used, with where it came from: one Assumption per number, in the order a
+    plan prints them (long for that reason alone)."""
     detail = detail or {}
     items = [Assumption(name=f"{accelerator.id} peak dense bf16", value=f"{accelerator.peak_bf16_tflops:g} TFLOP/s",
                         source=accelerator.source),

@@ -51,7 +51,7 @@ EXIT_MANDATORY = 4
 _PACK_DEFAULT_LEVEL = EnforcementLevel.ADVISORY  # what __main__.py gives the PolicyPack
 
 
-class PolicyConfigError(ValueError):
+class PolicyConfigError(UsageError, ValueError):
     """The pack configuration names an unknown policy or key, or a value of the wrong type."""
 
 
@@ -151,9 +151,17 @@ def resolve_config(policies: Sequence[Policy], pack_config: Mapping[str, Any] | 
 
 def _read_bounded_json(path: str | Path) -> Any:
     """JSON from a file, refused (UsageError) past accel's size and depth bounds instead of recursing."""
-    text = Path(path).read_text()
+    from accel.base.json_limits import describe_number_error
+    from accel.base.safe_files import read_text
+
+    text = read_text(path, "policy pack config (JSON)")
     check_json_bounds(text, str(path))
-    return json.loads(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as error:
+        raise UsageError(f"{path}: {describe_number_error(error) or error}") from None
 
 
 def load_pack_config(path: str | Path) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.base.derived_cache import cached
+from accel.base.errors import AccelError
 
 BUNDLED_FACTS = Path(__file__).resolve().parent / "facts.toml"
 POLICIES_DIR = Path(__file__).resolve().parent.parent  # the decision code: a cached table is invalid once it changes
@@ -29,8 +30,9 @@ FAMILIES = ("tpu", "gpu")
 VM_TYPE_COUNTS = {"tensorcores", "chips"}
 
 
-class HardwareFactsError(ValueError):
-    """The hardware facts table is missing, not TOML, or holds an entry that is wrong."""
+class HardwareFactsError(AccelError, ValueError):
+    """The hardware facts table is missing, not TOML, or holds an entry that is wrong (exit 1: the
+    table ships with accel; a user who edits it sees the entry and the rule it breaks)."""
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,14 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 
+from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.hardware import TpuGeneration
 
 
-class ShapeError(ValueError):
-    """A topology or TPU type that the generation cannot have."""
+class ShapeError(UsageError, ValueError):
+    """A topology or TPU type that the generation cannot have. A ValueError too: raised inside a
+    pydantic validator it becomes that model's ValidationError."""
 
 
 def __getattr__(name: str):

@@ -12,7 +12,8 @@ The steps, in the order a workload goes through them:
 5. `explain`      the rationale and the nothing-feasible message, `tradeoffs` what each
    alternative trades against the choice, `choice` the Choice they are gathered in;
 6. `plan_builder` the Plan the components build from a Choice, with `pools` (a pool a person
-   writes by hand).
+   writes by hand);
+7. `pin_freshness` whether a pinned Plan is still what `choose` answers for its workload (accel plan).
 
 This package exports nothing itself: the public names are accel.policies' (`choose`,
 `choose_plan`, `make_plan`, `Choice`, ...). A name here would be shadowed by the submodule of

@@ -225,6 +225,50 @@ def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
     return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
 
 
+@dataclass
+class SearchResult:
+    """What ruling out and sizing every offering found, for ranking and for the explanations: each feasible
+    pick (and the sizes shown beside it) with its rank key and region, and, for the rest, why not."""
+
+    ranked: list[tuple[tuple, Candidate, str]] = field(default_factory=list)   # (rank key, candidate, region)
+    rejected: list[dict] = field(default_factory=list)   # {"offering", "reasons"}: NoFeasibleOption's rejected
+    eliminations: dict[str, list[str]] = field(default_factory=dict)   # constraint -> offerings it ruled out
+    hard_reasons: dict[str, tuple[str, str]] = field(default_factory=dict)   # offering -> (constraint, reason)
+    near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
+    family_reasons: dict[str, list[str]] = field(default_factory=lambda: {"gpu": [], "tpu": []})
+    offering_reasons: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    shown_only: set[int] = field(default_factory=set)   # ids of the alternatives: sizes shown for the trade-off
+
+
+@dataclass(frozen=True)
+class PricePoint:
+    """One price an offering is sized at: the capacity type, the allowed regions that share the price (in
+    preference order), the chip and host prices, and the declared reservation it bills against (None: the
+    market price)."""
+
+    spot: bool
+    regions: list[str]
+    chip: Price
+    host: Price | None
+    reserved: DeclaredReservation | None = None
+
+
+def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoint], list[tuple[str, str]]]:
+    """Every price point of the offering, in the order they are sized: each capacity type's region groups
+    (spot_modes, price_groups), then the stack's reservations of its machine type (reserved_groups), sized
+    apart, priced as declared and preferred on a tie. With them, (constraint, reason) when spot is wanted
+    but not offered in the allowed regions."""
+    points: list[PricePoint] = []
+    reasons: list[tuple[str, str]] = []
+    for spot in spot_modes(ctx.spec):
+        groups = price_groups(ctx, offering, spot)
+        if not groups and spot:
+            reasons.append(("spot", "no spot capacity in the allowed regions"))
+        points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
+    points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
+    return points, reasons
+
+
 def to_option(candidate: Candidate, region: str) -> Option:
     """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours)."""
     e, s, o = candidate.evaluation, candidate.size, candidate.offering

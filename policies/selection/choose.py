@@ -22,23 +22,23 @@ from accel.policies.selection.capacity import capacity_lines
 from accel.policies.selection.rescale import ratio_key, rescaled
 from accel.policies.selection.candidates import (
     Candidate,
+    SearchContext,
+    SearchResult,
     check_regions,
     estimate_for,
     hard_filter,
-    price_groups,
-    reserved_groups,
+    price_points,
     search_context,
-    spot_modes,
     to_option,
 )
-from accel.policies.catalog.model import Catalog, Offering, Price
+from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.selection.explain import accelerator_name, explain_choice, explain_infeasible
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.cloud.reservations import DeclaredReservation
-from accel.policies.selection.sizing import SizingOutcome, keep_fastest_replica, size_inference, size_training
+from accel.policies.selection.sizing import SizingOutcome, size_offering
 from accel.policies.workload import WorkloadSpec
 
 __all__ = [
@@ -75,6 +75,58 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     return near + [item for item in ranked if id(item) not in taken]
 
 
+def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
+    """Every offering ruled out (hard_filter) or sized at each of its price points (price_points,
+    size_offering); each pick ranked by the objective, in every region of its price group."""
+    spec, objective = ctx.spec, ctx.objective
+    found = SearchResult()
+    region_order = {o.id: {r: i for i, r in enumerate(spec.constraints.regions or o.regions)} for o in offerings}
+    for offering in offerings:
+        hard = hard_filter(spec, offering)
+        if hard is not None:
+            constraint, reason = hard
+            found.rejected.append({"offering": offering.id, "reasons": [reason]})
+            found.eliminations.setdefault(constraint, []).append(offering.id)
+            found.hard_reasons[offering.id] = hard
+            found.family_reasons[offering.family].append(reason)
+            continue
+        points, reasons = price_points(ctx, offering)
+        feasible = False
+        # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
+        sized: dict[tuple[bool, float], tuple[SizingOutcome, float]] = {}
+        reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
+        for point in points:
+            key = (point.spot, ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None
+            reference = sized.get(key) if key is not None else None
+            outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip, point.host,
+                                ctx.budget) if reference is not None else None)
+            if outcome is None:
+                outcome = size_offering(ctx, offering, point)
+                if key is not None and key not in sized:
+                    sized[key] = (outcome, point.chip.usd)
+            found.near.extend(outcome.near)
+            if outcome.best is None:
+                reasons.extend(outcome.reasons)
+                continue
+            feasible = True
+            order = region_order[offering.id]
+            for region in point.regions:
+                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order))), outcome.best,
+                                     region))
+            first = point.regions[0]
+            for alternative in outcome.alternatives:
+                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order))), alternative, first))
+                found.shown_only.add(id(alternative))
+        found.offering_reasons[offering.id] = reasons
+        if not feasible:
+            unique = _merge_capacity_reasons([reason for _, reason in reasons])
+            found.rejected.append({"offering": offering.id, "reasons": unique})
+            for constraint in dict.fromkeys(c for c, _ in reasons):
+                found.eliminations.setdefault(constraint, []).append(offering.id)
+            found.family_reasons[offering.family].extend(unique)
+    return found
+
+
 def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"] = "cost",
            extra_offerings: Sequence[Offering] = (), reservations: Sequence[DeclaredReservation] = ()) -> Choice:
     """Pick the hardware for a workload. A hardware pin skips the search and estimates the pin.
@@ -84,94 +136,35 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
 
     Raises NoFeasibleOption (exit 3) with the eliminations and the closest option when nothing fits, and
     WorkloadFieldError (exit 2; the caller adds the file) for a region that no offering has.
+
+    Reads top to bottom as the pipeline: search (rule offerings out, size the rest at each price point: a
+    SearchResult), rank, explain (explain_choice, or explain_infeasible when nothing fits: both read what the
+    search found), estimate, and the Choice.
     """
     if spec.hardware is not None:
         return choose_pinned(spec, catalog, objective, extra_offerings)
     offerings = list(catalog.offerings) + list(extra_offerings)
     check_regions(spec.constraints.regions, offerings, "constraints.regions")
     ctx = search_context(spec, catalog, objective, reservations)
-    region_order = {o.id: {r: i for i, r in enumerate(spec.constraints.regions or o.regions)} for o in offerings}
-    ranked: list[tuple[tuple, Candidate, str]] = []
-    rejected: list[dict] = []
-    eliminations: dict[str, list[str]] = {}
-    hard_reasons: dict[str, tuple[str, str]] = {}
-    near: list[tuple[float, Candidate, str]] = []
-    family_reasons: dict[str, list[str]] = {"gpu": [], "tpu": []}
-    offering_reasons: dict[str, list[tuple[str, str]]] = {}
-    shown_only: set[int] = set()   # ids of the alternatives: sizes shown for the trade-off, not picks
-    sizer = size_inference if spec.kind == "inference" else size_training
-
-    for offering in offerings:
-        hard = hard_filter(spec, offering)
-        if hard is not None:
-            constraint, reason = hard
-            rejected.append({"offering": offering.id, "reasons": [reason]})
-            eliminations.setdefault(constraint, []).append(offering.id)
-            hard_reasons[offering.id] = hard
-            family_reasons[offering.family].append(reason)
-            continue
-        reasons: list[tuple[str, str]] = []
-        found = False
-        points: list[tuple[bool, list[str], Price, Price | None, DeclaredReservation | None]] = []
-        for spot in spot_modes(spec):
-            groups = price_groups(ctx, offering, spot)
-            if not groups and spot:
-                reasons.append(("spot", "no spot capacity in the allowed regions"))
-            points.extend((spot, regions, chip, host, None) for regions, chip, host in groups)
-        # The stack's reservations of this machine type: sized apart, priced as declared (and preferred on a tie).
-        points.extend((False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
-        # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
-        sized: dict[tuple[bool, float], tuple[SizingOutcome, float]] = {}
-        reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
-        for spot, regions, chip, host, held in points:
-            key = (spot, ratio_key(chip, host)) if reuse and held is None else None
-            reference = sized.get(key) if key is not None else None
-            outcome = (rescaled(reference[0], chip.usd / reference[1], regions, chip, host, ctx.budget)
-                       if reference is not None else None)
-            if outcome is None:
-                outcome = SizingOutcome()
-                sizer(ctx, offering, spot, regions, chip, host, outcome, held)
-                if key is not None and key not in sized:
-                    sized[key] = (outcome, chip.usd)
-            if spec.kind == "inference" and outcome.best is None:
-                keep_fastest_replica(ctx, offering, spot, regions, chip, host, outcome, held)
-            near.extend(outcome.near)
-            if outcome.best is None:
-                reasons.extend(outcome.reasons)
-                continue
-            found = True
-            order = region_order[offering.id]
-            for region in regions:
-                key = _rank_key(objective, outcome.best, order.get(region, len(order)))
-                ranked.append((key, outcome.best, region))
-            for alternative in outcome.alternatives:
-                key = _rank_key(objective, alternative, order.get(regions[0], len(order)))
-                ranked.append((key, alternative, regions[0]))
-                shown_only.add(id(alternative))
-        offering_reasons[offering.id] = reasons
-        if not found:
-            unique = _merge_capacity_reasons([reason for _, reason in reasons])
-            rejected.append({"offering": offering.id, "reasons": unique})
-            for constraint in dict.fromkeys(c for c, _ in reasons):
-                eliminations.setdefault(constraint, []).append(offering.id)
-            family_reasons[offering.family].extend(unique)
-
+    found = search(ctx, offerings)
+    ranked = found.ranked
     if not ranked:
         notes = []
         if "kubernetes" in spec.constraints.clouds and not any(o.cloud == "kubernetes" for o in offerings):
             notes.append("kubernetes: no offerings; the kubernetes cloud offers only the chips of an existing "
                          "cluster's inventory (accel:cluster with its inventory in a stack file, e.g. "
                          "`accel plan -s STACK`); a workload file alone has none")
-        raise explain_infeasible(ctx, eliminations, near, rejected, notes)
+        raise explain_infeasible(ctx, found.eliminations, found.near, found.rejected, notes)
 
     ranked.sort(key=lambda item: item[0])
     if objective == "time" and spec.kind != "inference":
-        ranked = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"], shown_only)
+        ranked = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"], found.shown_only)
     options = [to_option(candidate, region) for _, candidate, region in ranked]
     _, best, _ = ranked[0]
     chosen = options[0]
     estimate = estimate_for(ctx, best, chosen)
-    rationale = explain_choice(ctx, options, ranked, family_reasons, near, hard_reasons, offering_reasons)
+    rationale = explain_choice(ctx, options, ranked, found.family_reasons, found.near, found.hard_reasons,
+                               found.offering_reasons)
     rationale.extend(reservation_lines(ctx, ranked, options))
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
@@ -180,12 +173,12 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     for family in ("tpu", "gpu"):
         if any(o.family == family for o in options):
             continue
-        in_family = sorted((n for n in near if n[1].family == family and math.isfinite(n[0])),
+        in_family = sorted((n for n in found.near if n[1].family == family and math.isfinite(n[0])),
                            key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
         if in_family:
             candidate = in_family[0][1]
             closest_infeasible.append(to_option(candidate, candidate.regions[0]))
-    return Choice(chosen=chosen, options=options, rejected=rejected, rationale=rationale, estimate=estimate,
+    return Choice(chosen=chosen, options=options, rejected=found.rejected, rationale=rationale, estimate=estimate,
                   objective=objective, workload=spec, catalog=catalog_ref(catalog), chosen_offering=best.offering,
                   closest_infeasible=closest_infeasible,
                   option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked],

@@ -62,7 +62,11 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
                    near: list[tuple[float, Candidate, str]], hard_reasons: dict[str, tuple[str, str]],
                    offering_reasons: dict[str, list[tuple[str, str]]]) -> list[str]:
     """The 'why' lines of a choice: what was chosen and against which limits, the best option of the other
-    family (or why it has none), the framework, spot against on-demand, how the fleet was sized, the runner-up."""
+    family (or why it has none), the framework, spot against on-demand, how the fleet was sized, the runner-up.
+
+    Why it is long: each section answers one question a reader asks, in the order the rationale prints them,
+    and each reads the same results of the search (the ranked options, the near misses, the reasons by family
+    and by offering); split apart, every piece would take all of them again. It only returns lines."""
     spec = ctx.spec
     chosen = options[0]
     lines: list[str] = []

@@ -41,7 +41,11 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run,
     WorkloadFieldError when a region is in no offering, the pin's spot contradicts constraints.spot, the pin
     cannot be built (more nodes in one pool than the offering's max_nodes) or it is a TPU multislice whose
-    slices cannot each hold the training state."""
+    slices cannot each hold the training state.
+
+    Why it is long: a pin is ruled in or out by the checks a search applies to an offering (regions, spot,
+    the node limit, multislice memory), each failing with its own field, before it is estimated
+    (evaluate_pin) and priced in each matching region; the warnings then name each limit the pin misses."""
     pin = spec.hardware
     assert pin is not None
     # A stack's accel:hardware is applied to its workload without re-validating the pair: check it here too.

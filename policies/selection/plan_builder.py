@@ -33,7 +33,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # fleet of several nodes, or a serving replica wider than one node.
         crosses_nodes = multi_node_training or (not training and replica_chips > offering.chips_per_host)
         gpu = GpuPool(accelerator=option.accelerator, machine_type=offering.machine_type,
-                      alternate_machine_types=list(offering.spot_alternates) if (option.spot and offering.cloud == "aws") else [],
+                      alternate_machine_types=_spot_alternates(offering) if (option.spot and offering.cloud == "aws") else [],
                       gpus_per_node=offering.chips_per_host, nodes=option.hosts,
                       guest_accelerator=offering.guest_accelerator if offering.cloud == "gcp" else None,
                       fabric=offering.fabric if crosses_nodes else "none",
@@ -69,6 +69,21 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     return Plan(workload=spec, catalog=choice.catalog, chosen=option,
                 zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
                 estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)
+
+
+def _spot_alternates(offering) -> list[str]:
+    """The catalog's spot alternates that can stand in for the offering's machine (same GPU count, a GPU
+    that runs the same kernels with at least its memory: the hardware table's rule, which the node group
+    and the gpu-count-matches-machine guardrail apply too), so `choose` never writes a group they refuse."""
+    from accel.policies import hardware
+
+    facts = hardware.current()
+    primary = facts.aws_gpu_instances.get(offering.machine_type)
+    if primary is None:
+        return []
+    return [alternate for alternate in offering.spot_alternates
+            if (spec := facts.aws_gpu_instances.get(alternate)) is not None
+            and spec.can_stand_in_for(primary, facts.chips)]
 
 
 def _gke_rejects_compact(cloud: str, option) -> bool:

@@ -9,7 +9,8 @@ chips that can share one) more chips only idle. So:
 - time objective: the smallest size within time_objective_tolerance of the fastest within the budget (more
   chips stop helping: they would buy less than that share of the run time).
 Serving sizes replicas instead: every replica size is tried, replicas cover the tokens/s target; when the p99
-bound rules an offering out, its fastest replica is kept as the closest option (keep_fastest_replica).
+bound rules an offering out, its fastest replica is kept as the closest option (fastest_replica_miss).
+Each step returns what it found (SizingOutcome); size_offering is the one a search calls.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
 from accel.policies.selection.capacity import Timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
-    Candidate, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
-from accel.policies.cloud.reservations import DeclaredReservation
-from accel.policies.catalog.model import Offering, Price
+    Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
+from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.ladders import (
     GpuLadder,
@@ -50,10 +50,30 @@ class SizingOutcome:
     closest_at: Callable[[float], tuple[float, Candidate] | None] | None = None
 
 
-def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
-                  host: Price | None, outcome: SizingOutcome,
-                  reserved: DeclaredReservation | None = None) -> None:
-    """The training fleet the objective picks on this offering's size ladder, into `outcome`."""
+def size_offering(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
+    """The offering sized at one price point for the workload's kind: its best fleet and the alternatives
+    worth showing, or the reasons none fits and the nearest misses (for a serving workload ruled out by its
+    p99 bound, its fastest replica among them)."""
+    if ctx.spec.kind != "inference":
+        return size_training(ctx, offering, point)
+    outcome = size_inference(ctx, offering, point)
+    if outcome.best is None:
+        closest = fastest_replica_miss(ctx, offering, point, outcome)
+        if closest is not None:
+            outcome.near.append(closest)
+    return outcome
+
+
+def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
+    """The training fleet the objective picks on this offering's size ladder at one price point.
+
+    Why it is long: the ladder, its memory floor and its end (max_chips, the node limit, the global batch)
+    decide the reasons an offering is ruled out, and each reason names the constraint and the figures that
+    did it; the pick itself is _pick_training_size (binary searches over the monotone curves, see the
+    module's docstring), and what is left is the candidate a pick becomes and the few other sizes shown
+    for the trade-off. Split further, each piece would need the ladder, the prices and the deadline again."""
+    spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
+    outcome = SizingOutcome()
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
     need = ctx.min_memory_chips(offering)
@@ -97,7 +117,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
-        return
+        return outcome
     lo, hi = ladder.first_at_least(need), len(ladder) - 1
     if lo > hi:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
@@ -114,7 +134,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
                 constraint = "memory"
             outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                                 f"{plural(need, 'chip')} in each slice; {why}"))
-            return
+            return outcome
         if offering.training_max_nodes and biggest < cap - offering.chips_per_host and not node_limited:
             why = f"{offering.machine_type} is a single-node type for training ({plural(biggest, 'chip')})"
             constraint = "memory"
@@ -124,7 +144,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
             why, constraint = f"max_chips allows {biggest}", "max_chips"
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                             f"{plural(need, 'chip')}; {why}"))
-        return
+        return outcome
     # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
@@ -157,7 +177,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
                                             f"({ladder[lo].hosts} hosts; constraints.capacity.obtainability "
                                             "overrides the estimates)"))
-        return
+        return outcome
     cache: dict[int, tuple[float, float]] = {}
 
     def hours_cost(i: int) -> tuple[float, float]:
@@ -264,7 +284,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
                                  deadline_words, capacity, larger, capped)
     if picked is None:
         keep_closest()
-        return
+        return outcome
     best, on_time = picked
     outcome.best = candidate(best)
     if on_time < best:  # the cost valley's bottom is past the smallest fleet that meets the deadline: say so
@@ -286,6 +306,7 @@ def size_training(ctx: SearchContext, offering: Offering, spot: bool, regions: l
         if h <= deadline and (budget is None or c <= budget) and (
                 h < hours(best) if ctx.objective == "cost" else c < cost(best)):
             outcome.alternatives.append(candidate(i))
+    return outcome
 
 
 def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
@@ -362,10 +383,14 @@ def _pick_training_size(ctx: SearchContext, outcome: SizingOutcome, ladder: GpuL
         return _first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i)), best
 
 
-def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
-                   host: Price | None, outcome: SizingOutcome,
-                   reserved: DeclaredReservation | None = None) -> None:
-    """The serving fleet the objective picks: a replica size and enough replicas for the tokens/s target."""
+def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
+    """The serving fleet the objective picks at one price point: a replica size and enough replicas for the
+    tokens/s target; every replica size is tried (a short list), each kept as a near miss for the explanation.
+
+    Why it is long: each replica size that fails is kept with its own reason (weights that do not fit, the p99
+    bound, max_chips, the node limit, the budget), and the rejection line names the one that decided."""
+    spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
+    outcome = SizingOutcome()
     spec = ctx.spec
     assert spec.inference is not None
     model = ctx.inference_model(offering)
@@ -433,35 +458,37 @@ def size_inference(ctx: SearchContext, offering: Offering, spot: bool, regions: 
         feasible.sort(key=lambda item: (item[0], item[1].size.chips))
         outcome.best = feasible[0][1]
         outcome.alternatives = [cand for _, cand in feasible[1:4]]
-        return
+        return outcome
     if too_slow:
         # Only the fastest replica size decides whether the p99 bound can be met: name it, not every slower one.
         step, chips = min(too_slow)
         why_not.insert(0, model.too_slow(step, f"the fastest ({chips}-chip) replica"))
     if not why_not:
         outcome.reasons.append(("memory", f"{capacity}: no replica size available"))
-        return
+        return outcome
     if all(w.endswith("weights do not fit") for w in why_not):
         largest = max(s.chips for s in sizes)
         outcome.reasons.append(("memory", f"{capacity}: {model.weight_bytes / 1e9:,.0f} GB of weights do not fit in the "
                                           f"largest replica here ({largest} x {accelerator.hbm_gb:g} GB)"))
-        return
+        return outcome
     why_not = [w for w in why_not if not w.endswith("weights do not fit")]
     constraint = ("budget" if any("budget" in w for w in why_not) else
                   "max_chips" if any("> max" in w for w in why_not) else
                   "max_nodes" if any("over the node limit" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
     outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])))
+    return outcome
 
 
-def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, regions: list[str], chip: Price,
-                     host: Price | None, outcome: SizingOutcome,
-                     reserved: DeclaredReservation | None = None) -> None:
-    """When the p99 bound is what rules an offering out, keep its fastest replica (at batch 1, enough replicas
-    for the target) as a closest option. (The rejection reason itself states the p99 it compared.)"""
+def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoint,
+                         outcome: SizingOutcome) -> tuple[float, Candidate, str] | None:
+    """When the p99 bound is what ruled an offering out (`outcome` has no near miss of its own), its fastest
+    replica (at batch 1, enough replicas for the target) as the near miss to keep, else None. (The rejection
+    reason itself states the p99 it compared.)"""
+    spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
     fastest = _fastest_replica(ctx, offering)
     if fastest is None or not any(constraint == "latency" for constraint, _ in outcome.reasons):
-        return
+        return None
     step, size, bound = fastest
     spec = ctx.spec
     assert spec.inference is not None
@@ -469,7 +496,7 @@ def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, reg
     p99_ms = step * factor * 1000
     limit = spec.inference.p99_latency_ms
     if p99_ms <= limit or outcome.near:
-        return
+        return None
     headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
     model = ctx.inference_model(offering)
     replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
@@ -483,7 +510,7 @@ def keep_fastest_replica(ctx: SearchContext, offering: Offering, spot: bool, reg
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
                             detail=detail)
     closest = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved)
-    outcome.near.append((math.log(p99_ms / limit), closest, ""))
+    return (math.log(p99_ms / limit), closest, "")
 
 
 def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:

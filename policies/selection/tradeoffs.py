@@ -20,6 +20,8 @@ CAPACITY_RISK = {
     "queued": "waits for the whole slice",
     "capacity-block": "booked dates only",
 }
+# A service does not restart from a checkpoint: a reclaimed replica drops out until it is replaced.
+SERVING_RISK = {**CAPACITY_RISK, "spot": "preemptible: a reclaimed replica is lost until replaced"}
 PORTABILITY = {
     "gpu": "portable: any cloud or on-prem",
     "tpu": "Google Cloud only",
@@ -56,12 +58,13 @@ def cost_words(option: Option, chosen: Option) -> str:
 
 def tradeoffs(option: Option, chosen: Option, serving: bool) -> tuple[str, ...]:
     """Time, cost, capacity risk and portability of `option` against `chosen`, differences only."""
+    risk = SERVING_RISK if serving else CAPACITY_RISK
     if option is chosen:
-        return ("chosen", CAPACITY_RISK[option.provisioning], PORTABILITY[option.family])  # the baseline
+        return ("chosen", risk[option.provisioning], PORTABILITY[option.family])  # the baseline
     words = [] if serving else [w for w in (time_words(option, chosen),) if w]
     words.append(cost_words(option, chosen))
     if option.provisioning != chosen.provisioning:
-        words.append(CAPACITY_RISK[option.provisioning])
+        words.append(risk[option.provisioning])
     if option.family != chosen.family:
         words.append(PORTABILITY[option.family])
     elif option.cloud != chosen.cloud:

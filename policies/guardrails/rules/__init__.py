@@ -8,10 +8,19 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from accel.policies.guardrails.rules import accelerators, budget, capacity, data_safety, exposure, labels, lifecycle
+from accel.policies.guardrails.rules import (
+    accelerators,
+    budget,
+    capacity,
+    cloud_apis,
+    data_safety,
+    exposure,
+    labels,
+    lifecycle,
+)
 
 PACK_NAME = "accel-guardrails"
-MODULES = (budget, data_safety, lifecycle, exposure, accelerators, capacity, labels)
+MODULES = (budget, data_safety, lifecycle, exposure, accelerators, capacity, cloud_apis, labels)
 
 
 def all_policies() -> list[Policy]:

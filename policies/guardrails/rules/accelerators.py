@@ -239,16 +239,50 @@ def _validate_gpu_count(args, report) -> None:
                 return
     elif t == "aws:eks/nodeGroup:NodeGroup":
         types = [x for x in items(get(props, "instanceTypes")) if isinstance(x, str)]
-        gpu_types = {x: aws_instance_gpus(x) for x in types if aws_instance_gpus(x)}
-        if not gpu_types:
-            return
-        shapes_seen = set(gpu_types.values())
-        if len(shapes_seen) > 1 or len(gpu_types) != len(types):
-            listed = ", ".join(f"{x} ({gpu_types[x][1]} x {gpu_types[x][0]})" if x in gpu_types else f"{x} (no GPU)"
-                               for x in types)
-            report(violation(args, GPU_COUNT,
-                             f"its instance types differ in GPUs per node: {listed}",
-                             "list only alternates with the same GPU model and count, so every node fits the job"))
+        problems = alternate_problems(types)
+        if problems:
+            report(violation(args, GPU_COUNT, "its instance types cannot all run the same job: " + "; ".join(problems),
+                             ALTERNATES_FIX))
+
+
+# The stack key a planned stack lists spot alternates under, and the rule they must follow.
+ALTERNATES_FIX = ("list only alternates that can stand in for the first instance type (same GPU count, a GPU "
+                  "with the same compute capability and at least its memory) under "
+                  "accel:plan.gpu.alternate_machine_types in the stack file, or remove them")
+
+
+def alternate_problems(instance_types: list[str]) -> list[str]:
+    """What differs between a node group's first (primary) instance type and each alternate, by the rule
+    the hardware table states once (AwsGpuInstance.can_stand_in_for): same GPU count, chips of the same
+    compute capability (they run the same kernels) with at least the primary's memory. [] when every
+    alternate qualifies, or when the group has no GPU types."""
+    facts = hardware.current()
+    known = {x: facts.aws_gpu_instances.get(x) for x in instance_types}
+    if not any(known.values()):
+        return []
+    primary_type = instance_types[0]
+    primary = known[primary_type]
+    if primary is None:
+        return [f"{primary_type} has no GPU but {', '.join(x for x in instance_types if known[x])} do"]
+    problems = []
+    for alternate in instance_types[1:]:
+        spec = known[alternate]
+        if spec is None:
+            problems.append(f"{alternate} has no GPU ({primary_type} has {primary.gpus} x {primary.chip})")
+            continue
+        if spec.can_stand_in_for(primary, facts.chips):
+            continue
+        mine, theirs = facts.chips[spec.chip], facts.chips[primary.chip]
+        differs = []
+        if spec.gpus != primary.gpus:
+            differs.append(f"{spec.gpus} GPUs per node against {primary.gpus}")
+        if mine.compute_capability != theirs.compute_capability:
+            differs.append(f"GPU model {spec.chip} (compute capability {mine.compute_capability}) against "
+                           f"{primary.chip} ({theirs.compute_capability})")
+        elif mine.hbm_gb < theirs.hbm_gb:
+            differs.append(f"{spec.chip} has {mine.hbm_gb:g} GB per GPU against {primary.chip}'s {theirs.hbm_gb:g} GB")
+        problems.append(f"{alternate} differs from {primary_type}: {', '.join(differs)}")
+    return problems
 
 
 # --- compact-placement-single-zone ------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, PolicyResource, ResourceValidationArgs
@@ -291,6 +291,13 @@ def describe(resource: ResourceValidationArgs | PolicyResource) -> str:
 def violation(resource: ResourceValidationArgs | PolicyResource, rule_id: str, what: str, fix: str) -> str:
     """One line a person can act on: which resource, which rule, what is wrong, how to fix it."""
     return f"{describe(resource)} violates {rule_id}: {what}. Fix: {fix}."
+
+
+def flagger(resource: ResourceValidationArgs | PolicyResource, report: Callable[[str], None],
+            rule_id: str) -> Callable[[str, str], None]:
+    """`flag(what, fix)`: report one violation of `rule_id` on `resource` (a rule that can find
+    several things wrong with one resource calls it once per finding)."""
+    return lambda what, fix: report(violation(resource, rule_id, what, fix))
 
 
 def schema(**properties: dict[str, Any]) -> PolicyConfigSchema:

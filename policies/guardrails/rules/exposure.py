@@ -17,6 +17,7 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValid
 from accel.policies.guardrails.rules.common import (
     UNKNOWN,
     config,
+    flagger,
     get,
     is_false,
     is_true,
@@ -66,8 +67,7 @@ def _outside_development(validate):
 def _validate_public_node_ips(args, report) -> None:
     t, props = args.resource_type, args.props
 
-    def flag(what: str, fix: str) -> None:
-        report(violation(args, PUBLIC_NODE_IPS, what, fix))
+    flag = flagger(args, report, PUBLIC_NODE_IPS)
 
     if t == "gcp:container/cluster:Cluster":
         private = get(props, "privateClusterConfig", "enablePrivateNodes")
@@ -131,8 +131,7 @@ def _world_readable_statement(policy_text: Any) -> bool:
 def _validate_public_buckets(args, report) -> None:
     t, props = args.resource_type, args.props
 
-    def flag(what: str, fix: str) -> None:
-        report(violation(args, PUBLIC_BUCKETS, what, fix))
+    flag = flagger(args, report, PUBLIC_BUCKETS)
 
     if t == "gcp:storage/bucket:Bucket":
         prevention = get(props, "publicAccessPrevention")
@@ -204,8 +203,7 @@ def _validate_open_ingress(args, report) -> None:
     fix_sg = ("restrict the source to your VPC, a bastion's security group or a known CIDR; "
               "NAT needs no inbound rule, and load balancer health checks come from inside the VPC")
 
-    def flag(what: str, fix: str) -> None:
-        report(violation(args, OPEN_INGRESS, what, fix))
+    flag = flagger(args, report, OPEN_INGRESS)
 
     if t == "gcp:compute/firewall:Firewall":
         direction = get(props, "direction") or "INGRESS"

@@ -47,8 +47,8 @@ def _validate_ownership(args, report_violation) -> None:
         problems.append(f"placeholder values {', '.join(placeholder)}")
     report_violation(violation(
         args, OWNERSHIP, "; ".join(problems) + ", so its cost cannot be attributed",
-        "set owner and cost_center in the workload spec (or accel:owner / accel:costCenter in the stack config) "
-        f"and stamp ResourceTags.{'aws_tags' if kind == 'tags' else 'gcp_labels'}() on it",
+        "give the component ResourceTags(..., owner=..., cost_center=...) "
+        f"(a resource of your own: stamp ResourceTags.{'aws_tags' if kind == 'tags' else 'gcp_labels'}() on it)",
     ))
 
 

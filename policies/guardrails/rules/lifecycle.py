@@ -87,8 +87,8 @@ def _validate_resource(args, report_violation) -> None:
     if expires_at is UNKNOWN or ttl is UNKNOWN:
         return
     kind = "tag" if cloud(args.resource_type) == "aws" else "label"
-    fix = (f"stamp the {expires_key} (or {ttl_key}) {kind} with ResourceTags(ephemeral=True, expires_at=...) "
-           "so `accel reap` can find it")
+    fix = (f"stamp the {expires_key} (or {ttl_key}) {kind}: give the component "
+           'ResourceTags(..., ephemeral=True, ttl="24h") (or expires_at=...) so `accel reap` can find it')
     if not expires_at and not ttl:
         why = "runs on spot capacity" if spot else f"is marked {marker_key(args.resource_type, 'ephemeral')}=true"
         report_violation(violation(args, HAS_EXPIRY, f"it {why} but has no {expires_key} or {ttl_key} {kind}", fix))

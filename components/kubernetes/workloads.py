@@ -1,0 +1,41 @@
+"""Which workload kinds a Plan runs as, so the stack installs the controllers they need.
+
+`accel job` writes a JobSet for training (and for the fabric check), and for serving a Deployment
+when a replica fits on one node, a LeaderWorkerSet when a replica spans nodes. The same function
+decides both the manifests (accel/job/manifests.py) and whether AcceleratorStack installs the
+LeaderWorkerSet controller, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+from accel.policies.plan import Plan
+
+
+def serving_layout(plan: Plan) -> tuple[int, int]:
+    """(replicas, chips per replica) of a serving plan, from the estimate's breakdown."""
+    details = plan.estimate.details
+    replicas = int(details.get("replicas", 1))
+    replica_chips = int(details.get("replica_chips", plan.chosen.chips // max(replicas, 1)))
+    return replicas, replica_chips
+
+
+def chips_per_node(plan: Plan) -> int:
+    if plan.tpu is not None:
+        return plan.tpu.chips_per_host
+    assert plan.gpu is not None  # the Plan validator pairs family and pool
+    return plan.gpu.gpus_per_node
+
+
+def nodes_per_replica(plan: Plan) -> int:
+    """Nodes one serving replica spans (1 for a replica on one node or less)."""
+    _, replica_chips = serving_layout(plan)
+    return max(1, -(-replica_chips // chips_per_node(plan)))
+
+
+def is_serving(plan: Plan) -> bool:
+    return plan.workload.kind == "inference"
+
+
+def needs_leader_worker_set(plan: Plan) -> bool:
+    """A serving replica spanning nodes runs as a LeaderWorkerSet (one leader and its workers per replica)."""
+    return is_serving(plan) and nodes_per_replica(plan) > 1

@@ -1,0 +1,172 @@
+"""Address capacity: every range holds the largest node count its stack can reach (accel/base/cidrs.py).
+
+Each rule with its mutated bad case: the 405B GKE fleet on the old fixed /14 pod range (1,024 nodes) and
+/24 GPUDirect subnets (252 nodes), a node subnet too small, and the 405B EKS fleet under the VPC CNI's
+default warm ENI (100 addresses per p5 node) in the old /19. The bundled stacks are recounted from what
+they declare (node pool maxima, the CNI's env), not from the functions that sized them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from accel.base.cidrs import (
+    AWS_RESERVED_PER_SUBNET,
+    EKS_FREE_PER_SUBNET,
+    VpcCniSettings,
+    gke_pod_block,
+    gke_pod_range_nodes,
+    usable_addresses,
+    vpc_cni_addresses_per_node,
+)
+from accel.base.errors import ComponentArgsError
+from accel.components.tags import ResourceTags
+from accel.policies.plan import Plan
+
+ROOT = Path(__file__).resolve().parents[1]
+TAGS = ResourceTags(owner="t", workload="w", stack="s", cost_center="c")
+
+
+def plan_of(planned_results, stack: str) -> Plan:
+    return Plan.model_validate(planned_results[stack].plan)
+
+
+# ---- the rules ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("max_pods, block", [(8, 16), (16, 32), (32, 64), (64, 128), (110, 256), (256, 512)])
+def test_gke_gives_each_node_a_pod_block_twice_its_max_pods(max_pods, block):
+    # GKE "Configure maximum Pods per node": 110 -> /24, 64 -> /25, 32 -> /26, 16 -> /27, 8 -> /28.
+    assert gke_pod_block(max_pods) == block
+
+
+def test_the_old_fixed_pod_range_holds_1024_nodes():
+    assert gke_pod_range_nodes("10.16.0.0/14") == 1024
+
+
+def test_the_vpc_cni_default_holds_two_whole_p5_enis_and_the_targets_hold_what_they_say():
+    # eni-and-ip-target.md: WARM_ENI_TARGET=1 keeps a full ENI free (p3dn, 3 pods: 2 ENIs, 98 secondary);
+    # p5.48xlarge: 2 ENIs of 50 addresses on network card 0 (eni-max-pods.txt: 100).
+    assert vpc_cni_addresses_per_node(VpcCniSettings(), pods=3, ips_per_eni=50, max_enis=2) == 100
+    targets = VpcCniSettings(warm_eni_target=None, warm_ip_target=5, minimum_ip_target=10)
+    # The same table: MINIMUM 10, WARM 5 -> 7 pods: 12 secondary, 15 pods: 20 secondary (one ENI).
+    assert vpc_cni_addresses_per_node(targets, pods=7, ips_per_eni=50, max_enis=2) == 1 + 12
+    assert vpc_cni_addresses_per_node(targets, pods=15, ips_per_eni=50, max_enis=2) == 1 + 20
+
+
+# ---- Google Cloud ---------------------------------------------------------------------------------
+
+def test_the_405b_gke_fleet_on_the_old_pod_range_is_refused_naming_range_need_and_fix(planned_results):
+    from accel.components.gcp.network import GcpNetworkArgs
+
+    plan = plan_of(planned_results, "llama-405b-h100-gcp")
+    with pytest.raises(ComponentArgsError) as caught:
+        GcpNetworkArgs.for_plan(plan, tags=TAGS, project="p", pods_cidr="10.16.0.0/14")
+    message = str(caught.value)
+    assert "pods_cidr 10.16.0.0/14 holds 1,024 nodes" in message
+    assert "2,048 accelerator nodes in 15 pool(s)" in message and "/12 or larger" in message
+
+
+def test_the_405b_gke_fleet_on_24_gpudirect_subnets_is_refused(planned_results):
+    from accel.components.gcp.network import GcpNetworkArgs
+
+    plan = plan_of(planned_results, "llama-405b-h100-gcp")
+    with pytest.raises(ComponentArgsError) as caught:
+        GcpNetworkArgs.for_plan(plan, tags=TAGS, project="p", fabric_subnet_prefix=24)
+    message = str(caught.value)
+    assert "holds 252 nodes" in message and "2,048 GPU nodes" in message and "/20 fabric subnets" in message
+
+
+def test_a_node_subnet_smaller_than_the_fleet_is_refused(planned_results):
+    from accel.components.gcp.network import GcpNetworkArgs
+
+    plan = plan_of(planned_results, "llama-70b-a3mega-gcp")
+    with pytest.raises(ComponentArgsError, match=r"node_cidr 10.0.0.0/27 holds 28 nodes"):
+        GcpNetworkArgs.for_plan(plan, tags=TAGS, project="p", node_cidr="10.0.0.0/27")
+
+
+def gke_node_maxima(resources: list[dict]) -> tuple[int, int]:
+    """(all nodes, GPUDirect nodes) the declared node pools reach at their maxima, + 1 surge per pool."""
+    cluster = next(r for r in resources if r["type"] == "gcp:container/cluster:Cluster")
+    zones = len(cluster["inputs"].get("nodeLocations") or [None])
+    total = fabric = 0
+    for pool in (r for r in resources if r["type"] == "gcp:container/nodePool:NodePool"):
+        inputs = pool["inputs"]
+        scaling = inputs.get("autoscaling") or {}
+        if "totalMaxNodeCount" in scaling:
+            nodes = scaling["totalMaxNodeCount"]
+        elif "maxNodeCount" in scaling:
+            nodes = scaling["maxNodeCount"] * len(inputs.get("nodeLocations") or [None] * zones)
+        else:
+            nodes = inputs.get("nodeCount", 0) * len(inputs.get("nodeLocations") or [None] * zones)
+        total += nodes + 1
+        if (inputs.get("networkConfig") or {}).get("additionalNodeNetworkConfigs"):
+            fabric += nodes
+    return total, fabric
+
+
+@pytest.mark.parametrize("stack", ["llama-405b-h100-gcp", "llama-70b-a3mega-gcp", "llama-70b-tpu", "llama-70b-v5p"])
+def test_every_gke_stacks_ranges_hold_what_its_node_pools_can_reach(planned_stacks, stack):
+    resources = planned_stacks[stack]["resources"]
+    nodes, fabric_nodes = gke_node_maxima(resources)
+    subnets = {r["name"]: r["inputs"] for r in resources if r["type"] == "gcp:compute/subnetwork:Subnetwork"}
+    main = next(s for s in subnets.values() if s.get("secondaryIpRanges"))
+    pods = next(r["ipCidrRange"] for r in main["secondaryIpRanges"] if r["rangeName"] == "pods")
+    assert gke_pod_range_nodes(pods) >= nodes
+    assert usable_addresses(main["ipCidrRange"], 4) >= nodes
+    for name, subnet in subnets.items():
+        if subnet is not main:
+            assert usable_addresses(subnet["ipCidrRange"], 4) >= fabric_nodes, name
+
+
+# ---- AWS ------------------------------------------------------------------------------------------
+
+def test_the_405b_eks_fleet_under_the_cnis_default_warm_eni_is_refused(planned_results):
+    from accel.components.aws.network import AwsNetworkArgs
+    from accel.components.aws.vpc_cni import DEFAULT_VPC_CNI
+
+    plan = plan_of(planned_results, "llama-405b-h100-aws")
+    with pytest.raises(ComponentArgsError) as caught:
+        AwsNetworkArgs.for_plan(plan, TAGS, extra_zones=["us-east-1b"], vpc_cni=DEFAULT_VPC_CNI)
+    message = str(caught.value)
+    assert "100 per p5.48xlarge" in message and "WARM_ENI_TARGET=1" in message and "more than 8" in message
+
+
+def test_a_hand_set_need_larger_than_the_subnet_is_refused():
+    from accel.components.aws.network import AwsNetworkArgs
+
+    wide = AwsNetworkArgs(region="us-east-1", zones=["us-east-1a", "us-east-1b"], tags=TAGS,
+                          cidr_block="10.0.0.0/20", gpu_zone_addresses=900, address_why="test")
+    assert wide.subnet_cidrs()[0] == {"us-east-1a": "10.0.0.0/22", "us-east-1b": "10.0.4.0/23"}
+    with pytest.raises(ComponentArgsError, match=r"needs 5,000 addresses \(test\).*more than 8"):
+        AwsNetworkArgs(region="us-east-1", zones=["us-east-1a", "us-east-1b"], tags=TAGS,
+                       cidr_block="10.0.0.0/20", gpu_zone_addresses=5000, address_why="test")
+
+
+@pytest.mark.parametrize("stack", ["llama-405b-h100-aws", "llama-70b-finetune-aws", "llama-8b-serving-gpu"])
+def test_every_eks_stacks_gpu_zone_holds_its_node_groups_at_their_maxima(planned_stacks, stack):
+    from accel.components.aws.vpc_cni import ENI_LIMITS, UNKNOWN_ENI_LIMITS, system_node_addresses
+
+    resources = planned_stacks[stack]["resources"]
+    addon = next(r for r in resources if r["type"] == "aws:eks/addon:Addon" and r["inputs"]["addonName"] == "vpc-cni")
+    env = json.loads(addon["inputs"]["configurationValues"])["env"]
+    settings = VpcCniSettings(warm_eni_target=int(env["WARM_ENI_TARGET"]) if "WARM_ENI_TARGET" in env else None,
+                              warm_ip_target=int(env["WARM_IP_TARGET"]) if "WARM_IP_TARGET" in env else None,
+                              minimum_ip_target=int(env["MINIMUM_IP_TARGET"]) if "MINIMUM_IP_TARGET" in env else None,
+                              prefix_delegation=env.get("ENABLE_PREFIX_DELEGATION") == "true")
+    subnets = {r["urn"].rsplit("::", 1)[0] + "::" + r["name"]: r for r in resources
+               if r["type"] == "aws:ec2/subnet:Subnet" and "-private-" in r["name"]}
+    first = min(subnets.values(), key=lambda r: r["inputs"]["cidrBlock"])
+    need = 0
+    for group in (r for r in resources if r["type"] == "aws:eks/nodeGroup:NodeGroup"):
+        maximum = group["inputs"]["scalingConfig"]["maxSize"]
+        if group["name"].endswith("-system"):
+            need += maximum * system_node_addresses(group["inputs"]["instanceTypes"][0])
+            continue
+        types = group["inputs"].get("instanceTypes") or []
+        enis, ips = max((ENI_LIMITS.get(t, UNKNOWN_ENI_LIMITS) for t in types), default=UNKNOWN_ENI_LIMITS)
+        per_node = vpc_cni_addresses_per_node(settings, pods=5, ips_per_eni=ips, max_enis=enis)
+        need += (maximum + 2) * per_node
+    assert usable_addresses(first["inputs"]["cidrBlock"], AWS_RESERVED_PER_SUBNET) - EKS_FREE_PER_SUBNET >= need
