@@ -468,6 +468,7 @@ def brute_force(workload, catalog, objective):
                 chip, host = prices[0].usd, prices[1].usd if prices[1] else 0.0
                 runs = []   # (wall-clock, billed hours, total) of every size that holds the state and is within budget
                 spot_model = obtain.spot_model(offering) if spot else None
+                quickest = math.inf
                 queue = obtain.queue(offering, offering.provisioning) if not spot else None
                 for chips, hosts, slices in sizes:
                     if chips < need:
@@ -486,6 +487,11 @@ def brute_force(workload, catalog, objective):
                         wall = billed = hours
                     if not math.isfinite(wall):
                         continue
+                    if spot_model is not None:
+                        # As sizing keeps them on spot: each size holding the state faster than every smaller one.
+                        if chips >= need and wall >= quickest:
+                            continue
+                        quickest = min(quickest, wall) if chips >= need else quickest
                     total = billed * (chips * chip + hosts * host)
                     if budget is None or total <= budget:
                         runs.append((wall, billed, total))

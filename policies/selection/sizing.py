@@ -158,7 +158,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                    ctx.timing_cache.setdefault((offering.id, provisioning), {}))
 
     def timing(i: int) -> Timing:
-        s = ladder[i]
+        return timing_of(ladder[i])
+
+    def timing_of(s: Size) -> Timing:
         key = (s.chips, s.hosts, s.slices)
         hit = timings.get(key)
         if hit is None:
@@ -172,6 +174,19 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             timings[key] = hit
         return hit
 
+    if spot_model is not None:
+        # On spot the wall-clock at the quantile is not monotone in the fleet: each extra reclaim wave counted
+        # at P90 is a step. Keep the sizes the pool holds that are faster than every smaller one (as TPU
+        # multislices are kept), so the searches below see a falling curve; a slower larger fleet is never picked.
+        filtered_key = ("spot", offering.id, len(ladder), need)
+        filtered = ctx.ladders.get(filtered_key)
+        if filtered is None:
+            held = [s for s in (ladder[i] for i in range(len(ladder))) if s.hosts <= spot_model.pool_hosts]
+            filtered = ctx.ladders[filtered_key] = (
+                TpuLadder(_each_faster_than_the_smaller(tuple(held), need, lambda s: timing_of(s).wall_hours))
+                if held and held[-1].chips >= need else ladder)
+        ladder = filtered
+        lo, hi = ladder.first_at_least(need), len(ladder) - 1
     if not math.isfinite(timing(lo).wall_hours):
         # The mode cannot supply even the smallest fleet that holds the model (past its pool or its size).
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
