@@ -145,6 +145,8 @@ def erlang_quantile(legs: int, mean_wait: float, q: float) -> float:
     mean) >= legs)), by bisection."""
     if legs <= 0 or mean_wait <= 0:
         return 0.0
+    if legs > 30:   # the sum of many waits is close to normal (mean legs x wait, deviation sqrt(legs) x wait)
+        return mean_wait * max(0.0, legs + _normal_quantile(q) * math.sqrt(legs))
     lo, hi = 0.0, mean_wait * (legs + 20 * math.sqrt(legs) + 20)
     for _ in range(80):
         mid = (lo + hi) / 2
