@@ -89,8 +89,8 @@ class GpuNodePoolArgs:
                   "tags": tags, "extra_networks": network.extra_networks, **overrides}
         if "min_nodes" not in overrides and _topology_needs_nodes(plan, values["pool"], values["capacity"]):
             # Kueue's topology-aware scheduling assigns domains from the nodes that exist and reaches the
-            # autoscaler only through a ProvisioningRequest admission check (Kueue v0.14.1 docs/concepts/
-            # topology_aware_scheduling.md, "ClusterAutoscaler support"; cloud-correctness finding 2). GKE
+            # autoscaler only through a ProvisioningRequest admission check (Kueue v0.14.1, the topology-aware
+            # scheduling concept page, "ClusterAutoscaler support"; cloud-correctness finding 2). GKE
             # documents queued-provisioning.gke.io as its ProvisioningRequest class, which needs flex-start
             # capacity; for on-demand and spot training pools under a Topology the nodes are created with the pool.
             values["min_nodes"] = values["pool"].nodes

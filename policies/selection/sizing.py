@@ -187,6 +187,12 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 if held and held[-1].chips >= need else ladder)
         ladder = filtered
         lo, hi = ladder.first_at_least(need), len(ladder) - 1
+        if lo > hi:
+            outcome.reasons.append(("capacity", f"spot: no fleet of at most {spot_model.pool_hosts:g} hosts (the spot "
+                                                "pool one zone is expected to hold) that holds the model ever "
+                                                "finishes through the reclaim waves (estimates; "
+                                                "constraints.capacity.obtainability overrides them)"))
+            return outcome
     if not math.isfinite(timing(lo).wall_hours):
         # The mode cannot supply even the smallest fleet that holds the model (past its pool or its size).
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
