@@ -124,8 +124,12 @@ def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: flo
             wall = new
         return wall, waves, drains
 
+    # On average the counts grow in proportion to the wall-clock, so the mean is a closed form:
+    # W = base + W x (wave rate x wave cost + drain rate x drain cost) / 168.
+    per_hour = (model.waves_per_week * hit * wave_cost + model.drains_per_week * drain_cost) / 168.0
+    base = run_hours + obtain
+    wall_mean = base / (1.0 - per_hour) if per_hour < 1.0 and math.isfinite(base) else math.inf
     wall_q, waves, drains = settle(lambda mean: poisson_quantile(mean, confidence))
-    wall_mean, _, _ = settle(lambda mean: mean)
     return SpotOutcome(math.isfinite(wall_q), wall_q, wall_mean, obtain, waves, drains,
                        "" if math.isfinite(wall_q) else "the reclaim waves never let it finish")
 

@@ -112,9 +112,20 @@ class Timing:
     wall_hours: float
     billed_hours: float
     mode: str
-    risk: str = ""
+    reason: str = ""
     spot: SpotOutcome | None = None
     legs: QueuedOutcome | None = None
+    words: tuple[int, float, float] | None = None   # (hosts, run hours, confidence): spot's risk, said on demand
+
+    @property
+    def risk(self) -> str:
+        """The mode's risk in words (built only for the sizes a search keeps: most are never shown)."""
+        if self.spot is None or self.words is None or not self.spot.feasible:
+            return self.reason
+        hosts, run_hours, confidence = self.words
+        lost = self.spot.wall_hours_q - run_hours
+        return (f"spot: {waves_words(self.spot, confidence)} over {duration(self.spot.wall_hours_q)}, "
+                f"{duration(lost)} lost to them and to obtaining {hosts} hosts (estimates: docs/capacity.md)")
 
 
 def spot_timing(ob: Obtaining, model: SpotModel, hosts: int, run_hours: float, restart_hours: float,
@@ -122,10 +133,8 @@ def spot_timing(ob: Obtaining, model: SpotModel, hosts: int, run_hours: float, r
     outcome = spot_outcome(hosts, run_hours, model, ob.confidence, restart_hours)
     if not outcome.feasible:
         return Timing(math.inf, math.inf, mode, f"spot: {outcome.reason} (estimate)", outcome)
-    lost = outcome.wall_hours_q - run_hours
-    risk = (f"spot: {waves_words(outcome, ob.confidence)} over {duration(outcome.wall_hours_q)}, "
-            f"{duration(lost)} lost to them and to obtaining {hosts} hosts (estimates: docs/capacity.md)")
-    return Timing(outcome.wall_hours_q, outcome.wall_hours_mean, mode, risk, outcome)
+    return Timing(outcome.wall_hours_q, outcome.wall_hours_mean, mode, "", outcome,
+                  words=(hosts, run_hours, ob.confidence))
 
 
 def queued_timing(ob: Obtaining, limits: tuple[float, float, float], hosts: int, run_hours: float,
