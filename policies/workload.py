@@ -10,7 +10,7 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator, model_serializer
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from accel.base.errors import UsageError
@@ -95,6 +95,14 @@ class Constraints(WorkloadModel):
         None, min_length=1, description="Allowed accelerators (e.g. [l4, l40s] for an inference pool); None = any")
     capacity: CapacityConstraints | None = Field(
         None, description="The obtainability model's quantile and overrides (docs/capacity.md)")
+
+    @model_serializer(mode="wrap")
+    def _capacity_only_when_given(self, handler: Any) -> Any:
+        """`capacity` is written only when given, so workloads pinned before it read back unchanged."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("capacity") is None:
+            data.pop("capacity", None)
+        return data
 
 
 _TPU_VM_TYPE = re.compile(r"^([a-z0-9]+)-(\d+)$")
