@@ -268,6 +268,23 @@ class Capacity(SpotFromProvisioning):
 
     provisioning: Provisioning = Field("on-demand", description="The capacity type")
     reservation: str | None = Field(None, description="Reservation / capacity block id when provisioning says so")
+    # Extensions (issue #27; docs/capacity.md): the capacity mode the search judged the fleet on, its risk in
+    # words, the legs a flex-start or queued run is chained in, and "upper" when the price is an upper bound
+    # (a fleet past what the mode is expected to supply, priced at on-demand list until a reservation is declared).
+    mode: str | None = Field(None, description="Capacity mode id (policies/cloud/capacity_modes.yaml)")
+    risk: str | None = Field(None, description="The mode's risk in words")
+    legs: int | None = Field(None, gt=0, description="Requests a flex-start or queued run is chained in")
+    price_bound: Literal["upper"] | None = Field(None, description="'upper': the price is an upper bound")
+
+    @model_serializer(mode="wrap")
+    def _in_contract_order(self, handler: Any) -> Any:
+        """The extensions are written only when set, so plans pinned before them read back unchanged."""
+        data = DerivedFieldsModel._in_contract_order(self, handler)
+        if isinstance(data, dict):
+            for key in ("mode", "risk", "legs", "price_bound"):
+                if data.get(key) is None:
+                    data.pop(key, None)
+        return data
 
 
 

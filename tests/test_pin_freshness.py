@@ -45,13 +45,21 @@ def test_every_shipped_pin_is_what_choose_answers_today_for_its_workload(path):
     assert changed is None, changed.note
 
 
+# The capacity model's generous override (docs/capacity.md): no waves, no drains, an unbounded spot pool. With the
+# bundled estimates a 146-host spot fleet for four weeks is not offered, so the pinned TPU fleet is still the answer.
+GENEROUS = {"obtainability": {"frontier-gpu": {"spot": {"pool_hosts": 1e9, "obtain_hosts_per_hour": 1e12,
+                                                        "waves_per_week": 0, "drains_per_week": 0}}}}
+
+
 def spot_allowed(config: dict) -> dict:
-    """The default stack as it was shipped before: pinned to on-demand TPUs while its workload allowed spot."""
+    """The default stack as it was shipped before: pinned to on-demand TPUs while its workload allowed spot, and
+    (so that spot wins) with the generous obtainability override."""
     config = {**config}
-    config["accel:workload"] = {**config["accel:workload"],
-                                "constraints": {**config["accel:workload"]["constraints"], "spot": "allowed"}}
+    constraints = {**config["accel:workload"]["constraints"], "spot": "allowed", "capacity": GENEROUS}
+    config["accel:workload"] = {**config["accel:workload"], "constraints": constraints}
     plan = {**config["accel:plan"]}
-    plan["workload"] = {**plan["workload"], "constraints": {**plan["workload"]["constraints"], "spot": "allowed"}}
+    plan["workload"] = {**plan["workload"], "constraints": {**plan["workload"]["constraints"], "spot": "allowed",
+                                                            "capacity": GENEROUS}}
     config["accel:plan"] = plan
     return config
 

@@ -194,3 +194,19 @@ def test_sample_comment_in_the_docs_is_what_the_renderer_prints():
     docs = (Path(__file__).parent.parent / "docs" / "review.md").read_text(encoding="utf-8")
     sample = docs.split("<!-- sample-comment:start -->\n", 1)[1].split("<!-- sample-comment:end -->", 1)[0]
     assert sample == review_files(REPLACE, HEAD, BASE)
+
+
+def test_a_change_of_capacity_mode_shows_in_the_hardware_table(tmp_path):
+    """Plans that carry a capacity mode (docs/capacity.md) show it, its legs and an upper-bound price, and a
+    change of mode is a changed Capacity row with the new risk beside it."""
+    head, base = json.loads(HEAD.read_text()), json.loads(BASE.read_text())
+    base["plan"]["capacity"].update({"mode": "gcp-on-demand"})
+    head["plan"]["capacity"].update({"mode": "gcp-flex-start", "legs": 3, "price_bound": "upper",
+                             "risk": "flex-start runs at most 7 days per request: 3 legs"})
+    (tmp_path / "head.json").write_text(json.dumps(head))
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    hardware = plain(section(review_files(tmp_path / "head.json", base_plan=tmp_path / "base.json"), "### 🖥️ Hardware"))
+    row = table_row(hardware, "Capacity")
+    assert "(gcp-on-demand)" in row[1] and "(gcp-flex-start, 3 legs)" in row[2]
+    assert "price is an upper bound" in row[2]
+    assert "3 legs" in table_row(hardware, "Capacity risk")[2]

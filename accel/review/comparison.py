@@ -24,9 +24,25 @@ def _layout(plan: PlanView) -> str:
 
 
 def _capacity(plan: PlanView) -> str:
-    """The capacity type (Plan schema 2: `provisioning`; `spot` only for documents without it)."""
+    """The capacity type (Plan schema 2: `provisioning`; `spot` only for documents without it), with the capacity
+    mode, its legs and an upper-bound price when the plan carries them (docs/capacity.md), so a change of mode
+    shows as a changed row."""
     chosen = plan.chosen
-    return chosen.provisioning or ("spot" if chosen.spot else "on-demand")
+    words = chosen.provisioning or ("spot" if chosen.spot else "on-demand")
+    capacity = plan.capacity
+    if capacity is None:
+        return words
+    if capacity.mode:
+        words += f" ({capacity.mode}" + (f", {capacity.legs} legs" if capacity.legs and capacity.legs > 1 else "") + ")"
+    if capacity.reservation:
+        words += f" on {capacity.reservation}"
+    if capacity.price_bound == "upper":
+        words += "; price is an upper bound"
+    return words
+
+
+def _capacity_risk(plan: PlanView) -> str | None:
+    return plan.capacity.risk if plan.capacity is not None else None
 
 
 def _location(plan: PlanView) -> str:
@@ -48,6 +64,7 @@ def _hardware_fields(report: PlanReport | None) -> dict[str, str | None]:
         "Machine type": machine,
         "Hosts": str(chosen.hosts) if chosen.hosts else None,
         "Capacity": _capacity(plan),
+        "Capacity risk": _capacity_risk(plan),
         "Where": _location(plan),
         "MFU (estimated)": f"{chosen.mfu:.0%}" if chosen.mfu else None,
     }

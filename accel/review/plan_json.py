@@ -90,8 +90,20 @@ class CatalogView(LenientModel):
     as_of: str | None = None
 
 
+class CapacityView(LenientModel):
+    """The plan's capacity (docs/contracts.md): its type, and the mode extensions when the plan has them."""
+
+    provisioning: str | None = None
+    reservation: str | None = None
+    mode: str | None = None
+    risk: str | None = None
+    legs: int | None = None
+    price_bound: str | None = None
+
+
 class PlanView(LenientModel):
     chosen: ChosenHardware
+    capacity: CapacityView | None = None
     zones: list[str] = Field(default_factory=list)
     tpu: TpuPoolView | None = None
     gpu: GpuPoolView | None = None

@@ -85,11 +85,26 @@ class GpuNodePoolArgs:
         """The GPU Plan's pool on a GkeCluster, on the GcpNetwork's fabric VPCs, in the plan's zone."""
         if plan.gpu is None:
             raise invalid_arg("GpuNodePool", "plan.family", plan.family, "a GPU node pool needs a GPU plan (plan.gpu)")
-        return cls(**{"pool": plan.gpu, "capacity": plan.capacity, "cluster": cluster, "zone": plan.zones[0],
-                      "tags": tags, "extra_networks": network.extra_networks, **overrides})
+        values = {"pool": plan.gpu, "capacity": plan.capacity, "cluster": cluster, "zone": plan.zones[0],
+                  "tags": tags, "extra_networks": network.extra_networks, **overrides}
+        if "min_nodes" not in overrides and _topology_needs_nodes(plan, values["pool"], values["capacity"]):
+            # Kueue's topology-aware scheduling assigns domains from the nodes that exist and reaches the
+            # autoscaler only through a ProvisioningRequest admission check (Kueue v0.14.1, the topology-aware
+            # scheduling concept page, "ClusterAutoscaler support"; cloud-correctness finding 2). GKE
+            # documents queued-provisioning.gke.io as its ProvisioningRequest class, which needs flex-start
+            # capacity; for on-demand and spot training pools under a Topology the nodes are created with the pool.
+            values["min_nodes"] = values["pool"].nodes
+        return cls(**values)
 
     def __post_init__(self) -> None:
         validate(self)  # the arguments check themselves on construction (one convention, every cloud)
+
+
+def _topology_needs_nodes(plan: Plan, pool: GpuPool, capacity: Capacity) -> bool:
+    """A training pool on a scale-out fabric is placed by a Kueue Topology (components/kubernetes/pools.py);
+    unless its capacity comes through ProvisioningRequests (flex-start, queued), its nodes must exist."""
+    return (plan.workload.kind != "inference" and pool.fabric != "none"
+            and capacity.provisioning not in ("flex-start", "queued"))
 
 
 def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.selection.choice import OBJECTIVES
@@ -24,6 +24,7 @@ from accel.policies.estimator.estimate import (
     resolve,
     training_flops,
 )
+from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
 from accel.policies.cloud.reservations import (
@@ -79,6 +80,11 @@ class SearchContext:
     memory_chips: dict[str, int] = field(default_factory=dict)
     hours_cache: dict[tuple[str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
+    obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
+    # A fleet's run on its capacity mode does not depend on the price either: shared by every region.
+    timing_cache: dict[tuple[str, str], dict[tuple[int, int, int], Any]] = field(default_factory=dict)
+    ladders: dict[tuple[str, int], Any] = field(default_factory=dict)        # GPU size ladders by (offering, nodes)
+    price_free: dict[tuple, int] = field(default_factory=dict)   # searches over run time alone (selection.sizing)
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
@@ -165,7 +171,7 @@ def search_context(spec: WorkloadSpec, catalog: Catalog, objective: str,
     batch_chips, batch_why = (batch_chip_limit(spec, resolved, catalog.defaults) if spec.kind != "inference"
                               else (max_chips, ""))
     return SearchContext(spec, catalog, objective, resolved, deadline_h, given, spec.constraints.budget_usd, max_chips,
-                         batch_chips, batch_why, reservations=tuple(reservations))
+                         batch_chips, batch_why, reservations=tuple(reservations), obtain=obtaining(spec))
 
 
 def price_groups(ctx: SearchContext, offering: Offering, spot: bool) -> list[tuple[list[str], Price, Price | None]]:
@@ -209,7 +215,13 @@ def reserved_groups(ctx: SearchContext, offering: Offering
 
 
 def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
-    """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot."""
+    """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot.
+
+    A service with a latency target keeps an on-demand floor: one spot reclaim wave can take every spot node of
+    a zone at once (docs/capacity.md), so with spot merely allowed it is served on demand, and on spot only when
+    the workload says `spot: required`. (A floor of on-demand nodes under a spot burst pool is not built yet.)"""
+    if spec.kind == "inference" and spec.constraints.spot == "allowed":
+        return (False,)
     return {"allowed": (False, True), "required": (True,), "never": (False,)}[spec.constraints.spot]
 
 

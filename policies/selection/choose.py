@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Literal, Sequence
 
+from accel.policies.selection.capacity import capacity_lines
+from accel.policies.selection.rescale import ratio_key, rescaled
 from accel.policies.selection.candidates import (
     Candidate,
     SearchContext,
@@ -36,13 +38,17 @@ from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.cloud.reservations import DeclaredReservation
-from accel.policies.selection.sizing import size_offering
+from accel.policies.selection.sizing import SizingOutcome, size_offering
 from accel.policies.workload import WorkloadSpec
 
 __all__ = [
     "OBJECTIVES", "Choice", "NoFeasibleOption", "Objective", "accelerator_name", "choose", "choose_plan",
     "make_plan", "plan_from_pin",
 ]
+
+
+# Off only in benchmarks/bench_choose.py, which prints the search with and without it in one run.
+SHARE_SIZING_ACROSS_REGIONS = True
 
 
 def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
@@ -86,8 +92,18 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             continue
         points, reasons = price_points(ctx, offering)
         feasible = False
+        # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
+        sized: dict[tuple[bool, float], tuple[SizingOutcome, float]] = {}
+        reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
         for point in points:
-            outcome = size_offering(ctx, offering, point)
+            key = (point.spot, ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None
+            reference = sized.get(key) if key is not None else None
+            outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip, point.host,
+                                ctx.budget) if reference is not None else None)
+            if outcome is None:
+                outcome = size_offering(ctx, offering, point)
+                if key is not None and key not in sized:
+                    sized[key] = (outcome, point.chip.usd)
             found.near.extend(outcome.near)
             if outcome.best is None:
                 reasons.extend(outcome.reasons)
@@ -150,6 +166,9 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     rationale = explain_choice(ctx, options, ranked, found.family_reasons, found.near, found.hard_reasons,
                                found.offering_reasons)
     rationale.extend(reservation_lines(ctx, ranked, options))
+    if ctx.obtain is not None:
+        rationale.extend(capacity_lines(ctx.obtain, best, chosen,
+                                        spec.constraints.spot if spec.kind == "inference" else None))
     closest_infeasible = []
     for family in ("tpu", "gpu"):
         if any(o.family == family for o in options):

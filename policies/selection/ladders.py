@@ -48,12 +48,16 @@ class GpuLadder:
         self.offering = offering
         self.per_node = offering.chips_per_host
         self.count = max(0, max_nodes)
+        self._sizes: dict[int, Size] = {}   # built on first use: a search reads the same sizes for every region
 
     def __len__(self) -> int:
         return self.count
 
     def __getitem__(self, index: int) -> Size:
-        return gpu_fleet(self.offering, index + 1)
+        size = self._sizes.get(index)
+        if size is None:
+            size = self._sizes[index] = gpu_fleet(self.offering, index + 1)
+        return size
 
     def first_at_least(self, chips: int) -> int:
         return max(0, math.ceil(chips / self.per_node) - 1)

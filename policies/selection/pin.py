@@ -6,6 +6,7 @@ import math
 from typing import Sequence
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies.selection.capacity import capacity_lines, mode_id, spot_timing
 from accel.policies.hardware import shapes
 from accel.policies.selection.candidates import (
     Candidate,
@@ -171,6 +172,8 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         rationale.append(f"{plural(int(detail['replicas']), 'replica')} of "
                          f"{plural(int(detail['replica_chips']), 'chip')}, batch {detail['batch_per_replica']} at "
                          f"~{detail['p99_ms_per_token']} ms/token p99.")
+    if ctx.obtain is not None:
+        rationale.extend(capacity_lines(ctx.obtain, best, option))
     estimate = estimate_for(ctx, best, option)
     # The same pin on each other allowed cloud, cheapest first: a fleet estimated everywhere it can be built.
     elsewhere: dict[str, Option] = {}
@@ -273,6 +276,15 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         detail: dict[str, float | int | str] = {"min_chips_for_memory": ctx.min_memory_chips(offering)}
         if spot:
             detail["spot_time_lost"] = round(1.0 - model.productivity(size.hosts), 4)
+        spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
+        if spot_model is not None and ctx.obtain is not None:
+            # A pin is not searched, but the capacity model still says whether its spot fleet finishes.
+            timing = spot_timing(ctx.obtain, spot_model, size.hosts, hours, model.loss_hours,
+                                 mode_id(ctx.obtain, offering, "spot"))
+            detail["capacity_mode"], detail["capacity_risk"] = timing.mode, timing.risk
+            if math.isfinite(timing.wall_hours):
+                detail["capacity_wall_hours"] = round(timing.wall_hours, 2)
+                hours = timing.billed_hours
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hours * hourly,
                                 mfu=model.mfu(size.chips, size.slices),
                                 goodput=model.goodput * max(model.productivity(size.hosts), 1e-6), detail=detail)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from accel.policies.selection.capacity import obtaining, price_is_upper_bound
 from accel.policies.catalog.model import Catalog
 from accel.policies.selection.choice import Choice
 from accel.policies.estimator.estimate import filesystem_plan
@@ -50,7 +51,13 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # Tightly coupled training lives in one zone (placement policy / cluster placement group);
         # serving spreads over every zone that has the GPU.
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
-    capacity = Capacity(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation)
+    details = choice.estimate.details
+    legs = details.get("capacity_legs")
+    capacity = Capacity(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation,
+                        mode=str(details.get("capacity_mode") or "") or None,
+                        risk=str(details.get("capacity_risk") or "") or None,
+                        legs=int(legs) if legs else None,
+                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option) else None)
     storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
     rationale = list(choice.rationale)
     node_limit = choice.estimate.details.get("node_limit")

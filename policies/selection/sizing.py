@@ -21,6 +21,7 @@ from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
+from accel.policies.selection.capacity import Timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
@@ -44,6 +45,9 @@ class SizingOutcome:
     alternatives: list[Candidate] = field(default_factory=list)   # other sizes that also meet every constraint
     reasons: list[tuple[str, str]] = field(default_factory=list)   # (constraint, reason)
     near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
+    # When nothing fits: the smallest fleet's cost and the closest size at a price factor (selection.rescale).
+    smallest_cost: float | None = None
+    closest_at: Callable[[float], tuple[float, Candidate] | None] | None = None
 
 
 def size_offering(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
@@ -102,12 +106,14 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         node_limited = fleet_nodes is not None and fleet_nodes < max_nodes
         if fleet_nodes is not None:
             max_nodes = min(max_nodes, fleet_nodes)
-        ladder = GpuLadder(offering, max_nodes)
+        ladder = ctx.ladders.get((offering.id, max_nodes))
+        if ladder is None:
+            ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
         limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
-    capacity = "spot" if spot else "on-demand"
+    capacity = "spot" if spot else offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand"
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
@@ -139,37 +145,99 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                             f"{plural(need, 'chip')}; {why}"))
         return outcome
+    # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
+    # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
+    obtain = ctx.obtain
+    provisioning = "spot" if spot else reserved.kind if reserved is not None else offering.provisioning
+    spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
+    queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
+             else None)
+    mode = mode_id(obtain, offering, provisioning) if obtain is not None else provisioning
+    # Shared by every region of the offering on this mode (a held reservation is timed as estimated).
+    timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None else
+                                                   ctx.timing_cache.setdefault((offering.id, provisioning), {}))
+
+    def timing(i: int) -> Timing:
+        return timing_of(ladder[i])
+
+    def timing_of(s: Size) -> Timing:
+        key = (s.chips, s.hosts, s.slices)
+        hit = timings.get(key)
+        if hit is None:
+            hours = run_hours(s)
+            if spot_model is not None and obtain is not None:
+                hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode)
+            elif queue is not None and obtain is not None:
+                hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
+            else:
+                hit = Timing(hours, hours, mode)
+            timings[key] = hit
+        return hit
+
+    if spot_model is not None:
+        # On spot the wall-clock at the quantile is not monotone in the fleet: each extra reclaim wave counted
+        # at P90 is a step. Keep the sizes the pool holds that are faster than every smaller one (as TPU
+        # multislices are kept), so the searches below see a falling curve; a slower larger fleet is never picked.
+        filtered_key = ("spot", offering.id, len(ladder), need)
+        filtered = ctx.ladders.get(filtered_key)
+        if filtered is None:
+            held = [s for s in (ladder[i] for i in range(len(ladder))) if s.hosts <= spot_model.pool_hosts]
+            filtered = ctx.ladders[filtered_key] = (
+                TpuLadder(_each_faster_than_the_smaller(tuple(held), need, lambda s: timing_of(s).wall_hours))
+                if held and held[-1].chips >= need else ladder)
+        ladder = filtered
+        lo, hi = ladder.first_at_least(need), len(ladder) - 1
+        if lo > hi:
+            outcome.reasons.append(("capacity", f"spot: no fleet of at most {spot_model.pool_hosts:g} hosts (the spot "
+                                                "pool one zone is expected to hold) that holds the model ever "
+                                                "finishes through the reclaim waves (estimates; "
+                                                "constraints.capacity.obtainability overrides them)"))
+            return outcome
+    if not math.isfinite(timing(lo).wall_hours):
+        # The mode cannot supply even the smallest fleet that holds the model (past its pool or its size).
+        outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
+                                            f"({ladder[lo].hosts} hosts; constraints.capacity.obtainability "
+                                            "overrides the estimates)"))
+        return outcome
     cache: dict[int, tuple[float, float]] = {}
 
     def hours_cost(i: int) -> tuple[float, float]:
+        """(wall-clock hours judged against the deadline, cost of the hours billed)."""
         hit = cache.get(i)
         if hit is None:
             s = ladder[i]
-            hours = run_hours(s)
-            hit = cache[i] = (hours, hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
+            t = timing(i)
+            hit = cache[i] = (t.wall_hours, t.billed_hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
         return hit
 
     def hours(i: int) -> float:
-        return hours_cost(i)[0]
+        return timing(i).wall_hours
 
     def cost(i: int) -> float:
         return hours_cost(i)[1]
 
-    fastest = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
+    # The fastest size depends on run time alone: found once per offering and mode, whatever the region's price.
+    fastest_key = ("fastest", offering.id, provisioning, reserved is None, lo, hi)
+    fastest = ctx.price_free.get(fastest_key)
+    if fastest is None:
+        fastest = ctx.price_free[fastest_key] = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
     budget = ctx.budget
     within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget) if budget is not None else hi
     deadline = ctx.deadline_h
     days = deadline / 24
     deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
-    if spot:
-        # Spot keeps slack: its preemption loss is only expected, and capacity can vanish for hours.
+    if spot and spot_model is None:
+        # Spot keeps slack where no obtainability model applies: its loss is only expected, and capacity can
+        # vanish for hours. With the model, the deadline is judged at the quantile of the reclaim events instead.
         slack = ctx.catalog.defaults.training.spot_deadline_slack.value
         deadline *= 1.0 - slack
         deadline_words += f" less the {slack:.0%} spot slack ({deadline / 24:.3g} days)"
 
     def candidate(i: int) -> Candidate:
         s = ladder[i]
-        h, total = hours_cost(i)
+        _, total = hours_cost(i)
+        t = timing(i)
+        h = t.billed_hours
         hosts_loss = 1.0 - model.productivity(s.hosts)
         detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
                                                 "batch_chip_limit": ctx.batch_chips,
@@ -183,29 +251,50 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             detail["more_chips"] = f"more chips stop helping: {ctx.batch_why}"
         if spot:
             detail["spot_time_lost"] = round(hosts_loss, 4)
+        detail["capacity_mode"] = t.mode
+        if t.risk:
+            detail["capacity_risk"] = t.risk
+        if t.wall_hours != h:
+            detail["capacity_wall_hours"] = round(t.wall_hours, 2)
+        if t.legs is not None:
+            detail["capacity_legs"] = t.legs.legs
         if limit_detail and generation is None and i == hi:
             detail["node_limit"] = limit_detail
         evaluation = Evaluation(hours=h, hourly_usd=fleet_hourly(s.chips, s.hosts, chip, host, reserved), total_usd=total,
                                 mfu=model.mfu(s.chips, s.slices),
-                                goodput=model.goodput * max(model.productivity(s.hosts), 1e-6), detail=detail)
+                                goodput=model.goodput * max(model.productivity(s.hosts), 1e-6)
+                                * min(1.0, run_hours(s) / h), detail=detail)
         return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved)
 
-    def keep_closest() -> None:
-        """When this group has nothing feasible, keep its closest size for the explanation: the smallest
-        product of overshoot factors (time over the deadline x cost over the budget) among a few sizes."""
+    def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
+        """When this group has nothing feasible, its closest size for the explanation: the smallest product of
+        overshoot factors (time over the deadline x cost over the budget) among a few sizes. `factor` prices
+        them at that multiple of this group's prices (selection.rescale: a region priced alike)."""
+        def scaled_cost(i: int) -> float:
+            return cost(i) * factor
+
         def overshoot(i: int) -> float:
-            h, c = hours_cost(i)
-            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, c / budget)) if budget else 0.0)
+            h = hours(i)
+            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
 
         probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
         if budget is not None:
-            probes.add(_last_true(lo, hi, lambda i: cost(i) <= budget))
+            probes.add(_last_true(lo, hi, lambda i: scaled_cost(i) <= budget))
         step = max(1, (fastest - lo) // 8)
         probes.update(range(lo, fastest + 1, step))
-        scored = [(overshoot(i), cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
-        if scored:
-            score, _, i = min(scored)
-            outcome.near.append((score, candidate(i), ""))
+        scored = [(overshoot(i), scaled_cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
+        if not scored:
+            return None
+        score, _, i = min(scored)
+        return score, candidate(i)
+
+    def keep_closest() -> None:
+        near = closest()
+        if near is not None:
+            outcome.near.append((near[0], near[1], ""))
+        # What a region priced at a multiple of this one needs to reuse this sizing exactly (selection.rescale).
+        outcome.smallest_cost = cost(lo)
+        outcome.closest_at = closest
 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
+from accel.policies.cloud import mode_limits
 from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.guardrails.rules.common import UNKNOWN, get, is_true, items, number, violation
 
@@ -18,6 +19,7 @@ GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 CAPACITY_BLOCK_SCHEDULED = "capacity-block-scheduled"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ASG_SCHEDULE = "aws:autoscaling/schedule:Schedule"
+CAPACITY_MODE_LIMITS = "capacity-mode-limits"
 
 
 def _gke_provisioning(props) -> str | None:
@@ -85,7 +87,58 @@ def _validate_capacity_block_scheduled(args, report) -> None:
                    group.urn)
 
 
+def _seconds(value) -> float | None:
+    """'604800s' -> 604800.0 (a protobuf duration as the GKE API takes it)."""
+    if isinstance(value, str) and value.endswith("s"):
+        try:
+            return float(value[:-1])
+        except ValueError:
+            return None
+    return None
+
+
+def _validate_capacity_mode_limits(args, report) -> None:
+    """A pool or node group past its capacity mode's limits (policies/cloud/capacity_modes.yaml)."""
+    props = args.props
+    if args.resource_type == GKE_NODE_POOL:
+        provisioning = _gke_provisioning(props)
+        machine = get(props, "nodeConfig", "machineType")
+        if provisioning is not None:
+            mode = "gcp-queued" if provisioning == "queued" else "gcp-flex-start"
+            longest = mode_limits.limit(mode, "max_duration_hours")
+            run = _seconds(get(props, "nodeConfig", "maxRunDuration"))
+            if longest is not None and run is not None and run > longest * 3600:
+                report(violation(args, CAPACITY_MODE_LIMITS,
+                                 f"{provisioning} capacity runs at most {longest / 24:g} days per request "
+                                 f"({mode_limits.source(mode)}); maxRunDuration is {run:g}s",
+                                 f"set max_run_duration to at most {longest * 3600:.0f}s and chain longer runs"))
+            return
+        if not isinstance(machine, str) or machine is UNKNOWN or is_true(get(props, "nodeConfig", "spot")):
+            return
+        reserved = get(props, "nodeConfig", "reservationAffinity", "consumeReservationType") == "SPECIFIC_RESERVATION"
+        why = mode_limits.excluded("gcp", machine, "gcp-on-demand")
+        if why and not reserved:
+            report(violation(args, CAPACITY_MODE_LIMITS,
+                             f"{machine} on demand with no reservation: {why}",
+                             "consume a reservation (SPECIFIC_RESERVATION affinity), or use flex-start or spot "
+                             "where the machine type has them"))
+    elif args.resource_type == EKS_NODE_GROUP and get(props, "capacityType") == "CAPACITY_BLOCK":
+        most = mode_limits.limit("aws-capacity-block", "max_hosts_per_request")
+        size = number(get(props, "scalingConfig", "maxSize"))
+        if most is not None and size is not None and size > most:
+            report(violation(args, CAPACITY_MODE_LIMITS,
+                             f"one node group on one capacity block scales to {size:g} instances; a Capacity Block "
+                             f"holds at most {most} ({mode_limits.source('aws-capacity-block')})",
+                             "split the fleet into node groups of at most one block each"))
+
+
 POLICIES = [
+    ResourceValidationPolicy(
+        name=CAPACITY_MODE_LIMITS,
+        description="Pools and node groups stay within their capacity mode's limits (docs/capacity.md).",
+        validate=_validate_capacity_mode_limits,
+        enforcement_level=EnforcementLevel.MANDATORY,
+    ),
     ResourceValidationPolicy(
         name=GKE_CAPACITY,
         description="GKE node pools combine COMPACT placement only with capacity modes GKE accepts.",

@@ -1,0 +1,250 @@
+"""How the search obtains a fleet: the capacity mode of each option, the obtainability model's verdict on it
+(policies/cloud/obtainability.py over policies/cloud/capacity_modes.yaml, with the workload's overrides), and
+the words that say which mode, why, and the risk.
+
+- spot: the fleet must finish by the deadline at the quantile of reclaim waves and pool drains; a fleet past
+  the spot pool, or one the waves make late, is not offered on spot (the model decides, no threshold);
+- flex-start and queued provisioning run at most seven days per request: a longer run is chained in legs,
+  each re-queued and started again, and a fleet past the mode's size is not offered in it;
+- on-demand past the pool one zone is expected to supply is still priced, but labelled an upper bound with
+  what it takes (Capacity Blocks where they can supply it, else a negotiated reservation).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+from accel.base.units import hours_text as duration, money
+from accel.policies.catalog.model import Offering
+from accel.policies.cloud.capacity_modes import ModeTable, load_modes
+from accel.policies.cloud.obtainability import (
+    QueuedOutcome, SpotModel, SpotOutcome, capacity_block_days, capacity_blocks, queued_legs, spot_outcome,
+    waves_words)
+from accel.policies.workload import WorkloadFieldError, WorkloadSpec
+
+_QUEUED = ("flex-start", "queued")
+
+
+@dataclass
+class Obtaining:
+    """One search's capacity model: the mode table, the quantile, and the workload's overrides (validated)."""
+
+    table: ModeTable
+    confidence: float
+    overrides: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    _spot: dict[str, SpotModel | None] = field(default_factory=dict)
+
+    def spot_model(self, offering: Offering) -> SpotModel | None:
+        """The spot model of the offering's class (None for an accelerator of no class: no model applies)."""
+        cls = self.table.obtain_class(offering.accelerator)
+        if cls not in self._spot:
+            params = self.table.obtainability.spot.get(cls) if cls else None
+            self._spot[cls or ""] = (None if params is None else
+                                     SpotModel.of(params, self.overrides.get(cls or "", {}).get("spot")))
+        return self._spot[cls or ""]
+
+    def figure(self, offering: Offering, kind: str, name: str) -> tuple[float, bool] | None:
+        """(value, is an estimate) of one obtainability figure for the offering's class, overrides first."""
+        cls = self.table.obtain_class(offering.accelerator)
+        if cls is None:
+            return None
+        override = self.overrides.get(cls, {}).get(kind, {}).get(name)
+        if override is not None:
+            return override, False
+        section = getattr(self.table.obtainability, kind.replace("-", "_"))
+        params = section.get(cls) or section.get("all")
+        if params is None:
+            return None
+        value = getattr(params, name, None)
+        return None if value is None else (value.value, value.estimate)
+
+    def queue(self, offering: Offering, provisioning: str) -> tuple[float, float, float] | None:
+        """(longest request hours, mean wait hours, most hosts) of flex-start or queued on this offering."""
+        if provisioning not in _QUEUED:
+            return None
+        mode = self.table.mode_for(offering.cloud, offering.machine_type, provisioning)
+        wait = self.figure(offering, provisioning, "expected_wait_hours") or self.figure(
+            offering, "flex-start", "expected_wait_hours")
+        hosts = self.figure(offering, provisioning, "max_hosts") or self.figure(offering, "flex-start", "max_hosts")
+        if mode is None or mode.limits.max_duration_hours is None or wait is None or hosts is None:
+            return None
+        return mode.limits.max_duration_hours, wait[0], hosts[0]
+
+
+_PARAMS = {
+    "spot": {f.name for f in fields(SpotModel)},
+    "on-demand": {"pool_hosts"},
+    "flex-start": {"expected_wait_hours", "max_hosts"},
+    "queued": {"expected_wait_hours", "max_hosts"},
+    "capacity-block": {"lead_days"},
+    "calendar": {"lead_days"},
+    "negotiated": {"lead_days"},
+}
+
+
+def obtaining(spec: WorkloadSpec) -> Obtaining:
+    """The search's capacity model; WorkloadFieldError (exit 2) naming the field for an unknown parameter."""
+    table = load_modes()
+    capacity = spec.constraints.capacity
+    confidence = (capacity.confidence if capacity and capacity.confidence is not None
+                  else table.obtainability.confidence.value)
+    overrides: dict[str, dict[str, dict[str, float]]] = {}
+    for cls, kinds in (capacity.obtainability.items() if capacity else ()):
+        for kind, params in kinds.items():
+            unknown = sorted(set(params) - _PARAMS[kind])
+            if unknown:
+                raise WorkloadFieldError(f"constraints.capacity.obtainability.{cls}.{kind}",
+                                         f"unknown parameter {unknown[0]!r}; known: {', '.join(sorted(_PARAMS[kind]))}")
+            bad = [name for name, value in params.items() if value < 0 or (name.endswith("fraction") and value > 1)]
+            if bad:
+                raise WorkloadFieldError(f"constraints.capacity.obtainability.{cls}.{kind}.{bad[0]}",
+                                         f"must be >= 0 (a fraction at most 1), got {params[bad[0]]!r}")
+            overrides.setdefault(cls, {})[kind] = dict(params)
+    return Obtaining(table, confidence, overrides)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A fleet's run on its capacity mode: wall-clock at the quantile (judged against the deadline), billed
+    hours (what the price is paid for), and the mode's words."""
+
+    wall_hours: float
+    billed_hours: float
+    mode: str
+    reason: str = ""
+    spot: SpotOutcome | None = None
+    legs: QueuedOutcome | None = None
+    words: tuple[int, float, float] | None = None   # (hosts, run hours, confidence): spot's risk, said on demand
+
+    @property
+    def risk(self) -> str:
+        """The mode's risk in words (built only for the sizes a search keeps: most are never shown)."""
+        if self.spot is None or self.words is None or not self.spot.feasible:
+            return self.reason
+        hosts, run_hours, confidence = self.words
+        lost = self.spot.wall_hours_q - run_hours
+        return (f"spot: {waves_words(self.spot, confidence)} over {duration(self.spot.wall_hours_q)}, "
+                f"{duration(lost)} lost to them and to obtaining {hosts} hosts (estimates: docs/capacity.md)")
+
+
+def spot_timing(ob: Obtaining, model: SpotModel, hosts: int, run_hours: float, restart_hours: float,
+                mode: str) -> Timing:
+    outcome = spot_outcome(hosts, run_hours, model, ob.confidence, restart_hours)
+    if not outcome.feasible:
+        return Timing(math.inf, math.inf, mode, f"spot: {outcome.reason} (estimate)", outcome)
+    return Timing(outcome.wall_hours_q, outcome.wall_hours_mean, mode, "", outcome,
+                  words=(hosts, run_hours, ob.confidence))
+
+
+def queued_timing(ob: Obtaining, limits: tuple[float, float, float], hosts: int, run_hours: float,
+                  startup_hours: float, mode: str, provisioning: str) -> Timing:
+    max_hours, wait, max_hosts = limits
+    if hosts > max_hosts:
+        return Timing(math.inf, math.inf, mode,
+                      f"{provisioning}: {hosts} hosts is past the {max_hosts:g} hosts it is expected to supply "
+                      "(estimate)")
+    legs = queued_legs(run_hours, startup_hours, max_hours, wait, ob.confidence)
+    if legs is None:
+        return Timing(math.inf, math.inf, mode, f"{provisioning}: start-up alone exceeds one request")
+    if legs.legs == 1:
+        risk = f"{provisioning}: one request of at most {max_hours / 24:g} days; waits ~{duration(wait)} in the queue (estimate)"
+    else:
+        risk = (f"{provisioning} runs at most {max_hours / 24:g} days per request: {legs.legs} legs, "
+                f"{legs.legs - 1} re-queues (~{duration(wait)} each, estimate) and start-ups")
+    return Timing(legs.wall_hours_q, legs.billed_hours, mode, risk, legs=legs)
+
+
+def capacity_lines(ob: Obtaining, candidate, option, serving_spot: str | None = None) -> list[str]:
+    """The rationale's capacity lines for a chosen option: its mode, why and the risk, then what it takes to
+    obtain a fleet past the self-service limits."""
+    detail = candidate.evaluation.detail
+    lines = []
+    mode = detail.get("capacity_mode") or mode_id(ob, candidate.offering, option.provisioning)
+    risk = detail.get("capacity_risk")
+    if risk:
+        wall = detail.get("capacity_wall_hours")
+        lines.append(f"Capacity mode {mode}: {risk}" + (f"; {duration(float(wall))} wall-clock at "
+                                                         f"P{ob.confidence * 100:g}" if wall else "") + ".")
+    lines.extend(supply_lines(ob, candidate.offering, option.hosts, option.hours, option.region,
+                              option.provisioning, option.provisioning == "spot", option.hourly_usd))
+    if serving_spot == "allowed":
+        lines.append("Capacity: a service with a latency target keeps an on-demand floor, so it is sized on demand: "
+                     "one spot reclaim wave can take every spot node of the zone at once (set constraints.spot: "
+                     "required to serve on spot anyway).")
+    elif serving_spot == "required":
+        lines.append("Capacity: served on spot only (constraints.spot: required): one reclaim wave can take the "
+                     "whole service.")
+    return lines
+
+
+def mode_id(ob: Obtaining, offering: Offering, provisioning: str) -> str:
+    mode = ob.table.mode_for(offering.cloud, offering.machine_type, provisioning)
+    return mode.id if mode else provisioning
+
+
+def price_is_upper_bound(ob: Obtaining, offering: Offering, option) -> bool:
+    """An on-demand fleet past the pool one zone is expected to supply is priced at on-demand list as an upper
+    bound: obtaining it takes a reservation (a Capacity Block, a calendar-mode or a negotiated one)."""
+    if option.provisioning != "on-demand":
+        return False
+    pool = ob.figure(offering, "on-demand", "pool_hosts")
+    return pool is not None and option.hosts > pool[0]
+
+
+def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, region: str,
+                 provisioning: str, spot: bool, hourly_usd: float) -> list[str]:
+    """The capacity words of a chosen fleet: the mode and its risk; and, for an on-demand fleet past the pool
+    one zone is expected to supply, which self-service mode can supply it (Capacity Blocks) or that none can,
+    what it takes (a negotiated reservation), and that the price is an upper bound."""
+    if spot or provisioning not in ("on-demand",):
+        return []
+    pool = ob.figure(offering, "on-demand", "pool_hosts")
+    if pool is None or hosts <= pool[0]:
+        return []
+    words = (f"Capacity: {hosts:,} x {offering.machine_type} on demand is past the {pool[0]:g} hosts one zone is "
+             f"expected to supply on demand ({'estimate' if pool[1] else 'your figure'}).")
+    table = ob.table
+    modes = {m.id: m for m in table.modes_for(offering.cloud, offering.machine_type)}
+    cb = modes.get("aws-capacity-block")
+    if cb is not None:
+        limits = cb.limits
+        blocks = capacity_blocks(hosts, tuple(limits.hosts_per_request or ()), limits.max_hosts_total or 0)
+        days = capacity_block_days(hours, (limits.max_duration_hours or 0) / 24)
+        price = table.cb_instance_usd(offering.machine_type, region)
+        lead = ob.figure(offering, "capacity-block", "lead_days")
+        if blocks is not None and days is not None:
+            reference = ""
+            if price is not None:
+                reference = (f" at ${price[0]:,.3f}/instance-h ({price[1]}) = "
+                             f"{money(price[0] * hosts * days * 24)} for the whole {days}-day window")
+            booked = f"must be booked ~{lead[0]:g} days ahead (estimate) and " if lead else ""
+            return [words, f"Capacity Blocks can supply it: {len(blocks)} block(s) of "
+                           f"{', '.join(str(b) for b in blocks)} instances for {days} days{reference}; capacity "
+                           f"blocks {booked}are not cancellable ({limits.source}). The on-demand figure is an "
+                           "upper bound."]
+        why = (f"Capacity Blocks stop at {limits.max_hosts_per_request} instances per block and "
+               f"{limits.max_hosts_total} across blocks, 1-14 days then 7-day steps to 182 days ({limits.source})")
+    elif "gcp-calendar" in modes:
+        cal = modes["gcp-calendar"].limits
+        chips = hosts * offering.chips_per_host
+        tpu = offering.family == "tpu"
+        fits = (chips <= (cal.max_chips_per_request or 0) if tpu else hosts <= (cal.max_hosts_per_request or 0))
+        days = math.ceil(hours / 24 - 1e-9)
+        lead = ob.figure(offering, "calendar", "lead_days")
+        if fits and cal.max_duration_hours is not None and hours <= cal.max_duration_hours:
+            booked = f"booked ~{lead[0]:g} days ahead (estimate), " if lead else ""
+            return [words, f"A calendar-mode reservation can supply it: {days} days, {booked}billed for the whole "
+                           f"window and not cancellable ({cal.source}); no calendar-mode price for it was found, so "
+                           "the on-demand figure is an upper bound."]
+        unit = f"{cal.max_chips_per_request} TPU chips" if tpu else f"{cal.max_hosts_per_request} GPU VMs"
+        why = (f"a calendar-mode reservation stops at {unit} per request and "
+               f"{(cal.max_duration_hours or 0) / 24:g} days ({cal.source})")
+    else:
+        why = "no self-service reservation mode applies to this machine type"
+    negotiated = ob.figure(offering, "negotiated", "lead_days")
+    lead = f", booked ~{negotiated[0]:g} days ahead (estimate)" if negotiated else ""
+    return [words + " No self-service capacity mode supplies it: " + why + ".",
+            f"It takes a negotiated reservation with the cloud's account team{lead}. Priced as an UPPER BOUND at "
+            f"on-demand list: {money(hourly_usd * hours)}; declare the reservation and its committed rate in "
+            "accel:reservations to price it as agreed."]
