@@ -125,6 +125,21 @@ class InferenceSpec(WorkloadModel):
     output_tokens: int | None = Field(None, gt=0, description="Generated tokens per request")
 
 
+ObtainClassName = Literal["frontier-gpu", "prior-gpu", "serving-gpu", "tpu"]
+ObtainModeKind = Literal["spot", "on-demand", "flex-start", "queued", "capacity-block", "calendar", "negotiated"]
+
+
+class CapacityConstraints(WorkloadModel):
+    """How the capacity model judges obtaining the fleet (policies/cloud/capacity_modes.yaml, docs/capacity.md):
+    the quantile a deadline is judged at, and the user's own figures for any obtainability parameter, e.g.
+    `obtainability: {frontier-gpu: {spot: {pool_hosts: 512}}}` (from a Spot placement score or experience)."""
+
+    confidence: float | None = Field(None, gt=0, lt=1, description="Quantile of reclaim events the deadline is "
+                                                                   "judged at (default 0.9)")
+    obtainability: dict[ObtainClassName, dict[ObtainModeKind, dict[str, float]]] = Field(
+        default_factory=dict, description="class -> mode -> parameter -> value; overrides the bundled estimates")
+
+
 class Constraints(WorkloadModel):
     clouds: list[Cloud] = Field(default_factory=lambda: ["gcp", "aws"], min_length=1)
     regions: list[str] | None = Field(None, description="Allowed regions; None = any in the catalog")
@@ -136,6 +151,16 @@ class Constraints(WorkloadModel):
     max_chips: int | None = Field(None, gt=0)
     accelerators: list[AcceleratorId] | None = Field(
         None, min_length=1, description="Allowed accelerators (e.g. [l4, l40s] for an inference pool); None = any")
+    capacity: CapacityConstraints | None = Field(
+        None, description="The obtainability model's quantile and overrides (docs/capacity.md)")
+
+    @model_serializer(mode="wrap")
+    def _capacity_only_when_given(self, handler: Any) -> Any:
+        """`capacity` is written only when given, so workloads pinned before it read back unchanged."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("capacity") is None:
+            data.pop("capacity", None)
+        return data
 
 
 _TPU_VM_TYPE = re.compile(r"^([a-z0-9]+)-(\d+)$")
