@@ -511,9 +511,9 @@ def test_the_chart_shades_where_deadline_and_budget_are_both_met():
     try:
         axes = figure.axes[0]
         legend = [text.get_text() for text in axes.get_legend().get_texts()]
-        assert {"deadline 30 d", "budget $2.50M", "meets every limit"} <= set(legend)
+        assert {"deadline 30 d", "budget $4.00M", "meets every limit"} <= set(legend)
         region = next(c for c in axes.collections if c.get_gid() == "feasible-region")
         xs, ys = region.get_paths()[0].vertices.T
-        assert xs.max() == pytest.approx(30) and ys.max() == pytest.approx(2.5e6)
+        assert xs.max() == pytest.approx(30) and ys.max() == pytest.approx(4e6)
     finally:
         plt.close(figure)

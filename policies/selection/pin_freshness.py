@@ -27,9 +27,9 @@ class FreshChoice(StrictModel):
 
     catalog: str = Field(description="The catalog version the fresh choice was made on")
     pinned_catalog: str
-    hardware: str = Field(description="The fresh answer, as `accel choose` names it")
-    hourly_usd: float
-    run_usd: float
+    hardware: str = Field(description="The fresh answer, as `accel choose` names it ('nothing feasible' when none is)")
+    hourly_usd: float | None = Field(description="The fresh answer's $/h; null when nothing is feasible now")
+    run_usd: float | None
     pinned_hourly_usd: float
     pinned_run_usd: float
     note: str = Field(description="One line for people")
@@ -59,15 +59,20 @@ def _against_the_pin(fresh: float, pinned: float) -> str:
 
 def fresh_choice(plan: Any, catalog: Any, reservations: Sequence[Any] = ()) -> FreshChoice | None:
     """None when `accel choose` of the pin's workload on `catalog` picks the pinned hardware (under either
-    objective) or finds nothing feasible to compare; else what it picks and the cost against the pin."""
+    objective); else what it picks and the cost against the pin, or that it now finds nothing feasible
+    (the estimate or the capacity model moved past the workload's own limits: the pin's rationale,
+    which says it met them, is then what was true when it was chosen)."""
     from accel.base.errors import AccelError
+    from accel.policies.selection.choice import NoFeasibleOption
     from accel.policies.selection.choose import choose
 
     answers = []
     for objective in OBJECTIVES:
         try:
             choice = choose(plan.workload, catalog, objective, reservations=reservations)  # type: ignore[arg-type]
-        except AccelError:  # nothing feasible now, or the pin's workload no longer reads: nothing to compare
+        except NoFeasibleOption as nothing:
+            return _nothing_feasible_now(plan, catalog, nothing)
+        except AccelError:  # the pin's workload no longer reads: other checks say so; nothing to compare
             return None
         if _identity(choice.chosen) == _identity(plan.chosen):
             return None
@@ -87,3 +92,16 @@ def fresh_choice(plan: Any, catalog: Any, reservations: Sequence[Any] = ()) -> F
                        hourly_usd=round(fresh.hourly_usd, 2), run_usd=round(fresh.total_usd, 2),
                        pinned_hourly_usd=round(pinned.hourly_usd, 2), pinned_run_usd=round(pinned.total_usd, 2),
                        note=note)
+
+
+def _nothing_feasible_now(plan: Any, catalog: Any, nothing: Any) -> FreshChoice:
+    pinned = plan.chosen
+    closest = nothing.closest
+    why = (f"the closest, {describe_option(closest)}, {nothing.closest_misses}" if closest is not None and
+           nothing.closest_misses else "see `accel choose` for what eliminated each offering")
+    note = (f"a fresh `accel choose` of this stack's workload on catalog {catalog.version} finds nothing that meets "
+            f"its limits now ({why}); this pin ({describe_option(pinned)}, {money(pinned.total_usd)}, chosen on "
+            f"catalog {plan.catalog.version}) was chosen under estimates that no longer hold")
+    return FreshChoice(catalog=catalog.version, pinned_catalog=plan.catalog.version, hardware="nothing feasible",
+                       hourly_usd=None, run_usd=None, pinned_hourly_usd=round(pinned.hourly_usd, 2),
+                       pinned_run_usd=round(pinned.total_usd, 2), note=note)
