@@ -130,6 +130,8 @@ class Option(SpotFromProvisioning):
     chips_per_host: int = Field(gt=0)
     provisioning: Provisioning = Field("on-demand", description="The capacity type: the one field `spot` derives from")
     goodput: float = Field(1.0, gt=0, le=1)
+    price_estimate: bool = Field(False, description="The price is an estimate by a stated rule, not read off a "
+                                                    "price list (its catalog source's title starts with 'estimate')")
 
 
 

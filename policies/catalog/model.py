@@ -86,7 +86,10 @@ class Price(StrictModel):
         if known is not None:
             data["source"] = f"{source}: {known.title}, {known.page}"
             data.setdefault("as_of", known.as_of)
-            data.setdefault("estimate", known.is_estimate)
+            if known.is_estimate and data.get("estimate") is False:
+                raise ValueError(f"price source {source!r} is an estimate ({known.title[:60]}...): a figure derived "
+                                 "by a rule cannot be marked estimate: false; cite a price list instead")
+            data["estimate"] = bool(data.get("estimate")) or known.is_estimate
         elif "as_of" not in data or data["as_of"] is None:
             sources = ", ".join(sorted(context.get("sources") or {})) or "none defined"
             raise ValueError(f"price source {source!r} is not a known source id ({sources}); "

@@ -55,6 +55,7 @@ class Chip:
     compute_capability: str | None   # CUDA compute capability (GPUs): same value, same kernels
     selectable: bool                 # a workload may ask for it; the catalog prices it
     source: str
+    nvlink_domain_gpus: int | None = None   # GPUs one NVLink domain joins (8 HGX, 72 NVL72); None: not NVLink
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: a swapped table gets fresh caches
@@ -77,6 +78,14 @@ class TpuGeneration:
     source: str
     dcn_gbps_per_chip: float = 0.0    # data-centre network bandwidth per chip (multislice all-reduce)
     dcn_source: str = ""
+    placement: str = "compact"        # multi-host pools: compact (tpu_topology) | workload-policy (TPU7x)
+    gke_min_version: str = ""         # the oldest GKE version that runs it ("" : any supported)
+    containers_per_vm: int = 1        # containers a job runs per VM (TPU7x: one per NUMA node)
+
+    @property
+    def tpu_vm_api(self) -> bool:
+        """Whether the Cloud TPU VM API offers it (an acceleratorConfig type is known)."""
+        return bool(self.config_type)
 
     @property
     def machine_types(self) -> tuple[str, ...]:
@@ -119,6 +128,8 @@ class GcpGpuMachine:
     vcpus: int
     memory_gb: float
     source: str
+    arch: str = "amd64"                       # amd64 | arm64 (A4X: Grace)
+    accelerator_topology: str | None = None   # workload policy topology of an NVLink rack (A4X: 1x72)
 
     @property
     def accelerator(self) -> str:
@@ -136,6 +147,8 @@ class AwsGpuInstance:
     vcpus: int
     memory_gb: float
     source: str
+    arch: str = "x86_64"                      # x86_64 | arm64 (p6e: Grace)
+    ultraserver_sizes: tuple[int, ...] = ()   # sold only as UltraServers of these many instances
 
     @property
     def accelerator(self) -> str:
@@ -369,7 +382,8 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                           float(e.get("hbm_gb", (int, float), positive=True)),
                           float(e.get("hbm_gbps", (int, float), positive=True)),
                           e.get("tensorcores", int, positive=True), e.get("interconnect", str),
-                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources))
+                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources),
+                          e.get("nvlink_domain_gpus", int, None, positive=True) if "nvlink_domain_gpus" in e.data else None)
         e.done()
 
     def chip_ref(entry: _Entry, family: str) -> str:
@@ -391,12 +405,16 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         single = e.get("single_host_machine_types", dict)
         generations[key] = TpuGeneration(
             key, chip, dimensions, chips[chip].tensorcores if counts == "tensorcores" else 1,
-            e.get("type_prefix", str), e.get("machine_prefix", str), e.get("config_type", str),
+            e.get("type_prefix", str), e.get("machine_prefix", str), e.get("config_type", str, ""),
             e.get("gke_accelerator", str), e.get("multi_host_machine_type", str), dict(single),
-            e.get("runtime_version", str), e.get("max_chips_per_slice", int, positive=True),
+            e.get("runtime_version", str, ""), e.get("max_chips_per_slice", int, positive=True),
             e.get("max_dimension", int, positive=True), tuple(topologies), e.get("flex_start", bool, True),
             _source(e, None, sources), float(e.get("dcn_gbps_per_chip", (int, float), positive=True)),
-            _source_named(e.get("dcn_source", str), sources, e.where))
+            _source_named(e.get("dcn_source", str), sources, e.where),
+            e.one_of("placement", {"compact", "workload-policy"}, "compact"), e.get("gke_min_version", str, ""),
+            e.get("containers_per_vm", int, 1, positive=True))
+        if generations[key].config_type and not generations[key].runtime_version:
+            raise HardwareFactsError(f"{e.where}.runtime_version: a generation the TPU VM API offers needs its runtime")
         e.done()
 
     section = data.get("tpu_machines") or {}
@@ -432,7 +450,8 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                  e.get("gpus", int, positive=True), e.get("local_ssds", int),
                                  e.get("bundled_ssd", bool, False), fabric, e.get("boot_disk_type", str, "pd-balanced"),
                                  e.get("vcpus", int, positive=True), float(e.get("memory_gb", (int, float), positive=True)),
-                                 _source(e, section.get("source"), sources))
+                                 _source(e, section.get("source"), sources), e.one_of("arch", {"amd64", "arm64"}, "amd64"),
+                                 e.get("accelerator_topology", str, None))
         e.done()
 
     section = data.get("aws_gpu_instances") or {}
@@ -445,7 +464,10 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         aws[key] = AwsGpuInstance(key, chip_ref(e, "gpu"), e.get("gpus", int, positive=True), efa_cards,
                                   e.get("efa_only_secondaries", bool, False), fabric, e.get("vcpus", int, positive=True),
                                   float(e.get("memory_gb", (int, float), positive=True)),
-                                  _source(e, section.get("source"), sources))
+                                  _source(e, section.get("source"), sources), e.one_of("arch", {"x86_64", "arm64"}, "x86_64"),
+                                  tuple(e.get("ultraserver_sizes", list, [])))
+        if not all(isinstance(n, int) and n > 0 for n in aws[key].ultraserver_sizes):
+            raise HardwareFactsError(f"{e.where}.ultraserver_sizes: a list of positive instance counts")
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")

@@ -268,6 +268,7 @@ def to_option(candidate: Candidate, region: str) -> Option:
         offering=o.id, chips_per_host=s.chips_per_host, goodput=_fraction(e.goodput),
         zone=candidate.reserved.zone if candidate.reserved else o.regions[region].zones[0],
         provisioning=("spot" if candidate.spot else candidate.reserved.kind if candidate.reserved else o.provisioning),
+        price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
     )
 
 

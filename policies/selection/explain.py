@@ -43,7 +43,9 @@ def describe(option: Option) -> str:
                   else f"{vm_type} ({option.topology}, {plural(option.chips, 'chip')})")
     else:
         layout = f"{option.hosts} x {option.machine_type} ({plural(option.chips, 'GPU')})"
-    return f"{name} {capacity}, {layout}, {option.cloud} {option.region}"
+    # An estimated price is said wherever the option is, so nobody reads a rule-derived figure as a list price.
+    return f"{name} {capacity}, {layout}, {option.cloud} {option.region}" + (
+        " (price: estimate)" if option.price_estimate else "")
 
 
 def _short_label(option: Option) -> str:
