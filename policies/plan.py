@@ -32,7 +32,7 @@ Family = Literal["gpu", "tpu"]
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start", "queued", "capacity-block"]
 GpuFabric = Literal["none", "gpudirect-tcpx", "gpudirect-tcpxo", "rdma", "efa"]
 Filesystem = Literal["none", "filestore", "managed-lustre", "fsx-lustre"]
-TpuGeneration = Literal["v4", "v5e", "v5p", "v6e"]
+TpuGeneration = Literal["v4", "v5e", "v5p", "v6e", "tpu7x"]   # chip ids tpu-v4 .. tpu-v6e, and tpu7x itself
 PROVISIONING_TYPES: tuple[str, ...] = get_args(Provisioning)
 
 
@@ -180,7 +180,8 @@ class TpuPool(DerivedFieldsModel):
             return data
         data = dict(data)
         if "accelerator" not in data:
-            data["accelerator"] = f"tpu-{data.pop('generation')}"
+            generation = str(data.pop("generation"))
+            data["accelerator"] = generation if generation.startswith("tpu") else f"tpu-{generation}"
         else:
             accept_derived(data, "generation", str(data["accelerator"]).removeprefix("tpu-"), "tpu", "tpu.accelerator")
         return data
