@@ -37,6 +37,9 @@ from accel.policies.selection.pools import gpu_pool, pool_capacity
 
 _ARGS = "GpuNodeGroupArgs"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+# Arm (Grace) GPU instances, p6e-gb200: the EKS AMI type of the AL2023 ARM NVIDIA variant the EKS UltraServer
+# guide asks for (name as the EKS API's AMIType enum spells it; the provider SDK takes any string).
+GPU_AMI_TYPES = {"x86_64": GPU_AMI_TYPE, "arm64": "AL2023_ARM_64_NVIDIA"}
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND",
                   "capacity-block": "CAPACITY_BLOCK"}
 RESERVED = ("reservation", "capacity-block")
@@ -394,7 +397,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             cluster_name=args.cluster_name,
             node_role_arn=args.node_role_arn,
             subnet_ids=subnet_ids,
-            ami_type=GPU_AMI_TYPE,
+            ami_type=GPU_AMI_TYPES[hardware.current().aws_gpu_instances[args.pool.machine_type].arch],
             capacity_type=capacity_type,
             instance_types=None if provisioning == "capacity-block" else args.instance_types,
             version=args.kubernetes_version,
