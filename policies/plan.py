@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field, computed_field, model_serializer, model_validator
 
 from accel.base.model import StrictModel
+from accel.policies import hardware
 from accel.policies.parallelism import Parallelism, gpu_parallelism
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
@@ -32,7 +33,8 @@ Family = Literal["gpu", "tpu"]
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start", "queued", "capacity-block"]
 GpuFabric = Literal["none", "gpudirect-tcpx", "gpudirect-tcpxo", "rdma", "efa"]
 Filesystem = Literal["none", "filestore", "managed-lustre", "fsx-lustre"]
-TpuGeneration = Literal["v4", "v5e", "v5p", "v6e", "tpu7x"]   # chip ids tpu-v4 .. tpu-v6e, and tpu7x itself
+# The hardware table's TPU generations (v4 .. v6e, whose chips are tpu-v4 .. tpu-v6e, and tpu7x, whose chip is tpu7x).
+TpuGeneration = Literal[tuple(hardware.current().tpu_generations)]  # type: ignore[valid-type]
 PROVISIONING_TYPES: tuple[str, ...] = get_args(Provisioning)
 
 

@@ -81,6 +81,7 @@ class TpuGeneration:
     placement: str = "compact"        # multi-host pools: compact (tpu_topology) | workload-policy (TPU7x)
     gke_min_version: str = ""         # the oldest GKE version that runs it ("" : any supported)
     containers_per_vm: int = 1        # containers a job runs per VM (TPU7x: one per NUMA node)
+    frameworks: tuple[str, ...] = ()  # the XLA frameworks it runs, when not all of them (TPU7x: no TensorFlow)
 
     @property
     def tpu_vm_api(self) -> bool:
@@ -269,6 +270,18 @@ class HardwareFacts:
         return {"gcp": tuple(m.name for m in self.gcp_gpu_machines.values() if m.chip == chip),
                 "aws": tuple(m.name for m in self.aws_gpu_instances.values() if m.chip == chip)}
 
+    def node_step(self, machine_type: str) -> int:
+        """Nodes a fleet of this GPU machine type comes in multiples of: a whole UltraServer (p6e-gb200: 9) or
+        a whole NVLink domain its workload policy places (A4X: 18, the placement unit); else 1."""
+        aws = self.aws_gpu_instances.get(machine_type)
+        if aws is not None and aws.ultraserver_sizes:
+            return min(aws.ultraserver_sizes)
+        gcp = self.gcp_gpu_machines.get(machine_type)
+        unit = self.placement_units.get(machine_type)
+        if gcp is not None and gcp.accelerator_topology and unit is not None and unit.nodes:
+            return unit.nodes
+        return 1
+
     def fabric_network_count(self, fabric: str, gpus_per_node: int) -> int:
         return self.fabrics[fabric].network_count(gpus_per_node)
 
@@ -412,7 +425,7 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
             _source(e, None, sources), float(e.get("dcn_gbps_per_chip", (int, float), positive=True)),
             _source_named(e.get("dcn_source", str), sources, e.where),
             e.one_of("placement", {"compact", "workload-policy"}, "compact"), e.get("gke_min_version", str, ""),
-            e.get("containers_per_vm", int, 1, positive=True))
+            e.get("containers_per_vm", int, 1, positive=True), tuple(e.get("frameworks", list, [])))
         if generations[key].config_type and not generations[key].runtime_version:
             raise HardwareFactsError(f"{e.where}.runtime_version: a generation the TPU VM API offers needs its runtime")
         e.done()

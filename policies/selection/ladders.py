@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Offering
 
@@ -42,21 +43,24 @@ def serving_fleet(offering: Offering, replica: Size, replicas: int) -> Size:
 
 
 class GpuLadder:
-    """1..max_nodes whole nodes; index i is i+1 nodes. Nothing is materialized."""
+    """Whole nodes up to max_nodes, in the machine's node step (hardware table `node_step`: a p6e-gb200 fleet
+    is whole UltraServers of 9, an A4X fleet whole NVL72 racks of 18, others 1); index i is (i+1) steps.
+    Nothing is materialized."""
 
     def __init__(self, offering: Offering, max_nodes: int) -> None:
         self.offering = offering
         self.per_node = offering.chips_per_host
-        self.count = max(0, max_nodes)
+        self.step = hardware.current().node_step(offering.machine_type)
+        self.count = max(0, max_nodes) // self.step
 
     def __len__(self) -> int:
         return self.count
 
     def __getitem__(self, index: int) -> Size:
-        return gpu_fleet(self.offering, index + 1)
+        return gpu_fleet(self.offering, (index + 1) * self.step)
 
     def first_at_least(self, chips: int) -> int:
-        return max(0, math.ceil(chips / self.per_node) - 1)
+        return max(0, math.ceil(math.ceil(chips / self.per_node) / self.step) - 1)
 
 
 class TpuLadder:
