@@ -26,6 +26,8 @@ from accel.components.kubernetes.pools import plan_pools
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
+from accel.job.compute_domain import claim_channel, compute_domain, needs_compute_domain
+from accel.job.compute_domain import derivation as compute_domain_note
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
@@ -302,6 +304,11 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                    plan.parallelism.group_nodes)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
+    domain = []
+    if needs_compute_domain(plan):
+        claim_channel(pod, name)
+        domain = [compute_domain(name, ctx.namespace)]
+        notes.append(compute_domain_note(name, plan))
     restarts, why = max_restarts(plan)
     annotations = {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"} if hw.family == "tpu" else {}
     jobset = {
@@ -331,7 +338,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         f"maxRestarts {restarts}: {why}; {'spot' if hw.spot else hw.provisioning} capacity",
         *notes,
     ]
-    return GeneratedJob(name, [jobset], derivations)
+    return GeneratedJob(name, [*domain, jobset], derivations)
 
 
 _INTERPRETER = re.compile(r"^\s*(?:\S*/)?python(?:3(?:\.\d+)?)?(?:\s+|$)")

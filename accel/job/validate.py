@@ -10,6 +10,8 @@ from __future__ import annotations
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
+from accel.job.compute_domain import claim_channel, compute_domain, needs_compute_domain
+from accel.job.compute_domain import derivation as compute_domain_note
 from accel.job.context import JobContext
 from accel.job.facts import runtime
 from accel.job.manifests import (
@@ -68,6 +70,11 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
                    f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out  # {ranks} ranks, "
                    "launched by the image's MPI/torchrun wrapper")
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command)
+    domain = []
+    if needs_compute_domain(plan):
+        claim_channel(pod, name)
+        domain = [compute_domain(name, ctx.namespace)]
+        notes.append(compute_domain_note(name, plan))
     jobset = {
         "apiVersion": JOBSET_API, "kind": "JobSet",
         "metadata": {"name": name, "namespace": ctx.namespace, "labels": _labels(ctx, name),
@@ -87,4 +94,4 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
         "run it after `pulumi up`, before the real job: it fails (exit 1) below the pass line",
         *notes,
     ]
-    return GeneratedJob(name, [jobset], derivations)
+    return GeneratedJob(name, [*domain, jobset], derivations)

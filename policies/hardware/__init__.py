@@ -282,6 +282,20 @@ class HardwareFacts:
             return unit.nodes
         return 1
 
+    def nvlink_spans_nodes(self, machine_type: str) -> bool:
+        """Whether the machine's NVLink domain joins several machines (GB200 NVL72: 72 GPUs over 18 nodes), so a
+        job spanning nodes claims an IMEX channel through an NVIDIA ComputeDomain."""
+        machine = self.gpu_machine(machine_type)
+        if machine is None:
+            return False
+        domain = self.chips[machine.chip].nvlink_domain_gpus
+        return domain is not None and domain > machine.gpus
+
+    def is_arm(self, machine_type: str) -> bool:
+        """Arm (Grace) hosts: A4X, p6e-gb200. GKE taints its Arm nodes kubernetes.io/arch=arm64:NoSchedule."""
+        machine = self.gpu_machine(machine_type)
+        return machine is not None and machine.arch in ("arm64",)
+
     def fabric_network_count(self, fabric: str, gpus_per_node: int) -> int:
         return self.fabrics[fabric].network_count(gpus_per_node)
 
