@@ -66,7 +66,7 @@ def test_a_pin_the_catalog_no_longer_picks_is_reported_with_the_new_answer_and_t
     config = spot_allowed(stack_config(ROOT / "stacks" / "Pulumi.llama-70b-tpu.yaml"))
     changed = fresh(config, "old default stack")
     assert changed is not None
-    assert changed.hardware.startswith("H100 spot") and changed.run_usd < changed.pinned_run_usd
+    assert changed.hardware.startswith("B200 spot") and changed.run_usd < changed.pinned_run_usd
     assert "cheaper" in changed.note and "TPU v6e on-demand, 4 x 16x16" in changed.note
 
 
@@ -76,7 +76,7 @@ def test_plan_of_such_a_pin_warns_and_reports_it_in_json(tmp_path):
                           encoding="utf-8")
     result = plan_stack("llama-70b-tpu", stack_file, ROOT)
     document = result.to_json()
-    assert document["fresh_choice"]["hardware"].startswith("H100 spot")
+    assert document["fresh_choice"]["hardware"].startswith("B200 spot")
     [warning] = [w for w in document["warnings"] if "fresh `accel choose`" in w]
     assert "The pinned hardware is kept" in warning and "--write-stack" in warning
     assert result.plan["chosen"]["accelerator"] == "tpu-v6e"  # informs; never changes the hardware
