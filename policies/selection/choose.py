@@ -66,12 +66,15 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
     sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
     are not picks (each is slower than its own offering's pick by more than the tolerance)."""
-    fastest = ranked[0][1].evaluation.hours
-    near = [item for item in ranked
+    # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost.
+    listed = [item for item in ranked if not item[0][0]] or ranked
+    estimated = [item for item in ranked if item[0][0]] if len(listed) < len(ranked) else []
+    fastest = listed[0][1].evaluation.hours
+    near = [item for item in listed
             if id(item[1]) not in shown_only and item[1].evaluation.hours <= fastest * (1.0 + tolerance)]
     near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
     taken = {id(item) for item in near}
-    return near + [item for item in ranked if id(item) not in taken]
+    return near + [item for item in listed if id(item) not in taken] + estimated
 
 
 def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
