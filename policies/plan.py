@@ -134,6 +134,8 @@ class Option(SpotFromProvisioning):
     goodput: float = Field(1.0, gt=0, le=1)
     price_estimate: bool = Field(False, description="The price is an estimate by a stated rule, not read off a "
                                                     "price list (its catalog source's title starts with 'estimate')")
+    price_source: str | None = Field(None, description="The catalog source of the chip price and its date, e.g. "
+                                                        "'aws-p6-list-2026 (2026-08-26)'")
 
 
 

@@ -281,6 +281,7 @@ def to_option(candidate: Candidate, region: str) -> Option:
         zone=candidate.reserved.zone if candidate.reserved else o.regions[region].zones[0],
         provisioning=("spot" if candidate.spot else candidate.reserved.kind if candidate.reserved else o.provisioning),
         price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
+        price_source=f"{candidate.chip_price.source.split(':', 1)[0]} ({candidate.chip_price.as_of})",
     )
 
 
