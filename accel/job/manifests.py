@@ -23,6 +23,7 @@ from accel.components.kubernetes.gke_networks import DEFAULT_INTERFACE, DEFAULT_
 from accel.components.kubernetes import workloads
 from accel.components.kubernetes.node_installers import load_node_installers
 from accel.components.kubernetes.pools import plan_pools
+from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
@@ -259,6 +260,13 @@ def training_pod(plan: Plan, ctx: JobContext, name: str, replicated_job: str, im
                          f"port {port} ({runtime()['tpu']['source']})")
     else:
         ports = []
+    if hw.family == "tpu":
+        generation = hardware.current().tpu_generations.get(hw.tpu_generation)
+        if generation is not None and generation.containers_per_vm > 1:
+            # GKE allows one container per NUMA node on TPU7x (xpk runs 2, each with half the chips); one
+            # container with every chip of the VM is the documented default (Cluster Toolkit's TPU7x job).
+            notes.append(f"TPU {generation.name}: one container takes the VM's {hw.chips_per_node} chips; GKE also "
+                         f"allows {generation.containers_per_vm} per VM, one per NUMA node ({generation.source.split(',')[1].strip()})")
     container = {"name": "trainer", "image": image, "command": _shell(profile, command),
                  "env": env, "resources": _resources(hw, hw.chips_per_node),
                  "volumeMounts": [*mounts, *fabric_mounts]}
