@@ -131,6 +131,8 @@ def test_a_tpu7x_slice_is_placed_by_a_workload_policy_of_its_topology(planned):
     assert pool.inputs["placementPolicy"] == {"type": "COMPACT", "policyName": policy.inputs["name"],
                                               "tpuTopology": "4x8x8"}
     assert pool.inputs["nodeConfig"]["machineType"] == "tpu7x-standard-4t"
+    [cluster] = resources(result, "gcp:container/cluster:Cluster")
+    assert cluster.inputs["minMasterVersion"] == hardware.current().tpu_generations["tpu7x"].gke_min_version
 
 
 def test_a4x_racks_are_placed_1x72_and_run_the_dra_driver(planned):
