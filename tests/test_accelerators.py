@@ -222,3 +222,14 @@ def test_the_fabric_check_sets_nccl_info_and_fails_closed(planned):
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["NCCL_DEBUG"] == "INFO" and [e["name"] for e in container["env"]].count("NCCL_DEBUG") == 1
     assert "Using network (Libfabric|AWS Libfabric)" in container["command"][-1]
+
+
+def test_a_declared_ultraserver_block_is_sized_within_its_count_in_whole_ultraservers():
+    from accel.policies.cloud.reservations import DeclaredReservation
+
+    block = DeclaredReservation(name="cr-0b200e72a1b2c3d4e", kind="capacity-block", machineType="p6e-gb200.36xlarge",
+                                count=36, zone="us-east-1-dfw-2a", start="2030-01-06T11:30:00Z",
+                                end="2030-01-20T11:30:00Z")
+    choice = choose(workload(clouds=["aws"], framework="pytorch", deadline_days=60), load_catalog(), reservations=[block])
+    p6e = [o for o in choice.options if o.offering == "aws-p6e-gb200.36xlarge"]
+    assert p6e and all(o.hosts <= 36 and o.hosts % 9 == 0 and o.provisioning == "capacity-block" for o in p6e)

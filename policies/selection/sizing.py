@@ -102,6 +102,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         node_limited = fleet_nodes is not None and fleet_nodes < max_nodes
         if fleet_nodes is not None:
             max_nodes = min(max_nodes, fleet_nodes)
+        if offering.reserved_only and reserved is not None:
+            max_nodes = min(max_nodes, reserved.count)   # nothing is sold beyond the declared block or reservation
         ladder = GpuLadder(offering, max_nodes)
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
