@@ -160,7 +160,11 @@ def test_p6e_ultraserver_launches_into_its_capacity_block_on_arm(planned):
     assert group.inputs["amiType"] == "AL2023_ARM_64_NVIDIA" and group.inputs["capacityType"] == "CAPACITY_BLOCK"
     [template] = [r for r in resources(result, "aws:ec2/launchTemplate:LaunchTemplate") if r.name.endswith("-gpu-template")]
     assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    assert len(template.inputs["networkInterfaces"]) == 4
+    interfaces = template.inputs["networkInterfaces"]
+    assert len(interfaces) == 4 and interfaces[0]["interfaceType"] == "efa"
+    # EC2's multi-card rule for P6: every further card's EFA-only interface at device 0 (the P5 section: 1).
+    assert [(i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) for i in interfaces[1:]] == \
+        [(card, 0, "efa-only") for card in (1, 2, 3)]
     assert group.inputs["scalingConfig"]["maxSize"] == 18
 
 

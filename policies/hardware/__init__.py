@@ -150,6 +150,7 @@ class AwsGpuInstance:
     source: str
     arch: str = "x86_64"                      # x86_64 | arm64 (p6e: Grace)
     ultraserver_sizes: tuple[int, ...] = ()   # sold only as UltraServers of these many instances
+    efa_secondary_device_index: int = 1       # device index of the EFA interface on cards past the first
 
     @property
     def accelerator(self) -> str:
@@ -492,7 +493,9 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                   e.get("efa_only_secondaries", bool, False), fabric, e.get("vcpus", int, positive=True),
                                   float(e.get("memory_gb", (int, float), positive=True)),
                                   _source(e, section.get("source"), sources), e.one_of("arch", {"x86_64", "arm64"}, "x86_64"),
-                                  tuple(e.get("ultraserver_sizes", list, [])))
+                                  tuple(e.get("ultraserver_sizes", list, [])), e.get("efa_secondary_device_index", int, 1))
+        if aws[key].efa_secondary_device_index not in (0, 1):
+            raise HardwareFactsError(f"{e.where}.efa_secondary_device_index: 0 or 1")
         if not all(isinstance(n, int) and n > 0 for n in aws[key].ultraserver_sizes):
             raise HardwareFactsError(f"{e.where}.ultraserver_sizes: a list of positive instance counts")
         e.done()
