@@ -133,6 +133,8 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_kueue=existing.install_kueue if existing else True,
                 install_jobset=existing.install_jobset if existing else True,
                 install_lws=needs_leader_worker_set(args.plan),
+                install_dra_driver=_needs_compute_domains(args.plan),
+                dra_driver_root="/home/kubernetes/bin/nvidia" if args.plan.cloud == "gcp" else "/",
                 gpu_fabric=built.gpu_fabric,
                 gke_networks=built.gke_networks,
                 storage_mounts=built.storage_mounts,
@@ -312,3 +314,11 @@ def _build_existing(parent: TrainingCluster, name: str, args: TrainingClusterArg
     assert existing is not None  # validate() guarantees it
     provider = existing_cluster_provider(existing, f"{name}-byo", opts=pulumi.ResourceOptions(parent=parent))
     return _Built(provider=provider, kubeconfig=None, cluster_name=existing.name)
+
+
+def _needs_compute_domains(plan: Plan) -> bool:
+    """A GPU fleet of several nodes inside one NVLink domain (GB200 NVL72) runs NVIDIA's DRA driver for the
+    ComputeDomain its job claims (accel/job/compute_domain.py)."""
+    from accel.policies import hardware
+
+    return plan.gpu is not None and plan.gpu.nodes > 1 and hardware.current().nvlink_spans_nodes(plan.gpu.machine_type)

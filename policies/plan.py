@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field, computed_field, model_serializer, model_validator
 
 from accel.base.model import StrictModel
+from accel.policies import hardware
 from accel.policies.parallelism import Parallelism, gpu_parallelism
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
@@ -32,7 +33,8 @@ Family = Literal["gpu", "tpu"]
 Provisioning = Literal["on-demand", "spot", "reservation", "flex-start", "queued", "capacity-block"]
 GpuFabric = Literal["none", "gpudirect-tcpx", "gpudirect-tcpxo", "rdma", "efa"]
 Filesystem = Literal["none", "filestore", "managed-lustre", "fsx-lustre"]
-TpuGeneration = Literal["v4", "v5e", "v5p", "v6e"]
+# The hardware table's TPU generations (v4 .. v6e, whose chips are tpu-v4 .. tpu-v6e, and tpu7x, whose chip is tpu7x).
+TpuGeneration = Literal[tuple(hardware.current().tpu_generations)]  # type: ignore[valid-type]
 PROVISIONING_TYPES: tuple[str, ...] = get_args(Provisioning)
 
 
@@ -130,6 +132,10 @@ class Option(SpotFromProvisioning):
     chips_per_host: int = Field(gt=0)
     provisioning: Provisioning = Field("on-demand", description="The capacity type: the one field `spot` derives from")
     goodput: float = Field(1.0, gt=0, le=1)
+    price_estimate: bool = Field(False, description="The price is an estimate by a stated rule, not read off a "
+                                                    "price list (its catalog source's title starts with 'estimate')")
+    price_source: str | None = Field(None, description="The catalog source of the chip price and its date, e.g. "
+                                                        "'aws-p6-list-2026 (2026-08-26)'")
 
 
 
@@ -181,7 +187,8 @@ class TpuPool(DerivedFieldsModel):
             return data
         data = dict(data)
         if "accelerator" not in data:
-            data["accelerator"] = f"tpu-{data.pop('generation')}"
+            generation = str(data.pop("generation"))
+            data["accelerator"] = generation if generation.startswith("tpu") else f"tpu-{generation}"
         else:
             accept_derived(data, "generation", str(data["accelerator"]).removeprefix("tpu-"), "tpu", "tpu.accelerator")
         return data

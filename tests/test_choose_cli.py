@@ -99,7 +99,7 @@ def test_nothing_feasible_is_exit_3_with_the_eliminations_and_the_closest_option
                            "constraints: {deadline_days: 10, budget_usd: 1M, custom_cuda_kernels: true}\n")
     outcome = invoke(path)
     assert outcome.exit_code == 3
-    assert "custom CUDA kernels eliminated 4" in outcome.stderr and "closest:" in outcome.stderr
+    assert "custom CUDA kernels eliminated 5" in outcome.stderr and "closest:" in outcome.stderr
 
 
 def test_nothing_feasible_with_json_still_prints_a_document(tmp_path):

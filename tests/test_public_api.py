@@ -125,9 +125,11 @@ GCP_GPUS = sorted({m.chip for m in hardware.current().gcp_gpu_machines.values()}
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(GCP_GPUS), st.integers(1, 16))
 def test_a_hand_written_gpu_pool_is_whole_nodes_of_that_gpu_that_the_component_accepts(chip, nodes):
-    per_node = max(m.gpus for m in hardware.current().gcp_gpu_machines.values() if m.chip == chip)
-    args = GpuNodePoolArgs.from_gpus(chip, per_node * nodes, cluster=CLUSTER, zone="us-east5-a", tags=TAGS)
-    assert args.pool.gpus_per_node * args.pool.nodes == per_node * nodes
+    machine = max((m for m in hardware.current().gcp_gpu_machines.values() if m.chip == chip), key=lambda m: m.gpus)
+    # Whole nodes, in the machine's node step (A4X: whole NVL72 racks of 18 nodes).
+    gpus = machine.gpus * nodes * hardware.current().node_step(machine.name)
+    args = GpuNodePoolArgs.from_gpus(chip, gpus, cluster=CLUSTER, zone="us-east5-a", tags=TAGS)
+    assert args.pool.gpus_per_node * args.pool.nodes == gpus
     assert hardware.current().gcp_gpu_machines[args.pool.machine_type].chip == chip
 
 

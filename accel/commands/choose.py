@@ -193,10 +193,16 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         where = f"{option.cloud} {option.region}" + (f" +{len(row.regions) - 1}" if len(row.regions) > 1 else "")
         table.add_row(f"{row.rank}" + (" *" if row.chosen else ""), accelerator_name(option.accelerator),
                       where, f"{option.chips:,}", layout,
-                      option.provisioning, money(option.hourly_usd, cents=True),
+                      option.provisioning,
+                      money(option.hourly_usd, cents=True) + (" (estimate)" if option.price_estimate else ""),
                       f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
                       f"{option.mfu:.0%}", "; ".join(row.tradeoffs), style="bold green" if row.chosen else None)
     table.caption = "* chosen; +N: the same option in N more regions" + (f"; {summarise_rest(rest, inference)}" if rest else "")
+    # Where each shown price comes from (catalog sources, with their dates; "estimate" marks a rule-derived one).
+    sources = list(dict.fromkeys(row.option.price_source + (" estimate" if row.option.price_estimate else "")
+                                 for row in rows if row.option.price_source))
+    if sources:
+        table.caption += "; prices: " + ", ".join(sources)
     table.caption_justify = "left"
     console.print(table)
     console.print("[bold]Why[/bold]")

@@ -23,9 +23,12 @@ from accel.components.kubernetes.gke_networks import DEFAULT_INTERFACE, DEFAULT_
 from accel.components.kubernetes import workloads
 from accel.components.kubernetes.node_installers import load_node_installers
 from accel.components.kubernetes.pools import plan_pools
+from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
+from accel.job.compute_domain import claim_channel, compute_domain, needs_compute_domain
+from accel.job.compute_domain import derivation as compute_domain_note
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
@@ -242,6 +245,9 @@ def training_pod(plan: Plan, ctx: JobContext, name: str, replicated_job: str, im
     sidecars, fabric_volumes, fabric_mounts, fabric_env, fabric_annotations, profile = _fabric(hw, ctx)
     annotations.update(fabric_annotations)
     env = [JOBSET_NAME_ENV, *env, *fabric_env, *(extra_env or [])]
+    # A variable the caller sets (e.g. --validate's NCCL_DEBUG=INFO) replaces the fabric's default of that name.
+    overridden = {e["name"] for e in extra_env or []}
+    env = [e for e in env if e["name"] not in overridden or e in (extra_env or [])]
     if hw.family == "tpu":
         ports = [{"containerPort": p} for p in runtime()["tpu"]["container_ports"]]
         if hw.slices > 1:
@@ -254,6 +260,13 @@ def training_pod(plan: Plan, ctx: JobContext, name: str, replicated_job: str, im
                          f"port {port} ({runtime()['tpu']['source']})")
     else:
         ports = []
+    if hw.family == "tpu":
+        generation = hardware.current().tpu_generations.get(hw.tpu_generation)
+        if generation is not None and generation.containers_per_vm > 1:
+            # GKE allows one container per NUMA node on TPU7x (xpk runs 2, each with half the chips); one
+            # container with every chip of the VM is the documented default (Cluster Toolkit's TPU7x job).
+            notes.append(f"TPU {generation.name}: one container takes the VM's {hw.chips_per_node} chips; GKE also "
+                         f"allows {generation.containers_per_vm} per VM, one per NUMA node ({generation.source.split(',')[1].strip()})")
     container = {"name": "trainer", "image": image, "command": _shell(profile, command),
                  "env": env, "resources": _resources(hw, hw.chips_per_node),
                  "volumeMounts": [*mounts, *fabric_mounts]}
@@ -302,6 +315,11 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                    plan.parallelism.group_nodes)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
+    domain = []
+    if needs_compute_domain(plan):
+        claim_channel(pod, name)
+        domain = [compute_domain(name, ctx.namespace)]
+        notes.append(compute_domain_note(name, plan))
     restarts, why = max_restarts(plan)
     annotations = {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"} if hw.family == "tpu" else {}
     jobset = {
@@ -331,7 +349,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         f"maxRestarts {restarts}: {why}; {'spot' if hw.spot else hw.provisioning} capacity",
         *notes,
     ]
-    return GeneratedJob(name, [jobset], derivations)
+    return GeneratedJob(name, [*domain, jobset], derivations)
 
 
 _INTERPRETER = re.compile(r"^\s*(?:\S*/)?python(?:3(?:\.\d+)?)?(?:\s+|$)")

@@ -10,8 +10,11 @@ from __future__ import annotations
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
+from accel.job.compute_domain import claim_channel, compute_domain, needs_compute_domain
+from accel.job.compute_domain import derivation as compute_domain_note
 from accel.job.context import JobContext
 from accel.job.facts import runtime
+from accel.job.nccl_log import shell_check, transports
 from accel.job.manifests import (
     EXCLUSIVE_TOPOLOGY,
     JOBSET_API,
@@ -64,10 +67,20 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
             from accel.components.kubernetes.node_installers import load_node_installers
             image = load_node_installers().fabrics[hw.fabric].plugin
         ranks = hw.nodes * hw.chips_per_node
-        command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g 1 -n 20 | tee /tmp/out && "
-                   f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out  # {ranks} ranks, "
-                   "launched by the image's MPI/torchrun wrapper")
-    pod, _, notes = training_pod(plan, ctx, name, replicated, image, command)
+        command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g 1 -n 20 2>&1 | tee /tmp/out && "
+                   f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out")
+        if hw.nodes > 1 and transports(hw.fabric) is not None:
+            # Fail closed when NCCL fell back to a slow path (accel/job/nccl_log.py, runtime.yaml).
+            command += " && " + shell_check(hw.fabric, "/tmp/out")
+        command += f"  # {ranks} ranks, launched by the image's MPI/torchrun wrapper"
+    extra_env = ([{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}]
+                 if hw.family == "gpu" and hw.nodes > 1 and transports(hw.fabric) is not None else None)
+    pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
+    domain = []
+    if needs_compute_domain(plan):
+        claim_channel(pod, name)
+        domain = [compute_domain(name, ctx.namespace)]
+        notes.append(compute_domain_note(name, plan))
     jobset = {
         "apiVersion": JOBSET_API, "kind": "JobSet",
         "metadata": {"name": name, "namespace": ctx.namespace, "labels": _labels(ctx, name),
@@ -84,7 +97,10 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
         ("TPU: a JAX psum over every chip" if hw.family == "tpu"
          else f"GPU: nccl-tests all_reduce_perf over {hw.nodes * hw.chips_per_node} GPUs ({image})"),
         f"pass line: bus bandwidth >= {why}",
+        *([f"transport: NCCL_DEBUG=INFO, and the check fails closed unless NCCL used "
+           f"{' or '.join(transports(hw.fabric) or ())} with no slow-path line (accel/job/nccl_log.py)"]
+          if extra_env else []),
         "run it after `pulumi up`, before the real job: it fails (exit 1) below the pass line",
         *notes,
     ]
-    return GeneratedJob(name, [jobset], derivations)
+    return GeneratedJob(name, [*domain, jobset], derivations)

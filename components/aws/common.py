@@ -26,8 +26,11 @@ def check_region(args_class: str, region: str) -> None:
 
 
 def check_zone(args_class: str, field: str, zone: str, region: str) -> None:
-    if not isinstance(zone, str) or not re.fullmatch(re.escape(region) + r"[a-z]", zone):
-        raise invalid_arg(args_class, field, zone, f"expected an availability zone of {region}, e.g. {region}a")
+    # An Availability Zone (us-east-1a) or a Local Zone of the region (us-east-1-dfw-2a: P6e-GB200 UltraServers
+    # are in the Dallas Local Zone, per the EKS UltraServer guide); a Local Zone must be opted in to first.
+    if not isinstance(zone, str) or not re.fullmatch(re.escape(region) + r"([a-z]|-[a-z]{3}-\d[a-z])", zone):
+        raise invalid_arg(args_class, field, zone,
+                          f"expected an availability zone of {region}, e.g. {region}a, or a Local Zone such as {region}-dfw-2a")
 
 
 def check_cidr(args_class: str, field: str, cidr: str) -> ipaddress.IPv4Network:

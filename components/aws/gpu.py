@@ -37,6 +37,9 @@ from accel.policies.selection.pools import gpu_pool, pool_capacity
 
 _ARGS = "GpuNodeGroupArgs"
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+# Arm (Grace) GPU instances, p6e-gb200: the EKS AMI type of the AL2023 ARM NVIDIA variant the EKS UltraServer
+# guide asks for (name as the EKS API's AMIType enum spells it; the provider SDK takes any string).
+GPU_AMI_TYPES = {"x86_64": GPU_AMI_TYPE, "arm64": "AL2023_ARM_64_NVIDIA"}
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND",
                   "capacity-block": "CAPACITY_BLOCK"}
 RESERVED = ("reservation", "capacity-block")
@@ -287,8 +290,11 @@ def _coerce(model, value, field_name: str):
 
 
 def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
-                       security_group_ids: Sequence[pulumi.Input[str]]) -> list[dict[str, Any]]:
-    """Launch template interfaces: one per EFA network card, or a single ENA interface."""
+                       security_group_ids: Sequence[pulumi.Input[str]], secondary_device_index: int = 1
+                       ) -> list[dict[str, Any]]:
+    """Launch template interfaces: one per EFA network card, or a single ENA interface. Card 0 device 0 is the
+    primary (EFA with ENA: the primary may not be EFA-only); each further card carries one EFA interface at
+    `secondary_device_index` (1 in the EC2 guide's P5 section, 0 in its general multi-card rule: P6)."""
     groups = list(security_group_ids)
     if efa_interfaces == 0:
         return [{"device_index": 0, "network_card_index": 0, "associate_public_ip_address": "false",
@@ -300,7 +306,7 @@ def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
         primary["associate_public_ip_address"] = "false"
     secondary_type = "efa-only" if efa_only_secondaries else "efa"
     return [primary] + [
-        {"device_index": 1, "network_card_index": card, "interface_type": secondary_type,
+        {"device_index": secondary_device_index, "network_card_index": card, "interface_type": secondary_type,
          "delete_on_termination": "true", "security_groups": groups}
         for card in range(1, efa_interfaces)
     ]
@@ -362,7 +368,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             network_interfaces=network_interfaces(
                 pool.efa_interfaces, all(hardware.current().aws_gpu_instances[t].efa_only_secondaries
                                         for t in args.instance_types),
-                args.security_group_ids),
+                args.security_group_ids,
+                hardware.current().aws_gpu_instances[pool.machine_type].efa_secondary_device_index),
             block_device_mappings=[{"device_name": "/dev/xvda", "ebs": {
                 "volume_size": args.disk_size_gib, "volume_type": "gp3", "encrypted": "true",
                 "delete_on_termination": "true"}}],
@@ -394,7 +401,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             cluster_name=args.cluster_name,
             node_role_arn=args.node_role_arn,
             subnet_ids=subnet_ids,
-            ami_type=GPU_AMI_TYPE,
+            ami_type=GPU_AMI_TYPES[hardware.current().aws_gpu_instances[args.pool.machine_type].arch],
             capacity_type=capacity_type,
             instance_types=None if provisioning == "capacity-block" else args.instance_types,
             version=args.kubernetes_version,

@@ -39,6 +39,7 @@ from accel.components.gcp._common import (
     service_account_id,
 )
 from accel.components.tags import ResourceTags
+from accel.policies import hardware
 from accel.policies.plan import Filesystem, Plan
 
 COMPONENT = "GkeCluster"
@@ -107,6 +108,9 @@ class GkeClusterArgs:
     private_endpoint: bool = False                  # IP endpoint only inside the VPC
     master_ipv4_cidr: str | None = None             # None: Private Service Connect control plane
     multi_networking: bool = False                  # GPUDirect pools need it
+    # The oldest GKE version the control plane may run (TPU7x: 1.34.0-gke.2201000, the hardware table's
+    # [tpu.tpu7x] gke_min_version); None: the release channel's default.
+    min_master_version: str | None = None
     filesystem: Filesystem = "none"
     system_machine_type: str = "e2-standard-4"
     system_nodes_per_zone: int = 1
@@ -124,10 +128,18 @@ class GkeClusterArgs:
                       "subnetwork": network.subnet_id, "tags": tags, "node_zones": plan.zones,
                       "pods_range_name": network.pods_range_name, "services_range_name": network.services_range_name,
                       "multi_networking": bool(network.extra_networks), "filesystem": plan.storage.filesystem,
-                      **overrides})
+                      "min_master_version": _plan_min_version(plan), **overrides})
 
     def __post_init__(self) -> None:
         check_args(self)  # the arguments check themselves on construction (one convention, every cloud)
+
+
+def _plan_min_version(plan: Plan) -> str | None:
+    """The GKE version the plan's accelerators need at least (hardware table), else None."""
+    if plan.tpu is None:
+        return None
+    generation = hardware.current().tpu_generations[plan.tpu.generation]
+    return generation.gke_min_version or None
 
 
 def validate(name: str, args: GkeClusterArgs) -> str:
@@ -310,6 +322,7 @@ class GkeCluster(pulumi.ComponentResource):
             },
             workload_identity_config={"workload_pool": self.workload_pool},
             release_channel={"channel": args.release_channel},
+            **({"min_master_version": args.min_master_version} if args.min_master_version else {}),
             enable_shielded_nodes=True,
             datapath_provider="ADVANCED_DATAPATH",
             enable_multi_networking=args.multi_networking,

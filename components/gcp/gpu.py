@@ -38,6 +38,7 @@ from accel.components.gcp.network import ExtraNetworkRef
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware
 from accel.policies.cloud.gke_rules import compact_placement_problem
+from accel.components.gcp.workload_policy import placement_args, workload_policy
 from accel.policies.hardware import GcpGpuMachine
 from accel.policies.plan import Capacity, GpuPool, Plan
 from accel.policies.selection.pools import gpu_pool, pool_capacity
@@ -163,7 +164,12 @@ def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
                           "(Plan gpu.nodes_per_pool, docs/scale.md)")
     if args.disk_size_gb < 10:
         raise invalid_arg(component, "disk_size_gb", args.disk_size_gb, "at least 10 GB")
-    if pool.compact_placement:
+    unit = facts.placement_units.get(pool.machine_type)
+    if machine.accelerator_topology and unit is not None and unit.nodes and max_nodes % unit.nodes:
+        raise invalid_arg(component, "pool.nodes", max_nodes,
+                          f"{pool.machine_type} is placed in whole NVLink domains of {unit.nodes} nodes "
+                          f"(workload policy {machine.accelerator_topology}; {unit.source}); use a multiple of {unit.nodes}")
+    if pool.compact_placement and not machine.accelerator_topology:
         problem = compact_placement_problem(pool.machine_type, resolve_capacity(component, args.capacity).provisioning)
         if problem:
             raise invalid_arg(component, "pool.compact_placement", True,
@@ -249,7 +255,15 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         if args.project:
             pool_args["project"] = args.project
-        if pool.compact_placement:
+        # A4X: every NVL72 rack of the pool is placed by a workload policy of the machine's topology (1x72).
+        self.workload_policy = (workload_policy(f"{name}-placement", zone=args.zone,
+                                                accelerator_topology=machine.accelerator_topology,
+                                                project=args.project, opts=child_opts(self))
+                                if machine.accelerator_topology else None)
+        if self.workload_policy is not None:
+            pool_args["placement_policy"] = placement_args(component, f"{name}-placement",
+                                                           machine.accelerator_topology)
+        elif pool.compact_placement:
             pool_args["placement_policy"] = {"type": "COMPACT"}
         if mode.provisioning == "queued":
             pool_args["queued_provisioning"] = {"enabled": True}
@@ -257,7 +271,8 @@ class GpuNodePool(pulumi.ComponentResource):
             # Upgrades replace nodes one at a time without needing spare GPU capacity.
             pool_args["upgrade_settings"] = {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
 
-        self.node_pool = gcp.container.NodePool(f"{name}-pool", **pool_args, opts=child_opts(self))
+        self.node_pool = gcp.container.NodePool(f"{name}-pool", **pool_args, opts=child_opts(
+            self, depends_on=[self.workload_policy] if self.workload_policy is not None else []))
         self.node_pool_name = self.node_pool.name
         self.gpus_per_node = machine.gpus
         self.accelerator = machine.accelerator

@@ -40,6 +40,7 @@ from accel.components.gcp._common import (
     resolve_capacity,
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
+from accel.components.gcp.workload_policy import placement_args, workload_policy
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware
 from accel.policies.hardware import shapes
@@ -142,6 +143,12 @@ class TpuSlice(pulumi.ComponentResource):
             )
 
         service_account = args.node_service_account or ref.node_service_account_email
+        # TPU7x: a multi-host slice is placed by a workload policy of its topology, one shared by every slice
+        # (xpk reuses one per topology); the single-host shapes need none (xpk: vms_per_slice > 1).
+        gen = shapes.generation(pool.generation)
+        self.workload_policy = (workload_policy(f"{name}-placement", zone=args.zone, accelerator_topology=pool.topology,
+                                                project=args.project, opts=child_opts(self))
+                                if gen.placement == "workload-policy" and pool.hosts_per_slice > 1 else None)
         self.node_pools = [
             self._slice_pool(name, i, args, ref, mode, service_account) for i in range(pool.slices)
         ]
@@ -193,7 +200,9 @@ class TpuSlice(pulumi.ComponentResource):
         )
         if args.project:
             pool_args["project"] = args.project
-        if pool.hosts_per_slice > 1:
+        if self.workload_policy is not None:
+            pool_args["placement_policy"] = placement_args("TpuSlice", f"{name}-placement", pool.topology, pool.topology)
+        elif pool.hosts_per_slice > 1:
             pool_args["placement_policy"] = {"type": "COMPACT", "tpu_topology": pool.topology}
         if mode.scales_from_zero:
             # Dynamic Workload Scheduler: the pool is empty until a workload asks, then all-or-nothing.
@@ -207,7 +216,8 @@ class TpuSlice(pulumi.ComponentResource):
                 pool_args["queued_provisioning"] = {"enabled": True}
         else:
             pool_args["node_count"] = pool.hosts_per_slice
-        return gcp.container.NodePool(f"{name}-s{index}", **pool_args, opts=child_opts(self))
+        return gcp.container.NodePool(f"{name}-s{index}", **pool_args, opts=child_opts(
+            self, depends_on=[self.workload_policy] if self.workload_policy is not None else []))
 
 
 @dataclass(frozen=True)
@@ -229,6 +239,10 @@ class TpuVmSliceArgs:
         """Check everything that does not need the component's name; the capacity mode."""
         component, pool = "TpuVmSlice", self.pool
         gen = check_tpu_pool(component, pool)
+        if not gen.tpu_vm_api:
+            raise invalid_arg(component, "pool.generation", gen.name,
+                              f"TPU {gen.name} has no Cloud TPU VM accelerator type in the hardware table; "
+                              "build it as GKE node pools (TpuSlice)")
         expected_type = shapes.tpu_vm_type(gen.name, pool.chips_per_slice)
         if pool.tpu_vm_type != expected_type:
             raise invalid_arg(component, "pool.tpu_vm_type", pool.tpu_vm_type,

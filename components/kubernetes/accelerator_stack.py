@@ -211,6 +211,11 @@ class AcceleratorStackArgs:
     install_jobset: bool = True
     # LeaderWorkerSet: for plans whose serving replica spans nodes (workloads.needs_leader_worker_set).
     install_lws: bool = False
+    # NVIDIA DRA driver (ComputeDomains, IMEX): for GPU pools whose NVLink domain spans nodes (GB200 NVL72).
+    # `dra_driver_root`: where the node keeps the NVIDIA driver (GKE: /home/kubernetes/bin/nvidia; the EKS
+    # NVIDIA AMIs: the host root).
+    install_dra_driver: bool = False
+    dra_driver_root: str = "/"
     # Kueue admits a workload only if the ClusterQueue covers every resource its pods request,
     # so cpu and memory must be covered too. Chips are the binding quota; these never bind, even on the
     # largest cluster a cloud builds (GKE: 15,000 nodes x 224 vCPUs, ~3 TiB each; docs/scale.md).
@@ -254,6 +259,11 @@ class AcceleratorStackArgs:
         has_efa = any(EFA_RESOURCE in pool.extra_resources for pool in self.pools)
         if self.install_efa_device_plugin and not has_efa:
             raise AcceleratorStackError(f"install_efa_device_plugin: true, but no pool provides {EFA_RESOURCE}")
+        if self.install_dra_driver and self.charts.nvidia_dra_driver is None:
+            raise AcceleratorStackError("install_dra_driver: true, but no nvidia-dra-driver-gpu chart is pinned; "
+                                        "pin it in charts.yaml")
+        if self.install_dra_driver and not has_gpu:
+            raise AcceleratorStackError(f"install_dra_driver: true, but no pool provides {GPU_RESOURCE}")
         if self.install_lws and self.charts.lws is None:
             raise AcceleratorStackError("install_lws: true, but no lws chart is pinned; pin it in charts.yaml")
         if self.efa_device_plugin_wanted and self.charts.aws_efa_device_plugin is None:
@@ -335,6 +345,16 @@ class AcceleratorStack(pulumi.ComponentResource):
                 "aws-efa-k8s-device-plugin", args.charts.aws_efa_device_plugin,
                 values={"tolerations": self._addon_tolerations(
                     [p for p in args.pools if EFA_RESOURCE in p.extra_resources])})
+        if args.install_dra_driver:
+            assert args.charts.nvidia_dra_driver is not None  # validate() guarantees it
+            gpu_pools = [p for p in args.pools if p.resource == GPU_RESOURCE]
+            self.releases["nvidia-dra-driver-gpu"] = self._release(
+                "nvidia-dra-driver-gpu", args.charts.nvidia_dra_driver, values={
+                    # ComputeDomains only: the device plugin keeps serving nvidia.com/gpu (Cluster Toolkit A4X).
+                    "nvidiaDriverRoot": args.dra_driver_root,
+                    "resources": {"gpus": {"enabled": False}},
+                    "kubeletPlugin": {"tolerations": self._addon_tolerations(gpu_pools)},
+                })
         if args.install_jobset:
             self.releases["jobset"] = self._release("jobset", args.charts.jobset)
         if args.install_lws:

@@ -45,6 +45,8 @@ class ChartPins(BaseModel):
     aws_efa_device_plugin: ChartPin | None = Field(None, alias="aws-efa-k8s-device-plugin")
     # LeaderWorkerSet: multi-node serving replicas. Optional as above; a plan that writes one needs it.
     lws: ChartPin | None = None
+    # NVIDIA DRA driver: ComputeDomains (IMEX) for NVLink domains across nodes. Optional as above.
+    nvidia_dra_driver: ChartPin | None = Field(None, alias="nvidia-dra-driver-gpu")
     # Kueue's manager Configuration (the chart's defaults plus the integrations accel's workloads need).
     kueue_manager_config: dict[str, Any] = Field(default_factory=dict)
 

@@ -92,12 +92,20 @@ def gke_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND) -> Accelerator
     labels = {INSTANCE_TYPE_LABEL: gpu.machine_type}
     if gpu.guest_accelerator:
         labels[GKE_GPU_ACCELERATOR_LABEL] = gpu.guest_accelerator
-    tolerations = [GPU_TOLERATION]
+    tolerations = [GPU_TOLERATION, *_arch_tolerations(gpu)]
     provisioning_class = _gke_capacity(labels, tolerations, capacity)
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
                            node_labels=labels, tolerations=tuple(tolerations), accelerator=accelerator,
                            provisioning_request_class=provisioning_class,
                            topology_levels=_topology_levels(gpu, hardware.current().kubernetes.gke_topology_levels))
+
+
+def _arch_tolerations(gpu: GpuPool) -> list[Toleration]:
+    """Arm GPU machines (A4X, p6e-gb200): GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule (GKE "Arm
+    workloads"; Cluster Toolkit's A4X jobs tolerate it), so the pool's pods tolerate it; on EKS it is harmless."""
+    if not hardware.current().is_arm(gpu.machine_type):
+        return []
+    return [Toleration(key="kubernetes.io/arch", operator="Equal", value="arm64", effect="NoSchedule")]
 
 
 def _topology_levels(gpu: GpuPool, levels: tuple[str, ...]) -> tuple[str, ...]:
@@ -122,8 +130,8 @@ def eks_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND,
     labels.update(extra_labels or {})
     extra_resources = {EFA_RESOURCE: gpu.efa_interfaces * gpu.nodes} if gpu.efa_interfaces else {}
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
-                           node_labels=labels, tolerations=(GPU_TOLERATION,), accelerator=accelerator,
-                           extra_resources=extra_resources,
+                           node_labels=labels, tolerations=(GPU_TOLERATION, *_arch_tolerations(gpu)),
+                           accelerator=accelerator, extra_resources=extra_resources,
                            topology_levels=_topology_levels(gpu, hardware.current().kubernetes.eks_topology_levels))
 
 

@@ -86,7 +86,10 @@ class Price(StrictModel):
         if known is not None:
             data["source"] = f"{source}: {known.title}, {known.page}"
             data.setdefault("as_of", known.as_of)
-            data.setdefault("estimate", known.is_estimate)
+            if known.is_estimate and data.get("estimate") is False:
+                raise ValueError(f"price source {source!r} is an estimate ({known.title[:60]}...): a figure derived "
+                                 "by a rule cannot be marked estimate: false; cite a price list instead")
+            data["estimate"] = bool(data.get("estimate")) or known.is_estimate
         elif "as_of" not in data or data["as_of"] is None:
             sources = ", ".join(sorted(context.get("sources") or {})) or "none defined"
             raise ValueError(f"price source {source!r} is not a known source id ({sources}); "
@@ -280,8 +283,12 @@ class Offering(StrictModel):
             raise ValueError("fabric efa is AWS-only and needs efa_interfaces > 0")
         if hardware.current().fabrics[self.fabric].cloud == "gcp" and (self.cloud != "gcp" or not self.extra_networks):
             raise ValueError(f"fabric {self.fabric} is Google Cloud-only and needs extra_networks > 0")
-        if self.provisioning == "reservation" and not self.reservation:
-            raise ValueError("provisioning 'reservation' needs the reservation's name in 'reservation'")
+        # provisioning 'reservation' (or 'capacity-block') without a name: the machine is sold only as reserved
+        # capacity (A4X: reservations; p6e-gb200: UltraServer Capacity Blocks), so only a declared reservation of
+        # it (accel:reservations) is sized (selection.candidates.price_points); its prices stand for that capacity.
+        if self.reservation and self.provisioning not in ("reservation", "capacity-block"):
+            raise ValueError(f"a reservation name needs provisioning 'reservation' or 'capacity-block', "
+                             f"not {self.provisioning!r}")
         if self.provisioning == "spot":
             raise ValueError("provisioning 'spot' is chosen per option; give the offering a spot price instead")
         return self
@@ -289,6 +296,17 @@ class Offering(StrictModel):
     @property
     def family(self) -> str:
         return hardware.current().chips[self.accelerator].family
+
+    @property
+    def unpriced(self) -> bool:
+        """No price list carries it: every figure of every region is an estimate by rule (TPU7x, A4, A4X)."""
+        return all(price is None or price.estimate for info in self.regions.values()
+                   for price in (info.on_demand, info.spot, info.host_on_demand, info.host_spot))
+
+    @property
+    def reserved_only(self) -> bool:
+        """Sold only as reserved capacity the buyer declares (no named reservation of its own)."""
+        return self.provisioning in ("reservation", "capacity-block") and not self.reservation
 
     def has_spot(self, region: str | None = None) -> bool:
         regions = [region] if region else list(self.regions)

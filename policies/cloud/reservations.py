@@ -153,10 +153,14 @@ def _in_region(zone: str, region: str) -> bool:
 def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan:
     """The plan on the declared reservation of its machine type in its region, or unchanged when none holds it
     (reservation_problems then says why)."""
-    if not reservations or plan.capacity.provisioning in RESERVED_TYPES or plan.capacity.provisioning == "spot":
+    # A plan already on a named reservation keeps it; one on an offering sold only as reserved capacity (p6e:
+    # Capacity Blocks) names none yet and takes the declared one of its kind.
+    if (not reservations or plan.capacity.provisioning == "spot"
+            or plan.capacity.provisioning in RESERVED_TYPES and plan.capacity.reservation):
         return plan
     machine_type, _, _ = _pool(plan)
-    match = next((r for r in reservations if r.machineType == machine_type and _in_region(r.zone, plan.region)), None)
+    match = next((r for r in reservations if r.machineType == machine_type and _in_region(r.zone, plan.region)
+                  and (plan.capacity.provisioning not in RESERVED_TYPES or r.kind == plan.capacity.provisioning)), None)
     if match is None:
         return plan
     _, machines, _ = _pool(plan)

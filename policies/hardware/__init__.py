@@ -55,6 +55,7 @@ class Chip:
     compute_capability: str | None   # CUDA compute capability (GPUs): same value, same kernels
     selectable: bool                 # a workload may ask for it; the catalog prices it
     source: str
+    nvlink_domain_gpus: int | None = None   # GPUs one NVLink domain joins (8 HGX, 72 NVL72); None: not NVLink
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: a swapped table gets fresh caches
@@ -77,6 +78,15 @@ class TpuGeneration:
     source: str
     dcn_gbps_per_chip: float = 0.0    # data-centre network bandwidth per chip (multislice all-reduce)
     dcn_source: str = ""
+    placement: str = "compact"        # multi-host pools: compact (tpu_topology) | workload-policy (TPU7x)
+    gke_min_version: str = ""         # the oldest GKE version that runs it ("" : any supported)
+    containers_per_vm: int = 1        # containers a job runs per VM (TPU7x: one per NUMA node)
+    frameworks: tuple[str, ...] = ()  # the XLA frameworks it runs, when not all of them (TPU7x: no TensorFlow)
+
+    @property
+    def tpu_vm_api(self) -> bool:
+        """Whether the Cloud TPU VM API offers it (an acceleratorConfig type is known)."""
+        return bool(self.config_type)
 
     @property
     def machine_types(self) -> tuple[str, ...]:
@@ -131,6 +141,8 @@ class GcpGpuMachine:
     vcpus: int
     memory_gb: float
     source: str
+    arch: str = "amd64"                       # amd64 | arm64 (A4X: Grace)
+    accelerator_topology: str | None = None   # workload policy topology of an NVLink rack (A4X: 1x72)
 
     @property
     def accelerator(self) -> str:
@@ -148,6 +160,9 @@ class AwsGpuInstance:
     vcpus: int
     memory_gb: float
     source: str
+    arch: str = "x86_64"                      # x86_64 | arm64 (p6e: Grace)
+    ultraserver_sizes: tuple[int, ...] = ()   # sold only as UltraServers of these many instances
+    efa_secondary_device_index: int = 1       # device index of the EFA interface on cards past the first
 
     @property
     def accelerator(self) -> str:
@@ -278,6 +293,32 @@ class HardwareFacts:
         return {"gcp": tuple(m.name for m in self.gcp_gpu_machines.values() if m.chip == chip),
                 "aws": tuple(m.name for m in self.aws_gpu_instances.values() if m.chip == chip)}
 
+    def node_step(self, machine_type: str) -> int:
+        """Nodes a fleet of this GPU machine type comes in multiples of: a whole UltraServer (p6e-gb200: 9) or
+        a whole NVLink domain its workload policy places (A4X: 18, the placement unit); else 1."""
+        aws = self.aws_gpu_instances.get(machine_type)
+        if aws is not None and aws.ultraserver_sizes:
+            return min(aws.ultraserver_sizes)
+        gcp = self.gcp_gpu_machines.get(machine_type)
+        unit = self.placement_units.get(machine_type)
+        if gcp is not None and gcp.accelerator_topology and unit is not None and unit.nodes:
+            return unit.nodes
+        return 1
+
+    def nvlink_spans_nodes(self, machine_type: str) -> bool:
+        """Whether the machine's NVLink domain joins several machines (GB200 NVL72: 72 GPUs over 18 nodes), so a
+        job spanning nodes claims an IMEX channel through an NVIDIA ComputeDomain."""
+        machine = self.gpu_machine(machine_type)
+        if machine is None:
+            return False
+        domain = self.chips[machine.chip].nvlink_domain_gpus
+        return domain is not None and domain > machine.gpus
+
+    def is_arm(self, machine_type: str) -> bool:
+        """Arm (Grace) hosts: A4X, p6e-gb200. GKE taints its Arm nodes kubernetes.io/arch=arm64:NoSchedule."""
+        machine = self.gpu_machine(machine_type)
+        return machine is not None and machine.arch in ("arm64",)
+
     def fabric_network_count(self, fabric: str, gpus_per_node: int) -> int:
         return self.fabrics[fabric].network_count(gpus_per_node)
 
@@ -392,7 +433,8 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                           float(e.get("hbm_gb", (int, float), positive=True)),
                           float(e.get("hbm_gbps", (int, float), positive=True)),
                           e.get("tensorcores", int, positive=True), e.get("interconnect", str),
-                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources))
+                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources),
+                          e.get("nvlink_domain_gpus", int, None, positive=True) if "nvlink_domain_gpus" in e.data else None)
         e.done()
 
     def chip_ref(entry: _Entry, family: str) -> str:
@@ -414,12 +456,16 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         single = e.get("single_host_machine_types", dict)
         generations[key] = TpuGeneration(
             key, chip, dimensions, chips[chip].tensorcores if counts == "tensorcores" else 1,
-            e.get("type_prefix", str), e.get("machine_prefix", str), e.get("config_type", str),
+            e.get("type_prefix", str), e.get("machine_prefix", str), e.get("config_type", str, ""),
             e.get("gke_accelerator", str), e.get("multi_host_machine_type", str), dict(single),
-            e.get("runtime_version", str), e.get("max_chips_per_slice", int, positive=True),
+            e.get("runtime_version", str, ""), e.get("max_chips_per_slice", int, positive=True),
             e.get("max_dimension", int, positive=True), tuple(topologies), e.get("flex_start", bool, True),
             _source(e, None, sources), float(e.get("dcn_gbps_per_chip", (int, float), positive=True)),
-            _source_named(e.get("dcn_source", str), sources, e.where))
+            _source_named(e.get("dcn_source", str), sources, e.where),
+            e.one_of("placement", {"compact", "workload-policy"}, "compact"), e.get("gke_min_version", str, ""),
+            e.get("containers_per_vm", int, 1, positive=True), tuple(e.get("frameworks", list, [])))
+        if generations[key].config_type and not generations[key].runtime_version:
+            raise HardwareFactsError(f"{e.where}.runtime_version: a generation the TPU VM API offers needs its runtime")
         e.done()
 
     section = data.get("tpu_machines") or {}
@@ -455,7 +501,8 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                  e.get("gpus", int, positive=True), e.get("local_ssds", int),
                                  e.get("bundled_ssd", bool, False), fabric, e.get("boot_disk_type", str, "pd-balanced"),
                                  e.get("vcpus", int, positive=True), float(e.get("memory_gb", (int, float), positive=True)),
-                                 _source(e, section.get("source"), sources))
+                                 _source(e, section.get("source"), sources), e.one_of("arch", {"amd64", "arm64"}, "amd64"),
+                                 e.get("accelerator_topology", str, None))
         e.done()
 
     section = data.get("aws_gpu_instances") or {}
@@ -468,7 +515,12 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         aws[key] = AwsGpuInstance(key, chip_ref(e, "gpu"), e.get("gpus", int, positive=True), efa_cards,
                                   e.get("efa_only_secondaries", bool, False), fabric, e.get("vcpus", int, positive=True),
                                   float(e.get("memory_gb", (int, float), positive=True)),
-                                  _source(e, section.get("source"), sources))
+                                  _source(e, section.get("source"), sources), e.one_of("arch", {"x86_64", "arm64"}, "x86_64"),
+                                  tuple(e.get("ultraserver_sizes", list, [])), e.get("efa_secondary_device_index", int, 1))
+        if aws[key].efa_secondary_device_index not in (0, 1):
+            raise HardwareFactsError(f"{e.where}.efa_secondary_device_index: 0 or 1")
+        if not all(isinstance(n, int) and n > 0 for n in aws[key].ultraserver_sizes):
+            raise HardwareFactsError(f"{e.where}.ultraserver_sizes: a list of positive instance counts")
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")

@@ -10,6 +10,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
+from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.selection.choice import OBJECTIVES
 from accel.policies.estimator.estimate import (
@@ -260,6 +261,17 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
     but not offered in the allowed regions."""
     points: list[PricePoint] = []
     reasons: list[tuple[str, str]] = []
+    if offering.reserved_only:
+        # A4X (reservations) and p6e-gb200 (UltraServer Capacity Blocks) are never sold on demand or as spot:
+        # only the capacity the stack declares is sized, and without it the offering says what to declare.
+        held = reserved_groups(ctx, offering)
+        if not held:
+            kind = "Capacity Blocks" if offering.provisioning == "capacity-block" else "reservations"
+            reasons.append(("capacity", f"{offering.machine_type} is sold only through {kind}: declare yours in "
+                                        f"accel:reservations (kind {offering.provisioning}) or accel choose "
+                                        "--reservations FILE to consider it"))
+        points.extend(PricePoint(False, regions, chip, host, h) for h, regions, chip, host in held)
+        return points, reasons
     for spot in spot_modes(ctx.spec):
         groups = price_groups(ctx, offering, spot)
         if not groups and spot:
@@ -280,6 +292,8 @@ def to_option(candidate: Candidate, region: str) -> Option:
         offering=o.id, chips_per_host=s.chips_per_host, goodput=_fraction(e.goodput),
         zone=candidate.reserved.zone if candidate.reserved else o.regions[region].zones[0],
         provisioning=("spot" if candidate.spot else candidate.reserved.kind if candidate.reserved else o.provisioning),
+        price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
+        price_source=f"{candidate.chip_price.source.split(':', 1)[0]} ({candidate.chip_price.as_of})",
     )
 
 
@@ -357,6 +371,10 @@ def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | Non
         if spec.framework not in XLA_FRAMEWORKS:
             return "framework", (f"{framework_label(spec)} runs on TPUs only through XLA "
                                  f"(use jax, tensorflow or pytorch-xla)")
+        generation = hardware.current().generation_of_chip(offering.accelerator)
+        if generation is not None and generation.frameworks and spec.framework not in generation.frameworks:
+            return "framework", (f"TPU {generation.name} runs {' and '.join(generation.frameworks)}, not "
+                                 f"{framework_label(spec)} ({generation.source.split(',')[0]})")
         if constraints.portability:
             return "portability", "portability is required and TPUs exist only on Google Cloud"
     if constraints.accelerators is not None and offering.accelerator not in constraints.accelerators:

@@ -33,7 +33,8 @@ from accel.policies.selection.candidates import (
 )
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
-from accel.policies.selection.explain import accelerator_name, explain_choice, explain_infeasible
+from accel.policies.selection.explain import accelerator_name, describe, explain_choice, explain_infeasible
+from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
 from accel.policies.selection.plan_builder import make_plan
@@ -56,8 +57,12 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
     primary = (e.total_usd, e.hours, latency) if objective == "cost" else (
         (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (e.hours, e.total_usd))
+    # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
+    # is never made on a figure derived by a rule when a listed price meets the workload (its options are still
+    # shown, marked estimate, and the rationale says what it would cost). A declared reservation is the user's.
+    on_estimate = candidate.offering.unpriced and candidate.reserved is None
     # On equal figures a reserved option comes first: its capacity is held, on-demand capacity may not be there.
-    return (*primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
+    return (on_estimate, *primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
 
 
 def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], tolerance: float,
@@ -67,12 +72,15 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
     sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
     are not picks (each is slower than its own offering's pick by more than the tolerance)."""
-    fastest = ranked[0][1].evaluation.hours
-    near = [item for item in ranked
+    # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost.
+    listed = [item for item in ranked if not item[0][0]] or ranked
+    estimated = [item for item in ranked if item[0][0]] if len(listed) < len(ranked) else []
+    fastest = listed[0][1].evaluation.hours
+    near = [item for item in listed
             if id(item[1]) not in shown_only and item[1].evaluation.hours <= fastest * (1.0 + tolerance)]
     near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
     taken = {id(item) for item in near}
-    return near + [item for item in ranked if id(item) not in taken]
+    return near + [item for item in listed if id(item) not in taken] + estimated
 
 
 def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
@@ -169,6 +177,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
                                         spec.constraints.spot if spec.kind == "inference" else None))
+    rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []
     for family in ("tpu", "gpu"):
         if any(o.family == family for o in options):
@@ -183,6 +192,20 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
                   closest_infeasible=closest_infeasible,
                   option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked],
                   reservation=best.reserved.name if best.reserved else None)
+
+
+def estimate_lines(ranked: list[tuple[tuple, Candidate, str]], options: list) -> list[str]:
+    """Say so when an offering priced only by estimate would have beaten the chosen option on its figures."""
+    chosen_key = ranked[0][0]
+    if chosen_key[0]:
+        return [f"Price: the chosen option is priced by estimate ({describe(options[0])}): no price list carries "
+                "this offering; its source says the rule. Check it against your quote before building."]
+    for (key, candidate, _), option in zip(ranked, options):
+        if key[0] and key[1:] < chosen_key[1:]:
+            return [f"Price: {describe(option)} would cost {money(option.total_usd)} in {duration(option.hours)}, "
+                    f"but that is an estimate by rule (no price list carries {candidate.offering.id}), so it ranks "
+                    "after the listed prices; give your quote in a catalog overlay (--catalog) to weigh it."]
+    return []
 
 
 def reservation_lines(ctx, ranked: list[tuple[tuple, Candidate, str]], options: list) -> list[str]:

@@ -34,7 +34,9 @@ CLOUD_NAMES = {"gcp": "Google Cloud", "aws": "AWS", "kubernetes": "the inventory
 def describe(option: Option) -> str:
     """Short human label: 'TPU v6e on-demand, 4 x v6e-256 (16x16), gcp us-east5'."""
     name = accelerator_name(option.accelerator)
-    capacity = "spot" if option.spot else ("reserved" if option.provisioning == "reservation" else "on-demand")
+    capacity = "spot" if option.spot else {"reservation": "reserved", "capacity-block": "capacity block",
+                                           "flex-start": "flex-start", "queued": "queued"}.get(option.provisioning,
+                                                                                              "on-demand")
     if option.topology:
         generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
         per_slice = option.chips // option.slices
@@ -43,7 +45,9 @@ def describe(option: Option) -> str:
                   else f"{vm_type} ({option.topology}, {plural(option.chips, 'chip')})")
     else:
         layout = f"{option.hosts} x {option.machine_type} ({plural(option.chips, 'GPU')})"
-    return f"{name} {capacity}, {layout}, {option.cloud} {option.region}"
+    # An estimated price is said wherever the option is, so nobody reads a rule-derived figure as a list price.
+    return f"{name} {capacity}, {layout}, {option.cloud} {option.region}" + (
+        " (price: estimate)" if option.price_estimate else "")
 
 
 def _short_label(option: Option) -> str:

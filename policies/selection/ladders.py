@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Offering
 
@@ -42,12 +43,15 @@ def serving_fleet(offering: Offering, replica: Size, replicas: int) -> Size:
 
 
 class GpuLadder:
-    """1..max_nodes whole nodes; index i is i+1 nodes. Nothing is materialized."""
+    """Whole nodes up to max_nodes, in the machine's node step (hardware table `node_step`: a p6e-gb200 fleet
+    is whole UltraServers of 9, an A4X fleet whole NVL72 racks of 18, others 1); index i is (i+1) steps.
+    Nothing is materialized."""
 
     def __init__(self, offering: Offering, max_nodes: int) -> None:
         self.offering = offering
         self.per_node = offering.chips_per_host
-        self.count = max(0, max_nodes)
+        self.step = hardware.current().node_step(offering.machine_type)
+        self.count = max(0, max_nodes) // self.step
         self._sizes: dict[int, Size] = {}   # built on first use: a search reads the same sizes for every region
 
     def __len__(self) -> int:
@@ -56,11 +60,11 @@ class GpuLadder:
     def __getitem__(self, index: int) -> Size:
         size = self._sizes.get(index)
         if size is None:
-            size = self._sizes[index] = gpu_fleet(self.offering, index + 1)
+            size = self._sizes[index] = gpu_fleet(self.offering, (index + 1) * self.step)
         return size
 
     def first_at_least(self, chips: int) -> int:
-        return max(0, math.ceil(chips / self.per_node) - 1)
+        return max(0, math.ceil(math.ceil(chips / self.per_node) / self.step) - 1)
 
 
 class TpuLadder:

@@ -30,6 +30,7 @@ from accel.policies.estimator.estimate import (
     training_memory_bytes,
 )
 from accel.policies.selection.explain import describe
+from accel.policies import hardware
 from accel.policies.selection.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
 from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
@@ -111,7 +112,8 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                 size = tpu_fleet(generation.name, topology, slices)
             else:
                 # The GPU ladder's first size that holds the pinned chips: whole nodes, rounded up.
-                ladder = GpuLadder(offering, math.ceil(pin.chips / offering.chips_per_host))
+                step = hardware.current().node_step(offering.machine_type)
+                ladder = GpuLadder(offering, math.ceil(pin.chips / offering.chips_per_host / step) * step)
                 size = ladder[ladder.first_at_least(pin.chips)]
             # A GPU fleet is one node pool, a TPU multislice one pool per slice: the components build no larger pool.
             if node_limit_violation(offering, size.hosts, size.slices, spec.kind != "inference"):

@@ -106,6 +106,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         node_limited = fleet_nodes is not None and fleet_nodes < max_nodes
         if fleet_nodes is not None:
             max_nodes = min(max_nodes, fleet_nodes)
+        if offering.reserved_only and reserved is not None:
+            max_nodes = min(max_nodes, reserved.count)   # nothing is sold beyond the declared block or reservation
         ladder = ctx.ladders.get((offering.id, max_nodes))
         if ladder is None:
             ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)

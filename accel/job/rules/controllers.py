@@ -18,6 +18,8 @@ CONTROLLERS = {
     "kueue.x-k8s.io": ("kueue", "Kueue (charts.yaml 'kueue')"),
     "leaderworkerset.x-k8s.io": ("lws", "the LeaderWorkerSet controller (charts.yaml 'lws'; AcceleratorStack installs "
                                  "it when the plan serves a replica across nodes)"),
+    "resource.nvidia.com": ("nvidia-dra-driver-gpu", "NVIDIA's DRA driver (charts.yaml 'nvidia-dra-driver-gpu'; "
+                            "AcceleratorStack installs it when a GPU pool's NVLink domain spans nodes)"),
     # Not a chart: GKE serves Network and GKENetworkParamSet when the cluster enables multi-networking
     # on Dataplane V2 (GKE "Set up multi-network support for Pods", requirements; components/gcp/cluster.py).
     "networking.gke.io": ("gke-multi-networking", "a GKE cluster with multi-networking and Dataplane V2 "

@@ -1,0 +1,58 @@
+"""The NVIDIA ComputeDomain a job spanning nodes of one NVLink domain claims (GB200 NVL72: A4X, p6e-gb200).
+
+GPUs on different machines of an NVL72 rack share memory over NVLink only through IMEX channels; on
+Kubernetes NVIDIA's DRA driver runs the IMEX daemons of a ComputeDomain and writes the ResourceClaimTemplate
+its spec names, and each pod of the job claims a channel from it (pod `spec.resourceClaims`, container
+`resources.claims`). Sources: the ComputeDomain CRD of the driver v25.12.0 (../shared/crds/nvidia-dra:
+`spec.numNodes` and `spec.channel.resourceClaimTemplate.name` required, `spec` immutable, numNodes 0
+recommended with the default IMEXDaemonsWithDNSNames); Cluster Toolkit examples/gke-a4x/nccl-jobset-example.yaml
+and the EKS user guide "Use P6e-GB200 UltraServers with Amazon EKS" (the same claim on EKS).
+
+`spec` is immutable, so the ComputeDomain belongs to the job (named after it), not to the cluster: a job of
+another size is a new domain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accel.policies import hardware
+from accel.policies.plan import Plan
+
+COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
+COMPUTE_DOMAIN_KIND = "ComputeDomain"
+CHANNEL_CLAIM = "compute-domain-channel"
+
+
+def needs_compute_domain(plan: Plan) -> bool:
+    """A GPU job on several nodes whose NVLink domain spans machines."""
+    return (plan.gpu is not None and plan.gpu.nodes > 1
+            and hardware.current().nvlink_spans_nodes(plan.gpu.machine_type))
+
+
+def compute_domain(job: str, namespace: str) -> dict[str, Any]:
+    """The job's ComputeDomain; its channel ResourceClaimTemplate is written by the driver's controller."""
+    return {"apiVersion": COMPUTE_DOMAIN_API, "kind": COMPUTE_DOMAIN_KIND,
+            "metadata": {"name": f"{job}-cd", "namespace": namespace},
+            "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": channel_template(job)}}}}
+
+
+def channel_template(job: str) -> str:
+    return f"{job}-cd-channel"
+
+
+def claim_channel(pod: dict[str, Any], job: str) -> None:
+    """Make every container of the pod template claim the job's IMEX channel (in place)."""
+    spec = pod["spec"]
+    spec["resourceClaims"] = [*spec.get("resourceClaims", []),
+                              {"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template(job)}]
+    for container in spec["containers"]:
+        resources = container.setdefault("resources", {})
+        resources["claims"] = [*resources.get("claims", []), {"name": CHANNEL_CLAIM}]
+
+
+def derivation(job: str, plan: Plan) -> str:
+    assert plan.gpu is not None
+    return (f"ComputeDomain {job}-cd ({COMPUTE_DOMAIN_API}): {plan.gpu.nodes} {plan.gpu.machine_type} nodes share "
+            f"NVLink through IMEX; every pod claims channel template {channel_template(job)} "
+            "(NVIDIA DRA driver, charts.yaml nvidia-dra-driver-gpu)")
