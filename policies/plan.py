@@ -176,9 +176,11 @@ class TpuPool(DerivedFieldsModel):
     gke_accelerator: str = Field(description="Node label cloud.google.com/gke-tpu-accelerator value")
     tpu_vm_type: str = Field(description="TPU VM accelerator type, e.g. v5p-128 (v4/v5p count TensorCores)")
     # The names Cloud TPU lists (`gcloud compute tpus versions list`: v2-alpha-tpuv5, tpu-ubuntu2204-base,
-    # v2-alpha-tpuv6e) are lower-case letters, digits, dots and dashes; anything else is refused.
-    runtime_version: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{0,62}$",
-                                 description="TPU VM software version, e.g. v2-alpha-tpuv5")
+    # v2-alpha-tpuv6e) are lower-case letters, digits, dots and dashes; anything else is refused. Empty
+    # for a generation with no Cloud TPU VM path (TPU7x: GKE node pools only, policies/hardware/facts.toml).
+    runtime_version: str = Field(pattern=r"^([a-z0-9][a-z0-9.-]{0,62})?$",
+                                 description="TPU VM software version, e.g. v2-alpha-tpuv5; empty where the "
+                                             "generation has no Cloud TPU VM path (TPU7x)")
 
     @model_validator(mode="before")
     @classmethod

@@ -97,7 +97,7 @@ def test_an_estimate_cannot_be_passed_off_as_a_listed_price(tmp_path):
 
 
 def test_an_estimated_offering_is_labelled_and_ranks_after_listed_prices():
-    choice = choose(workload(clouds=["gcp"]), load_catalog())
+    choice = choose(workload(clouds=["gcp"], deadline_days=60), load_catalog())  # flex-start TPU7x is capped at the hosts the mode supplies (docs/capacity.md): 30 days is too tight for it
     tpu7x = [o for o in choice.options if o.offering == "gcp-tpu7x"]
     assert tpu7x and all(o.price_estimate for o in tpu7x)
     assert not choice.chosen.price_estimate

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings, strategies as st
 
 from accel.base.errors import UsageError
@@ -80,16 +81,17 @@ def tpu_plan(planned_stacks) -> Plan:
 
 
 def test_a_built_shape_that_disagrees_with_the_plan_names_the_field_and_both_values(tpu_plan):
-    built = price_resources([tpu_pool(f"s{i}", 64) for i in range(40)], CATALOG)
+    slices, chips = tpu_plan.tpu.slices, tpu_plan.chosen.chips   # the pinned default stack's shape
+    built = price_resources([tpu_pool(f"s{i}", 64) for i in range(10 * slices)], CATALOG)
     problems, _ = check_pin(tpu_plan, built, "llama-70b-tpu")
-    assert "accel:plan.tpu.slices says 4 but the program builds 40 node pools" in problems
-    assert "accel:plan.chosen.chips says 1,024 but the program builds 10,240 chips" in problems
+    assert f"accel:plan.tpu.slices says {slices} but the program builds {10 * slices} node pools" in problems
+    assert f"accel:plan.chosen.chips says {chips:,} but the program builds {10 * chips:,} chips" in problems
 
 
 def test_a_price_change_under_an_earlier_catalog_is_drift_not_a_refusal(tpu_plan):
     older = tpu_plan.model_copy(update={"catalog": tpu_plan.catalog.model_copy(update={"version": "2026.04.1"}),
                                         "chosen": tpu_plan.chosen.model_copy(update={"hourly_usd": 2000.0})})
-    built = price_resources([tpu_pool(f"s{i}", 64) for i in range(4)], CATALOG)
+    built = price_resources([tpu_pool(f"s{i}", 64) for i in range(tpu_plan.tpu.slices)], CATALOG)
     problems, drift = check_pin(older, built, "llama-70b-tpu")
     assert problems == []
     assert (drift.pinned_hourly_usd, drift.now_hourly_usd) == (2000.0, pytest.approx(built.accelerator_hourly_usd))
@@ -104,7 +106,7 @@ def test_a_pin_naming_a_catalog_accel_does_not_know_is_refused_not_called_drift(
     forged = tpu_plan.model_copy(update={"catalog": tpu_plan.catalog.model_copy(update={"version": version}),
                                          "chosen": tpu_plan.chosen.model_copy(
                                              update={"hourly_usd": tpu_plan.chosen.hourly_usd * factor})})
-    built = price_resources([tpu_pool(f"s{i}", 64) for i in range(4)], CATALOG)
+    built = price_resources([tpu_pool(f"s{i}", 64) for i in range(tpu_plan.tpu.slices)], CATALOG)
     problems, drift = check_pin(forged, built, "llama-70b-tpu")
     assert drift is None
     assert len(problems) == 1 and f"catalog.version is {version!r}, a catalog accel does not know" in problems[0]
@@ -112,8 +114,12 @@ def test_a_pin_naming_a_catalog_accel_does_not_know_is_refused_not_called_drift(
 
 def test_a_tampered_pin_is_refused_with_the_field_both_values_and_how_to_re_pin(tmp_path):
     text = (ROOT / "stacks" / "Pulumi.llama-70b-tpu.yaml").read_text()
-    for old, new in (("      slices: 4\n", "      slices: 40\n"), ("      chips: 1024\n", "      chips: 10240\n"),
-                     ("      hosts: 256\n", "      hosts: 2560\n")):
+    plan = yaml.safe_load(text)["config"]["accel:plan"]
+    slices, chips, hosts, hourly = (plan["tpu"]["slices"], plan["chosen"]["chips"], plan["chosen"]["hosts"],
+                                    plan["chosen"]["hourly_usd"])
+    for old, new in ((f"      slices: {slices}\n", f"      slices: {5 * slices}\n"),
+                     (f"      chips: {chips}\n", f"      chips: {5 * chips}\n"),
+                     (f"      hosts: {hosts}\n", f"      hosts: {5 * hosts}\n")):
         assert old in text
         text = text.replace(old, new)
     tampered = tmp_path / "Pulumi.tampered.yaml"
@@ -121,6 +127,6 @@ def test_a_tampered_pin_is_refused_with_the_field_both_values_and_how_to_re_pin(
     with pytest.raises(UsageError) as refused:
         plan_stack(None, tampered, ROOT)
     message = str(refused.value)
-    assert "accel:plan.chosen.hourly_usd says $2,764.80/h" in message
-    assert "40 pools it builds cost $27,648.00/h" in message
+    assert f"accel:plan.chosen.hourly_usd says ${hourly:,.2f}/h" in message
+    assert f"{5 * slices} pools it builds cost ${5 * hourly:,.2f}/h" in message
     assert "--write-stack tampered" in message

@@ -30,7 +30,7 @@ STACK_KEY = "accel:plan"
 # The versions the bundled catalog (policies/catalog/catalog.yaml) carried before the current one,
 # from `git log -p policies/catalog/catalog.yaml` (its `version:` lines). Add the old version here
 # when the catalog's version is raised, so pins made with it still read as drift.
-EARLIER_CATALOG_VERSIONS = ("2026.04.1", "2026.11.1")
+EARLIER_CATALOG_VERSIONS = ("2026.04.1", "2026.11.1", "2026.11.2")
 
 
 def catalog_is_known(pinned: str, current: str) -> bool:
