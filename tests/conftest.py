@@ -72,13 +72,21 @@ def _plan_bundled(stack: str):
 
 
 _planned: dict = {}  # {stack: PlanResult} kept by this process
+_planning: set = set()  # the stacks this process is planning now
 
 
 def planned_result(stack: str):
     """The PlanResult of the bundled stack `stack`, planned once per run (tests/shared.py) and kept
     once per test process (read it, never change it)."""
     if stack not in _planned:
-        _planned[stack] = shared.shared_value(f"bundled-{stack}", functools.partial(_plan_bundled, stack))
+        if stack in _planning:  # waiting on our own lock would hang: say why instead
+            raise RuntimeError(f"planning {stack} asked for its own plan (accel.offline_plan.plan_stack patched "
+                               "to read planned_result before the stack was planned)")
+        _planning.add(stack)
+        try:
+            _planned[stack] = shared.shared_value(f"bundled-{stack}", functools.partial(_plan_bundled, stack))
+        finally:
+            _planning.discard(stack)
     return _planned[stack]
 
 
