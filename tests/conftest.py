@@ -8,7 +8,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests import harness  # noqa: E402
+from tests import harness, shared  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_between_workers(tmp_path_factory):
+    """The stacks' plans are built once per run and shared by pytest-xdist's workers (tests/shared.py)."""
+    shared.share_within(shared.run_dir_of(tmp_path_factory.getbasetemp()))
+    yield
+    shared.share_within(None)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -57,19 +65,44 @@ def review_cli():
     return app
 
 
-@functools.cache
-def planned_result(stack: str):
-    """The PlanResult of the bundled stack `stack`, planned once per test process (read it, never change it)."""
+def _plan_bundled(stack: str):
     from accel.offline_plan import plan_stack
 
     return plan_stack(stack, None, ROOT)
 
 
+_planned: dict = {}  # {stack: PlanResult} kept by this process
+_planning: set = set()  # the stacks this process is planning now
+
+
+def planned_result(stack: str):
+    """The PlanResult of the bundled stack `stack`, planned once per run (tests/shared.py) and kept
+    once per test process (read it, never change it)."""
+    if stack not in _planned:
+        if stack in _planning:  # waiting on our own lock would hang: say why instead
+            raise RuntimeError(f"planning {stack} asked for its own plan (accel.offline_plan.plan_stack patched "
+                               "to read planned_result before the stack was planned)")
+        _planning.add(stack)
+        try:
+            _planned[stack] = shared.shared_value(f"bundled-{stack}", functools.partial(_plan_bundled, stack))
+        finally:
+            _planning.discard(stack)
+    return _planned[stack]
+
+
+def bundled_stacks() -> list[str]:
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+
+
 @pytest.fixture(scope="session")
 def planned_results():
-    """The PlanResult of every stack in stacks/, planned once per session: {stack: result}."""
-    names = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-    return {name: planned_result(name) for name in names}
+    """The PlanResult of every stack in stacks/, planned once per run: {stack: result}. Workers that
+    ask at once split the stacks between them (tests/shared.py)."""
+    names = bundled_stacks()
+    todo = {f"bundled-{name}": functools.partial(_plan_bundled, name) for name in names if name not in _planned}
+    for key, result in shared.shared_values(todo).items():
+        _planned[key.removeprefix("bundled-")] = result
+    return {name: _planned[name] for name in names}
 
 
 @pytest.fixture(scope="session")
@@ -84,17 +117,17 @@ def matrix_stacks(tmp_path_factory):
     from accel.offline_plan import plan_stack
     from tests.capacity_matrix import write_matrix_project
 
-    project = tmp_path_factory.mktemp("matrix") / "project"
-    names = write_matrix_project(project, ROOT)
-    return {name: plan_stack(name, None, project) for name in names}
+    project = (shared.directory() or tmp_path_factory.mktemp("matrix")) / "matrix-project"
+    names = shared.shared_value("matrix-project", functools.partial(write_matrix_project, project, ROOT))
+    results = shared.shared_values({f"matrix-{name}": functools.partial(plan_stack, name, None, project) for name in names})
+    return {name: results[f"matrix-{name}"] for name in names}
 
 
 def every_stack_id() -> list[str]:
     """Bundled stacks and the capacity matrix: what the first-`up` tests walk."""
     from tests.capacity_matrix import MATRIX
 
-    bundled = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
-    return bundled + [f"matrix:{entry[0]}" for entry in MATRIX]
+    return bundled_stacks() + [f"matrix:{entry[0]}" for entry in MATRIX]
 
 
 @pytest.fixture(scope="session")

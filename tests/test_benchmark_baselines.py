@@ -13,12 +13,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import plan_programs  # noqa: E402  (benchmarks/ is not a package)
 from replay import provider_sdk_class  # noqa: E402
 
-from accel.offline_plan import plan_stack  # noqa: E402
+from tests.conftest import planned_result  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tpu_plan():
-    result = plan_stack("llama-70b-tpu", None, ROOT)
+    result = planned_result("llama-70b-tpu")  # the suite's shared plan (tests/conftest.py)
     plan_programs.release_run_loop()
     return result
 

@@ -12,7 +12,7 @@ from accel.components.kubernetes.node_installers import floating_image_problem, 
 from accel.job.facts import runtime
 from accel.job.manifests import JobOptions
 from accel.job.service import job_of
-from accel.offline_plan import plan_stack
+from tests.conftest import planned_result
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
@@ -71,7 +71,7 @@ def test_the_pairing_table_floats_only_where_it_says_google_does():
 @pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("validate", [False, True])
 def test_every_image_a_stacks_job_runs_is_pinned(stack, validate):
-    job = job_of(plan_stack(stack, None, ROOT), JobOptions(validate=validate))
+    job = job_of(planned_result(stack), JobOptions(validate=validate))
     images = [(w, i) for manifest in job.manifests for w, i in images_in(manifest)]
     assert images, "the job runs no container"
     assert [(w, i) for w, i in images if floating_image_problem(i)] == []

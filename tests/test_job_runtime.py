@@ -8,7 +8,7 @@ import pytest
 
 from accel.job.manifests import JobOptions, torchrun_target
 from accel.job.service import job_of
-from accel.offline_plan import plan_stack
+from tests.conftest import planned_result
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def test_torchrun_never_gets_the_interpreter_as_its_script(command, target):
 
 
 def test_the_default_pytorch_command_runs_the_script_under_torchrun():
-    job = job_of(plan_stack("llama-405b-h100-gcp", None, ROOT), JobOptions())
+    job = job_of(planned_result("llama-405b-h100-gcp"), JobOptions())
     script = pod_spec(job.manifests)["containers"][0]["command"][-1]
     launch = script[script.index("torchrun"):]
     assert "--master-port=29500 /opt/pytorch/examples/distributed/ddp/main.py" in launch
@@ -43,7 +43,7 @@ def test_the_default_pytorch_command_runs_the_script_under_torchrun():
     ("llama-70b-a3mega-gcp", "tcpxo-daemon", ["NET_ADMIN", "NET_BIND_SERVICE"]),
 ])
 def test_the_rxdm_sidecar_is_unprivileged_with_the_samples_capabilities_and_mounts(stack, sidecar, capabilities):
-    job = job_of(plan_stack(stack, None, ROOT), JobOptions())
+    job = job_of(planned_result(stack), JobOptions())
     spec = pod_spec(job.manifests)
     [car] = [c for c in spec["initContainers"] if c["name"] == sidecar]
     assert car["securityContext"] == {"privileged": False, "capabilities": {"add": capabilities}}

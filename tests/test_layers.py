@@ -3,6 +3,7 @@ wings on floors of their own), then accel.components, then the stack, job, revie
 parts, then the command line. A module may import its own floor and the floors below, never one above."""
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,10 @@ def module_exists(module: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def imported_modules(path: Path) -> list[str]:
-    """Imported modules, with `from package import submodule` read as the submodule."""
+@functools.cache
+def imported_modules(path: Path) -> tuple[str, ...]:
+    """Imported modules, with `from package import submodule` read as the submodule (each file
+    parsed once per process: several tests walk the same sources)."""
     names = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -36,7 +39,7 @@ def imported_modules(path: Path) -> list[str]:
             for alias in node.names:
                 submodule = f"{node.module}.{alias.name}"
                 names.append(submodule if submodule.startswith("accel.") and module_exists(submodule) else node.module)
-    return names
+    return tuple(names)
 
 
 def python_files(folder: Path) -> list[Path]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from accel.offline_plan import PlanResult, plan_stack
+from accel.offline_plan import PlanResult
 from accel.policies.catalog import load_catalog
 from accel.policies.storage_types import STORAGE_TYPES
 
@@ -17,8 +17,9 @@ DATA_TYPES = STORAGE_TYPES
 
 
 @pytest.fixture(scope="module")
-def planned() -> dict[str, PlanResult]:
-    return {stack: plan_stack(stack, None, ROOT) for stack in STACKS}
+def planned(planned_results) -> dict[str, PlanResult]:
+    """The bundled stacks' plans, shared with the rest of the suite (tests/conftest.py)."""
+    return planned_results
 
 
 def inputs_of(result: PlanResult, type_token: str) -> list[dict]:
