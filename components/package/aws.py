@@ -113,7 +113,7 @@ class AwsNetwork(pulumi.ComponentResource):
         from accel.components.aws.network import AwsNetworkArgs
 
         built = AwsNetworkArgs(region=args["region"], zones=list(args["zones"]), tags=tags(args["ownership"]),
-                               **given(args, "cidrBlock", "nat"))
+                               **given(args, AwsNetworkInputs))
         serve(self, name, built, opts)
 
 
@@ -172,8 +172,7 @@ class EksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: EksClusterInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.aws.cluster import EksClusterArgs
 
-        optional = given(args, "publicAccessCidrs", "privateEndpoint", "clusterName", "kubernetesVersion",
-                         "systemInstanceTypes", "systemNodes", "adminPrincipalArns", "secretsKmsKeyArn")
+        optional = given(args, EksClusterInputs)
         built = EksClusterArgs(region=args["region"], subnet_ids=list(args["subnetIds"]),
                                control_plane_security_group_id=args["controlPlaneSecurityGroupId"],
                                node_security_group_id=args["nodeSecurityGroupId"], tags=tags(args["ownership"]),
@@ -229,9 +228,7 @@ class AwsTrainingStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: AwsTrainingStorageInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.aws.storage import TrainingStorageArgs
 
-        optional = given(args, "serviceAccountNamespace", "serviceAccountName", "datasetBucketName",
-                         "checkpointBucketName", "existingDatasetBucket", "kmsKeyArn", "vpcId", "filesystemSubnetId",
-                         "clientSecurityGroupId")
+        optional = given(args, AwsTrainingStorageInputs, but=("storage",))
         built = TrainingStorageArgs(plan=storage_plan("AwsTrainingStorage", args.get("storage")),
                                     tags=tags(args["ownership"]), oidc_provider_arn=args["oidcProviderArn"],
                                     oidc_issuer=args["oidcIssuer"], **optional)

@@ -62,9 +62,11 @@ def snake(inputs: dict[str, Any]) -> dict[str, Any]:
     return {snake_name(key): value for key, value in inputs.items()}
 
 
-def given(inputs: Any, *keys: str) -> dict[str, Any]:
-    """The optional inputs the caller gave, as the Python API's keyword arguments (unset: its default)."""
-    return snake({key: inputs[key] for key in keys if key in inputs})
+def given(inputs: Any, declared: type, *, but: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The optional inputs the caller gave, as the Python API's keyword arguments (unset: its default): the
+    NotRequired fields of `declared`, the facade's inputs TypedDict, `but` those the facade converts itself.
+    Read from the declaration, so an optional input added there reaches the Python API without a second list."""
+    return snake({key: inputs[key] for key in declared.__optional_keys__ if key in inputs and key not in but})
 
 
 def model(component: str, field: str, cls: type[BaseModel], data: dict[str, Any]) -> Any:

@@ -216,9 +216,7 @@ class GkeCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: GkeClusterInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.gcp.cluster import GkeClusterArgs
 
-        optional = given(args, "nodeZones", "podsRangeName", "servicesRangeName", "releaseChannel", "clusterName",
-                         "masterAuthorizedCidrs", "privateEndpoint", "dnsEndpoint", "multiNetworking", "filesystem",
-                         "systemMachineType", "systemNodesPerZone")
+        optional = given(args, GkeClusterInputs)
         built = GkeClusterArgs(project=args["project"], location=args["location"], network=args["network"],
                                subnetwork=args["subnetwork"], tags=tags(args["ownership"]), **optional)
         serve(self, name, built, opts)
@@ -270,8 +268,7 @@ class GcpNetwork(pulumi.ComponentResource):
     def __init__(self, name: str, args: GcpNetworkInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.gcp.network import GcpNetworkArgs
 
-        optional = given(args, "project", "nodeCidr", "podsCidr", "servicesCidr", "mtu", "iapSsh", "filesystem",
-                         "privateServiceCidr")
+        optional = given(args, GcpNetworkInputs)
         built = GcpNetworkArgs(region=args["region"], tags=tags(args["ownership"]), **optional)
         serve(self, name, built, opts)
 
@@ -327,8 +324,7 @@ class GcpTrainingStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: GcpTrainingStorageInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.gcp.storage import TrainingStorageArgs
 
-        optional = given(args, "namespace", "ksaName", "datasetBucketName", "checkpointBucketName",
-                         "existingDatasetBucket", "existingCheckpointBucket", "zone", "networkName")
+        optional = given(args, GcpTrainingStorageInputs, but=("storage",))
         built = TrainingStorageArgs(project=args["project"], location=args["location"], tags=tags(args["ownership"]),
                                     storage=storage_plan("GcpTrainingStorage", args.get("storage")), **optional)
         serve(self, name, built, opts)

@@ -102,8 +102,8 @@ class AcceleratorStack(pulumi.ComponentResource):
         pools = [inventory_pool(model(component, f"pools[{i}]", InventoryEntry, {"usdPerChipHour": 0, **pool}))
                  for i, pool in enumerate(args["pools"])]
         built = AcceleratorStackArgs(tags=tags(args["ownership"]), pools=pools, identity=identity,
-                                     **given(args, "namespace", "serviceAccount", "queue", "installDevicePlugin",
-                                             "installGpuOperator", "installKueue", "installJobset"))
+                                     **given(args, AcceleratorStackInputs,
+                                             but=("kubeconfig", "gkeServiceAccountEmail", "eksRoleArn")))
 
         def through_kubeconfig(facade: pulumi.ComponentResource) -> pulumi.ResourceOptions:
             """The stack's Kubernetes resources on the cluster the kubeconfig names, through a provider of its own."""
