@@ -1,5 +1,6 @@
-"""What every served component shares: ownership labels, the storage a stack keeps, and the plumbing
-that turns a facade's hand-written inputs into the Python API's args."""
+"""What every served component shares: ownership labels, the storage a stack keeps, the plumbing
+that turns a facade's hand-written inputs into the Python API's args, and `serve`, the steps every
+facade takes once they are built."""
 
 import importlib
 import inspect
@@ -66,7 +67,8 @@ def given(inputs: Any, declared: type, *, but: tuple[str, ...] = ()) -> dict[str
     """The optional inputs the caller gave, as the Python API's keyword arguments (unset: its default): the
     NotRequired fields of `declared`, the facade's inputs TypedDict, `but` those the facade converts itself.
     Read from the declaration, so an optional input added there reaches the Python API without a second list."""
-    return snake({key: inputs[key] for key in declared.__optional_keys__ if key in inputs and key not in but})
+    optional = [key for key in declared.__annotations__ if key in declared.__optional_keys__ and key not in but]
+    return snake({key: inputs[key] for key in optional if key in inputs})
 
 
 def model(component: str, field: str, cls: type[BaseModel], data: dict[str, Any]) -> Any:
