@@ -226,3 +226,11 @@ def test_a_documentation_range_is_refused_for_the_public_endpoint(cidr):
 def test_a_public_endpoint_has_no_default_allowlist():
     with pytest.raises(ComponentArgsError, match="public_access_cidrs"):
         args(public_access_cidrs=())
+
+
+def test_the_outputs_it_registers_are_the_ones_its_class_declares(monkeypatch):
+    registered = {}
+    monkeypatch.setattr(EksCluster, "register_outputs", lambda self, outputs: registered.update(outputs))
+    from tests.harness import run
+    run(lambda: EksCluster("train", args()), mode="up")
+    assert list(registered) == ["name", "endpoint", "kubeconfig", "oidc_provider_arn", "oidc_issuer", "node_role_arn"]

@@ -177,3 +177,12 @@ def test_subnets_never_overlap_and_stay_inside_the_vpc(prefix, zone_count):
     assert all(n.subnet_of(vpc) for n in networks)
     assert not any(a.overlaps(b) for i, a in enumerate(networks) for b in networks[i + 1:])
     assert all(ipaddress.IPv4Network(c).num_addresses >= 512 for c in private.values())
+
+
+def test_the_outputs_it_registers_are_the_ones_its_class_declares(monkeypatch):
+    registered = {}
+    monkeypatch.setattr(AwsNetwork, "register_outputs", lambda self, outputs: registered.update(outputs))
+    from tests.harness import run
+    run(build(), mode="up")
+    assert list(registered) == ["vpc_id", "private_subnet_ids", "public_subnet_ids", "node_security_group_id",
+                                "control_plane_security_group_id", "s3_endpoint_id"]

@@ -18,7 +18,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 
 from accel.base.errors import ComponentArgsError
 from accel.components import package
-from accel.components.package.common import served
+from accel.components.package.common import served, snake_name
 from accel.policies.hardware import shapes
 from tests import harness
 
@@ -162,6 +162,15 @@ def test_a_served_component_sets_every_output_its_class_declares(declare, compon
     [facade] = built
     missing = [name for name in component.__annotations__ if not isinstance(getattr(facade, name, None), pulumi.Output)]
     assert missing == []
+
+
+@pytest.mark.parametrize("component", package.COMPONENTS, ids=lambda c: c.__name__)
+def test_a_renamed_output_is_one_the_facade_declares_under_another_name(component):
+    """common.serve takes an output from the served component's attribute of the same snake_case name;
+    RENAMED_OUTPUTS lists only the outputs where that name differs."""
+    renamed = getattr(component, "RENAMED_OUTPUTS", {})
+    assert set(renamed) <= set(component.__annotations__)
+    assert [output for output, attribute in renamed.items() if attribute == snake_name(output)] == []
 
 
 def test_a_served_tpu_slice_declares_the_python_tpu_slice_with_one_pool_per_slice(declare):

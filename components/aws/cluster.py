@@ -28,6 +28,7 @@ from accel.components.aws.common import (
     check_region,
     irsa_trust,
     managed_policy_arn,
+    register_declared_outputs,
     resource_tags,
     service_trust,
     template_version,
@@ -179,16 +180,15 @@ def render_kubeconfig(name: str, endpoint: str | None, ca_data: str | None, regi
 class EksCluster(pulumi.ComponentResource):
     """EKS control plane + OIDC provider + managed core add-ons + system node group."""
 
+    # Its outputs, registered as declared here (register_declared_outputs). It also sets, for the code that
+    # builds on it: certificate_authority_data, node_role_name, cluster_security_group_id, system_node_group_name,
+    # kubernetes_version, region, and compute_dependencies (what GPU node groups wait for).
     name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
-    certificate_authority_data: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
-    node_role_name: pulumi.Output[str]
-    cluster_security_group_id: pulumi.Output[str]
-    compute_dependencies: list[pulumi.Resource]
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None):
         if not isinstance(args, EksClusterArgs):
@@ -308,15 +308,8 @@ class EksCluster(pulumi.ComponentResource):
         self.kubernetes_version = args.kubernetes_version
         self.region = args.region
         # GPU node groups must not launch before the node role's policies and the CNI are in place.
-        self.compute_dependencies = [*node_policies, *early_addons]
-        self.register_outputs({
-            "name": self.name,
-            "endpoint": self.endpoint,
-            "kubeconfig": self.kubeconfig,
-            "oidc_provider_arn": self.oidc_provider_arn,
-            "oidc_issuer": self.oidc_issuer,
-            "node_role_arn": self.node_role_arn,
-        })
+        self.compute_dependencies: list[pulumi.Resource] = [*node_policies, *early_addons]
+        register_declared_outputs(self)
 
     def _tags(self, name: str) -> dict[str, str]:
         return resource_tags(self._args.tags, name)

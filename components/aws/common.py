@@ -5,6 +5,7 @@ Nothing here imports pulumi_aws, so importing an args class never loads the prov
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import json
 import re
@@ -90,3 +91,10 @@ def managed_policy_arn(partition: str, policy: str) -> str:
 def template_version(version: Any) -> str:
     """EKS takes a launch template version as a string; "$Default" only before the template exists."""
     return str(version) if version is not None else "$Default"
+
+
+def register_declared_outputs(component: Any) -> None:
+    """Register as a component's outputs the attributes its class declares, in their order: the list of
+    outputs is written once, at the top of the class; what it sets without declaring is for the code that
+    builds on it, not an output."""
+    component.register_outputs({name: getattr(component, name) for name in inspect.get_annotations(type(component))})

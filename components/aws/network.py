@@ -31,7 +31,7 @@ from accel.components.aws.vpc_cni import (
     node_addresses,
     system_node_addresses,
 )
-from accel.components.aws.common import check_cidr, check_region, check_zone, resource_tags
+from accel.components.aws.common import check_cidr, check_region, check_zone, register_declared_outputs, resource_tags
 from accel.components.tags import ResourceTags
 
 NatMode = Literal["per-az", "single"]
@@ -179,10 +179,11 @@ def plan_addresses(plan, *, system_nodes: int = 2, system_instance_type: str = "
 class AwsNetwork(pulumi.ComponentResource):
     """VPC, private node subnets, NAT-only public subnets, S3 gateway endpoint, node and control-plane groups."""
 
+    # Its outputs, registered as declared here (register_declared_outputs). It also sets, for the code that
+    # builds on it: private_route_table_ids, zones, region.
     vpc_id: pulumi.Output[str]
     private_subnet_ids: dict[str, pulumi.Output[str]]
     public_subnet_ids: dict[str, pulumi.Output[str]]
-    private_route_table_ids: dict[str, pulumi.Output[str]]
     node_security_group_id: pulumi.Output[str]
     control_plane_security_group_id: pulumi.Output[str]
     s3_endpoint_id: pulumi.Output[str]
@@ -284,14 +285,7 @@ class AwsNetwork(pulumi.ComponentResource):
         self.s3_endpoint_id = s3_endpoint.id
         self.zones = list(args.zones)
         self.region = args.region
-        self.register_outputs({
-            "vpc_id": self.vpc_id,
-            "private_subnet_ids": self.private_subnet_ids,
-            "public_subnet_ids": self.public_subnet_ids,
-            "node_security_group_id": self.node_security_group_id,
-            "control_plane_security_group_id": self.control_plane_security_group_id,
-            "s3_endpoint_id": self.s3_endpoint_id,
-        })
+        register_declared_outputs(self)
 
     def _tags(self, name: str, **extra: str) -> dict[str, str]:
         tags = resource_tags(self._args.tags, name)

@@ -17,7 +17,11 @@ analyzer follows TypedDict inheritance for the fields but reads a field's descri
 class that declares it, so inherited inputs would reach other languages undocumented. Outputs are
 declared on each facade for the same reason (the analyzer reads them from the class's annotations,
 in camelCase, never from the Python component's attributes at run time), so a facade's output list
-mirrors its Python component's; `common.publish` sets and registers them from one list of names.
+mirrors its Python component's. These per-class declarations are what Pulumi's schema inference needs,
+and are the only thing a facade writes out: its `__init__` builds the Python API's args from its inputs
+and hands them to `common.serve`, the steps every facade shares (register, declare the served component,
+set and register each declared output from the served component's attribute of the same snake_case
+name, or the one its `RENAMED_OUTPUTS` names).
 """
 
 from accel.components.package.aws import AwsGpuNodeGroup, AwsNetwork, AwsTrainingStorage, EksCluster

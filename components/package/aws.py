@@ -1,11 +1,16 @@
 """AWS components as the component package serves them (accel:index:<Name>; names carry the cloud where
-Google Cloud has a component of the same name, since the analyzer puts every type in one module)."""
+Google Cloud has a component of the same name, since the analyzer puts every type in one module).
+
+Each facade declares its inputs and outputs in full, a docstring per field, although the classes look
+alike: Pulumi's schema inference reads a field's description only from the class that declares it, and
+the outputs only from the facade's own annotations (package/__init__.py says more). What they share is one
+call, common.serve."""
 
 from typing import NotRequired, Optional, TypedDict
 
 import pulumi
 
-from accel.components.package.common import Ownership, Storage, child, given, publish, served, storage_plan, tags
+from accel.components.package.common import Ownership, Storage, given, serve, storage_plan, tags
 
 
 def _block_window(start: Optional[str], end: Optional[str]):
@@ -70,9 +75,7 @@ class AwsGpuNodeGroup(pulumi.ComponentResource):
             machine_type=args.get("instanceType"), provisioning=args.get("provisioning", "on-demand"),
             reservation=args.get("reservation"),
             capacity_block_window=_block_window(args.get("capacityBlockStart"), args.get("capacityBlockEnd")))
-        super().__init__("accel:index:AwsGpuNodeGroup", name, None, opts)
-        inner = served(AwsGpuNodeGroup)(name, built, child(self))
-        publish(self, nodeGroupName=inner.node_group_name)
+        serve(self, name, built, opts)
 
 
 class AwsNetworkInputs(TypedDict):
@@ -110,12 +113,8 @@ class AwsNetwork(pulumi.ComponentResource):
         from accel.components.aws.network import AwsNetworkArgs
 
         built = AwsNetworkArgs(region=args["region"], zones=list(args["zones"]), tags=tags(args["ownership"]),
-                               **given(args, "cidrBlock", "nat"))
-        super().__init__("accel:index:AwsNetwork", name, None, opts)
-        inner = served(AwsNetwork)(name, built, child(self))
-        publish(self, vpcId=inner.vpc_id, privateSubnetIds=inner.private_subnet_ids,
-                publicSubnetIds=inner.public_subnet_ids, nodeSecurityGroupId=inner.node_security_group_id,
-                controlPlaneSecurityGroupId=inner.control_plane_security_group_id)
+                               **given(args, AwsNetworkInputs))
+        serve(self, name, built, opts)
 
 
 class EksClusterInputs(TypedDict):
@@ -153,6 +152,7 @@ class EksCluster(pulumi.ComponentResource):
     """EKS control plane, OIDC provider, managed core add-ons and a system node group (accel:aws:EksCluster)."""
 
     SERVES = "accel.components.aws:EksCluster"
+    RENAMED_OUTPUTS = {"clusterName": "name"}
 
     clusterName: pulumi.Output[str]
     """Name of the EKS cluster."""
@@ -172,17 +172,12 @@ class EksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: EksClusterInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.aws.cluster import EksClusterArgs
 
-        optional = given(args, "publicAccessCidrs", "privateEndpoint", "clusterName", "kubernetesVersion",
-                         "systemInstanceTypes", "systemNodes", "adminPrincipalArns", "secretsKmsKeyArn")
+        optional = given(args, EksClusterInputs)
         built = EksClusterArgs(region=args["region"], subnet_ids=list(args["subnetIds"]),
                                control_plane_security_group_id=args["controlPlaneSecurityGroupId"],
                                node_security_group_id=args["nodeSecurityGroupId"], tags=tags(args["ownership"]),
                                **optional)
-        super().__init__("accel:index:EksCluster", name, None, opts)
-        inner = served(EksCluster)(name, built, child(self))
-        publish(self, clusterName=inner.name, endpoint=inner.endpoint, kubeconfig=inner.kubeconfig,
-                oidcProviderArn=inner.oidc_provider_arn, oidcIssuer=inner.oidc_issuer, nodeRoleArn=inner.node_role_arn,
-                clusterSecurityGroupId=inner.cluster_security_group_id)
+        serve(self, name, built, opts)
 
 
 class AwsTrainingStorageInputs(TypedDict):
@@ -233,13 +228,8 @@ class AwsTrainingStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: AwsTrainingStorageInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.aws.storage import TrainingStorageArgs
 
-        optional = given(args, "serviceAccountNamespace", "serviceAccountName", "datasetBucketName",
-                         "checkpointBucketName", "existingDatasetBucket", "kmsKeyArn", "vpcId", "filesystemSubnetId",
-                         "clientSecurityGroupId")
+        optional = given(args, AwsTrainingStorageInputs, but=("storage",))
         built = TrainingStorageArgs(plan=storage_plan("AwsTrainingStorage", args.get("storage")),
                                     tags=tags(args["ownership"]), oidc_provider_arn=args["oidcProviderArn"],
                                     oidc_issuer=args["oidcIssuer"], **optional)
-        super().__init__("accel:index:AwsTrainingStorage", name, None, opts)
-        inner = served(AwsTrainingStorage)(name, built, child(self))
-        publish(self, datasetBucket=inner.dataset_bucket, checkpointBucket=inner.checkpoint_bucket,
-                trainingRoleArn=inner.training_role_arn, filesystemId=inner.filesystem_id)
+        serve(self, name, built, opts)

@@ -1,8 +1,10 @@
-"""What every served component shares: ownership labels, the storage a stack keeps, and the plumbing
-that turns a facade's hand-written inputs into the Python API's args."""
+"""What every served component shares: ownership labels, the storage a stack keeps, the plumbing
+that turns a facade's hand-written inputs into the Python API's args, and `serve`, the steps every
+facade takes once they are built."""
 
 import importlib
-from typing import Any, NotRequired, TypedDict
+import inspect
+from typing import Any, Callable, NotRequired, Optional, TypedDict
 
 import pulumi
 from pydantic import BaseModel, ValidationError
@@ -42,15 +44,6 @@ def tags(ownership: Ownership) -> ResourceTags:
                         owner=ownership.get("owner", "unknown"), cost_center=ownership.get("costCenter", "unknown"))
 
 
-def publish(component: pulumi.ComponentResource, **outputs: Any) -> None:
-    """Each output as the attribute its class declares (what the schema analyzer reads), then all of them
-    registered: one list of names instead of three."""
-    published = {name: pulumi.Output.from_input(value) for name, value in outputs.items()}
-    for name, value in published.items():
-        setattr(component, name, value)
-    component.register_outputs(published)
-
-
 def child(parent: pulumi.Resource) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions(parent=parent)
 
@@ -60,14 +53,22 @@ def camel(name: str) -> str:
     return head + "".join(word.title() for word in rest)
 
 
+def snake_name(name: str) -> str:
+    """A camelCase input or output name -> the Python API's snake_case name."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
 def snake(inputs: dict[str, Any]) -> dict[str, Any]:
     """camelCase input keys -> the Python API's snake_case field names."""
-    return {"".join(f"_{c.lower()}" if c.isupper() else c for c in key): value for key, value in inputs.items()}
+    return {snake_name(key): value for key, value in inputs.items()}
 
 
-def given(inputs: Any, *keys: str) -> dict[str, Any]:
-    """The optional inputs the caller gave, as the Python API's keyword arguments (unset: its default)."""
-    return snake({key: inputs[key] for key in keys if key in inputs})
+def given(inputs: Any, declared: type, *, but: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The optional inputs the caller gave, as the Python API's keyword arguments (unset: its default): the
+    NotRequired fields of `declared`, the facade's inputs TypedDict, `but` those the facade converts itself.
+    Read from the declaration, so an optional input added there reaches the Python API without a second list."""
+    optional = [key for key in declared.__annotations__ if key in declared.__optional_keys__ and key not in but]
+    return snake({key: inputs[key] for key in optional if key in inputs})
 
 
 def model(component: str, field: str, cls: type[BaseModel], data: dict[str, Any]) -> Any:
@@ -97,3 +98,21 @@ def served(facade: type) -> type[pulumi.ComponentResource]:
     """The public Python component a facade stands for: its `SERVES` ("module:Name")."""
     module, name = facade.SERVES.split(":")
     return getattr(importlib.import_module(module), name)
+
+
+def serve(facade: pulumi.ComponentResource, name: str, built: Any, opts: Optional[pulumi.ResourceOptions],
+          inner_options: Callable[[pulumi.ComponentResource], pulumi.ResourceOptions] = child) -> None:
+    """What every facade does once its inputs are built into the Python API's args (`built`, so a bad input
+    is refused before anything is declared): register as `accel:index:<its class>`, declare the Python
+    component it `SERVES` as its only child (with `inner_options(facade)`), then set and register each output
+    its class declares. An output is the served component's attribute of the same name in snake_case, or
+    the one its class's `RENAMED_OUTPUTS` names; lists and maps of outputs become one output."""
+    facade_class = type(facade)
+    pulumi.ComponentResource.__init__(facade, f"accel:index:{facade_class.__name__}", name, None, opts)
+    inner = served(facade_class)(name, built, inner_options(facade))
+    renamed = getattr(facade_class, "RENAMED_OUTPUTS", {})
+    outputs = {output: pulumi.Output.from_input(getattr(inner, renamed.get(output, snake_name(output))))
+               for output in inspect.get_annotations(facade_class)}
+    for output, value in outputs.items():
+        setattr(facade, output, value)  # the attribute its class declares, which the schema analyzer read
+    facade.register_outputs(outputs)

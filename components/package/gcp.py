@@ -1,10 +1,15 @@
-"""Google Cloud components as the component package serves them (accel:index:<Name>)."""
+"""Google Cloud components as the component package serves them (accel:index:<Name>).
+
+Each facade declares its inputs and outputs in full, a docstring per field, although the classes look
+alike: Pulumi's schema inference reads a field's description only from the class that declares it, and
+the outputs only from the facade's own annotations (package/__init__.py says more). What they share is one
+call, common.serve."""
 
 from typing import NotRequired, Optional, TypedDict
 
 import pulumi
 
-from accel.components.package.common import Ownership, Storage, child, given, publish, served, storage_plan, tags
+from accel.components.package.common import Ownership, Storage, given, serve, storage_plan, tags
 
 
 class TpuSliceInputs(TypedDict):
@@ -50,9 +55,7 @@ class TpuSlice(pulumi.ComponentResource):
             location=args["location"], zone=args["zone"], tags=tags(args["ownership"]),
             provisioning=args.get("provisioning", "on-demand"), reservation=args.get("reservation"),
             project=args.get("project"))
-        super().__init__("accel:index:TpuSlice", name, None, opts)
-        inner = served(TpuSlice)(name, built, child(self))
-        publish(self, nodePoolNames=pulumi.Output.all(*inner.node_pool_names), nodeSelector=inner.node_selector)
+        serve(self, name, built, opts)
 
 
 class GpuNodePoolInputs(TypedDict):
@@ -96,9 +99,7 @@ class GpuNodePool(pulumi.ComponentResource):
             tags=tags(args["ownership"]), machine_type=args.get("machineType"),
             provisioning=args.get("provisioning", "on-demand"), reservation=args.get("reservation"),
             project=args.get("project"))
-        super().__init__("accel:index:GpuNodePool", name, None, opts)
-        inner = served(GpuNodePool)(name, built, child(self))
-        publish(self, nodePoolName=inner.node_pool_name)
+        serve(self, name, built, opts)
 
 
 class TpuVmSliceInputs(TypedDict):
@@ -153,10 +154,7 @@ class TpuVmSlice(pulumi.ComponentResource):
             zone=args["zone"], network=args["network"], subnetwork=args["subnetwork"], tags=tags(args["ownership"]),
             project=args.get("project"), service_account_email=args.get("serviceAccountEmail"),
             runtime_version=args.get("runtimeVersion"))
-        super().__init__("accel:index:TpuVmSlice", name, None, opts)
-        inner = served(TpuVmSlice)(name, built, child(self))
-        publish(self, nodeIds=pulumi.Output.all(*inner.node_ids), acceleratorType=inner.accelerator_type,
-                runtimeVersion=inner.runtime_version)
+        serve(self, name, built, opts)
 
 
 class GkeClusterInputs(TypedDict):
@@ -202,6 +200,7 @@ class GkeCluster(pulumi.ComponentResource):
     """A private GKE Standard cluster ready for TPU slices and GPU node pools (accel:gcp:GkeCluster)."""
 
     SERVES = "accel.components.gcp:GkeCluster"
+    RENAMED_OUTPUTS = {"clusterName": "name"}
 
     clusterName: pulumi.Output[str]
     """Name of the GKE cluster."""
@@ -217,15 +216,10 @@ class GkeCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: GkeClusterInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.gcp.cluster import GkeClusterArgs
 
-        optional = given(args, "nodeZones", "podsRangeName", "servicesRangeName", "releaseChannel", "clusterName",
-                         "masterAuthorizedCidrs", "privateEndpoint", "dnsEndpoint", "multiNetworking", "filesystem",
-                         "systemMachineType", "systemNodesPerZone")
+        optional = given(args, GkeClusterInputs)
         built = GkeClusterArgs(project=args["project"], location=args["location"], network=args["network"],
                                subnetwork=args["subnetwork"], tags=tags(args["ownership"]), **optional)
-        super().__init__("accel:index:GkeCluster", name, None, opts)
-        inner = served(GkeCluster)(name, built, child(self))
-        publish(self, clusterName=inner.name, endpoint=inner.endpoint, kubeconfig=inner.kubeconfig,
-                nodeServiceAccountEmail=inner.node_service_account_email, workloadPool=inner.workload_pool)
+        serve(self, name, built, opts)
 
 
 class GcpNetworkInputs(TypedDict):
@@ -274,14 +268,9 @@ class GcpNetwork(pulumi.ComponentResource):
     def __init__(self, name: str, args: GcpNetworkInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.gcp.network import GcpNetworkArgs
 
-        optional = given(args, "project", "nodeCidr", "podsCidr", "servicesCidr", "mtu", "iapSsh", "filesystem",
-                         "privateServiceCidr")
+        optional = given(args, GcpNetworkInputs)
         built = GcpNetworkArgs(region=args["region"], tags=tags(args["ownership"]), **optional)
-        super().__init__("accel:index:GcpNetwork", name, None, opts)
-        inner = served(GcpNetwork)(name, built, child(self))
-        publish(self, networkId=inner.network_id, networkName=inner.network_name, subnetId=inner.subnet_id,
-                subnetName=inner.subnet_name, podsRangeName=inner.pods_range_name,
-                servicesRangeName=inner.services_range_name)
+        serve(self, name, built, opts)
 
 
 class GcpTrainingStorageInputs(TypedDict):
@@ -335,11 +324,7 @@ class GcpTrainingStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: GcpTrainingStorageInputs, opts: Optional[pulumi.ResourceOptions] = None):
         from accel.components.gcp.storage import TrainingStorageArgs
 
-        optional = given(args, "namespace", "ksaName", "datasetBucketName", "checkpointBucketName",
-                         "existingDatasetBucket", "existingCheckpointBucket", "zone", "networkName")
+        optional = given(args, GcpTrainingStorageInputs, but=("storage",))
         built = TrainingStorageArgs(project=args["project"], location=args["location"], tags=tags(args["ownership"]),
                                     storage=storage_plan("GcpTrainingStorage", args.get("storage")), **optional)
-        super().__init__("accel:index:GcpTrainingStorage", name, None, opts)
-        inner = served(GcpTrainingStorage)(name, built, child(self))
-        publish(self, datasetBucket=inner.dataset_bucket, checkpointBucket=inner.checkpoint_bucket,
-                serviceAccountEmail=inner.service_account_email, namespace=inner.namespace, ksaName=inner.ksa_name)
+        serve(self, name, built, opts)

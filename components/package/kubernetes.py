@@ -5,7 +5,7 @@ from typing import NotRequired, Optional, TypedDict
 import pulumi
 
 from accel.base.errors import invalid_arg
-from accel.components.package.common import Ownership, child, given, model, publish, served, tags
+from accel.components.package.common import Ownership, child, given, model, serve, tags
 
 
 class NodeToleration(TypedDict):
@@ -71,6 +71,8 @@ class AcceleratorStack(pulumi.ComponentResource):
     """Kueue, JobSet, device plugins and the queues of one workload, on any cluster (accel:kubernetes:AcceleratorStack)."""
 
     SERVES = "accel.components.kubernetes:AcceleratorStack"
+    RENAMED_OUTPUTS = {"serviceAccount": "service_account_name", "localQueue": "local_queue_name",
+                       "clusterQueue": "cluster_queue_name", "resourceFlavors": "flavor_names"}
 
     namespace: pulumi.Output[str]
     """The workload namespace."""
@@ -100,16 +102,14 @@ class AcceleratorStack(pulumi.ComponentResource):
         pools = [inventory_pool(model(component, f"pools[{i}]", InventoryEntry, {"usdPerChipHour": 0, **pool}))
                  for i, pool in enumerate(args["pools"])]
         built = AcceleratorStackArgs(tags=tags(args["ownership"]), pools=pools, identity=identity,
-                                     **given(args, "namespace", "serviceAccount", "queue", "installDevicePlugin",
-                                             "installGpuOperator", "installKueue", "installJobset"))
-        super().__init__("accel:index:AcceleratorStack", name, None, opts)
-        inner_opts = child(self)
-        if "kubeconfig" in args:
+                                     **given(args, AcceleratorStackInputs,
+                                             but=("kubeconfig", "gkeServiceAccountEmail", "eksRoleArn")))
+
+        def through_kubeconfig(facade: pulumi.ComponentResource) -> pulumi.ResourceOptions:
+            """The stack's Kubernetes resources on the cluster the kubeconfig names, through a provider of its own."""
             import pulumi_kubernetes as k8s
 
-            provider = k8s.Provider(f"{name}-cluster", kubeconfig=args["kubeconfig"], opts=child(self))
-            inner_opts = pulumi.ResourceOptions(parent=self, providers={"kubernetes": provider})
-        inner = served(AcceleratorStack)(name, built, inner_opts)
-        publish(self, namespace=inner.namespace, serviceAccount=inner.service_account_name,
-                localQueue=inner.local_queue_name, clusterQueue=inner.cluster_queue_name,
-                resourceFlavors=inner.flavor_names, chipQuota=inner.chip_quota)
+            provider = k8s.Provider(f"{name}-cluster", kubeconfig=args["kubeconfig"], opts=child(facade))
+            return pulumi.ResourceOptions(parent=facade, providers={"kubernetes": provider})
+
+        serve(self, name, built, opts, through_kubeconfig if "kubeconfig" in args else child)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from accel.base.errors import ComponentArgsError, invalid_arg
 from accel.base.model import describe_validation_error
-from accel.components.package.common import Ownership, child, publish, served, tags
+from accel.components.package.common import Ownership, serve, tags
 
 
 class TrainingClusterInputs(TypedDict):
@@ -49,6 +49,4 @@ class TrainingCluster(pulumi.ComponentResource):
             raise ComponentArgsError(describe_validation_error(error, "TrainingCluster.planJson", Plan)) from None
         built = TrainingClusterArgs(plan=plan, tags=tags(args["ownership"]), gcp_project=args.get("gcpProject"),
                                     api_access_cidrs=list(args["apiAccessCidrs"]))
-        super().__init__("accel:index:TrainingCluster", name, None, opts)
-        inner = served(TrainingCluster)(name, built, child(self))
-        publish(self, clusterName=inner.cluster_name, kubeconfig=inner.kubeconfig)
+        serve(self, name, built, opts)

@@ -162,7 +162,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
             notes.append("kubernetes: no offerings; the kubernetes cloud offers only the chips of an existing "
                          "cluster's inventory (accel:cluster with its inventory in a stack file, e.g. "
                          "`accel plan -s STACK`); a workload file alone has none")
-        raise explain_infeasible(ctx, found.eliminations, found.near, found.rejected, notes)
+        raise explain_infeasible(ctx, found, notes)
 
     ranked.sort(key=lambda item: item[0])
     if objective == "time" and spec.kind != "inference":
@@ -171,8 +171,7 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     _, best, _ = ranked[0]
     chosen = options[0]
     estimate = estimate_for(ctx, best, chosen)
-    rationale = explain_choice(ctx, options, ranked, found.family_reasons, found.near, found.hard_reasons,
-                               found.offering_reasons)
+    rationale = explain_choice(ctx, found, options, best)
     rationale.extend(reservation_lines(ctx, ranked, options))
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,

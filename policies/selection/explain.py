@@ -8,7 +8,7 @@ import math
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies import hardware
 from accel.policies.hardware import shapes
-from accel.policies.selection.candidates import Candidate, SearchContext, to_option
+from accel.policies.selection.candidates import Candidate, SearchContext, SearchResult, to_option
 from accel.policies.selection.choice import NoFeasibleOption, catalog_ref
 from accel.policies.estimator.estimate import training_flops, training_memory_bytes
 from accel.policies.plan import Option
@@ -62,15 +62,15 @@ def _percent(a: float, b: float) -> float:
     return (1.0 - a / b) * 100.0 if b > 0 else 0.0
 
 
-def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, family_reasons: dict[str, list[str]],
-                   near: list[tuple[float, Candidate, str]], hard_reasons: dict[str, tuple[str, str]],
-                   offering_reasons: dict[str, list[tuple[str, str]]]) -> list[str]:
+def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option], best: Candidate) -> list[str]:
     """The 'why' lines of a choice: what was chosen and against which limits, the best option of the other
     family (or why it has none), the framework, spot against on-demand, how the fleet was sized, the runner-up.
+    `options` are the ranked options, the chosen one first; `best` is the candidate it was made from.
 
     Why it is long: each section answers one question a reader asks, in the order the rationale prints them,
-    and each reads the same results of the search (the ranked options, the near misses, the reasons by family
-    and by offering); split apart, every piece would take all of them again. It only returns lines."""
+    and each reads the same results of the search (the ranked options, and in `found` the near misses and the
+    reasons by family and by offering); split apart, every piece would take all of them again. It only
+    returns lines."""
     spec = ctx.spec
     chosen = options[0]
     lines: list[str] = []
@@ -130,9 +130,9 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
             lines.append(f"{head}: {speed} the best {other_name} option, {_short_label(rival)} "
                          f"({layout}: {rival_terms}){price}, within budget.")
     else:
-        excluded = [r for oid, (c, r) in hard_reasons.items() if c in ("framework", "portability")
+        excluded = [r for oid, (c, r) in found.hard_reasons.items() if c in ("framework", "portability")
                     and ctx.catalog and _family_of(ctx, oid) == other]
-        closest = sorted((n for n in near if n[1].family == other), key=lambda n: n[0])
+        closest = sorted((n for n in found.near if n[1].family == other), key=lambda n: n[0])
         if excluded:
             pass   # the framework / portability line below says why
         elif closest:
@@ -153,8 +153,8 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
                 versus = f"; {head} meets every constraint"
             lines.append(f"No {other_name} option is feasible: the closest, {describe(option)}, {terms} "
                          f"({misses}){versus}.")
-        elif family_reasons.get(other):
-            lines.append(f"No {other_name} option is feasible: {family_reasons[other][0]}.")
+        elif found.family_reasons.get(other):
+            lines.append(f"No {other_name} option is feasible: {found.family_reasons[other][0]}.")
 
     framework = framework_label(spec)
     framework = framework[0].upper() + framework[1:]
@@ -172,7 +172,7 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
 
     same = [o for o in options[1:] if o.offering == chosen.offering and o.spot != chosen.spot]
     if chosen.spot:
-        detail = ranked[0][1].evaluation.detail
+        detail = best.evaluation.detail
         lost = detail.get("spot_time_lost")
         hosts = f"{chosen.hosts} host" + ("s" if chosen.hosts != 1 else "")
         extra = f"; preemptions at {hosts} cost ~{float(lost):.1%} of wall-clock" if lost else ""
@@ -186,7 +186,7 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
         else:
             lines.append(f"Spot capacity{extra}.")
     elif constraints.spot == "allowed" and spec.kind != "inference":
-        spot_reasons = [r.removeprefix("spot: ") for c, r in offering_reasons.get(chosen.offering, [])
+        spot_reasons = [r.removeprefix("spot: ") for c, r in found.offering_reasons.get(chosen.offering, [])
                         if r.startswith("spot: ")]
         if same:
             lines.append(f"{'Reserved' if chosen.provisioning in ('reservation', 'capacity-block') else 'On-demand'}"
@@ -198,7 +198,7 @@ def explain_choice(ctx: SearchContext, options: list[Option], ranked: list, fami
     elif constraints.spot == "never":
         lines.append("Spot disallowed by the workload (spot: never).")
 
-    detail = ranked[0][1].evaluation.detail
+    detail = best.evaluation.detail
     if spec.kind == "inference":
         assert spec.inference is not None
         lines.append(f"Sized for {spec.inference.tokens_per_second:,.0f} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms/token: "
@@ -277,11 +277,10 @@ def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = Non
     return " and ".join(misses) or "meets the limits it was measured against"
 
 
-def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
-                       near: list[tuple[float, Candidate, str]], rejected: list[dict],
-                       notes: list[str] | None = None) -> NoFeasibleOption:
+def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str] | None = None) -> NoFeasibleOption:
     """The error for a search with no feasible option: which constraint eliminated which offerings, and the
     closest option with what it misses. `notes` are extra lines (e.g. why a cloud offers nothing)."""
+    eliminations = found.eliminations
     spec = ctx.spec
     constraints = spec.constraints
     labels = {
@@ -305,7 +304,7 @@ def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
     lines.extend(f"  {note}" for note in notes or [])
     closest_option: Option | None = None
     misses = ""
-    finite = [n for n in near if math.isfinite(n[0])]
+    finite = [n for n in found.near if math.isfinite(n[0])]
     if finite:
         finite.sort(key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
         candidate = finite[0][1]
@@ -324,5 +323,5 @@ def explain_infeasible(ctx: SearchContext, eliminations: dict[str, list[str]],
         lines.append(f"closest: {describe(closest_option)}: {terms} ({misses})")
     else:
         lines.append("closest: none (every offering was eliminated before it could be sized)")
-    return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, rejected, spec,
+    return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, found.rejected, spec,
                             catalog_ref(ctx.catalog))
