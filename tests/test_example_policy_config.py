@@ -91,8 +91,8 @@ def test_the_shipped_tpu_stack_passes_the_budget_rules_with_hand_built_cli_args(
 
 
 @pytest.mark.parametrize("policy", ["budget-hourly-limit", "budget-run-limit"])
-def test_forty_tpu_pools_under_a_plan_that_says_four_trip_the_budget_rules(planned_stacks, policy):
+def test_forty_tpu_pools_under_a_plan_that_says_fewer_trip_the_budget_rules(planned_stacks, policy):
     plan = planned_stacks["llama-70b-tpu"]
-    assert plan["plan"]["chosen"]["slices"] == 4  # the Plan the TrainingCluster carries still says four
+    assert plan["plan"]["chosen"]["slices"] < 40  # the Plan the TrainingCluster carries still says its own count
     [message] = budget_messages(tpu_pools_to(plan["resources"], 40), policy)
     assert "40 accelerator pool(s)" in message and f"violates {policy}" in message
