@@ -72,12 +72,20 @@ def _topologies(gen: TpuGeneration) -> tuple[str, ...]:
     if gen.dimensions == 2:
         return gen.base_topologies
     shapes = list(gen.base_topologies)
-    sides = range(4, gen.max_dimension + 1, 4)
-    for a in sides:
-        for b in sides:
-            for c in sides:
-                if a <= b <= c and a * b * c <= gen.max_chips_per_slice:
-                    shapes.append(f"{a}x{b}x{c}")
+    # Every AxBxC with A <= B <= C, each a multiple of 4 up to max_dimension, at most max_chips_per_slice
+    # chips, in (A, B, C) order; each loop stops at its first side past the bound, since every larger side is
+    # past it too (tpu7x's 256-chip sides would otherwise make 64^3 candidates on every `accel choose`).
+    limit, top = gen.max_chips_per_slice, gen.max_dimension + 1
+    for a in range(4, top, 4):
+        if a * a * a > limit:
+            break
+        for b in range(a, top, 4):
+            if a * b * b > limit:
+                break
+            for c in range(b, top, 4):
+                if a * b * c > limit:
+                    break
+                shapes.append(f"{a}x{b}x{c}")
     return tuple(sorted(shapes, key=lambda t: (topology_chips(t), max(parse_topology(t)))))
 
 
