@@ -284,7 +284,21 @@ def calibrated_fit(catalog: Catalog) -> MfuFit:
     return fitted
 
 
+# The last key worked out, with the catalog and the hardware facts table it was worked out for: a search asks
+# for the fits once per offering and size, with the same (frozen) catalog and table every time.
+_LAST_KEY: list[tuple[Catalog, object, tuple]] = []
+
+
 def _fit_key(catalog: Catalog) -> tuple:
+    facts = hardware.current()
+    if _LAST_KEY and _LAST_KEY[0][0] is catalog and _LAST_KEY[0][1] is facts:
+        return _LAST_KEY[0][2]
+    key = _work_out_fit_key(catalog)
+    _LAST_KEY[:] = [(catalog, facts, key)]
+    return key
+
+
+def _work_out_fit_key(catalog: Catalog) -> tuple:
     model = catalog.defaults.mfu_model
     peaks = tuple(sorted((a.id, a.peak_bf16_tflops, a.peak_fp8_tflops, a.mfu_class)
                          for a in catalog.accelerators.values()))
