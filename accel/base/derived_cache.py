@@ -1,7 +1,8 @@
 """A cache of derived data on disk, keyed by everything the data is derived from.
 
 `accel choose` derives the same things from the same files on every run: the checked hardware
-facts table, the validated bundled catalog, the MFU model fitted on the published runs. Those are
+facts table, the validated bundled catalog, the capacity mode table, the MFU model and the whole-run
+model fitted on the published runs. Those are
 kept in the user's cache directory and reused while nothing they come from has changed, the way
 Python keeps compiled bytecode beside a source file:
 
