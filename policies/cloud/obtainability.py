@@ -110,11 +110,17 @@ def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: flo
     drain_cost = (model.drain_hours + acquire_hours(hosts - left, hosts, model) + restart_hours
                   if hosts > left else wave_cost)
 
-    def settle(count) -> tuple[float, int, int]:
+    # The counts at the quantile, settled: the wall-clock sets how many events the run sees, and they lengthen
+    # it. A search settles this for every spot size of every offering, so the loop calls the quantile directly
+    # with the rates hoisted (the same products in the same order: (waves/week x hit) x weeks).
+    wave_rate, drain_rate = model.waves_per_week * hit, model.drains_per_week
+
+    def settle() -> tuple[float, int, int]:
         wall, waves, drains = run_hours + obtain, 0, 0
         for _ in range(_MAX_ITERATIONS):
             weeks = wall / 168.0
-            waves, drains = count(model.waves_per_week * hit * weeks), count(model.drains_per_week * weeks)
+            waves = poisson_quantile(wave_rate * weeks, confidence)
+            drains = poisson_quantile(drain_rate * weeks, confidence)
             new = run_hours + obtain + waves * wave_cost + drains * drain_cost
             if not math.isfinite(new) or new > 1e7:
                 return math.inf, waves, drains
@@ -129,7 +135,7 @@ def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: flo
     per_hour = (model.waves_per_week * hit * wave_cost + model.drains_per_week * drain_cost) / 168.0
     base = run_hours + obtain
     wall_mean = base / (1.0 - per_hour) if per_hour < 1.0 and math.isfinite(base) else math.inf
-    wall_q, waves, drains = settle(lambda mean: poisson_quantile(mean, confidence))
+    wall_q, waves, drains = settle()
     return SpotOutcome(math.isfinite(wall_q), wall_q, wall_mean, obtain, waves, drains,
                        "" if math.isfinite(wall_q) else "the reclaim waves never let it finish")
 
