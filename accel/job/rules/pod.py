@@ -23,6 +23,14 @@ def _pods(scope: Scope):
         yield template, describe(template.owner), join(template.path, "spec")
 
 
+def _container_lists(scope: Scope, key: str):
+    """Each container's list under `key` (ports, volumeMounts, env), with its owner, its field path and
+    its pod template: the walk every per-container rule below shares."""
+    for template, owner, base in _pods(scope):
+        for where, container in containers(template.spec):
+            yield template, owner, f"{base}.{where}.{key}", list(enumerate(container.get(key) or []))
+
+
 @rule("pod/volume-names-unique", "volume names are unique within a pod",
       source=f"{CORE} ValidateVolumes (field.Duplicate on the volume name)",
       fix="give each volume its own name, or mount one volume (e.g. the stack's claim) instead of two")
@@ -73,69 +81,62 @@ def container_name_syntax(scope: Scope):
       source=f"{CORE} validateContainerPorts (IsValidPortName)",
       fix="use at most 15 lower-case letters, digits and single '-', with at least one letter")
 def port_name_syntax(scope: Scope):
-    for template, owner, base in _pods(scope):
-        for where, container in containers(template.spec):
-            for index, port in enumerate(container.get("ports") or []):
-                if port.get("name"):
-                    for problem in names.port_name(str(port["name"])):
-                        yield Breach(owner, f"{base}.{where}.ports[{index}].name",
-                                     f"Invalid value {port['name']!r}: {problem}")
+    for _, owner, path, ports in _container_lists(scope, "ports"):
+        for index, port in ports:
+            if port.get("name"):
+                for problem in names.port_name(str(port["name"])):
+                    yield Breach(owner, f"{path}[{index}].name", f"Invalid value {port['name']!r}: {problem}")
 
 
 @rule("pod/port-names-unique", "port names are unique within a container",
       source=f"{CORE} validateContainerPorts (field.Duplicate)",
       fix="give each port of the container its own name")
 def port_names_unique(scope: Scope):
-    for template, owner, base in _pods(scope):
-        for where, container in containers(template.spec):
-            seen: set[str] = set()
-            for index, port in enumerate(container.get("ports") or []):
-                name = port.get("name")
-                if name and name in seen:
-                    yield Breach(owner, f"{base}.{where}.ports[{index}].name", f"Duplicate value: {name!r}")
-                if name:
-                    seen.add(name)
+    for _, owner, path, ports in _container_lists(scope, "ports"):
+        seen: set[str] = set()
+        for index, port in ports:
+            name = port.get("name")
+            if name and name in seen:
+                yield Breach(owner, f"{path}[{index}].name", f"Duplicate value: {name!r}")
+            if name:
+                seen.add(name)
 
 
 @rule("pod/port-number", "a containerPort is between 1 and 65535",
       source=f"{CORE} validateContainerPorts (IsValidPortNum)",
       fix="use a port number from 1 to 65535")
 def port_number(scope: Scope):
-    for template, owner, base in _pods(scope):
-        for where, container in containers(template.spec):
-            for index, port in enumerate(container.get("ports") or []):
-                for problem in names.port_number(port.get("containerPort")):
-                    yield Breach(owner, f"{base}.{where}.ports[{index}].containerPort",
-                                 f"Invalid value {port.get('containerPort')!r}: {problem}")
+    for _, owner, path, ports in _container_lists(scope, "ports"):
+        for index, port in ports:
+            for problem in names.port_number(port.get("containerPort")):
+                yield Breach(owner, f"{path}[{index}].containerPort",
+                             f"Invalid value {port.get('containerPort')!r}: {problem}")
 
 
 @rule("pod/mount-names-a-volume", "every volumeMount names a volume of the pod",
       source=f"{CORE} ValidateVolumeMounts (field.NotFound)",
       fix="declare the volume in the pod's volumes, or mount one that is declared")
 def mount_names_a_volume(scope: Scope):
-    for template, owner, base in _pods(scope):
+    for template, owner, path, mounts in _container_lists(scope, "volumeMounts"):
         declared = {v.get("name") for v in template.spec.get("volumes") or []}
-        for where, container in containers(template.spec):
-            for index, mount in enumerate(container.get("volumeMounts") or []):
-                if mount.get("name") not in declared:
-                    known = ", ".join(sorted(map(str, declared))) or "none"
-                    yield Breach(owner, f"{base}.{where}.volumeMounts[{index}].name",
-                                 f"Not found: {mount.get('name')!r} (volumes: {known})")
+        for index, mount in mounts:
+            if mount.get("name") not in declared:
+                known = ", ".join(sorted(map(str, declared))) or "none"
+                yield Breach(owner, f"{path}[{index}].name", f"Not found: {mount.get('name')!r} (volumes: {known})")
 
 
 @rule("pod/mount-paths-unique", "a container mounts at most one volume at each path",
       source=f"{CORE} ValidateVolumeMounts (mountPath \"must be unique\")",
       fix="mount each volume at its own path")
 def mount_paths_unique(scope: Scope):
-    for template, owner, base in _pods(scope):
-        for where, container in containers(template.spec):
-            seen: set[str] = set()
-            for index, mount in enumerate(container.get("volumeMounts") or []):
-                path = posixpath.normpath(str(mount.get("mountPath", "")))
-                if path in seen:
-                    yield Breach(owner, f"{base}.{where}.volumeMounts[{index}].mountPath",
-                                 f"Invalid value {mount.get('mountPath')!r}: must be unique")
-                seen.add(path)
+    for _, owner, path, mounts in _container_lists(scope, "volumeMounts"):
+        seen: set[str] = set()
+        for index, mount in mounts:
+            mount_path = posixpath.normpath(str(mount.get("mountPath", "")))
+            if mount_path in seen:
+                yield Breach(owner, f"{path}[{index}].mountPath",
+                             f"Invalid value {mount.get('mountPath')!r}: must be unique")
+            seen.add(mount_path)
 
 
 @rule("pod/env-var-name", "environment variable names have the portable syntax",
@@ -143,12 +144,10 @@ def mount_paths_unique(scope: Scope):
              "RelaxedEnvironmentVariableValidation gate)",
       fix="use letters, digits, '_', '-' or '.', not starting with a digit")
 def env_var_name(scope: Scope):
-    for template, owner, base in _pods(scope):
-        for where, container in containers(template.spec):
-            for index, variable in enumerate(container.get("env") or []):
-                for problem in names.env_var_name(str(variable.get("name", ""))):
-                    yield Breach(owner, f"{base}.{where}.env[{index}].name",
-                                 f"Invalid value {variable.get('name')!r}: {problem}")
+    for _, owner, path, variables in _container_lists(scope, "env"):
+        for index, variable in variables:
+            for problem in names.env_var_name(str(variable.get("name", ""))):
+                yield Breach(owner, f"{path}[{index}].name", f"Invalid value {variable.get('name')!r}: {problem}")
 
 
 def is_extended_resource(name: str) -> bool:
@@ -172,36 +171,37 @@ def _quantity(value) -> Fraction | None:
         return None
 
 
+def _quantities(scope: Scope):
+    """Every request and limit of every container: its owner, field path, resource name, value as written
+    and parsed quantity (None when it is not a quantity)."""
+    for template, owner, base in _pods(scope):
+        for where, requests, limits in _resources(template, base):
+            for section, values in (("requests", requests), ("limits", limits)):
+                for name, value in values.items():
+                    yield owner, f"{where}.{section}[{name}]", name, value, _quantity(value)
+
+
 @rule("pod/resource-quantities", "every request and limit is a Kubernetes quantity",
       source="kubernetes v1.33 staging/src/k8s.io/apimachinery/pkg/api/resource/quantity.go ParseQuantity (the "
              "API server cannot decode another value: \"quantities must match the regular expression\"); "
              f"{CORE} ValidateNonnegativeQuantity",
       fix="write a number with an optional suffix: 8, 500m, 64Gi")
 def resource_quantities(scope: Scope):
-    for template, owner, base in _pods(scope):
-        for where, requests, limits in _resources(template, base):
-            for section, values in (("requests", requests), ("limits", limits)):
-                for name, value in values.items():
-                    quantity = _quantity(value)
-                    if quantity is None:
-                        yield Breach(owner, f"{where}.{section}[{name}]", f"Invalid value {value!r}: quantities must "
-                                     "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
-                    elif quantity < 0:
-                        yield Breach(owner, f"{where}.{section}[{name}]", f"Invalid value {value!r}: must be greater "
-                                     "than or equal to 0")
+    for owner, path, _, value, quantity in _quantities(scope):
+        if quantity is None:
+            yield Breach(owner, path, f"Invalid value {value!r}: quantities must "
+                         "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        elif quantity < 0:
+            yield Breach(owner, path, f"Invalid value {value!r}: must be greater than or equal to 0")
 
 
 @rule("pod/extended-resource-integer", "extended resources (GPUs, TPUs, EFA) are requested in whole units",
       source=f"{CORE} ValidateResourceQuantityValue (IsIntegerResourceName, {CORE_HELPER})",
       fix="request a whole number of the device")
 def extended_resource_integer(scope: Scope):
-    for template, owner, base in _pods(scope):
-        for where, requests, limits in _resources(template, base):
-            for section, values in (("requests", requests), ("limits", limits)):
-                for name, value in values.items():
-                    quantity = _quantity(value)
-                    if is_extended_resource(name) and quantity is not None and quantity.denominator != 1:
-                        yield Breach(owner, f"{where}.{section}[{name}]", f"Invalid value {value!r}: must be an integer")
+    for owner, path, name, value, quantity in _quantities(scope):
+        if is_extended_resource(name) and quantity is not None and quantity.denominator != 1:
+            yield Breach(owner, path, f"Invalid value {value!r}: must be an integer")
 
 
 @rule("pod/extended-resource-needs-limit", "an extended resource that is requested has a limit",
