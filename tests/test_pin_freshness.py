@@ -90,3 +90,18 @@ def test_plan_of_such_a_pin_warns_and_reports_it_in_json(tmp_path):
     [warning] = [w for w in document["warnings"] if "fresh `accel choose`" in w]
     assert "The pinned hardware is kept" in warning and "--write-stack" in warning
     assert result.plan["chosen"]["accelerator"] == "tpu-v6e"  # informs; never changes the hardware
+
+
+def test_a_pin_whose_workload_nothing_meets_now_says_so_with_the_closest_option():
+    """The estimate or the capacity model can move past a workload's own limits (a budget the pin met when it
+    was chosen): the plan must say so rather than stay silent because there is nothing to compare."""
+    config = stack_config(ROOT / "stacks" / "Pulumi.llama-70b-tpu.yaml")
+    plan = {**config["accel:plan"]}
+    workload = {**plan["workload"], "constraints": {**plan["workload"]["constraints"], "budget_usd": 1e5}}
+    stated = {**config["accel:workload"], "constraints": {**config["accel:workload"]["constraints"], "budget_usd": 1e5}}
+    config = {**config, "accel:workload": stated, "accel:plan": {**plan, "workload": workload}}
+    changed = fresh(config, "a pin over its budget now")
+    assert changed is not None and changed.hardware == "nothing feasible"
+    assert changed.hourly_usd is None and changed.run_usd is None
+    assert "finds nothing that meets its limits now" in changed.note and "closest" in changed.note
+    assert changed.pinned_run_usd == pytest.approx(plan["chosen"]["total_usd"], abs=0.01)

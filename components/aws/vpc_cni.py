@@ -33,15 +33,13 @@ TRAINING_VPC_CNI = VpcCniSettings(warm_eni_target=None, warm_ip_target=WARM_IP_T
                                   minimum_ip_target=MINIMUM_IP_TARGET)
 DEFAULT_VPC_CNI = VpcCniSettings()  # what the add-on does when nobody configures it
 
-# An instance type the hardware table's [aws_eni_limits] does not list is counted as its smallest
-# entry (more primaries per pod: an over-count, never an under-count).
-UNKNOWN_ENI_LIMITS = (4, 15)
-
-
 def eni_limits(instance_type: str) -> tuple[int, int]:
-    """(ENIs on network card 0, IPv4 addresses per ENI) of an instance type, from the hardware table."""
-    limit = hardware.current().aws_eni_limits.get(instance_type)
-    return (limit.enis, limit.ipv4_per_eni) if limit else UNKNOWN_ENI_LIMITS
+    """(ENIs on network card 0, IPv4 addresses per ENI) of an instance type, from the hardware table. A type
+    its [aws_eni_limits] does not list is counted as the table's smallest entry (more primaries per pod: an
+    over-count, never an under-count)."""
+    table = hardware.current().aws_eni_limits
+    limit = table.get(instance_type) or min(table.values(), key=lambda e: (e.enis * e.ipv4_per_eni, e.ipv4_per_eni))
+    return limit.enis, limit.ipv4_per_eni
 # System nodes run the controllers (CoreDNS, Kueue, JobSet, CSI controllers, ...): counted at their
 # instance type's full ENI capacity, the most they can ever hold.
 
