@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Literal, Sequence
 
-from accel.policies.selection.capacity import capacity_lines
+from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines
 from accel.policies.selection.rescale import ratio_key, rescaled
 from accel.policies.selection.candidates import (
     Candidate,
@@ -52,17 +52,30 @@ __all__ = [
 SHARE_SIZING_ACROSS_REGIONS = True
 
 
-def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
+def _rank_key(objective: str, candidate: Candidate, region_rank: int, unsupplied: bool = False) -> tuple:
     e = candidate.evaluation
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
-    primary = (e.total_usd, e.hours, latency) if objective == "cost" else (
-        (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (e.hours, e.total_usd))
+    # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays.
+    hours = float(e.detail.get("capacity_wall_hours", e.hours)) if candidate.booking is not None else e.hours
+    primary = (e.total_usd, hours, latency) if objective == "cost" else (
+        (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (hours, e.total_usd))
     # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
     # is never made on a figure derived by a rule when a listed price meets the workload (its options are still
     # shown, marked estimate, and the rationale says what it would cost). A declared reservation is the user's.
     on_estimate = candidate.offering.unpriced and candidate.reserved is None
+    # An on-demand fleet past the pool one zone is expected to supply (`unsupplied`: priced at list as an upper
+    # bound, obtaining it takes a reservation) ranks after every fleet a mode is expected to supply: its cost to
+    # finish in time is not known, so a cheaper-looking figure must not beat a fleet one can book or obtain
+    # (docs/capacity.md). It is still chosen, labelled, when nothing else meets the workload.
     # On equal figures a reserved option comes first: its capacity is held, on-demand capacity may not be there.
-    return (on_estimate, *primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
+    return (on_estimate, unsupplied, *primary, candidate.reserved is None, candidate.offering.id, region_rank,
+            candidate.spot, candidate.booking is not None)
+
+
+def unsupplied(ctx: SearchContext, candidate: Candidate) -> bool:
+    """An on-demand candidate past the pool one zone is expected to supply (selection.capacity.beyond_supply)."""
+    return ctx.obtain is not None and beyond_supply(ctx.obtain, candidate.offering, candidate.provisioning,
+                                                    candidate.size.hosts)
 
 
 def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], tolerance: float,
@@ -72,12 +85,12 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
     sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
     are not picks (each is slower than its own offering's pick by more than the tolerance)."""
-    # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost.
-    listed = [item for item in ranked if not item[0][0]] or ranked
-    estimated = [item for item in ranked if item[0][0]] if len(listed) < len(ranked) else []
-    fastest = listed[0][1].evaluation.hours
-    near = [item for item in listed
-            if id(item[1]) not in shown_only and item[1].evaluation.hours <= fastest * (1.0 + tolerance)]
+    # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost, and so
+    # do on-demand fleets past what a zone is expected to supply (the second).
+    listed = [item for item in ranked if not item[0][0] and not item[0][1]] or ranked
+    estimated = [item for item in ranked if item[0][0] or item[0][1]] if len(listed) < len(ranked) else []
+    fastest = listed[0][0][2]   # the run time in the time objective's key
+    near = [item for item in listed if id(item[1]) not in shown_only and item[0][2] <= fastest * (1.0 + tolerance)]
     near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
     taken = {id(item) for item in near}
     return near + [item for item in listed if id(item) not in taken] + estimated
@@ -101,10 +114,11 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         points, reasons = price_points(ctx, offering)
         feasible = False
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
-        sized: dict[tuple[bool, float], tuple[SizingOutcome, float]] = {}
+        sized: dict[tuple[bool, str, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
         for point in points:
-            key = (point.spot, ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None
+            key = ((point.spot, point.booking.id if point.booking else "", ratio_key(point.chip, point.host))
+                   if reuse and point.reserved is None else None)
             reference = sized.get(key) if key is not None else None
             outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip, point.host,
                                 ctx.budget) if reference is not None else None)
@@ -119,11 +133,12 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             feasible = True
             order = region_order[offering.id]
             for region in point.regions:
-                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order))), outcome.best,
-                                     region))
+                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)),
+                                               unsupplied(ctx, outcome.best)), outcome.best, region))
             first = point.regions[0]
             for alternative in outcome.alternatives:
-                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order))), alternative, first))
+                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)),
+                                               unsupplied(ctx, alternative)), alternative, first))
                 found.shown_only.add(id(alternative))
         found.offering_reasons[offering.id] = reasons
         if not feasible:
@@ -175,7 +190,8 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     rationale.extend(reservation_lines(ctx, ranked, options))
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
-                                        spec.constraints.spot if spec.kind == "inference" else None))
+                                        spec.constraints.spot if spec.kind == "inference" else None,
+                                        booked_why(ctx.obtain, best, ranked)))
     rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []
     for family in ("tpu", "gpu"):

@@ -57,7 +57,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                         mode=str(details.get("capacity_mode") or "") or None,
                         risk=str(details.get("capacity_risk") or "") or None,
                         legs=int(legs) if legs else None,
-                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option) else None)
+                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option,
+                                                                    str(details.get("capacity_mode") or "")) else None)
     storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
     rationale = list(choice.rationale)
     node_limit = choice.estimate.details.get("node_limit")

@@ -21,7 +21,8 @@ from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
-from accel.policies.selection.capacity import Timing, mode_id, queued_timing, spot_timing
+from accel.policies.cloud.booking import supply_problem
+from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
@@ -73,6 +74,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     module's docstring), and what is left is the candidate a pick becomes and the few other sizes shown
     for the trade-off. Split further, each piece would need the ladder, the prices and the deadline again."""
     spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
+    booking = point.booking
     outcome = SizingOutcome()
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
@@ -95,6 +97,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     if generation is not None:
         sizes = tpu_sizes(generation.name, cap, need, limit.value if limit else None)
         node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
+        if booking is not None:   # a booked mode supplies at most its limits (policies/cloud/booking.py)
+            sizes = tuple(s for s in sizes if supply_problem(booking.mode, s.hosts, s.chips, True) is None)
         ladder: GpuLadder | TpuLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
     else:
         max_nodes = cap // offering.chips_per_host
@@ -108,6 +112,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             max_nodes = min(max_nodes, fleet_nodes)
         if offering.reserved_only and reserved is not None:
             max_nodes = min(max_nodes, reserved.count)   # nothing is sold beyond the declared block or reservation
+        if booking is not None and booking.max_hosts is not None:
+            max_nodes = min(max_nodes, booking.max_hosts)   # a booked mode supplies at most its limits
         ladder = ctx.ladders.get((offering.id, max_nodes))
         if ladder is None:
             ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)
@@ -115,12 +121,24 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
         limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
-    capacity = "spot" if spot else offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand"
+    capacity = ("spot" if spot else booking.words if booking is not None else
+                offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand")
+    if len(ladder) == 0 and booking is not None:
+        outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
+        return outcome
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
         return outcome
     lo, hi = ladder.first_at_least(need), len(ladder) - 1
+    if booking is not None and lo > hi:
+        # The mode's limits, not memory or max_chips, end this ladder below the fleet that holds the model.
+        smallest = -(-need // offering.chips_per_host)
+        problem = supply_problem(booking.mode, smallest, need, generation is not None)
+        outcome.reasons.append(("capacity", f"{capacity}: the smallest fleet that holds the model "
+                                            f"({plural(need, 'chip')}) is past what the mode supplies"
+                                            + (f": {problem}" if problem else "")))
+        return outcome
     if lo > hi:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
         biggest = ladder[hi].chips
@@ -150,14 +168,17 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
-    provisioning = "spot" if spot else reserved.kind if reserved is not None else offering.provisioning
+    provisioning = ("spot" if spot else reserved.kind if reserved is not None else
+                    booking.provisioning if booking is not None else offering.provisioning)
     spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
              else None)
-    mode = mode_id(obtain, offering, provisioning) if obtain is not None else provisioning
-    # Shared by every region of the offering on this mode (a held reservation is timed as estimated).
+    mode = (booking.id if booking is not None else
+            mode_id(obtain, offering, provisioning) if obtain is not None else provisioning)
+    # Shared by every region of the offering on this mode (a held reservation is timed as estimated). A booked
+    # mode's run is the on-demand run (the same model and hours cache), its timing adds the lead and the window.
     timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None else
-                                                   ctx.timing_cache.setdefault((offering.id, provisioning), {}))
+                                                   ctx.timing_cache.setdefault((offering.id, mode), {}))
 
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
@@ -167,7 +188,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         hit = timings.get(key)
         if hit is None:
             hours = run_hours(s)
-            if spot_model is not None and obtain is not None:
+            if booking is not None:
+                hit = booked_timing(booking, s.hosts, s.chips, hours, generation is not None)
+            elif spot_model is not None and obtain is not None:
                 hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode)
             elif queue is not None and obtain is not None:
                 hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
@@ -219,7 +242,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         return hours_cost(i)[1]
 
     # The fastest size depends on run time alone: found once per offering and mode, whatever the region's price.
-    fastest_key = ("fastest", offering.id, provisioning, reserved is None, lo, hi)
+    fastest_key = ("fastest", offering.id, mode, reserved is None, lo, hi)
     fastest = ctx.price_free.get(fastest_key)
     if fastest is None:
         fastest = ctx.price_free[fastest_key] = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
@@ -266,7 +289,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                 mfu=model.mfu(s.chips, s.slices),
                                 goodput=model.goodput * max(model.productivity(s.hosts), 1e-6)
                                 * min(1.0, run_hours(s) / h), detail=detail)
-        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved)
+        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking)
 
     def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
         """When this group has nothing feasible, its closest size for the explanation: the smallest product of
