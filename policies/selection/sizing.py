@@ -218,6 +218,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                 "finishes through the reclaim waves (estimates; "
                                                 "constraints.capacity.obtainability overrides them)"))
             return outcome
+    if booking is not None and not math.isfinite(timing(lo).wall_hours):
+        # A booked mode sells windows up to its longest: the smaller fleets whose runs are longer are not offered
+        # in it; start from the first that fits (runs shorten as the fleet grows).
+        first = _first_true(lo, hi, lambda i: math.isfinite(timing(i).wall_hours))
+        lo = first if first <= hi else lo
     if not math.isfinite(timing(lo).wall_hours):
         # The mode cannot supply even the smallest fleet that holds the model (past its pool or its size).
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
