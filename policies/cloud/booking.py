@@ -46,8 +46,11 @@ class Booking:
 
     @property
     def max_hosts(self) -> int | None:
-        limits = self.mode.limits
-        return limits.max_hosts_total or limits.max_hosts_per_request
+        """The most hosts the search books through the mode: one request (one Capacity Block, one calendar-mode
+        request). Capacity Blocks sell up to 256 instances across blocks, but a fleet of several blocks needs a
+        node group per block, each targeting its own block id, which the stack does not build yet (one
+        reservation target per plan): such a fleet is not offered rather than planned into something unbuildable."""
+        return self.mode.limits.max_hosts_per_request
 
     @property
     def words(self) -> str:
@@ -71,6 +74,9 @@ def supply_problem(mode: CapacityMode, hosts: int, chips: int, tpu: bool) -> str
         if capacity_blocks(hosts, tuple(limits.hosts_per_request), limits.max_hosts_total or 0) is None:
             return (f"{hosts} instances is past the {limits.max_hosts_total} capacity blocks allow across blocks "
                     f"({limits.max_hosts_per_request} per block; {limits.source})")
+        if limits.max_hosts_per_request is not None and hosts > limits.max_hosts_per_request:
+            return (f"{hosts} instances takes several blocks ({limits.max_hosts_per_request} per block; "
+                    f"{limits.source}), and the stack builds one block per fleet today")
         return None
     if tpu and limits.max_chips_per_request is not None:
         if chips > limits.max_chips_per_request:
