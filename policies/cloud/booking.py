@@ -74,9 +74,10 @@ def supply_problem(mode: CapacityMode, hosts: int, chips: int, tpu: bool) -> str
         if capacity_blocks(hosts, tuple(limits.hosts_per_request), limits.max_hosts_total or 0) is None:
             return (f"{hosts} instances is past the {limits.max_hosts_total} capacity blocks allow across blocks "
                     f"({limits.max_hosts_per_request} per block; {limits.source})")
-        if limits.max_hosts_per_request is not None and hosts > limits.max_hosts_per_request:
-            return (f"{hosts} instances takes several blocks ({limits.max_hosts_per_request} per block; "
-                    f"{limits.source}), and the stack builds one block per fleet today")
+        if hosts not in limits.hosts_per_request:
+            return (f"{hosts} instances takes several blocks (blocks hold "
+                    f"{', '.join(str(n) for n in limits.hosts_per_request)} instances; {limits.source}), and the "
+                    "stack builds one block per fleet today")
         return None
     if tpu and limits.max_chips_per_request is not None:
         if chips > limits.max_chips_per_request:

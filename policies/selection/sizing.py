@@ -29,6 +29,7 @@ from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.ladders import (
     GpuLadder,
+    gpu_fleet,
     Size,
     TpuLadder,
     largest_slice_chips,
@@ -117,6 +118,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         ladder = ctx.ladders.get((offering.id, max_nodes))
         if ladder is None:
             ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)
+        counts = booking.mode.limits.hosts_per_request if booking is not None else None
+        if counts:   # Capacity Blocks are sold in these instance counts only: the ladder is those sizes
+            key = ("booked", offering.id, booking.id, max_nodes)
+            ladder = ctx.ladders.get(key) or ctx.ladders.setdefault(key, TpuLadder(tuple(
+                gpu_fleet(offering, n) for n in sorted(counts) if n <= max_nodes)))
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
@@ -286,6 +292,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             detail["capacity_risk"] = t.risk
         if t.wall_hours != h:
             detail["capacity_wall_hours"] = round(t.wall_hours, 2)
+        if booking is not None:   # what the stack asks the user to book (accel/stack/bookings.py)
+            detail["capacity_lead_days"] = booking.lead_days
+            detail["capacity_window_days"] = round(h / 24)
         if t.legs is not None:
             detail["capacity_legs"] = t.legs.legs
         if limit_detail and generation is None and i == hi:
