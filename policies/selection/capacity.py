@@ -199,7 +199,9 @@ def booked_timing(booking: Booking, hosts: int, chips: int, run_hours: float, tp
                 f"whole window used or not ({mode.limits.source})")
     else:
         risk = (f"a calendar-mode reservation must be booked {booked}, not cancellable once submitted: {what}, "
-                f"billed for the whole window used or not ({mode.limits.source}, gcp-obtain-capacity)")
+                f"billed for the whole window used or not ({mode.limits.source}, gcp-obtain-capacity)"
+                + ("" if booking.instance_usd else "; no calendar-mode rate was found, so it is priced at on-demand "
+                                                    "list: an UPPER BOUND"))
     return Timing(booking.lead_hours + run_hours, days * 24.0, mode.id, risk)
 
 
@@ -234,18 +236,18 @@ def booked_why(ob: Obtaining, chosen, ranked: list) -> str:
     is expected to supply), or that no on-demand option meets the workload. `ranked`: [(key, candidate, region)]."""
     if chosen.booking is None:
         return ""
-    on_demand = next((c for _, c, _ in ranked if c.provisioning == "on-demand"), None)
+    other = next((c for _, c, _ in ranked if c.booking is None and c.reserved is None), None)
     words = f"bought through {chosen.booking.words}"
-    if on_demand is None:
-        return f"{words}: no on-demand fleet meets the workload"
-    o, e = on_demand, on_demand.evaluation
-    fleet = f"{o.size.hosts} x {o.offering.machine_type} on demand ({money(e.total_usd)})"
-    if beyond_supply(ob, o.offering, "on-demand", o.size.hosts):
+    if other is None:
+        return f"{words}: no fleet on demand, on spot or through a queue meets the workload"
+    o, e = other, other.evaluation
+    fleet = f"{o.size.hosts} x {o.offering.machine_type} {o.provisioning} ({money(e.total_usd)})"
+    if beyond_supply(ob, o.offering, o.provisioning, o.size.hosts):
         pool = ob.figure(o.offering, "on-demand", "pool_hosts")
-        return (f"{words}: the best on-demand fleet, {fleet}, is past the {pool[0] if pool else 0:g} hosts one zone "
+        return (f"{words}: the best fleet of another mode, {fleet}, is past the {pool[0] if pool else 0:g} hosts one zone "
                 "is expected to supply on demand (estimate), so its price is only an upper bound")
     return (f"{words}: {money(chosen.evaluation.total_usd)} for the whole window against {fleet}, the best "
-            "on-demand fleet")
+            "fleet of another mode")
 
 
 def mode_id(ob: Obtaining, offering: Offering, provisioning: str) -> str:
