@@ -51,15 +51,22 @@ def bind(plan: Plan, reservation: DeclaredReservation) -> Plan:
     return plan.model_copy(update={"chosen": chosen, "capacity": capacity, "zones": [reservation.zone]})
 
 
-def booking_placeholder(plan: Plan, stack: str, now: datetime | None = None) -> tuple[DeclaredReservation, DeployKey]:
+def declare_command(stack: str, index: int, fields: dict[str, str]) -> str:
+    """The `pulumi config set --path` commands that declare accel:reservations[index] (docs/contracts.md: each
+    needed_before_up entry's command sets the key; --path stores numbers as numbers)."""
+    return " && ".join(f"pulumi config set --path 'accel:reservations[{index}].{key}' {value} -s {stack}"
+                       for key, value in fields.items())
+
+
+def booking_placeholder(plan: Plan, stack: str, index: int = 0, now: datetime | None = None
+                        ) -> tuple[DeclaredReservation, DeployKey]:
     """The booking to make, as a placeholder declaration (offline plans only) and the needed_before_up entry that
-    says what to book, how, and what to declare."""
+    says what to book, how, and the commands that declare it (as accel:reservations[index])."""
     machine_type, machines = _pool(plan)
     zone = plan.zones[0]
     details = plan.estimate.details
     window_days = int(details.get("capacity_window_days") or math.ceil(plan.chosen.hours / 24 - 1e-9))
     lead_days = float(details.get("capacity_lead_days") or 0)
-    file = f"stacks/Pulumi.{stack}.yaml"
     if plan.capacity.provisioning == "capacity-block":
         now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
         earliest = now + timedelta(days=lead_days)
@@ -77,9 +84,10 @@ def booking_placeholder(plan: Plan, stack: str, now: datetime | None = None) -> 
                "<cb-... from the offering> --instance-platform Linux/UNIX`, then declare the block it returns "
                "(its cr-... id, start and end). Offline plans use the placeholder block "
                f"{PLACEHOLDER_BLOCK_ID} starting {start:%Y-%m-%dT%H:%MZ}")
-        command = (f"add to {file} under config: accel:reservations: [{{name: <cr-... id>, kind: capacity-block, "
-                   f"machineType: {machine_type}, count: {machines}, zone: <the block's zone>, start: <block start, "
-                   "UTC, e.g. 2030-01-06T11:30:00Z>, end: <block end, UTC>}]")
+        command = declare_command(stack, index, {
+            "name": "<cr-...-id>", "kind": "capacity-block", "machineType": machine_type, "count": str(machines),
+            "zone": "<block-zone>", "start": "<block-start-UTC-e.g.-2030-01-06T11:30:00Z>",
+            "end": "<block-end-UTC>"})
         return placeholder, DeployKey("accel:reservations", why, command, placeholder)
     placeholder = DeclaredReservation(name=PLACEHOLDER_CALENDAR_NAME, machineType=machine_type, count=machines,
                                       zone=zone)
@@ -91,8 +99,9 @@ def booking_placeholder(plan: Plan, stack: str, now: datetime | None = None) -> 
            "--start-time=... --end-time=...` (cloud.google.com/compute/docs/instances/create-future-reservations-"
            "calendar-mode), then declare the reservation it delivers. Offline plans use the placeholder name "
            f"{PLACEHOLDER_CALENDAR_NAME}")
-    command = (f"add to {file} under config: accel:reservations: [{{name: <the reservation's name>, kind: "
-               f"reservation, machineType: {machine_type}, count: {machines}, zone: {zone}}}]")
+    command = declare_command(stack, index, {
+        "name": "<reservation-name>", "kind": "reservation", "machineType": machine_type, "count": str(machines),
+        "zone": zone})
     return placeholder, DeployKey("accel:reservations", why, command, placeholder)
 
 
@@ -105,5 +114,5 @@ def on_booking(plan: Plan, reservations: list[DeclaredReservation], stack: str
     held = declared_booking(plan, reservations)
     if held is not None:
         return bind(plan, held), list(reservations), None
-    placeholder, key = booking_placeholder(plan, stack)
+    placeholder, key = booking_placeholder(plan, stack, index=len(reservations))
     return bind(plan, placeholder), [*reservations, placeholder], key
