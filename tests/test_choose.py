@@ -168,24 +168,35 @@ def test_every_option_holds_the_model(catalog):
 
 def test_options_are_ranked_best_first(catalog):
     # Options at listed prices first, then those of offerings no price list carries (docs/choose.md), each by
-    # the objective. (The region estimates of listed offerings rank with the listed prices.)
-    def listed_first(options):
-        unpriced = {o.id for o in catalog.offerings if o.unpriced}
-        listed = [o for o in options if o.offering not in unpriced]
-        assert options[:len(listed)] == listed
-        return listed, options[len(listed):]
+    # the objective. (The region estimates of listed offerings rank with the listed prices.) Among the listed,
+    # on-demand fleets past the pool one zone is expected to supply rank after every fleet a mode can supply
+    # (docs/capacity.md); a booked fleet is timed by its lead and its run.
+    from accel.policies.selection.capacity import beyond_supply, obtaining
 
-    cost, cost_estimated = listed_first(choose(spec(), catalog, "cost").options)
-    time, _ = listed_first(choose(spec(), catalog, "time").options)
-    assert [o.total_usd for o in cost] == sorted(o.total_usd for o in cost)
-    assert [o.total_usd for o in cost_estimated] == sorted(o.total_usd for o in cost_estimated)
+    obtain = obtaining(spec())
+    unpriced = {o.id for o in catalog.offerings if o.unpriced}
+
+    def tiers(choice):
+        def tier(option):
+            return (option.offering in unpriced,
+                    beyond_supply(obtain, catalog.offering(option.offering), option.provisioning, option.hosts))
+        keys = [tier(o) for o in choice.options]
+        assert keys == sorted(keys)
+        hours = [float(d.get("capacity_wall_hours", o.hours)) if d.get("capacity_mode") in ("aws-capacity-block",
+                                                                                          "gcp-calendar") else o.hours
+                 for o, d in zip(choice.options, choice.option_details)]
+        return [[(o, h) for o, h, k in zip(choice.options, hours, keys) if k == key] for key in dict.fromkeys(keys)]
+
+    for group in tiers(choose(spec(), catalog, "cost")):
+        assert [o.total_usd for o, _ in group] == sorted(o.total_usd for o, _ in group)
     # Time: the options within time_objective_tolerance of the fastest run first, cheapest first; then by time.
     tolerance = resolve(spec(), catalog.defaults)["time_objective_tolerance"]
-    fastest = min(o.hours for o in time)
-    near = [o for o in time if o.hours <= fastest * (1 + tolerance)]
+    time = tiers(choose(spec(), catalog, "time"))[0]
+    fastest = min(h for _, h in time)
+    near = [(o, h) for o, h in time if h <= fastest * (1 + tolerance)]
     assert time[:len(near)] == near
-    assert [o.total_usd for o in near] == sorted(o.total_usd for o in near)
-    assert [o.hours for o in time[len(near):]] == sorted(o.hours for o in time[len(near):])
+    assert [o.total_usd for o, _ in near] == sorted(o.total_usd for o, _ in near)
+    assert [h for _, h in time[len(near):]] == sorted(h for _, h in time[len(near):])
 
 
 def test_the_time_objective_takes_the_cheapest_option_about_as_fast_as_the_fastest(catalog):
