@@ -46,11 +46,10 @@ class Booking:
 
     @property
     def max_hosts(self) -> int | None:
-        """The most hosts the search books through the mode: one request (one Capacity Block, one calendar-mode
-        request). Capacity Blocks sell up to 256 instances across blocks, but a fleet of several blocks needs a
-        node group per block, each targeting its own block id, which the stack does not build yet (one
-        reservation target per plan): such a fleet is not offered rather than planned into something unbuildable."""
-        return self.mode.limits.max_hosts_per_request
+        """The most hosts the search books through the mode: 256 instances across Capacity Blocks, one
+        calendar-mode request."""
+        limits = self.mode.limits
+        return limits.max_hosts_total or limits.max_hosts_per_request
 
     @property
     def words(self) -> str:
@@ -74,10 +73,10 @@ def supply_problem(mode: CapacityMode, hosts: int, chips: int, tpu: bool) -> str
         if capacity_blocks(hosts, tuple(limits.hosts_per_request), limits.max_hosts_total or 0) is None:
             return (f"{hosts} instances is past the {limits.max_hosts_total} capacity blocks allow across blocks "
                     f"({limits.max_hosts_per_request} per block; {limits.source})")
-        if hosts not in limits.hosts_per_request:
-            return (f"{hosts} instances takes several blocks (blocks hold "
-                    f"{', '.join(str(n) for n in limits.hosts_per_request)} instances; {limits.source}), and the "
-                    "stack builds one block per fleet today")
+        if block_sizes(mode, hosts) is None:
+            return (f"{hosts} instances is not full {limits.max_hosts_per_request}-instance blocks and at most one "
+                    f"smaller block (blocks hold {', '.join(str(n) for n in limits.hosts_per_request)} instances; "
+                    f"{limits.source}): the stack builds one node group per block")
         return None
     if tpu and limits.max_chips_per_request is not None:
         if chips > limits.max_chips_per_request:
@@ -90,11 +89,29 @@ def supply_problem(mode: CapacityMode, hosts: int, chips: int, tpu: bool) -> str
     return None
 
 
-def blocks_words(mode: CapacityMode, hosts: int) -> str:
-    """'4 blocks of 64 instances' / '1 block of 32 instances' (Capacity Blocks), else ''."""
+def block_sizes(mode: CapacityMode, hosts: int) -> list[int] | None:
+    """The Capacity Blocks a fleet of `hosts` is bought as, one node group each: full blocks of the largest size,
+    then at most one smaller block (the layout a GPU pool split at the largest block expresses: Plan
+    gpu.nodes_per_pool); None when `hosts` is not such a sum or is past the total across blocks."""
     limits = mode.limits
-    if not limits.hosts_per_request:
+    if not limits.hosts_per_request or hosts <= 0 or hosts > (limits.max_hosts_total or 0):
+        return None
+    largest = max(limits.hosts_per_request)
+    full, rest = divmod(hosts, largest)
+    if rest and rest not in limits.hosts_per_request:
+        return None
+    return [largest] * full + ([rest] if rest else [])
+
+
+def booked_fleet_sizes(mode: CapacityMode, most: int) -> list[int]:
+    """Every fleet size up to `most` hosts the mode sells as blocks (block_sizes), smallest first."""
+    return [hosts for hosts in range(1, most + 1) if block_sizes(mode, hosts) is not None]
+
+
+def blocks_words(mode: CapacityMode, hosts: int) -> str:
+    """'2 blocks of 64, 32 instances' / '1 block of 32 instances' (Capacity Blocks), else ''."""
+    if not mode.limits.hosts_per_request:
         return ""
-    blocks = capacity_blocks(hosts, tuple(limits.hosts_per_request), limits.max_hosts_total or 0) or []
+    blocks = block_sizes(mode, hosts) or []
     sizes = ", ".join(str(size) for size in blocks)
     return f"{len(blocks)} block{'s' if len(blocks) != 1 else ''} of {sizes} instances"

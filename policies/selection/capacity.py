@@ -191,7 +191,8 @@ def booked_timing(booking: Booking, hosts: int, chips: int, run_hours: float, tp
                       "cannot be booked now, so the mode is not offered")
     blocks = blocks_words(mode, hosts)
     if blocks and not blocks.startswith("1 block"):
-        blocks += " (each block is in one Availability Zone: book them all in the same one)"
+        blocks += (" (each block is in one Availability Zone: book them all in the same zone for the same window, "
+                   "a node group each)")
     booked = (f"~{booking.lead_days:g} days ahead ({'estimate' if booking.lead_is_estimate else 'your figure'})")
     what = f"{blocks} for {days} days" if blocks else f"{hosts} VMs for {days} days"
     if mode.id == "aws-capacity-block":

@@ -21,7 +21,7 @@ from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
-from accel.policies.cloud.booking import supply_problem
+from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
 from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
@@ -118,11 +118,12 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         ladder = ctx.ladders.get((offering.id, max_nodes))
         if ladder is None:
             ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)
-        counts = booking.mode.limits.hosts_per_request if booking is not None else None
-        if counts:   # Capacity Blocks are sold in these instance counts only: the ladder is those sizes
+        if booking is not None and booking.mode.limits.hosts_per_request:
+            # Capacity Blocks come in fixed instance counts: the ladder is the fleets they make up (full blocks and
+            # at most one smaller one, a node group each: policies/cloud/booking.py).
             key = ("booked", offering.id, booking.id, max_nodes)
             ladder = ctx.ladders.get(key) or ctx.ladders.setdefault(key, TpuLadder(tuple(
-                gpu_fleet(offering, n) for n in sorted(counts) if n <= max_nodes)))
+                gpu_fleet(offering, n) for n in booked_fleet_sizes(booking.mode, max_nodes))))
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
