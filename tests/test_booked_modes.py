@@ -21,7 +21,7 @@ import yaml
 
 from accel.offline_plan import plan_stack
 from accel.policies.catalog import load_catalog
-from accel.policies.cloud.booking import supply_problem, window_days
+from accel.policies.cloud.booking import block_sizes, supply_problem, window_days
 from accel.policies.cloud.capacity_modes import load_modes
 from accel.policies.selection.capacity import Obtaining, booked_timing, obtaining
 from accel.policies.selection.choose import NoFeasibleOption, choose, make_plan
@@ -47,6 +47,8 @@ def workload(name: str, *, clouds, accelerators, tokens: str = "100B", deadline:
 
 # A 70B fine-tune on P5 with a month: a Capacity Block ($41.528/instance-h in us-east-1) beats on-demand list.
 CB_WORKLOAD = dict(name="cb-finetune", clouds=["aws"], accelerators=["h100-80gb"])
+# Ten times the tokens in two months: past one block, booked as several (a node group each).
+BLOCKS_WORKLOAD = {**CB_WORKLOAD, "name": "cb-blocks", "deadline": 60, "tokens": "1T"}
 # H200 on Google Cloud where flex-start is expected to supply at most 8 hosts (an override): calendar mode supplies.
 CALENDAR_WORKLOAD = dict(name="calendar-pretrain", clouds=["gcp"], accelerators=["h200-141gb"], tokens="300B",
                          kind="pretrain", framework="jax",
@@ -94,7 +96,7 @@ def test_a_booking_whose_lead_and_run_miss_the_deadline_is_not_offered(catalog):
     assert booked and all(float(d["capacity_wall_hours"]) <= 14 * 24 for _, d in booked)
 
 
-@pytest.mark.parametrize("spec", [CB_WORKLOAD, CALENDAR_WORKLOAD, {**CB_WORKLOAD, "deadline": 60, "tokens": "1T"}],
+@pytest.mark.parametrize("spec", [CB_WORKLOAD, CALENDAR_WORKLOAD, BLOCKS_WORKLOAD],
                          ids=["cb", "calendar", "cb-long"])
 def test_no_booked_option_is_past_its_modes_limits_or_off_its_window_grid(catalog, spec):
     choice = choose(workload(**spec), catalog)
@@ -104,7 +106,9 @@ def test_no_booked_option_is_past_its_modes_limits_or_off_its_window_grid(catalo
         days = option.hours / 24
         assert days == int(days) and detail["capacity_window_days"] == days
         if detail["capacity_mode"] == "aws-capacity-block":
-            assert option.hosts in (1, 2, 4, 8, 16, 32, 64) and days in CB_GRID
+            blocks = block_sizes(load_modes().modes["aws-capacity-block"], option.hosts)
+            assert blocks and all(size in (1, 2, 4, 8, 16, 32, 64) for size in blocks) and option.hosts <= 256
+            assert days in CB_GRID
         else:
             assert option.hosts <= 80 and 1 <= days <= 90
 
@@ -158,7 +162,8 @@ def test_a_fleet_past_one_request_is_refused_by_the_modes_limits():
     table = load_modes()
     cb, calendar = table.modes["aws-capacity-block"], table.modes["gcp-calendar"]
     assert supply_problem(cb, 64, 512, tpu=False) is None
-    assert "several blocks" in supply_problem(cb, 48, 384, tpu=False)        # 32 + 16: two blocks
+    assert supply_problem(cb, 96, 768, tpu=False) is None                    # 64 + 32: a node group each
+    assert "not full 64-instance blocks" in supply_problem(cb, 48, 384, tpu=False)   # 32 + 16: no such layout
     assert "past the 256" in supply_problem(cb, 2048, 16384, tpu=False)
     assert supply_problem(calendar, 80, 640, tpu=False) is None
     assert "past the 80" in supply_problem(calendar, 81, 648, tpu=False)
@@ -273,6 +278,49 @@ def test_pulumi_up_stops_until_the_block_is_declared_and_then_plans_on_it(cb_sta
     starts = sorted(s["inputs"]["startTime"] for s in of_type(document, "aws:autoscaling/schedule:Schedule"))
     # Scaled out at the block's start, in an hour before its end (policies/cloud/capacity_blocks.yaml).
     assert starts == ["2030-01-06T11:30:00Z", "2030-01-10T10:30:00Z"]
+
+
+def test_a_fleet_of_several_blocks_plans_a_node_group_per_block_and_binds_each_declared_block(tmp_path):
+    project = fresh_project(tmp_path)
+    config = write_chosen(project, "blocks", workload(**BLOCKS_WORKLOAD))
+    plan = config["accel:plan"]
+    sizes = block_sizes(load_modes().modes["aws-capacity-block"], plan["chosen"]["hosts"])
+    assert plan["capacity"]["mode"] == "aws-capacity-block" and len(sizes) > 1
+    document = plan_stack("blocks", None, project).to_json()
+
+    def groups(document):
+        found = {}
+        templates = {t["name"].removesuffix("-template"): t["inputs"] for t in
+                     of_type(document, "aws:ec2/launchTemplate:LaunchTemplate")}
+        for group in of_type(document, "aws:eks/nodeGroup:NodeGroup"):
+            if group["inputs"]["capacityType"] == "CAPACITY_BLOCK":
+                template = templates[group["name"].removesuffix("-nodes")]
+                target = template["capacityReservationSpecification"]["capacityReservationTarget"]
+                found[target["capacityReservationId"]] = group["inputs"]["scalingConfig"]["maxSize"]
+        return found
+
+    # One node group per block, each at most one block's size, each on its own (placeholder) block.
+    assert sorted(groups(document).values(), reverse=True) == sizes
+    assert set(groups(document)) == {f"cr-{i:017x}" for i in range(len(sizes))}
+    (entry,) = [n for n in document["needed_before_up"] if n["key"] == "accel:reservations"]
+    assert f"{len(sizes)} blocks of" in entry["why"] and "same window" in entry["why"]
+    assert all(f"accel:reservations[{i}].name" in entry["command"] for i in range(len(sizes)))
+    assert not [v for v in document["policy"]["violations"] if v["level"] == "mandatory"]
+    # Declared, each group targets its block; a block in another zone than the rest does not count.
+    blocks = [{"name": f"cr-0123456789abcde{i:02x}", "kind": "capacity-block", "machineType": plan["chosen"]["machine_type"],
+               "count": size, "zone": f"{plan['chosen']['region']}a", "start": "2030-01-06T11:30:00Z",
+               "end": f"2030-01-{6 + plan['chosen']['hours'] // 24:02.0f}T11:30:00Z"} for i, size in enumerate(sizes)]
+    path = project / "stacks" / "Pulumi.blocks.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["config"]["accel:reservations"] = blocks
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    document = plan_stack("blocks", None, project).to_json()
+    assert groups(document) == {b["name"]: b["count"] for b in blocks}
+    assert not [n for n in document["needed_before_up"] if n["key"] == "accel:reservations"]
+    data["config"]["accel:reservations"] = [*blocks[:-1], {**blocks[-1], "zone": f"{plan['chosen']['region']}b"}]
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    document = plan_stack("blocks", None, project).to_json()
+    assert [n for n in document["needed_before_up"] if n["key"] == "accel:reservations"]
 
 
 def test_a_calendar_mode_choice_plans_a_gke_pool_on_its_specific_reservation(tmp_path):

@@ -100,8 +100,10 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     # (not booked yet) a placeholder offline and a needed_before_up entry saying what to book (accel/stack/bookings.py).
     from accel.stack.bookings import on_booking
 
-    plan, reservations, booking_key = on_booking(plan, settings.reservations, stack)
-    plan = _on_reservations(plan, pinned, reservations, source)
+    booked = on_booking(plan, settings.reservations, stack)
+    plan, reservations, booking_key = booked.plan, booked.reservations, booked.needed
+    # A fleet on several blocks was matched block by block (kind, type, zone, window, count) by on_booking.
+    plan = _on_reservations(plan, pinned, reservations, source, check=not booked.block_ids)
     lifecycle = settings.lifecycle(source)
     declared_tags = _declared_tags(config, source)
     # `pulumi:tags` is ordinary stack config (pulumi/pulumi#12856): the CLI stamps it on the stack at
@@ -141,6 +143,7 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         upgrade_pause=(settings.upgradePause.start, settings.upgradePause.end) if settings.upgradePause else None,
         namespace=settings.namespace,
         capacity_block_window=capacity_block_window(plan, reservations),
+        capacity_block_ids=booked.block_ids,
     )
     args.validate()
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
@@ -163,14 +166,14 @@ def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
                                     for p in problems))
 
 
-def _on_reservations(plan: Plan, pinned: bool, reservations: list, source: str) -> Plan:
+def _on_reservations(plan: Plan, pinned: bool, reservations: list, source: str, check: bool = True) -> Plan:
     """A plan decided here takes the stack's reservation of its machine type; any plan must fit the
     declared reservations (machine type, zone, count), or the stack is refused before `pulumi up`."""
     from accel.policies.cloud.reservations import reservation_problems, use_reservation
 
     if not pinned:
         plan = use_reservation(plan, reservations)
-    problems = reservation_problems(plan, reservations)
+    problems = reservation_problems(plan, reservations) if check else []
     if problems:
         raise UsageError(f"{source}: accel:reservations: the planned pools do not fit the reservations: "
                          + "; ".join(problems))
