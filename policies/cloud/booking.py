@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from accel.policies.cloud.capacity_modes import CapacityMode
 from accel.policies.cloud.obtainability import capacity_block_days, capacity_blocks
@@ -103,9 +104,19 @@ def block_sizes(mode: CapacityMode, hosts: int) -> list[int] | None:
     return [largest] * full + ([rest] if rest else [])
 
 
-def booked_fleet_sizes(mode: CapacityMode, most: int) -> list[int]:
+def booked_fleet_sizes(mode: CapacityMode, most: int) -> tuple[int, ...]:
     """Every fleet size up to `most` hosts the mode sells as blocks (block_sizes), smallest first."""
-    return [hosts for hosts in range(1, most + 1) if block_sizes(mode, hosts) is not None]
+    limits = mode.limits
+    return _fleet_sizes(tuple(limits.hosts_per_request or ()), limits.max_hosts_total or 0, most)
+
+
+@lru_cache(maxsize=64)
+def _fleet_sizes(counts: tuple[int, ...], total: int, most: int) -> tuple[int, ...]:
+    """booked_fleet_sizes, once per limits (a search asks for every offering of the mode)."""
+    if not counts:
+        return ()
+    largest = max(counts)
+    return tuple(hosts for hosts in range(1, min(most, total) + 1) if hosts % largest in (0, *counts))
 
 
 def blocks_words(mode: CapacityMode, hosts: int) -> str:

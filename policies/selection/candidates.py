@@ -276,6 +276,8 @@ def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
         return []
     points: list[PricePoint] = []
     for booking in ctx.obtain.bookings(offering):
+        if booking.lead_hours >= ctx.deadline_h:
+            continue   # the lead time alone fills the deadline: nothing booked can finish in it
         if not booking.instance_usd:
             if booking.id == "aws-capacity-block":
                 continue

@@ -72,6 +72,15 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int, unsupplied
             candidate.spot, candidate.booking is not None)
 
 
+def _dominated(ctx: SearchContext, offering: Offering, point, on_demand: SizingOutcome | None) -> bool:
+    """A booked point priced at the on-demand list (calendar mode: no rate of its own) cannot beat the on-demand
+    fleet of the same regions when a zone is expected to supply that fleet: each booked size costs at least its
+    on-demand run (the whole window at the same rate) and finishes later (its lead), so it is not sized."""
+    if point.booking.instance_usd or offering.provisioning != "on-demand" or on_demand is None:
+        return False
+    return on_demand.best is not None and not unsupplied(ctx, on_demand.best)
+
+
 def unsupplied(ctx: SearchContext, candidate: Candidate) -> bool:
     """An on-demand candidate past the pool one zone is expected to supply (selection.capacity.beyond_supply)."""
     return ctx.obtain is not None and beyond_supply(ctx.obtain, candidate.offering, candidate.provisioning,
@@ -116,7 +125,10 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
         sized: dict[tuple[bool, str, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
+        on_demand: dict[tuple[str, ...], SizingOutcome] = {}
         for point in points:
+            if point.booking is not None and _dominated(ctx, offering, point, on_demand.get(tuple(point.regions))):
+                continue
             key = ((point.spot, point.booking.id if point.booking else "", ratio_key(point.chip, point.host))
                    if reuse and point.reserved is None else None)
             reference = sized.get(key) if key is not None else None
@@ -126,15 +138,18 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
                 outcome = size_offering(ctx, offering, point)
                 if key is not None and key not in sized:
                     sized[key] = (outcome, point.chip.usd)
+            if not point.spot and point.booking is None and point.reserved is None:
+                on_demand[tuple(point.regions)] = outcome
             found.near.extend(outcome.near)
             if outcome.best is None:
                 reasons.extend(outcome.reasons)
                 continue
             feasible = True
             order = region_order[offering.id]
+            past_pool = unsupplied(ctx, outcome.best)
             for region in point.regions:
-                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)),
-                                               unsupplied(ctx, outcome.best)), outcome.best, region))
+                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), past_pool),
+                                     outcome.best, region))
             first = point.regions[0]
             for alternative in outcome.alternatives:
                 found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)),

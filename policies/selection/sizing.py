@@ -329,6 +329,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         return score, candidate(i)
 
     def keep_closest() -> None:
+        if booking is not None:
+            # A booked fleet that misses is the same fleet as the on-demand one of this offering, later (its lead)
+            # and billed for a whole window: the on-demand point keeps the closest size for the explanation.
+            return
         near = closest()
         if near is not None:
             outcome.near.append((near[0], near[1], ""))
