@@ -7,6 +7,7 @@ Estimate."""
 from __future__ import annotations
 
 import difflib
+from datetime import date
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -289,19 +290,12 @@ def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
                 if region in booking.instance_usd:
                     groups.setdefault(booking.instance_usd[region][0], []).append(region)
         for usd, regions in groups.items():
-            words = booking.instance_usd[regions[0]][1]
-            chip = Price(usd=usd / offering.chips_per_host, source=f"{words} (Capacity Block rate per instance-hour "
-                                                                   f"${usd:,.3f})",
-                         as_of=_as_of(words))
+            source, _, as_of = booking.instance_usd[regions[0]][1].rpartition(", as of ")
+            chip = Price(usd=usd / offering.chips_per_host,
+                         source=f"{source} (Capacity Block rate per instance-hour ${usd:,.3f})",
+                         as_of=date.fromisoformat(as_of.strip()[:10]))
             points.append(PricePoint(False, regions, chip, None, booking=booking))
     return points
-
-
-def _as_of(words: str):
-    """The date in 'source: page, as of YYYY-MM-DD'."""
-    from datetime import date
-
-    return date.fromisoformat(words.rsplit("as of ", 1)[-1].strip()[:10])
 
 
 def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoint], list[tuple[str, str]]]:
