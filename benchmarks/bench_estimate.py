@@ -33,12 +33,12 @@ MOE_MEDIAN_TARGET = 0.25
 
 
 def whole_run_table(title: str, errors) -> tuple[float, float]:
-    print(f"\n{title:22} {'accelerator':11} {'chips':>6} {'active':>7} {'step':>6} {'goodput':>7} {'MoE':>6} "
+    print(f"\n{title:22} {'accelerator':11} {'chips':>6} {'active':>7} {'PP':>3} {'step':>6} {'goodput':>7} {'MoE':>6} "
           f"{'implied':>7} {'pred h':>10} {'pub h':>10} {'error':>7}")
     for e in errors:
         r = e.run
         print(f"{r.id:22} {r.accelerator:11} {e.chips:>6}{'*' if e.imputed_chips else ' '}{r.active / 1e9:>6.3g}B "
-              f"{e.step_mfu:>6.3f} {e.goodput:>7.3f} {e.other:>6.3f} {e.implied_mfu:>7.3f} {e.predicted_hours:>10.4g} "
+              f"{e.stages:>3} {e.step_mfu:>6.3f} {e.goodput:>7.3f} {e.other:>6.3f} {e.implied_mfu:>7.3f} {e.predicted_hours:>10.4g} "
               f"{r.accelerator_hours:>10.4g} {e.error:>+7.1%}")
     absolute = [abs(e.error) for e in errors]
     worst = max(errors, key=lambda e: abs(e.error))
@@ -72,7 +72,8 @@ def main() -> int:
     print(f"  target: median <= {MOE_MEDIAN_TARGET:.0%}")
     model = calibrated_model(catalog)
     g = model.goodput
-    print(f"whole-run model on all rows: goodput = exp({g.intercept:+.3f} {g.size_slope:+.3f} x) "
+    print(f"whole-run model on all rows: goodput = exp({g.intercept:+.3f} {g.size_slope:+.3f} x "
+          f"{g.pipeline_slope:+.3f} log2 PP) "
           + ", ".join(f"{name} {g.offsets[name]:+.3f} {g.slopes[name]:+.3f} x" for name in g.offsets)
           + f", x = log10(active parameters / 1e10), at most {g.max_goodput:g}; MoE factor {model.moe_factor:.3f}; "
           f"fp8 x{model.fp8_speedup:.3f}")

@@ -307,7 +307,10 @@ def whole_run_goodput(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, 
         return Factor(resolved["goodput"], OVERRIDE)
     fitted = whole_runs.calibrated_model(catalog).goodput
     generation = generations.generation(accelerator.id)
-    return Factor(fitted.goodput(generation, spec.model.active), fitted.source(generation))
+    # The parallel layout: the pipeline the training state needs on this hardware's nodes (a fleet at least one
+    # pipeline wide), as the rows were fitted with it.
+    stages = whole_runs.pipeline_stages(catalog, accelerator.id, min_chips_for_memory(spec, resolved, accelerator))
+    return Factor(fitted.goodput(generation, spec.model.active, stages), fitted.source(generation))
 
 
 def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerator, step_mfu) -> Factor | None:

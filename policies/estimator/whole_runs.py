@@ -11,9 +11,12 @@ Two layers, each fitted on its own kind of evidence (issue #30):
 - goodput: the share of the steps' speed a whole run keeps (restarts, evaluations, data stalls, stragglers,
   ramp-up, layouts the step rows never saw), fitted on the DENSE whole-run rows (whole_runs.yaml):
 
-      log goodput = a + c[generation] x log10(N_active / 1e10) + offset[generation]      (at most max_goodput)
+      log goodput = a + c[generation] x log10(N_active / 1e10) + offset[generation] + d x log2(stages)
+                                                                                       (at most max_goodput)
 
-  by model scale and hardware generation. A generation with fewer than `min_rows_for_offset` whole runs takes
+  by model scale, hardware generation and parallel layout: `stages` is the pipeline degree the estimator's own
+  layout (policies/parallelism.py) gives the model's training state on the hardware's nodes (1 when it fits
+  in a node, and on a TPU, whose slice shards the state); pre-registered in docs/choose.md. A generation with fewer than `min_rows_for_offset` whole runs takes
   the offset and slope of its nearest calibrated generation (policies/estimator/generations.py), else the
   pooled ones. The fleet size is not a term: tried (with 6N FLOPs), it fitted at -2.6% per doubling of chips
   and made the leave-one-out worse (dense median 12.2% -> 15.5%), so goodput is a property of the model and
@@ -47,6 +50,7 @@ from accel.policies import hardware
 from accel.policies.catalog.model import Catalog
 from accel.policies.estimator import calibration, generations, moe
 from accel.policies.estimator.calibration import MfuFit, median
+from accel.policies.parallelism import training_parallelism
 
 WHOLE_RUNS = Path(__file__).resolve().parent.parent / "catalog" / "whole_runs.yaml"
 SIZE_REFERENCE = 1e10
@@ -137,6 +141,7 @@ class WholeRunSettings(StrictModel):
     slope_ridge: float = Field(ge=0)
     min_rows_for_offset: int = Field(ge=1)
     max_goodput: float = Field(gt=0, le=1)
+    pipeline_term: bool
     all_to_all_overlap: float = Field(ge=0, lt=1)
     sources: dict[str, str]
 
@@ -202,6 +207,36 @@ def chips_of(run: WholeRun, impute) -> int:
     return run.chips or impute(run.parameters)
 
 
+def gpus_per_node(catalog: Catalog, accelerator_id: str) -> int:
+    """The node a multi-node training fleet of this accelerator is built from: the catalog's largest host."""
+    return max((o.chips_per_host for o in catalog.offerings if o.accelerator == accelerator_id), default=1)
+
+
+def pipeline_stages(catalog: Catalog, accelerator_id: str, min_chips: int, chips: int | None = None) -> int:
+    """The pipeline degree of the estimator's training layout for a state of `min_chips` chips' worth
+    (estimate.min_chips_for_memory) on `chips` chips (None: a fleet at least one pipeline wide); a TPU has
+    no pipeline (its slice shards the state)."""
+    if generations.generation(accelerator_id) == "tpu":
+        return 1
+    per_node = gpus_per_node(catalog, accelerator_id)
+    nodes = math.ceil(chips / per_node) if chips else 1 << 30
+    return training_parallelism(min_chips, per_node, nodes).pipeline
+
+
+def row_min_chips(run: WholeRun, catalog: Catalog) -> int:
+    """estimate.min_chips_for_memory for the row's model at the catalog's defaults: weights, gradients and
+    optimizer state of every parameter (a mixture of experts: the total) plus activation headroom, over the
+    compute chip's usable HBM."""
+    training = catalog.defaults.training
+    needed = run.parameters * training.bytes_per_parameter.value * (1.0 + training.activation_headroom.value)
+    usable = catalog.accelerator(run.compute_chip).hbm_bytes * training.hbm_usable_fraction.value
+    return max(1, math.ceil(needed / usable))
+
+
+def row_stages(run: WholeRun, catalog: Catalog, impute) -> int:
+    return pipeline_stages(catalog, run.compute_chip, row_min_chips(run, catalog), chips_of(run, impute))
+
+
 def step_mfu(step_fit: MfuFit, catalog: Catalog, run: WholeRun, chips: int) -> float:
     accelerator = catalog.accelerator(run.compute_chip)
     return calibration.predict(step_fit, catalog, accelerator, run.active, chips, run.slices)
@@ -209,7 +244,8 @@ def step_mfu(step_fit: MfuFit, catalog: Catalog, run: WholeRun, chips: int) -> f
 
 @dataclass(frozen=True)
 class GoodputFit:
-    """log goodput = intercept + offset[g] + (size_slope + slope[g]) x log10(N_active / 1e10), capped."""
+    """log goodput = intercept + offset[g] + (size_slope + slope[g]) x log10(N_active / 1e10)
+    + pipeline_slope x log2(stages), capped."""
 
     intercept: float
     size_slope: float
@@ -218,6 +254,7 @@ class GoodputFit:
     max_goodput: float
     rows: int
     borrowed: dict[str, str] = field(default_factory=dict)   # generation -> the one it borrows from
+    pipeline_slope: float = 0.0                               # per doubling of pipeline stages (log)
 
     def own_generation(self, name: str) -> str | None:
         """The generation whose offset applies: its own, its nearest calibrated one, or None (pooled)."""
@@ -225,10 +262,10 @@ class GoodputFit:
             return name
         return generations.nearest_calibrated_generation(name, self.offsets)
 
-    def goodput(self, generation: str, active_parameters: float) -> float:
+    def goodput(self, generation: str, active_parameters: float, stages: int = 1) -> float:
         x = math.log10(active_parameters / SIZE_REFERENCE)
         own = self.own_generation(generation)
-        log = self.intercept + self.size_slope * x
+        log = self.intercept + self.size_slope * x + self.pipeline_slope * math.log2(stages)
         if own is not None:
             log += self.offsets[own] + self.slopes[own] * x
         return min(math.exp(log), self.max_goodput)
@@ -239,8 +276,10 @@ class GoodputFit:
                  f"{own}'s offset (nearest calibrated generation: {generation} has too few published whole runs)"
                  if own else f"the pooled intercept ({generation} has too few published whole runs and no "
                              "calibrated generation before it)")
+        layout = (f", parallel layout (x{math.exp(self.pipeline_slope):.3g} per doubling of pipeline stages)"
+                  if self.pipeline_slope else "")
         return (f"fitted on {self.rows} published dense whole runs (policies/catalog/whole_runs.yaml) by model "
-                f"size and hardware generation; {where}; at most {self.max_goodput:g}")
+                f"size{layout} and hardware generation; {where}; at most {self.max_goodput:g}")
 
 
 def fit_goodput(rows: list[WholeRun], step_fit: MfuFit, catalog: Catalog, impute,
@@ -252,20 +291,25 @@ def fit_goodput(rows: list[WholeRun], step_fit: MfuFit, catalog: Catalog, impute
         counts[generation_of(r)] = counts.get(generation_of(r), 0) + 1
     own = sorted(g for g, n in counts.items() if n >= settings.min_rows_for_offset)
     fp8 = fp8_speedup()
+    layout = settings.pipeline_term
     features, targets = [], []
     for r in rows:
         x = math.log10(r.active / SIZE_REFERENCE)
         g = generation_of(r)
         g = g if g in own else generations.nearest_calibrated_generation(g, own)
         row = [1.0, x] + [1.0 if g == o else 0.0 for o in own] + [x if g == o else 0.0 for o in own]
+        if layout:
+            row.append(math.log2(row_stages(r, catalog, impute)))
         features.append(row)
         predicted = step_mfu(step_fit, catalog, r, chips_of(r, impute)) * (fp8 if r.precision == "fp8" else 1.0)
         targets.append(math.log(implied_mfu(r, catalog) / predicted))
     penalty = [0.0, settings.slope_ridge] + [settings.offset_ridge] * len(own) + [settings.offset_ridge] * len(own)
+    penalty += [settings.slope_ridge] if layout else []
     w = calibration._ridge(features, targets, penalty)
     n = len(own)
     return GoodputFit(intercept=w[0], size_slope=w[1], offsets=dict(zip(own, w[2:2 + n])),
-                      slopes=dict(zip(own, w[2 + n:])), max_goodput=settings.max_goodput, rows=len(rows))
+                      slopes=dict(zip(own, w[2 + n:2 + 2 * n])), max_goodput=settings.max_goodput, rows=len(rows),
+                      pipeline_slope=w[2 + 2 * n] if layout else 0.0)
 
 
 # ---------------------------------------------------------------------------------------------- MoE
@@ -285,7 +329,8 @@ def moe_parts(run: WholeRun, step_fit: MfuFit, goodput: GoodputFit, catalog: Cat
     compute = flops_per_token(run.active, run.layers, run.hidden, run.sequence_length) / (peak * step)
     layout = moe.layout(moe_shape(run), run.accelerator, compute, overlap, run.expert_parallel, chips)
     precision = fp8_speedup() if run.precision == "fp8" else 1.0
-    predicted = step * goodput.goodput(generation_of(run), run.active) * layout.efficiency * precision
+    kept = goodput.goodput(generation_of(run), run.active, row_stages(run, catalog, impute))
+    predicted = step * kept * layout.efficiency * precision
     return implied_mfu(run, catalog), predicted, layout
 
 
@@ -348,6 +393,7 @@ class WholeRunError:
     other: float            # all-to-all x MoE factor (1 for dense)
     implied_mfu: float
     predicted_mfu: float
+    stages: int = 1         # pipeline stages of the estimator's layout for the row
 
     @property
     def error(self) -> float:
@@ -386,10 +432,11 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
         goodput = fit_goodput(others, step_fit, catalog, impute)
         chips = chips_of(run, impute)
         step = step_mfu(step_fit, catalog, run, chips)
-        kept = goodput.goodput(generation_of(run), run.active)
+        stages = row_stages(run, catalog, impute)
+        kept = goodput.goodput(generation_of(run), run.active, stages)
         predicted = step * kept * (fp8 if run.precision == "fp8" else 1.0)
         dense_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, 1.0,
-                                          implied_mfu(run, catalog), predicted))
+                                          implied_mfu(run, catalog), predicted, stages))
     step_all = steps.without([])
     everything = table.dense + table.moe
     goodput_all = fit_goodput(table.dense, step_all, catalog, chips_rule(everything))
@@ -402,11 +449,12 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
         impute = chips_rule([x for x in everything if x is not run])
         chips = chips_of(run, impute)
         step = step_mfu(step_all, catalog, run, chips)
-        kept = goodput_all.goodput(generation_of(run), run.active)
+        stages = row_stages(run, catalog, impute)
+        kept = goodput_all.goodput(generation_of(run), run.active, stages)
         # goodput x MoE (all-to-all x m) is at most max_goodput, as in the estimator
         capped = min(predicted * m, predicted / (kept * layout.efficiency) * goodput_all.max_goodput)
         moe_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, layout.efficiency * m, observed,
-                                        capped))
+                                        capped, stages))
     return dense_errors, moe_errors
 
 
