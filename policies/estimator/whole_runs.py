@@ -343,6 +343,37 @@ def moe_factor(parts: list[tuple[float, float, moe.ExpertLayout]]) -> float:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """How wrong a whole-run estimate may be: published / predicted accelerator-hours over rows each predicted
+    by fits without it (leave-one-out), as the 10th and 90th percentiles (linear interpolation) and the
+    extremes, with the rows they come from."""
+
+    kind: str                 # "dense" or "mixture-of-experts"
+    rows: int
+    low: float                # 10th percentile of published / predicted
+    high: float               # 90th percentile
+    lowest: tuple[str, float]
+    highest: tuple[str, float]
+    beside: "Spread | None" = None   # the dense rows' spread, beside a mixture of experts' few rows
+
+    def text(self) -> str:
+        words = (f"published {self.kind} whole runs took {self.low:.2f}x to {self.high:.2f}x the hours the model "
+                 f"predicted for them without them (10th to 90th percentile of {self.rows}, leave-one-out; extremes "
+                 f"{self.lowest[1]:.2f}x {self.lowest[0]}, {self.highest[1]:.2f}x {self.highest[0]})")
+        if self.beside is not None:
+            words += (f"; {self.rows} rows are few: the {self.beside.rows} {self.beside.kind} runs' "
+                      f"{self.beside.low:.2f}x to {self.beside.high:.2f}x is the wider view")
+        return words
+
+
+def spread(kind: str, errors: list["WholeRunError"], beside: Spread | None = None) -> Spread:
+    ratios = sorted((1.0 / (1.0 + e.error), e.run.id) for e in errors)
+    deciles = statistics.quantiles([r for r, _ in ratios], n=10, method="inclusive")
+    return Spread(kind, len(ratios), deciles[0], deciles[-1], (ratios[0][1], ratios[0][0]),
+                  (ratios[-1][1], ratios[-1][0]), beside)
+
+
+@dataclass(frozen=True)
 class WholeRunModel:
     """Everything fitted on all rows: what `accel choose` uses."""
 
@@ -351,6 +382,11 @@ class WholeRunModel:
     fp8_speedup: float
     overlap: float
     moe_rows: int
+    dense_spread: Spread | None = None
+    moe_spread: Spread | None = None
+
+    def spread_for(self, is_moe: bool) -> Spread | None:
+        return self.moe_spread if is_moe else self.dense_spread
 
 
 _MODELS: dict[tuple, WholeRunModel] = {}
@@ -370,7 +406,9 @@ def calibrated_model(catalog: Catalog) -> WholeRunModel:
             goodput = fit_goodput(table.dense, step_fit, catalog, impute)
             overlap = table.model_settings.all_to_all_overlap
             parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
-            return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe))
+            dense, mixture = leave_one_out(catalog)
+            return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe),
+                                 spread("dense", dense), spread("mixture-of-experts", mixture, spread("dense", dense)))
 
         found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, calibration.PUBLISHED_RUNS], compute,
                                        code=[calibration.POLICIES_DIR], extra=key)
@@ -458,5 +496,5 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
     return dense_errors, moe_errors
 
 
-__all__ = ["GoodputFit", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable", "calibrated_model",
+__all__ = ["GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable", "calibrated_model",
            "fit_goodput", "fp8_speedup", "leave_one_out", "median", "whole_runs"]
