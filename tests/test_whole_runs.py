@@ -319,3 +319,35 @@ def test_a_671b_total_37b_active_moe_plans_at_a_defensible_fleet(catalog):
     chip_hours = chosen.chips * chosen.hours
     assert 1024 <= chosen.chips <= 8192
     assert 0.5 * 2.664e6 <= chip_hours <= 1.5 * 2.664e6
+
+
+# ---------------------------------------------------------------------------------------------- how wrong it may be
+
+
+def test_the_stated_spread_is_the_leave_one_out_residuals_deciles(catalog, loo):
+    dense, mixture = loo
+    model = whole_runs.calibrated_model(catalog)
+    for spread, errors in ((model.dense_spread, dense), (model.moe_spread, mixture)):
+        ratios = [1.0 / (1.0 + e.error) for e in errors]   # published / predicted hours
+        deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+        assert spread.rows == len(errors)
+        assert (spread.low, spread.high) == pytest.approx((deciles[0], deciles[-1]))
+        assert spread.lowest[1] == pytest.approx(min(ratios)) and spread.highest[1] == pytest.approx(max(ratios))
+        assert spread.low < 1.0 < spread.high
+    # A mixture of experts' few rows are shown beside the dense ones.
+    assert model.moe_spread.beside == model.dense_spread and "wider view" in model.moe_spread.text()
+
+
+def test_choose_says_how_wrong_a_training_estimate_may_be_unless_the_workload_fixes_goodput(catalog):
+    spec = workload({"parameters": "8B"}, tokens="200B")
+    choice = choose(spec, catalog)
+    line = next(r for r in choice.rationale if r.startswith("How wrong this may be: "))
+    spread = whole_runs.calibrated_model(catalog).dense_spread
+    assert f"{spread.low:.2f}x to {spread.high:.2f}x" in line and "leave-one-out" in line
+    assert any(a.name == "whole-run spread" for a in choice.estimate.assumptions)
+    fixed = workload_from_mapping({"name": "w", "kind": "pretrain", "model": {"parameters": "8B"},
+                                   "training": {"tokens": "200B", "framework": "pytorch"},
+                                   "assumptions": {"goodput": 0.8}}, "w.yaml")
+    choice = choose(fixed, catalog)
+    assert not any(r.startswith("How wrong") for r in choice.rationale)
+    assert not any(a.name == "whole-run spread" for a in choice.estimate.assumptions)
