@@ -77,6 +77,8 @@ def main() -> int:
           + ", ".join(f"{name} {g.offsets[name]:+.3f} {g.slopes[name]:+.3f} x" for name in g.offsets)
           + f", x = log10(active parameters / 1e10), at most {g.max_goodput:g}; MoE factor {model.moe_factor:.3f}; "
           f"fp8 x{model.fp8_speedup:.3f}")
+    for spread in (model.dense_spread, model.moe_spread):
+        print(f"stated by accel choose: {spread.text()}")
     whole_ok = dense_median <= MEDIAN_TARGET and dense_worst <= WORST_TARGET and moe_median <= MOE_MEDIAN_TARGET
     print(f"\n{'serving figure':36} {'published':>9} {'predicted':>9} {'error':>7}   (generated tok/s per chip)")
     serving = serving_errors(catalog)
