@@ -100,7 +100,8 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
     if uncertainty is not None:
         lines.append(f"How wrong this may be: {duration(chosen.hours * uncertainty.low)} to "
                      f"{duration(chosen.hours * uncertainty.high)}, {money(chosen.total_usd * uncertainty.low)} to "
-                     f"{money(chosen.total_usd * uncertainty.high)}: {uncertainty.text()}.")
+                     f"{money(chosen.total_usd * uncertainty.high)}: {uncertainty.text()}; a team unlike those "
+                     "that published them can fall outside it (docs/choose.md).")
     if near_fastest:
         sooner = chosen.hours - fastest.hours
         lines.append(f"The fastest option, {describe(fastest)}, would finish {duration(sooner)} "
