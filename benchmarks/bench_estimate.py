@@ -43,7 +43,8 @@ def whole_run_table(title: str, errors) -> tuple[float, float]:
     absolute = [abs(e.error) for e in errors]
     worst = max(errors, key=lambda e: abs(e.error))
     print(f"{len(errors)} {title.lower()}, leave-one-out error in accelerator-hours: median {median(absolute):.1%}, "
-          f"worst {abs(worst.error):.1%} on {worst.run.id} (* chips not published: imputed from the other rows)")
+          f"worst {abs(worst.error):.1%} on {worst.run.id} (* chips not published: imputed from the other rows; "
+          "PP: the pipeline stages the estimator's layout gives the row, a diagnostic fitted into nothing)")
     return median(absolute), abs(worst.error)
 
 
@@ -72,8 +73,7 @@ def main() -> int:
     print(f"  target: median <= {MOE_MEDIAN_TARGET:.0%}")
     model = calibrated_model(catalog)
     g = model.goodput
-    print(f"whole-run model on all rows: goodput = exp({g.intercept:+.3f} {g.size_slope:+.3f} x "
-          f"{g.pipeline_slope:+.3f} log2 PP) "
+    print(f"whole-run model on all rows: goodput = exp({g.intercept:+.3f} {g.size_slope:+.3f} x) "
           + ", ".join(f"{name} {g.offsets[name]:+.3f} {g.slopes[name]:+.3f} x" for name in g.offsets)
           + f", x = log10(active parameters / 1e10), at most {g.max_goodput:g}; MoE factor {model.moe_factor:.3f}; "
           f"fp8 x{model.fp8_speedup:.3f}")

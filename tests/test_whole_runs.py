@@ -147,7 +147,7 @@ def test_dense_whole_runs_leave_one_out_median_within_target(loo):
 
 
 @pytest.mark.xfail(strict=True, reason="Phi-2 (card: 1.4T tokens on 96 A100 in 14 days, a whole-run MFU above "
-                                        "every A100 step row) is predicted +67%; no other row is over 50%")
+                                        "every A100 step row) is predicted +72%; no other row is over 50%")
 def test_dense_whole_runs_leave_one_out_worst_within_target(loo):
     dense, _ = loo
     _, worst = _summary(dense)
@@ -171,16 +171,17 @@ def test_leave_one_out_does_not_see_the_row(catalog, loo):
     table = whole_runs.whole_runs()
     row = next(r for r in table.dense if r.id == "llama2-70b")
     error = next(e for e in dense if e.run.id == row.id)
-    full = whole_runs.calibrated_model(catalog).goodput.goodput(whole_runs.generation_of(row), row.active, error.stages)
+    full = whole_runs.calibrated_model(catalog).goodput.goodput(whole_runs.generation_of(row), row.active)
     assert error.goodput != pytest.approx(full, rel=1e-6)
 
 
-# ---------------------------------------------------------------------------------------------- the layout term
+# ---------------------------------------------------------------------------------------------- the layout (a diagnostic)
 
 
 def test_a_rows_pipeline_is_the_one_the_estimators_own_layout_gives_its_model(catalog):
-    """The layout feature of a row is what `accel choose` would lay out for that model on that hardware: the
-    estimator's memory rule (min_chips_for_memory) and the Plan's training parallelism."""
+    """The benchmark's PP column (a diagnostic, fitted into nothing) is what `accel choose` would lay out for
+    that model on that hardware: the estimator's memory rule (min_chips_for_memory) and the Plan's training
+    parallelism."""
     from accel.policies.parallelism import training_parallelism
 
     table = whole_runs.whole_runs()
@@ -200,20 +201,20 @@ def test_a_rows_pipeline_is_the_one_the_estimators_own_layout_gives_its_model(ca
     assert whole_runs.row_stages(by_id["llama2-7b"], catalog, impute) == 1
 
 
-def test_the_workloads_goodput_carries_the_layout_of_its_hardware(catalog):
-    """The same 70B model needs more pipeline stages on 40 GB A100s than on 80 GB ones; the fitted layout
-    slope moves its goodput by exactly that many doublings (both are Ampere)."""
+def test_the_pipeline_a_chips_memory_forces_does_not_buy_goodput(catalog):
+    """The pre-registered layout term was not adopted (docs/choose.md): it fitted positive, so memory-forced
+    pipelining would have raised goodput. The same 70B model pipelines over 8 stages on 40 GB A100s and 4 on
+    80 GB ones, and keeps the same whole-run goodput on both (both are Ampere)."""
     fitted = whole_runs.calibrated_model(catalog).goodput
     spec = workload({"parameters": "70B"})
     resolved = resolve(spec, catalog.defaults)
-    small = whole_run_goodput(spec, resolved, catalog, catalog.accelerator("a100-40gb")).value
-    large = whole_run_goodput(spec, resolved, catalog, catalog.accelerator("a100-80gb")).value
+    small = whole_run_goodput(spec, resolved, catalog, catalog.accelerator("a100-40gb"))
+    large = whole_run_goodput(spec, resolved, catalog, catalog.accelerator("a100-80gb"))
     stages = {a: whole_runs.pipeline_stages(catalog, a, min_chips_for_memory(spec, resolved, catalog.accelerator(a)))
               for a in ("a100-40gb", "a100-80gb")}
     assert stages == {"a100-40gb": 8, "a100-80gb": 4}
-    if max(small, large) < fitted.max_goodput:
-        assert small / large == pytest.approx(math.exp(fitted.pipeline_slope))
-    assert "parallel layout" in fitted.source("ampere")
+    assert small.value == large.value == fitted.goodput("ampere", 70e9) < fitted.max_goodput
+    assert "layout" not in small.source and "pipeline" not in small.source
 
 
 def test_goodput_never_exceeds_one_and_grows_with_size_on_hopper(catalog):

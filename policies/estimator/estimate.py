@@ -307,10 +307,7 @@ def whole_run_goodput(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, 
         return Factor(resolved["goodput"], OVERRIDE)
     fitted = whole_runs.calibrated_model(catalog).goodput
     generation = generations.generation(accelerator.id)
-    # The parallel layout: the pipeline the training state needs on this hardware's nodes (a fleet at least one
-    # pipeline wide), as the rows were fitted with it.
-    stages = whole_runs.pipeline_stages(catalog, accelerator.id, min_chips_for_memory(spec, resolved, accelerator))
-    return Factor(fitted.goodput(generation, spec.model.active, stages), fitted.source(generation))
+    return Factor(fitted.goodput(generation, spec.model.active), fitted.source(generation))
 
 
 def whole_run_spread(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog) -> whole_runs.Spread | None:

@@ -11,16 +11,18 @@ Two layers, each fitted on its own kind of evidence (issue #30):
 - goodput: the share of the steps' speed a whole run keeps (restarts, evaluations, data stalls, stragglers,
   ramp-up, layouts the step rows never saw), fitted on the DENSE whole-run rows (whole_runs.yaml):
 
-      log goodput = a + c[generation] x log10(N_active / 1e10) + offset[generation] + d x log2(stages)
-                                                                                       (at most max_goodput)
+      log goodput = a + c[generation] x log10(N_active / 1e10) + offset[generation]      (at most max_goodput)
 
-  by model scale, hardware generation and parallel layout: `stages` is the pipeline degree the estimator's own
-  layout (policies/parallelism.py) gives the model's training state on the hardware's nodes (1 when it fits
-  in a node, and on a TPU, whose slice shards the state); pre-registered in docs/choose.md. A generation with fewer than `min_rows_for_offset` whole runs takes
+  by model scale and hardware generation. A generation with fewer than `min_rows_for_offset` whole runs takes
   the offset and slope of its nearest calibrated generation (policies/estimator/generations.py), else the
   pooled ones. The fleet size is not a term: tried (with 6N FLOPs), it fitted at -2.6% per doubling of chips
   and made the leave-one-out worse (dense median 12.2% -> 15.5%), so goodput is a property of the model and
-  the generation; the step model already charges a fleet's scale.
+  the generation; the step model already charges a fleet's scale. The parallel layout is not a term either:
+  pre-registered in docs/choose.md (log2 of the pipeline stages), it met its rule on the table's rows but
+  fitted with the sign opposite to its physical reason (+8% goodput per doubling of stages), made the held-out
+  runs worse and would reward memory-forced pipelining in the fleets it sizes; it stands for "a large,
+  experienced team", not a cause. The row's pipeline degree (`row_stages`) stays a diagnostic column of
+  benchmarks/bench_estimate.py, fitted into nothing.
 - fp8: the geometric mean of the published fp8-vs-bf16 speed-ups (whole_runs.yaml fp8_evidence).
 - moe: m x all-to-all efficiency; the all-to-all against the fabric it crosses (policies/estimator/moe.py),
   m (router imbalance, grouped matmuls, token dropping) one factor fitted on the MoE whole-run rows.
@@ -141,7 +143,6 @@ class WholeRunSettings(StrictModel):
     slope_ridge: float = Field(ge=0)
     min_rows_for_offset: int = Field(ge=1)
     max_goodput: float = Field(gt=0, le=1)
-    pipeline_term: bool
     all_to_all_overlap: float = Field(ge=0, lt=1)
     sources: dict[str, str]
 
@@ -213,7 +214,7 @@ def gpus_per_node(catalog: Catalog, accelerator_id: str) -> int:
 
 
 def pipeline_stages(catalog: Catalog, accelerator_id: str, min_chips: int, chips: int | None = None) -> int:
-    """The pipeline degree of the estimator's training layout for a state of `min_chips` chips' worth
+    """Diagnostic only (not a term of the fit, see the module's docstring): the pipeline degree of the estimator's training layout for a state of `min_chips` chips' worth
     (estimate.min_chips_for_memory) on `chips` chips (None: a fleet at least one pipeline wide); a TPU has
     no pipeline (its slice shards the state)."""
     if generations.generation(accelerator_id) == "tpu":
@@ -244,8 +245,7 @@ def step_mfu(step_fit: MfuFit, catalog: Catalog, run: WholeRun, chips: int) -> f
 
 @dataclass(frozen=True)
 class GoodputFit:
-    """log goodput = intercept + offset[g] + (size_slope + slope[g]) x log10(N_active / 1e10)
-    + pipeline_slope x log2(stages), capped."""
+    """log goodput = intercept + offset[g] + (size_slope + slope[g]) x log10(N_active / 1e10), capped."""
 
     intercept: float
     size_slope: float
@@ -254,7 +254,6 @@ class GoodputFit:
     max_goodput: float
     rows: int
     borrowed: dict[str, str] = field(default_factory=dict)   # generation -> the one it borrows from
-    pipeline_slope: float = 0.0                               # per doubling of pipeline stages (log)
 
     def own_generation(self, name: str) -> str | None:
         """The generation whose offset applies: its own, its nearest calibrated one, or None (pooled)."""
@@ -262,10 +261,10 @@ class GoodputFit:
             return name
         return generations.nearest_calibrated_generation(name, self.offsets)
 
-    def goodput(self, generation: str, active_parameters: float, stages: int = 1) -> float:
+    def goodput(self, generation: str, active_parameters: float) -> float:
         x = math.log10(active_parameters / SIZE_REFERENCE)
         own = self.own_generation(generation)
-        log = self.intercept + self.size_slope * x + self.pipeline_slope * math.log2(stages)
+        log = self.intercept + self.size_slope * x
         if own is not None:
             log += self.offsets[own] + self.slopes[own] * x
         return min(math.exp(log), self.max_goodput)
@@ -276,10 +275,8 @@ class GoodputFit:
                  f"{own}'s offset (nearest calibrated generation: {generation} has too few published whole runs)"
                  if own else f"the pooled intercept ({generation} has too few published whole runs and no "
                              "calibrated generation before it)")
-        layout = (f", parallel layout (x{math.exp(self.pipeline_slope):.3g} per doubling of pipeline stages)"
-                  if self.pipeline_slope else "")
         return (f"fitted on {self.rows} published dense whole runs (policies/catalog/whole_runs.yaml) by model "
-                f"size{layout} and hardware generation; {where}; at most {self.max_goodput:g}")
+                f"size and hardware generation; {where}; at most {self.max_goodput:g}")
 
 
 def fit_goodput(rows: list[WholeRun], step_fit: MfuFit, catalog: Catalog, impute,
@@ -291,25 +288,20 @@ def fit_goodput(rows: list[WholeRun], step_fit: MfuFit, catalog: Catalog, impute
         counts[generation_of(r)] = counts.get(generation_of(r), 0) + 1
     own = sorted(g for g, n in counts.items() if n >= settings.min_rows_for_offset)
     fp8 = fp8_speedup()
-    layout = settings.pipeline_term
     features, targets = [], []
     for r in rows:
         x = math.log10(r.active / SIZE_REFERENCE)
         g = generation_of(r)
         g = g if g in own else generations.nearest_calibrated_generation(g, own)
         row = [1.0, x] + [1.0 if g == o else 0.0 for o in own] + [x if g == o else 0.0 for o in own]
-        if layout:
-            row.append(math.log2(row_stages(r, catalog, impute)))
         features.append(row)
         predicted = step_mfu(step_fit, catalog, r, chips_of(r, impute)) * (fp8 if r.precision == "fp8" else 1.0)
         targets.append(math.log(implied_mfu(r, catalog) / predicted))
     penalty = [0.0, settings.slope_ridge] + [settings.offset_ridge] * len(own) + [settings.offset_ridge] * len(own)
-    penalty += [settings.slope_ridge] if layout else []
     w = calibration._ridge(features, targets, penalty)
     n = len(own)
     return GoodputFit(intercept=w[0], size_slope=w[1], offsets=dict(zip(own, w[2:2 + n])),
-                      slopes=dict(zip(own, w[2 + n:2 + 2 * n])), max_goodput=settings.max_goodput, rows=len(rows),
-                      pipeline_slope=w[2 + 2 * n] if layout else 0.0)
+                      slopes=dict(zip(own, w[2 + n:])), max_goodput=settings.max_goodput, rows=len(rows))
 
 
 # ---------------------------------------------------------------------------------------------- MoE
@@ -329,7 +321,7 @@ def moe_parts(run: WholeRun, step_fit: MfuFit, goodput: GoodputFit, catalog: Cat
     compute = flops_per_token(run.active, run.layers, run.hidden, run.sequence_length) / (peak * step)
     layout = moe.layout(moe_shape(run), run.accelerator, compute, overlap, run.expert_parallel, chips)
     precision = fp8_speedup() if run.precision == "fp8" else 1.0
-    kept = goodput.goodput(generation_of(run), run.active, row_stages(run, catalog, impute))
+    kept = goodput.goodput(generation_of(run), run.active)
     predicted = step * kept * layout.efficiency * precision
     return implied_mfu(run, catalog), predicted, layout
 
@@ -431,7 +423,7 @@ class WholeRunError:
     other: float            # all-to-all x MoE factor (1 for dense)
     implied_mfu: float
     predicted_mfu: float
-    stages: int = 1         # pipeline stages of the estimator's layout for the row
+    stages: int = 1         # diagnostic: pipeline stages of the estimator's layout for the row (not fitted)
 
     @property
     def error(self) -> float:
@@ -471,7 +463,7 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
         chips = chips_of(run, impute)
         step = step_mfu(step_fit, catalog, run, chips)
         stages = row_stages(run, catalog, impute)
-        kept = goodput.goodput(generation_of(run), run.active, stages)
+        kept = goodput.goodput(generation_of(run), run.active)
         predicted = step * kept * (fp8 if run.precision == "fp8" else 1.0)
         dense_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, 1.0,
                                           implied_mfu(run, catalog), predicted, stages))
@@ -488,7 +480,7 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
         chips = chips_of(run, impute)
         step = step_mfu(step_all, catalog, run, chips)
         stages = row_stages(run, catalog, impute)
-        kept = goodput_all.goodput(generation_of(run), run.active, stages)
+        kept = goodput_all.goodput(generation_of(run), run.active)
         # goodput x MoE (all-to-all x m) is at most max_goodput, as in the estimator
         capped = min(predicted * m, predicted / (kept * layout.efficiency) * goodput_all.max_goodput)
         moe_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, layout.efficiency * m, observed,
