@@ -126,6 +126,7 @@ def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
 
     from accel.base.model import describe_validation_error
     from accel.base.yaml_files import read_yaml_file
+    from accel.policies.cloud.commitments import COMMITMENT_KINDS, DeclaredCommitment
     from accel.policies.cloud.reservations import DeclaredReservation
 
     data = read_yaml_file(path, "reservations file")
@@ -140,11 +141,19 @@ def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
         raise UsageError(f"--reservations: {path}: expected a non-empty list of reservations "
                          "({name, machineType, count, zone[, kind, committedUsdPerMachineHour | marginal: zero]}), "
                          f"a `reservations:` list or a stack file with {RESERVATIONS_KEY}")
-    try:
-        return TypeAdapter(list[DeclaredReservation]).validate_python(data), prefix
-    except ValidationError as error:
-        raise UsageError("--reservations: " + describe_validation_error(
-            error, str(path), list[DeclaredReservation], prefix=prefix)) from None
+    held, problems = [], []
+    for index, item in enumerate(data):
+        # A Savings Plan or committed-use discount (kind savings-plan / committed-use) is a commitment: a price,
+        # not capacity (docs/capacity.md); anything else is a reservation.
+        model = (DeclaredCommitment if isinstance(item, dict) and item.get("kind") in COMMITMENT_KINDS
+                 else DeclaredReservation)
+        try:
+            held.append(TypeAdapter(model).validate_python(item))
+        except ValidationError as error:
+            problems.append(describe_validation_error(error, str(path), model, prefix=(*prefix, index)))
+    if problems:
+        raise UsageError("--reservations: " + "\n--reservations: ".join(problems))
+    return held, prefix
 
 
 def refuse_unknown_reservations(held: list[Any], path: Path, key: tuple[Any, ...], catalog: Any) -> None:
