@@ -245,7 +245,11 @@ def commitment_line(ctx, ranked, options, commitment, rank: int | None) -> str:
                 "(never spot, flex-start or Capacity Blocks), and no feasible option was one.")
     words = estimate_detail(ctx, ranked[rank][1], options[rank])["reserved"]
     if rank == 0:
-        return f"Price: the declared commitment was used: {words}; total ${options[0].total_usd:,.2f}."
+        from accel.policies.cloud.capacity_modes import load_modes
+        from accel.policies.cloud.commitments import MODE_OF
+
+        return (f"Price: the declared commitment was used: {words}; total ${options[0].total_usd:,.2f}. "
+                f"Capacity mode {MODE_OF[commitment.kind]}: {load_modes().modes[MODE_OF[commitment.kind]].risk}.")
     return (f"Price: the declared commitment prices option #{rank + 1}: {words}; total "
             f"${options[rank].total_usd:,.2f} against ${options[0].total_usd:,.2f} for the chosen option.")
 
