@@ -28,7 +28,7 @@ from accel.policies.estimator.estimate import (
 from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
-from accel.policies.selection.commitments import committed_groups
+from accel.policies.selection.commitments import commitment_source, committed_groups
 from accel.policies.cloud.reservations import (
     DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words)
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
@@ -295,8 +295,15 @@ def to_option(candidate: Candidate, region: str) -> Option:
         zone=(candidate.reserved and candidate.reserved.zone) or o.regions[region].zones[0],
         provisioning=("spot" if candidate.spot else candidate.reserved.provisioning if candidate.reserved else o.provisioning),
         price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
-        price_source=f"{candidate.chip_price.source.split(':', 1)[0]} ({candidate.chip_price.as_of})",
+        price_source=_option_source(candidate),
     )
+
+
+def _option_source(candidate: Candidate) -> str:
+    source = f"{candidate.chip_price.source.split(':', 1)[0]} ({candidate.chip_price.as_of})"
+    if candidate.reserved is not None and not candidate.reserved.holds_capacity:
+        return commitment_source(source, candidate.reserved)
+    return source
 
 
 # total_usd is the unrounded total to the cent; hourly_usd and hours keep enough digits that

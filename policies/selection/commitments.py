@@ -15,6 +15,21 @@ if TYPE_CHECKING:
     from accel.policies.selection.candidates import SearchContext
 
 
+# An option priced under a commitment says so in its price_source (the OPTION contract has no field for it):
+# "aws-p4d-list-2026 (2026-08-26); commitment 'sp-0a1b'". The table keeps such options on rows of their own.
+COMMITMENT_MARK = "; commitment "
+
+
+def commitment_source(price_source: str, commitment: DeclaredCommitment) -> str:
+    return f"{price_source}{COMMITMENT_MARK}{commitment.name!r}"
+
+
+def commitment_of(option) -> str | None:
+    """The declared commitment an option is priced under (its quoted name), or None at the list price."""
+    source = option.price_source or ""
+    return source.split(COMMITMENT_MARK, 1)[1] if COMMITMENT_MARK in source else None
+
+
 def commitments_of(held) -> list[DeclaredCommitment]:
     return [item for item in held if isinstance(item, DeclaredCommitment)]
 
