@@ -215,14 +215,17 @@ def test_accel_choose_reads_a_commitment_beside_a_reservation(tmp_path):
     assert commitment.hourlyCommitmentUsd == 250
 
 
-def test_the_table_keeps_a_committed_option_apart_from_the_same_fleet_at_list_price(tmp_path):
+def test_the_table_keeps_a_committed_option_apart_from_the_same_fleet_at_list_price(catalog):
     """The table merges options identical but for the region; a commitment's price is not the list price, so its
-    option is a row of its own, the list-price one says so, and the price sources name the commitment."""
-    path, result = choose_with(tmp_path, [{"name": "sp-0a1b", "kind": "savings-plan", "plan": "ec2-instance",
-                                           "instanceFamily": "p4d", "region": "us-east-1",
-                                           "hourlyCommitmentUsd": 400, "discount": 0.35}],
-                               workload="llama-70b-finetune-aws.yaml")
-    assert result.exit_code == 0, result.output
-    text = " ".join(result.output.split())
-    assert "aws us-east-1 +4" in text and "at list price" in text and "commitment 'sp-0a1b'" in text
-    assert "Price: the declared commitment was used: Savings Plan 'sp-0a1b'" in text
+    option is a row of its own, the list-price one says so, and its price source names the commitment."""
+    from accel.policies.selection.tradeoffs import ranked_alternatives
+
+    sp = DeclaredCommitment(name="sp-0a1b", kind="savings-plan", plan="ec2-instance", instanceFamily="p4d",
+                            region="us-east-1", hourlyCommitmentUsd=400, discount=0.35)
+    choice = choose(load_workload(ROOT / "examples" / "llama-70b-finetune-aws.yaml"), catalog, reservations=[sp])
+    rows, _ = ranked_alternatives(list(choice.options), False, 12)
+    chosen = rows[0]
+    assert chosen.regions == ("us-east-1",) and chosen.option.price_source.endswith("; commitment 'sp-0a1b'")
+    at_list = next(row for row in rows if row.option.chips == chosen.option.chips and row is not chosen)
+    assert len(at_list.regions) > 1 and "at list price" in at_list.tradeoffs
+    assert at_list.option.total_usd > chosen.option.total_usd
