@@ -229,3 +229,35 @@ def test_the_table_keeps_a_committed_option_apart_from_the_same_fleet_at_list_pr
     at_list = next(row for row in rows if row.option.chips == chosen.option.chips and row is not chosen)
     assert len(at_list.regions) > 1 and "at list price" in at_list.tradeoffs
     assert at_list.option.total_usd > chosen.option.total_usd
+
+
+def test_pinning_an_option_priced_under_a_commitment_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """A stack cannot declare a commitment yet, so `accel plan` would price the pinned pools at list and refuse
+    the pin's figures: --write-stack says so (exit 2) instead of writing a stack that cannot plan."""
+    from accel.commands import choose as choose_command
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stacks").mkdir()
+    held = tmp_path / "held.yaml"
+    held.write_text(yaml.safe_dump([{"name": "sp-0a1b", "kind": "savings-plan", "plan": "ec2-instance",
+                                     "instanceFamily": "p4d", "region": "us-east-1", "hourlyCommitmentUsd": 400,
+                                     "discount": 0.35}]))
+    app = typer.Typer(pretty_exceptions_enable=False)
+    app.callback()(lambda: None)
+    choose_command.register(app)
+    result = CliRunner().invoke(app, ["choose", str(ROOT / "examples" / "llama-70b-finetune-aws.yaml"),
+                                      "--reservations", str(held), "--write-stack", "committed"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "priced under the declared commitment 'sp-0a1b'" in " ".join(result.output.split())
+    assert not list((tmp_path / "stacks").iterdir())
+
+
+def test_a_stack_declaring_a_commitment_is_told_where_commitments_go():
+    import json
+
+    from accel.base.errors import UsageError
+    from accel.stack.settings import settings_from_config
+
+    entry = {"name": "sp", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3}
+    with pytest.raises(UsageError, match=r"accel:reservations: entry 0 \('sp'\) is a savings-plan commitment"):
+        settings_from_config({"accel:reservations": json.dumps([entry])}, "stacks/Pulumi.x.yaml")

@@ -93,6 +93,8 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         choice = choose_hardware(spec, cat, objective, reservations=held)  # type: ignore[arg-type]
     except WorkloadFieldError as error:
         raise error.with_source(workload) from None
+    if write_stack is not None:
+        refuse_pinning_a_commitment(choice, write_stack)
     plan = make_plan(spec, choice, cat)
     if as_json:
         sys.stdout.write(json.dumps(choice.to_json(), indent=2) + "\n")
@@ -154,6 +156,20 @@ def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
     if problems:
         raise UsageError("--reservations: " + "\n--reservations: ".join(problems))
     return held, prefix
+
+
+def refuse_pinning_a_commitment(choice: Any, stack: str) -> None:
+    """UsageError (exit 2) before anything is written when the chosen option is priced under a declared commitment:
+    a stack's accel:reservations holds reservations only, so `accel plan` would price the pinned pools at list
+    and refuse the pin's figures."""
+    from accel.policies.selection.commitments import commitment_of
+
+    name = commitment_of(choice.chosen)
+    if name is not None:
+        raise UsageError(f"--write-stack {stack}: the chosen option is priced under the declared commitment {name}, "
+                         "which a stack cannot declare yet (accel:reservations takes reservations and capacity "
+                         "blocks), so `accel plan` would price its pools at list and refuse the pinned figures; "
+                         "to pin, choose without the commitment (drop it from --reservations): the list-price answer")
 
 
 def refuse_unknown_reservations(held: list[Any], path: Path, key: tuple[Any, ...], catalog: Any) -> None:
