@@ -177,6 +177,32 @@ def test_no_example_runs_a_large_synchronous_fleet_on_spot_for_more_than_a_week(
         _assert_no_large_long_spot_option(catalog, workload, days, objective)
 
 
+def _stack_training_workloads():
+    """(stack file, its training workload without a hardware pin) for every shipped stack that has one."""
+    from accel.policies.workload import workload_from_mapping
+
+    found = []
+    for path in sorted((EXAMPLES.parent / "stacks").glob("Pulumi.*.yaml")):
+        config = (read_yaml_file(path, "stack") or {}).get("config", {})
+        data = config.get("accel:workload") or (config.get("accel:plan") or {}).get("workload")
+        if data and data.get("kind") != "inference":
+            workload = workload_from_mapping(data, str(path))
+            found.append((path.name, workload.model_copy(update={"hardware": None})))
+    return found
+
+
+STACK_WORKLOADS = _stack_training_workloads()
+
+
+@pytest.mark.parametrize("stack, workload", STACK_WORKLOADS, ids=[name for name, _ in STACK_WORKLOADS])
+@pytest.mark.parametrize("objective", ["cost", "time"])
+def test_no_stacks_workload_is_offered_a_large_spot_fleet_for_long_either(catalog, stack, workload, objective):
+    """The stacks' own workloads, unpinned, at the long deadlines where the 24-hour drains of before let 44-50
+    spot hosts through (14 such options across the stacks on 2026-11-26)."""
+    for days in (45, 60, 75, 90):
+        _assert_no_large_long_spot_option(catalog, workload, days, objective)
+
+
 def _spot_options(catalog, workload, days, objective):
     spec = workload.model_copy(update={"constraints": workload.constraints.model_copy(
         update={"deadline_days": days, "budget_usd": None})})
