@@ -309,7 +309,6 @@ def commitment_problems(index: int, commitment: DeclaredCommitment, zones_of: di
                         ) -> list[DeclarationProblem]:
     """A commitment whose machine type or instance family no offering of its cloud sells, or whose region no such
     offering is listed in: it could never price anything, so it is a mistake to say."""
-    cloud_prefix = {"gcp": ("a", "g", "c", "t"), "aws": ("p", "g", "t")}   # only to keep the hints on one cloud
     if commitment.kind == "committed-use":
         assert commitment.machineType is not None
         if commitment.machineType not in zones_of:
@@ -321,8 +320,8 @@ def commitment_problems(index: int, commitment: DeclaredCommitment, zones_of: di
         key, known = "region", regions
     elif commitment.plan == "ec2-instance":
         assert commitment.instanceFamily is not None
-        families = {machine.split(".", 1)[0]: regions for machine, regions in zones_of.items()
-                    if "." in machine and machine.startswith(cloud_prefix["aws"])}
+        # EC2 instance types are FAMILY.SIZE (p5.48xlarge); Google's machine types have no dot.
+        families = {machine.split(".", 1)[0] for machine in zones_of if "." in machine}
         if commitment.instanceFamily not in families:
             near = _closest(commitment.instanceFamily, families)
             allowed = f"did you mean {_one_of(near)}?" if near else f"the catalog's families: {', '.join(sorted(families))}"
