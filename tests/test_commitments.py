@@ -163,6 +163,8 @@ def test_the_commitment_modes_cite_their_sources():
     ({"kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3, "region": "us-east-1"},
      "region: not used by a compute Savings Plan"),
     ({"kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100}, "discount / committedUsdPerMachineHour"),
+    ({"kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "committedUsdPerMachineHour": 20},
+     "committedUsdPerMachineHour: a compute Savings Plan's rate differs by instance type"),
     ({"kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 1.5}, "discount"),
     ({"kind": "savings-plan", "plan": "reserved", "hourlyCommitmentUsd": 100, "discount": 0.3}, "plan"),
     ({"kind": "committed-use", "machineType": H100_NODE, "region": "us-central1", "discount": 0.3}, "count"),

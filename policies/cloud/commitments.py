@@ -69,6 +69,10 @@ class DeclaredCommitment(StrictModel):
             else:
                 _refuse(self, "a compute Savings Plan (it applies to every family in every region)",
                         "instanceFamily", "region")
+                if self.committedUsdPerMachineHour is not None:
+                    raise ValueError("committedUsdPerMachineHour: a compute Savings Plan's rate differs by instance "
+                                     "type and region, so one rate per machine cannot state it; give discount (the "
+                                     "fraction off on-demand, e.g. 0.3)")
         else:
             _require(self, "machineType", "count", "region")
             _refuse(self, "committed-use", "plan", "instanceFamily", "hourlyCommitmentUsd")
