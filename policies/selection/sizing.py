@@ -28,8 +28,8 @@ from accel.policies.selection.candidates import (
 from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.ladders import (
+    CountLadder,
     GpuLadder,
-    gpu_fleet,
     Size,
     TpuLadder,
     largest_slice_chips,
@@ -100,7 +100,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
         if booking is not None:   # a booked mode supplies at most its limits (policies/cloud/booking.py)
             sizes = tuple(s for s in sizes if supply_problem(booking.mode, s.hosts, s.chips, True) is None)
-        ladder: GpuLadder | TpuLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
+        ladder: GpuLadder | TpuLadder | CountLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
     else:
         max_nodes = cap // offering.chips_per_host
         if offering.training_max_nodes:
@@ -122,8 +122,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             # Capacity Blocks come in fixed instance counts: the ladder is the fleets they make up (full blocks and
             # at most one smaller one, a node group each: policies/cloud/booking.py).
             key = ("booked", offering.id, booking.id, max_nodes)
-            ladder = ctx.ladders.get(key) or ctx.ladders.setdefault(key, TpuLadder(tuple(
-                gpu_fleet(offering, n) for n in booked_fleet_sizes(booking.mode, max_nodes))))
+            ladder = ctx.ladders.get(key) or ctx.ladders.setdefault(
+                key, CountLadder(offering, booked_fleet_sizes(booking.mode, max_nodes)))
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
@@ -405,7 +405,7 @@ class TrainingPick:
     miss: tuple[str, str] | None = None
 
 
-def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
+def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | CountLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
                         deadline: float, budget: float | None, deadline_words: str, capacity: str,
                         larger: str = "", capped: bool = False) -> TrainingPick:
