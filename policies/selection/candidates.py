@@ -266,6 +266,9 @@ class PricePoint:
     host: Price | None
     reserved: DeclaredReservation | None = None
     booking: Booking | None = None   # bought through this booked mode, at its price (or on-demand list: upper)
+    # On demand, only fleets within the pool one zone is expected to supply (selection.choose: the supplied pick
+    # beside an on-demand best past the pool).
+    within_pool: bool = False
 
 
 def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]

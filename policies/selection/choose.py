@@ -16,6 +16,7 @@ level down, in `accel.policies.selection`, so importing it sets `selection`, nev
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Literal, Sequence
 
 from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines
@@ -123,38 +124,51 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         points, reasons = price_points(ctx, offering)
         feasible = False
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
-        sized: dict[tuple[bool, str, float], tuple[SizingOutcome, float]] = {}
+        sized: dict[tuple[bool, str, bool, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
         on_demand: dict[tuple[str, ...], SizingOutcome] = {}
         for point in points:
             if point.booking is not None and _dominated(ctx, offering, point, on_demand.get(tuple(point.regions))):
                 continue
-            key = ((point.spot, point.booking.id if point.booking else "", ratio_key(point.chip, point.host))
-                   if reuse and point.reserved is None else None)
-            reference = sized.get(key) if key is not None else None
-            outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip, point.host,
-                                ctx.budget) if reference is not None else None)
-            if outcome is None:
-                outcome = size_offering(ctx, offering, point)
-                if key is not None and key not in sized:
-                    sized[key] = (outcome, point.chip.usd)
+
+            def sized_at(point) -> SizingOutcome:
+                key = ((point.spot, point.booking.id if point.booking else "", point.within_pool,
+                        ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None)
+                reference = sized.get(key) if key is not None else None
+                outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
+                                    point.host, ctx.budget) if reference is not None else None)
+                if outcome is None:
+                    outcome = size_offering(ctx, offering, point)
+                    if key is not None and key not in sized:
+                        sized[key] = (outcome, point.chip.usd)
+                return outcome
+
+            outcome = sized_at(point)
+            outcomes = [outcome]
             if not point.spot and point.booking is None and point.reserved is None:
                 on_demand[tuple(point.regions)] = outcome
+                if outcome.best is not None and unsupplied(ctx, outcome.best):
+                    # The best on-demand fleet is past what a zone is expected to supply: the best one within it
+                    # is a pick of its own, ranked with the fleets a mode can supply (_rank_key).
+                    within = sized_at(replace(point, within_pool=True))
+                    if within.best is not None:
+                        outcomes.insert(0, SizingOutcome(best=within.best))
             found.near.extend(outcome.near)
             if outcome.best is None:
                 reasons.extend(outcome.reasons)
                 continue
             feasible = True
             order = region_order[offering.id]
-            past_pool = unsupplied(ctx, outcome.best)
-            for region in point.regions:
-                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), past_pool),
-                                     outcome.best, region))
-            first = point.regions[0]
-            for alternative in outcome.alternatives:
-                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)),
-                                               unsupplied(ctx, alternative)), alternative, first))
-                found.shown_only.add(id(alternative))
+            for outcome in outcomes:
+                past_pool = unsupplied(ctx, outcome.best)
+                for region in point.regions:
+                    found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), past_pool),
+                                         outcome.best, region))
+                first = point.regions[0]
+                for alternative in outcome.alternatives:
+                    found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)),
+                                                   unsupplied(ctx, alternative)), alternative, first))
+                    found.shown_only.add(id(alternative))
         found.offering_reasons[offering.id] = reasons
         if not feasible:
             unique = _merge_capacity_reasons([reason for _, reason in reasons])

@@ -76,6 +76,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     for the trade-off. Split further, each piece would need the ladder, the prices and the deadline again."""
     spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
     booking = point.booking
+    pool = (ctx.obtain.figure(offering, "on-demand", "pool_hosts") if point.within_pool and ctx.obtain is not None
+            else None)
     outcome = SizingOutcome()
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
@@ -100,6 +102,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
         if booking is not None:   # a booked mode supplies at most its limits (policies/cloud/booking.py)
             sizes = tuple(s for s in sizes if supply_problem(booking.mode, s.hosts, s.chips, True) is None)
+        if pool is not None:   # the fleets one zone is expected to supply on demand
+            sizes = tuple(s for s in sizes if s.hosts <= pool[0])
         ladder: GpuLadder | TpuLadder | CountLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
     else:
         max_nodes = cap // offering.chips_per_host
@@ -115,6 +119,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             max_nodes = min(max_nodes, reserved.count)   # nothing is sold beyond the declared block or reservation
         if booking is not None and booking.max_hosts is not None:
             max_nodes = min(max_nodes, booking.max_hosts)   # a booked mode supplies at most its limits
+        if pool is not None:
+            max_nodes = min(max_nodes, int(pool[0]))   # the fleets one zone is expected to supply on demand
         ladder = ctx.ladders.get((offering.id, max_nodes))
         if ladder is None:
             ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)
@@ -259,7 +265,15 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     if fastest is None:
         fastest = ctx.price_free[fastest_key] = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
     budget = ctx.budget
-    within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget) if budget is not None else hi
+    # A booked mode bills whole windows on its grid, so its cost is not a smooth valley along the ladder (a larger
+    # fleet can fit a shorter window and cost less): its short ladder is scanned, not bisected.
+    scan = booking is not None
+    if budget is None:
+        within_budget = hi
+    elif scan:
+        within_budget = max((i for i in range(lo, hi + 1) if cost(i) <= budget), default=lo - 1)
+    else:
+        within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget)
     deadline = ctx.deadline_h
     days = deadline / 24
     deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
@@ -346,7 +360,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
                                                                             ctx.batch_chips))
     picked = _pick_training_size(ctx, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
-                                 deadline_words, capacity, larger, capped)
+                                 deadline_words, capacity, larger, capped, scan)
     if picked.miss is not None:
         outcome.reasons.append(picked.miss)
         keep_closest()
@@ -408,7 +422,7 @@ class TrainingPick:
 def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | CountLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
                         deadline: float, budget: float | None, deadline_words: str, capacity: str,
-                        larger: str = "", capped: bool = False) -> TrainingPick:
+                        larger: str = "", capped: bool = False, scan: bool = False) -> TrainingPick:
     """The ladder index the objective picks and the smallest index that meets the deadline on the way there
     (the same unless the cost objective went on down its cost valley), or why nothing fits.
     `larger` says why the ladder stops where it does (a node-pool limit); it is added when the top of the
@@ -443,6 +457,14 @@ def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | Coun
                                             f"takes {duration(hours(fastest))}, past {deadline_words}"
                                             + (larger if fastest == top else "")))
         best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
+        if scan:   # cost is a step function of the window (booked modes): the cheapest on-time size, by scanning
+            cheapest = min(range(best, fastest + 1), key=lambda i: (cost(i), i))
+            if budget is not None and cost(cheapest) > budget:
+                spent, allowed = money_pair(cost(cheapest), budget)
+                return TrainingPick(miss=("budget", f"{capacity}: meeting {deadline_words} takes "
+                                                    f"{plural(ladder[cheapest].chips, 'chip')} costing {spent}, over "
+                                                    f"the {allowed} budget"))
+            return TrainingPick(cheapest, best)
         if best > within_budget:
             spent, allowed = money_pair(cost(best), budget or 0)
             return TrainingPick(miss=("budget", f"{capacity}: meeting {deadline_words} takes "
