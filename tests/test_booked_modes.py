@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -219,21 +219,27 @@ def cb_stack(tmp_path_factory):
     return project, config, plan_stack("cb", None, project).to_json()
 
 
-def test_a_capacity_block_choice_plans_a_node_group_at_zero_on_the_blocks_launch_template(cb_stack):
+def test_a_capacity_block_choice_plans_node_groups_at_zero_on_the_blocks_launch_templates(cb_stack):
     _, config, document = cb_stack
     hosts = config["accel:plan"]["chosen"]["hosts"]
+    sizes = block_sizes(load_modes().modes["aws-capacity-block"], hosts)
     assert document["plan"]["capacity"]["provisioning"] == "capacity-block"
-    (group,) = [g for g in of_type(document, "aws:eks/nodeGroup:NodeGroup") if g["name"].endswith("-gpu-nodes")]
-    assert group["inputs"]["capacityType"] == "CAPACITY_BLOCK"
-    assert group["inputs"]["scalingConfig"] == {"minSize": 0, "maxSize": hosts, "desiredSize": 0}
-    (template,) = [t for t in of_type(document, "aws:ec2/launchTemplate:LaunchTemplate") if "-gpu" in t["name"]]
-    assert template["inputs"]["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    target = template["inputs"]["capacityReservationSpecification"]["capacityReservationTarget"]
-    assert target == {"capacityReservationId": PLACEHOLDER_BLOCK_ID}
-    schedules = {s["name"].rsplit("-", 1)[-1]: s["inputs"] for s in of_type(document, "aws:autoscaling/schedule:Schedule")}
-    assert schedules["out"]["desiredCapacity"] == hosts and schedules["in"]["desiredCapacity"] == 0
-    start = datetime.fromisoformat(schedules["out"]["startTime"].replace("Z", "+00:00"))
-    # The placeholder block starts at 11:30 UTC no sooner than the lead time the search counted.
+    groups = [g for g in of_type(document, "aws:eks/nodeGroup:NodeGroup") if g["inputs"]["capacityType"] == "CAPACITY_BLOCK"]
+    assert sorted((g["inputs"]["scalingConfig"]["maxSize"] for g in groups), reverse=True) == sizes
+    assert all(g["inputs"]["scalingConfig"]["minSize"] == g["inputs"]["scalingConfig"]["desiredSize"] == 0
+               for g in groups)
+    templates = [t["inputs"] for t in of_type(document, "aws:ec2/launchTemplate:LaunchTemplate") if "-gpu" in t["name"]]
+    assert len(templates) == len(groups)
+    assert all(t["instanceMarketOptions"] == {"marketType": "capacity-block"} for t in templates)
+    targets = {t["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"]
+               for t in templates}
+    assert PLACEHOLDER_BLOCK_ID in targets and len(targets) == len(groups)
+    schedules = of_type(document, "aws:autoscaling/schedule:Schedule")
+    assert sorted(s["inputs"]["desiredCapacity"] for s in schedules if s["inputs"]["desiredCapacity"]) == sorted(sizes)
+    starts = {s["inputs"]["startTime"] for s in schedules if s["inputs"]["desiredCapacity"]}
+    (first,) = starts   # every block in one window
+    start = datetime.fromisoformat(first.replace("Z", "+00:00"))
+    # The placeholder blocks start at 11:30 UTC no sooner than the lead time the search counted.
     lead = config["accel:plan"]["estimate"]["details"]["capacity_lead_days"]
     assert (start.hour, start.minute) == (11, 30)
     assert (start - datetime.now(timezone.utc)).total_seconds() >= lead * 86400 - 120
@@ -247,7 +253,8 @@ def test_what_to_buy_first_is_in_needed_before_up_with_how_to_get_it(cb_stack):
     assert "aws ec2 describe-capacity-block-offerings" in entry["why"] and machine in entry["why"]
     assert "aws ec2 purchase-capacity-block" in entry["why"] and "not cancellable" in entry["why"]
     for command in entry["command"].split(" && "):
-        assert command.startswith("pulumi config set --path 'accel:reservations[0].") and command.endswith("-s cb")
+        assert command.startswith("pulumi config set --path 'accel:reservations[") and command.endswith("-s cb")
+    assert "accel:reservations[0].name'" in entry["command"]
     assert "kind' capacity-block" in entry["command"] and "start'" in entry["command"]
 
 
@@ -263,20 +270,22 @@ def test_pulumi_up_stops_until_the_block_is_declared_and_then_plans_on_it(cb_sta
     # Outside offline planning the placeholder is never used: the program stops naming the commands.
     with pytest.raises(UsageError, match=r"accel:reservations\[0\]\.name"):
         read_stack(values, "cb")
-    # Declared (the block the user bought), the plan binds its id, zone and window; nothing more is needed.
+    # Declared (the blocks the user bought), the plan binds their ids, zone and window; nothing more is needed.
     plan = config["accel:plan"]
-    block = {"name": "cr-0123456789abcdef0", "kind": "capacity-block", "machineType": plan["chosen"]["machine_type"],
-             "count": plan["chosen"]["hosts"], "zone": f"{plan['chosen']['region']}b",
-             "start": "2030-01-06T11:30:00Z", "end": "2030-01-10T11:30:00Z"}
+    sizes = block_sizes(load_modes().modes["aws-capacity-block"], plan["chosen"]["hosts"])
+    blocks = [{"name": f"cr-0123456789abcde{i:02x}", "kind": "capacity-block",
+               "machineType": plan["chosen"]["machine_type"], "count": size, "zone": f"{plan['chosen']['region']}b",
+               "start": "2030-01-06T11:30:00Z", "end": "2030-01-10T11:30:00Z"} for i, size in enumerate(sizes)]
     path = project / "stacks" / "Pulumi.cb.yaml"
     data = yaml.safe_load(path.read_text())
-    data["config"]["accel:reservations"] = [block]
+    data["config"]["accel:reservations"] = blocks
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     document = plan_stack("cb", None, project).to_json()
     assert not [n for n in document["needed_before_up"] if n["key"] == "accel:reservations"]
-    assert document["plan"]["capacity"]["reservation"] == block["name"] and document["plan"]["zones"] == [block["zone"]]
-    starts = sorted(s["inputs"]["startTime"] for s in of_type(document, "aws:autoscaling/schedule:Schedule"))
-    # Scaled out at the block's start, in an hour before its end (policies/cloud/capacity_blocks.yaml).
+    assert document["plan"]["capacity"]["reservation"] == blocks[0]["name"]
+    assert document["plan"]["zones"] == [blocks[0]["zone"]]
+    starts = sorted({s["inputs"]["startTime"] for s in of_type(document, "aws:autoscaling/schedule:Schedule")})
+    # Scaled out at the blocks' start, in an hour before their end (policies/cloud/capacity_blocks.yaml).
     assert starts == ["2030-01-06T11:30:00Z", "2030-01-10T10:30:00Z"]
 
 
@@ -309,7 +318,9 @@ def test_a_fleet_of_several_blocks_plans_a_node_group_per_block_and_binds_each_d
     # Declared, each group targets its block; a block in another zone than the rest does not count.
     blocks = [{"name": f"cr-0123456789abcde{i:02x}", "kind": "capacity-block", "machineType": plan["chosen"]["machine_type"],
                "count": size, "zone": f"{plan['chosen']['region']}a", "start": "2030-01-06T11:30:00Z",
-               "end": f"2030-01-{6 + plan['chosen']['hours'] // 24:02.0f}T11:30:00Z"} for i, size in enumerate(sizes)]
+               "end": (datetime(2030, 1, 6, 11, 30, tzinfo=timezone.utc)
+                       + timedelta(hours=plan["chosen"]["hours"])).strftime("%Y-%m-%dT%H:%M:%SZ")}
+              for i, size in enumerate(sizes)]
     path = project / "stacks" / "Pulumi.blocks.yaml"
     data = yaml.safe_load(path.read_text())
     data["config"]["accel:reservations"] = blocks
