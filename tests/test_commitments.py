@@ -97,8 +97,8 @@ def test_a_commitment_that_covers_nothing_cheaper_changes_no_price(catalog, smal
     plain = choose(small_run, catalog)
     choice = choose(small_run, catalog, reservations=[DeclaredCommitment.model_validate(commitment)])
     assert choice.chosen == plain.chosen
-    priced = {(o.offering, o.region, o.hosts): o.total_usd for o in plain.options}
-    assert all(priced.get((o.offering, o.region, o.hosts), o.total_usd) == pytest.approx(o.total_usd)
+    priced = {(o.offering, o.region, o.hosts, o.provisioning): o.total_usd for o in plain.options}
+    assert all(priced.get((o.offering, o.region, o.hosts, o.provisioning), o.total_usd) == pytest.approx(o.total_usd)
                for o in choice.options)
     assert not any("commitment was used" in line for line in choice.rationale)
 

@@ -80,7 +80,10 @@ def test_a3_ultra_is_planned_as_flex_start_or_spot_never_plain_on_demand(spot):
     }, "test")
     plan = choose_plan(spec, load_catalog())
     assert plan.chosen.machine_type == "a3-ultragpu-8g"
-    assert plan.capacity.provisioning in ("flex-start", "spot")
+    # A calendar-mode reservation (booked by the search, docs/capacity.md) is a reservation, not plain on-demand.
+    assert plan.capacity.provisioning in ("flex-start", "spot", "reservation")
+    if plan.capacity.provisioning == "reservation":
+        assert plan.capacity.mode == "gcp-calendar"
     if plan.capacity.provisioning == "flex-start":  # GKE allows COMPACT with flex-start on A3 Ultra
         assert plan.gpu.compact_placement
 
