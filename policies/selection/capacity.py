@@ -35,6 +35,7 @@ class Obtaining:
     confidence: float
     overrides: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     _spot: dict[str, SpotModel | None] = field(default_factory=dict)
+    _figures: dict[tuple[str, str, str], tuple[float, bool] | None] = field(default_factory=dict)
 
     def spot_model(self, offering: Offering) -> SpotModel | None:
         """The spot model of the offering's class (None for an accelerator of no class: no model applies)."""
@@ -46,7 +47,14 @@ class Obtaining:
         return self._spot[cls or ""]
 
     def figure(self, offering: Offering, kind: str, name: str) -> tuple[float, bool] | None:
-        """(value, is an estimate) of one obtainability figure for the offering's class, overrides first."""
+        """(value, is an estimate) of one obtainability figure for the offering's class, overrides first (kept per
+        accelerator: the search asks for the same figure of every fleet it ranks)."""
+        key = (offering.accelerator, kind, name)
+        if key not in self._figures:
+            self._figures[key] = self._figure(offering, kind, name)
+        return self._figures[key]
+
+    def _figure(self, offering: Offering, kind: str, name: str) -> tuple[float, bool] | None:
         cls = self.table.obtain_class(offering.accelerator)
         if cls is None:
             return None

@@ -73,13 +73,12 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int, unsupplied
             candidate.spot, candidate.booking is not None)
 
 
-def _dominated(ctx: SearchContext, offering: Offering, point, on_demand: SizingOutcome | None) -> bool:
+def _dominated(offering: Offering, point, supplied_on_demand: bool) -> bool:
     """A booked point priced at the on-demand list (calendar mode: no rate of its own) cannot beat the on-demand
-    fleet of the same regions when a zone is expected to supply that fleet: each booked size costs at least its
-    on-demand run (the whole window at the same rate) and finishes later (its lead), so it is not sized."""
-    if point.booking.instance_usd or offering.provisioning != "on-demand" or on_demand is None:
-        return False
-    return on_demand.best is not None and not unsupplied(ctx, on_demand.best)
+    fleet of the same regions when a zone is expected to supply that fleet (`supplied_on_demand`): each booked size
+    costs at least its on-demand run (the whole window at the same rate) and finishes later (its lead), so it is
+    not sized."""
+    return not point.booking.instance_usd and offering.provisioning == "on-demand" and supplied_on_demand
 
 
 def unsupplied(ctx: SearchContext, candidate: Candidate) -> bool:
@@ -126,9 +125,12 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
         sized: dict[tuple[bool, str, bool, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
-        on_demand: dict[tuple[str, ...], SizingOutcome] = {}
+        # Regions whose on-demand best is a fleet a zone supplies (only the flag is kept: an outcome holds its
+        # whole sizing through closest_at, and a search keeps none it does not need).
+        supplied_on_demand: dict[tuple[str, ...], bool] = {}
         for point in points:
-            if point.booking is not None and _dominated(ctx, offering, point, on_demand.get(tuple(point.regions))):
+            if point.booking is not None and _dominated(offering, point,
+                                                        supplied_on_demand.get(tuple(point.regions), False)):
                 continue
 
             def sized_at(point) -> SizingOutcome:
@@ -146,7 +148,8 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             outcome = sized_at(point)
             outcomes = [outcome]
             if not point.spot and point.booking is None and point.reserved is None:
-                on_demand[tuple(point.regions)] = outcome
+                supplied_on_demand[tuple(point.regions)] = (outcome.best is not None
+                                                            and not unsupplied(ctx, outcome.best))
                 if outcome.best is not None and unsupplied(ctx, outcome.best):
                     # The best on-demand fleet is past what a zone is expected to supply: the best one within it
                     # is a pick of its own, ranked with the fleets a mode can supply (_rank_key).

@@ -138,7 +138,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand")
     if len(ladder) == 0 and booking is not None:
         outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
-        return outcome
+        return _price_free_miss(outcome)
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
@@ -151,7 +151,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("capacity", f"{capacity}: the smallest fleet that holds the model "
                                             f"({plural(need, 'chip')}) is past what the mode supplies"
                                             + (f": {problem}" if problem else "")))
-        return outcome
+        return _price_free_miss(outcome)
     if lo > hi:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
         biggest = ladder[hi].chips
@@ -241,7 +241,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
                                             f"({ladder[lo].hosts} hosts; constraints.capacity.obtainability "
                                             "overrides the estimates)"))
-        return outcome
+        return _price_free_miss(outcome) if booking is not None else outcome
     cache: dict[int, tuple[float, float]] = {}
 
     def hours_cost(i: int) -> tuple[float, float]:
@@ -343,16 +343,14 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         return score, candidate(i)
 
     def keep_closest() -> None:
-        if booking is not None:
-            # A booked fleet that misses is the same fleet as the on-demand one of this offering, later (its lead)
-            # and billed for a whole window: the on-demand point keeps the closest size for the explanation.
-            return
-        near = closest()
+        # A booked fleet that misses is the same fleet as the on-demand one of this offering, later (its lead) and
+        # billed for a whole window: the on-demand point keeps the closest size for the explanation.
+        near = closest() if booking is None else None
         if near is not None:
             outcome.near.append((near[0], near[1], ""))
         # What a region priced at a multiple of this one needs to reuse this sizing exactly (selection.rescale).
         outcome.smallest_cost = cost(lo)
-        outcome.closest_at = closest
+        outcome.closest_at = closest if booking is None else _no_closest
 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
@@ -387,6 +385,18 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 h < hours(best) if ctx.objective == "cost" else c < cost(best)):
             outcome.alternatives.append(candidate(i))
     return outcome
+
+
+def _price_free_miss(outcome: SizingOutcome) -> SizingOutcome:
+    """A booked point ruled out by its mode's limits alone, whatever the price: a region priced at a multiple of
+    this one reuses it (selection.rescale) instead of sizing again."""
+    outcome.smallest_cost, outcome.closest_at = 0.0, _no_closest
+    return outcome
+
+
+def _no_closest(factor: float) -> None:
+    """A booked miss keeps no closest size, at any price (keep_closest)."""
+    return None
 
 
 def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
