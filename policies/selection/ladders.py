@@ -66,6 +66,12 @@ class GpuLadder:
     def first_at_least(self, chips: int) -> int:
         return max(0, math.ceil(math.ceil(chips / self.per_node) / self.step) - 1)
 
+    def within_hosts(self, hosts: float) -> tuple[Size, ...]:
+        """The sizes of at most `hosts` hosts, smallest first: a prefix (size i has (i+1) x step nodes), so
+        the larger sizes are never built."""
+        count = self.count if math.isinf(hosts) else min(self.count, max(0, math.floor(hosts)) // self.step)
+        return tuple(self[i] for i in range(count))
+
 
 class TpuLadder:
     def __init__(self, sizes: tuple[Size, ...]) -> None:
@@ -80,6 +86,10 @@ class TpuLadder:
 
     def first_at_least(self, chips: int) -> int:
         return bisect.bisect_left(self.chips, chips)
+
+    def within_hosts(self, hosts: float) -> tuple[Size, ...]:
+        """The sizes of at most `hosts` hosts, smallest first."""
+        return tuple(s for s in self.sizes if s.hosts <= hosts)
 
 
 @lru_cache(maxsize=None)
