@@ -132,3 +132,27 @@ def test_serving_sized_with_its_replicas_planned_once_is_sized_as_alone(catalog,
                 assert (together.best.size, together.best.evaluation) == (alone.best.size, alone.best.evaluation)
             compared += 1
     assert compared > 20
+
+
+def test_a_search_pauses_the_collector_and_gives_back_the_callers_setting(catalog):
+    import gc
+
+    from accel.base.collector import collector_paused
+    from accel.policies.selection.choose import choose
+
+    spec = load_workload(EXAMPLES / "llama-8b-serving.yaml")
+    seen = []
+    with collector_paused():
+        seen.append(gc.isenabled())
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("the setting comes back on the way out of an error too")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        choose(spec, catalog)
+        assert not gc.isenabled(), "a caller that turned the collector off keeps it off"
+    finally:
+        gc.enable()
+    choose(spec, catalog)
+    assert gc.isenabled()

@@ -34,6 +34,7 @@ from accel.policies.selection.candidates import (
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.selection.explain import accelerator_name, describe, explain_choice, explain_infeasible
+from accel.base.collector import collector_paused
 from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
@@ -155,6 +156,13 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     """
     if spec.hardware is not None:
         return choose_pinned(spec, catalog, objective, extra_offerings)
+    # The search builds many objects and no cycles: the collector would walk the whole heap for nothing.
+    with collector_paused():
+        return _search_and_choose(spec, catalog, objective, extra_offerings, reservations)
+
+
+def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"],
+                       extra_offerings: Sequence[Offering], reservations: Sequence[DeclaredReservation]) -> Choice:
     offerings = list(catalog.offerings) + list(extra_offerings)
     check_regions(spec.constraints.regions, offerings, "constraints.regions")
     ctx = search_context(spec, catalog, objective, reservations)
