@@ -84,7 +84,7 @@ class SearchContext:
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
     obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
     # A fleet's run on its capacity mode does not depend on the price either: shared by every region.
-    timing_cache: dict[tuple[str, str], dict[tuple[int, int, int], Any]] = field(default_factory=dict)
+    timing_cache: dict[tuple, dict[tuple[int, int, int], Any]] = field(default_factory=dict)
     ladders: dict[tuple[str, int], Any] = field(default_factory=dict)        # GPU size ladders by (offering, nodes)
     price_free: dict[tuple, Any] = field(default_factory=dict)   # what sizing works out without a price
 

@@ -157,9 +157,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
              else None)
     mode = mode_id(obtain, offering, provisioning) if obtain is not None else provisioning
-    # Shared by every region of the offering on this mode (a held reservation is timed as estimated).
-    timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None else
-                                                   ctx.timing_cache.setdefault((offering.id, provisioning), {}))
+    # Shared by every region of the offering on this mode (a held reservation is timed as estimated); on spot by
+    # every offering of the same training model and mode too (the timing reads nothing else of the offering).
+    timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None else ctx.timing_cache.setdefault(
+        (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, provisioning), {}))
 
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
