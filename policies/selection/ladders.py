@@ -121,7 +121,10 @@ def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hos
             total = chips * slices
             if total > largest and (total not in multi or slices < multi[total][0]):
                 multi[total] = (slices, topology)
-    sizes += [tpu_fleet(gen.name, t, s) for _, (s, t) in sorted(multi.items())]
+    # A multislice is `slices` copies of one slice: each slice's shape is looked up once, not per multislice.
+    one = {topology: tpu_fleet(gen.name, topology) for topology in {t for _, t in multi.values()}}
+    sizes += [Size(one[t].chips * s, one[t].hosts * s, s, t, one[t].machine_type, one[t].chips_per_host)
+              for _, (s, t) in sorted(multi.items())]
     return tuple(sizes)
 
 

@@ -278,16 +278,30 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         def scaled_cost(i: int) -> float:
             return cost(i) * factor
 
-        def overshoot(i: int) -> float:
-            h = hours(i)
-            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
+        def late(i: int) -> float:
+            """The overshoot of the deadline (price-free)."""
+            return math.log(max(1.0, hours(i) / deadline))
 
-        probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
+        def overshoot(i: int, lateness: float) -> float:
+            return lateness + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
+
+        # The sizes probed, but the budget's, and their lateness do not depend on the price: worked out once for
+        # every region of the offering on this mode (not for a declared reservation, whose ladder is its own).
+        free_key = ("closest", offering.id, provisioning, len(ladder), lo, hi, fastest, deadline)
+        free = ctx.price_free.get(free_key) if reserved is None else None
+        if free is None:
+            probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
+            step = max(1, (fastest - lo) // 8)
+            probes.update(range(lo, fastest + 1, step))
+            free = {i: late(i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))}
+            if reserved is None:
+                ctx.price_free[free_key] = free
+        probed = free
         if budget is not None:
-            probes.add(_last_true(lo, hi, lambda i: scaled_cost(i) <= budget))
-        step = max(1, (fastest - lo) // 8)
-        probes.update(range(lo, fastest + 1, step))
-        scored = [(overshoot(i), scaled_cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
+            within = _last_true(lo, hi, lambda i: scaled_cost(i) <= budget)
+            if within not in free and lo <= within <= hi and math.isfinite(hours(within)):
+                probed = {**free, within: late(within)}
+        scored = [(overshoot(i, lateness), scaled_cost(i), i) for i, lateness in probed.items()]
         if not scored:
             return None
         score, _, i = min(scored)
