@@ -33,17 +33,18 @@ MOE_MEDIAN_TARGET = 0.25
 
 
 def whole_run_table(title: str, errors) -> tuple[float, float]:
-    print(f"\n{title:22} {'accelerator':11} {'chips':>6} {'active':>7} {'step':>6} {'goodput':>7} {'MoE':>6} "
+    print(f"\n{title:22} {'accelerator':11} {'chips':>6} {'active':>7} {'PP':>3} {'step':>6} {'goodput':>7} {'MoE':>6} "
           f"{'implied':>7} {'pred h':>10} {'pub h':>10} {'error':>7}")
     for e in errors:
         r = e.run
         print(f"{r.id:22} {r.accelerator:11} {e.chips:>6}{'*' if e.imputed_chips else ' '}{r.active / 1e9:>6.3g}B "
-              f"{e.step_mfu:>6.3f} {e.goodput:>7.3f} {e.other:>6.3f} {e.implied_mfu:>7.3f} {e.predicted_hours:>10.4g} "
+              f"{e.stages:>3} {e.step_mfu:>6.3f} {e.goodput:>7.3f} {e.other:>6.3f} {e.implied_mfu:>7.3f} {e.predicted_hours:>10.4g} "
               f"{r.accelerator_hours:>10.4g} {e.error:>+7.1%}")
     absolute = [abs(e.error) for e in errors]
     worst = max(errors, key=lambda e: abs(e.error))
     print(f"{len(errors)} {title.lower()}, leave-one-out error in accelerator-hours: median {median(absolute):.1%}, "
-          f"worst {abs(worst.error):.1%} on {worst.run.id} (* chips not published: imputed from the other rows)")
+          f"worst {abs(worst.error):.1%} on {worst.run.id} (* chips not published: imputed from the other rows; "
+          "PP: the pipeline stages the estimator's layout gives the row, a diagnostic fitted into nothing)")
     return median(absolute), abs(worst.error)
 
 
@@ -76,6 +77,8 @@ def main() -> int:
           + ", ".join(f"{name} {g.offsets[name]:+.3f} {g.slopes[name]:+.3f} x" for name in g.offsets)
           + f", x = log10(active parameters / 1e10), at most {g.max_goodput:g}; MoE factor {model.moe_factor:.3f}; "
           f"fp8 x{model.fp8_speedup:.3f}")
+    for spread in (model.dense_spread, model.moe_spread):
+        print(f"stated by accel choose: {spread.text()}")
     whole_ok = dense_median <= MEDIAN_TARGET and dense_worst <= WORST_TARGET and moe_median <= MOE_MEDIAN_TARGET
     print(f"\n{'serving figure':36} {'published':>9} {'predicted':>9} {'error':>7}   (generated tok/s per chip)")
     serving = serving_errors(catalog)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 DataClass = Literal["data", "stateless", "unknown"]
 
 # Known to hold data: every storage, database, snapshot or volume type (by class name, any provider
-# and module, `-native` providers included); the guardrails' nine storage types
+# and module, `-native` providers included); the guardrails' storage types
 # (policies/storage_types.py) are among them (tests/test_bad_input_battery.py checks each).
 DATA_CLASS_NAMES = frozenset({
     "Bucket", "BucketV2", "BucketObject", "BucketObjectv2", "Object", "Disk", "RegionDisk", "Volume",

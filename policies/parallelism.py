@@ -8,6 +8,10 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   node); the pipeline degree is the nodes that hold the state, rounded up to a power of two as
   Megatron-style pipelines are laid out, and never more than the fleet. Llama 3.1 405B on H100
   nodes comes out as TP8 x PP16 (the Llama 3 paper, Table 4, ran TP8 x PP16 x DP128).
+- Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
+  NVLink domain: EP = min(experts, domain GPUs)), so the all-to-all stays on NVLink; expert parallelism
+  reuses the GPUs of a replica's node rather than multiplying the fleet (`expert`, absent for a dense
+  model). The same rule sizes the all-to-all the estimate costs (policies/estimator/moe.py).
 - Serving: the estimate's replica (`estimate.details.replica_chips`) is the group: tensor-parallel over
   the GPUs of a node, pipeline-parallel over the nodes it spans (what `accel job` passes to vLLM).
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import Field, computed_field
+from pydantic import Field, computed_field, model_serializer
 
 from accel.base.model import StrictModel
 
@@ -30,6 +34,9 @@ class Parallelism(StrictModel):
     tensor: int = Field(gt=0, description="GPUs one tensor-parallel group spans (inside one node)")
     pipeline: int = Field(gt=0, description="Pipeline stages of one model replica, one node each")
     data: int = Field(gt=0, description="Model replicas the fleet holds (data-parallel degree)")
+    expert: int | None = Field(None, gt=0, description="Mixture-of-experts training: GPUs one expert-parallel "
+                               "group spreads the routed experts over (inside one NVLink domain); absent for a "
+                               "dense model")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -37,8 +44,25 @@ class Parallelism(StrictModel):
         """Nodes one model replica (a tensor- x pipeline-parallel group) spans."""
         return self.pipeline
 
+    @model_serializer(mode="wrap")
+    def _dense_has_no_expert_key(self, handler):
+        # A dense plan's document stays as it was before expert parallelism was part of the layout.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("expert") is None:
+            data.pop("expert", None)
+        return data
+
     def text(self) -> str:
-        return f"TP{self.tensor} x PP{self.pipeline} x DP{self.data}"
+        layout = f"TP{self.tensor} x PP{self.pipeline} x DP{self.data}"
+        return layout if self.expert is None else f"{layout}, EP{self.expert}"
+
+
+def expert_parallelism(experts: int, domain_chips: int | None, chips: int | None = None) -> int:
+    """The expert-parallel degree: the routed experts spread over one scale-up domain (`domain_chips` GPUs of
+    an NVLink domain; 0 or None: no such domain, e.g. a TPU slice, whose domain is the fleet's `chips`),
+    never more than there are experts or chips."""
+    domain = domain_chips or chips or experts
+    return max(1, min(experts, domain, chips or experts))
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -68,8 +92,10 @@ def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> P
 
 
 def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_for_memory: int,
-                    replica_chips: int | None) -> Parallelism:
-    """The parallelism of a GPU plan: training from the state's memory, serving from its replica."""
+                    replica_chips: int | None, expert: int | None = None) -> Parallelism:
+    """The parallelism of a GPU plan: training from the state's memory, serving from its replica; `expert`,
+    the expert-parallel degree of a mixture-of-experts model, is part of a training layout."""
     if training or replica_chips is None:
-        return training_parallelism(min_chips_for_memory, gpus_per_node, nodes)
+        layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes)
+        return layout.model_copy(update={"expert": expert}) if expert and expert > 1 else layout
     return serving_parallelism(replica_chips, gpus_per_node, nodes)

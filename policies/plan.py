@@ -25,7 +25,7 @@ from pydantic import Field, computed_field, model_serializer, model_validator
 
 from accel.base.model import StrictModel
 from accel.policies import hardware
-from accel.policies.parallelism import Parallelism, gpu_parallelism
+from accel.policies.parallelism import Parallelism, expert_parallelism, gpu_parallelism
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 
@@ -355,7 +355,7 @@ class Plan(DerivedFieldsModel):
     def parallelism(self) -> Parallelism | None:
         """Tensor x pipeline x data parallelism of a GPU plan, derived from the pool and the estimate
         (policies/parallelism.py); None for TPU plans, whose slices are the units (one pool each)."""
-        return plan_parallelism(self.workload.kind, self.gpu, self.estimate)
+        return plan_parallelism(self.workload.kind, self.gpu, self.estimate, self.workload.model.experts)
 
     @property
     def pool(self) -> TpuPool | GpuPool:
@@ -387,13 +387,20 @@ class Plan(DerivedFieldsModel):
         return self
 
 
-def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate) -> Parallelism | None:
-    """The parallelism of a GPU pool under this estimate (None without a GPU pool)."""
+def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
+                     experts: int | None = None) -> Parallelism | None:
+    """The parallelism of a GPU pool under this estimate (None without a GPU pool); a mixture-of-experts model
+    (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain, the
+    expert-parallel degree the estimate's all-to-all is costed at (policies/estimator/moe.py)."""
     if gpu is None:
         return None
     replica = estimate.details.get("replica_chips")
+    expert = None
+    if experts and kind != "inference":
+        fabric = hardware.current().collective_fabrics.get(gpu.accelerator)
+        expert = expert_parallelism(experts, fabric.domain_chips if fabric is not None else None)
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
-                           int(replica) if isinstance(replica, (int, float)) else None)
+                           int(replica) if isinstance(replica, (int, float)) else None, expert)
 
 
 def _derived_parallelism(data: dict[str, Any]) -> Parallelism | None:
@@ -404,9 +411,10 @@ def _derived_parallelism(data: dict[str, Any]) -> Parallelism | None:
         estimate = Estimate.model_validate(data["estimate"])
         workload = data["workload"]
         kind = _value(workload, "kind")
+        experts = _value(_value(workload, "model"), "experts")
     except (KeyError, TypeError, ValueError):
         return None
-    return plan_parallelism(str(kind), gpu, estimate)
+    return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None)
 
 
 def _contradictions(plan: Plan) -> list[str]:

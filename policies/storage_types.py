@@ -15,4 +15,12 @@ STORAGE_TYPES: frozenset[str] = frozenset({
     "aws:fsx/lustreFileSystem:LustreFileSystem",
     "aws:ebs/volume:Volume",
     "aws:efs/fileSystem:FileSystem",
+    # Also data stores a training program may declare directly (each carries labels or tags in its provider
+    # schema, so it can say its data-role): regional disks, Parallelstore, snapshots, the other FSx filesystems.
+    "gcp:compute/regionDisk:RegionDisk",
+    "gcp:compute/snapshot:Snapshot",
+    "gcp:parallelstore/instance:Instance",
+    "aws:ebs/snapshot:Snapshot",
+    "aws:fsx/openZfsFileSystem:OpenZfsFileSystem",
+    "aws:fsx/ontapFileSystem:OntapFileSystem",
 })

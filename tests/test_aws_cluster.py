@@ -8,6 +8,7 @@ import pytest
 from accel.components.aws.cluster import EksCluster, EksClusterArgs, render_kubeconfig
 from accel.base.errors import ComponentArgsError
 from accel.components.tags import ResourceTags
+from accel.policies.cloud.eks_versions import load_eks_versions
 from tests import harness
 
 TAGS = ResourceTags(workload="llama-70b", stack="aws-dev", owner="ml-platform")
@@ -44,7 +45,7 @@ def test_cluster_runs_in_the_private_subnets_with_the_control_plane_group(declar
     vpc = cluster.inputs["vpcConfig"]
     assert vpc["subnetIds"] == ["subnet-a", "subnet-b"]
     assert vpc["securityGroupIds"] == ["sg-cp"]
-    assert cluster.inputs["name"] == "train" and cluster.inputs["version"] == "1.34"
+    assert cluster.inputs["name"] == "train" and cluster.inputs["version"] == load_eks_versions().default
 
 
 def test_private_endpoint_option_closes_the_public_endpoint(declare):

@@ -786,3 +786,17 @@ def test_exposure_on_a_development_stack_is_reported_but_does_not_block():
     exposure = [v for v in found if v["policy"] in [*EXPOSURE_RULES, "exposure-on-development-stack"]]
     assert {(v["policy"], v["level"]) for v in exposure} == {("exposure-on-development-stack", "advisory")}
     assert sorted(v["resource"] for v in exposure) == sorted(r["urn"] for r in (OPEN_EKS, PUBLIC_SUBNET, PUBLIC_GCS))
+
+
+@pytest.mark.parametrize("type_, markers", [
+    ("gcp:parallelstore/instance:Instance", "labels"), ("gcp:compute/regionDisk:RegionDisk", "labels"),
+    ("gcp:compute/snapshot:Snapshot", "labels"), ("aws:ebs/snapshot:Snapshot", "tags"),
+    ("aws:fsx/openZfsFileSystem:OpenZfsFileSystem", "tags"), ("aws:fsx/ontapFileSystem:OntapFileSystem", "tags")])
+def test_a_checkpoint_store_of_any_guarded_type_must_survive_deletion_and_say_its_role(type_, markers):
+    """Not only buckets, Filestore and Lustre: a Parallelstore instance, a regional disk, a snapshot or another FSx
+    filesystem holding checkpoints is held to the same rules (and the same store, retained, passes)."""
+    key = "data-role" if markers == "labels" else "accel:data-role"
+    marked = {markers: {key: "checkpoint"}}
+    assert messages_for("data-retained-on-delete", [resource(type_, "ckpt", marked, retain=False)])
+    assert messages_for("data-retained-on-delete", [resource(type_, "ckpt", marked, retain=True)]) == []
+    assert messages_for("storage-declares-data-role", [resource(type_, "ckpt", {markers: {}}, retain=True)])

@@ -120,3 +120,41 @@ def test_a_replica_wider_than_one_pool_is_cut_at_the_limit_in_whole_nodes():
 
     offering = next(o for o in load_catalog().offerings if o.machine_type == "a3-highgpu-8g")
     assert gpu_nodes_per_pool(offering, 2048, compact=True, training=True, group_nodes=256) == 150
+
+
+# ---- expert parallelism (mixture of experts) ---------------------------------------------------------
+
+def test_a_moe_training_layout_names_its_expert_parallel_degree_and_a_dense_one_does_not():
+    from accel.policies.parallelism import gpu_parallelism
+
+    moe = gpu_parallelism(True, 8, 322, 78, None, expert=8)
+    dense = gpu_parallelism(True, 8, 322, 78, None)
+    assert moe.text() == "TP8 x PP16 x DP20, EP8" and dense.text() == "TP8 x PP16 x DP20"
+    # A dense plan's document keeps its keys; a MoE plan's carries the degree.
+    assert "expert" not in dense.model_dump() and moe.model_dump()["expert"] == 8
+
+
+@given(experts=st.integers(2, 512), domain=st.sampled_from([None, 0, 4, 8, 72]), chips=st.none() | st.integers(1, 4096))
+def test_experts_spread_over_one_scale_up_domain_never_past_the_experts_or_the_chips(experts, domain, chips):
+    from accel.policies.parallelism import expert_parallelism
+
+    ep = expert_parallelism(experts, domain, chips)
+    assert 1 <= ep <= experts and (chips is None or ep <= chips)
+    if domain:
+        assert ep <= domain and (ep == domain or ep == experts or ep == chips)
+
+
+def test_the_deepseek_v3_plan_says_ep_in_its_parallelism_line_as_the_estimate_costed_it():
+    from pathlib import Path
+
+    from accel.policies import choose_plan, load_catalog, load_workload
+
+    root = Path(__file__).resolve().parent.parent
+    plan = choose_plan(load_workload(root / "examples" / "deepseek-v3-moe.yaml"), load_catalog())
+    assert plan.parallelism is not None and plan.parallelism.expert == 8
+    line = next(r for r in plan.rationale if r.startswith("Parallelism:"))
+    assert ", EP8 " in line
+    assert any(r.startswith("Experts: expert parallelism 8 ") for r in plan.rationale)
+    # The plan's document round-trips with the derived degree in it.
+    again = Plan.model_validate(plan.model_dump(mode="json"))
+    assert again.parallelism == plan.parallelism

@@ -77,6 +77,22 @@ def test_eks_spot_node_group_reads_gpus_per_instance():
     assert (pool.accelerator, pool.nodes, pool.chips, pool.spot) == ("H100", "0–4 (desired 2)", 32, True)
 
 
+GCE_INSTANCE = "gcp:compute/instance:Instance"
+
+
+def test_a_compute_engine_gpu_vm_made_outside_a_node_pool_is_an_accelerator_in_the_review():
+    """A program that creates an a3-megagpu-8g VM directly is shown with its 8 H100 (it is priced by
+    compute_cost too), spot when its scheduling says so; a CPU VM is not an accelerator."""
+    pool = accelerator_pool(GCE_INSTANCE, {"machineType": "a3-megagpu-8g", "zone": "us-central1-a",
+                                           "scheduling": {"provisioningModel": "SPOT"}})
+    assert (pool.kind, pool.accelerator, pool.nodes, pool.chips, pool.spot, pool.location) == (
+        "gpu", "H100", "1", 8, True, "us-central1-a")
+    attached = accelerator_pool(GCE_INSTANCE, {"machineType": "n1-standard-16", "guestAccelerators": [
+        {"type": "nvidia-tesla-t4", "count": 2}]})
+    assert (attached.accelerator, attached.chips, attached.spot) == ("nvidia-tesla-t4", 2, False)
+    assert accelerator_pool(GCE_INSTANCE, {"machineType": "e2-standard-8"}) is None
+
+
 def test_odd_input_shapes_are_not_guessed_at():
     assert accelerator_pool(NODE_POOL, {"nodeConfig": "not-a-dict"}) is None
     assert accelerator_pool(NODE_POOL, {"nodeConfig": {"machineType": UNKNOWN_VALUE}}) is None

@@ -93,6 +93,8 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         choice = choose_hardware(spec, cat, objective, reservations=held)  # type: ignore[arg-type]
     except WorkloadFieldError as error:
         raise error.with_source(workload) from None
+    if write_stack is not None:
+        refuse_pinning_a_commitment(choice, write_stack)
     plan = make_plan(spec, choice, cat)
     if as_json:
         sys.stdout.write(json.dumps(choice.to_json(), indent=2) + "\n")
@@ -126,6 +128,7 @@ def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
 
     from accel.base.model import describe_validation_error
     from accel.base.yaml_files import read_yaml_file
+    from accel.policies.cloud.commitments import COMMITMENT_KINDS, DeclaredCommitment
     from accel.policies.cloud.reservations import DeclaredReservation
 
     data = read_yaml_file(path, "reservations file")
@@ -140,11 +143,33 @@ def read_reservations(path: Path) -> tuple[list[Any], tuple[Any, ...]]:
         raise UsageError(f"--reservations: {path}: expected a non-empty list of reservations "
                          "({name, machineType, count, zone[, kind, committedUsdPerMachineHour | marginal: zero]}), "
                          f"a `reservations:` list or a stack file with {RESERVATIONS_KEY}")
-    try:
-        return TypeAdapter(list[DeclaredReservation]).validate_python(data), prefix
-    except ValidationError as error:
-        raise UsageError("--reservations: " + describe_validation_error(
-            error, str(path), list[DeclaredReservation], prefix=prefix)) from None
+    held, problems = [], []
+    for index, item in enumerate(data):
+        # A Savings Plan or committed-use discount (kind savings-plan / committed-use) is a commitment: a price,
+        # not capacity (docs/capacity.md); anything else is a reservation.
+        model = (DeclaredCommitment if isinstance(item, dict) and item.get("kind") in COMMITMENT_KINDS
+                 else DeclaredReservation)
+        try:
+            held.append(TypeAdapter(model).validate_python(item))
+        except ValidationError as error:
+            problems.append(describe_validation_error(error, str(path), model, prefix=(*prefix, index)))
+    if problems:
+        raise UsageError("--reservations: " + "\n--reservations: ".join(problems))
+    return held, prefix
+
+
+def refuse_pinning_a_commitment(choice: Any, stack: str) -> None:
+    """UsageError (exit 2) before anything is written when the chosen option is priced under a declared commitment:
+    a stack's accel:reservations holds reservations only, so `accel plan` would price the pinned pools at list
+    and refuse the pin's figures."""
+    from accel.policies.selection.commitments import commitment_of
+
+    name = commitment_of(choice.chosen)
+    if name is not None:
+        raise UsageError(f"--write-stack {stack}: the chosen option is priced under the declared commitment {name}, "
+                         "which a stack cannot declare yet (accel:reservations takes reservations and capacity "
+                         "blocks), so `accel plan` would price its pools at list and refuse the pinned figures; "
+                         "to pin, choose without the commitment (drop it from --reservations): the list-price answer")
 
 
 def refuse_unknown_reservations(held: list[Any], path: Path, key: tuple[Any, ...], catalog: Any) -> None:

@@ -42,8 +42,8 @@ OPTIONS: tuple[ChooseOption, ...] = (
     ChooseOption("write_stack", ("--write-stack",), "Pin the workload and plan into stacks/Pulumi.NAME.yaml",
                  metavar="NAME"),
     ChooseOption("reservations", ("--reservations",),
-                 "Reservations you hold, priced as they say and preferred: a stack file's accel:reservations or a "
-                 "YAML list of them", metavar="FILE", kind=Path),
+                 "Reservations and commitments (Savings Plans, CUDs) you hold, priced as they say and preferred: a "
+                 "stack file's accel:reservations or a YAML list of them", metavar="FILE", kind=Path),
 )
 BY_DEST = {option.dest: option for option in OPTIONS}
 

@@ -85,17 +85,38 @@ def _gke_node_pool(inputs: dict[str, Any]) -> AcceleratorPool | None:
             chips = nodes * host.chips
         return AcceleratorPool("tpu", facts.chips[generation.accelerator].name, machine, nodes_text, chips, topology,
                                spot, location)
-    accelerators = _known(node_config.get("guestAccelerators")) or []
-    if accelerators and isinstance(accelerators[0], dict):
-        gpu = str(_known(accelerators[0].get("type")) or "GPU")
-        per_node = _int(accelerators[0].get("count"))
-    else:
-        built_in = facts.gcp_gpu_machines.get(machine)
-        if built_in is None:
-            return None
-        gpu, per_node = facts.chips[built_in.chip].name, built_in.gpus
+    gpus = _gce_gpus(machine, node_config.get("guestAccelerators"))
+    if gpus is None:
+        return None
+    gpu, per_node = gpus
     chips = nodes * per_node if nodes is not None and per_node is not None else None
     return AcceleratorPool("gpu", gpu, machine, nodes_text, chips, None, spot, location)
+
+
+def _gce_gpus(machine: str, guest_accelerators: Any) -> tuple[str, int | None] | None:
+    """(GPU name, GPUs per VM) of a Compute Engine machine: its attached guest accelerators (N1, G2 with a
+    count), else the GPUs an accelerator-optimized machine type carries (hardware table); None for neither."""
+    accelerators = _known(guest_accelerators) or []
+    if accelerators and isinstance(accelerators[0], dict):
+        return str(_known(accelerators[0].get("type")) or "GPU"), _int(accelerators[0].get("count"))
+    facts = hardware.current()
+    built_in = facts.gcp_gpu_machines.get(machine)
+    return None if built_in is None else (facts.chips[built_in.chip].name, built_in.gpus)
+
+
+def _gce_instance(inputs: dict[str, Any]) -> AcceleratorPool | None:
+    """A Compute Engine VM created directly (not in a node pool): one VM, its GPUs by machine type or guest
+    accelerators; spot when its scheduling says SPOT (or the older preemptible)."""
+    machine = _known(inputs.get("machineType"))
+    if not isinstance(machine, str):
+        return None
+    gpus = _gce_gpus(machine, inputs.get("guestAccelerators"))
+    if gpus is None:
+        return None
+    scheduling = _known(inputs.get("scheduling")) or {}
+    spot = isinstance(scheduling, dict) and (_known(scheduling.get("provisioningModel")) == "SPOT"
+                                             or _known(scheduling.get("preemptible")) is True)
+    return AcceleratorPool("gpu", gpus[0], machine, "1", gpus[1], None, spot, _known(inputs.get("zone")))
 
 
 def _tpu_accelerator(accelerator_type: Any, config: Any) -> tuple[str, int | None, str | None] | None:
@@ -181,6 +202,7 @@ READERS = {
     "gcp:tpu/v2QueuedResource:V2QueuedResource": _tpu_queued_resource,
     "aws:eks/nodeGroup:NodeGroup": _eks_node_group,
     "aws:ec2/instance:Instance": _ec2_instance,
+    "gcp:compute/instance:Instance": _gce_instance,
 }
 
 

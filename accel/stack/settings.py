@@ -57,6 +57,18 @@ class StackSettings(StrictModel):
         default_factory=list, description="Reservations the stack holds; the plan takes them and must fit them "
                                           "(docs/scale.md)")
 
+    @field_validator("reservations", mode="before")
+    @classmethod
+    def _no_commitments_yet(cls, entries: Any) -> Any:
+        from accel.policies.cloud.commitments import COMMITMENT_KINDS
+
+        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+            if isinstance(entry, dict) and entry.get("kind") in COMMITMENT_KINDS:
+                raise ValueError(f"entry {index} ({entry.get('name')!r}) is a {entry['kind']} commitment; a stack takes "
+                                 "reservations and capacity blocks only for now, commitments are weighed by "
+                                 "`accel choose --reservations FILE` (docs/scale.md, 'Commitments')")
+        return entries
+
     @field_validator("apiAccessCidrs")
     @classmethod
     def _cidrs_can_reach_an_endpoint(cls, cidrs: list[str]) -> list[str]:

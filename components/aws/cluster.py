@@ -22,6 +22,7 @@ import pulumi
 
 from accel.base.cidrs import VpcCniSettings, documentation_range_problem
 from accel.base.errors import invalid_arg
+from accel.policies.cloud.eks_versions import default_eks_version
 from accel.components.aws.vpc_cni import TRAINING_VPC_CNI
 from accel.components.aws.common import (
     check_cidr,
@@ -69,7 +70,8 @@ class EksClusterArgs:
     node_security_group_id: pulumi.Input[str]
     tags: ResourceTags
     cluster_name: str | None = None          # default: the component's name
-    kubernetes_version: str = "1.34"
+    # The newest EKS release in policies/cloud/eks_versions.yaml (with its standard-support window and source).
+    kubernetes_version: str = field(default_factory=default_eks_version)
     private_endpoint: bool = False           # True: the API server is reachable only from inside the VPC
     # Who may reach the public API endpoint: the user's ranges, like the project id. No default:
     # an open endpoint by default is a choice nobody made (explicit 0.0.0.0/0 is still accepted).
@@ -94,7 +96,7 @@ class EksClusterArgs:
             raise invalid_arg(_ARGS, "cluster_name", self.cluster_name,
                           "1-100 characters: letters, digits, '-' and '_', starting with a letter or digit")
         if not _K8S_VERSION.match(self.kubernetes_version or ""):
-            raise invalid_arg(_ARGS, "kubernetes_version", self.kubernetes_version, "expected a minor version like 1.34")
+            raise invalid_arg(_ARGS, "kubernetes_version", self.kubernetes_version, f"expected a minor version like {default_eks_version()}")
         if isinstance(self.subnet_ids, (str, bytes)) or len(list(self.subnet_ids)) < 2:
             raise invalid_arg(_ARGS, "subnet_ids", self.subnet_ids,
                           "EKS needs private subnets in at least two availability zones")

@@ -135,7 +135,7 @@ class EksClusterInputs(TypedDict):
     clusterName: NotRequired[str]
     """EKS name of the cluster; default: the component's name."""
     kubernetesVersion: NotRequired[str]
-    """Kubernetes minor version, e.g. 1.34."""
+    """Kubernetes minor version; default: the newest EKS release in policies/cloud/eks_versions.yaml."""
     systemInstanceTypes: NotRequired[list[str]]
     """Instance types of the system node group; default m6i.xlarge."""
     systemNodes: NotRequired[int]

@@ -11,7 +11,8 @@ those events (Poisson counts), not on average. Losses independent per host stay 
 adds nothing to today's estimate: the generous override.
 
 No threshold is written anywhere: the largest spot fleet that finishes in time falls out of the parameters
-(with the bundled frontier-GPU ones, drain_pool_fraction x pool_hosts = 32 hosts for runs past a few days).
+(with the bundled frontier-GPU ones, drain_pool_fraction x pool_hosts = 32 hosts for runs past a few days;
+the drain figures come from a spot-availability trace, docs/capacity.md).
 """
 
 from __future__ import annotations

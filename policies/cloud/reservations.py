@@ -32,6 +32,7 @@ from pydantic import AfterValidator, AwareDatetime, Field, model_validator
 
 from accel.base.model import StrictModel
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
+from accel.policies.cloud.commitments import DeclaredCommitment
 from accel.policies.plan import Plan
 
 if TYPE_CHECKING:
@@ -85,6 +86,19 @@ class DeclaredReservation(StrictModel):
             raise ValueError(f"start/end: {problem}")
         return self
 
+    # The interface a price point's `reserved` slot offers the search (shared with DeclaredCommitment).
+    @property
+    def provisioning(self) -> str:
+        return self.kind
+
+    @property
+    def holds_capacity(self) -> bool:
+        return True
+
+    @property
+    def held_machines(self) -> int:
+        return self.count
+
     @property
     def window(self) -> CapacityBlockWindow | None:
         """The block's window (kind capacity-block), else None."""
@@ -114,15 +128,21 @@ class DeclaredReservation(StrictModel):
         return "at the catalog's on-demand rate (no committed price declared)"
 
 
-def reserved_hourly(reservation: DeclaredReservation, machines: int, on_demand_per_machine: float) -> float:
+def reserved_hourly(reservation: DeclaredReservation | DeclaredCommitment, machines: int,
+                    on_demand_per_machine: float) -> float:
     """$/h of `machines` machines on the reservation: up to its count at the reserved rate, the overflow
-    (machines beyond the count) at on-demand."""
+    (machines beyond the count) at on-demand. Under a commitment: as the commitment bills them."""
+    if isinstance(reservation, DeclaredCommitment):
+        return reservation.hourly(machines, on_demand_per_machine)
     held = min(machines, reservation.count)
     return held * reservation.machine_hourly_usd(on_demand_per_machine) + (machines - held) * on_demand_per_machine
 
 
-def reserved_words(reservation: DeclaredReservation, machines: int, on_demand_per_machine: float) -> str:
+def reserved_words(reservation: DeclaredReservation | DeclaredCommitment, machines: int,
+                   on_demand_per_machine: float) -> str:
     """How a fleet on the reservation is priced, with the overflow when it is bigger than the reservation."""
+    if isinstance(reservation, DeclaredCommitment):
+        return reservation.price_words(machines, on_demand_per_machine)
     held = min(machines, reservation.count)
     words = (f"reserved: {reservation.name!r} ({reservation.count} x {reservation.machineType} in "
              f"{reservation.zone}), {held} machines {reservation.billing_words()} = "
@@ -232,7 +252,7 @@ class DeclarationProblem(StrictModel):
     """A declared reservation's key whose value the catalog does not know (`reservations[index].key`)."""
 
     index: int = Field(ge=0, description="Position of the reservation in the declared list")
-    key: Literal["machineType", "zone"]
+    key: Literal["machineType", "zone", "instanceFamily", "region"]
     problem: str = Field(min_length=1, description="What is wrong and what is allowed, closest names first")
 
 
@@ -258,6 +278,9 @@ def declaration_problems(reservations: Iterable[DeclaredReservation], offerings:
             regions.setdefault(region, set()).update(info.zones)
     problems = []
     for index, reservation in enumerate(reservations):
+        if isinstance(reservation, DeclaredCommitment):
+            problems.extend(commitment_problems(index, reservation, zones_of))
+            continue
         machine_type, zone = reservation.machineType, reservation.zone
         if machine_type not in zones_of:
             near = _closest(machine_type, zones_of)
@@ -280,3 +303,38 @@ def declaration_problems(reservations: Iterable[DeclaredReservation], offerings:
             + f" (it lists {machine_type} in {', '.join(listed)}; a reservation held in another zone needs "
               f"that zone added to the offering in a catalog overlay, {catalog_key})")))
     return problems
+
+
+def commitment_problems(index: int, commitment: DeclaredCommitment, zones_of: dict[str, dict[str, set[str]]]
+                        ) -> list[DeclarationProblem]:
+    """A commitment whose machine type or instance family no offering of its cloud sells, or whose region no such
+    offering is listed in: it could never price anything, so it is a mistake to say."""
+    if commitment.kind == "committed-use":
+        assert commitment.machineType is not None
+        if commitment.machineType not in zones_of:
+            near = _closest(commitment.machineType, zones_of)
+            allowed = f"did you mean {_one_of(near)}?" if near else f"the catalog sells {', '.join(sorted(zones_of))}"
+            return [DeclarationProblem(index=index, key="machineType", problem=(
+                f"{commitment.machineType!r} is sold by no catalog offering; {allowed}"))]
+        regions = sorted(zones_of[commitment.machineType])
+        key, known = "region", regions
+    elif commitment.plan == "ec2-instance":
+        assert commitment.instanceFamily is not None
+        # EC2 instance types are FAMILY.SIZE (p5.48xlarge); Google's machine types have no dot.
+        families = {machine.split(".", 1)[0] for machine in zones_of if "." in machine}
+        if commitment.instanceFamily not in families:
+            near = _closest(commitment.instanceFamily, families)
+            allowed = f"did you mean {_one_of(near)}?" if near else f"the catalog's families: {', '.join(sorted(families))}"
+            return [DeclarationProblem(index=index, key="instanceFamily", problem=(
+                f"{commitment.instanceFamily!r} is the family of no catalog offering; {allowed}"))]
+        key = "region"
+        known = sorted({region for machine, regions in zones_of.items()
+                        if machine.split(".", 1)[0] == commitment.instanceFamily for region in regions})
+    else:
+        return []
+    if commitment.region in known:
+        return []
+    near = _closest(commitment.region or "", known)
+    return [DeclarationProblem(index=index, key=key, problem=(
+        f"{commitment.region!r} is not a region the catalog lists for it"
+        + (f"; did you mean {_one_of(near)}?" if near else "") + f" (it lists {', '.join(known)})"))]

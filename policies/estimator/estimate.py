@@ -310,6 +310,14 @@ def whole_run_goodput(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, 
     return Factor(fitted.goodput(generation, spec.model.active), fitted.source(generation))
 
 
+def whole_run_spread(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog) -> whole_runs.Spread | None:
+    """How wrong the whole-run estimate may be (the leave-one-out residuals of the rows like this workload:
+    dense or mixture of experts); None when the workload fixes its own goodput or MFU."""
+    if resolved.sources["goodput"] == OVERRIDE or resolved.mfu_override is not None:
+        return None
+    return whole_runs.calibrated_model(catalog).spread_for(spec.model.is_moe)
+
+
 def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerator, step_mfu) -> Factor | None:
     """A mixture-of-experts model's whole-run factor beyond a dense model of its active size: the fitted MoE
     factor times the efficiency left by the expert-parallel all-to-all on this accelerator's fabric (None for
@@ -696,6 +704,12 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
               Assumption(name="goodput", value=_round(whole_run.value),
                          source=f"whole-run overhead (restarts, evaluations, data stalls, stragglers, ramp-up): "
                                 f"{whole_run.source}")]
+    uncertainty = whole_run_spread(spec, resolved, catalog)
+    if uncertainty is not None:
+        items.append(Assumption(name="whole-run spread", value=f"{uncertainty.low:.2f}x to {uncertainty.high:.2f}x "
+                                "the estimated time and cost", source=f"{uncertainty.text()}; "
+                                f"benchmarks/bench_estimate.py; runs by teams outside the table have done worse when "
+                                "tried blind (docs/choose.md)"))
     if spec.model.is_moe:
         step_mfu = (lambda n: resolved.mfu_override) if resolved.mfu_override is not None else (
             lambda n: predict(fitted, catalog, accelerator, spec.model.active, n))

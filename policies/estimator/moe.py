@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from accel.policies import hardware
+from accel.policies.parallelism import expert_parallelism
 
 BYTES_PER_ACTIVATION = 2.0   # bf16 dispatch and combine
 PASSES = 4                   # dispatch + combine, forward + backward
@@ -62,8 +63,7 @@ def fabric(accelerator_id: str) -> hardware.CollectiveFabric | None:
 def default_expert_parallel(experts: int, accelerator_id: str, chips: int | None = None) -> int:
     """The layout rule: experts spread over one scale-up domain (a TPU slice: over the whole fleet's slice)."""
     found = fabric(accelerator_id)
-    domain = (chips or experts) if found is None or found.domain_chips == 0 else found.domain_chips
-    return max(1, min(experts, domain, chips or experts))
+    return expert_parallelism(experts, found.domain_chips if found is not None else None, chips)
 
 
 def layout(shape: MoeShape, accelerator_id: str, compute_seconds_per_token: float, overlap: float,

@@ -17,7 +17,12 @@ Two layers, each fitted on its own kind of evidence (issue #30):
   the offset and slope of its nearest calibrated generation (policies/estimator/generations.py), else the
   pooled ones. The fleet size is not a term: tried (with 6N FLOPs), it fitted at -2.6% per doubling of chips
   and made the leave-one-out worse (dense median 12.2% -> 15.5%), so goodput is a property of the model and
-  the generation; the step model already charges a fleet's scale.
+  the generation; the step model already charges a fleet's scale. The parallel layout is not a term either:
+  pre-registered in docs/choose.md (log2 of the pipeline stages), it met its rule on the table's rows but
+  fitted with the sign opposite to its physical reason (+8% goodput per doubling of stages), made the held-out
+  runs worse and would reward memory-forced pipelining in the fleets it sizes; it stands for "a large,
+  experienced team", not a cause. The row's pipeline degree (`row_stages`) stays a diagnostic column of
+  benchmarks/bench_estimate.py, fitted into nothing.
 - fp8: the geometric mean of the published fp8-vs-bf16 speed-ups (whole_runs.yaml fp8_evidence).
 - moe: m x all-to-all efficiency; the all-to-all against the fabric it crosses (policies/estimator/moe.py),
   m (router imbalance, grouped matmuls, token dropping) one factor fitted on the MoE whole-run rows.
@@ -47,6 +52,7 @@ from accel.policies import hardware
 from accel.policies.catalog.model import Catalog
 from accel.policies.estimator import calibration, generations, moe
 from accel.policies.estimator.calibration import MfuFit, median
+from accel.policies.parallelism import training_parallelism
 
 WHOLE_RUNS = Path(__file__).resolve().parent.parent / "catalog" / "whole_runs.yaml"
 SIZE_REFERENCE = 1e10
@@ -202,6 +208,36 @@ def chips_of(run: WholeRun, impute) -> int:
     return run.chips or impute(run.parameters)
 
 
+def gpus_per_node(catalog: Catalog, accelerator_id: str) -> int:
+    """The node a multi-node training fleet of this accelerator is built from: the catalog's largest host."""
+    return max((o.chips_per_host for o in catalog.offerings if o.accelerator == accelerator_id), default=1)
+
+
+def pipeline_stages(catalog: Catalog, accelerator_id: str, min_chips: int, chips: int | None = None) -> int:
+    """Diagnostic only (not a term of the fit, see the module's docstring): the pipeline degree of the estimator's training layout for a state of `min_chips` chips' worth
+    (estimate.min_chips_for_memory) on `chips` chips (None: a fleet at least one pipeline wide); a TPU has
+    no pipeline (its slice shards the state)."""
+    if generations.generation(accelerator_id) == "tpu":
+        return 1
+    per_node = gpus_per_node(catalog, accelerator_id)
+    nodes = math.ceil(chips / per_node) if chips else 1 << 30
+    return training_parallelism(min_chips, per_node, nodes).pipeline
+
+
+def row_min_chips(run: WholeRun, catalog: Catalog) -> int:
+    """estimate.min_chips_for_memory for the row's model at the catalog's defaults: weights, gradients and
+    optimizer state of every parameter (a mixture of experts: the total) plus activation headroom, over the
+    compute chip's usable HBM."""
+    training = catalog.defaults.training
+    needed = run.parameters * training.bytes_per_parameter.value * (1.0 + training.activation_headroom.value)
+    usable = catalog.accelerator(run.compute_chip).hbm_bytes * training.hbm_usable_fraction.value
+    return max(1, math.ceil(needed / usable))
+
+
+def row_stages(run: WholeRun, catalog: Catalog, impute) -> int:
+    return pipeline_stages(catalog, run.compute_chip, row_min_chips(run, catalog), chips_of(run, impute))
+
+
 def step_mfu(step_fit: MfuFit, catalog: Catalog, run: WholeRun, chips: int) -> float:
     accelerator = catalog.accelerator(run.compute_chip)
     return calibration.predict(step_fit, catalog, accelerator, run.active, chips, run.slices)
@@ -285,7 +321,8 @@ def moe_parts(run: WholeRun, step_fit: MfuFit, goodput: GoodputFit, catalog: Cat
     compute = flops_per_token(run.active, run.layers, run.hidden, run.sequence_length) / (peak * step)
     layout = moe.layout(moe_shape(run), run.accelerator, compute, overlap, run.expert_parallel, chips)
     precision = fp8_speedup() if run.precision == "fp8" else 1.0
-    predicted = step * goodput.goodput(generation_of(run), run.active) * layout.efficiency * precision
+    kept = goodput.goodput(generation_of(run), run.active)
+    predicted = step * kept * layout.efficiency * precision
     return implied_mfu(run, catalog), predicted, layout
 
 
@@ -298,6 +335,37 @@ def moe_factor(parts: list[tuple[float, float, moe.ExpertLayout]]) -> float:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """How wrong a whole-run estimate may be: published / predicted accelerator-hours over rows each predicted
+    by fits without it (leave-one-out), as the 10th and 90th percentiles (linear interpolation) and the
+    extremes, with the rows they come from."""
+
+    kind: str                 # "dense" or "mixture-of-experts"
+    rows: int
+    low: float                # 10th percentile of published / predicted
+    high: float               # 90th percentile
+    lowest: tuple[str, float]
+    highest: tuple[str, float]
+    beside: "Spread | None" = None   # the dense rows' spread, beside a mixture of experts' few rows
+
+    def text(self) -> str:
+        words = (f"published {self.kind} whole runs took {self.low:.2f}x to {self.high:.2f}x the hours the model "
+                 f"predicted for them without them (10th to 90th percentile of {self.rows}, leave-one-out; extremes "
+                 f"{self.lowest[1]:.2f}x {self.lowest[0]}, {self.highest[1]:.2f}x {self.highest[0]})")
+        if self.beside is not None:
+            words += (f"; {self.rows} rows are few: the {self.beside.rows} {self.beside.kind} runs' "
+                      f"{self.beside.low:.2f}x to {self.beside.high:.2f}x is the wider view")
+        return words
+
+
+def spread(kind: str, errors: list["WholeRunError"], beside: Spread | None = None) -> Spread:
+    ratios = sorted((1.0 / (1.0 + e.error), e.run.id) for e in errors)
+    deciles = statistics.quantiles([r for r, _ in ratios], n=10, method="inclusive")
+    return Spread(kind, len(ratios), deciles[0], deciles[-1], (ratios[0][1], ratios[0][0]),
+                  (ratios[-1][1], ratios[-1][0]), beside)
+
+
+@dataclass(frozen=True)
 class WholeRunModel:
     """Everything fitted on all rows: what `accel choose` uses."""
 
@@ -306,6 +374,11 @@ class WholeRunModel:
     fp8_speedup: float
     overlap: float
     moe_rows: int
+    dense_spread: Spread | None = None
+    moe_spread: Spread | None = None
+
+    def spread_for(self, is_moe: bool) -> Spread | None:
+        return self.moe_spread if is_moe else self.dense_spread
 
 
 _MODELS: dict[tuple, WholeRunModel] = {}
@@ -325,7 +398,9 @@ def calibrated_model(catalog: Catalog) -> WholeRunModel:
             goodput = fit_goodput(table.dense, step_fit, catalog, impute)
             overlap = table.model_settings.all_to_all_overlap
             parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
-            return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe))
+            dense, mixture = leave_one_out(catalog)
+            return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe),
+                                 spread("dense", dense), spread("mixture-of-experts", mixture, spread("dense", dense)))
 
         found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, calibration.PUBLISHED_RUNS], compute,
                                        code=[calibration.POLICIES_DIR], extra=key)
@@ -348,6 +423,7 @@ class WholeRunError:
     other: float            # all-to-all x MoE factor (1 for dense)
     implied_mfu: float
     predicted_mfu: float
+    stages: int = 1         # diagnostic: pipeline stages of the estimator's layout for the row (not fitted)
 
     @property
     def error(self) -> float:
@@ -386,10 +462,11 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
         goodput = fit_goodput(others, step_fit, catalog, impute)
         chips = chips_of(run, impute)
         step = step_mfu(step_fit, catalog, run, chips)
+        stages = row_stages(run, catalog, impute)
         kept = goodput.goodput(generation_of(run), run.active)
         predicted = step * kept * (fp8 if run.precision == "fp8" else 1.0)
         dense_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, 1.0,
-                                          implied_mfu(run, catalog), predicted))
+                                          implied_mfu(run, catalog), predicted, stages))
     step_all = steps.without([])
     everything = table.dense + table.moe
     goodput_all = fit_goodput(table.dense, step_all, catalog, chips_rule(everything))
@@ -402,13 +479,14 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
         impute = chips_rule([x for x in everything if x is not run])
         chips = chips_of(run, impute)
         step = step_mfu(step_all, catalog, run, chips)
+        stages = row_stages(run, catalog, impute)
         kept = goodput_all.goodput(generation_of(run), run.active)
         # goodput x MoE (all-to-all x m) is at most max_goodput, as in the estimator
         capped = min(predicted * m, predicted / (kept * layout.efficiency) * goodput_all.max_goodput)
         moe_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, layout.efficiency * m, observed,
-                                        capped))
+                                        capped, stages))
     return dense_errors, moe_errors
 
 
-__all__ = ["GoodputFit", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable", "calibrated_model",
+__all__ = ["GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable", "calibrated_model",
            "fit_goodput", "fp8_speedup", "leave_one_out", "median", "whole_runs"]

@@ -28,6 +28,7 @@ from accel.policies.estimator.estimate import (
 from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
+from accel.policies.selection.commitments import commitment_source, committed_groups
 from accel.policies.cloud.reservations import (
     DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words)
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
@@ -206,7 +207,7 @@ def reserved_groups(ctx: SearchContext, offering: Offering
     allowed = ctx.spec.constraints.regions
     groups = []
     for reservation in ctx.reservations:
-        if reservation.machineType != offering.machine_type:
+        if not reservation.holds_capacity or reservation.machineType != offering.machine_type:
             continue
         region = region_of_reservation(reservation, offering.regions)
         if region is None or (allowed and region not in allowed):
@@ -280,6 +281,7 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
             reasons.append(("spot", "no spot capacity in the allowed regions"))
         points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
+    points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in committed_groups(ctx, offering))
     return points, reasons
 
 
@@ -292,11 +294,18 @@ def to_option(candidate: Candidate, region: str) -> Option:
         hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
         total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
         offering=o.id, chips_per_host=s.chips_per_host, goodput=_fraction(e.goodput),
-        zone=candidate.reserved.zone if candidate.reserved else o.regions[region].zones[0],
-        provisioning=("spot" if candidate.spot else candidate.reserved.kind if candidate.reserved else o.provisioning),
+        zone=(candidate.reserved and candidate.reserved.zone) or o.regions[region].zones[0],
+        provisioning=("spot" if candidate.spot else candidate.reserved.provisioning if candidate.reserved else o.provisioning),
         price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
-        price_source=f"{candidate.chip_price.source.split(':', 1)[0]} ({candidate.chip_price.as_of})",
+        price_source=_option_source(candidate),
     )
+
+
+def _option_source(candidate: Candidate) -> str:
+    source = f"{candidate.chip_price.source.split(':', 1)[0]} ({candidate.chip_price.as_of})"
+    if candidate.reserved is not None and not candidate.reserved.holds_capacity:
+        return commitment_source(source, candidate.reserved)
+    return source
 
 
 # total_usd is the unrounded total to the cent; hourly_usd and hours keep enough digits that
@@ -349,7 +358,8 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
     if candidate.reserved is not None:
         on_demand = fleet_hourly(option.chips, option.hosts, candidate.chip_price, candidate.host_price)
         detail["reserved"] = reserved_words(candidate.reserved, option.hosts, on_demand / option.hosts)
-        price_source += f"; reserved capacity: accel:reservations {candidate.reserved.name!r}"
+        price_source += (f"; reserved capacity: accel:reservations {candidate.reserved.name!r}"
+                         if candidate.reserved.holds_capacity else f"; commitment: {candidate.reserved.what()}")
     assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
                                   candidate.spot, option.chips, option.slices, price_source, detail)
     if spec.kind == "inference":

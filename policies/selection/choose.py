@@ -202,7 +202,7 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
                   objective=objective, workload=spec, catalog=catalog_ref(catalog), chosen_offering=best.offering,
                   closest_infeasible=closest_infeasible,
                   option_details=[dict(candidate.evaluation.detail) for _, candidate, _ in ranked],
-                  reservation=best.reserved.name if best.reserved else None)
+                  reservation=best.reserved.name if best.reserved and best.reserved.holds_capacity else None)
 
 
 def estimate_lines(ranked: list[tuple[tuple, Candidate, str]], options: list) -> list[str]:
@@ -227,12 +227,15 @@ def reservation_lines(ctx, ranked: list[tuple[tuple, Candidate, str]], options: 
     if not ctx.reservations:
         return []
     best = ranked[0][1]
-    if best.reserved is not None:
+    if best.reserved is not None and best.reserved.holds_capacity:
         return [f"Capacity: {ctx.spec.name} runs on the declared {best.reserved.kind} {best.reserved.name!r}; "
                 f"{estimate_detail(ctx, best, options[0])['reserved']}."]
     lines = []
     for reservation in ctx.reservations:
         rank = next((i for i, (_, c, _) in enumerate(ranked) if c.reserved is reservation), None)
+        if not reservation.holds_capacity:
+            lines.append(commitment_line(ctx, ranked, options, reservation, rank))
+            continue
         if rank is None:
             lines.append(f"Capacity: the declared reservation {reservation.name!r} ({reservation.count} x "
                          f"{reservation.machineType} in {reservation.zone}) gave no feasible option (machine type, "
@@ -243,6 +246,24 @@ def reservation_lines(ctx, ranked: list[tuple[tuple, Candidate, str]], options: 
                          f"{estimate_detail(ctx, ranked[rank][1], option)['reserved']}; total "
                          f"${option.total_usd:,.2f} against ${options[0].total_usd:,.2f} for the chosen option.")
     return lines
+
+
+def commitment_line(ctx, ranked, options, commitment, rank: int | None) -> str:
+    """A declared commitment: that it prices the chosen option (and how), ranks lower, or covers nothing."""
+    if rank is None:
+        scope = {"compute": "any EC2 instance", "ec2-instance": "its instance family in its region",
+                 None: "its machine type in its region"}[commitment.plan]
+        return (f"Price: the declared {commitment.what()} priced no option: it covers on-demand usage of {scope} "
+                "(never spot, flex-start or Capacity Blocks), and no feasible option was one.")
+    words = estimate_detail(ctx, ranked[rank][1], options[rank])["reserved"]
+    if rank == 0:
+        from accel.policies.cloud.capacity_modes import load_modes
+        from accel.policies.cloud.commitments import MODE_OF
+
+        return (f"Price: the declared commitment was used: {words}; total ${options[0].total_usd:,.2f}. "
+                f"Capacity mode {MODE_OF[commitment.kind]}: {load_modes().modes[MODE_OF[commitment.kind]].risk}.")
+    return (f"Price: the declared commitment prices option #{rank + 1}: {words}; total "
+            f"${options[rank].total_usd:,.2f} against ${options[0].total_usd:,.2f} for the chosen option.")
 
 
 def estimate_detail(ctx, candidate: Candidate, option) -> dict:

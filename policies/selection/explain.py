@@ -10,7 +10,7 @@ from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.selection.candidates import Candidate, SearchContext, SearchResult, to_option
 from accel.policies.selection.choice import NoFeasibleOption, catalog_ref
-from accel.policies.estimator.estimate import training_flops, training_memory_bytes
+from accel.policies.estimator.estimate import training_flops, training_memory_bytes, whole_run_spread
 from accel.policies.plan import Option
 from accel.policies.selection.tradeoffs import time_words
 from accel.policies.workload import XLA_FRAMEWORKS, framework_label
@@ -96,6 +96,12 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                    f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} step MFU x {chosen.goodput:.2f} whole-run "
                    f"goodput{' (spot losses included)' if chosen.spot else ''}")
     lines.append(f"Chosen: {summary}; the {goal}{meets}.")
+    uncertainty = whole_run_spread(spec, ctx.resolved, ctx.catalog) if spec.kind != "inference" else None
+    if uncertainty is not None:
+        lines.append(f"How wrong this may be: {duration(chosen.hours * uncertainty.low)} to "
+                     f"{duration(chosen.hours * uncertainty.high)}, {money(chosen.total_usd * uncertainty.low)} to "
+                     f"{money(chosen.total_usd * uncertainty.high)}: {uncertainty.text()}; a team unlike those "
+                     "that published them can fall outside it (docs/choose.md).")
     if near_fastest:
         sooner = chosen.hours - fastest.hours
         lines.append(f"The fastest option, {describe(fastest)}, would finish {duration(sooner)} "

@@ -43,7 +43,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option))
         # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
-        parallelism = plan_parallelism(spec.kind, gpu, choice.estimate)
+        parallelism = plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts)
         assert parallelism is not None
         gpu = gpu.model_copy(update={"nodes_per_pool": gpu_nodes_per_pool(
             offering, option.hosts, compact=multi_node_training, training=training,
@@ -64,7 +64,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     if node_limit:
         rationale.append(f"Fleet size: {node_limit}.")
     if gpu is not None and (gpu.pools > 1 or (training and gpu.nodes > 1)):
-        rationale.append(_layout_words(gpu, plan_parallelism(spec.kind, gpu, choice.estimate)))
+        rationale.append(_layout_words(gpu, plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts)))
     expert = next((a for a in choice.estimate.assumptions if a.name == "mixture of experts"), None)
     if training and expert is not None:
         # The expert-parallel layout the estimate costed (policies/estimator/moe.py).

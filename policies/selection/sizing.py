@@ -152,14 +152,15 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
-    provisioning = "spot" if spot else reserved.kind if reserved is not None else offering.provisioning
+    provisioning = "spot" if spot else reserved.provisioning if reserved is not None else offering.provisioning
     spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
              else None)
     mode = mode_id(obtain, offering, provisioning) if obtain is not None else provisioning
     # Shared by every region of the offering on this mode (a held reservation is timed as estimated); on spot by
     # every offering of the same training model and mode too (the timing reads nothing else of the offering).
-    timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None else ctx.timing_cache.setdefault(
+    timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None and reserved.holds_capacity else
+                                                   ctx.timing_cache.setdefault(
         (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, provisioning), {}))
 
     def timing(i: int) -> Timing:
@@ -336,9 +337,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
     seen = {best}
     probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
-    if reserved is not None and ladder[lo].hosts <= reserved.count:
+    if reserved is not None and 0 < ladder[lo].hosts <= reserved.held_machines:
         # The whole reservation: when it is already paid for, the fastest fleet it holds costs nothing more.
-        probes.append(_last_true(lo, hi, lambda i: ladder[i].hosts <= reserved.count))
+        probes.append(_last_true(lo, hi, lambda i: ladder[i].hosts <= reserved.held_machines))
     for i in probes:
         if i in seen or not lo <= i <= hi:
             continue

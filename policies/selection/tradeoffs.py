@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from accel.base.units import money
 from accel.policies.plan import Option
+from accel.policies.selection.commitments import commitment_of
 
 # What each capacity type risks, said once (the catalog's capacity types, policies/plan.py).
 CAPACITY_RISK = {
@@ -65,6 +66,8 @@ def tradeoffs(option: Option, chosen: Option, serving: bool) -> tuple[str, ...]:
     words.append(cost_words(option, chosen))
     if option.provisioning != chosen.provisioning:
         words.append(risk[option.provisioning])
+    if commitment_of(option) != commitment_of(chosen):
+        words.append(f"under commitment {commitment_of(option)}" if commitment_of(option) else "at list price")
     if option.family != chosen.family:
         words.append(PORTABILITY[option.family])
     elif option.cloud != chosen.cloud:
@@ -81,9 +84,10 @@ def ranked_alternatives(options: list[Option], serving: bool, limit: int) -> tup
     if not options:
         return [], []
     chosen = options[0]
-    groups: dict[tuple[str, str, int], list[Option]] = {}
-    for option in options:
-        groups.setdefault((option.offering, option.provisioning, option.chips), []).append(option)
+    groups: dict[tuple[str, str, int, str | None], list[Option]] = {}
+    for option in options:   # an option priced under a declared commitment is a row of its own
+        groups.setdefault((option.offering, option.provisioning, option.chips, commitment_of(option)),
+                          []).append(option)
     rows = [
         Alternative(rank, group[0], tuple(dict.fromkeys(o.region for o in group)), rank == 1,
                     tradeoffs(group[0], chosen, serving))
