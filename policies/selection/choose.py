@@ -34,6 +34,7 @@ from accel.policies.selection.candidates import (
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.selection.explain import accelerator_name, describe, explain_choice, explain_infeasible
+from accel.base.collector import collector_paused
 from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
@@ -52,7 +53,9 @@ __all__ = [
 SHARE_SIZING_ACROSS_REGIONS = True
 
 
-def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
+def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: bool) -> tuple:
+    """`unpriced`: the offering's Offering.unpriced, worked out once per offering by the caller (it reads every
+    region's prices: once per ranked option it made a search quadratic in the regions)."""
     e = candidate.evaluation
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
     primary = (e.total_usd, e.hours, latency) if objective == "cost" else (
@@ -60,7 +63,7 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int) -> tuple:
     # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
     # is never made on a figure derived by a rule when a listed price meets the workload (its options are still
     # shown, marked estimate, and the rationale says what it would cost). A declared reservation is the user's.
-    on_estimate = candidate.offering.unpriced and candidate.reserved is None
+    on_estimate = unpriced and candidate.reserved is None
     # On equal figures a reserved option comes first: its capacity is held, on-demand capacity may not be there.
     return (on_estimate, *primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
 
@@ -100,6 +103,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             continue
         points, reasons = price_points(ctx, offering)
         feasible = False
+        unpriced = offering.unpriced
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
         sized: dict[tuple[bool, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
@@ -119,11 +123,12 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             feasible = True
             order = region_order[offering.id]
             for region in point.regions:
-                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order))), outcome.best,
-                                     region))
+                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), unpriced),
+                                     outcome.best, region))
             first = point.regions[0]
             for alternative in outcome.alternatives:
-                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order))), alternative, first))
+                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)), unpriced),
+                                     alternative, first))
                 found.shown_only.add(id(alternative))
         found.offering_reasons[offering.id] = reasons
         if not feasible:
@@ -151,6 +156,13 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     """
     if spec.hardware is not None:
         return choose_pinned(spec, catalog, objective, extra_offerings)
+    # The search builds many objects and no cycles: the collector would walk the whole heap for nothing.
+    with collector_paused():
+        return _search_and_choose(spec, catalog, objective, extra_offerings, reservations)
+
+
+def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"],
+                       extra_offerings: Sequence[Offering], reservations: Sequence[DeclaredReservation]) -> Choice:
     offerings = list(catalog.offerings) + list(extra_offerings)
     check_regions(spec.constraints.regions, offerings, "constraints.regions")
     ctx = search_context(spec, catalog, objective, reservations)
