@@ -52,14 +52,17 @@ def scaled(catalog: Catalog, factor: int) -> Catalog:
     return catalog.model_copy(update={"offerings": tuple(offerings)})
 
 
-def time_ms(function, repeat: int) -> tuple[float, float]:
+def time_ms(function, repeat: int) -> tuple[float, float, float]:
+    """(median wall ms, max wall ms, median CPU ms): on a machine others load, the wall time stretches with the
+    load and the CPU time much less."""
     function()   # warm caches (TPU size ladders) once, as a long-running process would
-    samples = []
+    samples, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         function()
         samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples), max(samples)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+    return statistics.median(samples), max(samples), statistics.median(cpu)
 
 
 def run_once(workload, catalog, shared: bool = True):
@@ -88,23 +91,23 @@ def main() -> int:
     catalogs = {1: catalog, 10: scaled(catalog, 10), 100: scaled(catalog, 100)}
     workloads = {name: load_workload(ROOT / "examples" / f"{name}.yaml") for name in EXAMPLES}
 
-    print(f"\n{'workload':<26}{'catalog':>9}{'pairs':>8}{'median ms':>12}{'max ms':>10}{'per pair us':>13}"
+    print(f"\n{'workload':<26}{'catalog':>9}{'pairs':>8}{'median ms':>12}{'max ms':>10}{'CPU ms':>9}{'per pair us':>13}"
           f"{'baseline ms':>13}{'speed-up':>10}")
-    worst_full = worst_hundred = 0.0
+    worst_full = worst_hundred = worst_full_cpu = worst_hundred_cpu = 0.0
     growth: dict[str, list[float]] = {}
     for name, workload in workloads.items():
         for factor, current in catalogs.items():
             current_pairs = sum(len(o.regions) for o in current.offerings)
             repeat = args.repeat if factor < 100 else max(5, args.repeat // 6)
             # Interleaved with the baseline, so both see the same machine load.
-            median, worst = time_ms(lambda: run_once(workload, current), repeat)
-            base, _ = time_ms(lambda: run_once(workload, current, shared=False), max(3, repeat // 3))
+            median, worst, cpu = time_ms(lambda: run_once(workload, current), repeat)
+            base, _, _ = time_ms(lambda: run_once(workload, current, shared=False), max(3, repeat // 3))
             growth.setdefault(name, []).append(median)
             if factor == 1:
-                worst_full = max(worst_full, median)
+                worst_full, worst_full_cpu = max(worst_full, median), max(worst_full_cpu, cpu)
             if factor == 100:
-                worst_hundred = max(worst_hundred, median)
-            print(f"{name:<26}{f'x{factor}':>9}{current_pairs:>8}{median:>12.2f}{worst:>10.2f}"
+                worst_hundred, worst_hundred_cpu = max(worst_hundred, median), max(worst_hundred_cpu, cpu)
+            print(f"{name:<26}{f'x{factor}':>9}{current_pairs:>8}{median:>12.2f}{worst:>10.2f}{cpu:>9.2f}"
                   f"{median * 1000 / current_pairs:>13.1f}{base:>13.2f}{base / median:>9.1f}x")
     print()
     print("growth from x10 to x100 (10x the offering-regions; linear = 10x):")
@@ -113,9 +116,11 @@ def main() -> int:
     print("(the bundled catalog costs less per pair: its regions share prices, and equal prices are computed once;")
     print(" the synthetic regions are all priced differently)")
     verdict = "meets" if worst_full < TARGET_MS else "MISSES"
-    print(f"\nfull catalog: slowest median {worst_full:.2f} ms ({verdict} the {TARGET_MS:.0f} ms target)")
+    print(f"\nfull catalog: slowest median {worst_full:.2f} ms ({verdict} the {TARGET_MS:.0f} ms target); "
+          f"CPU {worst_full_cpu:.2f} ms")
     verdict = "meets" if worst_hundred < TARGET_100X_MS else "MISSES"
-    print(f"100x catalog: slowest median {worst_hundred:.0f} ms ({verdict} the {TARGET_100X_MS:.0f} ms target)")
+    print(f"100x catalog: slowest median {worst_hundred:.0f} ms ({verdict} the {TARGET_100X_MS:.0f} ms target); "
+          f"CPU {worst_hundred_cpu:.0f} ms")
     print(f"machine load while measuring: {os.getloadavg()[0]:.1f} (1-minute load average, {os.cpu_count()} CPUs)")
     return 0 if worst_full < TARGET_MS and worst_hundred < TARGET_100X_MS else 1
 

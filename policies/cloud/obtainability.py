@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import NormalDist
 from typing import Mapping
+
+# The quantiles of the Poisson counts (waves, drains) and of the normal: their numerics live in cloud.poisson.
+from accel.policies.cloud.poisson import normal_quantile as _normal_quantile, poisson_quantile
 
 # Hours a flex-start or queued request may run (gke-flex-start: seven days); the mode table holds the figure,
 # callers pass it in.
@@ -60,27 +62,6 @@ class SpotOutcome:
     waves: int
     drains: int
     reason: str = ""
-
-
-def poisson_quantile(mean: float, q: float) -> int:
-    """Smallest n with P(X <= n) >= q for X ~ Poisson(mean)."""
-    if mean <= 0:
-        return 0
-    if mean > 50:  # exp(-mean) underflows long before this matters; the normal approximation is close
-        return math.ceil(mean + _normal_quantile(q) * math.sqrt(mean))
-    term = cdf = math.exp(-mean)
-    n = 0
-    while cdf < q:
-        n += 1
-        term *= mean / n
-        cdf += term
-    return n
-
-
-@lru_cache(maxsize=16)
-def _normal_quantile(q: float) -> float:
-    """The standard normal quantile."""
-    return NormalDist().inv_cdf(q)
 
 
 def acquire_hours(k: float, fleet: float, model: SpotModel) -> float:

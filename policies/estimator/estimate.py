@@ -358,7 +358,10 @@ class TrainingModel:
     """Time of one training run on one accelerator type, as a function of fleet size."""
 
     def __init__(self, spec: WorkloadSpec, resolved: Resolved, catalog: Catalog,
-                 accelerator: Accelerator, cloud: str, spot: bool) -> None:
+                 accelerator: Accelerator, cloud: str, spot: bool,
+                 mfu_cache: dict[tuple[int, int], float] | None = None) -> None:
+        """`mfu_cache`: the step MFUs already predicted for this workload on this accelerator, shared by the
+        models of its clouds and capacity types (the MFU depends on neither)."""
         self.flops = training_flops(spec, catalog.defaults)
         factor, _ = precision_factor(spec, resolved, accelerator)
         self.peak = accelerator.peak_bf16_tflops * 1e12 * factor
@@ -370,7 +373,7 @@ class TrainingModel:
         self.decay_override = resolved.decay_override
         self.multislice_override = resolved.multislice_override
         self.batch_tokens, _ = global_batch(spec, catalog.defaults)   # sets the DCN cost of a multislice step
-        self._mfu_cache: dict[tuple[int, int], float] = {}
+        self._mfu_cache: dict[tuple[int, int], float] = {} if mfu_cache is None else mfu_cache
         self.whole_run = whole_run_goodput(spec, resolved, catalog, accelerator)
         self.moe = moe_efficiency(spec, catalog, accelerator, self.mfu)
         # What a whole run keeps of its steps' speed: the whole-run overhead and, for a mixture of experts, the

@@ -90,22 +90,24 @@ class SearchContext:
     batch_chips: int = 0          # most chips the global batch keeps busy (training)
     batch_why: str = ""
     training_models: dict[tuple[str, str, bool], TrainingModel] = field(default_factory=dict)
+    mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
-    hours_cache: dict[tuple[str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
+    hours_cache: dict[tuple[str, str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
     obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
     # A fleet's run on its capacity mode does not depend on the price either: shared by every region.
-    timing_cache: dict[tuple[str, str], dict[tuple[int, int, int], Any]] = field(default_factory=dict)
+    timing_cache: dict[tuple, dict[tuple[int, int, int], Any]] = field(default_factory=dict)
     ladders: dict[tuple[str, int], Any] = field(default_factory=dict)        # GPU size ladders by (offering, nodes)
-    price_free: dict[tuple, int] = field(default_factory=dict)   # searches over run time alone (selection.sizing)
+    price_free: dict[tuple, Any] = field(default_factory=dict)   # what sizing works out without a price
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
 
     def training_model(self, offering: Offering, spot: bool) -> TrainingModel:
         return _memo(self.training_models, (offering.accelerator, offering.cloud, spot), lambda: TrainingModel(
-            self.spec, self.resolved, self.catalog, self.accelerator(offering), offering.cloud, spot))
+            self.spec, self.resolved, self.catalog, self.accelerator(offering), offering.cloud, spot,
+            self.mfu_caches.setdefault(offering.accelerator, {})))
 
     def inference_model(self, offering: Offering) -> InferenceModel:
         return _memo(self.inference_models, offering.accelerator,

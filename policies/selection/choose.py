@@ -35,6 +35,7 @@ from accel.policies.selection.candidates import (
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.selection.explain import accelerator_name, describe, explain_choice, explain_infeasible
+from accel.base.collector import collector_paused
 from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
@@ -53,7 +54,11 @@ __all__ = [
 SHARE_SIZING_ACROSS_REGIONS = True
 
 
-def _rank_key(objective: str, candidate: Candidate, region_rank: int, unsupplied: bool = False) -> tuple:
+def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: bool, unsupplied: bool = False
+              ) -> tuple:
+    """`unpriced`: the offering's Offering.unpriced, worked out once per offering by the caller (it reads every
+    region's prices: once per ranked option it made a search quadratic in the regions); `unsupplied`: an
+    on-demand fleet past the pool one zone is expected to supply (the caller's `unsupplied`)."""
     e = candidate.evaluation
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
     # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays.
@@ -63,7 +68,7 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int, unsupplied
     # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
     # is never made on a figure derived by a rule when a listed price meets the workload (its options are still
     # shown, marked estimate, and the rationale says what it would cost). A declared reservation is the user's.
-    on_estimate = candidate.offering.unpriced and candidate.reserved is None
+    on_estimate = unpriced and candidate.reserved is None
     # An on-demand fleet past the pool one zone is expected to supply (`unsupplied`: priced at list as an upper
     # bound, obtaining it takes a reservation) ranks after every fleet a mode is expected to supply: its cost to
     # finish in time is not known, so a cheaper-looking figure must not beat a fleet one can book or obtain
@@ -122,6 +127,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             continue
         points, reasons = price_points(ctx, offering)
         feasible = False
+        unpriced = offering.unpriced
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
         sized: dict[tuple[bool, str, bool, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
@@ -165,11 +171,11 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             for outcome in outcomes:
                 past_pool = unsupplied(ctx, outcome.best)
                 for region in point.regions:
-                    found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), past_pool),
-                                         outcome.best, region))
+                    found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), unpriced,
+                                                   past_pool), outcome.best, region))
                 first = point.regions[0]
                 for alternative in outcome.alternatives:
-                    found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)),
+                    found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)), unpriced,
                                                    unsupplied(ctx, alternative)), alternative, first))
                     found.shown_only.add(id(alternative))
         found.offering_reasons[offering.id] = reasons
@@ -198,6 +204,13 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     """
     if spec.hardware is not None:
         return choose_pinned(spec, catalog, objective, extra_offerings)
+    # The search builds many objects and no cycles: the collector would walk the whole heap for nothing.
+    with collector_paused():
+        return _search_and_choose(spec, catalog, objective, extra_offerings, reservations)
+
+
+def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"],
+                       extra_offerings: Sequence[Offering], reservations: Sequence[DeclaredReservation]) -> Choice:
     offerings = list(catalog.offerings) + list(extra_offerings)
     check_regions(spec.constraints.regions, offerings, "constraints.regions")
     ctx = search_context(spec, catalog, objective, reservations)

@@ -66,6 +66,12 @@ class GpuLadder:
     def first_at_least(self, chips: int) -> int:
         return max(0, math.ceil(math.ceil(chips / self.per_node) / self.step) - 1)
 
+    def within_hosts(self, hosts: float) -> tuple[Size, ...]:
+        """The sizes of at most `hosts` hosts, smallest first: a prefix (size i has (i+1) x step nodes), so
+        the larger sizes are never built."""
+        count = self.count if math.isinf(hosts) else min(self.count, max(0, math.floor(hosts)) // self.step)
+        return tuple(self[i] for i in range(count))
+
 
 class TpuLadder:
     def __init__(self, sizes: tuple[Size, ...]) -> None:
@@ -80,6 +86,10 @@ class TpuLadder:
 
     def first_at_least(self, chips: int) -> int:
         return bisect.bisect_left(self.chips, chips)
+
+    def within_hosts(self, hosts: float) -> tuple[Size, ...]:
+        """The sizes of at most `hosts` hosts, smallest first."""
+        return tuple(s for s in self.sizes if s.hosts <= hosts)
 
 
 class CountLadder:
@@ -133,7 +143,10 @@ def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hos
             total = chips * slices
             if total > largest and (total not in multi or slices < multi[total][0]):
                 multi[total] = (slices, topology)
-    sizes += [tpu_fleet(gen.name, t, s) for _, (s, t) in sorted(multi.items())]
+    # A multislice is `slices` copies of one slice: each slice's shape is looked up once, not per multislice.
+    one = {topology: tpu_fleet(gen.name, topology) for topology in {t for _, t in multi.values()}}
+    sizes += [Size(one[t].chips * s, one[t].hosts * s, s, t, one[t].machine_type, one[t].chips_per_host)
+              for _, (s, t) in sorted(multi.items())]
     return tuple(sizes)
 
 

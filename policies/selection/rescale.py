@@ -9,9 +9,8 @@ reservation, and a budget no scaled total crosses (a budget would cut the ladder
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from accel.policies.catalog.model import Price
+from accel.policies.estimator.estimate import Evaluation
 from accel.policies.selection.candidates import Candidate
 from accel.policies.selection.sizing import SizingOutcome
 
@@ -40,14 +39,17 @@ def rescaled(outcome: SizingOutcome, factor: float, regions: list[str], chip: Pr
             return None
 
     def scale(candidate: Candidate) -> Candidate:
+        # Built field by field, not with dataclasses.replace: a search at 100x the catalog scales ~90,000 of
+        # them and replace costs four times as much (tests/test_capacity_modes.py checks every field is kept).
         e = candidate.evaluation
         detail = dict(e.detail)
         for key in _SCALED_DETAIL:
             if key in detail:
                 detail[key] = round(float(detail[key]) * factor, 2)
-        return replace(candidate, regions=regions, chip_price=chip, host_price=host,
-                       evaluation=replace(e, hourly_usd=e.hourly_usd * factor, total_usd=e.total_usd * factor,
-                                          detail=detail))
+        evaluation = Evaluation(hours=e.hours, hourly_usd=e.hourly_usd * factor, total_usd=e.total_usd * factor,
+                                mfu=e.mfu, goodput=e.goodput, detail=detail)
+        return Candidate(offering=candidate.offering, regions=regions, spot=candidate.spot, size=candidate.size,
+                         evaluation=evaluation, chip_price=chip, host_price=host, reserved=candidate.reserved)
 
     near = [(score, scale(c), words) for score, c, words in outcome.near]
     if outcome.best is None and budget is not None and outcome.closest_at is not None:

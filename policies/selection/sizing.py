@@ -27,6 +27,7 @@ from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
+from accel.policies.selection.replicas import replica_plans
 from accel.policies.selection.ladders import (
     CountLadder,
     GpuLadder,
@@ -86,8 +87,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     cap = min(ctx.fleet_cap(offering), max(ctx.batch_chips, need))
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
-    # Run time does not depend on the price: regions priced differently share it.
-    shared_hours = ctx.hours_cache.setdefault((offering.id, spot), {})
+    # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
+    # one accelerator on one cloud (one training model).
+    shared_hours = ctx.hours_cache.setdefault((offering.accelerator, offering.cloud, spot), {})
 
     def run_hours(s: Size) -> float:
         key = (s.chips, s.hosts, s.slices)
@@ -188,10 +190,12 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
              else None)
     mode = (booking.id if booking is not None else
             mode_id(obtain, offering, provisioning) if obtain is not None else provisioning)
-    # Shared by every region of the offering on this mode (a held reservation is timed as estimated). A booked
-    # mode's run is the on-demand run (the same model and hours cache), its timing adds the lead and the window.
+    # Shared by every region of the offering on this mode (a held reservation is timed as estimated); on spot by
+    # every offering of the same training model and mode too (the timing reads nothing else of the offering). A
+    # booked mode's run is the on-demand run (the same model and hours cache), its timing adds the lead and window.
     timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None and reserved.holds_capacity else
-                                                   ctx.timing_cache.setdefault((offering.id, mode), {}))
+                                                   ctx.timing_cache.setdefault(
+        (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, mode), {}))
 
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
@@ -219,9 +223,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         filtered_key = ("spot", offering.id, len(ladder), need)
         filtered = ctx.ladders.get(filtered_key)
         if filtered is None:
-            held = [s for s in (ladder[i] for i in range(len(ladder))) if s.hosts <= spot_model.pool_hosts]
+            held = ladder.within_hosts(spot_model.pool_hosts)
             filtered = ctx.ladders[filtered_key] = (
-                TpuLadder(_each_faster_than_the_smaller(tuple(held), need, lambda s: timing_of(s).wall_hours))
+                TpuLadder(_each_faster_than_the_smaller(held, need, lambda s: timing_of(s).wall_hours))
                 if held and held[-1].chips >= need else ladder)
         ladder = filtered
         lo, hi = ladder.first_at_least(need), len(ladder) - 1
@@ -327,16 +331,30 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         def scaled_cost(i: int) -> float:
             return cost(i) * factor
 
-        def overshoot(i: int) -> float:
-            h = hours(i)
-            return math.log(max(1.0, h / deadline)) + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
+        def late(i: int) -> float:
+            """The overshoot of the deadline (price-free)."""
+            return math.log(max(1.0, hours(i) / deadline))
 
-        probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
+        def overshoot(i: int, lateness: float) -> float:
+            return lateness + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
+
+        # The sizes probed, but the budget's, and their lateness do not depend on the price: worked out once for
+        # every region of the offering on this mode (not for a declared reservation, whose ladder is its own).
+        free_key = ("closest", offering.id, provisioning, len(ladder), lo, hi, fastest, deadline)
+        free = ctx.price_free.get(free_key) if reserved is None else None
+        if free is None:
+            probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
+            step = max(1, (fastest - lo) // 8)
+            probes.update(range(lo, fastest + 1, step))
+            free = {i: late(i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))}
+            if reserved is None:
+                ctx.price_free[free_key] = free
+        probed = free
         if budget is not None:
-            probes.add(_last_true(lo, hi, lambda i: scaled_cost(i) <= budget))
-        step = max(1, (fastest - lo) // 8)
-        probes.update(range(lo, fastest + 1, step))
-        scored = [(overshoot(i), scaled_cost(i), i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))]
+            within = _last_true(lo, hi, lambda i: scaled_cost(i) <= budget)
+            if within not in free and lo <= within <= hi and math.isfinite(hours(within)):
+                probed = {**free, within: late(within)}
+        scored = [(overshoot(i, lateness), scaled_cost(i), i) for i, lateness in probed.items()]
         if not scored:
             return None
         score, _, i = min(scored)
@@ -499,63 +517,37 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     assert spec.inference is not None
     model = ctx.inference_model(offering)
     accelerator = ctx.accelerator(offering)
-    resolved = ctx.resolved
-    cap = ctx.fleet_cap(offering)
-    limit = ctx.node_limit(offering)
     capacity = "spot" if spot else "on-demand"
-    headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
-    target = spec.inference.tokens_per_second
     why_not: list[str] = []
     too_slow: list[tuple[float, int]] = []   # (decode step at batch 1, replica chips) of sizes over the p99 bound
     feasible: list[tuple[tuple, Candidate]] = []
-    sizes = replica_sizes(offering, int(resolved["max_replica_chips"]))
-    for size in sizes:
-        replica, reason = model.replica(size.chips)
-        if replica is None:
-            step, _ = model.step_seconds(size.chips, 1)
-            if reason == model.too_slow(step):
-                too_slow.append((step, size.chips))
+    hours = spec.inference.hours
+    # The replicas, fleets and limits do not depend on the price: worked out once (selection.replicas).
+    plans = replica_plans(ctx, offering, spot)
+    for plan in plans:
+        size, fleet = plan.size, plan.fleet
+        if fleet is None:
+            if plan.too_slow_step is not None:
+                too_slow.append((plan.too_slow_step, size.chips))
             else:
-                why_not.append(f"{size.chips}-chip replica: {reason}")
+                why_not.append(f"{size.chips}-chip replica: {plan.reason}")
             continue
-        replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
-        fleet = serving_fleet(offering, size, replicas)
+        assert plan.detail is not None
         hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
-        hours = spec.inference.hours
-        latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
-        utilisation = min(1.0, max(1e-6, model.step_flops_per_sequence * target / (fleet.chips * accelerator.peak_bf16_tflops * 1e12)))
-        detail: dict[str, float | int | str] = {
-            "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": replica.batch,
-            "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second_per_replica": round(replica.tokens_per_second, 1),
-            "bound": replica.bound, "min_chips_for_memory": ctx.min_memory_chips(offering),
-        }
-        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation,
-                                goodput=1.0, detail=detail)
+        evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=plan.utilisation,
+                                goodput=1.0, detail=dict(plan.detail))
         cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved)
-        over_cap = fleet.chips > cap
         over_budget = ctx.budget is not None and evaluation.total_usd > ctx.budget
-        # A GPU serving fleet is one node pool; a TPU replica is one slice, its own pool.
-        # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it.
-        pool_nodes = fleet.hosts if size.topology is None else size.hosts
-        pool_cap = (limit.value if size.topology is not None else gpu_fleet_max_nodes(limit)) if limit else None
-        over_nodes = pool_cap is not None and pool_nodes > pool_cap
-        overshoot = (math.log(max(1.0, fleet.chips / cap))
-                     + (math.log(max(1.0, pool_nodes / pool_cap)) if pool_cap is not None else 0.0)
-                     + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0))
+        overshoot = plan.overshoot + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0)
         outcome.near.append((overshoot, cand, ""))
-        if over_cap:
-            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {plural(fleet.chips, 'chip')} > "
-                           f"max {cap}")
-            continue
-        if over_nodes:
-            assert limit is not None
-            why_not.append(f"{size.chips}-chip replicas: {replicas} of them need {pool_nodes} nodes, "
-                           f"over the node limit: {node_limit_words(offering, limit)}")
+        if plan.over_limits:
+            why_not.append(plan.over_limits)
             continue
         if over_budget:
             spent, allowed = money_pair(evaluation.total_usd, ctx.budget or 0)
             why_not.append(f"{size.chips}-chip replicas: {spent} over the {allowed} budget")
             continue
+        latency_ms = plan.latency_ms
         key = ((latency_ms, evaluation.total_usd) if ctx.objective == "time" else (evaluation.total_usd, latency_ms))
         feasible.append((key, cand))
     if feasible:
@@ -571,7 +563,7 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
         outcome.reasons.append(("memory", f"{capacity}: no replica size available"))
         return outcome
     if all(w.endswith("weights do not fit") for w in why_not):
-        largest = max(s.chips for s in sizes)
+        largest = max(plan.size.chips for plan in plans)
         outcome.reasons.append(("memory", f"{capacity}: {model.weight_bytes / 1e9:,.0f} GB of weights do not fit in the "
                                           f"largest replica here ({largest} x {accelerator.hbm_gb:g} GB)"))
         return outcome
@@ -619,7 +611,14 @@ def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoi
 
 def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
     """(decode step at batch 1, replica size, bound) of the replica size with the shortest step that holds the
-    weights and one sequence; None when none does."""
+    weights and one sequence; None when none does. Price-free: worked out once per offering in a search."""
+    key = ("fastest replica", offering.id)
+    if key not in ctx.price_free:
+        ctx.price_free[key] = _fastest_replica_of(ctx, offering)
+    return ctx.price_free[key]
+
+
+def _fastest_replica_of(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
     model = ctx.inference_model(offering)
     best: tuple[float, Size, str] | None = None
     for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"])):

@@ -1,0 +1,89 @@
+"""The price-free half of sizing a serving fleet: for each replica size an offering can take, the replica (batch,
+decode step) or why none serves, the replicas the tokens/s target needs and the fleet that holds them, and the
+limits (max_chips, the node limit) that fleet breaks. None of it reads a price, so a search works it out once
+per offering and capacity type and every region's price point reuses it (selection.sizing.size_inference
+prices it); sizing each region apart recomputed every replica's batch bisection per region (issue #27)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from accel.base.units import plural
+from accel.policies.catalog.model import Offering
+from accel.policies.selection.candidates import SearchContext, gpu_fleet_max_nodes, node_limit_words
+from accel.policies.selection.ladders import Size, replica_sizes, serving_fleet
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """One replica size at whatever price: `fleet` is None when no replica of it serves, with `too_slow_step`
+    (the decode step at batch 1, when the p99 bound is why) or `reason`. Otherwise the fleet of `replicas`
+    replicas, its figures (`detail`, copied into each candidate), the log overshoot of max_chips and the node
+    limit, and `over_limits`: why the fleet breaks a limit ('' when it breaks none)."""
+
+    size: Size
+    fleet: Size | None = None
+    too_slow_step: float | None = None
+    reason: str = ""
+    replicas: int = 0
+    latency_ms: float = 0.0
+    utilisation: float = 0.0
+    detail: dict | None = None
+    overshoot: float = 0.0
+    over_limits: str = ""
+
+
+def replica_plans(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPlan]:
+    """The offering's replica sizes planned for the workload's target on spot or on demand, smallest first
+    (cached in the search context: each price point of the offering reads the same list)."""
+    key = ("replica plans", offering.id, spot)
+    plans = ctx.price_free.get(key)
+    if plans is None:
+        plans = ctx.price_free[key] = _plan(ctx, offering, spot)
+    return plans
+
+
+def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPlan]:
+    spec, resolved = ctx.spec, ctx.resolved
+    assert spec.inference is not None
+    model = ctx.inference_model(offering)
+    accelerator = ctx.accelerator(offering)
+    cap = ctx.fleet_cap(offering)
+    limit = ctx.node_limit(offering)
+    headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
+    target = spec.inference.tokens_per_second
+    plans = []
+    for size in replica_sizes(offering, int(resolved["max_replica_chips"])):
+        replica, reason = model.replica(size.chips)
+        if replica is None:
+            step, _ = model.step_seconds(size.chips, 1)
+            plans.append(ReplicaPlan(size, too_slow_step=step) if reason == model.too_slow(step)
+                         else ReplicaPlan(size, reason=reason))
+            continue
+        replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
+        fleet = serving_fleet(offering, size, replicas)
+        latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
+        utilisation = min(1.0, max(1e-6, model.step_flops_per_sequence * target / (fleet.chips * accelerator.peak_bf16_tflops * 1e12)))
+        detail: dict[str, float | int | str] = {
+            "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": replica.batch,
+            "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second_per_replica": round(replica.tokens_per_second, 1),
+            "bound": replica.bound, "min_chips_for_memory": ctx.min_memory_chips(offering),
+        }
+        # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it; a TPU replica
+        # is one slice, its own pool.
+        pool_nodes = fleet.hosts if size.topology is None else size.hosts
+        pool_cap = (limit.value if size.topology is not None else gpu_fleet_max_nodes(limit)) if limit else None
+        over_limits = ""
+        if fleet.chips > cap:
+            over_limits = (f"{size.chips}-chip replicas: {replicas} of them need {plural(fleet.chips, 'chip')} > "
+                           f"max {cap}")
+        elif pool_cap is not None and pool_nodes > pool_cap:
+            assert limit is not None
+            over_limits = (f"{size.chips}-chip replicas: {replicas} of them need {pool_nodes} nodes, "
+                           f"over the node limit: {node_limit_words(offering, limit)}")
+        overshoot = (math.log(max(1.0, fleet.chips / cap))
+                     + (math.log(max(1.0, pool_nodes / pool_cap)) if pool_cap is not None else 0.0))
+        plans.append(ReplicaPlan(size, fleet, replicas=replicas, latency_ms=latency_ms, utilisation=utilisation,
+                                 detail=detail, overshoot=overshoot, over_limits=over_limits))
+    return plans
