@@ -77,7 +77,7 @@ def test_a_pin_the_catalog_no_longer_picks_is_reported_with_the_new_answer_and_t
     assert " spot, " in changed.hardware  # the spot market undercuts the TPU pin (which GPU depends on the day's prices)
     # The pin's cost is the estimate it was chosen with: the gap is worded by its sign.
     words = "cheaper" if changed.run_usd < changed.pinned_run_usd else "dearer"
-    assert words in changed.note and "TPU v6e on-demand, 7 x 16x16" in changed.note
+    assert words in changed.note and "TPU v6e on-demand, 6 x 16x16" in changed.note
 
 
 def test_plan_of_such_a_pin_warns_and_reports_it_in_json(tmp_path):

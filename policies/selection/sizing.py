@@ -501,8 +501,10 @@ def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | Coun
         # Every size from there to the fastest meets the deadline, and the cheapest of them need not be the
         # smallest: a run's cost first falls with its size while the costs a run pays whatever its size
         # (start-up, checkpoint stalls that shrink as more hosts write at once) shrink faster than the fleet
-        # grows, then rises. The bottom of that valley: the first size the next one is no cheaper than.
-        return TrainingPick(_first_true(best, fastest - 1, lambda i: cost(i + 1) >= cost(i)), best)
+        # grows, then rises. That curve is not one valley (a ladder mixes slice shapes, node-pool splits and
+        # multislice counts), so a bisection for "the next one is no cheaper" can stop on a slope: every size
+        # is costed and the cheapest taken, the smallest on a tie.
+        return TrainingPick(min(range(best, fastest + 1), key=cost), best)
 
 
 def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
