@@ -353,6 +353,23 @@ def test_a_calendar_mode_choice_plans_a_gke_pool_on_its_specific_reservation(tmp
     assert not [v for v in document["policy"]["violations"] if v["level"] == "mandatory"]
 
 
+def test_a_tpu_multislice_booked_in_calendar_mode_plans_every_slice_on_the_reservation(tmp_path):
+    # 70B x 1T tokens on TPU v6e in 30 days: on demand it takes more hosts than a zone is expected to supply, so
+    # one calendar-mode request of 1,024 chips (its per-request limit: gcp-calendar-create) is booked instead.
+    spec = workload("tpu-calendar", clouds=["gcp"], accelerators=["tpu-v6e"], tokens="1T", kind="pretrain",
+                    framework="jax")
+    project = fresh_project(tmp_path)
+    config = write_chosen(project, "tpu-calendar", spec)
+    plan = config["accel:plan"]
+    assert (plan["capacity"]["mode"], plan["chosen"]["family"]) == ("gcp-calendar", "tpu")
+    assert plan["chosen"]["chips"] <= 1024 and "TPU chips" in plan["capacity"]["risk"]
+    document = plan_stack("tpu-calendar", None, project).to_json()
+    slices = [p["inputs"] for p in of_type(document, "gcp:container/nodePool:NodePool") if "-tpu-" in p["name"]]
+    assert len(slices) == plan["tpu"]["slices"] > 1
+    assert all(s["nodeConfig"]["reservationAffinity"]["values"] == [PLACEHOLDER_CALENDAR_NAME] for s in slices)
+    assert not [v for v in document["policy"]["violations"] if v["level"] == "mandatory"]
+
+
 def test_an_odcr_the_user_declares_is_chosen_written_into_the_stack_and_targeted(tmp_path):
     from accel.policies.cloud.reservations import DeclaredReservation
 

@@ -202,7 +202,8 @@ def booked_timing(booking: Booking, hosts: int, chips: int, run_hours: float, tp
         blocks += (" (each block is in one Availability Zone: book them all in the same zone for the same window, "
                    "a node group each)")
     booked = (f"~{booking.lead_days:g} days ahead ({'estimate' if booking.lead_is_estimate else 'your figure'})")
-    what = f"{blocks} for {days} days" if blocks else f"{hosts} VMs for {days} days"
+    what = (f"{blocks} for {days} days" if blocks else
+            f"{chips:,} TPU chips ({hosts} VMs) for {days} days" if tpu else f"{hosts} VMs for {days} days")
     if mode.id == "aws-capacity-block":
         risk = (f"capacity blocks must be booked {booked}, not cancellable, paid up front: {what}, billed for the "
                 f"whole window used or not ({mode.limits.source})")
