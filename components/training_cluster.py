@@ -56,6 +56,9 @@ class TrainingClusterArgs:
     # AWS capacity-block plans: when the block runs (accel:reservations start/end); its node groups are
     # scaled out at the start and in before the end (components/aws/gpu.py).
     capacity_block_window: CapacityBlockWindow | None = None
+    # A fleet on several Capacity Blocks: the block id of each GPU node group, in the plan's pool order (one
+    # group per block, all in the window above); empty: every group on the plan's one reservation.
+    capacity_block_ids: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         self.validate()  # the arguments check themselves on construction (one convention, every cloud)
@@ -73,6 +76,12 @@ class TrainingClusterArgs:
                 "capacity_block_window: a capacity-block plan needs its block's window (declare start and end on "
                 "its accel:reservations entry) and no other plan takes one; the plan's capacity is "
                 f"{self.plan.capacity.provisioning}")
+        if self.capacity_block_ids:
+            pools = self.plan.gpu.pools if self.plan.gpu is not None else 0
+            if self.plan.capacity.provisioning != "capacity-block" or len(self.capacity_block_ids) != pools:
+                raise TrainingClusterError(
+                    f"capacity_block_ids: {len(self.capacity_block_ids)} block ids for a {self.plan.capacity.provisioning} "
+                    f"plan of {pools} GPU node groups; give one block id per node group of a capacity-block plan")
         if cloud != "kubernetes" and self.existing_cluster is not None:
             raise TrainingClusterError(f"existing_cluster: the plan builds a new cluster on {cloud}; remove "
                                        "accel:cluster or choose with clouds: [kubernetes]")
@@ -286,11 +295,12 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     cluster = EksCluster(name, EksClusterArgs.for_network(network, tags, **overrides), opts=child)
     assert plan.gpu is not None  # TPUs exist only on GCP; the Plan validator pairs family and pool
     # One managed node group per pool of the fleet's layout (Plan gpu.pools; docs/scale.md).
-    gpu_groups = [GpuNodeGroup(name_, GpuNodeGroupArgs.for_plan(plan, cluster=cluster, network=network, tags=tags,
-                                                                pool=pool,
-                                                                capacity_block_window=args.capacity_block_window),
-                               opts=child)
-                  for name_, pool in gpu_pool_names(name, plan)]
+    blocks = list(args.capacity_block_ids) or [plan.capacity.reservation] * plan.gpu.pools
+    gpu_groups = [GpuNodeGroup(name_, GpuNodeGroupArgs.for_plan(
+                      plan, cluster=cluster, network=network, tags=tags, pool=pool,
+                      capacity=plan.capacity.model_copy(update={"reservation": block}),
+                      capacity_block_window=args.capacity_block_window), opts=child)
+                  for (name_, pool), block in zip(gpu_pool_names(name, plan), blocks)]
     # The Kubernetes side waits for the API endpoint and every node group (Helm waits for its pods).
     kubernetes = k8s.Provider(f"{name}-eks", kubeconfig=cluster.kubeconfig,
                               opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster, *gpu_groups]))

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from accel.policies.catalog import load_catalog
+from accel.policies.cloud.capacity_modes import load_modes
 from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, Plan
 from accel.policies.selection.choose import plan_from_pin
@@ -60,6 +61,9 @@ def _plan(pin: dict, provisioning: str, reservation: str | None) -> tuple[dict, 
     # figures disagree with its hardware at the pin's own catalog is refused).
     chip, host = catalog.offering(plan.chosen.offering).prices(plan.region, spot)
     hourly = plan.chosen.chips * chip.usd + plan.chosen.hosts * (host.usd if host else 0.0)
+    block_rate = load_modes().cb_instance_usd(plan.chosen.machine_type, plan.region)
+    if provisioning == "capacity-block" and block_rate is not None:   # a block is billed at its own rate
+        hourly = plan.chosen.hosts * block_rate[0]
     costs = {"hourly_usd": hourly, "total_usd": round(hourly * plan.chosen.hours, 2)}
     chosen = plan.chosen.model_copy(update={"spot": spot, "provisioning": provisioning, **costs})
     update: dict = {"chosen": chosen, "capacity": Capacity(spot=spot, provisioning=provisioning,

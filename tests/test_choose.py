@@ -168,24 +168,35 @@ def test_every_option_holds_the_model(catalog):
 
 def test_options_are_ranked_best_first(catalog):
     # Options at listed prices first, then those of offerings no price list carries (docs/choose.md), each by
-    # the objective. (The region estimates of listed offerings rank with the listed prices.)
-    def listed_first(options):
-        unpriced = {o.id for o in catalog.offerings if o.unpriced}
-        listed = [o for o in options if o.offering not in unpriced]
-        assert options[:len(listed)] == listed
-        return listed, options[len(listed):]
+    # the objective. (The region estimates of listed offerings rank with the listed prices.) Among the listed,
+    # on-demand fleets past the pool one zone is expected to supply rank after every fleet a mode can supply
+    # (docs/capacity.md); a booked fleet is timed by its lead and its run.
+    from accel.policies.selection.capacity import beyond_supply, obtaining
 
-    cost, cost_estimated = listed_first(choose(spec(), catalog, "cost").options)
-    time, _ = listed_first(choose(spec(), catalog, "time").options)
-    assert [o.total_usd for o in cost] == sorted(o.total_usd for o in cost)
-    assert [o.total_usd for o in cost_estimated] == sorted(o.total_usd for o in cost_estimated)
+    obtain = obtaining(spec())
+    unpriced = {o.id for o in catalog.offerings if o.unpriced}
+
+    def tiers(choice):
+        def tier(option):
+            return (option.offering in unpriced,
+                    beyond_supply(obtain, catalog.offering(option.offering), option.provisioning, option.hosts))
+        keys = [tier(o) for o in choice.options]
+        assert keys == sorted(keys)
+        hours = [float(d.get("capacity_wall_hours", o.hours)) if d.get("capacity_mode") in ("aws-capacity-block",
+                                                                                          "gcp-calendar") else o.hours
+                 for o, d in zip(choice.options, choice.option_details)]
+        return [[(o, h) for o, h, k in zip(choice.options, hours, keys) if k == key] for key in dict.fromkeys(keys)]
+
+    for group in tiers(choose(spec(), catalog, "cost")):
+        assert [o.total_usd for o, _ in group] == sorted(o.total_usd for o, _ in group)
     # Time: the options within time_objective_tolerance of the fastest run first, cheapest first; then by time.
     tolerance = resolve(spec(), catalog.defaults)["time_objective_tolerance"]
-    fastest = min(o.hours for o in time)
-    near = [o for o in time if o.hours <= fastest * (1 + tolerance)]
+    time = tiers(choose(spec(), catalog, "time"))[0]
+    fastest = min(h for _, h in time)
+    near = [(o, h) for o, h in time if h <= fastest * (1 + tolerance)]
     assert time[:len(near)] == near
-    assert [o.total_usd for o in near] == sorted(o.total_usd for o in near)
-    assert [o.hours for o in time[len(near):]] == sorted(o.hours for o in time[len(near):])
+    assert [o.total_usd for o, _ in near] == sorted(o.total_usd for o, _ in near)
+    assert [h for _, h in time[len(near):]] == sorted(h for _, h in time[len(near):])
 
 
 def test_the_time_objective_takes_the_cheapest_option_about_as_fast_as_the_fastest(catalog):
@@ -457,9 +468,14 @@ def small(tmp_path_factory):
 
 
 def brute_force(workload, catalog, objective):
-    """Every size of every offering, region and capacity type; the total cost of the best by the objective. For
+    """Every size of every offering, region and capacity mode; the total cost of the best by the objective. For
     time, each offering's pick is its smallest fleet within time_objective_tolerance of its fastest within
-    budget, and the choice the cheapest pick within that tolerance of the fastest pick."""
+    budget, and the choice the cheapest pick within that tolerance of the fastest pick. Fleets a mode is
+    expected to supply come first: an on-demand fleet past the zone's pool is chosen only when nothing else
+    meets the workload (docs/capacity.md), and the best on-demand fleet within the pool is a pick of its own.
+    Booked modes (Capacity Blocks, calendar mode) are timed lead + run and billed for their whole window."""
+    from accel.policies.cloud.booking import block_sizes, supply_problem, window_days
+
     resolved = resolve(workload, catalog.defaults)
     deadline = (workload.constraints.deadline_days or resolved["default_deadline_days"]) * 24
     budget = workload.constraints.budget_usd
@@ -467,7 +483,7 @@ def brute_force(workload, catalog, objective):
     batch_chips, _ = batch_chip_limit(workload, resolved, catalog.defaults)
     tolerance = resolved["time_objective_tolerance"]
     obtain = obtaining(workload)
-    picks = []   # (hours, total) of every size the objective could take, over every offering, region and capacity
+    picks = []   # (past the pool, hours ranked by, total) of every size the objective could take
     for offering in catalog.offerings:
         if offering.family == "tpu" and (workload.constraints.custom_cuda_kernels or not workload.runs_on_xla):
             continue
@@ -480,60 +496,98 @@ def brute_force(workload, catalog, objective):
         else:
             nodes = cap // offering.chips_per_host
             sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
+        pool = obtain.figure(offering, "on-demand", "pool_hosts")
         for spot in {"allowed": (False, True), "never": (False,), "required": (True,)}[workload.constraints.spot]:
             model = TrainingModel(workload, resolved, catalog, accelerator, offering.cloud, spot)
+            bookings = ([] if spot or workload.constraints.spot == "required" else
+                        [b for b in obtain.bookings(offering) if b.lead_hours < deadline])
             for region in offering.regions:
                 prices = offering.prices(region, spot)
                 if prices is None:
                     continue
                 chip, host = prices[0].usd, prices[1].usd if prices[1] else 0.0
-                runs = []   # (wall-clock, billed hours, total) of every size that holds the state and is within budget
-                spot_model = obtain.spot_model(offering) if spot else None
-                quickest = math.inf
-                queue = obtain.queue(offering, offering.provisioning) if not spot else None
-                for chips, hosts, slices in sizes:
-                    if chips < need:
+                od_best = None   # (total, hosts) of the cheapest on-time on-demand fleet: prunes calendar mode
+                for booking in [None, *bookings]:
+                    if booking is not None and booking.id == "aws-capacity-block" and region not in booking.instance_usd:
                         continue
-                    hours = model.hours(chips, hosts, slices)
-                    # The capacity mode's verdict, as policies/selection/capacity.py gives it.
-                    if spot_model is not None:
-                        outcome = spot_outcome(hosts, hours, spot_model, obtain.confidence, model.loss_hours)
-                        wall, billed = outcome.wall_hours_q, outcome.wall_hours_mean
-                    elif queue is not None:
-                        limit_hours, wait, max_hosts = queue
-                        legs = queued_legs(hours, model.startup_hours(hosts), limit_hours, wait, obtain.confidence)
-                        wall, billed = ((legs.wall_hours_q, legs.billed_hours) if legs and hosts <= max_hosts
-                                        else (math.inf, math.inf))
-                    else:
-                        wall = billed = hours
-                    if not math.isfinite(wall):
-                        continue
-                    if spot_model is not None:
-                        # As sizing keeps them on spot: each size holding the state faster than every smaller one.
-                        if chips >= need and wall >= quickest:
+                    if (booking is not None and not booking.instance_usd and offering.provisioning == "on-demand"
+                            and od_best is not None and not (pool and od_best[1] > pool[0])):
+                        continue   # calendar at list cannot beat an on-demand fleet a zone supplies (choose._dominated)
+                    runs = []   # (wall-clock, billed hours, total, hosts) of every size within budget
+                    spot_model = obtain.spot_model(offering) if spot else None
+                    quickest = math.inf
+                    queue = obtain.queue(offering, offering.provisioning) if not spot and booking is None else None
+                    for chips, hosts, slices in sizes:
+                        if chips < need:
                             continue
-                        quickest = min(quickest, wall) if chips >= need else quickest
-                    total = billed * (chips * chip + hosts * host)
-                    if budget is None or total <= budget:
-                        runs.append((wall, billed, total))
-                if not runs:
-                    continue
-                # Spot is judged at the quantile of reclaim events (no slack) where the capacity model applies.
-                limit = (deadline * (1 - catalog.defaults.training.spot_deadline_slack.value)
-                         if spot and spot_model is None else deadline)
-                if objective == "cost":
-                    picks.extend((billed, total) for wall, billed, total in runs if wall <= limit)
-                else:
-                    fastest = min(wall for wall, _, _ in runs)
-                    pick = next(run for run in runs if run[0] <= fastest * (1 + tolerance))
-                    picks.extend([(pick[1], pick[2])] if pick[0] <= limit else [])
+                        hours = model.hours(chips, hosts, slices)
+                        # The capacity mode's verdict, as policies/selection/capacity.py gives it.
+                        if booking is not None:
+                            days = window_days(booking.mode, hours)
+                            fits = (supply_problem(booking.mode, hosts, chips, generation is not None) is None
+                                    and (generation is not None or block_sizes(booking.mode, hosts) is not None
+                                         or not booking.mode.limits.hosts_per_request))
+                            wall, billed = ((booking.lead_hours + hours, days * 24.0) if days and fits
+                                            else (math.inf, math.inf))
+                        elif spot_model is not None:
+                            outcome = spot_outcome(hosts, hours, spot_model, obtain.confidence, model.loss_hours)
+                            wall, billed = outcome.wall_hours_q, outcome.wall_hours_mean
+                        elif queue is not None:
+                            limit_hours, wait, max_hosts = queue
+                            legs = queued_legs(hours, model.startup_hours(hosts), limit_hours, wait, obtain.confidence)
+                            wall, billed = ((legs.wall_hours_q, legs.billed_hours) if legs and hosts <= max_hosts
+                                            else (math.inf, math.inf))
+                        else:
+                            wall = billed = hours
+                        if not math.isfinite(wall):
+                            continue
+                        if spot_model is not None:
+                            # As sizing keeps them on spot: each size holding the state faster than every smaller one.
+                            if chips >= need and wall >= quickest:
+                                continue
+                            quickest = min(quickest, wall) if chips >= need else quickest
+                        rate = (booking.instance_usd[region][0] * hosts
+                                if booking is not None and booking.instance_usd else chips * chip + hosts * host)
+                        total = billed * rate
+                        if budget is None or total <= budget:
+                            runs.append((wall, billed, total, hosts))
+                    if not runs:
+                        continue
+                    # Spot is judged at the quantile of reclaim events (no slack) where the capacity model applies.
+                    limit = (deadline * (1 - catalog.defaults.training.spot_deadline_slack.value)
+                             if spot and spot_model is None else deadline)
+                    on_demand = not spot and booking is None and offering.provisioning == "on-demand"
+
+                    def past(hosts):
+                        return on_demand and pool is not None and hosts > pool[0]
+
+                    def ranked_hours(run):
+                        return run[0] if booking is not None else run[1]
+
+                    on_time = [run for run in runs if run[0] <= limit]
+                    if booking is None and not spot and on_time:
+                        best = min(on_time, key=lambda run: run[2])
+                        od_best = (best[2], best[3])
+                    if objective == "cost":
+                        picks.extend((past(hosts), ranked_hours((w, b, t, hosts)), t) for w, b, t, hosts in on_time)
+                    else:
+                        def pick_of(candidates):
+                            fastest = min(run[0] for run in candidates)
+                            pick = next(run for run in candidates if run[0] <= fastest * (1 + tolerance))
+                            return [(past(pick[3]), ranked_hours(pick), pick[2])] if pick[0] <= limit else []
+                        chosen = pick_of(runs)
+                        if chosen and chosen[0][0]:   # past the pool: the pick within it stands beside it
+                            within = [run for run in runs if not past(run[3])]
+                            chosen += pick_of(within) if within else []
+                        picks.extend(chosen)
     if not picks:
         return None
+    supplied = [pick for pick in picks if not pick[0]] or picks
     if objective == "cost":
-        return min(total for _, total in picks)
+        return min(total for _, _, total in supplied)
     # Across options as within one: the cheapest of those within the tolerance of the fastest.
-    fastest = min(hours for hours, _ in picks)
-    return min(total for hours, total in picks if hours <= fastest * (1 + tolerance))
+    fastest = min(hours for _, hours, _ in supplied)
+    return min(total for _, hours, total in supplied if hours <= fastest * (1 + tolerance))
 
 
 workloads = st.fixed_dictionaries({

@@ -97,23 +97,28 @@ def test_v5p_stack_is_four_slices_of_8x8x8_with_128_hosts_each(planned):
     assert {p["nodeCount"] for p in pools} == {128}
 
 
-def test_aws_finetune_builds_efa_nodes_in_a_placement_group_and_fsx(planned):
+def test_aws_finetune_builds_efa_nodes_on_its_capacity_blocks_and_fsx(planned):
+    # The search books the fleet as Capacity Blocks (docs/capacity.md): one node group per block, each on the
+    # block's launch template (the instance type is there), EFA on every network card; a block is its own
+    # placement, so no cluster placement group is created.
     result = planned["llama-70b-finetune-aws"]
     gpu = result.plan["gpu"]
     groups = [g for g in inputs_of(result, "aws:eks/nodeGroup:NodeGroup") if g.get("amiType", "").endswith("NVIDIA")]
-    assert [g["instanceTypes"] for g in groups] == [[gpu["machine_type"]]]
-    assert groups[0]["capacityType"] == "ON_DEMAND"
-    assert groups[0]["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
-    templates = [t for t in inputs_of(result, "aws:ec2/launchTemplate:LaunchTemplate") if t.get("placement")]
-    [template] = templates
-    interfaces = template["networkInterfaces"]
+    assert len(groups) == gpu["pools"] > 1
+    assert [g["scalingConfig"]["maxSize"] for g in groups] == [64] * (gpu["pools"] - 1) + [gpu["nodes"] % 64 or 64]
+    assert {g["capacityType"] for g in groups} == {"CAPACITY_BLOCK"}
+    assert all(g["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}] for g in groups)
+    templates = [t for t in inputs_of(result, "aws:ec2/launchTemplate:LaunchTemplate")
+                 if t.get("instanceMarketOptions") == {"marketType": "capacity-block"}]
+    assert len(templates) == len(groups) and {t["instanceType"] for t in templates} == {gpu["machine_type"]}
     # One interface per network card of the pinned machine type, as the hardware facts table has it.
     table = load_catalog().offering(result.plan["chosen"]["offering"]).efa_interfaces
-    assert len(interfaces) == gpu["efa_interfaces"] == table > 0
-    assert {i["interfaceType"] for i in interfaces} <= {"efa", "efa-only"}
-    assert template["metadataOptions"]["httpTokens"] == "required"
-    [placement] = inputs_of(result, "aws:ec2/placementGroup:PlacementGroup")
-    assert placement["strategy"] == "cluster"
+    for template in templates:
+        interfaces = template["networkInterfaces"]
+        assert len(interfaces) == gpu["efa_interfaces"] == table > 0
+        assert {i["interfaceType"] for i in interfaces} <= {"efa", "efa-only"}
+        assert template["metadataOptions"]["httpTokens"] == "required"
+    assert not inputs_of(result, "aws:ec2/placementGroup:PlacementGroup")
     [fsx] = result.capture.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
     assert fsx.inputs["deploymentType"] == "PERSISTENT_2" and fsx.retain_on_delete
     assert "gcp" not in result.providers_used

@@ -104,13 +104,14 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         write_plot(choice, plot)
         status.print(f"wrote {plot}")
     if write_stack is not None:
+        used = next((r for r in held if r.name == choice.reservation), None) if choice.reservation else None
         path = write_stack_file(write_stack, spec, plan, warn=lambda message: status.print(
-            f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True))
+            f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True),
+            reservation=None if used is None else used.model_dump(mode="json", exclude_none=True))
         status.print(f"wrote {path}; next: accel plan -s {write_stack} (offline), then pulumi up -s {write_stack}")
-        if choice.reservation is not None and reservations_path is not None and reservations_path.resolve() != path:
-            status.print(f"[yellow]warning:[/yellow] the plan runs on reservation {choice.reservation!r}: declare it "
-                         f"in {path.name} (accel:reservations, as in {reservations_path}) so `accel plan` prices "
-                         "and checks it", highlight=False, soft_wrap=True)
+        if used is not None:
+            status.print(f"the plan runs on {used.kind} {used.name!r}: declared in {path.name} (accel:reservations) "
+                         "so `accel plan` prices and checks it", highlight=False, soft_wrap=True)
     return choice
 
 
@@ -460,12 +461,13 @@ def _project_dir(start: Path) -> Path:
 
 
 def write_stack_file(name: str, spec: Any, plan: Any, root: Path | None = None,
-                     warn: Callable[[str], None] | None = None) -> Path:
+                     warn: Callable[[str], None] | None = None, reservation: dict | None = None) -> Path:
     """Set accel:workload and accel:plan in stacks/Pulumi.NAME.yaml, keeping every other key and comment.
 
     The workload is written without unset (None) fields; the plan is the full Plan (schema 2)."""
     path = _project_dir((root or Path.cwd()).resolve()) / "stacks" / f"Pulumi.{name}.yaml"
     from accel.stack.pin import pin_to_stack_file  # ruamel.yaml only when a stack is written
 
-    pin_to_stack_file(path, spec.model_dump(mode="json", exclude_none=True), plan.model_dump(mode="json"), warn=warn)
+    pin_to_stack_file(path, spec.model_dump(mode="json", exclude_none=True), plan.model_dump(mode="json"), warn=warn,
+                      reservation=reservation)
     return path

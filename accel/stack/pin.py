@@ -109,10 +109,12 @@ def _give_spot_plans_a_ttl(config: dict, plan: dict[str, Any], warn: Callable[[s
 
 
 def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any],
-                      warn: Callable[[str], None] | None = None) -> None:
+                      warn: Callable[[str], None] | None = None, reservation: dict[str, Any] | None = None) -> None:
     """Set `accel:workload` and `accel:plan` in the stack file at `path` (created when missing).
 
-    Replacing a different workload (another name) is what the user asked for, but `warn` is told."""
+    Replacing a different workload (another name) is what the user asked for, but `warn` is told.
+    `reservation`: the declared reservation or Capacity Block the plan runs on (`accel choose --reservations`),
+    added to `accel:reservations` unless one of that name is there, so the stack plans on what it was chosen on."""
     yaml = _round_trip()
     data: Any = {}
     try:
@@ -144,6 +146,12 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
         config["accel:workload"] = finite(workload)
         config["accel:plan"] = finite(plan)
     _give_spot_plans_a_ttl(config, plan, warn)
+    if reservation is not None:
+        held = config.get("accel:reservations")
+        if not isinstance(held, list):
+            held = config["accel:reservations"] = []
+        if not any(isinstance(entry, dict) and entry.get("name") == reservation.get("name") for entry in held):
+            held.append(finite(reservation))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -96,7 +96,14 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     notes: list[str] = []
     _refuse_unknown_reservations(settings, source)
     plan, pinned = _plan(settings, source, notes)
-    plan = _on_reservations(plan, pinned, settings, source)
+    # A plan bought through a Capacity Block or a calendar-mode reservation takes the one the stack declares, or
+    # (not booked yet) a placeholder offline and a needed_before_up entry saying what to book (accel/stack/bookings.py).
+    from accel.stack.bookings import on_booking
+
+    booked = on_booking(plan, settings.reservations, stack)
+    plan, reservations, booking_key = booked.plan, booked.reservations, booked.needed
+    # A fleet on several blocks was matched block by block (kind, type, zone, window, count) by on_booking.
+    plan = _on_reservations(plan, pinned, reservations, source, check=not booked.block_ids)
     lifecycle = settings.lifecycle(source)
     declared_tags = _declared_tags(config, source)
     # `pulumi:tags` is ordinary stack config (pulumi/pulumi#12856): the CLI stamps it on the stack at
@@ -115,7 +122,7 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     )
     gcp_project = config.get("gcp:project")
     api_access_cidrs = list(settings.apiAccessCidrs)
-    missing = missing_deploy_keys(plan, config, api_access_cidrs, stack)
+    missing = missing_deploy_keys(plan, config, api_access_cidrs, stack) + ([booking_key] if booking_key else [])
     if missing and not placeholders_allowed():
         raise UsageError(f"{source}: {missing_keys_message(missing)}")
     for key in missing:  # offline only: plan with a visible placeholder, report the command
@@ -123,7 +130,8 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
             gcp_project = str(key.placeholder)
         elif key.key == "accel:apiAccessCidrs":
             api_access_cidrs = list(key.placeholder)  # type: ignore[call-overload]
-        notes.append(f"{key.key} is not set: planned with the placeholder {key.placeholder!r}; "
+        shown = getattr(key.placeholder, "name", key.placeholder)   # a placeholder booking: its name
+        notes.append(f"{key.key} is not set: planned with the placeholder {shown!r}; "
                      f"before `pulumi up`: {key.set_command}")
     args = TrainingClusterArgs(
         plan=plan,
@@ -134,7 +142,8 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         api_access_cidrs=tuple(api_access_cidrs),
         upgrade_pause=(settings.upgradePause.start, settings.upgradePause.end) if settings.upgradePause else None,
         namespace=settings.namespace,
-        capacity_block_window=capacity_block_window(plan, settings.reservations),
+        capacity_block_window=capacity_block_window(plan, reservations),
+        capacity_block_ids=booked.block_ids,
     )
     args.validate()
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
@@ -157,14 +166,14 @@ def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
                                     for p in problems))
 
 
-def _on_reservations(plan: Plan, pinned: bool, settings: StackSettings, source: str) -> Plan:
+def _on_reservations(plan: Plan, pinned: bool, reservations: list, source: str, check: bool = True) -> Plan:
     """A plan decided here takes the stack's reservation of its machine type; any plan must fit the
     declared reservations (machine type, zone, count), or the stack is refused before `pulumi up`."""
     from accel.policies.cloud.reservations import reservation_problems, use_reservation
 
     if not pinned:
-        plan = use_reservation(plan, settings.reservations)
-    problems = reservation_problems(plan, settings.reservations)
+        plan = use_reservation(plan, reservations)
+    problems = reservation_problems(plan, reservations) if check else []
     if problems:
         raise UsageError(f"{source}: accel:reservations: the planned pools do not fit the reservations: "
                          + "; ".join(problems))

@@ -211,6 +211,18 @@ def _price_nodes(kind_type: str, name: str, cloud: str, machine_type: Any, nodes
     return PricedResource(kind="accelerator-pool", hourly_usd=nodes * per_node, source=source, **base)
 
 
+def _at_capacity_block_rate(priced: PricedResource, region: str | None) -> PricedResource:
+    """A node group on a Capacity Block billed at the block's sourced rate for its type and region
+    (policies/cloud/capacity_modes.yaml), where one is known; else as priced (the catalog's figure)."""
+    from accel.policies.cloud.capacity_modes import load_modes
+
+    rate = load_modes().cb_instance_usd(str(priced.machine_type), region) if region else None
+    if rate is None or priced.nodes is None:
+        return priced
+    return priced.model_copy(update={"hourly_usd": priced.nodes * rate[0],
+                                     "source": f"Capacity Block rate ${rate[0]:,.3f}/instance-h: {rate[1]}"})
+
+
 price_nodes = _price_nodes  # compute created outside node pools (accel/review/compute_cost.py) is priced alike
 
 
@@ -261,7 +273,10 @@ def price_resource(resource_type: str, name: str, inputs: Mapping[str, Any], cat
         machine = types[0] if isinstance(types, list) and types else template_instance_type
         capacity = inputs.get("capacityType")
         spot = isinstance(capacity, str) and capacity.upper() == "SPOT"
-        return _price_nodes(resource_type, name, "aws", machine, eks_group_nodes(inputs), spot, region, catalog)
+        priced = _price_nodes(resource_type, name, "aws", machine, eks_group_nodes(inputs), spot, region, catalog)
+        if capacity == "CAPACITY_BLOCK" and priced.hourly_usd is not None and priced.nodes:
+            return _at_capacity_block_rate(priced, region)
+        return priced
     if resource_type == MANAGED_LUSTRE:
         return _price_filesystem(resource_type, name, inputs.get("capacityGib"), inputs.get("perUnitStorageThroughput"),
                                  catalog)

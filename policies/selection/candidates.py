@@ -7,6 +7,7 @@ Estimate."""
 from __future__ import annotations
 
 import difflib
+from datetime import date
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -25,6 +26,7 @@ from accel.policies.estimator.estimate import (
     resolve,
     training_flops,
 )
+from accel.policies.cloud.booking import Booking
 from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
@@ -49,6 +51,16 @@ class Candidate:
     chip_price: Price
     host_price: Price | None
     reserved: DeclaredReservation | None = None   # sized on this declared reservation (on-demand beyond it)
+    booking: Booking | None = None   # bought through a booked mode (Capacity Blocks, calendar mode)
+
+    @property
+    def provisioning(self) -> str:
+        """The capacity type the candidate is bought through (the Option's and the Plan's `provisioning`)."""
+        if self.spot:
+            return "spot"
+        if self.reserved is not None:
+            return self.reserved.provisioning
+        return self.booking.provisioning if self.booking is not None else self.offering.provisioning
 
     @property
     def family(self) -> str:
@@ -255,6 +267,41 @@ class PricePoint:
     chip: Price
     host: Price | None
     reserved: DeclaredReservation | None = None
+    booking: Booking | None = None   # bought through this booked mode, at its price (or on-demand list: upper)
+    # On demand, only fleets within the pool one zone is expected to supply (selection.choose: the supplied pick
+    # beside an on-demand best past the pool).
+    within_pool: bool = False
+
+
+def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
+                  ) -> list[PricePoint]:
+    """The booked modes' price points of a training offering (Capacity Blocks, calendar mode): Capacity Blocks
+    at their sourced per-instance rate in each region that has one (regions without one are not offered: no
+    price is invented); calendar mode at the on-demand list price of each group, since no calendar-mode rate was
+    found (docs/capacity.md): the option says its price is an upper bound."""
+    if ctx.obtain is None or ctx.spec.kind == "inference" or ctx.spec.constraints.spot == "required":
+        return []
+    points: list[PricePoint] = []
+    for booking in ctx.obtain.bookings(offering):
+        if booking.lead_hours >= ctx.deadline_h:
+            continue   # the lead time alone fills the deadline: nothing booked can finish in it
+        if not booking.instance_usd:
+            if booking.id == "aws-capacity-block":
+                continue
+            points.extend(PricePoint(False, regions, chip, host, booking=booking) for regions, chip, host in on_demand)
+            continue
+        groups: dict[float, list[str]] = {}
+        for regions, _, _ in on_demand:
+            for region in regions:
+                if region in booking.instance_usd:
+                    groups.setdefault(booking.instance_usd[region][0], []).append(region)
+        for usd, regions in groups.items():
+            source, _, as_of = booking.instance_usd[regions[0]][1].rpartition(", as of ")
+            chip = Price(usd=usd / offering.chips_per_host,
+                         source=f"{source} (Capacity Block rate per instance-hour ${usd:,.3f})",
+                         as_of=date.fromisoformat(as_of.strip()[:10]))
+            points.append(PricePoint(False, regions, chip, None, booking=booking))
+    return points
 
 
 def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoint], list[tuple[str, str]]]:
@@ -280,6 +327,8 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
         if not groups and spot:
             reasons.append(("spot", "no spot capacity in the allowed regions"))
         points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
+        if not spot:
+            points.extend(booked_groups(ctx, offering, groups))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in committed_groups(ctx, offering))
     return points, reasons
@@ -295,7 +344,7 @@ def to_option(candidate: Candidate, region: str) -> Option:
         total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
         offering=o.id, chips_per_host=s.chips_per_host, goodput=_fraction(e.goodput),
         zone=(candidate.reserved and candidate.reserved.zone) or o.regions[region].zones[0],
-        provisioning=("spot" if candidate.spot else candidate.reserved.provisioning if candidate.reserved else o.provisioning),
+        provisioning=candidate.provisioning,  # type: ignore[arg-type]
         price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
         price_source=_option_source(candidate),
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 
 from accel.base.units import hours_text as duration, money
 from accel.policies.catalog.model import Offering
+from accel.policies.cloud.booking import BOOKED_MODES, Booking, blocks_words, supply_problem, window_days
 from accel.policies.cloud.capacity_modes import ModeTable, load_modes
 from accel.policies.cloud.obtainability import (
     QueuedOutcome, SpotModel, SpotOutcome, capacity_block_days, capacity_blocks, queued_legs, spot_outcome,
@@ -34,6 +35,7 @@ class Obtaining:
     confidence: float
     overrides: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     _spot: dict[str, SpotModel | None] = field(default_factory=dict)
+    _figures: dict[tuple[str, str, str], tuple[float, bool] | None] = field(default_factory=dict)
 
     def spot_model(self, offering: Offering) -> SpotModel | None:
         """The spot model of the offering's class (None for an accelerator of no class: no model applies)."""
@@ -45,7 +47,14 @@ class Obtaining:
         return self._spot[cls or ""]
 
     def figure(self, offering: Offering, kind: str, name: str) -> tuple[float, bool] | None:
-        """(value, is an estimate) of one obtainability figure for the offering's class, overrides first."""
+        """(value, is an estimate) of one obtainability figure for the offering's class, overrides first (kept per
+        accelerator: the search asks for the same figure of every fleet it ranks)."""
+        key = (offering.accelerator, kind, name)
+        if key not in self._figures:
+            self._figures[key] = self._figure(offering, kind, name)
+        return self._figures[key]
+
+    def _figure(self, offering: Offering, kind: str, name: str) -> tuple[float, bool] | None:
         cls = self.table.obtain_class(offering.accelerator)
         if cls is None:
             return None
@@ -70,6 +79,25 @@ class Obtaining:
         if mode is None or mode.limits.max_duration_hours is None or wait is None or hosts is None:
             return None
         return mode.limits.max_duration_hours, wait[0], hosts[0]
+
+    def bookings(self, offering: Offering) -> list[Booking]:
+        """The booked modes (Capacity Blocks, calendar mode) the offering can be bought through, each with its
+        lead time and its price table; a mode with no lead-time figure for the offering's class is left out
+        (nothing says how far ahead it could be had)."""
+        if offering.reserved_only:
+            return []
+        found = []
+        for mode in self.table.modes_for(offering.cloud, offering.machine_type):
+            kind = BOOKED_MODES.get(mode.id)
+            lead = self.figure(offering, kind, "lead_days") if kind else None
+            if kind is None or lead is None:
+                continue
+            prices = {}
+            if mode.price is not None and mode.price.instance_usd and mode.price.source:
+                for region, usd in mode.price.instance_usd.get(offering.machine_type, {}).items():
+                    prices[region] = (usd, self.table.source_words(mode.price.source))
+            found.append(Booking(mode, lead[0], lead[1], prices))
+        return found
 
 
 _PARAMS = {
@@ -155,7 +183,39 @@ def queued_timing(ob: Obtaining, limits: tuple[float, float, float], hosts: int,
     return Timing(legs.wall_hours_q, legs.billed_hours, mode, risk, legs=legs)
 
 
-def capacity_lines(ob: Obtaining, candidate, option, serving_spot: str | None = None) -> list[str]:
+def booked_timing(booking: Booking, hosts: int, chips: int, run_hours: float, tpu: bool) -> Timing:
+    """A fleet booked through Capacity Blocks or calendar mode: wall-clock = the lead time to obtain the booking
+    + the run (judged against the deadline); billed = the whole window the mode sells, used or not. Past the
+    mode's size or its longest window it is not offered (infinite), with the reason."""
+    mode = booking.mode
+    problem = supply_problem(mode, hosts, chips, tpu)
+    if problem is not None:
+        return Timing(math.inf, math.inf, mode.id, f"{booking.words}: {problem}")
+    days = window_days(mode, run_hours)
+    if days is None:
+        return Timing(math.inf, math.inf, mode.id,
+                      f"{booking.words}: a {duration(run_hours)} run is past the longest window, "
+                      f"{(mode.limits.max_duration_hours or 0) / 24:g} days ({mode.limits.source}); a second window "
+                      "cannot be booked now, so the mode is not offered")
+    blocks = blocks_words(mode, hosts)
+    if blocks and not blocks.startswith("1 block"):
+        blocks += (" (each block is in one Availability Zone: book them all in the same zone for the same window, "
+                   "a node group each)")
+    booked = (f"~{booking.lead_days:g} days ahead ({'estimate' if booking.lead_is_estimate else 'your figure'})")
+    what = (f"{blocks} for {days} days" if blocks else
+            f"{chips:,} TPU chips ({hosts} VMs) for {days} days" if tpu else f"{hosts} VMs for {days} days")
+    if mode.id == "aws-capacity-block":
+        risk = (f"capacity blocks must be booked {booked}, not cancellable, paid up front: {what}, billed for the "
+                f"whole window used or not ({mode.limits.source})")
+    else:
+        risk = (f"a calendar-mode reservation must be booked {booked}, not cancellable once submitted: {what}, "
+                f"billed for the whole window used or not ({mode.limits.source}, gcp-obtain-capacity)"
+                + ("" if booking.instance_usd else "; no calendar-mode rate was found, so it is priced at on-demand "
+                                                    "list: an UPPER BOUND"))
+    return Timing(booking.lead_hours + run_hours, days * 24.0, mode.id, risk)
+
+
+def capacity_lines(ob: Obtaining, candidate, option, serving_spot: str | None = None, why: str = "") -> list[str]:
     """The rationale's capacity lines for a chosen option: its mode, why and the risk, then what it takes to
     obtain a fleet past the self-service limits."""
     detail = candidate.evaluation.detail
@@ -164,8 +224,11 @@ def capacity_lines(ob: Obtaining, candidate, option, serving_spot: str | None = 
     risk = detail.get("capacity_risk")
     if risk:
         wall = detail.get("capacity_wall_hours")
-        lines.append(f"Capacity mode {mode}: {risk}" + (f"; {duration(float(wall))} wall-clock at "
-                                                         f"P{ob.confidence * 100:g}" if wall else "") + ".")
+        at = "(the lead time, then the run)" if mode in BOOKED_MODES else f"at P{ob.confidence * 100:g}"
+        lines.append(f"Capacity mode {mode}: {risk}" + (f"; {duration(float(wall))} wall-clock {at}" if wall else "")
+                     + ".")
+    if why:
+        lines.append(f"Capacity: {why}.")
     lines.extend(supply_lines(ob, candidate.offering, option.hosts, option.hours, option.region,
                               option.provisioning, option.provisioning == "spot", option.hourly_usd))
     if serving_spot == "allowed":
@@ -178,18 +241,46 @@ def capacity_lines(ob: Obtaining, candidate, option, serving_spot: str | None = 
     return lines
 
 
+def booked_why(ob: Obtaining, chosen, ranked: list) -> str:
+    """Why a booked mode was chosen: against the best on-demand option (its price, or that it is past what a zone
+    is expected to supply), or that no on-demand option meets the workload. `ranked`: [(key, candidate, region)]."""
+    if chosen.booking is None:
+        return ""
+    other = next((c for _, c, _ in ranked if c.booking is None and c.reserved is None), None)
+    words = f"bought through {chosen.booking.words}"
+    if other is None:
+        return f"{words}: no fleet on demand, on spot or through a queue meets the workload"
+    o, e = other, other.evaluation
+    fleet = f"{o.size.hosts} x {o.offering.machine_type} {o.provisioning} ({money(e.total_usd)})"
+    if beyond_supply(ob, o.offering, o.provisioning, o.size.hosts):
+        pool = ob.figure(o.offering, "on-demand", "pool_hosts")
+        return (f"{words}: the best fleet of another mode, {fleet}, is past the {pool[0] if pool else 0:g} hosts one zone "
+                "is expected to supply on demand (estimate), so its price is only an upper bound")
+    return (f"{words}: {money(chosen.evaluation.total_usd)} for the whole window against {fleet}, the best "
+            "fleet of another mode")
+
+
 def mode_id(ob: Obtaining, offering: Offering, provisioning: str) -> str:
     mode = ob.table.mode_for(offering.cloud, offering.machine_type, provisioning)
     return mode.id if mode else provisioning
 
 
-def price_is_upper_bound(ob: Obtaining, offering: Offering, option) -> bool:
-    """An on-demand fleet past the pool one zone is expected to supply is priced at on-demand list as an upper
-    bound: obtaining it takes a reservation (a Capacity Block, a calendar-mode or a negotiated one)."""
-    if option.provisioning != "on-demand":
+def beyond_supply(ob: Obtaining, offering: Offering, provisioning: str, hosts: int) -> bool:
+    """An on-demand fleet past the pool one zone is expected to supply: obtaining it takes a reservation."""
+    if provisioning != "on-demand":
         return False
     pool = ob.figure(offering, "on-demand", "pool_hosts")
-    return pool is not None and option.hosts > pool[0]
+    return pool is not None and hosts > pool[0]
+
+
+def price_is_upper_bound(ob: Obtaining, offering: Offering, option, mode: str | None = None) -> bool:
+    """An on-demand fleet past the pool one zone is expected to supply is priced at on-demand list as an upper
+    bound: obtaining it takes a reservation (a Capacity Block, a calendar-mode or a negotiated one). So is a
+    booked mode with no sourced price of its own (calendar mode: priced at on-demand list)."""
+    if mode in BOOKED_MODES:
+        booked = next((b for b in ob.bookings(offering) if b.id == mode), None)
+        return booked is not None and option.region not in booked.instance_usd
+    return beyond_supply(ob, offering, option.provisioning, option.hosts)
 
 
 def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, region: str,

@@ -16,9 +16,10 @@ level down, in `accel.policies.selection`, so importing it sets `selection`, nev
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Literal, Sequence
 
-from accel.policies.selection.capacity import capacity_lines
+from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines
 from accel.policies.selection.rescale import ratio_key, rescaled
 from accel.policies.selection.candidates import (
     Candidate,
@@ -53,19 +54,42 @@ __all__ = [
 SHARE_SIZING_ACROSS_REGIONS = True
 
 
-def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: bool) -> tuple:
+def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: bool, unsupplied: bool = False
+              ) -> tuple:
     """`unpriced`: the offering's Offering.unpriced, worked out once per offering by the caller (it reads every
-    region's prices: once per ranked option it made a search quadratic in the regions)."""
+    region's prices: once per ranked option it made a search quadratic in the regions); `unsupplied`: an
+    on-demand fleet past the pool one zone is expected to supply (the caller's `unsupplied`)."""
     e = candidate.evaluation
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
-    primary = (e.total_usd, e.hours, latency) if objective == "cost" else (
-        (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (e.hours, e.total_usd))
+    # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays.
+    hours = float(e.detail.get("capacity_wall_hours", e.hours)) if candidate.booking is not None else e.hours
+    primary = (e.total_usd, hours, latency) if objective == "cost" else (
+        (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (hours, e.total_usd))
     # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
     # is never made on a figure derived by a rule when a listed price meets the workload (its options are still
     # shown, marked estimate, and the rationale says what it would cost). A declared reservation is the user's.
     on_estimate = unpriced and candidate.reserved is None
+    # An on-demand fleet past the pool one zone is expected to supply (`unsupplied`: priced at list as an upper
+    # bound, obtaining it takes a reservation) ranks after every fleet a mode is expected to supply: its cost to
+    # finish in time is not known, so a cheaper-looking figure must not beat a fleet one can book or obtain
+    # (docs/capacity.md). It is still chosen, labelled, when nothing else meets the workload.
     # On equal figures a reserved option comes first: its capacity is held, on-demand capacity may not be there.
-    return (on_estimate, *primary, candidate.reserved is None, candidate.offering.id, region_rank, candidate.spot)
+    return (on_estimate, unsupplied, *primary, candidate.reserved is None, candidate.offering.id, region_rank,
+            candidate.spot, candidate.booking is not None)
+
+
+def _dominated(offering: Offering, point, supplied_on_demand: bool) -> bool:
+    """A booked point priced at the on-demand list (calendar mode: no rate of its own) cannot beat the on-demand
+    fleet of the same regions when a zone is expected to supply that fleet (`supplied_on_demand`): each booked size
+    costs at least its on-demand run (the whole window at the same rate) and finishes later (its lead), so it is
+    not sized."""
+    return not point.booking.instance_usd and offering.provisioning == "on-demand" and supplied_on_demand
+
+
+def unsupplied(ctx: SearchContext, candidate: Candidate) -> bool:
+    """An on-demand candidate past the pool one zone is expected to supply (selection.capacity.beyond_supply)."""
+    return ctx.obtain is not None and beyond_supply(ctx.obtain, candidate.offering, candidate.provisioning,
+                                                    candidate.size.hosts)
 
 
 def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], tolerance: float,
@@ -75,12 +99,12 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
     sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
     are not picks (each is slower than its own offering's pick by more than the tolerance)."""
-    # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost.
-    listed = [item for item in ranked if not item[0][0]] or ranked
-    estimated = [item for item in ranked if item[0][0]] if len(listed) < len(ranked) else []
-    fastest = listed[0][1].evaluation.hours
-    near = [item for item in listed
-            if id(item[1]) not in shown_only and item[1].evaluation.hours <= fastest * (1.0 + tolerance)]
+    # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost, and so
+    # do on-demand fleets past what a zone is expected to supply (the second).
+    listed = [item for item in ranked if not item[0][0] and not item[0][1]] or ranked
+    estimated = [item for item in ranked if item[0][0] or item[0][1]] if len(listed) < len(ranked) else []
+    fastest = listed[0][0][2]   # the run time in the time objective's key
+    near = [item for item in listed if id(item[1]) not in shown_only and item[0][2] <= fastest * (1.0 + tolerance)]
     near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
     taken = {id(item) for item in near}
     return near + [item for item in listed if id(item) not in taken] + estimated
@@ -105,31 +129,55 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         feasible = False
         unpriced = offering.unpriced
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
-        sized: dict[tuple[bool, float], tuple[SizingOutcome, float]] = {}
+        sized: dict[tuple[bool, str, bool, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
+        # Regions whose on-demand best is a fleet a zone supplies (only the flag is kept: an outcome holds its
+        # whole sizing through closest_at, and a search keeps none it does not need).
+        supplied_on_demand: dict[tuple[str, ...], bool] = {}
         for point in points:
-            key = (point.spot, ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None
-            reference = sized.get(key) if key is not None else None
-            outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip, point.host,
-                                ctx.budget) if reference is not None else None)
-            if outcome is None:
-                outcome = size_offering(ctx, offering, point)
-                if key is not None and key not in sized:
-                    sized[key] = (outcome, point.chip.usd)
+            if point.booking is not None and _dominated(offering, point,
+                                                        supplied_on_demand.get(tuple(point.regions), False)):
+                continue
+
+            def sized_at(point) -> SizingOutcome:
+                key = ((point.spot, point.booking.id if point.booking else "", point.within_pool,
+                        ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None)
+                reference = sized.get(key) if key is not None else None
+                outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
+                                    point.host, ctx.budget) if reference is not None else None)
+                if outcome is None:
+                    outcome = size_offering(ctx, offering, point)
+                    if key is not None and key not in sized:
+                        sized[key] = (outcome, point.chip.usd)
+                return outcome
+
+            outcome = sized_at(point)
+            outcomes = [outcome]
+            if not point.spot and point.booking is None and point.reserved is None:
+                supplied_on_demand[tuple(point.regions)] = (outcome.best is not None
+                                                            and not unsupplied(ctx, outcome.best))
+                if outcome.best is not None and unsupplied(ctx, outcome.best):
+                    # The best on-demand fleet is past what a zone is expected to supply: the best one within it
+                    # is a pick of its own, ranked with the fleets a mode can supply (_rank_key).
+                    within = sized_at(replace(point, within_pool=True))
+                    if within.best is not None:
+                        outcomes.insert(0, SizingOutcome(best=within.best))
             found.near.extend(outcome.near)
             if outcome.best is None:
                 reasons.extend(outcome.reasons)
                 continue
             feasible = True
             order = region_order[offering.id]
-            for region in point.regions:
-                found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), unpriced),
-                                     outcome.best, region))
-            first = point.regions[0]
-            for alternative in outcome.alternatives:
-                found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)), unpriced),
-                                     alternative, first))
-                found.shown_only.add(id(alternative))
+            for outcome in outcomes:
+                past_pool = unsupplied(ctx, outcome.best)
+                for region in point.regions:
+                    found.ranked.append((_rank_key(objective, outcome.best, order.get(region, len(order)), unpriced,
+                                                   past_pool), outcome.best, region))
+                first = point.regions[0]
+                for alternative in outcome.alternatives:
+                    found.ranked.append((_rank_key(objective, alternative, order.get(first, len(order)), unpriced,
+                                                   unsupplied(ctx, alternative)), alternative, first))
+                    found.shown_only.add(id(alternative))
         found.offering_reasons[offering.id] = reasons
         if not feasible:
             unique = _merge_capacity_reasons([reason for _, reason in reasons])
@@ -187,7 +235,8 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     rationale.extend(reservation_lines(ctx, ranked, options))
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
-                                        spec.constraints.spot if spec.kind == "inference" else None))
+                                        spec.constraints.spot if spec.kind == "inference" else None,
+                                        booked_why(ctx.obtain, best, ranked)))
     rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []
     for family in ("tpu", "gpu"):

@@ -92,6 +92,28 @@ class TpuLadder:
         return tuple(s for s in self.sizes if s.hosts <= hosts)
 
 
+class CountLadder:
+    """Whole GPU nodes in the given node counts only (a booked mode's fleets: Capacity Blocks), built on first use
+    like GpuLadder: a search reads a few of them by binary search."""
+
+    def __init__(self, offering: Offering, counts: tuple[int, ...]) -> None:
+        self.offering = offering
+        self.counts = counts
+        self._sizes: dict[int, Size] = {}
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def __getitem__(self, index: int) -> Size:
+        size = self._sizes.get(index)
+        if size is None:
+            size = self._sizes[index] = gpu_fleet(self.offering, self.counts[index])
+        return size
+
+    def first_at_least(self, chips: int) -> int:
+        return bisect.bisect_left(self.counts, math.ceil(chips / self.offering.chips_per_host))
+
+
 @lru_cache(maxsize=None)
 def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hosts: int | None = None) -> tuple[Size, ...]:
     """Every fleet size of a TPU generation up to `cap` chips, smallest first: one slice per valid

@@ -48,6 +48,9 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         gpu = gpu.model_copy(update={"nodes_per_pool": gpu_nodes_per_pool(
             offering, option.hosts, compact=multi_node_training, training=training,
             group_nodes=parallelism.group_nodes)})
+        blocks = _capacity_blocks(choice, option.hosts)
+        if blocks is not None and len(blocks) > 1:   # one node group per Capacity Block (policies/cloud/booking.py)
+            gpu = gpu.model_copy(update={"nodes_per_pool": blocks[0]})
         # Tightly coupled training lives in one zone (placement policy / cluster placement group);
         # serving spreads over every zone that has the GPU.
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
@@ -57,7 +60,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                         mode=str(details.get("capacity_mode") or "") or None,
                         risk=str(details.get("capacity_risk") or "") or None,
                         legs=int(legs) if legs else None,
-                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option) else None)
+                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option,
+                                                                    str(details.get("capacity_mode") or "")) else None)
     storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
     rationale = list(choice.rationale)
     node_limit = choice.estimate.details.get("node_limit")
@@ -73,6 +77,17 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     return Plan(workload=spec, catalog=choice.catalog, chosen=option,
                 zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
                 estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)
+
+
+def _capacity_blocks(choice: Choice, hosts: int) -> list[int] | None:
+    """The Capacity Blocks a fleet the search booked through them is bought as (None for other modes)."""
+    from accel.policies.cloud.booking import block_sizes
+    from accel.policies.cloud.capacity_modes import load_modes
+
+    mode = load_modes().modes.get(str(choice.estimate.details.get("capacity_mode") or ""))
+    if mode is None or mode.provisioning != "capacity-block" or not mode.limits.hosts_per_request:
+        return None
+    return block_sizes(mode, hosts)
 
 
 def _spot_alternates(offering) -> list[str]:

@@ -49,7 +49,8 @@ def rescaled(outcome: SizingOutcome, factor: float, regions: list[str], chip: Pr
         evaluation = Evaluation(hours=e.hours, hourly_usd=e.hourly_usd * factor, total_usd=e.total_usd * factor,
                                 mfu=e.mfu, goodput=e.goodput, detail=detail)
         return Candidate(offering=candidate.offering, regions=regions, spot=candidate.spot, size=candidate.size,
-                         evaluation=evaluation, chip_price=chip, host_price=host, reserved=candidate.reserved)
+                         evaluation=evaluation, chip_price=chip, host_price=host, reserved=candidate.reserved,
+                         booking=candidate.booking)
 
     near = [(score, scale(c), words) for score, c, words in outcome.near]
     if outcome.best is None and budget is not None and outcome.closest_at is not None:

@@ -21,13 +21,15 @@ from typing import Callable
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
-from accel.policies.selection.capacity import Timing, mode_id, queued_timing, spot_timing
+from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
+from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.replicas import replica_plans
 from accel.policies.selection.ladders import (
+    CountLadder,
     GpuLadder,
     Size,
     TpuLadder,
@@ -74,6 +76,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     module's docstring), and what is left is the candidate a pick becomes and the few other sizes shown
     for the trade-off. Split further, each piece would need the ladder, the prices and the deadline again."""
     spot, regions, chip, host, reserved = point.spot, point.regions, point.chip, point.host, point.reserved
+    booking = point.booking
+    pool = (ctx.obtain.figure(offering, "on-demand", "pool_hosts") if point.within_pool and ctx.obtain is not None
+            else None)
     outcome = SizingOutcome()
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
@@ -97,7 +102,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     if generation is not None:
         sizes = tpu_sizes(generation.name, cap, need, limit.value if limit else None)
         node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
-        ladder: GpuLadder | TpuLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
+        if booking is not None:   # a booked mode supplies at most its limits (policies/cloud/booking.py)
+            sizes = tuple(s for s in sizes if supply_problem(booking.mode, s.hosts, s.chips, True) is None)
+        if pool is not None:   # the fleets one zone is expected to supply on demand
+            sizes = tuple(s for s in sizes if s.hosts <= pool[0])
+        ladder: GpuLadder | TpuLadder | CountLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
     else:
         max_nodes = cap // offering.chips_per_host
         if offering.training_max_nodes:
@@ -110,19 +119,41 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             max_nodes = min(max_nodes, fleet_nodes)
         if offering.reserved_only and reserved is not None:
             max_nodes = min(max_nodes, reserved.count)   # nothing is sold beyond the declared block or reservation
+        if booking is not None and booking.max_hosts is not None:
+            max_nodes = min(max_nodes, booking.max_hosts)   # a booked mode supplies at most its limits
+        if pool is not None:
+            max_nodes = min(max_nodes, int(pool[0]))   # the fleets one zone is expected to supply on demand
         ladder = ctx.ladders.get((offering.id, max_nodes))
         if ladder is None:
             ladder = ctx.ladders[(offering.id, max_nodes)] = GpuLadder(offering, max_nodes)
+        if booking is not None and booking.mode.limits.hosts_per_request:
+            # Capacity Blocks come in fixed instance counts: the ladder is the fleets they make up (full blocks and
+            # at most one smaller one, a node group each: policies/cloud/booking.py).
+            key = ("booked", offering.id, booking.id, max_nodes)
+            ladder = ctx.ladders.get(key) or ctx.ladders.setdefault(
+                key, CountLadder(offering, booked_fleet_sizes(booking.mode, max_nodes)))
     limit_words = limit_detail = ""
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
         limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
-    capacity = "spot" if spot else offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand"
+    capacity = ("spot" if spot else booking.words if booking is not None else
+                offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand")
+    if len(ladder) == 0 and booking is not None:
+        outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
+        return _price_free_miss(outcome)
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
         return outcome
     lo, hi = ladder.first_at_least(need), len(ladder) - 1
+    if booking is not None and lo > hi:
+        # The mode's limits, not memory or max_chips, end this ladder below the fleet that holds the model.
+        smallest = -(-need // offering.chips_per_host)
+        problem = supply_problem(booking.mode, smallest, need, generation is not None)
+        outcome.reasons.append(("capacity", f"{capacity}: the smallest fleet that holds the model "
+                                            f"({plural(need, 'chip')}) is past what the mode supplies"
+                                            + (f": {problem}" if problem else "")))
+        return _price_free_miss(outcome)
     if lo > hi:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
         biggest = ladder[hi].chips
@@ -152,16 +183,19 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
-    provisioning = "spot" if spot else reserved.provisioning if reserved is not None else offering.provisioning
+    provisioning = ("spot" if spot else reserved.provisioning if reserved is not None else
+                    booking.provisioning if booking is not None else offering.provisioning)
     spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
              else None)
-    mode = mode_id(obtain, offering, provisioning) if obtain is not None else provisioning
+    mode = (booking.id if booking is not None else
+            mode_id(obtain, offering, provisioning) if obtain is not None else provisioning)
     # Shared by every region of the offering on this mode (a held reservation is timed as estimated); on spot by
-    # every offering of the same training model and mode too (the timing reads nothing else of the offering).
+    # every offering of the same training model and mode too (the timing reads nothing else of the offering). A
+    # booked mode's run is the on-demand run (the same model and hours cache), its timing adds the lead and window.
     timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None and reserved.holds_capacity else
                                                    ctx.timing_cache.setdefault(
-        (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, provisioning), {}))
+        (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, mode), {}))
 
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
@@ -171,7 +205,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         hit = timings.get(key)
         if hit is None:
             hours = run_hours(s)
-            if spot_model is not None and obtain is not None:
+            if booking is not None:
+                hit = booked_timing(booking, s.hosts, s.chips, hours, generation is not None)
+            elif spot_model is not None and obtain is not None:
                 hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode)
             elif queue is not None and obtain is not None:
                 hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
@@ -199,12 +235,17 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                 "finishes through the reclaim waves (estimates; "
                                                 "constraints.capacity.obtainability overrides them)"))
             return outcome
+    if booking is not None and not math.isfinite(timing(lo).wall_hours):
+        # A booked mode sells windows up to its longest: the smaller fleets whose runs are longer are not offered
+        # in it; start from the first that fits (runs shorten as the fleet grows).
+        first = _first_true(lo, hi, lambda i: math.isfinite(timing(i).wall_hours))
+        lo = first if first <= hi else lo
     if not math.isfinite(timing(lo).wall_hours):
         # The mode cannot supply even the smallest fleet that holds the model (past its pool or its size).
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
                                             f"({ladder[lo].hosts} hosts; constraints.capacity.obtainability "
                                             "overrides the estimates)"))
-        return outcome
+        return _price_free_miss(outcome) if booking is not None else outcome
     cache: dict[int, tuple[float, float]] = {}
 
     def hours_cost(i: int) -> tuple[float, float]:
@@ -223,12 +264,20 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         return hours_cost(i)[1]
 
     # The fastest size depends on run time alone: found once per offering and mode, whatever the region's price.
-    fastest_key = ("fastest", offering.id, provisioning, reserved is None, lo, hi)
+    fastest_key = ("fastest", offering.id, mode, reserved is None, lo, hi)
     fastest = ctx.price_free.get(fastest_key)
     if fastest is None:
         fastest = ctx.price_free[fastest_key] = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
     budget = ctx.budget
-    within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget) if budget is not None else hi
+    # A booked mode bills whole windows on its grid, so its cost is not a smooth valley along the ladder (a larger
+    # fleet can fit a shorter window and cost less): its short ladder is scanned, not bisected.
+    scan = booking is not None
+    if budget is None:
+        within_budget = hi
+    elif scan:
+        within_budget = max((i for i in range(lo, hi + 1) if cost(i) <= budget), default=lo - 1)
+    else:
+        within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget)
     deadline = ctx.deadline_h
     days = deadline / 24
     deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
@@ -262,6 +311,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             detail["capacity_risk"] = t.risk
         if t.wall_hours != h:
             detail["capacity_wall_hours"] = round(t.wall_hours, 2)
+        if booking is not None:   # what the stack asks the user to book (accel/stack/bookings.py)
+            detail["capacity_lead_days"] = booking.lead_days
+            detail["capacity_window_days"] = round(h / 24)
         if t.legs is not None:
             detail["capacity_legs"] = t.legs.legs
         if limit_detail and generation is None and i == hi:
@@ -270,7 +322,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                 mfu=model.mfu(s.chips, s.slices),
                                 goodput=model.goodput * max(model.productivity(s.hosts), 1e-6)
                                 * min(1.0, run_hours(s) / h), detail=detail)
-        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved)
+        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking)
 
     def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
         """When this group has nothing feasible, its closest size for the explanation: the smallest product of
@@ -309,12 +361,14 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         return score, candidate(i)
 
     def keep_closest() -> None:
-        near = closest()
+        # A booked fleet that misses is the same fleet as the on-demand one of this offering, later (its lead) and
+        # billed for a whole window: the on-demand point keeps the closest size for the explanation.
+        near = closest() if booking is None else None
         if near is not None:
             outcome.near.append((near[0], near[1], ""))
         # What a region priced at a multiple of this one needs to reuse this sizing exactly (selection.rescale).
         outcome.smallest_cost = cost(lo)
-        outcome.closest_at = closest
+        outcome.closest_at = closest if booking is None else _no_closest
 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
@@ -322,7 +376,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
                                                                             ctx.batch_chips))
     picked = _pick_training_size(ctx, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
-                                 deadline_words, capacity, larger, capped)
+                                 deadline_words, capacity, larger, capped, scan)
     if picked.miss is not None:
         outcome.reasons.append(picked.miss)
         keep_closest()
@@ -349,6 +403,18 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 h < hours(best) if ctx.objective == "cost" else c < cost(best)):
             outcome.alternatives.append(candidate(i))
     return outcome
+
+
+def _price_free_miss(outcome: SizingOutcome) -> SizingOutcome:
+    """A booked point ruled out by its mode's limits alone, whatever the price: a region priced at a multiple of
+    this one reuses it (selection.rescale) instead of sizing again."""
+    outcome.smallest_cost, outcome.closest_at = 0.0, _no_closest
+    return outcome
+
+
+def _no_closest(factor: float) -> None:
+    """A booked miss keeps no closest size, at any price (keep_closest)."""
+    return None
 
 
 def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
@@ -381,10 +447,10 @@ class TrainingPick:
     miss: tuple[str, str] | None = None
 
 
-def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder, lo: int, fastest: int,
+def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | CountLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
                         deadline: float, budget: float | None, deadline_words: str, capacity: str,
-                        larger: str = "", capped: bool = False) -> TrainingPick:
+                        larger: str = "", capped: bool = False, scan: bool = False) -> TrainingPick:
     """The ladder index the objective picks and the smallest index that meets the deadline on the way there
     (the same unless the cost objective went on down its cost valley), or why nothing fits.
     `larger` says why the ladder stops where it does (a node-pool limit); it is added when the top of the
@@ -419,6 +485,14 @@ def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder, lo: i
                                             f"takes {duration(hours(fastest))}, past {deadline_words}"
                                             + (larger if fastest == top else "")))
         best = _first_true(lo, fastest, lambda i: hours(i) <= deadline)
+        if scan:   # cost is a step function of the window (booked modes): the cheapest on-time size, by scanning
+            cheapest = min(range(best, fastest + 1), key=lambda i: (cost(i), i))
+            if budget is not None and cost(cheapest) > budget:
+                spent, allowed = money_pair(cost(cheapest), budget)
+                return TrainingPick(miss=("budget", f"{capacity}: meeting {deadline_words} takes "
+                                                    f"{plural(ladder[cheapest].chips, 'chip')} costing {spent}, over "
+                                                    f"the {allowed} budget"))
+            return TrainingPick(cheapest, best)
         if best > within_budget:
             spent, allowed = money_pair(cost(best), budget or 0)
             return TrainingPick(miss=("budget", f"{capacity}: meeting {deadline_words} takes "
