@@ -240,11 +240,32 @@ def test_a_capacity_block_choice_plans_node_groups_at_zero_on_the_blocks_launch_
     starts = {s["inputs"]["startTime"] for s in schedules if s["inputs"]["desiredCapacity"]}
     (first,) = starts   # every block in one window
     start = datetime.fromisoformat(first.replace("Z", "+00:00"))
-    # The placeholder blocks start at 11:30 UTC no sooner than the lead time the search counted.
+    # The placeholder blocks start at 11:30 UTC no sooner than the lead time the search counted after the plan's
+    # catalog date (not the clock: the same stack plans the same schedule every day).
     lead = config["accel:plan"]["estimate"]["details"]["capacity_lead_days"]
+    catalog_day = datetime.fromisoformat(config["accel:plan"]["catalog"]["as_of"]).replace(tzinfo=timezone.utc)
     assert (start.hour, start.minute) == (11, 30)
-    assert (start - datetime.now(timezone.utc)).total_seconds() >= lead * 86400 - 120
+    assert timedelta(days=lead) <= start - catalog_day < timedelta(days=lead + 1)
     assert not [v for v in document["policy"]["violations"] if v["level"] == "mandatory"]
+
+
+def test_the_placeholder_window_does_not_move_with_the_clock(cb_stack, monkeypatch):
+    """Planned on another day, the same stack file plans the same placeholder window (so a pull request's review
+    shows no schedule change nobody made)."""
+    import accel.stack.bookings as bookings
+    from accel.policies.plan import Plan
+
+    _, config, _ = cb_stack
+    plan = Plan.model_validate(config["accel:plan"])
+    today = bookings.booking_placeholder(plan, "cb")[0]
+
+    class Later(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2027, 6, 1, tzinfo=timezone.utc)
+
+    monkeypatch.setattr(bookings, "datetime", Later)
+    assert [(r.start, r.end) for r in bookings.booking_placeholder(plan, "cb")[0]] == [(r.start, r.end) for r in today]
 
 
 def test_what_to_buy_first_is_in_needed_before_up_with_how_to_get_it(cb_stack):

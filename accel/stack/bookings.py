@@ -88,7 +88,9 @@ def booking_placeholder(plan: Plan, stack: str, index: int = 0, now: datetime | 
     window_days = int(details.get("capacity_window_days") or math.ceil(plan.chosen.hours / 24 - 1e-9))
     lead_days = float(details.get("capacity_lead_days") or 0)
     if plan.capacity.provisioning == "capacity-block":
-        now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+        # Anchored on the plan's catalog date, not the clock: the same stack file plans the same resources every
+        # day (a pull request's preview shows no change nobody made); the placeholder is never applied anyway.
+        now = (now or _catalog_day(plan)).astimezone(timezone.utc)
         earliest = now + timedelta(days=lead_days)
         start = earliest.replace(hour=BLOCK_HOUR, minute=BLOCK_MINUTE, second=0, microsecond=0)
         if start < earliest:
@@ -107,7 +109,8 @@ def booking_placeholder(plan: Plan, stack: str, index: int = 0, now: datetime | 
                f"(estimate); find them with {searches}, buy each with `aws ec2 purchase-capacity-block --region "
                f"{plan.region} --capacity-block-offering-id <cb-... from the offering> --instance-platform "
                "Linux/UNIX`, then declare each block it returns (its cr-... id, zone, start and end). Offline plans "
-               f"use placeholder blocks ({placeholders[0].name}...) starting {start:%Y-%m-%dT%H:%MZ}")
+               f"use placeholder blocks ({placeholders[0].name}...) starting {start:%Y-%m-%dT%H:%MZ} (the catalog's date "
+               "plus the lead time: an illustration, not a booking)")
         command = " && ".join(declare_command(stack, index + i, {
             "name": "<cr-...-id>", "kind": "capacity-block", "machineType": machine_type, "count": str(size),
             "zone": "<block-zone>", "start": "<block-start-UTC-e.g.-2030-01-06T11:30:00Z>",
@@ -127,6 +130,11 @@ def booking_placeholder(plan: Plan, stack: str, index: int = 0, now: datetime | 
         "name": "<reservation-name>", "kind": "reservation", "machineType": machine_type, "count": str(machines),
         "zone": zone})
     return [placeholder], DeployKey("accel:reservations", why, command, placeholder)
+
+
+def _catalog_day(plan: Plan) -> datetime:
+    """Midnight UTC of the day the plan's catalog is as of (`2026-11-26`)."""
+    return datetime.fromisoformat(plan.catalog.as_of[:10]).replace(tzinfo=timezone.utc)
 
 
 def placeholder_block_id(index: int) -> str:
