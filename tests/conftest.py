@@ -9,6 +9,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests import harness, shared  # noqa: E402
+from accel.offline_plan import plan_stack as _REAL_PLAN_STACK  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -66,9 +67,9 @@ def review_cli():
 
 
 def _plan_bundled(stack: str):
-    from accel.offline_plan import plan_stack
-
-    return plan_stack(stack, None, ROOT)
+    # The function itself, as imported when this module loaded: a test that patches accel.offline_plan.plan_stack
+    # to read planned_result must not be what planned_result plans with (it would ask for its own plan).
+    return _REAL_PLAN_STACK(stack, None, ROOT)
 
 
 _planned: dict = {}  # {stack: PlanResult} kept by this process
