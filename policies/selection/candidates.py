@@ -335,9 +335,14 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
 
 
 def to_option(candidate: Candidate, region: str) -> Option:
-    """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours)."""
+    """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours).
+
+    Built without validation (`model_construct`): every value is worked out here from the validated catalog
+    and the search's own arithmetic, typed as the fields are (the rounding helpers return floats), so
+    validating it again would only spend the first use of Option building its validator (~10 ms of a
+    choose). Options read from a user's file (a pinned plan) are still validated (Plan.model_validate)."""
     e, s, o = candidate.evaluation, candidate.size, candidate.offering
-    return Option(
+    return Option.model_construct(
         cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
         chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
         hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
@@ -416,9 +421,12 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         flops = ctx.inference_model(candidate.offering).step_flops_per_sequence * spec.inference.tokens_per_second
     else:
         flops = training_flops(spec)
-    return Estimate(flops=flops, min_chips_for_memory=ctx.min_memory_chips(candidate.offering), hours=option.hours,
-                    hourly_usd=option.hourly_usd, total_usd=option.total_usd, mfu=option.mfu, goodput=option.goodput,
-                    assumptions=assumptions, details={k: v for k, v in detail.items()})
+    # Not validated again, as to_option: the figures are the option's and the search's (float() gives the
+    # type validation would have given an integral FLOP count).
+    return Estimate.model_construct(
+        flops=float(flops), min_chips_for_memory=ctx.min_memory_chips(candidate.offering), hours=option.hours,
+        hourly_usd=option.hourly_usd, total_usd=option.total_usd, mfu=option.mfu, goodput=option.goodput,
+        assumptions=assumptions, details={k: v for k, v in detail.items()})
 
 
 def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | None:
