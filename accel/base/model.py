@@ -10,7 +10,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -26,6 +26,17 @@ class StrictModel(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def revalidated(model: M) -> M:
+    """`model` validated in full, however it was built: its JSON dump read back, so every field's type,
+    bound and validator runs (a model assembled with `model_construct`, as `accel choose` assembles its
+    plan from values it computed, skipped them). A bad value raises pydantic's ValidationError. Components
+    check what they are given this way at their boundary."""
+    return type(model).model_validate(model.model_dump(mode="json"))
 
 
 Quantity = Annotated[float, BeforeValidator(parse_quantity)]

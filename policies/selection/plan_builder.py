@@ -9,7 +9,7 @@ from accel.policies.estimator.estimate import filesystem_plan
 from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
 from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, GpuPool, Plan, plan_contradictions, plan_parallelism
-from accel.policies.selection.pools import tpu_pool
+from accel.policies.selection.pools import planned_tpu_pool
 from accel.policies.workload import WorkloadSpec
 
 
@@ -24,7 +24,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     tpu = gpu = None
     if option.family == "tpu":
         assert option.topology is not None
-        tpu = tpu_pool(option.accelerator, option.topology, option.slices)
+        tpu = planned_tpu_pool(option.accelerator, option.topology, option.slices)
         zones = [option.zone or region_info.zones[0]]
     else:
         multi_node_training = training and option.hosts > 1
