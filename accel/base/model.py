@@ -6,7 +6,6 @@ names the file, the field path, what is wrong and, for an unknown key, what was 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from types import UnionType
@@ -87,6 +86,8 @@ def _location(problem: Any) -> tuple[Any, ...]:
 
 def _key_hint(model: Any, location: tuple[Any, ...]) -> str | None:
     """The allowed key an unknown key (the last part of `location`) most likely meant, or None."""
+    import difflib  # only a message needs it (a run with valid input never loads it)
+
     hint = difflib.get_close_matches(str(location[-1]), _allowed_keys(model, location[:-1]), n=1)
     return hint[0] if hint else None
 
@@ -99,6 +100,8 @@ def describe_validation_error(error: ValidationError, source: str, model: Any = 
     key is compared with. A required key reported missing because the user misspelt it is said once, as
     the unknown key and its hint, not also as 'Field required'.
     """
+    import difflib
+
     problems = [(problem, _location(problem)) for problem in error.errors()]
     misspelt = {location[:-1] + (hint,) for problem, location in problems
                 if problem["type"] == "extra_forbidden" and (hint := _key_hint(model, location)) is not None}

@@ -6,7 +6,6 @@ Exit 0 with a choice, 2 on invalid input (workload, catalog, options), 3 when no
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -65,6 +64,8 @@ def main(*, workload: str, as_json: bool, objective: str, catalog: Path | None, 
             write_stack=write_stack, out=out, status=status, reservations_path=reservations)
     except NothingFeasible as error:
         if as_json and hasattr(error, "to_json"):
+            import json
+
             sys.stdout.write(json.dumps(error.to_json(), indent=2) + "\n")
         fail(error)
     except AccelError as error:
@@ -97,6 +98,8 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         refuse_pinning_a_commitment(choice, write_stack)
     plan = make_plan(spec, choice, cat)
     if as_json:
+        import json  # only --json prints JSON (~1 ms of a plain run's imports)
+
         sys.stdout.write(json.dumps(choice.to_json(), indent=2) + "\n")
     else:
         render(choice, plan, out)
