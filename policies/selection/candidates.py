@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from datetime import date
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
@@ -31,9 +31,10 @@ from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
-from accel.policies.cloud.reservations import (
-    DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words)
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
+
+if TYPE_CHECKING:  # the reservation rules load only when a run declares reservations (~2 ms of a plain choose)
+    from accel.policies.cloud.reservations import DeclaredReservation
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -72,7 +73,11 @@ def fleet_hourly(chips: int, hosts: int, chip: Price, host: Price | None,
     """$/h of a fleet: chips and host VMs at the catalog price, or, on a declared reservation, its machines
     as the declaration bills them and any overflow beyond its count at that catalog (on-demand) price."""
     on_demand = chips * chip.usd + hosts * (host.usd if host else 0.0)
-    return on_demand if reserved is None else reserved_hourly(reserved, hosts, on_demand / hosts)
+    if reserved is None:
+        return on_demand
+    from accel.policies.cloud.reservations import reserved_hourly
+
+    return reserved_hourly(reserved, hosts, on_demand / hosts)
 
 
 @dataclass
@@ -221,6 +226,8 @@ def reserved_groups(ctx: SearchContext, offering: Offering
     for reservation in ctx.reservations:
         if not reservation.holds_capacity or reservation.machineType != offering.machine_type:
             continue
+        from accel.policies.cloud.reservations import region_of_reservation
+
         region = region_of_reservation(reservation, offering.regions)
         if region is None or (allowed and region not in allowed):
             continue
@@ -410,6 +417,8 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
     detail = dict(e.detail)
     detail["price"] = price_text
     if candidate.reserved is not None:
+        from accel.policies.cloud.reservations import reserved_words
+
         on_demand = fleet_hourly(option.chips, option.hosts, candidate.chip_price, candidate.host_price)
         detail["reserved"] = reserved_words(candidate.reserved, option.hosts, on_demand / option.hosts)
         price_source += (f"; reserved capacity: accel:reservations {candidate.reserved.name!r}"

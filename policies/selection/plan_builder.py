@@ -7,7 +7,6 @@ from accel.policies.catalog.model import Catalog
 from accel.policies.selection.choice import Choice
 from accel.policies.estimator.estimate import filesystem_plan
 from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
-from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, GpuPool, Plan, plan_contradictions, plan_parallelism
 from accel.policies.selection.pools import planned_tpu_pool
 from accel.policies.workload import WorkloadSpec
@@ -116,6 +115,8 @@ def _spot_alternates(offering) -> list[str]:
 
 def _gke_rejects_compact(cloud: str, option) -> bool:
     """GKE refuses COMPACT placement for some capacity modes (gke_rules.yaml): plan the pool without it."""
+    from accel.policies.cloud.gke_rules import compact_placement_problem  # GPU plans only (a TPU choose skips it)
+
     return cloud == "gcp" and compact_placement_problem(option.machine_type, option.provisioning) is not None
 
 
