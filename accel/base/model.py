@@ -31,11 +31,11 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def revalidated(model: M) -> M:
-    """`model` validated in full, however it was built: its JSON dump read back, so every field's type,
-    bound and validator runs (a model assembled with `model_construct`, as `accel choose` assembles its
-    plan from values it computed, skipped them). A bad value raises pydantic's ValidationError. Components
-    check what they are given this way at their boundary."""
-    return type(model).model_validate(model.model_dump(mode="json"))
+    """`model` validated in full, however it was built: its dump (Python values, nothing lost to JSON) read
+    back, so every field's type, bound and validator runs (a model assembled with `model_construct`, as
+    `accel choose` assembles its plan from values it computed, skipped them). A bad value raises pydantic's
+    ValidationError. Components check what they are given this way at their boundary."""
+    return type(model).model_validate(model.model_dump())
 
 
 Quantity = Annotated[float, BeforeValidator(parse_quantity)]
