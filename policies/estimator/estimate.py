@@ -715,10 +715,10 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                                 f"{whole_run.source}")]
     uncertainty = whole_run_spread(spec, resolved, catalog)
     if uncertainty is not None:
-        items.append(Assumption(name="whole-run spread", value=f"{uncertainty.low:.2f}x to {uncertainty.high:.2f}x "
-                                "the estimated time and cost", source=f"{uncertainty.text()}; "
-                                f"benchmarks/bench_estimate.py; runs by teams outside the table have done worse when "
-                                "tried blind (docs/choose.md)"))
+        items.append(_assumption(name="whole-run spread", value=f"{uncertainty.low:.2f}x to {uncertainty.high:.2f}x "
+                                 "the estimated time and cost", source=f"{uncertainty.text()}; "
+                                 f"benchmarks/bench_estimate.py; runs by teams outside the table have done worse when "
+                                 "tried blind (docs/choose.md)"))
     if spec.model.is_moe:
         step_mfu = (lambda n: resolved.mfu_override) if resolved.mfu_override is not None else (
             lambda n: predict(fitted, catalog, accelerator, spec.model.active, n))
