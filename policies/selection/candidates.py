@@ -6,7 +6,6 @@ Estimate."""
 
 from __future__ import annotations
 
-import difflib
 from datetime import date
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
@@ -473,6 +472,8 @@ def check_regions(regions: Sequence[str] | None, offerings: Sequence[Offering], 
     unknown = [region for region in regions or [] if region not in known]
     if not unknown:
         return
+    import difflib  # only the message about an unknown region needs it
+
     problems = []
     for region in unknown:
         hint = difflib.get_close_matches(region, known, n=1, cutoff=0.6)
