@@ -87,7 +87,7 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
     held, held_key = read_reservations(reservations_path) if reservations_path is not None else ([], ())
     spec = load_workload(workload)
     cat = load_catalog(catalog_path)
-    status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]")
+    status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]", highlight=False)
     if reservations_path is not None:
         refuse_unknown_reservations(held, reservations_path, held_key, cat)
     try:
@@ -234,7 +234,9 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         table.caption += "; prices: " + ", ".join(sources)
     table.caption_justify = "left"
     console.print(table)
-    console.print("[bold]Why[/bold]")
+    # highlight=False here and on every line below: rich's repr highlighter (its first use compiles ~20 regular
+    # expressions, ~1.5 ms of a choose) would only colour the numbers and brackets of a heading on a terminal.
+    console.print("[bold]Why[/bold]", highlight=False)
     for line in plan.rationale:
         console.print(f"  - {line}", highlight=False)
     assumptions = Table(title="Assumptions", title_justify="left", show_header=True)
@@ -246,7 +248,7 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         assumptions.add_row(item.name, value, item.source)
     console.print(assumptions)
     if choice.rejected:
-        console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)")
+        console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)", highlight=False)
         for item in choice.rejected:
             console.print(f"  - {item['offering']}: {item['reasons'][0]}"
                           + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
