@@ -303,9 +303,11 @@ def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
                     groups.setdefault(booking.instance_usd[region][0], []).append(region)
         for usd, regions in groups.items():
             source, _, as_of = booking.instance_usd[regions[0]][1].rpartition(", as of ")
-            chip = Price(usd=usd / offering.chips_per_host,
-                         source=f"{source} (Capacity Block rate per instance-hour ${usd:,.3f})",
-                         as_of=date.fromisoformat(as_of.strip()[:10]))
+            # From the validated capacity-mode table, so assembled without validation (model_construct), as the
+            # search's other output: a warm choose builds no validator (tests/test_cli_startup.py).
+            chip = Price.model_construct(usd=float(usd / offering.chips_per_host),
+                                         source=f"{source} (Capacity Block rate per instance-hour ${usd:,.3f})",
+                                         as_of=date.fromisoformat(as_of.strip()[:10]))
             points.append(PricePoint(False, regions, chip, None, booking=booking))
     return points
 
