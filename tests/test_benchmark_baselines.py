@@ -20,6 +20,12 @@ from tests.conftest import planned_result  # noqa: E402
 def tpu_plan():
     result = planned_result("llama-70b-tpu")  # the suite's shared plan (tests/conftest.py)
     plan_programs.release_run_loop()
+    # The SDK classes are found in the registry each provider package fills when it is imported. A plan this
+    # worker read from another worker's cache (tests/shared.py) imported none of them here: import them.
+    import importlib
+
+    for package in sorted({r.type.split(":")[0] for r in result.capture.resources if r.custom} - {"pulumi"}):
+        importlib.import_module(f"pulumi_{package}")
     return result
 
 
