@@ -24,18 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 H100_NODE = "a3-highgpu-8g"
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog()
-
-
-@pytest.fixture(scope="module")
-def small_run():
-    """An 8B run on Google Cloud whose cheapest on-demand option is not an H100 node (tests/test_reservations.py)."""
-    return workload_from_mapping({
-        "name": "small", "kind": "pretrain", "model": {"parameters": "8B"},
-        "training": {"tokens": "200B", "framework": "pytorch"},
-        "constraints": {"clouds": ["gcp"], "spot": "never", "deadline_days": 30}}, "small.yaml")
+# The same catalog and 8B Google Cloud run the reservations' tests price (its cheapest on-demand option is not an
+# H100 node), so a commitment and a reservation are weighed on one workload.
+from tests.test_reservations import catalog, small_run  # noqa: E402,F401  (pytest fixtures)
 
 
 def cud(**fields) -> DeclaredCommitment:
