@@ -129,7 +129,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         feasible = False
         unpriced = offering.unpriced
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
-        sized: dict[tuple[bool, str, bool, float], tuple[SizingOutcome, float]] = {}
+        sized: dict[tuple[bool, str, bool, str | None, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
         # Regions whose on-demand best is a fleet a zone supplies (only the flag is kept: an outcome holds its
         # whole sizing through closest_at, and a search keeps none it does not need).
@@ -140,7 +140,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
                 continue
 
             def sized_at(point) -> SizingOutcome:
-                key = ((point.spot, point.booking.id if point.booking else "", point.within_pool,
+                key = ((point.spot, point.booking.id if point.booking else "", point.within_pool, point.queue,
                         ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None)
                 reference = sized.get(key) if key is not None else None
                 outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
@@ -153,7 +153,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
 
             outcome = sized_at(point)
             outcomes = [outcome]
-            if not point.spot and point.booking is None and point.reserved is None:
+            if not point.spot and point.booking is None and point.reserved is None and point.queue is None:
                 supplied_on_demand[tuple(point.regions)] = (outcome.best is not None
                                                             and not unsupplied(ctx, outcome.best))
                 if outcome.best is not None and unsupplied(ctx, outcome.best):
