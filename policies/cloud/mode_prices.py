@@ -15,6 +15,23 @@ from accel.policies.catalog.model import Price
 from accel.policies.cloud.capacity_modes import ModeTable
 
 
+def queued_hourly(table: ModeTable, mode_id: str, machine_type: str, on_demand_usd: float, on_demand_source: str
+                  ) -> tuple[float, str] | None:
+    """($/h, source) of a pool of `machine_type` bought through `mode_id`, from what it costs on demand
+    ($/h and that price's source); None when the mode has no factor for the machine type. What `accel plan`
+    prices a built flex-start or queued pool at (policies/cloud/pricing.py), by the same factor as the search."""
+    found = table.price_factor(mode_id, machine_type)
+    if found is None:
+        return None
+    factor, source_id, words = found
+    return on_demand_usd * factor, _words(source_id, mode_id, factor, words, "", on_demand_source)
+
+
+def _words(source_id: str, mode_id: str, factor: float, words: str, what: str, on_demand_source: str) -> str:
+    return (f"{source_id}: {mode_id} at {factor:g} x the on-demand{what} price (the mode's per-GPU-hour price over "
+            f"on-demand, {words}; observed, to be re-verified); on-demand: {on_demand_source}")
+
+
 def queued_prices(table: ModeTable, mode_id: str, machine_type: str, chip: Price, host: Price | None
                   ) -> tuple[Price, Price | None] | None:
     """(chip price, host price) of `machine_type` bought through `mode_id` (gcp-flex-start, gcp-queued), derived
@@ -29,9 +46,7 @@ def queued_prices(table: ModeTable, mode_id: str, machine_type: str, chip: Price
         # Dated by the older input: a derived figure is as stale as the oldest fact it is made of.
         observed = min(price.as_of, date.fromisoformat(as_of[:10]))
         return Price(usd=price.usd * factor, as_of=observed, estimate=price.estimate,
-                     source=(f"{source_id}: {mode_id} at {factor:g} x the on-demand {what} price "
-                             f"(the mode's per-GPU-hour price over on-demand, {words}; observed, to be re-verified); "
-                             f"on-demand: {price.source} (as of {price.as_of})"))
+                     source=_words(source_id, mode_id, factor, words, f" {what}", f"{price.source} (as of {price.as_of})"))
 
     return derived(chip, "chip"), (derived(host, "host") if host is not None else None)
 
