@@ -19,7 +19,7 @@ import math
 from dataclasses import replace
 from typing import Literal, Sequence
 
-from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines
+from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines, queued_why
 from accel.policies.selection.rescale import ratio_key, rescaled
 from accel.policies.selection.candidates import (
     Candidate,
@@ -236,7 +236,7 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
                                         spec.constraints.spot if spec.kind == "inference" else None,
-                                        booked_why(ctx.obtain, best, ranked)))
+                                        booked_why(ctx.obtain, best, ranked) or queued_why(best, ranked)))
     rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []
     for family in ("tpu", "gpu"):
