@@ -176,3 +176,24 @@ def test_a_stack_written_from_an_a3_mega_flex_start_choice_plans_a_flex_start_po
     assert all(p["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"} for p in pools)
     assert sum(p["autoscaling"]["totalMaxNodeCount"] for p in pools) >= plan["chosen"]["hosts"]
     assert not [v for v in document["policy"]["violations"] if v["level"] == "mandatory"]
+
+
+@pytest.mark.parametrize("machine_type, node_config, pool, factor", [
+    ("a3-megagpu-8g", {"flexStart": True}, {}, FACTORS["a3-megagpu-8g"]),
+    ("a2-highgpu-8g", {"flexStart": True}, {"queuedProvisioning": {"enabled": True}}, FACTORS["a2-highgpu-8g"]),
+    ("a3-megagpu-8g", {}, {}, 1.0),                                   # on demand
+    ("a3-megagpu-8g", {"flexStart": True, "spot": True}, {}, None),   # spot: the spot price, not the factor
+    ("a4-highgpu-8g", {"flexStart": True}, {}, 1.0),                  # no factor: on demand, an upper bound
+])
+def test_a_built_pool_is_priced_by_accel_plan_as_the_search_priced_it(catalog, machine_type, node_config, pool,
+                                                                      factor):
+    from accel.policies.cloud.pricing import GKE_NODE_POOL, price_resource
+
+    offering = offering_of(catalog, machine_type)
+    region = next(iter(offering.regions))
+    inputs = {"location": region, "nodeCount": 4, "nodeConfig": {"machineType": machine_type, **node_config}, **pool}
+    priced = price_resource(GKE_NODE_POOL, "gpu", inputs, catalog)
+    chip, host = offering.prices(region, factor is None)
+    per_node = offering.chips_per_host * chip.usd + (host.usd if host else 0.0)
+    assert priced.hourly_usd == pytest.approx(4 * per_node * (factor or 1.0))
+    assert priced.source.startswith(SHEET) == (factor not in (None, 1.0))
