@@ -197,3 +197,4 @@ def test_a_built_pool_is_priced_by_accel_plan_as_the_search_priced_it(catalog, m
     per_node = offering.chips_per_host * chip.usd + (host.usd if host else 0.0)
     assert priced.hourly_usd == pytest.approx(4 * per_node * (factor or 1.0))
     assert priced.source.startswith(SHEET) == (factor not in (None, 1.0))
+

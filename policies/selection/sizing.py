@@ -389,6 +389,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
     # objective is cost, smaller and cheaper when it is time.
     factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
+    if point.queue is not None:
+        # The offering's on-demand point shows the same sizes (on demand); flex-start shows the nearest one: a
+        # search at 100x the catalog builds an option for every size shown, and three per flex-start point was a
+        # fifth of its options (benchmarks/bench_choose.py).
+        factors = factors[:1]
     seen = {best}
     probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
     if reserved is not None and 0 < ladder[lo].hosts <= reserved.held_machines:
