@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import pulumi
+from pydantic import ValidationError
 
 from accel.components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
 from accel.components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
@@ -29,6 +30,7 @@ from accel.components.kubernetes.pools import (
     plan_pools,
 )
 from accel.base.errors import ComponentArgsError
+from accel.base.model import describe_validation_error, revalidated
 from accel.components.tags import ResourceTags
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
@@ -85,6 +87,12 @@ class TrainingClusterArgs:
         if cloud != "kubernetes" and self.existing_cluster is not None:
             raise TrainingClusterError(f"existing_cluster: the plan builds a new cluster on {cloud}; remove "
                                        "accel:cluster or choose with clouds: [kubernetes]")
+        # The plan checked in full, whoever built it: make_plan assembles one without pydantic's validation
+        # (policies/selection/plan_builder.py), and a plan read from a file was validated when read.
+        try:
+            revalidated(self.plan)
+        except ValidationError as error:
+            raise TrainingClusterError(describe_validation_error(error, "TrainingCluster", Plan, ("plan",))) from None
 
     def facts(self) -> dict[str, Any]:
         """What policies and reviewers need to know about this cluster, as plain data."""

@@ -381,7 +381,7 @@ class Plan(DerivedFieldsModel):
 
     @model_validator(mode="after")
     def _facts_agree(self) -> "Plan":
-        problems = _contradictions(self)
+        problems = plan_contradictions(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -417,7 +417,7 @@ def _derived_parallelism(data: dict[str, Any]) -> Parallelism | None:
     return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None)
 
 
-def _contradictions(plan: Plan) -> list[str]:
+def plan_contradictions(plan: Plan) -> list[str]:
     """Every fact the Plan stores twice on purpose, where the two copies disagree."""
     chosen = plan.chosen
     if plan.family == "tpu" and (plan.tpu is None or plan.gpu is not None):

@@ -47,6 +47,41 @@ def test_choose_without_write_stack_loads_no_round_trip_yaml():
     assert "accel.stack.pin" not in loaded
 
 
+def validators_built_by_a_choose(cache_dir: Path) -> dict:
+    """The pydantic models whose validator a fresh `accel choose` built, and whether it loaded
+    importlib.metadata (pydantic's plugin lookup, which the first validator built loads)."""
+    script = (
+        "import atexit, json, sys\n"
+        "def report():\n"
+        "    import pydantic\n"
+        "    from pydantic._internal._mock_val_ser import MockValSer\n"
+        "    def walk(cls):\n"
+        "        for sub in cls.__subclasses__():\n"
+        "            yield sub\n"
+        "            yield from walk(sub)\n"
+        "    built = sorted({m.__name__ for m in walk(pydantic.BaseModel)\n"
+        "                    if not isinstance(m.__dict__.get('__pydantic_validator__'), MockValSer)})\n"
+        "    print(json.dumps({'built': built, 'metadata': 'importlib.metadata' in sys.modules}))\n"
+        "atexit.register(report)\n"
+        "sys.argv = ['accel', 'choose', 'examples/llama-70b-pretrain.yaml']\n"
+        "from accel.cli import main\n"
+        "main()\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=False,
+                            env={**os.environ, "ACCEL_CACHE_DIR": str(cache_dir)})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_warm_choose_builds_no_validator(tmp_path):
+    """What a warm choose reads was validated when it was cached, and what the search computes is assembled
+    without validation (model_construct): no validator is built, so pydantic's plugin lookup never loads
+    (issue #25). The first run, with an empty cache, validates the catalog: the check sees a build."""
+    cold = validators_built_by_a_choose(tmp_path)
+    assert "Catalog" in cold["built"] and cold["metadata"]
+    warm = validators_built_by_a_choose(tmp_path)
+    assert warm == {"built": [], "metadata": False}
+
+
 def test_help_lists_every_command():
     result = subprocess.run([sys.executable, "-m", "accel.cli", "--help"], cwd=ROOT, capture_output=True,
                             text=True, check=True)

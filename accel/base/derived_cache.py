@@ -29,7 +29,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -145,6 +144,8 @@ def cached(kind: str, files: Iterable[Path], compute: Callable[[], T], *, code: 
 def _store(entry: Path, value: Any) -> None:
     """Write atomically (a concurrent run reads the old entry or the new one, never half of one)
     and keep the KEEP newest entries of the kind; any failure leaves the cache as it was."""
+    import tempfile  # only a miss writes (~2 ms of imports a warm run skips)
+
     try:
         payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         entry.parent.mkdir(parents=True, exist_ok=True)

@@ -6,11 +6,10 @@ names the file, the field path, what is wrong and, for an unknown key, what was 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -26,6 +25,17 @@ class StrictModel(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def revalidated(model: M) -> M:
+    """`model` validated in full, however it was built: its dump (Python values, nothing lost to JSON) read
+    back, so every field's type, bound and validator runs (a model assembled with `model_construct`, as
+    `accel choose` assembles its plan from values it computed, skipped them). A bad value raises pydantic's
+    ValidationError. Components check what they are given this way at their boundary."""
+    return type(model).model_validate(model.model_dump())
 
 
 Quantity = Annotated[float, BeforeValidator(parse_quantity)]
@@ -76,6 +86,8 @@ def _location(problem: Any) -> tuple[Any, ...]:
 
 def _key_hint(model: Any, location: tuple[Any, ...]) -> str | None:
     """The allowed key an unknown key (the last part of `location`) most likely meant, or None."""
+    import difflib  # only a message needs it (a run with valid input never loads it)
+
     hint = difflib.get_close_matches(str(location[-1]), _allowed_keys(model, location[:-1]), n=1)
     return hint[0] if hint else None
 
@@ -88,6 +100,8 @@ def describe_validation_error(error: ValidationError, source: str, model: Any = 
     key is compared with. A required key reported missing because the user misspelt it is said once, as
     the unknown key and its hint, not also as 'Field required'.
     """
+    import difflib
+
     problems = [(problem, _location(problem)) for problem in error.errors()]
     misspelt = {location[:-1] + (hint,) for problem, location in problems
                 if problem["type"] == "extra_forbidden" and (hint := _key_hint(model, location)) is not None}

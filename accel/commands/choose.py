@@ -6,7 +6,6 @@ Exit 0 with a choice, 2 on invalid input (workload, catalog, options), 3 when no
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -65,6 +64,8 @@ def main(*, workload: str, as_json: bool, objective: str, catalog: Path | None, 
             write_stack=write_stack, out=out, status=status, reservations_path=reservations)
     except NothingFeasible as error:
         if as_json and hasattr(error, "to_json"):
+            import json
+
             sys.stdout.write(json.dumps(error.to_json(), indent=2) + "\n")
         fail(error)
     except AccelError as error:
@@ -86,7 +87,7 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
     held, held_key = read_reservations(reservations_path) if reservations_path is not None else ([], ())
     spec = load_workload(workload)
     cat = load_catalog(catalog_path)
-    status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]")
+    status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]", highlight=False)
     if reservations_path is not None:
         refuse_unknown_reservations(held, reservations_path, held_key, cat)
     try:
@@ -97,6 +98,8 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         refuse_pinning_a_commitment(choice, write_stack)
     plan = make_plan(spec, choice, cat)
     if as_json:
+        import json  # only --json prints JSON (~1 ms of a plain run's imports)
+
         sys.stdout.write(json.dumps(choice.to_json(), indent=2) + "\n")
     else:
         render(choice, plan, out)
@@ -231,7 +234,9 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         table.caption += "; prices: " + ", ".join(sources)
     table.caption_justify = "left"
     console.print(table)
-    console.print("[bold]Why[/bold]")
+    # highlight=False here and on every line below: rich's repr highlighter (its first use compiles ~20 regular
+    # expressions, ~1.5 ms of a choose) would only colour the numbers and brackets of a heading on a terminal.
+    console.print("[bold]Why[/bold]", highlight=False)
     for line in plan.rationale:
         console.print(f"  - {line}", highlight=False)
     assumptions = Table(title="Assumptions", title_justify="left", show_header=True)
@@ -243,7 +248,7 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         assumptions.add_row(item.name, value, item.source)
     console.print(assumptions)
     if choice.rejected:
-        console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)")
+        console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)", highlight=False)
         for item in choice.rejected:
             console.print(f"  - {item['offering']}: {item['reasons'][0]}"
                           + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "

@@ -3,25 +3,24 @@
 `accel choose WORKLOAD.yaml [options]` is the command people run most and wait on. Its typer command
 (accel/commands/choose.py) is what `--help`, `-h`, shell completion and every usage error go through;
 typer and its per-option pydantic adapters cost a run ~10-15% of its CPU (docs/choose.md, "Start-up").
-A plain run, one whose arguments parse cleanly and ask for neither help nor completion, is parsed here
-with argparse from the same declarations and runs the same code; anything else (or anything argparse
-and click might read differently) falls back to typer, so errors, help and completion are typer's own.
-tests/test_choose_options.py checks that the typer command is built from these declarations exactly.
+A plain run, one whose arguments are only the plain forms below, is parsed here from the same
+declarations and runs the same code; anything else falls back to typer, so errors, help and completion
+are typer's own. The plain forms, each read as click reads it: one WORKLOAD argument; `--json`;
+`--option VALUE` or `--option=VALUE` for the others, each at most once, with a value that is neither
+empty nor starts with `-`; and `--`, after which every argument is an argument. (argparse did this before: it loaded ~4 ms of
+imports, regular expressions and translation lookups to read the same seven options.)
+tests/test_choose_options.py checks that the typer command is built from these declarations exactly
+and that both parse the same arguments to the same values.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
-
-from accel.base.errors import UsageError
+from typing import Any, NamedTuple, Sequence
 
 
-@dataclass(frozen=True)
-class ChooseOption:
+class ChooseOption(NamedTuple):
     dest: str               # the parameter name of the command
     flags: tuple[str, ...]  # () for the positional argument
     help: str
@@ -50,42 +49,41 @@ BY_DEST = {option.dest: option for option in OPTIONS}
 # Arguments after which the quick parser steps aside for typer: help, and typer's own root options.
 _TYPER_ONLY = {"-h", "--help", "--install-completion", "--show-completion"}
 COMPLETION_VARIABLE = "_ACCEL_COMPLETE"  # set by the shell completion scripts typer installs
-
-
-class _NotPlain(UsageError):
-    """argparse found something it would report: typer reports it instead, in its own words (never
-    escapes plain_run; a UsageError like every input error, so the one-root rule holds)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
-        raise _NotPlain(message)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="accel choose", add_help=False, allow_abbrev=False)  # click takes no abbreviations
-    for option in OPTIONS:
-        if not option.flags:
-            parser.add_argument(option.dest)
-        elif option.kind is bool:
-            parser.add_argument(*option.flags, dest=option.dest, action="store_true", default=option.default)
-        else:
-            parser.add_argument(*option.flags, dest=option.dest, default=option.default)
-    return parser
+_BY_FLAG = {flag: option for option in OPTIONS for flag in option.flags}
 
 
 def plain_run(args: Sequence[str]) -> dict[str, Any] | None:
-    """The command's keyword arguments for `accel choose ARGS`, or None when typer must handle the run."""
+    """The command's keyword arguments for `accel choose ARGS`, or None when typer must handle the run
+    (help, completion, and anything that is not one of the plain forms: typer reports it in its words)."""
     if os.environ.get(COMPLETION_VARIABLE) or _TYPER_ONLY.intersection(args):
         return None
-    if any(a.startswith("-") and a != "-" and not a.startswith("--") for a in args):
-        return None  # short-option clusters: none are declared; let typer name the unknown one
-    try:
-        parsed = vars(_parser().parse_args(list(args)))
-    except _NotPlain:
-        return None
-    for option in OPTIONS:
-        value = parsed[option.dest]
-        if option.kind is Path and value is not None:
-            parsed[option.dest] = Path(value)
-    return parsed
+    values: dict[str, Any] = {option.dest: option.default for option in OPTIONS if option.flags}
+    given: set[str] = set()
+    positional: list[str] = []
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            positional.extend(tokens)
+            break
+        if not token.startswith("-") or token == "-":
+            positional.append(token)
+            continue
+        flag, equals, value = token.partition("=")
+        option = _BY_FLAG.get(flag)
+        if option is None or option.dest in given:
+            return None  # an unknown option, a short-option cluster or one given twice
+        given.add(option.dest)
+        if option.kind is bool:
+            if equals:
+                return None  # `--json=yes`: click refuses a value for a flag
+            values[option.dest] = True
+            continue
+        if not equals:
+            value = next(tokens, "")
+        if not value or value.startswith("-"):
+            return None  # missing, empty, or a value click might read as an option
+        values[option.dest] = Path(value) if option.kind is Path else value
+    if len(positional) != 1:
+        return None  # a missing or an extra argument
+    (argument,) = [option for option in OPTIONS if not option.flags]
+    return {argument.dest: positional[0], **values}

@@ -25,8 +25,10 @@ from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
+from pydantic import ValidationError
 
-from accel.base.errors import invalid_arg
+from accel.base.errors import ComponentArgsError, invalid_arg
+from accel.base.model import describe_validation_error, revalidated
 from accel.components.gcp._common import (
     CLOUD_PLATFORM_SCOPE,
     CapacityMode,
@@ -69,6 +71,12 @@ def check_tpu_pool(component: str, pool: TpuPool) -> shapes.TpuGeneration:
                                f"TPU {gen.name} topology {pool.topology} needs {field} {want!r}")
     if not 1 <= pool.slices <= MAX_SLICES:
         raise invalid_arg(component, "pool.slices", pool.slices, f"allowed: 1..{MAX_SLICES}")
+    # Every other rule of a TpuPool (the runtime version's pattern, the types and bounds of its fields),
+    # for a pool built without validation (make_plan's, policies/selection/pools.planned_tpu_pool).
+    try:
+        revalidated(pool)
+    except ValidationError as error:
+        raise ComponentArgsError(describe_validation_error(error, component, TpuPool, ("pool",))) from None
     return gen
 
 

@@ -15,8 +15,6 @@ Every problem raises CatalogError naming the file, the field and what is wrong.
 from __future__ import annotations
 
 import copy
-import csv
-import difflib
 import io
 from datetime import date
 from pathlib import Path
@@ -156,6 +154,8 @@ class _Raw:
 
 
 def _near(name: str, known: Iterable[str]) -> str:
+    import difflib  # only a message about a wrong name needs it
+
     hint = difflib.get_close_matches(str(name), list(known), n=1)
     return f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(sorted(known))}"
 
@@ -242,6 +242,8 @@ def _apply_price_override(raw: _Raw, item: dict[str, Any], where: str) -> None:
 
 
 def _read_price_csv(path: Path) -> list[dict[str, Any]]:
+    import csv  # only a CSV overlay needs it
+
     try:
         rows = list(csv.DictReader(io.StringIO(read_text(path, "price CSV", error=CatalogError), newline="")))
     except (OSError, UnicodeDecodeError, csv.Error) as error:

@@ -59,7 +59,7 @@ class Resolved:
         return self.values[name]
 
     def assumption(self, name: str, label: str | None = None) -> Assumption:
-        return Assumption(name=label or name, value=_round(self.values[name]), source=self.sources[name])
+        return _assumption(name=label or name, value=_round(self.values[name]), source=self.sources[name])
 
 
 # workload override field -> (resolved name, where the default lives)
@@ -575,7 +575,7 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
     """Buckets always for training; a parallel filesystem only for large multi-host training where it is cheap
     next to the fleet. Serving gets no checkpoint storage. Returns the plan and the reason."""
     if spec.kind == "inference":
-        return (StoragePlan(dataset_bucket=False, checkpoint_bucket=False),
+        return (StoragePlan.model_construct(dataset_bucket=False, checkpoint_bucket=False),
                 "serving: weights come from a bucket; no checkpoint storage")
     storage = defaults.storage
     offer: FilesystemOffer | None = storage.filesystems.get(cloud)  # type: ignore[call-overload]
@@ -583,7 +583,7 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
     if offer is None or hosts < min_hosts:
         why = (f"{hosts} host{'s' if hosts != 1 else ''} (< {min_hosts:g}): dataset and checkpoint buckets are enough"
                if offer is not None else f"dataset and checkpoint buckets (no managed parallel filesystem on {cloud})")
-        return StoragePlan(), why
+        return StoragePlan.model_construct(), why
     checkpoint_gib = spec.model.parameters * storage.checkpoint_bytes_per_parameter.value / 2**30
     # A size the filesystem accepts as is, so the plan's cost and the built resource agree.
     capacity = offer.capacity_gib(checkpoint_gib * storage.checkpoints_kept.value)
@@ -593,9 +593,9 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
     if share > storage.filesystem_max_cost_fraction.value:
         share_words = (f"{share:.1%} of the fleet's cost" if math.isfinite(share) else
                        "the run's only added cost (the fleet's marginal cost is $0: a reservation already paid for)")
-        return StoragePlan(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be "
+        return StoragePlan.model_construct(), (f"{offer.kind} ({capacity} GiB, {offer.tier}, ${hourly:,.2f}/h) would be "
                                f"{share_words}: buckets are enough")
-    return (StoragePlan(filesystem=offer.kind, filesystem_capacity_gib=capacity),
+    return (StoragePlan.model_construct(filesystem=offer.kind, filesystem_capacity_gib=capacity),
             f"{offer.kind} {capacity} GiB ({offer.tier}, ${hourly:,.2f}/h, {share:.1%} of the fleet) for checkpoints "
             f"and restores across {hosts} hosts")
 
@@ -606,16 +606,16 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, paramete
     name = "tensor-parallel all-reduce latency"
     table = resolved.allreduce
     if table is None or accelerator.mfu_class not in table.mfu_classes:
-        return Assumption(name=name, value="not charged",
+        return _assumption(name=name, value="not charged",
                           source=f"no published small all-reduce latency for {accelerator.id} "
                                  f"(measured on {', '.join(table.mfu_classes) if table else 'none'})")
     chips, batch = int(detail.get("replica_chips", 1)), int(detail.get("batch_per_replica", 1))
     if chips <= 1:
-        return Assumption(name=name, value="none (one-chip replica)", source=table.source)
+        return _assumption(name=name, value="none (one-chip replica)", source=table.source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
     message = allreduce_message_bytes(hidden_width(parameters, layers, resolved["hidden_width_rule"]), batch)
     latency = table.microseconds(resolved.serving_engine, chips, message)
-    return Assumption(name=name,
+    return _assumption(name=name,
                       value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
                             f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips, "
                             f"{resolved.serving_engine} kernel)",
@@ -627,6 +627,15 @@ def _round(value: float) -> float:
     if value == 0 or not math.isfinite(value):
         return value
     return float(f"{value:.4g}")
+
+
+# The estimate's assumptions and storage plan are worked out here from the validated workload, catalog and
+# hardware table: they are built without validation (model_construct), which would first build each model's
+# validator (with the first, pydantic's plugin loader and importlib.metadata: ~10 ms of a choose). A plan read
+# from a file is validated in full (Plan.model_validate).
+def _assumption(name: str, value: float | str, source: str) -> Assumption:
+    """An Assumption, its value typed as validation types it (a number as a float)."""
+    return Assumption.model_construct(name=name, value=value if isinstance(value, str) else float(value), source=source)
 
 
 @dataclass
@@ -647,18 +656,18 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
     """Every number the estimate used, with where it came from: one Assumption per number, in the order a
     plan prints them (long for that reason alone)."""
     detail = detail or {}
-    items = [Assumption(name=f"{accelerator.id} peak dense bf16", value=f"{accelerator.peak_bf16_tflops:g} TFLOP/s",
+    items = [_assumption(name=f"{accelerator.id} peak dense bf16", value=f"{accelerator.peak_bf16_tflops:g} TFLOP/s",
                         source=accelerator.source),
-             Assumption(name=f"{accelerator.id} memory", value=f"{accelerator.hbm_gb:g} GB, {accelerator.hbm_gbps:g} GB/s",
+             _assumption(name=f"{accelerator.id} memory", value=f"{accelerator.hbm_gb:g} GB, {accelerator.hbm_gbps:g} GB/s",
                         source=accelerator.source),
-             Assumption(name="price", value=str(detail.get("price", "")), source=price_source),
+             _assumption(name="price", value=str(detail.get("price", "")), source=price_source),
              resolved.assumption("hbm_usable_fraction")]
     if spec.kind == "inference":
         chosen = serving_precision(spec)
         precision = catalog.defaults.inference.precisions[chosen]
         served = chosen if not (precision.needs_fp8 and not accelerator.peak_fp8_tflops) else "bf16"
         note = "" if served == chosen else f"; {accelerator.id} has no fp8 tensor cores: served at bf16"
-        items += [Assumption(name="serving precision", value=served,
+        items += [_assumption(name="serving precision", value=served,
                              source=f"inference.precision {chosen}: {precision.quality}{note}"),
                   resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
                   resolved.assumption("inference_prefill_efficiency", "prefill_efficiency"),
@@ -696,30 +705,30 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                   "a parameter-efficient fine-tune skips the frozen weights' gradients and optimizer state")
     _, _, architecture = model_architecture(spec, catalog.defaults)
     whole_run = whole_run_goodput(spec, resolved, catalog, accelerator)
-    items += [Assumption(name="training FLOPs", value=_round(training_flops(spec, catalog.defaults)),
+    items += [_assumption(name="training FLOPs", value=_round(training_flops(spec, catalog.defaults)),
                          source=f"{flops_rule}; attention as PaLM (Chowdhery et al. 2022, appendix B); {architecture}"),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
-              Assumption(name="mfu", value=mfu_value, source=mfu_source),
-              Assumption(name="goodput", value=_round(whole_run.value),
+              _assumption(name="mfu", value=mfu_value, source=mfu_source),
+              _assumption(name="goodput", value=_round(whole_run.value),
                          source=f"whole-run overhead (restarts, evaluations, data stalls, stragglers, ramp-up): "
                                 f"{whole_run.source}")]
     uncertainty = whole_run_spread(spec, resolved, catalog)
     if uncertainty is not None:
-        items.append(Assumption(name="whole-run spread", value=f"{uncertainty.low:.2f}x to {uncertainty.high:.2f}x "
-                                "the estimated time and cost", source=f"{uncertainty.text()}; "
-                                f"benchmarks/bench_estimate.py; runs by teams outside the table have done worse when "
-                                "tried blind (docs/choose.md)"))
+        items.append(_assumption(name="whole-run spread", value=f"{uncertainty.low:.2f}x to {uncertainty.high:.2f}x "
+                                 "the estimated time and cost", source=f"{uncertainty.text()}; "
+                                 f"benchmarks/bench_estimate.py; runs by teams outside the table have done worse when "
+                                 "tried blind (docs/choose.md)"))
     if spec.model.is_moe:
         step_mfu = (lambda n: resolved.mfu_override) if resolved.mfu_override is not None else (
             lambda n: predict(fitted, catalog, accelerator, spec.model.active, n))
         factor = moe_efficiency(spec, catalog, accelerator, step_mfu)
         assert factor is not None
-        items.append(Assumption(name="mixture of experts", value=f"x{factor.value:.4g}: {factor.summary}",
+        items.append(_assumption(name="mixture of experts", value=f"x{factor.value:.4g}: {factor.summary}",
                                 source=f"{factor.detail}; {factor.source}"))
     tokens, batch_source = global_batch(spec, catalog.defaults)
-    items += [Assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),
-              Assumption(name="chips_per_sequence",
+    items += [_assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),
+              _assumption(name="chips_per_sequence",
                          value=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
                                         spec.model.parameters).value,
                          source=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
@@ -733,7 +742,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
     if factor != 1.0 and spec.training is not None and spec.training.precision == "fp8":
         factor_source = f"{factor_source}; {FP8_QUALITY}"
     if factor != 1.0 or (spec.training is not None and spec.training.precision not in ("bf16", "fp16")):
-        items.append(Assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
+        items.append(_assumption(name=f"{spec.training.precision} speed vs bf16" if spec.training else "precision",
                                 value=factor, source=factor_source))
     if slices > 1 and resolved.mfu_override is None:
         across = resolved.multislice_override
@@ -743,7 +752,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                     math.exp(fitted.multislice)),
             global_batch(spec, catalog.defaults)[0])
         dcn = 1.0 if step is None else step.efficiency
-        items.append(Assumption(name="multislice_efficiency",
+        items.append(_assumption(name="multislice_efficiency",
                                 value=_round(across if across is not None else math.exp(fitted.multislice) * dcn),
                                 source=OVERRIDE if across is not None else (
                                     f"fitted multislice factor x{math.exp(fitted.multislice):.3g} ({calibrated}) x "
@@ -752,7 +761,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                                         f"{step.compute_seconds:.3g} s step, {step.exposed_seconds:.3g} s exposed; "
                                         "policies/estimator/dcn.py)" if step is not None else ""))))
     if spot:
-        items += [Assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
+        items += [_assumption(name="preemptions_per_host_day", value=_round(resolved.preemptions_per_host_day.get(cloud, 0.0)),
                              source=resolved.preemption_sources.get(cloud, "")),
                   resolved.assumption("restart_minutes")]
     if spec.constraints.deadline_days is None:

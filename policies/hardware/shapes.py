@@ -71,7 +71,8 @@ def valid_topologies(gen_name: str) -> tuple[str, ...]:
 def _topologies(gen: TpuGeneration) -> tuple[str, ...]:
     if gen.dimensions == 2:
         return gen.base_topologies
-    shapes = list(gen.base_topologies)
+    # (chips, longest side, topology): the sort key beside each shape, worked out from its sides
+    shapes = [(math.prod(dims), max(dims), t) for t in gen.base_topologies for dims in [parse_topology(t)]]
     # Every AxBxC with A <= B <= C, each a multiple of 4 up to max_dimension, at most max_chips_per_slice
     # chips, in (A, B, C) order; each loop stops at its first side past the bound, since every larger side is
     # past it too (tpu7x's 256-chip sides would otherwise make 64^3 candidates on every `accel choose`).
@@ -85,8 +86,9 @@ def _topologies(gen: TpuGeneration) -> tuple[str, ...]:
             for c in range(b, top, 4):
                 if a * b * c > limit:
                     break
-                shapes.append(f"{a}x{b}x{c}")
-    return tuple(sorted(shapes, key=lambda t: (topology_chips(t), max(parse_topology(t)))))
+                shapes.append((a * b * c, c, f"{a}x{b}x{c}"))
+    # smallest first, then the flatter of equal sizes; a stable sort keeps the order above for ties
+    return tuple(t for _, _, t in sorted(shapes, key=lambda shape: shape[:2]))
 
 
 def check_topology(gen_name: str, topology: str) -> None:

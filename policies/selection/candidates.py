@@ -6,10 +6,9 @@ Estimate."""
 
 from __future__ import annotations
 
-import difflib
 from datetime import date
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
@@ -32,9 +31,10 @@ from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
-from accel.policies.cloud.reservations import (
-    DeclaredReservation, region_of_reservation, reserved_hourly, reserved_words)
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
+
+if TYPE_CHECKING:  # the reservation rules load only when a run declares reservations (~2 ms of a plain choose)
+    from accel.policies.cloud.reservations import DeclaredReservation
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -76,7 +76,11 @@ def fleet_hourly(chips: int, hosts: int, chip: Price, host: Price | None,
     """$/h of a fleet: chips and host VMs at the catalog price, or, on a declared reservation, its machines
     as the declaration bills them and any overflow beyond its count at that catalog (on-demand) price."""
     on_demand = chips * chip.usd + hosts * (host.usd if host else 0.0)
-    return on_demand if reserved is None else reserved_hourly(reserved, hosts, on_demand / hosts)
+    if reserved is None:
+        return on_demand
+    from accel.policies.cloud.reservations import reserved_hourly
+
+    return reserved_hourly(reserved, hosts, on_demand / hosts)
 
 
 @dataclass
@@ -225,6 +229,8 @@ def reserved_groups(ctx: SearchContext, offering: Offering
     for reservation in ctx.reservations:
         if not reservation.holds_capacity or reservation.machineType != offering.machine_type:
             continue
+        from accel.policies.cloud.reservations import region_of_reservation
+
         region = region_of_reservation(reservation, offering.regions)
         if region is None or (allowed and region not in allowed):
             continue
@@ -332,9 +338,11 @@ def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
                     groups.setdefault(booking.instance_usd[region][0], []).append(region)
         for usd, regions in groups.items():
             source, _, as_of = booking.instance_usd[regions[0]][1].rpartition(", as of ")
-            chip = Price(usd=usd / offering.chips_per_host,
-                         source=f"{source} (Capacity Block rate per instance-hour ${usd:,.3f})",
-                         as_of=date.fromisoformat(as_of.strip()[:10]))
+            # From the validated capacity-mode table, so assembled without validation (model_construct), as the
+            # search's other output: a warm choose builds no validator (tests/test_cli_startup.py).
+            chip = Price.model_construct(usd=float(usd / offering.chips_per_host),
+                                         source=f"{source} (Capacity Block rate per instance-hour ${usd:,.3f})",
+                                         as_of=date.fromisoformat(as_of.strip()[:10]))
             points.append(PricePoint(False, regions, chip, None, booking=booking))
     return points
 
@@ -378,9 +386,14 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
 
 
 def to_option(candidate: Candidate, region: str) -> Option:
-    """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours)."""
+    """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours).
+
+    Built without validation (`model_construct`): every value is worked out here from the validated catalog
+    and the search's own arithmetic, typed as the fields are (the rounding helpers return floats), so
+    validating it again would only spend the first use of Option building its validator (~10 ms of a
+    choose). Options read from a user's file (a pinned plan) are still validated (Plan.model_validate)."""
     e, s, o = candidate.evaluation, candidate.size, candidate.offering
-    return Option(
+    return Option.model_construct(
         cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
         chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
         hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
@@ -448,6 +461,8 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
     detail = dict(e.detail)
     detail["price"] = price_text
     if candidate.reserved is not None:
+        from accel.policies.cloud.reservations import reserved_words
+
         on_demand = fleet_hourly(option.chips, option.hosts, candidate.chip_price, candidate.host_price)
         detail["reserved"] = reserved_words(candidate.reserved, option.hosts, on_demand / option.hosts)
         price_source += (f"; reserved capacity: accel:reservations {candidate.reserved.name!r}"
@@ -459,9 +474,12 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         flops = ctx.inference_model(candidate.offering).step_flops_per_sequence * spec.inference.tokens_per_second
     else:
         flops = training_flops(spec)
-    return Estimate(flops=flops, min_chips_for_memory=ctx.min_memory_chips(candidate.offering), hours=option.hours,
-                    hourly_usd=option.hourly_usd, total_usd=option.total_usd, mfu=option.mfu, goodput=option.goodput,
-                    assumptions=assumptions, details={k: v for k, v in detail.items()})
+    # Not validated again, as to_option: the figures are the option's and the search's (float() gives the
+    # type validation would have given an integral FLOP count).
+    return Estimate.model_construct(
+        flops=float(flops), min_chips_for_memory=ctx.min_memory_chips(candidate.offering), hours=option.hours,
+        hourly_usd=option.hourly_usd, total_usd=option.total_usd, mfu=option.mfu, goodput=option.goodput,
+        assumptions=assumptions, details={k: v for k, v in detail.items()})
 
 
 def hard_filter(spec: WorkloadSpec, offering: Offering) -> tuple[str, str] | None:
@@ -499,6 +517,8 @@ def check_regions(regions: Sequence[str] | None, offerings: Sequence[Offering], 
     unknown = [region for region in regions or [] if region not in known]
     if not unknown:
         return
+    import difflib  # only the message about an unknown region needs it
+
     problems = []
     for region in unknown:
         hint = difflib.get_close_matches(region, known, n=1, cutoff=0.6)

@@ -77,4 +77,4 @@ class NoFeasibleOption(NothingFeasible):
 
 def catalog_ref(catalog: Catalog) -> CatalogRef:
     """Which catalog a choice was made from."""
-    return CatalogRef(version=catalog.version, as_of=catalog.as_of.isoformat())
+    return CatalogRef.model_construct(version=catalog.version, as_of=catalog.as_of.isoformat())  # from the validated catalog

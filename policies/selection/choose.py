@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines, queued_why
 from accel.policies.selection.rescale import ratio_key, rescaled
@@ -40,9 +40,11 @@ from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.plan import Plan
 from accel.policies.selection.plan_builder import make_plan
-from accel.policies.cloud.reservations import DeclaredReservation
 from accel.policies.selection.sizing import SizingOutcome, size_offering
 from accel.policies.workload import WorkloadSpec
+
+if TYPE_CHECKING:  # the reservation rules load only when a run declares reservations
+    from accel.policies.cloud.reservations import DeclaredReservation
 
 __all__ = [
     "OBJECTIVES", "Choice", "NoFeasibleOption", "Objective", "accelerator_name", "choose", "choose_plan",

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from accel.policies.cloud.commitments import DeclaredCommitment
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the commitment rules load only when a run declares something (policies/cloud/commitments.py)
+    from accel.policies.cloud.commitments import DeclaredCommitment
     from accel.policies.catalog.model import Offering, Price
     from accel.policies.selection.candidates import SearchContext
 
@@ -31,6 +30,10 @@ def commitment_of(option) -> str | None:
 
 
 def commitments_of(held) -> list[DeclaredCommitment]:
+    if not held:
+        return []
+    from accel.policies.cloud.commitments import DeclaredCommitment
+
     return [item for item in held if isinstance(item, DeclaredCommitment)]
 
 

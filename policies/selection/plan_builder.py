@@ -7,9 +7,8 @@ from accel.policies.catalog.model import Catalog
 from accel.policies.selection.choice import Choice
 from accel.policies.estimator.estimate import filesystem_plan
 from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
-from accel.policies.cloud.gke_rules import compact_placement_problem
-from accel.policies.plan import Capacity, GpuPool, Plan, plan_parallelism
-from accel.policies.selection.pools import tpu_pool
+from accel.policies.plan import Capacity, GpuPool, Plan, plan_contradictions, plan_parallelism
+from accel.policies.selection.pools import planned_tpu_pool
 from accel.policies.workload import WorkloadSpec
 
 
@@ -24,7 +23,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     tpu = gpu = None
     if option.family == "tpu":
         assert option.topology is not None
-        tpu = tpu_pool(option.accelerator, option.topology, option.slices)
+        tpu = planned_tpu_pool(option.accelerator, option.topology, option.slices)
         zones = [option.zone or region_info.zones[0]]
     else:
         multi_node_training = training and option.hosts > 1
@@ -56,12 +55,13 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
     details = choice.estimate.details
     legs = details.get("capacity_legs")
-    capacity = Capacity(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation,
-                        mode=str(details.get("capacity_mode") or "") or None,
-                        risk=str(details.get("capacity_risk") or "") or None,
-                        legs=int(legs) if legs else None,
-                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option,
-                                                                    str(details.get("capacity_mode") or "")) else None)
+    capacity = Capacity.model_construct(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation,
+                                        mode=str(details.get("capacity_mode") or "") or None,
+                                        risk=str(details.get("capacity_risk") or "") or None,
+                                        legs=int(legs) if legs else None,
+                                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option,
+                                                                                    str(details.get("capacity_mode") or ""))
+                                        else None)
     storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
     rationale = list(choice.rationale)
     node_limit = choice.estimate.details.get("node_limit")
@@ -74,9 +74,17 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # The expert-parallel layout the estimate costed (policies/estimator/moe.py).
         rationale.append(f"Experts: {str(expert.value).split(': ', 1)[-1]}.")
     rationale.append(f"Storage: {storage_reason}.")
-    return Plan(workload=spec, catalog=choice.catalog, chosen=option,
-                zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
-                estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)
+    # Assembled from validated parts (the workload, the catalog's, the search's option and estimate) without
+    # validating the whole again, which would first build the Plan's validator and every model inside it
+    # (~10 ms of a choose); the cross-checks its validator makes are made here all the same. A plan read
+    # back from a stack file is validated in full (Plan.model_validate).
+    plan = Plan.model_construct(workload=spec, catalog=choice.catalog, chosen=option,
+                                zones=zones, tpu=tpu, gpu=gpu, capacity=capacity, storage=storage,
+                                estimate=choice.estimate, rationale=rationale, pinned=choice.pinned)
+    problems = plan_contradictions(plan)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return plan
 
 
 def _capacity_blocks(choice: Choice, hosts: int) -> list[int] | None:
@@ -107,6 +115,8 @@ def _spot_alternates(offering) -> list[str]:
 
 def _gke_rejects_compact(cloud: str, option) -> bool:
     """GKE refuses COMPACT placement for some capacity modes (gke_rules.yaml): plan the pool without it."""
+    from accel.policies.cloud.gke_rules import compact_placement_problem  # GPU plans only (a TPU choose skips it)
+
     return cloud == "gcp" and compact_placement_problem(option.machine_type, option.provisioning) is not None
 
 

@@ -22,7 +22,21 @@ MAX_SLICES = 64  # slices one TpuSlice declares (one GKE node pool each)
 
 
 def tpu_pool(generation: str, topology: str, slices: int = 1, *, component: str = "TpuSlice") -> TpuPool:
-    """`slices` identical TPU slices of `generation` (v4, v5p, v5e, v6e, or tpu-v5p) in `topology`."""
+    """`slices` identical TPU slices of `generation` (v4, v5p, v5e, v6e, or tpu-v5p) in `topology`, validated
+    as any TpuPool (what a component or a person's program builds from)."""
+    return TpuPool(**_tpu_pool_fields(generation, topology, slices, component))
+
+
+def planned_tpu_pool(generation: str, topology: str, slices: int) -> TpuPool:
+    """The pool of a size the search chose, for make_plan: the same checks and hardware-table values as
+    tpu_pool, assembled without pydantic's validation (model_construct), whose first use would build
+    TpuPool's validator and load pydantic's plugin lookup (~10 ms of an `accel choose`). Nothing builds
+    from it unchecked: the components check a pool and a plan in full where they take one (check_tpu_pool,
+    TrainingClusterArgs)."""
+    return TpuPool.model_construct(**_tpu_pool_fields(generation, topology, slices, "TpuSlice"))
+
+
+def _tpu_pool_fields(generation: str, topology: str, slices: int, component: str) -> dict[str, object]:
     try:
         gen = shapes.generation(generation)
     except shapes.ShapeError:
@@ -35,13 +49,13 @@ def tpu_pool(generation: str, topology: str, slices: int = 1, *, component: str 
     if not isinstance(slices, int) or isinstance(slices, bool) or not 1 <= slices <= MAX_SLICES:
         raise invalid_arg(component, "slices", slices, f"allowed: 1..{MAX_SLICES}")
     chips = shapes.topology_chips(topology)
-    return TpuPool(accelerator=gen.accelerator, topology=topology, chips_per_slice=chips, slices=slices,
-                   machine_type=shapes.machine_type(gen.name, topology),
-                   chips_per_host=shapes.chips_per_host(gen.name, topology),
-                   hosts_per_slice=shapes.hosts_per_slice(gen.name, topology),
-                   gke_accelerator=gen.gke_accelerator,
-                   tpu_vm_type=shapes.tpu_vm_type(gen.name, chips),
-                   runtime_version=gen.runtime_version)
+    return dict(accelerator=gen.accelerator, topology=topology, chips_per_slice=chips, slices=slices,
+                machine_type=shapes.machine_type(gen.name, topology),
+                chips_per_host=shapes.chips_per_host(gen.name, topology),
+                hosts_per_slice=shapes.hosts_per_slice(gen.name, topology),
+                gke_accelerator=gen.gke_accelerator,
+                tpu_vm_type=shapes.tpu_vm_type(gen.name, chips),
+                runtime_version=gen.runtime_version)
 
 
 def gpu_pool(accelerator: str, gpus: int, *, cloud: str = "gcp", machine_type: str | None = None,

@@ -1,0 +1,96 @@
+"""`accel choose` assembles its plan from values it computed without pydantic's validation
+(model_construct: no validator is built on a choose, issue #25); what a component builds from is still
+checked in full where the component takes it, and a pool a person writes by hand is validated as ever."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from accel.base.errors import ComponentArgsError
+from accel.base.model import revalidated
+from accel.components.tags import ResourceTags
+from accel.policies import hardware
+from accel.policies.catalog import load_catalog
+from accel.policies.selection.choose import choose, make_plan
+from accel.policies.selection.pools import planned_tpu_pool, tpu_pool
+from accel.policies.workload import load_workload
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+TAGS = ResourceTags(workload="llama-70b", stack="dev", owner="ml-platform")
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(None)
+
+
+@pytest.fixture(scope="module")
+def tpu_plan(catalog):
+    spec = load_workload(ROOT / "examples" / "llama-70b-pretrain.yaml")
+    plan = make_plan(spec, choose(spec, catalog, "cost"), catalog)
+    assert plan.tpu is not None, "the example's choice is a TPU plan (the pool below needs one)"
+    return plan
+
+
+@pytest.mark.parametrize("objective", ["cost", "time"])
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_a_choose_plan_is_exactly_what_validating_it_gives(catalog, example, objective):
+    """Every value typed and bounded as validation would make it: the repr (which tells 1 from 1.0) of the
+    assembled plan and of its validated copy agree, field by field, model by model."""
+    spec = load_workload(example)
+    plan = make_plan(spec, choose(spec, catalog, objective), catalog)
+    again = revalidated(plan)
+    # The workload is the user's file as validated when read (an unset default, such as InferenceSpec.hours'
+    # 730, keeps its literal's type there): only what the plan assembles is compared.
+    for field in type(plan).model_fields:
+        if field != "workload":
+            assert repr(getattr(again, field)) == repr(getattr(plan, field)), field
+
+
+def test_a_bad_value_in_an_assembled_plan_is_refused_by_the_training_cluster(tpu_plan):
+    from accel.components.training_cluster import TrainingClusterArgs, TrainingClusterError
+
+    TrainingClusterArgs(plan=tpu_plan, tags=TAGS, gcp_project="acme-ml")  # the plan as assembled: accepted
+    over_one = tpu_plan.model_copy(update={"chosen": tpu_plan.chosen.model_copy(update={"mfu": 1.5})})
+    with pytest.raises(TrainingClusterError, match=r"TrainingCluster: plan\.chosen\.mfu: .*less than or equal to 1"):
+        TrainingClusterArgs(plan=over_one, tags=TAGS, gcp_project="acme-ml")
+    bad_runtime = tpu_plan.model_copy(update={"tpu": tpu_plan.tpu.model_copy(update={"runtime_version": "Not A Version"})})
+    with pytest.raises(TrainingClusterError, match=r"plan\.tpu\.runtime_version: String should match pattern"):
+        TrainingClusterArgs(plan=bad_runtime, tags=TAGS, gcp_project="acme-ml")
+
+
+@pytest.fixture
+def bad_v5p_runtime(tmp_path):
+    """The hardware table with v5p's runtime version broken (upper case and a space): the table's loader
+    reads it as any string; TpuPool's pattern is the rule that refuses it."""
+    text = (Path(hardware.__file__).parent / "facts.toml").read_text(encoding="utf-8")
+    assert text.count('runtime_version = "v2-alpha-tpuv5"\n') == 1
+    path = tmp_path / "facts.toml"
+    path.write_text(text.replace('runtime_version = "v2-alpha-tpuv5"\n', 'runtime_version = "V2 Alpha"\n'),
+                    encoding="utf-8")
+    with hardware.using(hardware.load_facts(path)):
+        yield
+
+
+def test_a_tpu_pool_written_by_hand_is_validated(bad_v5p_runtime):
+    with pytest.raises(ValidationError, match="runtime_version"):
+        tpu_pool("v5p", "2x2x4")
+
+
+def test_a_planned_tpu_pool_with_a_bad_value_is_refused_by_the_tpu_slice(bad_v5p_runtime):
+    from accel.components.gcp.cluster import ClusterRef
+    from accel.components.gcp.tpu import TpuSliceArgs, TpuVmSliceArgs
+    from accel.policies.plan import Capacity
+
+    pool = planned_tpu_pool("v5p", "2x2x4", 1)  # assembled without validation: the bad value is in it
+    assert pool.runtime_version == "V2 Alpha"
+    cluster = ClusterRef(name="train", location="us-east5", node_service_account_email="n@acme.iam.gserviceaccount.com",
+                         upgrades_paused=True)
+    with pytest.raises(ComponentArgsError, match=r"TpuSlice: pool\.runtime_version: String should match pattern"):
+        TpuSliceArgs(pool=pool, capacity=Capacity(), cluster=cluster, zone="us-east5-a", tags=TAGS)
+    with pytest.raises(ComponentArgsError, match=r"TpuVmSlice: pool\.runtime_version: String should match pattern"):
+        TpuVmSliceArgs(pool=pool, capacity=Capacity(), zone="us-east5-a", network="net", subnetwork="sub", tags=TAGS)
