@@ -286,14 +286,21 @@ class PricePoint:
     queue: str | None = None
 
 
-def queued_price(ctx: SearchContext, offering: Offering, provisioning: str, chip: Price, host: Price | None
-                 ) -> tuple[Price, Price | None] | None:
-    """The offering's (chip, host) prices through a queued mode (flex-start, queued) derived from the on-demand
-    ones, or None when the mode has no factor for its machine type (policies/cloud/mode_prices.py)."""
-    if ctx.obtain is None:
-        return None
-    mode = ctx.obtain.table.mode_for(offering.cloud, offering.machine_type, provisioning)
-    return None if mode is None else queued_prices(ctx.obtain.table, mode.id, offering.machine_type, chip, host)
+def queued_pricer(ctx: SearchContext, offering: Offering, provisioning: str
+                  ) -> Callable[[Price, Price | None], tuple[Price, Price | None] | None]:
+    """A function from the offering's on-demand (chip, host) prices to its prices through a queued mode
+    (flex-start, queued), or to None when the mode has no factor for its machine type
+    (policies/cloud/mode_prices.py); the mode is looked up once per offering, not per region."""
+    mode = (ctx.obtain.table.mode_for(offering.cloud, offering.machine_type, provisioning)
+            if ctx.obtain is not None else None)
+    if mode is None or ctx.obtain is None:
+        return _no_queued_price
+    table, mode_id, machine_type = ctx.obtain.table, mode.id, offering.machine_type
+    return lambda chip, host: queued_prices(table, mode_id, machine_type, chip, host)
+
+
+def _no_queued_price(chip: Price, host: Price | None) -> None:
+    return None
 
 
 def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
@@ -307,8 +314,9 @@ def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
             or ctx.obtain.queue(offering, "flex-start") is None):
         return []
     points = []
+    priced = queued_pricer(ctx, offering, "flex-start")
     for regions, chip, host in on_demand:
-        prices = queued_price(ctx, offering, "flex-start", chip, host)
+        prices = priced(chip, host)
         if prices is not None:
             points.append(PricePoint(False, regions, prices[0], prices[1], queue="flex-start"))
     return points
@@ -372,8 +380,8 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
         if not spot and offering.provisioning in ("flex-start", "queued"):
             # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price where the table
             # has its factor; without one (A4, TPU7x) the on-demand figure stays, an upper bound of it.
-            queued = [(regions, queued_price(ctx, offering, offering.provisioning, chip, host), chip, host)
-                      for regions, chip, host in groups]
+            priced = queued_pricer(ctx, offering, offering.provisioning)
+            queued = [(regions, priced(chip, host), chip, host) for regions, chip, host in groups]
             points.extend(PricePoint(False, regions, *(prices or (chip, host))) for regions, prices, chip, host in queued)
         else:
             points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
