@@ -170,7 +170,8 @@ def test_options_are_ranked_best_first(catalog):
     # Options at listed prices first, then those of offerings no price list carries (docs/choose.md), each by
     # the objective. (The region estimates of listed offerings rank with the listed prices.) Among the listed,
     # on-demand fleets past the pool one zone is expected to supply rank after every fleet a mode can supply
-    # (docs/capacity.md); a booked fleet is timed by its lead and its run.
+    # (docs/capacity.md); a booked fleet is timed by its lead and its run, a flex-start or queued one by its legs
+    # and the queue waits before them.
     from accel.policies.selection.capacity import beyond_supply, obtaining
 
     obtain = obtaining(spec())
@@ -182,8 +183,8 @@ def test_options_are_ranked_best_first(catalog):
                     beyond_supply(obtain, catalog.offering(option.offering), option.provisioning, option.hosts))
         keys = [tier(o) for o in choice.options]
         assert keys == sorted(keys)
-        hours = [float(d.get("capacity_wall_hours", o.hours)) if d.get("capacity_mode") in ("aws-capacity-block",
-                                                                                          "gcp-calendar") else o.hours
+        hours = [float(d.get("capacity_wall_hours", o.hours)) if d.get("capacity_mode") in (
+                     "aws-capacity-block", "gcp-calendar", "gcp-flex-start", "gcp-queued") else o.hours
                  for o, d in zip(choice.options, choice.option_details)]
         return [[(o, h) for o, h, k in zip(choice.options, hours, keys) if k == key] for key in dict.fromkeys(keys)]
 
@@ -573,8 +574,8 @@ def brute_force(workload, catalog, objective):
                     def past(hosts):
                         return on_demand and pool is not None and hosts > pool[0]
 
-                    def ranked_hours(run):
-                        return run[0] if booking is not None else run[1]
+                    def ranked_hours(run):   # booked: lead + run; queued: legs + waits; else billed hours
+                        return run[0] if booking is not None or queue is not None else run[1]
 
                     on_time = [run for run in runs if run[0] <= limit]
                     if booking is None and flex is None and not spot and on_time:

@@ -161,6 +161,24 @@ def test_flex_start_is_not_chosen_where_its_queue_makes_it_late(catalog):
     assert fast.chosen.provisioning == "flex-start" and fast.chosen.total_usd < choice.chosen.total_usd
 
 
+def test_by_time_a_flex_start_fleet_is_timed_by_its_legs_and_queue_waits(catalog):
+    """--objective time ranks a flex-start fleet by its wall-clock (legs and the waits before them), not by the
+    hours it bills: what is chosen is within the time tolerance of the fastest wall-clock of any option."""
+    from accel.policies.estimator.estimate import resolve
+    from accel.policies.selection.capacity import beyond_supply, obtaining
+
+    spec = mega()
+    choice = choose(spec, catalog, "time")
+    # Among the fleets a mode is expected to supply (an on-demand fleet past the zone's pool ranks after them).
+    supplied = [(o, d) for o, d in zip(choice.options, choice.option_details)
+                if not beyond_supply(obtaining(spec), catalog.offering(o.offering), o.provisioning, o.hosts)]
+    walls = [float(d.get("capacity_wall_hours", o.hours)) if o.provisioning == "flex-start" else o.hours
+             for o, d in supplied]
+    assert supplied[0][0] == choice.chosen and any(o.provisioning == "flex-start" for o, _ in supplied)
+    tolerance = resolve(spec, catalog.defaults)["time_objective_tolerance"]
+    assert walls[0] <= min(walls) * (1 + tolerance) + 1e-9
+
+
 # ------------------------------------------------------------------------------------------------- the plan
 
 def test_a_stack_written_from_an_a3_mega_flex_start_choice_plans_a_flex_start_pool(tmp_path):

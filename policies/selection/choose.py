@@ -63,8 +63,10 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: 
     on-demand fleet past the pool one zone is expected to supply (the caller's `unsupplied`)."""
     e = candidate.evaluation
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
-    # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays.
-    hours = float(e.detail.get("capacity_wall_hours", e.hours)) if candidate.booking is not None else e.hours
+    # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays;
+    # a flex-start or queued one after its legs and the queue waits before them (waits are not billed).
+    waits = candidate.booking is not None or candidate.provisioning in ("flex-start", "queued")
+    hours = float(e.detail.get("capacity_wall_hours", e.hours)) if waits else e.hours
     primary = (e.total_usd, hours, latency) if objective == "cost" else (
         (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (hours, e.total_usd))
     # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
