@@ -47,8 +47,9 @@ def queued_prices(table: ModeTable, mode_id: str, machine_type: str, chip: Price
         observed = min(price.as_of, date.fromisoformat(as_of[:10]))
         # From a validated catalog price and the validated mode table, so assembled without validation
         # (model_construct), as the search's other output: a warm choose builds no validator (tests/test_cli_startup.py).
-        return Price.model_construct(usd=price.usd * factor, as_of=observed, estimate=price.estimate, by_zone=None,
-                     source=_words(source_id, mode_id, factor, words, f" {what}", f"{price.source} (as of {price.as_of})"))
+        source = _words(source_id, mode_id, factor, words, f" {what}", f"{price.source} (as of {price.as_of})")
+        return Price.model_construct(usd=price.usd * factor, source=source, as_of=observed, estimate=price.estimate,
+                                     by_zone=None)
 
     return derived(chip, "chip"), (derived(host, "host") if host is not None else None)
 
