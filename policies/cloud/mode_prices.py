@@ -46,7 +46,8 @@ def queued_prices(table: ModeTable, mode_id: str, machine_type: str, chip: Price
         # Dated by the older input: a derived figure is as stale as the oldest fact it is made of.
         observed = min(price.as_of, date.fromisoformat(as_of[:10]))
         # From a validated catalog price and the validated mode table, so assembled without validation
-        # (model_construct), as the search's other output: a warm choose builds no validator (tests/test_cli_startup.py).
+        # (model_construct), as the search's other output: a warm choose builds no validator
+        # (tests/test_cli_startup.py).
         source = _words(source_id, mode_id, factor, words, f" {what}", f"{price.source} (as of {price.as_of})")
         return Price.model_construct(usd=price.usd * factor, source=source, as_of=observed, estimate=price.estimate,
                                      by_zone=None)

@@ -382,7 +382,8 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
             # has its factor; without one (A4, TPU7x) the on-demand figure stays, an upper bound of it.
             priced = queued_pricer(ctx, offering, offering.provisioning)
             queued = [(regions, priced(chip, host), chip, host) for regions, chip, host in groups]
-            points.extend(PricePoint(False, regions, *(prices or (chip, host))) for regions, prices, chip, host in queued)
+            points.extend(PricePoint(False, regions, *(prices or (chip, host)))
+                          for regions, prices, chip, host in queued)
         else:
             points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
         if not spot:
