@@ -15,6 +15,7 @@ import yaml
 
 from accel.policies.catalog import load_catalog
 from accel.policies.cloud.capacity_modes import load_modes
+from accel.policies.cloud.mode_prices import queued_prices
 from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, Plan
 from accel.policies.selection.choose import plan_from_pin
@@ -60,6 +61,9 @@ def _plan(pin: dict, provisioning: str, reservation: str | None) -> tuple[dict, 
     # Priced at the capacity type it is switched to, as `accel plan` prices the pools it builds (a pin whose
     # figures disagree with its hardware at the pin's own catalog is refused).
     chip, host = catalog.offering(plan.chosen.offering).prices(plan.region, spot)
+    mode = load_modes().mode_for(plan.cloud, plan.chosen.machine_type, provisioning)
+    if provisioning in ("flex-start", "queued") and mode is not None:   # at the mode's factor, where it has one
+        chip, host = queued_prices(load_modes(), mode.id, plan.chosen.machine_type, chip, host) or (chip, host)
     hourly = plan.chosen.chips * chip.usd + plan.chosen.hosts * (host.usd if host else 0.0)
     block_rate = load_modes().cb_instance_usd(plan.chosen.machine_type, plan.region)
     if provisioning == "capacity-block" and block_rate is not None:   # a block is billed at its own rate

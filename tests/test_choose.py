@@ -170,7 +170,8 @@ def test_options_are_ranked_best_first(catalog):
     # Options at listed prices first, then those of offerings no price list carries (docs/choose.md), each by
     # the objective. (The region estimates of listed offerings rank with the listed prices.) Among the listed,
     # on-demand fleets past the pool one zone is expected to supply rank after every fleet a mode can supply
-    # (docs/capacity.md); a booked fleet is timed by its lead and its run.
+    # (docs/capacity.md); a booked fleet is timed by its lead and its run, a flex-start or queued one by its legs
+    # and the queue waits before them.
     from accel.policies.selection.capacity import beyond_supply, obtaining
 
     obtain = obtaining(spec())
@@ -182,8 +183,8 @@ def test_options_are_ranked_best_first(catalog):
                     beyond_supply(obtain, catalog.offering(option.offering), option.provisioning, option.hosts))
         keys = [tier(o) for o in choice.options]
         assert keys == sorted(keys)
-        hours = [float(d.get("capacity_wall_hours", o.hours)) if d.get("capacity_mode") in ("aws-capacity-block",
-                                                                                          "gcp-calendar") else o.hours
+        hours = [float(d.get("capacity_wall_hours", o.hours)) if d.get("capacity_mode") in (
+                     "aws-capacity-block", "gcp-calendar", "gcp-flex-start", "gcp-queued") else o.hours
                  for o, d in zip(choice.options, choice.option_details)]
         return [[(o, h) for o, h, k in zip(choice.options, hours, keys) if k == key] for key in dict.fromkeys(keys)]
 
@@ -473,7 +474,9 @@ def brute_force(workload, catalog, objective):
     budget, and the choice the cheapest pick within that tolerance of the fastest pick. Fleets a mode is
     expected to supply come first: an on-demand fleet past the zone's pool is chosen only when nothing else
     meets the workload (docs/capacity.md), and the best on-demand fleet within the pool is a pick of its own.
-    Booked modes (Capacity Blocks, calendar mode) are timed lead + run and billed for their whole window."""
+    Booked modes (Capacity Blocks, calendar mode) are timed lead + run and billed for their whole window. A GCP GPU
+    offering flex-start is sold for, at a factor of on-demand in capacity_modes.yaml, is also sized on flex-start
+    (legs of at most seven days) at on-demand x that factor, as is an offering planned as flex-start."""
     from accel.policies.cloud.booking import block_sizes, supply_problem, window_days
 
     resolved = resolve(workload, catalog.defaults)
@@ -483,6 +486,7 @@ def brute_force(workload, catalog, objective):
     batch_chips, _ = batch_chip_limit(workload, resolved, catalog.defaults)
     tolerance = resolved["time_objective_tolerance"]
     obtain = obtaining(workload)
+    factors = obtain.table.modes["gcp-flex-start"].price.factor_by_machine
     picks = []   # (past the pool, hours ranked by, total) of every size the objective could take
     for offering in catalog.offerings:
         if offering.family == "tpu" and (workload.constraints.custom_cuda_kernels or not workload.runs_on_xla):
@@ -506,8 +510,13 @@ def brute_force(workload, catalog, objective):
                 if prices is None:
                     continue
                 chip, host = prices[0].usd, prices[1].usd if prices[1] else 0.0
+                factor = factors.get(offering.machine_type)
+                flex_too = (not spot and factor is not None and offering.provisioning == "on-demand"
+                            and offering.family == "gpu" and workload.constraints.spot != "required"
+                            and obtain.queue(offering, "flex-start") is not None)
                 od_best = None   # (total, hosts) of the cheapest on-time on-demand fleet: prunes calendar mode
-                for booking in [None, *bookings]:
+                for booking, flex in [(None, None), *((b, None) for b in bookings),
+                                      *([(None, "flex-start")] if flex_too else [])]:
                     if booking is not None and booking.id == "aws-capacity-block" and region not in booking.instance_usd:
                         continue
                     if (booking is not None and not booking.instance_usd and offering.provisioning == "on-demand"
@@ -516,7 +525,11 @@ def brute_force(workload, catalog, objective):
                     runs = []   # (wall-clock, billed hours, total, hosts) of every size within budget
                     spot_model = obtain.spot_model(offering) if spot else None
                     quickest = math.inf
-                    queue = obtain.queue(offering, offering.provisioning) if not spot and booking is None else None
+                    queue = (obtain.queue(offering, flex or offering.provisioning) if not spot and booking is None
+                             else None)
+                    # Flex-start (and an offering planned through it) is billed at its factor of on-demand.
+                    scale = (factor if not spot and booking is None and factor is not None
+                             and (flex or offering.provisioning) in ("flex-start", "queued") else 1.0)
                     for chips, hosts, slices in sizes:
                         if chips < need:
                             continue
@@ -547,7 +560,7 @@ def brute_force(workload, catalog, objective):
                                 continue
                             quickest = min(quickest, wall) if chips >= need else quickest
                         rate = (booking.instance_usd[region][0] * hosts
-                                if booking is not None and booking.instance_usd else chips * chip + hosts * host)
+                                if booking is not None and booking.instance_usd else (chips * chip + hosts * host) * scale)
                         total = billed * rate
                         if budget is None or total <= budget:
                             runs.append((wall, billed, total, hosts))
@@ -556,16 +569,16 @@ def brute_force(workload, catalog, objective):
                     # Spot is judged at the quantile of reclaim events (no slack) where the capacity model applies.
                     limit = (deadline * (1 - catalog.defaults.training.spot_deadline_slack.value)
                              if spot and spot_model is None else deadline)
-                    on_demand = not spot and booking is None and offering.provisioning == "on-demand"
+                    on_demand = not spot and booking is None and flex is None and offering.provisioning == "on-demand"
 
                     def past(hosts):
                         return on_demand and pool is not None and hosts > pool[0]
 
-                    def ranked_hours(run):
-                        return run[0] if booking is not None else run[1]
+                    def ranked_hours(run):   # booked: lead + run; queued: legs + waits; else billed hours
+                        return run[0] if booking is not None or queue is not None else run[1]
 
                     on_time = [run for run in runs if run[0] <= limit]
-                    if booking is None and not spot and on_time:
+                    if booking is None and flex is None and not spot and on_time:
                         best = min(on_time, key=lambda run: run[2])
                         od_best = (best[2], best[3])
                     if objective == "cost":

@@ -25,7 +25,8 @@ H100_NODE = "a3-highgpu-8g"
 
 
 # The same catalog and 8B Google Cloud run the reservations' tests price (its cheapest on-demand option is not an
-# H100 node), so a commitment and a reservation are weighed on one workload.
+# H100 node, and the team has no flex-start capacity in reach), so a commitment and a reservation are weighed on one
+# workload, whose choice is between on-demand fleets, which a commitment prices.
 from tests.test_reservations import catalog, small_run  # noqa: E402,F401  (pytest fixtures)
 
 

@@ -186,11 +186,16 @@ def catalog():
 
 @pytest.fixture(scope="module")
 def small_run():
-    """An 8B run on Google Cloud whose cheapest on-demand option is not an H100 node."""
+    """An 8B run on Google Cloud whose cheapest on-demand option is not an H100 node, by a team with no flex-start
+    capacity in reach (an obtainability override: the mode supplies no host), so what a reservation is weighed
+    against is on demand (with flex-start, an A100 fleet at the mode's price: tests/test_flex_start_price.py)."""
+    no_flex_start = {"max_hosts": 0}
     return workload_from_mapping({
         "name": "small", "kind": "pretrain", "model": {"parameters": "8B"},
         "training": {"tokens": "200B", "framework": "pytorch"},
-        "constraints": {"clouds": ["gcp"], "spot": "never", "deadline_days": 30}}, "small.yaml")
+        "constraints": {"clouds": ["gcp"], "spot": "never", "deadline_days": 30, "capacity": {"obtainability": {
+            "frontier-gpu": {"flex-start": no_flex_start}, "prior-gpu": {"flex-start": no_flex_start}}}}},
+        "small.yaml")
 
 
 def on_demand_per_node(catalog, region: str = "us-central1") -> float:

@@ -213,6 +213,21 @@ class ModeTable(StrictModel):
         known = self.sources.get(source)
         return f"{source}: {known.page}, as of {known.as_of}" if known else source
 
+    def price_factor(self, mode_id: str, machine_type: str) -> tuple[float, str, str] | None:
+        """(factor of the on-demand price, source id, 'source: page, as of date') at which `mode_id` sells this
+        machine type, following `same_as` (queued provisioning borrows flex-start's); None when the table has no
+        factor for the machine (the mode is then priced as the catalog's on-demand figure, docs/capacity.md)."""
+        mode = self.modes.get(mode_id)
+        seen: set[str] = set()
+        while mode is not None and mode.price is not None and mode.price.same_as and mode.id not in seen:
+            seen.add(mode.id)
+            mode = self.modes.get(mode.price.same_as)
+        price = mode.price if mode is not None else None
+        if price is None or not price.factor_by_machine or machine_type not in price.factor_by_machine:
+            return None
+        assert price.source is not None
+        return price.factor_by_machine[machine_type], price.source, self.source_words(price.source)
+
     def cb_instance_usd(self, machine_type: str, region: str) -> tuple[float, str] | None:
         """(Capacity Block $/instance-hour, 'source, as of') for a machine type in a region, when observed."""
         for mode_id in ("aws-capacity-block", "aws-capacity-block-ultraserver"):

@@ -223,6 +223,18 @@ def _at_capacity_block_rate(priced: PricedResource, region: str | None) -> Price
                                      "source": f"Capacity Block rate ${rate[0]:,.3f}/instance-h: {rate[1]}"})
 
 
+def _at_queued_rate(priced: PricedResource, mode_id: str) -> PricedResource:
+    """A GKE pool on flex-start or queued provisioning billed at the mode's factor of the on-demand price for its
+    machine type (policies/cloud/mode_prices.py), where the mode table has one; else as priced (on demand)."""
+    from accel.policies.cloud.capacity_modes import load_modes
+    from accel.policies.cloud.mode_prices import queued_hourly
+
+    if priced.hourly_usd is None or priced.source is None:
+        return priced
+    rate = queued_hourly(load_modes(), mode_id, str(priced.machine_type), priced.hourly_usd, priced.source)
+    return priced if rate is None else priced.model_copy(update={"hourly_usd": rate[0], "source": rate[1]})
+
+
 price_nodes = _price_nodes  # compute created outside node pools (accel/review/compute_cost.py) is priced alike
 
 
@@ -266,8 +278,11 @@ def price_resource(resource_type: str, name: str, inputs: Mapping[str, Any], cat
     if resource_type == GKE_NODE_POOL:
         config = inputs.get("nodeConfig") if isinstance(inputs.get("nodeConfig"), Mapping) else {}
         spot = bool(_get(config, "spot") is True or _get(config, "preemptible") is True)
-        return _price_nodes(resource_type, name, "gcp", _get(config, "machineType"), gke_pool_nodes(inputs), spot,
-                            region_of(inputs.get("location")) or region, catalog)
+        priced = _price_nodes(resource_type, name, "gcp", _get(config, "machineType"), gke_pool_nodes(inputs), spot,
+                              region_of(inputs.get("location")) or region, catalog)
+        queued = ("gcp-queued" if _get(inputs, "queuedProvisioning", "enabled") is True else
+                  "gcp-flex-start" if _get(config, "flexStart") is True else None)
+        return _at_queued_rate(priced, queued) if queued and not spot else priced
     if resource_type == EKS_NODE_GROUP:
         types = inputs.get("instanceTypes")
         machine = types[0] if isinstance(types, list) and types else template_instance_type

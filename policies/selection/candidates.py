@@ -26,6 +26,7 @@ from accel.policies.estimator.estimate import (
     training_flops,
 )
 from accel.policies.cloud.booking import Booking
+from accel.policies.cloud.mode_prices import queued_prices
 from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
 from accel.policies.plan import Estimate, Option
@@ -52,6 +53,7 @@ class Candidate:
     host_price: Price | None
     reserved: DeclaredReservation | None = None   # sized on this declared reservation (on-demand beyond it)
     booking: Booking | None = None   # bought through a booked mode (Capacity Blocks, calendar mode)
+    queue: str | None = None   # bought through this queued mode of an on-demand offering ("flex-start")
 
     @property
     def provisioning(self) -> str:
@@ -60,6 +62,8 @@ class Candidate:
             return "spot"
         if self.reserved is not None:
             return self.reserved.provisioning
+        if self.queue is not None:
+            return self.queue
         return self.booking.provisioning if self.booking is not None else self.offering.provisioning
 
     @property
@@ -277,6 +281,45 @@ class PricePoint:
     # On demand, only fleets within the pool one zone is expected to supply (selection.choose: the supplied pick
     # beside an on-demand best past the pool).
     within_pool: bool = False
+    # Bought through this queued mode ("flex-start") although the offering's own provisioning is on-demand, at
+    # the mode's price (policies/cloud/mode_prices.py).
+    queue: str | None = None
+
+
+def queued_pricer(ctx: SearchContext, offering: Offering, provisioning: str
+                  ) -> Callable[[Price, Price | None], tuple[Price, Price | None] | None]:
+    """A function from the offering's on-demand (chip, host) prices to its prices through a queued mode
+    (flex-start, queued), or to None when the mode has no factor for its machine type
+    (policies/cloud/mode_prices.py); the mode is looked up once per offering, not per region."""
+    mode = (ctx.obtain.table.mode_for(offering.cloud, offering.machine_type, provisioning)
+            if ctx.obtain is not None else None)
+    if mode is None or ctx.obtain is None:
+        return _no_queued_price
+    table, mode_id, machine_type = ctx.obtain.table, mode.id, offering.machine_type
+    return lambda chip, host: queued_prices(table, mode_id, machine_type, chip, host)
+
+
+def _no_queued_price(chip: Price, host: Price | None) -> None:
+    return None
+
+
+def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
+                  ) -> list[PricePoint]:
+    """Flex-start price points of an on-demand GCP GPU training offering the mode is sold for
+    (capacity_modes.yaml applicability), at the mode's factor of each on-demand group's price. Only where the
+    table has a factor for the machine type: at the on-demand price the mode can only wait and chain legs for
+    nothing. Not for serving (a service outlives a seven-day request) nor when spot is required."""
+    if (ctx.obtain is None or ctx.spec.kind == "inference" or ctx.spec.constraints.spot == "required"
+            or offering.cloud != "gcp" or offering.family != "gpu" or offering.provisioning != "on-demand"
+            or ctx.obtain.queue(offering, "flex-start") is None):
+        return []
+    points = []
+    priced = queued_pricer(ctx, offering, "flex-start")
+    for regions, chip, host in on_demand:
+        prices = priced(chip, host)
+        if prices is not None:
+            points.append(PricePoint(False, regions, prices[0], prices[1], queue="flex-start"))
+    return points
 
 
 def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
@@ -334,8 +377,17 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
         groups = price_groups(ctx, offering, spot)
         if not groups and spot:
             reasons.append(("spot", "no spot capacity in the allowed regions"))
-        points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
+        if not spot and offering.provisioning in ("flex-start", "queued"):
+            # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price where the table
+            # has its factor; without one (A4, TPU7x) the on-demand figure stays, an upper bound of it.
+            priced = queued_pricer(ctx, offering, offering.provisioning)
+            queued = [(regions, priced(chip, host), chip, host) for regions, chip, host in groups]
+            points.extend(PricePoint(False, regions, *(prices or (chip, host)))
+                          for regions, prices, chip, host in queued)
+        else:
+            points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
         if not spot:
+            points.extend(queued_groups(ctx, offering, groups))
             points.extend(booked_groups(ctx, offering, groups))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in committed_groups(ctx, offering))

@@ -260,6 +260,23 @@ def booked_why(ob: Obtaining, chosen, ranked: list) -> str:
             "fleet of another mode")
 
 
+def queued_why(chosen, ranked: list) -> str:
+    """Why a fleet bought through flex-start at the mode's own price was chosen: against the best on-demand fleet
+    of the same offering (the same machines, without the queue and the seven-day legs), or that none meets the
+    workload. `ranked`: [(key, candidate, region)]."""
+    if chosen.queue is None:
+        return ""
+    words = (f"bought through {chosen.queue} at its price ({chosen.chip_price.source.split(':', 1)[0]}, "
+             f"{chosen.chip_price.as_of}: an observation to be re-verified)")
+    other = next((c for _, c, _ in ranked if c.offering.id == chosen.offering.id and c.provisioning == "on-demand"
+                  and c.reserved is None and c.booking is None), None)
+    if other is None:
+        return f"{words}: no fleet of {chosen.offering.machine_type} on demand meets the workload"
+    return (f"{words}: {money(chosen.evaluation.total_usd)} against {money(other.evaluation.total_usd)} for "
+            f"{other.size.hosts} x {other.offering.machine_type} on demand, which neither waits in the queue nor "
+            "restarts between legs")
+
+
 def mode_id(ob: Obtaining, offering: Offering, provisioning: str) -> str:
     mode = ob.table.mode_for(offering.cloud, offering.machine_type, provisioning)
     return mode.id if mode else provisioning

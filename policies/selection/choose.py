@@ -19,7 +19,7 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, Sequence
 
-from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines
+from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines, queued_why
 from accel.policies.selection.rescale import ratio_key, rescaled
 from accel.policies.selection.candidates import (
     Candidate,
@@ -63,8 +63,10 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: 
     on-demand fleet past the pool one zone is expected to supply (the caller's `unsupplied`)."""
     e = candidate.evaluation
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
-    # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays.
-    hours = float(e.detail.get("capacity_wall_hours", e.hours)) if candidate.booking is not None else e.hours
+    # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays;
+    # a flex-start or queued one after its legs and the queue waits before them (waits are not billed).
+    waits = candidate.booking is not None or candidate.provisioning in ("flex-start", "queued")
+    hours = float(e.detail.get("capacity_wall_hours", e.hours)) if waits else e.hours
     primary = (e.total_usd, hours, latency) if objective == "cost" else (
         (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (hours, e.total_usd))
     # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
@@ -131,7 +133,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         feasible = False
         unpriced = offering.unpriced
         # Regions whose prices differ by a factor share one sizing on the cost objective (selection.rescale).
-        sized: dict[tuple[bool, str, bool, float], tuple[SizingOutcome, float]] = {}
+        sized: dict[tuple[bool, str, bool, str | None, float], tuple[SizingOutcome, float]] = {}
         reuse = SHARE_SIZING_ACROSS_REGIONS and objective == "cost" and spec.kind != "inference"
         # Regions whose on-demand best is a fleet a zone supplies (only the flag is kept: an outcome holds its
         # whole sizing through closest_at, and a search keeps none it does not need).
@@ -142,7 +144,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
                 continue
 
             def sized_at(point) -> SizingOutcome:
-                key = ((point.spot, point.booking.id if point.booking else "", point.within_pool,
+                key = ((point.spot, point.booking.id if point.booking else "", point.within_pool, point.queue,
                         ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None)
                 reference = sized.get(key) if key is not None else None
                 outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
@@ -155,7 +157,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
 
             outcome = sized_at(point)
             outcomes = [outcome]
-            if not point.spot and point.booking is None and point.reserved is None:
+            if not point.spot and point.booking is None and point.reserved is None and point.queue is None:
                 supplied_on_demand[tuple(point.regions)] = (outcome.best is not None
                                                             and not unsupplied(ctx, outcome.best))
                 if outcome.best is not None and unsupplied(ctx, outcome.best):
@@ -238,7 +240,7 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
                                         spec.constraints.spot if spec.kind == "inference" else None,
-                                        booked_why(ctx.obtain, best, ranked)))
+                                        booked_why(ctx.obtain, best, ranked) or queued_why(best, ranked)))
     rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []
     for family in ("tpu", "gpu"):

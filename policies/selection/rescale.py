@@ -50,7 +50,7 @@ def rescaled(outcome: SizingOutcome, factor: float, regions: list[str], chip: Pr
                                 mfu=e.mfu, goodput=e.goodput, detail=detail)
         return Candidate(offering=candidate.offering, regions=regions, spot=candidate.spot, size=candidate.size,
                          evaluation=evaluation, chip_price=chip, host_price=host, reserved=candidate.reserved,
-                         booking=candidate.booking)
+                         booking=candidate.booking, queue=candidate.queue)
 
     near = [(score, scale(c), words) for score, c, words in outcome.near]
     if outcome.best is None and budget is not None and outcome.closest_at is not None:

@@ -136,7 +136,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     if limit is not None and node_limited:
         limit_words = node_limit_words(offering, limit)
         limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
-    capacity = ("spot" if spot else booking.words if booking is not None else
+    capacity = ("spot" if spot else booking.words if booking is not None else point.queue if point.queue else
                 offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand")
     if len(ladder) == 0 and booking is not None:
         outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
@@ -184,7 +184,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
     provisioning = ("spot" if spot else reserved.provisioning if reserved is not None else
-                    booking.provisioning if booking is not None else offering.provisioning)
+                    booking.provisioning if booking is not None else point.queue or offering.provisioning)
     spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
              else None)
@@ -322,7 +322,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                 mfu=model.mfu(s.chips, s.slices),
                                 goodput=model.goodput * max(model.productivity(s.hosts), 1e-6)
                                 * min(1.0, run_hours(s) / h), detail=detail)
-        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking)
+        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking, point.queue)
 
     def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
         """When this group has nothing feasible, its closest size for the explanation: the smallest product of
@@ -389,6 +389,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
     # objective is cost, smaller and cheaper when it is time.
     factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
+    if point.queue is not None:
+        # The offering's on-demand point shows the same sizes (on demand); flex-start shows the nearest one: a
+        # search at 100x the catalog builds an option for every size shown, and three per flex-start point was a
+        # fifth of its options (benchmarks/bench_choose.py).
+        factors = factors[:1]
     seen = {best}
     probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
     if reserved is not None and 0 < ladder[lo].hosts <= reserved.held_machines:
