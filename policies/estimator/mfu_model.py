@@ -91,19 +91,7 @@ def predict(fitted: MfuFit, catalog: Catalog, accelerator: Accelerator, paramete
 
     Across slices: the fitted multislice factor times the DCN all-reduce's efficiency at this slice count and
     global batch (default: the size's default batch), or the workload's `multislice_efficiency` for both."""
-    calibrated = catalog.accelerator(_calibrated_as(catalog, accelerator.id))
-    if calibrated.id not in fitted.accelerator_offsets and calibrated.mfu_class in fitted.class_intercepts:
-        # No step row of its own: the nearest calibrated generation's chip (policies/estimator/generations.py).
-        nearest = generations.nearest_calibrated(calibrated.id, fitted.accelerator_offsets)
-        if nearest is not None and nearest in catalog.accelerators:
-            calibrated = catalog.accelerator(nearest)
-    intercept = fitted.intercept(calibrated.id, calibrated.mfu_class)
-    if intercept is None:
-        fallback = catalog.defaults.mfu_classes[calibrated.mfu_class]
-        if fallback.relative_to is None or fallback.factor is None or fallback.relative_to not in fitted.class_intercepts:
-            raise ValueError(f"no published run calibrates mfu_class {calibrated.mfu_class!r} of {accelerator.id} "
-                             "and it names no calibrated class to run relative_to")
-        intercept = fitted.class_intercepts[fallback.relative_to] + math.log(fallback.factor)
+    intercept = _intercept(fitted, catalog, accelerator.id)
     x, x2, doublings, multislice = _features(parameters, chips, slices)
     scale = math.log(decay_per_doubling) if decay_per_doubling is not None else fitted.scale_slope
     across = math.log(multislice_efficiency) if multislice_efficiency is not None else fitted.multislice
@@ -114,6 +102,41 @@ def predict(fitted: MfuFit, catalog: Catalog, accelerator: Accelerator, paramete
         if step is not None:
             value *= step.efficiency
     return value
+
+
+# The intercept of each accelerator, worked out once for the last fit, catalog and hardware facts table (all
+# three frozen; the nearest-generation rule reads the facts table): a search predicts ~1,700 fleet sizes on a
+# dozen accelerators, and this lookup costs more than the arithmetic of a size.
+_LAST_INTERCEPTS: list[tuple[MfuFit, Catalog, object, dict[str, float]]] = []
+
+
+def _intercept(fitted: MfuFit, catalog: Catalog, accelerator_id: str) -> float:
+    facts = hardware.current()
+    if not (_LAST_INTERCEPTS and _LAST_INTERCEPTS[0][0] is fitted and _LAST_INTERCEPTS[0][1] is catalog
+            and _LAST_INTERCEPTS[0][2] is facts):
+        _LAST_INTERCEPTS[:] = [(fitted, catalog, facts, {})]
+    known = _LAST_INTERCEPTS[0][3]
+    intercept = known.get(accelerator_id)
+    if intercept is None:
+        intercept = known[accelerator_id] = _work_out_intercept(fitted, catalog, accelerator_id)
+    return intercept
+
+
+def _work_out_intercept(fitted: MfuFit, catalog: Catalog, accelerator_id: str) -> float:
+    calibrated = catalog.accelerator(_calibrated_as(catalog, accelerator_id))
+    if calibrated.id not in fitted.accelerator_offsets and calibrated.mfu_class in fitted.class_intercepts:
+        # No step row of its own: the nearest calibrated generation's chip (policies/estimator/generations.py).
+        nearest = generations.nearest_calibrated(calibrated.id, fitted.accelerator_offsets)
+        if nearest is not None and nearest in catalog.accelerators:
+            calibrated = catalog.accelerator(nearest)
+    intercept = fitted.intercept(calibrated.id, calibrated.mfu_class)
+    if intercept is None:
+        fallback = catalog.defaults.mfu_classes[calibrated.mfu_class]
+        if fallback.relative_to is None or fallback.factor is None or fallback.relative_to not in fitted.class_intercepts:
+            raise ValueError(f"no published run calibrates mfu_class {calibrated.mfu_class!r} of {accelerator_id} "
+                             "and it names no calibrated class to run relative_to")
+        intercept = fitted.class_intercepts[fallback.relative_to] + math.log(fallback.factor)
+    return intercept
 
 
 _FITS: dict[tuple, MfuFit] = {}
