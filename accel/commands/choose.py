@@ -236,9 +236,9 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     console.print(table)
     # highlight=False here and on every line below: rich's repr highlighter (its first use compiles ~20 regular
     # expressions, ~1.5 ms of a choose) would only colour the numbers and brackets of a heading on a terminal.
-    console.print("[bold]Why[/bold]", highlight=False)
-    for line in plan.rationale:
-        console.print(f"  - {line}", highlight=False)
+    # A heading and its lines go in one print, one line each (sep): the same text as a print per line, without
+    # a print's fixed cost (~50 us) per line.
+    console.print("[bold]Why[/bold]", *(f"  - {line}" for line in plan.rationale), sep="\n", highlight=False)
     assumptions = Table(title="Assumptions", title_justify="left", show_header=True)
     assumptions.add_column("assumption")
     assumptions.add_column("value", justify="right")
@@ -248,12 +248,12 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         assumptions.add_row(item.name, value, item.source)
     console.print(assumptions)
     if choice.rejected:
-        console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)", highlight=False)
-        for item in choice.rejected:
-            console.print(f"  - {item['offering']}: {item['reasons'][0]}"
-                          + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
-                             "--json lists them)" if len(item["reasons"]) > 1 else ""),
-                          highlight=False)
+        console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)",
+                      *(f"  - {item['offering']}: {item['reasons'][0]}"
+                        + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
+                           "--json lists them)" if len(item["reasons"]) > 1 else "")
+                        for item in choice.rejected),
+                      sep="\n", highlight=False)
 
 
 def summarise_rest(rest: list[Any], inference: bool) -> str:

@@ -95,16 +95,20 @@ def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: flo
     # The counts at the quantile, settled: the wall-clock sets how many events the run sees, and they lengthen
     # it. A search settles this for every spot size of every offering, so the loop calls the quantile directly
     # with the rates hoisted (the same products in the same order: (waves/week x hit) x weeks).
+    # Also hoisted: the quantile and isfinite as locals, and run_hours + obtain, the sum's first addition
+    # (evaluated left to right, so the same value).
     wave_rate, drain_rate = model.waves_per_week * hit, model.drains_per_week
+    base = run_hours + obtain
+    quantile, isfinite = poisson_quantile, math.isfinite
 
     def settle() -> tuple[float, int, int]:
-        wall, waves, drains = run_hours + obtain, 0, 0
+        wall, waves, drains = base, 0, 0
         for _ in range(_MAX_ITERATIONS):
             weeks = wall / 168.0
-            waves = poisson_quantile(wave_rate * weeks, confidence)
-            drains = poisson_quantile(drain_rate * weeks, confidence)
-            new = run_hours + obtain + waves * wave_cost + drains * drain_cost
-            if not math.isfinite(new) or new > 1e7:
+            waves = quantile(wave_rate * weeks, confidence)
+            drains = quantile(drain_rate * weeks, confidence)
+            new = base + waves * wave_cost + drains * drain_cost
+            if not isfinite(new) or new > 1e7:
                 return math.inf, waves, drains
             if abs(new - wall) < 1e-9:
                 wall = new
@@ -115,7 +119,6 @@ def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: flo
     # On average the counts grow in proportion to the wall-clock, so the mean is a closed form:
     # W = base + W x (wave rate x wave cost + drain rate x drain cost) / 168.
     per_hour = (model.waves_per_week * hit * wave_cost + model.drains_per_week * drain_cost) / 168.0
-    base = run_hours + obtain
     wall_mean = base / (1.0 - per_hour) if per_hour < 1.0 and math.isfinite(base) else math.inf
     wall_q, waves, drains = settle()
     return SpotOutcome(math.isfinite(wall_q), wall_q, wall_mean, obtain, waves, drains,

@@ -22,25 +22,33 @@ import math
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 
-from accel.base.derived_cache import cached
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
-from accel.policies import hardware
-from accel.policies.hardware import shapes
-from accel.policies.catalog.model import Accelerator, Catalog, rule_for
-from accel.policies.estimator import generations
-from accel.policies.estimator.dcn import DcnStep, dcn_seconds, dcn_step, efficiency_from_observed
+from accel.policies.catalog.model import Accelerator, Catalog
+from accel.policies.estimator.dcn import dcn_seconds, efficiency_from_observed
+# The fitted model and what reads it live in mfu_model.py (what a warm run imports); named here too, as before.
+from accel.policies.estimator.mfu_model import (  # noqa: F401
+    POLICIES_DIR,
+    PUBLISHED_RUNS,
+    SCALE_REFERENCE_CHIPS,
+    SIZE_REFERENCE,
+    MfuFit,
+    _calibrated_as,
+    _dcn_settings,
+    _features,
+    _fit_key,
+    calibrated_fit,
+    dcn_breakdown,
+    median,
+    predict,
+    run_batch_tokens,
+)
 from accel.policies.workload import AcceleratorId
 
-POLICIES_DIR = Path(__file__).resolve().parent.parent
-PUBLISHED_RUNS = POLICIES_DIR / "catalog" / "published_runs.yaml"
-SIZE_REFERENCE = 1e10        # x = log10(parameters / 1e10): 10B parameters at x = 0
-SCALE_REFERENCE_CHIPS = 8    # one GPU node: no scale penalty below it
 
 
 class PublishedRun(StrictModel):
@@ -116,33 +124,6 @@ def bf16_equivalent_mfu(run: PublishedRun, accelerator: Accelerator, fp8_speedup
     return value
 
 
-@dataclass(frozen=True)
-class MfuFit:
-    """A calibrated MFU model: intercepts and slopes in log space."""
-
-    class_intercepts: dict[str, float]
-    accelerator_offsets: dict[str, float]
-    size_slope: float
-    size_curvature: float
-    scale_slope: float           # per doubling of chips past SCALE_REFERENCE_CHIPS (log)
-    multislice: float            # log factor for more than one slice
-    rows: int
-
-    def intercept(self, accelerator_id: str, mfu_class: str) -> float | None:
-        base = self.class_intercepts.get(mfu_class)
-        if base is None:
-            return None
-        return base + self.accelerator_offsets.get(accelerator_id, 0.0)
-
-    def decay_per_doubling(self) -> float:
-        return math.exp(self.scale_slope)
-
-
-def _features(parameters: float, chips: int, slices: int) -> tuple[float, float, float, float]:
-    x = math.log10(parameters / SIZE_REFERENCE)
-    return x, x * x, math.log2(max(chips, SCALE_REFERENCE_CHIPS) / SCALE_REFERENCE_CHIPS), 1.0 if slices > 1 else 0.0
-
-
 def fit(runs: list[PublishedRun], catalog: Catalog) -> MfuFit:
     """Ridge least squares of log bf16-equivalent MFU on the features; the accelerator offsets (and only they)
     are shrunk toward their class by `mfu_model.accelerator_ridge`."""
@@ -171,22 +152,6 @@ def fit(runs: list[PublishedRun], catalog: Catalog) -> MfuFit:
                   size_slope=tail[0], size_curvature=tail[1], scale_slope=tail[2], multislice=tail[3], rows=len(runs))
 
 
-def run_batch_tokens(catalog: Catalog, parameters: float, global_batch_tokens: float | None) -> float:
-    """A run's global batch: as published, else the default for its size (assumptions.yaml)."""
-    if global_batch_tokens is not None:
-        return global_batch_tokens
-    return rule_for(catalog.defaults.training.global_batch_tokens_by_size, parameters).value
-
-
-def _dcn_settings(catalog: Catalog, accelerator_id: str) -> tuple[float, float, float] | None:
-    """(DCN Gbps per chip, gradient bytes per parameter, overlap) for a TPU; None for chips without a DCN figure."""
-    generation = shapes.GENERATION_BY_ACCELERATOR.get(accelerator_id)
-    if generation is None or not generation.dcn_gbps_per_chip:
-        return None
-    training = catalog.defaults.training
-    return generation.dcn_gbps_per_chip, training.dcn_gradient_bytes_per_parameter.value, training.dcn_overlap.value
-
-
 def _observed_dcn_efficiency(run: PublishedRun, published_mfu: float, catalog: Catalog) -> float:
     settings = _dcn_settings(catalog, run.accelerator) if run.slices > 1 else None
     if settings is None:
@@ -197,22 +162,6 @@ def _observed_dcn_efficiency(run: PublishedRun, published_mfu: float, catalog: C
     step = 6.0 * run.parameters * tokens / (run.chips * peak * published_mfu)
     return efficiency_from_observed(step, dcn_seconds(run.parameters, run.chips, run.slices, gbps, gradient_bytes),
                                     overlap)
-
-
-def dcn_breakdown(catalog: Catalog, accelerator: Accelerator, parameters: float, chips: int, slices: int,
-                  slice_mfu: float, global_batch_tokens: float | None = None) -> DcnStep | None:
-    """One step's compute and cross-slice all-reduce at `slice_mfu` (None: one slice, or no DCN figure)."""
-    settings = _dcn_settings(catalog, accelerator.id) if slices > 1 else None
-    if settings is None:
-        return None
-    gbps, gradient_bytes, overlap = settings
-    return dcn_step(parameters, run_batch_tokens(catalog, parameters, global_batch_tokens), chips, slices,
-                    accelerator.peak_bf16_tflops * 1e12, slice_mfu, gbps, gradient_bytes, overlap)
-
-
-def _calibrated_as(catalog: Catalog, accelerator_id: str) -> str:
-    """The accelerator whose published runs stand for this one (an H200 runs at an H100's MFU)."""
-    return catalog.defaults.mfu_model.same_as.get(accelerator_id, accelerator_id)
 
 
 def _ridge(rows: list[list[float]], targets: list[float], penalty: list[float]) -> list[float]:
@@ -232,84 +181,6 @@ def _ridge(rows: list[list[float]], targets: list[float], penalty: list[float]) 
                 factor = matrix[r][col] / lead
                 matrix[r] = [a - factor * b for a, b in zip(matrix[r], matrix[col])]
     return [matrix[i][n] / matrix[i][i] for i in range(n)]
-
-
-def predict(fitted: MfuFit, catalog: Catalog, accelerator: Accelerator, parameters: float, chips: int,
-            slices: int = 1, decay_per_doubling: float | None = None, multislice_efficiency: float | None = None,
-            global_batch_tokens: float | None = None) -> float:
-    """bf16 step MFU of a dense model of `parameters` on `chips` chips (in `slices` slices).
-
-    Across slices: the fitted multislice factor times the DCN all-reduce's efficiency at this slice count and
-    global batch (default: the size's default batch), or the workload's `multislice_efficiency` for both."""
-    calibrated = catalog.accelerator(_calibrated_as(catalog, accelerator.id))
-    if calibrated.id not in fitted.accelerator_offsets and calibrated.mfu_class in fitted.class_intercepts:
-        # No step row of its own: the nearest calibrated generation's chip (policies/estimator/generations.py).
-        nearest = generations.nearest_calibrated(calibrated.id, fitted.accelerator_offsets)
-        if nearest is not None and nearest in catalog.accelerators:
-            calibrated = catalog.accelerator(nearest)
-    intercept = fitted.intercept(calibrated.id, calibrated.mfu_class)
-    if intercept is None:
-        fallback = catalog.defaults.mfu_classes[calibrated.mfu_class]
-        if fallback.relative_to is None or fallback.factor is None or fallback.relative_to not in fitted.class_intercepts:
-            raise ValueError(f"no published run calibrates mfu_class {calibrated.mfu_class!r} of {accelerator.id} "
-                             "and it names no calibrated class to run relative_to")
-        intercept = fitted.class_intercepts[fallback.relative_to] + math.log(fallback.factor)
-    x, x2, doublings, multislice = _features(parameters, chips, slices)
-    scale = math.log(decay_per_doubling) if decay_per_doubling is not None else fitted.scale_slope
-    across = math.log(multislice_efficiency) if multislice_efficiency is not None else fitted.multislice
-    value = min(math.exp(intercept + fitted.size_slope * x + fitted.size_curvature * x2 + scale * doublings
-                         + across * multislice), catalog.defaults.mfu_model.max_mfu.value)
-    if multislice_efficiency is None:
-        step = dcn_breakdown(catalog, accelerator, parameters, chips, slices, value, global_batch_tokens)
-        if step is not None:
-            value *= step.efficiency
-    return value
-
-
-_FITS: dict[tuple, MfuFit] = {}
-
-
-def calibrated_fit(catalog: Catalog) -> MfuFit:
-    """The model fitted on every published run, cached per catalog's peaks and estimator settings."""
-    key = _fit_key(catalog)
-    fitted = _FITS.get(key)
-    if fitted is None:
-        def compute() -> MfuFit:
-            return fit(published_runs().runs, catalog)
-
-        # Kept in the user's cache too (keyed by the runs table, the key above and the code), unless
-        # another hardware facts table is in use: only what the bundled one gives is cached.
-        fitted = _FITS[key] = (cached("mfu-fit", [PUBLISHED_RUNS], compute, code=[POLICIES_DIR], extra=key)
-                               if hardware.bundled_in_use() else compute())
-    return fitted
-
-
-# The last key worked out, with the catalog and the hardware facts table it was worked out for: a search asks
-# for the fits once per offering and size, with the same (frozen) catalog and table every time.
-_LAST_KEY: list[tuple[Catalog, object, tuple]] = []
-
-
-def _fit_key(catalog: Catalog) -> tuple:
-    facts = hardware.current()
-    if _LAST_KEY and _LAST_KEY[0][0] is catalog and _LAST_KEY[0][1] is facts:
-        return _LAST_KEY[0][2]
-    key = _work_out_fit_key(catalog)
-    _LAST_KEY[:] = [(catalog, facts, key)]
-    return key
-
-
-def _work_out_fit_key(catalog: Catalog) -> tuple:
-    model = catalog.defaults.mfu_model
-    peaks = tuple(sorted((a.id, a.peak_bf16_tflops, a.peak_fp8_tflops, a.mfu_class)
-                         for a in catalog.accelerators.values()))
-    training = catalog.defaults.training
-    # The DCN term of multislice rows reads these too: an overlay or another facts table that changes them
-    # is another fit.
-    dcn = (training.dcn_gradient_bytes_per_parameter.value, training.dcn_overlap.value,
-           repr(training.global_batch_tokens_by_size),
-           tuple(sorted((a, g.dcn_gbps_per_chip) for a, g in shapes.GENERATION_BY_ACCELERATOR.items())))
-    return (peaks, training.fp8_speedup.value, model.accelerator_ridge.value,
-            model.slope_ridge.value, tuple(sorted(model.same_as.items())), dcn)
 
 
 @dataclass(frozen=True)
@@ -337,9 +208,3 @@ def leave_one_out(catalog: Catalog, runs: list[PublishedRun] | None = None) -> l
                             global_batch_tokens=run.global_batch_tokens)
         errors.append(RunError(run, bf16_equivalent_mfu(run, accelerator, fp8_speedup), predicted))
     return errors
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass, field
 
 from accel.base.units import HOURS_PER_MONTH
-from accel.policies.estimator import generations, moe, whole_runs
-from accel.policies.estimator.calibration import calibrated_fit, dcn_breakdown, predict
+from accel.policies.estimator import generations, whole_run_model
+from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
     AllreduceLatency,
@@ -305,17 +305,17 @@ def whole_run_goodput(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, 
     borrows its nearest calibrated one's: policies/estimator/generations.py)."""
     if resolved.sources["goodput"] == OVERRIDE:
         return Factor(resolved["goodput"], OVERRIDE)
-    fitted = whole_runs.calibrated_model(catalog).goodput
+    fitted = whole_run_model.calibrated_model(catalog).goodput
     generation = generations.generation(accelerator.id)
     return Factor(fitted.goodput(generation, spec.model.active), fitted.source(generation))
 
 
-def whole_run_spread(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog) -> whole_runs.Spread | None:
+def whole_run_spread(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog) -> whole_run_model.Spread | None:
     """How wrong the whole-run estimate may be (the leave-one-out residuals of the rows like this workload:
     dense or mixture of experts); None when the workload fixes its own goodput or MFU."""
     if resolved.sources["goodput"] == OVERRIDE or resolved.mfu_override is not None:
         return None
-    return whole_runs.calibrated_model(catalog).spread_for(spec.model.is_moe)
+    return whole_run_model.calibrated_model(catalog).spread_for(spec.model.is_moe)
 
 
 def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerator, step_mfu) -> Factor | None:
@@ -324,7 +324,7 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
     a dense model). `step_mfu(chips)` times the compute the all-to-all is set against."""
     if not spec.model.is_moe:
         return None
-    fitted = whole_runs.calibrated_model(catalog)
+    fitted = whole_run_model.calibrated_model(catalog)
     source = (f"MoE factor x{fitted.moe_factor:.3g}, fitted on {fitted.moe_rows} published mixture-of-experts whole "
               "runs (policies/catalog/whole_runs.yaml) against dense runs of their active size")
     model = spec.model
@@ -332,10 +332,12 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
         missing = ("experts not given: the expert-parallel all-to-all is not costed (set model.experts and "
                    "model.experts_per_token)")
         return Factor(fitted.moe_factor, source, missing, missing)
+    from accel.policies.estimator import moe  # only a mixture of experts with its experts given lays them out
+
     layers, hidden, architecture = model_architecture(spec, catalog.defaults)
     expert_parallel = moe.default_expert_parallel(model.experts, accelerator.id)
     chips = max(expert_parallel, 8)
-    compute = (whole_runs.flops_per_token(model.active, layers, hidden, model.sequence_length)
+    compute = (whole_run_model.flops_per_token(model.active, layers, hidden, model.sequence_length)
                / (accelerator.peak_bf16_tflops * 1e12 * step_mfu(chips)))
     layout = moe.layout(moe.MoeShape(model.experts, model.experts_per_token, int(layers), hidden), accelerator.id,
                         compute, fitted.overlap, expert_parallel)
@@ -379,7 +381,7 @@ class TrainingModel:
         # What a whole run keeps of its steps' speed: the whole-run overhead and, for a mixture of experts, the
         # exposed all-to-all and the MoE factor (policies/estimator/whole_runs.py); never more than all of it.
         self.goodput = min(self.whole_run.value * (self.moe.value if self.moe is not None else 1.0),
-                           whole_runs.calibrated_model(catalog).goodput.max_goodput)
+                           whole_run_model.calibrated_model(catalog).goodput.max_goodput)
         rate = resolved.preemptions_per_host_day.get(cloud, 0.0) if spot else 0.0
         self.preemptions_per_host_hour = rate / 24.0
         self.loss_hours = (resolved["restart_minutes"] + resolved["checkpoint_interval_minutes"] / 2.0) / 60.0

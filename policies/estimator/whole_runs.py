@@ -37,25 +37,29 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
-from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 
-from accel.base.derived_cache import cached
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
-from accel.policies import hardware
 from accel.policies.catalog.model import Catalog
 from accel.policies.estimator import calibration, generations, moe
-from accel.policies.estimator.calibration import MfuFit, median
+from accel.policies.estimator.mfu_model import MfuFit, median
+# The fitted model and what reads it live in whole_run_model.py (what a warm run imports); named here too.
+from accel.policies.estimator.whole_run_model import (  # noqa: F401
+    SIZE_REFERENCE,
+    WHOLE_RUNS,
+    GoodputFit,
+    Spread,
+    WholeRunModel,
+    calibrated_model,
+    flops_per_token,
+)
 from accel.policies.parallelism import training_parallelism
-
-WHOLE_RUNS = Path(__file__).resolve().parent.parent / "catalog" / "whole_runs.yaml"
-SIZE_REFERENCE = 1e10
 
 
 class WholeRun(StrictModel):
@@ -187,13 +191,6 @@ def implied_mfu(run: WholeRun, catalog: Catalog) -> float:
         run.accelerator_hours * 3600.0 * peak)
 
 
-def flops_per_token(active_parameters: float, layers: float, hidden: float, sequence_length: float) -> float:
-    """Training FLOPs per token: 6 x the active parameters (forward 2, backward 4, every matmul a token passes
-    through) plus attention's score and value matmuls, 12 x layers x hidden x sequence (PaLM, Chowdhery et al.
-    2022, appendix B: the convention under which its MFU is reported)."""
-    return 6.0 * active_parameters + 12.0 * layers * hidden * sequence_length
-
-
 def chips_rule(rows: list[WholeRun]):
     """log2 chips = a + b log10 parameters, least squares on the rows that publish their chips."""
     known = [(math.log10(r.parameters), math.log2(r.chips)) for r in rows if r.chips]
@@ -241,42 +238,6 @@ def row_stages(run: WholeRun, catalog: Catalog, impute) -> int:
 def step_mfu(step_fit: MfuFit, catalog: Catalog, run: WholeRun, chips: int) -> float:
     accelerator = catalog.accelerator(run.compute_chip)
     return calibration.predict(step_fit, catalog, accelerator, run.active, chips, run.slices)
-
-
-@dataclass(frozen=True)
-class GoodputFit:
-    """log goodput = intercept + offset[g] + (size_slope + slope[g]) x log10(N_active / 1e10), capped."""
-
-    intercept: float
-    size_slope: float
-    offsets: dict[str, float]
-    slopes: dict[str, float]
-    max_goodput: float
-    rows: int
-    borrowed: dict[str, str] = field(default_factory=dict)   # generation -> the one it borrows from
-
-    def own_generation(self, name: str) -> str | None:
-        """The generation whose offset applies: its own, its nearest calibrated one, or None (pooled)."""
-        if name in self.offsets:
-            return name
-        return generations.nearest_calibrated_generation(name, self.offsets)
-
-    def goodput(self, generation: str, active_parameters: float) -> float:
-        x = math.log10(active_parameters / SIZE_REFERENCE)
-        own = self.own_generation(generation)
-        log = self.intercept + self.size_slope * x
-        if own is not None:
-            log += self.offsets[own] + self.slopes[own] * x
-        return min(math.exp(log), self.max_goodput)
-
-    def source(self, generation: str) -> str:
-        own = self.own_generation(generation)
-        where = (f"{generation}'s own offset" if own == generation else
-                 f"{own}'s offset (nearest calibrated generation: {generation} has too few published whole runs)"
-                 if own else f"the pooled intercept ({generation} has too few published whole runs and no "
-                             "calibrated generation before it)")
-        return (f"fitted on {self.rows} published dense whole runs (policies/catalog/whole_runs.yaml) by model "
-                f"size and hardware generation; {where}; at most {self.max_goodput:g}")
 
 
 def fit_goodput(rows: list[WholeRun], step_fit: MfuFit, catalog: Catalog, impute,
@@ -334,30 +295,6 @@ def moe_factor(parts: list[tuple[float, float, moe.ExpertLayout]]) -> float:
 # ---------------------------------------------------------------------------------------------- the fit
 
 
-@dataclass(frozen=True)
-class Spread:
-    """How wrong a whole-run estimate may be: published / predicted accelerator-hours over rows each predicted
-    by fits without it (leave-one-out), as the 10th and 90th percentiles (linear interpolation) and the
-    extremes, with the rows they come from."""
-
-    kind: str                 # "dense" or "mixture-of-experts"
-    rows: int
-    low: float                # 10th percentile of published / predicted
-    high: float               # 90th percentile
-    lowest: tuple[str, float]
-    highest: tuple[str, float]
-    beside: "Spread | None" = None   # the dense rows' spread, beside a mixture of experts' few rows
-
-    def text(self) -> str:
-        words = (f"published {self.kind} whole runs took {self.low:.2f}x to {self.high:.2f}x the hours the model "
-                 f"predicted for them without them (10th to 90th percentile of {self.rows}, leave-one-out; extremes "
-                 f"{self.lowest[1]:.2f}x {self.lowest[0]}, {self.highest[1]:.2f}x {self.highest[0]})")
-        if self.beside is not None:
-            words += (f"; {self.rows} rows are few: the {self.beside.rows} {self.beside.kind} runs' "
-                      f"{self.beside.low:.2f}x to {self.beside.high:.2f}x is the wider view")
-        return words
-
-
 def spread(kind: str, errors: list["WholeRunError"], beside: Spread | None = None) -> Spread:
     ratios = sorted((1.0 / (1.0 + e.error), e.run.id) for e in errors)
     deciles = statistics.quantiles([r for r, _ in ratios], n=10, method="inclusive")
@@ -365,47 +302,17 @@ def spread(kind: str, errors: list["WholeRunError"], beside: Spread | None = Non
                   (ratios[-1][1], ratios[-1][0]), beside)
 
 
-@dataclass(frozen=True)
-class WholeRunModel:
-    """Everything fitted on all rows: what `accel choose` uses."""
-
-    goodput: GoodputFit
-    moe_factor: float
-    fp8_speedup: float
-    overlap: float
-    moe_rows: int
-    dense_spread: Spread | None = None
-    moe_spread: Spread | None = None
-
-    def spread_for(self, is_moe: bool) -> Spread | None:
-        return self.moe_spread if is_moe else self.dense_spread
-
-
-_MODELS: dict[tuple, WholeRunModel] = {}
-
-
-def calibrated_model(catalog: Catalog) -> WholeRunModel:
-    """The whole-run model fitted on every row, cached per catalog's peaks and estimator settings and, with the
-    bundled hardware table, in the user's derived-data cache (keyed by both run tables and the code): reading
-    and checking the table costs a few hundred milliseconds, the fitted model's pickle almost nothing."""
-    key = calibration._fit_key(catalog)
-    found = _MODELS.get(key)
-    if found is None:
-        def compute() -> WholeRunModel:
-            table = whole_runs()
-            step_fit = calibration.calibrated_fit(catalog)
-            impute = chips_rule(table.dense + table.moe)
-            goodput = fit_goodput(table.dense, step_fit, catalog, impute)
-            overlap = table.model_settings.all_to_all_overlap
-            parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
-            dense, mixture = leave_one_out(catalog)
-            return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe),
-                                 spread("dense", dense), spread("mixture-of-experts", mixture, spread("dense", dense)))
-
-        found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, calibration.PUBLISHED_RUNS], compute,
-                                       code=[calibration.POLICIES_DIR], extra=key)
-                                if hardware.bundled_in_use() else compute())
-    return found
+def fit_model(catalog: Catalog) -> WholeRunModel:
+    """The whole-run model fitted on every row (whole_run_model.calibrated_model caches it)."""
+    table = whole_runs()
+    step_fit = calibration.calibrated_fit(catalog)
+    impute = chips_rule(table.dense + table.moe)
+    goodput = fit_goodput(table.dense, step_fit, catalog, impute)
+    overlap = table.model_settings.all_to_all_overlap
+    parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
+    dense, mixture = leave_one_out(catalog)
+    return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe),
+                         spread("dense", dense), spread("mixture-of-experts", mixture, spread("dense", dense)))
 
 
 # ---------------------------------------------------------------------------------------------- leave-one-out

@@ -37,12 +37,16 @@ class HardwareFactsError(AccelError, ValueError):
 
 @dataclass(frozen=True)
 class Source:
+    """A document the table cites ([sources]): its title and the date its figures were read."""
+
     title: str
     as_of: str
 
 
 @dataclass(frozen=True)
 class Chip:
+    """An accelerator chip ([chips]): peak throughput, memory, interconnect, whether a workload may ask for it."""
+
     id: str
     name: str                        # what users are shown: "H100", "TPU v5p"
     family: str                      # tpu | gpu
@@ -60,6 +64,8 @@ class Chip:
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: a swapped table gets fresh caches
 class TpuGeneration:
+    """A TPU generation: how its slices, machine types, GKE labels and runtime are named and sized."""
+
     name: str                        # v4 | v5e | v5p | v6e
     accelerator: str                 # chip id
     dimensions: int                  # 2 or 3
@@ -95,6 +101,8 @@ class TpuGeneration:
 
 @dataclass(frozen=True)
 class TpuMachine:
+    """A TPU VM machine type: its generation, chips, vCPUs and memory per host."""
+
     name: str
     generation: str
     chips: int
@@ -105,6 +113,8 @@ class TpuMachine:
 
 @dataclass(frozen=True)
 class Fabric:
+    """A GPU node's scale-out network fabric: the extra node networks a pool on it attaches."""
+
     name: str
     cloud: str                       # gcp | aws | any
     extra_networks: int
@@ -130,6 +140,8 @@ class CollectiveFabric:
 
 @dataclass(frozen=True)
 class GcpGpuMachine:
+    """A Compute Engine GPU machine type: its GPUs, local SSDs, fabric, boot disk, vCPUs and memory."""
+
     name: str
     chip: str
     gke_accelerator: str             # guest accelerator type and cloud.google.com/gke-accelerator value
@@ -151,6 +163,8 @@ class GcpGpuMachine:
 
 @dataclass(frozen=True)
 class AwsGpuInstance:
+    """An EC2 GPU instance type: its GPUs, EFA network cards, vCPUs, memory and how it is sold."""
+
     name: str
     chip: str
     gpus: int
@@ -181,6 +195,8 @@ class AwsGpuInstance:
 
 @dataclass(frozen=True)
 class KubernetesNames:
+    """The names GKE and EKS give accelerators: node labels, resources, taints, topology levels."""
+
     gke_accelerator_label: str
     gke_tpu_accelerator_label: str
     gke_tpu_topology_label: str
@@ -199,6 +215,8 @@ class KubernetesNames:
 
 @dataclass(frozen=True)
 class Limit:
+    """A documented cloud limit ([limits]): its value and whether a quota request can raise it."""
+
     name: str
     value: int
     adjustable: bool
@@ -207,6 +225,8 @@ class Limit:
 
 @dataclass(frozen=True)
 class PlacementUnit:
+    """The placement unit of a machine type: the topology level the cloud reports it as, and its nodes."""
+
     machine_type: str
     level: str                       # the Kueue Topology level (node label) the cloud reports the unit as
     nodes: int | None                # nodes in one unit, where the cloud documents a fixed size
@@ -215,6 +235,8 @@ class PlacementUnit:
 
 @dataclass(frozen=True)
 class EniLimit:
+    """The network interfaces of an EC2 instance type: ENIs on card 0 and IPv4 addresses per ENI."""
+
     instance_type: str
     enis: int                        # ENIs on network card 0 (the only card the VPC CNI uses)
     ipv4_per_eni: int
@@ -223,6 +245,8 @@ class EniLimit:
 
 @dataclass(frozen=True, eq=False)
 class HardwareFacts:
+    """The checked hardware facts table (policies/hardware/facts.toml), as the rest of accel reads it."""
+
     version: str
     path: str
     sources: Mapping[str, Source]
