@@ -15,7 +15,7 @@ from accel.base.yaml_files import read_yaml_file
 from accel.policies.catalog import load_catalog
 from accel.policies.cloud.capacity_modes import MODES_FILE, load_modes, parse_modes
 from accel.policies.cloud.obtainability import (
-    SpotModel, capacity_block_days, capacity_blocks, queued_legs, spot_outcome)
+    SpotModel, capacity_block_days, capacity_blocks, queued_legs, spot_outcome, spot_wall_floor)
 from accel.policies.selection.choose import choose, make_plan
 from accel.policies.workload import CapacityConstraints, WorkloadFieldError, load_workload
 
@@ -98,6 +98,17 @@ def test_spot_wall_clock_grows_with_the_fleet_and_the_run(frontier, hosts, run):
     assert one.wall_hours_q >= run
     assert spot_outcome(hosts + 1, run, frontier, 0.9, 0.5).wall_hours_q >= one.wall_hours_q
     assert spot_outcome(hosts, run * 1.5, frontier, 0.9, 0.5).wall_hours_q >= one.wall_hours_q
+
+
+@settings(max_examples=200, deadline=None)
+@given(hosts=st.integers(1, 80), run=st.floats(0.5, 20_000), confidence=st.sampled_from([0.5, 0.9, 0.99]),
+       restart=st.floats(0, 4))
+def test_the_spot_floor_never_exceeds_the_settled_wall_clock(frontier, hosts, run, confidence, restart):
+    """The search drops a spot size whose floor is no quicker than a smaller size without settling it
+    (selection.sizing), which keeps exactly the same sizes only if the floor is never above the wall-clock."""
+    floor = spot_wall_floor(hosts, run, frontier, confidence, restart)
+    assert floor <= spot_outcome(hosts, run, frontier, confidence, restart).wall_hours_q
+    assert floor >= run
 
 
 @given(hosts=st.integers(65, 10_000))

@@ -74,6 +74,33 @@ def acquire_hours(k: float, fleet: float, model: SpotModel) -> float:
     return k / (model.obtain_hosts_per_hour * free)
 
 
+def _spot_terms(hosts: int, model: SpotModel, restart_hours: float) -> tuple[float, float, float, float]:
+    """(hours to obtain the fleet, chance a wave takes at least one of its hosts, hours a wave costs it, hours a
+    drain costs it): what spot_outcome and spot_wall_floor both count events with."""
+    obtain = acquire_hours(hosts, hosts, model)
+    hit = 1.0 - (1.0 - model.wave_fraction) ** hosts          # a wave takes at least one of our hosts
+    wave_cost = acquire_hours(max(1.0, model.wave_fraction * hosts), hosts, model) + restart_hours
+    left = model.drain_pool_fraction * model.pool_hosts
+    drain_cost = (model.drain_hours + acquire_hours(hosts - left, hosts, model) + restart_hours
+                  if hosts > left else wave_cost)
+    return obtain, hit, wave_cost, drain_cost
+
+
+def spot_wall_floor(hosts: int, run_hours: float, model: SpotModel, confidence: float,
+                    restart_hours: float) -> float:
+    """A floor under spot_outcome(...).wall_hours_q at two quantiles' cost instead of the settled loop's ~16: the
+    loop's first step, the events counted over the run with no event in it yet. The loop's walls only grow from
+    there (each step counts the events of a longer wall, and the quantile does not fall as its mean grows; float
+    sums and products round monotonically), and it ends on one of them or at infinity. inf past the pool."""
+    if hosts > model.pool_hosts:
+        return math.inf
+    obtain, hit, wave_cost, drain_cost = _spot_terms(hosts, model, restart_hours)
+    base = run_hours + obtain
+    weeks = base / 168.0
+    return (base + poisson_quantile(model.waves_per_week * hit * weeks, confidence) * wave_cost
+            + poisson_quantile(model.drains_per_week * weeks, confidence) * drain_cost)
+
+
 def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: float,
                  restart_hours: float) -> SpotOutcome:
     """The wall-clock of a synchronous `hosts`-host spot fleet that needs `run_hours` of full-fleet time (the
@@ -85,12 +112,7 @@ def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: flo
         return SpotOutcome(False, math.inf, math.inf, math.inf, 0, 0,
                            f"{hosts} hosts is more than the {model.pool_hosts:g}-host spot pool one zone is expected "
                            "to hold")
-    obtain = acquire_hours(hosts, hosts, model)
-    hit = 1.0 - (1.0 - model.wave_fraction) ** hosts          # a wave takes at least one of our hosts
-    wave_cost = acquire_hours(max(1.0, model.wave_fraction * hosts), hosts, model) + restart_hours
-    left = model.drain_pool_fraction * model.pool_hosts
-    drain_cost = (model.drain_hours + acquire_hours(hosts - left, hosts, model) + restart_hours
-                  if hosts > left else wave_cost)
+    obtain, hit, wave_cost, drain_cost = _spot_terms(hosts, model, restart_hours)
 
     # The counts at the quantile, settled: the wall-clock sets how many events the run sees, and they lengthen
     # it. A search settles this for every spot size of every offering, so the loop calls the quantile directly

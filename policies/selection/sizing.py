@@ -22,6 +22,7 @@ from typing import Callable
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
 from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
+from accel.policies.cloud.obtainability import spot_wall_floor
 from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
@@ -216,6 +217,15 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             timings[key] = hit
         return hit
 
+    def spot_floor(s: Size) -> float:
+        """Under timing_of(s).wall_hours on spot: the wall already worked out, else the settled loop's first step
+        (obtainability.spot_wall_floor), which skips settling the sizes that cannot be kept."""
+        known = timings.get((s.chips, s.hosts, s.slices))
+        if known is not None:
+            return known.wall_hours
+        assert spot_model is not None and obtain is not None
+        return spot_wall_floor(s.hosts, run_hours(s), spot_model, obtain.confidence, model.loss_hours)
+
     if spot_model is not None:
         # On spot the wall-clock at the quantile is not monotone in the fleet: each extra reclaim wave counted
         # at P90 is a step. Keep the sizes the pool holds that are faster than every smaller one (as TPU
@@ -225,7 +235,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         if filtered is None:
             held = ladder.within_hosts(spot_model.pool_hosts)
             filtered = ctx.ladders[filtered_key] = (
-                TpuLadder(_each_faster_than_the_smaller(held, need, lambda s: timing_of(s).wall_hours))
+                TpuLadder(_each_faster_than_the_smaller(held, need, lambda s: timing_of(s).wall_hours, spot_floor))
                 if held and held[-1].chips >= need else ladder)
         ladder = filtered
         lo, hi = ladder.first_at_least(need), len(ladder) - 1
@@ -422,18 +432,22 @@ def _no_closest(factor: float) -> None:
     return None
 
 
-def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int,
-                                  run_hours: Callable[[Size], float]) -> tuple[Size, ...]:
+def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int, run_hours: Callable[[Size], float],
+                                  floor: Callable[[Size], float] | None = None) -> tuple[Size, ...]:
     """The TPU sizes a search can pick, each faster than every smaller one that holds the state (`need` chips).
 
     A multislice of more, smaller slices can be slower than a smaller fleet of fewer, larger ones: its DCN
     all-reduce spans more slices (policies/estimator/dcn.py). Such a size costs more and runs longer, so no objective
-    picks it; dropping it keeps run time falling along the ladder, which the searches below rely on."""
+    picks it; dropping it keeps run time falling along the ladder, which the searches below rely on.
+    `floor`, when given, is a cheaper bound under run_hours: a size whose floor is already no quicker than the
+    quickest smaller one is dropped without working out its run time (the same sizes are kept)."""
     kept: list[Size] = []
     quickest = math.inf
     for size in sizes:
         if size.chips < need:
             kept.append(size)
+            continue
+        if floor is not None and floor(size) >= quickest:
             continue
         hours = run_hours(size)
         if hours < quickest:
