@@ -53,7 +53,15 @@ def generation(name_or_accelerator: str) -> TpuGeneration:
 
 
 def parse_topology(topology: str) -> tuple[int, ...]:
-    if not isinstance(topology, str) or not _TOPOLOGY.match(topology):
+    if not isinstance(topology, str):
+        raise ShapeError(f"topology {topology!r} is not of the form AxB or AxBxC")
+    return _parsed_topology(topology)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_topology(topology: str) -> tuple[int, ...]:
+    """A search reads the same few dozen topologies ~1,500 times: each is parsed once (errors are not cached)."""
+    if not _TOPOLOGY.match(topology):
         raise ShapeError(f"topology {topology!r} is not of the form AxB or AxBxC")
     return tuple(int(d) for d in topology.split("x"))
 
