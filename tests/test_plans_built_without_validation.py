@@ -94,3 +94,22 @@ def test_a_planned_tpu_pool_with_a_bad_value_is_refused_by_the_tpu_slice(bad_v5p
         TpuSliceArgs(pool=pool, capacity=Capacity(), cluster=cluster, zone="us-east5-a", tags=TAGS)
     with pytest.raises(ComponentArgsError, match=r"TpuVmSlice: pool\.runtime_version: String should match pattern"):
         TpuVmSliceArgs(pool=pool, capacity=Capacity(), zone="us-east5-a", network="net", subnetwork="sub", tags=TAGS)
+
+
+def test_an_assembled_option_is_stored_exactly_as_model_construct_stores_it(catalog):
+    """`assembled` (the search's fast model_construct for options) gives the same fields, in the same order, the
+    same set fields and no extra or private values; given fewer fields it is model_construct itself (defaults)."""
+    from accel.base.model import assembled
+    from accel.policies.plan import Option
+
+    spec = load_workload(ROOT / "examples" / "llama-70b-finetune-aws.yaml")
+    for option in choose(spec, catalog, "cost").options[:20]:
+        values = dict(option.__dict__)
+        fast, slow = assembled(Option, **dict(reversed(list(values.items())))), Option.model_construct(**values)
+        assert list(fast.__dict__.items()) == list(slow.__dict__.items())
+        assert fast.model_fields_set == slow.model_fields_set
+        assert (fast.__pydantic_extra__, fast.__pydantic_private__) == (slow.__pydantic_extra__, slow.__pydantic_private__)
+        assert fast.model_dump_json() == slow.model_dump_json() and fast == slow
+    partial = {k: v for k, v in values.items() if k not in ("price_estimate", "price_source")}
+    short = assembled(Option, **partial)
+    assert short.model_fields_set == set(partial) and short.price_estimate == Option.model_construct(**partial).price_estimate

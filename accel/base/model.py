@@ -38,6 +38,42 @@ def revalidated(model: M) -> M:
     return type(model).model_validate(model.model_dump())
 
 
+_PLAIN: dict[type, tuple[str, ...] | None] = {}
+
+
+def _plain_fields(cls: type[BaseModel]) -> tuple[str, ...] | None:
+    """The model's field names when `model_construct` does nothing for it but store them (no alias, no
+    validation alias, no post-init, not a root model, extra not 'allow'); else None."""
+    if cls not in _PLAIN:
+        fields = cls.__pydantic_fields__
+        plain = (not cls.__pydantic_post_init__ and not cls.__pydantic_root_model__
+                 and cls.model_config.get("extra") != "allow"
+                 and all(f.alias is None and f.validation_alias is None for f in fields.values()))
+        _PLAIN[cls] = tuple(fields) if plain else None
+    return _PLAIN[cls]
+
+
+def assembled(cls: type[M], **values: Any) -> M:
+    """`cls.model_construct(**values)` for a search that assembles tens of thousands of options from values it
+    computed: when `values` names every field of a plain model (no aliases or post-init), the instance is stored
+    the way model_construct stores it (the fields in declaration order, all of them set, no extra or private
+    values) without its per-field walk; anything else goes through model_construct itself.
+    tests/test_plans_built_without_validation.py checks the two agree."""
+    names = _plain_fields(cls)
+    if names is None or len(values) != len(names):
+        return cls.model_construct(**values)
+    try:
+        ordered = {name: values[name] for name in names}
+    except KeyError:
+        return cls.model_construct(**values)
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", ordered)
+    object.__setattr__(model, "__pydantic_fields_set__", set(names))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
 Quantity = Annotated[float, BeforeValidator(parse_quantity)]
 PositiveQuantity = Annotated[Quantity, Field(gt=0)]
 

@@ -10,6 +10,7 @@ from datetime import date
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
+from accel.base.model import assembled
 from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.selection.choice import OBJECTIVES
@@ -402,8 +403,8 @@ def to_option(candidate: Candidate, region: str) -> Option:
     validating it again would only spend the first use of Option building its validator (~10 ms of a
     choose). Options read from a user's file (a pinned plan) are still validated (Plan.model_validate)."""
     e, s, o = candidate.evaluation, candidate.size, candidate.offering
-    return Option.model_construct(
-        cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
+    return assembled(
+        Option, cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
         chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
         hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
         total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
