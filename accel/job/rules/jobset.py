@@ -9,7 +9,7 @@ on spec.replicatedJobs (config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml
 from __future__ import annotations
 
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, describe, integer, of_kind, rule, spec
+from accel.job.rules.registry import Breach, Scope, describe, integer, of_kind, repeats, rule, spec
 
 WEBHOOK = "jobset v0.10.1 pkg/webhooks/jobset_webhook.go ValidateCreate"
 PLACEMENT = "pkg/util/placement/placement.go"
@@ -103,8 +103,6 @@ def replicas_times_parallelism(scope: Scope):
       fix="name each replicated job differently")
 def replicated_job_names_unique(scope: Scope):
     for obj in of_kind(scope.objects, "JobSet"):
-        seen: set[str] = set()
-        for index, job in enumerate(spec(obj).get("replicatedJobs") or []):
-            if job.get("name") in seen:
-                yield Breach(describe(obj), f"spec.replicatedJobs[{index}].name", f"Duplicate value: {job.get('name')!r}")
-            seen.add(job.get("name"))
+        jobs = enumerate(spec(obj).get("replicatedJobs") or [])
+        for index, name in repeats((index, job.get("name")) for index, job in jobs):
+            yield Breach(describe(obj), f"spec.replicatedJobs[{index}].name", f"Duplicate value: {name!r}")

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from accel.job.quantities import parse_quantity
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, containers, describe, join, pod_templates, rule
+from accel.job.rules.registry import Breach, Scope, containers, describe, join, pod_templates, repeats, rule
 
 CORE = "kubernetes v1.33 pkg/apis/core/validation/validation.go"
 CORE_HELPER = "pkg/apis/core/helper/helpers.go"
@@ -36,12 +36,9 @@ def _container_lists(scope: Scope, key: str):
       fix="give each volume its own name, or mount one volume (e.g. the stack's claim) instead of two")
 def volume_names_unique(scope: Scope):
     for template, owner, base in _pods(scope):
-        seen: set[str] = set()
-        for index, volume in enumerate(template.spec.get("volumes") or []):
-            name = volume.get("name")
-            if name in seen:
-                yield Breach(owner, f"{base}.volumes[{index}].name", f"Duplicate value: {name!r}")
-            seen.add(name)
+        volumes = enumerate(template.spec.get("volumes") or [])
+        for index, name in repeats((index, volume.get("name")) for index, volume in volumes):
+            yield Breach(owner, f"{base}.volumes[{index}].name", f"Duplicate value: {name!r}")
 
 
 @rule("pod/volume-name-syntax", "a volume name is a DNS-1123 label",
@@ -59,12 +56,8 @@ def volume_name_syntax(scope: Scope):
       fix="rename one of the containers")
 def container_names_unique(scope: Scope):
     for template, owner, base in _pods(scope):
-        seen: set[str] = set()
-        for where, container in containers(template.spec):
-            name = container.get("name")
-            if name in seen:
-                yield Breach(owner, f"{base}.{where}.name", f"Duplicate value: {name!r}")
-            seen.add(name)
+        for where, name in repeats((where, container.get("name")) for where, container in containers(template.spec)):
+            yield Breach(owner, f"{base}.{where}.name", f"Duplicate value: {name!r}")
 
 
 @rule("pod/container-name-syntax", "a container name is a DNS-1123 label",
@@ -93,13 +86,8 @@ def port_name_syntax(scope: Scope):
       fix="give each port of the container its own name")
 def port_names_unique(scope: Scope):
     for _, owner, path, ports in _container_lists(scope, "ports"):
-        seen: set[str] = set()
-        for index, port in ports:
-            name = port.get("name")
-            if name and name in seen:
-                yield Breach(owner, f"{path}[{index}].name", f"Duplicate value: {name!r}")
-            if name:
-                seen.add(name)
+        for index, name in repeats((index, port["name"]) for index, port in ports if port.get("name")):
+            yield Breach(owner, f"{path}[{index}].name", f"Duplicate value: {name!r}")
 
 
 @rule("pod/port-number", "a containerPort is between 1 and 65535",
@@ -130,13 +118,10 @@ def mount_names_a_volume(scope: Scope):
       fix="mount each volume at its own path")
 def mount_paths_unique(scope: Scope):
     for _, owner, path, mounts in _container_lists(scope, "volumeMounts"):
-        seen: set[str] = set()
-        for index, mount in mounts:
-            mount_path = posixpath.normpath(str(mount.get("mountPath", "")))
-            if mount_path in seen:
-                yield Breach(owner, f"{path}[{index}].mountPath",
-                             f"Invalid value {mount.get('mountPath')!r}: must be unique")
-            seen.add(mount_path)
+        normalized = (((index, mount), posixpath.normpath(str(mount.get("mountPath", "")))) for index, mount in mounts)
+        for (index, mount), _ in repeats(normalized):
+            yield Breach(owner, f"{path}[{index}].mountPath",
+                         f"Invalid value {mount.get('mountPath')!r}: must be unique")
 
 
 @rule("pod/env-var-name", "environment variable names have the portable syntax",

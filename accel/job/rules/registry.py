@@ -152,6 +152,16 @@ def containers(pod_spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]
             yield f"{key}[{index}]", container
 
 
+def repeats(keyed: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    """(where, key) of each item whose key an earlier item already had: the field.Duplicate of the API server's
+    list checks (names of volumes, containers, ports, replicated jobs; mount paths). `keyed` yields (where, key)."""
+    seen: set[Any] = set()
+    for where, key in keyed:
+        if key in seen:
+            yield where, key
+        seen.add(key)
+
+
 def integer(value: Any, default: int = 1) -> int | None:
     """A count field as the API server reads it: an integer (the default when absent); None when it is not one
     (rule schema/integer-counts reports it, and the other rules skip it)."""
