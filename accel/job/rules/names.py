@@ -32,28 +32,27 @@ def _too_long(value: str, limit: int) -> list[str]:
     return [f"must be no more than {limit} characters"] if len(value) > limit else []
 
 
+def _syntax(value: str, limit: int, pattern: re.Pattern[str], words: str) -> list[str]:
+    """Upstream's shape for a bounded name: its length problem, then its pattern's, as the API server words them."""
+    return _too_long(value, limit) + ([] if pattern.fullmatch(value) else [words])
+
+
 def dns1123_label(value: str) -> list[str]:
-    problems = _too_long(value, DNS1123_LABEL_MAX)
-    if not _DNS1123_LABEL.fullmatch(value):
-        problems.append("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                        "and must start and end with an alphanumeric character")
-    return problems
+    return _syntax(value, DNS1123_LABEL_MAX, _DNS1123_LABEL,
+                   "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+                   "and must start and end with an alphanumeric character")
 
 
 def dns1123_subdomain(value: str) -> list[str]:
-    problems = _too_long(value, DNS1123_SUBDOMAIN_MAX)
-    if not _DNS1123_SUBDOMAIN.fullmatch(value):
-        problems.append("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-                        "or '.', and must start and end with an alphanumeric character")
-    return problems
+    return _syntax(value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN,
+                   "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+                   "or '.', and must start and end with an alphanumeric character")
 
 
 def dns1035_label(value: str) -> list[str]:
-    problems = _too_long(value, DNS1035_LABEL_MAX)
-    if not _DNS1035_LABEL.fullmatch(value):
-        problems.append("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-                        "an alphabetic character, and end with an alphanumeric character")
-    return problems
+    return _syntax(value, DNS1035_LABEL_MAX, _DNS1035_LABEL,
+                   "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+                   "an alphabetic character, and end with an alphanumeric character")
 
 
 def qualified_name(value: str) -> list[str]:
@@ -78,11 +77,9 @@ def qualified_name(value: str) -> list[str]:
 
 
 def label_value(value: str) -> list[str]:
-    problems = _too_long(value, LABEL_VALUE_MAX)
-    if not _LABEL_VALUE.fullmatch(value):
-        problems.append("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-                        "or '.', and must start and end with an alphanumeric character")
-    return problems
+    return _syntax(value, LABEL_VALUE_MAX, _LABEL_VALUE,
+                   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+                   "or '.', and must start and end with an alphanumeric character")
 
 
 def port_name(value: str) -> list[str]:
