@@ -32,11 +32,16 @@ def _job_specs(scope: Scope):
       source=f"{BATCH} validateJobSpec (restartPolicy NotSupported unless OnFailure or Never)",
       fix="set restartPolicy: Never (JobSet restarts failed jobs itself) or OnFailure")
 def batch_restart_policy(scope: Scope):
-    for template in pod_templates(of_kind(scope.objects, *BATCH_KINDS)):
-        policy = template.spec.get("restartPolicy")
-        if policy not in ("OnFailure", "Never"):
+    yield from _restart_policies(scope, BATCH_KINDS, ("OnFailure", "Never"), None)
+
+
+def _restart_policies(scope: Scope, kinds: tuple[str, ...], supported: tuple[str, ...], default: str | None):
+    """The pods of `kinds` whose restartPolicy (`default` when unset) is not one the controller supports."""
+    for template in pod_templates(of_kind(scope.objects, *kinds)):
+        policy = template.spec.get("restartPolicy", default)
+        if policy not in supported:
             yield Breach(describe(template.owner), f"{template.path}.spec.restartPolicy",
-                         f"Unsupported value: {policy!r}: supported values: \"OnFailure\", \"Never\"")
+                         f"Unsupported value: {policy!r}: supported values: " + ", ".join(f'"{p}"' for p in supported))
 
 
 @rule("batch/indexed-job", "an Indexed Job has completions and at most 100,000 parallel pods",
@@ -71,11 +76,7 @@ def batch_non_negative(scope: Scope):
       source=f"{APPS} ValidatePodTemplateSpecForReplicaSet, ValidateStatefulSetSpec (restartPolicy: \"Always\")",
       fix="set restartPolicy: Always (or leave it unset)")
 def apps_restart_policy(scope: Scope):
-    for template in pod_templates(of_kind(scope.objects, *LONG_RUNNING_KINDS)):
-        policy = template.spec.get("restartPolicy", "Always")
-        if policy != "Always":
-            yield Breach(describe(template.owner), f"{template.path}.spec.restartPolicy",
-                         f"Unsupported value: {policy!r}: supported values: \"Always\"")
+    yield from _restart_policies(scope, LONG_RUNNING_KINDS, ("Always",), "Always")
 
 
 @rule("apps/selector-matches-template", "a Deployment's selector is non-empty and matches its pod labels",
