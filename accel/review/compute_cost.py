@@ -16,7 +16,7 @@ from typing import Any
 from accel.policies.catalog.model import Catalog
 from accel.policies.cloud.pricing import PricedResource, price_nodes, region_of
 from accel.policies.hardware.shapes import ShapeError, parse_tpu_vm_type
-from accel.review.hardware import accelerator_pool
+from accel.review.hardware import accelerator_pool, gce_spot
 
 TPU_TYPES = frozenset({"gcp:tpu/v2Vm:V2Vm", "gcp:tpu/node:Node", "gcp:tpu/v2QueuedResource:V2QueuedResource"})
 EC2_INSTANCE = "aws:ec2/instance:Instance"
@@ -90,9 +90,7 @@ def price_compute(resource_type: str, name: str, inputs: Mapping[str, Any] | Non
         machine = inputs.get("instanceType")
         return price_nodes(resource_type, name, "aws", machine, 1, spot, region, catalog)
     if resource_type == GCE_INSTANCE:
-        scheduling = inputs.get("scheduling") if isinstance(inputs.get("scheduling"), Mapping) else {}
-        spot = scheduling.get("provisioningModel") == "SPOT" or scheduling.get("preemptible") is True
-        return price_nodes(resource_type, name, "gcp", inputs.get("machineType"), 1, spot,
+        return price_nodes(resource_type, name, "gcp", inputs.get("machineType"), 1, gce_spot(dict(inputs)),
                            region_of(inputs.get("zone")) or region, catalog)
     if resource_type == AUTOSCALING_GROUP:
         nodes = _count(inputs.get("desiredCapacity"))

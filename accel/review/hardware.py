@@ -113,10 +113,14 @@ def _gce_instance(inputs: dict[str, Any]) -> AcceleratorPool | None:
     gpus = _gce_gpus(machine, inputs.get("guestAccelerators"))
     if gpus is None:
         return None
+    return AcceleratorPool("gpu", gpus[0], machine, "1", gpus[1], None, gce_spot(inputs), _known(inputs.get("zone")))
+
+
+def gce_spot(inputs: dict[str, Any]) -> bool:
+    """A Compute Engine VM's scheduling says Spot (provisioningModel SPOT, or the older preemptible)."""
     scheduling = _known(inputs.get("scheduling")) or {}
-    spot = isinstance(scheduling, dict) and (_known(scheduling.get("provisioningModel")) == "SPOT"
+    return isinstance(scheduling, dict) and (_known(scheduling.get("provisioningModel")) == "SPOT"
                                              or _known(scheduling.get("preemptible")) is True)
-    return AcceleratorPool("gpu", gpus[0], machine, "1", gpus[1], None, spot, _known(inputs.get("zone")))
 
 
 def _tpu_accelerator(accelerator_type: Any, config: Any) -> tuple[str, int | None, str | None] | None:
