@@ -286,15 +286,18 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     from accel.components.aws.gpu import GpuNodeGroup, GpuNodeGroupArgs
     from accel.components.aws.network import AwsNetwork, AwsNetworkArgs
     from accel.components.aws.storage import TrainingStorage, TrainingStorageArgs
+    from accel.components.aws.common import is_availability_zone
 
     plan, tags = args.plan, args.tags
     provider = aws.Provider(f"{name}-aws", region=plan.region, opts=pulumi.ResourceOptions(parent=parent))
     child = pulumi.ResourceOptions(parent=parent, providers=[provider])
 
-    # EKS needs subnets in two zones even when the GPU nodes (EFA, placement group) use one.
+    # EKS needs subnets in two Availability Zones even when the GPU nodes (EFA, placement group) use one zone; a
+    # Local Zone (p6e-gb200 in us-east-1-dfw-2a) does not count, its subnet is for the nodes only.
     available = aws.get_availability_zones(region=plan.region, state="available",
                                            opts=pulumi.InvokeOptions(parent=parent, provider=provider)).names
-    extra_zones = [zone for zone in available if zone not in plan.zones][: max(0, 2 - len(plan.zones))]
+    in_region = sum(1 for zone in plan.zones if is_availability_zone(zone, plan.region))
+    extra_zones = [zone for zone in available if zone not in plan.zones][: max(0, 2 - in_region)]
     network = AwsNetwork(f"{name}-net", AwsNetworkArgs.for_plan(plan, tags, extra_zones=extra_zones), opts=child)
     overrides: dict = {"public_access_cidrs": tuple(args.api_access_cidrs)} if args.api_access_cidrs else {}
     if plan.storage.filesystem == "fsx-lustre":

@@ -235,3 +235,24 @@ def test_the_outputs_it_registers_are_the_ones_its_class_declares(monkeypatch):
     from tests.harness import run
     run(lambda: EksCluster("train", args()), mode="up")
     assert list(registered) == ["name", "endpoint", "kubeconfig", "oidc_provider_arn", "oidc_issuer", "node_role_arn"]
+
+
+def test_the_control_plane_takes_availability_zone_subnets_only_never_a_local_zones():
+    """EKS runs its control plane in the Region: a Local Zone's subnet (p6e-gb200 in us-east-1-dfw-2a) carries the
+    GPU nodes, and the cluster gets the two Availability Zones' subnets the training cluster adds beside it."""
+    from types import SimpleNamespace
+
+    network = SimpleNamespace(region="us-east-1", control_plane_security_group_id="sg-cp",
+                              node_security_group_id="sg-nodes", private_subnet_ids={
+                                  "us-east-1-dfw-2a": "subnet-local", "us-east-1a": "subnet-a", "us-east-1b": "subnet-b"})
+    cluster = EksClusterArgs.for_network(network, TAGS, public_access_cidrs=[OFFICE])
+    assert list(cluster.subnet_ids) == ["subnet-a", "subnet-b"]
+
+
+def test_the_p6e_stack_gives_its_cluster_two_availability_zones_beside_the_local_zone(planned_stacks):
+    document = planned_stacks["llama-405b-p6e"]
+    subnets = [r for r in document["resources"] if r["type"] == "aws:ec2/subnet:Subnet" and "-private-" in r["name"]]
+    zones = sorted(s["inputs"]["availabilityZone"] for s in subnets)
+    assert zones == ["us-east-1-dfw-2a", "us-east-1a", "us-east-1b"]
+    (cluster,) = [r for r in document["resources"] if r["type"] == "aws:eks/cluster:Cluster"]
+    assert len(cluster["inputs"]["vpcConfig"]["subnetIds"]) == 2

@@ -27,6 +27,7 @@ from accel.components.aws.vpc_cni import TRAINING_VPC_CNI
 from accel.components.aws.common import (
     check_cidr,
     check_region,
+    is_availability_zone,
     irsa_trust,
     managed_policy_arn,
     register_declared_outputs,
@@ -138,10 +139,12 @@ class EksClusterArgs:
 
     @classmethod
     def for_network(cls, network, tags: ResourceTags, **overrides) -> "EksClusterArgs":
-        """Cluster args wired to an AwsNetwork's private subnets and security groups."""
+        """Cluster args wired to an AwsNetwork's private subnets in Availability Zones (a Local Zone's subnet is for
+        the GPU nodes only) and its security groups."""
         return cls(
             region=network.region,
-            subnet_ids=list(network.private_subnet_ids.values()),
+            subnet_ids=[subnet for zone, subnet in network.private_subnet_ids.items()
+                        if is_availability_zone(zone, network.region)],
             control_plane_security_group_id=network.control_plane_security_group_id,
             node_security_group_id=network.node_security_group_id,
             tags=tags,

@@ -34,6 +34,13 @@ def check_zone(args_class: str, field: str, zone: str, region: str) -> None:
                           f"expected an availability zone of {region}, e.g. {region}a, or a Local Zone such as {region}-dfw-2a")
 
 
+def is_availability_zone(zone: str, region: str) -> bool:
+    """An Availability Zone of the region (us-east-1a), not a Local Zone (us-east-1-dfw-2a): the EKS control plane
+    takes subnets in Availability Zones only, two of them at least (EKS User Guide, "Amazon EKS and AWS Local
+    Zones": the cluster's control plane runs in the Region; Local Zone subnets are for nodes)."""
+    return re.fullmatch(re.escape(region) + "[a-z]", zone) is not None
+
+
 def check_cidr(args_class: str, field: str, cidr: str) -> ipaddress.IPv4Network:
     try:
         return ipaddress.IPv4Network(cidr, strict=True)
