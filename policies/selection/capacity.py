@@ -40,11 +40,12 @@ class Obtaining:
     def spot_model(self, offering: Offering) -> SpotModel | None:
         """The spot model of the offering's class (None for an accelerator of no class: no model applies)."""
         cls = self.table.obtain_class(offering.accelerator)
-        if cls not in self._spot:
+        key = cls or ""
+        if key not in self._spot:
             params = self.table.obtainability.spot.get(cls) if cls else None
-            self._spot[cls or ""] = (None if params is None else
-                                     SpotModel.of(params, self.overrides.get(cls or "", {}).get("spot")))
-        return self._spot[cls or ""]
+            self._spot[key] = (None if params is None else
+                               SpotModel.of(params, self.overrides.get(key, {}).get("spot")))
+        return self._spot[key]
 
     def figure(self, offering: Offering, kind: str, name: str) -> tuple[float, bool] | None:
         """(value, is an estimate) of one obtainability figure for the offering's class, overrides first (kept per

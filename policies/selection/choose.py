@@ -138,29 +138,29 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         # Regions whose on-demand best is a fleet a zone supplies (only the flag is kept: an outcome holds its
         # whole sizing through closest_at, and a search keeps none it does not need).
         supplied_on_demand: dict[tuple[str, ...], bool] = {}
+
+        def sized_at(point) -> SizingOutcome:
+            key = ((point.spot, point.booking.id if point.booking else "", point.within_pool, point.queue,
+                    ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None)
+            reference = sized.get(key) if key is not None else None
+            outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
+                                point.host, ctx.budget) if reference is not None else None)
+            if outcome is None:
+                outcome = size_offering(ctx, offering, point)
+                if key is not None and key not in sized:
+                    sized[key] = (outcome, point.chip.usd)
+            return outcome
+
         for point in points:
             if point.booking is not None and _dominated(offering, point,
                                                         supplied_on_demand.get(tuple(point.regions), False)):
                 continue
-
-            def sized_at(point) -> SizingOutcome:
-                key = ((point.spot, point.booking.id if point.booking else "", point.within_pool, point.queue,
-                        ratio_key(point.chip, point.host)) if reuse and point.reserved is None else None)
-                reference = sized.get(key) if key is not None else None
-                outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
-                                    point.host, ctx.budget) if reference is not None else None)
-                if outcome is None:
-                    outcome = size_offering(ctx, offering, point)
-                    if key is not None and key not in sized:
-                        sized[key] = (outcome, point.chip.usd)
-                return outcome
-
             outcome = sized_at(point)
             outcomes = [outcome]
             if not point.spot and point.booking is None and point.reserved is None and point.queue is None:
-                supplied_on_demand[tuple(point.regions)] = (outcome.best is not None
-                                                            and not unsupplied(ctx, outcome.best))
-                if outcome.best is not None and unsupplied(ctx, outcome.best):
+                past = outcome.best is not None and unsupplied(ctx, outcome.best)
+                supplied_on_demand[tuple(point.regions)] = outcome.best is not None and not past
+                if past:
                     # The best on-demand fleet is past what a zone is expected to supply: the best one within it
                     # is a pick of its own, ranked with the fleets a mode can supply (_rank_key).
                     within = sized_at(replace(point, within_pool=True))
