@@ -483,7 +483,7 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         assert spec.inference is not None
         flops = ctx.inference_model(candidate.offering).step_flops_per_sequence * spec.inference.tokens_per_second
     else:
-        flops = training_flops(spec)
+        flops = training_flops(spec, ctx.catalog.defaults)
     # Not validated again, as to_option: the figures are the option's and the search's (float() gives the
     # type validation would have given an integral FLOP count).
     return Estimate.model_construct(

@@ -218,7 +218,8 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
         memory = (f"{state:,.2f} TB of weights, gradients, optimizer state and activations need at least "
                   f"{plural(need, 'chip')} (the smallest {'slice' if chosen.family == 'tpu' else 'set of whole nodes'} "
                   f"holding them: {plural(smallest, 'chip')})")
-        work = (f"{plural(chosen.chips, 'chip')} {'runs' if chosen.chips == 1 else 'run'} {training_flops(spec):.2e} "
+        flops = training_flops(spec, ctx.catalog.defaults)
+        work = (f"{plural(chosen.chips, 'chip')} {'runs' if chosen.chips == 1 else 'run'} {flops:.2e} "
                 f"FLOPs in {duration(chosen.hours)}")
         if ctx.objective == "time":
             more = detail.get("more_chips")
