@@ -431,14 +431,10 @@ def check_plot_path(path: Path) -> None:
     by a failure): a .png or .svg name in an existing, writable directory."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise UsageError(f"--plot: {path}: the chart is written as PNG or SVG; name the file *.png or *.svg")
-    from accel.base.safe_files import check_writable, is_directory
+    from accel.base.safe_files import check_writable
 
-    check_writable(path, "chart", error=_PlotPathError)
+    check_writable(path, "chart", error=_PlotPathError)   # a missing folder, a directory, a device or FIFO
     directory = path.parent
-    if not is_directory(directory):
-        raise UsageError(f"--plot: {path}: the directory {directory} does not exist; create it or choose another path")
-    if is_directory(path):
-        raise UsageError(f"--plot: {path}: is a directory; give a file name ending in .png or .svg")
     if not os.access(directory, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"--plot: {path}: not writable (permission denied); choose another path")
 
