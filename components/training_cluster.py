@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from accel.components.kubernetes.accelerator_stack import AcceleratorStack, AcceleratorStackArgs, CloudIdentity
 from accel.components.kubernetes.gke_networks import GkeNetworkAttachment, gpudirect_attachments
 from accel.components.kubernetes.storage_mounts import StorageMount
-from accel.components.kubernetes.workloads import needs_leader_worker_set
+from accel.components.kubernetes.workloads import needs_compute_domain, needs_leader_worker_set
 from accel.components.kubernetes.pools import (
     ExistingCluster,
     device_plugin_needed,
@@ -150,7 +150,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_kueue=existing.install_kueue if existing else True,
                 install_jobset=existing.install_jobset if existing else True,
                 install_lws=needs_leader_worker_set(args.plan),
-                install_dra_driver=_needs_compute_domains(args.plan),
+                install_dra_driver=needs_compute_domain(args.plan),
                 dra_driver_root="/home/kubernetes/bin/nvidia" if args.plan.cloud == "gcp" else "/",
                 gpu_fabric=built.gpu_fabric,
                 gke_networks=built.gke_networks,
@@ -335,11 +335,3 @@ def _build_existing(parent: TrainingCluster, name: str, args: TrainingClusterArg
     assert existing is not None  # validate() guarantees it
     provider = existing_cluster_provider(existing, f"{name}-byo", opts=pulumi.ResourceOptions(parent=parent))
     return _Built(provider=provider, kubeconfig=None, cluster_name=existing.name)
-
-
-def _needs_compute_domains(plan: Plan) -> bool:
-    """A GPU fleet of several nodes inside one NVLink domain (GB200 NVL72) runs NVIDIA's DRA driver for the
-    ComputeDomain its job claims (accel/job/compute_domain.py)."""
-    from accel.policies import hardware
-
-    return plan.gpu is not None and plan.gpu.nodes > 1 and hardware.current().nvlink_spans_nodes(plan.gpu.machine_type)

@@ -16,18 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from accel.policies import hardware
+from accel.components.kubernetes.workloads import needs_compute_domain  # noqa: F401 (the job's rule is the cluster's)
 from accel.policies.plan import Plan
 
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 COMPUTE_DOMAIN_KIND = "ComputeDomain"
 CHANNEL_CLAIM = "compute-domain-channel"
-
-
-def needs_compute_domain(plan: Plan) -> bool:
-    """A GPU job on several nodes whose NVLink domain spans machines."""
-    return (plan.gpu is not None and plan.gpu.nodes > 1
-            and hardware.current().nvlink_spans_nodes(plan.gpu.machine_type))
 
 
 def compute_domain(job: str, namespace: str) -> dict[str, Any]:

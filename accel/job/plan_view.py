@@ -44,8 +44,7 @@ def hardware(plan: Plan) -> Hardware:
                     capacity.provisioning)
 
 
-def is_serving(plan: Plan) -> bool:
-    return plan.workload.kind == "inference"
+is_serving = workloads.is_serving   # one rule for what the cluster installs and what the job writes
 
 
 def framework(plan: Plan) -> str:

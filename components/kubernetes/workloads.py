@@ -8,6 +8,7 @@ LeaderWorkerSet controller, so the two cannot disagree.
 
 from __future__ import annotations
 
+from accel.policies import hardware
 from accel.policies.plan import Plan
 
 
@@ -39,3 +40,10 @@ def is_serving(plan: Plan) -> bool:
 def needs_leader_worker_set(plan: Plan) -> bool:
     """A serving replica spanning nodes runs as a LeaderWorkerSet (one leader and its workers per replica)."""
     return is_serving(plan) and nodes_per_replica(plan) > 1
+
+
+def needs_compute_domain(plan: Plan) -> bool:
+    """A GPU job on several nodes whose NVLink domain spans machines (GB200 NVL72): the cluster runs NVIDIA's DRA
+    driver and the job claims a ComputeDomain (accel/job/compute_domain.py); the same function decides both."""
+    return (plan.gpu is not None and plan.gpu.nodes > 1
+            and hardware.current().nvlink_spans_nodes(plan.gpu.machine_type))
