@@ -424,3 +424,16 @@ def test_a_topology_aware_training_pool_has_nodes_or_gets_them_through_provision
         args = GpuNodePoolArgs.for_plan(plan, tags=tags, cluster=cluster, network=network, pool=pool)
         assert args.min_nodes == (pool.nodes if nodes_exist else 0)
     assert plan.capacity.provisioning == ("on-demand" if nodes_exist else "flex-start")
+
+
+def test_the_rationale_offers_only_the_block_layout_the_booked_mode_builds(catalog):
+    """100 hosts is a sum of block sizes (64 + 32 + 4) but not full 64-instance blocks and one smaller block, the
+    layout the search books and the stack builds (a node group per block): no line says blocks can supply it."""
+    from accel.policies.selection.capacity import obtaining, supply_lines
+
+    ob = obtaining(load_workload(EXAMPLES / "llama-70b-pretrain.yaml"))
+    p5 = next(o for o in catalog.offerings if o.machine_type == "p5.48xlarge")
+    lines = " ".join(supply_lines(ob, p5, 100, 240.0, "us-east-1", "on-demand", False, 1000.0))
+    assert "Capacity Blocks can supply it" not in lines and "not full 64-instance blocks" in lines
+    assert "Capacity Blocks can supply it: 2 block(s) of 64, 64" in " ".join(
+        supply_lines(ob, p5, 128, 240.0, "us-east-1", "on-demand", False, 1000.0))

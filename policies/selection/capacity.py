@@ -17,10 +17,11 @@ from dataclasses import dataclass, field, fields
 
 from accel.base.units import hours_text as duration, money
 from accel.policies.catalog.model import Offering
-from accel.policies.cloud.booking import BOOKED_MODES, Booking, blocks_words, supply_problem, window_days
+from accel.policies.cloud.booking import (
+    BOOKED_MODES, Booking, block_sizes, blocks_words, supply_problem, window_days)
 from accel.policies.cloud.capacity_modes import ModeTable, load_modes
 from accel.policies.cloud.obtainability import (
-    QueuedOutcome, SpotModel, SpotOutcome, capacity_block_days, capacity_blocks, queued_legs, spot_outcome,
+    QueuedOutcome, SpotModel, SpotOutcome, queued_legs, spot_outcome,
     waves_words)
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec
 
@@ -318,8 +319,10 @@ def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, re
     cb = modes.get("aws-capacity-block")
     if cb is not None:
         limits = cb.limits
-        blocks = capacity_blocks(hosts, tuple(limits.hosts_per_request or ()), limits.max_hosts_total or 0)
-        days = capacity_block_days(hours, (limits.max_duration_hours or 0) / 24)
+        # The blocks the search itself would book and the stack builds (booking.block_sizes), not any sum of
+        # block sizes: a rationale must not offer a layout the booked mode refuses.
+        blocks = block_sizes(cb, hosts)
+        days = window_days(cb, hours)
         price = table.cb_instance_usd(offering.machine_type, region)
         lead = ob.figure(offering, "capacity-block", "lead_days")
         if blocks is not None and days is not None:
@@ -332,8 +335,10 @@ def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, re
                            f"{', '.join(str(b) for b in blocks)} instances for {days} days{reference}; capacity "
                            f"blocks {booked}are not cancellable ({limits.source}). The on-demand figure is an "
                            "upper bound."]
+        layout = supply_problem(cb, hosts, hosts * offering.chips_per_host, False)
         why = (f"Capacity Blocks stop at {limits.max_hosts_per_request} instances per block and "
-               f"{limits.max_hosts_total} across blocks, 1-14 days then 7-day steps to 182 days ({limits.source})")
+               f"{limits.max_hosts_total} across blocks, 1-14 days then 7-day steps to 182 days ({limits.source})"
+               if layout is None or hosts > (limits.max_hosts_total or 0) else f"Capacity Blocks: {layout}")
     elif "gcp-calendar" in modes:
         cal = modes["gcp-calendar"].limits
         chips = hosts * offering.chips_per_host
