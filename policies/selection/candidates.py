@@ -59,13 +59,7 @@ class Candidate:
     @property
     def provisioning(self) -> str:
         """The capacity type the candidate is bought through (the Option's and the Plan's `provisioning`)."""
-        if self.spot:
-            return "spot"
-        if self.reserved is not None:
-            return self.reserved.provisioning
-        if self.queue is not None:
-            return self.queue
-        return self.booking.provisioning if self.booking is not None else self.offering.provisioning
+        return capacity_type(self.spot, self.reserved, self.queue, self.booking, self.offering)
 
     @property
     def family(self) -> str:
@@ -285,6 +279,19 @@ class PricePoint:
     # Bought through this queued mode ("flex-start") although the offering's own provisioning is on-demand, at
     # the mode's price (policies/cloud/mode_prices.py).
     queue: str | None = None
+
+
+def capacity_type(spot: bool, reserved: DeclaredReservation | None, queue: str | None, booking: Booking | None,
+                  offering: Offering) -> str:
+    """What a fleet is bought through, from its price point: spot, then a declared reservation or commitment, a
+    queued mode, a booked mode, else the offering's own (a price point carries at most one of queue and booking)."""
+    if spot:
+        return "spot"
+    if reserved is not None:
+        return reserved.provisioning
+    if queue is not None:
+        return queue
+    return booking.provisioning if booking is not None else offering.provisioning
 
 
 def queued_pricer(ctx: SearchContext, offering: Offering, provisioning: str

@@ -25,7 +25,7 @@ from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
 from accel.policies.cloud.obtainability import spot_wall_floor
 from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
-    Candidate, PricePoint, SearchContext, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
+    Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.replicas import replica_plans
@@ -184,8 +184,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
-    provisioning = ("spot" if spot else reserved.provisioning if reserved is not None else
-                    booking.provisioning if booking is not None else point.queue or offering.provisioning)
+    provisioning = capacity_type(spot, reserved, point.queue, booking, offering)
     spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
              else None)
