@@ -50,3 +50,12 @@ def derivation(job: str, plan: Plan) -> str:
     return (f"ComputeDomain {job}-cd ({COMPUTE_DOMAIN_API}): {plan.gpu.nodes} {plan.gpu.machine_type} nodes share "
             f"NVLink through IMEX; every pod claims channel template {channel_template(job)} "
             "(NVIDIA DRA driver, charts.yaml nvidia-dra-driver-gpu)")
+
+
+def attach(pod: dict[str, Any], job: str, plan: Plan, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """(objects, notes) for a job whose plan needs a ComputeDomain: its pods claim the channel and the job writes
+    the ComputeDomain beside it, with the note that says why; ([], []) for any other plan."""
+    if not needs_compute_domain(plan):
+        return [], []
+    claim_channel(pod, job)
+    return [compute_domain(job, namespace)], [derivation(job, plan)]

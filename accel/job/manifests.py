@@ -27,8 +27,7 @@ from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job.compute_domain import claim_channel, compute_domain, needs_compute_domain
-from accel.job.compute_domain import derivation as compute_domain_note
+from accel.job import compute_domain
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
@@ -315,11 +314,8 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                    plan.parallelism.group_nodes)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
-    domain = []
-    if needs_compute_domain(plan):
-        claim_channel(pod, name)
-        domain = [compute_domain(name, ctx.namespace)]
-        notes.append(compute_domain_note(name, plan))
+    domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)
+    notes += domain_notes
     restarts, why = max_restarts(plan)
     annotations = {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"} if hw.family == "tpu" else {}
     jobset = {

@@ -10,8 +10,7 @@ from __future__ import annotations
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job.compute_domain import claim_channel, compute_domain, needs_compute_domain
-from accel.job.compute_domain import derivation as compute_domain_note
+from accel.job import compute_domain
 from accel.job.context import JobContext
 from accel.job.facts import runtime
 from accel.job.nccl_log import shell_check, transports
@@ -76,11 +75,8 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
     extra_env = ([{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}]
                  if hw.family == "gpu" and hw.nodes > 1 and transports(hw.fabric) is not None else None)
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
-    domain = []
-    if needs_compute_domain(plan):
-        claim_channel(pod, name)
-        domain = [compute_domain(name, ctx.namespace)]
-        notes.append(compute_domain_note(name, plan))
+    domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)
+    notes += domain_notes
     jobset = {
         "apiVersion": JOBSET_API, "kind": "JobSet",
         "metadata": {"name": name, "namespace": ctx.namespace, "labels": _labels(ctx, name),
