@@ -243,10 +243,10 @@ def training_pod(plan: Plan, ctx: JobContext, name: str, replicated_job: str, im
     volumes, mounts, env, annotations, notes = _storage(plan, ctx)
     sidecars, fabric_volumes, fabric_mounts, fabric_env, fabric_annotations, profile = _fabric(hw, ctx)
     annotations.update(fabric_annotations)
-    env = [JOBSET_NAME_ENV, *env, *fabric_env, *(extra_env or [])]
-    # A variable the caller sets (e.g. --validate's NCCL_DEBUG=INFO) replaces the fabric's default of that name.
+    # A variable the caller sets (e.g. --validate's NCCL_DEBUG=INFO) replaces the fabric's default of that name
+    # (once: a default equal to the override is not kept beside it).
     overridden = {e["name"] for e in extra_env or []}
-    env = [e for e in env if e["name"] not in overridden or e in (extra_env or [])]
+    env = [e for e in [JOBSET_NAME_ENV, *env, *fabric_env] if e["name"] not in overridden] + list(extra_env or [])
     if hw.family == "tpu":
         ports = [{"containerPort": p} for p in runtime()["tpu"]["container_ports"]]
         if hw.slices > 1:
