@@ -237,3 +237,21 @@ def test_a_declared_ultraserver_block_is_sized_within_its_count_in_whole_ultrase
     choice = choose(workload(clouds=["aws"], framework="pytorch", deadline_days=60), load_catalog(), reservations=[block])
     p6e = [o for o in choice.options if o.offering == "aws-p6e-gb200.36xlarge"]
     assert p6e and all(o.hosts <= 36 and o.hosts % 9 == 0 and o.provisioning == "capacity-block" for o in p6e)
+
+
+def test_a_workload_policy_is_replaced_delete_first_because_its_name_is_fixed(monkeypatch):
+    """Every field of a resource policy forces a new one and its name is the pool's: created before the old one
+    is deleted, the replacement would collide with it."""
+    import pulumi
+
+    from accel.components.gcp import workload_policy as module
+
+    made = {}
+
+    def capture(resource_name, opts=None, **args):
+        made.update(resource_name=resource_name, opts=opts, args=args)
+
+    monkeypatch.setattr(module.gcp.compute, "ResourcePolicy", capture)
+    module.workload_policy("c-tpu-placement", zone="us-central1-c", accelerator_topology="4x8x8", project=None,
+                           opts=pulumi.ResourceOptions(protect=False))
+    assert made["opts"].delete_before_replace is True and made["args"]["region"] == "us-central1"

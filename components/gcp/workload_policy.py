@@ -21,25 +21,25 @@ import pulumi
 import pulumi_gcp as gcp
 
 from accel.base.errors import invalid_arg
+from accel.components.gcp._common import region_of
 
 WORKLOAD_POLICY_TYPE = "HIGH_THROUGHPUT"   # the only type that takes an accelerator topology (SDK docstring)
-
-
-def region_of_zone(zone: str) -> str:
-    """us-central1-c -> us-central1: the policy is regional, in the pool's zone's region."""
-    return zone.rsplit("-", 1)[0]
 
 
 def workload_policy(name: str, *, zone: str, accelerator_topology: str, project: str | None,
                     opts: pulumi.ResourceOptions) -> gcp.compute.ResourcePolicy:
     """One HIGH_THROUGHPUT workload policy for `accelerator_topology` in the zone's region."""
     # Named explicitly: the node pool refers to it by name, known at preview (xpk names it by its topology).
-    args: dict = {"name": name, "region": region_of_zone(zone),
+    args: dict = {"name": name, "region": region_of(zone),   # regional, in the pool's zone's region
                   "description": f"accel: place {accelerator_topology} accelerator node pools",
                   "workload_policy": {"type": WORKLOAD_POLICY_TYPE, "accelerator_topology": accelerator_topology}}
     if project:
         args["project"] = project
-    return gcp.compute.ResourcePolicy(name, **args, opts=opts)
+    # Every field of a resource policy forces a new one, and its name is fixed: replaced create-first, the new
+    # policy would collide with the old name. Deleted first instead (Pulumi deletes the node pools that use it,
+    # which a new placement replaces anyway, before the policy).
+    return gcp.compute.ResourcePolicy(name, **args, opts=pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(delete_before_replace=True)))
 
 
 def placement_args(component: str, policy_name: str, policy_topology: str, tpu_topology: str | None = None) -> dict:
