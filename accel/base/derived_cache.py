@@ -95,9 +95,6 @@ def _pydantic_version() -> str:
     return str(getattr(module, "VERSION", "none"))
 
 
-CACHED_INPUT_MAX_BYTES = 16 * 1024 * 1024  # the YAML bound (accel/base/yaml_files.py)
-
-
 def key_of(files: Iterable[Path], code: Iterable[Path] = (), extra: Any = ()) -> str:
     """The entry key for a value derived from these files' contents (and `extra`, a repr-able value
     standing for any other input) by the code under `code` as it is now."""
@@ -107,7 +104,7 @@ def key_of(files: Iterable[Path], code: Iterable[Path] = (), extra: Any = ()) ->
 
     for file in files:
         try:  # a regular file within the bound, or no cache (compute() reports it in its own words)
-            content = read_bytes(file, "input", max_bytes=CACHED_INPUT_MAX_BYTES)
+            content = read_bytes(file, "input")   # safe_files' default bound, the YAML files' too
         except UsageError as error:
             raise OSError(str(error)) from None
         digest.update(b"\0" + str(file).encode() + b"\0" + content)
