@@ -21,3 +21,13 @@ def ttl_for_run(estimated_hours: float) -> str:
     if not estimated_hours > 0 or math.isinf(estimated_hours):
         raise ValueError(f"an estimated run of {estimated_hours!r} hours has no TTL")
     return f"{math.ceil(estimated_hours * RUN_SLACK + SETUP_HOURS)}h"
+
+
+def ttl_covers_run(ttl: str, estimated_hours: float) -> bool | None:
+    """Whether a stack's TTL lasts the run (so `accel reap` cannot destroy it mid-run); None when it is not a TTL."""
+    from accel.base.units import UnitError, parse_ttl
+
+    try:
+        return parse_ttl(ttl).total_seconds() >= estimated_hours * 3600
+    except UnitError:
+        return None

@@ -86,20 +86,16 @@ def _give_spot_plans_a_ttl(config: dict, plan: dict[str, Any], warn: Callable[[s
     """A spot plan is an ephemeral stack: write a TTL from its estimated run, and the stack tags the
     reaper reads, unless the file already sets an expiry or a TTL that covers this run. A TTL
     written for an earlier, shorter run (re-choosing onto an existing stack) is refreshed."""
-    from accel.base.units import UnitError, parse_ttl
     from accel.policies.lifecycle import Lifecycle, stack_tags
-    from accel.policies.spot_ttl import ttl_for_run
+    from accel.policies.spot_ttl import ttl_covers_run, ttl_for_run
 
     if not plan["chosen"]["spot"] or "accel:expiresAt" in config:
         return
     hours = plan["estimate"]["hours"]
     current = config.get("accel:ttl")
     if current is not None:
-        try:
-            if parse_ttl(str(current)).total_seconds() >= hours * 3600:
-                return  # the file's own TTL still covers the new run
-        except UnitError:
-            pass  # an unreadable TTL is replaced by one that covers the run
+        if ttl_covers_run(str(current), hours):
+            return  # the file's own TTL still covers the new run (an unreadable one is replaced by one that does)
         if warn is not None:
             warn(f"accel:ttl {current!r} is shorter than the new run ({hours:,.1f} h estimated): set to "
                  f"{ttl_for_run(hours)} so the reaper does not destroy the stack mid-run")

@@ -133,17 +133,13 @@ def settings_from_config(config: Mapping[str, str], source: str) -> StackSetting
 
 def _check_ttl_covers_the_run(settings: StackSettings, source: str) -> None:
     """A TTL shorter than the pinned run would have the reaper destroy the fleet mid-run."""
-    from accel.base.units import UnitError, parse_ttl
-    from accel.policies.spot_ttl import ttl_for_run
+    from accel.policies.spot_ttl import ttl_covers_run, ttl_for_run
 
     if settings.plan is None or settings.ttl is None:
         return
-    try:
-        ttl = parse_ttl(settings.ttl)
-    except UnitError:
-        return  # reported, with the key, by lifecycle()
     hours = settings.plan.estimate.hours
-    if hours and ttl.total_seconds() < hours * 3600:
+    # An unreadable TTL (None) is reported, with the key, by lifecycle().
+    if hours and ttl_covers_run(settings.ttl, hours) is False:
         needed = ttl_for_run(hours)
         raise UsageError(f"{source}: accel:ttl: {settings.ttl!r} is shorter than the pinned run "
                          f"({hours:,.1f} h estimated), so `accel reap` would destroy the stack mid-run; set "
