@@ -127,30 +127,34 @@ class DeclaredReservation(StrictModel):
             return f"${self.committedUsdPerMachineHour:,.2f}/h per machine committed"
         return "at the catalog's on-demand rate (no committed price declared)"
 
+    def hourly(self, machines: int, on_demand_per_machine: float) -> float:
+        """$/h of `machines` machines: up to the count at the reserved rate, the overflow at on-demand (the
+        interface a commitment offers too: DeclaredCommitment.hourly)."""
+        held = min(machines, self.count)
+        return held * self.machine_hourly_usd(on_demand_per_machine) + (machines - held) * on_demand_per_machine
+
+    def price_words(self, machines: int, on_demand_per_machine: float) -> str:
+        """How a fleet on the reservation is priced, with the overflow when it is bigger than the reservation."""
+        held = min(machines, self.count)
+        words = (f"reserved: {self.name!r} ({self.count} x {self.machineType} in {self.zone}), {held} machines "
+                 f"{self.billing_words()} = ${held * self.machine_hourly_usd(on_demand_per_machine):,.2f}/h")
+        if machines > held:
+            words += (f"; overflow: {machines - held} machines beyond the reservation at on-demand "
+                      f"${on_demand_per_machine:,.2f}/h each = ${(machines - held) * on_demand_per_machine:,.2f}/h")
+        return words
+
 
 def reserved_hourly(reservation: DeclaredReservation | DeclaredCommitment, machines: int,
                     on_demand_per_machine: float) -> float:
-    """$/h of `machines` machines on the reservation: up to its count at the reserved rate, the overflow
-    (machines beyond the count) at on-demand. Under a commitment: as the commitment bills them."""
-    if isinstance(reservation, DeclaredCommitment):
-        return reservation.hourly(machines, on_demand_per_machine)
-    held = min(machines, reservation.count)
-    return held * reservation.machine_hourly_usd(on_demand_per_machine) + (machines - held) * on_demand_per_machine
+    """$/h of `machines` machines on the reservation (up to its count at the reserved rate, the overflow at
+    on-demand) or under the commitment (as it bills them)."""
+    return reservation.hourly(machines, on_demand_per_machine)
 
 
 def reserved_words(reservation: DeclaredReservation | DeclaredCommitment, machines: int,
                    on_demand_per_machine: float) -> str:
-    """How a fleet on the reservation is priced, with the overflow when it is bigger than the reservation."""
-    if isinstance(reservation, DeclaredCommitment):
-        return reservation.price_words(machines, on_demand_per_machine)
-    held = min(machines, reservation.count)
-    words = (f"reserved: {reservation.name!r} ({reservation.count} x {reservation.machineType} in "
-             f"{reservation.zone}), {held} machines {reservation.billing_words()} = "
-             f"${held * reservation.machine_hourly_usd(on_demand_per_machine):,.2f}/h")
-    if machines > held:
-        words += (f"; overflow: {machines - held} machines beyond the reservation at on-demand "
-                  f"${on_demand_per_machine:,.2f}/h each = ${(machines - held) * on_demand_per_machine:,.2f}/h")
-    return words
+    """How a fleet on the reservation or under the commitment is priced."""
+    return reservation.price_words(machines, on_demand_per_machine)
 
 
 def region_of_reservation(reservation: DeclaredReservation, regions) -> str | None:
