@@ -397,8 +397,7 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     replica = estimate.details.get("replica_chips")
     expert = None
     if experts and kind != "inference":
-        fabric = hardware.current().collective_fabrics.get(gpu.accelerator)
-        expert = expert_parallelism(experts, fabric.domain_chips if fabric is not None else None)
+        expert = expert_parallelism(experts, hardware.current().scale_up_domain_chips(gpu.accelerator))
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
                            int(replica) if isinstance(replica, (int, float)) else None, expert)
 

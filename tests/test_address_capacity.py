@@ -173,3 +173,20 @@ def test_every_eks_stacks_gpu_zone_holds_its_node_groups_at_their_maxima(planned
         per_node = vpc_cni_addresses_per_node(settings, pods=5, ips_per_eni=ips, max_enis=enis)
         need += (maximum + 2) * per_node
     assert usable_addresses(first["inputs"]["cidrBlock"], AWS_RESERVED_PER_SUBNET) - EKS_FREE_PER_SUBNET >= need
+
+
+@pytest.mark.parametrize("system_nodes", [None, 5])   # None: both sides left at their defaults
+def test_the_gpu_zone_counts_the_system_node_group_eks_cluster_builds(declare, planned_results, system_nodes):
+    """The GPU zone's subnet is sized for the system node group as EksCluster declares it (its maxSize and
+    instance type), by default and when the node count is set on both."""
+    from accel.components.aws.cluster import EksCluster, EksClusterArgs
+    from accel.components.aws.network import plan_addresses
+    from accel.components.aws.vpc_cni import system_node_addresses
+
+    given = {} if system_nodes is None else {"system_nodes": system_nodes}
+    args = EksClusterArgs(region="us-east-1", subnet_ids=["subnet-a", "subnet-b"], control_plane_security_group_id="sg",
+                          node_security_group_id="sg", tags=TAGS, public_access_cidrs=["35.190.10.0/24"], **given)
+    group = declare(lambda: EksCluster("train", args)).named("train-system").inputs
+    _, why = plan_addresses(plan_of(planned_results, "llama-70b-finetune-aws"), **given)
+    counted = f"{group['scalingConfig']['maxSize']} system nodes x {system_node_addresses(group['instanceTypes'][0])}"
+    assert why.endswith("; " + counted)

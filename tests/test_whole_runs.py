@@ -132,6 +132,31 @@ def test_the_sizing_picks_expert_parallelism_within_the_domain_and_says_it(catal
     assert "NVLink domain" in model.moe.detail and "671B total" in model.moe.detail
 
 
+@pytest.mark.parametrize("accelerator, framework, pin", [
+    ("gb200", "pytorch", {"accelerator": "gb200", "chips": 1152}),   # EP 72: one NVL72 domain (a pinned fleet)
+    ("tpu-v5p", "jax", None),                                        # EP 256: the slice (a searched fleet)
+])
+def test_the_listed_moe_factor_is_the_one_the_hours_used_under_a_decay_override(catalog, accelerator, framework, pin):
+    """The all-to-all is set against the step MFU of EP chips, which the workload's decay override changes
+    (past 8 chips): the assumption list prints the factor the estimate's goodput and hours were built on."""
+    data = {"name": "w", "kind": "pretrain", "model": MOE, "training": {"tokens": "1T", "framework": framework},
+            "constraints": {"accelerators": [accelerator], "spot": "never"},
+            "assumptions": {"mfu_decay_per_doubling": 0.8}}
+    if pin is not None:
+        data["hardware"] = pin
+    spec = workload_from_mapping(data, "w.yaml")
+    estimate = choose(spec, catalog).estimate
+    listed = next(a for a in estimate.assumptions if a.name == "mixture of experts")
+    resolved = resolve(spec, catalog.defaults)
+    chip = catalog.accelerator(accelerator)
+    used = TrainingModel(spec, resolved, catalog, chip, "gcp", False).moe
+    assert used is not None and f"expert parallelism {72 if pin else 256} " in used.summary
+    assert listed.value == f"x{used.value:.4g}: {used.summary}"
+    if pin is not None:   # a pin's goodput is the model's: the whole-run overhead times the MoE factor
+        implied = estimate.goodput / whole_run_goodput(spec, resolved, catalog, chip).value
+        assert float(listed.value.split(":")[0][1:]) == pytest.approx(implied, rel=1e-3)
+
+
 # ---------------------------------------------------------------------------------------------- the fit
 
 

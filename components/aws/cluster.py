@@ -25,6 +25,8 @@ from accel.base.errors import invalid_arg
 from accel.policies.cloud.eks_versions import default_eks_version
 from accel.components.aws.vpc_cni import TRAINING_VPC_CNI
 from accel.components.aws.common import (
+    SYSTEM_INSTANCE_TYPES,
+    SYSTEM_NODES,
     check_cidr,
     check_region,
     is_availability_zone,
@@ -33,6 +35,7 @@ from accel.components.aws.common import (
     register_declared_outputs,
     resource_tags,
     service_trust,
+    system_max_nodes,
     template_version,
 )
 from accel.components.tags import ResourceTags
@@ -77,8 +80,8 @@ class EksClusterArgs:
     # Who may reach the public API endpoint: the user's ranges, like the project id. No default:
     # an open endpoint by default is a choice nobody made (explicit 0.0.0.0/0 is still accepted).
     public_access_cidrs: Sequence[str] = ()
-    system_instance_types: Sequence[str] = ("m6i.xlarge",)
-    system_nodes: int = 2
+    system_instance_types: Sequence[str] = SYSTEM_INSTANCE_TYPES
+    system_nodes: int = SYSTEM_NODES
     addons: Sequence[str] = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
     addon_versions: Mapping[str, str] = field(default_factory=dict)
     admin_principal_arns: Sequence[str] = ()  # extra IAM roles/users given cluster-admin (e.g. CI)
@@ -377,7 +380,7 @@ class EksCluster(pulumi.ComponentResource):
             ami_type=SYSTEM_AMI_TYPE,
             capacity_type="ON_DEMAND",
             instance_types=list(args.system_instance_types),
-            scaling_config={"min_size": 1, "desired_size": args.system_nodes, "max_size": args.system_nodes * 2},
+            scaling_config={"min_size": 1, "desired_size": args.system_nodes, "max_size": system_max_nodes(args.system_nodes)},
             launch_template={"id": template.id, "version": template.latest_version.apply(template_version)},
             labels={"accel.dev/node-role": "system"},
             update_config={"max_unavailable": 1},

@@ -19,6 +19,15 @@ from accel.components.tags import ResourceTags
 _EXPIRY_KEYS = ("accel:ephemeral", "accel:expires-at", "accel:ttl")
 DATA_ROLE_KEY = "accel:data-role"
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
+# The EKS system node group (EksClusterArgs' defaults) and the most nodes it scales to: EksCluster builds it
+# from these and AwsNetworkArgs.for_plan sizes the GPU zone's subnet for it at that maximum.
+SYSTEM_NODES = 2
+SYSTEM_INSTANCE_TYPES = ("m6i.xlarge",)
+
+
+def system_max_nodes(system_nodes: int) -> int:
+    """The system node group's max_size: twice its desired size (room for a rolling update and a burst)."""
+    return 2 * system_nodes
 
 
 def check_region(args_class: str, region: str) -> None:

@@ -31,7 +31,16 @@ from accel.components.aws.vpc_cni import (
     node_addresses,
     system_node_addresses,
 )
-from accel.components.aws.common import check_cidr, check_region, check_zone, register_declared_outputs, resource_tags
+from accel.components.aws.common import (
+    SYSTEM_INSTANCE_TYPES,
+    SYSTEM_NODES,
+    check_cidr,
+    check_region,
+    check_zone,
+    register_declared_outputs,
+    resource_tags,
+    system_max_nodes,
+)
 from accel.components.tags import ResourceTags
 
 NatMode = Literal["per-az", "single"]
@@ -89,8 +98,8 @@ class AwsNetworkArgs:
             raise invalid_arg(_ARGS, "cidr_block", self.cidr_block, "; ".join(problems))
 
     @classmethod
-    def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), system_nodes: int = 2,
-                 system_instance_type: str = "m6i.xlarge", vpc_cni: VpcCniSettings = TRAINING_VPC_CNI,
+    def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), system_nodes: int = SYSTEM_NODES,
+                 system_instance_type: str = SYSTEM_INSTANCE_TYPES[0], vpc_cni: VpcCniSettings = TRAINING_VPC_CNI,
                  **overrides) -> "AwsNetworkArgs":
         """The network for a Plan: its zones, plus `extra_zones` when the plan names only one, with the GPU
         zone's private subnet sized for the fleet's largest node count under the VPC CNI settings."""
@@ -144,11 +153,11 @@ class AwsNetworkArgs:
                           "give the VPC a larger range (cidr_block) or fewer nodes per zone")]
 
 
-def plan_addresses(plan, *, system_nodes: int = 2, system_instance_type: str = "m6i.xlarge",
+def plan_addresses(plan, *, system_nodes: int = SYSTEM_NODES, system_instance_type: str = SYSTEM_INSTANCE_TYPES[0],
                    vpc_cni: VpcCniSettings = TRAINING_VPC_CNI) -> tuple[int, str]:
     """(addresses, how counted) the GPU zone's private subnet must hold: every GPU node group at its
-    maximum size plus EKS's update surge, and the system node group at its maximum (EksCluster:
-    max_size = 2 x system_nodes), each node as the VPC CNI settings make it (components/aws/vpc_cni.py)."""
+    maximum size plus EKS's update surge, and the system node group at its maximum (EksCluster's max_size,
+    common.system_max_nodes), each node as the VPC CNI settings make it (components/aws/vpc_cni.py)."""
     from accel.policies import hardware
 
     gpu = plan.gpu
@@ -168,7 +177,7 @@ def plan_addresses(plan, *, system_nodes: int = 2, system_instance_type: str = "
     # maxUnavailable) while it replaces nodes; GPU groups live in one zone.
     surge = 2 * groups
     gpu_nodes = sum(gpu.pool_sizes) + surge
-    system_max = 2 * system_nodes
+    system_max = system_max_nodes(system_nodes)
     system = system_max * system_node_addresses(system_instance_type)
     total = gpu_nodes * node.per_node + system
     why = (f"{sum(gpu.pool_sizes):,} GPU nodes in {groups} group(s) at their maximum size + {surge} update surge, "

@@ -661,9 +661,11 @@ _BLIND_TESTS = {False: "dense runs by teams unlike the table's have done worse w
 
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
-                    detail: dict[str, float | int | str] | None = None) -> list[Assumption]:
+                    detail: dict[str, float | int | str] | None = None,
+                    moe: Factor | None = None) -> list[Assumption]:
     """Every number the estimate used, with where it came from: one Assumption per number, in the order a
-    plan prints them (long for that reason alone)."""
+    plan prints them (long for that reason alone). `moe`: the mixture-of-experts factor the estimate's hours
+    used (its TrainingModel's); without it, that model's is worked out here, never a second way."""
     detail = detail or {}
     items = [_assumption(name=f"{accelerator.id} peak dense bf16", value=f"{accelerator.peak_bf16_tflops:g} TFLOP/s",
                         source=accelerator.source),
@@ -728,9 +730,8 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                                  "the estimated time and cost", source=f"{uncertainty.text()}; "
                                  f"benchmarks/bench_estimate.py; {_BLIND_TESTS[spec.model.is_moe]}"))
     if spec.model.is_moe:
-        step_mfu = (lambda n: resolved.mfu_override) if resolved.mfu_override is not None else (
-            lambda n: predict(fitted, catalog, accelerator, spec.model.active, n))
-        factor = moe_efficiency(spec, catalog, accelerator, step_mfu)
+        # The factor the hours used: its all-to-all is set against the step MFU with the workload's overrides.
+        factor = moe if moe is not None else TrainingModel(spec, resolved, catalog, accelerator, cloud, spot).moe
         assert factor is not None
         items.append(_assumption(name="mixture of experts", value=f"x{factor.value:.4g}: {factor.summary}",
                                 source=f"{factor.detail}; {factor.source}"))

@@ -57,13 +57,13 @@ class ExpertLayout:
 
 
 def fabric(accelerator_id: str) -> hardware.CollectiveFabric | None:
-    return hardware.current().collective_fabrics.get(accelerator_id)
+    return hardware.current().collective_fabric(accelerator_id)
 
 
 def default_expert_parallel(experts: int, accelerator_id: str, chips: int | None = None) -> int:
-    """The layout rule: experts spread over one scale-up domain (a TPU slice: over the whole fleet's slice)."""
-    found = fabric(accelerator_id)
-    return expert_parallelism(experts, found.domain_chips if found is not None else None, chips)
+    """The layout rule: experts spread over one scale-up domain (a TPU slice: over the whole fleet's slice),
+    as the Plan lays them out (policies/plan.py plan_parallelism)."""
+    return expert_parallelism(experts, hardware.current().scale_up_domain_chips(accelerator_id), chips)
 
 
 def layout(shape: MoeShape, accelerator_id: str, compute_seconds_per_token: float, overlap: float,

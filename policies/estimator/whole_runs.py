@@ -310,7 +310,8 @@ def fit_model(catalog: Catalog) -> WholeRunModel:
     goodput = fit_goodput(table.dense, step_fit, catalog, impute)
     overlap = table.model_settings.all_to_all_overlap
     parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
-    dense, mixture = leave_one_out(catalog)
+    # The leave-one-out's MoE rows are predicted by these same fits on every row: handed over, not fitted again.
+    dense, mixture = leave_one_out(catalog, goodput)
     return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe),
                          spread("dense", dense), spread("mixture-of-experts", mixture, spread("dense", dense)))
 
@@ -342,10 +343,13 @@ class WholeRunError:
 
 
 class _StepFits:
+    """The step model fitted without some step rows, each set of rows fitted once; without none it is the
+    calibrated fit on every row (calibration.calibrated_fit, already worked out or cached for the estimator)."""
+
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.runs = calibration.published_runs().runs
-        self.fits: dict[tuple[str, ...], MfuFit] = {}
+        self.fits: dict[tuple[str, ...], MfuFit] = {(): calibration.calibrated_fit(catalog)}
 
     def without(self, ids: list[str]) -> MfuFit:
         key = tuple(sorted(ids))
@@ -354,9 +358,12 @@ class _StepFits:
         return self.fits[key]
 
 
-def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunError]]:
+def leave_one_out(catalog: Catalog, goodput_all: GoodputFit | None = None
+                  ) -> tuple[list[WholeRunError], list[WholeRunError]]:
     """(dense errors, MoE errors), each row predicted by the step model without its linked step rows, the
-    goodput model without it, the chips rule without it and (MoE) the MoE factor without it."""
+    goodput model without it, the chips rule without it and (MoE) the MoE factor without it. `goodput_all`:
+    the goodput fitted on every dense row against the step fit on every row (fit_model has it), else fitted
+    here; the MoE rows take it (none of them is a dense row)."""
     table = whole_runs()
     steps = _StepFits(catalog)
     fp8 = fp8_speedup(table)
@@ -376,7 +383,8 @@ def leave_one_out(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunE
                                           implied_mfu(run, catalog), predicted, stages))
     step_all = steps.without([])
     everything = table.dense + table.moe
-    goodput_all = fit_goodput(table.dense, step_all, catalog, chips_rule(everything))
+    if goodput_all is None:
+        goodput_all = fit_goodput(table.dense, step_all, catalog, chips_rule(everything))
     parts = {r.id: moe_parts(r, step_all, goodput_all, catalog, chips_rule([x for x in everything if x is not r]),
                              overlap) for r in table.moe}
     moe_errors = []

@@ -338,6 +338,17 @@ class HardwareFacts:
         domain = self.chips[machine.chip].nvlink_domain_gpus
         return domain is not None and domain > machine.gpus
 
+    def collective_fabric(self, chip: str) -> CollectiveFabric | None:
+        """What the chip's collectives cross ([collective_fabrics]); None for a chip the table gives none."""
+        return self.collective_fabrics.get(chip)
+
+    def scale_up_domain_chips(self, chip: str) -> int | None:
+        """Chips one scale-up domain of `chip` joins, what an expert-parallel group is spread over (the
+        estimator's all-to-all and the Plan's layout read it here): its NVLink domain, 0 for a TPU (the slice
+        is the domain), None for a chip without a collective fabric in the table."""
+        found = self.collective_fabric(chip)
+        return found.domain_chips if found is not None else None
+
     def is_arm(self, machine_type: str) -> bool:
         """Arm (Grace) hosts: A4X, p6e-gb200. GKE taints its Arm nodes kubernetes.io/arch=arm64:NoSchedule."""
         machine = self.gpu_machine(machine_type)

@@ -484,8 +484,10 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         detail["reserved"] = reserved_words(candidate.reserved, option.hosts, on_demand / option.hosts)
         price_source += (f"; reserved capacity: accel:reservations {candidate.reserved.name!r}"
                          if candidate.reserved.holds_capacity else f"; commitment: {candidate.reserved.what()}")
+    # A mixture of experts' factor is listed as the search's own model worked it out, not worked out again.
+    moe = ctx.training_model(candidate.offering, candidate.spot).moe if spec.kind != "inference" else None
     assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
-                                  candidate.spot, option.chips, option.slices, price_source, detail)
+                                  candidate.spot, option.chips, option.slices, price_source, detail, moe)
     if spec.kind == "inference":
         assert spec.inference is not None
         flops = ctx.inference_model(candidate.offering).step_flops_per_sequence * spec.inference.tokens_per_second
