@@ -327,6 +327,13 @@ class _ProgramWarnings(logging.Handler):
         if message not in self.messages:
             self.messages.append(message)
 
+    def in_order(self) -> list[str]:
+        """The messages in a fixed order: a warning that names a resource is logged once the resource's URN
+        resolves, an order that changes from run to run, so a plan (and a review's before/after) would churn.
+        Sorted with numbers compared as numbers, so pool 2 comes before pool 12."""
+        return sorted(self.messages, key=lambda text: [(0, int(part), "") if part.isdigit() else (1, 0, part)
+                                                       for part in re.split(r"(\d+)", text)])
+
     def __enter__(self) -> "_ProgramWarnings":
         logging.getLogger().addHandler(self)
         return self
@@ -523,7 +530,7 @@ def _plan(stack: str | None, config_path: Path | None, project_dir: Path, policy
         run_usd=_number(outputs.get(RUN_OUTPUT)),
         providers_loaded=loaded,
         provider_load_seconds=dict(watcher.load_seconds),
-        warnings=warnings.messages,
+        warnings=warnings.in_order(),
     )
     result.existing_cluster = _existing_cluster(config.values, config.source)
     say("pricing the declared resources")

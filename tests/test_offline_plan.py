@@ -489,3 +489,24 @@ def test_registering_the_commands_twice_keeps_one_of_each(accel_cli):
     _register_commands()
     names = [info.name for info in app.registered_commands]
     assert len(names) == len(set(names))
+
+
+def test_program_warnings_come_in_one_order_whatever_order_they_were_logged_in():
+    """A warning naming a resource is logged when its URN resolves, which varies run to run; the plan lists
+    them in one order (numbers compared as numbers) so a plan and a review's before/after do not churn."""
+    import logging
+    import random
+
+    from accel.offline_plan import _ProgramWarnings
+
+    texts = [f"cluster-gpu-{n}: channel keeps auto-upgrade on" for n in (0, 2, 10, 12)] + ["assumption: labels"]
+    orders = set()
+    for seed in range(6):
+        shuffled = random.Random(seed).sample(texts, len(texts))
+        collector = _ProgramWarnings(stack_words=False)
+        for text in shuffled + shuffled[:2]:      # a repeat is listed once
+            collector.emit(logging.LogRecord("pulumi", logging.WARNING, __file__, 0, text, None, None))
+        orders.add(tuple(collector.in_order()))
+    assert orders == {("assumption: labels", "cluster-gpu-0: channel keeps auto-upgrade on",
+                       "cluster-gpu-2: channel keeps auto-upgrade on", "cluster-gpu-10: channel keeps auto-upgrade on",
+                       "cluster-gpu-12: channel keeps auto-upgrade on")}
