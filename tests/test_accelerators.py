@@ -49,7 +49,7 @@ def test_the_new_chips_carry_their_peaks_memory_and_nvlink_domain_with_sources()
     facts = hardware.current()
     tpu7x, b200, gb200 = facts.chips["tpu7x"], facts.chips["b200"], facts.chips["gb200"]
     assert (tpu7x.peak_bf16_tflops, tpu7x.peak_fp8_tflops, tpu7x.hbm_gbps) == (2307, 4614, 7380)
-    assert (b200.nvlink_domain_gpus, gb200.nvlink_domain_gpus, facts.chips["h100-80gb"].nvlink_domain_gpus) == (8, 72, 8)
+    assert tuple(map(facts.scale_up_domain_chips, ("b200", "gb200", "h100-80gb"))) == (8, 72, 8)
     assert gb200.source.startswith("estimate"), "GB200's peaks are not read off a datasheet and say so"
     assert not facts.chips["b300"].selectable, "B300's peaks are unsourced: known, not selectable"
     for chip in (tpu7x, b200, gb200):

@@ -166,7 +166,7 @@ def test_every_eks_stacks_gpu_zone_holds_its_node_groups_at_their_maxima(planned
     for group in (r for r in resources if r["type"] == "aws:eks/nodeGroup:NodeGroup"):
         maximum = group["inputs"]["scalingConfig"]["maxSize"]
         if group["name"].endswith("-system"):
-            need += maximum * system_node_addresses(group["inputs"]["instanceTypes"][0])
+            need += maximum * max(map(system_node_addresses, group["inputs"]["instanceTypes"]))
             continue
         types = group["inputs"].get("instanceTypes") or []
         enis, ips = max((eni_limits(t) for t in types), default=eni_limits(""))
@@ -188,5 +188,50 @@ def test_the_gpu_zone_counts_the_system_node_group_eks_cluster_builds(declare, p
                           node_security_group_id="sg", tags=TAGS, public_access_cidrs=["35.190.10.0/24"], **given)
     group = declare(lambda: EksCluster("train", args)).named("train-system").inputs
     _, why = plan_addresses(plan_of(planned_results, "llama-70b-finetune-aws"), **given)
-    counted = f"{group['scalingConfig']['maxSize']} system nodes x {system_node_addresses(group['instanceTypes'][0])}"
+    counted = (f"{group['scalingConfig']['maxSize']} system nodes x "
+               f"{max(map(system_node_addresses, group['instanceTypes']))}")
     assert why.endswith("; " + counted)
+
+
+@pytest.mark.parametrize("types", [["m6i.xlarge", "m6i.4xlarge"], ["m6i.4xlarge", "m6i.xlarge"]])
+def test_the_gpu_zone_counts_the_system_node_groups_largest_instance_type(declare, planned_results, types):
+    """The system node group may launch any type it lists: each of its nodes is counted as the type with the most
+    addresses (m6i.4xlarge: 8 ENIs x 30 = 240, m6i.xlarge 4 x 15 = 60), wherever that type stands in the list."""
+    from accel.components.aws.cluster import EksCluster, EksClusterArgs
+    from accel.components.aws.network import AwsNetworkArgs, plan_addresses
+
+    plan = plan_of(planned_results, "llama-70b-finetune-aws")
+    args = EksClusterArgs(region="us-east-1", subnet_ids=["subnet-a", "subnet-b"], control_plane_security_group_id="sg",
+                          node_security_group_id="sg", tags=TAGS, public_access_cidrs=["35.190.10.0/24"],
+                          system_instance_types=types)
+    group = declare(lambda: EksCluster("train", args)).named("train-system").inputs
+    assert group["instanceTypes"] == types
+    maximum = group["scalingConfig"]["maxSize"]
+    default, default_why = plan_addresses(plan)
+    assert default_why.endswith(f"; {maximum} system nodes x 60")
+    total, why = plan_addresses(plan, system_instance_types=group["instanceTypes"])
+    assert total == default + maximum * (240 - 60)
+    assert why.endswith(f"; {maximum} system nodes x 240 (as m6i.4xlarge, the most of {', '.join(types)})")
+    network = AwsNetworkArgs.for_plan(plan, TAGS, extra_zones=["us-east-1b"], system_instance_types=types)
+    assert network.gpu_zone_addresses == total
+
+
+def test_a_system_instance_type_the_table_does_not_list_is_counted_at_its_largest_capacity():
+    """eni_limits' fallback (the smallest entry) over-counts a GPU node's few pods, but a system node is counted at
+    its every address: an unlisted type there is counted as the table's largest, never as a small one."""
+    from accel.components.aws.vpc_cni import eni_limits, system_node_addresses
+    from accel.policies import hardware
+
+    largest = max(e.enis * e.ipv4_per_eni for e in hardware.current().aws_eni_limits.values())
+    assert system_node_addresses("m7i.16xlarge") == largest == 15 * 50
+    assert eni_limits("m7i.16xlarge") == (4, 15)   # a GPU node's fallback stays the smallest entry
+    assert system_node_addresses("m6i.xlarge") == 4 * 15
+
+
+def test_the_system_instance_types_are_a_list(planned_results):
+    from accel.components.aws.network import AwsNetworkArgs
+
+    plan = plan_of(planned_results, "llama-70b-finetune-aws")
+    for bad in ("m6i.4xlarge", []):
+        with pytest.raises(ComponentArgsError, match=r"AwsNetworkArgs\.system_instance_types.*a list of one or more"):
+            AwsNetworkArgs.for_plan(plan, TAGS, extra_zones=["us-east-1b"], system_instance_types=bad)

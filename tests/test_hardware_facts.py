@@ -151,12 +151,48 @@ def _write_table(tmp_path: Path, edit) -> Path:
     (lambda t: t.replace('"a4x-highgpu-4g" = { level = "cloud.google.com/gce-topology-subblock", nodes = 18',
                          '"a4x-highgpu-4g" = { level = "cloud.google.com/gce-topology-subblock", nodes = 0'),
      r"placement_units.a4x-highgpu-4g.nodes: must be positive"),
+    # The NVLink domain is stated once, in [collective_fabrics]: a second statement on the chip is refused...
+    (lambda t: t.replace("[chips.gb200]\n", "[chips.gb200]\nnvlink_domain_gpus = 36\n"),
+     r"chips.gb200.nvlink_domain_gpus: a chip's NVLink domain is stated once, as \[collective_fabrics.gb200\] domain_chips"),
+    # ...and the one statement must fit its chip: a TPU's domain is its slice, an NVLink GPU's a count, PCIe has none.
+    (lambda t: t.replace("[collective_fabrics.tpu-v5p]\ndomain_chips = 0", "[collective_fabrics.tpu-v5p]\ndomain_chips = 8"),
+     r"collective_fabrics.tpu-v5p.domain_chips: 8: TPU v5p is a TPU: its scale-up domain is the slice \(ICI\), state 0"),
+    (lambda t: t.replace("[collective_fabrics.h100-80gb]\ndomain_chips = 8", "[collective_fabrics.h100-80gb]\ndomain_chips = 0"),
+     r"collective_fabrics.h100-80gb.domain_chips: 0: H100 is an NVLink GPU: state the GPUs one NVLink domain joins"),
+    (lambda t: t + '\n[collective_fabrics.l4]\ndomain_chips = 8\nscale_up_gbytes_per_s = 32\nscale_out_gbps = 50\n'
+                   'source = "estimate"\n',
+     r"collective_fabrics.l4.domain_chips: 8: L4's interconnect is 'pcie': no NVLink domain to state"),
+    (lambda t: t.replace("[collective_fabrics.h800]\ndomain_chips = 8", "[collective_fabrics.h800]\ndomain_chips = -8"),
+     r"collective_fabrics.h800.domain_chips: -8: a count of chips, or 0 for a TPU slice"),
 ])
 def test_a_malformed_table_is_rejected_naming_the_entry(tmp_path, edit, message):
     path = _write_table(tmp_path, edit)
     with pytest.raises(HardwareFactsError, match=message) as error:
         load_facts(path)
     assert str(path) in str(error.value)
+
+
+def test_whether_an_nvlink_domain_spans_machines_follows_the_one_domain_the_table_states(tmp_path):
+    """nvlink_spans_nodes (a multi-node job claims an NVIDIA ComputeDomain) derives from [collective_fabrics]
+    domain_chips, the value the Plan's expert parallelism reads too: edit it there and both follow."""
+    bundled = hardware.current()
+    assert bundled.nvlink_spans_nodes("a4x-highgpu-4g") and bundled.nvlink_spans_nodes("p6e-gb200.36xlarge")
+    assert not bundled.nvlink_spans_nodes("a3-highgpu-8g") and not bundled.nvlink_spans_nodes("p5.48xlarge")
+    # One GPU of an 8-GPU board: a domain larger than this machine, but not larger than the board it is cut from.
+    for fraction in ("a3-highgpu-1g", "a3-highgpu-4g", "p5.4xlarge", "a2-highgpu-1g", "a2-ultragpu-2g"):
+        assert not bundled.nvlink_spans_nodes(fraction), fraction
+    assert not bundled.nvlink_spans_nodes("g2-standard-48") and not bundled.nvlink_spans_nodes("ct5p-hightpu-4t")
+
+    def edit(text: str) -> str:
+        for chip, old, new in (("gb200", 72, 4), ("h100-80gb", 8, 16)):
+            stated = f"[collective_fabrics.{chip}]\ndomain_chips = {old}\n"
+            assert stated in text, f"the {chip} collective fabric entry moved: update this test's edit"
+            text = text.replace(stated, f"[collective_fabrics.{chip}]\ndomain_chips = {new}\n")
+        return text
+    edited = load_facts(_write_table(tmp_path, edit))
+    assert edited.scale_up_domain_chips("gb200") == 4 and edited.scale_up_domain_chips("h100-80gb") == 16
+    assert not edited.nvlink_spans_nodes("a4x-highgpu-4g") and not edited.nvlink_spans_nodes("p6e-gb200.36xlarge")
+    assert edited.nvlink_spans_nodes("a3-highgpu-8g") and edited.nvlink_spans_nodes("p5.48xlarge")
 
 
 def test_a_missing_table_is_a_clear_error(tmp_path):

@@ -20,7 +20,8 @@ _EXPIRY_KEYS = ("accel:ephemeral", "accel:expires-at", "accel:ttl")
 DATA_ROLE_KEY = "accel:data-role"
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$")
 # The EKS system node group (EksClusterArgs' defaults) and the most nodes it scales to: EksCluster builds it
-# from these and AwsNetworkArgs.for_plan sizes the GPU zone's subnet for it at that maximum.
+# from these and AwsNetworkArgs.for_plan sizes the GPU zone's subnet for it at that maximum, each node as the
+# type of the list that holds the most addresses.
 SYSTEM_NODES = 2
 SYSTEM_INSTANCE_TYPES = ("m6i.xlarge",)
 

@@ -11,6 +11,7 @@ ports to nodes).
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -99,12 +100,13 @@ class AwsNetworkArgs:
 
     @classmethod
     def for_plan(cls, plan, tags: ResourceTags, *, extra_zones: list[str] = (), system_nodes: int = SYSTEM_NODES,
-                 system_instance_type: str = SYSTEM_INSTANCE_TYPES[0], vpc_cni: VpcCniSettings = TRAINING_VPC_CNI,
-                 **overrides) -> "AwsNetworkArgs":
+                 system_instance_types: Sequence[str] = SYSTEM_INSTANCE_TYPES,
+                 vpc_cni: VpcCniSettings = TRAINING_VPC_CNI, **overrides) -> "AwsNetworkArgs":
         """The network for a Plan: its zones, plus `extra_zones` when the plan names only one, with the GPU
-        zone's private subnet sized for the fleet's largest node count under the VPC CNI settings."""
+        zone's private subnet sized for the fleet's largest node count under the VPC CNI settings. Give
+        `system_nodes` and `system_instance_types` as EksClusterArgs has them."""
         zones = list(dict.fromkeys([*plan.zones, *extra_zones]))
-        addresses, why = plan_addresses(plan, system_nodes=system_nodes, system_instance_type=system_instance_type,
+        addresses, why = plan_addresses(plan, system_nodes=system_nodes, system_instance_types=system_instance_types,
                                         vpc_cni=vpc_cni)
         return cls(**{"region": plan.region, "zones": zones, "tags": tags, "gpu_zone_addresses": addresses,
                       "address_why": why, **overrides})
@@ -153,13 +155,19 @@ class AwsNetworkArgs:
                           "give the VPC a larger range (cidr_block) or fewer nodes per zone")]
 
 
-def plan_addresses(plan, *, system_nodes: int = SYSTEM_NODES, system_instance_type: str = SYSTEM_INSTANCE_TYPES[0],
+def plan_addresses(plan, *, system_nodes: int = SYSTEM_NODES,
+                   system_instance_types: Sequence[str] = SYSTEM_INSTANCE_TYPES,
                    vpc_cni: VpcCniSettings = TRAINING_VPC_CNI) -> tuple[int, str]:
     """(addresses, how counted) the GPU zone's private subnet must hold: every GPU node group at its
     maximum size plus EKS's update surge, and the system node group at its maximum (EksCluster's max_size,
-    common.system_max_nodes), each node as the VPC CNI settings make it (components/aws/vpc_cni.py)."""
+    common.system_max_nodes), each node as the VPC CNI settings make it (components/aws/vpc_cni.py). The
+    system node group may launch any of its instance types, so each of its nodes is counted as the type
+    that holds the most addresses, as the GPU nodes are counted as their largest alternate."""
     from accel.policies import hardware
 
+    if isinstance(system_instance_types, str) or not system_instance_types:
+        raise invalid_arg(_ARGS, "system_instance_types", system_instance_types,
+                          "give a list of one or more instance types, e.g. ['m6i.xlarge'], as EksClusterArgs has it")
     gpu = plan.gpu
     if gpu is None:
         return 0, ""
@@ -178,10 +186,13 @@ def plan_addresses(plan, *, system_nodes: int = SYSTEM_NODES, system_instance_ty
     surge = 2 * groups
     gpu_nodes = sum(gpu.pool_sizes) + surge
     system_max = system_max_nodes(system_nodes)
-    system = system_max * system_node_addresses(system_instance_type)
-    total = gpu_nodes * node.per_node + system
+    system_type = max(system_instance_types, key=system_node_addresses)   # the first of equals
+    per_system_node = system_node_addresses(system_type)
+    total = gpu_nodes * node.per_node + system_max * per_system_node
+    largest = (f" (as {system_type}, the most of {', '.join(system_instance_types)})"
+               if len(set(system_instance_types)) > 1 else "")
     why = (f"{sum(gpu.pool_sizes):,} GPU nodes in {groups} group(s) at their maximum size + {surge} update surge, "
-           f"{node.why}; {system_max} system nodes x {system_node_addresses(system_instance_type)}")
+           f"{node.why}; {system_max} system nodes x {per_system_node}{largest}")
     return total, why
 
 

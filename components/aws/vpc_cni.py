@@ -66,6 +66,9 @@ def node_addresses(instance_type: str, *, pods: int, settings: VpcCniSettings = 
 
 
 def system_node_addresses(instance_type: str) -> int:
-    """A system node at its ENI capacity (all its ENIs, every address)."""
-    enis, ips = eni_limits(instance_type)
-    return enis * ips
+    """A system node at its ENI capacity (all its ENIs, every address). A type the table does not list is
+    counted at the table's largest capacity: eni_limits' smallest entry, an over-count for a node holding a few
+    pods, would be an under-count here for a type larger than it (m6i.16xlarge: 15 x 50)."""
+    table = hardware.current().aws_eni_limits
+    limit = table.get(instance_type) or max(table.values(), key=lambda e: e.enis * e.ipv4_per_eni)
+    return limit.enis * limit.ipv4_per_eni

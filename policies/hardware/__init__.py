@@ -59,7 +59,6 @@ class Chip:
     compute_capability: str | None   # CUDA compute capability (GPUs): same value, same kernels
     selectable: bool                 # a workload may ask for it; the catalog prices it
     source: str
-    nvlink_domain_gpus: int | None = None   # GPUs one NVLink domain joins (8 HGX, 72 NVL72); None: not NVLink
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: a swapped table gets fresh caches
@@ -130,7 +129,8 @@ class Fabric:
 class CollectiveFabric:
     """What a chip's collectives cross (the expert-parallel all-to-all, issue #30): its scale-up domain
     (the NVLink domain of a GPU; 0 for a TPU, whose domain is the slice's ICI), the scale-up bandwidth per
-    chip and direction, and the scale-out (data-centre network) bandwidth per chip beyond the domain."""
+    chip and direction, and the scale-out (data-centre network) bandwidth per chip beyond the domain. The
+    table states a GPU's NVLink domain here only: whether it spans machines (nvlink_spans_nodes) derives from it."""
     id: str
     domain_chips: int                # chips on one NVLink domain; 0 = the TPU slice
     scale_up_gbytes_per_s: float     # per chip, one direction
@@ -331,12 +331,22 @@ class HardwareFacts:
 
     def nvlink_spans_nodes(self, machine_type: str) -> bool:
         """Whether the machine's NVLink domain joins several machines (GB200 NVL72: 72 GPUs over 18 nodes), so a
-        job spanning nodes claims an IMEX channel through an NVIDIA ComputeDomain."""
+        job spanning nodes claims an IMEX channel through an NVIDIA ComputeDomain. The domain is the chip's
+        scale-up domain ([collective_fabrics], the one place the table states it); it spans machines when it is
+        larger than the largest machine of that chip, not merely larger than this one: a3-highgpu-1g's H100 is
+        one GPU of an 8-GPU board whose NVLink never leaves the board."""
         machine = self.gpu_machine(machine_type)
         if machine is None:
             return False
-        domain = self.chips[machine.chip].nvlink_domain_gpus
-        return domain is not None and domain > machine.gpus
+        domain = self.scale_up_domain_chips(machine.chip)
+        return bool(domain) and domain > self._index("most_gpus_per_machine", self._most_gpus_per_machine)[machine.chip]
+
+    def _most_gpus_per_machine(self) -> dict[str, int]:
+        """Chip id -> the most GPUs any machine type of either cloud carries of it."""
+        most: dict[str, int] = {}
+        for machine in (*self.gcp_gpu_machines.values(), *self.aws_gpu_instances.values()):
+            most[machine.chip] = max(most.get(machine.chip, 0), machine.gpus)
+        return most
 
     def collective_fabric(self, chip: str) -> CollectiveFabric | None:
         """What the chip's collectives cross ([collective_fabrics]); None for a chip the table gives none."""
@@ -468,8 +478,11 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                           float(e.get("hbm_gb", (int, float), positive=True)),
                           float(e.get("hbm_gbps", (int, float), positive=True)),
                           e.get("tensorcores", int, positive=True), e.get("interconnect", str),
-                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources),
-                          e.get("nvlink_domain_gpus", int, None, positive=True) if "nvlink_domain_gpus" in e.data else None)
+                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources))
+        if "nvlink_domain_gpus" in e.data:
+            raise HardwareFactsError(f"{e.where}.nvlink_domain_gpus: a chip's NVLink domain is stated once, as "
+                                     f"[collective_fabrics.{key}] domain_chips (with its scale-up bandwidth); "
+                                     "remove it here")
         e.done()
 
     def chip_ref(entry: _Entry, family: str) -> str:
@@ -598,9 +611,28 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                            float(e.get("scale_up_gbytes_per_s", (int, float), positive=True)),
                                            float(e.get("scale_out_gbps", (int, float), positive=True)),
                                            _source(e, None, sources))
+        _check_scale_up_domain(collective[key], chips.get(key), e.where)
         e.done()
     return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
                          tpu_machines, fabrics, gcp, aws, kubernetes, limits, units, eni_limits, collective)
+
+
+def _check_scale_up_domain(fabric: CollectiveFabric, chip: Chip | None, where: str) -> None:
+    """A collective fabric's domain against its chip: a TPU's is its slice (0), an NVLink GPU's a positive count
+    of GPUs, and a GPU without NVLink (PCIe) has no scale-up domain to state. A fabric of a part that is not in
+    [chips] (h800: an export H100 some published runs used) is checked for a count only."""
+    domain = fabric.domain_chips
+    if chip is None:
+        problem = "" if domain >= 0 else "a count of chips, or 0 for a TPU slice"
+    elif chip.family == "tpu":
+        problem = "" if domain == 0 else f"{chip.name} is a TPU: its scale-up domain is the slice (ICI), state 0"
+    elif chip.interconnect != "nvlink":
+        problem = (f"{chip.name}'s interconnect is {chip.interconnect!r}: no NVLink domain to state "
+                   "(remove the entry)")
+    else:
+        problem = "" if domain > 0 else f"{chip.name} is an NVLink GPU: state the GPUs one NVLink domain joins"
+    if problem:
+        raise HardwareFactsError(f"{where}.domain_chips: {domain!r}: {problem}")
 
 
 _BUNDLED: HardwareFacts | None = None
