@@ -37,6 +37,7 @@ from accel.components.kubernetes.gke_networks import (
     pod_network_annotations,
 )
 from accel.base.errors import ComponentArgsError
+from accel.base.mappings import without_none
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
 
@@ -96,10 +97,7 @@ class Toleration(BaseModel):
         return self
 
     def to_kubernetes(self) -> dict[str, str]:
-        spec = {"key": self.key, "operator": self.operator, "effect": self.effect}
-        if self.value is not None:
-            spec["value"] = self.value
-        return spec
+        return without_none({"key": self.key, "operator": self.operator, "effect": self.effect, "value": self.value})
 
 
 class AcceleratorPool(BaseModel):
