@@ -22,6 +22,7 @@ from accel.job import rules
 from accel.job.check import check
 from accel.job.declared import declared_cluster
 from accel.job.manifests import JobOptions
+from accel.job.pod_templates import pod_templates
 from accel.job.rules import names
 from accel.job.rules.kueue import manager_configuration
 from accel.job.service import context_of, job_of
@@ -77,7 +78,7 @@ def first(scope: rules.Scope, kind: str) -> dict:
 
 def pod(scope: rules.Scope) -> dict:
     """The first pod template's spec of the workload."""
-    return next(rules.registry.pod_templates(scope.manifests)).spec
+    return next(pod_templates(scope.manifests)).spec
 
 
 def container(scope: rules.Scope) -> dict:

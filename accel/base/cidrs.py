@@ -12,6 +12,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from accel.base.mappings import without_none
+
 DOCUMENTATION_RANGES = {
     "192.0.2.0/24": "RFC 5737 TEST-NET-1",
     "198.51.100.0/24": "RFC 5737 TEST-NET-2",
@@ -123,12 +125,10 @@ class VpcCniSettings:
 
     def env(self) -> dict[str, str]:
         """The add-on's `env` configuration values (strings, as the EKS add-on schema takes them)."""
-        values = {"ENABLE_PREFIX_DELEGATION": "true" if self.prefix_delegation else "false"}
-        for key, value in (("WARM_ENI_TARGET", self.warm_eni_target), ("WARM_IP_TARGET", self.warm_ip_target),
-                           ("MINIMUM_IP_TARGET", self.minimum_ip_target)):
-            if value is not None:
-                values[key] = str(value)
-        return values
+        targets = without_none({"WARM_ENI_TARGET": self.warm_eni_target, "WARM_IP_TARGET": self.warm_ip_target,
+                                "MINIMUM_IP_TARGET": self.minimum_ip_target})
+        return {"ENABLE_PREFIX_DELEGATION": "true" if self.prefix_delegation else "false",
+                **{key: str(value) for key, value in targets.items()}}
 
 
 def vpc_cni_addresses_per_node(settings: VpcCniSettings, *, pods: int, ips_per_eni: int, max_enis: int) -> int:

@@ -18,10 +18,12 @@ from accel.components.kubernetes.accelerator_stack import TPU_RESOURCE
 from accel.job.declared import DeclaredCluster, Flavor, NodePool, Taint
 from accel.job import rules
 from accel.job.manifests import EXCLUSIVE_TOPOLOGY, LWS_EXCLUSIVE_TOPOLOGY, QUEUE_LABEL
+from accel.job.pod_templates import pod_templates
 from accel.job.quantities import parse_quantity
 from accel.job.topology import LEVEL_ANNOTATIONS, PREFERRED, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
+GROUP_KINDS = ("JobSet", "Job", "Deployment", "LeaderWorkerSet")   # the kinds whose pods the check places
 
 
 @dataclass(frozen=True)
@@ -89,33 +91,21 @@ class ScheduleReport:
 
 
 def pod_groups(manifests: list[dict[str, Any]]) -> list[PodGroup]:
-    """The pod groups of the workload kinds; a group whose counts are not integers is left to the rule
-    schema/integer-counts, which reports it."""
+    """The pod groups of the workload kinds (a LeaderWorkerSet's group by its worker template, `size` pods); a
+    group whose counts are not integers is left to the rule schema/integer-counts, which reports it."""
     groups = []
     whole = rules.registry.integer
     for manifest in manifests:
-        kind, meta, spec = manifest.get("kind"), manifest.get("metadata") or {}, manifest.get("spec") or {}
+        kind, meta = manifest.get("kind"), manifest.get("metadata") or {}
         name, namespace = meta.get("name", "?"), meta.get("namespace", "default")
         labels, annotations = dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})
-        found: list[tuple] = []
-        if kind == "JobSet":
-            for index, job in enumerate(spec.get("replicatedJobs") or []):
-                job_spec = (job.get("template") or {}).get("spec") or {}
-                found.append((f"{name}/{job.get('name')}", whole(job.get("replicas")),
-                              whole(job_spec.get("parallelism")), job_spec.get("template") or {},
-                              f"spec.replicatedJobs[{index}].template.spec.template"))
-        elif kind == "Job":
-            found.append((name, 1, whole(spec.get("parallelism")), spec.get("template") or {}, "spec.template"))
-        elif kind == "Deployment":
-            found.append((name, whole(spec.get("replicas")), 1, spec.get("template") or {}, "spec.template"))
-        elif kind == "LeaderWorkerSet":
-            lwt = spec.get("leaderWorkerTemplate") or {}
-            found.append((name, whole(spec.get("replicas")), whole(lwt.get("size")), lwt.get("workerTemplate") or {},
-                          "spec.leaderWorkerTemplate.workerTemplate"))
-        for group_name, replicas, per_replica, template, where in found:
-            if replicas is not None and per_replica is not None:
-                groups.append(PodGroup(group_name, kind, namespace, labels, annotations, replicas, per_replica,
-                                       template, where))
+        for template in pod_templates([manifest], empty=True) if kind in GROUP_KINDS else ():
+            replicas, per_replica = (whole(count) for count in template.counts)
+            if template.leader or replicas is None or per_replica is None:
+                continue
+            group_name = f"{name}/{template.replicated_job}" if kind == "JobSet" else name
+            groups.append(PodGroup(group_name, kind, namespace, labels, annotations, replicas, per_replica,
+                                   template.template or {}, template.path))
     return groups
 
 
@@ -181,7 +171,7 @@ def check(manifests: list[dict[str, Any]], cluster: DeclaredCluster) -> Schedule
             report.errors.append(Finding(f"document {index + 1} ({manifest.get('kind')})", "metadata, spec",
                                          "cannot be read: a field does not have the shape Kubernetes defines "
                                          f"({type(error).__name__}: {error})"))
-    if not groups and not any(m.get("kind") in ("JobSet", "Job", "Deployment", "LeaderWorkerSet") for m in manifests):
+    if not groups and not any(m.get("kind") in GROUP_KINDS for m in manifests):
         report.errors.append(Finding("(manifests)", "kind", "no JobSet, Job, Deployment or LeaderWorkerSet to check"))
     for group in groups:
         try:

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import UsageError
+from accel.base.mappings import without_none
 from accel.base.model import describe_validation_error
 from accel.components.kubernetes.pools import ExistingCluster
 from accel.policies.lifecycle import Lifecycle, LifecycleError
@@ -97,7 +98,7 @@ class StackSettings(StrictModel):
     def lifecycle(self, source: str) -> Lifecycle:
         values = {"ephemeral": self.ephemeral, "ttl": self.ttl, "expiresAt": self.expiresAt}
         try:
-            return Lifecycle.from_config({k: v for k, v in values.items() if v is not None})
+            return Lifecycle.from_config(without_none(values))
         except LifecycleError as error:
             raise UsageError(f"{source}: {error}") from None
 

@@ -19,7 +19,6 @@ exposes the pod annotations that do so.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,6 +27,7 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from accel.components.kubernetes.charts import ChartPin, ChartPins, load_chart_pins
+from accel.components.kubernetes.names import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, dns_label_problem
 from accel.components.kubernetes.storage_mounts import StorageMount, declare_mounts
 from accel.components.kubernetes.gke_networks import (
     GKE_NETWORKING_API,
@@ -37,6 +37,7 @@ from accel.components.kubernetes.gke_networks import (
     pod_network_annotations,
 )
 from accel.base.errors import ComponentArgsError
+from accel.base.mappings import without_none
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
 
@@ -58,22 +59,14 @@ PRIORITY_LEVELS: dict[str, tuple[int, str]] = {
     "low": (1_000, "Preemptible experiments; first to be evicted when quota is short"),
 }
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-
 
 class AcceleratorStackError(ComponentArgsError):
     """Arguments the Kubernetes layer cannot declare; the message names field, value and what is allowed."""
 
 
 def _check_dns_label(field_name: str, value: str) -> str:
-    if not isinstance(value, str) or not _DNS_LABEL.match(value):
-        raise AcceleratorStackError(
-            f"{field_name}: {value!r} is not a Kubernetes name; use at most 63 lowercase letters, "
-            "digits and '-', starting and ending with a letter or digit"
-        )
+    if (problem := dns_label_problem(field_name, value)) is not None:
+        raise AcceleratorStackError(problem)
     return value
 
 
@@ -96,10 +89,7 @@ class Toleration(BaseModel):
         return self
 
     def to_kubernetes(self) -> dict[str, str]:
-        spec = {"key": self.key, "operator": self.operator, "effect": self.effect}
-        if self.value is not None:
-            spec["value"] = self.value
-        return spec
+        return without_none({"key": self.key, "operator": self.operator, "effect": self.effect, "value": self.value})
 
 
 class AcceleratorPool(BaseModel):
@@ -134,9 +124,9 @@ class AcceleratorPool(BaseModel):
     @classmethod
     def _labels_are_kubernetes_labels(cls, labels: dict[str, str]) -> dict[str, str]:
         for key, value in labels.items():
-            if not _LABEL_KEY.match(key):
+            if not LABEL_KEY.match(key):
                 raise ValueError(f"node label key {key!r} is not a valid Kubernetes label key")
-            if not _LABEL_VALUE.match(value):
+            if not LABEL_VALUE.match(value):
                 raise ValueError(f"node label {key}={value!r}: values are at most 63 letters, digits, '-', '_', '.'")
         return labels
 
@@ -144,7 +134,7 @@ class AcceleratorPool(BaseModel):
     @classmethod
     def _extra_resources_are_extended_resources(cls, resources: dict[str, int]) -> dict[str, int]:
         for key, amount in resources.items():
-            if "/" not in key or not _LABEL_KEY.match(key):
+            if "/" not in key or not LABEL_KEY.match(key):
                 raise ValueError(f"extra resource {key!r} is not an extended resource name like vpc.amazonaws.com/efa")
             if key in ACCELERATOR_RESOURCES:
                 raise ValueError(f"extra resource {key!r}: chips are the pool's `resource` and `chips`")
@@ -155,7 +145,7 @@ class AcceleratorPool(BaseModel):
     @field_validator("provisioning_request_class")
     @classmethod
     def _class_is_a_dns_subdomain(cls, value: str | None) -> str | None:
-        if value is not None and not _DNS_SUBDOMAIN.match(value):
+        if value is not None and not DNS_SUBDOMAIN.match(value):
             raise ValueError(f"provisioning_request_class {value!r} is not a class name like queued-provisioning.gke.io")
         return value
 

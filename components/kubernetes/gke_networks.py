@@ -20,13 +20,13 @@ typed description, the per-fabric naming, the checks, and the pod annotation.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, get_args
 
 import pulumi
 
+from accel.components.kubernetes.names import dns_label_problem
 from accel.policies.plan import GpuFabric
 
 GKE_NETWORKING_API = "networking.gke.io/v1"
@@ -47,8 +47,6 @@ GPU_FABRICS: tuple[str, ...] = get_args(GpuFabric)
 # Networks per fabric whose count is fixed by the machine (GPU NICs per node).
 TCP_FABRIC_NETWORKS = {"gpudirect-tcpx": 4, "gpudirect-tcpxo": 8}
 GPUDIRECT_FABRICS = (*TCP_FABRIC_NETWORKS, "rdma")
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 class NodeNetwork(Protocol):
@@ -96,9 +94,8 @@ def check_gke_networks(fabric: str, attachments: Sequence[GkeNetworkAttachment])
             raise ValueError(f"gke_networks[{index}]: expected a GkeNetworkAttachment, "
                              f"got {type(attachment).__name__}")
         where = f"gke_networks[{index}]"
-        if not isinstance(attachment.name, str) or not _DNS_LABEL.match(attachment.name):
-            raise ValueError(f"{where}.name: {attachment.name!r} is not a Kubernetes name; use at most 63 "
-                             "lowercase letters, digits and '-', starting and ending with a letter or digit")
+        if (problem := dns_label_problem(f"{where}.name", attachment.name)) is not None:
+            raise ValueError(problem)
         if attachment.name == DEFAULT_NETWORK:
             raise ValueError(f"{where}.name: {DEFAULT_NETWORK!r} is the pod's primary network in GKE; "
                              "choose another name")

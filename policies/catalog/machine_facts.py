@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from accel.base.mappings import without_none
 from accel.policies import hardware
 
 # How an offering is provisioned -> the limit on one pool of it: (limit in the table, what sets it,
@@ -41,7 +42,7 @@ def _node_limit(facts: hardware.HardwareFacts, path: Any) -> dict[str, Any] | No
     fleet = {"max_pools": facts.limit(pools_key) if pools_key else None,
              "cluster_max_nodes": facts.limit(nodes_key) if nodes_key else None}
     return {"value": limit.value, "name": name, "applies_to": applies_to, "adjustable": limit.adjustable,
-            "source": _source_text(facts, limit.source), **{k: v for k, v in fleet.items() if v is not None}}
+            "source": _source_text(facts, limit.source), **without_none(fleet)}
 
 
 def offering_machine_facts(item: dict[str, Any]) -> dict[str, Any]:

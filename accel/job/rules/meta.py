@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from accel.job.pod_templates import pod_templates
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, describe, join, pod_templates, rule
+from accel.job.rules.registry import Breach, Scope, describe, join, rule
 
 OBJECT_META = "kubernetes v1.33 staging/src/k8s.io/apimachinery/pkg/api/validation/objectmeta.go"
 META_V1 = "kubernetes v1.33 staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation/validation.go"

@@ -10,9 +10,10 @@ from __future__ import annotations
 import posixpath
 from fractions import Fraction
 
+from accel.job.pod_templates import pod_templates
 from accel.job.quantities import parse_quantity
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, containers, describe, join, pod_templates, repeats, rule
+from accel.job.rules.registry import Breach, Scope, containers, describe, join, repeats, rule
 
 CORE = "kubernetes v1.33 pkg/apis/core/validation/validation.go"
 CORE_HELPER = "pkg/apis/core/helper/helpers.go"

@@ -109,42 +109,6 @@ def spec(obj: dict[str, Any]) -> dict[str, Any]:
     return obj.get("spec") or {}
 
 
-@dataclass(frozen=True)
-class PodTemplate:
-    owner: dict[str, Any]   # the object that carries it
-    path: str               # field path of the template within the owner
-    template: dict[str, Any]
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return self.template.get("spec") or {}
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return self.template.get("metadata") or {}
-
-
-def pod_templates(objects: Iterable[dict[str, Any]]) -> Iterator[PodTemplate]:
-    """Every pod template in the workload kinds accel writes (and a bare Pod)."""
-    for obj in objects:
-        kind, body = obj.get("kind"), spec(obj)
-        if kind == "JobSet":
-            for index, job in enumerate(body.get("replicatedJobs") or []):
-                template = ((job.get("template") or {}).get("spec") or {}).get("template")
-                if template is not None:
-                    yield PodTemplate(obj, f"spec.replicatedJobs[{index}].template.spec.template", template)
-        elif kind in ("Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
-            if body.get("template") is not None:
-                yield PodTemplate(obj, "spec.template", body["template"])
-        elif kind == "LeaderWorkerSet":
-            group = body.get("leaderWorkerTemplate") or {}
-            for key in ("leaderTemplate", "workerTemplate"):
-                if group.get(key) is not None:
-                    yield PodTemplate(obj, f"spec.leaderWorkerTemplate.{key}", group[key])
-        elif kind == "Pod":
-            yield PodTemplate(obj, "", {"metadata": obj.get("metadata") or {}, "spec": body})
-
-
 def containers(pod_spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(field, container) of the init containers then the containers."""
     for key in ("initContainers", "containers"):

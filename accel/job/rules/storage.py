@@ -10,8 +10,9 @@ volume (spec.volumeName) and a volume reserved for it (spec.claimRef).
 
 from __future__ import annotations
 
+from accel.job.pod_templates import pod_templates
 from accel.job.quantities import parse_quantity
-from accel.job.rules.registry import Breach, Scope, describe, of_kind, pod_templates, rule, spec
+from accel.job.rules.registry import Breach, Scope, describe, of_kind, rule, spec
 
 BINDER = "kubernetes v1.33 pkg/controller/volume/persistentvolume/pv_controller.go checkVolumeSatisfyClaim"
 

@@ -8,8 +8,9 @@ templates); `pkg/apis/core/validation/validation.go` (ValidateService).
 
 from __future__ import annotations
 
+from accel.job.pod_templates import pod_templates
 from accel.job.rules import names
-from accel.job.rules.registry import Breach, Scope, describe, integer, of_kind, pod_templates, rule, spec
+from accel.job.rules.registry import Breach, Scope, describe, integer, of_kind, rule, spec
 
 BATCH = "kubernetes v1.33 pkg/apis/batch/validation/validation.go"
 APPS = "kubernetes v1.33 pkg/apis/apps/validation/validation.go"
@@ -20,12 +21,10 @@ LONG_RUNNING_KINDS = ("Deployment", "LeaderWorkerSet", "StatefulSet")
 
 
 def _job_specs(scope: Scope):
-    """(owner, field, Job spec): a Job's, and each JobSet replicated job's template (a Job to be)."""
-    for obj in of_kind(scope.objects, "Job"):
-        yield obj, "spec", spec(obj)
-    for obj in of_kind(scope.objects, "JobSet"):
-        for index, job in enumerate(spec(obj).get("replicatedJobs") or []):
-            yield obj, f"spec.replicatedJobs[{index}].template.spec", (job.get("template") or {}).get("spec") or {}
+    """(owner, field, Job spec): the Jobs', then each JobSet replicated job's template (a Job to be)."""
+    for kind in ("Job", "JobSet"):
+        for template in pod_templates(of_kind(scope.objects, kind), empty=True):
+            yield template.owner, template.job_path, template.job
 
 
 @rule("batch/restart-policy", "a Job's pods restart OnFailure or Never",
