@@ -96,10 +96,10 @@ class EksClusterArgs:
 
     def __post_init__(self) -> None:
         check_region(_ARGS, self.region)
-        if self.cluster_name is not None and not _CLUSTER_NAME.match(self.cluster_name):
+        if self.cluster_name is not None and not _CLUSTER_NAME.fullmatch(self.cluster_name):
             raise invalid_arg(_ARGS, "cluster_name", self.cluster_name,
                           "1-100 characters: letters, digits, '-' and '_', starting with a letter or digit")
-        if not _K8S_VERSION.match(self.kubernetes_version or ""):
+        if not _K8S_VERSION.fullmatch(self.kubernetes_version or ""):
             raise invalid_arg(_ARGS, "kubernetes_version", self.kubernetes_version, f"expected a minor version like {default_eks_version()}")
         if isinstance(self.subnet_ids, (str, bytes)) or len(list(self.subnet_ids)) < 2:
             raise invalid_arg(_ARGS, "subnet_ids", self.subnet_ids,
@@ -129,7 +129,7 @@ class EksClusterArgs:
         if stray:
             raise invalid_arg(_ARGS, "addon_versions", stray, "versions may only be pinned for add-ons in 'addons'")
         for i, arn in enumerate(self.admin_principal_arns):
-            if not _ARN.match(arn):
+            if not _ARN.fullmatch(arn):
                 raise invalid_arg(_ARGS, f"admin_principal_arns[{i}]", arn, "expected an IAM role or user ARN")
         bad_logs = [t for t in self.log_types if t not in LOG_TYPES]
         if bad_logs:
@@ -202,7 +202,7 @@ class EksCluster(pulumi.ComponentResource):
         if not isinstance(args, EksClusterArgs):
             raise invalid_arg(_ARGS, "args", type(args).__name__, "pass an EksClusterArgs")
         cluster_name = args.cluster_name or name
-        if not _CLUSTER_NAME.match(cluster_name):
+        if not _CLUSTER_NAME.fullmatch(cluster_name):
             raise invalid_arg(_ARGS, "cluster_name", cluster_name,
                           "the component name is used as the cluster name; pass a valid cluster_name")
         super().__init__("accel:aws:EksCluster", name, None, opts)

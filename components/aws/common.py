@@ -32,7 +32,7 @@ def system_max_nodes(system_nodes: int) -> int:
 
 
 def check_region(args_class: str, region: str) -> None:
-    if not isinstance(region, str) or not _REGION.match(region):
+    if not isinstance(region, str) or not _REGION.fullmatch(region):
         raise invalid_arg(args_class, "region", region, "expected an AWS region such as us-east-1 or us-west-2")
 
 

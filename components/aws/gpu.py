@@ -134,7 +134,7 @@ class GpuNodeGroupArgs:
             raise invalid_arg(_ARGS, "imds_hop_limit", self.imds_hop_limit,
                           "1 (pods cannot reach instance metadata) or 2 (they can)")
         for key, value in dict(self.labels).items():
-            if not _LABEL_KEY.match(key) or not isinstance(value, str) or len(value) > 63:
+            if not _LABEL_KEY.fullmatch(key) or not isinstance(value, str) or len(value) > 63:
                 raise invalid_arg(_ARGS, f"labels[{key!r}]", value, "Kubernetes label keys/values (values <= 63 chars)")
         if not self.security_group_ids or isinstance(self.security_group_ids, str):
             raise invalid_arg(_ARGS, "security_group_ids", self.security_group_ids,
@@ -197,7 +197,7 @@ class GpuNodeGroupArgs:
             raise invalid_arg(_ARGS, "capacity.provisioning", capacity.provisioning,
                           f"on AWS: {', '.join(CAPACITY_TYPES)} (flex-start and queued are GCP options)")
         if capacity.provisioning in RESERVED:
-            if not capacity.reservation or not _RESERVATION_ID.match(capacity.reservation):
+            if not capacity.reservation or not _RESERVATION_ID.fullmatch(capacity.reservation):
                 raise invalid_arg(_ARGS, "capacity.reservation", capacity.reservation,
                               f"{capacity.provisioning} needs the capacity reservation id, e.g. cr-0123456789abcdef0")
             if pool.alternate_machine_types:

@@ -72,15 +72,15 @@ class TrainingStorageArgs:
         object.__setattr__(self, "plan", plan)
         if not isinstance(self.tags, ResourceTags):
             raise invalid_arg(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
-        if not _DNS_LABEL.match(self.service_account_namespace or ""):
+        if not _DNS_LABEL.fullmatch(self.service_account_namespace or ""):
             raise invalid_arg(_ARGS, "service_account_namespace", self.service_account_namespace,
                           "a Kubernetes namespace: lowercase letters, digits and '-', at most 63 characters")
-        if not _DNS_SUBDOMAIN.match(self.service_account_name or ""):
+        if not _DNS_SUBDOMAIN.fullmatch(self.service_account_name or ""):
             raise invalid_arg(_ARGS, "service_account_name", self.service_account_name,
                           "a Kubernetes service account name: lowercase letters, digits, '-' and '.'")
         for field_name in ("dataset_bucket_name", "checkpoint_bucket_name", "existing_dataset_bucket"):
             value = getattr(self, field_name)
-            if value is not None and not _BUCKET_NAME.match(value):
+            if value is not None and not _BUCKET_NAME.fullmatch(value):
                 raise invalid_arg(_ARGS, field_name, value,
                               "an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', "
                               "starting and ending with a letter or digit")
@@ -91,7 +91,7 @@ class TrainingStorageArgs:
             raise invalid_arg(_ARGS, "plan", plan.model_dump(),
                           "nothing to store: enable dataset_bucket or checkpoint_bucket, "
                           "or pass existing_dataset_bucket")
-        if self.kms_key_arn is not None and not _KMS_ARN.match(self.kms_key_arn):
+        if self.kms_key_arn is not None and not _KMS_ARN.fullmatch(self.kms_key_arn):
             raise invalid_arg(_ARGS, "kms_key_arn", self.kms_key_arn,
                           "a KMS key ARN, arn:aws:kms:<region>:<account>:key/<id>")
         if not isinstance(self.incomplete_upload_days, int) or not 1 <= self.incomplete_upload_days <= 365:
@@ -206,7 +206,7 @@ class TrainingStorage(pulumi.ComponentResource):
         creates_unnamed_bucket = ((args.plan.dataset_bucket and not args.existing_dataset_bucket
                                    and not args.dataset_bucket_name)
                                   or (args.plan.checkpoint_bucket and not args.checkpoint_bucket_name))
-        if creates_unnamed_bucket and not _AUTONAME_COMPONENT.match(name):
+        if creates_unnamed_bucket and not _AUTONAME_COMPONENT.fullmatch(name):
             raise invalid_arg(_ARGS, "name", name, "autonamed buckets take the component name: use 2-43 lowercase "
                           "letters, digits and '-', or pass dataset_bucket_name / checkpoint_bucket_name")
         super().__init__("accel:aws:TrainingStorage", name, None, opts)

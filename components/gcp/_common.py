@@ -56,7 +56,7 @@ def inherit_dependencies(component: pulumi.Resource, opts: pulumi.ResourceOption
 def check_name(component: str, name: str, *, longest_suffix: str = "", limit: int = 63,
                autonamed: bool = True, field: str = "name") -> None:
     """A name must make valid GCP names once a child suffix (and Pulumi's auto-name suffix) are added."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise invalid_arg(component, field, name,
                            "must start with a lowercase letter and contain only lowercase letters, digits and '-'")
     longest = len(name) + len(longest_suffix) + (AUTONAME_SUFFIX if autonamed else 0)
@@ -69,21 +69,21 @@ def check_name(component: str, name: str, *, longest_suffix: str = "", limit: in
 
 def region_of(location: str) -> str:
     """us-central1-a -> us-central1; a region is returned unchanged."""
-    return location.rsplit("-", 1)[0] if _ZONE.match(location) else location
+    return location.rsplit("-", 1)[0] if _ZONE.fullmatch(location) else location
 
 
 def is_zone(location: str) -> bool:
-    return bool(_ZONE.match(location))
+    return bool(_ZONE.fullmatch(location))
 
 
 def check_location(component: str, field: str, location: str) -> None:
-    if not isinstance(location, str) or not (_REGION.match(location) or _ZONE.match(location)):
+    if not isinstance(location, str) or not (_REGION.fullmatch(location) or _ZONE.fullmatch(location)):
         raise invalid_arg(component, field, location, "expected a region like us-central1 or a zone like us-central1-a")
 
 
 def check_zone(component: str, field: str, zone: str, *, within: str | None = None) -> None:
     """`zone` must be a zone name, and in the same region as `within` when given."""
-    if not isinstance(zone, str) or not _ZONE.match(zone):
+    if not isinstance(zone, str) or not _ZONE.fullmatch(zone):
         raise invalid_arg(component, field, zone, "expected one zone like us-central1-a")
     if within is not None and region_of(zone) != region_of(within):
         raise invalid_arg(component, field, zone, f"must be a zone of {region_of(within)} (the cluster's region)")
@@ -198,7 +198,7 @@ def data_labels(tags: ResourceTags, role: str) -> dict[str, str]:
 def service_account_id(component: str, base: str, suffix: str) -> str:
     """A service-account id (6-30 chars, [a-z][-a-z0-9]*[a-z0-9]) derived from the component name."""
     account_id = f"{base[:30 - len(suffix) - 1].rstrip('-')}-{suffix}"
-    if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
+    if not re.fullmatch(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
         raise invalid_arg(component, "service_account_id", account_id,
                            "service account ids are 6-30 characters: lowercase letters, digits, '-'")
     return account_id

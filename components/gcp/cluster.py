@@ -194,7 +194,7 @@ def check_args(args: GkeClusterArgs) -> None:
 
 
 def _explicit_account_id(account_id: str) -> str:
-    if not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
+    if not re.fullmatch(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
         raise invalid_arg(COMPONENT, "node_service_account_id", account_id,
                            "service account ids are 6-30 characters: lowercase letters, digits, '-'")
     return account_id

@@ -94,7 +94,7 @@ class TrainingStorageArgs:
 
 
 def _check_bucket_name(field_name: str, bucket: str) -> None:
-    if not _BUCKET.match(bucket) or "google" in bucket or bucket.startswith("goog"):
+    if not _BUCKET.fullmatch(bucket) or "google" in bucket or bucket.startswith("goog"):
         raise invalid_arg(COMPONENT, field_name, bucket,
                            "bucket names are 3-63 characters of lowercase letters, digits, '-', '_' and '.', "
                            "start and end with a letter or digit, and may not contain 'google' or start with 'goog'")
@@ -131,7 +131,7 @@ def check_args(args: TrainingStorageArgs) -> None:
         raise invalid_arg(COMPONENT, "location", args.location, "a region such as us-central1")
     for field_name in ("namespace", "ksa_name"):
         value = getattr(args, field_name)
-        if not isinstance(value, str) or not _DNS_LABEL.match(value):
+        if not isinstance(value, str) or not _DNS_LABEL.fullmatch(value):
             raise invalid_arg(COMPONENT, field_name, value, "a Kubernetes name: lowercase letters, digits, '-'")
     if args.soft_delete_days != 0 and not 7 <= args.soft_delete_days <= 90:
         raise invalid_arg(COMPONENT, "soft_delete_days", args.soft_delete_days, "0 (off) or 7..90 days")
@@ -174,7 +174,7 @@ class TrainingStorage(pulumi.ComponentResource):
         check_name(COMPONENT, name, longest_suffix="-checkpoints-write")
         buckets = validate(name, args)
         account_id = args.training_account_id or service_account_id(COMPONENT, name, "train")
-        if args.training_account_id is not None and not re.match(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
+        if args.training_account_id is not None and not re.fullmatch(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$", account_id):
             raise invalid_arg(COMPONENT, "training_account_id", account_id,
                                "service account ids are 6-30 characters: lowercase letters, digits, '-'")
         super().__init__("accel:gcp:TrainingStorage", name, None, opts)

@@ -124,9 +124,9 @@ class AcceleratorPool(BaseModel):
     @classmethod
     def _labels_are_kubernetes_labels(cls, labels: dict[str, str]) -> dict[str, str]:
         for key, value in labels.items():
-            if not LABEL_KEY.match(key):
+            if not LABEL_KEY.fullmatch(key):
                 raise ValueError(f"node label key {key!r} is not a valid Kubernetes label key")
-            if not LABEL_VALUE.match(value):
+            if not LABEL_VALUE.fullmatch(value):
                 raise ValueError(f"node label {key}={value!r}: values are at most 63 letters, digits, '-', '_', '.'")
         return labels
 
@@ -134,7 +134,7 @@ class AcceleratorPool(BaseModel):
     @classmethod
     def _extra_resources_are_extended_resources(cls, resources: dict[str, int]) -> dict[str, int]:
         for key, amount in resources.items():
-            if "/" not in key or not LABEL_KEY.match(key):
+            if "/" not in key or not LABEL_KEY.fullmatch(key):
                 raise ValueError(f"extra resource {key!r} is not an extended resource name like vpc.amazonaws.com/efa")
             if key in ACCELERATOR_RESOURCES:
                 raise ValueError(f"extra resource {key!r}: chips are the pool's `resource` and `chips`")
@@ -145,7 +145,7 @@ class AcceleratorPool(BaseModel):
     @field_validator("provisioning_request_class")
     @classmethod
     def _class_is_a_dns_subdomain(cls, value: str | None) -> str | None:
-        if value is not None and not DNS_SUBDOMAIN.match(value):
+        if value is not None and not DNS_SUBDOMAIN.fullmatch(value):
             raise ValueError(f"provisioning_request_class {value!r} is not a class name like queued-provisioning.gke.io")
         return value
 

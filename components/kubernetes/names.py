@@ -15,7 +15,7 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 
 def dns_label_problem(field: str, value: object) -> str | None:
     """Why `value` cannot name a Kubernetes object (the message names `field`), or None when it can."""
-    if isinstance(value, str) and DNS_LABEL.match(value):
+    if isinstance(value, str) and DNS_LABEL.fullmatch(value):
         return None
     return (f"{field}: {value!r} is not a Kubernetes name; use at most 63 lowercase letters, digits and '-', "
             "starting and ending with a letter or digit")

@@ -61,7 +61,7 @@ def parse_topology(topology: str) -> tuple[int, ...]:
 @lru_cache(maxsize=4096)
 def _parsed_topology(topology: str) -> tuple[int, ...]:
     """A search reads the same few dozen topologies ~1,500 times: each is parsed once (errors are not cached)."""
-    if not _TOPOLOGY.match(topology):
+    if not _TOPOLOGY.fullmatch(topology):
         raise ShapeError(f"topology {topology!r} is not of the form AxB or AxBxC")
     return tuple(int(d) for d in topology.split("x"))
 
@@ -140,7 +140,7 @@ def tpu_vm_type(gen_name: str, chips: int) -> str:
 
 def parse_tpu_vm_type(tpu_type: str) -> tuple[TpuGeneration, int]:
     """Read `v5p-128` → (v5p, 64 chips); `v5litepod-16` → (v5e, 16 chips)."""
-    match = re.match(r"^([a-z0-9]+)-(\d+)$", tpu_type or "")
+    match = re.fullmatch(r"^([a-z0-9]+)-(\d+)$", tpu_type or "")
     gen = hardware.current().generation_of_type_prefix(match.group(1)) if match else None
     if gen is None:
         raise ShapeError(f"{tpu_type!r} is not a TPU type like {tpu_type_examples()}")

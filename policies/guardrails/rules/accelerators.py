@@ -305,7 +305,7 @@ def _validate_compact_zone(args, report) -> None:
     if len(zones) > 1:
         report(violation(args, COMPACT_ZONE,
                          f"COMPACT placement spans {len(zones)} zones ({', '.join(zones)}); it needs one", fix))
-    elif not zones and isinstance(location, str) and not _ZONE.match(location):
+    elif not zones and isinstance(location, str) and not _ZONE.fullmatch(location):
         report(violation(args, COMPACT_ZONE,
                          f"COMPACT placement in regional location {location} without node_locations spreads "
                          "nodes over every zone of the region", fix))
