@@ -414,7 +414,7 @@ class WorkloadSpec(WorkloadModel):
     @field_validator("name")
     @classmethod
     def _name_is_a_label(cls, name: str) -> str:
-        if not re.match(NAME_PATTERN, name):
+        if not re.fullmatch(NAME_PATTERN, name):
             raise ValueError(f"a workload name is {NAME_RULE}")
         return name
 

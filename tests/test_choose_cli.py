@@ -248,6 +248,13 @@ def test_write_stack_rejects_a_bad_stack_name(tmp_path, monkeypatch):
     assert outcome.exit_code == 2 and not (tmp_path / "stacks").exists()
 
 
+def test_write_stack_rejects_a_stack_name_ending_in_a_newline(tmp_path, monkeypatch):
+    # Python's '$' matches before a final newline: 'run\n' used to pass and write 'Pulumi.run\n.yaml'
+    monkeypatch.chdir(tmp_path)
+    outcome = invoke(PRETRAIN, "--write-stack", "run\n")
+    assert outcome.exit_code == 2 and not (tmp_path / "stacks").exists()
+
+
 junk_documents = st.one_of(
     st.text(max_size=60),
     st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10),

@@ -38,3 +38,16 @@ def test_a_tpu_topology_with_a_trailing_newline_is_refused():
     assert parse_topology("2x2x4") == (2, 2, 4)
     with pytest.raises(ShapeError):
         parse_topology("2x2x4\n")
+
+
+def test_a_workload_name_with_a_trailing_newline_is_refused():
+    import yaml
+    from pathlib import Path
+
+    from accel.policies.workload import WorkloadSpec
+
+    text = yaml.safe_load((Path(__file__).resolve().parent.parent / "examples" / "llama-8b-serving.yaml").read_text())
+    WorkloadSpec.model_validate(text)
+    with pytest.raises(Exception, match="workload name"):
+        WorkloadSpec.model_validate({**text, "name": text["name"] + "\n"})
+

@@ -82,7 +82,7 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         raise UsageError(f"--objective: {objective!r} is not allowed; use one of {', '.join(OBJECTIVES)}")
     if plot is not None:
         check_plot_path(plot)
-    if write_stack is not None and not _STACK_NAME.match(write_stack):
+    if write_stack is not None and not _STACK_NAME.fullmatch(write_stack):
         raise UsageError(f"--write-stack: {write_stack!r} is not a stack name (letters, digits, '.', '_', '-')")
     held, held_key = read_reservations(reservations_path) if reservations_path is not None else ([], ())
     spec = load_workload(workload)

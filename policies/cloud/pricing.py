@@ -141,7 +141,7 @@ def region_of(location: Any) -> str | None:
     """us-east5 for us-east5 or us-east5-b; None when not a Google Cloud location."""
     if not isinstance(location, str):
         return None
-    match = _ZONE.match(location)
+    match = _ZONE.fullmatch(location)
     return match.group("region") if match else (location or None)
 
 
