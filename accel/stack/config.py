@@ -100,15 +100,17 @@ def stack_file_path(project: ProjectFile, stack: str) -> Path:
     return project.stack_config_dir / f"Pulumi.{stack}.yaml"
 
 
-def check_stack_name(stack: str) -> str:
-    """`stack` if the CLI would take it as a stack name; a UsageError saying why not otherwise.
+def check_stack_name(stack: str, option: str = "-s/--stack") -> str:
+    """`stack` if the CLI would take it as a stack name; a UsageError naming `option` saying why not otherwise.
 
     The name becomes part of a file path, so a separator or `..` must never reach it.
     """
     if STACK_NAME.fullmatch(stack) and ".." not in stack and stack != ".":
         return stack
-    message = f"-s/--stack: {stack!r} is not a stack name: {STACK_NAME_RULE}"
-    if "/" in stack or "\\" in stack:
+    message = f"{option}: {stack!r} is not a stack name: {STACK_NAME_RULE}"
+    if ("/" in stack or "\\" in stack) and option != "-s/--stack":
+        message += "; it holds a path separator"
+    elif "/" in stack or "\\" in stack:
         message += "; it holds a path separator (use --config FILE for a stack file elsewhere"
         parts = stack.split("/")
         if len(parts) in (2, 3) and all(STACK_NAME.fullmatch(part) and ".." not in part for part in parts):
