@@ -25,11 +25,10 @@ from accel.base.errors import invalid_arg
 from accel.components.aws.common import data_tags, irsa_trust, resource_tags
 from accel.components.tags import ResourceTags
 from accel.policies.plan import StoragePlan
+from accel.components.kubernetes.names import DNS_LABEL, DNS_SUBDOMAIN
 
 _ARGS = "TrainingStorageArgs"
 _BUCKET_NAME = re.compile(r"^(?!xn--)(?!.*\.\.)(?!\d+\.\d+\.\d+\.\d+$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _KMS_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+$")
 # Autonamed buckets are "<component>-checkpoints-<7 random>", which must fit S3's 63 characters.
 _AUTONAME_COMPONENT = re.compile(r"^[a-z0-9][a-z0-9-]{0,41}[a-z0-9]$")
@@ -72,10 +71,10 @@ class TrainingStorageArgs:
         object.__setattr__(self, "plan", plan)
         if not isinstance(self.tags, ResourceTags):
             raise invalid_arg(_ARGS, "tags", self.tags, "expected accel.components.tags.ResourceTags")
-        if not _DNS_LABEL.fullmatch(self.service_account_namespace or ""):
+        if not DNS_LABEL.fullmatch(self.service_account_namespace or ""):
             raise invalid_arg(_ARGS, "service_account_namespace", self.service_account_namespace,
                           "a Kubernetes namespace: lowercase letters, digits and '-', at most 63 characters")
-        if not _DNS_SUBDOMAIN.fullmatch(self.service_account_name or ""):
+        if not DNS_SUBDOMAIN.fullmatch(self.service_account_name or ""):
             raise invalid_arg(_ARGS, "service_account_name", self.service_account_name,
                           "a Kubernetes service account name: lowercase letters, digits, '-' and '.'")
         for field_name in ("dataset_bucket_name", "checkpoint_bucket_name", "existing_dataset_bucket"):

@@ -37,6 +37,7 @@ from accel.components.gcp._common import (
 )
 from accel.components.tags import ResourceTags
 from accel.policies.plan import Plan, StoragePlan
+from accel.components.kubernetes.names import DNS_LABEL
 
 COMPONENT = "TrainingStorage"
 DATASET_READ_ROLE = "roles/storage.objectViewer"
@@ -51,7 +52,6 @@ FILESTORE_MIN_GIB = {"BASIC_SSD": 2560, "ZONAL": 1024, "REGIONAL": 1024, "ENTERP
 # Managed Lustre tiers (MB/s per TiB) -> minimum capacity and step, in GiB.
 LUSTRE_MIN_GIB = {1000: 9000, 500: 18000, 250: 36000, 125: 72000}
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def check_args(args: TrainingStorageArgs) -> None:
         raise invalid_arg(COMPONENT, "location", args.location, "a region such as us-central1")
     for field_name in ("namespace", "ksa_name"):
         value = getattr(args, field_name)
-        if not isinstance(value, str) or not _DNS_LABEL.fullmatch(value):
+        if not isinstance(value, str) or not DNS_LABEL.fullmatch(value):
             raise invalid_arg(COMPONENT, field_name, value, "a Kubernetes name: lowercase letters, digits, '-'")
     if args.soft_delete_days != 0 and not 7 <= args.soft_delete_days <= 90:
         raise invalid_arg(COMPONENT, "soft_delete_days", args.soft_delete_days, "0 (off) or 7..90 days")
