@@ -378,3 +378,14 @@ def test_the_raised_quota_example_in_the_catalog_readme_loads(tmp_path):
     example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     limit = load_catalog(overlay(tmp_path, example)).offering("aws-p5.48xlarge").max_nodes
     assert (limit.value, limit.adjustable, limit.applies_to) == (1000, True, "all")
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/contracts.md"])
+def test_the_documented_accelerator_ids_are_the_catalogs(catalog, document):
+    """The list a person picks a pin from names every accelerator the catalog sells, and no other."""
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / document).read_text()
+    listed = re.search(r"Accelerator ids: `([^`]*)`", text)
+    assert listed is not None, f"{document} lost its 'Accelerator ids:' list"
+    assert sorted(listed.group(1).split()) == sorted(catalog.accelerators)
