@@ -15,7 +15,7 @@ from accel.base.yaml_files import read_yaml_file
 from accel.policies.catalog import load_catalog
 from accel.policies.cloud.capacity_modes import MODES_FILE, load_modes, parse_modes
 from accel.policies.cloud.obtainability import (
-    SpotModel, capacity_block_days, capacity_blocks, queued_legs, spot_outcome, spot_wall_floor)
+    SpotModel, capacity_block_days, capacity_blocks, erlang_quantile, queued_legs, spot_outcome, spot_wall_floor)
 from accel.policies.selection.choose import choose, make_plan
 from accel.policies.workload import CapacityConstraints, WorkloadFieldError, load_workload
 
@@ -145,6 +145,28 @@ def test_flex_start_legs_never_exceed_the_modes_longest_request(run, startup):
     assert legs is not None
     assert legs.billed_hours / legs.legs <= 168 + 1e-9
     assert legs.billed_hours >= run - 1e-9 and legs.wall_hours_q >= legs.billed_hours
+
+
+def eighty_bisection_steps(legs: int, mean_wait: float, q: float) -> float:
+    """The Erlang quantile by bisection, all 80 steps taken (what erlang_quantile stops early of)."""
+    lo, hi = 0.0, mean_wait * (legs + 20 * math.sqrt(legs) + 20)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        rate = mid / mean_wait
+        term = cdf = math.exp(-rate)
+        for n in range(1, legs):
+            term *= rate / n
+            cdf += term
+        if 1.0 - cdf < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@given(legs=st.integers(1, 30), mean_wait=st.floats(1e-3, 1e4), q=st.floats(0.01, 0.999))
+def test_the_erlang_quantile_stopping_at_adjacent_floats_is_the_full_bisections(legs, mean_wait, q):
+    assert erlang_quantile.__wrapped__(legs, mean_wait, q) == eighty_bisection_steps(legs, mean_wait, q)
 
 
 @given(hours=st.floats(0.1, 200 * 24))
