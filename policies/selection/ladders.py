@@ -14,6 +14,9 @@ from accel.policies.catalog.model import Offering
 
 @dataclass(frozen=True)
 class Size:
+    """A fleet: its chips, hosts and slices (identical TPU slices of `topology`; one for GPU nodes, whose topology
+    is None), on hosts of `machine_type` with `chips_per_host` chips each."""
+
     chips: int
     hosts: int
     slices: int
