@@ -40,7 +40,8 @@ class Obtaining:
     # The table's answers per accelerator and per machine type and provisioning: each is a scan of its fnmatch
     # patterns, and a search asks ~250 times about a few dozen (~1 ms of a choose).
     _classes: dict[str, str | None] = field(default_factory=dict)
-    _modes: dict[tuple[str, str, str], CapacityMode | None] = field(default_factory=dict)
+    _modes: dict[tuple[str, str], list[CapacityMode]] = field(default_factory=dict)
+    _mode: dict[tuple[str, str, str], CapacityMode | None] = field(default_factory=dict)
 
     def obtain_class(self, offering: Offering) -> str | None:
         """The obtainability class of the offering's accelerator (the table's obtain_class)."""
@@ -48,12 +49,19 @@ class Obtaining:
             self._classes[offering.accelerator] = self.table.obtain_class(offering.accelerator)
         return self._classes[offering.accelerator]
 
+    def modes_for(self, offering: Offering) -> list[CapacityMode]:
+        """The modes applicable to the offering's machine type (the table's modes_for)."""
+        key = (offering.cloud, offering.machine_type)
+        if key not in self._modes:
+            self._modes[key] = self.table.modes_for(*key)
+        return self._modes[key]
+
     def mode_for(self, offering: Offering, provisioning: str) -> CapacityMode | None:
         """The applicable mode that builds `provisioning` on the offering's machine type (the table's mode_for)."""
         key = (offering.cloud, offering.machine_type, provisioning)
-        if key not in self._modes:
-            self._modes[key] = self.table.mode_for(*key)
-        return self._modes[key]
+        if key not in self._mode:
+            self._mode[key] = self.table.mode_for(*key)
+        return self._mode[key]
 
     def spot_model(self, offering: Offering) -> SpotModel | None:
         """The spot model of the offering's class (None for an accelerator of no class: no model applies)."""
@@ -106,7 +114,7 @@ class Obtaining:
         if offering.reserved_only:
             return []
         found = []
-        for mode in self.table.modes_for(offering.cloud, offering.machine_type):
+        for mode in self.modes_for(offering):
             kind = BOOKED_MODES.get(mode.id)
             lead = self.figure(offering, kind, "lead_days") if kind else None
             if kind is None or lead is None:
