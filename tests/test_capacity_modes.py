@@ -111,6 +111,20 @@ def test_the_spot_floor_never_exceeds_the_settled_wall_clock(frontier, hosts, ru
     assert floor >= run
 
 
+@settings(max_examples=300, deadline=None)
+@given(hosts=st.integers(1, 80), run=st.floats(0.01, 200_000), confidence=st.sampled_from([0.5, 0.9, 0.99]),
+       restart=st.floats(0, 4), pool=st.sampled_from([None, 16.0, 1e6]))
+def test_a_spot_outcome_settled_from_its_floor_is_the_one_settled_from_scratch(frontier, hosts, run, confidence,
+                                                                               restart, pool):
+    """The search hands spot_outcome the floor it worked out (the settle loop's first step): the loop starts from
+    it, and the outcome is the same to the bit, counts and all."""
+    model = frontier if pool is None else SpotModel.of(load_modes().obtainability.spot["frontier-gpu"],
+                                                       {"pool_hosts": pool})
+    floor = spot_wall_floor(hosts, run, model, confidence, restart)
+    assert (spot_outcome(hosts, run, model, confidence, restart, floor)
+            == spot_outcome(hosts, run, model, confidence, restart))
+
+
 @given(hosts=st.integers(65, 10_000))
 def test_a_spot_fleet_past_the_pool_is_never_feasible(frontier, hosts):
     assert not spot_outcome(hosts, 100, frontier, 0.9, 0.5).feasible

@@ -197,6 +197,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                    ctx.timing_cache.setdefault(
         (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, mode), {}))
 
+    # The spot floors worked out for sizes not yet timed: a size kept by the spot filter below is then timed, and
+    # its settle loop starts from its floor, which is the loop's first step (obtainability.spot_outcome).
+    floors: dict[tuple[int, int, int], float] = {}
+
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
 
@@ -208,7 +212,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             if booking is not None:
                 hit = booked_timing(booking, s.hosts, s.chips, hours, generation is not None)
             elif spot_model is not None and obtain is not None:
-                hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode)
+                hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode, floors.get(key))
             elif queue is not None and obtain is not None:
                 hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
             else:
@@ -223,7 +227,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         if known is not None:
             return known.wall_hours
         assert spot_model is not None and obtain is not None
-        return spot_wall_floor(s.hosts, run_hours(s), spot_model, obtain.confidence, model.loss_hours)
+        key = (s.chips, s.hosts, s.slices)
+        floor = floors[key] = spot_wall_floor(s.hosts, run_hours(s), spot_model, obtain.confidence, model.loss_hours)
+        return floor
 
     if spot_model is not None:
         # On spot the wall-clock at the quantile is not monotone in the fleet: each extra reclaim wave counted
