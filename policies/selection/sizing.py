@@ -28,7 +28,6 @@ from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
-from accel.policies.selection.replicas import replica_plans
 from accel.policies.selection.ladders import (
     CountLadder,
     GpuLadder,
@@ -549,6 +548,8 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     feasible: list[tuple[tuple, Candidate]] = []
     hours = spec.inference.hours
     # The replicas, fleets and limits do not depend on the price: worked out once (selection.replicas).
+    from accel.policies.selection.replicas import replica_plans  # serving only: a training run skips ~0.6 ms of import
+
     plans = replica_plans(ctx, offering, spot)
     for plan in plans:
         size, fleet = plan.size, plan.fleet
