@@ -31,7 +31,7 @@ def __getattr__(name: str):
     if name == "GENERATIONS":
         return dict(hardware.current().tpu_generations)
     if name == "GENERATION_BY_ACCELERATOR":
-        return {g.accelerator: g for g in hardware.current().tpu_generations.values()}
+        return hardware.current().generations_by_chip()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
