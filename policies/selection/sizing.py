@@ -222,11 +222,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     def spot_floor(s: Size) -> float:
         """Under timing_of(s).wall_hours on spot: the wall already worked out, else the settled loop's first step
         (obtainability.spot_wall_floor), which skips settling the sizes that cannot be kept."""
-        known = timings.get((s.chips, s.hosts, s.slices))
+        key = (s.chips, s.hosts, s.slices)
+        known = timings.get(key)
         if known is not None:
             return known.wall_hours
         assert spot_model is not None and obtain is not None
-        key = (s.chips, s.hosts, s.slices)
         floor = floors[key] = spot_wall_floor(s.hosts, run_hours(s), spot_model, obtain.confidence, model.loss_hours)
         return floor
 
