@@ -19,7 +19,8 @@ data-parallel over model replicas. A pure decision over figures the Plan already
 (policies/selection/fleet_layout.py) and what `accel job` asks Kueue to keep inside one placement unit.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in a module of pydantic models: pydantic would compile each field's
+# annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import math
 

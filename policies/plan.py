@@ -16,7 +16,8 @@ Derived fields given on input (a dump read back, a schema-1 pin) are accepted wh
 Schema-1 documents are upgraded first (policies/plan_migration.py).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in a module of pydantic models: pydantic would compile each field's
+# annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import math
 from typing import Any, ClassVar, Literal, get_args

@@ -4,7 +4,8 @@ Everything downstream (estimate, selection, components) trusts these types, so a
 input checking happens here and nowhere else.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in a module of pydantic models: pydantic would compile each field's
+# annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import math
 import re

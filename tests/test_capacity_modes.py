@@ -15,7 +15,7 @@ from accel.base.yaml_files import read_yaml_file
 from accel.policies.catalog import load_catalog
 from accel.policies.cloud.capacity_modes import MODES_FILE, load_modes, parse_modes
 from accel.policies.cloud.obtainability import (
-    SpotModel, capacity_block_days, capacity_blocks, queued_legs, spot_outcome, spot_wall_floor)
+    SpotModel, capacity_block_days, capacity_blocks, erlang_quantile, queued_legs, spot_outcome, spot_wall_floor)
 from accel.policies.selection.choose import choose, make_plan
 from accel.policies.workload import CapacityConstraints, WorkloadFieldError, load_workload
 
@@ -111,6 +111,20 @@ def test_the_spot_floor_never_exceeds_the_settled_wall_clock(frontier, hosts, ru
     assert floor >= run
 
 
+@settings(max_examples=300, deadline=None)
+@given(hosts=st.integers(1, 80), run=st.floats(0.01, 200_000), confidence=st.sampled_from([0.5, 0.9, 0.99]),
+       restart=st.floats(0, 4), pool=st.sampled_from([None, 16.0, 1e6]))
+def test_a_spot_outcome_settled_from_its_floor_is_the_one_settled_from_scratch(frontier, hosts, run, confidence,
+                                                                               restart, pool):
+    """The search hands spot_outcome the floor it worked out (the settle loop's first step): the loop starts from
+    it, and the outcome is the same to the bit, counts and all."""
+    model = frontier if pool is None else SpotModel.of(load_modes().obtainability.spot["frontier-gpu"],
+                                                       {"pool_hosts": pool})
+    floor = spot_wall_floor(hosts, run, model, confidence, restart)
+    assert (spot_outcome(hosts, run, model, confidence, restart, floor)
+            == spot_outcome(hosts, run, model, confidence, restart))
+
+
 @given(hosts=st.integers(65, 10_000))
 def test_a_spot_fleet_past_the_pool_is_never_feasible(frontier, hosts):
     assert not spot_outcome(hosts, 100, frontier, 0.9, 0.5).feasible
@@ -145,6 +159,28 @@ def test_flex_start_legs_never_exceed_the_modes_longest_request(run, startup):
     assert legs is not None
     assert legs.billed_hours / legs.legs <= 168 + 1e-9
     assert legs.billed_hours >= run - 1e-9 and legs.wall_hours_q >= legs.billed_hours
+
+
+def eighty_bisection_steps(legs: int, mean_wait: float, q: float) -> float:
+    """The Erlang quantile by bisection, all 80 steps taken (what erlang_quantile stops early of)."""
+    lo, hi = 0.0, mean_wait * (legs + 20 * math.sqrt(legs) + 20)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        rate = mid / mean_wait
+        term = cdf = math.exp(-rate)
+        for n in range(1, legs):
+            term *= rate / n
+            cdf += term
+        if 1.0 - cdf < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@given(legs=st.integers(1, 30), mean_wait=st.floats(1e-3, 1e4), q=st.floats(0.01, 0.999))
+def test_the_erlang_quantile_stopping_at_adjacent_floats_is_the_full_bisections(legs, mean_wait, q):
+    assert erlang_quantile.__wrapped__(legs, mean_wait, q) == eighty_bisection_steps(legs, mean_wait, q)
 
 
 @given(hours=st.floats(0.1, 200 * 24))

@@ -5,7 +5,8 @@ finite, not a placeholder and names its source and as-of date; spot never costs 
 on-demand; a TPU host size divides every multi-host slice.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in a module of pydantic models: pydantic would compile each field's
+# annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import math
 from datetime import date

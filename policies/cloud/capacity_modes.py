@@ -9,7 +9,8 @@ classes by accelerator id (patterns too), so a machine type or chip another chan
 gets its modes and its parameters without an edit here.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in a module of pydantic models: pydantic would compile each field's
+# annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import fnmatch
 from functools import lru_cache

@@ -19,6 +19,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from accel.base.derived_cache import cached
@@ -274,7 +275,14 @@ class HardwareFacts:
         return {c.id: c.name for c in self.chips.values()}
 
     def generation_of_chip(self, chip: str) -> TpuGeneration | None:
-        return self._index("gen_by_chip", lambda: {g.accelerator: g for g in self.tpu_generations.values()}).get(chip)
+        return self._generations_by_chip().get(chip)
+
+    def generations_by_chip(self) -> Mapping[str, TpuGeneration]:
+        """TPU chip id -> its generation, read-only (worked out once: a search reads it for every offering)."""
+        return MappingProxyType(self._generations_by_chip())
+
+    def _generations_by_chip(self) -> dict[str, TpuGeneration]:
+        return self._index("gen_by_chip", lambda: {g.accelerator: g for g in self.tpu_generations.values()})
 
     def generation_of_machine_prefix(self, prefix: str) -> TpuGeneration | None:
         """ct5p -> v5p: the generation whose GKE machine types start with this prefix."""

@@ -31,7 +31,7 @@ def __getattr__(name: str):
     if name == "GENERATIONS":
         return dict(hardware.current().tpu_generations)
     if name == "GENERATION_BY_ACCELERATOR":
-        return {g.accelerator: g for g in hardware.current().tpu_generations.values()}
+        return hardware.current().generations_by_chip()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -99,6 +99,12 @@ def _topologies(gen: TpuGeneration) -> tuple[str, ...]:
     return tuple(t for _, _, t in sorted(shapes, key=lambda shape: shape[:2]))
 
 
+@lru_cache(maxsize=None)
+def _topology_set(gen: TpuGeneration) -> frozenset[str]:
+    """The generation's topologies as a set: a search checks ~400 slices against them (each a scan of the tuple)."""
+    return frozenset(_topologies(gen))
+
+
 def check_topology(gen_name: str, topology: str) -> None:
     """Raise ShapeError naming the allowed shapes if the generation cannot have `topology`."""
     gen = generation(gen_name)
@@ -107,7 +113,7 @@ def check_topology(gen_name: str, topology: str) -> None:
         raise ShapeError(
             f"TPU {gen.name} slices are {gen.dimensions}D; topology {topology!r} has {len(dims)} dimensions"
         )
-    if topology not in valid_topologies(gen.name):
+    if topology not in _topology_set(gen):
         if gen.dimensions == 2:
             allowed = ", ".join(gen.base_topologies)
         else:

@@ -299,8 +299,7 @@ def queued_pricer(ctx: SearchContext, offering: Offering, provisioning: str
     """A function from the offering's on-demand (chip, host) prices to its prices through a queued mode
     (flex-start, queued), or to None when the mode has no factor for its machine type
     (policies/cloud/mode_prices.py); the mode is looked up once per offering, not per region."""
-    mode = (ctx.obtain.table.mode_for(offering.cloud, offering.machine_type, provisioning)
-            if ctx.obtain is not None else None)
+    mode = ctx.obtain.mode_for(offering, provisioning) if ctx.obtain is not None else None
     if mode is None or ctx.obtain is None:
         return _no_queued_price
     table, mode_id, machine_type = ctx.obtain.table, mode.id, offering.machine_type

@@ -19,7 +19,7 @@ from accel.base.units import hours_text as duration, money
 from accel.policies.catalog.model import Offering
 from accel.policies.cloud.booking import (
     BOOKED_MODES, Booking, block_sizes, blocks_words, supply_problem, window_days)
-from accel.policies.cloud.capacity_modes import ModeTable, load_modes
+from accel.policies.cloud.capacity_modes import CapacityMode, ModeTable, load_modes
 from accel.policies.cloud.obtainability import (
     QueuedOutcome, SpotModel, SpotOutcome, queued_legs, spot_outcome,
     waves_words)
@@ -37,10 +37,35 @@ class Obtaining:
     overrides: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     _spot: dict[str, SpotModel | None] = field(default_factory=dict)
     _figures: dict[tuple[str, str, str], tuple[float, bool] | None] = field(default_factory=dict)
+    # The table's answers per accelerator and per machine type and provisioning: each is a scan of its fnmatch
+    # patterns, and a search asks ~250 times about a few dozen (~1 ms of a choose).
+    _classes: dict[str, str | None] = field(default_factory=dict)
+    _modes: dict[tuple[str, str], list[CapacityMode]] = field(default_factory=dict)
+    _mode: dict[tuple[str, str, str], CapacityMode | None] = field(default_factory=dict)
+
+    def obtain_class(self, offering: Offering) -> str | None:
+        """The obtainability class of the offering's accelerator (the table's obtain_class)."""
+        if offering.accelerator not in self._classes:
+            self._classes[offering.accelerator] = self.table.obtain_class(offering.accelerator)
+        return self._classes[offering.accelerator]
+
+    def modes_for(self, offering: Offering) -> list[CapacityMode]:
+        """The modes applicable to the offering's machine type (the table's modes_for)."""
+        key = (offering.cloud, offering.machine_type)
+        if key not in self._modes:
+            self._modes[key] = self.table.modes_for(*key)
+        return self._modes[key]
+
+    def mode_for(self, offering: Offering, provisioning: str) -> CapacityMode | None:
+        """The applicable mode that builds `provisioning` on the offering's machine type (the table's mode_for)."""
+        key = (offering.cloud, offering.machine_type, provisioning)
+        if key not in self._mode:
+            self._mode[key] = self.table.mode_for(*key)
+        return self._mode[key]
 
     def spot_model(self, offering: Offering) -> SpotModel | None:
         """The spot model of the offering's class (None for an accelerator of no class: no model applies)."""
-        cls = self.table.obtain_class(offering.accelerator)
+        cls = self.obtain_class(offering)
         key = cls or ""
         if key not in self._spot:
             params = self.table.obtainability.spot.get(cls) if cls else None
@@ -57,7 +82,7 @@ class Obtaining:
         return self._figures[key]
 
     def _figure(self, offering: Offering, kind: str, name: str) -> tuple[float, bool] | None:
-        cls = self.table.obtain_class(offering.accelerator)
+        cls = self.obtain_class(offering)
         if cls is None:
             return None
         override = self.overrides.get(cls, {}).get(kind, {}).get(name)
@@ -74,7 +99,7 @@ class Obtaining:
         """(longest request hours, mean wait hours, most hosts) of flex-start or queued on this offering."""
         if provisioning not in _QUEUED:
             return None
-        mode = self.table.mode_for(offering.cloud, offering.machine_type, provisioning)
+        mode = self.mode_for(offering, provisioning)
         wait = self.figure(offering, provisioning, "expected_wait_hours") or self.figure(
             offering, "flex-start", "expected_wait_hours")
         hosts = self.figure(offering, provisioning, "max_hosts") or self.figure(offering, "flex-start", "max_hosts")
@@ -89,7 +114,7 @@ class Obtaining:
         if offering.reserved_only:
             return []
         found = []
-        for mode in self.table.modes_for(offering.cloud, offering.machine_type):
+        for mode in self.modes_for(offering):
             kind = BOOKED_MODES.get(mode.id)
             lead = self.figure(offering, kind, "lead_days") if kind else None
             if kind is None or lead is None:
@@ -134,7 +159,7 @@ def obtaining(spec: WorkloadSpec) -> Obtaining:
     return Obtaining(table, confidence, overrides)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # slots: a search builds ~2,000 (a faster __init__)
 class Timing:
     """A fleet's run on its capacity mode: wall-clock at the quantile (judged against the deadline), billed
     hours (what the price is paid for), and the mode's words."""
@@ -159,8 +184,9 @@ class Timing:
 
 
 def spot_timing(ob: Obtaining, model: SpotModel, hosts: int, run_hours: float, restart_hours: float,
-                mode: str) -> Timing:
-    outcome = spot_outcome(hosts, run_hours, model, ob.confidence, restart_hours)
+                mode: str, floor: float | None = None) -> Timing:
+    """`floor`: spot_wall_floor of the same fleet, when worked out already (obtainability.spot_outcome)."""
+    outcome = spot_outcome(hosts, run_hours, model, ob.confidence, restart_hours, floor)
     if not outcome.feasible:
         return Timing(math.inf, math.inf, mode, f"spot: {outcome.reason} (estimate)", outcome)
     return Timing(outcome.wall_hours_q, outcome.wall_hours_mean, mode, "", outcome,
@@ -280,7 +306,7 @@ def queued_why(chosen, ranked: list) -> str:
 
 
 def mode_id(ob: Obtaining, offering: Offering, provisioning: str) -> str:
-    mode = ob.table.mode_for(offering.cloud, offering.machine_type, provisioning)
+    mode = ob.mode_for(offering, provisioning)
     return mode.id if mode else provisioning
 
 

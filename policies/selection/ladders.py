@@ -12,8 +12,11 @@ from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Offering
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)   # slots: a search builds ~2,500 (a faster __init__)
 class Size:
+    """A fleet: its chips, hosts and slices (identical TPU slices of `topology`; one for GPU nodes, whose topology
+    is None), on hosts of `machine_type` with `chips_per_host` chips each."""
+
     chips: int
     hosts: int
     slices: int

@@ -28,7 +28,6 @@ from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
-from accel.policies.selection.replicas import replica_plans
 from accel.policies.selection.ladders import (
     CountLadder,
     GpuLadder,
@@ -197,6 +196,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                    ctx.timing_cache.setdefault(
         (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, mode), {}))
 
+    # The spot floors worked out for sizes not yet timed: a size kept by the spot filter below is then timed, and
+    # its settle loop starts from its floor, which is the loop's first step (obtainability.spot_outcome).
+    floors: dict[tuple[int, int, int], float] = {}
+
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
 
@@ -208,7 +211,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             if booking is not None:
                 hit = booked_timing(booking, s.hosts, s.chips, hours, generation is not None)
             elif spot_model is not None and obtain is not None:
-                hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode)
+                hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode, floors.get(key))
             elif queue is not None and obtain is not None:
                 hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
             else:
@@ -219,11 +222,13 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     def spot_floor(s: Size) -> float:
         """Under timing_of(s).wall_hours on spot: the wall already worked out, else the settled loop's first step
         (obtainability.spot_wall_floor), which skips settling the sizes that cannot be kept."""
-        known = timings.get((s.chips, s.hosts, s.slices))
+        key = (s.chips, s.hosts, s.slices)
+        known = timings.get(key)
         if known is not None:
             return known.wall_hours
         assert spot_model is not None and obtain is not None
-        return spot_wall_floor(s.hosts, run_hours(s), spot_model, obtain.confidence, model.loss_hours)
+        floor = floors[key] = spot_wall_floor(s.hosts, run_hours(s), spot_model, obtain.confidence, model.loss_hours)
+        return floor
 
     if spot_model is not None:
         # On spot the wall-clock at the quantile is not monotone in the fleet: each extra reclaim wave counted
@@ -543,6 +548,8 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     feasible: list[tuple[tuple, Candidate]] = []
     hours = spec.inference.hours
     # The replicas, fleets and limits do not depend on the price: worked out once (selection.replicas).
+    from accel.policies.selection.replicas import replica_plans  # serving only: a training run skips ~0.6 ms of import
+
     plans = replica_plans(ctx, offering, spot)
     for plan in plans:
         size, fleet = plan.size, plan.fleet
