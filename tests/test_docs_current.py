@@ -102,3 +102,24 @@ def test_every_repository_path_a_page_names_exists(page):
         if path in named and re.search(rf"{re.escape(project)}\s+`{re.escape(path)}`", text):
             named.discard(path)
     assert sorted(path for path in named if not (ROOT / path.rstrip("/")).exists()) == []
+
+
+@pytest.mark.parametrize("package", ["accel.components", "accel.components.gcp", "accel.components.aws",
+                                     "accel.components.kubernetes", "accel.policies"])
+def test_readme_lists_each_packages_public_names(package):
+    import importlib
+
+    listing = README.split("The public names", 1)[1].split("\n\n")[1]  # the list after the sentence
+    line = next(item for item in listing.split("\n- ") if item.lstrip("- ").startswith(f"`{package}`:"))
+
+    def listed(name: str) -> bool:  # `GkeClusterArgs` is listed as "`GkeCluster` ... each with its `...Args`"
+        if f"`{name}`" in line:
+            return True
+        return name.endswith("Args") and f"`{name[:-4]}`" in line and re.search(r"with (its|their) (`\.\.\.)?args", line, re.I)
+
+    assert [name for name in importlib.import_module(package).__all__ if not listed(name)] == []
+
+
+def test_readme_counts_the_guardrail_packs_rules():
+    count = sum(len(module.POLICIES) for module in MODULES)
+    assert f"({count} rules:" in README.split("## Guardrails", 1)[1]
