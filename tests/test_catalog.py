@@ -380,7 +380,7 @@ def test_the_raised_quota_example_in_the_catalog_readme_loads(tmp_path):
     assert (limit.value, limit.adjustable, limit.applies_to) == (1000, True, "all")
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/contracts.md"])
+@pytest.mark.parametrize("document", ["README.md", "docs/contracts.md", "docs/choose.md"])
 def test_the_documented_accelerator_ids_are_the_catalogs(catalog, document):
     """The list a person picks a pin from names every accelerator the catalog sells, and no other."""
     import re

@@ -92,6 +92,16 @@ def test_one_host_is_one_host_and_a_service_has_a_period_not_a_run():
     assert "serving period" in text and "estimated run" not in text and "MFU" not in text
 
 
+@pytest.mark.parametrize("provisioning", ["flex-start", "reservation", "capacity-block", "on-demand", "spot"])
+def test_the_hardware_line_names_the_capacity_the_plan_is_obtained_on(provisioning):
+    # A flex-start TPU7x pin, a reserved A4X pin and a capacity-block p6e pin all read "on-demand" before.
+    chosen = {"chips": 256, "accelerator": "b200", "hosts": 32, "machine_type": "a4-highgpu-8g",
+              "spot": provisioning == "spot", "provisioning": provisioning, "hours": 150.0, "mfu": 0.4}
+    text = render_decision({"chosen": chosen, "cloud": "gcp", "region": "us-central1", "workload": {"kind": "pretrain"}})
+    hardware = next(line for line in text.splitlines() if line.startswith("Hardware"))
+    assert hardware.endswith(f"on gcp us-central1, {provisioning}")
+
+
 def test_spot_for_a_service_is_not_said_to_restart_from_a_checkpoint():
     from accel.policies.selection.tradeoffs import CAPACITY_RISK, SERVING_RISK
 

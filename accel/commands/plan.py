@@ -169,7 +169,8 @@ def render_decision(result: Any, console: Console) -> None:
         hosts = chosen.get("hosts")
         shape += f", {hosts} host{'s' if hosts != 1 else ''} of {chosen.get('machine_type')}"
         where = f"{plan.get('cloud')} {plan.get('region')}"
-        spot = "spot" if chosen.get("spot") else "on-demand"
+        # the capacity it is obtained on (flex-start, a reservation, a capacity block...), not only spot or not
+        spot = chosen.get("provisioning") or ("spot" if chosen.get("spot") else "on-demand")
         how = "pinned" if plan.get("pinned") else "chosen"
         console.print(f"[bold]Hardware[/bold] ({how}): {shape} on {where}, {spot}")
         hours = chosen.get("hours")

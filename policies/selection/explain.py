@@ -31,12 +31,17 @@ def __getattr__(name: str):
 CLOUD_NAMES = {"gcp": "Google Cloud", "aws": "AWS", "kubernetes": "the inventory cluster"}
 
 
+def _capacity_word(option: Option) -> str:
+    """How the option's capacity is obtained, in a label's words: 'spot', 'flex-start', 'reserved'..."""
+    return "spot" if option.spot else {"reservation": "reserved", "capacity-block": "capacity block",
+                                       "flex-start": "flex-start", "queued": "queued"}.get(option.provisioning,
+                                                                                          "on-demand")
+
+
 def describe(option: Option) -> str:
     """Short human label: 'TPU v6e on-demand, 4 x v6e-256 (16x16), gcp us-east5'."""
     name = accelerator_name(option.accelerator)
-    capacity = "spot" if option.spot else {"reservation": "reserved", "capacity-block": "capacity block",
-                                           "flex-start": "flex-start", "queued": "queued"}.get(option.provisioning,
-                                                                                              "on-demand")
+    capacity = _capacity_word(option)
     if option.topology:
         generation = shapes.GENERATION_BY_ACCELERATOR[option.accelerator]
         per_slice = option.chips // option.slices
@@ -53,7 +58,7 @@ def describe(option: Option) -> str:
 def _short_label(option: Option) -> str:
     """'H100 on-demand on AWS': the accelerator, capacity type and cloud, for a comparison sentence."""
     name = accelerator_name(option.accelerator)
-    capacity = "spot" if option.spot else "on-demand"
+    capacity = _capacity_word(option)  # a flex-start H200 rival was called 'on-demand' here
     where = CLOUD_NAMES.get(option.cloud, option.cloud)
     return f"{name} {capacity} on {where}"
 
