@@ -1094,3 +1094,22 @@ def test_a_fleet_sized_past_the_deadline_fit_is_cheaper_than_that_fit(catalog):
         if "deadline_fit_usd" in detail:
             assert float(detail["deadline_fit_usd"]) >= choice.chosen.total_usd
         assert not any("-$" in line for line in choice.rationale), choice.rationale
+
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_under_the_time_objective_a_faster_run_named_costs_more_than_the_pick(catalog, example):
+    """The rationale's 'the fastest option ... would finish sooner for $X more' names the run the ranking measured
+    its tolerance from (ranked on listed prices and expected supply), never one ranked after them: the 70B AWS
+    fine-tune once named an on-demand B200 fleet past a zone's supply, 'sooner for -$194.3k more (-39%)'."""
+    choice = choose(load_workload(EXAMPLES / example), catalog, objective="time")
+    for line in choice.rationale:
+        if line.startswith("The fastest option, "):
+            more = line.split(" sooner for ")[1]
+            assert not more.startswith("-") and "(-" not in more, line
+
+
+def test_the_aws_finetune_for_time_takes_the_fastest_fleet_its_ranking_counts(catalog):
+    choice = choose(load_workload(EXAMPLES / "llama-70b-finetune-aws.yaml"), catalog, objective="time")
+    assert "the fastest option that meets" in choice.rationale[0]
+    assert not any(line.startswith("The fastest option, ") for line in choice.rationale)

@@ -259,6 +259,9 @@ class SearchResult:
     family_reasons: dict[str, list[str]] = field(default_factory=lambda: {"gpu": [], "tpu": []})
     offering_reasons: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     shown_only: set[int] = field(default_factory=set)   # ids of the alternatives: sizes shown for the trade-off
+    # --objective time: (place in the ranking, finish hours) of the fastest run the tolerance is measured from,
+    # and the finish hours of the pick (choose._cheapest_near_the_fastest); None under the cost objective
+    time_reference: tuple[int, float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -97,12 +97,13 @@ def unsupplied(ctx: SearchContext, candidate: Candidate) -> bool:
 
 
 def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], tolerance: float,
-                               shown_only: set[int]) -> list:
+                               shown_only: set[int]) -> tuple[list, tuple[int, float, float]]:
     """`--objective time` across offerings as sizing applies it within one (time_objective_tolerance): a run
     within the tolerance of the fastest is as good as the fastest, more speed past it is bought at full price.
     So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
     sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
-    are not picks (each is slower than its own offering's pick by more than the tolerance)."""
+    are not picks (each is slower than its own offering's pick by more than the tolerance). Also returns the
+    fastest listed run's place in the new order, its finish hours and the pick's: what the rationale compares."""
     # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost, and so
     # do on-demand fleets past what a zone is expected to supply (the second).
     listed = [item for item in ranked if not item[0][0] and not item[0][1]] or ranked
@@ -111,7 +112,9 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     near = [item for item in listed if id(item[1]) not in shown_only and item[0][2] <= fastest * (1.0 + tolerance)]
     near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
     taken = {id(item) for item in near}
-    return near + [item for item in listed if id(item) not in taken] + estimated
+    order = near + [item for item in listed if id(item) not in taken] + estimated
+    fastest_at = next(i for i, item in enumerate(order) if item is listed[0])
+    return order, (fastest_at, fastest, order[0][0][2])
 
 
 def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
@@ -230,7 +233,8 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
 
     ranked.sort(key=lambda item: item[0])
     if objective == "time" and spec.kind != "inference":
-        ranked = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"], found.shown_only)
+        ranked, found.time_reference = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"],
+                                                                  found.shown_only)
     options = [to_option(candidate, region) for _, candidate, region in ranked]
     _, best, _ = ranked[0]
     chosen = options[0]

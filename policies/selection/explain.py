@@ -86,8 +86,10 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                       else f"the default {ctx.deadline_h / 24:g}-day limit (no deadline set)")
     if ctx.budget is not None:
         limits.append(f"the {money(ctx.budget)} budget")
-    fastest = min(options, key=lambda o: o.hours)
-    near_fastest = ctx.objective == "time" and spec.kind != "inference" and fastest.hours < chosen.hours
+    # The fastest run the time objective measured its tolerance from: among the fleets it ranks on listed prices
+    # and expected supply (a faster one priced by rule or past a zone's supply ranks after, as by cost).
+    reference = found.time_reference if spec.kind != "inference" else None
+    near_fastest = ctx.objective == "time" and reference is not None and reference[0] != 0
     tolerance = ctx.resolved["time_objective_tolerance"]
     goal = ("cheapest option" if ctx.objective == "cost" else
             "lowest-latency option" if spec.kind == "inference" else
@@ -108,9 +110,10 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                      f"{money(chosen.total_usd * uncertainty.high)}: {uncertainty.text()}; a team unlike those "
                      "that published them can fall outside it (docs/choose.md).")
     if near_fastest:
-        sooner = chosen.hours - fastest.hours
+        fastest = options[reference[0]]
+        sooner = reference[2] - reference[1]
         lines.append(f"The fastest option, {describe(fastest)}, would finish {duration(sooner)} "
-                     f"({sooner / chosen.hours:.1%}) sooner for {money(fastest.total_usd - chosen.total_usd)} more "
+                     f"({sooner / reference[2]:.1%}) sooner for {money(fastest.total_usd - chosen.total_usd)} more "
                      f"({fastest.total_usd / chosen.total_usd - 1:.0%}): within {tolerance:.0%} of the fastest run, "
                      f"the cheapest is taken, as when sizing one fleet (time_objective_tolerance).")
 
