@@ -243,3 +243,11 @@ def test_preview_of_a_stack_the_backend_does_not_have_previews_a_create(tmp_path
     assert output.read_text(encoding="utf-8").strip() == "exit=0"
     preview = yaml.safe_load((tmp_path / "preview.json").read_text(encoding="utf-8"))
     assert [s["op"] for s in preview["steps"]] == ["create"]
+
+
+def test_the_review_fails_on_any_refusal_accel_plan_reports():
+    """accel plan exits 2 when the stack or its job would be refused, 3 when nothing is feasible and 4 on a
+    mandatory guardrail (docs/plan.md): the pull request's review fails on each, not on 4 alone."""
+    gate = next(step for _job, step in steps(WORKFLOWS / "preview.yml") if step.get("name", "").startswith("Fail on"))
+    condition = gate["if"].replace(" ", "")
+    assert "steps.plan.outputs.exit!='0'" in condition and "steps.preview.outputs.exit!='0'" in condition
