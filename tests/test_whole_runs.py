@@ -20,6 +20,7 @@ from accel.policies.estimator.estimate import (
     whole_run_goodput,
 )
 from accel.policies.selection.choice import NoFeasibleOption
+from accel.base.units import hours_text as duration, money
 from accel.policies.selection.choose import choose
 from accel.policies.workload import load_workload, workload_from_mapping
 
@@ -370,12 +371,20 @@ def test_choose_says_how_wrong_a_training_estimate_may_be_unless_the_workload_fi
     line = next(r for r in choice.rationale if r.startswith("How wrong this may be: "))
     spread = whole_runs.calibrated_model(catalog).dense_spread
     assert f"{spread.low:.2f}x to {spread.high:.2f}x" in line and "leave-one-out" in line
-    assert any(a.name == "whole-run spread" for a in choice.estimate.assumptions)
+    # Beside it, the range the blind runs showed, as time and cost.
+    blind = whole_runs.calibrated_model(catalog).dense_blind
+    hours, usd = choice.estimate.hours, choice.estimate.total_usd
+    assert (f"runs outside the table, estimated blind, took {blind.low:.2f}x to {blind.high:.2f}x ({blind.rows} runs): "
+            f"{duration(hours * blind.low)} to {duration(hours * blind.high)}, {money(usd * blind.low)} to "
+            f"{money(usd * blind.high)}") in line
+    listed = next(a for a in choice.estimate.assumptions if a.name == "whole-run spread")
+    assert f"{blind.low:.2f}x to {blind.high:.2f}x on runs outside the table" in listed.value
+    assert "blind_runs.yaml" in listed.source and "never fitted" in listed.source
     fixed = workload_from_mapping({"name": "w", "kind": "pretrain", "model": {"parameters": "8B"},
                                    "training": {"tokens": "200B", "framework": "pytorch"},
                                    "assumptions": {"goodput": 0.8}}, "w.yaml")
     choice = choose(fixed, catalog)
-    assert not any(r.startswith("How wrong") for r in choice.rationale)
+    assert not any(r.startswith("How wrong") or "estimated blind" in r for r in choice.rationale)
     assert not any(a.name == "whole-run spread" for a in choice.estimate.assumptions)
 
 
@@ -449,3 +458,12 @@ def test_an_edit_of_the_blind_runs_refits_the_cached_whole_run_model(catalog, mo
     monkeypatch.setattr(whole_run_model, "cached", lambda kind, files, compute, **_: seen.append(list(files)) or 0)
     whole_run_model.calibrated_model(catalog)
     assert seen and whole_run_model.BLIND_RUNS in seen[0] and whole_run_model.WHOLE_RUNS in seen[0]
+
+
+def test_a_mixture_of_experts_is_told_the_blind_moe_runs_range(catalog):
+    choice = choose(workload(MOE, tokens="14.8T"), catalog)
+    line = next(r for r in choice.rationale if r.startswith("How wrong this may be: "))
+    model = whole_runs.calibrated_model(catalog)
+    blind = model.moe_blind
+    assert f"estimated blind, took {blind.low:.2f}x to {blind.high:.2f}x ({blind.rows} runs)" in line
+    assert blind.rows == 4 and model.dense_blind.rows == 11

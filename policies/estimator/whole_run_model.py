@@ -99,7 +99,7 @@ class Spread:
         return (f"runs outside the table, estimated blind, took {self.low:.2f}x to {self.high:.2f}x the hours the "
                 f"model fitted on every table row predicted (10th to 90th percentile of {self.rows}; extremes "
                 f"{self.lowest[1]:.2f}x {self.lowest[0]}, {self.highest[1]:.2f}x {self.highest[0]}; "
-                "policies/catalog/blind_runs.yaml: out of sample, never fitted)")
+                "policies/catalog/blind_runs.yaml: out of sample, never fitted; docs/choose.md)")
 
 
 @dataclass(frozen=True)
