@@ -398,6 +398,15 @@ class WholeRunError:
         return self.run.accelerator_hours * (1.0 + self.error)
 
 
+def blind_test(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunError]]:
+    """(dense, MoE) errors of blind_runs.yaml's runs by the model fitted on every table row (what
+    benchmarks/bench_estimate.py prints; fit_model works out the same inside its fit)."""
+    table = whole_runs()
+    model = calibrated_model(catalog)
+    return blind_errors(catalog, blind_runs(table), calibration.calibrated_fit(catalog), model.goodput,
+                        model.moe_factor, chips_rule(table.dense + table.moe))
+
+
 def predict_row(run: WholeRun, catalog: Catalog, step_fit: MfuFit, goodput: GoodputFit, impute, fp8: float,
                 parts: tuple[float, float, moe.ExpertLayout] | None = None, m: float = 1.0) -> WholeRunError:
     """One row predicted by the fits given: step MFU x goodput (x fp8); a MoE row (`parts`, from moe_parts with
@@ -463,4 +472,4 @@ def leave_one_out(catalog: Catalog, goodput_all: GoodputFit | None = None
 
 
 __all__ = ["BlindRunsTable", "GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable",
-           "blind_errors", "blind_runs", "calibrated_model", "fit_goodput", "fp8_speedup", "leave_one_out", "median", "whole_runs"]
+           "blind_errors", "blind_runs", "blind_test", "calibrated_model", "fit_goodput", "fp8_speedup", "leave_one_out", "median", "whole_runs"]
