@@ -91,7 +91,8 @@ def main() -> int:
                                          ("MoE blind runs", blind_moe, model.moe_spread, model.moe_blind)):
         if not errors:
             continue
-        whole_run_table(title, errors, "OUT OF SAMPLE, NOT FITTED (blind_runs.yaml): error by the fits on every table row")
+        whole_run_table(title, errors,
+                        "OUT OF SAMPLE, NOT FITTED (blind_runs.yaml): error by the fits on every table row")
         inside = sum(stated.low <= 1.0 / (1.0 + e.error) <= stated.high for e in errors)
         print(f"  the leave-one-out range {stated.low:.2f}x to {stated.high:.2f}x held {inside} of {len(errors)} "
               f"(nominal 8 in 10)" + (f"; stated by accel choose beside it: {blind.blind_source()}" if blind else ""))

@@ -472,4 +472,5 @@ def leave_one_out(catalog: Catalog, goodput_all: GoodputFit | None = None
 
 
 __all__ = ["BlindRunsTable", "GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable",
-           "blind_errors", "blind_runs", "blind_test", "calibrated_model", "fit_goodput", "fp8_speedup", "leave_one_out", "median", "whole_runs"]
+           "blind_errors", "blind_runs", "blind_test", "calibrated_model", "fit_goodput", "fp8_speedup", "leave_one_out",
+           "median", "whole_runs"]
