@@ -7,6 +7,10 @@
    (issue #30) median <= 20%, worst <= 50%;
 3. mixture-of-experts whole runs: the MoE factor fitted without the run; target median <= 25%.
 
+Then the blind runs (policies/catalog/blind_runs.yaml: published runs held out of the table and estimated
+blind): OUT OF SAMPLE, NOT FITTED, each predicted by the fits on every table row; no target, their 10th-90th
+percentile range is what `accel choose` states beside the leave-one-out's.
+
     uv run python benchmarks/bench_estimate.py
 
 Prints per run the published and predicted figures and the error in accelerator-hours (predicted hours /
@@ -26,13 +30,14 @@ sys.path.insert(0, str(ROOT))
 from accel.policies.estimator.calibration import calibrated_fit, leave_one_out, median  # noqa: E402
 from accel.policies.catalog import load_catalog  # noqa: E402
 from accel.policies.estimator.serving_figures import serving_errors  # noqa: E402
-from accel.policies.estimator.whole_runs import calibrated_model, leave_one_out as whole_run_leave_one_out  # noqa: E402
+from accel.policies.estimator.whole_runs import blind_test, calibrated_model  # noqa: E402
+from accel.policies.estimator.whole_runs import leave_one_out as whole_run_leave_one_out  # noqa: E402
 
 MEDIAN_TARGET, WORST_TARGET = 0.20, 0.50
 MOE_MEDIAN_TARGET = 0.25
 
 
-def whole_run_table(title: str, errors) -> tuple[float, float]:
+def whole_run_table(title: str, errors, how: str = "leave-one-out error") -> tuple[float, float]:
     print(f"\n{title:22} {'accelerator':11} {'chips':>6} {'active':>7} {'PP':>3} {'step':>6} {'goodput':>7} {'MoE':>6} "
           f"{'implied':>7} {'pred h':>10} {'pub h':>10} {'error':>7}")
     for e in errors:
@@ -42,7 +47,7 @@ def whole_run_table(title: str, errors) -> tuple[float, float]:
               f"{r.accelerator_hours:>10.4g} {e.error:>+7.1%}")
     absolute = [abs(e.error) for e in errors]
     worst = max(errors, key=lambda e: abs(e.error))
-    print(f"{len(errors)} {title.lower()}, leave-one-out error in accelerator-hours: median {median(absolute):.1%}, "
+    print(f"{len(errors)} {title.lower()}, {how} in accelerator-hours: median {median(absolute):.1%}, "
           f"worst {abs(worst.error):.1%} on {worst.run.id} (* chips not published: imputed from the other rows; "
           "PP: the pipeline stages the estimator's layout gives the row, a diagnostic fitted into nothing)")
     return median(absolute), abs(worst.error)
@@ -79,6 +84,18 @@ def main() -> int:
           f"fp8 x{model.fp8_speedup:.3f}")
     for spread in (model.dense_spread, model.moe_spread):
         print(f"stated by accel choose: {spread.text()}")
+
+    # Out of sample: runs held out of the table, each predicted by the fits on every table row; no target.
+    blind_dense, blind_moe = blind_test(catalog)
+    for title, errors, stated, blind in (("Dense blind runs", blind_dense, model.dense_spread, model.dense_blind),
+                                         ("MoE blind runs", blind_moe, model.moe_spread, model.moe_blind)):
+        if not errors:
+            continue
+        whole_run_table(title, errors,
+                        "OUT OF SAMPLE, NOT FITTED (blind_runs.yaml): error by the fits on every table row")
+        inside = sum(stated.low <= 1.0 / (1.0 + e.error) <= stated.high for e in errors)
+        print(f"  the leave-one-out range {stated.low:.2f}x to {stated.high:.2f}x held {inside} of {len(errors)} "
+              f"(nominal 8 in 10)" + (f"; stated by accel choose beside it: {blind.blind_source()}" if blind else ""))
     whole_ok = dense_median <= MEDIAN_TARGET and dense_worst <= WORST_TARGET and moe_median <= MOE_MEDIAN_TARGET
     print(f"\n{'serving figure':36} {'published':>9} {'predicted':>9} {'error':>7}   (generated tok/s per chip)")
     serving = serving_errors(catalog)

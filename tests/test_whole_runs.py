@@ -20,6 +20,7 @@ from accel.policies.estimator.estimate import (
     whole_run_goodput,
 )
 from accel.policies.selection.choice import NoFeasibleOption
+from accel.base.units import hours_text as duration, money
 from accel.policies.selection.choose import choose
 from accel.policies.workload import load_workload, workload_from_mapping
 
@@ -370,10 +371,99 @@ def test_choose_says_how_wrong_a_training_estimate_may_be_unless_the_workload_fi
     line = next(r for r in choice.rationale if r.startswith("How wrong this may be: "))
     spread = whole_runs.calibrated_model(catalog).dense_spread
     assert f"{spread.low:.2f}x to {spread.high:.2f}x" in line and "leave-one-out" in line
-    assert any(a.name == "whole-run spread" for a in choice.estimate.assumptions)
+    # Beside it, the range the blind runs showed, as time and cost.
+    blind = whole_runs.calibrated_model(catalog).dense_blind
+    hours, usd = choice.estimate.hours, choice.estimate.total_usd
+    assert (f"runs outside the table, estimated blind, took {blind.low:.2f}x to {blind.high:.2f}x ({blind.rows} runs): "
+            f"{duration(hours * blind.low)} to {duration(hours * blind.high)}, {money(usd * blind.low)} to "
+            f"{money(usd * blind.high)}") in line
+    listed = next(a for a in choice.estimate.assumptions if a.name == "whole-run spread")
+    assert f"{blind.low:.2f}x to {blind.high:.2f}x on runs outside the table" in listed.value
+    assert "blind_runs.yaml" in listed.source and "never fitted" in listed.source
     fixed = workload_from_mapping({"name": "w", "kind": "pretrain", "model": {"parameters": "8B"},
                                    "training": {"tokens": "200B", "framework": "pytorch"},
                                    "assumptions": {"goodput": 0.8}}, "w.yaml")
     choice = choose(fixed, catalog)
-    assert not any(r.startswith("How wrong") for r in choice.rationale)
+    assert not any(r.startswith("How wrong") or "estimated blind" in r for r in choice.rationale)
     assert not any(a.name == "whole-run spread" for a in choice.estimate.assumptions)
+
+
+# ---------------------------------------------------------------------------------------------- the blind runs
+
+
+@pytest.fixture(scope="module")
+def blind():
+    return whole_runs.blind_runs()
+
+
+def test_blind_runs_are_whole_runs_of_the_tables_schema_in_neither_fit(blind):
+    table = whole_runs.whole_runs()
+    assert len(blind.dense) == 11 and len(blind.moe) == 4
+    assert not {r.id for r in blind.dense + blind.moe} & {r.id for r in table.dense + table.moe}
+    for row in blind.dense + blind.moe:
+        assert row.kind == "whole_run" and row.url.startswith("https://") and len(row.quote) > 30
+    bloomberg = next(r for r in blind.dense if r.id == "bloomberggpt")
+    assert bloomberg.accelerator_hours == 512 * 53 * 24 and "CORRECTED" in (bloomberg.notes or "")
+
+
+def test_a_blind_run_also_in_the_table_is_refused(blind):
+    table = whole_runs.whole_runs()
+    mixed = table.model_copy(update={"dense": table.dense + [blind.dense[0]]})
+    with pytest.raises(ValueError, match=blind.dense[0].id):
+        whole_runs.blind_runs(mixed)
+
+
+def test_no_blind_run_enters_any_fit(catalog, blind):
+    """Emptying the blind file leaves every fitted figure as it was; only the blind ranges go."""
+    full = whole_runs.fit_model(catalog, blind)
+    empty = whole_runs.fit_model(catalog, whole_runs.BlindRunsTable(as_of=blind.as_of))
+    assert full.goodput == empty.goodput and full.moe_factor == empty.moe_factor
+    assert full.fp8_speedup == empty.fp8_speedup
+    assert full.dense_spread == empty.dense_spread and full.moe_spread == empty.moe_spread
+    assert empty.dense_blind is None and empty.moe_blind is None
+    assert full.dense_blind is not None and full.moe_blind is not None
+
+
+def test_a_mutated_blind_row_moves_the_blind_range(catalog, blind):
+    """Doubling the published hours of the run at the bottom of the dense range moves the range's low end."""
+    full = whole_runs.fit_model(catalog, blind)
+    lowest = full.dense_blind.lowest[0]
+    doubled = [r.model_copy(update={"accelerator_hours": 2 * r.accelerator_hours}) if r.id == lowest else r
+               for r in blind.dense]
+    mutated = whole_runs.fit_model(catalog, blind.model_copy(update={"dense": doubled}))
+    assert mutated.dense_blind.low != pytest.approx(full.dense_blind.low)
+    assert mutated.goodput == full.goodput and mutated.dense_spread == full.dense_spread
+
+
+def test_the_blind_spread_is_the_blind_runs_deciles_by_the_fits_on_every_table_row(catalog, blind):
+    model = whole_runs.calibrated_model(catalog)
+    table = whole_runs.whole_runs()
+    dense, mixture = whole_runs.blind_errors(catalog, blind, calibration.calibrated_fit(catalog), model.goodput,
+                                             model.moe_factor, whole_runs.chips_rule(table.dense + table.moe))
+    for spread, errors in ((model.dense_blind, dense), (model.moe_blind, mixture)):
+        ratios = [1.0 / (1.0 + e.error) for e in errors]
+        deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+        assert spread.rows == len(errors)
+        assert (spread.low, spread.high) == pytest.approx((deciles[0], deciles[-1]))
+    # A blind row is predicted with the goodput fitted on every table row, not one refitted with it.
+    phi4 = next(e for e in dense if e.run.id == "phi4")
+    assert phi4.goodput == model.goodput.goodput("hopper", 14e9)
+
+
+def test_an_edit_of_the_blind_runs_refits_the_cached_whole_run_model(catalog, monkeypatch):
+    """The blind file is one of the derived cache's inputs (keyed by content): an edit is a miss."""
+    from accel.policies.estimator import whole_run_model
+    seen = []
+    monkeypatch.setattr(whole_run_model, "_MODELS", {})
+    monkeypatch.setattr(whole_run_model, "cached", lambda kind, files, compute, **_: seen.append(list(files)) or 0)
+    whole_run_model.calibrated_model(catalog)
+    assert seen and whole_run_model.BLIND_RUNS in seen[0] and whole_run_model.WHOLE_RUNS in seen[0]
+
+
+def test_a_mixture_of_experts_is_told_the_blind_moe_runs_range(catalog):
+    choice = choose(workload(MOE, tokens="14.8T"), catalog)
+    line = next(r for r in choice.rationale if r.startswith("How wrong this may be: "))
+    model = whole_runs.calibrated_model(catalog)
+    blind = model.moe_blind
+    assert f"estimated blind, took {blind.low:.2f}x to {blind.high:.2f}x ({blind.rows} runs)" in line
+    assert blind.rows == 4 and model.dense_blind.rows == 11

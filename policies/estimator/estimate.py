@@ -318,6 +318,15 @@ def whole_run_spread(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog) -
     return whole_run_model.calibrated_model(catalog).spread_for(spec.model.is_moe)
 
 
+def whole_run_blind_spread(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog
+                           ) -> whole_run_model.Spread | None:
+    """The same for published runs outside the table, estimated blind (policies/catalog/blind_runs.yaml, never
+    fitted) of the workload's kind; None when the workload fixes its own goodput or MFU, or too few such runs."""
+    if whole_run_spread(spec, resolved, catalog) is None:
+        return None
+    return whole_run_model.calibrated_model(catalog).blind_for(spec.model.is_moe)
+
+
 def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerator, step_mfu) -> Factor | None:
     """A mixture-of-experts model's whole-run factor beyond a dense model of its active size: the fitted MoE
     factor times the efficiency left by the expert-parallel all-to-all on this accelerator's fabric (None for
@@ -652,13 +661,6 @@ class Evaluation:
     detail: dict[str, float | int | str] = field(default_factory=dict)
 
 
-# What the blind tests of docs/choose.md (published runs outside the table, estimated once) found, per kind.
-_BLIND_TESTS = {False: "dense runs by teams unlike the table's have done worse when tried blind, both ways "
-                       "(docs/choose.md)",
-                True: "mixture-of-experts runs outside the table came within the leave-one-out's range when "
-                      "tried blind (docs/choose.md)"}
-
-
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None,
@@ -726,9 +728,13 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                                 f"{whole_run.source}")]
     uncertainty = whole_run_spread(spec, resolved, catalog)
     if uncertainty is not None:
+        blind = whole_run_blind_spread(spec, resolved, catalog)
+        beside = (f"; {blind.low:.2f}x to {blind.high:.2f}x on runs outside the table, estimated blind "
+                  f"({blind.rows} runs)" if blind is not None else "")
         items.append(_assumption(name="whole-run spread", value=f"{uncertainty.low:.2f}x to {uncertainty.high:.2f}x "
-                                 "the estimated time and cost", source=f"{uncertainty.text()}; "
-                                 f"benchmarks/bench_estimate.py; {_BLIND_TESTS[spec.model.is_moe]}"))
+                                 f"the estimated time and cost{beside}", source=f"{uncertainty.text()}; "
+                                 "benchmarks/bench_estimate.py"
+                                 + (f"; {blind.blind_source()}" if blind is not None else "")))
     if spec.model.is_moe:
         # The factor the hours used: its all-to-all is set against the step MFU with the workload's overrides.
         factor = moe if moe is not None else TrainingModel(spec, resolved, catalog, accelerator, cloud, spot).moe

@@ -1,6 +1,6 @@
 """The fitted whole-run model and what reads it: `WholeRunModel` (goodput, MoE factor, fp8 speed-up, the
-leave-one-out spread) and `calibrated_model`, the fit on every row, cached per catalog and in the user's
-derived-data cache.
+leave-one-out spread and the blind runs' spread) and `calibrated_model`, the fit on every row, cached per
+catalog and in the user's derived-data cache.
 
 The model and how it is fitted are described in policies/estimator/whole_runs.py, which holds the table of
 published whole runs, its checks and the fits. They are kept apart so that a run whose model comes from the
@@ -19,6 +19,8 @@ from accel.policies.catalog.model import Catalog
 from accel.policies.estimator import generations, mfu_model
 
 WHOLE_RUNS = Path(__file__).resolve().parent.parent / "catalog" / "whole_runs.yaml"
+# Published runs held out of WHOLE_RUNS and estimated blind: evidence for the stated range only, never fitted.
+BLIND_RUNS = WHOLE_RUNS.with_name("blind_runs.yaml")
 SIZE_REFERENCE = 1e10
 
 
@@ -88,6 +90,17 @@ class Spread:
                       f"{self.beside.low:.2f}x to {self.beside.high:.2f}x is the wider view")
         return words
 
+    def blind_text(self) -> str:
+        """The range published runs outside the table showed against the model fitted on every table row."""
+        return (f"runs outside the table, estimated blind, took {self.low:.2f}x to {self.high:.2f}x "
+                f"({self.rows} runs)")
+
+    def blind_source(self) -> str:
+        return (f"runs outside the table, estimated blind, took {self.low:.2f}x to {self.high:.2f}x the hours the "
+                f"model fitted on every table row predicted (10th to 90th percentile of {self.rows}; extremes "
+                f"{self.lowest[1]:.2f}x {self.lowest[0]}, {self.highest[1]:.2f}x {self.highest[0]}; "
+                "policies/catalog/blind_runs.yaml: out of sample, never fitted; docs/choose.md)")
+
 
 @dataclass(frozen=True)
 class WholeRunModel:
@@ -100,9 +113,15 @@ class WholeRunModel:
     moe_rows: int
     dense_spread: Spread | None = None
     moe_spread: Spread | None = None
+    # The same rule over published runs outside the table, each predicted by the fits on every table row.
+    dense_blind: Spread | None = None
+    moe_blind: Spread | None = None
 
     def spread_for(self, is_moe: bool) -> Spread | None:
         return self.moe_spread if is_moe else self.dense_spread
+
+    def blind_for(self, is_moe: bool) -> Spread | None:
+        return self.moe_blind if is_moe else self.dense_blind
 
 
 _MODELS: dict[tuple, WholeRunModel] = {}
@@ -110,8 +129,9 @@ _MODELS: dict[tuple, WholeRunModel] = {}
 
 def calibrated_model(catalog: Catalog) -> WholeRunModel:
     """The whole-run model fitted on every row, cached per catalog's peaks and estimator settings and, with the
-    bundled hardware table, in the user's derived-data cache (keyed by both run tables and the code): reading
-    and checking the table costs a few hundred milliseconds, the fitted model's pickle almost nothing."""
+    bundled hardware table, in the user's derived-data cache (keyed by the run tables, the blind runs and the
+    code; an edit of any refits): reading and checking the tables costs a few hundred milliseconds, the fitted
+    model's pickle almost nothing."""
     key = mfu_model._fit_key(catalog)
     found = _MODELS.get(key)
     if found is None:
@@ -120,7 +140,7 @@ def calibrated_model(catalog: Catalog) -> WholeRunModel:
             from accel.policies.estimator import whole_runs
             return whole_runs.fit_model(catalog)
 
-        found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, mfu_model.PUBLISHED_RUNS], compute,
+        found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, BLIND_RUNS, mfu_model.PUBLISHED_RUNS], compute,
                                        code=[mfu_model.POLICIES_DIR], extra=key)
                                 if hardware.bundled_in_use() else compute())
     return found

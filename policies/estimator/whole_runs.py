@@ -31,6 +31,10 @@ Where a run's chip count is not published it is imputed from the rows that publi
 (log2 chips = a + b log10 parameters), never from its own hours. Nothing is fitted row by row: every
 leave-one-out prediction comes from fits without the row (and, for a run that also has step rows, without
 those: `linked_step_rows`).
+
+The blind runs (blind_runs.yaml: published runs held out of the table and estimated blind) are predicted by the
+fits on every table row and give the out-of-sample range `accel choose` states beside the leave-one-out's; they
+enter no fit (fit_model reads them after every fit is made).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from accel.policies.estimator import calibration, generations, moe
 from accel.policies.estimator.mfu_model import MfuFit, median
 # The fitted model and what reads it live in whole_run_model.py (what a warm run imports); named here too.
 from accel.policies.estimator.whole_run_model import (  # noqa: F401
+    BLIND_RUNS,
     SIZE_REFERENCE,
     WHOLE_RUNS,
     GoodputFit,
@@ -172,6 +177,35 @@ class WholeRunsTable(StrictModel):
 @lru_cache(maxsize=1)
 def whole_runs() -> WholeRunsTable:
     return WholeRunsTable.model_validate(read_yaml_file(WHOLE_RUNS, "whole-runs table"))
+
+
+class BlindRunsTable(StrictModel):
+    """Published whole runs held out of the table and estimated blind (blind_runs.yaml): rows of the table's
+    own schema, kept as out-of-sample evidence for the stated range only; no fit ever reads them."""
+
+    as_of: date
+    dense: list[WholeRun] = Field(default_factory=list)
+    moe: list[WholeRun] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _kinds(self) -> "BlindRunsTable":
+        ids = [r.id for r in self.dense + self.moe]
+        if len(ids) != len(set(ids)):
+            raise ValueError("a blind-run id appears twice")
+        if any(r.is_moe for r in self.dense) or not all(r.is_moe for r in self.moe):
+            raise ValueError("dense rows have no active_parameters; moe rows have them")
+        return self
+
+
+def blind_runs(table: WholeRunsTable | None = None) -> BlindRunsTable:
+    """The blind runs, checked to be none of the table's: a run in both would be out of sample no more."""
+    blind = BlindRunsTable.model_validate(read_yaml_file(BLIND_RUNS, "blind-runs table"))
+    fitted = {r.id for r in (table or whole_runs()).dense + (table or whole_runs()).moe}
+    both = sorted(fitted & {r.id for r in blind.dense + blind.moe})
+    if both:
+        raise ValueError(f"{BLIND_RUNS.name}: {', '.join(both)} also in {WHOLE_RUNS.name}; a blind run is in "
+                         "neither the fit nor the table")
+    return blind
 
 
 def fp8_speedup(table: WholeRunsTable | None = None) -> float:
@@ -302,18 +336,40 @@ def spread(kind: str, errors: list["WholeRunError"], beside: Spread | None = Non
                   (ratios[-1][1], ratios[-1][0]), beside)
 
 
-def fit_model(catalog: Catalog) -> WholeRunModel:
-    """The whole-run model fitted on every row (whole_run_model.calibrated_model caches it)."""
+def fit_model(catalog: Catalog, blind: BlindRunsTable | None = None) -> WholeRunModel:
+    """The whole-run model fitted on every row (whole_run_model.calibrated_model caches it), with the spreads of
+    the leave-one-out and of the blind runs (`blind`: blind_runs.yaml unless given), which no fit reads."""
     table = whole_runs()
     step_fit = calibration.calibrated_fit(catalog)
     impute = chips_rule(table.dense + table.moe)
     goodput = fit_goodput(table.dense, step_fit, catalog, impute)
     overlap = table.model_settings.all_to_all_overlap
     parts = [moe_parts(r, step_fit, goodput, catalog, impute, overlap) for r in table.moe]
+    m = moe_factor(parts)
     # The leave-one-out's MoE rows are predicted by these same fits on every row: handed over, not fitted again.
     dense, mixture = leave_one_out(catalog, goodput)
-    return WholeRunModel(goodput, moe_factor(parts), fp8_speedup(table), overlap, len(table.moe),
-                         spread("dense", dense), spread("mixture-of-experts", mixture, spread("dense", dense)))
+    blind_dense, blind_moe = blind_errors(catalog, blind or blind_runs(table), step_fit, goodput, m, impute)
+    return WholeRunModel(goodput, m, fp8_speedup(table), overlap, len(table.moe),
+                         spread("dense", dense), spread("mixture-of-experts", mixture, spread("dense", dense)),
+                         blind_spread("dense", blind_dense), blind_spread("mixture-of-experts", blind_moe))
+
+
+def blind_spread(kind: str, errors: list["WholeRunError"]) -> Spread | None:
+    """The spread's rule over the blind runs of a kind; None under two runs (no percentiles)."""
+    return spread(kind, errors) if len(errors) >= 2 else None
+
+
+def blind_errors(catalog: Catalog, blind: BlindRunsTable, step_fit: MfuFit, goodput: GoodputFit, m: float,
+                 impute) -> tuple[list["WholeRunError"], list["WholeRunError"]]:
+    """(dense, MoE) errors of the blind runs, each predicted as the leave-one-out predicts a row, but by the
+    fits on every table row: step model, goodput, chips rule and MoE factor. They are predicted, never fitted."""
+    table = whole_runs()
+    fp8 = fp8_speedup(table)
+    overlap = table.model_settings.all_to_all_overlap
+    dense = [predict_row(run, catalog, step_fit, goodput, impute, fp8) for run in blind.dense]
+    mixture = [predict_row(run, catalog, step_fit, goodput, impute, fp8,
+                           moe_parts(run, step_fit, goodput, catalog, impute, overlap), m) for run in blind.moe]
+    return dense, mixture
 
 
 # ---------------------------------------------------------------------------------------------- leave-one-out
@@ -340,6 +396,32 @@ class WholeRunError:
     @property
     def predicted_hours(self) -> float:
         return self.run.accelerator_hours * (1.0 + self.error)
+
+
+def blind_test(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunError]]:
+    """(dense, MoE) errors of blind_runs.yaml's runs by the model fitted on every table row (what
+    benchmarks/bench_estimate.py prints; fit_model works out the same inside its fit)."""
+    table = whole_runs()
+    model = calibrated_model(catalog)
+    return blind_errors(catalog, blind_runs(table), calibration.calibrated_fit(catalog), model.goodput,
+                        model.moe_factor, chips_rule(table.dense + table.moe))
+
+
+def predict_row(run: WholeRun, catalog: Catalog, step_fit: MfuFit, goodput: GoodputFit, impute, fp8: float,
+                parts: tuple[float, float, moe.ExpertLayout] | None = None, m: float = 1.0) -> WholeRunError:
+    """One row predicted by the fits given: step MFU x goodput (x fp8); a MoE row (`parts`, from moe_parts with
+    the same fits) also x all-to-all x `m`, goodput x MoE at most max_goodput, as in the estimator."""
+    chips = chips_of(run, impute)
+    step = step_mfu(step_fit, catalog, run, chips)
+    stages = row_stages(run, catalog, impute)
+    kept = goodput.goodput(generation_of(run), run.active)
+    if parts is None:
+        predicted = step * kept * (fp8 if run.precision == "fp8" else 1.0)
+        return WholeRunError(run, chips, run.chips is None, step, kept, 1.0, implied_mfu(run, catalog), predicted,
+                             stages)
+    observed, predicted, layout = parts
+    capped = min(predicted * m, predicted / (kept * layout.efficiency) * goodput.max_goodput)
+    return WholeRunError(run, chips, run.chips is None, step, kept, layout.efficiency * m, observed, capped, stages)
 
 
 class _StepFits:
@@ -374,13 +456,7 @@ def leave_one_out(catalog: Catalog, goodput_all: GoodputFit | None = None
         impute = chips_rule(others + table.moe)
         step_fit = steps.without(run.linked_step_rows)
         goodput = fit_goodput(others, step_fit, catalog, impute)
-        chips = chips_of(run, impute)
-        step = step_mfu(step_fit, catalog, run, chips)
-        stages = row_stages(run, catalog, impute)
-        kept = goodput.goodput(generation_of(run), run.active)
-        predicted = step * kept * (fp8 if run.precision == "fp8" else 1.0)
-        dense_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, 1.0,
-                                          implied_mfu(run, catalog), predicted, stages))
+        dense_errors.append(predict_row(run, catalog, step_fit, goodput, impute, fp8))
     step_all = steps.without([])
     everything = table.dense + table.moe
     if goodput_all is None:
@@ -390,18 +466,11 @@ def leave_one_out(catalog: Catalog, goodput_all: GoodputFit | None = None
     moe_errors = []
     for run in table.moe:
         m = moe_factor([parts[r.id] for r in table.moe if r is not run])
-        observed, predicted, layout = parts[run.id]
         impute = chips_rule([x for x in everything if x is not run])
-        chips = chips_of(run, impute)
-        step = step_mfu(step_all, catalog, run, chips)
-        stages = row_stages(run, catalog, impute)
-        kept = goodput_all.goodput(generation_of(run), run.active)
-        # goodput x MoE (all-to-all x m) is at most max_goodput, as in the estimator
-        capped = min(predicted * m, predicted / (kept * layout.efficiency) * goodput_all.max_goodput)
-        moe_errors.append(WholeRunError(run, chips, run.chips is None, step, kept, layout.efficiency * m, observed,
-                                        capped, stages))
+        moe_errors.append(predict_row(run, catalog, step_all, goodput_all, impute, fp8, parts[run.id], m))
     return dense_errors, moe_errors
 
 
-__all__ = ["GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable", "calibrated_model",
-           "fit_goodput", "fp8_speedup", "leave_one_out", "median", "whole_runs"]
+__all__ = ["BlindRunsTable", "GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable",
+           "blind_errors", "blind_runs", "blind_test", "calibrated_model", "fit_goodput", "fp8_speedup", "leave_one_out",
+           "median", "whole_runs"]

@@ -10,7 +10,12 @@ from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.selection.candidates import Candidate, SearchContext, SearchResult, to_option
 from accel.policies.selection.choice import NoFeasibleOption, catalog_ref
-from accel.policies.estimator.estimate import training_flops, training_memory_bytes, whole_run_spread
+from accel.policies.estimator.estimate import (
+    training_flops,
+    training_memory_bytes,
+    whole_run_blind_spread,
+    whole_run_spread,
+)
 from accel.policies.plan import Option
 from accel.policies.selection.tradeoffs import time_words
 from accel.policies.workload import XLA_FRAMEWORKS, framework_label
@@ -105,10 +110,14 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
     lines.append(f"Chosen: {summary}; the {goal}{meets}.")
     uncertainty = whole_run_spread(spec, ctx.resolved, ctx.catalog) if spec.kind != "inference" else None
     if uncertainty is not None:
-        lines.append(f"How wrong this may be: {duration(chosen.hours * uncertainty.low)} to "
-                     f"{duration(chosen.hours * uncertainty.high)}, {money(chosen.total_usd * uncertainty.low)} to "
-                     f"{money(chosen.total_usd * uncertainty.high)}: {uncertainty.text()}; a team unlike those "
-                     "that published them can fall outside it (docs/choose.md).")
+        def scaled(spread) -> str:
+            return (f"{duration(chosen.hours * spread.low)} to {duration(chosen.hours * spread.high)}, "
+                    f"{money(chosen.total_usd * spread.low)} to {money(chosen.total_usd * spread.high)}")
+        # Beside the leave-one-out's range, the one published runs outside the table showed (out of sample).
+        blind = whole_run_blind_spread(spec, ctx.resolved, ctx.catalog)
+        outside = f"; {blind.blind_text()}: {scaled(blind)}" if blind is not None else ""
+        lines.append(f"How wrong this may be: {scaled(uncertainty)}: {uncertainty.text()}{outside}; a team unlike "
+                     "those that published them can fall outside it (docs/choose.md).")
     if near_fastest:
         fastest = options[reference[0]]
         sooner = reference[2] - reference[1]
