@@ -173,16 +173,19 @@ def test_dense_whole_runs_leave_one_out_median_within_target(loo):
 
 
 @pytest.mark.xfail(strict=True, reason="Phi-2 (card: 1.4T tokens on 96 A100 in 14 days, a whole-run MFU above "
-                                        "every A100 step row) is predicted +72%; no other row is over 50%")
+                                        "every A100 step row) is predicted +71%, Phi-3-mini (its April 2024 card: "
+                                        "3.3T tokens on 512 H100 in 7 days) +53%; no other row is over 50%")
 def test_dense_whole_runs_leave_one_out_worst_within_target(loo):
     dense, _ = loo
     _, worst = _summary(dense)
     assert worst <= 0.50
 
 
-def test_only_one_dense_whole_run_misses_the_worst_case_target(loo):
+def test_the_dense_whole_runs_past_the_worst_case_target_are_the_two_known_ones(loo):
+    """Phi-2, and Phi-3-mini since its duration was corrected to its card's (7 days, not 10): any other row past
+    50% is a new miss."""
     dense, _ = loo
-    assert sum(abs(e.error) > 0.50 for e in dense) <= 1
+    assert {e.run.id for e in dense if abs(e.error) > 0.50} <= {"phi2", "phi3-mini"}
 
 
 def test_moe_whole_runs_leave_one_out_median_within_target(loo):
