@@ -408,7 +408,7 @@ def beyond_supply_words(ob: Obtaining, offering: Offering, hosts: int, hours: fl
     pool = ob.figure(offering, "on-demand", "pool_hosts")
     figure = (f"{hosts:,} on-demand hosts against the {pool[0]:g} host{'s' if pool[0] != 1 else ''} one zone is "
               f"expected to supply ({'estimate' if pool[1] else 'your figure'})") if pool else f"{hosts:,} on-demand hosts"
-    modes = {m.id: m for m in ob.table.modes_for(offering.cloud, offering.machine_type)}
+    modes = {m.id: m for m in ob.modes_for(offering)}   # kept per machine type: asked of every fleet ranked after
     cb, calendar = modes.get("aws-capacity-block"), modes.get("gcp-calendar")
     route = "only a negotiated reservation with the cloud's account team would supply them"
     if cb is not None:   # the modes in supply_lines' order

@@ -69,5 +69,6 @@ def ranked_after_lines(objective: str, kind: str, ranked: Ranked, options: list[
         return []
     option = options[at]
     what = "faster" if objective == "time" else "cheaper"
-    return [f"Capacity: a {what} fleet, {describe(option)}: {duration(option.hours)}, {money(option.total_usd)}, "
-            f"ranks after: {option.ranked_after}."]
+    terms = (f"{money(option.hourly_usd)}/h" if kind == "inference"
+             else f"{duration(option.hours)}, {money(option.total_usd)}")
+    return [f"Capacity: a {what} fleet, {describe(option)}: {terms}, ranks after: {option.ranked_after}."]
