@@ -145,3 +145,57 @@ def test_ranked_after_is_set_exactly_for_the_options_the_rank_key_puts_after(cat
             seen_after = True
         else:
             assert not seen_after, "an option ranked after comes after every option that is not"
+
+
+def _fleet(machine_type: str, hosts: int, hours: float, total_usd: float, provisioning: str = "on-demand",
+           ranked_after: str | None = None) -> Option:
+    return Option(cloud="aws", region="us-east-1", accelerator="b200", family="gpu", chips=8 * hosts, hosts=hosts,
+                  machine_type=machine_type, hourly_usd=total_usd / hours, hours=hours, total_usd=total_usd, mfu=0.4,
+                  offering=f"aws-{machine_type}", chips_per_host=8, provisioning=provisioning,
+                  ranked_after=ranked_after)
+
+
+def _candidate(booked: bool):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(booking=object() if booked else None, reserved=None)
+
+
+@pytest.mark.parametrize("objective", ["cost", "time"])
+def test_the_fleet_a_booked_choice_was_weighed_against_is_named_again_only_by_time(objective):
+    """capacity.booked_why names the first fleet of another mode with its price and that it is past the pool; by
+    cost a line naming the same fleet would repeat it, by time it adds the run time booked_why does not give."""
+    from accel.policies.selection.ranked_after import ranked_after_lines
+
+    why = f"{SUPPLY}: 100 on-demand hosts against the 64 hosts one zone is expected to supply (estimate); ..."
+    chosen = _fleet("p6-b200.48xlarge", 64, 300.0, 1_000.0, provisioning="capacity-block")
+    past = _fleet("p6-b200.48xlarge", 100, 150.0, 900.0, ranked_after=why)
+    # the key's third element: total_usd by cost, hours by time; the fleet past the pool beats the chosen on both
+    value = (lambda o: o.total_usd) if objective == "cost" else (lambda o: o.hours)
+    assert value(past) < value(chosen)
+    ranked = [((False, False, value(chosen)), _candidate(True), "us-east-1"),
+              ((False, True, value(past)), _candidate(False), "us-east-1")]
+    lines = ranked_after_lines(objective, "pretrain", ranked, [chosen, past])
+    if objective == "cost":
+        assert lines == []
+    else:
+        assert lines == [f"Capacity: a faster fleet, B200 on-demand, 100 x p6-b200.48xlarge (800 GPUs), aws us-east-1: "
+                         f"{duration(150.0)}, {money(900.0)}, ranks after: {why}."]
+
+
+def test_by_cost_a_cheaper_fleet_past_the_pool_other_than_the_one_weighed_is_named():
+    from accel.policies.selection.ranked_after import ranked_after_lines
+
+    why = f"{SUPPLY}: 100 on-demand hosts ...; ..."
+    chosen = _fleet("p6-b200.48xlarge", 64, 300.0, 1_000.0, provisioning="capacity-block")
+    spot = _fleet("p6-b200.48xlarge", 32, 600.0, 1_100.0, provisioning="spot")   # booked_why weighs this one
+    past = _fleet("p6-b200.48xlarge", 100, 150.0, 900.0, ranked_after=why)
+    dearer = _fleet("p6-b200.48xlarge", 200, 80.0, 1_200.0, ranked_after=why)
+    ranked = [((False, False, 1_000.0), _candidate(True), "us-east-1"),
+              ((False, False, 1_100.0), _candidate(False), "us-east-1"),
+              ((False, True, 900.0), _candidate(False), "us-east-1"),
+              ((False, True, 1_200.0), _candidate(False), "us-east-1")]
+    lines = ranked_after_lines("cost", "pretrain", ranked, [chosen, spot, past, dearer])
+    assert len(lines) == 1 and lines[0].startswith("Capacity: a cheaper fleet, B200 on-demand, 100 x p6-b200.48xlarge")
+    # nothing cheaper ranks after: no line
+    assert ranked_after_lines("cost", "pretrain", ranked[:2] + ranked[3:], [chosen, spot, dearer]) == []
