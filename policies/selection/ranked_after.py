@@ -5,7 +5,7 @@ The search ranks two kinds of option after the rest whatever their figures (choo
 two elements): an offering no price list carries (every figure an estimate by rule) after the priced ones, and an
 on-demand fleet past what one zone is expected to supply after every fleet a mode is expected to supply. The
 option says which, in words: a short reason, a colon, then its figures ("past a zone's expected supply: 463
-on-demand hosts against the 64 one zone is expected to supply (estimate); ...").
+on-demand hosts against the 64 hosts one zone is expected to supply (estimate); ...").
 """
 
 from __future__ import annotations
