@@ -111,7 +111,8 @@ def test_by_cost_a_cheaper_fleet_past_the_pool_you_set_is_named_with_what_would_
     cheapest = min(cheaper, key=lambda o: o.total_usd)
     lines = [line for line in choice.rationale if line.startswith("Capacity: a cheaper fleet, ")]
     assert len(lines) == 1
-    assert f"{cheapest.hosts} on-demand hosts against the 1 host one zone is expected to supply (your figure)" in lines[0]
+    assert (f"{cheapest.hosts} on-demand hosts against the 1 host one zone is expected to supply (your figure)"
+            in lines[0])
     assert "a calendar-mode reservation could supply them" in lines[0]
     assert lines[0].endswith(f"ranks after: {cheapest.ranked_after}.")
 

@@ -406,8 +406,10 @@ def beyond_supply_words(ob: Obtaining, offering: Offering, hosts: int, hours: fl
     obtain it (the mode supply_lines names for a chosen fleet): the reason such a fleet ranks after the fleets a
     mode is expected to supply (choose._rank_key)."""
     pool = ob.figure(offering, "on-demand", "pool_hosts")
-    figure = (f"{hosts:,} on-demand hosts against the {pool[0]:g} host{'s' if pool[0] != 1 else ''} one zone is "
-              f"expected to supply ({'estimate' if pool[1] else 'your figure'})") if pool else f"{hosts:,} on-demand hosts"
+    figure = f"{hosts:,} on-demand hosts"
+    if pool is not None:
+        figure += (f" against the {pool[0]:g} host{'s' if pool[0] != 1 else ''} one zone is expected to supply "
+                   f"({'estimate' if pool[1] else 'your figure'})")
     modes = {m.id: m for m in ob.modes_for(offering)}   # kept per machine type: asked of every fleet ranked after
     cb, calendar = modes.get("aws-capacity-block"), modes.get("gcp-calendar")
     route = "only a negotiated reservation with the cloud's account team would supply them"

@@ -1,4 +1,4 @@
-"""Why an option ranks after options whose figures look no better: the Option's `ranked_after`, the table's
+"""Why an option ranks after others whose figures look worse than its own: the Option's `ranked_after`, the table's
 "ranks after" and the rationale line naming the fastest (or cheapest) such run.
 
 The search ranks two kinds of option after the rest whatever their figures (choose._rank_key, the key's first
