@@ -47,12 +47,18 @@ class DerivedFieldsModel(StrictModel):
     """
 
     _dump_order: ClassVar[tuple[str, ...]] = ()
+    # Optional fields added to a contract after its documents were first written: left out while unset, so a
+    # document without the new fact is byte for byte the one written before the field existed.
+    _omit_when_none: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")
     def _in_contract_order(self, handler: Any) -> Any:
         data = handler(self)
         if not isinstance(data, dict) or not self._dump_order:
             return data
+        for key in self._omit_when_none:
+            if key in data and data[key] is None:
+                del data[key]
         ordered = {key: data[key] for key in self._dump_order if key in data}
         ordered.update((key, value) for key, value in data.items() if key not in ordered)
         return ordered
@@ -113,6 +119,7 @@ class Option(SpotFromProvisioning):
                    "machine_type", "spot", "hourly_usd", "hours", "total_usd", "mfu", "offering", "zone",
                    "chips_per_host", "provisioning", "goodput")
     _spot_where = "chosen"
+    _omit_when_none = ("ranked_after",)
 
     cloud: Cloud
     region: str
@@ -137,7 +144,10 @@ class Option(SpotFromProvisioning):
                                                     "price list (its catalog source's title starts with 'estimate')")
     price_source: str | None = Field(None, description="The catalog source of the chip price and its date, e.g. "
                                                         "'aws-p6-list-2026 (2026-08-26)'")
-
+    ranked_after: str | None = Field(None, description="Why the search ranks this option after options whose "
+                                                       "figures it may beat: priced by estimate, or an on-demand "
+                                                       "fleet past what a zone is expected to supply (written only "
+                                                       "when set)")
 
 
 class Assumption(StrictModel):

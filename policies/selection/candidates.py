@@ -404,8 +404,9 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
     return points, reasons
 
 
-def to_option(candidate: Candidate, region: str) -> Option:
+def to_option(candidate: Candidate, region: str, ranked_after: str | None = None) -> Option:
     """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours).
+    `ranked_after`: why the ranking puts it after the chosen option whatever its figures (selection.ranked_after).
 
     Built without validation (`model_construct`): every value is worked out here from the validated catalog
     and the search's own arithmetic, typed as the fields are (the rounding helpers return floats), so
@@ -421,7 +422,7 @@ def to_option(candidate: Candidate, region: str) -> Option:
         zone=(candidate.reserved and candidate.reserved.zone) or o.regions[region].zones[0],
         provisioning=candidate.provisioning,  # type: ignore[arg-type]
         price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
-        price_source=_option_source(candidate),
+        price_source=_option_source(candidate), ranked_after=ranked_after,
     )
 
 

@@ -347,8 +347,7 @@ def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, re
         limits = cb.limits
         # The blocks the search itself would book and the stack builds (booking.block_sizes), not any sum of
         # block sizes: a rationale must not offer a layout the booked mode refuses.
-        blocks = block_sizes(cb, hosts)
-        days = window_days(cb, hours)
+        blocks, days = _capacity_block_fit(cb, hosts, hours)
         price = table.cb_instance_usd(offering.machine_type, region)
         lead = ob.figure(offering, "capacity-block", "lead_days")
         if blocks is not None and days is not None:
@@ -367,12 +366,10 @@ def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, re
                if layout is None or hosts > (limits.max_hosts_total or 0) else f"Capacity Blocks: {layout}")
     elif "gcp-calendar" in modes:
         cal = modes["gcp-calendar"].limits
-        chips = hosts * offering.chips_per_host
         tpu = offering.family == "tpu"
-        fits = (chips <= (cal.max_chips_per_request or 0) if tpu else hosts <= (cal.max_hosts_per_request or 0))
         days = math.ceil(hours / 24 - 1e-9)
         lead = ob.figure(offering, "calendar", "lead_days")
-        if fits and cal.max_duration_hours is not None and hours <= cal.max_duration_hours:
+        if _calendar_fits(modes["gcp-calendar"], offering, hosts, hours):
             booked = f"booked ~{lead[0]:g} days ahead (estimate), " if lead else ""
             return [words, f"A calendar-mode reservation can supply it: {days} days, {booked}billed for the whole "
                            f"window and not cancellable ({cal.source}); no calendar-mode price for it was found, so "
@@ -388,3 +385,38 @@ def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, re
             f"It takes a negotiated reservation with the cloud's account team{lead}. Priced as an UPPER BOUND at "
             f"on-demand list: {money(hourly_usd * hours)}; declare the reservation and its committed rate in "
             "accel:reservations to price it as agreed."]
+
+
+def _capacity_block_fit(cb: CapacityMode, hosts: int, hours: float) -> tuple[list[int] | None, int | None]:
+    """(the blocks, the days) Capacity Blocks would sell an on-demand fleet past a zone's supply as; either None
+    when they cannot (the layout the stack builds, booking.block_sizes; the longest window)."""
+    return block_sizes(cb, hosts), window_days(cb, hours)
+
+
+def _calendar_fits(calendar: CapacityMode, offering: Offering, hosts: int, hours: float) -> bool:
+    """One calendar-mode request holds the fleet (its chips or VMs per request) for the whole run."""
+    cal = calendar.limits
+    fits = (hosts * offering.chips_per_host <= (cal.max_chips_per_request or 0) if offering.family == "tpu"
+            else hosts <= (cal.max_hosts_per_request or 0))
+    return fits and cal.max_duration_hours is not None and hours <= cal.max_duration_hours
+
+
+def beyond_supply_words(ob: Obtaining, offering: Offering, hosts: int, hours: float) -> str:
+    """An on-demand fleet past what one zone is expected to supply, in one clause with its figures and what would
+    obtain it (the mode supply_lines names for a chosen fleet): the reason such a fleet ranks after the fleets a
+    mode is expected to supply (choose._rank_key)."""
+    pool = ob.figure(offering, "on-demand", "pool_hosts")
+    figure = f"{hosts:,} on-demand hosts"
+    if pool is not None:
+        figure += (f" against the {pool[0]:g} host{'s' if pool[0] != 1 else ''} one zone is expected to supply "
+                   f"({'estimate' if pool[1] else 'your figure'})")
+    modes = {m.id: m for m in ob.modes_for(offering)}   # kept per machine type: asked of every fleet ranked after
+    cb, calendar = modes.get("aws-capacity-block"), modes.get("gcp-calendar")
+    route = "only a negotiated reservation with the cloud's account team would supply them"
+    if cb is not None:   # the modes in supply_lines' order
+        blocks, days = _capacity_block_fit(cb, hosts, hours)
+        if blocks is not None and days is not None:
+            route = f"Capacity Blocks could supply them ({len(blocks)} block(s) for {days} days, booked ahead)"
+    elif calendar is not None and _calendar_fits(calendar, offering, hosts, hours):
+        route = "a calendar-mode reservation could supply them (booked ahead)"
+    return f"{figure}; {route}; the on-demand price is an upper bound"

@@ -38,6 +38,7 @@ from accel.policies.selection.explain import accelerator_name, describe, explain
 from accel.base.collector import collector_paused
 from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
+from accel.policies.selection.ranked_after import ranked_after_lines, ranked_after_reasons
 from accel.policies.plan import Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.sizing import SizingOutcome, size_offering
@@ -235,7 +236,8 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     if objective == "time" and spec.kind != "inference":
         ranked, found.time_reference = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"],
                                                                   found.shown_only)
-    options = [to_option(candidate, region) for _, candidate, region in ranked]
+    options = [to_option(candidate, region, why)
+               for (_, candidate, region), why in zip(ranked, ranked_after_reasons(ctx.obtain, ranked))]
     _, best, _ = ranked[0]
     chosen = options[0]
     estimate = estimate_for(ctx, best, chosen)
@@ -245,6 +247,7 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
                                         spec.constraints.spot if spec.kind == "inference" else None,
                                         booked_why(ctx.obtain, best, ranked) or queued_why(best, ranked)))
+    rationale.extend(ranked_after_lines(objective, spec.kind, ranked, options))
     rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []
     for family in ("tpu", "gpu"):

@@ -72,6 +72,8 @@ def tradeoffs(option: Option, chosen: Option, serving: bool) -> tuple[str, ...]:
         words.append(PORTABILITY[option.family])
     elif option.cloud != chosen.cloud:
         words.append(f"on {option.cloud} instead of {chosen.cloud}")
+    if option.ranked_after:   # its reason before the colon, the figures after it (selection.ranked_after)
+        words.append(f"ranks after: {option.ranked_after.split(':', 1)[0]}")
     return tuple(words)
 
 
