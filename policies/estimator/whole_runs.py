@@ -156,6 +156,15 @@ class WholeRunSettings(StrictModel):
     sources: dict[str, str]
 
 
+def _check_kinds(dense: list[WholeRun], moe: list[WholeRun], what: str) -> None:
+    """A table's rows: ids once each, dense rows without active_parameters and MoE rows with them."""
+    ids = [r.id for r in dense + moe]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"a {what} id appears twice")
+    if any(r.is_moe for r in dense) or not all(r.is_moe for r in moe):
+        raise ValueError("dense rows have no active_parameters; moe rows have them")
+
+
 class WholeRunsTable(StrictModel):
     as_of: date
     kind_note: str
@@ -166,11 +175,7 @@ class WholeRunsTable(StrictModel):
 
     @model_validator(mode="after")
     def _kinds(self) -> "WholeRunsTable":
-        ids = [r.id for r in self.dense + self.moe]
-        if len(ids) != len(set(ids)):
-            raise ValueError("a whole-run id appears twice")
-        if any(r.is_moe for r in self.dense) or not all(r.is_moe for r in self.moe):
-            raise ValueError("dense rows have no active_parameters; moe rows have them")
+        _check_kinds(self.dense, self.moe, "whole-run")
         return self
 
 
@@ -189,11 +194,7 @@ class BlindRunsTable(StrictModel):
 
     @model_validator(mode="after")
     def _kinds(self) -> "BlindRunsTable":
-        ids = [r.id for r in self.dense + self.moe]
-        if len(ids) != len(set(ids)):
-            raise ValueError("a blind-run id appears twice")
-        if any(r.is_moe for r in self.dense) or not all(r.is_moe for r in self.moe):
-            raise ValueError("dense rows have no active_parameters; moe rows have them")
+        _check_kinds(self.dense, self.moe, "blind-run")
         return self
 
 
