@@ -360,6 +360,11 @@ class HardwareFacts:
         """What the chip's collectives cross ([collective_fabrics]); None for a chip the table gives none."""
         return self.collective_fabrics.get(chip)
 
+    def collective_fabrics_key(self) -> tuple:
+        """The [collective_fabrics] entries as one hashable value (worked out once): what a cache of anything fitted
+        over them (the whole-run model's MoE factor) is keyed by beside its other inputs."""
+        return self._index("collective_fabrics_key", lambda: tuple(sorted(self.collective_fabrics.items())))
+
     def scale_up_domain_chips(self, chip: str) -> int | None:
         """Chips one scale-up domain of `chip` joins, what an expert-parallel group is spread over (the
         estimator's all-to-all and the Plan's layout read it here): its NVLink domain, 0 for a TPU (the slice
