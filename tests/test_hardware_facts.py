@@ -292,3 +292,17 @@ def test_without_the_injection_the_bundled_facts_are_back(changed_facts, tmp_pat
         assert hardware.current().gcp_gpu_machines["g2-standard-24"].gpus == 2
         assert "z9-futuregpu-4g" not in hardware.current().gcp_gpu_machines
     assert hardware.current() is changed_facts
+
+
+def test_every_selectable_chip_with_a_scale_up_domain_states_its_collective_fabric(tmp_path):
+    """A TPU's slice (ICI) and an NVLink GPU's domain are what a mixture of experts' all-to-all crosses: a selectable
+    chip without [collective_fabrics] had its all-to-all costed as free, 'within one node' (tpu7x did)."""
+    bundled = hardware.current()
+    for chip in bundled.chips.values():
+        if chip.selectable and (chip.family == "tpu" or chip.interconnect == "nvlink"):
+            assert bundled.collective_fabric(chip.id) is not None, chip.id
+    assert bundled.scale_up_domain_chips("tpu7x") == 0
+    path = _write_table(tmp_path, lambda t: t.replace("[collective_fabrics.tpu-v5p]",
+                                                          "[collective_fabrics.not-a-chip]"))
+    with pytest.raises(HardwareFactsError, match=r"chips.tpu-v5p is selectable but has no \[collective_fabrics.tpu-v5p\]"):
+        load_facts(path)

@@ -470,3 +470,21 @@ def test_a_mixture_of_experts_is_told_the_blind_moe_runs_range(catalog):
     blind = model.moe_blind
     assert f"estimated blind, took {blind.low:.2f}x to {blind.high:.2f}x ({blind.rows} runs)" in line
     assert blind.rows == 4 and model.dense_blind.rows == 11
+
+
+def test_another_hardware_tables_fabrics_are_another_whole_run_fit(catalog, tmp_path):
+    """The MoE rows' all-to-all reads [collective_fabrics]: under a table with another H800 NVLink bandwidth the
+    cached model is not the bundled table's (its MoE factor and blind MoE range were reused before)."""
+    from accel.policies import hardware
+    from accel.policies.estimator import whole_run_model
+    bundled = whole_run_model.calibrated_model(catalog)
+    slower = hardware.BUNDLED_FACTS.read_text().replace(
+        "[collective_fabrics.h800]\ndomain_chips = 8\nscale_up_gbytes_per_s = 160",
+        "[collective_fabrics.h800]\ndomain_chips = 8\nscale_up_gbytes_per_s = 16")
+    assert slower != hardware.BUNDLED_FACTS.read_text()
+    path = tmp_path / "facts.toml"
+    path.write_text(slower)
+    with hardware.using(hardware.load_facts(path)):
+        other = whole_run_model.calibrated_model(catalog)
+        assert other.moe_factor == whole_runs.fit_model(catalog).moe_factor != bundled.moe_factor
+    assert whole_run_model.calibrated_model(catalog) is bundled

@@ -133,14 +133,16 @@ def calibrated_model(catalog: Catalog) -> WholeRunModel:
     code; an edit of any refits): reading and checking the tables costs a few hundred milliseconds, the fitted
     model's pickle almost nothing."""
     key = mfu_model._fit_key(catalog)
-    found = _MODELS.get(key)
+    # The MoE rows' all-to-all reads the hardware table's collective fabrics: another table is another fit (the
+    # derived-data cache below is used with the bundled table only; this one is kept per table's fabrics too).
+    found = _MODELS.get(memo := (key, hardware.current().collective_fabrics_key()))
     if found is None:
         def compute() -> WholeRunModel:
             # Only on a cache miss: the tables' models and the fits (policies/estimator/whole_runs.py).
             from accel.policies.estimator import whole_runs
             return whole_runs.fit_model(catalog)
 
-        found = _MODELS[key] = (cached("whole-run-fit", [WHOLE_RUNS, BLIND_RUNS, mfu_model.PUBLISHED_RUNS], compute,
+        found = _MODELS[memo] = (cached("whole-run-fit", [WHOLE_RUNS, BLIND_RUNS, mfu_model.PUBLISHED_RUNS], compute,
                                        code=[mfu_model.POLICIES_DIR], extra=key)
                                 if hardware.bundled_in_use() else compute())
     return found

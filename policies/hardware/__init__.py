@@ -360,6 +360,11 @@ class HardwareFacts:
         """What the chip's collectives cross ([collective_fabrics]); None for a chip the table gives none."""
         return self.collective_fabrics.get(chip)
 
+    def collective_fabrics_key(self) -> tuple:
+        """The [collective_fabrics] entries as one hashable value (worked out once): what a cache of anything fitted
+        over them (the whole-run model's MoE factor) is keyed by beside its other inputs."""
+        return self._index("collective_fabrics_key", lambda: tuple(sorted(self.collective_fabrics.items())))
+
     def scale_up_domain_chips(self, chip: str) -> int | None:
         """Chips one scale-up domain of `chip` joins, what an expert-parallel group is spread over (the
         estimator's all-to-all and the Plan's layout read it here): its NVLink domain, 0 for a TPU (the slice
@@ -621,8 +626,20 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                            _source(e, None, sources))
         _check_scale_up_domain(collective[key], chips.get(key), e.where)
         e.done()
+    # A selectable chip whose collectives cross a scale-up domain (a TPU slice's ICI, an NVLink domain) states it:
+    # without an entry a mixture of experts' all-to-all on it was costed as free, "within one node".
+    unstated = [c.id for c in chips.values() if c.selectable and _has_scale_up_domain(c) and c.id not in collective]
+    if unstated:
+        raise HardwareFactsError(f"{where}: chips.{unstated[0]} is selectable but has no [collective_fabrics."
+                                 f"{unstated[0]}] (domain_chips, scale_up_gbytes_per_s, scale_out_gbps, source): the "
+                                 "expert-parallel all-to-all of a mixture of experts reads it")
     return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
                          tpu_machines, fabrics, gcp, aws, kubernetes, limits, units, eni_limits, collective)
+
+
+def _has_scale_up_domain(chip: Chip) -> bool:
+    """A TPU (its slice's ICI) or an NVLink GPU: a chip with a scale-up domain [collective_fabrics] describes."""
+    return chip.family == "tpu" or chip.interconnect == "nvlink"
 
 
 def _check_scale_up_domain(fabric: CollectiveFabric, chip: Chip | None, where: str) -> None:

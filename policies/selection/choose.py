@@ -106,9 +106,12 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     are not picks (each is slower than its own offering's pick by more than the tolerance). Also returns the
     fastest listed run's place in the new order, its finish hours and the pick's: what the rationale compares."""
     # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost, and so
-    # do on-demand fleets past what a zone is expected to supply (the second).
-    listed = [item for item in ranked if not item[0][0] and not item[0][1]] or ranked
-    estimated = [item for item in ranked if item[0][0] or item[0][1]] if len(listed) < len(ranked) else []
+    # do on-demand fleets past what a zone is expected to supply (the second). When no option is both listed and
+    # supplied, the best of those classes (ranked[0]'s, as by cost) is measured alone: a faster fleet of a worse
+    # class must not be taken for being within the tolerance of a slower one.
+    best_class = ranked[0][0][:2]
+    listed = [item for item in ranked if item[0][:2] == best_class]
+    estimated = [item for item in ranked if item[0][:2] != best_class]
     fastest = listed[0][0][2]   # the run time in the time objective's key
     near = [item for item in listed if id(item[1]) not in shown_only and item[0][2] <= fastest * (1.0 + tolerance)]
     near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
