@@ -353,6 +353,10 @@ def test_efa_layout_is_one_interface_per_card_with_only_the_primary_on_device_ze
     (lambda: args(P5_EFA, disk_size_gib=20), "disk_size_gib"),
     (lambda: args(P5_EFA, subnet_ids={}), "subnet_ids"),
     (lambda: args(P5_EFA, labels={"bad key!": "x"}), "labels"),
+    # the Kubernetes label rules (components/kubernetes/names.py): a prefix of DNS labels, a value's characters
+    (lambda: args(P5_EFA, labels={"example..com/team": "x"}), "labels"),
+    (lambda: args(P5_EFA, labels={"team": "research team"}), "labels"),
+    (lambda: args(P5_EFA, labels={"team": "-research"}), "labels"),
 ])
 def test_invalid_args_name_the_field_and_register_nothing(declare, build_args, expected):
     message = rejected(declare, build_args)

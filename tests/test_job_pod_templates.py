@@ -46,3 +46,32 @@ def test_replicated_kinds_a_daemonset_and_a_bare_pod():
     assert found == [("Deployment", "spec.template", (5, 1)), ("StatefulSet", "spec.template", (None, 1)),
                      ("DaemonSet", "spec.template", None), ("Pod", "", (1, 1))]
     assert list(pod_templates(objects))[-1].metadata == {"name": "p"}
+
+
+def test_the_schedule_check_places_each_workload_kinds_pods_once():
+    """pod_groups (accel/job/check.py) reads the walk for the kinds it places: a LeaderWorkerSet's pods by its worker
+    template alone (`size` pods per group, the leader among them: counting the leader's template too would place
+    every group twice), a JobSet's by replicated job, no group for a kind it does not place or a count that is not
+    an integer (rule schema/integer-counts reports that one)."""
+    from accel.job.check import pod_groups
+
+    leader = {"metadata": {"labels": {"role": "leader"}}, "spec": {"containers": [{"name": "l"}]}}
+    manifests = [
+        {"kind": "LeaderWorkerSet", "metadata": {"name": "serve", "namespace": "inference"},
+         "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4, "leaderTemplate": leader, "workerTemplate": POD}}},
+        {"kind": "JobSet", "metadata": {"name": "train"}, "spec": {"replicatedJobs": [
+            {"name": "slice", "replicas": 3, "template": {"spec": {"parallelism": 16, "template": POD}}},
+            {"name": "bad", "replicas": "3", "template": {"spec": {"template": POD}}}]}},
+        {"kind": "Job", "metadata": {"name": "eval"}, "spec": {"template": POD}},
+        {"kind": "Deployment", "metadata": {"name": "web"}, "spec": {"replicas": 5, "template": POD}},
+        {"kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {"replicas": 3, "template": POD}},
+        {"kind": "Pod", "metadata": {"name": "p"}, "spec": POD["spec"]},
+    ]
+    found = [(g.name, g.kind, g.namespace, g.replicas, g.per_replica, g.pods, g.template_field)
+             for g in pod_groups(manifests)]
+    assert found == [
+        ("serve", "LeaderWorkerSet", "inference", 2, 4, 8, "spec.leaderWorkerTemplate.workerTemplate"),
+        ("train/slice", "JobSet", "default", 3, 16, 48, "spec.replicatedJobs[0].template.spec.template"),
+        ("eval", "Job", "default", 1, 1, 1, "spec.template"),
+        ("web", "Deployment", "default", 5, 1, 5, "spec.template"),
+    ]

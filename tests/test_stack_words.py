@@ -89,6 +89,7 @@ COMPONENT_PHRASES = [
     "(a resource of your own: stamp ResourceTags.gcp_labels() on it)",
     "give the component ResourceTags(..., owner=..., cost_center=...) "
     "(a resource of your own: stamp ResourceTags.aws_tags() on it)",
+    "If the mount fails with a kernel-module error, set TrainingClusterArgs.plan.storage.filesystem to 'none'",
 ]
 
 

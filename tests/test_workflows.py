@@ -249,5 +249,13 @@ def test_the_review_fails_on_any_refusal_accel_plan_reports():
     """accel plan exits 2 when the stack or its job would be refused, 3 when nothing is feasible and 4 on a
     mandatory guardrail (docs/plan.md): the pull request's review fails on each, not on 4 alone."""
     gate = next(step for _job, step in steps(WORKFLOWS / "preview.yml") if step.get("name", "").startswith("Fail on"))
-    condition = gate["if"].replace(" ", "")
-    assert "steps.plan.outputs.exit!='0'" in condition and "steps.preview.outputs.exit!='0'" in condition
+    condition = gate["if"]
+    # The condition is evaluated as Actions would for every outcome (each step writes exit=$? to its outputs): only
+    # this grammar (step outputs compared to quoted strings, joined by || and &&) is read, anything else is refused.
+    assert re.fullmatch(r"(\s*steps\.(preview|plan)\.outputs\.exit\s*[!=]=\s*'\d'\s*(\|\||&&)?)+", condition), condition
+    for preview in ("0", "1", "255"):
+        for plan in ("0", "1", "2", "3", "4"):
+            outputs = {"preview": preview, "plan": plan}
+            expression = re.sub(r"steps\.(preview|plan)\.outputs\.exit", lambda m: repr(outputs[m.group(1)]), condition)
+            fails = eval(expression.replace("||", " or ").replace("&&", " and "), {"__builtins__": {}})  # noqa: S307
+            assert fails == (preview != "0" or plan != "0"), (preview, plan)

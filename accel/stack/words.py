@@ -23,6 +23,12 @@ STACK_WORDS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"\(a resource of your own: stamp ResourceTags\.(?:aws_tags|gcp_labels)\(\) on it\)"),
      "set owner and cost_center in the workload spec (or accel:owner / accel:costCenter in the stack config); "
      "the stack program stamps them on every resource it declares"),
+    # A stack pins its Plan (accel:plan) or decides it from accel:workload / accel:hardware, where the filesystem
+    # follows the catalog's storage assumptions (policies/estimator/estimate.py filesystem_plan): a key for each.
+    (re.compile(r"set TrainingClusterArgs\.plan\.storage\.filesystem to 'none'"),
+     "turn the filesystem off in the stack file: a stack that pins its plan (accel:plan) with pulumi config set "
+     "--path 'accel:plan.storage.filesystem' none; a stack that decides it (accel:workload, accel:hardware) with "
+     "accel:catalog naming an overlay that sets assumptions.storage.filesystem_max_cost_fraction.value to 0"),
 )
 
 

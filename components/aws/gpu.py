@@ -29,6 +29,7 @@ import pulumi
 from accel.base.errors import invalid_arg
 from accel.components.aws.common import resource_tags, template_version
 from accel.components.tags import ResourceTags
+from accel.components.kubernetes.names import LABEL_KEY, LABEL_VALUE
 from accel.policies import hardware
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 from accel.policies.hardware import AwsGpuInstance
@@ -50,7 +51,6 @@ def gpu_taint() -> dict[str, str]:
     names = hardware.current().kubernetes
     return {"key": names.gpu_taint_key, "value": names.eks_gpu_taint_value, "effect": "NO_SCHEDULE"}
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
 # AL2023 nodeadm: stripe the instance-store NVMe disks into one RAID0 volume for containerd and
 # the kubelet, so image layers and scratch data land on local NVMe instead of the EBS root.
@@ -134,8 +134,9 @@ class GpuNodeGroupArgs:
             raise invalid_arg(_ARGS, "imds_hop_limit", self.imds_hop_limit,
                           "1 (pods cannot reach instance metadata) or 2 (they can)")
         for key, value in dict(self.labels).items():
-            if not _LABEL_KEY.fullmatch(key) or not isinstance(value, str) or len(value) > 63:
-                raise invalid_arg(_ARGS, f"labels[{key!r}]", value, "Kubernetes label keys/values (values <= 63 chars)")
+            if not LABEL_KEY.fullmatch(key) or not isinstance(value, str) or not LABEL_VALUE.fullmatch(value):
+                raise invalid_arg(_ARGS, f"labels[{key!r}]", value, "Kubernetes label keys/values (values: at most 63 "
+                                  "letters, digits, '-', '_' and '.', starting and ending with a letter or digit)")
         if not self.security_group_ids or isinstance(self.security_group_ids, str):
             raise invalid_arg(_ARGS, "security_group_ids", self.security_group_ids,
                           "give the node security group(s) as a list")

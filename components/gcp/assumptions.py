@@ -39,7 +39,7 @@ def gcp_assumptions(plan: Plan) -> list[str]:
             "assumption: Managed Lustre mounts on TPU nodes with Secure Boot on (the TPU pools enable it). An "
             "older Managed Lustre page limited Secure Boot node pools to GPU machine types (cloud.google.com/"
             "managed-lustre/docs/connect-from-kubernetes-engine-existing-instance, Limitations); the current CSI "
-            "driver overview no longer lists it. If the mount fails with a kernel-module error, set the pinned "
-            "Plan's filesystem to none (buckets through GCS FUSE: pulumi config set --path "
-            "'accel:plan.storage.filesystem' none) or ask Google whether the limit stands")
+            "driver overview no longer lists it. If the mount fails with a kernel-module error, set "
+            "TrainingClusterArgs.plan.storage.filesystem to 'none' (buckets through GCS FUSE) or ask Google "
+            "whether the limit stands")
     return messages
