@@ -331,7 +331,7 @@ class _ProgramWarnings(logging.Handler):
         """The messages in a fixed order: a warning that names a resource is logged once the resource's URN
         resolves, an order that changes from run to run, so a plan (and a review's before/after) would churn.
         Sorted with numbers compared as numbers, so pool 2 comes before pool 12."""
-        return sorted(self.messages, key=lambda text: [(0, int(part), "") if part.isdigit() else (1, 0, part)
+        return sorted(self.messages, key=lambda text: [(0, int(part), "") if part.isdecimal() else (1, 0, part)
                                                        for part in re.split(r"(\d+)", text)])
 
     def __enter__(self) -> "_ProgramWarnings":
