@@ -1134,3 +1134,15 @@ def test_under_the_time_objective_a_cheaper_run_within_the_tolerance_names_the_f
     # sooner on the ranking's clock (a flex-start pick's queue waits count; its run hours may equal the named one's)
     assert any(o.hours <= choice.chosen.hours and o.total_usd > choice.chosen.total_usd for o in named), line
     assert float(sooner) > 0 and "-$" not in line
+
+
+def test_a_hardware_pin_says_how_wrong_its_estimate_may_be_as_a_search_does(catalog):
+    """The pinned 405B example gets the same 'How wrong this may be' line a searched choice gets (it had none,
+    only the assumption table's spread), and none once the workload fixes its own goodput."""
+    spec = load_workload(EXAMPLES / "llama-405b-h100.yaml")
+    assert spec.hardware is not None
+    choice = choose(spec, catalog)
+    line = next(text for text in choice.rationale if text.startswith("How wrong this may be: "))
+    assert "leave-one-out" in line and "estimated blind" in line
+    fixed = spec.model_copy(update={"assumptions": spec.assumptions.model_copy(update={"goodput": 0.9})})
+    assert not any(text.startswith("How wrong") for text in choose(fixed, catalog).rationale)

@@ -72,6 +72,24 @@ def _percent(a: float, b: float) -> float:
     return (1.0 - a / b) * 100.0 if b > 0 else 0.0
 
 
+def how_wrong(ctx: SearchContext, chosen: Option) -> list[str]:
+    """'How wrong this may be' for a training run's time and cost (none for serving, or when the workload fixes
+    its goodput or MFU): the leave-one-out range of the published whole runs and, beside it, the range published
+    runs outside the table showed when estimated blind (out of sample)."""
+    spec = ctx.spec
+    uncertainty = whole_run_spread(spec, ctx.resolved, ctx.catalog) if spec.kind != "inference" else None
+    if uncertainty is None:
+        return []
+
+    def scaled(spread) -> str:
+        return (f"{duration(chosen.hours * spread.low)} to {duration(chosen.hours * spread.high)}, "
+                f"{money(chosen.total_usd * spread.low)} to {money(chosen.total_usd * spread.high)}")
+    blind = whole_run_blind_spread(spec, ctx.resolved, ctx.catalog)
+    outside = f"; {blind.blind_text()}: {scaled(blind)}" if blind is not None else ""
+    return [f"How wrong this may be: {scaled(uncertainty)}: {uncertainty.text()}{outside}; a team unlike "
+            "those that published them can fall outside it (docs/choose.md)."]
+
+
 def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option], best: Candidate) -> list[str]:
     """The 'why' lines of a choice: what was chosen and against which limits, the best option of the other
     family (or why it has none), the framework, spot against on-demand, how the fleet was sized, the runner-up.
@@ -108,16 +126,7 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                    f"({money(chosen.hourly_usd)}/h) at {chosen.mfu:.0%} step MFU x {chosen.goodput:.2f} whole-run "
                    f"goodput{' (spot losses included)' if chosen.spot else ''}")
     lines.append(f"Chosen: {summary}; the {goal}{meets}.")
-    uncertainty = whole_run_spread(spec, ctx.resolved, ctx.catalog) if spec.kind != "inference" else None
-    if uncertainty is not None:
-        def scaled(spread) -> str:
-            return (f"{duration(chosen.hours * spread.low)} to {duration(chosen.hours * spread.high)}, "
-                    f"{money(chosen.total_usd * spread.low)} to {money(chosen.total_usd * spread.high)}")
-        # Beside the leave-one-out's range, the one published runs outside the table showed (out of sample).
-        blind = whole_run_blind_spread(spec, ctx.resolved, ctx.catalog)
-        outside = f"; {blind.blind_text()}: {scaled(blind)}" if blind is not None else ""
-        lines.append(f"How wrong this may be: {scaled(uncertainty)}: {uncertainty.text()}{outside}; a team unlike "
-                     "those that published them can fall outside it (docs/choose.md).")
+    lines.extend(how_wrong(ctx, chosen))
     if near_fastest:
         fastest = options[reference[0]]
         sooner = reference[2] - reference[1]

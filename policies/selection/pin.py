@@ -29,7 +29,7 @@ from accel.policies.estimator.estimate import (
     slice_holds_training_state,
     training_memory_bytes,
 )
-from accel.policies.selection.explain import describe
+from accel.policies.selection.explain import describe, how_wrong
 from accel.policies import hardware
 from accel.policies.selection.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
 from accel.policies.plan import Option, Plan
@@ -147,6 +147,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     rationale = [f"Pinned: {describe(option)} (hardware pin; no search). "
                  f"{'Runs ' + duration(option.hours) if spec.kind != 'inference' else 'Serves'} at "
                  f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
+    rationale.extend(how_wrong(ctx, option))
     if option.chips != pin.chips:
         if generation is None:
             unit = f"whole nodes of {plural(best.offering.chips_per_host, 'GPU')}"
