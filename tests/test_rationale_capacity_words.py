@@ -16,3 +16,16 @@ def test_the_best_option_of_the_other_family_is_named_with_its_capacity_mode():
     assert rival.provisioning == "flex-start"
     line = next(line for line in choice.rationale if "the best GPU option" in line)
     assert "H200 flex-start on Google Cloud" in line and "on-demand on" not in line
+
+
+def test_the_chosen_side_of_the_family_comparison_is_named_with_its_capacity_mode(tmp_path):
+    # A 70B JAX pretrain on GCP in 30 days picks a reserved TPU v6e fleet (calendar mode); the line comparing it
+    # with the best GPU option called it "TPU v6e on-demand".
+    workload = tmp_path / "mix.yaml"
+    workload.write_text("name: mix-70b\nkind: pretrain\nmodel: {parameters: 70B, sequence_length: 8192}\n"
+                        "training: {tokens: 1T, framework: jax, precision: bf16}\n"
+                        "constraints: {clouds: [gcp], deadline_days: 30}\n")
+    choice = choose(load_workload(workload), load_catalog())
+    assert choice.chosen.family == "tpu" and choice.chosen.provisioning == "reservation"
+    line = next(line for line in choice.rationale if "the best GPU option" in line)
+    assert line.startswith("TPU v6e reserved: ")

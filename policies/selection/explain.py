@@ -138,7 +138,7 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
     other = "gpu" if chosen.family == "tpu" else "tpu"
     other_name = other.upper()
     rival = next((o for o in options if o.family == other), None)
-    head = f"{accelerator_name(chosen.accelerator)} {'spot' if chosen.spot else 'on-demand'}"
+    head = f"{accelerator_name(chosen.accelerator)} {_capacity_word(chosen)}"
     if rival is not None:
         layout = describe(rival).split(", ", 1)[1]
         rival_terms = (f"{money(rival.hourly_usd)}/h" if spec.kind == "inference"
