@@ -341,7 +341,7 @@ def supply_lines(ob: Obtaining, offering: Offering, hosts: int, hours: float, re
     words = (f"Capacity: {hosts:,} x {offering.machine_type} on demand is past the {pool[0]:g} hosts one zone is "
              f"expected to supply on demand ({'estimate' if pool[1] else 'your figure'}).")
     table = ob.table
-    modes = {m.id: m for m in table.modes_for(offering.cloud, offering.machine_type)}
+    modes = {m.id: m for m in ob.modes_for(offering)}
     cb = modes.get("aws-capacity-block")
     if cb is not None:
         limits = cb.limits
