@@ -104,20 +104,21 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     So the offerings' picks within it come first, cheapest first, then the rest by run time (`ranked` is
     sorted by run time). `shown_only`: the ids of the smaller sizes sizing adds to show the trade-off, which
     are not picks (each is slower than its own offering's pick by more than the tolerance). Also returns the
-    fastest listed run's place in the new order, its finish hours and the pick's: what the rationale compares."""
+    place in the new order of the best class's fastest run, its finish hours and the pick's: what the rationale
+    compares."""
     # Offerings priced only by estimate (the key's first element) stay after the listed ones, as by cost, and so
     # do on-demand fleets past what a zone is expected to supply (the second). When no option is both listed and
     # supplied, the best of those classes (ranked[0]'s, as by cost) is measured alone: a faster fleet of a worse
     # class must not be taken for being within the tolerance of a slower one.
     best_class = ranked[0][0][:2]
-    listed = [item for item in ranked if item[0][:2] == best_class]
-    estimated = [item for item in ranked if item[0][:2] != best_class]
-    fastest = listed[0][0][2]   # the run time in the time objective's key
-    near = [item for item in listed if id(item[1]) not in shown_only and item[0][2] <= fastest * (1.0 + tolerance)]
+    best = [item for item in ranked if item[0][:2] == best_class]
+    after = [item for item in ranked if item[0][:2] != best_class]
+    fastest = best[0][0][2]   # the run time in the time objective's key
+    near = [item for item in best if id(item[1]) not in shown_only and item[0][2] <= fastest * (1.0 + tolerance)]
     near.sort(key=lambda item: (item[1].evaluation.total_usd, item[0]))
     taken = {id(item) for item in near}
-    order = near + [item for item in listed if id(item) not in taken] + estimated
-    fastest_at = next(i for i, item in enumerate(order) if item is listed[0])
+    order = near + [item for item in best if id(item) not in taken] + after
+    fastest_at = next(i for i, item in enumerate(order) if item is best[0])
     return order, (fastest_at, fastest, order[0][0][2])
 
 
