@@ -201,7 +201,8 @@ class BlindRunsTable(StrictModel):
 def blind_runs(table: WholeRunsTable | None = None) -> BlindRunsTable:
     """The blind runs, checked to be none of the table's: a run in both would be out of sample no more."""
     blind = BlindRunsTable.model_validate(read_yaml_file(BLIND_RUNS, "blind-runs table"))
-    fitted = {r.id for r in (table or whole_runs()).dense + (table or whole_runs()).moe}
+    table = table or whole_runs()
+    fitted = {r.id for r in table.dense + table.moe}
     both = sorted(fitted & {r.id for r in blind.dense + blind.moe})
     if both:
         raise ValueError(f"{BLIND_RUNS.name}: {', '.join(both)} also in {WHOLE_RUNS.name}; a blind run is in "
