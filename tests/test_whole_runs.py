@@ -401,7 +401,9 @@ def blind():
 
 def test_blind_runs_are_whole_runs_of_the_tables_schema_in_neither_fit(blind):
     table = whole_runs.whole_runs()
-    assert len(blind.dense) == 11 and len(blind.moe) == 4
+    # First and second blind tests (2026-11-26): 11 dense + 4 MoE; third (2026-11-27): 12 dense + 1 MoE (GLaM on TPU v4).
+    assert len(blind.dense) == 23 and len(blind.moe) == 5
+    assert {r.accelerator for r in blind.moe} >= {"tpu-v4"}
     assert not {r.id for r in blind.dense + blind.moe} & {r.id for r in table.dense + table.moe}
     for row in blind.dense + blind.moe:
         assert row.kind == "whole_run" and row.url.startswith("https://") and len(row.quote) > 30
@@ -469,7 +471,7 @@ def test_a_mixture_of_experts_is_told_the_blind_moe_runs_range(catalog):
     model = whole_runs.calibrated_model(catalog)
     blind = model.moe_blind
     assert f"estimated blind, took {blind.low:.2f}x to {blind.high:.2f}x ({blind.rows} runs)" in line
-    assert blind.rows == 4 and model.dense_blind.rows == 11
+    assert blind.rows == 5 and model.dense_blind.rows == 23
 
 
 def test_another_hardware_tables_fabrics_are_another_whole_run_fit(catalog, tmp_path):
