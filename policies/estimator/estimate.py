@@ -363,8 +363,9 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
               "their gradients and optimizer state are sharded across the expert-parallel group and, with every "
               "other parameter's, across data-parallel groups too (ZeRO-3/FSDP): memory follows the "
               f"{model.parameters / 1e9:,.4g}B total")
-    where = f"[collective_fabrics.{accelerator.id}]" + (f", machines.{own.machine_type} (its own {own.domain_chips}-GPU "
-                                                          "NVLink domain)" if own is not None else "")
+    where = f"[collective_fabrics.{accelerator.id}]"
+    if own is not None:
+        where += f", machines.{own.machine_type} (its own {own.domain_chips}-GPU NVLink domain)"
     return Factor(fitted.moe_factor * layout.efficiency,
                   f"{source}; all-to-all: policies/estimator/moe.py, fabric: policies/hardware/facts.toml {where}",
                   detail, summary)

@@ -668,7 +668,8 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
 
 
 def _machine_domain(fabric: CollectiveFabric, e: _Entry, machine_type: str,
-                    machines: Mapping[str, GcpGpuMachine | AwsGpuInstance], sources: Mapping[str, Source]) -> MachineDomain:
+                    machines: Mapping[str, GcpGpuMachine | AwsGpuInstance],
+                    sources: Mapping[str, Source]) -> MachineDomain:
     """A machine type's own NVLink domain ([collective_fabrics.<chip>.machines.<machine type>]): a GPU machine of
     the table that carries this chip, a positive count of GPUs that differs from the chip's (the same count
     would state one fact twice), and its source."""

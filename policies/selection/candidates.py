@@ -96,7 +96,7 @@ class SearchContext:
     mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
-    hours_cache: dict[tuple[str, str, bool, int | None], dict[tuple[int, int, int], float]] = field(default_factory=dict)
+    hours_cache: dict[tuple, dict[tuple[int, int, int], float]] = field(default_factory=dict)   # by model_key
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
     obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
     # A fleet's run on its capacity mode does not depend on the price either: shared by every region.
