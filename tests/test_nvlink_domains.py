@@ -200,3 +200,21 @@ def test_one_search_costs_each_machine_on_its_own_domain_not_the_first_ones(a2_m
     high = ctx.training_model(offerings["a2-highgpu-8g"], False).moe
     assert "expert parallelism 16" in mega.summary and "expert parallelism 8" in high.summary
     assert ctx.model_key(offerings["a2-megagpu-16g"], False) != ctx.model_key(offerings["a2-highgpu-8g"], False)
+
+
+def test_accel_choose_prints_the_fabric_entry_the_all_to_all_was_costed_on(a2_mega_catalog):
+    """The assumptions table prints sources as text: '[collective_fabrics.a100-40gb]' was taken for rich markup and
+    dropped, leaving 'facts.toml' without the entry it names."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from accel.commands.choose import render
+    from accel.policies.selection.choose import choose, make_plan
+
+    spec = _moe_workload(machine_type="a2-megagpu-16g")
+    choice = choose(spec, a2_mega_catalog)
+    console = Console(file=StringIO(), width=1000, color_system=None)
+    render(choice, make_plan(spec, choice, a2_mega_catalog), console)
+    assert ("policies/hardware/facts.toml [collective_fabrics.a100-40gb], machines.a2-megagpu-16g (its own 16-GPU "
+            "NVLink domain)") in console.file.getvalue()
