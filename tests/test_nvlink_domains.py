@@ -101,6 +101,25 @@ def test_a_job_across_inventory_nodes_whose_domain_stays_in_the_node_claims_none
         assert not needs_compute_domain(other), chip
 
 
+def test_an_inventory_that_does_not_say_its_node_size_gets_the_trays_a_gb200_rack_is_made_of():
+    """GB200 comes only as compute trays of 4 in an NVL72 rack: an inventory without gpus_per_node was taken as
+    nodes of 8, which no GB200 node is (its pods would ask for 8 GPUs and never schedule). Other GPUs keep the
+    8-GPU default, TPUs a multi-host VM's chips; the selection's offering and the job's node check agree."""
+    from accel.components.kubernetes.pools import ExistingCluster
+    from accel.job.declared import _inventory
+    from accel.policies.catalog import offerings_from_inventory
+
+    facts = hardware.current()
+    expected = {"gb200": 4, "a100-80gb": 8, "h100-80gb": 8, "l40s": 8, "tpu-v5p": 4, "tpu-v6e": 4}
+    assert {chip: facts.inventory_chips_per_node(chip) for chip in expected} == expected
+    items = [{"accelerator": chip, "chips": 8 * 9, "usd_per_chip_hour": 1.0, "name": chip} for chip in expected]
+    offerings = offerings_from_inventory([{**item, "count": item["chips"]} for item in items])
+    assert {o.accelerator: o.chips_per_host for o in offerings} == expected
+    cluster = ExistingCluster(name="dc", inventory=items)
+    assert {pool.name: pool.nodes for pool in _inventory(cluster)} == {
+        f"inventory:{chip}": 72 // per_node for chip, per_node in expected.items()}
+
+
 # ------------------------------------------------------------------------------------------ per machine
 def test_a2_megagpu_16g_states_its_own_16_gpu_domain_once_with_its_source():
     facts = hardware.current()

@@ -370,6 +370,18 @@ class HardwareFacts:
         most = self._index("most_gpus_per_machine", self._most_gpus_per_machine).get(chip, 0)
         return bool(domain) and domain > most
 
+    def inventory_chips_per_node(self, chip: str) -> int:
+        """Chips per node of an existing cluster's inventory that does not say (accel:cluster inventory
+        `gpus_per_node` unset): a multi-host TPU VM's chips; for a GPU whose NVLink domain spans nodes, the compute
+        tray every machine type of it is (GB200: 4, as a4x-highgpu-4g and p6e-gb200.36xlarge; no GB200 node holds
+        8); else eight GPUs, a typical training node (an assumption: say gpus_per_node when yours differ)."""
+        generation = self.generation_of_chip(chip)
+        if generation is not None:
+            return self.tpu_machines[generation.multi_host_machine_type].chips
+        if self.nvlink_domain_spans_nodes(chip):
+            return self._index("most_gpus_per_machine", self._most_gpus_per_machine)[chip]
+        return 8
+
     def _most_gpus_per_machine(self) -> dict[str, int]:
         """Chip id -> the most GPUs any machine type of either cloud carries of it."""
         most: dict[str, int] = {}
