@@ -401,14 +401,16 @@ class Plan(DerivedFieldsModel):
 def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
                      experts: int | None = None) -> Parallelism | None:
     """The parallelism of a GPU pool under this estimate (None without a GPU pool); a mixture-of-experts model
-    (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain, the
-    expert-parallel degree the estimate's all-to-all is costed at (policies/estimator/moe.py)."""
+    (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain (its
+    machine type's own where the hardware table states one), the expert-parallel degree the estimate's
+    all-to-all is costed at (policies/estimator/moe.py)."""
     if gpu is None:
         return None
     replica = estimate.details.get("replica_chips")
     expert = None
     if experts and kind != "inference":
-        expert = expert_parallelism(experts, hardware.current().scale_up_domain_chips(gpu.accelerator))
+        domain = hardware.current().scale_up_domain_chips(gpu.accelerator, gpu.machine_type)
+        expert = expert_parallelism(experts, domain)
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
                            int(replica) if isinstance(replica, (int, float)) else None, expert)
 

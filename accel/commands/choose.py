@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from accel.base.errors import AccelError, NothingFeasible, UsageError, fail
@@ -245,7 +246,8 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     assumptions.add_column("source", overflow="fold")
     for item in choice.estimate.assumptions:
         value = item.value if isinstance(item.value, str) else f"{item.value:g}"
-        assumptions.add_row(item.name, value, item.source)
+        # Sources name table keys in brackets ("facts.toml [collective_fabrics.a100-40gb]"): text, not rich markup.
+        assumptions.add_row(escape(item.name), escape(value), escape(item.source))
     console.print(assumptions)
     if choice.rejected:
         console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)",

@@ -31,6 +31,7 @@ from accel.components.kubernetes.pools import (
 )
 from accel.components.kubernetes.accelerator_stack import GKE_TPU_ACCELERATOR_LABEL
 from accel.mock_engine import Capture, CapturedResource
+from accel.policies import hardware
 from accel.policies.hardware import shapes
 
 from accel.job.facts import allocatable, machine_shape
@@ -223,7 +224,7 @@ def _eks_pool(resource: CapturedResource, capture: Capture) -> NodePool:
 def _inventory(existing: ExistingCluster) -> list[NodePool]:
     pools = []
     for entry, pool in zip(existing.inventory, inventory_pools(existing)):
-        per_node = entry.gpus_per_node or (4 if pool.resource == TPU_RESOURCE else 8)
+        per_node = entry.gpus_per_node or hardware.current().inventory_chips_per_node(entry.accelerator)
         taints = [Taint(t.key, t.value, t.effect) for t in entry.tolerations]
         pools.append(NodePool(f"inventory:{pool.name}", None, entry.chips // per_node, dict(pool.node_labels),
                               taints, {pool.resource: Fraction(per_node)}, entry.topology))

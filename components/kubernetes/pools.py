@@ -167,7 +167,8 @@ class InventoryEntry(StrictModel):
     tolerations: list[Toleration] = Field(default_factory=list,
                                           description="Extra taints to tolerate; the chip taint is always tolerated")
     topology: str | None = Field(None, description="TPU slice topology (GKE TPU inventory only)")
-    gpus_per_node: int | None = Field(None, gt=0, description="Chips per node; unset = 8 GPUs or 4 TPU chips")
+    gpus_per_node: int | None = Field(None, gt=0, description="Chips per node; unset = a multi-host TPU VM's chips, "
+                                      "a GB200 compute tray's 4 GPUs, else 8 GPUs (HardwareFacts.inventory_chips_per_node)")
 
     @model_validator(mode="after")
     def _topology_only_for_tpus(self) -> "InventoryEntry":

@@ -44,6 +44,9 @@ def needs_leader_worker_set(plan: Plan) -> bool:
 
 def needs_compute_domain(plan: Plan) -> bool:
     """A GPU job on several nodes whose NVLink domain spans machines (GB200 NVL72): the cluster runs NVIDIA's DRA
-    driver and the job claims a ComputeDomain (accel/job/compute_domain.py); the same function decides both."""
+    driver and the job claims a ComputeDomain (accel/job/compute_domain.py); the same function decides both.
+    The domain is the pool's chip's (on its machine type where the table states the machine's own), so a cloud
+    machine type (a4x-highgpu-4g) and an existing cluster's inventory of the same chip (accel:cluster, whose
+    pool is named after the inventory entry, not a machine type) decide alike."""
     return (plan.gpu is not None and plan.gpu.nodes > 1
-            and hardware.current().nvlink_spans_nodes(plan.gpu.machine_type))
+            and hardware.current().nvlink_domain_spans_nodes(plan.gpu.accelerator, plan.gpu.machine_type))

@@ -363,9 +363,8 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
             raise CatalogError(f"{where}.accelerator: unknown accelerator {accelerator!r}{_near(str(accelerator), ACCELERATOR_IDS)}")
         name = get("name") or accelerator
         generation = shapes.GENERATION_BY_ACCELERATOR.get(accelerator)
-        # Default node size: a multi-host TPU VM's chips (the table's), or eight GPUs (a typical training node).
-        per_node = get("gpus_per_node") or (
-            hardware.current().tpu_machines[generation.multi_host_machine_type].chips if generation else 8)
+        # Default node size: a multi-host TPU VM's chips, a GB200 tray's 4, or eight GPUs (the hardware table's).
+        per_node = get("gpus_per_node") or hardware.current().inventory_chips_per_node(accelerator)
         count = get("count")
         if isinstance(count, int) and isinstance(per_node, int) and count % per_node:
             raise CatalogError(f"{where}: {count} chips is not a whole number of nodes of {per_node} "

@@ -327,10 +327,12 @@ def whole_run_blind_spread(spec: WorkloadSpec, resolved: Resolved, catalog: Cata
     return whole_run_model.calibrated_model(catalog).blind_for(spec.model.is_moe)
 
 
-def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerator, step_mfu) -> Factor | None:
+def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerator, step_mfu,
+                   machine_type: str | None = None) -> Factor | None:
     """A mixture-of-experts model's whole-run factor beyond a dense model of its active size: the fitted MoE
-    factor times the efficiency left by the expert-parallel all-to-all on this accelerator's fabric (None for
-    a dense model). `step_mfu(chips)` times the compute the all-to-all is set against."""
+    factor times the efficiency left by the expert-parallel all-to-all on this accelerator's fabric (on
+    `machine_type`, whose own NVLink domain counts where the hardware table states one; None for a dense
+    model). `step_mfu(chips)` times the compute the all-to-all is set against."""
     if not spec.model.is_moe:
         return None
     fitted = whole_run_model.calibrated_model(catalog)
@@ -344,15 +346,16 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
     from accel.policies.estimator import moe  # only a mixture of experts with its experts given lays them out
 
     layers, hidden, architecture = model_architecture(spec, catalog.defaults)
-    expert_parallel = moe.default_expert_parallel(model.experts, accelerator.id)
+    expert_parallel = moe.default_expert_parallel(model.experts, accelerator.id, machine_type=machine_type)
     chips = max(expert_parallel, 8)
     compute = (whole_run_model.flops_per_token(model.active, layers, hidden, model.sequence_length)
                / (accelerator.peak_bf16_tflops * 1e12 * step_mfu(chips)))
     layout = moe.layout(moe.MoeShape(model.experts, model.experts_per_token, int(layers), hidden), accelerator.id,
-                        compute, fitted.overlap, expert_parallel)
-    found = moe.fabric(accelerator.id)
+                        compute, fitted.overlap, expert_parallel, machine_type=machine_type)
+    found = moe.fabric(accelerator.id, machine_type)
     domain = ("TPU slice (ICI)" if found is not None and found.domain_chips == 0 else
               f"{found.domain_chips}-chip NVLink domain" if found is not None else "node")
+    own = found.machine_domain(machine_type) if found is not None else None
     summary = layout.describe(accelerator.id, domain)
     detail = (f"{summary} ({layout.seconds_per_token * 1e6:.3g} us of all-to-all "
               f"per token against {compute * 1e6:.3g} us of compute at the step MFU of {chips} chips, "
@@ -360,9 +363,12 @@ def moe_efficiency(spec: WorkloadSpec, catalog: Catalog, accelerator: Accelerato
               "their gradients and optimizer state are sharded across the expert-parallel group and, with every "
               "other parameter's, across data-parallel groups too (ZeRO-3/FSDP): memory follows the "
               f"{model.parameters / 1e9:,.4g}B total")
+    where = f"[collective_fabrics.{accelerator.id}]"
+    if own is not None:
+        where += f", machines.{own.machine_type} (its own {own.domain_chips}-GPU NVLink domain)"
     return Factor(fitted.moe_factor * layout.efficiency,
-                  f"{source}; all-to-all: policies/estimator/moe.py, fabric: policies/hardware/facts.toml "
-                  f"[collective_fabrics.{accelerator.id}]", detail, summary)
+                  f"{source}; all-to-all: policies/estimator/moe.py, fabric: policies/hardware/facts.toml {where}",
+                  detail, summary)
 
 
 class TrainingModel:
@@ -370,9 +376,11 @@ class TrainingModel:
 
     def __init__(self, spec: WorkloadSpec, resolved: Resolved, catalog: Catalog,
                  accelerator: Accelerator, cloud: str, spot: bool,
-                 mfu_cache: dict[tuple[int, int], float] | None = None) -> None:
+                 mfu_cache: dict[tuple[int, int], float] | None = None, machine_type: str | None = None) -> None:
         """`mfu_cache`: the step MFUs already predicted for this workload on this accelerator, shared by the
-        models of its clouds and capacity types (the MFU depends on neither)."""
+        models of its clouds and capacity types (the MFU depends on neither). `machine_type`: the machine the
+        fleet runs on, whose own NVLink domain the all-to-all of a mixture of experts crosses where the hardware
+        table states one (a2-megagpu-16g); None: the chip's."""
         self.flops = training_flops(spec, catalog.defaults)
         factor, _ = precision_factor(spec, resolved, accelerator)
         self.peak = accelerator.peak_bf16_tflops * 1e12 * factor
@@ -386,7 +394,7 @@ class TrainingModel:
         self.batch_tokens, _ = global_batch(spec, catalog.defaults)   # sets the DCN cost of a multislice step
         self._mfu_cache: dict[tuple[int, int], float] = {} if mfu_cache is None else mfu_cache
         self.whole_run = whole_run_goodput(spec, resolved, catalog, accelerator)
-        self.moe = moe_efficiency(spec, catalog, accelerator, self.mfu)
+        self.moe = moe_efficiency(spec, catalog, accelerator, self.mfu, machine_type)
         # What a whole run keeps of its steps' speed: the whole-run overhead and, for a mixture of experts, the
         # exposed all-to-all and the MoE factor (policies/estimator/whole_runs.py); never more than all of it.
         self.goodput = min(self.whole_run.value * (self.moe.value if self.moe is not None else 1.0),

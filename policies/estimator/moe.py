@@ -56,21 +56,26 @@ class ExpertLayout:
                 f"the groups, all-to-all efficiency {self.efficiency:.3g}")
 
 
-def fabric(accelerator_id: str) -> hardware.CollectiveFabric | None:
-    return hardware.current().collective_fabric(accelerator_id)
+def fabric(accelerator_id: str, machine_type: str | None = None) -> hardware.CollectiveFabric | None:
+    """The chip's collective fabric, with the machine type's own NVLink domain where the table states one."""
+    return hardware.current().collective_fabric(accelerator_id, machine_type)
 
 
-def default_expert_parallel(experts: int, accelerator_id: str, chips: int | None = None) -> int:
-    """The layout rule: experts spread over one scale-up domain (a TPU slice: over the whole fleet's slice),
-    as the Plan lays them out (policies/plan.py plan_parallelism)."""
-    return expert_parallelism(experts, hardware.current().scale_up_domain_chips(accelerator_id), chips)
+def default_expert_parallel(experts: int, accelerator_id: str, chips: int | None = None,
+                            machine_type: str | None = None) -> int:
+    """The layout rule: experts spread over one scale-up domain (a TPU slice: over the whole fleet's slice; the
+    machine's own NVLink domain where the table states one), as the Plan lays them out (policies/plan.py
+    plan_parallelism)."""
+    return expert_parallelism(experts, hardware.current().scale_up_domain_chips(accelerator_id, machine_type), chips)
 
 
 def layout(shape: MoeShape, accelerator_id: str, compute_seconds_per_token: float, overlap: float,
-           expert_parallel: int | None = None, chips: int | None = None) -> ExpertLayout:
-    """The all-to-all of `shape` at `expert_parallel` (default: the layout rule) on `accelerator_id`."""
-    ep = expert_parallel or default_expert_parallel(shape.experts, accelerator_id, chips)
-    found = fabric(accelerator_id)
+           expert_parallel: int | None = None, chips: int | None = None,
+           machine_type: str | None = None) -> ExpertLayout:
+    """The all-to-all of `shape` at `expert_parallel` (default: the layout rule) on `accelerator_id` (on
+    `machine_type`, whose own NVLink domain counts where the table states one)."""
+    ep = expert_parallel or default_expert_parallel(shape.experts, accelerator_id, chips, machine_type)
+    found = fabric(accelerator_id, machine_type)
     if ep <= 1 or found is None:
         return ExpertLayout(ep, found.domain_chips if found else 0, 1.0, 0.0, 1.0)
     domain = found.domain_chips or ep

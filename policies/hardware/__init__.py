@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -127,16 +127,31 @@ class Fabric:
 
 
 @dataclass(frozen=True)
+class MachineDomain:
+    """A machine type whose own NVLink domain differs from its chip's ([collective_fabrics.<chip>.machines]):
+    a2-megagpu-16g joins its 16 A100 over NVSwitch where an A100 board joins 8."""
+    machine_type: str
+    domain_chips: int
+    source: str
+
+
+@dataclass(frozen=True)
 class CollectiveFabric:
     """What a chip's collectives cross (the expert-parallel all-to-all, issue #30): its scale-up domain
     (the NVLink domain of a GPU; 0 for a TPU, whose domain is the slice's ICI), the scale-up bandwidth per
     chip and direction, and the scale-out (data-centre network) bandwidth per chip beyond the domain. The
-    table states a GPU's NVLink domain here only: whether it spans machines (nvlink_spans_nodes) derives from it."""
+    table states a GPU's NVLink domain here only, once per chip and once more for a machine whose own domain
+    differs (`machines`): whether it spans machines (nvlink_spans_nodes) derives from it."""
     id: str
     domain_chips: int                # chips on one NVLink domain; 0 = the TPU slice
     scale_up_gbytes_per_s: float     # per chip, one direction
     scale_out_gbps: float            # per chip, beyond the domain
     source: str
+    machines: tuple[MachineDomain, ...] = ()   # machine types whose own domain differs from the chip's
+
+    def machine_domain(self, machine_type: str | None) -> MachineDomain | None:
+        """The machine type's own NVLink domain where the table states one, else None (the chip's applies)."""
+        return next((m for m in self.machines if m.machine_type == machine_type), None) if machine_type else None
 
 
 @dataclass(frozen=True)
@@ -338,16 +353,34 @@ class HardwareFacts:
         return 1
 
     def nvlink_spans_nodes(self, machine_type: str) -> bool:
-        """Whether the machine's NVLink domain joins several machines (GB200 NVL72: 72 GPUs over 18 nodes), so a
-        job spanning nodes claims an IMEX channel through an NVIDIA ComputeDomain. The domain is the chip's
-        scale-up domain ([collective_fabrics], the one place the table states it); it spans machines when it is
-        larger than the largest machine of that chip, not merely larger than this one: a3-highgpu-1g's H100 is
-        one GPU of an 8-GPU board whose NVLink never leaves the board."""
+        """Whether a cloud machine type's NVLink domain joins several machines (nvlink_domain_spans_nodes of
+        the chip it carries); False for a machine type the table does not list."""
         machine = self.gpu_machine(machine_type)
-        if machine is None:
-            return False
-        domain = self.scale_up_domain_chips(machine.chip)
-        return bool(domain) and domain > self._index("most_gpus_per_machine", self._most_gpus_per_machine)[machine.chip]
+        return machine is not None and self.nvlink_domain_spans_nodes(machine.chip, machine_type)
+
+    def nvlink_domain_spans_nodes(self, chip: str, machine_type: str | None = None) -> bool:
+        """Whether nodes of `chip` (on `machine_type` when it is a machine the table states a domain of; a
+        Kubernetes inventory's nodes are named by chip alone) share an NVLink domain across machines (GB200
+        NVL72: 72 GPUs over 18 nodes of 4), so a job spanning nodes claims an IMEX channel through an NVIDIA
+        ComputeDomain. The domain is the chip's scale-up domain ([collective_fabrics], the one place the table
+        states it, or the machine's own there); it spans machines when it is larger than the largest machine of
+        that chip, not merely larger than this one: a3-highgpu-1g's H100 is one GPU of an 8-GPU board whose
+        NVLink never leaves the board. A TPU (domain 0: the slice) or a PCIe GPU (none) never does."""
+        domain = self.scale_up_domain_chips(chip, machine_type)
+        most = self._index("most_gpus_per_machine", self._most_gpus_per_machine).get(chip, 0)
+        return bool(domain) and domain > most
+
+    def inventory_chips_per_node(self, chip: str) -> int:
+        """Chips per node of an existing cluster's inventory that does not say (accel:cluster inventory
+        `gpus_per_node` unset): a multi-host TPU VM's chips; for a GPU whose NVLink domain spans nodes, the compute
+        tray every machine type of it is (GB200: 4, as a4x-highgpu-4g and p6e-gb200.36xlarge; no GB200 node holds
+        8); else eight GPUs, a typical training node (an assumption: say gpus_per_node when yours differ)."""
+        generation = self.generation_of_chip(chip)
+        if generation is not None:
+            return self.tpu_machines[generation.multi_host_machine_type].chips
+        if self.nvlink_domain_spans_nodes(chip):
+            return self._index("most_gpus_per_machine", self._most_gpus_per_machine)[chip]
+        return 8
 
     def _most_gpus_per_machine(self) -> dict[str, int]:
         """Chip id -> the most GPUs any machine type of either cloud carries of it."""
@@ -356,20 +389,25 @@ class HardwareFacts:
             most[machine.chip] = max(most.get(machine.chip, 0), machine.gpus)
         return most
 
-    def collective_fabric(self, chip: str) -> CollectiveFabric | None:
-        """What the chip's collectives cross ([collective_fabrics]); None for a chip the table gives none."""
-        return self.collective_fabrics.get(chip)
+    def collective_fabric(self, chip: str, machine_type: str | None = None) -> CollectiveFabric | None:
+        """What the chip's collectives cross ([collective_fabrics]), on `machine_type` when given: its own NVLink
+        domain where the table states one (a2-megagpu-16g: 16 A100), the chip's otherwise; None for a chip the
+        table gives none."""
+        found = self.collective_fabrics.get(chip)
+        own = found.machine_domain(machine_type) if found is not None else None
+        return found if own is None else replace(found, domain_chips=own.domain_chips)
 
     def collective_fabrics_key(self) -> tuple:
         """The [collective_fabrics] entries as one hashable value (worked out once): what a cache of anything fitted
         over them (the whole-run model's MoE factor) is keyed by beside its other inputs."""
         return self._index("collective_fabrics_key", lambda: tuple(sorted(self.collective_fabrics.items())))
 
-    def scale_up_domain_chips(self, chip: str) -> int | None:
-        """Chips one scale-up domain of `chip` joins, what an expert-parallel group is spread over (the
-        estimator's all-to-all and the Plan's layout read it here): its NVLink domain, 0 for a TPU (the slice
-        is the domain), None for a chip without a collective fabric in the table."""
-        found = self.collective_fabric(chip)
+    def scale_up_domain_chips(self, chip: str, machine_type: str | None = None) -> int | None:
+        """Chips one scale-up domain of `chip` (on `machine_type`, when given) joins, what an expert-parallel
+        group is spread over (the estimator's all-to-all and the Plan's layout read it here): its NVLink domain,
+        the machine's own where the table states one, 0 for a TPU (the slice is the domain), None for a chip
+        without a collective fabric in the table."""
+        found = self.collective_fabric(chip, machine_type)
         return found.domain_chips if found is not None else None
 
     def is_arm(self, machine_type: str) -> bool:
@@ -620,11 +658,15 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         e.done()
     collective: dict[str, CollectiveFabric] = {}
     for key, e in (_tables(data, "collective_fabrics", where) if "collective_fabrics" in data else {}).items():
-        collective[key] = CollectiveFabric(key, e.get("domain_chips", int),
-                                           float(e.get("scale_up_gbytes_per_s", (int, float), positive=True)),
-                                           float(e.get("scale_out_gbps", (int, float), positive=True)),
-                                           _source(e, None, sources))
-        _check_scale_up_domain(collective[key], chips.get(key), e.where)
+        fabric = CollectiveFabric(key, e.get("domain_chips", int),
+                                  float(e.get("scale_up_gbytes_per_s", (int, float), positive=True)),
+                                  float(e.get("scale_out_gbps", (int, float), positive=True)),
+                                  _source(e, None, sources))
+        _check_scale_up_domain(fabric, chips.get(key), e.where)
+        machines = e.get("machines", dict, {})
+        collective[key] = replace(fabric, machines=tuple(
+            _machine_domain(fabric, _Entry(value, f"{e.where}.machines.{name}"), name, {**gcp, **aws}, sources)
+            for name, value in machines.items()))
         e.done()
     # A selectable chip whose collectives cross a scale-up domain (a TPU slice's ICI, an NVLink domain) states it:
     # without an entry a mixture of experts' all-to-all on it was costed as free, "within one node".
@@ -635,6 +677,31 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                  "expert-parallel all-to-all of a mixture of experts reads it")
     return HardwareFacts(str(data.get("version") or "unversioned"), where, sources, chips, generations,
                          tpu_machines, fabrics, gcp, aws, kubernetes, limits, units, eni_limits, collective)
+
+
+def _machine_domain(fabric: CollectiveFabric, e: _Entry, machine_type: str,
+                    machines: Mapping[str, GcpGpuMachine | AwsGpuInstance],
+                    sources: Mapping[str, Source]) -> MachineDomain:
+    """A machine type's own NVLink domain ([collective_fabrics.<chip>.machines.<machine type>]): a GPU machine of
+    the table that carries this chip, a positive count of GPUs that differs from the chip's (the same count
+    would state one fact twice), and its source."""
+    machine = machines.get(machine_type)
+    if machine is None:
+        raise HardwareFactsError(f"{e.where}: {machine_type!r} is neither in [gcp_gpu_machines] nor in "
+                                 "[aws_gpu_instances]")
+    if machine.chip != fabric.id:
+        raise HardwareFactsError(f"{e.where}: {machine_type} carries {machine.chip}, not {fabric.id}; state its "
+                                 f"domain under [collective_fabrics.{machine.chip}.machines]")
+    if not fabric.domain_chips:
+        raise HardwareFactsError(f"{e.where}: {fabric.id} has no NVLink domain (domain_chips 0) for a machine "
+                                 "to differ from")
+    domain = e.get("domain_chips", int, positive=True)
+    if domain == fabric.domain_chips:
+        raise HardwareFactsError(f"{e.where}.domain_chips: {domain} is {fabric.id}'s own domain_chips; state a "
+                                 "machine's NVLink domain only where it differs (remove the entry)")
+    own = MachineDomain(machine_type, domain, _source(e, None, sources))
+    e.done()
+    return own
 
 
 def _has_scale_up_domain(chip: Chip) -> bool:
@@ -694,6 +761,6 @@ def using(facts: HardwareFacts) -> Iterator[HardwareFacts]:
 
 __all__ = [
     "AwsGpuInstance", "BUNDLED_FACTS", "Chip", "CollectiveFabric", "Fabric", "GcpGpuMachine", "HardwareFacts", "HardwareFactsError",
-    "KubernetesNames", "Limit", "PlacementUnit", "Source", "TpuGeneration", "TpuMachine", "bundled_in_use", "current",
+    "KubernetesNames", "Limit", "MachineDomain", "PlacementUnit", "Source", "TpuGeneration", "TpuMachine", "bundled_in_use", "current",
     "load_facts", "using",
 ]

@@ -92,11 +92,11 @@ class SearchContext:
     max_chips: int
     batch_chips: int = 0          # most chips the global batch keeps busy (training)
     batch_why: str = ""
-    training_models: dict[tuple[str, str, bool], TrainingModel] = field(default_factory=dict)
+    training_models: dict[tuple[str, str, bool, int | None], TrainingModel] = field(default_factory=dict)
     mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
-    hours_cache: dict[tuple[str, str, bool], dict[tuple[int, int, int], float]] = field(default_factory=dict)
+    hours_cache: dict[tuple, dict[tuple[int, int, int], float]] = field(default_factory=dict)   # by model_key
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
     obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
     # A fleet's run on its capacity mode does not depend on the price either: shared by every region.
@@ -107,10 +107,18 @@ class SearchContext:
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
 
+    def model_key(self, offering: Offering, spot: bool) -> tuple[str, str, bool, int | None]:
+        """What the offering's training model (and the run hours and spot timings worked out from it) is shared
+        by: its chip, cloud and capacity type, and the GPUs its machine joins in one NVLink domain, the one thing
+        of the machine the model reads (a mixture of experts' all-to-all; a2-megagpu-16g's 16 A100 against the 8
+        of A100's other machines)."""
+        domain = hardware.current().scale_up_domain_chips(offering.accelerator, offering.machine_type)
+        return offering.accelerator, offering.cloud, spot, domain
+
     def training_model(self, offering: Offering, spot: bool) -> TrainingModel:
-        return _memo(self.training_models, (offering.accelerator, offering.cloud, spot), lambda: TrainingModel(
+        return _memo(self.training_models, self.model_key(offering, spot), lambda: TrainingModel(
             self.spec, self.resolved, self.catalog, self.accelerator(offering), offering.cloud, spot,
-            self.mfu_caches.setdefault(offering.accelerator, {})))
+            self.mfu_caches.setdefault(offering.accelerator, {}), offering.machine_type))
 
     def inference_model(self, offering: Offering) -> InferenceModel:
         return _memo(self.inference_models, offering.accelerator,

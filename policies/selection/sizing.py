@@ -88,8 +88,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
-    # one accelerator on one cloud (one training model).
-    shared_hours = ctx.hours_cache.setdefault((offering.accelerator, offering.cloud, spot), {})
+    # one accelerator on one cloud whose machines join as many GPUs in an NVLink domain (one training model).
+    shared_hours = ctx.hours_cache.setdefault(ctx.model_key(offering, spot), {})
 
     def run_hours(s: Size) -> float:
         key = (s.chips, s.hosts, s.slices)
@@ -194,7 +194,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # booked mode's run is the on-demand run (the same model and hours cache), its timing adds the lead and window.
     timings: dict[tuple[int, int, int], Timing] = ({} if reserved is not None and reserved.holds_capacity else
                                                    ctx.timing_cache.setdefault(
-        (offering.accelerator, offering.cloud, mode) if spot_model is not None else (offering.id, mode), {}))
+        (*ctx.model_key(offering, spot), mode) if spot_model is not None else (offering.id, mode), {}))
 
     # The spot floors worked out for sizes not yet timed: a size kept by the spot filter below is then timed, and
     # its settle loop starts from its floor, which is the loop's first step (obtainability.spot_outcome).
