@@ -180,10 +180,11 @@ def test_a_booked_mode_reuses_the_on_demand_sizing(catalog):
     ctx = search_context(spec, catalog, "cost")
     search(ctx, [catalog.offering("aws-p5.48xlarge")])
     offering = catalog.offering("aws-p5.48xlarge")
-    assert set(ctx.hours_cache) == {(offering.accelerator, offering.cloud, False)}   # the on-demand run only
+    on_demand = ctx.model_key(offering, False)   # the chip, cloud, no spot, and the machine's NVLink domain
+    assert set(ctx.hours_cache) == {on_demand}   # the on-demand run only
     booked = ctx.timing_cache[("aws-p5.48xlarge", "aws-capacity-block")]
     lead = obtaining(spec).figure(offering, "capacity-block", "lead_days")[0] * 24
-    run = ctx.hours_cache[(offering.accelerator, offering.cloud, False)]
+    run = ctx.hours_cache[on_demand]
     assert booked and all(t.wall_hours == pytest.approx(lead + run[key]) for key, t in booked.items()
                           if math.isfinite(t.wall_hours))
 
