@@ -78,7 +78,25 @@ class ModelSpec(WorkloadModel):
         if self.experts is not None and self.experts_per_token is not None and self.experts_per_token > self.experts:
             raise field_error("experts_per_token", f"{self.experts_per_token} exceeds experts {self.experts}: a "
                                                    "token is routed to some of the experts", self.experts_per_token)
+        if active is not None and self.experts is not None and self.experts_per_token is not None:
+            self._active_fits_the_routing(active, self.experts, self.experts_per_token)
         return self
+
+    def _active_fits_the_routing(self, active: float, experts: int, per_token: int) -> None:
+        """With S the weights every token passes (attention, embeddings, shared experts) and E one routed expert's,
+        parameters = S + experts x E and active = S + per_token x E; S >= 0 puts active between
+        parameters x per_token / experts and parameters, equal to the total only when a token visits every expert.
+        All ten MoE rows of policies/catalog/whole_runs.yaml and blind_runs.yaml lie inside (jetmoe-8b nearest the
+        floor: 2.2B active of 8.5B, 2 of 8 experts, floor 2.1B)."""
+        floor = self.parameters * per_token / experts
+        if active < floor * (1 - 1e-9):
+            raise field_error("active_parameters", f"{active:.4g} is below parameters x experts_per_token / experts "
+                                                   f"= {floor:.4g}: a token passes through {per_token} of the "
+                                                   f"{experts} routed experts and every weight outside them", active)
+        if per_token < experts and active >= self.parameters:
+            raise field_error("active_parameters", f"{active:.4g} equals parameters although a token is routed to "
+                                                   f"{per_token} of {experts} experts: active parameters leave out "
+                                                   "the experts a token skips", active)
 
     @model_serializer(mode="wrap")
     def _omit_unset_architecture(self, handler: Any) -> Any:
@@ -143,7 +161,7 @@ class CapacityConstraints(WorkloadModel):
 
 class Constraints(WorkloadModel):
     clouds: list[Cloud] = Field(default_factory=lambda: ["gcp", "aws"], min_length=1)
-    regions: list[str] | None = Field(None, description="Allowed regions; None = any in the catalog")
+    regions: list[str] | None = Field(None, min_length=1, description="Allowed regions; None = any in the catalog")
     deadline_days: float | None = Field(None, gt=0)
     budget_usd: Quantity | None = Field(None, gt=0)
     spot: Literal["allowed", "required", "never"] = "allowed"
@@ -458,6 +476,11 @@ class WorkloadSpec(WorkloadModel):
             raise field_error(("training", "trainable_fraction"), "a pretrain trains every weight (1); a "
                                                                   "fraction is for kind: finetune (LoRA)",
                               self.training.trainable_fraction)
+        batch = self.training.global_batch_tokens if self.training is not None else None
+        if batch is not None and batch < self.model.sequence_length:
+            raise field_error(("training", "global_batch_tokens"), f"{batch:,.0f} tokens is less than one sequence "
+                                                                   f"(model.sequence_length {self.model.sequence_length:,}): "
+                                                                   "a step takes whole sequences", batch)
         # A section of the other kind would be silently ignored: say so instead.
         if self.kind == "inference" and self.training is not None:
             raise field_error("training", "kind 'inference' reads only the 'inference' section; remove 'training' "

@@ -1,0 +1,126 @@
+"""A new user's audit, as hostile input (2026-11-27): each case here was accepted, crashed or answered with the
+wrong exit code before its fix. Every refusal names the field and what is allowed, exits 2, and prints no
+traceback; the properties check the same over open inputs.
+
+The wider batteries are tests/test_bad_input_battery.py (paths, options, hostile documents) and
+tests/test_bad_input_properties.py (valid documents broken by construction); this file adds what they missed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+from typer.testing import CliRunner
+
+from accel.base.errors import UsageError
+from accel.base.units import UnitError, parse_quantity
+from accel.cli import _register_commands, app
+from accel.policies.workload import workload_from_mapping
+
+ROOT = Path(__file__).resolve().parent.parent
+FINETUNE = yaml.safe_load((ROOT / "examples" / "llama-8b-finetune-cuda.yaml").read_text())
+MOE = yaml.safe_load((ROOT / "examples" / "deepseek-v3-moe.yaml").read_text())
+
+
+def run(*args):
+    _register_commands()
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_refused(result, *needles: str, code: int = 2) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output and "Traceback" not in result.stderr
+    assert result.exit_code == code, (result.exit_code, result.stderr[-600:])
+    assert "error" in result.stderr.lower(), result.stderr
+    for needle in needles:
+        assert needle in result.stderr, (needle, result.stderr[-600:])
+
+
+def choose_with(tmp_path: Path, document: dict, *options: str):
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return run("choose", path, *options)
+
+
+def changed(document: dict, section: str | None, **fields) -> dict:
+    copy = yaml.safe_load(yaml.safe_dump(document))
+    (copy[section] if section else copy).update(fields)
+    return copy
+
+
+# ---------------------------------------------------------------- numbers past a float's range
+
+def test_an_integer_too_large_for_a_float_is_refused_naming_the_field(tmp_path):
+    # YAML reads `parameters: 1000...0` (401 digits) as one int; float() of it raised OverflowError: a traceback.
+    text = yaml.safe_dump(FINETUNE).replace("parameters: 8B", "parameters: 1" + "0" * 400)
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    assert_refused(run("choose", path), "model.parameters", "finite number")
+
+
+@given(st.one_of(st.integers(), st.integers(min_value=-(10 ** 400), max_value=10 ** 400),
+                 st.floats(allow_nan=True, allow_infinity=True)))
+@settings(max_examples=300, deadline=None)
+def test_any_number_is_a_finite_quantity_or_a_unit_error(value):
+    try:
+        number = parse_quantity(value)
+    except UnitError:
+        return
+    assert math.isfinite(number)
+
+
+# ---------------------------------------------------------------- contradicting workload fields
+
+@pytest.mark.parametrize("fields, words", [
+    # every weight active although a token visits 8 of 256 experts
+    ({"active_parameters": "671B"}, "equals parameters although a token is routed to 8 of 256"),
+    # fewer active weights than the 8 routed experts alone hold (671B x 8 / 256 = 21B)
+    ({"active_parameters": "10B"}, "is below parameters x experts_per_token / experts"),
+    ({"active_parameters": 1}, "is below parameters x experts_per_token / experts"),
+])
+def test_moe_active_parameters_that_contradict_the_routing_are_refused(tmp_path, fields, words):
+    assert_refused(choose_with(tmp_path, changed(MOE, "model", **fields)), "model.active_parameters", words)
+
+
+@given(total=st.floats(1e9, 2e12), experts=st.integers(2, 512), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_any_moe_split_of_shared_and_expert_weights_is_accepted_and_nothing_outside_it(total, experts, data):
+    """parameters = S + experts x E, active = S + per_token x E for some S >= 0: exactly those are accepted."""
+    per_token = data.draw(st.integers(1, experts))
+    shared_share = data.draw(st.floats(0, 0.99))
+    expert = total * (1 - shared_share) / experts
+    active = total * shared_share + per_token * expert
+    model = {"parameters": total, "active_parameters": min(active, total), "experts": experts,
+             "experts_per_token": per_token}
+    document = {"name": "w", "kind": "pretrain", "model": model, "training": {"tokens": "1T"}}
+    if per_token < experts and active >= total:
+        return  # S + kE = S + nE only when k = n (rounding aside)
+    workload_from_mapping(document, "w.yaml")
+    below = dict(model, active_parameters=total * per_token / experts * 0.9)
+    with pytest.raises(UsageError, match="model.active_parameters"):
+        workload_from_mapping(dict(document, model=below), "w.yaml")
+
+
+def test_the_published_moe_runs_sit_inside_the_routing_bounds():
+    from accel.policies.estimator import whole_runs
+
+    for run_row in whole_runs.whole_runs().moe:
+        floor = run_row.parameters * run_row.experts_per_token / run_row.experts
+        assert floor <= run_row.active_parameters < run_row.parameters, run_row.id
+
+
+def test_a_global_batch_smaller_than_one_sequence_is_refused_not_reported_infeasible(tmp_path):
+    # Before: exit 3, "max_chips eliminated 15 ... capacity eliminated 9", which sent the user after the wrong field.
+    workload = changed(MOE, "training", global_batch_tokens=1000)
+    assert_refused(choose_with(tmp_path, workload), "training.global_batch_tokens", "less than one sequence")
+
+
+def test_an_empty_region_list_is_an_input_error_not_nothing_feasible(tmp_path):
+    # Before: exit 3 "regions () eliminated 27"; clouds: [] and accelerators: [] were already exit 2.
+    workload = yaml.safe_load(yaml.safe_dump(FINETUNE))
+    workload["constraints"]["regions"] = []
+    assert_refused(choose_with(tmp_path, workload), "constraints.regions", "at least 1 item")
