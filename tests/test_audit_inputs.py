@@ -124,3 +124,34 @@ def test_an_empty_region_list_is_an_input_error_not_nothing_feasible(tmp_path):
     workload = yaml.safe_load(yaml.safe_dump(FINETUNE))
     workload["constraints"]["regions"] = []
     assert_refused(choose_with(tmp_path, workload), "constraints.regions", "at least 1 item")
+
+
+# ---------------------------------------------------------------- owner and cost centre as Kubernetes labels
+
+# kubernetes v1.33 staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go: IsValidLabelValue
+K8S_LABEL_VALUE = r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+
+
+@given(owner=st.text(max_size=80), cost_center=st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_owner_and_cost_center_become_valid_kubernetes_label_values(owner, cost_center):
+    import re
+
+    from accel.components.tags import ResourceTags
+
+    labels = ResourceTags(workload="w", stack="s", owner=owner, cost_center=cost_center).kubernetes_labels()
+    for value in labels.values():
+        assert len(value) <= 63 and re.fullmatch(K8S_LABEL_VALUE, value), (owner, cost_center, value)
+
+
+def test_a_stack_whose_owner_ends_in_punctuation_plans(tmp_path):
+    # Before: 'Big Boss!' became the label value 'big-boss-', which every Kubernetes object and the GKE node pool
+    # refuse; `accel plan` exited 2 with "the stack's job would not run (12 problems)", naming none of the stack's keys.
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"]["accel:owner"] = "Big Boss!"
+    stack["config"]["accel:costCenter"] = "_R&D 12_"
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    result = run("plan", "--config", path, "-C", ROOT, "--json")
+    assert result.exit_code == 0, result.stderr[-800:]
+    assert '"accel.dev/owner": "big-boss"' in result.stdout
