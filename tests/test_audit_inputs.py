@@ -155,3 +155,32 @@ def test_a_stack_whose_owner_ends_in_punctuation_plans(tmp_path):
     result = run("plan", "--config", path, "-C", ROOT, "--json")
     assert result.exit_code == 0, result.stderr[-800:]
     assert '"accel.dev/owner": "big-boss"' in result.stdout
+
+
+# ---------------------------------------------------------------- --reservations rows
+
+RESERVED = {"name": "a3-held", "machineType": "a3-highgpu-8g", "count": 2, "zone": "us-central1-a"}
+
+
+def choose_with_reservations(tmp_path: Path, rows: list[dict] | str):
+    path = tmp_path / "reservations.yaml"
+    path.write_text(rows if isinstance(rows, str) else yaml.safe_dump(rows))
+    return run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--reservations", path)
+
+
+def test_a_reservation_declared_twice_is_refused_naming_the_second_entry(tmp_path):
+    # Before: exit 0, the two entries weighed as 4 machines where the cloud holds 2.
+    assert_refused(choose_with_reservations(tmp_path, [RESERVED, RESERVED]), "1.name", "already entry 0")
+
+
+def test_the_same_name_in_another_zone_is_another_reservation(tmp_path):
+    other_zone = dict(RESERVED, zone="us-central1-c")
+    result = choose_with_reservations(tmp_path, [RESERVED, other_zone])
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "-.inf"])
+def test_a_savings_plan_commitment_must_be_a_finite_amount(tmp_path, value):
+    # Before: hourlyCommitmentUsd: .inf was taken, an unbounded commitment pricing every machine at the plan rate.
+    row = f"- {{name: sp-1, kind: savings-plan, plan: compute, hourlyCommitmentUsd: {value}, discount: 0.3}}\n"
+    assert_refused(choose_with_reservations(tmp_path, row), "0.hourlyCommitmentUsd")
