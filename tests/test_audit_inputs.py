@@ -184,3 +184,34 @@ def test_a_savings_plan_commitment_must_be_a_finite_amount(tmp_path, value):
     # Before: hourlyCommitmentUsd: .inf was taken, an unbounded commitment pricing every machine at the plan rate.
     row = f"- {{name: sp-1, kind: savings-plan, plan: compute, hourlyCommitmentUsd: {value}, discount: 0.3}}\n"
     assert_refused(choose_with_reservations(tmp_path, row), "0.hourlyCommitmentUsd")
+
+
+# ---------------------------------------------------------------- duplicate keys in the JSON accel review reads
+
+REVIEW = ROOT / "tests" / "fixtures" / "review"
+
+
+def _with_a_second(text: str, key: str, value: str) -> str:
+    """The document with `key` given again at the top level; json.loads alone keeps the second silently."""
+    return text.rstrip().rstrip("}") + f', "{key}": {value}}}\n'
+
+
+@pytest.mark.parametrize("slot, fixture, key", [
+    ("preview", "preview_create.json", "steps"),
+    ("--plan", "plan_head.json", "resources"),
+    ("--base-plan", "plan_base.json", "stack"),
+])
+def test_a_json_document_naming_a_key_twice_is_refused(tmp_path, slot, fixture, key):
+    # Before: exit 0, the review rendered whichever value came last (an empty change, for `"steps": []`).
+    path = tmp_path / fixture
+    path.write_text(_with_a_second((REVIEW / fixture).read_text(), key, "[]" if key != "stack" else '"other"'))
+    args = (path,) if slot == "preview" else (REVIEW / "preview_create.json", slot, path)
+    assert_refused(run("review", *args), str(path), f"duplicate key {key!r}")
+
+
+def test_an_event_log_line_naming_a_key_twice_is_refused_naming_the_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    lines = (REVIEW / "preview_events.jsonl").read_text().splitlines()
+    path.write_text("\n".join([*lines, '{"sequence": 1, "sequence": 2}']) + "\n")
+    assert_refused(run("review", REVIEW / "preview_create.json", "--event-log", path),
+                   f"line {len(lines) + 1}", "duplicate key 'sequence'")
