@@ -215,3 +215,20 @@ def test_an_event_log_line_naming_a_key_twice_is_refused_naming_the_line(tmp_pat
     path.write_text("\n".join([*lines, '{"sequence": 1, "sequence": 2}']) + "\n")
     assert_refused(run("review", REVIEW / "preview_create.json", "--event-log", path),
                    f"line {len(lines) + 1}", "duplicate key 'sequence'")
+
+
+# ---------------------------------------------------------------- --catalog files that change nothing or say nonsense
+
+@pytest.mark.parametrize("name, text, words", [
+    ("empty.yaml", "", "an empty catalog overlay changes nothing"),
+    ("comments.yaml", "# our prices, to fill in\n", "an empty catalog overlay changes nothing"),
+    ("braces.yaml", "{}\n", "an empty catalog overlay changes nothing"),
+    ("empty.csv", "", "no price rows"),
+    ("header.csv", "offering,region,on_demand_usd_per_chip_hour,spot_usd_per_chip_hour,source,as_of\n", "no price rows"),
+    ("version.yaml", "version: [1]\nprices: []\n", "version: expected a name"),
+])
+def test_a_catalog_file_that_changes_nothing_or_names_no_version_is_refused(tmp_path, name, text, words):
+    # Before: exit 0, the bundled catalog labelled as if overridden ("catalog 2026.11.3+empty", "+[1]").
+    path = tmp_path / name
+    path.write_text(text)
+    assert_refused(run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path), str(path), words)
