@@ -232,3 +232,26 @@ def test_a_catalog_file_that_changes_nothing_or_names_no_version_is_refused(tmp_
     path = tmp_path / name
     path.write_text(text)
     assert_refused(run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path), str(path), words)
+
+
+# ---------------------------------------------------------------- accel job and accel plan options
+
+@pytest.mark.parametrize("options, words", [
+    (("--command", ""), "--command: empty"),  # before: exit 0, silently the default command
+    (("--command", "   "), "--command: empty"),
+    (("--validate", "--image", "python:3.11"), "--image would be ignored"),  # before: exit 0, image dropped
+    (("--validate", "--command", "python train.py"), "--command would be ignored"),
+    (("--check", "job.yaml", "--command", "python train.py"), "--command would be ignored"),
+    (("--check", "job.yaml", "--validate"), "--validate would be ignored"),
+])
+def test_job_refuses_an_option_it_would_ignore_before_planning(tmp_path, options, words):
+    manifests = tmp_path / "job.yaml"
+    manifests.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    options = tuple(str(manifests) if o == "job.yaml" else o for o in options)
+    assert_refused(run("job", "-s", "dev-spot", "-C", ROOT, *options), words)
+
+
+@pytest.mark.parametrize("command", ["plan", "job"])
+def test_cwd_naming_a_file_is_refused_not_resolved_to_its_folder(command):
+    # Before: `-C README.md` planned the project README.md sits in, exit 0.
+    assert_refused(run(command, "-s", "dev-spot", "-C", ROOT / "README.md"), "not a directory", "--cwd")

@@ -67,6 +67,9 @@ class ProjectFile:
 def find_project_dir(start: Path) -> Path:
     """The nearest directory at or above `start` holding Pulumi.yaml, as the CLI looks for it."""
     start = Path(start).resolve()
+    if start.exists() and not start.is_dir():  # `-C README.md` would otherwise plan the project around the file
+        raise UsageError(f"{display_path(start)}: not a directory; --cwd names the project directory (the one "
+                         "holding Pulumi.yaml)")
     for directory in (start, *start.parents):
         if (directory / PROJECT_FILE).is_file():
             return directory
