@@ -255,3 +255,23 @@ def test_job_refuses_an_option_it_would_ignore_before_planning(tmp_path, options
 def test_cwd_naming_a_file_is_refused_not_resolved_to_its_folder(command):
     # Before: `-C README.md` planned the project README.md sits in, exit 0.
     assert_refused(run(command, "-s", "dev-spot", "-C", ROOT / "README.md"), "not a directory", "--cwd")
+
+
+# ---------------------------------------------------------------- provider keys the program reads
+
+@pytest.mark.parametrize("project", [5, "proj", "my-project-", "1acme-ml", "My-Project", "acme ml dev", "a" * 31])
+def test_a_gcp_project_that_cannot_be_a_project_id_is_refused_at_plan_time(tmp_path, project):
+    # Before: `gcp:project: 5` planned with exit 0 (buckets '5-...-datasets'); the provider would refuse it at `pulumi up`.
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"]["gcp:project"] = project
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    assert_refused(run("plan", "--config", path, "-C", ROOT), "gcp:project", "6 to 30 lowercase letters")
+
+
+@given(st.from_regex(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", fullmatch=True))
+def test_every_project_id_the_resource_manager_rule_allows_is_accepted(project):
+    from accel.stack.deploy_keys import project_id_problem
+
+    assert project_id_problem(project) is None
+    assert project_id_problem(project + "-") is not None and project_id_problem(project.upper()) is not None
