@@ -275,3 +275,22 @@ def test_every_project_id_the_resource_manager_rule_allows_is_accepted(project):
 
     assert project_id_problem(project) is None
     assert project_id_problem(project + "-") is not None and project_id_problem(project.upper()) is not None
+
+
+# ---------------------------------------------------------------- choose --write-stack into a stack file that is wrong
+
+@pytest.mark.parametrize("text, words", [
+    ("config:\n  accel:bogus: 1\n", "accel:bogus: unknown key"),  # before: written, exit 0; `accel plan` then refused it
+    ("config:\n  accel:ownr: me\n", "did you mean 'accel:owner'"),
+    ("config:\n  accel:owner: a\n  accel:owner: b\n", "duplicate key 'accel:owner' (first on line 2, again on line 3)"),
+    ("config: [\n", "not valid YAML at line 2"),  # before: ruamel's multi-line parser trace
+])
+def test_write_stack_refuses_a_stack_file_it_cannot_keep_and_writes_nothing(tmp_path, monkeypatch, text, words):
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    stack = tmp_path / "stacks" / "Pulumi.mine.yaml"
+    stack.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    result = run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--write-stack", "mine")
+    assert_refused(result, "Pulumi.mine.yaml", words)
+    assert stack.read_text() == text
