@@ -294,3 +294,26 @@ def test_write_stack_refuses_a_stack_file_it_cannot_keep_and_writes_nothing(tmp_
     result = run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--write-stack", "mine")
     assert_refused(result, "Pulumi.mine.yaml", words)
     assert stack.read_text() == text
+
+
+# ---------------------------------------------------------------- a hardware pin's machine type
+
+@pytest.mark.parametrize("machine_type, words", [
+    ("p9.huge", "'p9.huge' is sold by no catalog offering"),
+    ("p5.48xlrge", "did you mean 'p5.48xlarge'?"),
+    ("g6e.xlarge", "'g6e.xlarge' carries l40s, not h100-80gb"),
+])
+def test_a_pinned_machine_type_the_catalog_cannot_sell_is_an_input_error(tmp_path, machine_type, words):
+    # Before: exit 3 "nothing feasible: the catalog has no offering of h100-80gb on gcp, aws as p9.huge".
+    workload = changed(FINETUNE, None, hardware={"accelerator": "h100-80gb", "chips": 8, "machine_type": machine_type})
+    assert_refused(choose_with(tmp_path, workload), "hardware.machine_type", words)
+
+
+@pytest.mark.parametrize("accelerator, machine_type", [("h100-80gb", "p5.48xlarge"), ("h100-80gb", "a3-megagpu-8g"),
+                                                       ("tpu-v5p", "ct5p-hightpu-4t")])
+def test_a_pinned_machine_type_the_catalog_sells_is_estimated(tmp_path, accelerator, machine_type):
+    workload = changed(FINETUNE, None, hardware={"accelerator": accelerator, "chips": 64, "machine_type": machine_type})
+    workload["constraints"].pop("custom_cuda_kernels")
+    workload["training"]["framework"] = "jax"
+    result = choose_with(tmp_path, workload)
+    assert result.exit_code == 0, result.stderr[-600:]
