@@ -80,7 +80,6 @@ def test_any_number_is_a_finite_quantity_or_a_unit_error(value):
     ({"active_parameters": "671B"}, "equals parameters although a token is routed to 8 of 256"),
     # fewer active weights than the 8 routed experts alone hold (671B x 8 / 256 = 21B)
     ({"active_parameters": "10B"}, "is below parameters x experts_per_token / experts"),
-    ({"active_parameters": 1}, "is below parameters x experts_per_token / experts"),
 ])
 def test_moe_active_parameters_that_contradict_the_routing_are_refused(tmp_path, fields, words):
     assert_refused(choose_with(tmp_path, changed(MOE, "model", **fields)), "model.active_parameters", words)
@@ -317,3 +316,63 @@ def test_a_pinned_machine_type_the_catalog_sells_is_estimated(tmp_path, accelera
     workload["training"]["framework"] = "jax"
     result = choose_with(tmp_path, workload)
     assert result.exit_code == 0, result.stderr[-600:]
+
+
+# ---------------------------------------------------------------- numbers past what anyone can mean
+
+@pytest.mark.parametrize("section, field, value", [
+    ("model", "parameters", 1e-300),    # before: ZeroDivisionError in compute_hours (a rate of zero FLOPs)
+    ("model", "parameters", 1.37e308),  # before: OverflowError in min_chips_for_memory
+    ("model", "parameters", 1),
+    ("training", "tokens", 1e308),
+    ("training", "tokens", 0.5),
+    ("training", "global_batch_tokens", 1.37e308),
+])
+def test_a_number_past_its_sanity_range_is_refused_naming_the_field(tmp_path, section, field, value):
+    workload = changed(FINETUNE, section, **{field: value})
+    assert_refused(choose_with(tmp_path, workload), f"{section}.{field}", "Input should be")
+
+
+_EXTREMES = [1e-300, 1e-9, 0.5, 1, 7, 1e3, 1e6, 1e9, 7e10, 1e12, 1e15, 1e18, 1e30, 1e200, 1.37e308]
+
+
+@st.composite
+def any_workload(draw) -> dict:
+    """A workload of the right shape whose numbers are drawn from far outside and inside what anyone runs."""
+    kind = draw(st.sampled_from(["pretrain", "finetune", "inference"]))
+    number = st.sampled_from(_EXTREMES)
+    model = {"parameters": draw(number)}
+    if draw(st.booleans()):
+        model["sequence_length"] = draw(st.sampled_from([1, 128, 8192, 2_000_000]))
+    if draw(st.booleans()):
+        experts = draw(st.sampled_from([2, 8, 256]))
+        per_token = draw(st.integers(1, experts))
+        model.update(experts=experts, experts_per_token=per_token,
+                     active_parameters=model["parameters"] * (1.0 if per_token == experts else per_token / experts))
+    workload = {"name": "w", "kind": kind, "model": model,
+                "constraints": {"deadline_days": draw(st.sampled_from([1e-6, 1, 30, 1e6])),
+                                "budget_usd": draw(st.sampled_from([1e-3, 1e4, 1e7, 1e15]))}}
+    if kind == "inference":
+        workload["inference"] = {"tokens_per_second": draw(number),
+                                 "p99_latency_ms": draw(st.sampled_from([0.001, 50, 1e9]))}
+    else:
+        workload["training"] = {"tokens": draw(number), "framework": draw(st.sampled_from(["jax", "pytorch"])),
+                                "precision": draw(st.sampled_from(["bf16", "fp8", "fp32"]))}
+        if draw(st.booleans()):
+            workload["training"]["global_batch_tokens"] = draw(number)
+    return workload
+
+
+@given(workload=any_workload(), objective=st.sampled_from(["cost", "time"]))
+@settings(max_examples=60, deadline=None)
+def test_any_workload_is_chosen_refused_or_infeasible_never_a_traceback(workload, objective):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.yaml"
+        path.write_text(yaml.safe_dump(workload))
+        result = run("choose", path, "--objective", objective)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (workload, repr(result.exception))
+    assert result.exit_code in (0, 2, 3), (workload, result.exit_code, result.stderr[-400:])
+    if result.exit_code:
+        assert "error" in result.stderr.lower()
