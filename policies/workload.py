@@ -390,33 +390,38 @@ def _read_tpu_type(tpu_type: Any, accelerator: Any) -> tuple[str, int, str]:
     return derived, chips, tpu_type.strip()
 
 
-class AssumptionOverrides(WorkloadModel):
-    """Every estimator default can be replaced per workload; None keeps the default."""
+SHARE_FLOOR = 0.001  # 0.1%
 
-    mfu: float | None = Field(None, gt=0, le=1)
-    goodput: float | None = Field(None, gt=0, le=1)
-    bytes_per_parameter: float | None = Field(None, gt=0)
-    activation_headroom: float | None = Field(None, ge=0)
+
+class AssumptionOverrides(WorkloadModel):
+    """Every estimator default can be replaced per workload; None keeps the default. A share (MFU, goodput, an
+    efficiency) is at least SHARE_FLOOR and a size or factor has a ceiling far past any default: beyond them the
+    estimate's products under- or overflow and no answer is an answer (tests/test_audit_inputs.py)."""
+
+    mfu: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    goodput: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    bytes_per_parameter: float | None = Field(None, gt=0, le=1_000)
+    activation_headroom: float | None = Field(None, ge=0, le=1_000)
     checkpoint_interval_minutes: float | None = Field(None, gt=0)
     restart_minutes: float | None = Field(None, ge=0)
     preemptions_per_day: float | None = Field(None, ge=0, description="Spot preemptions per host per day")
-    hbm_usable_fraction: float | None = Field(None, gt=0, le=1)
+    hbm_usable_fraction: float | None = Field(None, ge=SHARE_FLOOR, le=1)
     # Added with the estimator; every default lives in policies/catalog/assumptions.yaml.
-    mfu_decay_per_doubling: float | None = Field(None, gt=0, le=1,
+    mfu_decay_per_doubling: float | None = Field(None, ge=SHARE_FLOOR, le=1,
                                                  description="MFU kept per doubling of chips past the reference size")
-    multislice_efficiency: float | None = Field(None, gt=0, le=1)
-    default_deadline_days: float | None = Field(None, gt=0,
+    multislice_efficiency: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    default_deadline_days: float | None = Field(None, gt=0, le=3_660,
                                                 description="Longest training run considered when no deadline is set")
-    inference_bytes_per_parameter: float | None = Field(None, gt=0)
-    kv_cache_bytes_per_token: float | None = Field(None, gt=0)
-    context_tokens: int | None = Field(None, gt=0, description="KV cache reserved per sequence in serving")
-    hbm_bandwidth_efficiency: float | None = Field(None, gt=0, le=1)
-    inference_compute_efficiency: float | None = Field(None, gt=0, le=1)
-    latency_p99_factor: float | None = Field(None, ge=1)
-    spot_serving_headroom: float | None = Field(None, ge=0)
-    prompt_tokens_per_output_token: float | None = Field(None, ge=0,
+    inference_bytes_per_parameter: float | None = Field(None, gt=0, le=1_000)
+    kv_cache_bytes_per_token: float | None = Field(None, ge=1, le=1e12)
+    context_tokens: int | None = Field(None, gt=0, le=100_000_000, description="KV cache reserved per sequence in serving")
+    hbm_bandwidth_efficiency: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    inference_compute_efficiency: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    latency_p99_factor: float | None = Field(None, ge=1, le=1_000)
+    spot_serving_headroom: float | None = Field(None, ge=0, le=1_000)
+    prompt_tokens_per_output_token: float | None = Field(None, ge=0, le=1e6,
                                                          description="Prefill tokens processed per generated token")
-    replica_scaling_per_doubling: float | None = Field(None, gt=0, le=1,
+    replica_scaling_per_doubling: float | None = Field(None, ge=SHARE_FLOOR, le=1,
                                                        description="Serving efficiency kept per doubling of a replica past 8 chips")
     min_replicas: int | None = Field(None, ge=1, description="Fewest serving replicas (availability)")
     time_objective_tolerance: float | None = Field(

@@ -376,3 +376,54 @@ def test_any_workload_is_chosen_refused_or_infeasible_never_a_traceback(workload
     assert result.exit_code in (0, 2, 3), (workload, result.exit_code, result.stderr[-400:])
     if result.exit_code:
         assert "error" in result.stderr.lower()
+
+
+# ---------------------------------------------------------------- estimator overrides (assumptions:)
+
+PRETRAIN = yaml.safe_load((ROOT / "examples" / "llama-70b-pretrain.yaml").read_text())
+SERVING = yaml.safe_load((ROOT / "examples" / "llama-8b-serving.yaml").read_text())
+
+
+@pytest.mark.parametrize("overrides", [
+    {"preemptions_per_day": 1},  # before: OverflowError in poisson_quantile (a spot run that never ends)
+    {"hbm_usable_fraction": 1, "checkpoint_interval_minutes": 1000.0},  # the same
+])
+def test_plausible_overrides_that_make_spot_runs_endless_are_chosen_without_them(tmp_path, overrides):
+    result = choose_with(tmp_path, changed(PRETRAIN, None, assumptions=overrides))
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code in (0, 3), result.stderr[-600:]
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ({"mfu_decay_per_doubling": 1e-300}, "assumptions.mfu_decay_per_doubling"),  # before: ZeroDivisionError
+    ({"goodput": 1e-300}, "assumptions.goodput"),
+    ({"bytes_per_parameter": 1.7e308}, "assumptions.bytes_per_parameter"),  # before: OverflowError
+    ({"kv_cache_bytes_per_token": 1e-300}, "assumptions.kv_cache_bytes_per_token"),  # before: OverflowError
+    ({"prompt_tokens_per_output_token": 1e300}, "assumptions.prompt_tokens_per_output_token"),
+])
+def test_an_override_past_its_range_is_refused_naming_it(tmp_path, overrides, field):
+    assert_refused(choose_with(tmp_path, changed(SERVING if "kv" in field or "prompt" in field else PRETRAIN, None,
+                                                 assumptions=overrides)), field)
+
+
+_OVERRIDE_VALUES = [1e-300, 1e-3, 0.5, 1, 3, 1e3, 1e6, 1e300]
+_OVERRIDES = ["bytes_per_parameter", "activation_headroom", "checkpoint_interval_minutes", "restart_minutes",
+              "preemptions_per_day", "default_deadline_days", "inference_bytes_per_parameter", "kv_cache_bytes_per_token",
+              "latency_p99_factor", "spot_serving_headroom", "prompt_tokens_per_output_token", "mfu", "goodput",
+              "hbm_usable_fraction", "mfu_decay_per_doubling", "multislice_efficiency", "hbm_bandwidth_efficiency",
+              "inference_compute_efficiency", "replica_scaling_per_doubling"]
+
+
+@given(base=st.sampled_from([FINETUNE, SERVING, PRETRAIN]),
+       overrides=st.dictionaries(st.sampled_from(_OVERRIDES), st.sampled_from(_OVERRIDE_VALUES), min_size=1, max_size=4),
+       objective=st.sampled_from(["cost", "time"]))
+@settings(max_examples=60, deadline=None)
+def test_any_overrides_are_chosen_refused_or_infeasible_never_a_traceback(base, overrides, objective):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.yaml"
+        path.write_text(yaml.safe_dump(changed(base, None, assumptions=overrides)))
+        result = run("choose", path, "--objective", objective)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (overrides, repr(result.exception))
+    assert result.exit_code in (0, 2, 3), (overrides, result.exit_code, result.stderr[-400:])
