@@ -427,3 +427,35 @@ def test_any_overrides_are_chosen_refused_or_infeasible_never_a_traceback(base, 
         result = run("choose", path, "--objective", objective)
     assert result.exception is None or isinstance(result.exception, SystemExit), (overrides, repr(result.exception))
     assert result.exit_code in (0, 2, 3), (overrides, result.exit_code, result.stderr[-400:])
+
+
+# ---------------------------------------------------------------- single-host TPU slices (v6e-8) end to end
+
+def test_a_single_host_tpu_pool_is_priced_by_its_own_chips():
+    # Before: ct6e-standard-8t is no offering's machine type (gcp-tpu-v6e lists ct6e-standard-4t), so the pool was
+    # not an accelerator pool at all and a pinned 9 x v6e-8 plan read "the program builds 0 node pools".
+    from accel.policies.catalog import load_catalog
+    from accel.policies.cloud.pricing import price_resource
+
+    inputs = {"location": "us-east5", "nodeCount": 9, "nodeConfig": {"machineType": "ct6e-standard-8t"}}
+    priced = price_resource("gcp:container/nodePool:NodePool", "serve", inputs, load_catalog())
+    on_demand = load_catalog().offering("gcp-tpu-v6e").prices("us-east5", False)[0].usd
+    assert priced.kind == "accelerator-pool" and priced.chips == 72
+    assert priced.hourly_usd == pytest.approx(72 * on_demand)
+
+
+def test_the_fastest_70b_serving_answer_pins_plans_and_schedules(tmp_path, monkeypatch):
+    # `accel choose examples/llama-70b-inference.yaml --objective time` answers 9 x v6e-8 (single-host slices);
+    # before, its stack exited 2 at `accel plan` (0 node pools priced) and `accel job` (no gke-tpu-topology label,
+    # 4 chips per ct6e-standard-8t node where it has 8).
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    chosen = run("choose", ROOT / "examples" / "llama-70b-inference.yaml", "--objective", "time",
+                 "--write-stack", "serve")
+    assert chosen.exit_code == 0, chosen.stderr[-600:]
+    assert "v6e-8" in (tmp_path / "stacks" / "Pulumi.serve.yaml").read_text()
+    planned = run("plan", "-s", "serve")
+    assert planned.exit_code == 0, planned.stderr[-800:]
+    job = run("job", "-s", "serve", "-o", tmp_path / "job.yaml")
+    assert job.exit_code == 0 and "schedulable" in job.stderr, job.stderr[-800:]
