@@ -459,3 +459,13 @@ def test_the_fastest_70b_serving_answer_pins_plans_and_schedules(tmp_path, monke
     assert planned.exit_code == 0, planned.stderr[-800:]
     job = run("job", "-s", "serve", "-o", tmp_path / "job.yaml")
     assert job.exit_code == 0 and "schedulable" in job.stderr, job.stderr[-800:]
+
+
+def test_an_integer_of_thousands_of_digits_is_refused_in_the_users_words(tmp_path):
+    # Before: "... value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit", Python's advice
+    # to a programmer, not to someone writing a workload file.
+    path = tmp_path / "w.yaml"
+    path.write_text(f"name: x\nkind: pretrain\nmodel: {{parameters: {'9' * 5000}}}\ntraining: {{tokens: 1T}}\n")
+    result = run("choose", path)
+    assert_refused(result, str(path), "a number with more than")
+    assert "sys.set_int_max_str_digits" not in result.stderr
