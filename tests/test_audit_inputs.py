@@ -469,3 +469,31 @@ def test_an_integer_of_thousands_of_digits_is_refused_in_the_users_words(tmp_pat
     result = run("choose", path)
     assert_refused(result, str(path), "a number with more than")
     assert "sys.set_int_max_str_digits" not in result.stderr
+
+
+# ---------------------------------------------------------------- an output that is one of the command's inputs
+
+def test_job_refuses_to_write_its_manifests_over_the_stack_file(tmp_path):
+    # Before: `accel job -s dev-spot -o stacks/Pulumi.dev-spot.yaml` replaced the stack's config with a JobSet, exit 0.
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    for name in ("Pulumi.yaml", "__main__.py", "stacks/Pulumi.dev-spot.yaml"):
+        (project / name).write_text((ROOT / name).read_text())
+    stack = project / "stacks" / "Pulumi.dev-spot.yaml"
+    before = stack.read_text()
+    assert_refused(run("job", "-s", "dev-spot", "-C", project, "-o", stack), "is the stack file this command reads")
+    assert stack.read_text() == before
+
+
+@pytest.mark.parametrize("slot", ["preview", "--plan", "--base-plan"])
+def test_review_refuses_to_write_its_comment_over_an_input(tmp_path, slot):
+    inputs = {name: tmp_path / name for name in ("preview_create.json", "plan_head.json", "plan_base.json")}
+    for name, path in inputs.items():
+        path.write_text((REVIEW / name).read_text())
+    target = {"preview": inputs["preview_create.json"], "--plan": inputs["plan_head.json"],
+              "--base-plan": inputs["plan_base.json"]}[slot]
+    before = target.read_text()
+    result = run("review", inputs["preview_create.json"], "--plan", inputs["plan_head.json"],
+                 "--base-plan", inputs["plan_base.json"], "-o", target)
+    assert_refused(result, "this command reads")
+    assert target.read_text() == before

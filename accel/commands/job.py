@@ -95,6 +95,11 @@ def job(
         else:
             generated, manifests = None, manifests_in
         report = check_manifests(result, manifests)
+        if output is not None:
+            from accel.base.safe_files import check_not_an_input
+
+            check_not_an_input(output, {"stack file": result.stack_file, "--check file": check_file,
+                                        "project file": project_dir / "Pulumi.yaml"}, "manifests")
     except AccelError as error:
         fail(error)
 
