@@ -497,3 +497,11 @@ def test_review_refuses_to_write_its_comment_over_an_input(tmp_path, slot):
                  "--base-plan", inputs["plan_base.json"], "-o", target)
     assert_refused(result, "this command reads")
     assert target.read_text() == before
+
+
+@pytest.mark.parametrize("text, words", [("name: 5\nruntime: python\n", "name: expected the project's name as text, got 5"),
+                                         ("runtime: python\n", "name: missing")])
+def test_a_project_file_whose_name_is_not_text_says_so(tmp_path, text, words):
+    # Before: `name: 5` read "name: missing", which it is not.
+    (tmp_path / "Pulumi.yaml").write_text(text)
+    assert_refused(run("plan", "-s", "dev-spot", "-C", tmp_path), words)

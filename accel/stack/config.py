@@ -85,7 +85,8 @@ def load_project(project_dir: Path) -> ProjectFile:
         raise UsageError(f"{shown}: expected a mapping with at least 'name' and 'runtime'")
     name = data.get("name")
     if not isinstance(name, str) or not name:
-        raise UsageError(f"{shown}: name: missing; the project name namespaces every config key")
+        problem = "missing" if name in (None, "") else f"expected the project's name as text, got {name!r}"
+        raise UsageError(f"{shown}: name: {problem}; the project name namespaces every config key")
     declarations = data.get("config") or {}
     if not isinstance(declarations, Mapping):
         raise UsageError(f"{shown}: config: expected a mapping of keys to defaults or declarations")
