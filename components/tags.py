@@ -25,6 +25,13 @@ def gcp_label_value(value: str) -> str:
     return _GCP_INVALID.sub("-", value.lower())[:63]
 
 
+def kubernetes_label_value(value: str) -> str:
+    """A GCP label value that Kubernetes also takes: it must start and end alphanumeric (or be empty), so an owner
+    written 'Big Boss!' is 'big-boss', not the 'big-boss-' every Kubernetes object and GKE node pool would refuse
+    (kubernetes v1.33 apimachinery/pkg/util/validation/validation.go IsValidLabelValue)."""
+    return gcp_label_value(value).strip("-_")
+
+
 def expiry_label(expires_at: datetime) -> str:
     """An expiry that fits a GCP label value and still sorts and parses: 2026-11-22t18-00-00z."""
     return expires_at.astimezone(timezone.utc).strftime("%Y-%m-%dt%H-%M-%Sz")
@@ -74,4 +81,4 @@ class ResourceTags(BaseModel):
         return {f"{LABEL_PREFIX}:{k}": v for k, v in {**self._pairs(), **extra}.items()}
 
     def kubernetes_labels(self) -> dict[str, str]:
-        return {f"{LABEL_PREFIX}.dev/{k}": gcp_label_value(v) for k, v in self._pairs().items()}
+        return {f"{LABEL_PREFIX}.dev/{k}": kubernetes_label_value(v) for k, v in self._pairs().items()}

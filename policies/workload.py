@@ -41,12 +41,22 @@ class WorkloadModel(StrictModel):
 _OPTIONAL_MODEL_FIELDS = ("active_parameters", "experts", "experts_per_token", "shared_experts", "layers", "hidden")
 
 
+# Sanity ranges of what a person can mean, not facts about hardware: past them the estimate's arithmetic under- or
+# overflows (a rate of zero FLOPs, an infinite chip count) and the answer would be a traceback, so the workload is
+# refused naming the field. The largest published models hold ~2T parameters and trained on ~36T tokens; the ranges
+# leave 500x and more around what anyone has run.
+MODEL_PARAMETERS = {"ge": 1e6, "le": 1e15}     # 1M .. 1 quadrillion parameters
+TRAINING_TOKENS = {"ge": 1e3, "le": 1e17}      # 1K .. 100 quadrillion tokens
+SERVING_TOKENS_PER_SECOND = {"le": 1e12}
+SERVICE_HOURS = {"le": 87_840.0}               # ten years (3,660 days), the longest TTL accel takes too
+
+
 class ModelSpec(WorkloadModel):
     parameters: PositiveQuantity = Field(description="Parameter count, e.g. 70B (a mixture-of-experts model: the "
-                                                     "total, every expert included)")
+                                                     "total, every expert included)", **MODEL_PARAMETERS)
     sequence_length: int = Field(4096, gt=0, le=2_000_000, description="Training context length in tokens")
     active_parameters: PositiveQuantity | None = Field(
-        None, description="Mixture-of-experts: parameters touched per token (attention, shared and routed experts), "
+        None, **MODEL_PARAMETERS, description="Mixture-of-experts: parameters touched per token (attention, shared and routed experts), "
                           "e.g. 37B for DeepSeek-V3's 671B; FLOPs follow them, memory follows `parameters`. A dense "
                           "model omits it")
     experts: int | None = Field(None, gt=1, le=100_000, description="Mixture-of-experts: routed experts per MoE layer")
@@ -78,7 +88,25 @@ class ModelSpec(WorkloadModel):
         if self.experts is not None and self.experts_per_token is not None and self.experts_per_token > self.experts:
             raise field_error("experts_per_token", f"{self.experts_per_token} exceeds experts {self.experts}: a "
                                                    "token is routed to some of the experts", self.experts_per_token)
+        if active is not None and self.experts is not None and self.experts_per_token is not None:
+            self._active_fits_the_routing(active, self.experts, self.experts_per_token)
         return self
+
+    def _active_fits_the_routing(self, active: float, experts: int, per_token: int) -> None:
+        """With S the weights every token passes (attention, embeddings, shared experts) and E one routed expert's,
+        parameters = S + experts x E and active = S + per_token x E; S >= 0 puts active between
+        parameters x per_token / experts and parameters, equal to the total only when a token visits every expert.
+        All ten MoE rows of policies/catalog/whole_runs.yaml and blind_runs.yaml lie inside (jetmoe-8b nearest the
+        floor: 2.2B active of 8.5B, 2 of 8 experts, floor 2.1B)."""
+        floor = self.parameters * per_token / experts
+        if active < floor * (1 - 1e-9):
+            raise field_error("active_parameters", f"{active:.4g} is below parameters x experts_per_token / experts "
+                                                   f"= {floor:.4g}: a token passes through {per_token} of the "
+                                                   f"{experts} routed experts and every weight outside them", active)
+        if per_token < experts and active >= self.parameters:
+            raise field_error("active_parameters", f"{active:.4g} equals parameters although a token is routed to "
+                                                   f"{per_token} of {experts} experts: active parameters leave out "
+                                                   "the experts a token skips", active)
 
     @model_serializer(mode="wrap")
     def _omit_unset_architecture(self, handler: Any) -> Any:
@@ -101,8 +129,8 @@ class ModelSpec(WorkloadModel):
 
 
 class TrainingSpec(WorkloadModel):
-    tokens: PositiveQuantity | None = Field(None, description="Tokens to train on, e.g. 2T (required for "
-                                                              "pretrain and finetune)")
+    tokens: PositiveQuantity | None = Field(None, **TRAINING_TOKENS, description="Tokens to train on, e.g. 2T "
+                                                                                 "(required for pretrain and finetune)")
     framework: Literal["jax", "pytorch", "tensorflow", "pytorch-xla"] = "jax"
     precision: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
     trainable_fraction: float = Field(
@@ -110,18 +138,19 @@ class TrainingSpec(WorkloadModel):
                                      "or another parameter-efficient fine-tune (frozen weights keep no "
                                      "gradients or optimizer state)")
     global_batch_tokens: PositiveQuantity | None = Field(
-        None, description="Tokens per optimizer step (e.g. 4M); bounds data parallelism. Default: by model size "
+        None, **TRAINING_TOKENS, description="Tokens per optimizer step (e.g. 4M); bounds data parallelism. Default: by model size "
                           "from published practice (policies/catalog/assumptions.yaml)")
 
 
 class InferenceSpec(WorkloadModel):
-    tokens_per_second: PositiveQuantity = Field(description="Aggregate generated tokens per second to sustain")
+    tokens_per_second: PositiveQuantity = Field(description="Aggregate generated tokens per second to sustain",
+                                                **SERVING_TOKENS_PER_SECOND)
     p99_latency_ms: float = Field(200, gt=0, description="Per-token p99 latency bound")
     framework: Literal["jax", "pytorch", "tensorflow", "pytorch-xla"] = "pytorch"
     precision: Literal["bf16", "fp16", "fp8", "int8"] = Field(
         "bf16", description="Weights (and KV cache) for serving: fp8 on chips with fp8 tensor cores (H100, H200, "
                             "L4, L40S), int8 weight-only anywhere; both halve the bytes read per token")
-    hours: float = Field(730, gt=0, description="How long the service runs, for the run cost (default: a month)")
+    hours: float = Field(730, gt=0, **SERVICE_HOURS, description="How long the service runs, for the run cost (default: a month)")
     prompt_tokens: int | None = Field(None, gt=0, description="Prompt (context) tokens per request")
     output_tokens: int | None = Field(None, gt=0, description="Generated tokens per request")
 
@@ -143,7 +172,7 @@ class CapacityConstraints(WorkloadModel):
 
 class Constraints(WorkloadModel):
     clouds: list[Cloud] = Field(default_factory=lambda: ["gcp", "aws"], min_length=1)
-    regions: list[str] | None = Field(None, description="Allowed regions; None = any in the catalog")
+    regions: list[str] | None = Field(None, min_length=1, description="Allowed regions; None = any in the catalog")
     deadline_days: float | None = Field(None, gt=0)
     budget_usd: Quantity | None = Field(None, gt=0)
     spot: Literal["allowed", "required", "never"] = "allowed"
@@ -361,33 +390,38 @@ def _read_tpu_type(tpu_type: Any, accelerator: Any) -> tuple[str, int, str]:
     return derived, chips, tpu_type.strip()
 
 
-class AssumptionOverrides(WorkloadModel):
-    """Every estimator default can be replaced per workload; None keeps the default."""
+SHARE_FLOOR = 0.001  # 0.1%
 
-    mfu: float | None = Field(None, gt=0, le=1)
-    goodput: float | None = Field(None, gt=0, le=1)
-    bytes_per_parameter: float | None = Field(None, gt=0)
-    activation_headroom: float | None = Field(None, ge=0)
+
+class AssumptionOverrides(WorkloadModel):
+    """Every estimator default can be replaced per workload; None keeps the default. A share (MFU, goodput, an
+    efficiency) is at least SHARE_FLOOR and a size or factor has a ceiling far past any default: beyond them the
+    estimate's products under- or overflow and no answer is an answer (tests/test_audit_inputs.py)."""
+
+    mfu: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    goodput: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    bytes_per_parameter: float | None = Field(None, gt=0, le=1_000)
+    activation_headroom: float | None = Field(None, ge=0, le=1_000)
     checkpoint_interval_minutes: float | None = Field(None, gt=0)
     restart_minutes: float | None = Field(None, ge=0)
     preemptions_per_day: float | None = Field(None, ge=0, description="Spot preemptions per host per day")
-    hbm_usable_fraction: float | None = Field(None, gt=0, le=1)
+    hbm_usable_fraction: float | None = Field(None, ge=SHARE_FLOOR, le=1)
     # Added with the estimator; every default lives in policies/catalog/assumptions.yaml.
-    mfu_decay_per_doubling: float | None = Field(None, gt=0, le=1,
+    mfu_decay_per_doubling: float | None = Field(None, ge=SHARE_FLOOR, le=1,
                                                  description="MFU kept per doubling of chips past the reference size")
-    multislice_efficiency: float | None = Field(None, gt=0, le=1)
-    default_deadline_days: float | None = Field(None, gt=0,
+    multislice_efficiency: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    default_deadline_days: float | None = Field(None, gt=0, le=3_660,
                                                 description="Longest training run considered when no deadline is set")
-    inference_bytes_per_parameter: float | None = Field(None, gt=0)
-    kv_cache_bytes_per_token: float | None = Field(None, gt=0)
-    context_tokens: int | None = Field(None, gt=0, description="KV cache reserved per sequence in serving")
-    hbm_bandwidth_efficiency: float | None = Field(None, gt=0, le=1)
-    inference_compute_efficiency: float | None = Field(None, gt=0, le=1)
-    latency_p99_factor: float | None = Field(None, ge=1)
-    spot_serving_headroom: float | None = Field(None, ge=0)
-    prompt_tokens_per_output_token: float | None = Field(None, ge=0,
+    inference_bytes_per_parameter: float | None = Field(None, gt=0, le=1_000)
+    kv_cache_bytes_per_token: float | None = Field(None, ge=1, le=1e12)
+    context_tokens: int | None = Field(None, gt=0, le=100_000_000, description="KV cache reserved per sequence in serving")
+    hbm_bandwidth_efficiency: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    inference_compute_efficiency: float | None = Field(None, ge=SHARE_FLOOR, le=1)
+    latency_p99_factor: float | None = Field(None, ge=1, le=1_000)
+    spot_serving_headroom: float | None = Field(None, ge=0, le=1_000)
+    prompt_tokens_per_output_token: float | None = Field(None, ge=0, le=1e6,
                                                          description="Prefill tokens processed per generated token")
-    replica_scaling_per_doubling: float | None = Field(None, gt=0, le=1,
+    replica_scaling_per_doubling: float | None = Field(None, ge=SHARE_FLOOR, le=1,
                                                        description="Serving efficiency kept per doubling of a replica past 8 chips")
     min_replicas: int | None = Field(None, ge=1, description="Fewest serving replicas (availability)")
     time_objective_tolerance: float | None = Field(
@@ -458,6 +492,11 @@ class WorkloadSpec(WorkloadModel):
             raise field_error(("training", "trainable_fraction"), "a pretrain trains every weight (1); a "
                                                                   "fraction is for kind: finetune (LoRA)",
                               self.training.trainable_fraction)
+        batch = self.training.global_batch_tokens if self.training is not None else None
+        if batch is not None and batch < self.model.sequence_length:
+            raise field_error(("training", "global_batch_tokens"), f"{batch:,.0f} tokens is less than one sequence "
+                                                                   f"(model.sequence_length {self.model.sequence_length:,}): "
+                                                                   "a step takes whole sequences", batch)
         # A section of the other kind would be silently ignored: say so instead.
         if self.kind == "inference" and self.training is not None:
             raise field_error("training", "kind 'inference' reads only the 'inference' section; remove 'training' "

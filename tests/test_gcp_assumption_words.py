@@ -25,7 +25,7 @@ def stack_config(stack: str) -> dict:
 
 def program_config(config: dict) -> dict[str, str]:
     """Fully qualified config as the CLI hands it to the program (objects JSON-encoded)."""
-    return {"gcp:project": "proj", **{key: value if isinstance(value, str) else json.dumps(value)
+    return {"gcp:project": "acme-proj", **{key: value if isinstance(value, str) else json.dumps(value)
                                       for key, value in config.items()}}
 
 

@@ -25,7 +25,7 @@ WORKLOAD = {
 
 def config(**values) -> dict[str, str]:
     """Fully qualified Pulumi config as the CLI hands it to a program (objects JSON-encoded)."""
-    result = {"gcp:project": "proj"}
+    result = {"gcp:project": "acme-proj"}
     for key, value in values.items():
         full = key if ":" in key else f"accel:{key}"
         result[full] = value if isinstance(value, str) else json.dumps(value)

@@ -46,6 +46,24 @@ def check_json_bounds(text: str, shown: str, *, max_depth: int = MAX_DEPTH, max_
                          f"stays far below that)")
 
 
+class DuplicateKey(ValueError):
+    """An object that names one key twice; json.loads would keep the last value silently."""
+
+
+def unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """`object_pairs_hook` for json.loads: the object, or DuplicateKey naming the key given twice. A JSON object
+    with duplicate names is not interoperable (RFC 8259 section 4), and a hand-edited plan whose second
+    `resources` replaced the first would be reviewed as something it does not say; YAML files get the same
+    refusal (accel/base/yaml_files.py)."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise DuplicateKey(f"duplicate key {repeated!r} in one JSON object; a reader would silently keep only "
+                           "the last one, so remove one")
+    return document
+
+
 def describe_number_error(error: ValueError) -> str | None:
     """The message for Python's integer-string limit ('Exceeds the limit (4300 digits) for integer
     string conversion'), which `json.loads` raises as a bare ValueError for a huge integer literal;

@@ -143,6 +143,22 @@ def check_writable(path: str | Path, what: str = "file", *, error: type[UsageErr
         raise error(f"{target}: {_kind(status.st_mode)}; name a file to write the {what} to")
 
 
+def check_not_an_input(output: str | Path, inputs: dict[str, str | Path | None], what: str = "file") -> None:
+    """UsageError (exit 2) when `output` is one of the files the command reads ({option: path}): writing there would
+    replace that input (a stack file, a preview) with the command's own output. Call it before writing."""
+    target = Path(output)
+    for option, source in inputs.items():
+        if source is None:
+            continue
+        try:
+            same = target.exists() and os.path.samefile(target, source)
+        except (OSError, ValueError):
+            same = False
+        if same:
+            raise UsageError(f"{target}: is the {option} this command reads; writing the {what} there would replace "
+                             "it: name another file")
+
+
 def write_text(path: str | Path, text: str, what: str = "file", *, error: type[UsageError] = UsageError) -> None:
     """Write `text` to `path` (check_writable first); `error` (exit 2) naming the path on any OSError."""
     target = Path(path)

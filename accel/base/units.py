@@ -31,7 +31,10 @@ def parse_quantity(value: Any) -> float:
     if isinstance(value, bool):
         raise UnitError(f"expected a number such as {_QUANTITY_FORMS}, not a boolean")
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int past float's range (YAML reads 1 followed by 400 zeros as one)
+            raise UnitError("must be a finite number (this one is too large to hold)") from None
     elif isinstance(value, str):
         match = _QUANTITY.match(value.replace("_", "").replace(",", ""))
         if not match:

@@ -161,4 +161,6 @@ def read_yaml_file(path: Path, what: str, *, error: type[UsageError] = UsageErro
     except yaml.YAMLError as problem:
         raise error(f"{shown}: not valid YAML{describe_yaml_error(problem)}") from None
     except ValueError as problem:  # a scalar that resolves to a type but not a value, e.g. 2026-02-30
-        raise error(f"{shown}: not valid YAML: {problem}") from None
+        from accel.base.json_limits import describe_number_error  # Python's own limit on an integer's digits
+
+        raise error(f"{shown}: not valid YAML: {describe_number_error(problem) or problem}") from None

@@ -31,6 +31,19 @@ def _read_manifests(path: Path) -> list[dict]:
     return documents
 
 
+def _refuse_ignored_options(*, check_file: Optional[Path], validate: bool, image: Optional[str],
+                            command: Optional[str]) -> None:
+    """UsageError for an option the chosen mode would ignore: --check checks a file as written, and --validate's
+    fabric check runs its own image and command (nccl-tests, a JAX psum), so neither takes --image or --command."""
+    given = [name for name, value in (("--image", image), ("--command", command)) if value is not None]
+    if check_file is not None and (given or validate):
+        raise UsageError(f"--check checks {check_file} as written; {', '.join(given or ['--validate'])} would be "
+                         "ignored: leave it out, or drop --check to generate the manifests")
+    if validate and given:
+        raise UsageError(f"--validate writes the fabric check with its own image and command; {', '.join(given)} "
+                         "would be ignored: leave it out, or drop --validate for the workload's job")
+
+
 def job(
     stack: Optional[str] = typer.Option(None, "--stack", "-s", metavar="STACK", autocompletion=complete_stack,
                                         help=f"Stack whose workload to run (default {DEFAULT_STACK})"),
@@ -57,6 +70,10 @@ def job(
         if stack is not None and not stack.strip():
             raise UsageError(f"--stack: empty; name a stack (a stacks/Pulumi.<stack>.yaml file), or leave "
                              f"the option out for {DEFAULT_STACK}")
+        if command is not None and not command.strip():
+            raise UsageError("--command: empty; give the command the container runs (e.g. --command 'python "
+                             "train.py'), or leave the option out for the documented example's")
+        _refuse_ignored_options(check_file=check_file, validate=validate, image=image, command=command)
         if image is not None:
             from accel.base.image_reference import check_image_reference
 
@@ -78,6 +95,11 @@ def job(
         else:
             generated, manifests = None, manifests_in
         report = check_manifests(result, manifests)
+        if output is not None:
+            from accel.base.safe_files import check_not_an_input
+
+            check_not_an_input(output, {"stack file": result.stack_file, "--check file": check_file,
+                                        "project file": project_dir / "Pulumi.yaml"}, "manifests")
     except AccelError as error:
         fail(error)
 

@@ -36,6 +36,11 @@ def review(
 ) -> None:
     """Render the pull-request comment: changes, hardware, $/h and $/run before → after, guardrails."""
     try:
+        if output is not None:
+            from accel.base.safe_files import check_not_an_input
+
+            check_not_an_input(output, {"PREVIEW.json": preview, "--plan": plan, "--base-plan": base_plan,
+                                        "--event-log": event_log}, "review comment")
         result = load_review(preview, plan, base_plan, allow_stack_mismatch=allow_stack_mismatch,
                              event_log=event_log)
         for warning in result.warnings:

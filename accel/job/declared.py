@@ -117,10 +117,13 @@ class DeclaredCluster:
 
 @cache
 def _chips_per_machine() -> dict[str, int]:
-    """Chips per node of every catalog machine type (the catalog's offerings hold them)."""
+    """Chips per node of every catalog machine type (the catalog's offerings hold them), and of every TPU machine
+    type of the hardware table (a single-host slice runs on one the catalog does not list: ct6e-standard-8t)."""
+    from accel.policies import hardware
     from accel.policies.catalog import load_catalog
 
-    return {o.machine_type: o.chips_per_host for o in load_catalog().offerings}
+    tpu_hosts = {name: machine.chips for name, machine in hardware.current().tpu_machines.items()}
+    return {**tpu_hosts, **{o.machine_type: o.chips_per_host for o in load_catalog().offerings}}
 
 
 def _tpu_generation(machine_type: str):
@@ -165,8 +168,12 @@ def _gke_pool(resource: CapturedResource) -> NodePool:
     elif generation is not None:
         topology = (inputs.get("placementPolicy") or {}).get("tpuTopology")
         labels[GKE_TPU_ACCELERATOR_LABEL] = generation.gke_accelerator
-        if topology:
-            labels[GKE_TPU_TOPOLOGY_LABEL] = topology
+        # A single-host slice pool has no placement policy; GKE labels its nodes with the topology its machine
+        # type is (ct6e-standard-8t: 2x4), as the pods of GKE's single-host TPU examples select on.
+        single_host = {machine_type: shape for shape, machine_type in generation.single_host_machine_types.items()}
+        label = topology or single_host.get(machine or "")
+        if label:
+            labels[GKE_TPU_TOPOLOGY_LABEL] = label
         alloc[TPU_RESOURCE] = Fraction(_chips_per_machine().get(machine, 4))
         taints.append(Taint(TPU_RESOURCE, "present", "NoSchedule"))
     autoscaling = inputs.get("autoscaling") or {}

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, ValidationError
 
 from accel.base.errors import UsageError
-from accel.base.json_limits import MAX_BYTES, check_json_bounds, describe_number_error
+from accel.base.json_limits import MAX_BYTES, check_json_bounds, describe_number_error, unique_keys
 from accel.base.model import StrictModel, describe_validation_error
 from accel.review.model import Finding
 
@@ -77,7 +77,7 @@ def _events(path: Path, text: str):
         where = f"{path} line {number}"
         check_json_bounds(line, where)
         try:
-            event = json.loads(line)
+            event = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as error:
             raise UsageError(f"{where}: not valid JSON at column {error.colno}: {error.msg}; the event log of "
                              "`pulumi preview --event-log` has one JSON engine event per line") from None

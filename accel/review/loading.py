@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from accel.base.errors import UsageError
-from accel.base.json_limits import MAX_BYTES, check_json_bounds, describe_number_error
+from accel.base.json_limits import MAX_BYTES, check_json_bounds, describe_number_error, unique_keys
 from accel.base.safe_files import read_text
 from accel.base.model import describe_validation_error
 from accel.review.plan_json import PlanReport
@@ -29,7 +29,7 @@ def read_json(path: Path) -> Any:
         raise UsageError(f"{path}: empty file, expected a JSON object")
     check_json_bounds(text, str(path))
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise UsageError(f"{path}: JSON nested too deep to read") from None
     except json.JSONDecodeError as error:

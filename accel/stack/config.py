@@ -67,6 +67,9 @@ class ProjectFile:
 def find_project_dir(start: Path) -> Path:
     """The nearest directory at or above `start` holding Pulumi.yaml, as the CLI looks for it."""
     start = Path(start).resolve()
+    if start.exists() and not start.is_dir():  # `-C README.md` would otherwise plan the project around the file
+        raise UsageError(f"{display_path(start)}: not a directory; --cwd names the project directory (the one "
+                         "holding Pulumi.yaml)")
     for directory in (start, *start.parents):
         if (directory / PROJECT_FILE).is_file():
             return directory
@@ -82,7 +85,8 @@ def load_project(project_dir: Path) -> ProjectFile:
         raise UsageError(f"{shown}: expected a mapping with at least 'name' and 'runtime'")
     name = data.get("name")
     if not isinstance(name, str) or not name:
-        raise UsageError(f"{shown}: name: missing; the project name namespaces every config key")
+        problem = "missing" if name in (None, "") else f"expected the project's name as text, got {name!r}"
+        raise UsageError(f"{shown}: name: {problem}; the project name namespaces every config key")
     declarations = data.get("config") or {}
     if not isinstance(declarations, Mapping):
         raise UsageError(f"{shown}: config: expected a mapping of keys to defaults or declarations")

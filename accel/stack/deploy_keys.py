@@ -9,6 +9,7 @@ reports the same commands, so a freshly written stack plans at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +50,22 @@ class DeployKey:
 
     def to_json(self) -> dict[str, str]:
         return {"key": self.key, "why": self.why, "command": self.set_command}
+
+
+# Resource Manager: "The ID must be 6 to 30 lowercase letters, digits, or hyphens. It must start with a letter.
+# Trailing hyphens are prohibited." (ProjectInfo.Builder.setProjectId, google-cloud-resourcemanager; the same rule in
+# cloud.google.com/resource-manager/docs/creating-managing-projects, read 2026-11-27). Projects created under a G Suite
+# domain before 2017 keep a domain-scoped id, `example.com:my-project`.
+_PROJECT_ID = re.compile(r"(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
+
+
+def project_id_problem(project: object) -> str | None:
+    """Why `gcp:project` cannot be a Google Cloud project id, or None. A typo here would only surface at `pulumi up`,
+    as the provider's 403 or 404 for a project nobody can reach."""
+    if isinstance(project, str) and _PROJECT_ID.fullmatch(project):
+        return None
+    return (f"gcp:project: {project!r} is not a Google Cloud project id: 6 to 30 lowercase letters, digits or hyphens, "
+            "starting with a letter and not ending with a hyphen (the project's id, not its display name or number)")
 
 
 def missing_deploy_keys(plan: Plan, config: Mapping[str, str], api_access_cidrs: list[str],

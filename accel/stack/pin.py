@@ -119,6 +119,9 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
         raise UsageError(f"{path}: cannot use this stack file name: "
                          f"{describe_os_error(error) if isinstance(error, OSError) else error}") from None
     if exists:
+        from accel.base.yaml_files import read_yaml_file
+
+        read_yaml_file(path, "stack file")  # the shared reader's messages: the line of a syntax error, a duplicate key
         try:
             data = yaml.load(read_text(path, "stack file"))
         except (YAMLError, OSError, UnicodeDecodeError) as error:
@@ -132,6 +135,11 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
         config = data["config"] = {}
     if not isinstance(config, dict):
         raise UsageError(f"{path}: config: expected a mapping of keys to values")
+    from accel.stack.settings import check_known_key
+
+    for key in config:  # a key `accel plan` would refuse: say so now, before writing a stack that cannot plan
+        if isinstance(key, str) and key.startswith("accel:"):
+            check_known_key(key, str(path))
     previous = config.get("accel:workload")
     if warn is not None and isinstance(previous, dict) and previous.get("name") not in (None, workload.get("name")):
         warn(f"{path}: replacing accel:workload {previous['name']!r} with {workload.get('name')!r} (and its plan)")

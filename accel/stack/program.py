@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from accel.base.errors import UsageError
-from accel.stack.deploy_keys import DeployKey, missing_deploy_keys, missing_keys_message, placeholders_allowed
+from accel.stack.deploy_keys import (DeployKey, missing_deploy_keys, missing_keys_message, placeholders_allowed,
+                                     project_id_problem)
 from accel.stack.settings import StackSettings, settings_from_config
 from accel.components.tags import ResourceTags
 from accel.components.training_cluster import TrainingClusterArgs
@@ -121,6 +122,8 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         **lifecycle.resource_tag_fields(),
     )
     gcp_project = config.get("gcp:project")
+    if plan.cloud == "gcp" and gcp_project and project_id_problem(gcp_project):
+        raise UsageError(f"{source}: {project_id_problem(gcp_project)}")
     api_access_cidrs = list(settings.apiAccessCidrs)
     missing = missing_deploy_keys(plan, config, api_access_cidrs, stack) + ([booking_key] if booking_key else [])
     if missing and not placeholders_allowed():

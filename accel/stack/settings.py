@@ -107,6 +107,16 @@ class StackSettings(StrictModel):
 _STRUCTURED = {"workload", "plan", "hardware", "cluster", "apiAccessCidrs", "upgradePause", "reservations"}
 
 
+def check_known_key(key: str, source: str) -> None:
+    """UsageError naming `key` (an `accel:` stack key) when no setting has that name, with the closest one."""
+    name = key.partition(":")[2]
+    if name not in StackSettings.model_fields:
+        hint = difflib.get_close_matches(name, list(StackSettings.model_fields), n=1)
+        suggestion = f"; did you mean 'accel:{hint[0]}'?" if hint else \
+            f"; known keys: {', '.join('accel:' + k for k in StackSettings.model_fields)}"
+        raise UsageError(f"{source}: {key}: unknown key{suggestion}")
+
+
 def settings_from_config(config: Mapping[str, str], source: str) -> StackSettings:
     """Build StackSettings from fully qualified Pulumi config (`accel:workload` -> JSON string).
 
@@ -117,11 +127,7 @@ def settings_from_config(config: Mapping[str, str], source: str) -> StackSetting
         namespace, _, name = key.partition(":")
         if namespace != PROJECT:
             continue
-        if name not in StackSettings.model_fields:
-            hint = difflib.get_close_matches(name, list(StackSettings.model_fields), n=1)
-            suggestion = f"; did you mean 'accel:{hint[0]}'?" if hint else \
-                f"; known keys: {', '.join('accel:' + k for k in StackSettings.model_fields)}"
-            raise UsageError(f"{source}: {key}: unknown key{suggestion}")
+        check_known_key(key, source)
         values[name] = _decode(raw, key, source) if name in _STRUCTURED else raw
     try:
         settings = StackSettings.model_validate(values)

@@ -184,6 +184,8 @@ def _apply_overlay(raw: _Raw, data: dict[str, Any], where: str) -> None:
     if unknown:
         key = unknown[0]
         raise CatalogError(f"{where}: {key}: unknown key{_near(key, _OVERLAY_KEYS)}")
+    if data.get("version") is not None and not isinstance(data["version"], (str, int, float)):
+        raise CatalogError(f"{where}: version: expected a name like acme-2026q1, got {type(data['version']).__name__}")
     if data.get("version"):
         raw.version = f"{raw.version}+{data['version']}" if raw.version else str(data["version"])
     elif raw.version:
@@ -266,6 +268,9 @@ def _read_price_csv(path: Path) -> list[dict[str, Any]]:
                 except ValueError:
                     raise CatalogError(f"{where}: {column}: {text!r} is not a number") from None
         overrides.append((item, where))
+    if not overrides:
+        raise CatalogError(f"{path}: no price rows; a price CSV has the header {','.join(_CSV_COLUMNS)} and one row "
+                           "per price it overrides")
     return overrides  # type: ignore[return-value]
 
 
@@ -312,7 +317,10 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
             _apply_price_override(raw, item, where)
         return _build(raw)
     data = _read_yaml(file)
-    data = _mapping(data if data is not None else {}, str(file), "a catalog overlay")
+    if data is None or data == {}:  # empty, or only comments: a user naming this file meant to change something
+        raise CatalogError(f"{file}: an empty catalog overlay changes nothing; give any of {', '.join(_OVERLAY_KEYS)} "
+                           "(policies/catalog/README.md), or leave out the catalog option for the bundled one")
+    data = _mapping(data, str(file), "a catalog overlay")
     base = data.get("base", "bundled")
     if base not in ("bundled", "none"):
         raise CatalogError(f"{file}: base: {base!r} is not allowed; use 'bundled' (default) or 'none'")

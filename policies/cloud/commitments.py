@@ -47,7 +47,7 @@ class DeclaredCommitment(StrictModel):
     region: str | None = Field(
         None, min_length=1, description="The region it applies in (ec2-instance Savings Plans and committed-use)")
     hourlyCommitmentUsd: float | None = Field(
-        None, gt=0, description="savings-plan only: the committed $/h, spent at Savings Plan rates")
+        None, gt=0, allow_inf_nan=False, description="savings-plan only: the committed $/h, spent at Savings Plan rates")
     machineType: str | None = Field(
         None, min_length=1, description="committed-use only: the machine type whose resources are committed")
     count: int | None = Field(None, gt=0, description="committed-use only: machines' worth of resources committed")

@@ -96,6 +96,8 @@ def spot_wall_floor(hosts: int, run_hours: float, model: SpotModel, confidence: 
         return math.inf
     obtain, hit, wave_cost, drain_cost = _spot_terms(hosts, model, restart_hours)
     base = run_hours + obtain
+    if not math.isfinite(base):  # a run that never ends (its preemptions leave no time for work) has no quantile
+        return math.inf
     weeks = base / 168.0
     return (base + poisson_quantile(model.waves_per_week * hit * weeks, confidence) * wave_cost
             + poisson_quantile(model.drains_per_week * weeks, confidence) * drain_cost)
@@ -128,6 +130,8 @@ def spot_outcome(hosts: int, run_hours: float, model: SpotModel, confidence: flo
 
     def settle() -> tuple[float, int, int]:
         wall, waves, drains = base, 0, 0
+        if not isfinite(base):  # a run that never ends has no count of events at a quantile
+            return math.inf, waves, drains
         steps = _MAX_ITERATIONS
         if floor is not None and isfinite(floor) and floor <= 1e7 and abs(floor - base) >= 1e-9:
             # The first step's wall, bit for bit (the same products and sums), where the loop goes on past it:
@@ -196,7 +200,7 @@ def queued_legs(run_hours: float, startup_hours: float, max_hours: float, mean_w
     """A run chained in legs of at most `max_hours` (each leg pays the start-up again and waits in the queue
     first); None when not even one leg has room for work after its start-up."""
     work = max_hours - startup_hours
-    if work <= 0:
+    if work <= 0 or not math.isfinite(run_hours):
         return None
     useful = max(0.0, run_hours - startup_hours)
     legs = max(1, math.ceil(useful / work - 1e-9))
@@ -207,6 +211,8 @@ def queued_legs(run_hours: float, startup_hours: float, max_hours: float, mean_w
 def capacity_block_days(hours: float, max_days: float = 182) -> int | None:
     """The shortest Capacity Block duration (days) covering `hours`: whole days up to 14, then multiples of 7
     up to 182 (aws-cb-purchase); None past the longest."""
+    if not math.isfinite(hours):
+        return None
     days = max(1, math.ceil(hours / 24 - 1e-9))
     if days > 14:
         days = 7 * math.ceil(days / 7)

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from accel.base.model import StrictModel
 from accel.base.units import HOURS_PER_MONTH
+from accel.policies import hardware
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.cloud.reservations import DeclaredReservation
 
@@ -149,7 +150,21 @@ def _offering(catalog: Catalog, cloud: str, machine_type: str) -> Offering | Non
     for offering in catalog.offerings:
         if offering.cloud == cloud and offering.machine_type == machine_type:
             return offering
+    # A TPU offering is listed by its multi-host machine type; a single-host slice (v6e-8 on ct6e-standard-8t)
+    # runs the same chips at the same per-chip price on another machine type of that generation.
+    generation = hardware.current().generation_of_tpu_machine(machine_type) if cloud == "gcp" else None
+    for offering in catalog.offerings if generation is not None else ():
+        if offering.cloud == cloud and offering.accelerator == generation.accelerator \
+                and offering.machine_type in generation.machine_types:
+            return offering
     return None
+
+
+def _chips_per_node(offering: Offering, machine_type: str) -> int:
+    """The offering's chips per host, or the TPU machine type's own when it is another of the generation's."""
+    if machine_type == offering.machine_type:
+        return offering.chips_per_host
+    return hardware.current().tpu_machines[machine_type].chips
 
 
 def gke_pool_nodes(inputs: Mapping[str, Any]) -> int | None:
@@ -191,7 +206,8 @@ def _price_nodes(kind_type: str, name: str, cloud: str, machine_type: Any, nodes
     if nodes is not None and nodes < 0:
         return PricedResource(kind="node-pool", machine_type=machine_type,
                               reason=f"a node count of {nodes} is not a count", **(base | {"nodes": None}))
-    chips = None if nodes is None else nodes * offering.chips_per_host
+    per_host = _chips_per_node(offering, machine_type)
+    chips = None if nodes is None else nodes * per_host
     base |= {"machine_type": machine_type, "chips": chips}
     if nodes is None:
         return PricedResource(kind="accelerator-pool", reason="node count not known before apply", **base)
@@ -206,7 +222,7 @@ def _price_nodes(kind_type: str, name: str, cloud: str, machine_type: Any, nodes
         return PricedResource(kind="accelerator-pool", reason=f"catalog {catalog.version} has no {capacity} price "
                               f"for {machine_type} in {priced_region}", **base)
     chip, host = prices
-    per_node = offering.chips_per_host * chip.usd + (host.usd if host else 0.0)
+    per_node = per_host * chip.usd + (host.usd if host else 0.0)
     source = chip.source if host is None else f"{chip.source}; host VM: {host.source}"
     return PricedResource(kind="accelerator-pool", hourly_usd=nodes * per_node, source=source, **base)
 

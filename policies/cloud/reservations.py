@@ -253,10 +253,11 @@ def reservation_problems(plan: Plan, reservations: list[DeclaredReservation]) ->
 # ----------------------------------------------------------------------------- the declaration itself
 
 class DeclarationProblem(StrictModel):
-    """A declared reservation's key whose value the catalog does not know (`reservations[index].key`)."""
+    """A declared reservation's key whose value the catalog does not know, or a name declared twice
+    (`reservations[index].key`)."""
 
     index: int = Field(ge=0, description="Position of the reservation in the declared list")
-    key: Literal["machineType", "zone", "instanceFamily", "region"]
+    key: Literal["name", "machineType", "zone", "instanceFamily", "region"]
     problem: str = Field(min_length=1, description="What is wrong and what is allowed, closest names first")
 
 
@@ -281,7 +282,17 @@ def declaration_problems(reservations: Iterable[DeclaredReservation], offerings:
         for region, info in offering.regions.items():
             regions.setdefault(region, set()).update(info.zones)
     problems = []
+    first_of: dict[tuple[str, str], int] = {}  # (name, zone or kind) -> the entry that declared it first
     for index, reservation in enumerate(reservations):
+        # A name is unique within its zone (GCP reservations are zonal; an AWS cr-... id is unique everywhere):
+        # one reservation declared twice would count its machines twice.
+        where = reservation.kind if isinstance(reservation, DeclaredCommitment) else reservation.zone
+        first = first_of.setdefault((reservation.name, where), index)
+        if first != index:
+            problems.append(DeclarationProblem(index=index, key="name", problem=(
+                f"{reservation.name!r} in {where} is already entry {first}; one reservation declared twice would "
+                "count its machines twice: declare it once with its whole count")))
+            continue
         if isinstance(reservation, DeclaredCommitment):
             problems.extend(commitment_problems(index, reservation, zones_of))
             continue

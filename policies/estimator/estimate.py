@@ -440,6 +440,8 @@ class TrainingModel:
         if productive < MIN_SPOT_PRODUCTIVITY:
             return math.inf
         rate = chips * self.peak * self.mfu(chips, slices) * self.goodput * productive
+        if rate <= 0.0:  # an efficiency override so small its product underflows: no work gets done
+            return math.inf
         steps = self.flops / rate / SECONDS_PER_HOUR
         stall_share = self.checkpoints_per_hour * self.checkpoint_hours(hosts)
         return steps * (1.0 + stall_share)

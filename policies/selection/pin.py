@@ -37,6 +37,32 @@ from accel.policies.selection.plan_builder import make_plan
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
 
+
+def _check_machine_type(machine_type: str, accelerator: str, offerings: Sequence[Offering]) -> None:
+    """A pinned machine type no offering sells is a typo, and one that carries another accelerator contradicts the
+    pin: WorkloadFieldError (exit 2) naming hardware.machine_type, not "nothing feasible" (exit 3)."""
+    carries: dict[str, set[str]] = {}
+    for offering in offerings:
+        types = {offering.machine_type}
+        generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+        if generation is not None:
+            types |= set(generation.single_host_machine_types.values())
+        for name in types:
+            carries.setdefault(name, set()).add(offering.accelerator)
+    if accelerator in carries.get(machine_type, ()):
+        return
+    own = sorted(name for name, accelerators in carries.items() if accelerator in accelerators)
+    if machine_type in carries:
+        raise WorkloadFieldError("hardware.machine_type", f"{machine_type!r} carries "
+                                 f"{', '.join(sorted(carries[machine_type]))}, not {accelerator}; the catalog sells "
+                                 f"{accelerator} as {', '.join(own) or 'nothing'}")
+    import difflib  # only this message needs it
+
+    near = difflib.get_close_matches(machine_type, own or list(carries), n=1, cutoff=0.5)
+    raise WorkloadFieldError("hardware.machine_type", f"{machine_type!r} is sold by no catalog offering"
+                             + (f"; did you mean {near[0]!r}?" if near else "")
+                             + f"; the catalog sells {accelerator} as {', '.join(own) or 'nothing'}")
+
 def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering]) -> Choice:
     """The Choice for the workload's hardware pin: its cheapest matching offering and region, with warnings
     where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run,
@@ -62,6 +88,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     offerings = [o for o in everything if o.accelerator == pin.accelerator and o.cloud in clouds]
     generation = shapes.GENERATION_BY_ACCELERATOR.get(pin.accelerator)
     if pin.machine_type:
+        _check_machine_type(pin.machine_type, pin.accelerator, everything)
         if generation is not None:
             offerings = [o for o in offerings if pin.machine_type in
                          {o.machine_type, *generation.single_host_machine_types.values()}]

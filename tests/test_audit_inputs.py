@@ -1,0 +1,507 @@
+"""A new user's audit, as hostile input (2026-11-27): each case here was accepted, crashed or answered with the
+wrong exit code before its fix. Every refusal names the field and what is allowed, exits 2, and prints no
+traceback; the properties check the same over open inputs.
+
+The wider batteries are tests/test_bad_input_battery.py (paths, options, hostile documents) and
+tests/test_bad_input_properties.py (valid documents broken by construction); this file adds what they missed.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+from typer.testing import CliRunner
+
+from accel.base.errors import UsageError
+from accel.base.units import UnitError, parse_quantity
+from accel.cli import _register_commands, app
+from accel.policies.workload import workload_from_mapping
+
+ROOT = Path(__file__).resolve().parent.parent
+FINETUNE = yaml.safe_load((ROOT / "examples" / "llama-8b-finetune-cuda.yaml").read_text())
+MOE = yaml.safe_load((ROOT / "examples" / "deepseek-v3-moe.yaml").read_text())
+
+
+def run(*args):
+    _register_commands()
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_refused(result, *needles: str, code: int = 2) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output and "Traceback" not in result.stderr
+    assert result.exit_code == code, (result.exit_code, result.stderr[-600:])
+    assert "error" in result.stderr.lower(), result.stderr
+    for needle in needles:
+        assert needle in result.stderr, (needle, result.stderr[-600:])
+
+
+def choose_with(tmp_path: Path, document: dict, *options: str):
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return run("choose", path, *options)
+
+
+def changed(document: dict, section: str | None, **fields) -> dict:
+    copy = yaml.safe_load(yaml.safe_dump(document))
+    (copy[section] if section else copy).update(fields)
+    return copy
+
+
+# ---------------------------------------------------------------- numbers past a float's range
+
+def test_an_integer_too_large_for_a_float_is_refused_naming_the_field(tmp_path):
+    # YAML reads `parameters: 1000...0` (401 digits) as one int; float() of it raised OverflowError: a traceback.
+    text = yaml.safe_dump(FINETUNE).replace("parameters: 8B", "parameters: 1" + "0" * 400)
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    assert_refused(run("choose", path), "model.parameters", "finite number")
+
+
+@given(st.one_of(st.integers(), st.integers(min_value=-(10 ** 400), max_value=10 ** 400),
+                 st.floats(allow_nan=True, allow_infinity=True)))
+@settings(max_examples=300, deadline=None)
+def test_any_number_is_a_finite_quantity_or_a_unit_error(value):
+    try:
+        number = parse_quantity(value)
+    except UnitError:
+        return
+    assert math.isfinite(number)
+
+
+# ---------------------------------------------------------------- contradicting workload fields
+
+@pytest.mark.parametrize("fields, words", [
+    # every weight active although a token visits 8 of 256 experts
+    ({"active_parameters": "671B"}, "equals parameters although a token is routed to 8 of 256"),
+    # fewer active weights than the 8 routed experts alone hold (671B x 8 / 256 = 21B)
+    ({"active_parameters": "10B"}, "is below parameters x experts_per_token / experts"),
+])
+def test_moe_active_parameters_that_contradict_the_routing_are_refused(tmp_path, fields, words):
+    assert_refused(choose_with(tmp_path, changed(MOE, "model", **fields)), "model.active_parameters", words)
+
+
+@given(total=st.floats(1e9, 2e12), experts=st.integers(2, 512), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_any_moe_split_of_shared_and_expert_weights_is_accepted_and_nothing_outside_it(total, experts, data):
+    """parameters = S + experts x E, active = S + per_token x E for some S >= 0: exactly those are accepted."""
+    per_token = data.draw(st.integers(1, experts))
+    shared_share = data.draw(st.floats(0, 0.99))
+    expert = total * (1 - shared_share) / experts
+    active = total * shared_share + per_token * expert
+    model = {"parameters": total, "active_parameters": min(active, total), "experts": experts,
+             "experts_per_token": per_token}
+    document = {"name": "w", "kind": "pretrain", "model": model, "training": {"tokens": "1T"}}
+    if per_token < experts and active >= total:
+        return  # S + kE = S + nE only when k = n (rounding aside)
+    workload_from_mapping(document, "w.yaml")
+    below = dict(model, active_parameters=total * per_token / experts * 0.9)
+    with pytest.raises(UsageError, match="model.active_parameters"):
+        workload_from_mapping(dict(document, model=below), "w.yaml")
+
+
+def test_the_published_moe_runs_sit_inside_the_routing_bounds():
+    from accel.policies.estimator import whole_runs
+
+    for run_row in whole_runs.whole_runs().moe:
+        floor = run_row.parameters * run_row.experts_per_token / run_row.experts
+        assert floor <= run_row.active_parameters < run_row.parameters, run_row.id
+
+
+def test_a_global_batch_smaller_than_one_sequence_is_refused_not_reported_infeasible(tmp_path):
+    # Before: exit 3, "max_chips eliminated 15 ... capacity eliminated 9", which sent the user after the wrong field.
+    workload = changed(MOE, "training", global_batch_tokens=1000)
+    assert_refused(choose_with(tmp_path, workload), "training.global_batch_tokens", "less than one sequence")
+
+
+def test_an_empty_region_list_is_an_input_error_not_nothing_feasible(tmp_path):
+    # Before: exit 3 "regions () eliminated 27"; clouds: [] and accelerators: [] were already exit 2.
+    workload = yaml.safe_load(yaml.safe_dump(FINETUNE))
+    workload["constraints"]["regions"] = []
+    assert_refused(choose_with(tmp_path, workload), "constraints.regions", "at least 1 item")
+
+
+# ---------------------------------------------------------------- owner and cost centre as Kubernetes labels
+
+# kubernetes v1.33 staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go: IsValidLabelValue
+K8S_LABEL_VALUE = r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+
+
+@given(owner=st.text(max_size=80), cost_center=st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_owner_and_cost_center_become_valid_kubernetes_label_values(owner, cost_center):
+    import re
+
+    from accel.components.tags import ResourceTags
+
+    labels = ResourceTags(workload="w", stack="s", owner=owner, cost_center=cost_center).kubernetes_labels()
+    for value in labels.values():
+        assert len(value) <= 63 and re.fullmatch(K8S_LABEL_VALUE, value), (owner, cost_center, value)
+
+
+def test_a_stack_whose_owner_ends_in_punctuation_plans(tmp_path):
+    # Before: 'Big Boss!' became the label value 'big-boss-', which every Kubernetes object and the GKE node pool
+    # refuse; `accel plan` exited 2 with "the stack's job would not run (12 problems)", naming none of the stack's keys.
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"]["accel:owner"] = "Big Boss!"
+    stack["config"]["accel:costCenter"] = "_R&D 12_"
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    result = run("plan", "--config", path, "-C", ROOT, "--json")
+    assert result.exit_code == 0, result.stderr[-800:]
+    assert '"accel.dev/owner": "big-boss"' in result.stdout
+
+
+# ---------------------------------------------------------------- --reservations rows
+
+RESERVED = {"name": "a3-held", "machineType": "a3-highgpu-8g", "count": 2, "zone": "us-central1-a"}
+
+
+def choose_with_reservations(tmp_path: Path, rows: list[dict] | str):
+    path = tmp_path / "reservations.yaml"
+    path.write_text(rows if isinstance(rows, str) else yaml.safe_dump(rows))
+    return run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--reservations", path)
+
+
+def test_a_reservation_declared_twice_is_refused_naming_the_second_entry(tmp_path):
+    # Before: exit 0, the two entries weighed as 4 machines where the cloud holds 2.
+    assert_refused(choose_with_reservations(tmp_path, [RESERVED, RESERVED]), "1.name", "already entry 0")
+
+
+def test_the_same_name_in_another_zone_is_another_reservation(tmp_path):
+    other_zone = dict(RESERVED, zone="us-central1-c")
+    result = choose_with_reservations(tmp_path, [RESERVED, other_zone])
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "-.inf"])
+def test_a_savings_plan_commitment_must_be_a_finite_amount(tmp_path, value):
+    # Before: hourlyCommitmentUsd: .inf was taken, an unbounded commitment pricing every machine at the plan rate.
+    row = f"- {{name: sp-1, kind: savings-plan, plan: compute, hourlyCommitmentUsd: {value}, discount: 0.3}}\n"
+    assert_refused(choose_with_reservations(tmp_path, row), "0.hourlyCommitmentUsd")
+
+
+# ---------------------------------------------------------------- duplicate keys in the JSON accel review reads
+
+REVIEW = ROOT / "tests" / "fixtures" / "review"
+
+
+def _with_a_second(text: str, key: str, value: str) -> str:
+    """The document with `key` given again at the top level; json.loads alone keeps the second silently."""
+    return text.rstrip().rstrip("}") + f', "{key}": {value}}}\n'
+
+
+@pytest.mark.parametrize("slot, fixture, key", [
+    ("preview", "preview_create.json", "steps"),
+    ("--plan", "plan_head.json", "resources"),
+    ("--base-plan", "plan_base.json", "stack"),
+])
+def test_a_json_document_naming_a_key_twice_is_refused(tmp_path, slot, fixture, key):
+    # Before: exit 0, the review rendered whichever value came last (an empty change, for `"steps": []`).
+    path = tmp_path / fixture
+    path.write_text(_with_a_second((REVIEW / fixture).read_text(), key, "[]" if key != "stack" else '"other"'))
+    args = (path,) if slot == "preview" else (REVIEW / "preview_create.json", slot, path)
+    assert_refused(run("review", *args), str(path), f"duplicate key {key!r}")
+
+
+def test_an_event_log_line_naming_a_key_twice_is_refused_naming_the_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    lines = (REVIEW / "preview_events.jsonl").read_text().splitlines()
+    path.write_text("\n".join([*lines, '{"sequence": 1, "sequence": 2}']) + "\n")
+    assert_refused(run("review", REVIEW / "preview_create.json", "--event-log", path),
+                   f"line {len(lines) + 1}", "duplicate key 'sequence'")
+
+
+# ---------------------------------------------------------------- --catalog files that change nothing or say nonsense
+
+@pytest.mark.parametrize("name, text, words", [
+    ("empty.yaml", "", "an empty catalog overlay changes nothing"),
+    ("comments.yaml", "# our prices, to fill in\n", "an empty catalog overlay changes nothing"),
+    ("braces.yaml", "{}\n", "an empty catalog overlay changes nothing"),
+    ("empty.csv", "", "no price rows"),
+    ("header.csv", "offering,region,on_demand_usd_per_chip_hour,spot_usd_per_chip_hour,source,as_of\n", "no price rows"),
+    ("version.yaml", "version: [1]\nprices: []\n", "version: expected a name"),
+])
+def test_a_catalog_file_that_changes_nothing_or_names_no_version_is_refused(tmp_path, name, text, words):
+    # Before: exit 0, the bundled catalog labelled as if overridden ("catalog 2026.11.3+empty", "+[1]").
+    path = tmp_path / name
+    path.write_text(text)
+    assert_refused(run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path), str(path), words)
+
+
+# ---------------------------------------------------------------- accel job and accel plan options
+
+@pytest.mark.parametrize("options, words", [
+    (("--command", ""), "--command: empty"),  # before: exit 0, silently the default command
+    (("--command", "   "), "--command: empty"),
+    (("--validate", "--image", "python:3.11"), "--image would be ignored"),  # before: exit 0, image dropped
+    (("--validate", "--command", "python train.py"), "--command would be ignored"),
+    (("--check", "job.yaml", "--command", "python train.py"), "--command would be ignored"),
+    (("--check", "job.yaml", "--validate"), "--validate would be ignored"),
+])
+def test_job_refuses_an_option_it_would_ignore_before_planning(tmp_path, options, words):
+    manifests = tmp_path / "job.yaml"
+    manifests.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    options = tuple(str(manifests) if o == "job.yaml" else o for o in options)
+    assert_refused(run("job", "-s", "dev-spot", "-C", ROOT, *options), words)
+
+
+@pytest.mark.parametrize("command", ["plan", "job"])
+def test_cwd_naming_a_file_is_refused_not_resolved_to_its_folder(command):
+    # Before: `-C README.md` planned the project README.md sits in, exit 0.
+    assert_refused(run(command, "-s", "dev-spot", "-C", ROOT / "README.md"), "not a directory", "--cwd")
+
+
+# ---------------------------------------------------------------- provider keys the program reads
+
+@pytest.mark.parametrize("project", [5, "proj", "my-project-", "1acme-ml", "My-Project", "acme ml dev", "a" * 31])
+def test_a_gcp_project_that_cannot_be_a_project_id_is_refused_at_plan_time(tmp_path, project):
+    # Before: `gcp:project: 5` planned with exit 0 (buckets '5-...-datasets'); the provider would refuse it at `pulumi up`.
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"]["gcp:project"] = project
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    assert_refused(run("plan", "--config", path, "-C", ROOT), "gcp:project", "6 to 30 lowercase letters")
+
+
+@given(st.from_regex(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", fullmatch=True))
+def test_every_project_id_the_resource_manager_rule_allows_is_accepted(project):
+    from accel.stack.deploy_keys import project_id_problem
+
+    assert project_id_problem(project) is None
+    assert project_id_problem(project + "-") is not None and project_id_problem(project.upper()) is not None
+
+
+# ---------------------------------------------------------------- choose --write-stack into a stack file that is wrong
+
+@pytest.mark.parametrize("text, words", [
+    ("config:\n  accel:bogus: 1\n", "accel:bogus: unknown key"),  # before: written, exit 0; `accel plan` then refused it
+    ("config:\n  accel:ownr: me\n", "did you mean 'accel:owner'"),
+    ("config:\n  accel:owner: a\n  accel:owner: b\n", "duplicate key 'accel:owner' (first on line 2, again on line 3)"),
+    ("config: [\n", "not valid YAML at line 2"),  # before: ruamel's multi-line parser trace
+])
+def test_write_stack_refuses_a_stack_file_it_cannot_keep_and_writes_nothing(tmp_path, monkeypatch, text, words):
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "stacks").mkdir()
+    stack = tmp_path / "stacks" / "Pulumi.mine.yaml"
+    stack.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    result = run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--write-stack", "mine")
+    assert_refused(result, "Pulumi.mine.yaml", words)
+    assert stack.read_text() == text
+
+
+# ---------------------------------------------------------------- a hardware pin's machine type
+
+@pytest.mark.parametrize("machine_type, words", [
+    ("p9.huge", "'p9.huge' is sold by no catalog offering"),
+    ("p5.48xlrge", "did you mean 'p5.48xlarge'?"),
+    ("g6e.xlarge", "'g6e.xlarge' carries l40s, not h100-80gb"),
+])
+def test_a_pinned_machine_type_the_catalog_cannot_sell_is_an_input_error(tmp_path, machine_type, words):
+    # Before: exit 3 "nothing feasible: the catalog has no offering of h100-80gb on gcp, aws as p9.huge".
+    workload = changed(FINETUNE, None, hardware={"accelerator": "h100-80gb", "chips": 8, "machine_type": machine_type})
+    assert_refused(choose_with(tmp_path, workload), "hardware.machine_type", words)
+
+
+@pytest.mark.parametrize("accelerator, machine_type", [("h100-80gb", "p5.48xlarge"), ("h100-80gb", "a3-megagpu-8g"),
+                                                       ("tpu-v5p", "ct5p-hightpu-4t")])
+def test_a_pinned_machine_type_the_catalog_sells_is_estimated(tmp_path, accelerator, machine_type):
+    workload = changed(FINETUNE, None, hardware={"accelerator": accelerator, "chips": 64, "machine_type": machine_type})
+    workload["constraints"].pop("custom_cuda_kernels")
+    workload["training"]["framework"] = "jax"
+    result = choose_with(tmp_path, workload)
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+# ---------------------------------------------------------------- numbers past what anyone can mean
+
+@pytest.mark.parametrize("section, field, value", [
+    ("model", "parameters", 1e-300),    # before: ZeroDivisionError in compute_hours (a rate of zero FLOPs)
+    ("model", "parameters", 1.37e308),  # before: OverflowError in min_chips_for_memory
+    ("model", "parameters", 1),
+    ("training", "tokens", 1e308),
+    ("training", "tokens", 0.5),
+    ("training", "global_batch_tokens", 1.37e308),
+])
+def test_a_number_past_its_sanity_range_is_refused_naming_the_field(tmp_path, section, field, value):
+    workload = changed(FINETUNE, section, **{field: value})
+    assert_refused(choose_with(tmp_path, workload), f"{section}.{field}", "Input should be")
+
+
+_EXTREMES = [1e-300, 1e-9, 0.5, 1, 7, 1e3, 1e6, 1e9, 7e10, 1e12, 1e15, 1e18, 1e30, 1e200, 1.37e308]
+
+
+@st.composite
+def any_workload(draw) -> dict:
+    """A workload of the right shape whose numbers are drawn from far outside and inside what anyone runs."""
+    kind = draw(st.sampled_from(["pretrain", "finetune", "inference"]))
+    number = st.sampled_from(_EXTREMES)
+    model = {"parameters": draw(number)}
+    if draw(st.booleans()):
+        model["sequence_length"] = draw(st.sampled_from([1, 128, 8192, 2_000_000]))
+    if draw(st.booleans()):
+        experts = draw(st.sampled_from([2, 8, 256]))
+        per_token = draw(st.integers(1, experts))
+        model.update(experts=experts, experts_per_token=per_token,
+                     active_parameters=model["parameters"] * (1.0 if per_token == experts else per_token / experts))
+    workload = {"name": "w", "kind": kind, "model": model,
+                "constraints": {"deadline_days": draw(st.sampled_from([1e-6, 1, 30, 1e6])),
+                                "budget_usd": draw(st.sampled_from([1e-3, 1e4, 1e7, 1e15]))}}
+    if kind == "inference":
+        workload["inference"] = {"tokens_per_second": draw(number),
+                                 "p99_latency_ms": draw(st.sampled_from([0.001, 50, 1e9]))}
+    else:
+        workload["training"] = {"tokens": draw(number), "framework": draw(st.sampled_from(["jax", "pytorch"])),
+                                "precision": draw(st.sampled_from(["bf16", "fp8", "fp32"]))}
+        if draw(st.booleans()):
+            workload["training"]["global_batch_tokens"] = draw(number)
+    return workload
+
+
+@given(workload=any_workload(), objective=st.sampled_from(["cost", "time"]))
+@settings(max_examples=60, deadline=None)
+def test_any_workload_is_chosen_refused_or_infeasible_never_a_traceback(workload, objective):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.yaml"
+        path.write_text(yaml.safe_dump(workload))
+        result = run("choose", path, "--objective", objective)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (workload, repr(result.exception))
+    assert result.exit_code in (0, 2, 3), (workload, result.exit_code, result.stderr[-400:])
+    if result.exit_code:
+        assert "error" in result.stderr.lower()
+
+
+# ---------------------------------------------------------------- estimator overrides (assumptions:)
+
+PRETRAIN = yaml.safe_load((ROOT / "examples" / "llama-70b-pretrain.yaml").read_text())
+SERVING = yaml.safe_load((ROOT / "examples" / "llama-8b-serving.yaml").read_text())
+
+
+@pytest.mark.parametrize("overrides", [
+    {"preemptions_per_day": 1},  # before: OverflowError in poisson_quantile (a spot run that never ends)
+    {"hbm_usable_fraction": 1, "checkpoint_interval_minutes": 1000.0},  # the same
+])
+def test_plausible_overrides_that_make_spot_runs_endless_are_chosen_without_them(tmp_path, overrides):
+    result = choose_with(tmp_path, changed(PRETRAIN, None, assumptions=overrides))
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code in (0, 3), result.stderr[-600:]
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ({"mfu_decay_per_doubling": 1e-300}, "assumptions.mfu_decay_per_doubling"),  # before: ZeroDivisionError
+    ({"goodput": 1e-300}, "assumptions.goodput"),
+    ({"bytes_per_parameter": 1.7e308}, "assumptions.bytes_per_parameter"),  # before: OverflowError
+    ({"kv_cache_bytes_per_token": 1e-300}, "assumptions.kv_cache_bytes_per_token"),  # before: OverflowError
+    ({"prompt_tokens_per_output_token": 1e300}, "assumptions.prompt_tokens_per_output_token"),
+])
+def test_an_override_past_its_range_is_refused_naming_it(tmp_path, overrides, field):
+    assert_refused(choose_with(tmp_path, changed(SERVING if "kv" in field or "prompt" in field else PRETRAIN, None,
+                                                 assumptions=overrides)), field)
+
+
+_OVERRIDE_VALUES = [1e-300, 1e-3, 0.5, 1, 3, 1e3, 1e6, 1e300]
+_OVERRIDES = ["bytes_per_parameter", "activation_headroom", "checkpoint_interval_minutes", "restart_minutes",
+              "preemptions_per_day", "default_deadline_days", "inference_bytes_per_parameter", "kv_cache_bytes_per_token",
+              "latency_p99_factor", "spot_serving_headroom", "prompt_tokens_per_output_token", "mfu", "goodput",
+              "hbm_usable_fraction", "mfu_decay_per_doubling", "multislice_efficiency", "hbm_bandwidth_efficiency",
+              "inference_compute_efficiency", "replica_scaling_per_doubling"]
+
+
+@given(base=st.sampled_from([FINETUNE, SERVING, PRETRAIN]),
+       overrides=st.dictionaries(st.sampled_from(_OVERRIDES), st.sampled_from(_OVERRIDE_VALUES), min_size=1, max_size=4),
+       objective=st.sampled_from(["cost", "time"]))
+@settings(max_examples=60, deadline=None)
+def test_any_overrides_are_chosen_refused_or_infeasible_never_a_traceback(base, overrides, objective):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.yaml"
+        path.write_text(yaml.safe_dump(changed(base, None, assumptions=overrides)))
+        result = run("choose", path, "--objective", objective)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (overrides, repr(result.exception))
+    assert result.exit_code in (0, 2, 3), (overrides, result.exit_code, result.stderr[-400:])
+
+
+# ---------------------------------------------------------------- single-host TPU slices (v6e-8) end to end
+
+def test_a_single_host_tpu_pool_is_priced_by_its_own_chips():
+    # Before: ct6e-standard-8t is no offering's machine type (gcp-tpu-v6e lists ct6e-standard-4t), so the pool was
+    # not an accelerator pool at all and a pinned 9 x v6e-8 plan read "the program builds 0 node pools".
+    from accel.policies.catalog import load_catalog
+    from accel.policies.cloud.pricing import price_resource
+
+    inputs = {"location": "us-east5", "nodeCount": 9, "nodeConfig": {"machineType": "ct6e-standard-8t"}}
+    priced = price_resource("gcp:container/nodePool:NodePool", "serve", inputs, load_catalog())
+    on_demand = load_catalog().offering("gcp-tpu-v6e").prices("us-east5", False)[0].usd
+    assert priced.kind == "accelerator-pool" and priced.chips == 72
+    assert priced.hourly_usd == pytest.approx(72 * on_demand)
+
+
+def test_the_fastest_70b_serving_answer_pins_plans_and_schedules(tmp_path, monkeypatch):
+    # `accel choose examples/llama-70b-inference.yaml --objective time` answers 9 x v6e-8 (single-host slices);
+    # before, its stack exited 2 at `accel plan` (0 node pools priced) and `accel job` (no gke-tpu-topology label,
+    # 4 chips per ct6e-standard-8t node where it has 8).
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "__main__.py").write_text((ROOT / "__main__.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    chosen = run("choose", ROOT / "examples" / "llama-70b-inference.yaml", "--objective", "time",
+                 "--write-stack", "serve")
+    assert chosen.exit_code == 0, chosen.stderr[-600:]
+    assert "v6e-8" in (tmp_path / "stacks" / "Pulumi.serve.yaml").read_text()
+    planned = run("plan", "-s", "serve")
+    assert planned.exit_code == 0, planned.stderr[-800:]
+    job = run("job", "-s", "serve", "-o", tmp_path / "job.yaml")
+    assert job.exit_code == 0 and "schedulable" in job.stderr, job.stderr[-800:]
+
+
+def test_an_integer_of_thousands_of_digits_is_refused_in_the_users_words(tmp_path):
+    # Before: "... value has 5000 digits; use sys.set_int_max_str_digits() to increase the limit", Python's advice
+    # to a programmer, not to someone writing a workload file.
+    path = tmp_path / "w.yaml"
+    path.write_text(f"name: x\nkind: pretrain\nmodel: {{parameters: {'9' * 5000}}}\ntraining: {{tokens: 1T}}\n")
+    result = run("choose", path)
+    assert_refused(result, str(path), "a number with more than")
+    assert "sys.set_int_max_str_digits" not in result.stderr
+
+
+# ---------------------------------------------------------------- an output that is one of the command's inputs
+
+def test_job_refuses_to_write_its_manifests_over_the_stack_file(tmp_path):
+    # Before: `accel job -s dev-spot -o stacks/Pulumi.dev-spot.yaml` replaced the stack's config with a JobSet, exit 0.
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    for name in ("Pulumi.yaml", "__main__.py", "stacks/Pulumi.dev-spot.yaml"):
+        (project / name).write_text((ROOT / name).read_text())
+    stack = project / "stacks" / "Pulumi.dev-spot.yaml"
+    before = stack.read_text()
+    assert_refused(run("job", "-s", "dev-spot", "-C", project, "-o", stack), "is the stack file this command reads")
+    assert stack.read_text() == before
+
+
+@pytest.mark.parametrize("slot", ["preview", "--plan", "--base-plan"])
+def test_review_refuses_to_write_its_comment_over_an_input(tmp_path, slot):
+    inputs = {name: tmp_path / name for name in ("preview_create.json", "plan_head.json", "plan_base.json")}
+    for name, path in inputs.items():
+        path.write_text((REVIEW / name).read_text())
+    target = {"preview": inputs["preview_create.json"], "--plan": inputs["plan_head.json"],
+              "--base-plan": inputs["plan_base.json"]}[slot]
+    before = target.read_text()
+    result = run("review", inputs["preview_create.json"], "--plan", inputs["plan_head.json"],
+                 "--base-plan", inputs["plan_base.json"], "-o", target)
+    assert_refused(result, "this command reads")
+    assert target.read_text() == before
+
+
+@pytest.mark.parametrize("text, words", [("name: 5\nruntime: python\n", "name: expected the project's name as text, got 5"),
+                                         ("runtime: python\n", "name: missing")])
+def test_a_project_file_whose_name_is_not_text_says_so(tmp_path, text, words):
+    # Before: `name: 5` read "name: missing", which it is not.
+    (tmp_path / "Pulumi.yaml").write_text(text)
+    assert_refused(run("plan", "-s", "dev-spot", "-C", tmp_path), words)
