@@ -46,8 +46,10 @@ def check_json_bounds(text: str, shown: str, *, max_depth: int = MAX_DEPTH, max_
                          f"stays far below that)")
 
 
-class DuplicateKey(ValueError):
-    """An object that names one key twice; json.loads would keep the last value silently."""
+class DuplicateKey(UsageError, ValueError):
+    """An object that names one key twice; json.loads would keep the last value silently. A UsageError (bad
+    input, exit 2) under the one error root, and a ValueError as json.loads' hooks raise, so the readers'
+    `except ValueError` adds the file or line to the message."""
 
 
 def unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
