@@ -64,6 +64,9 @@ def baselines(planned_results) -> dict[str, rules.Scope]:
                       job_of(planned_results["llama-70b-finetune-aws"]).manifests),
         "serving": _scope(serving, job_of(serving).manifests),
         "lws": _scope(serving, _lws_manifests(serving)),
+        # Arm (Grace) nodes: A4X's fabric check, whose image is stated for arm64.
+        "arm": _scope(planned_results["llama-405b-a4x"],
+                      job_of(planned_results["llama-405b-a4x"], JobOptions(validate=True)).manifests),
     }
     # LWS needs its controller: the serving stack's plan (one node per replica) does not install it.
     scopes["lws"].cluster.releases["lws"] = {"name": "lws"}
@@ -217,6 +220,12 @@ CASES: dict[str, Case] = {
     "kueue/topology-over-provisioned-nodes": Case("eks", lambda s: [setattr(p, "min_nodes", 0)
                                                                    for p in s.cluster.pools], "spec.topologyName"),
     "stack/crd-controller-installed": Case("lws", lambda s: s.cluster.releases.pop("lws"), "apiVersion"),
+    # images on Arm nodes (an amd64-only image: exec format error; one not confirmed for arm64: a warning)
+    "pod/image-architecture": Case("arm", lambda s: _set(container(s), "image", "vllm/vllm-openai:v0.8.5"),
+                                   "containers[0].image"),
+    "pod/image-architecture-unconfirmed": Case("arm", lambda s: _set(container(s), "image",
+                                                                     "nvcr.io/nvidia/pytorch:25.01-py3"),
+                                               "containers[0].image"),
 }
 
 
@@ -251,7 +260,7 @@ def test_gke_networks_need_the_clusters_multi_networking(baselines):
     assert {v.breach.object.split()[0] for v in rules.run(scope, [rule])} == {"GKENetworkParamSet", "Network"}
 
 
-@pytest.mark.parametrize("baseline", ["tpu", "gke-gpu", "eks", "serving", "lws"])
+@pytest.mark.parametrize("baseline", ["tpu", "gke-gpu", "eks", "serving", "lws", "arm"])
 def test_what_accel_writes_passes_every_rule(baseline, baselines):
     scope = baselines[baseline]
     errors = [v for v in rules.run(scope) if v.rule.severity == "error"]

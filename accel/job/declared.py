@@ -34,6 +34,7 @@ from accel.mock_engine import Capture, CapturedResource
 from accel.policies import hardware
 from accel.policies.hardware import shapes
 
+from accel.job.architectures import ARCH_LABEL, node_arch, normalized
 from accel.job.facts import allocatable, machine_shape
 from accel.job.quantities import parse_quantity
 
@@ -66,6 +67,7 @@ class NodePool:
     allocatable: dict[str, Fraction]  # per node; cpu/memory absent when the machine is unknown
     tpu_topology: str | None = None
     min_nodes: int | None = None   # nodes that exist without a scale-up (None: all of them, `nodes`)
+    arch: str | None = None        # kubernetes.io/arch of its nodes (amd64 | arm64), None when unknown
 
     @property
     def standing_nodes(self) -> int:
@@ -187,7 +189,7 @@ def _gke_pool(resource: CapturedResource) -> NodePool:
                        int(autoscaling.get("totalMinNodeCount") or 0),
                        int(autoscaling.get("minNodeCount") or 0) * zones)
     return NodePool(resource.name, machine, int(nodes), labels, _unique(taints), alloc, topology,
-                    None if standing is None else int(standing))
+                    None if standing is None else int(standing), node_arch(machine, None))
 
 
 def _unique(taints: list[Taint]) -> list[Taint]:
@@ -225,7 +227,8 @@ def _eks_pool(resource: CapturedResource, capture: Capture) -> NodePool:
     scheduled = [int(s.inputs.get("desiredCapacity") or 0) for s in capture.of_type(ASG_SCHEDULE)
                  if s.parent == resource.parent]
     standing = max([int(scaling.get("desiredSize") or 0), *scheduled])
-    return NodePool(resource.name, machine, int(nodes), labels, taints, alloc, min_nodes=standing)
+    return NodePool(resource.name, machine, int(nodes), labels, taints, alloc, min_nodes=standing,
+                    arch=node_arch(machine, None))
 
 
 def _inventory(existing: ExistingCluster) -> list[NodePool]:
@@ -233,8 +236,11 @@ def _inventory(existing: ExistingCluster) -> list[NodePool]:
     for entry, pool in zip(existing.inventory, inventory_pools(existing)):
         per_node = entry.gpus_per_node or hardware.current().inventory_chips_per_node(entry.accelerator)
         taints = [Taint(t.key, t.value, t.effect) for t in entry.tolerations]
+        # The nodes' architecture: their chip's (GB200 nodes are Grace, Arm), else what the inventory says of it.
+        said = [t.value for t in entry.tolerations if t.key == ARCH_LABEL] + [pool.node_labels.get(ARCH_LABEL)]
+        arch = node_arch(None, entry.accelerator) or next((normalized(a) for a in said if normalized(a)), None)
         pools.append(NodePool(f"inventory:{pool.name}", None, entry.chips // per_node, dict(pool.node_labels),
-                              taints, {pool.resource: Fraction(per_node)}, entry.topology))
+                              taints, {pool.resource: Fraction(per_node)}, entry.topology, arch=arch))
     return pools
 
 

@@ -1,15 +1,21 @@
 """`accel job --validate`: a short fabric check for the same nodes, with the bandwidth it should reach.
 
 GPU: NCCL all_reduce_perf (nccl-tests) across every node, one pod per node, all GPUs; TPU: a JAX psum
-over every chip of every slice. The pass line is runtime.yaml `validate.pass_share` of the fabric's
-line rate per node (or NVLink/PCIe within one node, ICI per chip on TPU), each with its source.
+over every chip of every slice. The pass line is runtime.yaml `validate.pass_share` of what the all-reduce
+crosses, each with its source: the NVLink/PCIe figure within one node, or within one NVLink domain that spans
+nodes (a GB200 NVL72 rack: its nodes share NVLink through IMEX); beyond one domain the scale-out line rate per
+node (runtime.yaml, else the chip's [collective_fabrics] scale-out figure); ICI per chip on TPU. The nccl-tests
+image is the fabric's for the nodes' architecture (Arm on A4X, p6e-gb200 and GB200 inventories).
 """
 
 from __future__ import annotations
 
+from accel.base.errors import UsageError
+from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
+from accel.job.architectures import node_arch
 from accel.job import compute_domain
 from accel.job.context import JobContext
 from accel.job.facts import runtime
@@ -32,39 +38,86 @@ TPU_PROGRAM = ("python3 -c \"import time, jax, jax.numpy as jnp; n = jax.device_
                "assert bw >= {line}, f'below the pass line {line} GB/s'\"")
 
 
+def _nvlink_domain(hw: plan_view.Hardware) -> int | None:
+    """GPUs on the job's NVLink domain when that domain spans nodes (GB200 NVL72: 72 over 18 nodes), else None."""
+    if not hardware.current().nvlink_domain_spans_nodes(hw.accelerator, hw.machine_type or None):
+        return None
+    return hardware.current().scale_up_domain_chips(hw.accelerator, hw.machine_type or None)
+
+
+def _scale_out(hw: plan_view.Hardware, facts: dict) -> dict | None:
+    """GB/s per node beyond the NVLink domain, with its source: the machine's line rate, else the chip's scale-out
+    figure ([collective_fabrics], per GPU) times its GPUs per node (an inventory declares no network of its own)."""
+    if hw.machine_type in facts["line_rate_gbytes"]:
+        return facts["line_rate_gbytes"][hw.machine_type]
+    fabric = hardware.current().collective_fabric(hw.accelerator, hw.machine_type or None)
+    if fabric is None or not fabric.domain_chips:
+        return None
+    value = fabric.scale_out_gbps * hw.chips_per_node / 8
+    return {"value": round(value, 1), "source": f"{hw.chips_per_node} x {fabric.scale_out_gbps:g} Gb/s per GPU, the "
+            f"chip's scale-out figure ([collective_fabrics.{fabric.id}] in policies/hardware: {fabric.source})"}
+
+
 def pass_line(plan: Plan) -> tuple[float, str]:
     """(GB/s per node or chip, why) the check must reach."""
     facts = runtime()["validate"]
     share = facts["pass_share"]
     hw = plan_view.hardware(plan)
+    domain = _nvlink_domain(hw) if hw.family == "gpu" else None
+    within_domain = domain is not None and hw.nodes * hw.chips_per_node <= domain
+    scale_out = _scale_out(hw, facts) if hw.family == "gpu" and hw.nodes > 1 and not within_domain else None
     if hw.family == "tpu":
         row = facts["tpu_ici_gbytes"][hw.tpu_generation]
         what = "per chip over ICI"
-    elif hw.nodes > 1 and hw.machine_type in facts["line_rate_gbytes"]:
-        row = facts["line_rate_gbytes"][hw.machine_type]
-        what = "per node across nodes"
+    elif scale_out is not None:
+        row = scale_out
+        what = ("per node across nodes" if domain is None else
+                f"per node across nodes ({hw.nodes * hw.chips_per_node} GPUs span more than one {domain}-GPU NVLink "
+                "domain: the all-reduce crosses the scale-out network)")
     else:
         row = facts["intra_node_gbytes"].get(hw.accelerator, {"value": 10, "source": "unknown interconnect"})
-        what = "within a node" if hw.nodes == 1 else "per node (no fabric data for this machine: PCIe/NVLink line)"
+        what = ("within a node" if hw.nodes == 1 else
+                f"within one NVLink domain ({hw.nodes} nodes, {hw.nodes * hw.chips_per_node} of its {domain} GPUs, "
+                "joined through IMEX)" if within_domain else
+                "per node (no fabric data for this machine: PCIe/NVLink line)")
     value = round(row["value"] * share, 1)
     return value, f"{value} GB/s {what} = {share} x {row['value']} GB/s ({row['source']})"
+
+
+def tests_image(hw: plan_view.Hardware, line: str) -> tuple[str, list[str]]:
+    """(the nccl-tests image for the fabric and the nodes' architecture, notes); UsageError when runtime.yaml
+    states none for them. GPUDirect-TCPX/TCPXO run the plugin image the node installer put there."""
+    if hw.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo"):
+        # Google's NCCL tests run in the plugin image the node installer put there (the pairing table).
+        from accel.components.kubernetes.node_installers import load_node_installers
+        return load_node_installers().fabrics[hw.fabric].plugin, []
+    arch = node_arch(hw.machine_type, hw.accelerator) or "amd64"
+    images = runtime()["validate"]["nccl_tests_images"]
+    row = images.get(hw.fabric) or images["none"]
+    image = row.get(arch)
+    if image is None:
+        stated = sorted(fabric for fabric, by_arch in images.items() if arch in by_arch)
+        raise UsageError(
+            f"no nccl-tests image for {arch} nodes on fabric {hw.fabric!r}: runtime.yaml (validate nccl_tests_images) "
+            f"states {arch} images for {', '.join(stated) or 'no fabric'} only, and those carry a cloud's own network "
+            f"plugin. Run nccl-tests' all_reduce_perf from an {arch} build of NVIDIA/nccl-tests over all "
+            f"{hw.nodes * hw.chips_per_node} GPUs and expect a bus bandwidth of at least {line}")
+    notes = [f"nccl-tests image {image}: a moving tag, the only one its publisher names "
+             f"(runtime.yaml validate nccl_tests_images.{hw.fabric})"] if image.endswith(":latest") else []
+    return image, notes
 
 
 def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
     hw = plan_view.hardware(plan)
     name = dns_name(f"{plan.workload.name}-fabric-check")
     line, why = pass_line(plan)
-    facts = runtime()["validate"]
     replicated = replicated_job_name(hw)
+    image_notes: list[str] = []
     if hw.family == "tpu":
         image = runtime()["defaults"]["jax-tpu"]["image"]
         command = TPU_PROGRAM.replace("{line}", str(line))
     else:
-        image = facts["efa_tests_image"] if hw.fabric == "efa" else facts["nccl_tests_image"]
-        if hw.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo"):
-            # Google's NCCL tests run in the plugin image the node installer put there (the pairing table).
-            from accel.components.kubernetes.node_installers import load_node_installers
-            image = load_node_installers().fabrics[hw.fabric].plugin
+        image, image_notes = tests_image(hw, why)
         ranks = hw.nodes * hw.chips_per_node
         command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g 1 -n 20 2>&1 | tee /tmp/out && "
                    f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out")
@@ -97,6 +150,7 @@ def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
            f"{' or '.join(transports(hw.fabric) or ())} with no slow-path line (accel/job/nccl_log.py)"]
           if extra_env else []),
         "run it after `pulumi up`, before the real job: it fails (exit 1) below the pass line",
+        *image_notes,
         *notes,
     ]
     return GeneratedJob(name, [*domain, jobset], derivations)
