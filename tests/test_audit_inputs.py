@@ -505,3 +505,46 @@ def test_a_project_file_whose_name_is_not_text_says_so(tmp_path, text, words):
     # Before: `name: 5` read "name: missing", which it is not.
     (tmp_path / "Pulumi.yaml").write_text(text)
     assert_refused(run("plan", "-s", "dev-spot", "-C", tmp_path), words)
+
+
+# ================================================================ the audit's leftovers (2026-11-27, second wave)
+
+def plan_with(tmp_path: Path, **config):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"].update(config)
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    return run("plan", "--config", path, "-C", ROOT)
+
+
+# ---------------------------------------------------------------- accel:upgradePause and GKE's exclusion rule
+
+def test_an_upgrade_pause_gke_would_refuse_is_refused_at_plan_time(tmp_path):
+    # Before: a 72-year pause planned with exit 0; GKE refuses an exclusion past its version's end of support.
+    pause = {"start": "2026-11-27T00:00:00Z", "end": "2098-11-27T00:00:00Z"}
+    assert_refused(plan_with(tmp_path, **{"accel:upgradePause": pause}), "accel:upgradePause", "14 months",
+                   "end the pause by")
+
+
+def test_a_month_long_upgrade_pause_plans(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime.now(timezone.utc).replace(microsecond=0)
+    pause = {"start": start.isoformat(), "end": (start + timedelta(days=30)).isoformat()}
+    result = plan_with(tmp_path, **{"accel:upgradePause": pause})
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+@pytest.mark.parametrize("channel, months", [("REGULAR", 14), ("STABLE", 14), ("EXTENDED", 24)])
+def test_an_upgrade_pause_may_last_until_the_channel_s_end_of_support_and_no_later(channel, months):
+    from datetime import datetime, timedelta, timezone
+
+    from accel.policies.cloud.gke_rules import upgrade_pause_problem
+
+    now = datetime(2026, 11, 27, 1, 0, tzinfo=timezone.utc)
+    last = now.replace(year=now.year + (10 + months) // 12, month=(10 + months) % 12 + 1)
+    assert upgrade_pause_problem(now, last, now=now, channel=channel) is None
+    assert f"{months} months" in upgrade_pause_problem(now, last + timedelta(days=2), now=now, channel=channel)
+    # the other rules of the window, each caught
+    assert "after start" in upgrade_pause_problem(now, now, now=now, channel=channel)
+    assert "time zone" in upgrade_pause_problem(now.replace(tzinfo=None), last, now=now, channel=channel)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import UsageError
@@ -34,6 +34,19 @@ class UpgradePauseWindow(StrictModel):
 
     start: datetime
     end: datetime
+
+    @model_validator(mode="after")
+    def _gke_can_hold_it(self) -> "UpgradePauseWindow":
+        # The stack program's cluster is on the REGULAR channel (accel/stack/program.py builds GkeClusterArgs
+        # with its default), so GKE's rule for that channel applies.
+        from datetime import timezone
+
+        from accel.policies.cloud.gke_rules import upgrade_pause_problem
+
+        problem = upgrade_pause_problem(self.start, self.end, now=datetime.now(timezone.utc), channel="REGULAR")
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class StackSettings(StrictModel):
