@@ -548,3 +548,26 @@ def test_an_upgrade_pause_may_last_until_the_channel_s_end_of_support_and_no_lat
     # the other rules of the window, each caught
     assert "after start" in upgrade_pause_problem(now, now, now=now, channel=channel)
     assert "time zone" in upgrade_pause_problem(now.replace(tzinfo=None), last, now=now, channel=channel)
+
+
+# ---------------------------------------------------------------- machine counts no cluster can use
+
+@pytest.mark.parametrize("row", [
+    dict(RESERVED, count=10 ** 30),  # before: exit 0, "reserved: 'a3-held' (1000...0 x a3-highgpu-8g" ranked
+    dict(RESERVED, count=65_001),
+    {"name": "cud-a3", "kind": "committed-use", "machineType": "a3-highgpu-8g", "count": 10 ** 30,
+     "region": "us-central1", "discount": 0.3},
+])
+def test_a_count_larger_than_any_cluster_is_refused_naming_the_entry(tmp_path, row):
+    assert_refused(choose_with_reservations(tmp_path, [row]), "0.count", "at most 65,000", "gke-scalability")
+
+
+def test_a_count_at_the_largest_cluster_is_accepted():
+    from accel.policies.cloud.reservations import DeclaredReservation
+
+    assert DeclaredReservation.model_validate(dict(RESERVED, count=65_000)).count == 65_000
+
+
+def test_a_stack_s_reservation_count_past_any_cluster_is_refused_at_plan_time(tmp_path):
+    row = {"name": "a3-held", "machineType": "a3-megagpu-8g", "count": 10 ** 30, "zone": "us-east4-a"}
+    assert_refused(plan_with(tmp_path, **{"accel:reservations": [row]}), "accel:reservations", "at most 65,000")

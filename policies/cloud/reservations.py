@@ -28,11 +28,12 @@ from collections.abc import Iterable
 from datetime import timezone
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AfterValidator, AwareDatetime, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, Field, field_validator, model_validator
 
 from accel.base.model import StrictModel
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
 from accel.policies.cloud.commitments import DeclaredCommitment
+from accel.policies.cloud.machine_counts import machine_count_problem
 from accel.policies.plan import Plan
 
 if TYPE_CHECKING:
@@ -66,6 +67,14 @@ class DeclaredReservation(StrictModel):
                                            "contract's rate: a committed-use discount or Capacity Block price)")
     marginal: Literal["zero"] | None = Field(
         None, description="zero: already paid for (billed whether used or not), so using it costs nothing more")
+
+    @field_validator("count")
+    @classmethod
+    def _a_count_a_cluster_can_use(cls, count: int) -> int:
+        problem = machine_count_problem(count)
+        if problem:
+            raise ValueError(problem)
+        return count
 
     @model_validator(mode="after")
     def _window_fits_the_kind(self) -> "DeclaredReservation":
