@@ -571,3 +571,33 @@ def test_a_count_at_the_largest_cluster_is_accepted():
 def test_a_stack_s_reservation_count_past_any_cluster_is_refused_at_plan_time(tmp_path):
     row = {"name": "a3-held", "machineType": "a3-megagpu-8g", "count": 10 ** 30, "zone": "us-east4-a"}
     assert_refused(plan_with(tmp_path, **{"accel:reservations": [row]}), "accel:reservations", "at most 65,000")
+
+
+# ---------------------------------------------------------------- as_of dates still to come
+
+@pytest.mark.parametrize("name, text, field", [
+    # before: exit 0, a price "read" in 2030 ranked beside the bundled ones
+    ("price.yaml", "prices:\n  - {offering: gcp-a3-highgpu-8g, region: us-central1, on_demand: 10.0, "
+                   "source: our sheet, as_of: 2030-01-01}\n", "on_demand.as_of"),
+    ("header.yaml", "version: acme\nas_of: 2099-05-01\nprices:\n  - {offering: gcp-a3-highgpu-8g, on_demand: 10.0, "
+                    "source: our sheet, as_of: 2026-11-01}\n", "as_of"),
+    ("source.yaml", "sources:\n  ours: {title: our sheet, page: sheet.xlsx, as_of: 2031-02-03}\nprices:\n"
+                    "  - {offering: gcp-a3-highgpu-8g, on_demand: 10.0, source: ours}\n", "sources.ours.as_of"),
+    ("prices.csv", "offering,region,on_demand_usd_per_chip_hour,spot_usd_per_chip_hour,source,as_of\n"
+                   "gcp-a3-highgpu-8g,us-central1,10.0,,our sheet,2030-01-01\n", "as_of"),
+])
+def test_an_as_of_date_still_to_come_is_refused_naming_it(tmp_path, name, text, field):
+    path = tmp_path / name
+    path.write_text(text)
+    assert_refused(run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path),
+                   field, "is in the future")
+
+
+def test_a_price_read_today_is_accepted(tmp_path):
+    from datetime import date
+
+    path = tmp_path / "price.yaml"
+    path.write_text("prices:\n  - {offering: gcp-a3-highgpu-8g, region: us-central1, on_demand: 10.0, "
+                    f"source: our sheet, as_of: {date.today().isoformat()}}}\n")
+    result = run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path)
+    assert result.exit_code == 0, result.stderr[-600:]
