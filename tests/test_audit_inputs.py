@@ -601,3 +601,31 @@ def test_a_price_read_today_is_accepted(tmp_path):
                     f"source: our sheet, as_of: {date.today().isoformat()}}}\n")
     result = run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path)
     assert result.exit_code == 0, result.stderr[-600:]
+
+
+# ---------------------------------------------------------------- stack references handed to the Pulumi CLI
+
+@pytest.mark.parametrize("stack, words", [
+    ("../x", "its owner '..'"),  # before: "the pulumi CLI is not on PATH", the name never checked
+    ("a/b/c/d", "1 to 3 parts"),
+    ("", "a stack name is 1 to 100"),
+    ("dev run", "a stack name is 1 to 100"),
+    ("acme/my project/dev", "its project 'my project'"),
+    ("x" * 101, "a stack name is 1 to 100"),
+])
+def test_destroy_after_run_checks_the_stack_name_before_looking_for_pulumi(stack, words, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no pulumi: the name must be refused first
+    assert_refused(run("destroy-after-run", "-s", stack, "--", "true"), "-s/--stack", words)
+
+
+@given(owner=st.from_regex(r"[a-zA-Z0-9][a-zA-Z0-9_-]{1,38}[a-zA-Z0-9]", fullmatch=True),
+       project=st.from_regex(r"[A-Za-z0-9_.-]{1,100}", fullmatch=True),
+       name=st.from_regex(r"[A-Za-z0-9_.-]{1,100}", fullmatch=True))
+def test_every_reference_pulumi_accepts_is_accepted_and_a_bad_part_is_caught(owner, project, name):
+    from accel.stack.stack_names import stack_reference_problem
+
+    for reference in (name, f"{owner}/{name}", f"{owner}/{project}/{name}"):
+        assert stack_reference_problem(reference) is None, reference
+    assert stack_reference_problem(f"{owner}/{project}/{name} x") is not None
+    assert stack_reference_problem(f"-{owner}/{name}") is not None
+    assert stack_reference_problem(f"{owner}/{project}/{name}/{name}") is not None
