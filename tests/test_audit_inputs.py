@@ -629,3 +629,49 @@ def test_every_reference_pulumi_accepts_is_accepted_and_a_bad_part_is_caught(own
     assert stack_reference_problem(f"{owner}/{project}/{name} x") is not None
     assert stack_reference_problem(f"-{owner}/{name}") is not None
     assert stack_reference_problem(f"{owner}/{project}/{name}/{name}") is not None
+
+
+# ---------------------------------------------------------------- owner and cost centre as AWS tag values
+
+def plan_aws_with(tmp_path: Path, **workload_fields):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.llama-70b-finetune-aws.yaml").read_text())
+    for document in (stack["config"]["accel:workload"], stack["config"].get("accel:plan", {}).get("workload")):
+        if document is not None:
+            document.update(workload_fields)
+    path = tmp_path / "Pulumi.llama-70b-finetune-aws.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    return run("plan", "--config", path, "-C", ROOT)
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("cost_center", "R&D #12!", "not '!' '#' '&'"),  # before: exit 0; AWS refuses the tag at `pulumi up`
+    ("owner", "jdoe 🚀", "not '🚀'"),
+    ("owner", "aws:team", "prefix aws:"),
+    ("owner", "x" * 257, "at most 256"),
+])
+def test_an_owner_or_cost_center_aws_refuses_as_a_tag_is_refused_on_an_aws_plan(tmp_path, field, value, words):
+    assert_refused(plan_aws_with(tmp_path, **{field: value}), f"accel:workload.{field}", words)
+
+
+def test_an_owner_aws_takes_plans_on_aws(tmp_path):
+    result = plan_aws_with(tmp_path, owner="Jane Doe @ML/infra", cost_center="R+D=12:a_b.c-d")
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+AWS_TAG_TEXT = st.text(st.one_of(st.characters(categories=["L", "N", "Z"]), st.sampled_from("_.:/=+-@")),
+                       max_size=255).filter(lambda v: not v.lower().startswith("aws:"))
+
+
+@given(value=AWS_TAG_TEXT, bad=st.characters(categories=["P", "S", "C"], exclude_characters="_.:/=+-@"),
+       at=st.integers(0, 256))
+@settings(max_examples=300, deadline=None)
+def test_every_value_aws_s_tag_pattern_takes_is_accepted_and_one_bad_character_is_caught(value, bad, at):
+    # AWS's pattern ^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$, at most 256, no aws: prefix (components/tags.py)
+    from accel.base.errors import ComponentArgsError
+    from accel.components.tags import ResourceTags, aws_tag_value_problem
+
+    assert aws_tag_value_problem(value) is None, value
+    broken = value[:at] + bad + value[at:]
+    assert repr(bad) in aws_tag_value_problem(broken)
+    with pytest.raises(ComponentArgsError, match="ResourceTags.cost_center"):
+        ResourceTags(workload="w", stack="s", cost_center=broken).aws_tags()
