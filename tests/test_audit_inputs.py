@@ -675,3 +675,33 @@ def test_every_value_aws_s_tag_pattern_takes_is_accepted_and_one_bad_character_i
     assert repr(bad) in aws_tag_value_problem(broken)
     with pytest.raises(ComponentArgsError, match="ResourceTags.cost_center"):
         ResourceTags(workload="w", stack="s", cost_center=broken).aws_tags()
+
+
+# ---------------------------------------------------------------- accel choose's text keeps brackets as text
+
+def test_bracketed_text_in_the_options_why_and_rejected_survives_rendering():
+    # Before: rich read "[limits.gke_node_pool_max_nodes]" and the like as markup and dropped them from the output.
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from accel.commands.choose import render
+    from accel.policies.catalog import load_catalog
+    from accel.policies.selection.choose import choose, make_plan
+    from accel.policies.workload import load_workload
+
+    spec = load_workload(str(ROOT / "examples" / "llama-8b-finetune-cuda.yaml"))
+    catalog = load_catalog(None)
+    choice = choose(spec, catalog, "cost")
+    plan = make_plan(spec, choice, catalog)
+    options = [o.model_copy(update={"price_source": "our sheet [tab prices]"}) for o in choice.options]
+    choice = dataclasses.replace(choice, options=tuple(options) if isinstance(choice.options, tuple) else options,
+                                 rejected=[{"offering": "gcp-[x]", "reasons": ["over facts.toml [limits.y] and [bold]"]}])
+    plan = plan.model_copy(update={"rationale": ["node pools are capped by facts.toml [limits.gke_node_pool_max_nodes]"]})
+    buffer = io.StringIO()
+    render(choice, plan, Console(file=buffer, width=400, emoji=False))
+    text = buffer.getvalue()
+    assert "facts.toml [limits.gke_node_pool_max_nodes]" in text
+    assert "gcp-[x]: over facts.toml [limits.y] and [bold]" in text
+    assert "our sheet [tab prices]" in text
