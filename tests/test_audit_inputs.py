@@ -705,3 +705,18 @@ def test_bracketed_text_in_the_options_why_and_rejected_survives_rendering():
     assert "facts.toml [limits.gke_node_pool_max_nodes]" in text
     assert "gcp-[x]: over facts.toml [limits.y] and [bold]" in text
     assert "our sheet [tab prices]" in text
+
+
+# ---------------------------------------------------------------- accel:namespace
+
+@pytest.mark.parametrize("namespace", ["Training Jobs!", "a" * 64, "-train", "train-", "train.jobs"])
+def test_a_namespace_kubernetes_refuses_is_refused_naming_the_stack_key(tmp_path, namespace):
+    # Before: exit 2 naming a component argument ("TrainingStorage.namespace"), not the key the user wrote.
+    assert_refused(plan_with(tmp_path, **{"accel:namespace": namespace}), "accel:namespace", "1 to 63 lowercase")
+
+
+@given(st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True))
+def test_every_rfc_1123_label_is_a_namespace_the_stack_takes(namespace):
+    from accel.stack.settings import StackSettings
+
+    assert StackSettings.model_validate({"namespace": namespace}).namespace == namespace

@@ -98,6 +98,19 @@ class StackSettings(StrictModel):
                 raise ValueError(problem)
         return cidrs
 
+    @field_validator("namespace")
+    @classmethod
+    def _a_namespace_kubernetes_takes(cls, namespace: str) -> str:
+        # A Namespace's name is an RFC 1123 label (Kubernetes ValidateNamespaceName, IsDNS1123Label), the rule
+        # components/kubernetes/names.py holds; checked here so the message names accel:namespace, not a
+        # component argument.
+        from accel.components.kubernetes.names import DNS_LABEL
+
+        if not DNS_LABEL.fullmatch(namespace):
+            raise ValueError(f"{namespace!r} is not a Kubernetes namespace name: 1 to 63 lowercase letters, digits "
+                             "or '-', starting and ending with a letter or digit")
+        return namespace
+
     def resolved_workload(self, source: str) -> WorkloadSpec:
         """The workload, with `accel:hardware` applied as its pin."""
         workload = self.workload or (self.plan.workload if self.plan else None)
