@@ -720,3 +720,36 @@ def test_every_rfc_1123_label_is_a_namespace_the_stack_takes(namespace):
     from accel.stack.settings import StackSettings
 
     assert StackSettings.model_validate({"namespace": namespace}).namespace == namespace
+
+
+# ---------------------------------------------------------------- reservation names the cloud cannot have
+
+@pytest.mark.parametrize("row, words", [
+    # before: exit 0, 'My Reservation!' ranked; GKE refuses the node pool's reservation affinity at `pulumi up`
+    (dict(RESERVED, name="My Reservation!"), "not a Google Cloud reservation name"),
+    (dict(RESERVED, name="a3-held-"), "not a Google Cloud reservation name"),
+    (dict(RESERVED, name="x" * 64), "not a Google Cloud reservation name"),
+    ({"name": "odcr-1", "machineType": "p5.48xlarge", "count": 2, "zone": "us-east-1a"},
+     "not an AWS capacity reservation id"),
+])
+def test_a_reservation_name_its_cloud_cannot_have_is_refused_naming_the_entry(tmp_path, row, words):
+    assert_refused(choose_with_reservations(tmp_path, [row]), "0.name", words)
+
+
+@pytest.mark.parametrize("name", ["a3-held", "projects/acme-ml/reservations/a3-held",
+                                  "a3-held/reservationBlocks/block-1",
+                                  "a3-held/reservationBlocks/block-1/reservationSubBlocks/sub-2"])
+def test_every_form_of_a_gcp_reservation_name_is_taken(name):
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+
+    assert reservation_name_problem(name, "gcp") is None
+    assert reservation_name_problem(name.upper(), "gcp") is not None
+
+
+@given(st.from_regex(r"cr-([0-9a-f]{8}|[0-9a-f]{17})", fullmatch=True))
+def test_every_ec2_reservation_id_is_taken_and_a_mangled_one_is_not(reservation_id):
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+
+    assert reservation_name_problem(reservation_id, "aws") is None
+    assert reservation_name_problem(reservation_id + "0", "aws") is not None
+    assert reservation_name_problem(reservation_id.replace("cr-", "cr_"), "aws") is not None
