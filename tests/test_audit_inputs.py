@@ -753,3 +753,22 @@ def test_every_ec2_reservation_id_is_taken_and_a_mangled_one_is_not(reservation_
     assert reservation_name_problem(reservation_id, "aws") is None
     assert reservation_name_problem(reservation_id + "0", "aws") is not None
     assert reservation_name_problem(reservation_id.replace("cr-", "cr_"), "aws") is not None
+
+
+# ---------------------------------------------------------------- amounts and dates past any real stack
+
+def test_a_savings_plan_commitment_past_any_cloud_bill_is_refused(tmp_path):
+    # Before: exit 0, "$1,000,000,000,...,000.00/h committed" priced an option.
+    row = "- {name: sp-1, kind: savings-plan, plan: compute, hourlyCommitmentUsd: 1e300, discount: 0.3}\n"
+    assert_refused(choose_with_reservations(tmp_path, row), "0.hourlyCommitmentUsd", "10000000")
+
+
+def test_an_expiry_further_off_than_the_longest_ttl_is_refused(tmp_path):
+    # Before: exit 0 for accel:expiresAt 9999-12-31 although accel:ttl stops at ten years; never reaped.
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"].pop("accel:ttl")
+    stack["config"]["accel:expiresAt"] = "9999-12-31T00:00:00Z"
+    stack["config"]["pulumi:tags"] = {"accel:ephemeral": "true", "accel:expires-at": "9999-12-31T00:00:00Z"}
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    assert_refused(run("plan", "--config", path, "-C", ROOT), "accel:expiresAt", "3,660 days")

@@ -124,9 +124,27 @@ class StackSettings(StrictModel):
     def lifecycle(self, source: str) -> Lifecycle:
         values = {"ephemeral": self.ephemeral, "ttl": self.ttl, "expiresAt": self.expiresAt}
         try:
-            return Lifecycle.from_config(without_none(values))
+            lifecycle = Lifecycle.from_config(without_none(values))
         except LifecycleError as error:
             raise UsageError(f"{source}: {error}") from None
+        _check_expiry_within_the_longest_ttl(lifecycle, source)
+        return lifecycle
+
+
+def _check_expiry_within_the_longest_ttl(lifecycle: Lifecycle, source: str) -> None:
+    """An expiry further away than the longest TTL accel takes (ten years) is a stack that is never reaped: the
+    same bound accel:ttl has (accel/base/units.py MAX_TTL), applied to the fixed date."""
+    from datetime import timezone
+
+    from accel.base.units import MAX_TTL
+
+    if lifecycle.expires_at is None:
+        return
+    today = datetime.now(timezone.utc)
+    if lifecycle.expires_at > today + MAX_TTL:
+        raise UsageError(f"{source}: accel:expiresAt: {lifecycle.expires_at.isoformat()} is more than "
+                         f"{MAX_TTL.days:,} days (ten years) from now, the longest lifetime accel takes; an ephemeral "
+                         "stack that far off is never reaped: give the date the stack should go (or accel:ttl)")
 
 
 # Keys whose values are objects or arrays in the stack file (JSON-encoded in Pulumi config).

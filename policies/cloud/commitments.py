@@ -47,8 +47,11 @@ class DeclaredCommitment(StrictModel):
         None, min_length=1, description="savings-plan ec2-instance only: the instance family, e.g. p5")
     region: str | None = Field(
         None, min_length=1, description="The region it applies in (ec2-instance Savings Plans and committed-use)")
+    # A sanity bound, not an AWS limit (none is published): $10M/h is ~$88B a year, more than any one company's
+    # cloud bill, so a larger commitment is a typo (1e300 was priced before).
     hourlyCommitmentUsd: float | None = Field(
-        None, gt=0, allow_inf_nan=False, description="savings-plan only: the committed $/h, spent at Savings Plan rates")
+        None, gt=0, le=10_000_000, allow_inf_nan=False,
+        description="savings-plan only: the committed $/h, spent at Savings Plan rates")
     machineType: str | None = Field(
         None, min_length=1, description="committed-use only: the machine type whose resources are committed")
     count: int | None = Field(None, gt=0, description="committed-use only: machines' worth of resources committed")
