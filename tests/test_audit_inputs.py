@@ -772,3 +772,37 @@ def test_an_expiry_further_off_than_the_longest_ttl_is_refused(tmp_path):
     path = tmp_path / "Pulumi.dev-spot.yaml"
     path.write_text(yaml.safe_dump(stack))
     assert_refused(run("plan", "--config", path, "-C", ROOT), "accel:expiresAt", "3,660 days")
+
+
+# ---------------------------------------------------------------- the new bounds, over open inputs
+
+@given(days=st.integers(1, 5000), start_offset=st.integers(-400, 400))
+@settings(max_examples=200, deadline=None)
+def test_an_upgrade_pause_is_taken_exactly_when_it_ends_within_14_months(days, start_offset):
+    from datetime import datetime, timedelta, timezone
+
+    from accel.policies.cloud.gke_rules import upgrade_pause_problem
+
+    now = datetime(2026, 11, 27, 1, 0, tzinfo=timezone.utc)
+    start = now + timedelta(days=start_offset)
+    end = start + timedelta(days=days)
+    problem = upgrade_pause_problem(start, end, now=now, channel="REGULAR")
+    if end <= datetime(2028, 1, 28, 1, 0, tzinfo=timezone.utc):  # 14 calendar months and the day's grace
+        assert problem is None, problem
+    else:
+        assert "14 months" in problem
+
+
+@given(count=st.integers(1, 10 ** 40))
+@settings(max_examples=200, deadline=None)
+def test_a_reservation_count_is_taken_exactly_up_to_the_largest_cluster(count):
+    from pydantic import ValidationError
+
+    from accel.policies.cloud.reservations import DeclaredReservation
+
+    try:
+        DeclaredReservation.model_validate(dict(RESERVED, count=count))
+    except ValidationError as error:
+        assert count > 65_000 and "at most 65,000" in str(error)
+    else:
+        assert count <= 65_000
