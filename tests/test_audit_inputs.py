@@ -806,3 +806,10 @@ def test_a_reservation_count_is_taken_exactly_up_to_the_largest_cluster(count):
         assert count > 65_000 and "at most 65,000" in str(error)
     else:
         assert count <= 65_000
+
+
+@pytest.mark.parametrize("cidrs, index", [(["0.0.0.0/0"], 0), (["8.8.8.0/24", "::/0"], 1)])
+def test_a_world_open_api_allowlist_on_gke_is_refused_naming_the_stack_key(tmp_path, cidrs, index):
+    # Before: exit 2 naming "GkeCluster.master_authorized_cidrs[0]", a component argument the user never wrote.
+    assert_refused(plan_with(tmp_path, **{"accel:apiAccessCidrs": cidrs}), f"accel:apiAccessCidrs[{index}]",
+                   "whole internet")

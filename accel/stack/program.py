@@ -127,6 +127,16 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     if plan.cloud == "gcp" and gcp_project and project_id_problem(gcp_project):
         raise UsageError(f"{source}: {project_id_problem(gcp_project)}")
     api_access_cidrs = list(settings.apiAccessCidrs)
+    if plan.cloud == "gcp":
+        # GkeCluster refuses a /0 allowlist (components/gcp/cluster.py; EKS takes an explicit one): say it in the
+        # stack file's words, not as the component argument master_authorized_cidrs.
+        import ipaddress
+
+        for index, cidr in enumerate(api_access_cidrs):
+            if ipaddress.ip_network(cidr).prefixlen == 0:
+                raise UsageError(f"{source}: accel:apiAccessCidrs[{index}]: {cidr!r} opens the GKE control plane to "
+                                 "the whole internet; list your office/VPN/CI egress ranges, or leave the list empty "
+                                 "and use the IAM-authenticated DNS endpoint")
     missing = missing_deploy_keys(plan, config, api_access_cidrs, stack) + ([booking_key] if booking_key else [])
     if missing and not placeholders_allowed():
         raise UsageError(f"{source}: {missing_keys_message(missing)}")
