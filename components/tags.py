@@ -8,6 +8,7 @@ guardrail or a reaper can look for one name.
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +31,32 @@ def kubernetes_label_value(value: str) -> str:
     written 'Big Boss!' is 'big-boss', not the 'big-boss-' every Kubernetes object and GKE node pool would refuse
     (kubernetes v1.33 apimachinery/pkg/util/validation/validation.go IsValidLabelValue)."""
     return gcp_label_value(value).strip("-_")
+
+
+# AWS's tag rule, the set every tagging service accepts (the Tag type of the AWS APIs, e.g. Service Quotas
+# API_Tag: value pattern ^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$, length 0 to 256; "Tag restrictions" of the
+# service guides, e.g. AWS Batch: "Don't use aws:, AWS:, or any upper or lowercase combination of such as a
+# prefix for either keys or values"; both read 2026-11-27).
+AWS_TAG_VALUE_MAX = 256
+_AWS_TAG_SYMBOLS = frozenset("_.:/=+-@")
+
+
+def _aws_tag_character(character: str) -> bool:
+    return character in _AWS_TAG_SYMBOLS or unicodedata.category(character)[0] in "LZN"
+
+
+def aws_tag_value_problem(value: str) -> str | None:
+    """Why AWS refuses `value` as a tag value (letters, digits, spaces and _ . : / = + - @; at most 256; no
+    aws: prefix), or None."""
+    if len(value) > AWS_TAG_VALUE_MAX:
+        return f"{len(value)} characters; an AWS tag value has at most {AWS_TAG_VALUE_MAX}"
+    bad = sorted({c for c in value if not _aws_tag_character(c)})
+    if bad:
+        return (f"AWS tag values take letters, digits, spaces and _ . : / = + - @ only, not "
+                f"{' '.join(repr(c) for c in bad)}")
+    if value.lower().startswith("aws:"):
+        return "AWS reserves the prefix aws: for its own tags"
+    return None
 
 
 def expiry_label(expires_at: datetime) -> str:
@@ -78,6 +105,12 @@ class ResourceTags(BaseModel):
         return {gcp_label_value(k): gcp_label_value(v) for k, v in pairs.items()}
 
     def aws_tags(self, **extra: str) -> dict[str, str]:
+        for field in ("owner", "cost_center"):
+            problem = aws_tag_value_problem(getattr(self, field))
+            if problem:
+                from accel.base.errors import invalid_arg
+
+                raise invalid_arg("ResourceTags", field, getattr(self, field), problem)
         return {f"{LABEL_PREFIX}:{k}": v for k, v in {**self._pairs(), **extra}.items()}
 
     def kubernetes_labels(self) -> dict[str, str]:

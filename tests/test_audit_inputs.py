@@ -505,3 +505,311 @@ def test_a_project_file_whose_name_is_not_text_says_so(tmp_path, text, words):
     # Before: `name: 5` read "name: missing", which it is not.
     (tmp_path / "Pulumi.yaml").write_text(text)
     assert_refused(run("plan", "-s", "dev-spot", "-C", tmp_path), words)
+
+
+# ================================================================ the audit's leftovers (2026-11-27, second wave)
+
+def plan_with(tmp_path: Path, **config):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"].update(config)
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    return run("plan", "--config", path, "-C", ROOT)
+
+
+# ---------------------------------------------------------------- accel:upgradePause and GKE's exclusion rule
+
+def test_an_upgrade_pause_gke_would_refuse_is_refused_at_plan_time(tmp_path):
+    # Before: a 72-year pause planned with exit 0; GKE refuses an exclusion past its version's end of support.
+    pause = {"start": "2026-11-27T00:00:00Z", "end": "2098-11-27T00:00:00Z"}
+    assert_refused(plan_with(tmp_path, **{"accel:upgradePause": pause}), "accel:upgradePause", "14 months",
+                   "end the pause by")
+
+
+def test_a_month_long_upgrade_pause_plans(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime.now(timezone.utc).replace(microsecond=0)
+    pause = {"start": start.isoformat(), "end": (start + timedelta(days=30)).isoformat()}
+    result = plan_with(tmp_path, **{"accel:upgradePause": pause})
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+@pytest.mark.parametrize("channel, months", [("REGULAR", 14), ("STABLE", 14), ("EXTENDED", 24)])
+def test_an_upgrade_pause_may_last_until_the_channel_s_end_of_support_and_no_later(channel, months):
+    from datetime import datetime, timedelta, timezone
+
+    from accel.policies.cloud.gke_rules import upgrade_pause_problem
+
+    now = datetime(2026, 11, 27, 1, 0, tzinfo=timezone.utc)
+    last = now.replace(year=now.year + (10 + months) // 12, month=(10 + months) % 12 + 1)
+    assert upgrade_pause_problem(now, last, now=now, channel=channel) is None
+    assert f"{months} months" in upgrade_pause_problem(now, last + timedelta(days=2), now=now, channel=channel)
+    # the other rules of the window, each caught
+    assert "after start" in upgrade_pause_problem(now, now, now=now, channel=channel)
+    assert "time zone" in upgrade_pause_problem(now.replace(tzinfo=None), last, now=now, channel=channel)
+
+
+# ---------------------------------------------------------------- machine counts no cluster can use
+
+@pytest.mark.parametrize("row", [
+    dict(RESERVED, count=10 ** 30),  # before: exit 0, "reserved: 'a3-held' (1000...0 x a3-highgpu-8g" ranked
+    dict(RESERVED, count=65_001),
+    {"name": "cud-a3", "kind": "committed-use", "machineType": "a3-highgpu-8g", "count": 10 ** 30,
+     "region": "us-central1", "discount": 0.3},
+])
+def test_a_count_larger_than_any_cluster_is_refused_naming_the_entry(tmp_path, row):
+    assert_refused(choose_with_reservations(tmp_path, [row]), "0.count", "at most 65,000", "gke-scalability")
+
+
+def test_a_count_at_the_largest_cluster_is_accepted():
+    from accel.policies.cloud.reservations import DeclaredReservation
+
+    assert DeclaredReservation.model_validate(dict(RESERVED, count=65_000)).count == 65_000
+
+
+def test_a_stack_s_reservation_count_past_any_cluster_is_refused_at_plan_time(tmp_path):
+    row = {"name": "a3-held", "machineType": "a3-megagpu-8g", "count": 10 ** 30, "zone": "us-east4-a"}
+    assert_refused(plan_with(tmp_path, **{"accel:reservations": [row]}), "accel:reservations", "at most 65,000")
+
+
+# ---------------------------------------------------------------- as_of dates still to come
+
+@pytest.mark.parametrize("name, text, field", [
+    # before: exit 0, a price "read" in 2030 ranked beside the bundled ones
+    ("price.yaml", "prices:\n  - {offering: gcp-a3-highgpu-8g, region: us-central1, on_demand: 10.0, "
+                   "source: our sheet, as_of: 2030-01-01}\n", "on_demand.as_of"),
+    ("header.yaml", "version: acme\nas_of: 2099-05-01\nprices:\n  - {offering: gcp-a3-highgpu-8g, on_demand: 10.0, "
+                    "source: our sheet, as_of: 2026-11-01}\n", "as_of"),
+    ("source.yaml", "sources:\n  ours: {title: our sheet, page: sheet.xlsx, as_of: 2031-02-03}\nprices:\n"
+                    "  - {offering: gcp-a3-highgpu-8g, on_demand: 10.0, source: ours}\n", "sources.ours.as_of"),
+    ("prices.csv", "offering,region,on_demand_usd_per_chip_hour,spot_usd_per_chip_hour,source,as_of\n"
+                   "gcp-a3-highgpu-8g,us-central1,10.0,,our sheet,2030-01-01\n", "as_of"),
+])
+def test_an_as_of_date_still_to_come_is_refused_naming_it(tmp_path, name, text, field):
+    path = tmp_path / name
+    path.write_text(text)
+    assert_refused(run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path),
+                   field, "is in the future")
+
+
+def test_a_price_read_today_is_accepted(tmp_path):
+    from datetime import date
+
+    path = tmp_path / "price.yaml"
+    path.write_text("prices:\n  - {offering: gcp-a3-highgpu-8g, region: us-central1, on_demand: 10.0, "
+                    f"source: our sheet, as_of: {date.today().isoformat()}}}\n")
+    result = run("choose", ROOT / "examples" / "llama-8b-finetune-cuda.yaml", "--catalog", path)
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+# ---------------------------------------------------------------- stack references handed to the Pulumi CLI
+
+@pytest.mark.parametrize("stack, words", [
+    ("../x", "its owner '..'"),  # before: "the pulumi CLI is not on PATH", the name never checked
+    ("a/b/c/d", "1 to 3 parts"),
+    ("", "a stack name is 1 to 100"),
+    ("dev run", "a stack name is 1 to 100"),
+    ("acme/my project/dev", "its project 'my project'"),
+    ("x" * 101, "a stack name is 1 to 100"),
+])
+def test_destroy_after_run_checks_the_stack_name_before_looking_for_pulumi(stack, words, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no pulumi: the name must be refused first
+    assert_refused(run("destroy-after-run", "-s", stack, "--", "true"), "-s/--stack", words)
+
+
+@given(owner=st.from_regex(r"[a-zA-Z0-9][a-zA-Z0-9_-]{1,38}[a-zA-Z0-9]", fullmatch=True),
+       project=st.from_regex(r"[A-Za-z0-9_.-]{1,100}", fullmatch=True),
+       name=st.from_regex(r"[A-Za-z0-9_.-]{1,100}", fullmatch=True))
+def test_every_reference_pulumi_accepts_is_accepted_and_a_bad_part_is_caught(owner, project, name):
+    from accel.stack.stack_names import stack_reference_problem
+
+    for reference in (name, f"{owner}/{name}", f"{owner}/{project}/{name}"):
+        assert stack_reference_problem(reference) is None, reference
+    assert stack_reference_problem(f"{owner}/{project}/{name} x") is not None
+    assert stack_reference_problem(f"-{owner}/{name}") is not None
+    assert stack_reference_problem(f"{owner}/{project}/{name}/{name}") is not None
+
+
+# ---------------------------------------------------------------- owner and cost centre as AWS tag values
+
+def plan_aws_with(tmp_path: Path, **workload_fields):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.llama-70b-finetune-aws.yaml").read_text())
+    for document in (stack["config"]["accel:workload"], stack["config"].get("accel:plan", {}).get("workload")):
+        if document is not None:
+            document.update(workload_fields)
+    path = tmp_path / "Pulumi.llama-70b-finetune-aws.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    return run("plan", "--config", path, "-C", ROOT)
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("cost_center", "R&D #12!", "not '!' '#' '&'"),  # before: exit 0; AWS refuses the tag at `pulumi up`
+    ("owner", "jdoe 🚀", "not '🚀'"),
+    ("owner", "aws:team", "prefix aws:"),
+    ("owner", "x" * 257, "at most 256"),
+])
+def test_an_owner_or_cost_center_aws_refuses_as_a_tag_is_refused_on_an_aws_plan(tmp_path, field, value, words):
+    assert_refused(plan_aws_with(tmp_path, **{field: value}), f"accel:workload.{field}", words)
+
+
+def test_an_owner_aws_takes_plans_on_aws(tmp_path):
+    result = plan_aws_with(tmp_path, owner="Jane Doe @ML/infra", cost_center="R+D=12:a_b.c-d")
+    assert result.exit_code == 0, result.stderr[-600:]
+
+
+AWS_TAG_TEXT = st.text(st.one_of(st.characters(categories=["L", "N", "Z"]), st.sampled_from("_.:/=+-@")),
+                       max_size=255).filter(lambda v: not v.lower().startswith("aws:"))
+
+
+@given(value=AWS_TAG_TEXT, bad=st.characters(categories=["P", "S", "C"], exclude_characters="_.:/=+-@"),
+       at=st.integers(0, 256))
+@settings(max_examples=300, deadline=None)
+def test_every_value_aws_s_tag_pattern_takes_is_accepted_and_one_bad_character_is_caught(value, bad, at):
+    # AWS's pattern ^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$, at most 256, no aws: prefix (components/tags.py)
+    from accel.base.errors import ComponentArgsError
+    from accel.components.tags import ResourceTags, aws_tag_value_problem
+
+    assert aws_tag_value_problem(value) is None, value
+    broken = value[:at] + bad + value[at:]
+    assert repr(bad) in aws_tag_value_problem(broken)
+    with pytest.raises(ComponentArgsError, match="ResourceTags.cost_center"):
+        ResourceTags(workload="w", stack="s", cost_center=broken).aws_tags()
+
+
+# ---------------------------------------------------------------- accel choose's text keeps brackets as text
+
+def test_bracketed_text_in_the_options_why_and_rejected_survives_rendering():
+    # Before: rich read "[limits.gke_node_pool_max_nodes]" and the like as markup and dropped them from the output.
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from accel.commands.choose import render
+    from accel.policies.catalog import load_catalog
+    from accel.policies.selection.choose import choose, make_plan
+    from accel.policies.workload import load_workload
+
+    spec = load_workload(str(ROOT / "examples" / "llama-8b-finetune-cuda.yaml"))
+    catalog = load_catalog(None)
+    choice = choose(spec, catalog, "cost")
+    plan = make_plan(spec, choice, catalog)
+    options = [o.model_copy(update={"price_source": "our sheet [tab prices]"}) for o in choice.options]
+    choice = dataclasses.replace(choice, options=tuple(options) if isinstance(choice.options, tuple) else options,
+                                 rejected=[{"offering": "gcp-[x]", "reasons": ["over facts.toml [limits.y] and [bold]"]}])
+    plan = plan.model_copy(update={"rationale": ["node pools are capped by facts.toml [limits.gke_node_pool_max_nodes]"]})
+    buffer = io.StringIO()
+    render(choice, plan, Console(file=buffer, width=400, emoji=False))
+    text = buffer.getvalue()
+    assert "facts.toml [limits.gke_node_pool_max_nodes]" in text
+    assert "gcp-[x]: over facts.toml [limits.y] and [bold]" in text
+    assert "our sheet [tab prices]" in text
+
+
+# ---------------------------------------------------------------- accel:namespace
+
+@pytest.mark.parametrize("namespace", ["Training Jobs!", "a" * 64, "-train", "train-", "train.jobs"])
+def test_a_namespace_kubernetes_refuses_is_refused_naming_the_stack_key(tmp_path, namespace):
+    # Before: exit 2 naming a component argument ("TrainingStorage.namespace"), not the key the user wrote.
+    assert_refused(plan_with(tmp_path, **{"accel:namespace": namespace}), "accel:namespace", "1 to 63 lowercase")
+
+
+@given(st.from_regex(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", fullmatch=True))
+def test_every_rfc_1123_label_is_a_namespace_the_stack_takes(namespace):
+    from accel.stack.settings import StackSettings
+
+    assert StackSettings.model_validate({"namespace": namespace}).namespace == namespace
+
+
+# ---------------------------------------------------------------- reservation names the cloud cannot have
+
+@pytest.mark.parametrize("row, words", [
+    # before: exit 0, 'My Reservation!' ranked; GKE refuses the node pool's reservation affinity at `pulumi up`
+    (dict(RESERVED, name="My Reservation!"), "not a Google Cloud reservation name"),
+    (dict(RESERVED, name="a3-held-"), "not a Google Cloud reservation name"),
+    (dict(RESERVED, name="x" * 64), "not a Google Cloud reservation name"),
+    ({"name": "odcr-1", "machineType": "p5.48xlarge", "count": 2, "zone": "us-east-1a"},
+     "not an AWS capacity reservation id"),
+])
+def test_a_reservation_name_its_cloud_cannot_have_is_refused_naming_the_entry(tmp_path, row, words):
+    assert_refused(choose_with_reservations(tmp_path, [row]), "0.name", words)
+
+
+@pytest.mark.parametrize("name", ["a3-held", "projects/acme-ml/reservations/a3-held",
+                                  "a3-held/reservationBlocks/block-1",
+                                  "a3-held/reservationBlocks/block-1/reservationSubBlocks/sub-2"])
+def test_every_form_of_a_gcp_reservation_name_is_taken(name):
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+
+    assert reservation_name_problem(name, "gcp") is None
+    assert reservation_name_problem(name.upper(), "gcp") is not None
+
+
+@given(st.from_regex(r"cr-([0-9a-f]{8}|[0-9a-f]{17})", fullmatch=True))
+def test_every_ec2_reservation_id_is_taken_and_a_mangled_one_is_not(reservation_id):
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+
+    assert reservation_name_problem(reservation_id, "aws") is None
+    assert reservation_name_problem(reservation_id + "0", "aws") is not None
+    assert reservation_name_problem(reservation_id.replace("cr-", "cr_"), "aws") is not None
+
+
+# ---------------------------------------------------------------- amounts and dates past any real stack
+
+def test_a_savings_plan_commitment_past_any_cloud_bill_is_refused(tmp_path):
+    # Before: exit 0, "$1,000,000,000,...,000.00/h committed" priced an option.
+    row = "- {name: sp-1, kind: savings-plan, plan: compute, hourlyCommitmentUsd: 1e300, discount: 0.3}\n"
+    assert_refused(choose_with_reservations(tmp_path, row), "0.hourlyCommitmentUsd", "10000000")
+
+
+def test_an_expiry_further_off_than_the_longest_ttl_is_refused(tmp_path):
+    # Before: exit 0 for accel:expiresAt 9999-12-31 although accel:ttl stops at ten years; never reaped.
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"].pop("accel:ttl")
+    stack["config"]["accel:expiresAt"] = "9999-12-31T00:00:00Z"
+    stack["config"]["pulumi:tags"] = {"accel:ephemeral": "true", "accel:expires-at": "9999-12-31T00:00:00Z"}
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    assert_refused(run("plan", "--config", path, "-C", ROOT), "accel:expiresAt", "3,660 days")
+
+
+# ---------------------------------------------------------------- the new bounds, over open inputs
+
+@given(days=st.integers(1, 5000), start_offset=st.integers(-400, 400))
+@settings(max_examples=200, deadline=None)
+def test_an_upgrade_pause_is_taken_exactly_when_it_ends_within_14_months(days, start_offset):
+    from datetime import datetime, timedelta, timezone
+
+    from accel.policies.cloud.gke_rules import upgrade_pause_problem
+
+    now = datetime(2026, 11, 27, 1, 0, tzinfo=timezone.utc)
+    start = now + timedelta(days=start_offset)
+    end = start + timedelta(days=days)
+    problem = upgrade_pause_problem(start, end, now=now, channel="REGULAR")
+    if end <= datetime(2028, 1, 28, 1, 0, tzinfo=timezone.utc):  # 14 calendar months and the day's grace
+        assert problem is None, problem
+    else:
+        assert "14 months" in problem
+
+
+@given(count=st.integers(1, 10 ** 40))
+@settings(max_examples=200, deadline=None)
+def test_a_reservation_count_is_taken_exactly_up_to_the_largest_cluster(count):
+    from pydantic import ValidationError
+
+    from accel.policies.cloud.reservations import DeclaredReservation
+
+    try:
+        DeclaredReservation.model_validate(dict(RESERVED, count=count))
+    except ValidationError as error:
+        assert count > 65_000 and "at most 65,000" in str(error)
+    else:
+        assert count <= 65_000
+
+
+@pytest.mark.parametrize("cidrs, index", [(["0.0.0.0/0"], 0), (["8.8.8.0/24", "::/0"], 1)])
+def test_a_world_open_api_allowlist_on_gke_is_refused_naming_the_stack_key(tmp_path, cidrs, index):
+    # Before: exit 2 naming "GkeCluster.master_authorized_cidrs[0]", a component argument the user never wrote.
+    assert_refused(plan_with(tmp_path, **{"accel:apiAccessCidrs": cidrs}), f"accel:apiAccessCidrs[{index}]",
+                   "whole internet")

@@ -215,3 +215,11 @@ def test_name_too_long_for_gke_is_rejected(declare):
 def test_upgrade_pause_must_end_after_it_starts(declare):
     moment = datetime(2026, 11, 1, tzinfo=timezone.utc)
     rejected(declare, "must be after start", upgrade_pause=UpgradePause(moment, moment))
+
+
+def test_upgrade_pause_past_the_channel_s_end_of_support_is_refused(declare):
+    # GKE holds a NO_MINOR_OR_NODE_UPGRADES exclusion only until the minor version leaves support (gke_rules.yaml).
+    start = datetime.now(timezone.utc)
+    far = start.replace(year=start.year + 3)
+    rejected(declare, "14 months", upgrade_pause=UpgradePause(start, far))
+    rejected(declare, "24 months", upgrade_pause=UpgradePause(start, far), release_channel="EXTENDED")

@@ -304,3 +304,20 @@ def test_a_serving_replica_spanning_nodes_becomes_a_schedulable_leaderworkerset(
     # It schedules on the serving stack's nodes; that stack's own plan (one node per replica) installs no
     # LeaderWorkerSet controller, so the one error is the missing controller (tests/test_job_rules.py).
     assert [e.rule for e in recheck(SERVING, manifests).errors] == ["stack/crd-controller-installed"]
+
+
+def test_cli_writes_nothing_to_o_when_the_job_would_not_schedule(run_cli, tmp_path):
+    # Before: exit 2 and FILE written all the same, ready for a `kubectl apply -f FILE` that could never run.
+    manifests = copy.deepcopy(generated(TRAINING_TPU).manifests)
+    pod_spec(manifests)["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "8x8"
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(yaml.safe_dump_all(manifests))
+    out = tmp_path / "job.json"
+    out.write_text("the job that ran last week\n")
+    result = run_cli("-s", TRAINING_TPU, "--check", str(edited), "--json", "-o", str(out))
+    assert result.exit_code == 2
+    assert out.read_text() == "the job that ran last week\n"
+    assert f"nothing written to {out}: the job would not schedule" in result.output
+    fresh = tmp_path / "new.json"
+    assert run_cli("-s", TRAINING_TPU, "--check", str(edited), "--json", "-o", str(fresh)).exit_code == 2
+    assert not fresh.exists()

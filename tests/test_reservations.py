@@ -320,7 +320,8 @@ def catalog_zones(catalog) -> list[tuple[str, str]]:
 
 
 def test_every_machine_type_and_zone_the_catalog_lists_is_a_valid_declaration(catalog):
-    declared = [DeclaredReservation(name=f"r{i}", machineType=machine_type, count=1, zone=zone)
+    # cr-<17 hex> is both an EC2 reservation id and a valid Compute Engine name (policies/cloud/reservation_names.py)
+    declared = [DeclaredReservation(name=f"cr-{i:017x}", machineType=machine_type, count=1, zone=zone)
                 for i, (machine_type, zone) in enumerate(catalog_zones(catalog))]
     assert declaration_problems(declared, catalog.offerings) == []
 
@@ -344,8 +345,8 @@ def test_a_zone_the_catalog_lists_nowhere_for_the_machine_type_is_refused_with_t
     typo = zone[:cut] + zone[cut + 1:]  # one letter dropped, as in us-centrl1-a
     listed = {z for o in catalog.offerings if o.machine_type == machine_type for i in o.regions.values() for z in i.zones}
     assume(typo not in listed)
-    declared = [DeclaredReservation(name="ok", machineType=machine_type, count=1, zone=zone),
-                DeclaredReservation(name="r", machineType=machine_type, count=1, zone=typo)]
+    declared = [DeclaredReservation(name="cr-0123456789abcdef0", machineType=machine_type, count=1, zone=zone),
+                DeclaredReservation(name="cr-0123456789abcdef1", machineType=machine_type, count=1, zone=typo)]
     [problem] = declaration_problems(declared, catalog.offerings, catalog_key="accel:catalog")
     assert (problem.index, problem.key) == (1, "zone")
     assert problem.problem.startswith(f"{typo!r} is not a zone the catalog lists for {machine_type}; did you mean ")

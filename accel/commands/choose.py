@@ -210,7 +210,9 @@ def render(choice: Any, plan: Any, console: Console) -> None:
              + (f"{human_number(spec.inference.tokens_per_second)} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms"
                 if inference else f"{human_number(spec.training.tokens)} tokens")
              + f" ({spec.framework}), {choice.objective} objective")
-    table = Table(title=title, title_justify="left", show_lines=False)
+    # Every text below that comes from data (names, reasons, sources) is escaped: rich would read a "[...]" in it as
+    # markup and drop it (a rationale naming "facts.toml [limits.x]" lost its bracket).
+    table = Table(title=escape(title), title_justify="left", show_lines=False)
     for column, justify in (("#", "right"), ("hardware", "left"), ("where", "left"), ("chips", "right"),
                             ("layout", "left"), ("capacity", "left"), ("$/h", "right"),
                             ("time" if not inference else "hours", "right"), ("total", "right"),
@@ -221,25 +223,25 @@ def render(choice: Any, plan: Any, console: Console) -> None:
         option = row.option
         layout = layout_of(option)
         where = f"{option.cloud} {option.region}" + (f" +{len(row.regions) - 1}" if len(row.regions) > 1 else "")
-        table.add_row(f"{row.rank}" + (" *" if row.chosen else ""), accelerator_name(option.accelerator),
-                      where, f"{option.chips:,}", layout,
-                      option.provisioning,
+        table.add_row(f"{row.rank}" + (" *" if row.chosen else ""), escape(accelerator_name(option.accelerator)),
+                      escape(where), f"{option.chips:,}", escape(layout),
+                      escape(option.provisioning),
                       money(option.hourly_usd, cents=True) + (" (estimate)" if option.price_estimate else ""),
                       f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
-                      f"{option.mfu:.0%}", "; ".join(row.tradeoffs), style="bold green" if row.chosen else None)
+                      f"{option.mfu:.0%}", escape("; ".join(row.tradeoffs)), style="bold green" if row.chosen else None)
     table.caption = "* chosen; +N: the same option in N more regions" + (f"; {summarise_rest(rest, inference)}" if rest else "")
     # Where each shown price comes from (catalog sources, with their dates; "estimate" marks a rule-derived one).
     sources = list(dict.fromkeys(row.option.price_source + (" estimate" if row.option.price_estimate else "")
                                  for row in rows if row.option.price_source))
     if sources:
-        table.caption += "; prices: " + ", ".join(sources)
+        table.caption += "; prices: " + escape(", ".join(sources))
     table.caption_justify = "left"
     console.print(table)
     # highlight=False here and on every line below: rich's repr highlighter (its first use compiles ~20 regular
     # expressions, ~1.5 ms of a choose) would only colour the numbers and brackets of a heading on a terminal.
     # A heading and its lines go in one print, one line each (sep): the same text as a print per line, without
     # a print's fixed cost (~50 us) per line.
-    console.print("[bold]Why[/bold]", *(f"  - {line}" for line in plan.rationale), sep="\n", highlight=False)
+    console.print("[bold]Why[/bold]", *(f"  - {escape(line)}" for line in plan.rationale), sep="\n", highlight=False)
     assumptions = Table(title="Assumptions", title_justify="left", show_header=True)
     assumptions.add_column("assumption")
     assumptions.add_column("value", justify="right")
@@ -251,7 +253,7 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     console.print(assumptions)
     if choice.rejected:
         console.print(f"[bold]Rejected[/bold] ({len(choice.rejected)} offerings)",
-                      *(f"  - {item['offering']}: {item['reasons'][0]}"
+                      *(f"  - {escape(item['offering'])}: {escape(item['reasons'][0])}"
                         + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
                            "--json lists them)" if len(item["reasons"]) > 1 else "")
                         for item in choice.rejected),

@@ -110,7 +110,12 @@ def job(
         text = render(generated, result.stack, "Fabric check job" if validate else "Workload")
     else:
         text = ""
-    if output and text:
+    # Manifests that would not schedule are never written to -o: a FILE a pipeline applies next (kubectl apply
+    # -f FILE) must hold only a job that runs; an older FILE is left as it was. stdout still shows them.
+    if output and text and report.errors:
+        print(f"note: nothing written to {output}: the job would not schedule (drop -o to see the manifests)",
+              file=sys.stderr)
+    elif output and text:
         from accel.base.safe_files import write_text
 
         try:

@@ -310,6 +310,10 @@ def destroy_after_run_command(
     try:
         # Check before the run, not after: a typo in the command or the stack, or an unsafe stack, must
         # neither cost a training run's worth of compute nor destroy a cluster that is waiting for the run.
+        # The stack's name first: a name Pulumi would refuse is an input error, whatever is installed.
+        from accel.stack.stack_names import check_stack_reference
+
+        check_stack_reference(stack)
         check_command(command)
         project = _project_dir(work_dir)
         workspace = reaper.open_workspace(project)

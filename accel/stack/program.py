@@ -121,10 +121,22 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         cost_center=plan.workload.cost_center or settings.costCenter,
         **lifecycle.resource_tag_fields(),
     )
+    if plan.cloud == "aws":
+        _check_aws_tag_values(tags, plan, source)
     gcp_project = config.get("gcp:project")
     if plan.cloud == "gcp" and gcp_project and project_id_problem(gcp_project):
         raise UsageError(f"{source}: {project_id_problem(gcp_project)}")
     api_access_cidrs = list(settings.apiAccessCidrs)
+    if plan.cloud == "gcp":
+        # GkeCluster refuses a /0 allowlist (components/gcp/cluster.py; EKS takes an explicit one): say it in the
+        # stack file's words, not as the component argument master_authorized_cidrs.
+        import ipaddress
+
+        for index, cidr in enumerate(api_access_cidrs):
+            if ipaddress.ip_network(cidr).prefixlen == 0:
+                raise UsageError(f"{source}: accel:apiAccessCidrs[{index}]: {cidr!r} opens the GKE control plane to "
+                                 "the whole internet; list your office/VPN/CI egress ranges, or leave the list empty "
+                                 "and use the IAM-authenticated DNS endpoint")
     missing = missing_deploy_keys(plan, config, api_access_cidrs, stack) + ([booking_key] if booking_key else [])
     if missing and not placeholders_allowed():
         raise UsageError(f"{source}: {missing_keys_message(missing)}")
@@ -152,6 +164,19 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
                         resource_name=resource_name(stack), cluster_args=args, notes=notes,
                         missing_for_up=missing)
+
+
+def _check_aws_tag_values(tags: ResourceTags, plan, source: str) -> None:
+    """An owner or cost centre AWS would refuse as a tag value stops here, named by the key it came from."""
+    from accel.components.tags import aws_tag_value_problem
+
+    for field, workload_key, stack_key in (("owner", "owner", "accel:owner"),
+                                           ("cost_center", "cost_center", "accel:costCenter")):
+        value = getattr(tags, field)
+        problem = aws_tag_value_problem(value)
+        if problem:
+            key = f"accel:workload.{workload_key}" if getattr(plan.workload, workload_key) else stack_key
+            raise UsageError(f"{source}: {key}: {value!r} cannot be an AWS tag value: {problem}")
 
 
 def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:

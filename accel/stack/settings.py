@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from accel.base.cidrs import documentation_range_problem
 from accel.base.errors import UsageError
@@ -34,6 +34,19 @@ class UpgradePauseWindow(StrictModel):
 
     start: datetime
     end: datetime
+
+    @model_validator(mode="after")
+    def _gke_can_hold_it(self) -> "UpgradePauseWindow":
+        # The stack program's cluster is on the REGULAR channel (accel/stack/program.py builds GkeClusterArgs
+        # with its default), so GKE's rule for that channel applies.
+        from datetime import timezone
+
+        from accel.policies.cloud.gke_rules import upgrade_pause_problem
+
+        problem = upgrade_pause_problem(self.start, self.end, now=datetime.now(timezone.utc), channel="REGULAR")
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class StackSettings(StrictModel):
@@ -85,6 +98,19 @@ class StackSettings(StrictModel):
                 raise ValueError(problem)
         return cidrs
 
+    @field_validator("namespace")
+    @classmethod
+    def _a_namespace_kubernetes_takes(cls, namespace: str) -> str:
+        # A Namespace's name is an RFC 1123 label (Kubernetes ValidateNamespaceName, IsDNS1123Label), the rule
+        # components/kubernetes/names.py holds; checked here so the message names accel:namespace, not a
+        # component argument.
+        from accel.components.kubernetes.names import DNS_LABEL
+
+        if not DNS_LABEL.fullmatch(namespace):
+            raise ValueError(f"{namespace!r} is not a Kubernetes namespace name: 1 to 63 lowercase letters, digits "
+                             "or '-', starting and ending with a letter or digit")
+        return namespace
+
     def resolved_workload(self, source: str) -> WorkloadSpec:
         """The workload, with `accel:hardware` applied as its pin."""
         workload = self.workload or (self.plan.workload if self.plan else None)
@@ -98,9 +124,27 @@ class StackSettings(StrictModel):
     def lifecycle(self, source: str) -> Lifecycle:
         values = {"ephemeral": self.ephemeral, "ttl": self.ttl, "expiresAt": self.expiresAt}
         try:
-            return Lifecycle.from_config(without_none(values))
+            lifecycle = Lifecycle.from_config(without_none(values))
         except LifecycleError as error:
             raise UsageError(f"{source}: {error}") from None
+        _check_expiry_within_the_longest_ttl(lifecycle, source)
+        return lifecycle
+
+
+def _check_expiry_within_the_longest_ttl(lifecycle: Lifecycle, source: str) -> None:
+    """An expiry further away than the longest TTL accel takes (ten years) is a stack that is never reaped: the
+    same bound accel:ttl has (accel/base/units.py MAX_TTL), applied to the fixed date."""
+    from datetime import timezone
+
+    from accel.base.units import MAX_TTL
+
+    if lifecycle.expires_at is None:
+        return
+    today = datetime.now(timezone.utc)
+    if lifecycle.expires_at > today + MAX_TTL:
+        raise UsageError(f"{source}: accel:expiresAt: {lifecycle.expires_at.isoformat()} is more than "
+                         f"{MAX_TTL.days:,} days (ten years) from now, the longest lifetime accel takes; an ephemeral "
+                         "stack that far off is never reaped: give the date the stack should go (or accel:ttl)")
 
 
 # Keys whose values are objects or arrays in the stack file (JSON-encoded in Pulumi config).

@@ -19,7 +19,6 @@ What it builds:
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from accel.components.tags import ResourceTags
 from accel.components.kubernetes.names import LABEL_KEY, LABEL_VALUE
 from accel.policies import hardware
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
+from accel.policies.cloud.reservation_names import AWS_RESERVATION_ID
 from accel.policies.hardware import AwsGpuInstance
 from accel.policies.plan import Capacity, GpuPool
 from accel.policies.selection.pools import gpu_pool, pool_capacity
@@ -50,7 +50,6 @@ def gpu_taint() -> dict[str, str]:
     """The EKS GPU node taint (key from the hardware facts table; the EKS AMI docs' value `true`)."""
     names = hardware.current().kubernetes
     return {"key": names.gpu_taint_key, "value": names.eks_gpu_taint_value, "effect": "NO_SCHEDULE"}
-_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
 
 # AL2023 nodeadm: stripe the instance-store NVMe disks into one RAID0 volume for containerd and
 # the kubelet, so image layers and scratch data land on local NVMe instead of the EBS root.
@@ -198,7 +197,7 @@ class GpuNodeGroupArgs:
             raise invalid_arg(_ARGS, "capacity.provisioning", capacity.provisioning,
                           f"on AWS: {', '.join(CAPACITY_TYPES)} (flex-start and queued are GCP options)")
         if capacity.provisioning in RESERVED:
-            if not capacity.reservation or not _RESERVATION_ID.fullmatch(capacity.reservation):
+            if not capacity.reservation or not AWS_RESERVATION_ID.fullmatch(capacity.reservation):
                 raise invalid_arg(_ARGS, "capacity.reservation", capacity.reservation,
                               f"{capacity.provisioning} needs the capacity reservation id, e.g. cr-0123456789abcdef0")
             if pool.alternate_machine_types:

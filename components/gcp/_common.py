@@ -131,6 +131,12 @@ def resolve_capacity(component: str, capacity: Capacity) -> CapacityMode:
     if provisioning == "reservation" and not capacity.reservation:
         raise invalid_arg(component, "capacity.reservation", capacity.reservation,
                            "provisioning 'reservation' needs the reservation name")
+    if capacity.reservation:
+        from accel.policies.cloud.reservation_names import reservation_name_problem
+
+        problem = reservation_name_problem(capacity.reservation, "gcp")
+        if problem:
+            raise invalid_arg(component, "capacity.reservation", capacity.reservation, problem)
     if capacity.reservation and provisioning != "reservation":
         raise invalid_arg(component, "capacity.reservation", capacity.reservation,
                            f"a reservation is only used with provisioning 'reservation', not {provisioning!r}")

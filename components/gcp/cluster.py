@@ -40,6 +40,7 @@ from accel.components.gcp._common import (
 )
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
+from accel.policies.cloud.gke_rules import upgrade_pause_problem
 from accel.policies.plan import Filesystem, Plan
 
 COMPONENT = "GkeCluster"
@@ -183,10 +184,10 @@ def check_args(args: GkeClusterArgs) -> None:
         raise invalid_arg(COMPONENT, "system_nodes_per_zone", args.system_nodes_per_zone, "at least 1")
     if args.upgrade_pause is not None:
         pause = args.upgrade_pause
-        if pause.start.tzinfo is None or pause.end.tzinfo is None:
-            raise invalid_arg(COMPONENT, "upgrade_pause", pause, "start and end need a time zone (use UTC)")
-        if pause.end <= pause.start:
-            raise invalid_arg(COMPONENT, "upgrade_pause.end", pause.end.isoformat(), "must be after start")
+        problem = upgrade_pause_problem(pause.start, pause.end, now=datetime.now(timezone.utc),
+                                        channel=args.release_channel)
+        if problem:
+            raise invalid_arg(COMPONENT, "upgrade_pause", pause, problem)
     if not _is_hh_mm(args.maintenance_start_utc):
         raise invalid_arg(COMPONENT, "maintenance_start_utc", args.maintenance_start_utc, "expected HH:MM")
     if args.node_service_account_id is not None:

@@ -9,10 +9,10 @@ on-demand; a TPU host size divides every multi-host slice.
 # annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import math
-from datetime import date
-from typing import Any, Literal
+from datetime import date, timedelta
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from accel.policies import hardware
 
@@ -22,6 +22,18 @@ from accel.base.model import StrictModel
 from accel.policies.workload import AcceleratorId, Cloud
 
 # Values public price feeds use for "unknown"; a real price is never exactly one of these.
+def _read_by_today(day: date) -> date:
+    """An as-of date is when a figure was read: never a day still to come (one day's grace for time zones)."""
+    today = date.today()
+    if day > today + timedelta(days=1):
+        raise ValueError(f"{day.isoformat()} is in the future (today is {today.isoformat()}): an as_of date says when "
+                         "the figure was read, so write the day you read it")
+    return day
+
+
+# The date a price, source or catalog was read (refused when still to come).
+AsOfDate = Annotated[date, AfterValidator(_read_by_today)]
+
 SENTINEL_PRICES: frozenset[float] = frozenset({700.0, 999.0, 9999.0, 99999.0, 999999.0, 1e6, 1e9})
 MAX_CHIP_HOUR_USD = 150.0     # above this a "per chip-hour" price is really a per-instance price
 MAX_HOST_HOUR_USD = 500.0
@@ -31,7 +43,7 @@ class Source(StrictModel):
     title: str = Field(min_length=3)
     # Where a user checks the figure: a public page (https://...) or, for an overlay, the user's own file.
     page: str = Field(min_length=3)
-    as_of: date
+    as_of: AsOfDate
 
     @property
     def is_estimate(self) -> bool:
@@ -51,7 +63,7 @@ class Price(StrictModel):
 
     usd: float
     source: str = Field(min_length=3)
-    as_of: date
+    as_of: AsOfDate
     # True when the figure is not read off a price list but derived by a rule the source states (its title
     # starts with "estimate"): `accel choose` says so next to a chosen price.
     estimate: bool = False
@@ -564,7 +576,7 @@ class Defaults(StrictModel):
 
 class Catalog(StrictModel):
     version: str = Field(min_length=1)
-    as_of: date
+    as_of: AsOfDate
     sources: dict[str, Source] = Field(default_factory=dict)
     accelerators: dict[str, Accelerator] = Field(min_length=1)
     offerings: tuple[Offering, ...] = Field(min_length=1)

@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from accel.base.model import StrictModel
+from accel.policies.cloud.machine_counts import machine_count_problem
 
 COMMITMENT_KINDS = ("savings-plan", "committed-use")
 MODE_OF = {"savings-plan": "aws-savings-plan", "committed-use": "gcp-cud"}   # capacity_modes.yaml mode ids
@@ -46,8 +47,11 @@ class DeclaredCommitment(StrictModel):
         None, min_length=1, description="savings-plan ec2-instance only: the instance family, e.g. p5")
     region: str | None = Field(
         None, min_length=1, description="The region it applies in (ec2-instance Savings Plans and committed-use)")
+    # A sanity bound, not an AWS limit (none is published): $10M/h is ~$88B a year, more than any one company's
+    # cloud bill, so a larger commitment is a typo (1e300 was priced before).
     hourlyCommitmentUsd: float | None = Field(
-        None, gt=0, allow_inf_nan=False, description="savings-plan only: the committed $/h, spent at Savings Plan rates")
+        None, gt=0, le=10_000_000, allow_inf_nan=False,
+        description="savings-plan only: the committed $/h, spent at Savings Plan rates")
     machineType: str | None = Field(
         None, min_length=1, description="committed-use only: the machine type whose resources are committed")
     count: int | None = Field(None, gt=0, description="committed-use only: machines' worth of resources committed")
@@ -55,6 +59,14 @@ class DeclaredCommitment(StrictModel):
         None, gt=0, lt=1, description="The fraction off on-demand for the matching usage (e.g. 0.4)")
     committedUsdPerMachineHour: float | None = Field(
         None, gt=0, le=10_000, description="The committed rate per machine-hour (instead of discount)")
+
+    @field_validator("count")
+    @classmethod
+    def _a_count_a_cluster_can_use(cls, count: int | None) -> int | None:
+        problem = None if count is None else machine_count_problem(count)
+        if problem:
+            raise ValueError(problem)
+        return count
 
     @model_validator(mode="after")
     def _fields_fit_the_kind(self) -> "DeclaredCommitment":

@@ -1,4 +1,5 @@
-"""GKE's node-pool rules on COMPACT placement and Dynamic Workload Scheduler capacity, from gke_rules.yaml.
+"""GKE's node-pool rules on COMPACT placement and Dynamic Workload Scheduler capacity, and how long an upgrade
+pause (a maintenance exclusion) may last, from gke_rules.yaml.
 
 One function answers "would GKE reject this pool?" for the planner, the components and the
 guardrail alike, so the three can never disagree.
@@ -7,6 +8,7 @@ guardrail alike, so the three can never disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,10 +27,18 @@ class CompactPlacementRules:
 
 
 @dataclass(frozen=True)
+class UpgradePauseRules:
+    scope: str
+    source: str
+    support_months_by_channel: dict[str, int]
+
+
+@dataclass(frozen=True)
 class GkeRules:
     as_of: str
     source: str
     compact_placement: CompactPlacementRules
+    upgrade_pause: UpgradePauseRules
 
 
 @lru_cache(maxsize=None)
@@ -37,7 +47,47 @@ def load_gke_rules(path: Path = RULES_FILE) -> GkeRules:
     compact = data["compact_placement"]
     return GkeRules(as_of=str(data["as_of"]), source=str(data["source"]), compact_placement=CompactPlacementRules(
         queued_provisioning_allowed_for_tpu_only=bool(compact["queued_provisioning_allowed_for_tpu_only"]),
-        flex_start_machine_series=tuple(compact["flex_start_machine_series"])))
+        flex_start_machine_series=tuple(compact["flex_start_machine_series"])),
+        upgrade_pause=UpgradePauseRules(scope=str(data["upgrade_pause"]["scope"]),
+                                        source=str(data["upgrade_pause"]["source"]),
+                                        support_months_by_channel={str(k): int(v) for k, v in
+                                                                   data["upgrade_pause"]["support_months_by_channel"].items()}))
+
+
+def _months_after(moment: datetime, months: int) -> datetime:
+    """`moment` plus whole calendar months (the day clamped to the shorter month's last day)."""
+    index = moment.month - 1 + months
+    year, month = moment.year + index // 12, index % 12 + 1
+    day = moment.day
+    while True:
+        try:
+            return moment.replace(year=year, month=month, day=day)
+        except ValueError:
+            day -= 1
+
+
+def upgrade_pause_problem(start: datetime, end: datetime, now: datetime, channel: str = "REGULAR") -> str | None:
+    """Why GKE refuses this upgrade pause on a cluster of `channel`, or None if it may accept it.
+
+    The pause is a NO_MINOR_OR_NODE_UPGRADES exclusion: it may last until the end of support of the cluster's
+    minor version and no longer, and that version (one GKE offers today on this channel) is supported at most
+    the channel's months from today.
+    """
+    if start.tzinfo is None or end.tzinfo is None:
+        return "start and end need a time zone (write them in UTC, like 2026-12-01T00:00:00Z)"
+    if end <= start:
+        return f"end ({end.isoformat()}) must be after start ({start.isoformat()})"
+    rules = load_gke_rules().upgrade_pause
+    months = rules.support_months_by_channel.get(channel)
+    if months is None:
+        return None
+    latest = _months_after(now.astimezone(end.tzinfo), months)
+    if end > latest + timedelta(days=1):
+        return (f"end ({end.date().isoformat()}) is more than {months} months from today ({now.date().isoformat()}); "
+                f"GKE ends a {rules.scope} maintenance exclusion at the end of support of the cluster's minor "
+                f"version, at most {months} months away on the {channel} channel, so it refuses a later end: "
+                f"end the pause by {latest.date().isoformat()} (source: {rules.source})")
+    return None
 
 
 def compact_placement_problem(machine_type: str, provisioning: str, *, tpu: bool = False) -> str | None:

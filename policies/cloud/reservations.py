@@ -28,11 +28,12 @@ from collections.abc import Iterable
 from datetime import timezone
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AfterValidator, AwareDatetime, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, Field, field_validator, model_validator
 
 from accel.base.model import StrictModel
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
 from accel.policies.cloud.commitments import DeclaredCommitment
+from accel.policies.cloud.machine_counts import machine_count_problem
 from accel.policies.plan import Plan
 
 if TYPE_CHECKING:
@@ -66,6 +67,14 @@ class DeclaredReservation(StrictModel):
                                            "contract's rate: a committed-use discount or Capacity Block price)")
     marginal: Literal["zero"] | None = Field(
         None, description="zero: already paid for (billed whether used or not), so using it costs nothing more")
+
+    @field_validator("count")
+    @classmethod
+    def _a_count_a_cluster_can_use(cls, count: int) -> int:
+        problem = machine_count_problem(count)
+        if problem:
+            raise ValueError(problem)
+        return count
 
     @model_validator(mode="after")
     def _window_fits_the_kind(self) -> "DeclaredReservation":
@@ -276,8 +285,12 @@ def declaration_problems(reservations: Iterable[DeclaredReservation], offerings:
     catalog lists for that machine type: such a reservation could never be used, so it is a mistake to
     say, not a quiet "gave no feasible option". Each problem names what is allowed, closest first;
     `catalog_key` is where the user gives a catalog overlay (`--catalog`, or `accel:catalog` in a stack)."""
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+
     zones_of: dict[str, dict[str, set[str]]] = {}  # machine type -> region -> zones
+    cloud_of: dict[str, str] = {}  # machine type -> the cloud that sells it
     for offering in offerings:
+        cloud_of[offering.machine_type] = offering.cloud
         regions = zones_of.setdefault(offering.machine_type, {})
         for region, info in offering.regions.items():
             regions.setdefault(region, set()).update(info.zones)
@@ -303,6 +316,10 @@ def declaration_problems(reservations: Iterable[DeclaredReservation], offerings:
                 f"the catalog sells {', '.join(sorted(zones_of))}"
             problems.append(DeclarationProblem(index=index, key="machineType", problem=(
                 f"{machine_type!r} is sold by no catalog offering; {allowed}")))
+            continue
+        name_problem = reservation_name_problem(reservation.name, cloud_of[machine_type])
+        if name_problem:
+            problems.append(DeclarationProblem(index=index, key="name", problem=name_problem))
             continue
         regions = zones_of[machine_type]
         known = set().union(*regions.values())

@@ -1,0 +1,32 @@
+"""What each cloud takes as the name of a reservation a stack declares (`accel:reservations[i].name`).
+
+- AWS: an On-Demand Capacity Reservation or Capacity Block id, `cr-` and hex digits (EC2 resource ids: 8 hex
+  digits for the old ids, 17 since 2016; the id `aws ec2 describe-capacity-reservations` prints).
+- Google Cloud: a Compute Engine resource name (the Reservation resource's `name`: 1 to 63 characters matching
+  `[a-z]([-a-z0-9]*[a-z0-9])?`, RFC 1035), optionally as the shared-reservation path
+  `projects/PROJECT/reservations/NAME`, and followed by `/reservationBlocks/BLOCK` (and
+  `/reservationSubBlocks/SUB_BLOCK`) to target a block of it, as GKE's reservation affinity takes it.
+GKE and EKS refuse any other name at `pulumi up`; this says so at `accel choose --reservations` and `accel plan`.
+"""
+
+from __future__ import annotations
+
+import re
+
+AWS_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8}(?:[0-9a-f]{9})?")
+_GCP_NAME = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
+_GCP_PROJECT = r"[a-z][-a-z0-9]{4,28}[a-z0-9]"
+GCP_RESERVATION = re.compile(rf"(?:projects/{_GCP_PROJECT}/reservations/)?{_GCP_NAME}"
+                             rf"(?:/reservationBlocks/{_GCP_NAME}(?:/reservationSubBlocks/{_GCP_NAME})?)?")
+
+
+def reservation_name_problem(name: str, cloud: str) -> str | None:
+    """Why `cloud` would not take `name` as a reservation's name, or None."""
+    if cloud == "aws" and not AWS_RESERVATION_ID.fullmatch(name):
+        return (f"{name!r} is not an AWS capacity reservation id: cr- and 8 or 17 hex digits, e.g. "
+                "cr-0123456789abcdef0 (aws ec2 describe-capacity-reservations lists yours)")
+    if cloud == "gcp" and not GCP_RESERVATION.fullmatch(name):
+        return (f"{name!r} is not a Google Cloud reservation name: 1 to 63 lowercase letters, digits or '-', "
+                "starting with a letter and not ending with '-' (or projects/PROJECT/reservations/NAME, optionally "
+                "with /reservationBlocks/BLOCK)")
+    return None
