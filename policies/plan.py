@@ -403,16 +403,19 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     """The parallelism of a GPU pool under this estimate (None without a GPU pool); a mixture-of-experts model
     (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain (its
     machine type's own where the hardware table states one), the expert-parallel degree the estimate's
-    all-to-all is costed at (policies/estimator/moe.py)."""
+    all-to-all is costed at (policies/estimator/moe.py); a tensor-parallel group spans nodes only inside one
+    NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes)."""
     if gpu is None:
         return None
     replica = estimate.details.get("replica_chips")
     expert = None
+    facts = hardware.current()
     if experts and kind != "inference":
-        domain = hardware.current().scale_up_domain_chips(gpu.accelerator, gpu.machine_type)
+        domain = facts.scale_up_domain_chips(gpu.accelerator, gpu.machine_type)
         expert = expert_parallelism(experts, domain)
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
-                           int(replica) if isinstance(replica, (int, float)) else None, expert)
+                           int(replica) if isinstance(replica, (int, float)) else None, expert,
+                           facts.nvlink_domain_unit_nodes(gpu.machine_type))
 
 
 def _derived_parallelism(data: dict[str, Any]) -> Parallelism | None:
