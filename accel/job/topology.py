@@ -84,10 +84,12 @@ def _tensor_groups_in_one_domain(request: TopologyRequest, levels: tuple[str, ..
     """`request`, when it already keeps every tensor-parallel group inside one unit of the machine's NVLink domain
     (each replica, or the whole job, required at that level or a finer one); else each group of `tensor_nodes`
     pods required in one unit, the whole job as `request` asked for it at a coarser level."""
-    unit = hardware.current().placement_units.get(machine_type)
-    if unit is None or unit.level not in levels:
+    facts = hardware.current()
+    unit = facts.placement_units.get(machine_type)
+    domain_nodes = facts.nvlink_domain_unit_nodes(machine_type)
+    if unit is None or unit.level not in levels or domain_nodes == 1 or domain_nodes % tensor_nodes:
         raise ValueError(f"{machine_type}: a tensor-parallel group spans {tensor_nodes} nodes but no placement unit "
-                         f"of the pool's topology levels ({', '.join(levels)}) holds one NVLink domain")
+                         f"of the pool's topology levels ({', '.join(levels)}) holds one NVLink domain of whole groups")
     domain = levels.index(unit.level)
     held = request.annotations.get(SLICE_REQUIRED) or request.annotations.get(REQUIRED)
     if held is not None and levels.index(held) >= domain:
