@@ -129,3 +129,13 @@ def test_a_job_that_is_one_replica_wider_than_a_domain_still_requires_each_tenso
 def test_tensor_groups_across_nodes_on_a_machine_with_no_domain_unit_is_a_bug_not_a_silent_straddle():
     with pytest.raises(ValueError, match="no placement unit"):
         topology_request(GKE, "a3-megagpu-8g", 32, 16, tensor_nodes=2)
+
+
+def test_an_a4x_plan_pinned_with_the_layout_derived_before_still_loads_and_now_reads_tp8():
+    # Stack files pinned by `accel choose --write-stack` before 2026-11-27 carry TP4 x PP16 for this fleet.
+    document = dict(planned("llama-405b-a4x").plan)
+    document["parallelism"] = {"tensor": 4, "pipeline": 16, "data": 2, "group_nodes": 16}
+    assert Plan.model_validate(document).parallelism.text() == "TP8 x PP8 x DP2"
+    document["parallelism"] = {"tensor": 4, "pipeline": 8, "data": 2, "group_nodes": 16}   # neither layout
+    with pytest.raises(ValueError, match="plan.parallelism is .* but workload.kind"):
+        Plan.model_validate(document)
