@@ -116,8 +116,8 @@ def test_the_405b_a4x_job_requires_each_tensor_group_in_one_nvlink_domain_and_sc
 
 
 def test_a_replica_required_inside_one_domain_already_holds_its_tensor_groups():
-    request = topology_request(GKE, "a4x-highgpu-4g", 36, 4, tensor_nodes=2)
-    assert request.annotations == {SLICE_REQUIRED: SUBBLOCK, SLICE_SIZE: "4", PREFERRED: BLOCK}
+    request = topology_request(GKE, "a4x-highgpu-4g", 36, 6, tensor_nodes=2)
+    assert request.annotations == {SLICE_REQUIRED: SUBBLOCK, SLICE_SIZE: "6", PREFERRED: BLOCK}
     assert "each tensor-parallel group (2 nodes) stays in that" in request.notes[-1]
 
 
@@ -139,3 +139,15 @@ def test_an_a4x_plan_pinned_with_the_layout_derived_before_still_loads_and_now_r
     document["parallelism"] = {"tensor": 4, "pipeline": 8, "data": 2, "group_nodes": 16}   # neither layout
     with pytest.raises(ValueError, match="plan.parallelism is .* but workload.kind"):
         Plan.model_validate(document)
+
+
+def test_replicas_that_do_not_pack_into_sub_blocks_are_not_required_in_one_but_their_tensor_groups_are():
+    # 70B on 36 A4X: TP8 x PP2 x DP9, 4-node replicas; two 18-node sub-blocks hold 8 of them, not 9, so a
+    # per-replica requirement would keep the job queued forever. Each 2-node tensor group is required instead.
+    request = topology_request(GKE, "a4x-highgpu-4g", 36, 4, tensor_nodes=2)
+    assert request.annotations == {SLICE_REQUIRED: SUBBLOCK, SLICE_SIZE: "2", PREFERRED: BLOCK}
+    # Replicas that pack (3 six-node ones per sub-block) are still required whole.
+    assert topology_request(GKE, "a4x-highgpu-4g", 36, 6).annotations == {
+        SLICE_REQUIRED: SUBBLOCK, SLICE_SIZE: "6", PREFERRED: BLOCK}
+    # A tray-bound layout whose replicas do not pack only prefers the sub-block, as a job of no whole replicas does.
+    assert topology_request(GKE, "a4x-highgpu-4g", 36, 4).annotations == {PREFERRED: SUBBLOCK}

@@ -111,8 +111,9 @@ def _tensor_groups_in_one_domain(request: TopologyRequest, levels: tuple[str, ..
 
 def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int) -> TopologyRequest:
     """Each model replica of `group_nodes` nodes required in the finest level that holds it, or the whole job."""
-    if group_nodes > 1 and nodes % group_nodes == 0 and group_nodes < nodes:
-        level = replica_level(levels, machine_type, group_nodes)
+    level = replica_level(levels, machine_type, group_nodes)
+    if group_nodes > 1 and nodes % group_nodes == 0 and group_nodes < nodes \
+            and not _replicas_overflow(level, machine_type, nodes, group_nodes):
         annotations = {SLICE_REQUIRED: level, SLICE_SIZE: str(group_nodes)}
         index = levels.index(level)
         note = (f"topology: each model replica ({group_nodes} pods, one per node, by completion index) required "
@@ -125,7 +126,21 @@ def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, gro
         level = replica_level(levels, machine_type, nodes)
         return TopologyRequest({REQUIRED: level}, [f"topology: the job is one model replica of {nodes} nodes, "
                                                    f"required in one {level}"])
-    level = unit_level(levels, machine_type)
     why = ("a model replica stays inside one node" if group_nodes <= 1 else
-           f"{nodes} nodes are not a whole number of {group_nodes}-node replicas, so no per-replica requirement")
+           f"{nodes} nodes are not a whole number of {group_nodes}-node replicas, so no per-replica requirement"
+           if nodes % group_nodes else
+           f"{group_nodes}-node replicas do not pack into {level}s of {level_nodes(level, machine_type)} nodes (some "
+           "would wait for a domain with room forever), so no per-replica requirement")
+    level = unit_level(levels, machine_type)
     return TopologyRequest({PREFERRED: level}, [f"topology: {why}; the whole job preferred in one {level}"])
+
+
+def _replicas_overflow(level: str, machine_type: str, nodes: int, group_nodes: int) -> bool:
+    """Whether the fleet's domains of `level` (of documented size; the fleet in whole domains and a remainder)
+    cannot hold all its `group_nodes`-node replicas, each inside one: 36 A4X nodes are two 18-node sub-blocks,
+    which hold 8 four-node replicas, not 9."""
+    size = level_nodes(level, machine_type)
+    if size is None or size >= nodes:
+        return False
+    room = (nodes // size) * (size // group_nodes) + (nodes % size) // group_nodes
+    return room < nodes // group_nodes
