@@ -4,10 +4,14 @@ data-parallel over model replicas. A pure decision over figures the Plan already
 - Training: one model replica (a tensor- x pipeline-parallel group) holds the whole training state
   (`estimate.min_chips_for_memory` chips: weights, gradients, optimizer state and activation headroom),
   the usual 3D-parallel layout without optimizer-state sharding across replicas. Tensor parallelism
-  stays inside a node's NVLink domain (every GPU of the node once the state needs more than one
-  node); the pipeline degree is the nodes that hold the state, rounded up to a power of two as
-  Megatron-style pipelines are laid out, and never more than the fleet. Llama 3.1 405B on H100
-  nodes comes out as TP8 x PP16 (the Llama 3 paper, Table 4, ran TP8 x PP16 x DP128).
+  stays inside an NVLink domain: every GPU of the node once the state needs more than one node, and,
+  where the domain spans nodes (GB200 NVL72) and the cloud places whole domains as a unit a job can
+  require (`tensor_nodes`: A4X's 18-node sub-block), as many whole nodes as the state needs up to the
+  largest power of two that tiles the unit (TP8 over two 4-GPU trays of an 18-tray rack, as NVIDIA's
+  GB200 Nemotron-4 340B recipe runs TP8 x PP8). The pipeline degree is the tensor-parallel groups that
+  hold the state, rounded up to a power of two as Megatron-style pipelines are laid out, and never
+  more than the fleet. Llama 3.1 405B on H100 nodes comes out as TP8 x PP16 (the Llama 3 paper,
+  Table 4, ran TP8 x PP16 x DP128).
 - Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
   NVLink domain: EP = min(experts, domain GPUs)), so the all-to-all stays on NVLink; expert parallelism
   reuses the GPUs of a replica's node rather than multiplying the fleet (`expert`, absent for a dense
@@ -16,7 +20,9 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   the GPUs of a node, pipeline-parallel over the nodes it spans (what `accel job` passes to vLLM).
 
 `group_nodes` (the nodes one replica spans) is what the fleet layout keeps inside one pool
-(policies/selection/fleet_layout.py) and what `accel job` asks Kueue to keep inside one placement unit.
+(policies/selection/fleet_layout.py) and what `accel job` asks Kueue to keep inside one placement unit;
+`tensor_nodes` (present only when a tensor-parallel group spans nodes) is what it keeps inside one NVLink
+domain when a whole replica cannot be (accel/job/topology.py).
 """
 
 # No `from __future__ import annotations` in a module of pydantic models: pydantic would compile each field's
@@ -32,25 +38,32 @@ from accel.base.model import StrictModel
 class Parallelism(StrictModel):
     """Tensor x pipeline x data parallel degrees of a GPU fleet (docs/scale.md)."""
 
-    tensor: int = Field(gt=0, description="GPUs one tensor-parallel group spans (inside one node)")
-    pipeline: int = Field(gt=0, description="Pipeline stages of one model replica, one node each")
+    tensor: int = Field(gt=0, description="GPUs one tensor-parallel group spans (inside one node, or inside one "
+                        "NVLink domain that spans nodes: see tensor_nodes)")
+    pipeline: int = Field(gt=0, description="Pipeline stages of one model replica, one node each (tensor_nodes "
+                          "nodes each where a tensor-parallel group spans nodes)")
     data: int = Field(gt=0, description="Model replicas the fleet holds (data-parallel degree)")
     expert: int | None = Field(None, gt=0, description="Mixture-of-experts training: GPUs one expert-parallel "
                                "group spreads the routed experts over (inside one NVLink domain); absent for a "
                                "dense model")
+    tensor_nodes: int | None = Field(None, gt=1, description="Nodes one tensor-parallel group spans, where it spans "
+                                     "several inside one NVLink domain (GB200 NVL72); absent when it stays in a node")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def group_nodes(self) -> int:
         """Nodes one model replica (a tensor- x pipeline-parallel group) spans."""
-        return self.pipeline
+        return self.pipeline * (self.tensor_nodes or 1)
 
     @model_serializer(mode="wrap")
-    def _dense_has_no_expert_key(self, handler):
-        # A dense plan's document stays as it was before expert parallelism was part of the layout.
+    def _absent_keys_stay_absent(self, handler):
+        # A dense plan's document stays as it was before expert parallelism was part of the layout, and one whose
+        # tensor parallelism stays in a node as it was before tensor groups could span nodes.
         data = handler(self)
-        if isinstance(data, dict) and data.get("expert") is None:
-            data.pop("expert", None)
+        if isinstance(data, dict):
+            for key in ("expert", "tensor_nodes"):
+                if data.get(key) is None:
+                    data.pop(key, None)
         return data
 
     def text(self) -> str:
@@ -70,17 +83,37 @@ def _power_of_two_at_least(value: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, value))))
 
 
-def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int) -> Parallelism:
+def tensor_parallel_nodes(domain_unit_nodes: int) -> int:
+    """The most nodes one tensor-parallel group may span when whole NVLink domains of `domain_unit_nodes` nodes
+    are placed as a unit (1: the domain is the node): the largest power of two that divides the unit, so the
+    groups tile it and none straddles two domains (18 trays of an NVL72 rack: 2, TP8 on 4-GPU trays; an
+    UltraServer of 9: 1)."""
+    if domain_unit_nodes < 1:
+        raise ValueError("domain_unit_nodes must be positive")
+    return domain_unit_nodes & -domain_unit_nodes
+
+
+def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
+                         domain_unit_nodes: int = 1) -> Parallelism:
     """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
-    `min_chips_for_memory` GPUs' worth of training state."""
-    if min(min_chips_for_memory, gpus_per_node, nodes) < 1:
-        raise ValueError("min_chips_for_memory, gpus_per_node and nodes must be positive")
+    `min_chips_for_memory` GPUs' worth of training state; `domain_unit_nodes`, the nodes of one NVLink domain the
+    cloud places as a unit a job can require (1: the domain is the node), bounds the nodes a tensor-parallel
+    group may span (`tensor_parallel_nodes`)."""
+    if min(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes) < 1:
+        raise ValueError("min_chips_for_memory, gpus_per_node, nodes and domain_unit_nodes must be positive")
     if min_chips_for_memory <= gpus_per_node:
         # The state fits in one node: tensor parallelism over just the GPUs that hold it.
         tensor = min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
         return Parallelism(tensor=tensor, pipeline=1, data=max(1, nodes * gpus_per_node // tensor))
-    pipeline = min(nodes, _power_of_two_at_least(math.ceil(min_chips_for_memory / gpus_per_node)))
-    return Parallelism(tensor=gpus_per_node, pipeline=pipeline, data=max(1, nodes // pipeline))
+    # Whole nodes of one domain, as many as the state needs (a power of two), within the unit and the fleet.
+    span = min(tensor_parallel_nodes(domain_unit_nodes),
+               _power_of_two_at_least(math.ceil(min_chips_for_memory / gpus_per_node)))
+    while nodes % span:
+        span //= 2
+    tensor = gpus_per_node * span
+    pipeline = min(nodes // span, _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor)))
+    return Parallelism(tensor=tensor, pipeline=pipeline, data=max(1, nodes // (pipeline * span)),
+                       tensor_nodes=span if span > 1 else None)
 
 
 def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> Parallelism:
@@ -93,10 +126,12 @@ def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> P
 
 
 def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_for_memory: int,
-                    replica_chips: int | None, expert: int | None = None) -> Parallelism:
+                    replica_chips: int | None, expert: int | None = None, domain_unit_nodes: int = 1) -> Parallelism:
     """The parallelism of a GPU plan: training from the state's memory, serving from its replica; `expert`,
-    the expert-parallel degree of a mixture-of-experts model, is part of a training layout."""
+    the expert-parallel degree of a mixture-of-experts model, is part of a training layout, and so is a
+    tensor-parallel group spanning nodes of one NVLink domain placed as a unit of `domain_unit_nodes` nodes (a
+    serving replica keeps tensor parallelism in the node: its estimate costs all-reduces per node)."""
     if training or replica_chips is None:
-        layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes)
+        layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes)
         return layout.model_copy(update={"expert": expert}) if expert and expert > 1 else layout
     return serving_parallelism(replica_chips, gpus_per_node, nodes)

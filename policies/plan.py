@@ -386,6 +386,12 @@ class Plan(DerivedFieldsModel):
             accept_derived(data, key, _value(chosen, key), "plan", f"chosen.{key}")
         if "parallelism" in data:
             derived = _derived_parallelism(data)
+            before = _derived_parallelism(data, domain_unit_nodes=1) if derived is not None and derived.tensor_nodes \
+                else None
+            if before is not None and data["parallelism"] == before.model_dump():
+                # Pinned before tensor groups could span the nodes of one NVLink domain (2026-11-27): the layout
+                # it derived then (tensor parallelism in the node) is read as what it is now, not refused.
+                data.pop("parallelism")
             accept_derived(data, "parallelism", derived.model_dump() if derived is not None else None, "plan",
                            "workload.kind, gpu.gpus_per_node, gpu.nodes and the estimate")
         return data
@@ -399,25 +405,30 @@ class Plan(DerivedFieldsModel):
 
 
 def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
-                     experts: int | None = None) -> Parallelism | None:
+                     experts: int | None = None, domain_unit_nodes: int | None = None) -> Parallelism | None:
     """The parallelism of a GPU pool under this estimate (None without a GPU pool); a mixture-of-experts model
     (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain (its
     machine type's own where the hardware table states one), the expert-parallel degree the estimate's
-    all-to-all is costed at (policies/estimator/moe.py)."""
+    all-to-all is costed at (policies/estimator/moe.py); a tensor-parallel group spans nodes only inside one
+    NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes; given
+    `domain_unit_nodes`, that unit instead: 1, the layout derived before groups could span nodes)."""
     if gpu is None:
         return None
     replica = estimate.details.get("replica_chips")
     expert = None
+    facts = hardware.current()
     if experts and kind != "inference":
-        domain = hardware.current().scale_up_domain_chips(gpu.accelerator, gpu.machine_type)
+        domain = facts.scale_up_domain_chips(gpu.accelerator, gpu.machine_type)
         expert = expert_parallelism(experts, domain)
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
-                           int(replica) if isinstance(replica, (int, float)) else None, expert)
+                           int(replica) if isinstance(replica, (int, float)) else None, expert,
+                           facts.nvlink_domain_unit_nodes(gpu.machine_type) if domain_unit_nodes is None
+                           else domain_unit_nodes)
 
 
-def _derived_parallelism(data: dict[str, Any]) -> Parallelism | None:
+def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = None) -> Parallelism | None:
     """The parallelism a raw plan document derives (None when its pool or estimate is not readable yet:
-    validation then reports those fields)."""
+    validation then reports those fields); `domain_unit_nodes` as plan_parallelism takes it."""
     try:
         gpu = GpuPool.model_validate(data["gpu"]) if data.get("gpu") else None
         estimate = Estimate.model_validate(data["estimate"])
@@ -426,7 +437,7 @@ def _derived_parallelism(data: dict[str, Any]) -> Parallelism | None:
         experts = _value(_value(workload, "model"), "experts")
     except (KeyError, TypeError, ValueError):
         return None
-    return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None)
+    return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None, domain_unit_nodes)
 
 
 def plan_contradictions(plan: Plan) -> list[str]:

@@ -46,10 +46,15 @@ def claim_channel(pod: dict[str, Any], job: str) -> None:
 
 
 def derivation(job: str, plan: Plan) -> str:
+    # One ComputeDomain may hold nodes of several NVLink domains: the driver runs one IMEX domain per NVLink
+    # partition (its status lists each node's cliqueID), so only nodes of one rack share GPU memory over NVLink,
+    # which is why a tensor-parallel group that spans nodes is kept inside one (accel/job/topology.py).
     assert plan.gpu is not None
-    return (f"ComputeDomain {job}-cd ({COMPUTE_DOMAIN_API}): {plan.gpu.nodes} {plan.gpu.machine_type} nodes share "
-            f"NVLink through IMEX; every pod claims channel template {channel_template(job)} "
-            "(NVIDIA DRA driver, charts.yaml nvidia-dra-driver-gpu)")
+    tensor = plan.parallelism.tensor_nodes if plan.parallelism is not None else None
+    groups = (f"; each {tensor}-node tensor-parallel group is placed inside one NVLink domain" if tensor else "")
+    return (f"ComputeDomain {job}-cd ({COMPUTE_DOMAIN_API}): the job's {plan.gpu.nodes} {plan.gpu.machine_type} "
+            f"nodes share NVLink through IMEX within each NVLink domain (clique) they sit in{groups}; every pod "
+            f"claims channel template {channel_template(job)} (NVIDIA DRA driver, charts.yaml nvidia-dra-driver-gpu)")
 
 
 def attach(pod: dict[str, Any], job: str, plan: Plan, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:

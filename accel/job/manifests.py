@@ -311,7 +311,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     if hw.family == "gpu" and plan.parallelism is not None:
         # Kueue keeps each model replica inside the finest placement level that holds it (accel/job/topology.py).
         request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, hw.nodes,
-                                   plan.parallelism.group_nodes)
+                                   plan.parallelism.group_nodes, plan.parallelism.tensor_nodes or 1)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
     domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)

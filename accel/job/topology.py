@@ -13,6 +13,11 @@ pod-template annotations of each PodSet:
 So a job whose model replica spans several nodes requires each replica (a slice of `group_nodes`
 pods, one per node) inside the finest level that can hold it, and prefers the next coarser level for
 the whole job. A job whose replicas fit in a node only prefers the placement unit for the whole job.
+Where a tensor-parallel group spans nodes (`tensor_nodes`, GB200 NVL72 on A4X: the Plan lets it only inside
+an NVLink domain the cloud places as a unit, policies/parallelism.py), the group must never straddle two
+domains: when no whole replica is required inside one unit (the replica is wider than the unit, or the job is
+not a whole number of replicas), each tensor-parallel group (a slice of `tensor_nodes` pods, consecutive by
+completion index as torchrun's node ranks and Megatron's rank order lay a group out) is required in one unit.
 A level's size is known only where the hardware table documents it (`[placement_units]`,
 `[kubernetes] single_node_levels`); a level of unknown size is assumed able to hold the replica, and
 Kueue keeps the job queued if it cannot. TPU slices need none of this: each slice is its own node
@@ -63,13 +68,52 @@ def unit_level(levels: tuple[str, ...], machine_type: str) -> str:
     return several[-1] if several else levels[0]
 
 
-def topology_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int) -> TopologyRequest:
+def topology_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int,
+                     tensor_nodes: int = 1) -> TopologyRequest:
     """The annotations of a GPU training PodSet of `nodes` pods (one per node) whose model replica
-    spans `group_nodes` of them, on a pool whose Kueue Topology has `levels` (none: no request)."""
+    spans `group_nodes` of them and whose tensor-parallel group spans `tensor_nodes` (1: inside a node), on a
+    pool whose Kueue Topology has `levels` (none: no request)."""
     if not levels or nodes <= 1:
         return TopologyRequest()
-    if group_nodes > 1 and nodes % group_nodes == 0 and group_nodes < nodes:
-        level = replica_level(levels, machine_type, group_nodes)
+    request = _replica_request(levels, machine_type, nodes, group_nodes)
+    return request if tensor_nodes <= 1 else _tensor_groups_in_one_domain(request, levels, machine_type, tensor_nodes)
+
+
+def _tensor_groups_in_one_domain(request: TopologyRequest, levels: tuple[str, ...], machine_type: str,
+                                 tensor_nodes: int) -> TopologyRequest:
+    """`request`, when it already keeps every tensor-parallel group inside one unit of the machine's NVLink domain
+    (each replica, or the whole job, required at that level or a finer one); else each group of `tensor_nodes`
+    pods required in one unit, the whole job as `request` asked for it at a coarser level."""
+    facts = hardware.current()
+    unit = facts.placement_units.get(machine_type)
+    domain_nodes = facts.nvlink_domain_unit_nodes(machine_type)
+    if unit is None or unit.level not in levels or domain_nodes == 1 or domain_nodes % tensor_nodes:
+        raise ValueError(f"{machine_type}: a tensor-parallel group spans {tensor_nodes} nodes but no placement unit "
+                         f"of the pool's topology levels ({', '.join(levels)}) holds one NVLink domain of whole groups")
+    domain = levels.index(unit.level)
+    held = request.annotations.get(SLICE_REQUIRED) or request.annotations.get(REQUIRED)
+    if held is not None and levels.index(held) >= domain:
+        return TopologyRequest(request.annotations, [*request.notes, f"topology: each tensor-parallel group "
+                                                     f"({tensor_nodes} nodes) stays in that {held}, one NVLink domain "
+                                                     "or less"])
+    annotations = {SLICE_REQUIRED: unit.level, SLICE_SIZE: str(tensor_nodes)}
+    whole = ""
+    if REQUIRED in request.annotations:
+        annotations[REQUIRED] = request.annotations[REQUIRED]
+        whole = f"; the whole job required in one {request.annotations[REQUIRED]}"
+    elif domain > 0:
+        annotations[PREFERRED] = levels[domain - 1]
+        whole = f"; the whole job preferred in one {levels[domain - 1]} (Kueue climbs when it does not fit)"
+    return TopologyRequest(annotations, [f"topology: each tensor-parallel group ({tensor_nodes} pods, one per node, "
+                                         f"by completion index) required in one {unit.level}, one NVLink domain "
+                                         f"({unit.nodes} nodes){whole} (Kueue Topology Aware Scheduling)"])
+
+
+def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int) -> TopologyRequest:
+    """Each model replica of `group_nodes` nodes required in the finest level that holds it, or the whole job."""
+    level = replica_level(levels, machine_type, group_nodes)
+    if group_nodes > 1 and nodes % group_nodes == 0 and group_nodes < nodes \
+            and not _replicas_overflow(level, machine_type, nodes, group_nodes):
         annotations = {SLICE_REQUIRED: level, SLICE_SIZE: str(group_nodes)}
         index = levels.index(level)
         note = (f"topology: each model replica ({group_nodes} pods, one per node, by completion index) required "
@@ -82,7 +126,21 @@ def topology_request(levels: tuple[str, ...], machine_type: str, nodes: int, gro
         level = replica_level(levels, machine_type, nodes)
         return TopologyRequest({REQUIRED: level}, [f"topology: the job is one model replica of {nodes} nodes, "
                                                    f"required in one {level}"])
-    level = unit_level(levels, machine_type)
     why = ("a model replica stays inside one node" if group_nodes <= 1 else
-           f"{nodes} nodes are not a whole number of {group_nodes}-node replicas, so no per-replica requirement")
+           f"{nodes} nodes are not a whole number of {group_nodes}-node replicas, so no per-replica requirement"
+           if nodes % group_nodes else
+           f"{group_nodes}-node replicas do not pack into {level}s of {level_nodes(level, machine_type)} nodes (some "
+           "would wait for a domain with room forever), so no per-replica requirement")
+    level = unit_level(levels, machine_type)
     return TopologyRequest({PREFERRED: level}, [f"topology: {why}; the whole job preferred in one {level}"])
+
+
+def _replicas_overflow(level: str, machine_type: str, nodes: int, group_nodes: int) -> bool:
+    """Whether the fleet's domains of `level` (of documented size; the fleet in whole domains and a remainder)
+    cannot hold all its `group_nodes`-node replicas, each inside one: 36 A4X nodes are two 18-node sub-blocks,
+    which hold 8 four-node replicas, not 9."""
+    size = level_nodes(level, machine_type)
+    if size is None or size >= nodes:
+        return False
+    room = (nodes // size) * (size // group_nodes) + (nodes % size) // group_nodes
+    return room < nodes // group_nodes

@@ -352,6 +352,20 @@ class HardwareFacts:
             return unit.nodes
         return 1
 
+    def nvlink_domain_unit_nodes(self, machine_type: str) -> int:
+        """Nodes of one NVLink domain that spans machines and that the cloud places as a unit a job can require: the
+        machine's documented placement unit ([placement_units], its Kueue level) when the domain spans machines and
+        the unit lies inside one domain (A4X: an 18-node sub-block, the 72 GPUs of one NVL72 rack). 1 otherwise: the
+        domain is the node, or no level is documented to hold exactly one domain (p6e-gb200: the UltraServer is
+        not a Kueue level, and a fleet may be UltraServers of 9; a Kubernetes inventory names no rack), so a
+        tensor-parallel group that spanned nodes could straddle two domains."""
+        unit = self.placement_units.get(machine_type)
+        machine = self.gpu_machine(machine_type)
+        if unit is None or not unit.nodes or machine is None or not self.nvlink_spans_nodes(machine_type):
+            return 1
+        domain = self.scale_up_domain_chips(machine.chip, machine_type) or 0
+        return unit.nodes if unit.nodes * machine.gpus <= domain else 1
+
     def nvlink_spans_nodes(self, machine_type: str) -> bool:
         """Whether a cloud machine type's NVLink domain joins several machines (nvlink_domain_spans_nodes of
         the chip it carries); False for a machine type the table does not list."""

@@ -124,6 +124,8 @@ def _layout_words(gpu: GpuPool, parallelism) -> str:
     """One rationale line: the parallelism and how the pools hold whole model replicas."""
     replica = (f"a model replica spans {parallelism.group_nodes} nodes" if parallelism.group_nodes > 1
                else "a model replica stays inside one node")
+    if parallelism.tensor_nodes:
+        replica += f"; tensor-parallel groups of {parallelism.tensor_nodes} nodes, each inside one NVLink domain"
     sizes = gpu.pool_sizes
     pools = (f"one pool of {sizes[0]} nodes" if len(sizes) == 1 else
              f"{len(sizes)} pools: {sizes.count(sizes[0])} x {sizes[0]}" + (f" + {sizes[-1]}" if sizes[-1] != sizes[0] else "")
