@@ -20,7 +20,6 @@ from typing import Any, Literal, Mapping
 from pydantic import Field, model_validator
 
 from accel.base.model import StrictModel
-from accel.base.yaml_files import read_yaml_file
 
 MODES_FILE = Path(__file__).resolve().parent / "capacity_modes.yaml"
 POLICIES_DIR = Path(__file__).resolve().parent.parent  # the code that reads and checks the table (cache key)
@@ -257,8 +256,12 @@ def load_modes(path: Path = MODES_FILE) -> ModeTable:
     (~15% of a warm `accel choose`'s CPU; accel.base.derived_cache)."""
     from accel.base.derived_cache import cached
 
-    return cached("capacity-modes", [path], lambda: ModeTable.model_validate(read_yaml_file(path, "capacity modes")),
-                  code=[POLICIES_DIR])
+    def validated() -> ModeTable:
+        from accel.base.yaml_files import read_yaml_file  # PyYAML only on a cache miss (~10 ms of a warm choose)
+
+        return ModeTable.model_validate(read_yaml_file(path, "capacity modes"))
+
+    return cached("capacity-modes", [path], validated, code=[POLICIES_DIR])
 
 
 def parse_modes(data: Mapping[str, Any]) -> ModeTable:
