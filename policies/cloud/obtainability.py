@@ -18,7 +18,6 @@ the drain figures come from a spot-availability trace, docs/capacity.md).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Mapping, NamedTuple
 
@@ -30,8 +29,7 @@ from accel.policies.cloud.poisson import normal_quantile as _normal_quantile, po
 _MAX_ITERATIONS = 60
 
 
-@dataclass(frozen=True)
-class SpotModel:
+class SpotModel(NamedTuple):
     """The spot parameters of one class, as plain floats (overrides applied)."""
 
     pool_hosts: float
@@ -45,7 +43,7 @@ class SpotModel:
     @classmethod
     def of(cls, params, overrides: Mapping[str, float] | None = None) -> "SpotModel":
         """From a SpotParams (Sourced figures), with any of its fields overridden by plain numbers."""
-        values = {name: getattr(params, name).value for name in cls.__dataclass_fields__}
+        values = {name: getattr(params, name).value for name in cls._fields}
         values.update(overrides or {})
         return cls(**values)
 

@@ -13,7 +13,7 @@ the words that say which mode, why, and the risk.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from accel.base.units import hours_text as duration, money
@@ -129,7 +129,7 @@ class Obtaining:
 
 
 _PARAMS = {
-    "spot": {f.name for f in fields(SpotModel)},
+    "spot": set(SpotModel._fields),
     "on-demand": {"pool_hosts"},
     "flex-start": {"expected_wait_hours", "max_hosts"},
     "queued": {"expected_wait_hours", "max_hosts"},
