@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
+from statistics import NormalDist
 
 _SUMMED_UP_TO = 50.0   # exp(-mean) underflows long before this matters; past it the normal approximation
 _U = 2.0 ** -53
@@ -34,8 +35,6 @@ _PROVEN: dict[float, tuple[list[float], list[float], list[int]]] = {}
 @lru_cache(maxsize=16)
 def normal_quantile(q: float) -> float:
     """The standard normal quantile."""
-    from statistics import NormalDist  # only past a mean of 50 or 30 legs: a choose seldom gets there (~0.5 ms)
-
     return NormalDist().inv_cdf(q)
 
 
