@@ -219,6 +219,7 @@ def main() -> int:
         for command in commands:  # warm the file cache; not timed
             command.run()
             command.wall.clear(), command.cpu.clear()
+            command.max_rss_mib = 0.0   # the untimed run (the warm choose's: a cold one) counts for nothing
         for round_ in range(args.repeat):
             say(f"round {round_ + 1}/{args.repeat}")
             for command in commands:
