@@ -594,11 +594,12 @@ def load_workload(path: Any) -> WorkloadSpec:
     from pathlib import Path
 
     from accel.base.derived_cache import cached
-    from accel.base.yaml_files import read_yaml_file
 
     file = Path(path)
 
     def validated() -> WorkloadSpec:
+        from accel.base.yaml_files import read_yaml_file  # PyYAML only on a cache miss (~10 ms of a warm choose)
+
         return workload_from_mapping(read_yaml_file(file, "workload file"), str(file))
 
     if not hardware.bundled_in_use():

@@ -473,3 +473,31 @@ def test_the_rationale_offers_only_the_block_layout_the_booked_mode_builds(catal
     assert "Capacity Blocks can supply it" not in lines and "not full 64-instance blocks" in lines
     assert "Capacity Blocks can supply it: 2 block(s) of 64, 64" in " ".join(
         supply_lines(ob, p5, 128, 240.0, "us-east-1", "on-demand", False, 1000.0))
+
+
+_GLOB_TEXT = st.text(alphabet="a3-x*?[]!.", max_size=8)
+
+
+@given(name=_GLOB_TEXT, pattern=_GLOB_TEXT)
+@settings(max_examples=400, deadline=None)
+def test_the_table_matches_patterns_exactly_as_fnmatch_does(name, pattern):
+    """The mode table matches a name or 'name*' without a regular expression: the same answer fnmatchcase gives."""
+    import fnmatch
+
+    from accel.policies.cloud.capacity_modes import _matches
+
+    assert _matches(name, pattern) == fnmatch.fnmatchcase(name, pattern)
+
+
+def test_every_pattern_of_the_bundled_table_matches_as_fnmatch_does():
+    import fnmatch
+
+    from accel.policies.cloud.capacity_modes import _matches
+
+    table = load_modes()
+    names = {o.machine_type for o in load_catalog(None).offerings} | {o.accelerator for o in load_catalog(None).offerings}
+    patterns = {row.machine for rows in table.applicability.values() for row in rows}
+    patterns |= {p for ps in table.classes.values() for p in ps}
+    for name in names:
+        for pattern in patterns:
+            assert _matches(name, pattern) == fnmatch.fnmatchcase(name, pattern), (name, pattern)

@@ -82,6 +82,27 @@ def test_a_warm_choose_builds_no_validator(tmp_path):
     assert warm == {"built": [], "metadata": False}
 
 
+def test_a_warm_choose_never_loads_pyyaml(tmp_path):
+    """A warm choose reads the workload, the catalog and the mode table back from the derived-data cache; only a
+    miss parses YAML, so PyYAML (~7 ms of a warm choose's ~0.17 s of CPU) is imported where a file is parsed."""
+    script = (
+        "import atexit, json, sys\n"
+        "atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'yaml'\n"
+        "                                                or m == 'accel.base.yaml_files'))))\n"
+        "sys.argv = ['accel', 'choose', 'examples/llama-70b-pretrain.yaml']\n"
+        "from accel.cli import main\n"
+        "main()\n")
+    loaded = []
+    for _run in ("cold", "warm"):
+        result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                                check=False, env={**os.environ, "ACCEL_CACHE_DIR": str(tmp_path)})
+        assert result.returncode == 0, result.stderr
+        loaded.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    cold, warm = loaded
+    assert "yaml" in cold and "accel.base.yaml_files" in cold   # the check sees an import when there is one
+    assert warm == []
+
+
 def test_the_models_a_choose_defines_have_their_annotations_evaluated_as_written(tmp_path):
     """A field annotation kept as a string (`from __future__ import annotations`) is compiled by pydantic when
     its model is defined: ~3 ms of a warm choose over its ~50 models. The modules of the models a warm choose

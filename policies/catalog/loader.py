@@ -30,7 +30,6 @@ from accel.policies import hardware
 from accel.policies.catalog.machine_facts import with_chip_facts, with_machine_facts
 from accel.policies.catalog.model import Accelerator, Catalog, Defaults, Offering, Source
 from accel.policies.workload import ACCELERATOR_IDS
-from accel.base.yaml_files import read_yaml_file
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 _FILES = ("catalog.yaml", "accelerators.yaml", "offerings.yaml", "assumptions.yaml")
@@ -44,6 +43,8 @@ class CatalogError(UsageError):
 
 
 def _read_yaml(path: Path) -> Any:
+    from accel.base.yaml_files import read_yaml_file  # PyYAML only when a file is parsed: a warm run reads the cache
+
     return read_yaml_file(path, "catalog file", error=CatalogError)
 
 

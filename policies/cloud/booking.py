@@ -12,8 +12,8 @@ billed whole, used or not; neither can be cancelled. Pure functions over the lim
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from accel.policies.cloud.capacity_modes import CapacityMode
 from accel.policies.cloud.obtainability import capacity_block_days, capacity_blocks
@@ -22,8 +22,7 @@ from accel.policies.cloud.obtainability import capacity_block_days, capacity_blo
 BOOKED_MODES = {"aws-capacity-block": "capacity-block", "gcp-calendar": "calendar"}
 
 
-@dataclass(frozen=True)
-class Booking:
+class Booking(NamedTuple):
     """A booked mode as the search weighs it for one offering: its limits, its lead time and its price."""
 
     mode: CapacityMode

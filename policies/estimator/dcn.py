@@ -18,13 +18,12 @@ as slices grow; a larger model has more gradient bytes per token of its batch, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 GBPS_TO_BYTES = 1e9 / 8
 
 
-@dataclass(frozen=True)
-class DcnStep:
+class DcnStep(NamedTuple):
     """One step's compute and cross-slice all-reduce, in seconds."""
 
     compute_seconds: float

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies.estimator import generations, whole_run_model
@@ -289,8 +290,7 @@ def precision_factor(spec: WorkloadSpec, resolved: Resolved, accelerator: Accele
     return 1.0, "bf16/fp16 peak"
 
 
-@dataclass(frozen=True)
-class Factor:
+class Factor(NamedTuple):
     """One factor of the whole-run estimate, with where it comes from."""
 
     value: float
@@ -450,8 +450,7 @@ class TrainingModel:
         return self.startup_hours(hosts) + self.compute_hours(chips, hosts, slices)
 
 
-@dataclass(frozen=True)
-class Replica:
+class Replica(NamedTuple):
     """One serving replica: chips, batch, decode step and throughput."""
 
     chips: int

@@ -9,8 +9,8 @@ cache (every warm `accel choose`) never defines the table's models: calibration.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from accel.base.derived_cache import cached
 from accel.policies import hardware
@@ -25,8 +25,7 @@ SIZE_REFERENCE = 1e10        # x = log10(parameters / 1e10): 10B parameters at x
 SCALE_REFERENCE_CHIPS = 8    # one GPU node: no scale penalty below it
 
 
-@dataclass(frozen=True)
-class MfuFit:
+class MfuFit(NamedTuple):
     """A calibrated MFU model: intercepts and slopes in log space."""
 
     class_intercepts: dict[str, float]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from accel.base.derived_cache import cached
 from accel.policies import hardware
@@ -67,8 +68,7 @@ class GoodputFit:
                 f"size and hardware generation; {where}; at most {self.max_goodput:g}")
 
 
-@dataclass(frozen=True)
-class Spread:
+class Spread(NamedTuple):
     """How wrong a whole-run estimate may be: published / predicted accelerator-hours over rows each predicted
     by fits without it (leave-one-out), as the 10th and 90th percentiles (linear interpolation) and the
     extremes, with the rows they come from."""
@@ -102,8 +102,7 @@ class Spread:
                 "policies/catalog/blind_runs.yaml: out of sample, never fitted; docs/choose.md)")
 
 
-@dataclass(frozen=True)
-class WholeRunModel:
+class WholeRunModel(NamedTuple):
     """Everything fitted on all rows: what `accel choose` uses."""
 
     goodput: GoodputFit

@@ -7,7 +7,10 @@
 
 Standard library only (tomllib, dataclasses; accel.base.derived_cache, which keeps the checked
 table in the user's cache, is too): the CrossGuard pack imports this with nothing but
-pulumi-policy installed. Consumers read facts through `current()` at call time, never copy them
+pulumi-policy installed. The table's plain records (a chip, a machine type, a limit) are NamedTuples:
+immutable values like a frozen dataclass, but defining one generates and compiles no methods, ~0.3 ms
+each of every `accel choose` (docs/choose.md, "Start-up"); a record with caches or derived copies
+(TpuGeneration, CollectiveFabric, HardwareFacts) stays a dataclass. Consumers read facts through `current()` at call time, never copy them
 into module constants, so `using(load_facts(path))` swaps the whole table (tests prove every
 consumer reads it from here). A malformed table raises HardwareFactsError naming the file, the
 entry and what is wrong.
@@ -20,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from accel.base.derived_cache import cached
 from accel.base.errors import AccelError
@@ -36,16 +39,14 @@ class HardwareFactsError(AccelError, ValueError):
     table ships with accel; a user who edits it sees the entry and the rule it breaks)."""
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """A document the table cites ([sources]): its title and the date its figures were read."""
 
     title: str
     as_of: str
 
 
-@dataclass(frozen=True)
-class Chip:
+class Chip(NamedTuple):
     """An accelerator chip ([chips]): peak throughput, memory, interconnect, whether a workload may ask for it."""
 
     id: str
@@ -99,8 +100,7 @@ class TpuGeneration:
         return tuple(dict.fromkeys((*self.single_host_machine_types.values(), self.multi_host_machine_type)))
 
 
-@dataclass(frozen=True)
-class TpuMachine:
+class TpuMachine(NamedTuple):
     """A TPU VM machine type: its generation, chips, vCPUs and memory per host."""
 
     name: str
@@ -111,8 +111,7 @@ class TpuMachine:
     source: str
 
 
-@dataclass(frozen=True)
-class Fabric:
+class Fabric(NamedTuple):
     """A GPU node's scale-out network fabric: the extra node networks a pool on it attaches."""
 
     name: str
@@ -126,8 +125,7 @@ class Fabric:
         return self.extra_networks + self.extra_networks_per_gpu * gpus_per_node
 
 
-@dataclass(frozen=True)
-class MachineDomain:
+class MachineDomain(NamedTuple):
     """A machine type whose own NVLink domain differs from its chip's ([collective_fabrics.<chip>.machines]):
     a2-megagpu-16g joins its 16 A100 over NVSwitch where an A100 board joins 8."""
     machine_type: str
@@ -154,8 +152,7 @@ class CollectiveFabric:
         return next((m for m in self.machines if m.machine_type == machine_type), None) if machine_type else None
 
 
-@dataclass(frozen=True)
-class GcpGpuMachine:
+class GcpGpuMachine(NamedTuple):
     """A Compute Engine GPU machine type: its GPUs, local SSDs, fabric, boot disk, vCPUs and memory."""
 
     name: str
@@ -177,8 +174,7 @@ class GcpGpuMachine:
         return self.gke_accelerator
 
 
-@dataclass(frozen=True)
-class AwsGpuInstance:
+class AwsGpuInstance(NamedTuple):
     """An EC2 GPU instance type: its GPUs, EFA network cards, vCPUs, memory and how it is sold."""
 
     name: str
@@ -209,8 +205,7 @@ class AwsGpuInstance:
                 and mine.hbm_gb >= theirs.hbm_gb)
 
 
-@dataclass(frozen=True)
-class KubernetesNames:
+class KubernetesNames(NamedTuple):
     """The names GKE and EKS give accelerators: node labels, resources, taints, topology levels."""
 
     gke_accelerator_label: str
@@ -229,8 +224,7 @@ class KubernetesNames:
     source: str
 
 
-@dataclass(frozen=True)
-class Limit:
+class Limit(NamedTuple):
     """A documented cloud limit ([limits]): its value and whether a quota request can raise it."""
 
     name: str
@@ -239,8 +233,7 @@ class Limit:
     source: str
 
 
-@dataclass(frozen=True)
-class PlacementUnit:
+class PlacementUnit(NamedTuple):
     """The placement unit of a machine type: the topology level the cloud reports it as, and its nodes."""
 
     machine_type: str
@@ -249,8 +242,7 @@ class PlacementUnit:
     source: str
 
 
-@dataclass(frozen=True)
-class EniLimit:
+class EniLimit(NamedTuple):
     """The network interfaces of an EC2 instance type: ENIs on card 0 and IPv4 addresses per ENI."""
 
     instance_type: str
@@ -638,7 +630,7 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
     levels = ("gke_topology_levels", "eks_topology_levels", "single_node_levels")
-    names: dict[str, Any] = {f: k8s.get(f, str) for f in KubernetesNames.__dataclass_fields__
+    names: dict[str, Any] = {f: k8s.get(f, str) for f in KubernetesNames._fields
                              if f != "source" and f not in levels}
     for key in levels:
         value = k8s.get(key, list)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import date
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence, TypeVar
 
 from accel.base.model import assembled
 from accel.policies import hardware
@@ -272,8 +272,7 @@ class SearchResult:
     time_reference: tuple[int, float, float] | None = None
 
 
-@dataclass(frozen=True)
-class PricePoint:
+class PricePoint(NamedTuple):
     """One price an offering is sized at: the capacity type, the allowed regions that share the price (in
     preference order), the chip and host prices, and the declared reservation it bills against (None: the
     market price)."""

@@ -16,7 +16,6 @@ level down, in `accel.policies.selection`, so importing it sets `selection`, nev
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, Sequence
 
 from accel.policies.selection.capacity import beyond_supply, booked_why, capacity_lines, queued_why
@@ -171,7 +170,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
                 if past:
                     # The best on-demand fleet is past what a zone is expected to supply: the best one within it
                     # is a pick of its own, ranked with the fleets a mode can supply (_rank_key).
-                    within = sized_at(replace(point, within_pool=True))
+                    within = sized_at(point._replace(within_pool=True))
                     if within.best is not None:
                         outcomes.insert(0, SizingOutcome(best=within.best))
             found.near.extend(outcome.near)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes
@@ -460,8 +460,7 @@ def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int, run_hours:
     return tuple(kept)
 
 
-@dataclass(frozen=True)
-class TrainingPick:
+class TrainingPick(NamedTuple):
     """What the objective picks on a training ladder: the index it picks and the smallest that meets the
     deadline on the way there; or, when nothing fits, the (constraint, reason) that rules the offering out."""
 

@@ -6,7 +6,7 @@ a person can see that a faster fleet costs 4% more, or that the cheaper one is s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from accel.base.units import money
 from accel.policies.plan import Option
@@ -29,8 +29,7 @@ PORTABILITY = {
 }
 
 
-@dataclass(frozen=True)
-class Alternative:
+class Alternative(NamedTuple):
     """One row of the ranked table: an option, the other regions it is offered in, and its trade-offs."""
 
     rank: int
