@@ -238,7 +238,6 @@ def test_a_catalog_file_that_changes_nothing_or_names_no_version_is_refused(tmp_
 @pytest.mark.parametrize("options, words", [
     (("--command", ""), "--command: empty"),  # before: exit 0, silently the default command
     (("--command", "   "), "--command: empty"),
-    (("--validate", "--image", "python:3.11"), "--image would be ignored"),  # before: exit 0, image dropped
     (("--validate", "--command", "python train.py"), "--command would be ignored"),
     (("--check", "job.yaml", "--command", "python train.py"), "--command would be ignored"),
     (("--check", "job.yaml", "--validate"), "--validate would be ignored"),
@@ -248,6 +247,17 @@ def test_job_refuses_an_option_it_would_ignore_before_planning(tmp_path, options
     manifests.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     options = tuple(str(manifests) if o == "job.yaml" else o for o in options)
     assert_refused(run("job", "-s", "dev-spot", "-C", ROOT, *options), words)
+
+
+def test_validate_runs_the_fabric_check_in_the_image_given_by_image():
+    # The Arm GB200 inventory has no stated nccl-tests image: --validate alone refuses and names --image; with it,
+    # the check's own command runs in that image (before: --image with --validate was dropped, then refused).
+    alone = run("job", "-s", "onprem-gb200", "--validate", "-C", ROOT)
+    assert_refused(alone, "no nccl-tests image for arm64 nodes", "--validate --image IMAGE")
+    image = "registry.acme.dev/nccl-tests-arm64:2.16.9"
+    given = run("job", "-s", "onprem-gb200", "--validate", "--image", image, "-C", ROOT)
+    assert given.exit_code == 0, given.output
+    assert f"image: {image}" in given.stdout and "all_reduce_perf" in given.stdout
 
 
 @pytest.mark.parametrize("command", ["plan", "job"])

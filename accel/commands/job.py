@@ -34,14 +34,16 @@ def _read_manifests(path: Path) -> list[dict]:
 def _refuse_ignored_options(*, check_file: Optional[Path], validate: bool, image: Optional[str],
                             command: Optional[str]) -> None:
     """UsageError for an option the chosen mode would ignore: --check checks a file as written, and --validate's
-    fabric check runs its own image and command (nccl-tests, a JAX psum), so neither takes --image or --command."""
+    fabric check runs its own command (nccl-tests' all_reduce_perf, a JAX psum), so it takes no --command; its
+    --image replaces the check's image (one with all_reduce_perf on PATH, or JAX on a TPU)."""
     given = [name for name, value in (("--image", image), ("--command", command)) if value is not None]
     if check_file is not None and (given or validate):
         raise UsageError(f"--check checks {check_file} as written; {', '.join(given or ['--validate'])} would be "
                          "ignored: leave it out, or drop --check to generate the manifests")
-    if validate and given:
-        raise UsageError(f"--validate writes the fabric check with its own image and command; {', '.join(given)} "
-                         "would be ignored: leave it out, or drop --validate for the workload's job")
+    if validate and command is not None:
+        raise UsageError("--validate writes the fabric check with its own command (all_reduce_perf, a JAX psum); "
+                         "--command would be ignored: leave it out, or drop --validate for the workload's job "
+                         "(--image may stay: the check runs in it)")
 
 
 def job(

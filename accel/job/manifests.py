@@ -224,7 +224,7 @@ def generate(plan: Plan, ctx: JobContext, options: JobOptions = JobOptions()) ->
     """The manifests for `plan` on the stack described by `ctx`."""
     if options.validate:
         from accel.job.validate import validation_job
-        return validation_job(plan, ctx)
+        return validation_job(plan, ctx, options.image)
     if plan_view.is_serving(plan):
         return _serving(plan, ctx, options)
     return _training(plan, ctx, options)

@@ -101,23 +101,28 @@ def tests_image(hw: plan_view.Hardware, line: str) -> tuple[str, list[str]]:
             f"no nccl-tests image for {arch} nodes on fabric {hw.fabric!r}: runtime.yaml (validate nccl_tests_images) "
             f"states {arch} images for {', '.join(stated) or 'no fabric'} only, and those carry a cloud's own network "
             f"plugin. Run nccl-tests' all_reduce_perf from an {arch} build of NVIDIA/nccl-tests over all "
-            f"{hw.nodes * hw.chips_per_node} GPUs and expect a bus bandwidth of at least {line}")
+            f"{hw.nodes * hw.chips_per_node} GPUs and expect a bus bandwidth of at least {line}; "
+            f"`accel job --validate --image IMAGE` writes the check with that build (all_reduce_perf on PATH)")
     notes = [f"nccl-tests image {image}: a moving tag, the only one its publisher names "
              f"(runtime.yaml validate nccl_tests_images.{hw.fabric})"] if image.endswith(":latest") else []
     return image, notes
 
 
-def validation_job(plan: Plan, ctx: JobContext) -> GeneratedJob:
+def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = None) -> GeneratedJob:
+    """The fabric check on the plan's nodes; `image_override` (`--validate --image`) is the image the check's own
+    command runs in: one with nccl-tests' all_reduce_perf on PATH (GPU), or JAX (TPU), for nodes no stated image
+    serves (an Arm inventory without a cloud fabric) or a build of your own."""
     hw = plan_view.hardware(plan)
     name = dns_name(f"{plan.workload.name}-fabric-check")
     line, why = pass_line(plan)
     replicated = replicated_job_name(hw)
     image_notes: list[str] = []
     if hw.family == "tpu":
-        image = runtime()["defaults"]["jax-tpu"]["image"]
+        image = image_override or runtime()["defaults"]["jax-tpu"]["image"]
         command = TPU_PROGRAM.replace("{line}", str(line))
     else:
-        image, image_notes = tests_image(hw, why)
+        image, image_notes = ((image_override, [f"nccl-tests image {image_override}: given by --image (all_reduce_perf "
+                                                 "on PATH)"]) if image_override else tests_image(hw, why))
         ranks = hw.nodes * hw.chips_per_node
         command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g 1 -n 20 2>&1 | tee /tmp/out && "
                    f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out")
