@@ -103,6 +103,7 @@ class SearchContext:
     timing_cache: dict[tuple, dict[tuple[int, int, int], Any]] = field(default_factory=dict)
     ladders: dict[tuple[str, int], Any] = field(default_factory=dict)        # GPU size ladders by (offering, nodes)
     price_free: dict[tuple, Any] = field(default_factory=dict)   # what sizing works out without a price
+    domains: dict[tuple[str, str], int | None] = field(default_factory=dict)   # NVLink domain by (chip, machine type)
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
@@ -112,7 +113,11 @@ class SearchContext:
         by: its chip, cloud and capacity type, and the GPUs its machine joins in one NVLink domain, the one thing
         of the machine the model reads (a mixture of experts' all-to-all; a2-megagpu-16g's 16 A100 against the 8
         of A100's other machines)."""
-        domain = hardware.current().scale_up_domain_chips(offering.accelerator, offering.machine_type)
+        # Kept per machine type: a search asks ~60,000 times on a large catalog (every size of every region).
+        where = (offering.accelerator, offering.machine_type)
+        domain = self.domains.get(where, -1)
+        if domain == -1:
+            domain = self.domains[where] = hardware.current().scale_up_domain_chips(*where)
         return offering.accelerator, offering.cloud, spot, domain
 
     def training_model(self, offering: Offering, spot: bool) -> TrainingModel:
