@@ -162,3 +162,16 @@ def test_an_env_script_outside_its_installers_directory_is_refused(change, messa
     table["fabrics"]["rdma"].update(change)
     with pytest.raises(ValidationError, match=message):
         NodeInstallers.model_validate(table)
+
+
+@pytest.mark.parametrize("arch", ["amd64", "arm64"])
+def test_the_rdma_fabric_check_runs_the_diagnostic_build_of_the_plugin_the_nodes_have(arch):
+    """The fabric check's gIB diagnostic image (runtime.yaml) is the release of the plugin the node installer
+    for that architecture puts on the node: v1.1.1 on x86 (A3 Ultra, A4), v1.1.0 arm64 on A4X."""
+    from accel.job.facts import runtime
+
+    plugin = load_node_installers().fabrics["rdma"].for_arch(arch).plugin
+    diagnostic = runtime()["validate"]["nccl_tests_images"]["rdma"][arch]
+    assert diagnostic.rsplit(":", 1)[1] == plugin.rsplit(":", 1)[1]
+    # nccl-plugin-gib[-arm64] -> nccl-plugin-gib-diagnostic[-arm64]
+    assert diagnostic.rsplit(":", 1)[0] == plugin.rsplit(":", 1)[0].replace("nccl-plugin-gib", "nccl-plugin-gib-diagnostic")
