@@ -121,7 +121,8 @@ def test_a_fabric_without_arm64_installers_names_what_it_has():
 def test_an_arm64_plugin_that_is_not_what_its_installer_pulls_is_refused():
     table = raw_table()
     table["fabrics"]["rdma"]["arm64"]["plugin"] = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
-    with pytest.raises(ValidationError, match=r"fabrics.rdma.arm64.plugin .* pair the plugin with the installer commit"):
+    with pytest.raises(ValidationError,
+                       match=r"fabrics.rdma.arm64.plugin .* pair the plugin with the installer commit"):
         NodeInstallers.model_validate(table)
 
 
@@ -174,4 +175,5 @@ def test_the_rdma_fabric_check_runs_the_diagnostic_build_of_the_plugin_the_nodes
     diagnostic = runtime()["validate"]["nccl_tests_images"]["rdma"][arch]
     assert diagnostic.rsplit(":", 1)[1] == plugin.rsplit(":", 1)[1]
     # nccl-plugin-gib[-arm64] -> nccl-plugin-gib-diagnostic[-arm64]
-    assert diagnostic.rsplit(":", 1)[0] == plugin.rsplit(":", 1)[0].replace("nccl-plugin-gib", "nccl-plugin-gib-diagnostic")
+    name = plugin.rsplit(":", 1)[0]
+    assert diagnostic.rsplit(":", 1)[0] == name.replace("nccl-plugin-gib", "nccl-plugin-gib-diagnostic")

@@ -664,7 +664,8 @@ def test_gpudirect_networks_without_a_gpu_pool_are_rejected(declare):
 def gke_gpu_plan(gpu: GpuPool, accelerator: str = "h100-80gb") -> Plan:
     chosen = Option(cloud="gcp", region="us-central1", accelerator=accelerator, family="gpu",
                     chips=gpu.gpus_per_node * gpu.nodes, hosts=gpu.nodes, machine_type=gpu.machine_type, spot=False,
-                    hourly_usd=10, hours=100, total_usd=1000, mfu=0.4, offering="gcp-test", chips_per_host=gpu.gpus_per_node)
+                    hourly_usd=10, hours=100, total_usd=1000, mfu=0.4, offering="gcp-test",
+                    chips_per_host=gpu.gpus_per_node)
     return _plan(chosen=chosen, cloud="gcp", region="us-central1", zones=["us-central1-a"], family="gpu", gpu=gpu)
 
 
@@ -803,7 +804,8 @@ def test_an_x86_pool_with_the_arm64_gib_installer_is_refused():
 
 
 def test_a_fabric_without_arm64_installers_refuses_arm64_nodes():
-    with pytest.raises(AcceleratorStackError, match=r"gpu_arch: fabric 'gpudirect-tcpxo': .* amd64 nodes only, not arm64"):
+    with pytest.raises(AcceleratorStackError,
+                       match=r"gpu_arch: fabric 'gpudirect-tcpxo': .* amd64 nodes only, not arm64"):
         AcceleratorStackArgs(tags=TAGS, pools=[gke_h100_pool(*FABRIC_POOLS["gpudirect-tcpxo"])],
                              gpu_fabric="gpudirect-tcpxo", gke_networks=tcp_networks("gpudirect-tcpxo", 8),
                              gpu_arch="arm64")

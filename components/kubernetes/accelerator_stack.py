@@ -282,7 +282,8 @@ class AcceleratorStackArgs:
         from accel.components.kubernetes.node_installers import NoInstallerForArch, load_node_installers
 
         if self.gpu_arch not in ("amd64", "arm64"):
-            raise AcceleratorStackError(f"gpu_arch: {self.gpu_arch!r} is not a node architecture; allowed: amd64, arm64")
+            raise AcceleratorStackError(
+                f"gpu_arch: {self.gpu_arch!r} is not a node architecture; allowed: amd64, arm64")
         installers = load_node_installers()
         try:
             installers.for_fabric(self.gpu_fabric, self.gpu_arch)
