@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 from pydantic import ValidationError
@@ -26,6 +26,7 @@ from accel.components.kubernetes.pools import (
     ExistingCluster,
     device_plugin_needed,
     existing_cluster_provider,
+    gpu_node_arch,
     inventory_pools,
     plan_pools,
 )
@@ -118,6 +119,7 @@ class _Built:
     dataset_bucket: pulumi.Input[str] | None = None
     checkpoint_bucket: pulumi.Input[str] | None = None
     gpu_fabric: str = "none"  # GKE GPUDirect fabric of the GPU pool; its NICs need GKE networks
+    gpu_arch: Literal["amd64", "arm64"] = "amd64"  # the GPU nodes' kubernetes.io/arch: picks the node installers
     gke_networks: Sequence[GkeNetworkAttachment] = ()
     storage_mounts: Sequence[StorageMount] = ()  # stores the training pods mount (PV + PVC each)
 
@@ -153,6 +155,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_dra_driver=needs_compute_domain(args.plan),
                 dra_driver_root="/home/kubernetes/bin/nvidia" if args.plan.cloud == "gcp" else "/",
                 gpu_fabric=built.gpu_fabric,
+                gpu_arch=built.gpu_arch,
                 gke_networks=built.gke_networks,
                 storage_mounts=built.storage_mounts,
             ),
@@ -245,6 +248,7 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     if plan.gpu is not None:
         # The pool's extra node networks reach pods only through GKE Network objects.
         built.gpu_fabric = plan.gpu.fabric
+        built.gpu_arch = gpu_node_arch(plan.gpu)
         built.gke_networks = gpudirect_attachments(plan.gpu.fabric, network.extra_networks)
     if not plan.storage.is_empty:
         storage = TrainingStorage(name, TrainingStorageArgs.for_plan(

@@ -530,13 +530,20 @@ def rdma_networks() -> list[GkeNetworkAttachment]:
                                           *(NodeNetwork("a3u-rdma", f"a3u-rdma-sub-{i}") for i in range(8))])
 
 
-def gpudirect_stack(fabric: str, networks, built: list | None = None, pool: AcceleratorPool | None = None):
+# The GKE GPU pool each fabric's node installers admit (their node affinity, node_installers.yaml).
+FABRIC_POOLS = {"gpudirect-tcpx": ("a3-highgpu-8g", "nvidia-h100-80gb"),
+                "gpudirect-tcpxo": ("a3-megagpu-8g", "nvidia-h100-mega-80gb"),
+                "rdma": ("a3-ultragpu-8g", "nvidia-h200-141gb")}
+
+
+def gpudirect_stack(fabric: str, networks, built: list | None = None, pool: AcceleratorPool | None = None,
+                    gpu_arch: str = "amd64"):
     def program():
         import pulumi_kubernetes as k8s
 
         provider = k8s.Provider("cluster", kubeconfig="{}")
-        args = AcceleratorStackArgs(tags=TAGS, pools=[pool or gke_h100_pool()], gpu_fabric=fabric,
-                                    gke_networks=networks)
+        args = AcceleratorStackArgs(tags=TAGS, pools=[pool or gke_h100_pool(*FABRIC_POOLS.get(fabric, ()))],
+                                    gpu_fabric=fabric, gke_networks=networks, gpu_arch=gpu_arch)
         stack = AcceleratorStack("llama", args, opts=pulumi.ResourceOptions(provider=provider))
         if built is not None:
             built.append(stack)
@@ -657,7 +664,8 @@ def test_gpudirect_networks_without_a_gpu_pool_are_rejected(declare):
 def gke_gpu_plan(gpu: GpuPool, accelerator: str = "h100-80gb") -> Plan:
     chosen = Option(cloud="gcp", region="us-central1", accelerator=accelerator, family="gpu",
                     chips=gpu.gpus_per_node * gpu.nodes, hosts=gpu.nodes, machine_type=gpu.machine_type, spot=False,
-                    hourly_usd=10, hours=100, total_usd=1000, mfu=0.4, offering="gcp-test", chips_per_host=8)
+                    hourly_usd=10, hours=100, total_usd=1000, mfu=0.4, offering="gcp-test",
+                    chips_per_host=gpu.gpus_per_node)
     return _plan(chosen=chosen, cloud="gcp", region="us-central1", zones=["us-central1-a"], family="gpu", gpu=gpu)
 
 
@@ -748,3 +756,70 @@ def test_duplicate_claim_names_are_rejected():
     mounts = [StorageMount.gcs_bucket("data", "a", read_only=True), StorageMount.gcs_bucket("data", "b", read_only=True)]
     with pytest.raises(AcceleratorStackError, match="claim names must be unique"):
         AcceleratorStackArgs(tags=TAGS, pools=[h100_pool()], storage_mounts=mounts).validate()
+
+
+# ---- the fabric's node installers for the GPU nodes' architecture (A4X: Arm) ---------------------------
+
+GIB_X86_URL = ("https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
+               "155bfa49b7459a55c2352495d3eeb46a55637be6/gpudirect-rdma/nccl-rdma-installer.yaml")
+GIB_ARM64_URL = GIB_X86_URL.replace("nccl-rdma-installer.yaml", "nccl-rdma-installer-a4x.yaml")
+
+
+def rdma_plan(accelerator: str, machine_type: str, gpus: int, guest: str, nodes: int = 2) -> Plan:
+    gpu = GpuPool(accelerator=accelerator, machine_type=machine_type, gpus_per_node=gpus, nodes=nodes,
+                  guest_accelerator=guest, fabric="rdma", extra_networks=1)
+    return gke_gpu_plan(gpu, accelerator)
+
+
+@pytest.mark.parametrize("plan, url", [
+    (rdma_plan("gb200", "a4x-highgpu-4g", 4, "nvidia-gb200", nodes=18), GIB_ARM64_URL),  # A4X: Grace (Arm) hosts
+    (rdma_plan("b200", "a4-highgpu-8g", 8, "nvidia-b200"), GIB_X86_URL),            # A4
+    (rdma_plan("h200-141gb", "a3-ultragpu-8g", 8, "nvidia-h200-141gb"), GIB_X86_URL),  # A3 Ultra
+], ids=["a4x", "a4", "a3-ultra"])
+def test_an_rdma_plan_installs_the_gib_build_for_its_nodes_architecture(declare, plan, url):
+    capture = declare(cluster_program(plan, []))
+    [installer] = capture.of_type(CONFIG_FILE)
+    # One resource name for both builds: their manifests make the same DaemonSet (kube-system/nccl-rdma-installer),
+    # so A4/A3 Ultra stacks declare exactly what they did, and an A4X stack that had the x86 one updates in place.
+    assert installer.name == "a3-k8s-nccl-rdma-installer"
+    assert installer.inputs["file"] == url
+
+
+def test_an_a4x_pool_with_the_x86_gib_installer_is_refused_by_its_node_affinity():
+    a4x = gke_gpu_pool(GpuPool(accelerator="gb200", machine_type="a4x-highgpu-4g", gpus_per_node=4, nodes=2,
+                               guest_accelerator="nvidia-gb200", fabric="rdma", extra_networks=1))
+    networks = gpudirect_attachments("rdma", [NodeNetwork("a4x-gvnic", "a4x-gvnic-sub"),
+                                              *(NodeNetwork("a4x-rdma", f"a4x-rdma-sub-{i}") for i in range(4))])
+    with pytest.raises(AcceleratorStackError, match=r"nccl-rdma-installer \(cloud.google.com/gke-accelerator="
+                                                    r"nvidia-gb200 not in \[nvidia-h200-141gb, nvidia-b200\]\)"):
+        AcceleratorStackArgs(tags=TAGS, pools=[a4x], gpu_fabric="rdma", gke_networks=networks)  # gpu_arch: amd64
+    AcceleratorStackArgs(tags=TAGS, pools=[a4x], gpu_fabric="rdma", gke_networks=networks, gpu_arch="arm64")
+
+
+def test_an_x86_pool_with_the_arm64_gib_installer_is_refused():
+    with pytest.raises(AcceleratorStackError, match=r"nccl-rdma-installer-a4x \(cloud.google.com/gke-accelerator="
+                                                    r"nvidia-h200-141gb not in \[nvidia-gb200\]\)"):
+        AcceleratorStackArgs(tags=TAGS, pools=[gke_h100_pool(*FABRIC_POOLS["rdma"])], gpu_fabric="rdma",
+                             gke_networks=rdma_networks(), gpu_arch="arm64")
+
+
+def test_a_fabric_without_arm64_installers_refuses_arm64_nodes():
+    with pytest.raises(AcceleratorStackError,
+                       match=r"gpu_arch: fabric 'gpudirect-tcpxo': .* amd64 nodes only, not arm64"):
+        AcceleratorStackArgs(tags=TAGS, pools=[gke_h100_pool(*FABRIC_POOLS["gpudirect-tcpxo"])],
+                             gpu_fabric="gpudirect-tcpxo", gke_networks=tcp_networks("gpudirect-tcpxo", 8),
+                             gpu_arch="arm64")
+
+
+def test_a_pool_on_another_fabrics_gpus_is_refused():
+    # A3 High's nvidia-h100-80gb nodes are not admitted by the TCPXO installer (nvidia-h100-mega-80gb only).
+    with pytest.raises(AcceleratorStackError, match=r"pools.h100-80gb: the gpudirect-tcpxo node installers .* "
+                                                    r"nccl-tcpxo-installer \(cloud.google.com/gke-accelerator="
+                                                    r"nvidia-h100-80gb not in \[nvidia-h100-mega-80gb\]\)"):
+        AcceleratorStackArgs(tags=TAGS, pools=[gke_h100_pool(*FABRIC_POOLS["gpudirect-tcpx"])],
+                             gpu_fabric="gpudirect-tcpxo", gke_networks=tcp_networks("gpudirect-tcpxo", 8))
+
+
+def test_an_unknown_gpu_arch_is_refused():
+    with pytest.raises(AcceleratorStackError, match=r"gpu_arch: 'x86_64' is not a node architecture"):
+        AcceleratorStackArgs(tags=TAGS, pools=[h100_pool()], gpu_arch="x86_64")

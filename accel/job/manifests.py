@@ -175,7 +175,15 @@ def _fabric(hw: plan_view.Hardware, ctx: JobContext) -> tuple[list[dict], list[d
             "volumeMounts": [{"name": n, "mountPath": p} for n, p in car.get("mounts", {}).items()],
         })
         annotations[facts["device_annotation"]] = "".join(f"- path: {d}\n" for d in facts["devices"])
-    return sidecars, volumes, mounts, env, annotations, facts.get("env_profile")
+    return sidecars, volumes, mounts, env, annotations, _env_profile(hw.fabric, facts)
+
+
+def _env_profile(fabric: str, facts: dict) -> str | None:
+    """The NCCL env script the trainer sources: the pairing table's env_script in the node directory its
+    installers fill (node_installers.yaml), at the path where this pod mounts that directory."""
+    main_mounts = facts.get("main_mounts", {})
+    mounts = {host: main_mounts[name] for name, host in facts.get("host_paths", {}).items() if name in main_mounts}
+    return load_node_installers().env_profile(fabric, mounts)
 
 
 def paired_sidecar_image(fabric: str) -> str:

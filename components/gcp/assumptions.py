@@ -7,6 +7,7 @@ turns out wrong on a real project is named before `pulumi up`, with how to check
 from __future__ import annotations
 
 from accel.components.kubernetes.node_installers import load_node_installers
+from accel.components.kubernetes.pools import gpu_node_arch
 from accel.policies.plan import Plan
 
 # The GPUDirect-TCPX/TCPXO fabrics are A3 High's and A3 Mega's (policies/hardware/facts.toml): their
@@ -20,7 +21,7 @@ def gcp_assumptions(plan: Plan) -> list[str]:
     messages: list[str] = []
     gpu = plan.gpu
     if gpu is not None:
-        for floating in load_node_installers().floating_upstream(gpu.fabric):
+        for floating in load_node_installers().floating_upstream(gpu.fabric, gpu_node_arch(gpu)):
             messages.append(
                 f"assumption: the GPUDirect node installer {floating}. accel applies Google's manifest as "
                 "published at the pinned commit (components/kubernetes/node_installers.yaml); mirror that image "

@@ -216,6 +216,9 @@ class AcceleratorStackArgs:
     # GPU pool (gpudirect_attachments over GcpNetwork.extra_networks). Empty for other fabrics.
     gpu_fabric: str = "none"
     gke_networks: Sequence[GkeNetworkAttachment] = ()
+    # The GPU nodes' CPU architecture (kubernetes.io/arch; the machine type's `arch` in the hardware table):
+    # picks the fabric's node installers (A4X is Arm and needs the arm64 gIB build; node_installers.yaml).
+    gpu_arch: Literal["amd64", "arm64"] = "amd64"
     # Stores the training pods mount (storage_mounts.py): one static PV + PVC each, in `namespace`.
     storage_mounts: Sequence[StorageMount] = ()
 
@@ -264,6 +267,7 @@ class AcceleratorStackArgs:
             check_gke_networks(self.gpu_fabric, list(self.gke_networks))
         except ValueError as error:
             raise AcceleratorStackError(str(error)) from None
+        self._check_node_installers()
         claims = [mount.claim for mount in self.storage_mounts]
         for claim in claims:
             _check_dns_label("storage_mounts[].claim", claim)
@@ -271,6 +275,29 @@ class AcceleratorStackArgs:
             raise AcceleratorStackError(f"storage_mounts: claim names must be unique; got {claims}")
         if self.gke_networks and not has_gpu:
             raise AcceleratorStackError(f"gke_networks: GPUDirect networks given, but no pool provides {GPU_RESOURCE}")
+
+    def _check_node_installers(self) -> None:
+        """The fabric's node installers for `gpu_arch` exist and their node affinity admits every GPU pool: an
+        installer that cannot schedule on the pool's nodes leaves them without the NCCL plugin, silently."""
+        from accel.components.kubernetes.node_installers import NoInstallerForArch, load_node_installers
+
+        if self.gpu_arch not in ("amd64", "arm64"):
+            raise AcceleratorStackError(
+                f"gpu_arch: {self.gpu_arch!r} is not a node architecture; allowed: amd64, arm64")
+        installers = load_node_installers()
+        try:
+            installers.for_fabric(self.gpu_fabric, self.gpu_arch)
+        except NoInstallerForArch as error:
+            raise AcceleratorStackError(f"gpu_arch: {error}") from None
+        for pool in self.pools:
+            if pool.resource != GPU_RESOURCE:
+                continue
+            refused = installers.unadmitted(self.gpu_fabric, self.gpu_arch, pool.node_labels)
+            if refused:
+                raise AcceleratorStackError(
+                    f"pools.{pool.name}: the {self.gpu_fabric} node installers for {self.gpu_arch} nodes would never "
+                    f"run on its nodes, by their node affinity: {'; '.join(refused)}. Set gpu_arch to the pool's "
+                    "architecture, or gpu_fabric to the pool's fabric (components/kubernetes/node_installers.yaml)")
 
     @property
     def efa_device_plugin_wanted(self) -> bool:
@@ -595,7 +622,7 @@ class AcceleratorStack(pulumi.ComponentResource):
     def _node_installer_names(self) -> tuple[str, ...]:
         from accel.components.kubernetes.node_installers import load_node_installers
 
-        return load_node_installers().for_fabric(self._args.gpu_fabric)
+        return load_node_installers().for_fabric(self._args.gpu_fabric, self._args.gpu_arch)
 
     def _gpudirect_node_installers(self) -> list[Any]:
         """The DaemonSets NCCL needs on a GKE GPUDirect fabric (node_installers.yaml), pinned manifests.
@@ -608,11 +635,11 @@ class AcceleratorStack(pulumi.ComponentResource):
         installers = load_node_installers()
         return [
             self._k8s.yaml.v2.ConfigFile(
-                f"{self._name}-{installer}",
+                f"{self._name}-{installers.resource_name(installer)}",
                 file=installers.url(installer),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for installer in installers.for_fabric(self._args.gpu_fabric)
+            for installer in installers.for_fabric(self._args.gpu_fabric, self._args.gpu_arch)
         ]
 
     def _cluster_queue_spec(self) -> dict[str, Any]:

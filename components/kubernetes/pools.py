@@ -100,6 +100,12 @@ def gke_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND) -> Accelerator
                            topology_levels=_topology_levels(gpu, hardware.current().kubernetes.gke_topology_levels))
 
 
+def gpu_node_arch(gpu: GpuPool) -> Literal["amd64", "arm64"]:
+    """The GPU nodes' kubernetes.io/arch: arm64 for the Arm (Grace) machine types of the hardware table (A4X,
+    p6e-gb200), else amd64. Picks the fabric's node installers (node_installers.yaml)."""
+    return "arm64" if hardware.current().is_arm(gpu.machine_type) else "amd64"
+
+
 def _arch_tolerations(gpu: GpuPool) -> list[Toleration]:
     """Arm GPU machines (A4X, p6e-gb200): GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule (GKE "Arm
     workloads"; Cluster Toolkit's A4X jobs tolerate it), so the pool's pods tolerate it; on EKS it is harmless."""
