@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from accel.base.errors import ComponentArgsError
 from accel.base.safe_files import read_text
 
 from accel.base.yaml_files import parse_yaml  # libyaml, duplicate keys refused
@@ -22,8 +23,9 @@ Arch = Literal["amd64", "arm64"]          # kubernetes.io/arch values of the nod
 ARCH_LABEL = "kubernetes.io/arch"
 
 
-class NoInstallerForArch(ValueError):
-    """The fabric has no node installers published for the nodes' architecture."""
+class NoInstallerForArch(ComponentArgsError):
+    """The fabric has no node installers published for the nodes' architecture: a component argument that cannot
+    be built (the one component error, a UsageError and a ValueError)."""
 
 
 def floating_image_problem(image: str) -> str | None:
