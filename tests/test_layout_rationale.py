@@ -4,6 +4,8 @@ pool, so a pool that is not a whole number of replicas has nodes that hold none,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from accel.policies.plan import Plan
@@ -37,3 +39,17 @@ def test_a_pool_that_is_not_a_whole_number_of_replicas_says_which_nodes_hold_non
 ])
 def test_the_words_count_the_replicas_the_pools_hold(sizes, group, words):
     assert _replicas_in_pools(sizes, group) == words
+
+
+def test_the_shipped_pin_says_what_its_pools_hold():
+    # 132 p5 nodes in pools of 64 + 64 + 4 hold sixteen 8-node replicas; the last pool's 4 nodes hold none.
+    import yaml
+
+    from accel.policies.selection.plan_builder import _layout_words
+
+    root = Path(__file__).resolve().parent.parent
+    document = yaml.safe_load((root / "stacks" / "Pulumi.llama-70b-finetune-aws.yaml").read_text())
+    plan = Plan.model_validate(document["config"]["accel:plan"])
+    line = _layout_words(plan.gpu, plan.parallelism)
+    assert line.endswith("3 pools: 2 x 64 + 4 nodes holding 16 replicas of 8 nodes; 4 nodes hold no whole replica.")
+    assert line in plan.rationale
