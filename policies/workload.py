@@ -45,18 +45,18 @@ _OPTIONAL_MODEL_FIELDS = ("active_parameters", "experts", "experts_per_token", "
 # overflows (a rate of zero FLOPs, an infinite chip count) and the answer would be a traceback, so the workload is
 # refused naming the field. The largest published models hold ~2T parameters and trained on ~36T tokens; the ranges
 # leave 500x and more around what anyone has run.
-MODEL_PARAMETERS = {"ge": 1e6, "le": 1e15}     # 1M .. 1 quadrillion parameters
-TRAINING_TOKENS = {"ge": 1e3, "le": 1e17}      # 1K .. 100 quadrillion tokens
-SERVING_TOKENS_PER_SECOND = {"le": 1e12}
-SERVICE_HOURS = {"le": 87_840.0}               # ten years (3,660 days), the longest TTL accel takes too
+MODEL_PARAMETER_BOUNDS = {"ge": 1e6, "le": 1e15}   # 1M .. 1 quadrillion parameters
+TOKEN_COUNT_BOUNDS = {"ge": 1e3, "le": 1e17}       # 1K .. 100 quadrillion tokens
+SERVING_RATE_BOUNDS = {"le": 1e12}
+SERVICE_HOURS_BOUNDS = {"le": 87_840.0}           # ten years (3,660 days), the longest TTL accel takes too
 
 
 class ModelSpec(WorkloadModel):
     parameters: PositiveQuantity = Field(description="Parameter count, e.g. 70B (a mixture-of-experts model: the "
-                                                     "total, every expert included)", **MODEL_PARAMETERS)
+                                                     "total, every expert included)", **MODEL_PARAMETER_BOUNDS)
     sequence_length: int = Field(4096, gt=0, le=2_000_000, description="Training context length in tokens")
     active_parameters: PositiveQuantity | None = Field(
-        None, **MODEL_PARAMETERS, description="Mixture-of-experts: parameters touched per token (attention, shared and routed experts), "
+        None, **MODEL_PARAMETER_BOUNDS, description="Mixture-of-experts: parameters touched per token (attention, shared and routed experts), "
                           "e.g. 37B for DeepSeek-V3's 671B; FLOPs follow them, memory follows `parameters`. A dense "
                           "model omits it")
     experts: int | None = Field(None, gt=1, le=100_000, description="Mixture-of-experts: routed experts per MoE layer")
@@ -129,7 +129,7 @@ class ModelSpec(WorkloadModel):
 
 
 class TrainingSpec(WorkloadModel):
-    tokens: PositiveQuantity | None = Field(None, **TRAINING_TOKENS, description="Tokens to train on, e.g. 2T "
+    tokens: PositiveQuantity | None = Field(None, **TOKEN_COUNT_BOUNDS, description="Tokens to train on, e.g. 2T "
                                                                                  "(required for pretrain and finetune)")
     framework: Literal["jax", "pytorch", "tensorflow", "pytorch-xla"] = "jax"
     precision: Literal["bf16", "fp16", "fp8", "fp32"] = "bf16"
@@ -138,19 +138,19 @@ class TrainingSpec(WorkloadModel):
                                      "or another parameter-efficient fine-tune (frozen weights keep no "
                                      "gradients or optimizer state)")
     global_batch_tokens: PositiveQuantity | None = Field(
-        None, **TRAINING_TOKENS, description="Tokens per optimizer step (e.g. 4M); bounds data parallelism. Default: by model size "
+        None, **TOKEN_COUNT_BOUNDS, description="Tokens per optimizer step (e.g. 4M); bounds data parallelism. Default: by model size "
                           "from published practice (policies/catalog/assumptions.yaml)")
 
 
 class InferenceSpec(WorkloadModel):
     tokens_per_second: PositiveQuantity = Field(description="Aggregate generated tokens per second to sustain",
-                                                **SERVING_TOKENS_PER_SECOND)
+                                                **SERVING_RATE_BOUNDS)
     p99_latency_ms: float = Field(200, gt=0, description="Per-token p99 latency bound")
     framework: Literal["jax", "pytorch", "tensorflow", "pytorch-xla"] = "pytorch"
     precision: Literal["bf16", "fp16", "fp8", "int8"] = Field(
         "bf16", description="Weights (and KV cache) for serving: fp8 on chips with fp8 tensor cores (H100, H200, "
                             "L4, L40S), int8 weight-only anywhere; both halve the bytes read per token")
-    hours: float = Field(730, gt=0, **SERVICE_HOURS, description="How long the service runs, for the run cost (default: a month)")
+    hours: float = Field(730, gt=0, **SERVICE_HOURS_BOUNDS, description="How long the service runs, for the run cost (default: a month)")
     prompt_tokens: int | None = Field(None, gt=0, description="Prompt (context) tokens per request")
     output_tokens: int | None = Field(None, gt=0, description="Generated tokens per request")
 

@@ -20,6 +20,7 @@ from accel.base.errors import UsageError
 from accel.base.units import UnitError, parse_quantity
 from accel.cli import _register_commands, app
 from accel.policies.workload import workload_from_mapping
+from tests.test_bad_input_battery import assert_refused  # exit 2, an error line naming each needle, no traceback
 
 ROOT = Path(__file__).resolve().parent.parent
 FINETUNE = yaml.safe_load((ROOT / "examples" / "llama-8b-finetune-cuda.yaml").read_text())
@@ -29,15 +30,6 @@ MOE = yaml.safe_load((ROOT / "examples" / "deepseek-v3-moe.yaml").read_text())
 def run(*args):
     _register_commands()
     return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def assert_refused(result, *needles: str, code: int = 2) -> None:
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output and "Traceback" not in result.stderr
-    assert result.exit_code == code, (result.exit_code, result.stderr[-600:])
-    assert "error" in result.stderr.lower(), result.stderr
-    for needle in needles:
-        assert needle in result.stderr, (needle, result.stderr[-600:])
 
 
 def choose_with(tmp_path: Path, document: dict, *options: str):

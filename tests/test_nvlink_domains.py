@@ -57,6 +57,16 @@ def test_only_gb200_has_a_domain_across_nodes_tpus_and_pcie_cards_have_none():
     assert not facts.nvlink_domain_spans_nodes("tpu-v5p") and not facts.nvlink_domain_spans_nodes("l40s")
 
 
+def test_a_chip_no_machine_carries_has_no_domain_across_nodes_whatever_its_domain():
+    # h800 has a collective fabric (published runs' all-to-all) but no machine type: an 8-GPU domain it cannot be
+    # said to outgrow, so no NVIDIA ComputeDomain for it (before: True, as 8 > "no machine" read as 0).
+    facts = hardware.current()
+    assert facts.scale_up_domain_chips("h800") == 8
+    assert not any(facts.machine_types_of_chip("h800").values())
+    assert not facts.nvlink_domain_spans_nodes("h800")
+    assert {chip for chip in facts.collective_fabrics if facts.nvlink_domain_spans_nodes(chip)} == {"gb200"}
+
+
 @pytest.fixture(scope="module")
 def onprem_gb200():
     return plan_stack("onprem-gb200", None, ROOT)

@@ -113,7 +113,8 @@ def job(
     else:
         text = ""
     # Manifests that would not schedule are never written to -o: a FILE a pipeline applies next (kubectl apply
-    # -f FILE) must hold only a job that runs; an older FILE is left as it was. stdout still shows them.
+    # -f FILE) must hold only a job that runs; an older FILE is left as it was. The errors below say why; the
+    # manifests are not printed either (run without -o to see them).
     if output and text and report.errors:
         print(f"note: nothing written to {output}: the job would not schedule (drop -o to see the manifests)",
               file=sys.stderr)

@@ -372,8 +372,14 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
             raise CatalogError(f"{where}.accelerator: unknown accelerator {accelerator!r}{_near(str(accelerator), ACCELERATOR_IDS)}")
         name = get("name") or accelerator
         generation = shapes.GENERATION_BY_ACCELERATOR.get(accelerator)
+        facts = hardware.current()
+        if generation is None and (facts.gpu_machine(str(name)) is not None or str(name) in facts.tpu_machines):
+            # The name is the pool's machine type: a cloud's would bring that machine's facts (its NVLink domain's
+            # placement unit, a Kueue level the cluster lacks) to nodes that are not it.
+            raise CatalogError(f"{where}.name: {name!r} is a cloud machine type (policies/hardware/facts.toml); name "
+                               "the inventory for your cluster's nodes, e.g. the accelerator or the rack")
         # Default node size: a multi-host TPU VM's chips, a GB200 tray's 4, or eight GPUs (the hardware table's).
-        per_node = get("gpus_per_node") or hardware.current().inventory_chips_per_node(accelerator)
+        per_node = get("gpus_per_node") or facts.inventory_chips_per_node(accelerator)
         count = get("count")
         if isinstance(count, int) and isinstance(per_node, int) and count % per_node:
             raise CatalogError(f"{where}: {count} chips is not a whole number of nodes of {per_node} "

@@ -21,7 +21,7 @@ from accel.policies.plan import GpuFabric, Provisioning
 from accel.base.model import StrictModel
 from accel.policies.workload import AcceleratorId, Cloud
 
-# Values public price feeds use for "unknown"; a real price is never exactly one of these.
+
 def _read_by_today(day: date) -> date:
     """An as-of date is when a figure was read: never a day still to come (one day's grace for time zones)."""
     today = date.today()
@@ -34,6 +34,7 @@ def _read_by_today(day: date) -> date:
 # The date a price, source or catalog was read (refused when still to come).
 AsOfDate = Annotated[date, AfterValidator(_read_by_today)]
 
+# Values public price feeds use for "unknown"; a real price is never exactly one of these.
 SENTINEL_PRICES: frozenset[float] = frozenset({700.0, 999.0, 9999.0, 99999.0, 999999.0, 1e6, 1e9})
 MAX_CHIP_HOUR_USD = 150.0     # above this a "per chip-hour" price is really a per-instance price
 MAX_HOST_HOUR_USD = 500.0

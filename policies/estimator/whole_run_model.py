@@ -128,8 +128,8 @@ _MODELS: dict[tuple, WholeRunModel] = {}
 
 def calibrated_model(catalog: Catalog) -> WholeRunModel:
     """The whole-run model fitted on every row, cached per catalog's peaks and estimator settings and, with the
-    bundled hardware table, in the user's derived-data cache (keyed by the run tables, the blind runs and the
-    code; an edit of any refits): reading and checking the tables costs a few hundred milliseconds, the fitted
+    bundled hardware table, in the user's derived-data cache (keyed by the run tables, the blind runs, the
+    hardware table and the code; an edit of any refits): reading and checking the tables costs a few hundred milliseconds, the fitted
     model's pickle almost nothing."""
     key = mfu_model._fit_key(catalog)
     # The MoE rows' all-to-all reads the hardware table's collective fabrics: another table is another fit (the
@@ -141,7 +141,10 @@ def calibrated_model(catalog: Catalog) -> WholeRunModel:
             from accel.policies.estimator import whole_runs
             return whole_runs.fit_model(catalog)
 
-        found = _MODELS[memo] = (cached("whole-run-fit", [WHOLE_RUNS, BLIND_RUNS, mfu_model.PUBLISHED_RUNS], compute,
+        # facts.toml is an input as the run tables are: its [collective_fabrics] are not in `key`, and an edit of
+        # them read back the fit made before it.
+        found = _MODELS[memo] = (cached("whole-run-fit", [WHOLE_RUNS, BLIND_RUNS, mfu_model.PUBLISHED_RUNS,
+                                                          hardware.BUNDLED_FACTS], compute,
                                        code=[mfu_model.POLICIES_DIR], extra=key)
                                 if hardware.bundled_in_use() else compute())
     return found

@@ -373,8 +373,9 @@ class HardwareFacts:
         that chip, not merely larger than this one: a3-highgpu-1g's H100 is one GPU of an 8-GPU board whose
         NVLink never leaves the board. A TPU (domain 0: the slice) or a PCIe GPU (none) never does."""
         domain = self.scale_up_domain_chips(chip, machine_type)
-        most = self._index("most_gpus_per_machine", self._most_gpus_per_machine).get(chip, 0)
-        return bool(domain) and domain > most
+        most = self._index("most_gpus_per_machine", self._most_gpus_per_machine).get(chip)
+        # A chip no machine of the table carries (h800, a published run's part) has no machine to outgrow: no.
+        return bool(domain) and most is not None and domain > most
 
     def inventory_chips_per_node(self, chip: str) -> int:
         """Chips per node of an existing cluster's inventory that does not say (accel:cluster inventory

@@ -92,7 +92,7 @@ class SearchContext:
     max_chips: int
     batch_chips: int = 0          # most chips the global batch keeps busy (training)
     batch_why: str = ""
-    training_models: dict[tuple[str, str, bool, int | None], TrainingModel] = field(default_factory=dict)
+    training_models: dict[tuple, TrainingModel] = field(default_factory=dict)
     mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
@@ -103,22 +103,22 @@ class SearchContext:
     timing_cache: dict[tuple, dict[tuple[int, int, int], Any]] = field(default_factory=dict)
     ladders: dict[tuple[str, int], Any] = field(default_factory=dict)        # GPU size ladders by (offering, nodes)
     price_free: dict[tuple, Any] = field(default_factory=dict)   # what sizing works out without a price
-    domains: dict[tuple[str, str], int | None] = field(default_factory=dict)   # NVLink domain by (chip, machine type)
+    domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
 
-    def model_key(self, offering: Offering, spot: bool) -> tuple[str, str, bool, int | None]:
+    def model_key(self, offering: Offering, spot: bool) -> tuple[str, str, bool, hardware.MachineDomain | None]:
         """What the offering's training model (and the run hours and spot timings worked out from it) is shared
-        by: its chip, cloud and capacity type, and the GPUs its machine joins in one NVLink domain, the one thing
-        of the machine the model reads (a mixture of experts' all-to-all; a2-megagpu-16g's 16 A100 against the 8
-        of A100's other machines)."""
+        by: its chip, cloud and capacity type, and its machine's own NVLink domain entry where the hardware table
+        states one (None: the chip's), the one thing of the machine the model reads (a mixture of experts'
+        all-to-all and the entry it cites; a2-megagpu-16g's 16 A100 against the 8 of A100's other machines)."""
         # Kept per machine type: a search asks ~60,000 times on a large catalog (every size of every region).
         where = (offering.accelerator, offering.machine_type)
-        domain = self.domains.get(where, -1)
-        if domain == -1:
-            domain = self.domains[where] = hardware.current().scale_up_domain_chips(*where)
-        return offering.accelerator, offering.cloud, spot, domain
+        if where not in self.domains:
+            fabric = hardware.current().collective_fabrics.get(offering.accelerator)
+            self.domains[where] = fabric.machine_domain(offering.machine_type) if fabric is not None else None
+        return offering.accelerator, offering.cloud, spot, self.domains[where]
 
     def training_model(self, offering: Offering, spot: bool) -> TrainingModel:
         return _memo(self.training_models, self.model_key(offering, spot), lambda: TrainingModel(

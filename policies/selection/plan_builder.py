@@ -130,6 +130,18 @@ def _layout_words(gpu: GpuPool, parallelism) -> str:
     pools = (f"one pool of {sizes[0]} nodes" if len(sizes) == 1 else
              f"{len(sizes)} pools: {sizes.count(sizes[0])} x {sizes[0]}" + (f" + {sizes[-1]}" if sizes[-1] != sizes[0] else "")
              + " nodes")
-    whole = (", each a whole number of replicas" if parallelism.group_nodes <= sizes[0] else
-             ": a replica is wider than one pool may hold, so it crosses pools")
-    return f"Parallelism: {parallelism.text()} ({replica}); {pools}{whole}."
+    return f"Parallelism: {parallelism.text()} ({replica}); {pools}{_replicas_in_pools(sizes, parallelism.group_nodes)}."
+
+
+def _replicas_in_pools(sizes: list[int], group_nodes: int) -> str:
+    """How the pools hold whole replicas of `group_nodes` nodes, as it is: a replica stays inside one pool, so the
+    nodes of a pool past its last whole replica hold none (a fleet of whole 18-node A4X sub-blocks is not a whole
+    number of 16-node replicas)."""
+    if group_nodes > sizes[0]:
+        return ": a replica is wider than one pool may hold, so it crosses pools"
+    replicas = sum(size // group_nodes for size in sizes)
+    spare = sum(size % group_nodes for size in sizes)
+    if not spare:
+        return ", each a whole number of replicas" if len(sizes) > 1 else ", a whole number of replicas"
+    return (f" holding {replicas} replica{'s' if replicas != 1 else ''} of {group_nodes} nodes; {spare} "
+            f"node{'s hold' if spare != 1 else ' holds'} no whole replica")

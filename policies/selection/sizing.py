@@ -88,7 +88,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
-    # one accelerator on one cloud whose machines join as many GPUs in an NVLink domain (one training model).
+    # one accelerator on one cloud whose machines read the same NVLink domain entry (one training model,
+    # SearchContext.model_key).
     shared_hours = ctx.hours_cache.setdefault(ctx.model_key(offering, spot), {})
 
     def run_hours(s: Size) -> float:
