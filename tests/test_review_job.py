@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from accel.job.topology import REQUIRED, SLICE_REQUIRED
 from tests.test_job import generated
 
@@ -26,3 +28,26 @@ def test_the_a4x_fabric_check_asks_kueue_for_no_group_placement_so_its_note_clai
     annotations = _pod_annotations(check.manifests)
     assert SLICE_REQUIRED not in annotations and REQUIRED not in annotations
     assert "tensor-parallel group" not in _compute_domain_note(check)
+
+
+# ---- one Google Cloud project id rule for gcp:project and a shared reservation's path -----------------------------
+
+SHARED_IN_A_DOMAIN_SCOPED_PROJECT = "projects/example.com:ml-train/reservations/a4x-held/reservationBlocks/block-1"
+
+
+def test_a_shared_reservation_of_a_domain_scoped_project_is_taken_as_its_project_id_is():
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+    from accel.stack.deploy_keys import project_id_problem
+
+    assert project_id_problem("example.com:ml-train") is None
+    assert reservation_name_problem(SHARED_IN_A_DOMAIN_SCOPED_PROJECT, "gcp") is None
+
+
+@pytest.mark.parametrize("project", ["example.com:ml-train-", "example.com:9ml-train", "Example.com:ml-train",
+                                     "ml-t", "ml-train-"])
+def test_a_project_gcp_would_refuse_is_refused_alike_in_gcp_project_and_in_a_reservation_path(project):
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+    from accel.stack.deploy_keys import project_id_problem
+
+    assert project_id_problem(project) is not None
+    assert reservation_name_problem(f"projects/{project}/reservations/a4x-held", "gcp") is not None
