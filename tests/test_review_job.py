@@ -51,3 +51,30 @@ def test_a_project_gcp_would_refuse_is_refused_alike_in_gcp_project_and_in_a_res
 
     assert project_id_problem(project) is not None
     assert reservation_name_problem(f"projects/{project}/reservations/a4x-held", "gcp") is not None
+
+
+# ---- an inventory's own word on its nodes' architecture ---------------------------------------------------------
+
+def _inventory_arch(entry: dict) -> str | None:
+    from accel.components.kubernetes.pools import ExistingCluster
+    from accel.job.declared import _inventory
+
+    cluster = ExistingCluster.model_validate({"name": "dc", "gpu_setup": "device-plugin", "inventory": [entry]})
+    [pool] = _inventory(cluster)
+    return pool.arch
+
+
+def test_an_inventory_of_h100_on_arm_servers_that_says_so_is_arm64_not_the_clouds_amd64():
+    # H100 PCIe cards sit in Arm servers too (an Ampere Altra host); the cloud machine types that carry the chip are
+    # all x86, so the chip alone says amd64: what the inventory states of its own nodes comes first.
+    arm = {"accelerator": "h100-80gb", "chips": 16, "usd_per_chip_hour": 2.0, "gpus_per_node": 8,
+           "node_labels": {"kubernetes.io/arch": "arm64"}}
+    assert _inventory_arch(arm) == "arm64"
+    tainted = {**arm, "node_labels": {}, "tolerations": [{"key": "kubernetes.io/arch", "operator": "Equal",
+                                                          "value": "arm64", "effect": "NoSchedule"}]}
+    assert _inventory_arch(tainted) == "arm64"
+
+
+def test_an_inventory_that_says_nothing_of_its_architecture_is_its_chips():
+    assert _inventory_arch({"accelerator": "h100-80gb", "chips": 16, "usd_per_chip_hour": 2.0}) == "amd64"
+    assert _inventory_arch({"accelerator": "gb200", "chips": 72, "usd_per_chip_hour": 4.2}) == "arm64"
