@@ -78,3 +78,25 @@ def test_an_inventory_of_h100_on_arm_servers_that_says_so_is_arm64_not_the_cloud
 def test_an_inventory_that_says_nothing_of_its_architecture_is_its_chips():
     assert _inventory_arch({"accelerator": "h100-80gb", "chips": 16, "usd_per_chip_hour": 2.0}) == "amd64"
     assert _inventory_arch({"accelerator": "gb200", "chips": 72, "usd_per_chip_hour": 4.2}) == "arm64"
+
+
+# ---- the fabric check's nccl-tests command ----------------------------------------------------------------------
+
+def _command(job) -> str:
+    jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    return pod["containers"][0]["command"][-1]
+
+
+def test_a_one_node_fabric_check_drives_all_its_gpus_from_one_process():
+    # dev-spot: one a3-megagpu-8g. `-g 1` ran a single-rank all-reduce, whose bus bandwidth nccl-tests reports as 0
+    # (busBw = algBw x 2(n-1)/n), so the check failed on every healthy node.
+    command = _command(generated("dev-spot", validate=True))
+    assert "all_reduce_perf -b 1G -e 8G -f 2 -g 8 " in command
+    assert "launched by the image" not in command
+
+
+def test_a_multi_node_fabric_check_says_it_needs_mpi_to_start_its_ranks_instead_of_claiming_a_wrapper_does():
+    check = generated("llama-70b-a4", validate=True)
+    assert "-g 1 " in _command(check) and "launched by the image" not in _command(check)
+    assert any(line.startswith("launch: ") and "MPI" in line for line in check.derivations)
