@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from accel.job.topology import REQUIRED, SLICE_REQUIRED
+from accel.job.topology import PREFERRED, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
 from tests.test_job import generated
 
 
@@ -100,3 +100,30 @@ def test_a_multi_node_fabric_check_says_it_needs_mpi_to_start_its_ranks_instead_
     check = generated("llama-70b-a4", validate=True)
     assert "-g 1 " in _command(check) and "launched by the image" not in _command(check)
     assert any(line.startswith("launch: ") and "MPI" in line for line in check.derivations)
+
+
+# ---- accel job --check follows Kueue's own topology rules -------------------------------------------------------
+
+def _with_annotations(job, annotations: dict):
+    import copy
+
+    manifests = copy.deepcopy(job.manifests)
+    jobset = next(m for m in manifests if m["kind"] == "JobSet")
+    metadata = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]
+    for key in (REQUIRED, PREFERRED, SLICE_REQUIRED, SLICE_SIZE):
+        metadata["annotations"].pop(key, None)
+    metadata["annotations"].update(annotations)
+    return manifests
+
+
+def test_a_slice_at_the_podsets_own_level_is_taken_as_kueue_takes_it_and_a_coarser_one_is_not():
+    # kueue v0.14.1 pkg/cache/scheduler/tas_flavor_snapshot.go:715: only a slice level above (coarser than) the
+    # PodSet's is refused ("podset slice topology ... is above the podset topology").
+    from tests.test_job import recheck
+
+    job = generated("llama-405b-a4x")
+    block, subblock = "cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock"
+    same = _with_annotations(job, {REQUIRED: block, SLICE_REQUIRED: block, SLICE_SIZE: "2"})
+    assert [e for e in recheck("llama-405b-a4x", same).errors if SLICE_REQUIRED in e.field] == []
+    coarser = _with_annotations(job, {REQUIRED: subblock, SLICE_REQUIRED: block, SLICE_SIZE: "2"})
+    assert [e for e in recheck("llama-405b-a4x", coarser).errors if SLICE_REQUIRED in e.field]
