@@ -127,3 +127,30 @@ def test_a_slice_at_the_podsets_own_level_is_taken_as_kueue_takes_it_and_a_coars
     assert [e for e in recheck("llama-405b-a4x", same).errors if SLICE_REQUIRED in e.field] == []
     coarser = _with_annotations(job, {REQUIRED: subblock, SLICE_REQUIRED: block, SLICE_SIZE: "2"})
     assert [e for e in recheck("llama-405b-a4x", coarser).errors if SLICE_REQUIRED in e.field]
+
+
+# ---- the bounds of the session's name rules, each caught when mutated ------------------------------------------
+
+@pytest.mark.parametrize("reference, taken", [
+    ("abc/dev", True), ("ab/dev", False),                           # owner: 3 to 40 (httpstate backend.go:140)
+    (f"{'a' * 40}/dev", True), (f"{'a' * 41}/dev", False),
+    ("acme-/dev", False), ("acme_1/proj.x/dev", True),             # ends alphanumeric; '.' in a project name
+    ("organization/accel/dev", True),                               # the DIY backend's one owner (diy/store.go)
+    (f"acme/{'p' * 100}/dev", True), (f"acme/{'p' * 101}/dev", False),
+])
+def test_pulumi_stack_reference_bounds(reference, taken):
+    from accel.stack.stack_names import stack_reference_problem
+
+    assert (stack_reference_problem(reference) is None) is taken
+
+
+@pytest.mark.parametrize("name, taken", [
+    ("a" * 63, True), ("a" * 64, False), ("held-", False), ("9held", False),   # RFC 1035, 1 to 63
+    ("held/reservationBlocks/b" + "x" * 62, True), ("held/reservationBlocks/b" + "x" * 63, False),
+    ("held/reservationSubBlocks/s", False),                                    # a sub-block only inside a block
+    ("projects/acme-ml/reservations/held/reservationBlocks/b1/reservationSubBlocks/s1", True),
+])
+def test_gcp_reservation_name_bounds(name, taken):
+    from accel.policies.cloud.reservation_names import reservation_name_problem
+
+    assert (reservation_name_problem(name, "gcp") is None) is taken
