@@ -99,11 +99,17 @@ def test_check_refuses_a_slice_size_that_does_not_divide_the_job():
     assert any(SLICE_SIZE in e.field and "divides" in e.message for e in errors), errors
 
 
-def test_check_refuses_a_slice_no_finer_than_the_jobs_level():
+def test_check_refuses_a_slice_coarser_than_the_jobs_level():
+    # Kueue refuses a slice level above the PodSet's, and takes the same level (kueue v0.14.1
+    # pkg/cache/scheduler/tas_flavor_snapshot.go:715).
     manifests = copy.deepcopy(generated(STACK).manifests)
-    pod_annotations(manifests)[SLICE_REQUIRED] = BLOCK
+    annotations = pod_annotations(manifests)
+    annotations.pop(PREFERRED, None)
+    annotations.update({REQUIRED: SUBBLOCK, SLICE_REQUIRED: BLOCK})
     errors = recheck(STACK, manifests).errors
-    assert any("must be finer" in e.message for e in errors), errors
+    assert any("is above the job's" in e.message for e in errors), errors
+    annotations[SLICE_REQUIRED] = SUBBLOCK
+    assert not [e for e in recheck(STACK, manifests).errors if SLICE_REQUIRED in e.field]
 
 
 def test_check_refuses_required_and_preferred_together():

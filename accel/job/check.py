@@ -261,7 +261,7 @@ def _check_group(group: PodGroup, cluster: DeclaredCluster, report: ScheduleRepo
 def _check_topology(group: PodGroup, pod: str, flavor: Flavor, cluster: DeclaredCluster,
                     report: ScheduleReport) -> None:
     """Kueue's topology request rules (accel/job/topology.py): the flavor names a declared Topology, every
-    requested level is one of its levels, required and preferred exclude each other, and a slice is finer
+    requested level is one of its levels, required and preferred exclude each other, and a slice is no coarser
     than the PodSet's level and its size divides the PodSet."""
     annotations = (group.template.get("metadata") or {}).get("annotations") or {}
     requested = {key: annotations[key] for key in LEVEL_ANNOTATIONS if key in annotations}
@@ -293,9 +293,11 @@ def _check_topology(group: PodGroup, pod: str, flavor: Flavor, cluster: Declared
         return
     if slice_level is None:
         return
-    if podset_level in levels and slice_level in levels and levels.index(slice_level) <= levels.index(podset_level):
-        report.errors.append(Finding(pod, f"{where}[{SLICE_REQUIRED}]", f"the slice level {slice_level} must be finer "
-                                     f"than the job's {podset_level}"))
+    # Kueue refuses only a slice level above the PodSet's; the same level is taken (kueue v0.14.1
+    # pkg/cache/scheduler/tas_flavor_snapshot.go:715, "podset slice topology %s is above the podset topology %s").
+    if podset_level in levels and slice_level in levels and levels.index(slice_level) < levels.index(podset_level):
+        report.errors.append(Finding(pod, f"{where}[{SLICE_REQUIRED}]", f"the slice level {slice_level} is above the "
+                                     f"job's {podset_level}: it must be that level or a finer one"))
     size = annotations[SLICE_SIZE]
     if not str(size).isdigit() or int(size) < 1 or group.pods % int(size):
         report.errors.append(Finding(pod, f"{where}[{SLICE_SIZE}]", f"{size!r} must be a whole number of pods that "

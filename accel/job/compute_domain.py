@@ -19,6 +19,8 @@ from typing import Any
 from accel.components.kubernetes.workloads import needs_compute_domain  # noqa: F401 (the job's rule is the cluster's)
 from accel.policies.plan import Plan
 
+from accel.job.topology import REQUIRED, SLICE_REQUIRED
+
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 COMPUTE_DOMAIN_KIND = "ComputeDomain"
 CHANNEL_CLAIM = "compute-domain-channel"
@@ -45,13 +47,16 @@ def claim_channel(pod: dict[str, Any], job: str) -> None:
         resources["claims"] = [*resources.get("claims", []), {"name": CHANNEL_CLAIM}]
 
 
-def derivation(job: str, plan: Plan) -> str:
+def derivation(job: str, plan: Plan, pod: dict[str, Any]) -> str:
     # One ComputeDomain may hold nodes of several NVLink domains: the driver runs one IMEX domain per NVLink
     # partition (its status lists each node's cliqueID), so only nodes of one rack share GPU memory over NVLink,
     # which is why a tensor-parallel group that spans nodes is kept inside one (accel/job/topology.py).
     assert plan.gpu is not None
+    # Said only of a pod template that asks Kueue for it (accel/job/topology.py); the fabric check asks for none.
     tensor = plan.parallelism.tensor_nodes if plan.parallelism is not None else None
-    groups = (f"; each {tensor}-node tensor-parallel group is placed inside one NVLink domain" if tensor else "")
+    annotations = pod.get("metadata", {}).get("annotations") or {}
+    placed = tensor and (SLICE_REQUIRED in annotations or REQUIRED in annotations)
+    groups = (f"; each {tensor}-node tensor-parallel group is placed inside one NVLink domain" if placed else "")
     return (f"ComputeDomain {job}-cd ({COMPUTE_DOMAIN_API}): the job's {plan.gpu.nodes} {plan.gpu.machine_type} "
             f"nodes share NVLink through IMEX within each NVLink domain (clique) they sit in{groups}; every pod "
             f"claims channel template {channel_template(job)} (NVIDIA DRA driver, charts.yaml nvidia-dra-driver-gpu)")
@@ -63,4 +68,4 @@ def attach(pod: dict[str, Any], job: str, plan: Plan, namespace: str) -> tuple[l
     if not needs_compute_domain(plan):
         return [], []
     claim_channel(pod, job)
-    return [compute_domain(job, namespace)], [derivation(job, plan)]
+    return [compute_domain(job, namespace)], [derivation(job, plan, pod)]

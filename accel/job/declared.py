@@ -236,9 +236,11 @@ def _inventory(existing: ExistingCluster) -> list[NodePool]:
     for entry, pool in zip(existing.inventory, inventory_pools(existing)):
         per_node = entry.gpus_per_node or hardware.current().inventory_chips_per_node(entry.accelerator)
         taints = [Taint(t.key, t.value, t.effect) for t in entry.tolerations]
-        # The nodes' architecture: their chip's (GB200 nodes are Grace, Arm), else what the inventory says of it.
-        said = [t.value for t in entry.tolerations if t.key == ARCH_LABEL] + [pool.node_labels.get(ARCH_LABEL)]
-        arch = node_arch(None, entry.accelerator) or next((normalized(a) for a in said if normalized(a)), None)
+        # The nodes' architecture: what the inventory says of its own nodes (a label it selects, a taint it tolerates),
+        # else its chip's (GB200 nodes are Grace, Arm). The chip's is read off the cloud machine types that carry it,
+        # and an on-prem chip can sit in either kind of host (H100 PCIe cards in an Arm server).
+        said = [pool.node_labels.get(ARCH_LABEL)] + [t.value for t in entry.tolerations if t.key == ARCH_LABEL]
+        arch = next((normalized(a) for a in said if normalized(a)), None) or node_arch(None, entry.accelerator)
         pools.append(NodePool(f"inventory:{pool.name}", None, entry.chips // per_node, dict(pool.node_labels),
                               taints, {pool.resource: Fraction(per_node)}, entry.topology, arch=arch))
     return pools

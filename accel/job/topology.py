@@ -1,13 +1,17 @@
 """Which Kueue topology level a GPU training job asks for, from the Plan's parallelism.
 
 Kueue Topology Aware Scheduling (beta and on by default in the pinned Kueue v0.14; KEP 2724,
-kubernetes-sigs/kueue keps/2724-topology-aware-scheduling, and apis/kueue/v1alpha1 constants) reads
+kubernetes-sigs/kueue keps/2724-topology-aware-scheduling; the annotation names are v0.14.1
+apis/kueue/v1beta1/topology_types.go:28-60, their webhook rules pkg/controller/jobframework/tas_validation.go:30-94,
+and pods take their slice by rank, consecutive ranks filling one domain after another,
+pkg/controller/tas/topology_ungater.go:335-358) reads
 pod-template annotations of each PodSet:
 - `podset-required-topology` / `podset-preferred-topology` (mutually exclusive): every pod of the
   PodSet in one domain of that level; required waits until one has room, preferred starts at the
   level and climbs to coarser ones when the PodSet does not fit, then spreads;
 - `podset-slice-required-topology` with `podset-slice-size`: every slice of that many pods (by pod
-  index) in one domain of that level, which must be finer than the PodSet's required/preferred level;
+  index) in one domain of that level, which must be that level or a finer one than the PodSet's
+  required/preferred level (a coarser one is refused: pkg/cache/scheduler/tas_flavor_snapshot.go:715);
   the size must divide the PodSet.
 
 So a job whose model replica spans several nodes requires each replica (a slice of `group_nodes`

@@ -124,12 +124,17 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
         image, image_notes = ((image_override, [f"nccl-tests image {image_override}: given by --image (all_reduce_perf "
                                                  "on PATH)"]) if image_override else tests_image(hw, why))
         ranks = hw.nodes * hw.chips_per_node
-        command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g 1 -n 20 2>&1 | tee /tmp/out && "
+        # One node: one process drives all its GPUs (-g), which needs no launcher; a single rank's all-reduce moves
+        # nothing, and nccl-tests reports its bus bandwidth as 0 (busBw = algBw x 2(n-1)/n, n = 1), so `-g 1` alone
+        # in the pod could never pass. Across nodes: one rank per GPU, started by MPI over the pods.
+        per_process = hw.chips_per_node if hw.nodes == 1 else 1
+        command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g {per_process} -n 20 2>&1 | tee /tmp/out && "
                    f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out")
         if hw.nodes > 1 and transports(hw.fabric) is not None:
             # Fail closed when NCCL fell back to a slow path (accel/job/nccl_log.py, runtime.yaml).
             command += " && " + shell_check(hw.fabric, "/tmp/out")
-        command += f"  # {ranks} ranks, launched by the image's MPI/torchrun wrapper"
+        if hw.nodes > 1:
+            command += f"  # {ranks} ranks, one per GPU: run it under mpirun across the {hw.nodes} pods"
     extra_env = ([{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}]
                  if hw.family == "gpu" and hw.nodes > 1 and transports(hw.fabric) is not None else None)
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
@@ -155,6 +160,11 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
            f"{' or '.join(transports(hw.fabric) or ())} with no slow-path line (accel/job/nccl_log.py)"]
           if extra_env else []),
         "run it after `pulumi up`, before the real job: it fails (exit 1) below the pass line",
+        *([f"launch: the pods' command is one rank per GPU and starts no launcher; across nodes nccl-tests needs "
+           f"MPI to start its {hw.nodes * hw.chips_per_node} ranks (mpirun from the first pod over the JobSet's "
+           "hostnames, as the image publishers' own NCCL test manifests do): run alone, each pod's all-reduce "
+           "has one rank, moves nothing and reports a bus bandwidth of 0"]
+          if hw.family == "gpu" and hw.nodes > 1 else []),
         *image_notes,
         *notes,
     ]

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from accel.policies.cloud.reservation_names import GCP_PROJECT_ID
 from accel.policies.plan import Plan
 
 PLACEHOLDER_PROJECT = "your-gcp-project"
@@ -52,11 +53,7 @@ class DeployKey:
         return {"key": self.key, "why": self.why, "command": self.set_command}
 
 
-# Resource Manager: "The ID must be 6 to 30 lowercase letters, digits, or hyphens. It must start with a letter.
-# Trailing hyphens are prohibited." (ProjectInfo.Builder.setProjectId, google-cloud-resourcemanager; the same rule in
-# cloud.google.com/resource-manager/docs/creating-managing-projects, read 2026-11-27). Projects created under a G Suite
-# domain before 2017 keep a domain-scoped id, `example.com:my-project`.
-_PROJECT_ID = re.compile(r"(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
+_PROJECT_ID = re.compile(GCP_PROJECT_ID)   # the one rule, with its source (policies/cloud/reservation_names.py)
 
 
 def project_id_problem(project: object) -> str | None:

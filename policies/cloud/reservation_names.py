@@ -15,8 +15,12 @@ import re
 
 AWS_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8}(?:[0-9a-f]{9})?")
 _GCP_NAME = r"[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?"
-_GCP_PROJECT = r"[a-z][-a-z0-9]{4,28}[a-z0-9]"
-GCP_RESERVATION = re.compile(rf"(?:projects/{_GCP_PROJECT}/reservations/)?{_GCP_NAME}"
+# A Google Cloud project id. Resource Manager: "The ID must be 6 to 30 lowercase letters, digits, or hyphens. It must
+# start with a letter. Trailing hyphens are prohibited." (cloud.google.com/resource-manager/docs/creating-managing-
+# projects, read 2026-11-27). Projects created under a G Suite domain before 2017 keep a domain-scoped id,
+# `example.com:my-project`, and resource paths carry it as is (projects/example.com:my-project/...).
+GCP_PROJECT_ID = r"(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]"
+GCP_RESERVATION = re.compile(rf"(?:projects/{GCP_PROJECT_ID}/reservations/)?{_GCP_NAME}"
                              rf"(?:/reservationBlocks/{_GCP_NAME}(?:/reservationSubBlocks/{_GCP_NAME})?)?")
 
 
