@@ -295,10 +295,11 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     image = options.image or defaults["image"]
     user_command = options.command or defaults["command"]
     replicated = replicated_job_name(hw)
+    nodes = plan_view.rank_nodes(plan)   # the nodes holding whole replicas; hw.nodes elsewhere
     extra_env: list[dict] = []
     if hw.family == "gpu" and plan_view.framework(plan) == "pytorch":
         port = runtime()["torchrun"]["rendezvous_port"]
-        command = (f"torchrun --nnodes={hw.nodes} --nproc-per-node={hw.chips_per_node} "
+        command = (f"torchrun --nnodes={nodes} --nproc-per-node={hw.chips_per_node} "
                    f"--node-rank=$(JOB_COMPLETION_INDEX) --master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) "
                    f"--master-port={port} {torchrun_target(user_command)}")
         extra_env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}})
@@ -307,7 +308,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         port = runtime()["jax_gpu"]["coordinator_port"]
         extra_env += [{"name": "JAX_COORDINATOR_ADDRESS", "value": f"$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME)"},
                       {"name": "JAX_COORDINATOR_PORT", "value": str(port)},
-                      {"name": "NNODES", "value": str(hw.nodes)},
+                      {"name": "NNODES", "value": str(nodes)},
                       {"name": "GPUS_PER_NODE", "value": str(hw.chips_per_node)},
                       {"name": "NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}}]
         command = user_command
@@ -318,13 +319,19 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
     if hw.family == "gpu" and plan.parallelism is not None:
         # Kueue keeps each model replica inside the finest placement level that holds it (accel/job/topology.py).
-        request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, hw.nodes,
+        request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, nodes,
                                    plan.parallelism.group_nodes, plan.parallelism.tensor_nodes or 1)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
     domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)
     notes += domain_notes
     restarts, why = max_restarts(plan)
+    pods_per_slice = nodes if hw.slices == 1 else hw.nodes_per_slice
+    if nodes < hw.nodes:
+        notes.append(f"ranks on {nodes} of the fleet's {hw.nodes} nodes: the Plan's {plan.parallelism.text()} is "
+                     f"{nodes * hw.chips_per_node} GPUs; {hw.nodes - nodes} node(s) hold no whole replica and stay "
+                     "idle (a spare for a failed node), since a world size past whole replicas is refused by "
+                     "TP x PP sharding")
     annotations = {EXCLUSIVE_TOPOLOGY: "cloud.google.com/gke-nodepool"} if hw.family == "tpu" else {}
     jobset = {
         "apiVersion": JOBSET_API, "kind": "JobSet",
@@ -336,7 +343,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
             "replicatedJobs": [{
                 "name": replicated,
                 "replicas": hw.slices,
-                "template": {"spec": {"parallelism": hw.nodes_per_slice, "completions": hw.nodes_per_slice,
+                "template": {"spec": {"parallelism": pods_per_slice, "completions": pods_per_slice,
                                       "backoffLimit": 0, "completionMode": "Indexed", "template": pod}},
             }],
         },
@@ -344,7 +351,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     derivations = [
         f"hardware: {hw.slices} x {hw.nodes_per_slice} {hw.machine_type} node(s), {hw.chips_per_node} "
         f"{_chip_resource(hw)} each ({hw.accelerator}{', topology ' + hw.topology if hw.topology else ''})",
-        f"replicated job '{replicated}': replicas = {hw.slices} (slices), parallelism = {hw.nodes_per_slice} "
+        f"replicated job '{replicated}': replicas = {hw.slices} (slices), parallelism = {pods_per_slice} "
         "(hosts per slice), one pod per node" + (", exclusive node pool per slice" if hw.family == "tpu" else ""),
         f"node selector and tolerations: the pool labels and taints of {ctx.stack}'s Kueue flavor",
         f"launcher: {launcher}; image {image}",
