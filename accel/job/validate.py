@@ -150,8 +150,9 @@ def torchrun_check_command(hw: plan_view.Hardware, replicated: str, line: float,
 
 def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = None) -> GeneratedJob:
     """The fabric check on the plan's nodes; `image_override` (`--validate --image`) is the image the check's own
-    command runs in: one with nccl-tests' all_reduce_perf on PATH (GPU), or JAX (TPU), for nodes no stated image
-    serves (an Arm inventory without a cloud fabric) or a build of your own."""
+    command runs in: one with nccl-tests' all_reduce_perf on PATH (GPU, one node: for a node no stated image serves,
+    an Arm inventory without a cloud fabric, or a build of your own), one with torch (GPU across nodes: instead of
+    the training image), or JAX (TPU)."""
     hw = plan_view.hardware(plan)
     name = dns_name(f"{plan.workload.name}-fabric-check")
     line, why = pass_line(plan)
