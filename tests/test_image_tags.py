@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from accel.components.kubernetes.node_installers import floating_image_problem, load_node_installers
-from accel.base.errors import UsageError
 from accel.job.facts import runtime
 from accel.job.manifests import JobOptions
 from accel.job.service import job_of
