@@ -242,14 +242,16 @@ def test_job_refuses_an_option_it_would_ignore_before_planning(tmp_path, options
 
 
 def test_validate_runs_the_fabric_check_in_the_image_given_by_image():
-    # The Arm GB200 inventory has no stated nccl-tests image: --validate alone refuses and names --image; with it,
-    # the check's own command runs in that image (before: --image with --validate was dropped, then refused).
+    # The check's own command runs in the --image given (before: --image with --validate was dropped, then refused).
+    # The Arm GB200 inventory spans nodes: its check is torchrun's, in the training image or the one given.
     alone = run("job", "-s", "onprem-gb200", "--validate", "-C", ROOT)
-    assert_refused(alone, "no nccl-tests image for arm64 nodes", "--validate --image IMAGE")
-    image = "registry.acme.dev/nccl-tests-arm64:2.16.9"
+    assert alone.exit_code == 0, alone.output
+    image = "registry.acme.dev/pytorch-arm64:2.6"
     given = run("job", "-s", "onprem-gb200", "--validate", "--image", image, "-C", ROOT)
     assert given.exit_code == 0, given.output
-    assert f"image: {image}" in given.stdout and "all_reduce_perf" in given.stdout
+    assert f"image: {image}" in given.stdout and "torchrun --nnodes=22" in given.stdout
+    one_node = run("job", "-s", "dev-spot", "--validate", "--image", image, "-C", ROOT)
+    assert f"image: {image}" in one_node.stdout and "all_reduce_perf" in one_node.stdout
 
 
 @pytest.mark.parametrize("command", ["plan", "job"])

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from accel.components.kubernetes.node_installers import floating_image_problem, load_node_installers
-from accel.base.errors import UsageError
 from accel.job.facts import runtime
 from accel.job.manifests import JobOptions
 from accel.job.service import job_of
@@ -69,10 +68,6 @@ def test_the_pairing_table_floats_only_where_it_says_google_does():
         assert floating == set(pin.floating_upstream), name
 
 
-# The one bundled stack whose fabric check is refused by design: Arm GB200 nodes without a cloud fabric, for which
-# runtime.yaml states no arm64 nccl-tests image (the arm64 ones carry a cloud's network plugin; docs/job.md).
-NO_FABRIC_CHECK_IMAGE = {"onprem-gb200"}
-
 
 def moving_upstream() -> dict[str, str]:
     """Images runtime.yaml says upstream publishes only under a moving tag (image -> why), as the pairing table's
@@ -83,10 +78,6 @@ def moving_upstream() -> dict[str, str]:
 @pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("validate", [False, True])
 def test_every_image_a_stacks_job_runs_is_pinned(stack, validate):
-    if validate and stack in NO_FABRIC_CHECK_IMAGE:
-        with pytest.raises(UsageError, match="no nccl-tests image for arm64 nodes"):
-            job_of(planned_result(stack), JobOptions(validate=validate))
-        return
     job = job_of(planned_result(stack), JobOptions(validate=validate))
     images = [(w, i) for manifest in job.manifests for w, i in images_in(manifest)]
     assert images, "the job runs no container"

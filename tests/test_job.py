@@ -57,13 +57,10 @@ def test_plan_json_carries_the_job_check(stack):
     assert job["schedulable"] is True and job["errors"] == []
 
 
-# An Arm GB200 inventory: no nccl-tests image is stated for its nodes, so --validate refuses (tests/test_job_arm.py).
-NO_FABRIC_CHECK = {"onprem-gb200"}
-
 
 @pytest.mark.parametrize("stack", [s for s in STACKS if s != SERVING])
 def test_training_jobset_validates_against_the_jobset_crd(stack):
-    checks = [] if stack in NO_FABRIC_CHECK else generated(stack, validate=True).manifests
+    checks = generated(stack, validate=True).manifests
     for manifest in generated(stack).manifests + checks:
         validate_crd(manifest, JOBSET_CRD, "v1alpha2")
 

@@ -112,29 +112,48 @@ def test_a_pod_that_selects_arm64_itself_is_checked_without_the_cluster():
 
 # ---- the fabric check on Arm nodes ----------------------------------------------------------------------------
 
-def test_a4x_fabric_check_runs_googles_arm64_gib_diagnostic_image():
-    job = job_of(planned_result("llama-405b-a4x"), JobOptions(validate=True))
-    image = pod_spec(job.manifests)["containers"][0]["image"]
+# One node runs nccl-tests in the fabric's image (accel/job/validate.py tests_image); across nodes the check is
+# torchrun's in the training image (tests/test_job_fabric_launch.py). The image each machine's nodes would get:
+
+def nccl_tests_image(stack: str) -> tuple[str, list[str]]:
+    from accel.job import plan_view
+    from accel.job.validate import tests_image
+
+    return tests_image(plan_view.hardware(plan_of(stack)), "the pass line")
+
+
+def test_a4x_nccl_tests_image_is_googles_arm64_gib_diagnostic_image():
+    image, _ = nccl_tests_image("llama-405b-a4x")
     assert image == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic-arm64:v1.1.0"
-    assert arch_findings("llama-405b-a4x", job.manifests) == ([], [])
+    assert image_architectures(image).runs_on("arm64") is True
 
 
-def test_x86_rdma_fabric_check_runs_the_gib_diagnostic_image_not_the_tcpxo_plugin():
-    job = job_of(planned_result("llama-70b-a4"), JobOptions(validate=True))
-    image = pod_spec(job.manifests)["containers"][0]["image"]
+def test_x86_rdma_nccl_tests_image_is_the_gib_diagnostic_image_not_the_tcpxo_plugin():
+    image, _ = nccl_tests_image("llama-70b-a4")
     assert image == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1"
 
 
-def test_p6e_fabric_check_runs_aws_arm64_gb200_image_and_says_its_tag_moves():
-    job = job_of(planned_result("llama-405b-p6e"), JobOptions(validate=True))
-    assert pod_spec(job.manifests)["containers"][0]["image"] == "public.ecr.aws/u1m6g1t5/nccl-tests-arm64:latest"
-    assert any("moving tag" in line for line in job.derivations)
-    assert arch_findings("llama-405b-p6e", job.manifests) == ([], [])
+def test_p6e_nccl_tests_image_is_aws_arm64_gb200_image_and_says_its_tag_moves():
+    image, notes = nccl_tests_image("llama-405b-p6e")
+    assert image == "public.ecr.aws/u1m6g1t5/nccl-tests-arm64:latest"
+    assert any("moving tag" in line for line in notes)
 
 
-def test_an_arm_inventory_without_a_stated_image_is_refused_with_its_pass_line():
-    with pytest.raises(UsageError, match=r"no nccl-tests image for arm64 nodes.*at least 140.0 GB/s"):
-        job_of(planned_result("onprem-gb200"), JobOptions(validate=True))
+def test_one_arm_node_without_a_stated_nccl_tests_image_is_refused_with_its_pass_line():
+    # One node runs nccl-tests' all_reduce_perf, and no arm64 image is stated for a GB200 inventory's own network.
+    from accel.job.service import context_of
+    from accel.job.validate import validation_job
+
+    result = planned_result("onprem-gb200")
+    one_node = with_nodes(plan_of("onprem-gb200"), 1)
+    with pytest.raises(UsageError, match=r"no nccl-tests image for arm64 nodes.*at least \d+(\.\d+)? GB/s"):
+        validation_job(one_node, context_of(result, one_node))
+
+
+def test_an_arm_inventory_across_nodes_runs_the_torchrun_check_in_the_training_image():
+    # Across nodes the check is torchrun's (tests/test_job_fabric_launch.py): no nccl-tests image is needed.
+    job = job_of(planned_result("onprem-gb200"), JobOptions(validate=True))
+    assert pod_spec(job.manifests)["containers"][0]["image"] == runtime()["defaults"]["pytorch-gpu"]["image"]
 
 
 # ---- the pass line: NVLink within one domain, the scale-out network beyond it ---------------------------------

@@ -53,6 +53,9 @@ def _lws_manifests(result) -> list[dict]:
     return generate(plan, context_of(result, plan)).manifests
 
 
+ARM64_STATED = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic-arm64:v1.1.0"
+
+
 @pytest.fixture(scope="module")
 def baselines(planned_results) -> dict[str, rules.Scope]:
     serving = planned_results["llama-8b-serving-gpu"]
@@ -64,9 +67,10 @@ def baselines(planned_results) -> dict[str, rules.Scope]:
                       job_of(planned_results["llama-70b-finetune-aws"]).manifests),
         "serving": _scope(serving, job_of(serving).manifests),
         "lws": _scope(serving, _lws_manifests(serving)),
-        # Arm (Grace) nodes: A4X's fabric check, whose image is stated for arm64.
+        # Arm (Grace) nodes: A4X's fabric check, in an image stated for arm64 (Google's arm64 gIB diagnostic image;
+        # the check's default across nodes, the NGC PyTorch image, has no stated platforms).
         "arm": _scope(planned_results["llama-405b-a4x"],
-                      job_of(planned_results["llama-405b-a4x"], JobOptions(validate=True)).manifests),
+                      job_of(planned_results["llama-405b-a4x"], JobOptions(validate=True, image=ARM64_STATED)).manifests),
     }
     # LWS needs its controller: the serving stack's plan (one node per replica) does not install it.
     scopes["lws"].cluster.releases["lws"] = {"name": "lws"}

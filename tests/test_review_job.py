@@ -96,10 +96,11 @@ def test_a_one_node_fabric_check_drives_all_its_gpus_from_one_process():
     assert "launched by the image" not in command
 
 
-def test_a_multi_node_fabric_check_says_it_needs_mpi_to_start_its_ranks_instead_of_claiming_a_wrapper_does():
+def test_a_multi_node_fabric_check_is_launched_by_torchrun_not_left_to_mpi():
+    # Before: `-g 1` in each pod with no launcher (one rank per pod, bus bandwidth 0); now torchrun joins them all.
     check = generated("llama-70b-a4", validate=True)
-    assert "-g 1 " in _command(check) and "launched by the image" not in _command(check)
-    assert any(line.startswith("launch: ") and "MPI" in line for line in check.derivations)
+    assert "torchrun --nnodes=32 --nproc-per-node=8 " in _command(check) and "-g 1 " not in _command(check)
+    assert any(line.startswith("launch: torchrun") and "no SSH or MPI" in line for line in check.derivations)
 
 
 # ---- accel job --check follows Kueue's own topology rules -------------------------------------------------------

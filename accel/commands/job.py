@@ -34,8 +34,9 @@ def _read_manifests(path: Path) -> list[dict]:
 def _refuse_ignored_options(*, check_file: Optional[Path], validate: bool, image: Optional[str],
                             command: Optional[str]) -> None:
     """UsageError for an option the chosen mode would ignore: --check checks a file as written, and --validate's
-    fabric check runs its own command (nccl-tests' all_reduce_perf, a JAX psum), so it takes no --command; its
-    --image replaces the check's image (one with all_reduce_perf on PATH, or JAX on a TPU)."""
+    fabric check runs its own command (nccl-tests' all_reduce_perf on one node, a torchrun all-reduce across nodes,
+    a JAX psum), so it takes no --command; its --image replaces the check's image (one with all_reduce_perf on PATH,
+    with torch across nodes, or JAX on a TPU)."""
     given = [name for name, value in (("--image", image), ("--command", command)) if value is not None]
     if check_file is not None and (given or validate):
         raise UsageError(f"--check checks {check_file} as written; {', '.join(given or ['--validate'])} would be "

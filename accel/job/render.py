@@ -21,8 +21,22 @@ def header(job: GeneratedJob, stack: str, title: str) -> str:
     return "".join(f"# {line}\n" for line in wrapped)
 
 
+class Script(str):
+    """A string written as a YAML literal block, line for line as the shell reads it (the multi-node fabric
+    check's command with its program), instead of one escaped double-quoted line; every other string keeps
+    PyYAML's own style."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(Script, lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", str(text),
+                                                                             style="|"))
+
+
 def to_yaml(manifests: list[dict[str, Any]]) -> str:
-    return "---\n".join(yaml.safe_dump(m, sort_keys=False, width=120) for m in manifests)
+    return "---\n".join(yaml.dump(m, Dumper=_Dumper, sort_keys=False, width=120) for m in manifests)
 
 
 def render(job: GeneratedJob, stack: str, title: str = "Workload") -> str:

@@ -1,28 +1,34 @@
 """`accel job --validate`: a short fabric check for the same nodes, with the bandwidth it should reach.
 
-GPU: NCCL all_reduce_perf (nccl-tests) across every node, one pod per node, all GPUs; TPU: a JAX psum
-over every chip of every slice. The pass line is runtime.yaml `validate.pass_share` of what the all-reduce
+GPU, one node: NCCL all_reduce_perf (nccl-tests), one process driving all the node's GPUs. GPU, across nodes:
+an all-reduce over torch.distributed (accel/job/allreduce_check.py) started by torchrun in every pod exactly as
+the training job starts PyTorch, in the training image with the job's fabric env and mounts (all_reduce_perf
+would need MPI to join its ranks across pods). TPU: a JAX psum over every chip of every slice. The pass line is runtime.yaml `validate.pass_share` of what the all-reduce
 crosses, each with its source: the NVLink/PCIe figure within one node, or within one NVLink domain that spans
 nodes (a GB200 NVL72 rack: its nodes share NVLink through IMEX); beyond one domain the scale-out line rate per
-node (runtime.yaml, else the chip's [collective_fabrics] scale-out figure); ICI per chip on TPU. The nccl-tests
-image is the fabric's for the nodes' architecture (Arm on A4X, p6e-gb200 and GB200 inventories).
+node (runtime.yaml, else the chip's [collective_fabrics] scale-out figure); ICI per chip on TPU. The one-node
+nccl-tests image is the fabric's for the nodes' architecture (Arm on A4X, p6e-gb200 and GB200 inventories).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.plan import Plan
 
-from accel.job import plan_view
+from accel.job import allreduce_check, plan_view
 from accel.job.architectures import node_arch
 from accel.job import compute_domain
 from accel.job.context import JobContext
 from accel.job.facts import runtime
+from accel.job.render import Script
 from accel.job.nccl_log import shell_check, transports
 from accel.job.manifests import (
     EXCLUSIVE_TOPOLOGY,
     JOBSET_API,
+    NODE_RANK_FIELD,
     GeneratedJob,
     _labels,
     dns_name,
@@ -108,36 +114,79 @@ def tests_image(hw: plan_view.Hardware, line: str) -> tuple[str, list[str]]:
     return image, notes
 
 
+PROGRAM_PATH = "accel/job/allreduce_check.py"
+PROGRAM_FILE = "/tmp/allreduce_check.py"
+HEREDOC_END = "ALLREDUCE_CHECK_PY"
+
+
+def allreduce_program() -> str:
+    """The multi-node check's program source, as the pod writes it (accel/job/allreduce_check.py)."""
+    source = Path(allreduce_check.__file__).read_text()
+    # The module's docstring stays in the repository: the pod needs the code.
+    source = source[source.index("from __future__"):]
+    # Kubernetes expands $(NAME) in a container command, and a line equal to the heredoc's delimiter would end it.
+    if "$" in source or HEREDOC_END in source.splitlines():
+        raise ValueError(f"{PROGRAM_PATH} must hold no '$' and no line {HEREDOC_END!r}: it is embedded in a command")
+    return source
+
+
+def torchrun_check_command(hw: plan_view.Hardware, replicated: str, line: float, transport_check: str | None) -> str:
+    """The pod's command across nodes: write the program, start it with torchrun exactly as the training job
+    starts PyTorch (one rank per GPU, node rank = the pod's completion index, rendezvous at pod 0 of replica 0),
+    then judge its "Avg bus bandwidth" line (required: the awk fails when it is missing) and NCCL's transport.
+    The program's own exit (1 below the line) carries through the pipe (pipefail)."""
+    facts = runtime()["validate"]["multi_node_program"]
+    port = runtime()["torchrun"]["rendezvous_port"]
+    run = (f"torchrun --nnodes={hw.nodes} --nproc-per-node={hw.chips_per_node} --node-rank=$(JOB_COMPLETION_INDEX) "
+           f"--master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) --master-port={port} {PROGRAM_FILE} "
+           f"--line {line} --min-gib {facts['min_gib']} --max-gib {facts['max_gib']} --warmup {facts['warmup']} "
+           f"--iters {facts['iters']}")
+    judge = (f"awk '/Avg bus bandwidth/ {{ found = 1; if ($NF < {line}) low = 1 }} END {{ exit (low || !found) }}' "
+             "/tmp/out")
+    first = (f"cat > {PROGRAM_FILE} <<'{HEREDOC_END}' && set -o pipefail && {run} 2>&1 | tee /tmp/out && {judge}"
+             + (f" && {transport_check}" if transport_check else ""))
+    return f"{first}\n{allreduce_program()}{HEREDOC_END}\n"
+
+
 def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = None) -> GeneratedJob:
     """The fabric check on the plan's nodes; `image_override` (`--validate --image`) is the image the check's own
-    command runs in: one with nccl-tests' all_reduce_perf on PATH (GPU), or JAX (TPU), for nodes no stated image
-    serves (an Arm inventory without a cloud fabric) or a build of your own."""
+    command runs in: one with nccl-tests' all_reduce_perf on PATH (GPU, one node: for a node no stated image serves,
+    an Arm inventory without a cloud fabric, or a build of your own), one with torch (GPU across nodes: instead of
+    the training image), or JAX (TPU)."""
     hw = plan_view.hardware(plan)
     name = dns_name(f"{plan.workload.name}-fabric-check")
     line, why = pass_line(plan)
     replicated = replicated_job_name(hw)
     image_notes: list[str] = []
+    checks_transport = hw.family == "gpu" and hw.nodes > 1 and transports(hw.fabric) is not None
+    # Fail closed when NCCL fell back to a slow path (accel/job/nccl_log.py, runtime.yaml).
+    transport_check = shell_check(hw.fabric, "/tmp/out") if checks_transport else None
     if hw.family == "tpu":
         image = image_override or runtime()["defaults"]["jax-tpu"]["image"]
         command = TPU_PROGRAM.replace("{line}", str(line))
-    else:
+    elif hw.nodes == 1:
         image, image_notes = ((image_override, [f"nccl-tests image {image_override}: given by --image (all_reduce_perf "
                                                  "on PATH)"]) if image_override else tests_image(hw, why))
-        ranks = hw.nodes * hw.chips_per_node
         # One node: one process drives all its GPUs (-g), which needs no launcher; a single rank's all-reduce moves
         # nothing, and nccl-tests reports its bus bandwidth as 0 (busBw = algBw x 2(n-1)/n, n = 1), so `-g 1` alone
-        # in the pod could never pass. Across nodes: one rank per GPU, started by MPI over the pods.
-        per_process = hw.chips_per_node if hw.nodes == 1 else 1
-        command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g {per_process} -n 20 2>&1 | tee /tmp/out && "
+        # in the pod could never pass.
+        command = (f"all_reduce_perf -b 1G -e 8G -f 2 -g {hw.chips_per_node} -n 20 2>&1 | tee /tmp/out && "
                    f"awk '/Avg bus bandwidth/ {{ if ($NF < {line}) exit 1 }}' /tmp/out")
-        if hw.nodes > 1 and transports(hw.fabric) is not None:
-            # Fail closed when NCCL fell back to a slow path (accel/job/nccl_log.py, runtime.yaml).
-            command += " && " + shell_check(hw.fabric, "/tmp/out")
-        if hw.nodes > 1:
-            command += f"  # {ranks} ranks, one per GPU: run it under mpirun across the {hw.nodes} pods"
+    else:
+        # Across nodes: torchrun in every pod, as the training job starts PyTorch, joins every GPU in one NCCL
+        # communicator with no SSH or MPI (nccl-tests' all_reduce_perf needs mpirun to start its ranks).
+        image = image_override or runtime()["defaults"]["pytorch-gpu"]["image"]
+        image_notes = [f"image {image}: " + ("given by --image (torch on PATH)" if image_override else
+                                             "the training image (runtime.yaml defaults.pytorch-gpu)")]
+        command = torchrun_check_command(hw, replicated, line, transport_check)
     extra_env = ([{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}]
-                 if hw.family == "gpu" and hw.nodes > 1 and transports(hw.fabric) is not None else None)
-    pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
+                 if checks_transport else [])
+    if hw.family == "gpu" and hw.nodes > 1:
+        extra_env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}})
+    pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env or None)
+    if hw.family == "gpu" and hw.nodes > 1:
+        shell = pod["spec"]["containers"][0]["command"]
+        shell[-1] = Script(shell[-1])
     domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)
     notes += domain_notes
     jobset = {
@@ -154,16 +203,19 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
     derivations = [
         f"fabric check on the same nodes as the job: {hw.slices} x {hw.nodes_per_slice} {hw.machine_type}",
         ("TPU: a JAX psum over every chip" if hw.family == "tpu"
-         else f"GPU: nccl-tests all_reduce_perf over {hw.nodes * hw.chips_per_node} GPUs ({image})"),
+         else f"GPU: nccl-tests all_reduce_perf over {hw.nodes * hw.chips_per_node} GPUs ({image})" if hw.nodes == 1
+         else f"GPU: an all-reduce over torch.distributed (NCCL) across {hw.nodes * hw.chips_per_node} GPUs, bus "
+              f"bandwidth as nccl-tests defines it ({PROGRAM_PATH}, {image})"),
         f"pass line: bus bandwidth >= {why}",
         *([f"transport: NCCL_DEBUG=INFO, and the check fails closed unless NCCL used "
            f"{' or '.join(transports(hw.fabric) or ())} with no slow-path line (accel/job/nccl_log.py)"]
-          if extra_env else []),
+          if checks_transport else []),
         "run it after `pulumi up`, before the real job: it fails (exit 1) below the pass line",
-        *([f"launch: the pods' command is one rank per GPU and starts no launcher; across nodes nccl-tests needs "
-           f"MPI to start its {hw.nodes * hw.chips_per_node} ranks (mpirun from the first pod over the JobSet's "
-           "hostnames, as the image publishers' own NCCL test manifests do): run alone, each pod's all-reduce "
-           "has one rank, moves nothing and reports a bus bandwidth of 0"]
+        *([f"launch: torchrun --nnodes={hw.nodes} --nproc-per-node={hw.chips_per_node} in every pod, as the training "
+           f"job starts PyTorch (rendezvous at pod 0, port {runtime()['torchrun']['rendezvous_port']}): one NCCL "
+           f"communicator of {hw.nodes * hw.chips_per_node} ranks with no SSH or MPI, in the training image with the "
+           "job's fabric env, volumes and NCCL plugin mounts; the command writes the program "
+           f"({PROGRAM_PATH}) into the pod, and each node's first rank prints nccl-tests' 'Avg bus bandwidth' line"]
           if hw.family == "gpu" and hw.nodes > 1 else []),
         *image_notes,
         *notes,
