@@ -19,7 +19,7 @@ from accel.policies.selection.choose import choose
 from accel.policies.workload import workload_from_mapping
 from accel.job.nccl_log import judge, shell_check
 from accel.job.service import check_manifests, job_of
-from tests.crds import CRDS, validate
+from tests.compute_domain_checks import assert_claims_a_valid_compute_domain
 
 ROOT = Path(__file__).resolve().parent.parent
 NCCL_LOGS = Path(__file__).parent / "fixtures" / "nccl"
@@ -172,16 +172,8 @@ def test_p6e_ultraserver_launches_into_its_capacity_block_on_arm(planned):
 @pytest.mark.parametrize("stack", ["llama-405b-a4x", "llama-405b-p6e"])
 def test_gb200_jobs_claim_a_compute_domain_valid_against_the_upstream_crd(planned, stack):
     result = planned[stack]
-    job = job_of(result)
-    [domain] = [m for m in job.manifests if m["kind"] == "ComputeDomain"]
-    validate(domain, CRDS / "nvidia-dra" / "resource.nvidia.com_computedomains.yaml", "v1beta1")
-    [jobset] = [m for m in job.manifests if m["kind"] == "JobSet"]
-    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
-    assert pod["resourceClaims"] == [{"name": "compute-domain-channel", "resourceClaimTemplateName": template}]
-    assert pod["containers"][0]["resources"]["claims"] == [{"name": "compute-domain-channel"}]
+    pod = assert_claims_a_valid_compute_domain(result, job_of(result))
     assert {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"} in pod["tolerations"]
-    assert check_manifests(result, job.manifests).ok
 
 
 @pytest.mark.parametrize("stack", ["llama-70b-tpu7x", "llama-70b-a4", "llama-70b-p6-b200"])

@@ -25,7 +25,7 @@ from accel.policies.plan import Estimate, GpuPool, Plan, plan_parallelism
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
 from accel.job.service import check_manifests, job_of
-from tests.crds import CRDS, validate
+from tests.compute_domain_checks import assert_claims_a_valid_compute_domain
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = Path(hardware.__file__).with_name("facts.toml")
@@ -82,16 +82,7 @@ def test_a_job_across_gb200_inventory_nodes_claims_a_compute_domain_as_on_a4x(on
     releases = {r.inputs["name"]: r.inputs for r in result.capture.resources
                 if r.type == "kubernetes:helm.sh/v3:Release"}
     assert releases["nvidia-dra-driver-gpu"]["values"]["nvidiaDriverRoot"] == "/"   # not GKE's driver path
-    job = job_of(result)
-    [domain] = [m for m in job.manifests if m["kind"] == "ComputeDomain"]
-    validate(domain, CRDS / "nvidia-dra" / "resource.nvidia.com_computedomains.yaml", "v1beta1")
-    [jobset] = [m for m in job.manifests if m["kind"] == "JobSet"]
-    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
-    assert pod["resourceClaims"] == [{"name": "compute-domain-channel", "resourceClaimTemplateName": template}]
-    assert pod["containers"][0]["resources"]["claims"] == [{"name": "compute-domain-channel"}]
-    report = check_manifests(result, job.manifests)
-    assert report.ok, report
+    assert_claims_a_valid_compute_domain(result, job_of(result))
 
 
 def test_a_job_across_inventory_nodes_whose_domain_stays_in_the_node_claims_none(onprem_gb200):
