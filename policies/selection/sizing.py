@@ -285,11 +285,27 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     fastest_key = ("fastest", offering.id, mode, reserved is None, lo, hi)
     # A GPU fleet past whole replicas is timed as its replicas (replica_fleet): sizes that add only idle nodes make
     # a plateau of the run time whose cost rises, so the searches below judge a size by its plateau's first one.
+    # Both are kept per ladder and chip (the memory floor): every region and price point asks them again.
+    busy_nodes, starts = (({}, {}) if generation is not None else
+                          ctx.plateaus.setdefault((id(ladder), offering.accelerator, lo), ({}, {})))
+
     def busy(i: int) -> int:   # the nodes size i trains on: never falls along the ladder; a TPU size trains whole
-        return i if generation is not None else ctx.trained_size(offering, ladder[i]).hosts
+        if generation is not None:
+            return i
+        nodes = busy_nodes.get(i)
+        if nodes is None:
+            nodes = busy_nodes[i] = ctx.trained_size(offering, ladder[i]).hosts
+        return nodes
 
     def plateau_start(i: int) -> int:
-        return _first_true(lo, i, lambda j: busy(j) >= busy(i))
+        if generation is not None:
+            return i
+        start = starts.get(i)
+        if start is None:
+            # A fleet of whole replicas is the first size of its plateau (the one before trains on fewer nodes).
+            start = starts[i] = (i if busy(i) == ladder[i].hosts else
+                                 _first_true(lo, i, lambda j: busy(j) >= busy(i)))
+        return start
 
     fastest = ctx.price_free.get(fastest_key)
     if fastest is None:
