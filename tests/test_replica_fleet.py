@@ -73,3 +73,17 @@ def test_the_search_picks_a_fleet_without_idle_nodes(catalog, objective):
     fleet = gpu_fleet(offering, chosen.hosts)
     assert ctx.trained_size(offering, fleet) == fleet
     assert (chosen.hosts, objective) in ((136, "cost"), (472, "time"))
+
+
+def test_the_hand_pinned_a4x_stack_plans_the_run_of_its_32_training_trays(catalog):
+    """A pin is not searched, but its estimate times the same nodes: stacks/Pulumi.llama-405b-a4x.yaml pays 36 trays
+    and its job starts ranks on 32 (tests/test_job_rank_nodes.py), so its hours are the 32 trays' run."""
+    from tests.conftest import planned_result
+
+    plan = planned_result("llama-405b-a4x").plan
+    ctx = search_context(_a4x_405b(), catalog, "cost")
+    a4x = next(o for o in catalog.offerings if o.machine_type == "a4x-highgpu-4g")
+    model = ctx.training_model(a4x, False)
+    assert (plan["chosen"]["chips"], plan["chosen"]["hosts"]) == (144, 36)
+    assert plan["chosen"]["hours"] == pytest.approx(model.hours(128, 32, 1), rel=1e-9)
+    assert plan["chosen"]["hours"] > model.hours(144, 36, 1) * 1.1
