@@ -559,8 +559,8 @@ def brute_force(workload, catalog, objective):
                             wall, billed = outcome.wall_hours_q, outcome.wall_hours_mean
                         elif queue is not None:
                             limit_hours, wait, max_hosts = queue
-                            legs = queued_legs(hours, model.startup_hours(trained(chips, hosts, slices)[1]), limit_hours,
-                                               wait, obtain.confidence)
+                            startup = model.startup_hours(trained(chips, hosts, slices)[1])
+                            legs = queued_legs(hours, startup, limit_hours, wait, obtain.confidence)
                             wall, billed = ((legs.wall_hours_q, legs.billed_hours) if legs and hosts <= max_hosts
                                             else (math.inf, math.inf))
                         else:
