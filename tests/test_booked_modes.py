@@ -175,6 +175,7 @@ def test_a_booked_mode_reuses_the_on_demand_sizing(catalog):
     """The run on a booked mode is the on-demand run: no model is built or run-time computed for it."""
     from accel.policies.selection.candidates import search_context
     from accel.policies.selection.choose import search
+    from accel.policies.selection.ladders import gpu_fleet
 
     spec = workload(**CB_WORKLOAD)
     ctx = search_context(spec, catalog, "cost")
@@ -184,8 +185,13 @@ def test_a_booked_mode_reuses_the_on_demand_sizing(catalog):
     assert set(ctx.hours_cache) == {on_demand}   # the on-demand run only
     booked = ctx.timing_cache[("aws-p5.48xlarge", "aws-capacity-block")]
     lead = obtaining(spec).figure(offering, "capacity-block", "lead_days")[0] * 24
-    run = ctx.hours_cache[on_demand]
-    assert booked and all(t.wall_hours == pytest.approx(lead + run[key]) for key, t in booked.items()
+    run = ctx.hours_cache[on_demand]   # by the fleet each size trains on: its whole replicas (replica_fleet)
+
+    def trained(key):
+        size = ctx.trained_size(offering, gpu_fleet(offering, key[1]))
+        return size.chips, size.hosts, size.slices
+
+    assert booked and all(t.wall_hours == pytest.approx(lead + run[trained(key)]) for key, t in booked.items()
                           if math.isfinite(t.wall_hours))
 
 

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from accel.base.errors import UsageError
+from accel.policies import hardware
 from accel.policies.hardware import shapes
+from accel.policies.parallelism import training_parallelism
 from accel.policies.catalog import load_catalog, offerings_from_inventory
 from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
 from accel.policies.selection.choose import (
@@ -500,6 +502,16 @@ def brute_force(workload, catalog, objective):
         else:
             nodes = cap // offering.chips_per_host
             sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
+        # A GPU fleet trains on the nodes holding whole replicas of the Plan's layout (tensor x pipeline x data GPUs)
+        # and is paid on every node; a TPU fleet trains whole.
+        unit = hardware.current().nvlink_domain_unit_nodes(offering.machine_type)
+
+        def trained(chips, hosts, slices):
+            if generation:
+                return chips, hosts, slices
+            layout = training_parallelism(need, offering.chips_per_host, hosts, unit)
+            busy = min(hosts, -(-(layout.tensor * layout.pipeline * layout.data) // offering.chips_per_host))
+            return busy * offering.chips_per_host, busy, slices
         pool = obtain.figure(offering, "on-demand", "pool_hosts")
         for spot in {"allowed": (False, True), "never": (False,), "required": (True,)}[workload.constraints.spot]:
             model = TrainingModel(workload, resolved, catalog, accelerator, offering.cloud, spot)
@@ -533,7 +545,7 @@ def brute_force(workload, catalog, objective):
                     for chips, hosts, slices in sizes:
                         if chips < need:
                             continue
-                        hours = model.hours(chips, hosts, slices)
+                        hours = model.hours(*trained(chips, hosts, slices))
                         # The capacity mode's verdict, as policies/selection/capacity.py gives it.
                         if booking is not None:
                             days = window_days(booking.mode, hours)
@@ -547,7 +559,8 @@ def brute_force(workload, catalog, objective):
                             wall, billed = outcome.wall_hours_q, outcome.wall_hours_mean
                         elif queue is not None:
                             limit_hours, wait, max_hosts = queue
-                            legs = queued_legs(hours, model.startup_hours(hosts), limit_hours, wait, obtain.confidence)
+                            startup = model.startup_hours(trained(chips, hosts, slices)[1])
+                            legs = queued_legs(hours, startup, limit_hours, wait, obtain.confidence)
                             wall, billed = ((legs.wall_hours_q, legs.billed_hours) if legs and hosts <= max_hosts
                                             else (math.inf, math.inf))
                         else:

@@ -164,7 +164,7 @@ def with_nodes(plan: Plan, nodes: int) -> Plan:
 
 def test_a_gb200_inventory_beyond_one_nvlink_domain_passes_on_the_scale_out_figure():
     plan = plan_of("onprem-gb200")
-    assert plan.gpu.nodes * plan.gpu.gpus_per_node > 72          # 22 nodes of 4: one rack and part of another
+    assert plan.gpu.nodes * plan.gpu.gpus_per_node > 72          # 24 nodes of 4: one rack and part of another
     line, why = pass_line(plan)
     # 4 GPUs x 400 Gb/s ([collective_fabrics.gb200] scale_out_gbps) = 200 GB/s per node, 0.7 of it; not NVLink's 630.
     assert line == 140.0 and "scale-out" in why

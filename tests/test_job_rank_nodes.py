@@ -22,8 +22,7 @@ def training_jobset(stack: str) -> tuple[dict, dict, str]:
 
 @pytest.mark.parametrize("stack, fleet, ranked", [
     ("llama-405b-a4x", 36, 32),          # TP8 x PP8 x DP2 on 4-GPU trays: 32 nodes; racks of 18 placed whole
-    ("onprem-gb200", 22, 20),            # TP4 x PP4 x DP5: 20 nodes of the 22 the inventory gives
-    ("llama-70b-finetune-aws", 132, 128),  # 8-node replicas on 64 + 64 + 4 Capacity Block nodes
+    ("llama-405b-p6e", 18, 16),          # TP4 x PP16 on one 18-instance UltraServer pinned by hand
 ])
 def test_ranks_start_on_the_nodes_holding_whole_replicas(stack, fleet, ranked):
     plan, jobset, derivations = training_jobset(stack)
@@ -39,7 +38,9 @@ def test_ranks_start_on_the_nodes_holding_whole_replicas(stack, fleet, ranked):
     assert f"ranks on {ranked} of the fleet's {fleet} nodes" in derivations
 
 
-@pytest.mark.parametrize("stack", ["llama-405b-h100-aws", "dev-spot"])
+# The search times a fleet on its whole replicas (policies/selection/replica_fleet.py), so it picks whole replicas:
+# onprem-gb200 24 nodes (TP4 x PP4 x DP6; 22 before), llama-70b-finetune-aws 136 (17 replicas of 8; 132 before).
+@pytest.mark.parametrize("stack", ["llama-405b-h100-aws", "dev-spot", "onprem-gb200", "llama-70b-finetune-aws"])
 def test_a_fleet_of_whole_replicas_starts_ranks_on_every_node(stack):
     plan, jobset, derivations = training_jobset(stack)
     spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]

@@ -30,6 +30,7 @@ from accel.policies.cloud.booking import Booking
 from accel.policies.cloud.mode_prices import queued_prices
 from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size
+from accel.policies.selection.replica_fleet import training_size
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
@@ -104,6 +105,11 @@ class SearchContext:
     ladders: dict[tuple[str, int], Any] = field(default_factory=dict)        # GPU size ladders by (offering, nodes)
     price_free: dict[tuple, Any] = field(default_factory=dict)   # what sizing works out without a price
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
+    domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
+    trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (accelerator, fleet)
+    # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
+    # on and the first size of its plateau (policies/selection/sizing.py).
+    plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
 
     def accelerator(self, offering: Offering) -> Accelerator:
         return self.catalog.accelerators[offering.accelerator]
@@ -132,6 +138,20 @@ class SearchContext:
     def min_memory_chips(self, offering: Offering) -> int:
         return _memo(self.memory_chips, offering.accelerator,
                      lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
+
+    def trained_size(self, offering: Offering, size: Size) -> Size:
+        """The part of a training fleet its run is timed on: a GPU fleet's whole-replica nodes, the Plan's layout
+        (policies/selection/replica_fleet.py); a TPU fleet whole."""
+        # Asked ~10^6 times on a large catalog (every size the searches probe, in every region): kept per fleet.
+        key = (offering.accelerator, size)
+        trained = self.trained_sizes.get(key)
+        if trained is None:
+            unit = self.domain_units.get(offering.machine_type)
+            if unit is None:
+                unit = self.domain_units[offering.machine_type] = hardware.current().nvlink_domain_unit_nodes(
+                    offering.machine_type)
+            trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit)
+        return trained
 
     def fleet_cap(self, offering: Offering) -> int:
         return min(self.max_chips, offering.max_chips or self.max_chips)

@@ -300,12 +300,13 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
     hourly = size.chips * chip_usd + size.hosts * host_usd
     if spec.kind != "inference":
         model = ctx.training_model(offering, spot)
-        hours = model.hours(size.chips, size.hosts, size.slices)
+        trained = ctx.trained_size(offering, size)   # timed on its whole replicas, paid on every node
+        hours = model.hours(trained.chips, trained.hosts, trained.slices)
         if not math.isfinite(hours):
             hours = 1e9
         detail: dict[str, float | int | str] = {"min_chips_for_memory": ctx.min_memory_chips(offering)}
         if spot:
-            detail["spot_time_lost"] = round(1.0 - model.productivity(size.hosts), 4)
+            detail["spot_time_lost"] = round(1.0 - model.productivity(trained.hosts), 4)
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
         if spot_model is not None and ctx.obtain is not None:
             # A pin is not searched, but the capacity model still says whether its spot fleet finishes.
@@ -316,8 +317,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
                 detail["capacity_wall_hours"] = round(timing.wall_hours, 2)
                 hours = timing.billed_hours
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hours * hourly,
-                                mfu=model.mfu(size.chips, size.slices),
-                                goodput=model.goodput * max(model.productivity(size.hosts), 1e-6), detail=detail)
+                                mfu=model.mfu(trained.chips, trained.slices),
+                                goodput=model.goodput * max(model.productivity(trained.hosts), 1e-6), detail=detail)
         return Candidate(offering, [region], spot, size, evaluation, chip, host)
     assert spec.inference is not None
     model_i = ctx.inference_model(offering)

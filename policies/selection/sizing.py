@@ -93,10 +93,12 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     shared_hours = ctx.hours_cache.setdefault(ctx.model_key(offering, spot), {})
 
     def run_hours(s: Size) -> float:
-        key = (s.chips, s.hosts, s.slices)
+        # Timed on the nodes holding whole replicas (a GPU fleet past them keeps the rest idle); paid on every node.
+        t = ctx.trained_size(offering, s)
+        key = (t.chips, t.hosts, t.slices)
         hours = shared_hours.get(key)
         if hours is None:
-            hours = shared_hours[key] = model.hours(s.chips, s.hosts, s.slices)
+            hours = shared_hours[key] = model.hours(t.chips, t.hosts, t.slices)
         return hours
 
     # node_limited: the offering's node-pool limit, not max_chips, is what ends the ladder.
@@ -214,7 +216,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             elif spot_model is not None and obtain is not None:
                 hit = spot_timing(obtain, spot_model, s.hosts, hours, model.loss_hours, mode, floors.get(key))
             elif queue is not None and obtain is not None:
-                hit = queued_timing(obtain, queue, s.hosts, hours, model.startup_hours(s.hosts), mode, provisioning)
+                hit = queued_timing(obtain, queue, s.hosts, hours,
+                                    model.startup_hours(ctx.trained_size(offering, s).hosts), mode, provisioning)
             else:
                 hit = Timing(hours, hours, mode)
             timings[key] = hit
@@ -280,9 +283,40 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
 
     # The fastest size depends on run time alone: found once per offering and mode, whatever the region's price.
     fastest_key = ("fastest", offering.id, mode, reserved is None, lo, hi)
+    # A GPU fleet past whole replicas is timed as its replicas (replica_fleet): sizes that add only idle nodes make
+    # a plateau of the run time whose cost rises, so the searches below judge a size by its plateau's first one.
+    # Both are kept per ladder and chip (the memory floor): every region and price point asks them again.
+    busy_nodes, starts = (({}, {}) if generation is not None else
+                          ctx.plateaus.setdefault((id(ladder), offering.accelerator, lo), ({}, {})))
+
+    def busy(i: int) -> int:   # the nodes size i trains on: never falls along the ladder; a TPU size trains whole
+        if generation is not None:
+            return i
+        nodes = busy_nodes.get(i)
+        if nodes is None:
+            nodes = busy_nodes[i] = ctx.trained_size(offering, ladder[i]).hosts
+        return nodes
+
+    def plateau_start(i: int) -> int:
+        if generation is not None:
+            return i
+        start = starts.get(i)
+        if start is None:
+            # A fleet of whole replicas is the first size of its plateau (the one before trains on fewer nodes).
+            start = starts[i] = (i if busy(i) == ladder[i].hosts else
+                                 _first_true(lo, i, lambda j: busy(j) >= busy(i)))
+        return start
+
     fastest = ctx.price_free.get(fastest_key)
     if fastest is None:
-        fastest = ctx.price_free[fastest_key] = _first_true(lo, hi - 1, lambda i: hours(i + 1) >= hours(i))
+        # A plateau is not where more chips stop helping; the fastest is the first size of its plateau.
+        def stops_helping(i: int) -> bool:
+            """Whether the next size that trains on more nodes is no faster than size i (none: True)."""
+            after = _first_true(i + 1, hi, lambda j: busy(j) > busy(i))
+            return after > hi or hours(after) >= hours(i)
+
+        fastest = _first_true(lo, hi - 1, stops_helping)
+        fastest = ctx.price_free[fastest_key] = plateau_start(fastest)
     budget = ctx.budget
     # A booked mode bills whole windows on its grid, so its cost is not a smooth valley along the ladder (a larger
     # fleet can fit a shorter window and cost less): its short ladder is scanned, not bisected.
@@ -292,7 +326,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     elif scan:
         within_budget = max((i for i in range(lo, hi + 1) if cost(i) <= budget), default=lo - 1)
     else:
-        within_budget = _last_true(lo, hi, lambda i: cost(i) <= budget)
+        within_budget = _last_true(lo, hi, lambda i: cost(plateau_start(i)) <= budget)
     deadline = ctx.deadline_h
     days = deadline / 24
     deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
@@ -305,13 +339,14 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
 
     def candidate(i: int) -> Candidate:
         s = ladder[i]
+        trained = ctx.trained_size(offering, s)   # what the run is timed on (whole replicas)
         _, total = hours_cost(i)
         t = timing(i)
         h = t.billed_hours
-        hosts_loss = 1.0 - model.productivity(s.hosts)
+        hosts_loss = 1.0 - model.productivity(trained.hosts)
         detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
                                                 "batch_chip_limit": ctx.batch_chips,
-                                                "startup_hours": round(model.startup_hours(s.hosts), 3)}
+                                                "startup_hours": round(model.startup_hours(trained.hosts), 3)}
         if ctx.objective == "time" and i < fastest:
             saved = h - hours(fastest)
             detail["more_chips"] = (f"more chips stop helping: the fastest fleet, {plural(ladder[fastest].chips, 'chip')}"
@@ -334,8 +369,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         if limit_detail and generation is None and i == hi:
             detail["node_limit"] = limit_detail
         evaluation = Evaluation(hours=h, hourly_usd=fleet_hourly(s.chips, s.hosts, chip, host, reserved), total_usd=total,
-                                mfu=model.mfu(s.chips, s.slices),
-                                goodput=model.goodput * max(model.productivity(s.hosts), 1e-6)
+                                mfu=model.mfu(trained.chips, trained.slices),
+                                goodput=model.goodput * max(model.productivity(trained.hosts), 1e-6)
                                 * min(1.0, run_hours(s) / h), detail=detail)
         return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking, point.queue)
 
@@ -410,7 +445,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         # fifth of its options (benchmarks/bench_choose.py).
         factors = factors[:1]
     seen = {best}
+    # Each probe is its plateau's first size: more nodes that would only idle make no trade-off worth showing.
     probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
+    probes = [plateau_start(i) if lo <= i <= hi else i for i in probes]
     if reserved is not None and 0 < ladder[lo].hosts <= reserved.held_machines:
         # The whole reservation: when it is already paid for, the fastest fleet it holds costs nothing more.
         probes.append(_last_true(lo, hi, lambda i: ladder[i].hosts <= reserved.held_machines))
