@@ -93,18 +93,16 @@ def tensor_parallel_nodes(domain_unit_nodes: int) -> int:
     return domain_unit_nodes & -domain_unit_nodes
 
 
-def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
-                         domain_unit_nodes: int = 1) -> Parallelism:
-    """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
-    `min_chips_for_memory` GPUs' worth of training state; `domain_unit_nodes`, the nodes of one NVLink domain the
-    cloud places as a unit a job can require (1: the domain is the node), bounds the nodes a tensor-parallel
-    group may span (`tensor_parallel_nodes`)."""
+def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
+                     domain_unit_nodes: int = 1) -> tuple[int, int, int, int]:
+    """(tensor, pipeline, data, nodes one tensor group spans) of `training_parallelism`, as plain integers: what
+    the search reads for every fleet it times (policies/selection/replica_fleet.py), without building a model."""
     if min(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes) < 1:
         raise ValueError("min_chips_for_memory, gpus_per_node, nodes and domain_unit_nodes must be positive")
     if min_chips_for_memory <= gpus_per_node:
         # The state fits in one node: tensor parallelism over just the GPUs that hold it.
         tensor = min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
-        return Parallelism(tensor=tensor, pipeline=1, data=max(1, nodes * gpus_per_node // tensor))
+        return tensor, 1, max(1, nodes * gpus_per_node // tensor), 1
     # Whole nodes of one domain, as many as the state needs (a power of two), within the unit and the fleet.
     span = min(tensor_parallel_nodes(domain_unit_nodes),
                _power_of_two_at_least(math.ceil(min_chips_for_memory / gpus_per_node)))
@@ -112,8 +110,17 @@ def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: i
         span //= 2
     tensor = gpus_per_node * span
     pipeline = min(nodes // span, _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor)))
-    return Parallelism(tensor=tensor, pipeline=pipeline, data=max(1, nodes // (pipeline * span)),
-                       tensor_nodes=span if span > 1 else None)
+    return tensor, pipeline, max(1, nodes // (pipeline * span)), span
+
+
+def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
+                         domain_unit_nodes: int = 1) -> Parallelism:
+    """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
+    `min_chips_for_memory` GPUs' worth of training state; `domain_unit_nodes`, the nodes of one NVLink domain the
+    cloud places as a unit a job can require (1: the domain is the node), bounds the nodes a tensor-parallel
+    group may span (`tensor_parallel_nodes`)."""
+    tensor, pipeline, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes)
+    return Parallelism(tensor=tensor, pipeline=pipeline, data=data, tensor_nodes=span if span > 1 else None)
 
 
 def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> Parallelism:

@@ -3,15 +3,16 @@
 A training job starts ranks only on the nodes that hold the Plan's whole replicas (tensor x pipeline x data
 GPUs, accel/job/plan_view.py `rank_nodes`): a fleet sized past them (36 A4X trays for 16-tray replicas, bought as
 two 18-tray racks) keeps the rest idle. The estimate times the run on the same nodes, by the same layout rule the
-Plan derives (policies/parallelism.py `training_parallelism`, policies/plan.py `plan_parallelism`); the fleet's
-cost stays on every node. TPU fleets (a slice trains whole) and serving are left as they are.
+Plan derives (policies/parallelism.py `training_degrees`, the integers of `training_parallelism`, which
+policies/plan.py `plan_parallelism` builds: no pydantic model on the search's hot path); the fleet's cost stays
+on every node. TPU fleets (a slice trains whole) and serving are left as they are.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from accel.policies.parallelism import training_parallelism
+from accel.policies.parallelism import training_degrees
 from accel.policies.selection.ladders import Size
 
 
@@ -19,8 +20,8 @@ from accel.policies.selection.ladders import Size
 def replica_nodes(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int) -> int:
     """Nodes of a `nodes`-node GPU fleet that hold whole model replicas under the Plan's training layout.
     Memoized: a search on a large catalog asks ~10^5 times for a few hundred distinct fleets."""
-    layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes)
-    gpus = layout.tensor * layout.pipeline * layout.data
+    tensor, pipeline, data, _ = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes)
+    gpus = tensor * pipeline * data
     return min(nodes, -(-gpus // gpus_per_node))
 
 
