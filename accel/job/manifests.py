@@ -298,11 +298,8 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     nodes = plan_view.rank_nodes(plan)   # the nodes holding whole replicas; hw.nodes elsewhere
     extra_env: list[dict] = []
     if hw.family == "gpu" and plan_view.framework(plan) == "pytorch":
-        port = runtime()["torchrun"]["rendezvous_port"]
-        command = (f"torchrun --nnodes={nodes} --nproc-per-node={hw.chips_per_node} "
-                   f"--node-rank=$(JOB_COMPLETION_INDEX) --master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) "
-                   f"--master-port={port} {torchrun_target(user_command)}")
-        extra_env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}})
+        command = f"{torchrun_launch(nodes, hw.chips_per_node, replicated)} {torchrun_target(user_command)}"
+        extra_env.append(torchrun_node_rank_env())
         launcher = "torchrun (PyTorch)"
     elif hw.family == "gpu":
         port = runtime()["jax_gpu"]["coordinator_port"]
@@ -361,6 +358,22 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         *notes,
     ]
     return GeneratedJob(name, [*domain, jobset], derivations)
+
+
+def torchrun_node_rank_env() -> dict:
+    """torchrun's node rank variable: the pod's completion index, read from the annotation the Job controller sets
+    (a fresh mapping each time, so no two manifests share one object)."""
+    return {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}}
+
+
+def torchrun_launch(nodes: int, gpus_per_node: int, replicated: str) -> str:
+    """torchrun and its options as every pod of a GPU JobSet starts it (the training job and the multi-node fabric
+    check alike): one rank per GPU, node rank = the pod's completion index (torchrun_node_rank_env), rendezvous
+    at pod 0 of replica 0 through the JobSet's headless service, on runtime.yaml's port."""
+    port = runtime()["torchrun"]["rendezvous_port"]
+    return (f"torchrun --nnodes={nodes} --nproc-per-node={gpus_per_node} "
+            f"--node-rank=$(JOB_COMPLETION_INDEX) --master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) "
+            f"--master-port={port}")
 
 
 _INTERPRETER = re.compile(r"^\s*(?:\S*/)?python(?:3(?:\.\d+)?)?(?:\s+|$)")

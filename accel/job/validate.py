@@ -28,7 +28,8 @@ from accel.job.nccl_log import shell_check, transports
 from accel.job.manifests import (
     EXCLUSIVE_TOPOLOGY,
     JOBSET_API,
-    NODE_RANK_FIELD,
+    torchrun_launch,
+    torchrun_node_rank_env,
     GeneratedJob,
     _labels,
     dns_name,
@@ -136,9 +137,7 @@ def torchrun_check_command(hw: plan_view.Hardware, replicated: str, line: float,
     then judge its "Avg bus bandwidth" line (required: the awk fails when it is missing) and NCCL's transport.
     The program's own exit (1 below the line) carries through the pipe (pipefail)."""
     facts = runtime()["validate"]["multi_node_program"]
-    port = runtime()["torchrun"]["rendezvous_port"]
-    run = (f"torchrun --nnodes={hw.nodes} --nproc-per-node={hw.chips_per_node} --node-rank=$(JOB_COMPLETION_INDEX) "
-           f"--master-addr=$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME) --master-port={port} {PROGRAM_FILE} "
+    run = (f"{torchrun_launch(hw.nodes, hw.chips_per_node, replicated)} {PROGRAM_FILE} "
            f"--line {line} --min-gib {facts['min_gib']} --max-gib {facts['max_gib']} --warmup {facts['warmup']} "
            f"--iters {facts['iters']}")
     judge = (f"awk '/Avg bus bandwidth/ {{ found = 1; if ($NF < {line}) low = 1 }} END {{ exit (low || !found) }}' "
@@ -182,7 +181,7 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
     extra_env = ([{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}]
                  if checks_transport else [])
     if hw.family == "gpu" and hw.nodes > 1:
-        extra_env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": NODE_RANK_FIELD}}})
+        extra_env.append(torchrun_node_rank_env())
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env or None)
     if hw.family == "gpu" and hw.nodes > 1:
         shell = pod["spec"]["containers"][0]["command"]
