@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from accel.components.kubernetes.node_installers import ARCH_LABEL  # noqa: F401 (the one spelling, re-exported)
 from accel.policies import hardware
 
 from accel.job.facts import runtime
 
-ARCH_LABEL = "kubernetes.io/arch"   # the well-known node label the kubelet sets from its own GOARCH
 # The clouds spell amd64 differently: Compute Engine and Kubernetes say amd64, EC2 says x86_64.
 _SPELLINGS = {"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"}
 

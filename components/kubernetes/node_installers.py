@@ -20,7 +20,7 @@ INSTALLERS_FILE = Path(__file__).with_name("node_installers.yaml")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 Arch = Literal["amd64", "arm64"]          # kubernetes.io/arch values of the nodes GKE GPU machines make
-ARCH_LABEL = "kubernetes.io/arch"
+ARCH_LABEL = "kubernetes.io/arch"   # the well-known node label the kubelet sets from its own GOARCH
 
 
 class NoInstallerForArch(ComponentArgsError):

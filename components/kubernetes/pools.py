@@ -23,6 +23,7 @@ from accel.components.kubernetes.accelerator_stack import (
     AcceleratorPool,
     Toleration,
 )
+from accel.components.kubernetes.node_installers import ARCH_LABEL
 from accel.components.tags import CAPACITY_NODE_LABEL
 from accel.policies import hardware
 from accel.policies.hardware import shapes
@@ -111,7 +112,7 @@ def _arch_tolerations(gpu: GpuPool) -> list[Toleration]:
     workloads"; Cluster Toolkit's A4X jobs tolerate it), so the pool's pods tolerate it; on EKS it is harmless."""
     if not hardware.current().is_arm(gpu.machine_type):
         return []
-    return [Toleration(key="kubernetes.io/arch", operator="Equal", value="arm64", effect="NoSchedule")]
+    return [Toleration(key=ARCH_LABEL, operator="Equal", value="arm64", effect="NoSchedule")]
 
 
 def _topology_levels(gpu: GpuPool, levels: tuple[str, ...]) -> tuple[str, ...]:
