@@ -106,7 +106,7 @@ class SearchContext:
     price_free: dict[tuple, Any] = field(default_factory=dict)   # what sizing works out without a price
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
-    trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (accelerator, fleet)
+    trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -142,8 +142,9 @@ class SearchContext:
     def trained_size(self, offering: Offering, size: Size) -> Size:
         """The part of a training fleet its run is timed on: a GPU fleet's whole-replica nodes, the Plan's layout
         (policies/selection/replica_fleet.py); a TPU fleet whole."""
-        # Asked ~10^6 times on a large catalog (every size the searches probe, in every region): kept per fleet.
-        key = (offering.accelerator, size)
+        # Asked ~10^6 times on a large catalog (every size the searches probe, in every region): kept per machine
+        # type and fleet (the machine type carries the chip and its placed NVLink domain, the layout's inputs).
+        key = (offering.machine_type, size)
         trained = self.trained_sizes.get(key)
         if trained is None:
             unit = self.domain_units.get(offering.machine_type)
