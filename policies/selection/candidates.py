@@ -14,6 +14,8 @@ from accel.base.model import assembled
 from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.selection.choice import OBJECTIVES
+from accel.policies.estimator.activations import SequenceFit, sequence_fit_of
+from accel.policies.hardware import shapes
 from accel.policies.estimator.estimate import (
     Evaluation,
     InferenceModel,
@@ -107,6 +109,7 @@ class SearchContext:
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
+    sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -139,6 +142,43 @@ class SearchContext:
         return _memo(self.memory_chips, offering.accelerator,
                      lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
 
+    def sequence_fit(self, offering: Offering) -> SequenceFit | None:
+        """How one training sequence's activations sit beside the state on this offering's GPUs, and the
+        context parallelism they need (policies/estimator/activations.py); None for serving and TPU fleets."""
+        if self.spec.kind == "inference" or offering.chips_per_host < 1 or \
+                shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is not None:
+            return None
+        key = offering.machine_type
+        if key not in self.sequence_fits:
+            self.sequence_fits[key] = sequence_fit_of(
+                self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+                self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering))
+        return self.sequence_fits[key]
+
+    def context_degree(self, offering: Offering) -> int:
+        """The context-parallel argument of the layout (policies/parallelism.py training_degrees): 0 where the
+        state alone sets the layout, else the degree a long sequence needs."""
+        fit = self.sequence_fit(offering)
+        return fit.context if fit is not None and fit.changes_layout and fit.fits else 0
+
+    def sequence_detail(self, offering: Offering) -> dict[str, float | int | str]:
+        """What an estimate records of the sequence's activations: nothing where they stay within the headroom
+        and leave the layout as the state sets it."""
+        fit = self.sequence_fit(offering)
+        if fit is None or not (fit.past_headroom or fit.changes_layout):
+            return {}
+        detail: dict[str, float | int | str] = {"sequence_activations": fit.why()}
+        if fit.changes_layout and fit.fits:
+            detail["context_parallel"] = fit.context
+        return detail
+
+    def domain_unit(self, offering: Offering) -> int:
+        unit = self.domain_units.get(offering.machine_type)
+        if unit is None:
+            unit = self.domain_units[offering.machine_type] = hardware.current().nvlink_domain_unit_nodes(
+                offering.machine_type)
+        return unit
+
     def trained_size(self, offering: Offering, size: Size) -> Size:
         """The part of a training fleet its run is timed on: a GPU fleet's whole-replica nodes, the Plan's layout
         (policies/selection/replica_fleet.py); a TPU fleet whole."""
@@ -147,11 +187,8 @@ class SearchContext:
         key = (offering.machine_type, size)
         trained = self.trained_sizes.get(key)
         if trained is None:
-            unit = self.domain_units.get(offering.machine_type)
-            if unit is None:
-                unit = self.domain_units[offering.machine_type] = hardware.current().nvlink_domain_unit_nodes(
-                    offering.machine_type)
-            trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit)
+            trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering),
+                                                              self.domain_unit(offering), self.context_degree(offering))
         return trained
 
     def fleet_cap(self, offering: Offering) -> int:

@@ -27,6 +27,7 @@ from accel.policies.selection.capacity import Timing, booked_timing, mode_id, qu
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
+from accel.policies.estimator.activations import SequenceFit
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.ladders import (
     CountLadder,
@@ -83,8 +84,19 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
     need = ctx.min_memory_chips(offering)
+    batch_chips = ctx.batch_chips
+    fit = ctx.sequence_fit(offering)
+    if fit is not None and fit.changes_layout:
+        # A long sequence's replica (tensor x context x pipeline GPUs) is the floor, and its context-parallel ranks
+        # share one sequence of the batch.
+        refused = sequence_refusal(fit, ctx.fleet_cap(offering), offering)
+        if refused is not None:
+            outcome.reasons.append(("memory", refused))
+            return outcome
+        need = max(need, fit.replica_gpus)
+        batch_chips *= fit.context
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
-    cap = min(ctx.fleet_cap(offering), max(ctx.batch_chips, need))
+    cap = min(ctx.fleet_cap(offering), max(batch_chips, need))
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
@@ -345,14 +357,15 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         h = t.billed_hours
         hosts_loss = 1.0 - model.productivity(trained.hosts)
         detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
-                                                "batch_chip_limit": ctx.batch_chips,
-                                                "startup_hours": round(model.startup_hours(trained.hosts), 3)}
+                                                "batch_chip_limit": batch_chips,
+                                                "startup_hours": round(model.startup_hours(trained.hosts), 3),
+                                                **ctx.sequence_detail(offering)}
         if ctx.objective == "time" and i < fastest:
             saved = h - hours(fastest)
             detail["more_chips"] = (f"more chips stop helping: the fastest fleet, {plural(ladder[fastest].chips, 'chip')}"
                                     f", would finish only {duration(saved)} ({saved / h:.0%}) sooner"
                                     + f" for {money(cost(fastest))} instead of {money(total)}")
-        elif ctx.objective == "time" and i == len(ladder) - 1 and ctx.batch_chips <= s.chips:
+        elif ctx.objective == "time" and i == len(ladder) - 1 and batch_chips <= s.chips:
             detail["more_chips"] = f"more chips stop helping: {ctx.batch_why}"
         if spot:
             detail["spot_time_lost"] = round(hosts_loss, 4)
@@ -424,7 +437,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
-                                                                            ctx.batch_chips))
+                                                                            batch_chips))
     picked = _pick_training_size(ctx, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
                                  deadline_words, capacity, larger, capped, scan)
     if picked.miss is not None:
@@ -472,6 +485,28 @@ def _price_free_miss(outcome: SizingOutcome) -> SizingOutcome:
 def _no_closest(factor: float) -> None:
     """A booked miss keeps no closest size, at any price (keep_closest)."""
     return None
+
+
+def sequence_refusal(fit: SequenceFit, cap: int, offering: Offering) -> str | None:
+    """Why a long sequence cannot train on this offering (None: it can): no context-parallel degree brings its
+    activations within the GPU's memory, or the replica that does is past the most chips allowed. Names
+    model.sequence_length and what would fit."""
+    sequence = f"model.sequence_length {fit.sequence_length:,}"
+    if not fit.fits:
+        return (f"{sequence}: {fit.why()} on {offering.accelerator}; the state leaves no room for a sequence"
+                if fit.longest_sequence(1) == 0 else
+                f"{sequence}: {fit.why()} on {offering.accelerator}; at CP{fit.max_context} up to "
+                f"{fit.longest_sequence(fit.max_context):,} tokens would fit")
+    if fit.replica_gpus <= cap:
+        return None
+    largest = 1
+    while fit.tensor * fit.pipeline * largest * 2 <= cap:
+        largest *= 2
+    longest = fit.longest_sequence(largest) if fit.tensor * fit.pipeline <= cap else 0
+    fits = (f"within {plural(cap, 'chip')} (CP{largest}) up to {longest:,} tokens would fit" if longest else
+            f"{plural(cap, 'chip')} hold no TP{fit.tensor} x PP{fit.pipeline} replica")
+    return (f"{sequence}: {fit.why()}, past the {plural(cap, 'chip')} allowed (max_chips or the offering's "
+            f"largest fleet); {fits}, or allow {plural(fit.replica_gpus, 'chip')}")
 
 
 def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int, run_hours: Callable[[Size], float],
