@@ -84,19 +84,16 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
     need = ctx.min_memory_chips(offering)
-    batch_chips = ctx.batch_chips
+    # A long sequence's replica (tensor x context x pipeline GPUs, policies/estimator/activations.py) is the floor
+    # where it is more than the state's, and its context-parallel ranks share one sequence of the batch.
     fit = ctx.sequence_fit(offering)
-    if fit is not None and fit.changes_layout:
-        # A long sequence's replica (tensor x context x pipeline GPUs) is the floor, and its context-parallel ranks
-        # share one sequence of the batch.
-        refused = sequence_refusal(fit, ctx.fleet_cap(offering), offering)
-        if refused is not None:
-            outcome.reasons.append(("memory", refused))
-            return outcome
-        need = max(need, fit.replica_gpus)
-        batch_chips *= fit.context
+    sequence_floor = fit is not None and fit.changes_layout
+    floor, batch_chips = need, ctx.batch_chips
+    if fit is not None and sequence_floor:
+        floor = max(need, fit.replica_gpus) if fit.fits else NO_FLEET
+        batch_chips *= max(1, fit.context)
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
-    cap = min(ctx.fleet_cap(offering), max(batch_chips, need))
+    cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else need))
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
@@ -160,7 +157,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
         return outcome
-    lo, hi = ladder.first_at_least(need), len(ladder) - 1
+    lo, hi = ladder.first_at_least(floor), len(ladder) - 1
+    if lo > hi and fit is not None and sequence_floor and ladder.first_at_least(need) <= hi:
+        # The state fits; one sequence's activations beside it do not, on any fleet this ladder holds.
+        outcome.reasons.append(("memory", f"{capacity}: " + str(sequence_refusal(fit, ladder[hi].chips, offering))))
+        return outcome
     if booking is not None and lo > hi:
         # The mode's limits, not memory or max_chips, end this ladder below the fleet that holds the model.
         smallest = -(-need // offering.chips_per_host)
@@ -250,15 +251,15 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         # On spot the wall-clock at the quantile is not monotone in the fleet: each extra reclaim wave counted
         # at P90 is a step. Keep the sizes the pool holds that are faster than every smaller one (as TPU
         # multislices are kept), so the searches below see a falling curve; a slower larger fleet is never picked.
-        filtered_key = ("spot", offering.id, len(ladder), need)
+        filtered_key = ("spot", offering.id, len(ladder), floor)
         filtered = ctx.ladders.get(filtered_key)
         if filtered is None:
             held = ladder.within_hosts(spot_model.pool_hosts)
             filtered = ctx.ladders[filtered_key] = (
-                TpuLadder(_each_faster_than_the_smaller(held, need, lambda s: timing_of(s).wall_hours, spot_floor))
-                if held and held[-1].chips >= need else ladder)
+                TpuLadder(_each_faster_than_the_smaller(held, floor, lambda s: timing_of(s).wall_hours, spot_floor))
+                if held and held[-1].chips >= floor else ladder)
         ladder = filtered
-        lo, hi = ladder.first_at_least(need), len(ladder) - 1
+        lo, hi = ladder.first_at_least(floor), len(ladder) - 1
         if lo > hi:
             outcome.reasons.append(("capacity", f"spot: no fleet of at most {spot_model.pool_hosts:g} hosts (the spot "
                                                 "pool one zone is expected to hold) that holds the model ever "
@@ -485,6 +486,9 @@ def _price_free_miss(outcome: SizingOutcome) -> SizingOutcome:
 def _no_closest(factor: float) -> None:
     """A booked miss keeps no closest size, at any price (keep_closest)."""
     return None
+
+
+NO_FLEET = 1 << 40   # the floor of a sequence no context-parallel degree fits: past every ladder
 
 
 def sequence_refusal(fit: SequenceFit, cap: int, offering: Offering) -> str | None:
