@@ -12,6 +12,11 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   hold the state, rounded up to a power of two as Megatron-style pipelines are laid out, and never
   more than the fleet. Llama 3.1 405B on H100 nodes comes out as TP8 x PP16 (the Llama 3 paper,
   Table 4, ran TP8 x PP16 x DP128).
+- Long sequences (training): where one sequence's activations do not fit beside the state on that replica
+  (policies/estimator/activations.py: full recomputation, Korthikanti et al. 2022), tensor parallelism takes
+  the whole node and context parallelism (`context`, CP) splits each sequence over CP whole tensor-parallel
+  groups: the replica is TP x CP x PP GPUs, the data-parallel degree the fleet over that (Llama 3 405B at
+  131,072 tokens: TP8 x CP16 x PP16, Table 4). Absent at the usual lengths.
 - Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
   NVLink domain: EP = min(experts, domain GPUs)), so the all-to-all stays on NVLink; expert parallelism
   reuses the GPUs of a replica's node rather than multiplying the fleet (`expert`, absent for a dense
@@ -36,7 +41,7 @@ from accel.base.model import StrictModel
 
 
 class Parallelism(StrictModel):
-    """Tensor x pipeline x data parallel degrees of a GPU fleet (docs/scale.md)."""
+    """Tensor x (context x) pipeline x data parallel degrees of a GPU fleet (docs/scale.md)."""
 
     tensor: int = Field(gt=0, description="GPUs one tensor-parallel group spans (inside one node, or inside one "
                         "NVLink domain that spans nodes: see tensor_nodes)")
