@@ -13,6 +13,7 @@ from accel.policies.catalog import load_catalog
 from accel.policies.estimator.activations import (
     layer_bytes,
     micro_batch_bytes,
+    ring_exchange,
     sequence_fit,
 )
 from accel.policies.parallelism import training_degrees, training_parallelism
@@ -161,7 +162,18 @@ def test_the_long_context_example_plans_context_parallelism_and_says_why(catalog
     assert f"CP{layout.context}" in layout.text()
     memory = next(a for a in plan.estimate.assumptions if a.name == "activation memory")
     assert "Korthikanti" in memory.source and "full recomputation" in memory.source
-    assert "not costed" in memory.source
+    assert "scale-out network (400 Gb/s per GPU)" in memory.source and "hidden under the attention" in memory.source
+
+
+def test_the_key_value_exchange_is_hidden_at_long_lengths_and_exposed_when_the_chunks_are_short():
+    # 405B at 131,072 tokens, CP8 over 400 Gb/s: 16,384-token chunks pass in 0.17 ms against 1.1 ms of attention.
+    transfer, attention, words = ring_exchange(131_072, 16384, 1024, 8, 8, 989e12, 50e9, "scale-out")
+    assert transfer == pytest.approx(16384 * 2 * 128 * 2 / 50e9)
+    assert attention == pytest.approx(2 * 16384 ** 2 * 2048 / 989e12)
+    assert transfer < attention and "hidden under the attention" in words
+    # The same model at 8,192 tokens split 64 ways: 128-token chunks, the exchange is the longer.
+    transfer, attention, words = ring_exchange(8192, 16384, 1024, 8, 64, 989e12, 50e9, "scale-out")
+    assert transfer > attention and "exposed, not charged" in words
 
 
 def test_the_search_sizes_a_long_sequence_at_least_one_context_parallel_replica(catalog):

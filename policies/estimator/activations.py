@@ -35,7 +35,7 @@ lengths.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from accel.policies.parallelism import training_degrees
@@ -52,10 +52,12 @@ REGIME = ("full recomputation with sequence parallelism: each layer keeps its in
           "layers: L layers whatever p, section 4.2.3), plus one layer rebuilt in the backward pass, 34*s*h bytes "
           "(the selective-recomputation figure; flash attention keeps no 5*a*s/h scores); micro-batch 1; "
           "divided by tensor x context parallelism")
-# Said wherever the layout carries context parallelism: its communication is not in the estimate's hours.
+# Said where the exchange could not be set against a fabric (a chip without a [collective_fabrics] entry).
 CONTEXT_EXCHANGE = ("the context-parallel key/value exchange (ring attention, each layer's keys and values passed "
                     "around the CP ranks, overlapped with the attention it feeds) is not costed in the estimate's "
                     "hours")
+KV_BYTES = 2.0   # bf16 keys and values
+CAUSAL_SHARE = 0.5   # a causal mask leaves half of each ring step's block to compute (2 x CP chunks balance it)
 KEPT_BYTES_PER_TOKEN_WIDTH = 2.0       # full recomputation: a layer's input, 16-bit
 WORKING_BYTES_PER_TOKEN_WIDTH = 34.0   # one layer's stored activations under selective recomputation
 ATTENTION_SCORE_BYTES = 5.0            # per head per token pair, without recomputation (scores, softmax, dropout)
@@ -104,6 +106,7 @@ class SequenceFit:
     past_headroom: bool          # the activations outgrow the headroom the sizing allows for them
     max_context: int             # the largest degree the sequence splits into (2 x CP chunks)
     widened: bool = False        # tensor parallelism took the whole node for the sequence (the state alone did not)
+    exchange: str = CONTEXT_EXCHANGE   # the key/value exchange against its fabric (ring_exchange), said beside why
 
     @property
     def changes_layout(self) -> bool:
@@ -185,13 +188,53 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
 
 
 def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,
-                    min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1) -> SequenceFit:
-    """`sequence_fit` for a training workload on one GPU machine: the model's layers and width (given, else
-    estimated: estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes) and the
-    accelerator's usable HBM."""
+                    min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1,
+                    machine_type: str | None = None) -> SequenceFit:
+    """`sequence_fit` for a training workload on one GPU machine (`machine_type`, whose own NVLink domain counts
+    where the hardware table states one): the model's layers and width (given, else estimated:
+    estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes), the accelerator's
+    usable HBM, and the key/value exchange of its context parallelism against the fabric it crosses."""
     from accel.policies.estimator.estimate import model_architecture, training_memory_bytes
 
     layers, hidden, _ = model_architecture(spec, defaults)
-    return sequence_fit(spec.model.sequence_length, layers, hidden, training_memory_bytes(spec, resolved),
-                        resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
-                        min_chips, gpus_per_node, domain_unit_nodes)
+    fit = sequence_fit(spec.model.sequence_length, layers, hidden, training_memory_bytes(spec, resolved),
+                       resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
+                       min_chips, gpus_per_node, domain_unit_nodes)
+    if fit.context < 2:
+        return fit
+    from accel.policies import hardware
+
+    fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
+    if fabric is None:
+        return fit
+    # CP ranks are whole tensor-parallel groups: inside one NVLink domain while TP x CP GPUs fit in it, else over
+    # the scale-out network, one GPU to its counterpart in the next group.
+    inside = fabric.domain_chips and fit.tensor * fit.context <= fabric.domain_chips
+    link = (f"the {fabric.domain_chips}-GPU NVLink domain ({fabric.scale_up_gbytes_per_s:g} GB/s per GPU)" if inside
+            else f"the scale-out network ({fabric.scale_out_gbps:g} Gb/s per GPU)")
+    speed = fabric.scale_up_gbytes_per_s * 1e9 if inside else fabric.scale_out_gbps * 1e9 / 8
+    _, _, words = ring_exchange(spec.model.sequence_length, hidden, defaults.inference.kv_cache_width.value,
+                                fit.tensor, fit.context, accelerator.peak_bf16_tflops * 1e12, speed, link)
+    return replace(fit, exchange=f"{words} (fabric: policies/hardware/facts.toml [collective_fabrics."
+                                 f"{accelerator.id}]; key/value width: {defaults.inference.kv_cache_width.source})")
+
+
+def ring_exchange(sequence: int, hidden: float, kv_width: float, tensor: int, context: int, peak_flops: float,
+                  link_bytes_per_s: float, link: str) -> tuple[float, float, str]:
+    """(seconds to pass one key/value chunk, seconds of the attention it feeds, the words): one step of ring
+    attention on a CP rank. Each of the CP - 1 steps of a layer sends the rank's chunk of s/CP tokens' keys and
+    values (`kv_width` wide, split over the tensor-parallel ranks, 2 bytes each) to the next rank while it
+    computes its queries against the chunk it holds (QK^T and PV: 4 x (s/CP)^2 x hidden/TP FLOPs, half of it
+    under the causal mask of a load-balanced ring), so the
+    exchange is hidden wherever it is the shorter (Megatron-Core's ring overlaps them). The attention is timed
+    at the chip's peak, the least time it can take: the most conservative side for hiding. The backward pass
+    and the recomputed forward send and compute in the same proportion."""
+    chunk = sequence / context
+    transfer = chunk * 2 * (kv_width / tensor) * KV_BYTES / link_bytes_per_s
+    attention = 4.0 * CAUSAL_SHARE * chunk * chunk * (hidden / tensor) / peak_flops
+    hidden_words = ("hidden under the attention it feeds, not charged" if transfer <= attention else
+                    f"{(transfer - attention) * 1e3:,.3g} ms of each step exposed, not charged")
+    words = (f"the context-parallel key/value exchange (ring attention) passes {chunk:,.0f} tokens' keys and values, "
+             f"{transfer * 1e3:,.3g} ms per ring step over {link}, against {attention * 1e3:,.3g} ms of the "
+             f"attention it overlaps at the chip's peak: {hidden_words}")
+    return transfer, attention, words

@@ -677,9 +677,10 @@ def _sequence_assumption(detail: dict[str, float | int | str]) -> list[Assumptio
         return []
     from accel.policies.estimator import activations
 
+    exchange = detail.get("context_exchange")
     return [_assumption(name="activation memory", value=str(detail["sequence_activations"]),
                         source=f"{activations.REGIME} ({activations.SOURCE}); context parallelism as Megatron-Core "
-                               f"context_parallel_size lays it out; {activations.CONTEXT_EXCHANGE}")]
+                               "context_parallel_size lays it out" + (f"; {exchange}" if exchange else ""))]
 
 
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,

@@ -152,7 +152,8 @@ class SearchContext:
         if key not in self.sequence_fits:
             self.sequence_fits[key] = sequence_fit_of(
                 self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
-                self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering))
+                self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
+                offering.machine_type)
         return self.sequence_fits[key]
 
     def context_degree(self, offering: Offering) -> int:
@@ -168,6 +169,8 @@ class SearchContext:
         if fit is None or not (fit.past_headroom or fit.changes_layout):
             return {}
         detail: dict[str, float | int | str] = {"sequence_activations": fit.why()}
+        if fit.context > 1:
+            detail["context_exchange"] = fit.exchange
         if fit.changes_layout and fit.fits:
             detail["context_parallel"] = fit.context
         return detail

@@ -367,6 +367,5 @@ def sequence_words(detail: dict[str, float | int | str]) -> list[str]:
     sequence = detail.get("sequence_activations")
     if not sequence:
         return []
-    from accel.policies.estimator.activations import CONTEXT_EXCHANGE
-
-    return [f"Sequence: {sequence}; {CONTEXT_EXCHANGE}."]
+    exchange = detail.get("context_exchange")
+    return [f"Sequence: {sequence}" + (f"; {exchange}." if exchange else ".")]
