@@ -204,3 +204,15 @@ def test_every_other_example_at_its_own_length_keeps_its_layout(catalog, example
     choice = choose(load_workload(EXAMPLES / example), catalog)
     assert "context_parallel" not in choice.estimate.details
     assert "sequence_activations" not in choice.estimate.details
+
+
+def test_a_long_sequences_batch_keeps_tp_x_cp_chips_busy_per_sequence(catalog):
+    # The 405B default batch, 16M (16e6) tokens, at 131,072 tokens is 122 sequences, each shared by a TP8 x CP group
+    # (Llama 3's long-context fleet: 2^24 tokens = 128 sequences x TP8 x CP16 = 16,384 H100).
+    choice = choose(long_405b(deadline_days=None), catalog, objective="time")
+    detail = choice.estimate.details
+    context = int(detail["context_parallel"])
+    sequences = math.floor(16e6 / 131_072)
+    assert int(detail["batch_chip_limit"]) == sequences * 8 * context
+    assert choice.chosen.chips <= sequences * 8 * context
+    assert "each shared by the TP8 x CP" in str(detail.get("more_chips", "each shared by the TP8 x CP"))

@@ -6,6 +6,7 @@ Estimate."""
 
 from __future__ import annotations
 
+import math
 from datetime import date
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence, TypeVar
@@ -24,6 +25,7 @@ from accel.policies.estimator.estimate import (
     assumption_list,
     batch_chip_limit,
     deadline_hours,
+    global_batch,
     min_chips_for_memory,
     resolve,
     training_flops,
@@ -174,6 +176,24 @@ class SearchContext:
         if fit.changes_layout and fit.fits:
             detail["context_parallel"] = fit.context
         return detail
+
+    def long_sequence_batch_chips(self, fit: SequenceFit) -> int:
+        """Most chips the global batch keeps busy under a long sequence's layout: its sequences x the tensor x
+        context-parallel GPUs that share each one (a pipeline's stages take whole sequences as micro-batches, as
+        the rule for short ones counts: Llama 3 405B at 131,072 tokens, 128 sequences x TP8 x CP16 = 16,384)."""
+        tokens, _ = global_batch(self.spec, self.catalog.defaults)
+        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        per_sequence = max(1, self.batch_chips // sequences)
+        return sequences * max(per_sequence, fit.tensor) * max(1, fit.context)
+
+    def long_sequence_batch_why(self, fit: SequenceFit) -> str:
+        """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
+        tokens, _ = global_batch(self.spec, self.catalog.defaults)
+        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        return (f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequence(s) of "
+                f"{self.spec.model.sequence_length:,} tokens, each shared by the TP{fit.tensor} x CP{fit.context} GPUs "
+                f"of its context-parallel group: more than {self.long_sequence_batch_chips(fit):,} chips would idle "
+                "(set training.global_batch_tokens to change it)")
 
     def domain_unit(self, offering: Offering) -> int:
         unit = self.domain_units.get(offering.machine_type)

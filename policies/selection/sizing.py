@@ -91,7 +91,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     floor, batch_chips = need, ctx.batch_chips
     if fit is not None and sequence_floor:
         floor = max(need, fit.replica_gpus) if fit.fits else NO_FLEET
-        batch_chips *= max(1, fit.context)
+        batch_chips = ctx.long_sequence_batch_chips(fit)
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
     cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else need))
     limit = ctx.node_limit(offering)
@@ -367,7 +367,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                     f", would finish only {duration(saved)} ({saved / h:.0%}) sooner"
                                     + f" for {money(cost(fastest))} instead of {money(total)}")
         elif ctx.objective == "time" and i == len(ladder) - 1 and batch_chips <= s.chips:
-            detail["more_chips"] = f"more chips stop helping: {ctx.batch_why}"
+            detail["more_chips"] = "more chips stop helping: " + (
+                ctx.long_sequence_batch_why(fit) if fit is not None and sequence_floor and fit.fits else ctx.batch_why)
         if spot:
             detail["spot_time_lost"] = round(hosts_loss, 4)
         detail["capacity_mode"] = t.mode
