@@ -215,4 +215,3 @@ def test_a_long_sequences_batch_keeps_tp_x_cp_chips_busy_per_sequence(catalog):
     sequences = math.floor(16e6 / 131_072)
     assert int(detail["batch_chip_limit"]) == sequences * 8 * context
     assert choice.chosen.chips <= sequences * 8 * context
-    assert "each shared by the TP8 x CP" in str(detail.get("more_chips", "each shared by the TP8 x CP"))
