@@ -112,6 +112,7 @@ class SearchContext:
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
     sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
+    context_degrees: dict[str, int] = field(default_factory=dict)   # the layout's context argument, by machine type
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -147,22 +148,27 @@ class SearchContext:
     def sequence_fit(self, offering: Offering) -> SequenceFit | None:
         """How one training sequence's activations sit beside the state on this offering's GPUs, and the
         context parallelism they need (policies/estimator/activations.py); None for serving and TPU fleets."""
-        if self.spec.kind == "inference" or offering.chips_per_host < 1 or \
-                shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is not None:
-            return None
         key = offering.machine_type
-        if key not in self.sequence_fits:
-            self.sequence_fits[key] = sequence_fit_of(
-                self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
-                self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
-                offering.machine_type)
-        return self.sequence_fits[key]
+        if key in self.sequence_fits:
+            return self.sequence_fits[key]
+        fit = None
+        if self.spec.kind != "inference" and shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is None:
+            fit = sequence_fit_of(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+                                  self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
+                                  offering.machine_type)
+        self.sequence_fits[key] = fit
+        # The context-parallel argument of the layout (policies/parallelism.py training_degrees): 0 where the state
+        # alone sets it, else the degree the sequence needs; read for every fleet the search times.
+        self.context_degrees[key] = fit.context if fit is not None and fit.changes_layout and fit.fits else 0
+        return fit
 
     def context_degree(self, offering: Offering) -> int:
-        """The context-parallel argument of the layout (policies/parallelism.py training_degrees): 0 where the
-        state alone sets the layout, else the degree a long sequence needs."""
-        fit = self.sequence_fit(offering)
-        return fit.context if fit is not None and fit.changes_layout and fit.fits else 0
+        """The context-parallel argument of the layout (policies/parallelism.py training_degrees) on this offering."""
+        degree = self.context_degrees.get(offering.machine_type)
+        if degree is None:
+            self.sequence_fit(offering)
+            degree = self.context_degrees[offering.machine_type]
+        return degree
 
     def sequence_detail(self, offering: Offering) -> dict[str, float | int | str]:
         """What an estimate records of the sequence's activations: nothing where they stay within the headroom
@@ -210,8 +216,11 @@ class SearchContext:
         key = (offering.machine_type, size)
         trained = self.trained_sizes.get(key)
         if trained is None:
-            trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering),
-                                                              self.domain_unit(offering), self.context_degree(offering))
+            unit = self.domain_units.get(offering.machine_type)
+            if unit is None:
+                unit = self.domain_unit(offering)
+            trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
+                                                              self.context_degree(offering))
         return trained
 
     def fleet_cap(self, offering: Offering) -> int:
