@@ -61,6 +61,9 @@ class StackProgram:
     resource_name: str
     cluster_args: TrainingClusterArgs
     notes: list[str] = field(default_factory=list)
+    # What the program wrote otherwise than the stack file said (an owner folded into a Kubernetes label): warnings,
+    # so `pulumi preview` and `accel plan` show them.
+    rewrites: list[str] = field(default_factory=list)
     # Keys `pulumi up` still needs; non-empty only under offline planning, which used placeholders.
     missing_for_up: list[DeployKey] = field(default_factory=list)
 
@@ -121,8 +124,10 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         cost_center=plan.workload.cost_center or settings.costCenter,
         **lifecycle.resource_tag_fields(),
     )
-    if plan.cloud == "aws":
-        _check_aws_tag_values(tags, plan, source)
+    _check_ownership(tags, plan, source)
+    from accel.components.tags import ownership_rewrites
+
+    rewrites = ownership_rewrites(tags, plan.cloud)
     gcp_project = config.get("gcp:project")
     if plan.cloud == "gcp" and gcp_project and project_id_problem(gcp_project):
         raise UsageError(f"{source}: {project_id_problem(gcp_project)}")
@@ -162,21 +167,22 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     )
     args.validate()
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
-                        resource_name=resource_name(stack), cluster_args=args, notes=notes,
+                        resource_name=resource_name(stack), cluster_args=args, notes=notes, rewrites=rewrites,
                         missing_for_up=missing)
 
 
-def _check_aws_tag_values(tags: ResourceTags, plan, source: str) -> None:
-    """An owner or cost centre AWS would refuse as a tag value stops here, named by the key it came from."""
-    from accel.components.tags import aws_tag_value_problem
+def _check_ownership(tags: ResourceTags, plan, source: str) -> None:
+    """The owner and cost centre, by the rule `accel choose` applies to the workload (policies/tagging
+    ownership_problem), named by the key they came from: a plan built without validation is caught here too."""
+    from accel.policies.tagging import ownership_problem
 
     for field, workload_key, stack_key in (("owner", "owner", "accel:owner"),
                                            ("cost_center", "cost_center", "accel:costCenter")):
         value = getattr(tags, field)
-        problem = aws_tag_value_problem(value)
+        problem = ownership_problem(value)
         if problem:
             key = f"accel:workload.{workload_key}" if getattr(plan.workload, workload_key) else stack_key
-            raise UsageError(f"{source}: {key}: {value!r} cannot be an AWS tag value: {problem}")
+            raise UsageError(f"{source}: {key}: {value!r}: {problem}")
 
 
 def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
