@@ -1,5 +1,4 @@
-"""The clouds' rules for the labels and tags accel writes, and for the names of commitments it takes, from
-rules.yaml: each rule once, with its source, so the workload, the stack settings, the components and the
+"""The clouds' rules for the labels and tags accel writes, from rules.yaml: each rule once, with its source, so the workload, the stack settings, the components and the
 guardrails check one thing.
 
 - GCP labels: lowercase letters (international ones too), digits, '_' and '-'; keys start with a letter; at most
@@ -15,7 +14,6 @@ Plain dataclasses, no pydantic: the guardrail pack imports this and must start w
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -55,19 +53,6 @@ class AwsTagRules:
         return character in self.symbols or unicodedata.category(character)[0] in self.categories
 
 
-@dataclass(frozen=True)
-class NameRule:
-    source: str
-    pattern: re.Pattern[str]
-    max: int
-    rule: str
-
-    def problem(self, name: str) -> str | None:
-        if len(name) > self.max or not self.pattern.fullmatch(name):
-            return f"{name!r} is not {self.rule} ({self.source})"
-        return None
-
-
 @lru_cache(maxsize=1)
 def _rules() -> dict:
     return parse_yaml(read_text(RULES_FILE, "label and tag rules"))
@@ -87,12 +72,6 @@ def aws_tag_rules() -> AwsTagRules:
     return AwsTagRules(source=raw["source"], key_max=raw["key_max"], value_max=raw["value_max"],
                        user_tags_max=raw["user_tags_max"], categories=frozenset(raw["categories"]),
                        symbols=raw["symbols"], reserved_prefix=raw["reserved_prefix"])
-
-
-@lru_cache(maxsize=2)
-def commitment_name_rule(cloud: str) -> NameRule:
-    raw = _rules()["commitment_names"][cloud]
-    return NameRule(source=raw["source"], pattern=re.compile(raw["pattern"]), max=raw["max"], rule=raw["rule"])
 
 
 def _shown(characters: set[str]) -> str:
