@@ -159,16 +159,23 @@ def aws_tags_problem(tags: dict[str, str]) -> str | None:
 
 # ---------------------------------------------------------------- owner and cost centre
 
-OWNERSHIP_RULE = ("at most 63 characters: letters (any script), digits, spaces and _ . : / = + - @, not starting "
-                  "with aws: (it becomes an AWS tag, a GCP label and a Kubernetes label)")
+OWNERSHIP_RULE = ("letters (any script), digits, spaces and _ . : / = + - @, at most 63 characters, not starting "
+                  "with aws:")
+_OWNERSHIP_WHY = "it is written as an AWS tag, a GCP label and a Kubernetes label"
 
 
 def ownership_problem(value: str) -> str | None:
     """Why `value` cannot be an owner or cost centre, or None: it must be an AWS tag value as written, and fit a
     GCP and Kubernetes label (63 characters) without being cut. Lowercasing and the characters a label does not
-    take are rewritten, and `accel plan` says where (ownership_rewrites)."""
+    take are rewritten, and `accel plan` says where (components/tags.py ownership_rewrites)."""
     label_max = gcp_label_rules().value_max
+    rules = aws_tag_rules()
     if len(value) > label_max:
-        return f"{len(value)} characters; at most {label_max}, the most a GCP or Kubernetes label value holds"
-    problem = aws_tag_value_problem(value)
-    return f"{problem}; an owner or cost centre is {OWNERSHIP_RULE}" if problem else None
+        return (f"{len(value)} characters; an owner or cost centre has at most {label_max}, the most a GCP or "
+                f"Kubernetes label value holds ({_OWNERSHIP_WHY})")
+    bad = {c for c in value if not rules.allows(c)}
+    if bad:
+        return f"an owner or cost centre takes {OWNERSHIP_RULE}, not {_shown(bad)} ({_OWNERSHIP_WHY})"
+    if value.lower().startswith(rules.reserved_prefix):
+        return f"AWS reserves the prefix {rules.reserved_prefix} for its own tags ({_OWNERSHIP_WHY})"
+    return None
