@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict
 # The GCP and AWS rules are the clouds' (policies/tagging/rules.yaml, with their sources); re-exported here for the
 # components and the stack program.
 from accel.policies.tagging import (
+    aws_tag_key_problem,
+    aws_tag_rules,
     aws_tag_value_problem,
     aws_tags_problem,
     gcp_label_key_problem,
@@ -133,3 +135,35 @@ class ResourceTags(BaseModel):
 
     def kubernetes_labels(self) -> dict[str, str]:
         return {f"{LABEL_PREFIX}.dev/{k}": kubernetes_label_value(v) for k, v in self._pairs().items()}
+
+
+# Tags accel's AWS components add beside the stack's own: the GPU node groups' capacity and gpu-pool
+# (components/aws/gpu.py), the storage's data-role (components/aws/storage.py), and the console Name.
+_AWS_COMPONENT_EXTRAS = ("capacity", "gpu-pool", "data-role")
+
+
+def aws_default_tags_problem(default_tags: object, tags: ResourceTags) -> str | None:
+    """Why the AWS provider's default tags (a stack's aws:defaultTags.tags) cannot go on every resource beside the
+    tags accel writes, as `tags.KEY: why`, or None: each key and value by AWS's rule, no accel: key (those are
+    accel's own), and at most 50 tags on a resource counting accel's (a default tag of the same key as a
+    resource's is replaced by it, so it counts once)."""
+    if not isinstance(default_tags, dict):
+        return "tags: expected a mapping of tag keys to values"
+    for key, value in default_tags.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            return f"tags.{key}: expected a string value, got {value!r}"
+        problem = aws_tag_key_problem(key)
+        if problem:
+            return f"tags.{key}: {problem}"
+        if key.startswith(f"{LABEL_PREFIX}:"):
+            return (f"tags.{key}: the {LABEL_PREFIX}: keys are accel's own; set accel:owner, accel:costCenter "
+                    "(or the workload's owner, cost_center) instead")
+        problem = aws_tag_value_problem(value)
+        if problem:
+            return f"tags.{key}: value {value!r}: {problem}"
+    written = {**tags.aws_tags(**dict.fromkeys(_AWS_COMPONENT_EXTRAS, "x")), "Name": "x"}
+    total = len(set(written) | set(default_tags))
+    if total > aws_tag_rules().user_tags_max:
+        return (f"tags: {len(default_tags)} default tags beside the {len(written)} accel writes on a resource make "
+                f"{total}; AWS takes at most {aws_tag_rules().user_tags_max} user tags on a resource")
+    return None

@@ -10,7 +10,7 @@ the per-cloud builders, so a GCP stack never loads pulumi_aws and vice versa.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from accel.components.kubernetes.pools import (
 )
 from accel.base.errors import ComponentArgsError
 from accel.base.model import describe_validation_error, revalidated
-from accel.components.tags import ResourceTags
+from accel.components.tags import ResourceTags, aws_default_tags_problem
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
 from accel.policies.plan import GpuPool, Plan
@@ -62,6 +62,10 @@ class TrainingClusterArgs:
     # A fleet on several Capacity Blocks: the block id of each GPU node group, in the plan's pool order (one
     # group per block, all in the window above); empty: every group on the plan's one reservation.
     capacity_block_ids: Sequence[str] = ()
+    # AWS plans: tags the stack's provider stamps on every resource it manages (the stack file's
+    # aws:defaultTags.tags). The provider here is explicit, and an explicit provider reads no aws:* config
+    # (pulumi/pulumi-aws#1307: "by design"), so the stack program hands them over.
+    aws_default_tags: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()  # the arguments check themselves on construction (one convention, every cloud)
@@ -88,6 +92,10 @@ class TrainingClusterArgs:
         if cloud != "kubernetes" and self.existing_cluster is not None:
             raise TrainingClusterError(f"existing_cluster: the plan builds a new cluster on {cloud}; remove "
                                        "accel:cluster or choose with clouds: [kubernetes]")
+        if self.aws_default_tags:
+            problem = aws_default_tags_problem(self.aws_default_tags, self.tags)
+            if problem:
+                raise TrainingClusterError(f"aws_default_tags: {problem}")
         # The plan checked in full, whoever built it: make_plan assembles one without pydantic's validation
         # (policies/selection/plan_builder.py), and a plan read from a file was validated when read.
         try:
@@ -293,7 +301,9 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     from accel.components.aws.common import is_availability_zone
 
     plan, tags = args.plan, args.tags
-    provider = aws.Provider(f"{name}-aws", region=plan.region, opts=pulumi.ResourceOptions(parent=parent))
+    default_tags = {"default_tags": {"tags": dict(args.aws_default_tags)}} if args.aws_default_tags else {}
+    provider = aws.Provider(f"{name}-aws", region=plan.region, **default_tags,
+                            opts=pulumi.ResourceOptions(parent=parent))
     child = pulumi.ResourceOptions(parent=parent, providers=[provider])
 
     # EKS needs subnets in two Availability Zones even when the GPU nodes (EFA, placement group) use one zone; a

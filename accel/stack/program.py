@@ -153,9 +153,11 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         shown = getattr(key.placeholder, "name", key.placeholder)   # a placeholder booking: its name
         notes.append(f"{key.key} is not set: planned with the placeholder {shown!r}; "
                      f"before `pulumi up`: {key.set_command}")
+    aws_default_tags = _aws_default_tags(config, tags, source) if plan.cloud == "aws" else {}
     args = TrainingClusterArgs(
         plan=plan,
         tags=tags,
+        aws_default_tags=aws_default_tags,
         lifecycle=lifecycle,
         gcp_project=gcp_project,
         existing_cluster=settings.cluster,
@@ -183,6 +185,29 @@ def _check_ownership(tags: ResourceTags, plan, source: str) -> None:
         if problem:
             key = f"accel:workload.{workload_key}" if getattr(plan.workload, workload_key) else stack_key
             raise UsageError(f"{source}: {key}: {value!r}: {problem}")
+
+
+def _aws_default_tags(config: Mapping[str, str], tags: ResourceTags, source: str) -> dict[str, str]:
+    """The stack file's aws:defaultTags.tags, checked by AWS's tag rules (policies/tagging) and named by their key.
+    The stack's AWS provider is explicit and reads no aws:* config by itself (pulumi/pulumi-aws#1307), so without
+    this they would be dropped without a word."""
+    from accel.components.tags import aws_default_tags_problem
+
+    raw = config.get("aws:defaultTags")
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or set(value) - {"tags"}:
+        raise UsageError(f"{source}: aws:defaultTags: expected {{tags: {{KEY: VALUE, ...}}}}, the AWS provider's "
+                         "defaultTags (its only setting is tags)")
+    default_tags = value.get("tags") or {}
+    problem = aws_default_tags_problem(default_tags, tags)
+    if problem:
+        raise UsageError(f"{source}: aws:defaultTags.{problem}")
+    return dict(default_tags)
 
 
 def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:
