@@ -22,7 +22,9 @@ from accel.policies.tagging import (
     aws_tag_value_problem,
     aws_tags_problem,
     gcp_label_key_problem,
+    gcp_label_rules,
     gcp_label_value,
+    gcp_label_value_problem,
 )
 
 LABEL_PREFIX = "accel"
@@ -142,28 +144,60 @@ class ResourceTags(BaseModel):
 _AWS_COMPONENT_EXTRAS = ("capacity", "gpu-pool", "data-role")
 
 
-def aws_default_tags_problem(default_tags: object, tags: ResourceTags) -> str | None:
+def aws_default_tags_problem(default_tags: object, tags: ResourceTags) -> tuple[str, str] | None:
     """Why the AWS provider's default tags (a stack's aws:defaultTags.tags) cannot go on every resource beside the
-    tags accel writes, as `tags.KEY: why`, or None: each key and value by AWS's rule, no accel: key (those are
-    accel's own), and at most 50 tags on a resource counting accel's (a default tag of the same key as a
-    resource's is replaced by it, so it counts once)."""
+    tags accel writes, as (where under aws:defaultTags, why), or None: each key and value by AWS's rule, no accel:
+    key (those are accel's own), and at most 50 tags on a resource counting accel's (a default tag of the same key
+    as a resource's is replaced by it, so it counts once)."""
     if not isinstance(default_tags, dict):
-        return "tags: expected a mapping of tag keys to values"
+        return "tags", "expected a mapping of tag keys to values"
     for key, value in default_tags.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            return f"tags.{key}: expected a string value, got {value!r}"
+            return f"tags.{key}", f"expected a string value, got {value!r}"
         problem = aws_tag_key_problem(key)
         if problem:
-            return f"tags.{key}: {problem}"
+            return f"tags.{key}", problem
         if key.startswith(f"{LABEL_PREFIX}:"):
-            return (f"tags.{key}: the {LABEL_PREFIX}: keys are accel's own; set accel:owner, accel:costCenter "
-                    "(or the workload's owner, cost_center) instead")
+            return f"tags.{key}", (f"the {LABEL_PREFIX}: keys are accel's own; set accel:owner, accel:costCenter "
+                                   "(or the workload's owner, cost_center) instead")
         problem = aws_tag_value_problem(value)
         if problem:
-            return f"tags.{key}: value {value!r}: {problem}"
+            return f"tags.{key}", f"value {value!r}: {problem}"
     written = {**tags.aws_tags(**dict.fromkeys(_AWS_COMPONENT_EXTRAS, "x")), "Name": "x"}
     total = len(set(written) | set(default_tags))
     if total > aws_tag_rules().user_tags_max:
-        return (f"tags: {len(default_tags)} default tags beside the {len(written)} accel writes on a resource make "
-                f"{total}; AWS takes at most {aws_tag_rules().user_tags_max} user tags on a resource")
+        return "tags", (f"{len(default_tags)} default tags beside the {len(written)} accel writes on a resource "
+                        f"make {total}; AWS takes at most {aws_tag_rules().user_tags_max} user tags on a resource")
+    return None
+
+
+# Labels accel's GCP components add beside the stack's own: the capacity mode (components/gcp/_common.py
+# compute_labels), the node pool (gpu.py, cluster.py), the TPU slice and topology (tpu.py), the data role (storage).
+_GCP_COMPONENT_EXTRAS = ("provisioning", "spot", "pool", "tpu-slice", "tpu-topology", "data-role")
+
+
+def gcp_default_labels_problem(default_labels: object, tags: ResourceTags) -> tuple[str, str] | None:
+    """Why the Google provider's default labels (a stack's gcp:defaultLabels) cannot go on every resource beside
+    the labels accel writes, as (the key, or "" for the whole, why), or None: each key and value by GCP's label
+    rule as written (a default label is the user's own words, so it is refused, not rewritten), no key accel
+    writes itself, and at most 64 labels on a resource counting accel's."""
+    if not isinstance(default_labels, dict):
+        return "", "expected a mapping of label keys to values"
+    written = tags.gcp_labels(**dict.fromkeys(_GCP_COMPONENT_EXTRAS, "x"))
+    for key, value in default_labels.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            return str(key), f"expected a string value, got {value!r}"
+        problem = gcp_label_key_problem(key)
+        if problem:
+            return key, problem
+        if key in written:
+            return key, ("accel writes this label itself (set accel:owner, accel:costCenter, or the workload's "
+                         "owner, cost_center); use a key of your own")
+        problem = gcp_label_value_problem(value)
+        if problem:
+            return key, f"value {value!r}: {problem}"
+    total = len(set(written) | set(default_labels))
+    if total > gcp_label_rules().labels_max:
+        return "", (f"{len(default_labels)} default labels beside the {len(written)} accel writes on a resource "
+                    f"make {total}; GCP takes at most {gcp_label_rules().labels_max} labels on a resource")
     return None

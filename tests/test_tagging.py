@@ -256,3 +256,36 @@ def test_the_stacks_aws_default_tags_reach_its_provider(tmp_path):
     assert result.exit_code == 0, result.stderr[-800:]
     [provider] = [r for r in json.loads(result.stdout)["resources"] if r["type"] == "pulumi:providers:aws"]
     assert json.loads(provider["inputs"]["defaultTags"]) == {"tags": {"Team": "ML Platform"}}
+
+
+# ---------------------------------------------------------------- the stack's gcp:defaultLabels
+
+def read_gcp_stack(default_labels):
+    from accel.stack.program import read_stack
+    from tests.test_program import WORKLOAD, config
+
+    return read_stack(config(workload=WORKLOAD, **{"gcp:defaultLabels": json.dumps(default_labels)}), "dev")
+
+
+@pytest.mark.parametrize("good, bad, says", [
+    ({"team": "ml"}, {"Team": "ml"}, r"gcp:defaultLabels.Team: a GCP label key starts with a lowercase letter"),
+    ({"équipe": "ml"}, {"équipe": "ML"}, r"gcp:defaultLabels.équipe: value 'ML': GCP label values take .*'L' 'M'"),
+    ({"team": "ml"}, {"owner": "ml"}, r"gcp:defaultLabels.owner: accel writes this label itself"),
+    ({f"k{i}": "v" for i in range(40)}, {f"k{i}": "v" for i in range(60)}, r"gcp:defaultLabels: 60 default labels"),
+    ({"team": "ml"}, ["team"], r"gcp:defaultLabels: expected a mapping"),
+])
+def test_the_stacks_gcp_default_labels_follow_gcps_rule_and_name_the_key(good, bad, says):
+    assert dict(read_gcp_stack(good).cluster_args.gcp_default_labels) == good
+    with pytest.raises(UsageError, match=says):
+        read_gcp_stack(bad)
+
+
+def test_the_stacks_gcp_default_labels_reach_its_provider(tmp_path):
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev-spot.yaml").read_text())
+    stack["config"]["gcp:defaultLabels"] = {"team": "ml-platform"}
+    path = tmp_path / "Pulumi.dev-spot.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    result = run("plan", "--config", path, "-C", ROOT, "--json")
+    assert result.exit_code == 0, result.stderr[-800:]
+    [provider] = [r for r in json.loads(result.stdout)["resources"] if r["type"] == "pulumi:providers:gcp"]
+    assert json.loads(provider["inputs"]["defaultLabels"]) == {"team": "ml-platform"}

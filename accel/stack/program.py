@@ -154,10 +154,12 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         notes.append(f"{key.key} is not set: planned with the placeholder {shown!r}; "
                      f"before `pulumi up`: {key.set_command}")
     aws_default_tags = _aws_default_tags(config, tags, source) if plan.cloud == "aws" else {}
+    gcp_default_labels = _gcp_default_labels(config, tags, source) if plan.cloud == "gcp" else {}
     args = TrainingClusterArgs(
         plan=plan,
         tags=tags,
         aws_default_tags=aws_default_tags,
+        gcp_default_labels=gcp_default_labels,
         lifecycle=lifecycle,
         gcp_project=gcp_project,
         existing_cluster=settings.cluster,
@@ -204,10 +206,29 @@ def _aws_default_tags(config: Mapping[str, str], tags: ResourceTags, source: str
         raise UsageError(f"{source}: aws:defaultTags: expected {{tags: {{KEY: VALUE, ...}}}}, the AWS provider's "
                          "defaultTags (its only setting is tags)")
     default_tags = value.get("tags") or {}
-    problem = aws_default_tags_problem(default_tags, tags)
-    if problem:
-        raise UsageError(f"{source}: aws:defaultTags.{problem}")
+    found = aws_default_tags_problem(default_tags, tags)
+    if found:
+        raise UsageError(f"{source}: aws:defaultTags.{found[0]}: {found[1]}")
     return dict(default_tags)
+
+
+def _gcp_default_labels(config: Mapping[str, str], tags: ResourceTags, source: str) -> dict[str, str]:
+    """The stack file's gcp:defaultLabels, checked by GCP's label rule (policies/tagging) and named by their key;
+    handed to the stack's Google provider, which is explicit and so reads no gcp:* config by itself."""
+    from accel.components.tags import gcp_default_labels_problem
+
+    raw = config.get("gcp:defaultLabels")
+    if raw is None:
+        return {}
+    try:
+        labels = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        labels = None
+    found = gcp_default_labels_problem(labels, tags)
+    if found:
+        where = f"gcp:defaultLabels.{found[0]}" if found[0] else "gcp:defaultLabels"
+        raise UsageError(f"{source}: {where}: {found[1]}")
+    return dict(labels)
 
 
 def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:

@@ -1,5 +1,5 @@
-"""The clouds' rules for the labels and tags accel writes, from rules.yaml: each rule once, with its source, so the workload, the stack settings, the components and the
-guardrails check one thing.
+"""The clouds' rules for the labels and tags accel writes, from rules.yaml: each rule once, with its source, so
+the workload, the stack settings, the components and the guardrails check one thing.
 
 - GCP labels: lowercase letters (international ones too), digits, '_' and '-'; keys start with a letter; at most
   63 characters each, 64 labels. `gcp_label_value` writes a value GCP takes: lowercased with str.lower (after NFC,
