@@ -246,13 +246,17 @@ def test_where_the_state_nearly_fills_the_gpu_a_deeper_pipeline_beats_an_exposed
 def test_the_shallowest_depth_whose_exchange_hides_is_taken():
     # PP8 needs CP256, PP16 CP2, PP32 CP1. Hidden only at CP <= 2: PP16. Hidden at no CP: PP32, whose CP1 has no
     # exchange to hide. Hidden everywhere: the state's own PP8 (the rule as it was).
-    assert (lambda f: (f.pipeline, f.context, f.unhidden))(fit_405b_on_h200(hides=lambda t, c: c <= 2)) == (16, 2, False)
-    assert (lambda f: (f.pipeline, f.context))(fit_405b_on_h200(hides=lambda t, c: False)) == (32, 1)
-    assert (lambda f: (f.pipeline, f.context))(fit_405b_on_h200(hides=lambda t, c: True)) == (8, 256)
+    def layout(fit):
+        return fit.pipeline, fit.context
+
+    assert layout(fit_405b_on_h200(hides=lambda t, c: c <= 2)) == (16, 2)
+    assert not fit_405b_on_h200(hides=lambda t, c: c <= 2).unhidden
+    assert layout(fit_405b_on_h200(hides=lambda t, c: False)) == (32, 1)
+    assert layout(fit_405b_on_h200(hides=lambda t, c: True)) == (8, 256)
     deeper = fit_405b_on_h200(hides=lambda t, c: False)
     assert deeper.deepened and deeper.changes_layout and "no context parallelism" in deeper.why()
     # Without a fabric to judge the exchange by, the state's own depth (the rule as it was).
-    assert (lambda f: (f.pipeline, f.context, f.deepened))(fit_405b_on_h200()) == (8, 256, False)
+    assert layout(fit_405b_on_h200()) == (8, 256) and not fit_405b_on_h200().deepened
 
 
 def test_where_no_depth_hides_the_exchange_the_smallest_replica_is_taken():
