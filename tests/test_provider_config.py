@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import inspect
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import assume, given, settings, strategies as st
 
 from accel.base.errors import UsageError
 from accel.stack.provider_config import provider_tables, read_keys
@@ -109,8 +111,12 @@ def test_every_key_the_table_reads_has_a_good_value_here():
 @pytest.mark.parametrize("cloud", ["aws", "gcp"])
 def test_each_key_reaches_the_providers_arguments_with_its_type(tmp_path, cloud):
     keys = {key: value for key, value in GOOD.items() if key.startswith(cloud + ":")}
-    inputs = provider_inputs(tmp_path, STACK_OF[cloud], **keys)
     table = provider_tables()[cloud]
+    # What the program hands the component: every key, under its ProviderArgs keyword, with its value.
+    settings = getattr(read(STACK_OF[cloud], **keys).cluster_args, f"{cloud}_provider")
+    assert settings.args == {table.keys[key.partition(":")[2]].arg: value for key, value in keys.items()}
+    # What the provider resource is given under the Pulumi mocks (accel plan --json).
+    inputs = provider_inputs(tmp_path, STACK_OF[cloud], **keys)
     for key, value in keys.items():
         name = key.partition(":")[2]
         assert name in inputs, (key, sorted(inputs))
@@ -218,6 +224,27 @@ def test_no_stack_and_no_doc_example_uses_a_key_that_would_be_refused():
         for key in yaml.safe_load(path.read_text())["config"]:
             if key.partition(":")[0] in ("aws", "gcp"):
                 assert key in read, (path.name, key)
-    for path in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
-        for key in re.findall(r"^\s*((?:aws|gcp):[A-Za-z]+):", path.read_text(), re.MULTILINE):
-            assert key in read, (path.name, key)
+    in_docs = set()
+    for path in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", *sorted((ROOT / "examples").glob("*"))]:
+        if path.is_file():
+            # A YAML line of a stack file, or the command that sets one.
+            in_docs |= set(re.findall(r"^\s*((?:aws|gcp):[A-Za-z]+):", path.read_text(), re.MULTILINE))
+            in_docs |= set(re.findall(r"config set (?:--path )?'?((?:aws|gcp):[A-Za-z]+)", path.read_text()))
+    assert in_docs and in_docs <= read, in_docs - read
+
+
+@given(st.from_regex(r"[a-z][A-Za-z0-9]{0,30}", fullmatch=True), st.sampled_from(["aws", "gcp"]))
+@settings(max_examples=200, deadline=None)
+def test_any_key_outside_the_table_is_refused_naming_it(name, cloud):
+    from accel.stack.provider_config import provider_settings
+
+    key = f"{cloud}:{name}"
+    assume(key not in read_keys(cloud))
+    with pytest.raises(UsageError) as refused:
+        provider_settings({key: "x"}, aws_plan(), "stacks/Pulumi.x.yaml")
+    assert f"stacks/Pulumi.x.yaml: {key}: the stack's" in str(refused.value)
+
+
+@lru_cache(maxsize=1)
+def aws_plan():
+    return read(AWS_STACK).plan
