@@ -248,3 +248,38 @@ def test_any_key_outside_the_table_is_refused_naming_it(name, cloud):
 @lru_cache(maxsize=1)
 def aws_plan():
     return read(AWS_STACK).plan
+
+
+# ---------------------------------------------------------------- a re-pin moves the region key with the plan
+
+def test_pinning_a_plan_in_another_region_moves_the_region_key_with_it_and_says_so(tmp_path):
+    # The refusal above tells the user to re-pin; the re-pin must not leave the old region key to be refused next.
+    from accel.stack.pin import pin_to_stack_file
+
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text("config:\n  # the team's account\n  aws:region: us-east-1\n  aws:profile: ml-prod\n")
+    plan = {"cloud": "aws", "region": "us-west-2", "zones": ["us-west-2a"], "chosen": {"spot": False},
+            "estimate": {"hours": 10.0}}
+    warnings: list[str] = []
+    pin_to_stack_file(path, {"name": "w"}, plan, warn=warnings.append)
+    written = yaml.safe_load(path.read_text())["config"]
+    assert written["aws:region"] == "us-west-2" and written["aws:profile"] == "ml-prod"
+    assert "# the team's account" in path.read_text()
+    assert warnings == ["aws:region 'us-east-1' set to us-west-2, the new plan's region"]
+    # The same region, or another cloud's key, is left alone.
+    pin_to_stack_file(path, {"name": "w"}, plan, warn=warnings.append)
+    gcp = {**plan, "cloud": "gcp", "region": "us-central1", "zones": ["us-central1-a"]}
+    pin_to_stack_file(path, {"name": "w"}, gcp, warn=warnings.append)
+    assert yaml.safe_load(path.read_text())["config"]["aws:region"] == "us-west-2" and len(warnings) == 1
+
+
+def test_pinning_a_gcp_plan_moves_a_zone_outside_it():
+    from accel.stack.pin import _follow_the_plans_region
+
+    config = {"gcp:region": "us-east5", "gcp:zone": "us-east5-b"}
+    _follow_the_plans_region(config, {"cloud": "gcp", "region": "us-central1", "zones": ["us-central1-a"]})
+    assert config == {"gcp:region": "us-central1", "gcp:zone": "us-central1-a"}
+    config = {"gcp:zone": "us-central1-b"}
+    _follow_the_plans_region(config, {"cloud": "gcp", "region": "us-central1", "zones": ["us-central1-a",
+                                                                                           "us-central1-b"]})
+    assert config == {"gcp:zone": "us-central1-b"}
