@@ -163,7 +163,8 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         shown = getattr(key.placeholder, "name", key.placeholder)   # a placeholder booking: its name
         notes.append(f"{key.key} is not set: planned with the placeholder {shown!r}; "
                      f"before `pulumi up`: {key.set_command}")
-    # Every aws:* / gcp:* key reaches the stack's explicit provider or is refused naming it (accel/stack/provider_config.py).
+    # Every aws:* / gcp:* key reaches the stack's explicit provider or is refused naming it
+    # (accel/stack/provider_config.py).
     from accel.stack.provider_config import provider_settings
 
     providers = provider_settings(config, plan, source, secret_keys=current_secret_keys(config))
