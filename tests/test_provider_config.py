@@ -145,6 +145,16 @@ def test_a_secure_value_stays_a_secret(tmp_path):
     assert inputs["assumeRoles"] == "[secret]"
 
 
+def test_under_the_cli_a_decrypted_secret_stays_a_secret(monkeypatch):
+    # The CLI hands the program decrypted values and lists the secret keys in PULUMI_CONFIG_SECRET_KEYS.
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["aws:profile", "aws:assumeRoles"]))
+    roles = [{"roleArn": "arn:aws:iam::111122223333:role/deployer", "externalId": "decrypted"}]
+    settings = read(AWS_STACK, **{"aws:profile": "ml-prod", "aws:assumeRoles": roles,
+                                  "aws:allowedAccountIds": ["111122223333"]}).cluster_args.aws_provider
+    assert settings.args["profile"] == "ml-prod" and settings.args["assume_roles"] == roles
+    assert settings.secret == {"profile", "assume_roles"}     # allowed_account_ids was not a secret
+
+
 def test_a_credential_is_a_secret_even_written_in_plain_text():
     program = read(GCP_STACK, **{"gcp:credentials": "/keys/deployer.json", "gcp:billingProject": "acme-billing"})
     settings = program.cluster_args.gcp_provider
