@@ -147,7 +147,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
-        return outcome
+        return _price_free_miss(outcome)
     lo, hi = ladder.first_at_least(need), len(ladder) - 1
     if booking is not None and lo > hi:
         # The mode's limits, not memory or max_chips, end this ladder below the fleet that holds the model.
@@ -172,7 +172,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 constraint = "memory"
             outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                                 f"{plural(need, 'chip')} in each slice; {why}"))
-            return outcome
+            return _price_free_miss(outcome)
         if offering.training_max_nodes and biggest < cap - offering.chips_per_host and not node_limited:
             why = f"{offering.machine_type} is a single-node type for training ({plural(biggest, 'chip')})"
             constraint = "memory"
@@ -182,7 +182,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             why, constraint = f"max_chips allows {biggest}", "max_chips"
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                             f"{plural(need, 'chip')}; {why}"))
-        return outcome
+        return _price_free_miss(outcome)
     # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
@@ -252,7 +252,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                 "pool one zone is expected to hold) that holds the model ever "
                                                 "finishes through the reclaim waves (estimates; "
                                                 "constraints.capacity.obtainability overrides them)"))
-            return outcome
+            return _price_free_miss(outcome)
     if booking is not None and not math.isfinite(timing(lo).wall_hours):
         # A booked mode sells windows up to its longest: the smaller fleets whose runs are longer are not offered
         # in it; start from the first that fits (runs shorten as the fleet grows).
@@ -263,7 +263,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
                                             f"({ladder[lo].hosts} hosts; constraints.capacity.obtainability "
                                             "overrides the estimates)"))
-        return _price_free_miss(outcome) if booking is not None else outcome
+        return _price_free_miss(outcome)
     cache: dict[int, tuple[float, float]] = {}
 
     def hours_cost(i: int) -> tuple[float, float]:
@@ -463,8 +463,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
 
 
 def _price_free_miss(outcome: SizingOutcome) -> SizingOutcome:
-    """A booked point ruled out by its mode's limits alone, whatever the price: a region priced at a multiple of
-    this one reuses it (selection.rescale) instead of sizing again."""
+    """A point ruled out before any price is read (no ladder, the state past what the ladder holds, a mode that
+    cannot supply the smallest fleet that holds it): the same miss at every price, so a region priced at a
+    multiple of this one reuses it (selection.rescale) instead of sizing again, budget or not. Such a miss keeps no
+    closest size (none was priced)."""
     outcome.smallest_cost, outcome.closest_at = 0.0, _no_closest
     return outcome
 
