@@ -74,6 +74,23 @@ def assembled(cls: type[M], **values: Any) -> M:
     return model
 
 
+
+def assembled_in_order(cls: type[M], values: dict[str, Any]) -> M:
+    """`assembled(cls, **values)` for `values` written in the model's field order (a dict literal naming every
+    field of a plain model in declaration order): that dict is stored as the instance's own, without the call's
+    keyword dict or the reordering copy (a search at 100x the catalog assembles ~50,000 options). Values in any
+    other order, or not every field, go through assembled(), so the instance is the same either way
+    (tests/test_plans_built_without_validation.py)."""
+    names = _plain_fields(cls)
+    if names is None or tuple(values) != names:
+        return assembled(cls, **values)
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", set(names))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
 Quantity = Annotated[float, BeforeValidator(parse_quantity)]
 PositiveQuantity = Annotated[Quantity, Field(gt=0)]
 

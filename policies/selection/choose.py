@@ -30,6 +30,7 @@ from accel.policies.selection.candidates import (
     price_points,
     search_context,
     to_option,
+    to_options,
 )
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
@@ -239,8 +240,8 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     if objective == "time" and spec.kind != "inference":
         ranked, found.time_reference = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"],
                                                                   found.shown_only)
-    options = [to_option(candidate, region, why)
-               for (_, candidate, region), why in zip(ranked, ranked_after_reasons(ctx.obtain, ranked))]
+    options = to_options([(candidate, region, why)
+                          for (_, candidate, region), why in zip(ranked, ranked_after_reasons(ctx.obtain, ranked))])
     _, best, _ = ranked[0]
     chosen = options[0]
     estimate = estimate_for(ctx, best, chosen)
