@@ -154,7 +154,11 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
                                 point.host, ctx.budget) if reference is not None else None)
             if outcome is None:
-                outcome = size_offering(ctx, offering, point)
+                # Not a multiple of the reference (a budget cuts its ladder elsewhere): sized at this price, reusing
+                # what the reference's sizing worked out without a price (SizingOutcome.reprice).
+                outcome = (reference[0].reprice(point.regions, point.chip, point.host)
+                           if reference is not None and reference[0].reprice is not None else
+                           size_offering(ctx, offering, point))
                 if key is not None and key not in sized:
                     sized[key] = (outcome, point.chip.usd)
             return outcome
