@@ -39,6 +39,7 @@ def revalidated(model: M) -> M:
 
 
 _PLAIN: dict[type, tuple[str, ...] | None] = {}
+_ALL_SET: dict[type, set[str]] = {}   # every field name of a model, copied as an assembled instance's fields set
 
 
 def _plain_fields(cls: type[BaseModel]) -> tuple[str, ...] | None:
@@ -50,6 +51,7 @@ def _plain_fields(cls: type[BaseModel]) -> tuple[str, ...] | None:
                  and cls.model_config.get("extra") != "allow"
                  and all(f.alias is None and f.validation_alias is None for f in fields.values()))
         _PLAIN[cls] = tuple(fields) if plain else None
+        _ALL_SET[cls] = set(fields)
     return _PLAIN[cls]
 
 
@@ -86,7 +88,7 @@ def assembled_in_order(cls: type[M], values: dict[str, Any]) -> M:
         return assembled(cls, **values)
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", values)
-    object.__setattr__(model, "__pydantic_fields_set__", set(names))
+    object.__setattr__(model, "__pydantic_fields_set__", _ALL_SET[cls].copy())
     object.__setattr__(model, "__pydantic_extra__", None)
     object.__setattr__(model, "__pydantic_private__", None)
     return model
