@@ -327,6 +327,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
                                                                             ctx.batch_chips))
 
+    # Per index of the (final) ladder, what its cost is worked out from: wall-clock and billed hours, chips, hosts.
+    rows: dict[int, tuple[float, float, int, int]] = {}
+
     def at_price(regions: list[str], chip: Price, host: Price | None) -> SizingOutcome:
         """The sizing at one price (the regions it is offered in at that price): everything above reads none,
         so a region of this offering priced otherwise is sized by this function alone (SizingOutcome.reprice)."""
@@ -337,13 +340,16 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             """(wall-clock hours judged against the deadline, cost of the hours billed)."""
             hit = cache.get(i)
             if hit is None:
-                s = ladder[i]
-                t = timing(i)
-                hit = cache[i] = (t.wall_hours, t.billed_hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
+                row = rows.get(i)
+                if row is None:
+                    s, t = ladder[i], timing(i)
+                    row = rows[i] = (t.wall_hours, t.billed_hours, s.chips, s.hosts)
+                hit = cache[i] = (row[0], row[1] * fleet_hourly(row[2], row[3], chip, host, reserved))
             return hit
 
         def cost(i: int) -> float:
-            return hours_cost(i)[1]
+            hit = cache.get(i)
+            return (hit if hit is not None else hours_cost(i))[1]
 
         if budget is None:
             within_budget = hi
@@ -403,8 +409,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 """The overshoot of the deadline (price-free)."""
                 return math.log(max(1.0, hours(i) / deadline))
 
-            def overshoot(i: int, lateness: float) -> float:
-                return lateness + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
+            def scored_at(i: int, lateness: float) -> tuple[float, float, int]:
+                """(overshoot: the deadline's and the budget's, cost, index)."""
+                spent = scaled_cost(i)
+                return lateness + (math.log(max(1.0, spent / budget)) if budget else 0.0), spent, i
 
             # The sizes probed, but the budget's, and their lateness do not depend on the price: worked out once for
             # every region of the offering on this mode (not for a declared reservation, whose ladder is its own).
@@ -422,7 +430,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 within = _last_true(lo, hi, lambda i: scaled_cost(i) <= budget)
                 if within not in free and lo <= within <= hi and math.isfinite(hours(within)):
                     probed = {**free, within: late(within)}
-            scored = [(overshoot(i, lateness), scaled_cost(i), i) for i, lateness in probed.items()]
+            scored = [scored_at(i, lateness) for i, lateness in probed.items()]
             if not scored:
                 return None
             score, _, i = min(scored)
