@@ -151,3 +151,19 @@ def test_options_made_with_one_memo_are_the_options_made_one_by_one(catalog, exa
     together = to_options(items)
     alone = [to_option(candidate, region, why) for candidate, region, why in items]
     assert [repr(o.__dict__) for o in together] == [repr(o.__dict__) for o in alone]
+
+
+def test_options_assembled_in_order_share_a_fields_set_no_change_reaches(catalog):
+    """Assembled options of a frozen model share one set of every field name (an object fewer each for the
+    collector): setting a field is refused, and model_copy gives the copy a set of its own, so no change to one
+    option reaches another's."""
+    from pydantic import ValidationError
+
+    spec = load_workload(ROOT / "examples" / "llama-8b-finetune-cuda.yaml")
+    first, second = choose(spec, catalog, "cost").options[:2]
+    assert first.model_fields_set is second.model_fields_set == set(type(first).model_fields)
+    with pytest.raises(ValidationError, match="frozen"):
+        first.mfu = 0.5
+    copied = first.model_copy(update={"mfu": 0.5})
+    assert copied.model_fields_set is not first.model_fields_set and copied.mfu == 0.5
+    assert second.model_fields_set == set(type(first).model_fields) and first.mfu != 0.5
