@@ -113,3 +113,57 @@ def test_an_assembled_option_is_stored_exactly_as_model_construct_stores_it(cata
     partial = {k: v for k, v in values.items() if k not in ("price_estimate", "price_source")}
     short = assembled(Option, **partial)
     assert short.model_fields_set == set(partial) and short.price_estimate == Option.model_construct(**partial).price_estimate
+
+
+def test_an_option_given_in_field_order_is_stored_exactly_as_model_construct_stores_it(catalog):
+    """`assembled_in_order` (to_option's dict literal, stored as the instance's own) gives what model_construct
+    gives; a dict in another order or missing fields goes through `assembled` and still does."""
+    from accel.base.model import assembled_in_order
+    from accel.policies.plan import Option
+
+    spec = load_workload(ROOT / "examples" / "llama-70b-finetune-aws.yaml")
+    for option in choose(spec, catalog, "cost").options[:20]:
+        values = dict(option.__dict__)
+        for given in (dict(values), dict(reversed(list(values.items())))):
+            fast, slow = assembled_in_order(Option, given), Option.model_construct(**values)
+            assert list(fast.__dict__.items()) == list(slow.__dict__.items())
+            assert fast.model_fields_set == slow.model_fields_set
+            assert (fast.__pydantic_extra__, fast.__pydantic_private__) == (slow.__pydantic_extra__,
+                                                                            slow.__pydantic_private__)
+            assert fast.model_dump_json() == slow.model_dump_json() and fast == slow
+    partial = {k: v for k, v in values.items() if k not in ("price_estimate", "price_source")}
+    short = assembled_in_order(Option, partial)
+    assert short.model_fields_set == set(partial) and short.price_estimate == Option.model_construct(**partial).price_estimate
+
+
+@pytest.mark.parametrize("example", ["llama-8b-finetune-cuda", "llama-70b-inference"])
+def test_options_made_with_one_memo_are_the_options_made_one_by_one(catalog, example):
+    """to_options rounds each figure and words each price source once per search (OptionMemo); every option it
+    makes is the one to_option makes alone, field by field (repr tells 1 from 1.0)."""
+    from accel.policies.selection.candidates import search_context, to_option, to_options
+    from accel.policies.selection.choose import search
+
+    spec = load_workload(ROOT / "examples" / f"{example}.yaml")
+    found = search(search_context(spec, catalog, "cost", ()), list(catalog.offerings))
+    items = [(candidate, region, None if i % 3 else "ranked after: a reason") for i, (_, candidate, region)
+             in enumerate(found.ranked)]
+    assert len(items) > 50
+    together = to_options(items)
+    alone = [to_option(candidate, region, why) for candidate, region, why in items]
+    assert [repr(o.__dict__) for o in together] == [repr(o.__dict__) for o in alone]
+
+
+def test_options_assembled_in_order_share_a_fields_set_no_change_reaches(catalog):
+    """Assembled options of a frozen model share one set of every field name (an object fewer each for the
+    collector): setting a field is refused, and model_copy gives the copy a set of its own, so no change to one
+    option reaches another's."""
+    from pydantic import ValidationError
+
+    spec = load_workload(ROOT / "examples" / "llama-8b-finetune-cuda.yaml")
+    first, second = choose(spec, catalog, "cost").options[:2]
+    assert first.model_fields_set is second.model_fields_set == set(type(first).model_fields)
+    with pytest.raises(ValidationError, match="frozen"):
+        first.mfu = 0.5
+    copied = first.model_copy(update={"mfu": 0.5})
+    assert copied.model_fields_set is not first.model_fields_set and copied.mfu == 0.5
+    assert second.model_fields_set == set(type(first).model_fields) and first.mfu != 0.5

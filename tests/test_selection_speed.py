@@ -156,3 +156,47 @@ def test_a_search_pauses_the_collector_and_gives_back_the_callers_setting(catalo
         gc.enable()
     choose(spec, catalog)
     assert gc.isenabled()
+
+
+def _sizing_facts(outcome):
+    """What a sizing outcome says, as values: best, alternatives and near misses (size, evaluation, regions,
+    prices), reasons, and the closest size its closest_at gives at two price factors."""
+    def of(c):
+        return (c.size, c.evaluation, c.regions, c.chip_price, c.host_price, c.provisioning)
+    closest = [None if outcome.closest_at is None else
+               (lambda near: near and (near[0], of(near[1])))(outcome.closest_at(f)) for f in (1.0, 1.5)]
+    return (None if outcome.best is None else of(outcome.best), [of(c) for c in outcome.alternatives],
+            outcome.reasons, [(s, of(c), w) for s, c, w in outcome.near], outcome.smallest_cost, closest)
+
+
+@pytest.mark.parametrize("objective", ["cost", "time"])
+@pytest.mark.parametrize("name, budget", [("llama-70b-pretrain", None), ("llama-70b-pretrain", 1_500_000.0),
+                                          ("llama-70b-pretrain", 3_000_000.0), ("llama-8b-finetune-cuda", 300.0),
+                                          ("llama-70b-finetune-aws", 150_000.0)])
+def test_a_training_point_repriced_from_another_is_sized_as_alone(catalog, name, budget, objective):
+    """SizingOutcome.reprice sizes another price point of the same offering and mode on what the first sizing
+    worked out without a price: every point of every offering, repriced from the first point of its kind, is what
+    sizing it alone in a fresh search gives (budgets that cut the ladders anywhere, both objectives)."""
+    spec = load_workload(EXAMPLES / f"{name}.yaml")
+    spec = spec.model_copy(update={"constraints": spec.constraints.model_copy(update={"budget_usd": budget})})
+    shared = search_context(spec, catalog, objective)
+    compared = 0
+    for offering in catalog.offerings:
+        points, _ = price_points(shared, offering)
+        first: dict[tuple, object] = {}
+        for point in points:
+            if point.reserved is not None:
+                continue
+            kind = (point.spot, point.booking.id if point.booking else "", point.within_pool, point.queue)
+            reference = first.get(kind)
+            if reference is None:
+                first[kind] = size_offering(shared, offering, point)
+                continue
+            if reference.reprice is None:
+                continue   # ruled out before any price was read: no pricing to redo
+            for priced in (point, point._replace(chip=point.chip.model_copy(update={"usd": point.chip.usd * 0.37}))):
+                again = reference.reprice(priced.regions, priced.chip, priced.host)
+                alone = size_offering(search_context(spec, catalog, objective), offering, priced)
+                assert _sizing_facts(again) == _sizing_facts(alone), (offering.id, kind)
+                compared += 1
+    assert compared > 10

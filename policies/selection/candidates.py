@@ -11,7 +11,7 @@ from datetime import date
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence, TypeVar
 
-from accel.base.model import assembled
+from accel.base.model import assembled_in_order
 from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.selection.choice import OBJECTIVES
@@ -518,33 +518,84 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
     return points, reasons
 
 
-def to_option(candidate: Candidate, region: str, ranked_after: str | None = None) -> Option:
+def to_option(candidate: Candidate, region: str, ranked_after: str | None = None,
+              memo: OptionMemo | None = None) -> Option:
     """The candidate in one of its regions, as the OPTION of the JSON contract (rounded: see _hours).
     `ranked_after`: why the ranking puts it after the chosen option whatever its figures (selection.ranked_after).
+    `memo`: what the options built so far share with this one (to_options), else worked out here.
 
     Built without validation (`model_construct`): every value is worked out here from the validated catalog
     and the search's own arithmetic, typed as the fields are (the rounding helpers return floats), so
     validating it again would only spend the first use of Option building its validator (~10 ms of a
     choose). Options read from a user's file (a pinned plan) are still validated (Plan.model_validate)."""
-    e, s, o = candidate.evaluation, candidate.size, candidate.offering
-    return assembled(
-        Option, cloud=o.cloud, region=region, accelerator=o.accelerator, family=o.family,  # type: ignore[arg-type]
-        chips=s.chips, hosts=s.hosts, slices=s.slices, topology=s.topology, machine_type=s.machine_type,
-        hourly_usd=_hourly(e.hourly_usd), hours=_hours(e.hours),
-        total_usd=round(e.total_usd, 2), mfu=_fraction(e.mfu),
-        offering=o.id, chips_per_host=s.chips_per_host, goodput=_fraction(e.goodput),
-        zone=(candidate.reserved and candidate.reserved.zone) or o.regions[region].zones[0],
-        provisioning=candidate.provisioning,  # type: ignore[arg-type]
-        price_estimate=any(price is not None and price.estimate for price in (candidate.chip_price, candidate.host_price)),
-        price_source=_option_source(candidate), ranked_after=ranked_after,
-    )
+    e, o = candidate.evaluation, candidate.offering
+    chip, host, reserved = candidate.chip_price, candidate.host_price, candidate.reserved
+    memo = memo or OptionMemo()
+    values = memo.fleet(candidate).copy()   # in Option's field order: assembled_in_order stores it as it is
+    values["region"] = region
+    values["hourly_usd"] = _hourly(e.hourly_usd)
+    values["total_usd"] = round(e.total_usd, 2)
+    values["zone"] = (reserved and reserved.zone) or o.regions[region].zones[0]
+    values["price_estimate"] = bool((chip is not None and chip.estimate) or (host is not None and host.estimate))
+    values["price_source"] = _option_source(candidate) if reserved is not None else memo.source(chip)
+    values["ranked_after"] = ranked_after
+    return assembled_in_order(Option, values)
+
+
+class OptionMemo:
+    """What to_option works out alike for many options of one search: a search at 100x the catalog makes ~50,000
+    options, most of them one fleet (offering, size, capacity type, MFU, goodput and run time) in regions priced
+    apart, each region's price from one of a few sources. Keyed on everything each value is worked out from (the
+    offering and size by identity: the memo lives for one list of options, to_options, while its candidates hold
+    them), so nothing in it outlives the search that made it."""
+
+    __slots__ = ("_fleets", "_sources")
+
+    def __init__(self) -> None:
+        self._fleets: dict[tuple, dict[str, Any]] = {}
+        self._sources: dict[tuple[str, date], str] = {}
+
+    def fleet(self, candidate: Candidate) -> dict[str, Any]:
+        """Every field of the candidate's option that its region and price do not decide, the others None, in
+        Option's field order (to_option fills them in a copy)."""
+        e, s, o = candidate.evaluation, candidate.size, candidate.offering
+        provisioning = capacity_type(candidate.spot, candidate.reserved, candidate.queue, candidate.booking, o)
+        key = (id(o), id(s), provisioning, e.mfu, e.goodput, e.hours)
+        values = self._fleets.get(key)
+        if values is None:
+            values = self._fleets[key] = {
+                "cloud": o.cloud, "region": None, "accelerator": o.accelerator, "family": o.family,
+                "chips": s.chips, "hosts": s.hosts, "slices": s.slices, "topology": s.topology,
+                "machine_type": s.machine_type, "hourly_usd": None, "hours": _hours(e.hours), "total_usd": None,
+                "mfu": _fraction(e.mfu), "offering": o.id, "zone": None, "chips_per_host": s.chips_per_host,
+                "provisioning": provisioning, "goodput": _fraction(e.goodput), "price_estimate": None,
+                "price_source": None, "ranked_after": None}
+        return values
+
+    def source(self, price: Price) -> str:
+        """_option_source of a candidate on no declared reservation or commitment: the chip price's source and date."""
+        key = (price.source, price.as_of)
+        words = self._sources.get(key)
+        if words is None:
+            words = self._sources[key] = _price_source(price)
+        return words
+
+
+def to_options(ranked: Sequence[tuple[Candidate, str, str | None]]) -> list[Option]:
+    """to_option for each (candidate, region, ranked_after), in order, with one OptionMemo."""
+    memo = OptionMemo()
+    return [to_option(candidate, region, why, memo) for candidate, region, why in ranked]
 
 
 def _option_source(candidate: Candidate) -> str:
-    source = f"{candidate.chip_price.source.split(':', 1)[0]} ({candidate.chip_price.as_of})"
+    source = _price_source(candidate.chip_price)
     if candidate.reserved is not None and not candidate.reserved.holds_capacity:
         return commitment_source(source, candidate.reserved)
     return source
+
+
+def _price_source(price: Price) -> str:
+    return f"{price.source.split(':', 1)[0]} ({price.as_of})"
 
 
 # total_usd is the unrounded total to the cent; hourly_usd and hours keep enough digits that

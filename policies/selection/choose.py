@@ -30,6 +30,7 @@ from accel.policies.selection.candidates import (
     price_points,
     search_context,
     to_option,
+    to_options,
 )
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
@@ -153,7 +154,11 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
             outcome = (rescaled(reference[0], point.chip.usd / reference[1], point.regions, point.chip,
                                 point.host, ctx.budget) if reference is not None else None)
             if outcome is None:
-                outcome = size_offering(ctx, offering, point)
+                # Not a multiple of the reference (a budget cuts its ladder elsewhere): sized at this price, reusing
+                # what the reference's sizing worked out without a price (SizingOutcome.reprice).
+                outcome = (reference[0].reprice(point.regions, point.chip, point.host)
+                           if reference is not None and reference[0].reprice is not None else
+                           size_offering(ctx, offering, point))
                 if key is not None and key not in sized:
                     sized[key] = (outcome, point.chip.usd)
             return outcome
@@ -239,8 +244,8 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     if objective == "time" and spec.kind != "inference":
         ranked, found.time_reference = _cheapest_near_the_fastest(ranked, ctx.resolved["time_objective_tolerance"],
                                                                   found.shown_only)
-    options = [to_option(candidate, region, why)
-               for (_, candidate, region), why in zip(ranked, ranked_after_reasons(ctx.obtain, ranked))]
+    options = to_options([(candidate, region, why)
+                          for (_, candidate, region), why in zip(ranked, ranked_after_reasons(ctx.obtain, ranked))])
     _, best, _ = ranked[0]
     chosen = options[0]
     estimate = estimate_for(ctx, best, chosen)

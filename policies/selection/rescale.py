@@ -42,10 +42,14 @@ def rescaled(outcome: SizingOutcome, factor: float, regions: list[str], chip: Pr
         # Built field by field, not with dataclasses.replace: a search at 100x the catalog scales ~90,000 of
         # them and replace costs four times as much (tests/test_capacity_modes.py checks every field is kept).
         e = candidate.evaluation
-        detail = dict(e.detail)
-        for key in _SCALED_DETAIL:
-            if key in detail:
-                detail[key] = round(float(detail[key]) * factor, 2)
+        detail = e.detail
+        if any(key in detail for key in _SCALED_DETAIL):
+            # A figure in money: a copy of its own. Otherwise the reference's detail is shared, as nothing writes
+            # a candidate's detail once its sizing returns (the Choice's option_details are copies).
+            detail = dict(detail)
+            for key in _SCALED_DETAIL:
+                if key in detail:
+                    detail[key] = round(float(detail[key]) * factor, 2)
         evaluation = Evaluation(hours=e.hours, hourly_usd=e.hourly_usd * factor, total_usd=e.total_usd * factor,
                                 mfu=e.mfu, goodput=e.goodput, detail=detail)
         return Candidate(offering=candidate.offering, regions=regions, spot=candidate.spot, size=candidate.size,

@@ -26,7 +26,7 @@ from accel.policies.cloud.obtainability import spot_wall_floor
 from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
-from accel.policies.catalog.model import Offering
+from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimator.activations import SequenceFit
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.ladders import (
@@ -52,6 +52,9 @@ class SizingOutcome:
     # When nothing fits: the smallest fleet's cost and the closest size at a price factor (selection.rescale).
     smallest_cost: float | None = None
     closest_at: Callable[[float], tuple[float, Candidate] | None] | None = None
+    # A training sizing at another price (regions, chip, host) of the same offering, capacity type and mode: what it
+    # worked out without reading a price (ladder, timings, reasons) reused, the rest worked out at that price.
+    reprice: Callable[[list[str], Price, Price | None], SizingOutcome] | None = None
 
 
 def size_offering(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
@@ -156,12 +159,12 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     if len(ladder) == 0:
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
-        return outcome
+        return _price_free_miss(outcome)
     lo, hi = ladder.first_at_least(floor), len(ladder) - 1
     if lo > hi and fit is not None and sequence_floor and ladder.first_at_least(need) <= hi:
         # The state fits; one sequence's activations beside it do not, on any fleet this ladder holds.
         outcome.reasons.append(("memory", f"{capacity}: " + str(sequence_refusal(fit, ladder[hi].chips, offering))))
-        return outcome
+        return _price_free_miss(outcome)
     if booking is not None and lo > hi:
         # The mode's limits, not memory or max_chips, end this ladder below the fleet that holds the model.
         smallest = -(-need // offering.chips_per_host)
@@ -185,7 +188,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                 constraint = "memory"
             outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                                 f"{plural(need, 'chip')} in each slice; {why}"))
-            return outcome
+            return _price_free_miss(outcome)
         if offering.training_max_nodes and biggest < cap - offering.chips_per_host and not node_limited:
             why = f"{offering.machine_type} is a single-node type for training ({plural(biggest, 'chip')})"
             constraint = "memory"
@@ -195,7 +198,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             why, constraint = f"max_chips allows {biggest}", "max_chips"
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
                                             f"{plural(need, 'chip')}; {why}"))
-        return outcome
+        return _price_free_miss(outcome)
     # The capacity mode's verdict (selection.capacity): spot judged at the quantile of reclaim waves and drains,
     # flex-start and queued chained in legs of at most their longest request; a held reservation as estimated.
     obtain = ctx.obtain
@@ -265,7 +268,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                 "pool one zone is expected to hold) that holds the model ever "
                                                 "finishes through the reclaim waves (estimates; "
                                                 "constraints.capacity.obtainability overrides them)"))
-            return outcome
+            return _price_free_miss(outcome)
     if booking is not None and not math.isfinite(timing(lo).wall_hours):
         # A booked mode sells windows up to its longest: the smaller fleets whose runs are longer are not offered
         # in it; start from the first that fits (runs shorten as the fleet grows).
@@ -276,23 +279,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("capacity", f"{timing(lo).risk} for the smallest fleet that holds the model "
                                             f"({ladder[lo].hosts} hosts; constraints.capacity.obtainability "
                                             "overrides the estimates)"))
-        return _price_free_miss(outcome) if booking is not None else outcome
-    cache: dict[int, tuple[float, float]] = {}
-
-    def hours_cost(i: int) -> tuple[float, float]:
-        """(wall-clock hours judged against the deadline, cost of the hours billed)."""
-        hit = cache.get(i)
-        if hit is None:
-            s = ladder[i]
-            t = timing(i)
-            hit = cache[i] = (t.wall_hours, t.billed_hours * fleet_hourly(s.chips, s.hosts, chip, host, reserved))
-        return hit
+        return _price_free_miss(outcome)
 
     def hours(i: int) -> float:
         return timing(i).wall_hours
-
-    def cost(i: int) -> float:
-        return hours_cost(i)[1]
 
     # The fastest size depends on run time alone: found once per offering and mode, whatever the region's price.
     fastest_key = ("fastest", offering.id, mode, reserved is None, lo, hi)
@@ -334,12 +324,6 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # A booked mode bills whole windows on its grid, so its cost is not a smooth valley along the ladder (a larger
     # fleet can fit a shorter window and cost less): its short ladder is scanned, not bisected.
     scan = booking is not None
-    if budget is None:
-        within_budget = hi
-    elif scan:
-        within_budget = max((i for i in range(lo, hi + 1) if cost(i) <= budget), default=lo - 1)
-    else:
-        within_budget = _last_true(lo, hi, lambda i: cost(plateau_start(i)) <= budget)
     deadline = ctx.deadline_h
     days = deadline / 24
     deadline_words = f"the {days:g}-day deadline" if ctx.deadline_given else f"the default {days:g}-day limit"
@@ -350,136 +334,180 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         deadline *= 1.0 - slack
         deadline_words += f" less the {slack:.0%} spot slack ({deadline / 24:.3g} days)"
 
-    def candidate(i: int) -> Candidate:
-        s = ladder[i]
-        trained = ctx.trained_size(offering, s)   # what the run is timed on (whole replicas)
-        _, total = hours_cost(i)
-        t = timing(i)
-        h = t.billed_hours
-        hosts_loss = 1.0 - model.productivity(trained.hosts)
-        detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
-                                                "batch_chip_limit": batch_chips,
-                                                "startup_hours": round(model.startup_hours(trained.hosts), 3),
-                                                **ctx.sequence_detail(offering)}
-        if ctx.objective == "time" and i < fastest:
-            saved = h - hours(fastest)
-            detail["more_chips"] = (f"more chips stop helping: the fastest fleet, {plural(ladder[fastest].chips, 'chip')}"
-                                    f", would finish only {duration(saved)} ({saved / h:.0%}) sooner"
-                                    + f" for {money(cost(fastest))} instead of {money(total)}")
-        elif ctx.objective == "time" and i == len(ladder) - 1 and batch_chips <= s.chips:
-            detail["more_chips"] = "more chips stop helping: " + (
-                ctx.long_sequence_batch_why(fit) if fit is not None and sequence_floor and fit.fits else ctx.batch_why)
-        if spot:
-            detail["spot_time_lost"] = round(hosts_loss, 4)
-        detail["capacity_mode"] = t.mode
-        if t.risk:
-            detail["capacity_risk"] = t.risk
-        if t.wall_hours != h:
-            detail["capacity_wall_hours"] = round(t.wall_hours, 2)
-        if booking is not None:   # what the stack asks the user to book (accel/stack/bookings.py)
-            detail["capacity_lead_days"] = booking.lead_days
-            detail["capacity_window_days"] = round(h / 24)
-        if t.legs is not None:
-            detail["capacity_legs"] = t.legs.legs
-        if limit_detail and generation is None and i == hi:
-            detail["node_limit"] = limit_detail
-        evaluation = Evaluation(hours=h, hourly_usd=fleet_hourly(s.chips, s.hosts, chip, host, reserved), total_usd=total,
-                                mfu=model.mfu(trained.chips, trained.slices),
-                                goodput=model.goodput * max(model.productivity(trained.hosts), 1e-6)
-                                * min(1.0, run_hours(s) / h), detail=detail)
-        return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking, point.queue)
-
-    def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
-        """When this group has nothing feasible, its closest size for the explanation: the smallest product of
-        overshoot factors (time over the deadline x cost over the budget) among a few sizes. `factor` prices
-        them at that multiple of this group's prices (selection.rescale: a region priced alike)."""
-        def scaled_cost(i: int) -> float:
-            return cost(i) * factor
-
-        def late(i: int) -> float:
-            """The overshoot of the deadline (price-free)."""
-            return math.log(max(1.0, hours(i) / deadline))
-
-        def overshoot(i: int, lateness: float) -> float:
-            return lateness + (math.log(max(1.0, scaled_cost(i) / budget)) if budget else 0.0)
-
-        # The sizes probed, but the budget's, and their lateness do not depend on the price: worked out once for
-        # every region of the offering on this mode (not for a declared reservation, whose ladder is its own).
-        free_key = ("closest", offering.id, provisioning, len(ladder), lo, hi, fastest, deadline)
-        free = ctx.price_free.get(free_key) if reserved is None else None
-        if free is None:
-            probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
-            step = max(1, (fastest - lo) // 8)
-            probes.update(range(lo, fastest + 1, step))
-            free = {i: late(i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))}
-            if reserved is None:
-                ctx.price_free[free_key] = free
-        probed = free
-        if budget is not None:
-            within = _last_true(lo, hi, lambda i: scaled_cost(i) <= budget)
-            if within not in free and lo <= within <= hi and math.isfinite(hours(within)):
-                probed = {**free, within: late(within)}
-        scored = [(overshoot(i, lateness), scaled_cost(i), i) for i, lateness in probed.items()]
-        if not scored:
-            return None
-        score, _, i = min(scored)
-        return score, candidate(i)
-
-    def keep_closest() -> None:
-        # A booked fleet that misses is the same fleet as the on-demand one of this offering, later (its lead) and
-        # billed for a whole window: the on-demand point keeps the closest size for the explanation.
-        near = closest() if booking is None else None
-        if near is not None:
-            outcome.near.append((near[0], near[1], ""))
-        # What a region priced at a multiple of this one needs to reuse this sizing exactly (selection.rescale).
-        outcome.smallest_cost = cost(lo)
-        outcome.closest_at = closest if booking is None else _no_closest
-
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
                                                                             batch_chips))
-    picked = _pick_training_size(ctx, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
-                                 deadline_words, capacity, larger, capped, scan)
-    if picked.miss is not None:
-        outcome.reasons.append(picked.miss)
-        keep_closest()
+
+    # Per index of the (final) ladder, what its cost is worked out from: wall-clock and billed hours, chips, hosts.
+    rows: dict[int, tuple[float, float, int, int]] = {}
+
+    def at_price(regions: list[str], chip: Price, host: Price | None) -> SizingOutcome:
+        """The sizing at one price (the regions it is offered in at that price): everything above reads none,
+        so a region of this offering priced otherwise is sized by this function alone (SizingOutcome.reprice)."""
+        outcome = SizingOutcome()
+        cache: dict[int, tuple[float, float]] = {}
+
+        def hours_cost(i: int) -> tuple[float, float]:
+            """(wall-clock hours judged against the deadline, cost of the hours billed)."""
+            hit = cache.get(i)
+            if hit is None:
+                row = rows.get(i)
+                if row is None:
+                    s, t = ladder[i], timing(i)
+                    row = rows[i] = (t.wall_hours, t.billed_hours, s.chips, s.hosts)
+                hit = cache[i] = (row[0], row[1] * fleet_hourly(row[2], row[3], chip, host, reserved))
+            return hit
+
+        def cost(i: int) -> float:
+            hit = cache.get(i)
+            return (hit if hit is not None else hours_cost(i))[1]
+
+        if budget is None:
+            within_budget = hi
+        elif scan:
+            within_budget = max((i for i in range(lo, hi + 1) if cost(i) <= budget), default=lo - 1)
+        else:
+            within_budget = _last_true(lo, hi, lambda i: cost(plateau_start(i)) <= budget)
+
+        def candidate(i: int) -> Candidate:
+            s = ladder[i]
+            trained = ctx.trained_size(offering, s)   # what the run is timed on (whole replicas)
+            _, total = hours_cost(i)
+            t = timing(i)
+            h = t.billed_hours
+            hosts_loss = 1.0 - model.productivity(trained.hosts)
+            detail: dict[str, float | int | str] = {"min_chips_for_memory": need,
+                                                    "smallest_fit_chips": ladder[lo].chips,
+                                                    "batch_chip_limit": batch_chips,
+                                                    "startup_hours": round(model.startup_hours(trained.hosts), 3),
+                                                    **ctx.sequence_detail(offering)}
+            if ctx.objective == "time" and i < fastest:
+                saved = h - hours(fastest)
+                detail["more_chips"] = (f"more chips stop helping: the fastest fleet, "
+                                        f"{plural(ladder[fastest].chips, 'chip')}"
+                                        f", would finish only {duration(saved)} ({saved / h:.0%}) sooner"
+                                        + f" for {money(cost(fastest))} instead of {money(total)}")
+            elif ctx.objective == "time" and i == len(ladder) - 1 and batch_chips <= s.chips:
+                detail["more_chips"] = "more chips stop helping: " + (
+                    ctx.long_sequence_batch_why(fit) if fit is not None and sequence_floor and fit.fits
+                    else ctx.batch_why)
+            if spot:
+                detail["spot_time_lost"] = round(hosts_loss, 4)
+            detail["capacity_mode"] = t.mode
+            if t.risk:
+                detail["capacity_risk"] = t.risk
+            if t.wall_hours != h:
+                detail["capacity_wall_hours"] = round(t.wall_hours, 2)
+            if booking is not None:   # what the stack asks the user to book (accel/stack/bookings.py)
+                detail["capacity_lead_days"] = booking.lead_days
+                detail["capacity_window_days"] = round(h / 24)
+            if t.legs is not None:
+                detail["capacity_legs"] = t.legs.legs
+            if limit_detail and generation is None and i == hi:
+                detail["node_limit"] = limit_detail
+            evaluation = Evaluation(hours=h, hourly_usd=fleet_hourly(s.chips, s.hosts, chip, host, reserved),
+                                    total_usd=total,
+                                    mfu=model.mfu(trained.chips, trained.slices),
+                                    goodput=model.goodput * max(model.productivity(trained.hosts), 1e-6)
+                                    * min(1.0, run_hours(s) / h), detail=detail)
+            return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking, point.queue)
+
+        def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
+            """When this group has nothing feasible, its closest size for the explanation: the smallest product of
+            overshoot factors (time over the deadline x cost over the budget) among a few sizes. `factor` prices
+            them at that multiple of this group's prices (selection.rescale: a region priced alike)."""
+            def scaled_cost(i: int) -> float:
+                return cost(i) * factor
+
+            def late(i: int) -> float:
+                """The overshoot of the deadline (price-free)."""
+                return math.log(max(1.0, hours(i) / deadline))
+
+            def scored_at(i: int, lateness: float) -> tuple[float, float, int]:
+                """(overshoot: the deadline's and the budget's, cost, index)."""
+                spent = scaled_cost(i)
+                return lateness + (math.log(max(1.0, spent / budget)) if budget else 0.0), spent, i
+
+            # The sizes probed, but the budget's, and their lateness do not depend on the price: worked out once for
+            # every region of the offering on this mode (not for a declared reservation, whose ladder is its own).
+            free_key = ("closest", offering.id, provisioning, len(ladder), lo, hi, fastest, deadline)
+            free = ctx.price_free.get(free_key) if reserved is None else None
+            if free is None:
+                probes = {lo, fastest, _first_true(lo, fastest, lambda i: hours(i) <= deadline)}
+                step = max(1, (fastest - lo) // 8)
+                probes.update(range(lo, fastest + 1, step))
+                free = {i: late(i) for i in probes if lo <= i <= hi and math.isfinite(hours(i))}
+                if reserved is None:
+                    ctx.price_free[free_key] = free
+            probed = free
+            if budget is not None:
+                within = _last_true(lo, hi, lambda i: scaled_cost(i) <= budget)
+                if within not in free and lo <= within <= hi and math.isfinite(hours(within)):
+                    probed = {**free, within: late(within)}
+            scored = [scored_at(i, lateness) for i, lateness in probed.items()]
+            if not scored:
+                return None
+            score, _, i = min(scored)
+            return score, candidate(i)
+
+        def keep_closest() -> None:
+            # A booked fleet that misses is the same fleet as the on-demand one of this offering, later (its lead) and
+            # billed for a whole window: the on-demand point keeps the closest size for the explanation.
+            near = closest() if booking is None else None
+            if near is not None:
+                outcome.near.append((near[0], near[1], ""))
+            # What a region priced at a multiple of this one needs to reuse this sizing exactly (selection.rescale).
+            outcome.smallest_cost = cost(lo)
+            outcome.closest_at = closest if booking is None else _no_closest
+
+        picked = _pick_training_size(ctx, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
+                                     deadline_words, capacity, larger, capped, scan)
+        if picked.miss is not None:
+            outcome.reasons.append(picked.miss)
+            keep_closest()
+            return outcome
+        best, on_time = picked.index, picked.on_time
+        outcome.best = candidate(best)
+        if on_time < best:  # the cost valley's bottom is past the smallest fleet that meets the deadline: say so
+            outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
+                                                   "deadline_fit_usd": round(cost(on_time), 2)})
+        # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
+        # objective is cost, smaller and cheaper when it is time.
+        factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
+        if point.queue is not None:
+            # The offering's on-demand point shows the same sizes (on demand); flex-start shows the nearest one: a
+            # search at 100x the catalog builds an option for every size shown, and three per flex-start point was a
+            # fifth of its options (benchmarks/bench_choose.py).
+            factors = factors[:1]
+        seen = {best}
+        # Each probe is its plateau's first size: more nodes that would only idle make no trade-off worth showing.
+        probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
+        probes = [plateau_start(i) if lo <= i <= hi else i for i in probes]
+        if reserved is not None and 0 < ladder[lo].hosts <= reserved.held_machines:
+            # The whole reservation: when it is already paid for, the fastest fleet it holds costs nothing more.
+            probes.append(_last_true(lo, hi, lambda i: ladder[i].hosts <= reserved.held_machines))
+        for i in probes:
+            if i in seen or not lo <= i <= hi:
+                continue
+            seen.add(i)
+            h, c = hours_cost(i)
+            if h <= deadline and (budget is None or c <= budget) and (
+                    h < hours(best) if ctx.objective == "cost" else c < cost(best)):
+                outcome.alternatives.append(candidate(i))
         return outcome
-    best, on_time = picked.index, picked.on_time
-    outcome.best = candidate(best)
-    if on_time < best:  # the cost valley's bottom is past the smallest fleet that meets the deadline: say so
-        outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
-                                               "deadline_fit_usd": round(cost(on_time), 2)})
-    # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
-    # objective is cost, smaller and cheaper when it is time.
-    factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)
-    if point.queue is not None:
-        # The offering's on-demand point shows the same sizes (on demand); flex-start shows the nearest one: a
-        # search at 100x the catalog builds an option for every size shown, and three per flex-start point was a
-        # fifth of its options (benchmarks/bench_choose.py).
-        factors = factors[:1]
-    seen = {best}
-    # Each probe is its plateau's first size: more nodes that would only idle make no trade-off worth showing.
-    probes = [ladder.first_at_least(math.ceil(ladder[best].chips * factor)) for factor in factors]
-    probes = [plateau_start(i) if lo <= i <= hi else i for i in probes]
-    if reserved is not None and 0 < ladder[lo].hosts <= reserved.held_machines:
-        # The whole reservation: when it is already paid for, the fastest fleet it holds costs nothing more.
-        probes.append(_last_true(lo, hi, lambda i: ladder[i].hosts <= reserved.held_machines))
-    for i in probes:
-        if i in seen or not lo <= i <= hi:
-            continue
-        seen.add(i)
-        h, c = hours_cost(i)
-        if h <= deadline and (budget is None or c <= budget) and (
-                h < hours(best) if ctx.objective == "cost" else c < cost(best)):
-            outcome.alternatives.append(candidate(i))
+
+    outcome = at_price(regions, chip, host)
+    outcome.reprice = at_price
     return outcome
 
 
 def _price_free_miss(outcome: SizingOutcome) -> SizingOutcome:
-    """A booked point ruled out by its mode's limits alone, whatever the price: a region priced at a multiple of
-    this one reuses it (selection.rescale) instead of sizing again."""
+    """A point ruled out before any price is read (no ladder, the state past what the ladder holds, a mode that
+    cannot supply the smallest fleet that holds it): the same miss at every price, so a region priced at a
+    multiple of this one reuses it (selection.rescale) instead of sizing again, budget or not. Such a miss keeps no
+    closest size (none was priced)."""
     outcome.smallest_cost, outcome.closest_at = 0.0, _no_closest
     return outcome
 
