@@ -165,16 +165,21 @@ def test_a_namespace_no_provider_of_the_stack_reads_exits_2(tmp_path, key):
     assert_refused(result, f"{key}: unknown namespace", "no provider of the stack reads it")
 
 
-def test_the_docs_show_only_keys_that_are_read():
+def test_no_stack_and_no_doc_example_uses_a_kubernetes_key_that_would_be_refused():
     import re
 
-    read_or_own = {key for cloud in ("aws", "gcp", "kubernetes") for key in read_keys(cloud)}
-    shown = set()
-    for path in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", *sorted((ROOT / "stacks").glob("*"))]:
-        # A stack key in backquotes or at the head of a YAML line (not a resource type such as kubernetes:yaml/v2:).
-        shown |= set(re.findall(r"`(kubernetes:[A-Za-z]+)`", path.read_text()))
-        shown |= set(re.findall(r"^\s*(kubernetes:[A-Za-z]+):", path.read_text(), re.MULTILINE))
-    assert shown <= read_or_own, shown - read_or_own
+    read_keys_ = set(read_keys("kubernetes"))
+    used = set()
+    for path in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", *sorted((ROOT / "examples").glob("*")),
+                 *sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))]:
+        if path.is_file():
+            # A YAML line of a stack file, or the command that sets one (not a resource type: kubernetes:yaml/v2:...).
+            used |= set(re.findall(r"^\s*(kubernetes:[A-Za-z]+):", path.read_text(), re.MULTILINE))
+            used |= set(re.findall(r"config set (?:--path )?'?(kubernetes:[A-Za-z]+)", path.read_text()))
+    assert used <= read_keys_, used - read_keys_
+    # docs/plan.md's example of a namespaced stack key is one the program reads.
+    plan_md = (ROOT / "docs" / "plan.md").read_text()
+    assert "`kubernetes:context`" in plan_md and "kubernetes:context" in read_keys_
 
 
 def test_the_reader_refuses_a_kubernetes_key_directly():
@@ -183,3 +188,22 @@ def test_the_reader_refuses_a_kubernetes_key_directly():
     plan = read(GKE_STACK).plan
     with pytest.raises(UsageError, match="kubernetes:context: refused on a plan on gcp"):
         provider_settings({"kubernetes:context": "x"}, plan, "stacks/Pulumi.x.yaml")
+
+
+def test_any_kubernetes_key_outside_the_table_is_refused_naming_it():
+    from hypothesis import assume, given, settings, strategies as st
+
+    from accel.stack.provider_config import provider_settings
+
+    plan = read(BYO_STACK).plan
+
+    @given(st.from_regex(r"[a-z][A-Za-z0-9]{0,30}", fullmatch=True))
+    @settings(max_examples=200, deadline=None)
+    def refused(name):
+        key = f"kubernetes:{name}"
+        assume(key not in read_keys("kubernetes"))
+        with pytest.raises(UsageError) as error:
+            provider_settings({key: "x"}, plan, "stacks/Pulumi.x.yaml")
+        assert f"stacks/Pulumi.x.yaml: {key}: " in str(error.value) and f"remove {key}" in str(error.value)
+
+    refused()
