@@ -74,6 +74,8 @@ class TrainingClusterArgs:
     # (accel/stack/provider_keys.yaml).
     aws_provider: ProviderSettings = field(default_factory=ProviderSettings)
     gcp_provider: ProviderSettings = field(default_factory=ProviderSettings)
+    # A bring-your-own cluster's provider: the stack's kubernetes:* keys accel:cluster does not already say.
+    kubernetes_provider: ProviderSettings = field(default_factory=ProviderSettings)
 
     def __post_init__(self) -> None:
         self.validate()  # the arguments check themselves on construction (one convention, every cloud)
@@ -361,5 +363,6 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
 def _build_existing(parent: TrainingCluster, name: str, args: TrainingClusterArgs) -> _Built:
     existing = args.existing_cluster
     assert existing is not None  # validate() guarantees it
-    provider = existing_cluster_provider(existing, f"{name}-byo", opts=pulumi.ResourceOptions(parent=parent))
+    provider = existing_cluster_provider(existing, f"{name}-byo", opts=pulumi.ResourceOptions(parent=parent),
+                                         settings=args.kubernetes_provider)
     return _Built(provider=provider, kubeconfig=None, cluster_name=existing.name)

@@ -26,8 +26,11 @@ from accel.base.yaml_files import read_yaml_file
 
 PROJECT_FILE = "Pulumi.yaml"
 SECRET_PLACEHOLDER = "[secret]"
-# Namespaces a stack file may use besides the project's own: the providers and Pulumi itself.
-KNOWN_NAMESPACES = frozenset({"pulumi", "gcp", "aws", "kubernetes", "random", "tls", "command"})
+# Namespaces a stack file may use besides the project's own: Pulumi itself and the providers the program builds
+# (accel/stack/provider_config.py reads or refuses each of their keys). No other provider is built (pyproject.toml
+# depends on no pulumi-random, pulumi-tls or pulumi-command), so a `random:*` / `tls:*` / `command:*` key would reach
+# nothing: it is an unknown namespace like any other.
+KNOWN_NAMESPACES = frozenset({"pulumi", "gcp", "aws", "kubernetes"})
 # Top-level keys of a stack file (the CLI's project-stack schema).
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 # Keys of a typed declaration under Pulumi.yaml `config:`.
@@ -201,7 +204,8 @@ def _split_key(key: Any, source: str, project: str, *, bare_allowed: bool) -> st
         allowed = sorted({project, *KNOWN_NAMESPACES})
         hint = difflib.get_close_matches(namespace, allowed, n=1)
         reason = f"unknown namespace {namespace!r}"
-        reason += f"; did you mean '{hint[0]}:{name}'?" if hint else f"; use one of: {', '.join(allowed)}"
+        reason += (f"; did you mean '{hint[0]}:{name}'?" if hint else
+                   f" (no provider of the stack reads it); use one of: {', '.join(allowed)}")
         raise UsageError(f"{source}: {key}: {reason}")
     return key
 

@@ -163,11 +163,12 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         shown = getattr(key.placeholder, "name", key.placeholder)   # a placeholder booking: its name
         notes.append(f"{key.key} is not set: planned with the placeholder {shown!r}; "
                      f"before `pulumi up`: {key.set_command}")
-    # Every aws:* / gcp:* key reaches the stack's explicit provider or is refused naming it
+    # Every aws:* / gcp:* / kubernetes:* key reaches the stack's explicit provider or is refused naming it
     # (accel/stack/provider_config.py).
     from accel.stack.provider_config import provider_settings
 
-    providers = provider_settings(config, plan, source, secret_keys=current_secret_keys(config))
+    providers = provider_settings(config, plan, source, secret_keys=current_secret_keys(config),
+                                  cluster=settings.cluster)
     aws_default_tags = _aws_default_tags(config, tags, source) if plan.cloud == "aws" else {}
     gcp_default_labels = _gcp_default_labels(config, tags, source) if plan.cloud == "gcp" else {}
     args = TrainingClusterArgs(
@@ -177,6 +178,7 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         gcp_default_labels=gcp_default_labels,
         aws_provider=providers["aws"] if plan.cloud == "aws" else ProviderSettings(),
         gcp_provider=providers["gcp"] if plan.cloud == "gcp" else ProviderSettings(),
+        kubernetes_provider=providers["kubernetes"],
         lifecycle=lifecycle,
         gcp_project=gcp_project,
         existing_cluster=settings.cluster,

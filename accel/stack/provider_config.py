@@ -1,16 +1,20 @@
-"""The stack file's aws:* and gcp:* keys: handed to the stack's explicit providers with their types, or refused.
+"""The stack file's aws:*, gcp:* and kubernetes:* keys: handed to the stack's explicit providers with their types,
+or refused.
 
-The stack's AWS and Google providers are explicit, and an explicit provider reads no aws:* / gcp:* config itself
+The stack's AWS, Google and Kubernetes providers are explicit, and an explicit provider reads no stack config itself
 (pulumi/pulumi-aws#1307), so a key the program does not pass would be dropped without a word: a profile, an assumed
-role or a list of allowed accounts ignored, and the stack deployed with whatever the default credential chain gives.
+role or a list of allowed accounts ignored, and the stack deployed with whatever the default credential chain gives;
+a kubernetes:context ignored, and a bring-your-own cluster's objects sent to the kubeconfig's current context.
 Here every key of those namespaces is either read (provider_keys.yaml: which, its provider argument and its kind),
-checked against the plan (the region keys: the plan decides the region), or refused naming it.
+checked against the plan (the region keys: the plan decides the region) or against accel:cluster (its kubeconfig and
+context), or refused naming it.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,7 +26,7 @@ from accel.components.provider_settings import ProviderSettings
 from accel.policies.plan import Plan
 
 KEYS_FILE = Path(__file__).with_name("provider_keys.yaml")
-CLOUD_NAMES = {"aws": "AWS", "gcp": "Google"}
+CLOUD_NAMES = {"aws": "AWS", "gcp": "Google", "kubernetes": "Kubernetes"}
 # What the offline engine sees for a `secure:` value it cannot decrypt (accel/stack/config.py SECRET_PLACEHOLDER).
 SECRET_PLACEHOLDER = "[secret]"
 
@@ -37,6 +41,7 @@ class ProviderKey:
     why: str
     secret: bool = False           # a credential: always handed over as a secret
     own: bool = False              # read by its own code in accel/stack/program.py
+    cluster_field: str | None = None  # the accel:cluster field that says the same thing (kubeconfig, context)
     fields: Mapping[str, str] = field(default_factory=dict)  # object / objects: field -> kind (empty: any string)
 
 
@@ -45,6 +50,10 @@ class ProviderTable:
     sdk: str
     region_keys: tuple[str, ...]
     keys: Mapping[str, ProviderKey]
+    built_with: str = ""                          # what the program itself gives the provider (said in refusals)
+    only_on: tuple[str, ...] | None = None        # plan clouds on which the keys are read; None: every plan
+    elsewhere: str = ""                           # why they are refused on any other plan
+    refused: Mapping[str, str] = field(default_factory=dict)   # {key: why}: refused for its own reason
 
 
 @lru_cache(maxsize=1)
@@ -54,19 +63,28 @@ def provider_tables() -> dict[str, ProviderTable]:
     from accel.base.yaml_files import parse_yaml
 
     document = parse_yaml(read_text(KEYS_FILE, "provider keys table"))
-    return {cloud: ProviderTable(sdk=document[cloud]["sdk"], region_keys=tuple(document[cloud]["region_keys"]),
-                                 keys={name: ProviderKey(name=name, **spec)
-                                       for name, spec in document[cloud]["keys"].items()})
-            for cloud in CLOUD_NAMES}
+    tables = {}
+    for cloud in CLOUD_NAMES:
+        entry = document[cloud]
+        only_on = entry.get("only_on")
+        tables[cloud] = ProviderTable(
+            sdk=entry["sdk"], region_keys=tuple(entry["region_keys"]),
+            keys={name: ProviderKey(name=name, **spec) for name, spec in entry["keys"].items()},
+            built_with=entry["built_with"], only_on=tuple(only_on) if only_on is not None else None,
+            elsewhere=entry.get("elsewhere", ""), refused=dict(entry.get("refused") or {}))
+    return tables
 
 
-def provider_settings(config: Mapping[str, Any], plan: Plan, source: str,
-                      secret_keys: Collection[str] = ()) -> dict[str, ProviderSettings]:
-    """{cloud: the arguments for its provider} from the stack's aws:* and gcp:* keys.
+def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret_keys: Collection[str] = (),
+                      cluster: Any = None) -> dict[str, ProviderSettings]:
+    """{cloud: the arguments for its provider} from the stack's aws:*, gcp:* and kubernetes:* keys.
 
-    UsageError naming the key for a key no provider of the stack would read, a value of the wrong kind, or a region
+    UsageError naming the key for a key no provider of the stack would read, a value of the wrong kind, a region
     key that disagrees with the plan's region (checked for the plan's cloud; a stack decided at run time may carry
-    both clouds' keys). A key that was a secret in the stack file, or is a credential, stays a secret."""
+    both clouds' keys), a kubernetes:* key on a plan that builds its own cluster, or a kubernetes:kubeconfig /
+    kubernetes:context that disagrees with `cluster` (accel:cluster, an ExistingCluster). A key `cluster` already
+    says the same of is not repeated in the arguments. A key that was a secret in the stack file, or is a
+    credential, stays a secret."""
     settings = {}
     for cloud, table in provider_tables().items():
         args: dict[str, Any] = {}
@@ -78,18 +96,41 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str,
                 if cloud == plan.cloud and raw != SECRET_PLACEHOLDER:
                     _check_region(key, name, raw, plan, source)
                 continue
+            if name in table.refused:
+                raise UsageError(f"{source}: {key}: refused: {' '.join(table.refused[name].split())}; remove {key}")
+            if table.only_on is not None and plan.cloud not in table.only_on:
+                raise UsageError(f"{source}: {key}: refused on a plan on {plan.cloud}: "
+                                 f"{' '.join(table.elsewhere.split())}; remove {key}")
             spec = table.keys.get(name)
             if spec is None:
                 raise UsageError(_unread_message(cloud, key, name, table, source))
             if spec.own:
                 continue
             is_secret = key in secret_keys
-            args[spec.arg] = raw if is_secret and raw == SECRET_PLACEHOLDER else \
+            value = raw if is_secret and raw == SECRET_PLACEHOLDER else \
                 _typed(raw, spec.kind, spec.fields, key, source)
+            if spec.cluster_field and _said_by_cluster(cluster, spec.cluster_field, key, value, source):
+                continue
+            args[spec.arg] = value
             if spec.secret or is_secret:
                 secret.add(spec.arg)
         settings[cloud] = ProviderSettings(args=args, secret=frozenset(secret))
     return settings
+
+
+def _said_by_cluster(cluster: Any, field_name: str, key: str, value: Any, source: str) -> bool:
+    """True if accel:cluster already gives the provider this value (the key repeats it); UsageError naming both keys
+    if it gives another; False if it says nothing, and the key's value is the one the provider gets."""
+    given = getattr(cluster, field_name, None) if cluster is not None else None
+    if given is None:
+        return False
+    if value == SECRET_PLACEHOLDER:   # offline, a secret's value is unknown: the CLI run compares it
+        return False
+    if value == given or (field_name == "kubeconfig" and os.path.expanduser(value) == os.path.expanduser(given)):
+        return True
+    raise UsageError(f"{source}: {key}: {_shown(value)} differs from accel:cluster.{field_name} ({given!r}); both choose "
+                     f"the {field_name} of the cluster's Kubernetes provider: keep one of accel:cluster.{field_name} "
+                     f"and {key}")
 
 
 def read_keys(cloud: str) -> list[str]:
@@ -103,7 +144,7 @@ def _unread_message(cloud: str, key: str, name: str, table: ProviderTable, sourc
     hint = difflib.get_close_matches(name, known, n=1)
     suggestion = f"did you mean '{cloud}:{hint[0]}'? " if hint else ""
     return (f"{source}: {key}: the stack's {CLOUD_NAMES[cloud]} provider would ignore this key: it is explicit "
-            f"(built with the plan's region), so it reads only the {cloud}:* keys accel hands it "
+            f"(built with {table.built_with}), so it reads only the {cloud}:* keys accel hands it "
             f"(pulumi/pulumi-aws#1307); {suggestion}accel reads {', '.join(read_keys(cloud))} "
             f"(docs/contracts.md, section 4); remove {key}")
 

@@ -10,7 +10,7 @@ CAPACITY_BLOCK.
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pulumi
 from pydantic import Field, model_validator
@@ -29,6 +29,9 @@ from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.plan import Capacity, GpuPool, Plan, TpuPool
 from accel.base.model import StrictModel
+
+if TYPE_CHECKING:
+    from accel.components.provider_settings import ProviderSettings
 from accel.policies.workload import AcceleratorId
 
 GKE_TPU_TOPOLOGY_LABEL = hardware.current().kubernetes.gke_tpu_topology_label
@@ -238,9 +241,13 @@ def inventory_pool(entry: InventoryEntry) -> AcceleratorPool:
 
 
 def existing_cluster_provider(cluster: ExistingCluster, name: str,
-                              opts: pulumi.ResourceOptions | None = None):
-    """A Kubernetes provider for the cluster's kubeconfig and context."""
+                              opts: pulumi.ResourceOptions | None = None, settings: ProviderSettings | None = None):
+    """A Kubernetes provider for the cluster's kubeconfig and context, and what `settings` adds (the stack's
+    kubernetes:* keys accel:cluster does not say: an explicit provider reads no stack config by itself)."""
     import pulumi_kubernetes as k8s
 
-    kubeconfig = os.path.expanduser(cluster.kubeconfig) if cluster.kubeconfig else None
-    return k8s.Provider(name, kubeconfig=kubeconfig, context=cluster.context, opts=opts)
+    arguments: dict = {"kubeconfig": cluster.kubeconfig, "context": cluster.context}
+    arguments.update(settings.provider_args() if settings else {})
+    if isinstance(arguments["kubeconfig"], str):   # a path, or the file's contents (no leading ~ to expand)
+        arguments["kubeconfig"] = os.path.expanduser(arguments["kubeconfig"])
+    return k8s.Provider(name, **arguments, opts=opts)
