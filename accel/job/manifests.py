@@ -28,6 +28,7 @@ from accel.policies.plan import Plan
 
 from accel.job import plan_view
 from accel.job import compute_domain
+from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
@@ -198,7 +199,9 @@ def paired_sidecar_image(fabric: str) -> str:
 def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
     table = runtime()["defaults"]
     if plan_view.is_serving(plan):
-        return table["jetstream" if hw.family == "tpu" else "vllm"]
+        if hw.family == "tpu":
+            return table["jetstream"]
+        return table["vllm-arm64" if node_arch(hw.machine_type, hw.accelerator) == "arm64" else "vllm"]
     if plan_view.framework(plan) == "pytorch":
         return table["pytorch-gpu"]
     return table["jax-tpu" if hw.family == "tpu" else "jax-gpu"]
@@ -320,7 +323,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                    plan.parallelism.group_nodes, plan.parallelism.tensor_nodes or 1)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
-    domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)
+    domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
     notes += domain_notes
     restarts, why = max_restarts(plan)
     pods_per_slice = nodes if hw.slices == 1 else hw.nodes_per_slice
@@ -449,6 +452,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     selector = {"app.kubernetes.io/name": name}
     pod = {"metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
            "spec": _pod_spec(ctx, pool, [container], volumes, [], "Always")}
+    domain: list[dict[str, Any]] = []
     if nodes_per_replica == 1:
         workload = {"apiVersion": "apps/v1", "kind": "Deployment",
                     "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
@@ -456,6 +460,10 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
         leader, worker = _ray_group(pod, command, hw.family == "gpu")
+        # A replica across trays of one NVLink domain (GB200 NVL72): leader and workers claim its IMEX channel.
+        domain, domain_notes = compute_domain.attach([leader, worker], name, plan, ctx.namespace, nodes_per_replica,
+                                                     ctx.nvlink_domain_gpus)
+        notes += domain_notes
         # A TPU replica is one multi-host slice: one node pool per replica, as the JobSet's slices.
         exclusive = {"annotations": {LWS_EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}} if hw.family == "tpu" else {}
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
@@ -478,4 +486,4 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         f"ServiceAccount {ctx.service_account}",
         *notes,
     ]
-    return GeneratedJob(name, [workload, service], derivations)
+    return GeneratedJob(name, [*domain, workload, service], derivations)

@@ -364,15 +364,19 @@ class HardwareFacts:
         machine = self.gpu_machine(machine_type)
         return machine is not None and self.nvlink_domain_spans_nodes(machine.chip, machine_type)
 
-    def nvlink_domain_spans_nodes(self, chip: str, machine_type: str | None = None) -> bool:
+    def nvlink_domain_spans_nodes(self, chip: str, machine_type: str | None = None,
+                                  stated_domain_chips: int | None = None) -> bool:
         """Whether nodes of `chip` (on `machine_type` when it is a machine the table states a domain of; a
         Kubernetes inventory's nodes are named by chip alone) share an NVLink domain across machines (GB200
         NVL72: 72 GPUs over 18 nodes of 4), so a job spanning nodes claims an IMEX channel through an NVIDIA
         ComputeDomain. The domain is the chip's scale-up domain ([collective_fabrics], the one place the table
         states it, or the machine's own there); it spans machines when it is larger than the largest machine of
         that chip, not merely larger than this one: a3-highgpu-1g's H100 is one GPU of an 8-GPU board whose
-        NVLink never leaves the board. A TPU (domain 0: the slice) or a PCIe GPU (none) never does."""
-        domain = self.scale_up_domain_chips(chip, machine_type)
+        NVLink never leaves the board. A TPU (domain 0: the slice) or a PCIe GPU (none) never does.
+        `stated_domain_chips`: what an existing cluster's inventory says of its own nodes' domain (accel:cluster
+        inventory `nvlink_domain_gpus`: a GB200 NVL4 board's 4), in place of the table's."""
+        domain = stated_domain_chips if stated_domain_chips is not None else \
+            self.scale_up_domain_chips(chip, machine_type)
         most = self._index("most_gpus_per_machine", self._most_gpus_per_machine).get(chip)
         # A chip no machine of the table carries (h800, a published run's part) has no machine to outgrow: no.
         return bool(domain) and most is not None and domain > most
