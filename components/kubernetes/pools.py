@@ -104,7 +104,7 @@ def gke_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND) -> Accelerator
 def gpu_node_arch(gpu: GpuPool) -> Literal["amd64", "arm64"]:
     """The GPU nodes' kubernetes.io/arch: arm64 for the Arm (Grace) machine types of the hardware table (A4X,
     p6e-gb200), else amd64. Picks the fabric's node installers (node_installers.yaml)."""
-    return "arm64" if hardware.current().is_arm(gpu.machine_type) else "amd64"
+    return "arm64" if hardware.current().kubernetes_arch(gpu.machine_type) == "arm64" else "amd64"
 
 
 def _arch_tolerations(gpu: GpuPool) -> list[Toleration]:

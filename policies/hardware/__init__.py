@@ -34,6 +34,16 @@ FAMILIES = ("tpu", "gpu")
 VM_TYPE_COUNTS = {"tensorcores", "chips"}
 
 
+# How the clouds and images spell a CPU architecture -> how Kubernetes names it (the kubernetes.io/arch node label,
+# GOARCH): Compute Engine and Kubernetes say amd64, EC2 says x86_64, Linux (uname -m) aarch64.
+KUBERNETES_ARCH_SPELLINGS = MappingProxyType({"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"})
+
+
+def kubernetes_arch_name(spelling: str | None) -> str | None:
+    """An architecture as Kubernetes names it (amd64 | arm64) from any of its spellings; None if unknown."""
+    return KUBERNETES_ARCH_SPELLINGS.get(str(spelling).lower()) if spelling else None
+
+
 class HardwareFactsError(AccelError, ValueError):
     """The hardware facts table is missing, not TOML, or holds an entry that is wrong (exit 1: the
     table ships with accel; a user who edits it sees the entry and the rule it breaks)."""
@@ -421,10 +431,16 @@ class HardwareFacts:
         found = self.collective_fabric(chip, machine_type)
         return found.domain_chips if found is not None else None
 
+    def kubernetes_arch(self, machine_type: str | None) -> str | None:
+        """The kubernetes.io/arch of a GPU machine type's nodes (amd64 | arm64: A4X and p6e-gb200 are Arm, Grace
+        hosts), whichever way its cloud spells it (EC2's x86_64 is amd64); None for a machine the table does not
+        list. The one derivation the node pools (their installers and Arm toleration) and the job's checks read."""
+        machine = self.gpu_machine(machine_type) if machine_type else None
+        return kubernetes_arch_name(machine.arch) if machine is not None else None
+
     def is_arm(self, machine_type: str) -> bool:
         """Arm (Grace) hosts: A4X, p6e-gb200. GKE taints its Arm nodes kubernetes.io/arch=arm64:NoSchedule."""
-        machine = self.gpu_machine(machine_type)
-        return machine is not None and machine.arch in ("arm64",)
+        return self.kubernetes_arch(machine_type) == "arm64"
 
     def fabric_network_count(self, fabric: str, gpus_per_node: int) -> int:
         return self.fabrics[fabric].network_count(gpus_per_node)
