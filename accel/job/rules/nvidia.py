@@ -71,8 +71,8 @@ def _spanning_domain(template: PodTemplate, pods: int, cluster) -> str | None:
 
 @rule("nvidia/compute-domain-claim", "a pod group across the nodes of one NVLink domain claims a ComputeDomain's "
       "IMEX channel",
-      source="NVIDIA DRA driver for GPUs: NVIDIA/k8s-dra-driver-gpu demo/specs/imex/nvbandwidth-test-job-1.yaml "
-             "(3ea7913) and kubernetes-sigs/dra-driver-nvidia-gpu site/content/docs/concepts/compute-domains.md "
+      source="nvidia-dra-driver-gpu 25.12.0 (the pinned chart, charts.yaml): a ComputeDomain's channel claimed as "
+             "NVIDIA/k8s-dra-driver-gpu demo/specs/imex/nvbandwidth-test-job-1.yaml (3ea7913) shows it, and kubernetes-sigs/dra-driver-nvidia-gpu site/content/docs/concepts/compute-domains.md "
              "(5552175): the IMEX channel reaches only a container that claims it; the group's span is "
              "components/kubernetes/workloads.py nvlink_group_spans_nodes",
       fix="write a ComputeDomain (resource.nvidia.com/v1beta1) beside the workload and give every GPU pod of the "
