@@ -82,6 +82,17 @@ def test_a_405b_replica_spans_two_a4x_trays_as_a_leader_worker_set_that_claims_t
     assert {"lws", "nvidia-dra-driver-gpu"} <= _releases(result)
 
 
+def test_the_reserved_serving_pool_is_created_with_its_nodes_so_kueue_can_place_the_groups(serving):
+    """Its flavor names a Kueue Topology (a pool on a scale-out fabric), and Kueue assigns topology domains from the
+    nodes that exist: a serving pool scaling from zero was flagged kueue/topology-over-provisioned-nodes (never
+    admitted), as training pools were before (components/gcp/gpu.py _topology_needs_nodes)."""
+    result, job = serving
+    [pool] = [r.inputs for r in result.capture.of_type("gcp:container/nodePool:NodePool") if "gpu" in r.name]
+    assert pool["autoscaling"]["totalMinNodeCount"] == pool["initialNodeCount"] == result.plan["gpu"]["nodes"] == 18
+    report = check_manifests(result, job.manifests)
+    assert not [f for f in [*report.errors, *report.warnings] if f.rule == "kueue/topology-over-provisioned-nodes"]
+
+
 def test_the_serving_stacks_fabric_check_claims_the_domain_over_the_whole_fleet(serving):
     result, _ = serving
     check = job_of(result, JobOptions(validate=True))
