@@ -10,6 +10,7 @@ from typing import NamedTuple
 from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Offering
+from accel.policies.parallelism import tensor_parallel_nodes
 
 
 # A NamedTuple, not a dataclass: a search builds ~2,500 (a faster constructor), and defining it generates no code.
@@ -184,8 +185,6 @@ def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
         sizes = [Size(n, 1, 1, None, offering.machine_type, per_node) for n in counts]
         # Whole nodes of one NVLink domain: the replica's tensor-parallel group stays inside the domain its cloud
         # places as a unit; its pods claim the domain's IMEX channel (components/kubernetes/workloads.py).
-        from accel.policies.parallelism import tensor_parallel_nodes
-
         span = tensor_parallel_nodes(hardware.current().nvlink_domain_unit_nodes(offering.machine_type))
         nodes = 2
         while nodes <= span and nodes * per_node <= max_replica_chips:
