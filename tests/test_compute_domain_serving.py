@@ -26,6 +26,7 @@ from accel.job.declared import declared_cluster
 from accel.job.service import check_manifests, job_of
 from accel.job.manifests import JobOptions
 from accel.offline_plan import plan_stack
+from accel.policies import hardware
 from accel.policies.plan import Plan
 from tests.compute_domain_checks import assert_claims_a_valid_compute_domain
 from tests.conftest import planned_result
@@ -73,6 +74,13 @@ def test_a_405b_replica_spans_two_a4x_trays_as_a_leader_worker_set_that_claims_t
         pod = group[role]["spec"]
         assert pod["resourceClaims"] == [{"name": CHANNEL, "resourceClaimTemplateName": template}], role
         assert pod["containers"][0]["resources"]["claims"] == [{"name": CHANNEL}], role
+    # Each group (one Kueue Workload: leader and workers) is required in one sub-block, one NVL72 rack, as a PodSet
+    # group, so a replica never straddles two NVLink domains.
+    rack = hardware.current().placement_units["a4x-highgpu-4g"]
+    assert rack.nodes == 18 and rack.level == "cloud.google.com/gce-topology-subblock"
+    for role in ("leaderTemplate", "workerTemplate"):
+        assert group[role]["metadata"]["annotations"] == {"kueue.x-k8s.io/podset-group-name": lws["metadata"]["name"],
+                                                          "kueue.x-k8s.io/podset-required-topology": rack.level}
     # The decision is the training path's, over the replica's nodes.
     assert nvlink_group_spans_nodes(plan.gpu.accelerator, plan.gpu.machine_type, group["size"])
     assert any(line.startswith("ComputeDomain ") and "2 nodes of each replica" in line for line in job.derivations)

@@ -32,7 +32,7 @@ from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
-from accel.job.topology import topology_request
+from accel.job.topology import PODSET_GROUP, REQUIRED, replica_level, topology_request
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -423,6 +423,20 @@ def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
     return leader, worker
 
 
+def _group_in_one_domain(templates: list[dict], name: str, levels: tuple[str, ...], machine_type: str,
+                         nodes: int) -> str:
+    """Annotate a LeaderWorkerSet's leader and worker templates so Kueue places each group (one Workload of two
+    PodSets) in one domain of the finest level that holds its `nodes` (A4X: a sub-block, one NVL72 rack): the
+    PodSet group of Kueue v0.14.1 (apis/kueue/v1beta1/topology_types.go PodSetGroupName, "a unit of flavor
+    assignment and topology domain fitting"; KEP 2724 "co-locate Leader with Workers within the same replica in
+    LeaderWorkerSet", both templates naming the group and the same required level). Returns the note."""
+    level = replica_level(levels, machine_type, nodes)
+    for template in templates:
+        template["metadata"].setdefault("annotations", {}).update({PODSET_GROUP: name, REQUIRED: level})
+    return (f"topology: each replica's leader and workers ({nodes} pods, one per node) required in one {level} "
+            f"as one Kueue PodSet group ({PODSET_GROUP}: {name})")
+
+
 def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     hw = plan_view.hardware(plan)
     name = dns_name(plan.workload.name)
@@ -464,6 +478,9 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         domain, domain_notes = compute_domain.attach([leader, worker], name, plan, ctx.namespace, nodes_per_replica,
                                                      ctx.nvlink_domain_gpus)
         notes += domain_notes
+        if hw.family == "gpu" and pool.topology_levels:
+            notes.append(_group_in_one_domain([leader, worker], name, pool.topology_levels, hw.machine_type,
+                                              nodes_per_replica))
         # A TPU replica is one multi-host slice: one node pool per replica, as the JobSet's slices.
         exclusive = {"annotations": {LWS_EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}} if hw.family == "tpu" else {}
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
