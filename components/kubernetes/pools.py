@@ -176,6 +176,9 @@ class InventoryEntry(StrictModel):
     topology: str | None = Field(None, description="TPU slice topology (GKE TPU inventory only)")
     gpus_per_node: int | None = Field(None, gt=0, description="Chips per node; unset = a multi-host TPU VM's chips, "
                                       "a GB200 compute tray's 4 GPUs, else 8 GPUs (HardwareFacts.inventory_chips_per_node)")
+    # GB200 NVL4 (SC24, 2024-11): one board of 4 Blackwell GPUs and 2 Grace CPUs whose NVLink is "only for onboard
+    # communication" ("essentially two GB200 Superchips ... without the off-board NVLink": NVIDIA's briefing as
+    # reported at gixtools.net/2024/11/nvidia-hpc-ai-chip-is-actually-six-chips); NVL72: facts.toml [collective_fabrics.gb200].
     nvlink_domain_gpus: int | None = Field(
         None, gt=0, description="GPUs one NVLink domain of these nodes joins: 72 for GB200 NVL72 racks (18 trays of 4 "
         "sharing NVLink across nodes: a job across nodes claims an NVIDIA ComputeDomain), 4 for GB200 NVL4 boards "
