@@ -16,6 +16,8 @@ try:
     stack = read_stack(current_config(), pulumi.get_stack())
     for note in stack.notes:
         pulumi.log.info(note)
+    for rewrite in stack.rewrites:
+        pulumi.log.warn(rewrite)
     cluster = TrainingCluster(stack.resource_name, stack.cluster_args)
 except AccelError as error:
     # A user's mistake, not a bug (every one derives from AccelError): stop with the message alone,

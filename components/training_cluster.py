@@ -10,7 +10,7 @@ the per-cloud builders, so a GCP stack never loads pulumi_aws and vice versa.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from accel.components.kubernetes.pools import (
 )
 from accel.base.errors import ComponentArgsError
 from accel.base.model import describe_validation_error, revalidated
-from accel.components.tags import ResourceTags
+from accel.components.tags import ResourceTags, aws_default_tags_problem, gcp_default_labels_problem
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
 from accel.policies.plan import GpuPool, Plan
@@ -62,6 +62,12 @@ class TrainingClusterArgs:
     # A fleet on several Capacity Blocks: the block id of each GPU node group, in the plan's pool order (one
     # group per block, all in the window above); empty: every group on the plan's one reservation.
     capacity_block_ids: Sequence[str] = ()
+    # AWS plans: tags the stack's provider stamps on every resource it manages (the stack file's
+    # aws:defaultTags.tags). The provider here is explicit, and an explicit provider reads no aws:* config
+    # (pulumi/pulumi-aws#1307: "by design"), so the stack program hands them over.
+    aws_default_tags: Mapping[str, str] = field(default_factory=dict)
+    # GCP plans: the same for the Google provider's default labels (the stack file's gcp:defaultLabels).
+    gcp_default_labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()  # the arguments check themselves on construction (one convention, every cloud)
@@ -88,6 +94,14 @@ class TrainingClusterArgs:
         if cloud != "kubernetes" and self.existing_cluster is not None:
             raise TrainingClusterError(f"existing_cluster: the plan builds a new cluster on {cloud}; remove "
                                        "accel:cluster or choose with clouds: [kubernetes]")
+        if self.aws_default_tags:
+            found = aws_default_tags_problem(self.aws_default_tags, self.tags)
+            if found:
+                raise TrainingClusterError(f"aws_default_tags.{found[0]}: {found[1]}")
+        if self.gcp_default_labels:
+            found = gcp_default_labels_problem(self.gcp_default_labels, self.tags)
+            if found:
+                raise TrainingClusterError(f"gcp_default_labels{'.' if found[0] else ''}{found[0]}: {found[1]}")
         # The plan checked in full, whoever built it: make_plan assembles one without pydantic's validation
         # (policies/selection/plan_builder.py), and a plan read from a file was validated when read.
         try:
@@ -217,7 +231,8 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
 
     plan, tags, project = args.plan, args.tags, args.gcp_project
     assert project is not None  # validate() guarantees it
-    provider = gcp.Provider(f"{name}-gcp", project=project, region=plan.region,
+    default_labels = {"default_labels": dict(args.gcp_default_labels)} if args.gcp_default_labels else {}
+    provider = gcp.Provider(f"{name}-gcp", project=project, region=plan.region, **default_labels,
                             opts=pulumi.ResourceOptions(parent=parent))
     # The APIs the stack calls, on before anything calls them (a fresh project has them off).
     apis = GoogleApis(f"{name}-apis", GoogleApisArgs.for_plan(plan, project=project),
@@ -294,7 +309,9 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     from accel.components.aws.common import is_availability_zone
 
     plan, tags = args.plan, args.tags
-    provider = aws.Provider(f"{name}-aws", region=plan.region, opts=pulumi.ResourceOptions(parent=parent))
+    default_tags = {"default_tags": {"tags": dict(args.aws_default_tags)}} if args.aws_default_tags else {}
+    provider = aws.Provider(f"{name}-aws", region=plan.region, **default_tags,
+                            opts=pulumi.ResourceOptions(parent=parent))
     child = pulumi.ResourceOptions(parent=parent, providers=[provider])
 
     # EKS needs subnets in two Availability Zones even when the GPU nodes (EFA, placement group) use one zone; a

@@ -12,6 +12,11 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   hold the state, rounded up to a power of two as Megatron-style pipelines are laid out, and never
   more than the fleet. Llama 3.1 405B on H100 nodes comes out as TP8 x PP16 (the Llama 3 paper,
   Table 4, ran TP8 x PP16 x DP128).
+- Long sequences (training): where one sequence's activations do not fit beside the state on that replica
+  (policies/estimator/activations.py: full recomputation, Korthikanti et al. 2022), tensor parallelism takes
+  the whole node and context parallelism (`context`, CP) splits each sequence over CP whole tensor-parallel
+  groups: the replica is TP x CP x PP GPUs, the data-parallel degree the fleet over that (Llama 3 405B at
+  131,072 tokens: TP8 x CP16 x PP16, Table 4). Absent at the usual lengths.
 - Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
   NVLink domain: EP = min(experts, domain GPUs)), so the all-to-all stays on NVLink; expert parallelism
   reuses the GPUs of a replica's node rather than multiplying the fleet (`expert`, absent for a dense
@@ -36,7 +41,7 @@ from accel.base.model import StrictModel
 
 
 class Parallelism(StrictModel):
-    """Tensor x pipeline x data parallel degrees of a GPU fleet (docs/scale.md)."""
+    """Tensor x (context x) pipeline x data parallel degrees of a GPU fleet (docs/scale.md)."""
 
     tensor: int = Field(gt=0, description="GPUs one tensor-parallel group spans (inside one node, or inside one "
                         "NVLink domain that spans nodes: see tensor_nodes)")
@@ -48,12 +53,20 @@ class Parallelism(StrictModel):
                                "dense model")
     tensor_nodes: int | None = Field(None, gt=1, description="Nodes one tensor-parallel group spans, where it spans "
                                      "several inside one NVLink domain (GB200 NVL72); absent when it stays in a node")
+    context: int | None = Field(None, gt=1, description="Context-parallel degree: ranks one sequence is split over, "
+                                "each a whole tensor-parallel group, where one sequence's activations do not fit "
+                                "beside the state (policies/estimator/activations.py); absent without")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def group_nodes(self) -> int:
-        """Nodes one model replica (a tensor- x pipeline-parallel group) spans."""
-        return self.pipeline * (self.tensor_nodes or 1)
+        """Nodes one model replica (a tensor- x context- x pipeline-parallel group) spans."""
+        return self.pipeline * (self.tensor_nodes or 1) * (self.context or 1)
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs of one model replica: tensor x context x pipeline."""
+        return self.tensor * (self.context or 1) * self.pipeline
 
     @model_serializer(mode="wrap")
     def _absent_keys_stay_absent(self, handler):
@@ -61,13 +74,14 @@ class Parallelism(StrictModel):
         # tensor parallelism stays in a node as it was before tensor groups could span nodes.
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("expert", "tensor_nodes"):
+            for key in ("expert", "tensor_nodes", "context"):
                 if data.get(key) is None:
                     data.pop(key, None)
         return data
 
     def text(self) -> str:
-        layout = f"TP{self.tensor} x PP{self.pipeline} x DP{self.data}"
+        context = f"CP{self.context} x " if self.context else ""
+        layout = f"TP{self.tensor} x {context}PP{self.pipeline} x DP{self.data}"
         return layout if self.expert is None else f"{layout}, EP{self.expert}"
 
 
@@ -94,33 +108,43 @@ def tensor_parallel_nodes(domain_unit_nodes: int) -> int:
 
 
 def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
-                     domain_unit_nodes: int = 1) -> tuple[int, int, int, int]:
+                     domain_unit_nodes: int = 1, context: int = 0) -> tuple[int, int, int, int]:
     """(tensor, pipeline, data, nodes one tensor group spans) of `training_parallelism`, as plain integers: what
-    the search reads for every fleet it times (policies/selection/replica_fleet.py), without building a model."""
-    if min(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes) < 1:
+    the search reads for every fleet it times (policies/selection/replica_fleet.py), without building a model.
+
+    `context`: 0, the layout the state alone sets; 1 or more, a long sequence's layout
+    (policies/estimator/activations.py): tensor parallelism over the whole node first, then `context` whole
+    tensor-parallel groups share each sequence, multiplying the model-parallel group (TP x CP x PP) and dividing
+    the data-parallel degree."""
+    if min(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes) < 1 or context < 0:
         raise ValueError("min_chips_for_memory, gpus_per_node, nodes and domain_unit_nodes must be positive")
+    ranks = max(1, context)
     if min_chips_for_memory <= gpus_per_node:
-        # The state fits in one node: tensor parallelism over just the GPUs that hold it.
-        tensor = min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
-        return tensor, 1, max(1, nodes * gpus_per_node // tensor), 1
+        # The state fits in one node: tensor parallelism over just the GPUs that hold it (the whole node for a long
+        # sequence), its context-parallel ranks on whole nodes.
+        tensor = gpus_per_node if context else min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
+        return tensor, 1, max(1, nodes * gpus_per_node // (tensor * ranks)), 1
     # Whole nodes of one domain, as many as the state needs (a power of two), within the unit and the fleet.
     span = min(tensor_parallel_nodes(domain_unit_nodes),
                _power_of_two_at_least(math.ceil(min_chips_for_memory / gpus_per_node)))
     while nodes % span:
         span //= 2
     tensor = gpus_per_node * span
-    pipeline = min(nodes // span, _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor)))
-    return tensor, pipeline, max(1, nodes // (pipeline * span)), span
+    pipeline = max(1, min(nodes // (span * ranks), _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor))))
+    return tensor, pipeline, max(1, nodes // (pipeline * span * ranks)), span
 
 
 def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
-                         domain_unit_nodes: int = 1) -> Parallelism:
+                         domain_unit_nodes: int = 1, context: int = 0) -> Parallelism:
     """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
     `min_chips_for_memory` GPUs' worth of training state; `domain_unit_nodes`, the nodes of one NVLink domain the
     cloud places as a unit a job can require (1: the domain is the node), bounds the nodes a tensor-parallel
-    group may span (`tensor_parallel_nodes`)."""
-    tensor, pipeline, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes)
-    return Parallelism(tensor=tensor, pipeline=pipeline, data=data, tensor_nodes=span if span > 1 else None)
+    group may span (`tensor_parallel_nodes`); `context`, a long sequence's context-parallel degree
+    (`training_degrees`)."""
+    tensor, pipeline, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
+                                                    context)
+    return Parallelism(tensor=tensor, pipeline=pipeline, data=data, tensor_nodes=span if span > 1 else None,
+                       context=context if context > 1 else None)
 
 
 def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> Parallelism:
@@ -133,12 +157,14 @@ def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> P
 
 
 def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_for_memory: int,
-                    replica_chips: int | None, expert: int | None = None, domain_unit_nodes: int = 1) -> Parallelism:
+                    replica_chips: int | None, expert: int | None = None, domain_unit_nodes: int = 1,
+                    context: int = 0) -> Parallelism:
     """The parallelism of a GPU plan: training from the state's memory, serving from its replica; `expert`,
     the expert-parallel degree of a mixture-of-experts model, is part of a training layout, and so is a
     tensor-parallel group spanning nodes of one NVLink domain placed as a unit of `domain_unit_nodes` nodes (a
-    serving replica keeps tensor parallelism in the node: its estimate costs all-reduces per node)."""
+    serving replica keeps tensor parallelism in the node: its estimate costs all-reduces per node); `context`, a
+    long sequence's context-parallel degree (`training_degrees`)."""
     if training or replica_chips is None:
-        layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes)
+        layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context)
         return layout.model_copy(update={"expert": expert}) if expert and expert > 1 else layout
     return serving_parallelism(replica_chips, gpus_per_node, nodes)

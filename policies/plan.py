@@ -411,7 +411,9 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     machine type's own where the hardware table states one), the expert-parallel degree the estimate's
     all-to-all is costed at (policies/estimator/moe.py); a tensor-parallel group spans nodes only inside one
     NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes; given
-    `domain_unit_nodes`, that unit instead: 1, the layout derived before groups could span nodes)."""
+    `domain_unit_nodes`, that unit instead: 1, the layout derived before groups could span nodes); a sequence
+    too long for the state's own layout adds the context-parallel degree the estimate records
+    (details.context_parallel, policies/estimator/activations.py)."""
     if gpu is None:
         return None
     replica = estimate.details.get("replica_chips")
@@ -420,10 +422,11 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     if experts and kind != "inference":
         domain = facts.scale_up_domain_chips(gpu.accelerator, gpu.machine_type)
         expert = expert_parallelism(experts, domain)
+    context = estimate.details.get("context_parallel")   # a long sequence's layout (policies/estimator/activations.py)
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
                            int(replica) if isinstance(replica, (int, float)) else None, expert,
                            facts.nvlink_domain_unit_nodes(gpu.machine_type) if domain_unit_nodes is None
-                           else domain_unit_nodes)
+                           else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0)
 
 
 def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = None) -> Parallelism | None:

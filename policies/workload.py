@@ -443,8 +443,18 @@ class WorkloadSpec(WorkloadModel):
     inference: InferenceSpec | None = None
     hardware: HardwarePin | None = None
     assumptions: AssumptionOverrides = Field(default_factory=AssumptionOverrides)
-    owner: str | None = Field(None, description="Team or person billed; becomes a label")
-    cost_center: str | None = None
+    owner: str | None = Field(None, description="Team or person billed; becomes a label and a tag (policies/tagging)")
+    cost_center: str | None = Field(None, description="Cost centre billed; becomes a label and a tag")
+
+    @field_validator("owner", "cost_center")
+    @classmethod
+    def _every_cloud_can_carry_it(cls, value: str | None) -> str | None:
+        from accel.policies.tagging import ownership_problem
+
+        problem = None if value is None else ownership_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("name")
     @classmethod

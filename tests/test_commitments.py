@@ -22,6 +22,7 @@ from accel.policies.workload import workload_from_mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 H100_NODE = "a3-highgpu-8g"
+SAVINGS_PLAN_ID = "0c1d2e3f-4a5b-4c6d-9e7f-8a9b0c1d2e3f"  # a Savings Plan id is a lowercase UUID (reservation_names)
 
 
 # The same catalog and 8B Google Cloud run the reservations' tests price (its cheapest on-demand option is not an
@@ -80,7 +81,7 @@ def test_machines_beyond_the_commitment_are_priced_on_demand(catalog, small_run)
 
 
 @pytest.mark.parametrize("commitment", [
-    {"name": "sp-1", "kind": "savings-plan", "plan": "ec2-instance", "instanceFamily": "p5", "region": "us-east-1",
+    {"name": "5d6e7f80-1a2b-4c3d-8e4f-0a1b2c3d4e5f", "kind": "savings-plan", "plan": "ec2-instance", "instanceFamily": "p5", "region": "us-east-1",
      "hourlyCommitmentUsd": 500, "discount": 0.3},   # another cloud
     {"name": "cud-eu", "kind": "committed-use", "machineType": H100_NODE, "count": 16, "region": "us-central1",
      "committedUsdPerMachineHour": 10_000},           # a committed rate above on-demand is never used
@@ -96,9 +97,9 @@ def test_a_commitment_that_covers_nothing_cheaper_changes_no_price(catalog, smal
 
 
 def test_an_unmatched_savings_plan_says_it_priced_nothing(catalog, small_run):
-    sp = DeclaredCommitment(name="sp-1", kind="savings-plan", plan="compute", hourlyCommitmentUsd=100, discount=0.3)
+    sp = DeclaredCommitment(name="5d6e7f80-1a2b-4c3d-8e4f-0a1b2c3d4e5f", kind="savings-plan", plan="compute", hourlyCommitmentUsd=100, discount=0.3)
     choice = choose(small_run, catalog, reservations=[sp])
-    assert any("Savings Plan 'sp-1'" in line and "priced no option" in line for line in choice.rationale)
+    assert any("Savings Plan '5d6e7f80-1a2b-4c3d-8e4f-0a1b2c3d4e5f'" in line and "priced no option" in line for line in choice.rationale)
 
 
 def test_a_compute_savings_plan_covers_its_hourly_commitment_of_the_aws_example(catalog):
@@ -107,7 +108,7 @@ def test_a_compute_savings_plan_covers_its_hourly_commitment_of_the_aws_example(
     assert plain.chosen.provisioning == "on-demand"
     per_node = plain.chosen.hourly_usd / plain.chosen.hosts
     commitment = 10 * per_node * 0.7   # ten machines' worth at 30% off
-    sp = DeclaredCommitment(name="sp-1", kind="savings-plan", plan="compute", hourlyCommitmentUsd=commitment,
+    sp = DeclaredCommitment(name="5d6e7f80-1a2b-4c3d-8e4f-0a1b2c3d4e5f", kind="savings-plan", plan="compute", hourlyCommitmentUsd=commitment,
                             discount=0.3)
     choice = choose(workload, catalog, reservations=[sp])
     same = (choice.chosen.offering, choice.chosen.region, choice.chosen.hosts)
@@ -122,7 +123,7 @@ def test_a_compute_savings_plan_covers_its_hourly_commitment_of_the_aws_example(
        commitment=st.floats(0.01, 100_000))
 def test_a_savings_plan_bills_its_commitment_at_plan_rates_and_the_rest_on_demand(machines, on_demand, discount,
                                                                                   commitment):
-    sp = DeclaredCommitment(name="sp", kind="savings-plan", plan="compute", hourlyCommitmentUsd=commitment,
+    sp = DeclaredCommitment(name="0c1d2e3f-4a5b-4c6d-9e7f-8a9b0c1d2e3f", kind="savings-plan", plan="compute", hourlyCommitmentUsd=commitment,
                             discount=discount)
     rate = on_demand * (1 - discount)
     covered = min(machines, commitment / rate)
@@ -149,7 +150,7 @@ def test_a_committed_use_discount_bills_its_count_at_its_rate_and_never_more_tha
 ])
 def test_an_ec2_instance_savings_plan_covers_its_family_in_its_region_on_demand(machine_type, region, provisioning,
                                                                                 covered):
-    sp = DeclaredCommitment(name="sp", kind="savings-plan", plan="ec2-instance", instanceFamily="p5",
+    sp = DeclaredCommitment(name="0c1d2e3f-4a5b-4c6d-9e7f-8a9b0c1d2e3f", kind="savings-plan", plan="ec2-instance", instanceFamily="p5",
                             region="us-east-1", hourlyCommitmentUsd=100, discount=0.4)
     assert sp.applies_to("aws", machine_type, region, provisioning) is covered
     assert not sp.applies_to("gcp", machine_type, region, provisioning)
@@ -178,7 +179,7 @@ def test_the_commitment_modes_cite_their_sources():
 ])
 def test_a_bad_commitment_is_refused_naming_the_field(fields, says):
     with pytest.raises(ValidationError, match=says.replace("/", ".")):
-        DeclaredCommitment.model_validate({"name": "c", **fields})
+        DeclaredCommitment.model_validate({"name": "c" if fields["kind"] == "committed-use" else SAVINGS_PLAN_ID, **fields})
 
 
 def choose_with(tmp_path, entries, workload="llama-8b-finetune-cuda.yaml"):
@@ -193,9 +194,9 @@ def choose_with(tmp_path, entries, workload="llama-8b-finetune-cuda.yaml"):
 
 
 @pytest.mark.parametrize("entry, says", [
-    ({"name": "sp", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3,
+    ({"name": "0c1d2e3f-4a5b-4c6d-9e7f-8a9b0c1d2e3f", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3,
       "committedUsdPerMachineHour": 5}, "reservations.0: "),
-    ({"name": "sp", "kind": "savings-plan", "plan": "ec2-instance", "instanceFamily": "p55", "region": "us-east-1",
+    ({"name": "0c1d2e3f-4a5b-4c6d-9e7f-8a9b0c1d2e3f", "kind": "savings-plan", "plan": "ec2-instance", "instanceFamily": "p55", "region": "us-east-1",
       "hourlyCommitmentUsd": 100, "discount": 0.3}, "reservations.0.instanceFamily: 'p55' is the family of no catalog"),
     ({"name": "cud", "kind": "committed-use", "machineType": H100_NODE, "count": 4, "region": "us-centrl1",
       "discount": 0.3}, "reservations.0.region: 'us-centrl1' is not a region the catalog lists for it; did you mean "
@@ -216,7 +217,7 @@ def test_accel_choose_reads_a_commitment_beside_a_reservation(tmp_path):
     path = tmp_path / "held.yaml"
     path.write_text(yaml.safe_dump([
         {"name": "a3-held", "machineType": H100_NODE, "count": 16, "zone": "us-central1-a"},
-        {"name": "sp-1", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 250, "discount": 0.25}]))
+        {"name": "5d6e7f80-1a2b-4c3d-8e4f-0a1b2c3d4e5f", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 250, "discount": 0.25}]))
     (reservation, commitment), _ = read_reservations(path)
     assert isinstance(reservation, DeclaredReservation) and isinstance(commitment, DeclaredCommitment)
     assert commitment.hourlyCommitmentUsd == 250
@@ -227,12 +228,12 @@ def test_the_table_keeps_a_committed_option_apart_from_the_same_fleet_at_list_pr
     option is a row of its own, the list-price one says so, and its price source names the commitment."""
     from accel.policies.selection.tradeoffs import ranked_alternatives
 
-    sp = DeclaredCommitment(name="sp-0a1b", kind="savings-plan", plan="ec2-instance", instanceFamily="p4d",
+    sp = DeclaredCommitment(name="3f2b1c4d-8e9a-4b7c-9d1e-2a3b4c5d6e7f", kind="savings-plan", plan="ec2-instance", instanceFamily="p4d",
                             region="us-east-1", hourlyCommitmentUsd=400, discount=0.35)
     choice = choose(finetune_on_demand(), catalog, reservations=[sp])
     rows, _ = ranked_alternatives(list(choice.options), False, 12)
     chosen = rows[0]
-    assert chosen.regions == ("us-east-1",) and chosen.option.price_source.endswith("; commitment 'sp-0a1b'")
+    assert chosen.regions == ("us-east-1",) and chosen.option.price_source.endswith("; commitment '3f2b1c4d-8e9a-4b7c-9d1e-2a3b4c5d6e7f'")
     at_list = next(row for row in rows if row.option.chips == chosen.option.chips and row is not chosen)
     assert len(at_list.regions) > 1 and "at list price" in at_list.tradeoffs
     assert at_list.option.total_usd > chosen.option.total_usd
@@ -246,7 +247,7 @@ def test_pinning_an_option_priced_under_a_commitment_is_refused_before_anything_
     monkeypatch.chdir(tmp_path)
     (tmp_path / "stacks").mkdir()
     held = tmp_path / "held.yaml"
-    held.write_text(yaml.safe_dump([{"name": "sp-0a1b", "kind": "savings-plan", "plan": "ec2-instance",
+    held.write_text(yaml.safe_dump([{"name": "3f2b1c4d-8e9a-4b7c-9d1e-2a3b4c5d6e7f", "kind": "savings-plan", "plan": "ec2-instance",
                                      "instanceFamily": "p4d", "region": "us-east-1", "hourlyCommitmentUsd": 400,
                                      "discount": 0.35}]))
     app = typer.Typer(pretty_exceptions_enable=False)
@@ -257,7 +258,7 @@ def test_pinning_an_option_priced_under_a_commitment_is_refused_before_anything_
     result = CliRunner().invoke(app, ["choose", str(workload), "--reservations", str(held),
                                       "--write-stack", "committed"])
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "priced under the declared commitment 'sp-0a1b'" in " ".join(result.output.split())
+    assert "priced under the declared commitment '3f2b1c4d-8e9a-4b7c-9d1e-2a3b4c5d6e7f'" in " ".join(result.output.split())
     assert not list((tmp_path / "stacks").iterdir())
 
 
@@ -267,6 +268,37 @@ def test_a_stack_declaring_a_commitment_is_told_where_commitments_go():
     from accel.base.errors import UsageError
     from accel.stack.settings import settings_from_config
 
-    entry = {"name": "sp", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3}
-    with pytest.raises(UsageError, match=r"accel:reservations: entry 0 \('sp'\) is a savings-plan commitment"):
+    entry = {"name": "0c1d2e3f-4a5b-4c6d-9e7f-8a9b0c1d2e3f", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3}
+    with pytest.raises(UsageError, match=r"accel:reservations: entry 0 \('0c1d2e3f-4a5b-4c6d-9e7f-8a9b0c1d2e3f'\) is a savings-plan commitment"):
         settings_from_config({"accel:reservations": json.dumps([entry])}, "stacks/Pulumi.x.yaml")
+
+
+# ---------------------------------------------------------------- names the clouds know a commitment by
+
+@pytest.mark.parametrize("kind, good, bad, says", [
+    # Compute Engine Commitment.name: [a-z]([-a-z0-9]*[a-z0-9])?, 1-63 (RFC 1035)
+    ("committed-use", "cud-a3-2026", "CUD_a3", "not a Google Cloud commitment name"),
+    ("committed-use", "c" * 63, "c" * 64, "not a Google Cloud commitment name"),
+    ("committed-use", "cud-1", "cud-", "not a Google Cloud commitment name"),
+    ("committed-use", "cud-1", "1cud", "not a Google Cloud commitment name"),
+    # Savings Plans API: the id in savingsplan/<id> is a lowercase UUID
+    ("savings-plan", SAVINGS_PLAN_ID, "sp-1", "not a Savings Plan id"),
+    ("savings-plan", SAVINGS_PLAN_ID, SAVINGS_PLAN_ID.upper(), "not a Savings Plan id"),
+    ("savings-plan", SAVINGS_PLAN_ID, SAVINGS_PLAN_ID[:-1], "not a Savings Plan id"),
+])
+def test_a_commitment_is_named_as_its_cloud_names_it(kind, good, bad, says):
+    fields = ({"kind": "committed-use", "machineType": H100_NODE, "count": 4, "region": "us-central1", "discount": 0.3}
+              if kind == "committed-use" else
+              {"kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3})
+    assert DeclaredCommitment.model_validate({"name": good, **fields}).name == good
+    with pytest.raises(ValidationError, match=says):
+        DeclaredCommitment.model_validate({"name": bad, **fields})
+
+
+def test_accel_choose_refuses_a_commitment_name_its_cloud_would_not_know(tmp_path):
+    entry = {"name": "sp-1", "kind": "savings-plan", "plan": "compute", "hourlyCommitmentUsd": 100, "discount": 0.3}
+    path, result = choose_with(tmp_path, [entry])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    words = " ".join(result.output.split())
+    assert "reservations.0" in words and "'sp-1' is not a Savings Plan id: a lowercase UUID" in words, words

@@ -800,3 +800,16 @@ def test_a_checkpoint_store_of_any_guarded_type_must_survive_deletion_and_say_it
     assert messages_for("data-retained-on-delete", [resource(type_, "ckpt", marked, retain=False)])
     assert messages_for("data-retained-on-delete", [resource(type_, "ckpt", marked, retain=True)]) == []
     assert messages_for("storage-declares-data-role", [resource(type_, "ckpt", {markers: {}}, retain=True)])
+
+
+@pytest.mark.parametrize("type_, props, key, says", [
+    # GCP label keys start with a lowercase letter; AWS tag keys take no '#' (policies/tagging/rules.yaml)
+    ("gcp:storage/bucket:Bucket", {"labels": {"team": "ml"}}, "Team", "starts with a lowercase letter"),
+    ("aws:s3/bucket:Bucket", {"tags": {"accel:team": "ml"}}, "team#", "not '#'"),
+])
+def test_a_required_ownership_key_the_cloud_refuses_is_named_as_a_config_mistake(type_, props, key, says):
+    good = key.lower().rstrip("#")
+    bucket = resource(type_, "logs", props)
+    assert messages_for("ownership-labels", [bucket], {"requiredKeys": [good]}) == []
+    [message] = messages_for("ownership-labels", [bucket], {"requiredKeys": [good, key]})
+    assert f"requiredKeys has {key!r}" in message and says in message

@@ -27,7 +27,7 @@ from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain
+from accel.job import compute_domain, context_parallel
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
@@ -305,6 +305,9 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         extra_env.append(torchrun_node_rank_env())
         launcher = "torchrun (PyTorch)"
     elif hw.family == "gpu":
+        if options.command is None and plan.parallelism is not None and plan.parallelism.context:
+            # The default MaxText command lays a long sequence's TP x CP x PP replica out (accel/job/context_parallel.py).
+            user_command = f"{user_command} {context_parallel.maxtext_mesh_args(plan.parallelism)}"
         port = runtime()["jax_gpu"]["coordinator_port"]
         extra_env += [{"name": "JAX_COORDINATOR_ADDRESS", "value": f"$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME)"},
                       {"name": "JAX_COORDINATOR_PORT", "value": str(port)},
@@ -322,7 +325,9 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, nodes,
                                    plan.parallelism.group_nodes, plan.parallelism.tensor_nodes or 1)
         pod["metadata"]["annotations"].update(request.annotations)
-        notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes]
+        notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes,
+                 *context_parallel.notes(plan.parallelism, plan_view.framework(plan),
+                                         written=options.command is None and plan_view.framework(plan) != "pytorch")]
     domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
     notes += domain_notes
     restarts, why = max_restarts(plan)

@@ -49,7 +49,7 @@ is_serving = workloads.is_serving   # one rule for what the cluster installs and
 
 def rank_nodes(plan: Plan) -> int:
     """The nodes a GPU training job starts ranks on: those holding the Plan's whole model replicas (tensor x
-    pipeline x data GPUs). A fleet sized past whole replicas (36 A4X trays for 16-tray replicas, whose 18-tray
+    context x pipeline x data GPUs). A fleet sized past whole replicas (36 A4X trays for 16-tray replicas, whose 18-tray
     NVLink racks are placed whole) keeps the rest idle: a launcher started on every node would make a world size
     Megatron-style TP x PP sharding refuses (144 GPUs for 64-GPU replicas). Every node elsewhere (TPU, serving,
     no layout)."""
@@ -57,7 +57,7 @@ def rank_nodes(plan: Plan) -> int:
     layout = plan.parallelism
     if hw.family != "gpu" or layout is None or workloads.is_serving(plan):
         return hw.nodes
-    gpus = layout.tensor * layout.pipeline * layout.data
+    gpus = layout.replica_gpus * layout.data   # tensor x context x pipeline x data
     return min(hw.nodes, -(-gpus // hw.chips_per_node))
 
 

@@ -61,6 +61,9 @@ class StackProgram:
     resource_name: str
     cluster_args: TrainingClusterArgs
     notes: list[str] = field(default_factory=list)
+    # What the program wrote otherwise than the stack file said (an owner folded into a Kubernetes label): warnings,
+    # so `pulumi preview` and `accel plan` show them.
+    rewrites: list[str] = field(default_factory=list)
     # Keys `pulumi up` still needs; non-empty only under offline planning, which used placeholders.
     missing_for_up: list[DeployKey] = field(default_factory=list)
 
@@ -121,8 +124,10 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         cost_center=plan.workload.cost_center or settings.costCenter,
         **lifecycle.resource_tag_fields(),
     )
-    if plan.cloud == "aws":
-        _check_aws_tag_values(tags, plan, source)
+    _check_ownership(tags, plan, source)
+    from accel.components.tags import ownership_rewrites
+
+    rewrites = ownership_rewrites(tags, plan.cloud)
     gcp_project = config.get("gcp:project")
     if plan.cloud == "gcp" and gcp_project and project_id_problem(gcp_project):
         raise UsageError(f"{source}: {project_id_problem(gcp_project)}")
@@ -148,9 +153,13 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         shown = getattr(key.placeholder, "name", key.placeholder)   # a placeholder booking: its name
         notes.append(f"{key.key} is not set: planned with the placeholder {shown!r}; "
                      f"before `pulumi up`: {key.set_command}")
+    aws_default_tags = _aws_default_tags(config, tags, source) if plan.cloud == "aws" else {}
+    gcp_default_labels = _gcp_default_labels(config, tags, source) if plan.cloud == "gcp" else {}
     args = TrainingClusterArgs(
         plan=plan,
         tags=tags,
+        aws_default_tags=aws_default_tags,
+        gcp_default_labels=gcp_default_labels,
         lifecycle=lifecycle,
         gcp_project=gcp_project,
         existing_cluster=settings.cluster,
@@ -162,21 +171,64 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     )
     args.validate()
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
-                        resource_name=resource_name(stack), cluster_args=args, notes=notes,
+                        resource_name=resource_name(stack), cluster_args=args, notes=notes, rewrites=rewrites,
                         missing_for_up=missing)
 
 
-def _check_aws_tag_values(tags: ResourceTags, plan, source: str) -> None:
-    """An owner or cost centre AWS would refuse as a tag value stops here, named by the key it came from."""
-    from accel.components.tags import aws_tag_value_problem
+def _check_ownership(tags: ResourceTags, plan, source: str) -> None:
+    """The owner and cost centre, by the rule `accel choose` applies to the workload (policies/tagging
+    ownership_problem), named by the key they came from: a plan built without validation is caught here too."""
+    from accel.policies.tagging import ownership_problem
 
     for field, workload_key, stack_key in (("owner", "owner", "accel:owner"),
                                            ("cost_center", "cost_center", "accel:costCenter")):
         value = getattr(tags, field)
-        problem = aws_tag_value_problem(value)
+        problem = ownership_problem(value)
         if problem:
             key = f"accel:workload.{workload_key}" if getattr(plan.workload, workload_key) else stack_key
-            raise UsageError(f"{source}: {key}: {value!r} cannot be an AWS tag value: {problem}")
+            raise UsageError(f"{source}: {key}: {value!r}: {problem}")
+
+
+def _aws_default_tags(config: Mapping[str, str], tags: ResourceTags, source: str) -> dict[str, str]:
+    """The stack file's aws:defaultTags.tags, checked by AWS's tag rules (policies/tagging) and named by their key.
+    The stack's AWS provider is explicit and reads no aws:* config by itself (pulumi/pulumi-aws#1307), so without
+    this they would be dropped without a word."""
+    from accel.components.tags import aws_default_tags_problem
+
+    raw = config.get("aws:defaultTags")
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or set(value) - {"tags"}:
+        raise UsageError(f"{source}: aws:defaultTags: expected {{tags: {{KEY: VALUE, ...}}}}, the AWS provider's "
+                         "defaultTags (its only setting is tags)")
+    default_tags = value.get("tags") or {}
+    found = aws_default_tags_problem(default_tags, tags)
+    if found:
+        raise UsageError(f"{source}: aws:defaultTags.{found[0]}: {found[1]}")
+    return dict(default_tags)
+
+
+def _gcp_default_labels(config: Mapping[str, str], tags: ResourceTags, source: str) -> dict[str, str]:
+    """The stack file's gcp:defaultLabels, checked by GCP's label rule (policies/tagging) and named by their key;
+    handed to the stack's Google provider, which is explicit and so reads no gcp:* config by itself."""
+    from accel.components.tags import gcp_default_labels_problem
+
+    raw = config.get("gcp:defaultLabels")
+    if raw is None:
+        return {}
+    try:
+        labels = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        labels = None
+    found = gcp_default_labels_problem(labels, tags)
+    if found:
+        where = f"gcp:defaultLabels.{found[0]}" if found[0] else "gcp:defaultLabels"
+        raise UsageError(f"{source}: {where}: {found[1]}")
+    return dict(labels)
 
 
 def _refuse_unknown_reservations(settings: StackSettings, source: str) -> None:

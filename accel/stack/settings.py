@@ -83,6 +83,17 @@ class StackSettings(StrictModel):
                                  "`accel choose --reservations FILE` (docs/scale.md, 'Commitments')")
         return entries
 
+    @field_validator("owner", "costCenter")
+    @classmethod
+    def _every_cloud_can_carry_it(cls, value: str) -> str:
+        # The workload's own rule (WorkloadSpec.owner / cost_center), so `accel choose` and the stack agree.
+        from accel.policies.tagging import ownership_problem
+
+        problem = ownership_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("apiAccessCidrs")
     @classmethod
     def _cidrs_can_reach_an_endpoint(cls, cidrs: list[str]) -> list[str]:

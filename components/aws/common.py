@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from accel.base.errors import invalid_arg
-from accel.components.tags import ResourceTags
+from accel.components.tags import ResourceTags, aws_tags_problem
 
 # Tag keys that say "this goes away": data outlives the compute stack, so it never carries them.
 _EXPIRY_KEYS = ("accel:ephemeral", "accel:expires-at", "accel:ttl")
@@ -63,6 +63,9 @@ def resource_tags(tags: ResourceTags, name: str | None = None, **extra: str) -> 
     rendered = tags.aws_tags(**extra)
     if name:
         rendered["Name"] = name
+        problem = aws_tags_problem(rendered)
+        if problem:
+            raise invalid_arg("ResourceTags", "Name", name, problem)
     return rendered
 
 

@@ -39,7 +39,8 @@ class DeclaredCommitment(StrictModel):
     """One commitment the user holds (an `accel choose --reservations` entry with kind savings-plan or
     committed-use)."""
 
-    name: str = Field(min_length=1, description="Its id: a Savings Plan id or a GCP commitment name")
+    name: str = Field(min_length=1, description="Its id: a Savings Plan id (a lowercase UUID) or a GCP commitment "
+                                                "name (RFC 1035, 1-63 characters)")
     kind: Literal["savings-plan", "committed-use"]
     plan: Literal["compute", "ec2-instance"] | None = Field(
         None, description="savings-plan only: compute (any family, any region) or ec2-instance (one family, one region)")
@@ -67,6 +68,15 @@ class DeclaredCommitment(StrictModel):
         if problem:
             raise ValueError(problem)
         return count
+
+    @model_validator(mode="after")
+    def _name_the_cloud_knows(self) -> "DeclaredCommitment":
+        from accel.policies.cloud.reservation_names import commitment_name_problem
+
+        problem = commitment_name_problem(self.name, self.kind)
+        if problem:
+            raise ValueError(f"name: {problem}")
+        return self
 
     @model_validator(mode="after")
     def _fields_fit_the_kind(self) -> "DeclaredCommitment":

@@ -670,6 +670,19 @@ class Evaluation:
     detail: dict[str, float | int | str] = field(default_factory=dict)
 
 
+def _sequence_assumption(detail: dict[str, float | int | str]) -> list[Assumption]:
+    """The activation-memory regime, listed where the sequence's activations outgrow the headroom (a long
+    sequence: the context-parallel degree they need, policies/estimator/activations.py)."""
+    if "sequence_activations" not in detail:
+        return []
+    from accel.policies.estimator import activations
+
+    exchange = detail.get("context_exchange")
+    return [_assumption(name="activation memory", value=str(detail["sequence_activations"]),
+                        source=f"{activations.REGIME} ({activations.SOURCE}); context parallelism as Megatron-Core "
+                               "context_parallel_size lays it out" + (f"; {exchange}" if exchange else ""))]
+
+
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None,
@@ -731,6 +744,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                          source=f"{flops_rule}; attention as PaLM (Chowdhery et al. 2022, appendix B); {architecture}"),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
+              *_sequence_assumption(detail),
               _assumption(name="mfu", value=mfu_value, source=mfu_source),
               _assumption(name="goodput", value=_round(whole_run.value),
                          source=f"whole-run overhead (restarts, evaluations, data stalls, stragglers, ramp-up): "

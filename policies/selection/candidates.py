@@ -6,6 +6,7 @@ Estimate."""
 
 from __future__ import annotations
 
+import math
 from datetime import date
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence, TypeVar
@@ -14,6 +15,8 @@ from accel.base.model import assembled
 from accel.policies import hardware
 from accel.policies.catalog.model import Accelerator, Catalog, NodeLimit, Offering, Price
 from accel.policies.selection.choice import OBJECTIVES
+from accel.policies.estimator.activations import SequenceFit, sequence_fit_of
+from accel.policies.hardware import shapes
 from accel.policies.estimator.estimate import (
     Evaluation,
     InferenceModel,
@@ -22,6 +25,7 @@ from accel.policies.estimator.estimate import (
     assumption_list,
     batch_chip_limit,
     deadline_hours,
+    global_batch,
     min_chips_for_memory,
     resolve,
     training_flops,
@@ -107,6 +111,8 @@ class SearchContext:
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
+    sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
+    context_degrees: dict[str, int] = field(default_factory=dict)   # the layout's context argument, by machine type
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -139,6 +145,69 @@ class SearchContext:
         return _memo(self.memory_chips, offering.accelerator,
                      lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
 
+    def sequence_fit(self, offering: Offering) -> SequenceFit | None:
+        """How one training sequence's activations sit beside the state on this offering's GPUs, and the
+        context parallelism they need (policies/estimator/activations.py); None for serving and TPU fleets."""
+        key = offering.machine_type
+        if key in self.sequence_fits:
+            return self.sequence_fits[key]
+        fit = None
+        if self.spec.kind != "inference" and shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is None:
+            fit = sequence_fit_of(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+                                  self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
+                                  offering.machine_type)
+        self.sequence_fits[key] = fit
+        # The context-parallel argument of the layout (policies/parallelism.py training_degrees): 0 where the state
+        # alone sets it, else the degree the sequence needs; read for every fleet the search times.
+        self.context_degrees[key] = fit.context if fit is not None and fit.changes_layout and fit.fits else 0
+        return fit
+
+    def context_degree(self, offering: Offering) -> int:
+        """The context-parallel argument of the layout (policies/parallelism.py training_degrees) on this offering."""
+        degree = self.context_degrees.get(offering.machine_type)
+        if degree is None:
+            self.sequence_fit(offering)
+            degree = self.context_degrees[offering.machine_type]
+        return degree
+
+    def sequence_detail(self, offering: Offering) -> dict[str, float | int | str]:
+        """What an estimate records of the sequence's activations: nothing where they stay within the headroom
+        and leave the layout as the state sets it."""
+        fit = self.sequence_fit(offering)
+        if fit is None or not (fit.past_headroom or fit.changes_layout):
+            return {}
+        detail: dict[str, float | int | str] = {"sequence_activations": fit.why()}
+        if fit.context > 1:
+            detail["context_exchange"] = fit.exchange
+        if fit.changes_layout and fit.fits:
+            detail["context_parallel"] = fit.context
+        return detail
+
+    def long_sequence_batch_chips(self, fit: SequenceFit) -> int:
+        """Most chips the global batch keeps busy under a long sequence's layout: its sequences x the tensor x
+        context-parallel GPUs that share each one (a pipeline's stages take whole sequences as micro-batches, as
+        the rule for short ones counts: Llama 3 405B at 131,072 tokens, 128 sequences x TP8 x CP16 = 16,384)."""
+        tokens, _ = global_batch(self.spec, self.catalog.defaults)
+        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        per_sequence = max(1, self.batch_chips // sequences)
+        return sequences * max(per_sequence, fit.tensor) * max(1, fit.context)
+
+    def long_sequence_batch_why(self, fit: SequenceFit) -> str:
+        """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
+        tokens, _ = global_batch(self.spec, self.catalog.defaults)
+        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        return (f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequence(s) of "
+                f"{self.spec.model.sequence_length:,} tokens, each shared by the TP{fit.tensor} x CP{fit.context} GPUs "
+                f"of its context-parallel group: more than {self.long_sequence_batch_chips(fit):,} chips would idle "
+                "(set training.global_batch_tokens to change it)")
+
+    def domain_unit(self, offering: Offering) -> int:
+        unit = self.domain_units.get(offering.machine_type)
+        if unit is None:
+            unit = self.domain_units[offering.machine_type] = hardware.current().nvlink_domain_unit_nodes(
+                offering.machine_type)
+        return unit
+
     def trained_size(self, offering: Offering, size: Size) -> Size:
         """The part of a training fleet its run is timed on: a GPU fleet's whole-replica nodes, the Plan's layout
         (policies/selection/replica_fleet.py); a TPU fleet whole."""
@@ -149,9 +218,9 @@ class SearchContext:
         if trained is None:
             unit = self.domain_units.get(offering.machine_type)
             if unit is None:
-                unit = self.domain_units[offering.machine_type] = hardware.current().nvlink_domain_unit_nodes(
-                    offering.machine_type)
-            trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit)
+                unit = self.domain_unit(offering)
+            trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
+                                                              self.context_degree(offering))
         return trained
 
     def fleet_cap(self, offering: Offering) -> int:

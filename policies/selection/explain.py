@@ -265,6 +265,7 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                          f"fastest fleet costs nothing more: {work}.")
         else:
             lines.append(f"Sized by {limits[0]}: {memory}, but finishing in time takes more: {work}.")
+        lines.extend(sequence_words(detail))
     runner = next((o for o in options[1:] if o.offering != chosen.offering or o.spot != chosen.spot), None)
     if runner is not None:
         delta = (runner.total_usd / chosen.total_usd - 1) * 100 if chosen.total_usd else 0.0
@@ -358,3 +359,13 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         lines.append("closest: none (every offering was eliminated before it could be sized)")
     return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, found.rejected, spec,
                             catalog_ref(ctx.catalog))
+
+
+def sequence_words(detail: dict[str, float | int | str]) -> list[str]:
+    """The rationale's line on a long sequence: the context-parallel degree its activations need and why
+    (policies/estimator/activations.py); none where they stay within the headroom."""
+    sequence = detail.get("sequence_activations")
+    if not sequence:
+        return []
+    exchange = detail.get("context_exchange")
+    return [f"Sequence: {sequence}" + (f"; {exchange}." if exchange else ".")]

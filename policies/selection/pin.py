@@ -29,11 +29,12 @@ from accel.policies.estimator.estimate import (
     slice_holds_training_state,
     training_memory_bytes,
 )
-from accel.policies.selection.explain import describe, how_wrong
+from accel.policies.selection.explain import describe, how_wrong, sequence_words
 from accel.policies import hardware
 from accel.policies.selection.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
 from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
+from accel.policies.selection.sizing import sequence_refusal
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
 
@@ -167,6 +168,13 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                                f"training state ({training_memory_bytes(spec, ctx.resolved) / 1e12:,.2f} TB needs at "
                                f"least {plural(need, 'chip')})",
                                {"memory": [best.offering.id]}, option, "does not fit in memory", workload=spec, catalog=ref)
+    fit = ctx.sequence_fit(best.offering)
+    if fit is not None and fit.changes_layout:
+        refused = sequence_refusal(fit, option.chips, best.offering)
+        if refused is not None:
+            raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot train "
+                                   f"the sequence: {refused}", {"memory": [best.offering.id]}, option,
+                                   "one sequence's activations do not fit", workload=spec, catalog=ref)
     if replica_need:
         raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot serve the "
                                f"model: {replica_need}",
@@ -175,6 +183,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                  f"{'Runs ' + duration(option.hours) if spec.kind != 'inference' else 'Serves'} at "
                  f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
     rationale.extend(how_wrong(ctx, option))
+    rationale.extend(sequence_words(best.evaluation.detail))
     if option.chips != pin.chips:
         if generation is None:
             unit = f"whole nodes of {plural(best.offering.chips_per_host, 'GPU')}"
@@ -304,7 +313,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         hours = model.hours(trained.chips, trained.hosts, trained.slices)
         if not math.isfinite(hours):
             hours = 1e9
-        detail: dict[str, float | int | str] = {"min_chips_for_memory": ctx.min_memory_chips(offering)}
+        detail: dict[str, float | int | str] = {"min_chips_for_memory": ctx.min_memory_chips(offering),
+                                                **ctx.sequence_detail(offering)}
         if spot:
             detail["spot_time_lost"] = round(1.0 - model.productivity(trained.hosts), 4)
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None

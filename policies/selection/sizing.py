@@ -27,6 +27,7 @@ from accel.policies.selection.capacity import Timing, booked_timing, mode_id, qu
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering
+from accel.policies.estimator.activations import SequenceFit
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.ladders import (
     CountLadder,
@@ -83,8 +84,16 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     spec = ctx.spec
     model = ctx.training_model(offering, spot)
     need = ctx.min_memory_chips(offering)
+    # A long sequence's replica (tensor x context x pipeline GPUs, policies/estimator/activations.py) is the floor
+    # where it is more than the state's, and its context-parallel ranks share one sequence of the batch.
+    fit = ctx.sequence_fit(offering)
+    sequence_floor = fit is not None and fit.changes_layout
+    floor, batch_chips = need, ctx.batch_chips
+    if fit is not None and sequence_floor:
+        floor = max(need, fit.replica_gpus) if fit.fits else NO_FLEET
+        batch_chips = ctx.long_sequence_batch_chips(fit)
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
-    cap = min(ctx.fleet_cap(offering), max(ctx.batch_chips, need))
+    cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else need))
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
@@ -148,7 +157,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
                                              f"{plural(offering.chips_per_host, 'GPU')}"))
         return outcome
-    lo, hi = ladder.first_at_least(need), len(ladder) - 1
+    lo, hi = ladder.first_at_least(floor), len(ladder) - 1
+    if lo > hi and fit is not None and sequence_floor and ladder.first_at_least(need) <= hi:
+        # The state fits; one sequence's activations beside it do not, on any fleet this ladder holds.
+        outcome.reasons.append(("memory", f"{capacity}: " + str(sequence_refusal(fit, ladder[hi].chips, offering))))
+        return outcome
     if booking is not None and lo > hi:
         # The mode's limits, not memory or max_chips, end this ladder below the fleet that holds the model.
         smallest = -(-need // offering.chips_per_host)
@@ -238,15 +251,15 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         # On spot the wall-clock at the quantile is not monotone in the fleet: each extra reclaim wave counted
         # at P90 is a step. Keep the sizes the pool holds that are faster than every smaller one (as TPU
         # multislices are kept), so the searches below see a falling curve; a slower larger fleet is never picked.
-        filtered_key = ("spot", offering.id, len(ladder), need)
+        filtered_key = ("spot", offering.id, len(ladder), floor)
         filtered = ctx.ladders.get(filtered_key)
         if filtered is None:
             held = ladder.within_hosts(spot_model.pool_hosts)
             filtered = ctx.ladders[filtered_key] = (
-                TpuLadder(_each_faster_than_the_smaller(held, need, lambda s: timing_of(s).wall_hours, spot_floor))
-                if held and held[-1].chips >= need else ladder)
+                TpuLadder(_each_faster_than_the_smaller(held, floor, lambda s: timing_of(s).wall_hours, spot_floor))
+                if held and held[-1].chips >= floor else ladder)
         ladder = filtered
-        lo, hi = ladder.first_at_least(need), len(ladder) - 1
+        lo, hi = ladder.first_at_least(floor), len(ladder) - 1
         if lo > hi:
             outcome.reasons.append(("capacity", f"spot: no fleet of at most {spot_model.pool_hosts:g} hosts (the spot "
                                                 "pool one zone is expected to hold) that holds the model ever "
@@ -345,15 +358,17 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         h = t.billed_hours
         hosts_loss = 1.0 - model.productivity(trained.hosts)
         detail: dict[str, float | int | str] = {"min_chips_for_memory": need, "smallest_fit_chips": ladder[lo].chips,
-                                                "batch_chip_limit": ctx.batch_chips,
-                                                "startup_hours": round(model.startup_hours(trained.hosts), 3)}
+                                                "batch_chip_limit": batch_chips,
+                                                "startup_hours": round(model.startup_hours(trained.hosts), 3),
+                                                **ctx.sequence_detail(offering)}
         if ctx.objective == "time" and i < fastest:
             saved = h - hours(fastest)
             detail["more_chips"] = (f"more chips stop helping: the fastest fleet, {plural(ladder[fastest].chips, 'chip')}"
                                     f", would finish only {duration(saved)} ({saved / h:.0%}) sooner"
                                     + f" for {money(cost(fastest))} instead of {money(total)}")
-        elif ctx.objective == "time" and i == len(ladder) - 1 and ctx.batch_chips <= s.chips:
-            detail["more_chips"] = f"more chips stop helping: {ctx.batch_why}"
+        elif ctx.objective == "time" and i == len(ladder) - 1 and batch_chips <= s.chips:
+            detail["more_chips"] = "more chips stop helping: " + (
+                ctx.long_sequence_batch_why(fit) if fit is not None and sequence_floor and fit.fits else ctx.batch_why)
         if spot:
             detail["spot_time_lost"] = round(hosts_loss, 4)
         detail["capacity_mode"] = t.mode
@@ -424,7 +439,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
-                                                                            ctx.batch_chips))
+                                                                            batch_chips))
     picked = _pick_training_size(ctx, ladder, lo, fastest, within_budget, hours, cost, deadline, budget,
                                  deadline_words, capacity, larger, capped, scan)
     if picked.miss is not None:
@@ -472,6 +487,31 @@ def _price_free_miss(outcome: SizingOutcome) -> SizingOutcome:
 def _no_closest(factor: float) -> None:
     """A booked miss keeps no closest size, at any price (keep_closest)."""
     return None
+
+
+NO_FLEET = 1 << 40   # the floor of a sequence no context-parallel degree fits: past every ladder
+
+
+def sequence_refusal(fit: SequenceFit, cap: int, offering: Offering) -> str | None:
+    """Why a long sequence cannot train on this offering (None: it can): no context-parallel degree brings its
+    activations within the GPU's memory, or the replica that does is past the most chips allowed. Names
+    model.sequence_length and what would fit."""
+    sequence = f"model.sequence_length {fit.sequence_length:,}"
+    if not fit.fits:
+        return (f"{sequence}: {fit.why()} on {offering.accelerator}; the state leaves no room for a sequence"
+                if fit.longest_sequence(1) == 0 else
+                f"{sequence}: {fit.why()} on {offering.accelerator}; at CP{fit.max_context} up to "
+                f"{fit.longest_sequence(fit.max_context):,} tokens would fit")
+    if fit.replica_gpus <= cap:
+        return None
+    largest = 1
+    while fit.tensor * fit.pipeline * largest * 2 <= cap:
+        largest *= 2
+    longest = fit.longest_sequence(largest) if fit.tensor * fit.pipeline <= cap else 0
+    fits = (f"within {plural(cap, 'chip')} (CP{largest}) up to {longest:,} tokens would fit" if longest else
+            f"{plural(cap, 'chip')} hold no TP{fit.tensor} x PP{fit.pipeline} replica")
+    return (f"{sequence}: {fit.why()}, past the {plural(cap, 'chip')} allowed (max_chips or the offering's "
+            f"largest fleet); {fits}, or allow {plural(fit.replica_gpus, 'chip')}")
 
 
 def _each_faster_than_the_smaller(sizes: tuple[Size, ...], need: int, run_hours: Callable[[Size], float],

@@ -31,6 +31,15 @@ def _validate_ownership(args, report_violation) -> None:
     missing, placeholder = [], []
     for key in keys:
         full = marker_key(args.resource_type, key)
+        unwritable = _key_problem(args.resource_type, full)
+        if unwritable:
+            # A required key no resource of this cloud can carry would flag every resource forever: say the
+            # configuration is wrong, by the cloud's own rule (policies/tagging/rules.yaml).
+            report_violation(violation(
+                args, OWNERSHIP, f"requiredKeys has {key!r}, which the cloud refuses as a {kind[:-1]} key "
+                                 f"{full!r} ({unwritable})",
+                f"name keys the cloud takes in the policy config's {OWNERSHIP}.requiredKeys"))
+            continue
         value = present.get(full)
         if value is UNKNOWN:
             continue
@@ -50,6 +59,12 @@ def _validate_ownership(args, report_violation) -> None:
         "give the component ResourceTags(..., owner=..., cost_center=...) "
         f"(a resource of your own: stamp ResourceTags.{'aws_tags' if kind == 'tags' else 'gcp_labels'}() on it)",
     ))
+
+
+def _key_problem(resource_type: str, key: str) -> str | None:
+    from accel.policies.tagging import aws_tag_key_problem, gcp_label_key_problem
+
+    return aws_tag_key_problem(key) if cloud(resource_type) == "aws" else gcp_label_key_problem(key)
 
 
 POLICIES = [

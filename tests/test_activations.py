@@ -1,0 +1,217 @@
+"""One sequence's activation memory (policies/estimator/activations.py) and the context parallelism a long
+sequence adds to a GPU training layout (policies/parallelism.py), the search and the pin (policies/selection)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from accel.policies.catalog import load_catalog
+from accel.policies.estimator.activations import (
+    layer_bytes,
+    micro_batch_bytes,
+    ring_exchange,
+    sequence_fit,
+)
+from accel.policies.parallelism import training_degrees, training_parallelism
+from accel.policies.selection.choice import NoFeasibleOption
+from accel.policies.selection.choose import choose, choose_plan
+from accel.policies.workload import load_workload, workload_from_mapping
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+H100_USABLE = 80e9 * 0.9           # an 80 GB H100 at the default hbm_usable_fraction
+BYTES_PER_PARAMETER, HEADROOM = 16.0, 0.25
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def state(parameters: float) -> float:
+    return parameters * BYTES_PER_PARAMETER * (1 + HEADROOM)
+
+
+def fit_on_h100(parameters: float, layers: int, hidden: int, sequence: int, usable: float = H100_USABLE):
+    need = math.ceil(state(parameters) / usable)
+    return sequence_fit(sequence, layers, hidden, state(parameters), HEADROOM, usable, need, 8)
+
+
+# ----------------------------------------------------------------------------- the formula (Korthikanti et al. 2022)
+
+def test_a_layer_without_recomputation_keeps_34_plus_5as_over_h_bytes_per_token_and_width():
+    # GPT-3 175B (s 2048, h 12288, a 96): 5as/h = 80, so attention's scores outweigh the other 34 (section 4.2).
+    s, h, a = 2048, 12288, 96
+    assert layer_bytes(s, h, a, regime="none") == pytest.approx(s * h * (34 + 80))
+    assert layer_bytes(s, h, a, regime="none") / layer_bytes(s, h, a, regime="selective") == pytest.approx(114 / 34)
+
+
+def test_tensor_and_sequence_parallelism_divide_every_term_and_full_recomputation_keeps_two_bytes():
+    s, h, a, t = 4096, 8192, 64, 8
+    assert layer_bytes(s, h, a, tensor=t, regime="none") * t == pytest.approx(layer_bytes(s, h, a, regime="none"))
+    assert layer_bytes(s, h, a, tensor=t, regime="selective") == pytest.approx(34 * s * h / t)
+    assert layer_bytes(s, h, a, tensor=t, regime="full") == pytest.approx(2 * s * h / t)
+    assert layer_bytes(s, h, a, micro_batch=4, regime="selective") == pytest.approx(4 * 34 * s * h)
+    with pytest.raises(ValueError, match="regime"):
+        layer_bytes(s, h, a, regime="some")
+
+
+def test_one_llama_8b_layer_at_128k_tokens_keeps_tens_of_gb_unless_it_recomputes():
+    # Llama 3 8B: h 4096, 32 heads. Selective recomputation: 34 x 131,072 x 4,096 = 18.3 GB per layer on one GPU.
+    assert layer_bytes(131_072, 4096, 32, regime="selective") == pytest.approx(18.25e9, rel=1e-3)
+    assert layer_bytes(131_072, 4096, 32, regime="none") > 2e12      # the s^2 scores: terabytes
+    # accel's regime: 32 kept inputs (2 bytes) and one layer rebuilt (34 bytes), over TP x CP.
+    assert micro_batch_bytes(131_072, 4096, 32) == pytest.approx(131_072 * 4096 * (2 * 32 + 34))
+    assert micro_batch_bytes(131_072, 4096, 32, tensor=8, context=4) * 32 == pytest.approx(
+        micro_batch_bytes(131_072, 4096, 32))
+
+
+# ----------------------------------------------------------------------------- context parallelism only when needed
+
+def test_llama_405b_at_128k_tokens_is_the_published_tp8_cp16_pp16_layout():
+    # Llama 3 paper, Table 4: the 131,072-token phase ran TP8 x CP16 x PP16 on 80 GB H100s; its 8,192-token
+    # phase TP8 x PP16 without context parallelism.
+    long = fit_on_h100(405e9, 126, 16384, 131_072)
+    assert (long.tensor, long.context, long.pipeline) == (8, 16, 16) and long.changes_layout
+    assert long.state_gb + long.activation_gb <= long.usable_gb
+    short = fit_on_h100(405e9, 126, 16384, 8192)
+    assert (short.tensor, short.context, short.pipeline) == (8, 1, 16) and not short.changes_layout
+    assert not short.past_headroom
+
+
+def test_an_8b_or_70b_model_at_128k_tokens_fits_without_context_parallelism():
+    for parameters, layers, hidden in ((8e9, 32, 4096), (70e9, 80, 8192)):
+        fit = fit_on_h100(parameters, layers, hidden, 131_072)
+        assert fit.context == 1 and not fit.changes_layout
+        assert fit.past_headroom       # but the headroom alone no longer covers them: the rationale says so
+
+
+def test_a_sequence_too_long_for_part_of_a_node_takes_the_whole_node_before_context_parallelism():
+    # 8B: three GPUs hold the state (TP4); a 1M-token sequence needs TP8 and then CP2.
+    fit = fit_on_h100(8e9, 32, 4096, 1_048_576)
+    assert (fit.tensor, fit.context, fit.pipeline) == (8, 2, 1) and fit.widened
+    assert fit.replica_gpus == 16
+
+
+@settings(max_examples=60, deadline=None)
+@given(billions=st.sampled_from([8, 70, 405]), exponent=st.integers(12, 21))
+def test_context_parallelism_grows_with_the_sequence_and_always_fits_what_it_picks(billions, exponent):
+    shape = {8: (32, 4096), 70: (80, 8192), 405: (126, 16384)}[billions]
+    sequence = 1 << exponent
+    fit = fit_on_h100(billions * 1e9, *shape, sequence)
+    longer = fit_on_h100(billions * 1e9, *shape, sequence * 2)
+    assert fit.fits and longer.fits
+    assert longer.context >= fit.context
+    assert fit.context & (fit.context - 1) == 0
+    assert fit.state_gb + fit.activation_gb <= fit.usable_gb
+    if fit.context > 1:   # the next smaller degree would not have fitted
+        assert fit.state_gb + fit.activation_gb * 2 > fit.usable_gb
+    assert sequence % (2 * fit.context) == 0   # Megatron-Core's 2 x CP chunks
+
+
+def test_no_degree_fits_when_the_state_leaves_no_room():
+    # Usable memory exactly the state's share: nothing is left for a single token.
+    need = 8
+    fit = sequence_fit(131_072, 32, 4096, state(8e9), HEADROOM, state(8e9) / need, need, 8)
+    assert not fit.fits and fit.changes_layout and fit.longest_sequence(1) == 0
+    assert "no context-parallel degree" in fit.why()
+
+
+# ----------------------------------------------------------------------------- the layout's integers
+
+@settings(max_examples=100, deadline=None)
+@given(need=st.integers(1, 512), gpus=st.sampled_from([4, 8]), nodes=st.integers(1, 4096),
+       context=st.sampled_from([1, 2, 4, 8, 16]))
+def test_context_parallel_ranks_multiply_the_replica_and_divide_the_data_parallel_degree(need, gpus, nodes, context):
+    tensor, pipeline, data, span = training_degrees(need, gpus, nodes, 1, context)
+    assert tensor == gpus * span                      # tensor parallelism takes the node first
+    replica = tensor * context * pipeline
+    if replica <= nodes * gpus:
+        assert replica * data <= nodes * gpus         # world size TP x CP x PP x DP within the fleet
+        assert (replica * data) % gpus == 0           # whole nodes of ranks
+    layout = training_parallelism(need, gpus, nodes, 1, context)
+    assert layout.context == (context if context > 1 else None)
+    assert layout.group_nodes * gpus == (replica if replica >= gpus else gpus)
+
+
+def test_without_a_long_sequence_the_layout_is_the_states_own():
+    for need, gpus, nodes in ((3, 8, 4), (105, 8, 2048), (20, 8, 32)):
+        assert training_degrees(need, gpus, nodes) == training_degrees(need, gpus, nodes, 1, 0)
+        assert "context" not in training_parallelism(need, gpus, nodes).model_dump()
+
+
+# ----------------------------------------------------------------------------- the search, the pin and the plan
+
+def long_405b(**constraints):
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base.pop("hardware")
+    base["constraints"].update(constraints)
+    return workload_from_mapping(base, "t.yaml")
+
+
+def test_the_long_context_example_plans_context_parallelism_and_says_why(catalog):
+    spec = load_workload(EXAMPLES / "llama-405b-longcontext.yaml")
+    plan = choose_plan(spec, catalog)
+    layout = plan.parallelism
+    assert layout is not None and layout.context and layout.context > 1
+    assert layout.replica_gpus * layout.data == plan.gpu.gpus_per_node * plan.gpu.nodes
+    assert any(line.startswith(f"Sequence: context parallelism {layout.context}:") for line in plan.rationale)
+    assert f"CP{layout.context}" in layout.text()
+    memory = next(a for a in plan.estimate.assumptions if a.name == "activation memory")
+    assert "Korthikanti" in memory.source and "full recomputation" in memory.source
+    assert "scale-out network (400 Gb/s per GPU)" in memory.source and "hidden under the attention" in memory.source
+
+
+def test_the_key_value_exchange_is_hidden_at_long_lengths_and_exposed_when_the_chunks_are_short():
+    # 405B at 131,072 tokens, CP8 over 400 Gb/s: 16,384-token chunks pass in 0.17 ms against 1.1 ms of attention.
+    transfer, attention, words = ring_exchange(131_072, 16384, 1024, 8, 8, 989e12, 50e9, "scale-out")
+    assert transfer == pytest.approx(16384 * 2 * 128 * 2 / 50e9)
+    assert attention == pytest.approx(2 * 16384 ** 2 * 2048 / 989e12)
+    assert transfer < attention and "hidden under the attention" in words
+    # The same model at 8,192 tokens split 64 ways: 128-token chunks, the exchange is the longer.
+    transfer, attention, words = ring_exchange(8192, 16384, 1024, 8, 64, 989e12, 50e9, "scale-out")
+    assert transfer > attention and "exposed, not charged" in words
+
+
+def test_the_search_sizes_a_long_sequence_at_least_one_context_parallel_replica(catalog):
+    choice = choose(long_405b(deadline_days=60), catalog)
+    detail = choice.estimate.details
+    assert int(detail["context_parallel"]) > 1
+    assert choice.chosen.chips >= int(detail["min_chips_for_memory"])
+    assert any(line.startswith("Sequence: context parallelism") for line in choice.rationale)
+
+
+def test_a_long_sequence_past_max_chips_is_refused_naming_the_sequence_and_what_fits(catalog):
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(long_405b(deadline_days=None, max_chips=256), catalog)
+    text = str(refused.value) + " ".join(str(r) for r in refused.value.rejected)
+    assert "model.sequence_length 131,072" in text
+    assert "would fit" in text
+
+
+def test_a_pin_too_small_for_the_sequence_is_refused(catalog):
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base["hardware"]["chips"] = 256
+    with pytest.raises(NoFeasibleOption, match=r"model\.sequence_length 131,072"):
+        choose(workload_from_mapping(base, "t.yaml"), catalog)
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml") if "longcontext" not in p.name))
+def test_every_other_example_at_its_own_length_keeps_its_layout(catalog, example):
+    choice = choose(load_workload(EXAMPLES / example), catalog)
+    assert "context_parallel" not in choice.estimate.details
+    assert "sequence_activations" not in choice.estimate.details
+
+
+def test_a_long_sequences_batch_keeps_tp_x_cp_chips_busy_per_sequence(catalog):
+    # The 405B default batch, 16M (16e6) tokens, at 131,072 tokens is 122 sequences, each shared by a TP8 x CP group
+    # (Llama 3's long-context fleet: 2^24 tokens = 128 sequences x TP8 x CP16 = 16,384 H100).
+    choice = choose(long_405b(deadline_days=None), catalog, objective="time")
+    detail = choice.estimate.details
+    context = int(detail["context_parallel"])
+    sequences = math.floor(16e6 / 131_072)
+    assert int(detail["batch_chip_limit"]) == sequences * 8 * context
+    assert choice.chosen.chips <= sequences * 8 * context

@@ -1,0 +1,87 @@
+"""A Plan whose layout carries context parallelism hands it to the training program (accel/job/context_parallel.py):
+the default MaxText command gets its mesh axes, another program is told the Megatron-LM / NeMo arguments, and the
+job starts TP x CP x PP x DP ranks on whole nodes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from accel.commands.choose import write_stack_file
+from accel.job.manifests import JobOptions
+from accel.job.service import job_of
+from accel.offline_plan import plan_stack
+from accel.policies.catalog import load_catalog
+from accel.policies.selection.choose import choose_plan
+from accel.policies.workload import load_workload, workload_from_mapping
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def long_context_job(tmp_path: Path, framework: str, command: str | None = None):
+    """The 405B long-context example pinned to 2,048 H100 (256 nodes: TP8 x CP8 x PP16 x DP2), planned as a stack."""
+    base = load_workload(ROOT / "examples" / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base["hardware"]["chips"] = 2048
+    base["training"]["framework"] = framework
+    spec = workload_from_mapping(base, "t.yaml")
+    plan = choose_plan(spec, load_catalog())
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "stacks").mkdir()
+    path = write_stack_file("longctx", spec, plan, root=tmp_path)
+    result = plan_stack(None, path, ROOT)
+    job = job_of(result, JobOptions(command=command))
+    assert job is not None
+    jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
+    return plan, jobset, "\n".join(job.derivations)
+
+
+def container(jobset: dict) -> dict:
+    return jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_the_world_size_is_tp_x_cp_x_pp_x_dp_on_whole_nodes(tmp_path):
+    plan, jobset, derivations = long_context_job(tmp_path, "pytorch")
+    layout = plan.parallelism
+    assert (layout.tensor, layout.context, layout.pipeline, layout.data) == (8, 8, 16, 2)
+    spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+    nodes = spec["completions"]
+    assert nodes * plan.gpu.gpus_per_node == layout.tensor * layout.context * layout.pipeline * layout.data
+    assert (nodes * plan.gpu.gpus_per_node) % (layout.tensor * layout.context * layout.pipeline) == 0
+    assert re.search(rf"--nnodes={nodes}\b", " ".join(container(jobset)["command"]))
+    assert "parallelism TP8 x CP8 x PP16 x DP2 (the Plan's)" in derivations
+
+
+def test_a_pytorch_program_is_told_the_megatron_and_nemo_arguments(tmp_path):
+    _, jobset, derivations = long_context_job(tmp_path, "pytorch")
+    flat = " ".join(derivations.split())
+    assert "world size TP8 x CP8 x PP16 x DP2 = 2,048 ranks" in flat
+    assert "--context-parallel-size" in flat and "context_parallel_size" in flat
+    # The program is the user's: nothing is appended to it.
+    assert "context" not in " ".join(container(jobset)["command"])
+
+
+def test_the_default_maxtext_command_gets_its_mesh_axes(tmp_path):
+    _, jobset, derivations = long_context_job(tmp_path, "jax")
+    command = " ".join(container(jobset)["command"] + container(jobset).get("args", []))
+    for flag in ("ici_tensor_parallelism=8", "ici_context_parallelism=8", "ici_pipeline_parallelism=16"):
+        assert flag in command
+    assert "the MaxText mesh is passed as" in " ".join(derivations.split())
+
+
+def test_a_command_of_ones_own_is_left_as_it_is_and_told_the_flags(tmp_path):
+    _, jobset, derivations = long_context_job(tmp_path, "jax", command="python3 my_train.py")
+    command = " ".join(container(jobset)["command"] + container(jobset).get("args", []))
+    assert "ici_context_parallelism" not in command
+    assert "give the training program the same degrees: MaxText" in " ".join(derivations.split())
+
+
+@pytest.mark.parametrize("stack", ["llama-405b-h100-aws", "dev-spot"])
+def test_a_plan_without_context_parallelism_says_nothing_of_it(stack):
+    from tests.conftest import planned_result
+
+    job = job_of(planned_result(stack), JobOptions())
+    assert job is not None
+    assert not any("context parallelism" in line for line in job.derivations)
