@@ -32,6 +32,7 @@ from accel.components.kubernetes.pools import (
 )
 from accel.base.errors import ComponentArgsError
 from accel.base.model import describe_validation_error, revalidated
+from accel.components.provider_settings import ProviderSettings
 from accel.components.tags import ResourceTags, aws_default_tags_problem, gcp_default_labels_problem
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow
 from accel.policies.lifecycle import Lifecycle, format_timestamp, node_max_run_duration
@@ -68,6 +69,11 @@ class TrainingClusterArgs:
     aws_default_tags: Mapping[str, str] = field(default_factory=dict)
     # GCP plans: the same for the Google provider's default labels (the stack file's gcp:defaultLabels).
     gcp_default_labels: Mapping[str, str] = field(default_factory=dict)
+    # The rest of what the stack file says about each provider (its identity, account, endpoint: aws:profile,
+    # aws:assumeRoles, gcp:impersonateServiceAccount, ...), handed over for the same reason
+    # (accel/stack/provider_keys.yaml).
+    aws_provider: ProviderSettings = field(default_factory=ProviderSettings)
+    gcp_provider: ProviderSettings = field(default_factory=ProviderSettings)
 
     def __post_init__(self) -> None:
         self.validate()  # the arguments check themselves on construction (one convention, every cloud)
@@ -233,6 +239,7 @@ def _build_gcp(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
     assert project is not None  # validate() guarantees it
     default_labels = {"default_labels": dict(args.gcp_default_labels)} if args.gcp_default_labels else {}
     provider = gcp.Provider(f"{name}-gcp", project=project, region=plan.region, **default_labels,
+                            **args.gcp_provider.provider_args(),
                             opts=pulumi.ResourceOptions(parent=parent))
     # The APIs the stack calls, on before anything calls them (a fresh project has them off).
     apis = GoogleApis(f"{name}-apis", GoogleApisArgs.for_plan(plan, project=project),
@@ -310,7 +317,7 @@ def _build_aws(parent: TrainingCluster, name: str, args: TrainingClusterArgs) ->
 
     plan, tags = args.plan, args.tags
     default_tags = {"default_tags": {"tags": dict(args.aws_default_tags)}} if args.aws_default_tags else {}
-    provider = aws.Provider(f"{name}-aws", region=plan.region, **default_tags,
+    provider = aws.Provider(f"{name}-aws", region=plan.region, **default_tags, **args.aws_provider.provider_args(),
                             opts=pulumi.ResourceOptions(parent=parent))
     child = pulumi.ResourceOptions(parent=parent, providers=[provider])
 

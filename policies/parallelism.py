@@ -16,7 +16,9 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   (policies/estimator/activations.py: full recomputation, Korthikanti et al. 2022), tensor parallelism takes
   the whole node and context parallelism (`context`, CP) splits each sequence over CP whole tensor-parallel
   groups: the replica is TP x CP x PP GPUs, the data-parallel degree the fleet over that (Llama 3 405B at
-  131,072 tokens: TP8 x CP16 x PP16, Table 4). Absent at the usual lengths.
+  131,072 tokens: TP8 x CP16 x PP16, Table 4). Where the state nearly fills the GPU the sequence's layout may
+  also run a deeper pipeline than the state's own (`pipeline`: the shallowest depth at which the exchange is
+  hidden, activations.py), which the estimate records as details.pipeline_parallel. Absent at the usual lengths.
 - Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
   NVLink domain: EP = min(experts, domain GPUs)), so the all-to-all stays on NVLink; expert parallelism
   reuses the GPUs of a replica's node rather than multiplying the fleet (`expert`, absent for a dense
@@ -108,17 +110,23 @@ def tensor_parallel_nodes(domain_unit_nodes: int) -> int:
 
 
 def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
-                     domain_unit_nodes: int = 1, context: int = 0) -> tuple[int, int, int, int]:
+                     domain_unit_nodes: int = 1, context: int = 0, pipeline: int = 0) -> tuple[int, int, int, int]:
     """(tensor, pipeline, data, nodes one tensor group spans) of `training_parallelism`, as plain integers: what
     the search reads for every fleet it times (policies/selection/replica_fleet.py), without building a model.
 
     `context`: 0, the layout the state alone sets; 1 or more, a long sequence's layout
     (policies/estimator/activations.py): tensor parallelism over the whole node first, then `context` whole
     tensor-parallel groups share each sequence, multiplying the model-parallel group (TP x CP x PP) and dividing
-    the data-parallel degree."""
-    if min(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes) < 1 or context < 0:
+    the data-parallel degree. `pipeline`: 0, the depth the state sets; more, a long sequence's deeper pipeline
+    (a power of two the sequence's layout chose, policies/estimator/activations.py: a deeper pipeline halves the
+    state per GPU, leaving room for the activations), still never more than the fleet."""
+    if min(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes) < 1 or context < 0 or pipeline < 0:
         raise ValueError("min_chips_for_memory, gpus_per_node, nodes and domain_unit_nodes must be positive")
     ranks = max(1, context)
+    if min_chips_for_memory <= gpus_per_node and pipeline > 1:
+        # The state fits in one node but the sequence's layout pipelines it over whole nodes.
+        depth = max(1, min(nodes // ranks, pipeline))
+        return gpus_per_node, depth, max(1, nodes // (depth * ranks)), 1
     if min_chips_for_memory <= gpus_per_node:
         # The state fits in one node: tensor parallelism over just the GPUs that hold it (the whole node for a long
         # sequence), its context-parallel ranks on whole nodes.
@@ -130,20 +138,21 @@ def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
     while nodes % span:
         span //= 2
     tensor = gpus_per_node * span
-    pipeline = max(1, min(nodes // (span * ranks), _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor))))
-    return tensor, pipeline, max(1, nodes // (pipeline * span * ranks)), span
+    depth = max(pipeline, _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor)))
+    depth = max(1, min(nodes // (span * ranks), depth))
+    return tensor, depth, max(1, nodes // (depth * span * ranks)), span
 
 
 def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
-                         domain_unit_nodes: int = 1, context: int = 0) -> Parallelism:
+                         domain_unit_nodes: int = 1, context: int = 0, pipeline: int = 0) -> Parallelism:
     """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
     `min_chips_for_memory` GPUs' worth of training state; `domain_unit_nodes`, the nodes of one NVLink domain the
     cloud places as a unit a job can require (1: the domain is the node), bounds the nodes a tensor-parallel
     group may span (`tensor_parallel_nodes`); `context`, a long sequence's context-parallel degree
-    (`training_degrees`)."""
-    tensor, pipeline, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
-                                                    context)
-    return Parallelism(tensor=tensor, pipeline=pipeline, data=data, tensor_nodes=span if span > 1 else None,
+    (`training_degrees`); `pipeline`, its deeper pipeline (0: the state's own depth)."""
+    tensor, depth, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
+                                                 context, pipeline)
+    return Parallelism(tensor=tensor, pipeline=depth, data=data, tensor_nodes=span if span > 1 else None,
                        context=context if context > 1 else None)
 
 
@@ -158,13 +167,14 @@ def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> P
 
 def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_for_memory: int,
                     replica_chips: int | None, expert: int | None = None, domain_unit_nodes: int = 1,
-                    context: int = 0) -> Parallelism:
+                    context: int = 0, pipeline: int = 0) -> Parallelism:
     """The parallelism of a GPU plan: training from the state's memory, serving from its replica; `expert`,
     the expert-parallel degree of a mixture-of-experts model, is part of a training layout, and so is a
     tensor-parallel group spanning nodes of one NVLink domain placed as a unit of `domain_unit_nodes` nodes (a
     serving replica keeps tensor parallelism in the node: its estimate costs all-reduces per node); `context`, a
-    long sequence's context-parallel degree (`training_degrees`)."""
+    long sequence's context-parallel degree and `pipeline` its deeper pipeline (`training_degrees`)."""
     if training or replica_chips is None:
-        layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context)
+        layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context,
+                                      pipeline)
         return layout.model_copy(update={"expert": expert}) if expert and expert > 1 else layout
     return serving_parallelism(replica_chips, gpus_per_node, nodes)

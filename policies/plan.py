@@ -413,7 +413,8 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes; given
     `domain_unit_nodes`, that unit instead: 1, the layout derived before groups could span nodes); a sequence
     too long for the state's own layout adds the context-parallel degree the estimate records
-    (details.context_parallel, policies/estimator/activations.py)."""
+    (details.context_parallel, policies/estimator/activations.py) and, where it chose one, the deeper pipeline
+    (details.pipeline_parallel)."""
     if gpu is None:
         return None
     replica = estimate.details.get("replica_chips")
@@ -423,10 +424,12 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
         domain = facts.scale_up_domain_chips(gpu.accelerator, gpu.machine_type)
         expert = expert_parallelism(experts, domain)
     context = estimate.details.get("context_parallel")   # a long sequence's layout (policies/estimator/activations.py)
+    pipeline = estimate.details.get("pipeline_parallel")
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
                            int(replica) if isinstance(replica, (int, float)) else None, expert,
                            facts.nvlink_domain_unit_nodes(gpu.machine_type) if domain_unit_nodes is None
-                           else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0)
+                           else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0,
+                           int(pipeline) if isinstance(pipeline, (int, float)) else 0)
 
 
 def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = None) -> Parallelism | None:

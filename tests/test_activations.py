@@ -215,3 +215,92 @@ def test_a_long_sequences_batch_keeps_tp_x_cp_chips_busy_per_sequence(catalog):
     sequences = math.floor(16e6 / 131_072)
     assert int(detail["batch_chip_limit"]) == sequences * 8 * context
     assert choice.chosen.chips <= sequences * 8 * context
+
+
+# ----------------------------------------------------------------------------- which pipeline depth (docs/choose.md)
+
+H200_USABLE = 141e9 * 0.9
+
+
+def fit_405b_on_h200(sequence: int = 131_072, hides=None, layers: int = 126):
+    need = math.ceil(state(405e9) / H200_USABLE)
+    return sequence_fit(sequence, layers, 16384, state(405e9), HEADROOM, H200_USABLE, need, 8, hides=hides)
+
+
+def test_where_the_state_nearly_fills_the_gpu_a_deeper_pipeline_beats_an_exposed_ring(catalog):
+    # 405B on 141 GB H200: the state's own PP8 leaves 0.3 GB, which only CP256 (512-token chunks, the ring exposed)
+    # would fit; at PP16 the state halves and CP2 fits with the exchange hidden. Before: TP8 x CP256 x PP8 x DP1.
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base["hardware"]["accelerator"] = "h200-141gb"
+    plan = choose_plan(workload_from_mapping(base, "t.yaml"), catalog)
+    layout = plan.parallelism
+    assert (layout.tensor, layout.context, layout.pipeline) == (8, 2, 16)
+    assert layout.replica_gpus == 256 and layout.replica_gpus * layout.data == plan.gpu.gpus_per_node * plan.gpu.nodes
+    assert plan.estimate.details["pipeline_parallel"] == 16 and plan.estimate.details["context_parallel"] == 2
+    line = next(line for line in plan.rationale if line.startswith("Sequence:"))
+    assert "deepened from PP8 to PP16" in line and "hidden under the attention" in line
+    per_sequence = next(a for a in plan.estimate.assumptions if a.name == "chips_per_sequence")
+    assert per_sequence.value == 16 and "tensor x context-parallel group" in per_sequence.source
+
+
+def test_the_shallowest_depth_whose_exchange_hides_is_taken():
+    # PP8 needs CP256, PP16 CP2, PP32 CP1. Hidden only at CP <= 2: PP16. Hidden at no CP: PP32, whose CP1 has no
+    # exchange to hide. Hidden everywhere: the state's own PP8 (the rule as it was).
+    def layout(fit):
+        return fit.pipeline, fit.context
+
+    assert layout(fit_405b_on_h200(hides=lambda t, c: c <= 2)) == (16, 2)
+    assert not fit_405b_on_h200(hides=lambda t, c: c <= 2).unhidden
+    assert layout(fit_405b_on_h200(hides=lambda t, c: False)) == (32, 1)
+    assert layout(fit_405b_on_h200(hides=lambda t, c: True)) == (8, 256)
+    deeper = fit_405b_on_h200(hides=lambda t, c: False)
+    assert deeper.deepened and deeper.changes_layout and "no context parallelism" in deeper.why()
+    # Without a fabric to judge the exchange by, the state's own depth (the rule as it was).
+    assert layout(fit_405b_on_h200()) == (8, 256) and not fit_405b_on_h200().deepened
+
+
+def test_where_no_depth_hides_the_exchange_the_smallest_replica_is_taken():
+    # 1M tokens: PP8 CP2048 (131,072 GPUs), PP16 CP16 and PP32 CP8 (2,048 each), PP64 CP8 (4,096): the shallower
+    # of the two smallest, and the words say why.
+    fit = fit_405b_on_h200(1_048_576, hides=lambda t, c: False)
+    assert (fit.pipeline, fit.context, fit.replica_gpus, fit.unhidden) == (16, 16, 2048, True)
+    assert "no depth hides the key/value exchange" in fit.why()
+    assert fit.state_gb + fit.activation_gb <= fit.usable_gb
+
+
+@settings(max_examples=60, deadline=None)
+@given(layers=st.integers(1, 200), exponent=st.integers(14, 21), hidden=st.sampled_from([False, True]))
+def test_a_pipeline_never_runs_past_the_models_layers(layers, exponent, hidden):
+    fit = fit_405b_on_h200(2 ** exponent, hides=lambda t, c: hidden, layers=layers)
+    assert fit.pipeline <= max(fit.own_pipeline, layers)
+    assert fit.pipeline & (fit.pipeline - 1) == 0
+    if fit.fits:
+        assert fit.state_gb + fit.activation_gb <= fit.usable_gb + 1e-9
+
+
+def test_a_model_of_few_layers_cannot_deepen_its_pipeline():
+    # 15 layers: PP16 would leave a stage without one, so the state's own PP8 stays, with CP however large it must.
+    fit = fit_405b_on_h200(hides=lambda t, c: False, layers=15)
+    assert (fit.pipeline, fit.unhidden) == (8, True) and fit.context > 2
+    assert fit_405b_on_h200(hides=lambda t, c: False, layers=16).pipeline == 16
+
+
+@pytest.mark.parametrize(("need", "gpus", "nodes", "context", "pipeline"),
+                         [(3, 8, 64, 2, 4), (105, 8, 2048, 2, 32), (105, 8, 24, 2, 32), (20, 8, 64, 1, 8)])
+def test_a_sequences_pipeline_floor_deepens_the_layout_within_the_fleet(need, gpus, nodes, context, pipeline):
+    tensor, depth, data, _ = training_degrees(need, gpus, nodes, 1, context, pipeline)
+    assert tensor == gpus and depth == min(pipeline, nodes // context)
+    assert tensor * context * depth * data <= nodes * gpus
+    layout = training_parallelism(need, gpus, nodes, 1, context, pipeline)
+    assert layout.pipeline == depth and layout.replica_gpus == tensor * context * depth
+
+
+def test_a_deeper_pipeline_past_max_chips_is_still_refused_naming_the_sequence(catalog):
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base.pop("hardware")
+    base["constraints"].update(deadline_days=None, max_chips=128)
+    base["constraints"]["accelerators"] = ["h200-141gb"]
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(workload_from_mapping(base, "t.yaml"), catalog)
+    text = str(refused.value) + " ".join(str(r) for r in refused.value.rejected)
+    assert "model.sequence_length 131,072" in text and "TP8 x CP2 x PP16" in text

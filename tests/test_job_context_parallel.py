@@ -21,10 +21,11 @@ from accel.policies.workload import load_workload, workload_from_mapping
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def long_context_job(tmp_path: Path, framework: str, command: str | None = None):
+def long_context_job(tmp_path: Path, framework: str, command: str | None = None, accelerator: str = "h100-80gb"):
     """The 405B long-context example pinned to 2,048 H100 (256 nodes: TP8 x CP8 x PP16 x DP2), planned as a stack."""
     base = load_workload(ROOT / "examples" / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
     base["hardware"]["chips"] = 2048
+    base["hardware"]["accelerator"] = accelerator
     base["training"]["framework"] = framework
     spec = workload_from_mapping(base, "t.yaml")
     plan = choose_plan(spec, load_catalog())
@@ -85,3 +86,28 @@ def test_a_plan_without_context_parallelism_says_nothing_of_it(stack):
     job = job_of(planned_result(stack), JobOptions())
     assert job is not None
     assert not any("context parallelism" in line for line in job.derivations)
+
+
+def test_a_sequences_deeper_pipeline_reaches_the_ranks_and_the_maxtext_mesh(tmp_path):
+    # 405B on H200: the state's own PP8 would need CP256; the plan's layout is TP8 x CP2 x PP16 (activations.py).
+    plan, jobset, derivations = long_context_job(tmp_path, "jax", accelerator="h200-141gb")
+    layout = plan.parallelism
+    assert (layout.tensor, layout.context, layout.pipeline, layout.data) == (8, 2, 16, 8)
+    nodes = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["completions"]
+    assert nodes * plan.gpu.gpus_per_node == 8 * 2 * 16 * 8
+    command = " ".join(container(jobset)["command"] + container(jobset).get("args", []))
+    for flag in ("ici_tensor_parallelism=8", "ici_context_parallelism=2", "ici_pipeline_parallelism=16"):
+        assert flag in command
+    assert "world size TP8 x CP2 x PP16 x DP8 = 2,048 ranks" in " ".join(derivations.split())
+
+
+def test_a_deeper_pipeline_without_context_parallelism_is_still_handed_on():
+    from accel.job import context_parallel
+    from accel.policies.parallelism import Parallelism
+
+    layout = Parallelism(tensor=8, pipeline=32, data=4)
+    assert context_parallel.maxtext_mesh_args(layout) == ""   # the state's own layout: nothing to add
+    assert context_parallel.maxtext_mesh_args(layout, deepened=True) == (
+        "ici_tensor_parallelism=8 ici_pipeline_parallelism=32")
+    told = " ".join(context_parallel.notes(layout, "pytorch", written=False, deepened=True))
+    assert "world size TP8 x PP32 x DP4 = 1,024 ranks" in told and "--pipeline-model-parallel-size" in told

@@ -5,37 +5,55 @@ state (policies/estimator/activations.py): TP x CP x PP GPUs hold one model repl
 The program must be told, or it lays the ranks out as TP x PP x DP and runs out of memory. The default MaxText
 command gets its mesh axes (accel/job/runtime.yaml context_parallel); a program of the user's own (the PyTorch
 default is a placeholder) is told in the job's notes which Megatron-Core / NeMo arguments carry the degrees.
-Nothing is written for a layout without context parallelism.
+A long sequence's layout may instead (or as well) run a deeper pipeline than the state's own (the estimate's
+details.pipeline_parallel): it is told the same way. Nothing is written for the state's own layout.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from accel.job.facts import runtime
 from accel.policies.parallelism import Parallelism
 
+if TYPE_CHECKING:
+    from accel.policies.plan import Plan
 
-def maxtext_mesh_args(layout: Parallelism) -> str:
+
+def sequence_layout(plan: Plan) -> bool:
+    """Whether the plan's layout is a long sequence's: a context-parallel degree, or a pipeline deeper than the
+    state's own (details.pipeline_parallel, policies/estimator/activations.py)."""
+    layout = plan.parallelism
+    return layout is not None and bool(layout.context or "pipeline_parallel" in plan.estimate.details)
+
+
+def maxtext_mesh_args(layout: Parallelism, deepened: bool = False) -> str:
     """The MaxText arguments that lay a TP x CP x PP replica out (ici_fsdp_parallelism -1, its default, takes the
-    data-parallel rest); empty without context parallelism."""
-    if not layout.context:
+    data-parallel rest); empty without context parallelism or a sequence's deeper pipeline (`deepened`)."""
+    if not (layout.context or deepened):
         return ""
     flags = runtime()["context_parallel"]["maxtext"]
-    degrees = {"tensor": layout.tensor, "context": layout.context, "pipeline": layout.pipeline}
+    degrees = {"tensor": layout.tensor, "context": layout.context or 1, "pipeline": layout.pipeline}
     return " ".join(f"{flags[axis]}={degree}" for axis, degree in degrees.items() if degree > 1)
 
 
-def notes(layout: Parallelism | None, framework: str, written: bool) -> list[str]:
-    """What the job says of the context-parallel degree: the flags it wrote into the default command
-    (`written`), else the ones the user's program must be given."""
-    if layout is None or not layout.context:
+def notes(layout: Parallelism | None, framework: str, written: bool, deepened: bool = False) -> list[str]:
+    """What the job says of the context-parallel degree (and of a sequence's deeper pipeline, `deepened`): the
+    flags it wrote into the default command (`written`), else the ones the user's program must be given."""
+    if layout is None or not (layout.context or deepened):
         return []
     table = runtime()["context_parallel"]
     world = layout.replica_gpus * layout.data
-    head = (f"context parallelism {layout.context}: one sequence is split over {layout.context} tensor-parallel "
-            f"groups; world size TP{layout.tensor} x CP{layout.context} x PP{layout.pipeline} x DP{layout.data} = "
+    split = (f"context parallelism {layout.context}: one sequence is split over {layout.context} tensor-parallel "
+             "groups" if layout.context else
+             f"pipeline parallelism {layout.pipeline} for a long sequence: the state split over more stages leaves "
+             "its activations room")
+    context = f"CP{layout.context} x " if layout.context else ""
+    head = (f"{split}; world size TP{layout.tensor} x {context}PP{layout.pipeline} x DP{layout.data} = "
             f"{world:,} ranks")
     if written:
-        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout)} ({table['maxtext_source']})"]
+        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, deepened)} "
+                f"({table['maxtext_source']})"]
     if framework == "pytorch":
         return [f"{head}; give the training program the same degrees: Megatron-LM {table['megatron']}, or NeMo "
                 f"{table['nemo']} ({table['source']})"]

@@ -2,7 +2,8 @@
 
 `accel choose WORKLOAD --write-stack NAME` writes through here. The file is edited as a round trip
 (ruamel.yaml), so the comments that document a scenario, inside `config:` as well as at the top,
-survive a re-pin; only `accel:workload` and `accel:plan` are replaced.
+survive a re-pin; only `accel:workload` and `accel:plan` are replaced (and a region key of the plan's cloud that
+names another region follows the plan: the region comes from the plan).
 """
 
 from __future__ import annotations
@@ -104,6 +105,21 @@ def _give_spot_plans_a_ttl(config: dict, plan: dict[str, Any], warn: Callable[[s
     config["pulumi:tags"] = {**tags, **stack_tags(Lifecycle.from_config({"ttl": config["accel:ttl"]}))}
 
 
+def _follow_the_plans_region(config: dict, plan: dict[str, Any], warn: Callable[[str], None] | None = None) -> None:
+    """The region keys of the plan's cloud repeat the plan's region, or `accel plan` refuses the stack
+    (accel/stack/provider_config.py): a re-pin into another region moves them with it, and says so."""
+    cloud, region, zones = plan.get("cloud"), plan.get("region"), list(plan.get("zones") or [])
+    moved: dict[str, Any] = {}
+    if f"{cloud}:region" in config and region and config[f"{cloud}:region"] != region:
+        moved[f"{cloud}:region"] = region
+    if cloud == "gcp" and "gcp:zone" in config and zones and config["gcp:zone"] not in zones:
+        moved["gcp:zone"] = zones[0]
+    for key, value in moved.items():
+        if warn is not None:
+            warn(f"{key} {config[key]!r} set to {value}, the new plan's {'zone' if key == 'gcp:zone' else 'region'}")
+        config[key] = value
+
+
 def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any],
                       warn: Callable[[str], None] | None = None, reservation: dict[str, Any] | None = None) -> None:
     """Set `accel:workload` and `accel:plan` in the stack file at `path` (created when missing).
@@ -150,6 +166,7 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
         config["accel:workload"] = finite(workload)
         config["accel:plan"] = finite(plan)
     _give_spot_plans_a_ttl(config, plan, warn)
+    _follow_the_plans_region(config, plan, warn)
     if reservation is not None:
         held = config.get("accel:reservations")
         if not isinstance(held, list):

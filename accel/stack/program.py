@@ -15,6 +15,7 @@ from accel.base.errors import UsageError
 from accel.stack.deploy_keys import (DeployKey, missing_deploy_keys, missing_keys_message, placeholders_allowed,
                                      project_id_problem)
 from accel.stack.settings import StackSettings, settings_from_config
+from accel.components.provider_settings import ProviderSettings
 from accel.components.tags import ResourceTags
 from accel.components.training_cluster import TrainingClusterArgs
 from accel.policies.lifecycle import Lifecycle, stack_tag_problems
@@ -37,6 +38,15 @@ def current_config() -> dict[str, str]:
     from pulumi.runtime import config as runtime_config
 
     return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+
+
+def current_secret_keys(config: Mapping[str, str]) -> set[str]:
+    """The keys of `config` that were secrets in the stack file (the CLI lists them in PULUMI_CONFIG_SECRET_KEYS; the
+    mock engine marks them in the runtime)."""
+    from pulumi.runtime import config as runtime_config
+
+    listed = set(runtime_config.get_config_secret_keys_env())
+    return {key for key in config if key in listed or runtime_config.is_config_secret(key)}
 
 
 def stack_source(stack: str) -> str:
@@ -153,6 +163,11 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         shown = getattr(key.placeholder, "name", key.placeholder)   # a placeholder booking: its name
         notes.append(f"{key.key} is not set: planned with the placeholder {shown!r}; "
                      f"before `pulumi up`: {key.set_command}")
+    # Every aws:* / gcp:* key reaches the stack's explicit provider or is refused naming it
+    # (accel/stack/provider_config.py).
+    from accel.stack.provider_config import provider_settings
+
+    providers = provider_settings(config, plan, source, secret_keys=current_secret_keys(config))
     aws_default_tags = _aws_default_tags(config, tags, source) if plan.cloud == "aws" else {}
     gcp_default_labels = _gcp_default_labels(config, tags, source) if plan.cloud == "gcp" else {}
     args = TrainingClusterArgs(
@@ -160,6 +175,8 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
         tags=tags,
         aws_default_tags=aws_default_tags,
         gcp_default_labels=gcp_default_labels,
+        aws_provider=providers["aws"] if plan.cloud == "aws" else ProviderSettings(),
+        gcp_provider=providers["gcp"] if plan.cloud == "gcp" else ProviderSettings(),
         lifecycle=lifecycle,
         gcp_project=gcp_project,
         existing_cluster=settings.cluster,

@@ -175,7 +175,8 @@ def check_known_key(key: str, source: str) -> None:
 def settings_from_config(config: Mapping[str, str], source: str) -> StackSettings:
     """Build StackSettings from fully qualified Pulumi config (`accel:workload` -> JSON string).
 
-    Keys of other namespaces (gcp:, aws:, pulumi:) are the providers' business and ignored.
+    Keys of other namespaces are not settings: aws:* and gcp:* go to the stack's providers or are refused
+    (accel/stack/provider_config.py), pulumi:tags is read by accel/stack/program.py.
     """
     values: dict[str, Any] = {}
     for key, raw in config.items():

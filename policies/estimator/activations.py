@@ -30,13 +30,38 @@ A GPU must hold its share of the training state (the sizing's state with its act
 the tensor x pipeline group) beside that; the headroom stays as the allowance for what the formula leaves out
 (the fp32 logits and loss, communication buffers). CP is the smallest power of two that fits, 1 at the usual
 lengths.
+
+Which pipeline depth: a deeper pipeline does not shrink the activations but does shrink the state per GPU, and
+where the state nearly fills the GPU that is what leaves them room (Llama 3 405B on a 141 GB H200: at the state's
+own PP8, 126.6 GB of state leave 0.3 GB, and CP256 would split each sequence into 512-token chunks whose exchange
+the attention cannot hide; at PP16 the state halves and CP2 fits, a 256-GPU replica instead of 16,384). So every
+pipeline depth is tried, powers of two from the state's own up to the model's layers (a stage holds at least one
+layer; an uneven split like Llama 3's 126 layers over 16 stages is allowed, as the state's own layout already
+allows it), each with its smallest fitting CP, and the rule is:
+
+- the SHALLOWEST depth at which that CP's key/value exchange is hidden under the attention it overlaps
+  (`ring_exchange`; CP1 has none to hide). While hidden, CP costs nothing but GPUs the sequence needs anyway; a
+  deeper pipeline costs its bubble ((p - 1) / (m + p - 1) of each step for m micro-batches) and needs more
+  micro-batches per replica to amortise it, so it is taken only where the shallower one would expose the ring.
+  Where the state's own depth already hides it the layout is as before: Llama 3's own TP8 x CP16 x PP16 on H100
+  (Table 4), the H100 example's TP8 x CP8 x PP16.
+- where no depth hides it, the layout with the SMALLEST replica (TP x CP x PP GPUs; the shallower of equals),
+  its exposed milliseconds named in the rationale as before (not charged).
+
+Where accel knows no fabric for the chip (no [collective_fabrics] entry) the exchange cannot be judged, and the
+state's own depth is kept with its smallest fitting CP.
+
+The sequence length must divide by 2 x CP: Megatron-LM asserts `seq_length % (context_parallel_size * 2) == 0`
+(megatron/training/arguments.py:1335-1337) because it splits each sequence into 2 x CP chunks, rank i taking
+chunks i and 2CP-1-i to balance the causal mask (megatron/core/utils.py:2504-2561,
+`_get_batch_on_this_cp_rank_per_sequence_balancing`; github.com/NVIDIA/Megatron-LM at d98e8a64, 2026-08-22).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from accel.policies.parallelism import training_degrees
 
@@ -62,7 +87,8 @@ KEPT_BYTES_PER_TOKEN_WIDTH = 2.0       # full recomputation: a layer's input, 16
 WORKING_BYTES_PER_TOKEN_WIDTH = 34.0   # one layer's stored activations under selective recomputation
 ATTENTION_SCORE_BYTES = 5.0            # per head per token pair, without recomputation (scores, softmax, dropout)
 # Megatron-Core splits each sequence into 2 x CP chunks (rank i takes chunks i and 2CP-1-i, balancing the causal
-# mask): the sequence length must divide by 2 x CP.
+# mask): the sequence length must divide by 2 x CP (Megatron-LM megatron/training/arguments.py:1335-1337, asserting
+# seq_length % (context_parallel_size * 2) == 0; the split in megatron/core/utils.py:2504-2561; at commit d98e8a64).
 CHUNKS_PER_RANK = 2
 NO_LIMIT_NODES = 1 << 30   # a fleet large enough that only the state bounds the layout
 
@@ -107,12 +133,19 @@ class SequenceFit:
     max_context: int             # the largest degree the sequence splits into (2 x CP chunks)
     widened: bool = False        # tensor parallelism took the whole node for the sequence (the state alone did not)
     exchange: str = CONTEXT_EXCHANGE   # the key/value exchange against its fabric (ring_exchange), said beside why
+    own_pipeline: int = 0        # the pipeline depth the state alone sets (0: `pipeline`)
+    unhidden: bool = False       # no depth hides the exchange: the smallest replica was taken
+
+    @property
+    def deepened(self) -> bool:
+        """Whether the sequence's layout runs a deeper pipeline than the state's own (halving the state per GPU)."""
+        return self.own_pipeline > 0 and self.pipeline != self.own_pipeline
 
     @property
     def changes_layout(self) -> bool:
         """Whether the sequence moves the layout off the state's own (a context-parallel degree, a wider tensor
-        group, or no fit at all)."""
-        return self.context != 1 or self.widened
+        group, a deeper pipeline, or no fit at all)."""
+        return self.context != 1 or self.widened or self.deepened
 
     @property
     def fits(self) -> bool:
@@ -126,6 +159,15 @@ class SequenceFit:
     def why(self) -> str:
         """Why the layout has this context-parallel degree, in figures."""
         tokens = f"one {self.sequence_length:,}-token micro-batch's activations"
+        reason = ("no depth hides the key/value exchange, and this is the smallest replica that fits" if self.unhidden
+                  else "the shallowest depth at which the key/value exchange is hidden")
+        deeper = (f"; the pipeline deepened from PP{self.own_pipeline} to PP{self.pipeline} ({self.state_gb:,.1f} GB of "
+                  f"state per GPU): {reason}" if self.deepened else "")
+        if self.context == 1 and self.deepened:
+            return (f"{tokens} take {self.activation_gb_alone:,.1f} GB per GPU at TP{self.tensor}, past the room the "
+                    f"state leaves at PP{self.own_pipeline}; at PP{self.pipeline} they fit beside {self.state_gb:,.1f} "
+                    f"GB of state ({self.usable_gb:,.1f} GB usable): no context parallelism (TP{self.tensor} x "
+                    f"PP{self.pipeline}, a {self.replica_gpus:,}-GPU replica)")
         if self.context == 1:
             wider = (" (tensor parallelism over the whole node for them: the state alone needed fewer GPUs)"
                      if self.widened else "")
@@ -140,7 +182,7 @@ class SequenceFit:
                 f"TP{self.tensor}, past the {self.usable_gb - self.state_gb:,.1f} GB left beside "
                 f"{self.state_gb:,.1f} GB of state ({self.usable_gb:,.1f} GB usable); split over {self.context} "
                 f"ranks they take {self.activation_gb:,.1f} GB (TP{self.tensor} x CP{self.context} x "
-                f"PP{self.pipeline}, a {self.replica_gpus:,}-GPU replica)")
+                f"PP{self.pipeline}, a {self.replica_gpus:,}-GPU replica{deeper})")
 
     def longest_sequence(self, context: int) -> int:
         """The longest sequence whose activations fit beside the state at `context` (0: not even one token)."""
@@ -152,39 +194,64 @@ class SequenceFit:
 
 
 def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, headroom: float,
-                 usable_bytes: float, min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1) -> SequenceFit:
-    """The context-parallel degree a GPU training layout needs for `sequence_length` (`layers` x `hidden` model;
-    `state_bytes`, the state with its `headroom` share for activations; `usable_bytes` of HBM per GPU), on the
-    layout policies/parallelism.py derives from `min_chips` (the fewest GPUs holding the state). Context
-    parallelism comes after tensor parallelism has taken the whole node (or NVLink group), the cheaper split."""
-    tensor, pipeline, _, span = training_degrees(min_chips, gpus_per_node, NO_LIMIT_NODES, domain_unit_nodes)
+                 usable_bytes: float, min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1,
+                 hides: Callable[[int, int], bool] | None = None) -> SequenceFit:
+    """The layout a GPU training replica needs for `sequence_length` (`layers` x `hidden` model; `state_bytes`, the
+    state with its `headroom` share for activations; `usable_bytes` of HBM per GPU), starting from the layout
+    policies/parallelism.py derives from `min_chips` (the fewest GPUs holding the state). Context parallelism comes
+    after tensor parallelism has taken the whole node (or NVLink group), the cheaper split.
+
+    `hides(tensor, context)`: whether the key/value exchange of TP`tensor` x CP`context` is hidden under the
+    attention it overlaps (`ring_exchange` against the fabric). Given it, every pipeline depth from the state's own
+    up to the model's layers (powers of two) is tried with its smallest fitting CP, and the shallowest whose
+    exchange hides wins; where none hides, the smallest replica (see the module's docstring). Without it (a chip
+    whose fabric accel does not know), the state's own depth with its smallest fitting CP."""
+    tensor, own_pipeline, _, span = training_degrees(min_chips, gpus_per_node, NO_LIMIT_NODES, domain_unit_nodes)
+    tensor_alone = tensor
     alone = micro_batch_bytes(sequence_length, hidden, layers, tensor)
-    state = state_bytes / (tensor * pipeline)
+    state = state_bytes / (tensor * own_pipeline)
     max_context = max(1, 1 << int(math.log2(max(1, sequence_length // CHUNKS_PER_RANK))))
     while max_context > 1 and sequence_length % (CHUNKS_PER_RANK * max_context):
         max_context //= 2
     past_headroom = alone > state * headroom / (1.0 + headroom)
 
-    def fit(context: int, t: int, s: float, a: float) -> SequenceFit:
+    def fit(context: int, t: int, pipeline: int, a: float, unhidden: bool = False) -> SequenceFit:
+        s = state_bytes / (t * pipeline)
         return SequenceFit(context, t, pipeline, span, sequence_length, s / 1e9, a / max(context, 1) / 1e9,
-                           a / 1e9, usable_bytes / 1e9, past_headroom, max_context, t != tensor_alone)
-
-    tensor_alone = tensor
+                           a / 1e9, usable_bytes / 1e9, past_headroom, max_context, t != tensor_alone,
+                           own_pipeline=own_pipeline, unhidden=unhidden)
 
     if state + alone <= usable_bytes:
-        return fit(1, tensor, state, alone)
+        return fit(1, tensor, own_pipeline, alone)
     if tensor < gpus_per_node * span:   # the state fitted in part of a node: tensor parallelism takes the node first
         tensor = gpus_per_node * span
         alone = micro_batch_bytes(sequence_length, hidden, layers, tensor)
-        state = state_bytes / (tensor * pipeline)
-        if state + alone <= usable_bytes:
-            return fit(1, tensor, state, alone)
-    context = 2
-    while context <= max_context:
-        if state + alone / context <= usable_bytes:
-            return fit(context, tensor, state, alone)
-        context *= 2
-    return fit(0, tensor, state, alone)
+        if state_bytes / (tensor * own_pipeline) + alone <= usable_bytes:
+            return fit(1, tensor, own_pipeline, alone)
+
+    def smallest_context(pipeline: int) -> int:
+        """The smallest context-parallel degree fitting beside the state at `pipeline` (0: none up to max_context)."""
+        room = usable_bytes - state_bytes / (tensor * pipeline)
+        context = 1
+        while context <= max_context:
+            if alone / context <= room:
+                return context
+            context *= 2
+        return 0
+
+    # A stage holds at least one layer: the depths run from the state's own to the most whole layers allow.
+    depths = [own_pipeline]
+    while hides is not None and depths[-1] * 2 <= layers:
+        depths.append(depths[-1] * 2)
+    fitting = [(pipeline, context) for pipeline in depths if (context := smallest_context(pipeline))]
+    if not fitting:
+        return fit(0, tensor, own_pipeline, alone)
+    for pipeline, context in fitting:   # the shallowest depth whose exchange is hidden (CP1: none to hide)
+        if hides is None or context == 1 or hides(tensor, context):
+            return fit(context, tensor, pipeline, alone)
+    # No depth hides it: the smallest replica (the shallowest of equals), its exposure named.
+    pipeline, context = min(fitting, key=lambda pc: (pc[0] * pc[1], pc[0]))
+    return fit(context, tensor, pipeline, alone, unhidden=True)
 
 
 def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,
@@ -196,25 +263,33 @@ def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
     usable HBM, and the key/value exchange of its context parallelism against the fabric it crosses."""
     from accel.policies.estimator.estimate import model_architecture, training_memory_bytes
 
-    layers, hidden, _ = model_architecture(spec, defaults)
-    fit = sequence_fit(spec.model.sequence_length, layers, hidden, training_memory_bytes(spec, resolved),
-                       resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
-                       min_chips, gpus_per_node, domain_unit_nodes)
-    if fit.context < 2:
-        return fit
     from accel.policies import hardware
 
+    layers, hidden, _ = model_architecture(spec, defaults)
+    sequence = spec.model.sequence_length
     fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
-    if fabric is None:
+
+    def exchange(tensor: int, context: int) -> tuple[float, float, str]:
+        # CP ranks are whole tensor-parallel groups: inside one NVLink domain while TP x CP GPUs fit in it, else
+        # over the scale-out network, one GPU to its counterpart in the next group.
+        assert fabric is not None
+        inside = fabric.domain_chips and tensor * context <= fabric.domain_chips
+        link = (f"the {fabric.domain_chips}-GPU NVLink domain ({fabric.scale_up_gbytes_per_s:g} GB/s per GPU)"
+                if inside else f"the scale-out network ({fabric.scale_out_gbps:g} Gb/s per GPU)")
+        speed = fabric.scale_up_gbytes_per_s * 1e9 if inside else fabric.scale_out_gbps * 1e9 / 8
+        return ring_exchange(sequence, hidden, defaults.inference.kv_cache_width.value, tensor, context,
+                             accelerator.peak_bf16_tflops * 1e12, speed, link)
+
+    def hides(tensor: int, context: int) -> bool:
+        transfer, attention, _ = exchange(tensor, context)
+        return transfer <= attention
+
+    fit = sequence_fit(sequence, layers, hidden, training_memory_bytes(spec, resolved),
+                       resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
+                       min_chips, gpus_per_node, domain_unit_nodes, hides if fabric is not None else None)
+    if fit.context < 2 or fabric is None:
         return fit
-    # CP ranks are whole tensor-parallel groups: inside one NVLink domain while TP x CP GPUs fit in it, else over
-    # the scale-out network, one GPU to its counterpart in the next group.
-    inside = fabric.domain_chips and fit.tensor * fit.context <= fabric.domain_chips
-    link = (f"the {fabric.domain_chips}-GPU NVLink domain ({fabric.scale_up_gbytes_per_s:g} GB/s per GPU)" if inside
-            else f"the scale-out network ({fabric.scale_out_gbps:g} Gb/s per GPU)")
-    speed = fabric.scale_up_gbytes_per_s * 1e9 if inside else fabric.scale_out_gbps * 1e9 / 8
-    _, _, words = ring_exchange(spec.model.sequence_length, hidden, defaults.inference.kv_cache_width.value,
-                                fit.tensor, fit.context, accelerator.peak_bf16_tflops * 1e12, speed, link)
+    _, _, words = exchange(fit.tensor, fit.context)
     return replace(fit, exchange=f"{words} (fabric: policies/hardware/facts.toml [collective_fabrics."
                                  f"{accelerator.id}]; key/value width: {defaults.inference.kv_cache_width.source})")
 

@@ -683,6 +683,20 @@ def _sequence_assumption(detail: dict[str, float | int | str]) -> list[Assumptio
                                "context_parallel_size lays it out" + (f"; {exchange}" if exchange else ""))]
 
 
+def _chips_per_sequence(spec: WorkloadSpec, catalog: Catalog, detail: dict[str, float | int | str]) -> Assumption:
+    """The chips that share one sequence of the batch: the size rule's at the usual lengths; a long sequence's
+    tensor x context-parallel group where its layout sets one (details.chips_per_sequence,
+    policies/estimator/activations.py), the rule's words then said as what holds at the usual lengths."""
+    rule = rule_for(catalog.defaults.training.chips_per_sequence_by_size, spec.model.parameters)
+    chips = detail.get("chips_per_sequence")
+    if chips is None:
+        return _assumption(name="chips_per_sequence", value=rule.value, source=rule.source)
+    return _assumption(name="chips_per_sequence", value=chips,
+                       source=f"at model.sequence_length {spec.model.sequence_length:,} one sequence's activations "
+                              "need the layout's tensor x context-parallel group, whose GPUs share it "
+                              f"(policies/estimator/activations.py); at the usual lengths {rule.value:g}: {rule.source}")
+
+
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None,
@@ -766,11 +780,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                                 source=f"{factor.detail}; {factor.source}"))
     tokens, batch_source = global_batch(spec, catalog.defaults)
     items += [_assumption(name="global_batch_tokens", value=_round(tokens), source=batch_source),
-              _assumption(name="chips_per_sequence",
-                         value=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
-                                        spec.model.parameters).value,
-                         source=rule_for(catalog.defaults.training.chips_per_sequence_by_size,
-                                         spec.model.parameters).source),
+              _chips_per_sequence(spec, catalog, detail),
               resolved.assumption("provisioning_minutes"),
               resolved.assumption("image_pull_minutes"),
               resolved.assumption("compile_minutes"),

@@ -112,7 +112,8 @@ class SearchContext:
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
     sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
-    context_degrees: dict[str, int] = field(default_factory=dict)   # the layout's context argument, by machine type
+    # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
+    context_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -157,13 +158,16 @@ class SearchContext:
                                   self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
                                   offering.machine_type)
         self.sequence_fits[key] = fit
-        # The context-parallel argument of the layout (policies/parallelism.py training_degrees): 0 where the state
-        # alone sets it, else the degree the sequence needs; read for every fleet the search times.
-        self.context_degrees[key] = fit.context if fit is not None and fit.changes_layout and fit.fits else 0
+        # The context-parallel and pipeline arguments of the layout (policies/parallelism.py training_degrees): 0
+        # where the state alone sets them, else the degree and depth the sequence needs; read for every fleet timed.
+        changed = fit is not None and fit.changes_layout and fit.fits
+        self.context_degrees[key] = ((fit.context, fit.pipeline if fit.deepened else 0) if fit is not None and changed
+                                     else (0, 0))
         return fit
 
-    def context_degree(self, offering: Offering) -> int:
-        """The context-parallel argument of the layout (policies/parallelism.py training_degrees) on this offering."""
+    def context_degree(self, offering: Offering) -> tuple[int, int]:
+        """The (context, pipeline) arguments of the layout (policies/parallelism.py training_degrees) on this
+        offering: (0, 0) where the state alone sets it."""
         degree = self.context_degrees.get(offering.machine_type)
         if degree is None:
             self.sequence_fit(offering)
@@ -181,16 +185,24 @@ class SearchContext:
             detail["context_exchange"] = fit.exchange
         if fit.changes_layout and fit.fits:
             detail["context_parallel"] = fit.context
+            if fit.deepened:   # the layout's pipeline floor (policies/parallelism.py training_degrees `pipeline`)
+                detail["pipeline_parallel"] = fit.pipeline
+            detail["chips_per_sequence"] = self.long_sequence_chips(fit)
         return detail
+
+    def long_sequence_chips(self, fit: SequenceFit) -> int:
+        """GPUs sharing one sequence under a long sequence's layout: its tensor x context-parallel group (at least
+        what the size rule lets share one at the usual lengths)."""
+        tokens, _ = global_batch(self.spec, self.catalog.defaults)
+        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        return max(1, self.batch_chips // sequences, fit.tensor) * max(1, fit.context)
 
     def long_sequence_batch_chips(self, fit: SequenceFit) -> int:
         """Most chips the global batch keeps busy under a long sequence's layout: its sequences x the tensor x
         context-parallel GPUs that share each one (a pipeline's stages take whole sequences as micro-batches, as
         the rule for short ones counts: Llama 3 405B at 131,072 tokens, 128 sequences x TP8 x CP16 = 16,384)."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
-        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
-        per_sequence = max(1, self.batch_chips // sequences)
-        return sequences * max(per_sequence, fit.tensor) * max(1, fit.context)
+        return max(1, math.floor(tokens / self.spec.model.sequence_length)) * self.long_sequence_chips(fit)
 
     def long_sequence_batch_why(self, fit: SequenceFit) -> str:
         """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
@@ -220,7 +232,7 @@ class SearchContext:
             if unit is None:
                 unit = self.domain_unit(offering)
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
-                                                              self.context_degree(offering))
+                                                              *self.context_degree(offering))
         return trained
 
     def fleet_cap(self, offering: Offering) -> int:

@@ -18,22 +18,23 @@ from accel.policies.selection.ladders import Size
 
 @lru_cache(maxsize=None)
 def replica_nodes(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
-                  context: int = 0) -> int:
+                  context: int = 0, pipeline_floor: int = 0) -> int:
     """Nodes of a `nodes`-node GPU fleet that hold whole model replicas under the Plan's training layout
-    (`context`: a long sequence's context-parallel degree, training_degrees). Memoized: a search on a large
-    catalog asks ~10^5 times for a few hundred distinct fleets."""
+    (`context`, `pipeline_floor`: a long sequence's context-parallel degree and deeper pipeline, training_degrees).
+    Memoized: a search on a large catalog asks ~10^5 times for a few hundred distinct fleets."""
     tensor, pipeline, data, _ = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
-                                                 context)
+                                                 context, pipeline_floor)
     gpus = tensor * max(1, context) * pipeline * data
     return min(nodes, -(-gpus // gpus_per_node))
 
 
-def training_size(size: Size, min_chips_for_memory: int, domain_unit_nodes: int, context: int = 0) -> Size:
+def training_size(size: Size, min_chips_for_memory: int, domain_unit_nodes: int, context: int = 0,
+                  pipeline: int = 0) -> Size:
     """The part of `size` a training run is timed on: its whole-replica nodes for a GPU fleet (topology None),
     the fleet itself for a TPU one."""
     if size.topology is not None or size.slices != 1:
         return size
-    nodes = replica_nodes(min_chips_for_memory, size.chips_per_host, size.hosts, domain_unit_nodes, context)
+    nodes = replica_nodes(min_chips_for_memory, size.chips_per_host, size.hosts, domain_unit_nodes, context, pipeline)
     if nodes == size.hosts:
         return size
     return size._replace(chips=nodes * size.chips_per_host, hosts=nodes)

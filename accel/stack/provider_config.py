@@ -1,0 +1,193 @@
+"""The stack file's aws:* and gcp:* keys: handed to the stack's explicit providers with their types, or refused.
+
+The stack's AWS and Google providers are explicit, and an explicit provider reads no aws:* / gcp:* config itself
+(pulumi/pulumi-aws#1307), so a key the program does not pass would be dropped without a word: a profile, an assumed
+role or a list of allowed accounts ignored, and the stack deployed with whatever the default credential chain gives.
+Here every key of those namespaces is either read (provider_keys.yaml: which, its provider argument and its kind),
+checked against the plan (the region keys: the plan decides the region), or refused naming it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from accel.base.errors import UsageError
+from accel.components.provider_settings import ProviderSettings
+from accel.policies.plan import Plan
+
+KEYS_FILE = Path(__file__).with_name("provider_keys.yaml")
+CLOUD_NAMES = {"aws": "AWS", "gcp": "Google"}
+# What the offline engine sees for a `secure:` value it cannot decrypt (accel/stack/config.py SECRET_PLACEHOLDER).
+SECRET_PLACEHOLDER = "[secret]"
+
+
+@dataclass(frozen=True)
+class ProviderKey:
+    """One stack key the program hands to its provider (provider_keys.yaml)."""
+
+    name: str                      # as written in the stack file, after the namespace: `assumeRoles`
+    arg: str                       # the ProviderArgs keyword: `assume_roles`
+    kind: str                      # string, strings, boolean, mapping, object, objects
+    why: str
+    secret: bool = False           # a credential: always handed over as a secret
+    own: bool = False              # read by its own code in accel/stack/program.py
+    fields: Mapping[str, str] = field(default_factory=dict)  # object / objects: field -> kind (empty: any string)
+
+
+@dataclass(frozen=True)
+class ProviderTable:
+    sdk: str
+    region_keys: tuple[str, ...]
+    keys: Mapping[str, ProviderKey]
+
+
+@lru_cache(maxsize=1)
+def provider_tables() -> dict[str, ProviderTable]:
+    """{cloud: its table}, from provider_keys.yaml."""
+    from accel.base.safe_files import read_text
+    from accel.base.yaml_files import parse_yaml
+
+    document = parse_yaml(read_text(KEYS_FILE, "provider keys table"))
+    return {cloud: ProviderTable(sdk=document[cloud]["sdk"], region_keys=tuple(document[cloud]["region_keys"]),
+                                 keys={name: ProviderKey(name=name, **spec)
+                                       for name, spec in document[cloud]["keys"].items()})
+            for cloud in CLOUD_NAMES}
+
+
+def provider_settings(config: Mapping[str, Any], plan: Plan, source: str,
+                      secret_keys: Collection[str] = ()) -> dict[str, ProviderSettings]:
+    """{cloud: the arguments for its provider} from the stack's aws:* and gcp:* keys.
+
+    UsageError naming the key for a key no provider of the stack would read, a value of the wrong kind, or a region
+    key that disagrees with the plan's region (checked for the plan's cloud; a stack decided at run time may carry
+    both clouds' keys). A key that was a secret in the stack file, or is a credential, stays a secret."""
+    settings = {}
+    for cloud, table in provider_tables().items():
+        args: dict[str, Any] = {}
+        secret: set[str] = set()
+        for key in sorted(k for k in config if k.partition(":")[0] == cloud):
+            name = key.partition(":")[2]
+            raw = config[key]
+            if name in table.region_keys:
+                if cloud == plan.cloud and raw != SECRET_PLACEHOLDER:
+                    _check_region(key, name, raw, plan, source)
+                continue
+            spec = table.keys.get(name)
+            if spec is None:
+                raise UsageError(_unread_message(cloud, key, name, table, source))
+            if spec.own:
+                continue
+            is_secret = key in secret_keys
+            args[spec.arg] = raw if is_secret and raw == SECRET_PLACEHOLDER else \
+                _typed(raw, spec.kind, spec.fields, key, source)
+            if spec.secret or is_secret:
+                secret.add(spec.arg)
+        settings[cloud] = ProviderSettings(args=args, secret=frozenset(secret))
+    return settings
+
+
+def read_keys(cloud: str) -> list[str]:
+    """The stack keys of `cloud` the program reads, in the table's order, region keys last."""
+    table = provider_tables()[cloud]
+    return [f"{cloud}:{name}" for name in (*table.keys, *table.region_keys)]
+
+
+def _unread_message(cloud: str, key: str, name: str, table: ProviderTable, source: str) -> str:
+    known = [*table.keys, *table.region_keys]
+    hint = difflib.get_close_matches(name, known, n=1)
+    suggestion = f"did you mean '{cloud}:{hint[0]}'? " if hint else ""
+    return (f"{source}: {key}: the stack's {CLOUD_NAMES[cloud]} provider would ignore this key: it is explicit "
+            f"(built with the plan's region), so it reads only the {cloud}:* keys accel hands it "
+            f"(pulumi/pulumi-aws#1307); {suggestion}accel reads {', '.join(read_keys(cloud))} "
+            f"(docs/contracts.md, section 4); remove {key}")
+
+
+def _check_region(key: str, name: str, raw: Any, plan: Plan, source: str) -> None:
+    """The region comes from the plan; a stack value that agrees is accepted, one that differs is refused."""
+    value = raw if isinstance(raw, str) else json.dumps(raw)
+    if name == "zone":
+        if value in plan.zones:
+            return
+        where = f"not one of the plan's zones ({', '.join(plan.zones)})"
+        wanted = value.rsplit("-", 1)[0]
+    else:
+        if value == plan.region:
+            return
+        where = f"not the plan's region, {plan.region}"
+        wanted = value
+    raise UsageError(
+        f"{source}: {key}: {value!r} is {where}; the plan decides where the stack builds and its provider is "
+        f"given the plan's region, so {key} would be ignored: remove it (or set it to the plan's). To build in "
+        f"{wanted}, change the plan's region: constrain the workload with accel:workload.constraints.regions: "
+        f"[{wanted}] (or accel:hardware.region for a hardware pin) and pin again with "
+        "`accel choose WORKLOAD.yaml --write-stack STACK`")
+
+
+def _typed(raw: Any, kind: str, fields: Mapping[str, str], where: str, source: str) -> Any:
+    """The value as the provider argument's kind, or UsageError naming `where` (the key, or key.field)."""
+    value = _decoded(raw) if kind != "string" else raw
+    if kind == "string":
+        # Any text: a YAML object given here arrives as its JSON text, indistinguishable from gcp:credentials' own
+        # JSON (a service account key), so it is not second-guessed.
+        if isinstance(value, str):
+            return value
+        expected = "a string"
+    elif kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        expected = "true or false"
+    elif kind == "strings":
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return value
+        expected = "a list of strings"
+    elif kind == "mapping":
+        if isinstance(value, dict) and all(isinstance(item, str) for item in value.values()):
+            return value
+        expected = "a mapping of names to strings"
+    elif kind == "object":
+        if isinstance(value, dict):
+            return _typed_object(value, fields, where, source)
+        expected = "a mapping" + (f" with the fields {', '.join(fields)}" if fields else "")
+    elif kind == "objects":
+        if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+            return [_typed_object(item, fields, f"{where}[{index}]", source) for index, item in enumerate(value)]
+        expected = "a list of mappings" + (f" with the fields {', '.join(fields)}" if fields else "")
+    else:  # pragma: no cover - the table names only the kinds above (tests/test_provider_config.py)
+        raise ValueError(f"provider_keys.yaml: {where}: unknown kind {kind!r}")
+    raise UsageError(f"{source}: {where}: expected {expected}, got {_shown(value)}")
+
+
+def _typed_object(value: dict, fields: Mapping[str, str], where: str, source: str) -> dict:
+    if not fields:  # a map of names to strings (aws:endpoints entries: {SERVICE: URL})
+        return _typed(value, "mapping", {}, where, source)
+    result = {}
+    for name, item in value.items():
+        kind = fields.get(name)
+        if kind is None:
+            hint = difflib.get_close_matches(str(name), list(fields), n=1)
+            suggestion = f"did you mean {hint[0]!r}? " if hint else ""
+            raise UsageError(f"{source}: {where}.{name}: not a field the provider takes; {suggestion}"
+                             f"the fields are {', '.join(fields)}")
+        result[name] = _typed(item, kind, {}, f"{where}.{name}", source)
+    return result
+
+
+def _decoded(raw: Any) -> Any:
+    """Pulumi config holds objects and lists as JSON text and booleans as 'true'/'false'."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
