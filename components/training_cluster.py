@@ -174,7 +174,8 @@ class TrainingCluster(pulumi.ComponentResource):
                 install_kueue=existing.install_kueue if existing else True,
                 install_jobset=existing.install_jobset if existing else True,
                 install_lws=needs_leader_worker_set(args.plan),
-                install_dra_driver=needs_compute_domain(args.plan),
+                install_dra_driver=needs_compute_domain(
+                    args.plan, existing.stated_nvlink_domain(args.plan.pool.accelerator) if existing else None),
                 dra_driver_root="/home/kubernetes/bin/nvidia" if args.plan.cloud == "gcp" else "/",
                 gpu_fabric=built.gpu_fabric,
                 gpu_arch=built.gpu_arch,

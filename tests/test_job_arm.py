@@ -69,6 +69,28 @@ def test_node_architecture_comes_from_the_machine_type_or_the_chip():
     assert chip_arch("h100-80gb") == "amd64"
 
 
+def test_one_derivation_of_a_machine_types_kubernetes_arch_serves_the_pools_and_the_job():
+    """components/kubernetes/pools.py gpu_node_arch (the node installers, the Arm toleration) and the job's
+    machine_arch (its checks and images) both read HardwareFacts.kubernetes_arch: the clouds' spellings (EC2's
+    x86_64, Compute Engine's amd64) become Kubernetes' once, for every GPU machine type of the table."""
+    from accel.components.kubernetes.pools import gpu_node_arch
+    from accel.policies import hardware
+    from accel.policies.plan import GpuPool
+
+    facts = hardware.current()
+    machines = [*facts.gcp_gpu_machines.values(), *facts.aws_gpu_instances.values()]
+    assert {m.arch for m in machines} >= {"amd64", "x86_64", "arm64"}   # the spellings the table holds
+    for m in machines:
+        arch = facts.kubernetes_arch(m.name)
+        assert arch in ("amd64", "arm64"), m.name
+        pool = GpuPool.model_construct(accelerator=m.chip, machine_type=m.name, gpus_per_node=m.gpus, nodes=1)
+        assert gpu_node_arch(pool) == machine_arch(m.name) == arch, m.name
+        assert facts.is_arm(m.name) is (arch == "arm64")
+    assert {m.name for m in machines if facts.kubernetes_arch(m.name) == "arm64"} == {"a4x-highgpu-4g",
+                                                                                      "p6e-gb200.36xlarge"}
+    assert facts.kubernetes_arch("not-a-machine") is None and machine_arch(None) is None
+
+
 @pytest.mark.parametrize("stack, pool_arch", [("onprem-gb200", "arm64"), ("llama-405b-a4x", "arm64"),
                                               ("llama-405b-p6e", "arm64"), ("llama-70b-a4", "amd64")])
 def test_the_declared_gpu_pools_know_their_architecture(stack, pool_arch):

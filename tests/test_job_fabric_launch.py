@@ -21,7 +21,7 @@ from accel.job.validate import HEREDOC_END, PROGRAM_FILE, allreduce_program, tor
 from accel.job import plan_view
 from accel.policies.plan import Plan
 from tests.conftest import planned_result
-from tests.test_job import SERVING, STACKS, generated
+from tests.test_job import STACKS, generated
 
 MULTI_NODE_GPU = [s for s in STACKS
                   if (hw := plan_view.hardware(Plan.model_validate(planned_result(s).plan))).family == "gpu"
@@ -80,7 +80,8 @@ def test_a_multi_node_check_starts_torchrun_over_every_node_and_gpu(stack):
     assert "job-completion-index" in index["valueFrom"]["fieldRef"]["fieldPath"]
 
 
-@pytest.mark.parametrize("stack", [s for s in MULTI_NODE_GPU if s != SERVING])     # serving: a Deployment
+# Serving (a Deployment, or a LeaderWorkerSet of vLLM) carries no training pod's fabric env to compare with.
+@pytest.mark.parametrize("stack", [s for s in MULTI_NODE_GPU if planned_result(s).plan["workload"]["kind"] != "inference"])
 def test_the_check_pod_gets_the_training_pods_fabric_env_and_mounts(stack):
     training = _pod(generated(stack))["containers"][0]
     check = _pod(generated(stack, validate=True))["containers"][0]

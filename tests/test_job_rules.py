@@ -227,6 +227,8 @@ CASES: dict[str, Case] = {
     # images on Arm nodes (an amd64-only image: exec format error; one not confirmed for arm64: a warning)
     "pod/image-architecture": Case("arm", lambda s: _set(container(s), "image", "vllm/vllm-openai:v0.8.5"),
                                    "containers[0].image"),
+    # a pod group across the trays of one NVLink domain (A4X's fabric check over 36 nodes) claims the IMEX channel
+    "nvidia/compute-domain-claim": Case("arm", lambda s: pod(s).pop("resourceClaims"), "spec.resourceClaims"),
     "pod/image-architecture-unconfirmed": Case("arm", lambda s: _set(container(s), "image",
                                                                      "nvcr.io/nvidia/pytorch:25.01-py3"),
                                                "containers[0].image"),
@@ -241,7 +243,7 @@ def test_every_rule_cites_its_upstream_source_and_says_how_to_fix():
     for rule in rules.RULES.values():
         assert rule.source and rule.fix and rule.summary, rule.id
         assert any(project in rule.source for project in ("kubernetes v1.33", "jobset v0.10.1", "lws v0.10.0",
-                                                          "kueue v0.14.1")), rule.id
+                                                          "kueue v0.14.1", "nvidia-dra-driver-gpu 25.12.0")), rule.id
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))

@@ -16,27 +16,24 @@ from accel.policies import hardware
 
 from accel.job.facts import runtime
 
-# The clouds spell amd64 differently: Compute Engine and Kubernetes say amd64, EC2 says x86_64.
-_SPELLINGS = {"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"}
-
 
 def normalized(arch: str | None) -> str | None:
-    """A node or image architecture as Kubernetes names it (kubernetes.io/arch: amd64 | arm64), None if unknown."""
-    return _SPELLINGS.get(str(arch).lower()) if arch else None
+    """A node or image architecture as Kubernetes names it (kubernetes.io/arch: amd64 | arm64), None if unknown:
+    the hardware table's one spelling map (policies/hardware kubernetes_arch_name)."""
+    return hardware.kubernetes_arch_name(arch)
 
 
 def machine_arch(machine_type: str | None) -> str | None:
     """The architecture of a cloud machine type in the hardware table, None for one it does not list."""
-    machine = hardware.current().gpu_machine(machine_type) if machine_type else None
-    return normalized(machine.arch) if machine is not None else None
+    return hardware.current().kubernetes_arch(machine_type)
 
 
 def chip_arch(chip: str | None) -> str | None:
     """The architecture every machine type carrying `chip` shares (gb200: arm64), None when they differ or the
     table lists none: an inventory of that chip is that architecture."""
     facts = hardware.current()
-    arches = {normalized(m.arch) for m in (*facts.gcp_gpu_machines.values(), *facts.aws_gpu_instances.values())
-              if m.chip == chip}
+    arches = {facts.kubernetes_arch(m.name) for m in (*facts.gcp_gpu_machines.values(),
+                                                        *facts.aws_gpu_instances.values()) if m.chip == chip}
     return arches.pop() if len(arches) == 1 else None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accel.components.kubernetes.workloads import needs_compute_domain  # noqa: F401 (the job's rule is the cluster's)
+from accel.components.kubernetes.workloads import nvlink_group_spans_nodes  # the one decision (cluster, job, check)
 from accel.policies.plan import Plan
 
 from accel.job.topology import REQUIRED, SLICE_REQUIRED
@@ -47,7 +47,7 @@ def claim_channel(pod: dict[str, Any], job: str) -> None:
         resources["claims"] = [*resources.get("claims", []), {"name": CHANNEL_CLAIM}]
 
 
-def derivation(job: str, plan: Plan, pod: dict[str, Any]) -> str:
+def derivation(job: str, plan: Plan, pod: dict[str, Any], group_nodes: int) -> str:
     # One ComputeDomain may hold nodes of several NVLink domains: the driver runs one IMEX domain per NVLink
     # partition (its status lists each node's cliqueID), so only nodes of one rack share GPU memory over NVLink,
     # which is why a tensor-parallel group that spans nodes is kept inside one (accel/job/topology.py).
@@ -57,15 +57,28 @@ def derivation(job: str, plan: Plan, pod: dict[str, Any]) -> str:
     annotations = pod.get("metadata", {}).get("annotations") or {}
     placed = tensor and (SLICE_REQUIRED in annotations or REQUIRED in annotations)
     groups = (f"; each {tensor}-node tensor-parallel group is placed inside one NVLink domain" if placed else "")
-    return (f"ComputeDomain {job}-cd ({COMPUTE_DOMAIN_API}): the job's {plan.gpu.nodes} {plan.gpu.machine_type} "
-            f"nodes share NVLink through IMEX within each NVLink domain (clique) they sit in{groups}; every pod "
+    nodes = (f"job's {plan.gpu.nodes}" if group_nodes == plan.gpu.nodes else
+             f"{group_nodes} nodes of each replica (of the {plan.gpu.nodes}")
+    close = ")" if group_nodes != plan.gpu.nodes else ""
+    return (f"ComputeDomain {job}-cd ({COMPUTE_DOMAIN_API}): the {nodes} {plan.gpu.machine_type} "
+            f"nodes{close} share NVLink through IMEX within each NVLink domain (clique) they sit in{groups}; every pod "
             f"claims channel template {channel_template(job)} (NVIDIA DRA driver, charts.yaml nvidia-dra-driver-gpu)")
 
 
-def attach(pod: dict[str, Any], job: str, plan: Plan, namespace: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """(objects, notes) for a job whose plan needs a ComputeDomain: its pods claim the channel and the job writes
-    the ComputeDomain beside it, with the note that says why; ([], []) for any other plan."""
-    if not needs_compute_domain(plan):
+def attach(pods: list[dict[str, Any]], job: str, plan: Plan, namespace: str, group_nodes: int,
+           stated_domain_gpus: int | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """(objects, notes) for a workload whose group of pods (on `group_nodes` nodes: a training job's, a serving
+    replica's) shares an NVLink domain across nodes: every pod template of the group (a JobSet's one, a
+    LeaderWorkerSet's leader and worker) claims the channel, and the workload writes the ComputeDomain beside it,
+    with the note that says why; ([], []) for any other group. The claim is the one NVIDIA's driver documents for
+    a multi-node workload: each GPU pod `spec.resourceClaims` naming the domain's channel template, each container
+    `resources.claims` naming that claim (NVIDIA/k8s-dra-driver-gpu demo/specs/imex/nvbandwidth-test-job-1.yaml at
+    3ea7913, every worker of the MPIJob; kubernetes-sigs/dra-driver-nvidia-gpu site/content/docs/guides/
+    compute-domain-workloads.md at 591712478). One domain per workload, all its groups in it: the driver keeps
+    each NVLink partition its own IMEX domain, and the replicas of one service are one tenant."""
+    if plan.gpu is None or not nvlink_group_spans_nodes(plan.gpu.accelerator, plan.gpu.machine_type, group_nodes,
+                                                        stated_domain_gpus):
         return [], []
-    claim_channel(pod, job)
-    return [compute_domain(job, namespace)], [derivation(job, plan, pod)]
+    for pod in {id(pod): pod for pod in pods}.values():   # a group of one template names it once
+        claim_channel(pod, job)
+    return [compute_domain(job, namespace)], [derivation(job, plan, pods[0], group_nodes)]

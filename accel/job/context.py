@@ -35,6 +35,7 @@ class JobContext:
     gke_networks: tuple[str, ...] = field(default_factory=tuple)
     inventory_pool: AcceleratorPool | None = None   # existing clusters: the declared inventory entry used
     inventory_nodes: int | None = None              # ... and how many of its nodes the queue may use
+    nvlink_domain_gpus: int | None = None           # ... and the NVLink domain it states (None: the hardware table's)
 
 
 def _name(resource) -> str | None:
@@ -46,6 +47,7 @@ def inventory_pool(existing: ExistingCluster | None, accelerator: str) -> Accele
     if existing is None:
         return None
     return next((pool for pool in inventory_pools(existing) if pool.accelerator == accelerator), None)
+
 
 
 def context_from_capture(stack: str, capture: Capture, existing: ExistingCluster | None = None,
@@ -68,4 +70,5 @@ def context_from_capture(stack: str, capture: Capture, existing: ExistingCluster
         priority_class=default or (priorities[0] if priorities else None),
         dataset_bucket=outputs.get("datasetBucket"), checkpoint_bucket=outputs.get("checkpointBucket"),
         volume_claims=claims, gke_networks=networks,
-        inventory_pool=inventory_pool(existing, accelerator) if accelerator else None)
+        inventory_pool=inventory_pool(existing, accelerator) if accelerator else None,
+        nvlink_domain_gpus=existing.stated_nvlink_domain(accelerator) if existing and accelerator else None)

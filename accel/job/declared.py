@@ -68,6 +68,8 @@ class NodePool:
     tpu_topology: str | None = None
     min_nodes: int | None = None   # nodes that exist without a scale-up (None: all of them, `nodes`)
     arch: str | None = None        # kubernetes.io/arch of its nodes (amd64 | arm64), None when unknown
+    accelerator: str | None = None          # the chip of its nodes (hardware table id), None for a system pool
+    nvlink_domain_gpus: int | None = None   # the NVLink domain an inventory states (None: the hardware table's)
 
     @property
     def standing_nodes(self) -> int:
@@ -189,7 +191,13 @@ def _gke_pool(resource: CapturedResource) -> NodePool:
                        int(autoscaling.get("totalMinNodeCount") or 0),
                        int(autoscaling.get("minNodeCount") or 0) * zones)
     return NodePool(resource.name, machine, int(nodes), labels, _unique(taints), alloc, topology,
-                    None if standing is None else int(standing), node_arch(machine, None))
+                    None if standing is None else int(standing), node_arch(machine, None), _chip(machine))
+
+
+def _chip(machine_type: str | None) -> str | None:
+    """The chip a machine type of the hardware table carries (None for a system machine type)."""
+    chip = hardware.current().chip_of_machine(machine_type) if machine_type else None
+    return chip.id if chip is not None else None
 
 
 def _unique(taints: list[Taint]) -> list[Taint]:
@@ -228,7 +236,7 @@ def _eks_pool(resource: CapturedResource, capture: Capture) -> NodePool:
                  if s.parent == resource.parent]
     standing = max([int(scaling.get("desiredSize") or 0), *scheduled])
     return NodePool(resource.name, machine, int(nodes), labels, taints, alloc, min_nodes=standing,
-                    arch=node_arch(machine, None))
+                    arch=node_arch(machine, None), accelerator=_chip(machine))
 
 
 def _inventory(existing: ExistingCluster) -> list[NodePool]:
@@ -242,7 +250,8 @@ def _inventory(existing: ExistingCluster) -> list[NodePool]:
         said = [pool.node_labels.get(ARCH_LABEL)] + [t.value for t in entry.tolerations if t.key == ARCH_LABEL]
         arch = next((normalized(a) for a in said if normalized(a)), None) or node_arch(None, entry.accelerator)
         pools.append(NodePool(f"inventory:{pool.name}", None, entry.chips // per_node, dict(pool.node_labels),
-                              taints, {pool.resource: Fraction(per_node)}, entry.topology, arch=arch))
+                              taints, {pool.resource: Fraction(per_node)}, entry.topology, arch=arch,
+                              accelerator=entry.accelerator, nvlink_domain_gpus=entry.nvlink_domain_gpus))
     return pools
 
 

@@ -28,10 +28,11 @@ from accel.policies.plan import Plan
 
 from accel.job import plan_view
 from accel.job import compute_domain, context_parallel
+from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
-from accel.job.topology import topology_request
+from accel.job.topology import PODSET_GROUP, REQUIRED, replica_level, topology_request
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -198,7 +199,9 @@ def paired_sidecar_image(fabric: str) -> str:
 def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
     table = runtime()["defaults"]
     if plan_view.is_serving(plan):
-        return table["jetstream" if hw.family == "tpu" else "vllm"]
+        if hw.family == "tpu":
+            return table["jetstream"]
+        return table["vllm-arm64" if node_arch(hw.machine_type, hw.accelerator) == "arm64" else "vllm"]
     if plan_view.framework(plan) == "pytorch":
         return table["pytorch-gpu"]
     return table["jax-tpu" if hw.family == "tpu" else "jax-gpu"]
@@ -326,7 +329,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                  *context_parallel.notes(plan.parallelism, plan_view.framework(plan),
                                          written=options.command is None and plan_view.framework(plan) != "pytorch",
                                          deepened=context_parallel.sequence_layout(plan))]
-    domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)
+    domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
     notes += domain_notes
     restarts, why = max_restarts(plan)
     pods_per_slice = nodes if hw.slices == 1 else hw.nodes_per_slice
@@ -426,6 +429,20 @@ def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
     return leader, worker
 
 
+def _group_in_one_domain(templates: list[dict], name: str, levels: tuple[str, ...], machine_type: str,
+                         nodes: int) -> str:
+    """Annotate a LeaderWorkerSet's leader and worker templates so Kueue places each group (one Workload of two
+    PodSets) in one domain of the finest level that holds its `nodes` (A4X: a sub-block, one NVL72 rack): the
+    PodSet group of Kueue v0.14.1 (apis/kueue/v1beta1/topology_types.go PodSetGroupName, "a unit of flavor
+    assignment and topology domain fitting"; KEP 2724 "co-locate Leader with Workers within the same replica in
+    LeaderWorkerSet", both templates naming the group and the same required level). Returns the note."""
+    level = replica_level(levels, machine_type, nodes)
+    for template in templates:
+        template["metadata"].setdefault("annotations", {}).update({PODSET_GROUP: name, REQUIRED: level})
+    return (f"topology: each replica's leader and workers ({nodes} pods, one per node) required in one {level} "
+            f"as one Kueue PodSet group ({PODSET_GROUP}: {name})")
+
+
 def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     hw = plan_view.hardware(plan)
     name = dns_name(plan.workload.name)
@@ -455,6 +472,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     selector = {"app.kubernetes.io/name": name}
     pod = {"metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
            "spec": _pod_spec(ctx, pool, [container], volumes, [], "Always")}
+    domain: list[dict[str, Any]] = []
     if nodes_per_replica == 1:
         workload = {"apiVersion": "apps/v1", "kind": "Deployment",
                     "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
@@ -462,6 +480,13 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
         leader, worker = _ray_group(pod, command, hw.family == "gpu")
+        # A replica across trays of one NVLink domain (GB200 NVL72): leader and workers claim its IMEX channel.
+        domain, domain_notes = compute_domain.attach([leader, worker], name, plan, ctx.namespace, nodes_per_replica,
+                                                     ctx.nvlink_domain_gpus)
+        notes += domain_notes
+        if hw.family == "gpu" and pool.topology_levels:
+            notes.append(_group_in_one_domain([leader, worker], name, pool.topology_levels, hw.machine_type,
+                                              nodes_per_replica))
         # A TPU replica is one multi-host slice: one node pool per replica, as the JobSet's slices.
         exclusive = {"annotations": {LWS_EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}} if hw.family == "tpu" else {}
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",
@@ -484,4 +509,4 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         f"ServiceAccount {ctx.service_account}",
         *notes,
     ]
-    return GeneratedJob(name, [workload, service], derivations)
+    return GeneratedJob(name, [*domain, workload, service], derivations)

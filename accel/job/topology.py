@@ -39,6 +39,8 @@ PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 LEVEL_ANNOTATIONS = (REQUIRED, PREFERRED, SLICE_REQUIRED)
+# PodSets naming one group get one flavor and one topology domain (v0.14.1 topology_types.go PodSetGroupName).
+PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
 
 
 @dataclass(frozen=True)

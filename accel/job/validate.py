@@ -45,11 +45,12 @@ TPU_PROGRAM = ("python3 -c \"import time, jax, jax.numpy as jnp; n = jax.device_
                "assert bw >= {line}, f'below the pass line {line} GB/s'\"")
 
 
-def _nvlink_domain(hw: plan_view.Hardware) -> int | None:
-    """GPUs on the job's NVLink domain when that domain spans nodes (GB200 NVL72: 72 over 18 nodes), else None."""
-    if not hardware.current().nvlink_domain_spans_nodes(hw.accelerator, hw.machine_type or None):
+def _nvlink_domain(hw: plan_view.Hardware, stated_domain_gpus: int | None = None) -> int | None:
+    """GPUs on the job's NVLink domain when that domain spans nodes (GB200 NVL72: 72 over 18 nodes), else None;
+    `stated_domain_gpus`: what the stack's inventory says of its nodes' domain (GB200 NVL4: 4, the node)."""
+    if not hardware.current().nvlink_domain_spans_nodes(hw.accelerator, hw.machine_type or None, stated_domain_gpus):
         return None
-    return hardware.current().scale_up_domain_chips(hw.accelerator, hw.machine_type or None)
+    return stated_domain_gpus or hardware.current().scale_up_domain_chips(hw.accelerator, hw.machine_type or None)
 
 
 def _scale_out(hw: plan_view.Hardware, facts: dict) -> dict | None:
@@ -65,12 +66,12 @@ def _scale_out(hw: plan_view.Hardware, facts: dict) -> dict | None:
             f"chip's scale-out figure ([collective_fabrics.{fabric.id}] in policies/hardware: {fabric.source})"}
 
 
-def pass_line(plan: Plan) -> tuple[float, str]:
-    """(GB/s per node or chip, why) the check must reach."""
+def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float, str]:
+    """(GB/s per node or chip, why) the check must reach; `stated_domain_gpus` as _nvlink_domain takes it."""
     facts = runtime()["validate"]
     share = facts["pass_share"]
     hw = plan_view.hardware(plan)
-    domain = _nvlink_domain(hw) if hw.family == "gpu" else None
+    domain = _nvlink_domain(hw, stated_domain_gpus) if hw.family == "gpu" else None
     within_domain = domain is not None and hw.nodes * hw.chips_per_node <= domain
     scale_out = _scale_out(hw, facts) if hw.family == "gpu" and hw.nodes > 1 and not within_domain else None
     if hw.family == "tpu":
@@ -154,7 +155,7 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
     the training image), or JAX (TPU)."""
     hw = plan_view.hardware(plan)
     name = dns_name(f"{plan.workload.name}-fabric-check")
-    line, why = pass_line(plan)
+    line, why = pass_line(plan, ctx.nvlink_domain_gpus)
     replicated = replicated_job_name(hw)
     image_notes: list[str] = []
     checks_transport = hw.family == "gpu" and hw.nodes > 1 and transports(hw.fabric) is not None
@@ -186,7 +187,7 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
     if hw.family == "gpu" and hw.nodes > 1:
         shell = pod["spec"]["containers"][0]["command"]
         shell[-1] = Script(shell[-1])
-    domain, domain_notes = compute_domain.attach(pod, name, plan, ctx.namespace)
+    domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
     notes += domain_notes
     jobset = {
         "apiVersion": JOBSET_API, "kind": "JobSet",

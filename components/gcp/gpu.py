@@ -88,12 +88,12 @@ class GpuNodePoolArgs:
             raise invalid_arg("GpuNodePool", "plan.family", plan.family, "a GPU node pool needs a GPU plan (plan.gpu)")
         values = {"pool": plan.gpu, "capacity": plan.capacity, "cluster": cluster, "zone": plan.zones[0],
                   "tags": tags, "extra_networks": network.extra_networks, **overrides}
-        if "min_nodes" not in overrides and _topology_needs_nodes(plan, values["pool"], values["capacity"]):
+        if "min_nodes" not in overrides and _topology_needs_nodes(values["pool"], values["capacity"]):
             # Kueue's topology-aware scheduling assigns domains from the nodes that exist and reaches the
             # autoscaler only through a ProvisioningRequest admission check (Kueue v0.14.1, the topology-aware
             # scheduling concept page, "ClusterAutoscaler support"; cloud-correctness finding 2). GKE
             # documents queued-provisioning.gke.io as its ProvisioningRequest class, which needs flex-start
-            # capacity; for on-demand and spot training pools under a Topology the nodes are created with the pool.
+            # capacity; for on-demand, spot and reserved pools under a Topology the nodes are created with the pool.
             values["min_nodes"] = values["pool"].nodes
         return cls(**values)
 
@@ -101,11 +101,12 @@ class GpuNodePoolArgs:
         validate(self)  # the arguments check themselves on construction (one convention, every cloud)
 
 
-def _topology_needs_nodes(plan: Plan, pool: GpuPool, capacity: Capacity) -> bool:
-    """A training pool on a scale-out fabric is placed by a Kueue Topology (components/kubernetes/pools.py);
-    unless its capacity comes through ProvisioningRequests (flex-start, queued), its nodes must exist."""
-    return (plan.workload.kind != "inference" and pool.fabric != "none"
-            and capacity.provisioning not in ("flex-start", "queued"))
+def _topology_needs_nodes(pool: GpuPool, capacity: Capacity) -> bool:
+    """A pool on a scale-out fabric is placed by a Kueue Topology (components/kubernetes/pools.py); unless its
+    capacity comes through ProvisioningRequests (flex-start, queued), its nodes must exist. A serving pool too: its
+    flavor names the Topology as a training pool's does (GB200 serving across trays on A4X:
+    stacks/Pulumi.llama-405b-serving-a4x.yaml), so Kueue would never admit its LeaderWorkerSet on nodes to come."""
+    return pool.fabric != "none" and capacity.provisioning not in ("flex-start", "queued")
 
 
 def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:

@@ -107,7 +107,7 @@ def gke_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND) -> Accelerator
 def gpu_node_arch(gpu: GpuPool) -> Literal["amd64", "arm64"]:
     """The GPU nodes' kubernetes.io/arch: arm64 for the Arm (Grace) machine types of the hardware table (A4X,
     p6e-gb200), else amd64. Picks the fabric's node installers (node_installers.yaml)."""
-    return "arm64" if hardware.current().is_arm(gpu.machine_type) else "amd64"
+    return "arm64" if hardware.current().kubernetes_arch(gpu.machine_type) == "arm64" else "amd64"
 
 
 def _arch_tolerations(gpu: GpuPool) -> list[Toleration]:
@@ -179,6 +179,15 @@ class InventoryEntry(StrictModel):
     topology: str | None = Field(None, description="TPU slice topology (GKE TPU inventory only)")
     gpus_per_node: int | None = Field(None, gt=0, description="Chips per node; unset = a multi-host TPU VM's chips, "
                                       "a GB200 compute tray's 4 GPUs, else 8 GPUs (HardwareFacts.inventory_chips_per_node)")
+    # GB200 NVL4 (SC24, 2024-11): one board of 4 Blackwell GPUs and 2 Grace CPUs whose NVLink is "only for onboard
+    # communication" ("essentially two GB200 Superchips ... without the off-board NVLink": NVIDIA's briefing as
+    # reported at gixtools.net/2024/11/nvidia-hpc-ai-chip-is-actually-six-chips); NVL72: facts.toml [collective_fabrics.gb200].
+    nvlink_domain_gpus: int | None = Field(
+        None, gt=0, description="GPUs one NVLink domain of these nodes joins: 72 for GB200 NVL72 racks (18 trays of 4 "
+        "sharing NVLink across nodes: a job across nodes claims an NVIDIA ComputeDomain), 4 for GB200 NVL4 boards "
+        "(NVLink within the board, the node); unset = the chip's domain in the hardware table (policies/hardware/"
+        "facts.toml [collective_fabrics]): gb200 is NVL72 there because every cloud machine type of it (A4X, "
+        "p6e-gb200) is an NVL72 tray")
 
     @model_validator(mode="after")
     def _topology_only_for_tpus(self) -> "InventoryEntry":
@@ -186,6 +195,22 @@ class InventoryEntry(StrictModel):
             if not _is_tpu(self.accelerator):
                 raise ValueError(f"topology is for TPU inventory; {self.accelerator} has none")
             shapes.check_topology(self.accelerator, self.topology)
+        return self
+
+    @model_validator(mode="after")
+    def _nvlink_domain_of_whole_nodes(self) -> "InventoryEntry":
+        """A domain lies within one node (GB200 NVL4: the node's 4) or joins whole nodes (NVL72: 18 of 4)."""
+        domain = self.nvlink_domain_gpus
+        if domain is None:
+            return self
+        if _is_tpu(self.accelerator):
+            raise ValueError(f"nvlink_domain_gpus is for GPU inventory; {self.accelerator} is a TPU, whose chips "
+                             "share its slice's ICI (say topology instead)")
+        per_node = self.gpus_per_node or hardware.current().inventory_chips_per_node(self.accelerator)
+        if domain > per_node and domain % per_node:
+            raise ValueError(f"nvlink_domain_gpus: {domain} is not a whole number of nodes of {per_node} GPUs "
+                             f"(gpus_per_node): give at most {per_node} (a domain within the node, e.g. 4 for GB200 "
+                             f"NVL4) or a multiple of {per_node} (a domain across nodes, e.g. 72 for GB200 NVL72)")
         return self
 
 
@@ -210,6 +235,12 @@ class ExistingCluster(StrictModel):
     @property
     def has_gpus(self) -> bool:
         return any(not _is_tpu(entry.accelerator) for entry in self.inventory)
+
+    def stated_nvlink_domain(self, accelerator: str) -> int | None:
+        """The NVLink domain the inventory entry a plan on `accelerator` runs on states (the first of that chip, as
+        its queue's pool is); None: the hardware table's."""
+        entry = next((entry for entry in self.inventory if entry.accelerator == accelerator), None)
+        return entry.nvlink_domain_gpus if entry is not None else None
 
 
 def _is_tpu(accelerator: str) -> bool:

@@ -42,11 +42,25 @@ def needs_leader_worker_set(plan: Plan) -> bool:
     return is_serving(plan) and nodes_per_replica(plan) > 1
 
 
-def needs_compute_domain(plan: Plan) -> bool:
-    """A GPU job on several nodes whose NVLink domain spans machines (GB200 NVL72): the cluster runs NVIDIA's DRA
-    driver and the job claims a ComputeDomain (accel/job/compute_domain.py); the same function decides both.
-    The domain is the pool's chip's (on its machine type where the table states the machine's own), so a cloud
-    machine type (a4x-highgpu-4g) and an existing cluster's inventory of the same chip (accel:cluster, whose
-    pool is named after the inventory entry, not a machine type) decide alike."""
-    return (plan.gpu is not None and plan.gpu.nodes > 1
-            and hardware.current().nvlink_domain_spans_nodes(plan.gpu.accelerator, plan.gpu.machine_type))
+def nvlink_group_spans_nodes(accelerator: str, machine_type: str | None, group_nodes: int,
+                             stated_domain_gpus: int | None = None) -> bool:
+    """Whether a group of pods that talk over NVLink (a training job's pods, one serving replica's leader and
+    workers, the fabric check's pods) sits on `group_nodes` nodes of one NVLink domain that spans machines (GB200
+    NVL72), so each pod claims an IMEX channel of an NVIDIA ComputeDomain (accel/job/compute_domain.py). The one
+    decision: the job's manifests, the stack's DRA driver (needs_compute_domain) and the offline check (rule
+    nvidia/compute-domain-claim) all ask it. The domain is the chip's (on its machine type where the table states
+    the machine's own), so a cloud machine type (a4x-highgpu-4g) and an existing cluster's inventory of the same
+    chip (accel:cluster, whose pool is named after the inventory entry, not a machine type) decide alike, unless
+    the inventory states its own domain (`stated_domain_gpus`: inventory nvlink_domain_gpus, GB200 NVL4: 4)."""
+    return group_nodes > 1 and hardware.current().nvlink_domain_spans_nodes(accelerator, machine_type,
+                                                                            stated_domain_gpus)
+
+
+def needs_compute_domain(plan: Plan, stated_domain_gpus: int | None = None) -> bool:
+    """Whether the stack installs NVIDIA's DRA driver: some group of pods it runs shares an NVLink domain across
+    nodes. The largest is the fleet (the training job, and `accel job --validate`'s fabric check over every node,
+    serving plans included), and a group of fewer nodes (a serving replica) claims one only where the fleet would
+    (nvlink_group_spans_nodes). `stated_domain_gpus`: an existing cluster's inventory's own NVLink domain."""
+    return (plan.gpu is not None
+            and nvlink_group_spans_nodes(plan.gpu.accelerator, plan.gpu.machine_type, plan.gpu.nodes,
+                                         stated_domain_gpus))

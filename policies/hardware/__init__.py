@@ -34,6 +34,16 @@ FAMILIES = ("tpu", "gpu")
 VM_TYPE_COUNTS = {"tensorcores", "chips"}
 
 
+# How the clouds and images spell a CPU architecture -> how Kubernetes names it (the kubernetes.io/arch node label,
+# GOARCH): Compute Engine and Kubernetes say amd64, EC2 says x86_64, Linux (uname -m) aarch64.
+KUBERNETES_ARCH_SPELLINGS = MappingProxyType({"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"})
+
+
+def kubernetes_arch_name(spelling: str | None) -> str | None:
+    """An architecture as Kubernetes names it (amd64 | arm64) from any of its spellings; None if unknown."""
+    return KUBERNETES_ARCH_SPELLINGS.get(str(spelling).lower()) if spelling else None
+
+
 class HardwareFactsError(AccelError, ValueError):
     """The hardware facts table is missing, not TOML, or holds an entry that is wrong (exit 1: the
     table ships with accel; a user who edits it sees the entry and the rule it breaks)."""
@@ -364,15 +374,19 @@ class HardwareFacts:
         machine = self.gpu_machine(machine_type)
         return machine is not None and self.nvlink_domain_spans_nodes(machine.chip, machine_type)
 
-    def nvlink_domain_spans_nodes(self, chip: str, machine_type: str | None = None) -> bool:
+    def nvlink_domain_spans_nodes(self, chip: str, machine_type: str | None = None,
+                                  stated_domain_chips: int | None = None) -> bool:
         """Whether nodes of `chip` (on `machine_type` when it is a machine the table states a domain of; a
         Kubernetes inventory's nodes are named by chip alone) share an NVLink domain across machines (GB200
         NVL72: 72 GPUs over 18 nodes of 4), so a job spanning nodes claims an IMEX channel through an NVIDIA
         ComputeDomain. The domain is the chip's scale-up domain ([collective_fabrics], the one place the table
         states it, or the machine's own there); it spans machines when it is larger than the largest machine of
         that chip, not merely larger than this one: a3-highgpu-1g's H100 is one GPU of an 8-GPU board whose
-        NVLink never leaves the board. A TPU (domain 0: the slice) or a PCIe GPU (none) never does."""
-        domain = self.scale_up_domain_chips(chip, machine_type)
+        NVLink never leaves the board. A TPU (domain 0: the slice) or a PCIe GPU (none) never does.
+        `stated_domain_chips`: what an existing cluster's inventory says of its own nodes' domain (accel:cluster
+        inventory `nvlink_domain_gpus`: a GB200 NVL4 board's 4), in place of the table's."""
+        domain = stated_domain_chips if stated_domain_chips is not None else \
+            self.scale_up_domain_chips(chip, machine_type)
         most = self._index("most_gpus_per_machine", self._most_gpus_per_machine).get(chip)
         # A chip no machine of the table carries (h800, a published run's part) has no machine to outgrow: no.
         return bool(domain) and most is not None and domain > most
@@ -417,10 +431,16 @@ class HardwareFacts:
         found = self.collective_fabric(chip, machine_type)
         return found.domain_chips if found is not None else None
 
+    def kubernetes_arch(self, machine_type: str | None) -> str | None:
+        """The kubernetes.io/arch of a GPU machine type's nodes (amd64 | arm64: A4X and p6e-gb200 are Arm, Grace
+        hosts), whichever way its cloud spells it (EC2's x86_64 is amd64); None for a machine the table does not
+        list. The one derivation the node pools (their installers and Arm toleration) and the job's checks read."""
+        machine = self.gpu_machine(machine_type) if machine_type else None
+        return kubernetes_arch_name(machine.arch) if machine is not None else None
+
     def is_arm(self, machine_type: str) -> bool:
         """Arm (Grace) hosts: A4X, p6e-gb200. GKE taints its Arm nodes kubernetes.io/arch=arm64:NoSchedule."""
-        machine = self.gpu_machine(machine_type)
-        return machine is not None and machine.arch in ("arm64",)
+        return self.kubernetes_arch(machine_type) == "arm64"
 
     def fabric_network_count(self, fabric: str, gpus_per_node: int) -> int:
         return self.fabrics[fabric].network_count(gpus_per_node)

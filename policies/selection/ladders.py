@@ -10,6 +10,7 @@ from typing import NamedTuple
 from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Offering
+from accel.policies.parallelism import tensor_parallel_nodes
 
 
 # A NamedTuple, not a dataclass: a search builds ~2,500 (a faster constructor), and defining it generates no code.
@@ -173,11 +174,21 @@ def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> 
 
 
 def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
-    """Sizes one serving replica can take: a power-of-two share of a GPU node, or one TPU slice."""
+    """Sizes one serving replica can take: a power-of-two share of a GPU node, or whole nodes of one NVLink domain
+    where a tensor-parallel group may span nodes (A4X: 2 trays of an NVL72 rack, the training layout's rule,
+    policies/parallelism.py tensor_parallel_nodes), or one TPU slice."""
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     if generation is None:
-        counts = [n for n in (1, 2, 4, 8, 16) if n <= offering.chips_per_host and offering.chips_per_host % n == 0
-                  and n <= max_replica_chips]
+        per_node = offering.chips_per_host
+        counts = [n for n in (1, 2, 4, 8, 16) if n <= per_node and per_node % n == 0 and n <= max_replica_chips]
         # A share of one node: `n` of its GPUs on that one host.
-        return [Size(n, 1, 1, None, offering.machine_type, offering.chips_per_host) for n in counts]
+        sizes = [Size(n, 1, 1, None, offering.machine_type, per_node) for n in counts]
+        # Whole nodes of one NVLink domain: the replica's tensor-parallel group stays inside the domain its cloud
+        # places as a unit; its pods claim the domain's IMEX channel (components/kubernetes/workloads.py).
+        span = tensor_parallel_nodes(hardware.current().nvlink_domain_unit_nodes(offering.machine_type))
+        nodes = 2
+        while nodes <= span and nodes * per_node <= max_replica_chips:
+            sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node))
+            nodes *= 2
+        return sizes
     return [s for s in tpu_sizes(generation.name, max(1, max_replica_chips)) if s.slices == 1]

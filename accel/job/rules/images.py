@@ -17,6 +17,7 @@ from typing import Any
 
 from accel.job.architectures import ARCH_LABEL, image_architectures, normalized
 from accel.job.pod_templates import pod_templates
+from accel.job.rules.placement import placeable_pools
 from accel.job.rules.registry import Breach, Scope, containers, describe, join, rule
 
 SOURCE = ("kubernetes v1.33 pkg/kubelet/kubelet_node_status.go (kubernetes.io/arch is the kubelet's runtime.GOARCH; "
@@ -41,16 +42,7 @@ def _selected_arch(pod_spec: dict[str, Any]) -> str | None:
 
 def _placed_arch(pod_spec: dict[str, Any], cluster) -> str | None:
     """The one architecture of every stack pool the pod can be placed on; None when unknown or mixed."""
-    if cluster is None:
-        return None
-    # Imported here: accel.job.check imports the rules package, so a module-level import would be circular.
-    from accel.job.check import SCHEDULING_EFFECTS, tolerates
-
-    selector = {str(k): str(v) for k, v in (pod_spec.get("nodeSelector") or {}).items()}
-    tolerations = list(pod_spec.get("tolerations") or [])
-    arches = {pool.arch for pool in cluster.pools
-              if all(pool.labels.get(k) == v for k, v in selector.items())
-              and all(t.effect not in SCHEDULING_EFFECTS or tolerates(tolerations, t) for t in pool.taints)}
+    arches = {pool.arch for pool in placeable_pools(pod_spec, cluster)}
     return arches.pop() if len(arches) == 1 else None
 
 
