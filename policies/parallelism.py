@@ -156,10 +156,17 @@ def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: i
                        context=context if context > 1 else None)
 
 
-def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int) -> Parallelism:
-    """The layout of a serving fleet of `nodes` nodes whose replicas take `replica_chips` GPUs each."""
-    if min(replica_chips, gpus_per_node, nodes) < 1:
-        raise ValueError("replica_chips, gpus_per_node and nodes must be positive")
+def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int = 1) -> Parallelism:
+    """The layout of a serving fleet of `nodes` nodes whose replicas take `replica_chips` GPUs each. A replica of
+    whole nodes within the span a tensor-parallel group may take inside one NVLink domain (`tensor_parallel_nodes`
+    of `domain_unit_nodes`: two A4X trays of an NVL72 rack) is one tensor-parallel group over them, as the serving
+    estimate costs it (InferenceModel: one all-reduce group of the replica's GPUs over NVLink); elsewhere tensor
+    parallelism stays in the node and the replica's nodes are pipeline stages."""
+    if min(replica_chips, gpus_per_node, nodes, domain_unit_nodes) < 1:
+        raise ValueError("replica_chips, gpus_per_node, nodes and domain_unit_nodes must be positive")
+    span = replica_chips // gpus_per_node
+    if span > 1 and replica_chips % gpus_per_node == 0 and span <= tensor_parallel_nodes(domain_unit_nodes):
+        return Parallelism(tensor=replica_chips, pipeline=1, data=max(1, nodes // span), tensor_nodes=span)
     tensor = min(replica_chips, gpus_per_node)
     pipeline = math.ceil(replica_chips / gpus_per_node)
     return Parallelism(tensor=tensor, pipeline=pipeline, data=max(1, nodes * gpus_per_node // (tensor * pipeline)))
@@ -171,10 +178,10 @@ def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_fo
     """The parallelism of a GPU plan: training from the state's memory, serving from its replica; `expert`,
     the expert-parallel degree of a mixture-of-experts model, is part of a training layout, and so is a
     tensor-parallel group spanning nodes of one NVLink domain placed as a unit of `domain_unit_nodes` nodes (a
-    serving replica keeps tensor parallelism in the node: its estimate costs all-reduces per node); `context`, a
+    serving replica's tensor parallelism spans nodes only within that span, `serving_parallelism`); `context`, a
     long sequence's context-parallel degree and `pipeline` its deeper pipeline (`training_degrees`)."""
     if training or replica_chips is None:
         layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context,
                                       pipeline)
         return layout.model_copy(update={"expert": expert}) if expert and expert > 1 else layout
-    return serving_parallelism(replica_chips, gpus_per_node, nodes)
+    return serving_parallelism(replica_chips, gpus_per_node, nodes, domain_unit_nodes)

@@ -68,6 +68,10 @@ def test_a_405b_replica_spans_two_a4x_trays_as_a_leader_worker_set_that_claims_t
     validate(domain, CD_CRD, "v1beta1")
     validate(lws, LWS_CRD, "v1")
     assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    # vLLM runs the replica as the plan lays it out and the estimate costs it: one TP8 group over both trays.
+    assert plan.parallelism.text() == "TP8 x PP1 x DP9"
+    command = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["command"][-1]
+    assert "--tensor-parallel-size 8" in command and "--pipeline-parallel-size" not in command
     template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
     group = lws["spec"]["leaderWorkerTemplate"]
     for role in ("leaderTemplate", "workerTemplate"):

@@ -41,6 +41,17 @@ def test_a_serving_replica_wider_than_a_node_is_pipelined_over_its_nodes():
     assert (p.tensor, p.pipeline, p.group_nodes, p.data) == (8, 2, 2, 3)
 
 
+def test_a_serving_replica_over_two_trays_of_one_nvlink_domain_is_one_tensor_parallel_group():
+    # A4X: 4-GPU trays in 18-tray NVL72 racks placed as a unit (tensor groups may span 2 trays). The serving
+    # estimate costs an 8-GPU replica as one all-reduce group over NVLink, so the layout is TP8 over 2 trays.
+    p = serving_parallelism(8, 4, 18, domain_unit_nodes=18)
+    assert (p.tensor, p.pipeline, p.tensor_nodes, p.group_nodes, p.data) == (8, 1, 2, 2, 9)
+    # Past the span a group may take inside the domain (4 trays), or where the domain is the node, the replica's
+    # nodes are pipeline stages.
+    assert (serving_parallelism(16, 4, 16, domain_unit_nodes=18).pipeline,
+            serving_parallelism(8, 4, 18).tensor_nodes) == (4, None)
+
+
 # ---- pools of whole replicas and whole units ---------------------------------------------------------
 
 @settings(deadline=None)

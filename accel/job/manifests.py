@@ -453,9 +453,13 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
     chips_per_pod = min(replica_chips, hw.chips_per_node)
     if hw.family == "gpu":
+        # The plan's layout: a replica over two A4X trays is one tensor-parallel group over NVLink (as the serving
+        # estimate costs it); elsewhere tensor parallelism in the node and a pipeline stage per node.
+        layout = plan.parallelism
+        tensor, stages = (layout.tensor, layout.pipeline) if layout is not None else (chips_per_pod, nodes_per_replica)
         default_command = (f"vllm serve {model} --port {SERVING_PORT} --dtype bfloat16 "
-                           f"--tensor-parallel-size {chips_per_pod}"
-                           + (f" --pipeline-parallel-size {nodes_per_replica}" if nodes_per_replica > 1 else ""))
+                           f"--tensor-parallel-size {tensor}"
+                           + (f" --pipeline-parallel-size {stages}" if stages > 1 else ""))
     else:
         default_command = (f"python3 -m MaxText.maxengine_server MaxText/configs/base.yml "
                            f"tokenizer_path=assets/tokenizer.llama2 ici_tensor_parallelism={chips_per_pod}")
