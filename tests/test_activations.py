@@ -304,3 +304,40 @@ def test_a_deeper_pipeline_past_max_chips_is_still_refused_naming_the_sequence(c
         choose(workload_from_mapping(base, "t.yaml"), catalog)
     text = str(refused.value) + " ".join(str(r) for r in refused.value.rejected)
     assert "model.sequence_length 131,072" in text and "TP8 x CP2 x PP16" in text
+
+
+def test_a_long_sequence_on_four_gpu_nodes_counts_tp_x_cp_chips_per_sequence_as_it_says(catalog):
+    # GB200 p6e nodes hold 4 GPUs: 405B at 131,072 tokens lays out TP4 x CP4. The size rule's 8 chips per sequence
+    # (TP8 on an 8-GPU node) is not the layout's: 16 GPUs share each sequence, as the words and the docs say.
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base["hardware"]["accelerator"] = "gb200"
+    choice = choose(workload_from_mapping(base, "t.yaml"), catalog)
+    detail = choice.estimate.details
+    tensor, context = 4, int(detail["context_parallel"])
+    assert choice.chosen.chips_per_host == tensor and context > 1
+    assert detail["chips_per_sequence"] == tensor * context
+    from accel.policies.selection.candidates import search_context
+
+    base.pop("hardware")
+    ctx = search_context(workload_from_mapping(base, "t.yaml"), catalog, "cost")
+    p6e = next(o for o in catalog.offerings if o.machine_type == "p6e-gb200.36xlarge")
+    fit = ctx.sequence_fit(p6e)
+    assert (fit.tensor, fit.context) == (tensor, context)
+    assert ctx.long_sequence_batch_chips(fit) == math.floor(16e6 / 131_072) * tensor * context
+    per_sequence = next(a for a in choice.estimate.assumptions if a.name == "chips_per_sequence")
+    assert per_sequence.value == tensor * context
+
+
+def test_a_long_sequence_without_context_parallelism_names_no_cp1_group(catalog):
+    # 405B at 32,768 tokens on H200: the pipeline deepens, CP stays 1; the time objective's words on the batch
+    # speak of the tensor-parallel group, not a "CP1" context-parallel one.
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base.pop("hardware")
+    base["model"]["sequence_length"] = 32768
+    base["constraints"].update(deadline_days=None, accelerators=["h200-141gb"])
+    base["training"].update(global_batch_tokens=2 ** 21, tokens="20B")
+    choice = choose(workload_from_mapping(base, "t.yaml"), catalog, objective="time")
+    assert choice.estimate.details.get("pipeline_parallel") == 16
+    words = " ".join(str(v) for v in choice.estimate.details.values())
+    assert "more chips stop helping: a global batch" in words
+    assert "CP1" not in words and "TP8 GPUs of its tensor-parallel group" in words

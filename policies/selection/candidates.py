@@ -191,11 +191,10 @@ class SearchContext:
         return detail
 
     def long_sequence_chips(self, fit: SequenceFit) -> int:
-        """GPUs sharing one sequence under a long sequence's layout: its tensor x context-parallel group (at least
-        what the size rule lets share one at the usual lengths)."""
-        tokens, _ = global_batch(self.spec, self.catalog.defaults)
-        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
-        return max(1, self.batch_chips // sequences, fit.tensor) * max(1, fit.context)
+        """GPUs sharing one sequence under a long sequence's layout: its tensor x context-parallel group (the
+        layout's own, not the size rule's figure for the usual lengths: on a 4-GPU node the rule's 8 would count
+        twice the GPUs TP4 x CP holds)."""
+        return fit.tensor * max(1, fit.context)
 
     def long_sequence_batch_chips(self, fit: SequenceFit) -> int:
         """Most chips the global batch keeps busy under a long sequence's layout: its sequences x the tensor x
@@ -208,9 +207,11 @@ class SearchContext:
         """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
         sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        group = (f"TP{fit.tensor} x CP{fit.context} GPUs of its context-parallel group" if fit.context > 1 else
+                 f"TP{fit.tensor} GPUs of its tensor-parallel group")
         return (f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequence(s) of "
-                f"{self.spec.model.sequence_length:,} tokens, each shared by the TP{fit.tensor} x CP{fit.context} GPUs "
-                f"of its context-parallel group: more than {self.long_sequence_batch_chips(fit):,} chips would idle "
+                f"{self.spec.model.sequence_length:,} tokens, each shared by the {group}: more than "
+                f"{self.long_sequence_batch_chips(fit):,} chips would idle "
                 "(set training.global_batch_tokens to change it)")
 
     def domain_unit(self, offering: Offering) -> int:
