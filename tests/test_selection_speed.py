@@ -17,7 +17,7 @@ from accel.policies.cloud import poisson
 from accel.policies.selection.candidates import price_points, search_context
 from accel.policies.selection.rescale import rescaled
 from accel.policies.selection.sizing import size_offering
-from accel.policies.workload import load_workload
+from accel.policies.workload import load_workload, workload_from_mapping
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -200,3 +200,26 @@ def test_a_training_point_repriced_from_another_is_sized_as_alone(catalog, name,
                 assert _sizing_facts(again) == _sizing_facts(alone), (offering.id, kind)
                 compared += 1
     assert compared > 10
+
+
+@pytest.mark.parametrize("budget", [None, 3_000_000.0])
+def test_regions_sized_once_rank_as_if_each_were_sized_alone(catalog, monkeypatch, budget):
+    """Sharing a sizing across regions (selection.rescale: figures scaled by the price factor) changes no option
+    and no order: two Capacity Block fleets billed the same instance-days tie exactly when sized alone, and the
+    scaled figures' float noise must not break the tie the other way (it did: p5.48xlarge Capacity Blocks in
+    eu-north-1, 1,024 chips for 144 h ranked before 1,536 chips for 96 h at the same $695,992.32, the slower first)."""
+    import accel.policies.selection.choose as choosing
+
+    spec = workload_from_mapping({
+        "name": "tie", "kind": "pretrain", "model": {"parameters": "70B", "sequence_length": 8192},
+        "training": {"tokens": "300B", "framework": "pytorch"},
+        "constraints": {"spot": "allowed", "budget_usd": budget, "max_chips": 8192}}, "t.yaml")
+
+    def options(share: bool):
+        monkeypatch.setattr(choosing, "SHARE_SIZING_ACROSS_REGIONS", share)
+        choice = choosing.choose(spec, catalog)
+        return [(o.offering, o.region, o.provisioning, o.chips, o.total_usd, o.hours) for o in choice.options]
+
+    shared, alone = options(True), options(False)
+    assert any(p == "capacity-block" for _, _, p, _, _, _ in alone)
+    assert shared == alone
