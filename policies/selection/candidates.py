@@ -113,7 +113,7 @@ class SearchContext:
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
     sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
     # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
-    context_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sequence_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -161,17 +161,17 @@ class SearchContext:
         # The context-parallel and pipeline arguments of the layout (policies/parallelism.py training_degrees): 0
         # where the state alone sets them, else the degree and depth the sequence needs; read for every fleet timed.
         changed = fit is not None and fit.changes_layout and fit.fits
-        self.context_degrees[key] = ((fit.context, fit.pipeline if fit.deepened else 0) if fit is not None and changed
-                                     else (0, 0))
+        self.sequence_degrees[key] = ((fit.context, fit.pipeline if fit.deepened else 0) if fit is not None and changed
+                                      else (0, 0))
         return fit
 
-    def context_degree(self, offering: Offering) -> tuple[int, int]:
+    def sequence_layout_degrees(self, offering: Offering) -> tuple[int, int]:
         """The (context, pipeline) arguments of the layout (policies/parallelism.py training_degrees) on this
         offering: (0, 0) where the state alone sets it."""
-        degree = self.context_degrees.get(offering.machine_type)
+        degree = self.sequence_degrees.get(offering.machine_type)
         if degree is None:
             self.sequence_fit(offering)
-            degree = self.context_degrees[offering.machine_type]
+            degree = self.sequence_degrees[offering.machine_type]
         return degree
 
     def sequence_detail(self, offering: Offering) -> dict[str, float | int | str]:
@@ -233,7 +233,7 @@ class SearchContext:
             if unit is None:
                 unit = self.domain_unit(offering)
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
-                                                              *self.context_degree(offering))
+                                                              *self.sequence_layout_degrees(offering))
         return trained
 
     def fleet_cap(self, offering: Offering) -> int:
