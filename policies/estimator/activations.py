@@ -199,7 +199,8 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
     """The layout a GPU training replica needs for `sequence_length` (`layers` x `hidden` model; `state_bytes`, the
     state with its `headroom` share for activations; `usable_bytes` of HBM per GPU), starting from the layout
     policies/parallelism.py derives from `min_chips` (the fewest GPUs holding the state). Context parallelism comes
-    after tensor parallelism has taken the whole node (or NVLink group), the cheaper split.
+    after tensor parallelism has taken the whole node (or the nodes of an NVLink domain its tensor group already
+    spans for the state), the cheaper split.
 
     `hides(tensor, context)`: whether the key/value exchange of TP`tensor` x CP`context` is hidden under the
     attention it overlaps (`ring_exchange` against the fabric). Given it, every pipeline depth from the state's own
