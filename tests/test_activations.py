@@ -341,3 +341,17 @@ def test_a_long_sequence_without_context_parallelism_names_no_cp1_group(catalog)
     words = " ".join(str(v) for v in choice.estimate.details.values())
     assert "more chips stop helping: a global batch" in words
     assert "CP1" not in words and "TP8 GPUs of its tensor-parallel group" in words
+
+
+def test_a_long_sequence_missing_its_deadline_names_its_own_batch_bound(catalog):
+    # 405B at 131,072 tokens on H100 in 3 days: the closest fleet, 7 TP8 x CP8 x PP16 replicas (7,168 GPUs), is
+    # stopped by the long sequence's batch (122 sequences x TP8 x CP8 = 7,808 GPUs), not the usual 122 x 8 = 976
+    # that the explanation quoted while naming a fleet seven times larger.
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base.pop("hardware")
+    base["constraints"].update(deadline_days=3, accelerators=["h100-80gb"], max_chips=65536)
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(workload_from_mapping(base, "t.yaml"), catalog)
+    closest = str(refused.value).splitlines()[-1]
+    assert "7,168 GPUs" in closest and "the global batch stopped it growing" in closest
+    assert "more than 7,808 chips would idle" in closest and "976" not in closest
