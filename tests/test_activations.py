@@ -355,3 +355,14 @@ def test_a_long_sequence_missing_its_deadline_names_its_own_batch_bound(catalog)
     closest = str(refused.value).splitlines()[-1]
     assert "7,168 GPUs" in closest and "the global batch stopped it growing" in closest
     assert "more than 7,808 chips would idle" in closest and "976" not in closest
+
+
+@settings(max_examples=40, deadline=None)
+@given(exponent=st.integers(15, 21), context=st.sampled_from([1, 2, 4, 8, 16, 64]))
+def test_the_longest_sequence_a_refusal_offers_splits_into_2_x_cp_chunks(exponent, context):
+    # Megatron-LM asserts seq_length % (2 x CP) == 0: a length the refusal suggests at CP4 must divide by 8 (it
+    # said 95,803 tokens at CP4 for 405B within 512 H100).
+    fit = fit_on_h100(405e9, 126, 16384, 2 ** exponent)
+    longest = fit.longest_sequence(context)
+    assert longest % (2 * context if context > 1 else 1) == 0
+    assert longest * fit.activation_gb_alone / fit.sequence_length <= (fit.usable_gb - fit.state_gb) * context + 1e-9

@@ -185,12 +185,15 @@ class SequenceFit:
                 f"PP{self.pipeline}, a {self.replica_gpus:,}-GPU replica{deeper})")
 
     def longest_sequence(self, context: int) -> int:
-        """The longest sequence whose activations fit beside the state at `context` (0: not even one token)."""
+        """The longest sequence whose activations fit beside the state at `context` (0: not even one token), a
+        multiple of the 2 x CP chunks it is split into under context parallelism (CHUNKS_PER_RANK)."""
         room = self.usable_gb - self.state_gb
         if room <= 0:
             return 0
         per_token = self.activation_gb_alone / self.sequence_length
-        return int(room * context / per_token)
+        tokens = int(room * context / per_token)
+        chunks = CHUNKS_PER_RANK * context if context > 1 else 1
+        return tokens - tokens % chunks
 
 
 def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, headroom: float,
