@@ -366,3 +366,33 @@ def test_the_longest_sequence_a_refusal_offers_splits_into_2_x_cp_chunks(exponen
     longest = fit.longest_sequence(context)
     assert longest % (2 * context if context > 1 else 1) == 0
     assert longest * fit.activation_gb_alone / fit.sequence_length <= (fit.usable_gb - fit.state_gb) * context + 1e-9
+
+
+def test_within_max_chips_a_deeper_pipeline_fits_where_the_preferred_layout_does_not():
+    # 405B at 131,072 tokens on H100: the rule prefers TP8 x CP8 x PP16 (1,024 GPUs, its exchange hidden); within
+    # 512 GPUs TP8 x CP2 x PP32 fits (the state halves at PP32), so it is taken rather than refused.
+    def fit(max_gpus=None):
+        usable = 80 * 2 ** 30 * 0.9   # the catalog's H100: 80 GiB
+        need = math.ceil(state(405e9) / usable)
+        return sequence_fit(131_072, 126, 16384, state(405e9), HEADROOM, usable, need, 8,
+                            hides=lambda t, c: True, max_gpus=max_gpus)
+
+    assert (fit().pipeline, fit().context, fit().replica_gpus) == (16, 8, 1024)
+    bounded = fit(512)
+    assert (bounded.pipeline, bounded.context, bounded.replica_gpus) == (32, 2, 512)
+    assert bounded.state_gb + bounded.activation_gb <= bounded.usable_gb
+    # Where nothing fits within the bound, the layout is the unbounded one (the refusal names it).
+    assert (fit(128).pipeline, fit(128).context) == (16, 8)
+
+
+def test_a_long_sequence_within_max_chips_or_a_pin_is_laid_out_to_fit_rather_than_refused(catalog):
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base["hardware"]["chips"] = 512
+    plan = choose_plan(workload_from_mapping(base, "t.yaml"), catalog)
+    layout = plan.parallelism
+    assert (layout.tensor, layout.context, layout.pipeline, layout.data) == (8, 2, 32, 1)
+    base.pop("hardware")
+    base["constraints"].update(deadline_days=None, max_chips=512, accelerators=["h100-80gb"])
+    base["training"]["tokens"] = "50B"   # within the default 90 days on 512 GPUs
+    choice = choose(workload_from_mapping(base, "t.yaml"), catalog)
+    assert choice.chosen.chips == 512 and choice.estimate.details["pipeline_parallel"] == 32

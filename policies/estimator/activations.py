@@ -198,7 +198,7 @@ class SequenceFit:
 
 def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, headroom: float,
                  usable_bytes: float, min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1,
-                 hides: Callable[[int, int], bool] | None = None) -> SequenceFit:
+                 hides: Callable[[int, int], bool] | None = None, max_gpus: int | None = None) -> SequenceFit:
     """The layout a GPU training replica needs for `sequence_length` (`layers` x `hidden` model; `state_bytes`, the
     state with its `headroom` share for activations; `usable_bytes` of HBM per GPU), starting from the layout
     policies/parallelism.py derives from `min_chips` (the fewest GPUs holding the state). Context parallelism comes
@@ -209,7 +209,12 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
     attention it overlaps (`ring_exchange` against the fabric). Given it, every pipeline depth from the state's own
     up to the model's layers (powers of two) is tried with its smallest fitting CP, and the shallowest whose
     exchange hides wins; where none hides, the smallest replica (see the module's docstring). Without it (a chip
-    whose fabric accel does not know), the state's own depth with its smallest fitting CP."""
+    whose fabric accel does not know), the state's own depth with its smallest fitting CP.
+
+    `max_gpus`: the most GPUs a replica may take (max_chips, the offering's largest fleet, a pinned fleet). The
+    rule chooses among the layouts within it where any fits (Llama 3 405B at 131,072 tokens within 512 H100: TP8 x
+    CP2 x PP32, not a refusal for want of the 1,024 GPUs TP8 x CP8 x PP16 takes), else as without it (the refusal
+    then names that layout)."""
     tensor, own_pipeline, _, span = training_degrees(min_chips, gpus_per_node, NO_LIMIT_NODES, domain_unit_nodes)
     tensor_alone = tensor
     alone = micro_batch_bytes(sequence_length, hidden, layers, tensor)
@@ -250,6 +255,9 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
     fitting = [(pipeline, context) for pipeline in depths if (context := smallest_context(pipeline))]
     if not fitting:
         return fit(0, tensor, own_pipeline, alone)
+    if max_gpus is not None:
+        within = [(pipeline, context) for pipeline, context in fitting if tensor * context * pipeline <= max_gpus]
+        fitting = within or fitting
     for pipeline, context in fitting:   # the shallowest depth whose exchange is hidden (CP1: none to hide)
         if hides is None or context == 1 or hides(tensor, context):
             return fit(context, tensor, pipeline, alone)
@@ -260,7 +268,7 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
 
 def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,
                     min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1,
-                    machine_type: str | None = None) -> SequenceFit:
+                    machine_type: str | None = None, max_gpus: int | None = None) -> SequenceFit:
     """`sequence_fit` for a training workload on one GPU machine (`machine_type`, whose own NVLink domain counts
     where the hardware table states one): the model's layers and width (given, else estimated:
     estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes), the accelerator's
@@ -290,7 +298,7 @@ def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
 
     fit = sequence_fit(sequence, layers, hidden, training_memory_bytes(spec, resolved),
                        resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
-                       min_chips, gpus_per_node, domain_unit_nodes, hides if fabric is not None else None)
+                       min_chips, gpus_per_node, domain_unit_nodes, hides if fabric is not None else None, max_gpus)
     if fit.context < 2 or fabric is None:
         return fit
     _, _, words = exchange(fit.tensor, fit.context)

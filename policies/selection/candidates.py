@@ -97,6 +97,7 @@ class SearchContext:
     max_chips: int
     batch_chips: int = 0          # most chips the global batch keeps busy (training)
     batch_why: str = ""
+    pinned_chips: int | None = None   # a hardware pin's fleet: the most a long sequence's replica may take
     training_models: dict[tuple, TrainingModel] = field(default_factory=dict)
     mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
@@ -154,9 +155,12 @@ class SearchContext:
             return self.sequence_fits[key]
         fit = None
         if self.spec.kind != "inference" and shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is None:
+            # The layout is chosen among the replicas the fleet may hold (max_chips, the offering's largest fleet, a
+            # pinned fleet), where one fits.
+            bound = min(self.fleet_cap(offering), self.pinned_chips or self.fleet_cap(offering))
             fit = sequence_fit_of(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
                                   self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
-                                  offering.machine_type)
+                                  offering.machine_type, bound)
         self.sequence_fits[key] = fit
         # The context-parallel and pipeline arguments of the layout (policies/parallelism.py training_degrees): 0
         # where the state alone sets them, else the degree and depth the sequence needs; read for every fleet timed.
