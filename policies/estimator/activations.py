@@ -211,7 +211,7 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
     exchange hides wins; where none hides, the smallest replica (see the module's docstring). Without it (a chip
     whose fabric accel does not know), the state's own depth with its smallest fitting CP.
 
-    `max_gpus`: the most GPUs a replica may take (max_chips, the offering's largest fleet, a pinned fleet). The
+    `max_gpus`: the most GPUs a replica may take (the workload's max_chips, or a pinned fleet). The
     rule chooses among the layouts within it where any fits (Llama 3 405B at 131,072 tokens within 512 H100: TP8 x
     CP2 x PP32, not a refusal for want of the 1,024 GPUs TP8 x CP8 x PP16 takes), else as without it (the refusal
     then names that layout)."""

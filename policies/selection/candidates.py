@@ -155,9 +155,10 @@ class SearchContext:
             return self.sequence_fits[key]
         fit = None
         if self.spec.kind != "inference" and shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is None:
-            # The layout is chosen among the replicas the fleet may hold (max_chips, the offering's largest fleet, a
-            # pinned fleet), where one fits.
-            bound = min(self.fleet_cap(offering), self.pinned_chips or self.fleet_cap(offering))
+            # The layout is chosen among the replicas the workload's fleet may hold (a pinned fleet, else max_chips),
+            # where one fits. Not the offering's own largest fleet: the fit must stay one per machine's chip, node and
+            # NVLink domain, as the run hours and spot timings shared by SearchContext.model_key assume.
+            bound = self.pinned_chips or self.max_chips
             fit = sequence_fit_of(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
                                   self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
                                   offering.machine_type, bound)
