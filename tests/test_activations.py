@@ -304,3 +304,95 @@ def test_a_deeper_pipeline_past_max_chips_is_still_refused_naming_the_sequence(c
         choose(workload_from_mapping(base, "t.yaml"), catalog)
     text = str(refused.value) + " ".join(str(r) for r in refused.value.rejected)
     assert "model.sequence_length 131,072" in text and "TP8 x CP2 x PP16" in text
+
+
+def test_a_long_sequence_on_four_gpu_nodes_counts_tp_x_cp_chips_per_sequence_as_it_says(catalog):
+    # GB200 p6e nodes hold 4 GPUs: 405B at 131,072 tokens lays out TP4 x CP4. The size rule's 8 chips per sequence
+    # (TP8 on an 8-GPU node) is not the layout's: 16 GPUs share each sequence, as the words and the docs say.
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base["hardware"]["accelerator"] = "gb200"
+    choice = choose(workload_from_mapping(base, "t.yaml"), catalog)
+    detail = choice.estimate.details
+    tensor, context = 4, int(detail["context_parallel"])
+    assert choice.chosen.chips_per_host == tensor and context > 1
+    assert detail["chips_per_sequence"] == tensor * context
+    from accel.policies.selection.candidates import search_context
+
+    base.pop("hardware")
+    ctx = search_context(workload_from_mapping(base, "t.yaml"), catalog, "cost")
+    p6e = next(o for o in catalog.offerings if o.machine_type == "p6e-gb200.36xlarge")
+    fit = ctx.sequence_fit(p6e)
+    assert (fit.tensor, fit.context) == (tensor, context)
+    assert ctx.long_sequence_batch_chips(fit) == math.floor(16e6 / 131_072) * tensor * context
+    per_sequence = next(a for a in choice.estimate.assumptions if a.name == "chips_per_sequence")
+    assert per_sequence.value == tensor * context
+
+
+def test_a_long_sequence_without_context_parallelism_names_no_cp1_group(catalog):
+    # 405B at 32,768 tokens on H200: the pipeline deepens, CP stays 1; the time objective's words on the batch
+    # speak of the tensor-parallel group, not a "CP1" context-parallel one.
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base.pop("hardware")
+    base["model"]["sequence_length"] = 32768
+    base["constraints"].update(deadline_days=None, accelerators=["h200-141gb"])
+    base["training"].update(global_batch_tokens=2 ** 21, tokens="20B")
+    choice = choose(workload_from_mapping(base, "t.yaml"), catalog, objective="time")
+    assert choice.estimate.details.get("pipeline_parallel") == 16
+    words = " ".join(str(v) for v in choice.estimate.details.values())
+    assert "more chips stop helping: a global batch" in words
+    assert "CP1" not in words and "TP8 GPUs of its tensor-parallel group" in words
+
+
+def test_a_long_sequence_missing_its_deadline_names_its_own_batch_bound(catalog):
+    # 405B at 131,072 tokens on H100 in 3 days: the closest fleet, 7 TP8 x CP8 x PP16 replicas (7,168 GPUs), is
+    # stopped by the long sequence's batch (122 sequences x TP8 x CP8 = 7,808 GPUs), not the usual 122 x 8 = 976
+    # that the explanation quoted while naming a fleet seven times larger.
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base.pop("hardware")
+    base["constraints"].update(deadline_days=3, accelerators=["h100-80gb"], max_chips=65536)
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(workload_from_mapping(base, "t.yaml"), catalog)
+    closest = str(refused.value).splitlines()[-1]
+    assert "7,168 GPUs" in closest and "the global batch stopped it growing" in closest
+    assert "more than 7,808 chips would idle" in closest and "976" not in closest
+
+
+@settings(max_examples=40, deadline=None)
+@given(exponent=st.integers(15, 21), context=st.sampled_from([1, 2, 4, 8, 16, 64]))
+def test_the_longest_sequence_a_refusal_offers_splits_into_2_x_cp_chunks(exponent, context):
+    # Megatron-LM asserts seq_length % (2 x CP) == 0: a length the refusal suggests at CP4 must divide by 8 (it
+    # said 95,803 tokens at CP4 for 405B within 512 H100).
+    fit = fit_on_h100(405e9, 126, 16384, 2 ** exponent)
+    longest = fit.longest_sequence(context)
+    assert longest % (2 * context if context > 1 else 1) == 0
+    assert longest * fit.activation_gb_alone / fit.sequence_length <= (fit.usable_gb - fit.state_gb) * context + 1e-9
+
+
+def test_within_max_chips_a_deeper_pipeline_fits_where_the_preferred_layout_does_not():
+    # 405B at 131,072 tokens on H100: the rule prefers TP8 x CP8 x PP16 (1,024 GPUs, its exchange hidden); within
+    # 512 GPUs TP8 x CP2 x PP32 fits (the state halves at PP32), so it is taken rather than refused.
+    def fit(max_gpus=None):
+        usable = 80 * 2 ** 30 * 0.9   # the catalog's H100: 80 GiB
+        need = math.ceil(state(405e9) / usable)
+        return sequence_fit(131_072, 126, 16384, state(405e9), HEADROOM, usable, need, 8,
+                            hides=lambda t, c: True, max_gpus=max_gpus)
+
+    assert (fit().pipeline, fit().context, fit().replica_gpus) == (16, 8, 1024)
+    bounded = fit(512)
+    assert (bounded.pipeline, bounded.context, bounded.replica_gpus) == (32, 2, 512)
+    assert bounded.state_gb + bounded.activation_gb <= bounded.usable_gb
+    # Where nothing fits within the bound, the layout is the unbounded one (the refusal names it).
+    assert (fit(128).pipeline, fit(128).context) == (16, 8)
+
+
+def test_a_long_sequence_within_max_chips_or_a_pin_is_laid_out_to_fit_rather_than_refused(catalog):
+    base = load_workload(EXAMPLES / "llama-405b-longcontext.yaml").model_dump(mode="json", exclude_none=True)
+    base["hardware"]["chips"] = 512
+    plan = choose_plan(workload_from_mapping(base, "t.yaml"), catalog)
+    layout = plan.parallelism
+    assert (layout.tensor, layout.context, layout.pipeline, layout.data) == (8, 2, 32, 1)
+    base.pop("hardware")
+    base["constraints"].update(deadline_days=None, max_chips=512, accelerators=["h100-80gb"])
+    base["training"]["tokens"] = "50B"   # within the default 90 days on 512 GPUs
+    choice = choose(workload_from_mapping(base, "t.yaml"), catalog)
+    assert choice.chosen.chips == 512 and choice.estimate.details["pipeline_parallel"] == 32

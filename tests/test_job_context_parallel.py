@@ -107,7 +107,33 @@ def test_a_deeper_pipeline_without_context_parallelism_is_still_handed_on():
 
     layout = Parallelism(tensor=8, pipeline=32, data=4)
     assert context_parallel.maxtext_mesh_args(layout) == ""   # the state's own layout: nothing to add
-    assert context_parallel.maxtext_mesh_args(layout, deepened=True) == (
+    assert context_parallel.maxtext_mesh_args(layout, long_sequence=True) == (
         "ici_tensor_parallelism=8 ici_pipeline_parallelism=32")
-    told = " ".join(context_parallel.notes(layout, "pytorch", written=False, deepened=True))
+    told = " ".join(context_parallel.notes(layout, "pytorch", written=False, long_sequence=True))
     assert "world size TP8 x PP32 x DP4 = 1,024 ranks" in told and "--pipeline-model-parallel-size" in told
+
+
+def test_a_long_sequence_that_only_widens_tensor_parallelism_is_passed_on_too(tmp_path):
+    # Llama 3 8B at 1,048,576 tokens on H100: the state alone fits one GPU (TP1 and FSDP over the node), but one
+    # sequence's 52.6 GB of activations per GPU need TP8 over the whole node (CP1, the state's own depth). The
+    # job must be told, or MaxText shards the node FSDP-only and each GPU holds a whole sequence's activations.
+    spec = workload_from_mapping({
+        "name": "long-8b", "kind": "pretrain", "owner": "foundation-models",
+        "model": {"parameters": "8B", "sequence_length": 1_048_576, "layers": 32, "hidden": 4096},
+        "training": {"tokens": "20B", "framework": "jax"},
+        "constraints": {"clouds": ["gcp"], "spot": "never"},
+        "hardware": {"accelerator": "h100-80gb", "chips": 64}}, "t.yaml")
+    plan = choose_plan(spec, load_catalog())
+    assert plan.estimate.details["context_parallel"] == 1 and "pipeline_parallel" not in plan.estimate.details
+    assert plan.parallelism is not None and plan.parallelism.tensor == 8 and plan.parallelism.context is None
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "stacks").mkdir()
+    result = plan_stack(None, write_stack_file("long8b", spec, plan, root=tmp_path), ROOT)
+    job = job_of(result, JobOptions())
+    assert job is not None
+    jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
+    command = " ".join(container(jobset)["command"] + container(jobset).get("args", []))
+    assert "ici_tensor_parallelism=8" in command and "ici_context_parallelism" not in command
+    words = " ".join("\n".join(job.derivations).split())
+    assert "the MaxText mesh is passed as ici_tensor_parallelism=8" in words
+    assert "without context parallelism" in words and "CP" not in words.split("ranks")[0].split("world size")[-1]

@@ -289,3 +289,17 @@ def test_the_stacks_gcp_default_labels_reach_its_provider(tmp_path):
     assert result.exit_code == 0, result.stderr[-800:]
     [provider] = [r for r in json.loads(result.stdout)["resources"] if r["type"] == "pulumi:providers:gcp"]
     assert json.loads(provider["inputs"]["defaultLabels"]) == {"team": "ml-platform"}
+
+
+def test_the_character_words_are_the_rule_tables_own(monkeypatch):
+    """The symbols a tag takes are said from policies/tagging/rules.yaml, not written again in each message: a
+    table that changed would otherwise be refused by one list and described by another."""
+    import dataclasses
+
+    import accel.policies.tagging as tagging
+
+    narrower = dataclasses.replace(tagging.aws_tag_rules(), symbols="_-")
+    monkeypatch.setattr(tagging, "aws_tag_rules", lambda: narrower)
+    for problem in (tagging.aws_tag_key_problem("a@b"), tagging.aws_tag_value_problem("a@b"),
+                    tagging.ownership_problem("a@b")):
+        assert problem is not None and "spaces and _ -" in problem and "=" not in problem.split(", not")[0]

@@ -6,7 +6,8 @@ The program must be told, or it lays the ranks out as TP x PP x DP and runs out 
 command gets its mesh axes (accel/job/runtime.yaml context_parallel); a program of the user's own (the PyTorch
 default is a placeholder) is told in the job's notes which Megatron-Core / NeMo arguments carry the degrees.
 A long sequence's layout may instead (or as well) run a deeper pipeline than the state's own (the estimate's
-details.pipeline_parallel): it is told the same way. Nothing is written for the state's own layout.
+details.pipeline_parallel), or only widen tensor parallelism to the whole node (details.context_parallel 1): it is
+told the same way. Nothing is written for the state's own layout.
 """
 
 from __future__ import annotations
@@ -21,38 +22,42 @@ if TYPE_CHECKING:
 
 
 def sequence_layout(plan: Plan) -> bool:
-    """Whether the plan's layout is a long sequence's: a context-parallel degree, or a pipeline deeper than the
-    state's own (details.pipeline_parallel, policies/estimator/activations.py)."""
-    layout = plan.parallelism
-    return layout is not None and bool(layout.context or "pipeline_parallel" in plan.estimate.details)
+    """Whether the plan's layout is a long sequence's: a context-parallel degree, a pipeline deeper than the
+    state's own (details.pipeline_parallel), or tensor parallelism widened to the whole node for the sequence alone
+    (details.context_parallel 1: the estimate records it wherever the sequence moved the layout,
+    policies/estimator/activations.py SequenceFit.changes_layout)."""
+    layout, details = plan.parallelism, plan.estimate.details
+    return layout is not None and bool(layout.context or "pipeline_parallel" in details
+                                       or "context_parallel" in details)
 
 
-def maxtext_mesh_args(layout: Parallelism, deepened: bool = False) -> str:
+def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False) -> str:
     """The MaxText arguments that lay a TP x CP x PP replica out (ici_fsdp_parallelism -1, its default, takes the
-    data-parallel rest); empty without context parallelism or a sequence's deeper pipeline (`deepened`)."""
-    if not (layout.context or deepened):
+    data-parallel rest); empty unless the layout is a long sequence's (context parallelism, or `long_sequence`:
+    sequence_layout)."""
+    if not (layout.context or long_sequence):
         return ""
     flags = runtime()["context_parallel"]["maxtext"]
     degrees = {"tensor": layout.tensor, "context": layout.context or 1, "pipeline": layout.pipeline}
     return " ".join(f"{flags[axis]}={degree}" for axis, degree in degrees.items() if degree > 1)
 
 
-def notes(layout: Parallelism | None, framework: str, written: bool, deepened: bool = False) -> list[str]:
-    """What the job says of the context-parallel degree (and of a sequence's deeper pipeline, `deepened`): the
-    flags it wrote into the default command (`written`), else the ones the user's program must be given."""
-    if layout is None or not (layout.context or deepened):
+def notes(layout: Parallelism | None, framework: str, written: bool, long_sequence: bool = False) -> list[str]:
+    """What the job says of a long sequence's layout (context parallelism, or `long_sequence`: sequence_layout):
+    the flags it wrote into the default command (`written`), else the ones the user's program must be given."""
+    if layout is None or not (layout.context or long_sequence):
         return []
     table = runtime()["context_parallel"]
     world = layout.replica_gpus * layout.data
     split = (f"context parallelism {layout.context}: one sequence is split over {layout.context} tensor-parallel "
              "groups" if layout.context else
-             f"pipeline parallelism {layout.pipeline} for a long sequence: the state split over more stages leaves "
-             "its activations room")
+             f"a long sequence's layout without context parallelism: tensor parallelism {layout.tensor} over the "
+             f"whole node and pipeline parallelism {layout.pipeline} leave its activations room beside the state")
     context = f"CP{layout.context} x " if layout.context else ""
     head = (f"{split}; world size TP{layout.tensor} x {context}PP{layout.pipeline} x DP{layout.data} = "
             f"{world:,} ranks")
     if written:
-        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, deepened)} "
+        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, long_sequence)} "
                 f"({table['maxtext_source']})"]
     if framework == "pytorch":
         return [f"{head}; give the training program the same degrees: Megatron-LM {table['megatron']}, or NeMo "

@@ -185,27 +185,36 @@ class SequenceFit:
                 f"PP{self.pipeline}, a {self.replica_gpus:,}-GPU replica{deeper})")
 
     def longest_sequence(self, context: int) -> int:
-        """The longest sequence whose activations fit beside the state at `context` (0: not even one token)."""
+        """The longest sequence whose activations fit beside the state at `context` (0: not even one token), a
+        multiple of the 2 x CP chunks it is split into under context parallelism (CHUNKS_PER_RANK)."""
         room = self.usable_gb - self.state_gb
         if room <= 0:
             return 0
         per_token = self.activation_gb_alone / self.sequence_length
-        return int(room * context / per_token)
+        tokens = int(room * context / per_token)
+        chunks = CHUNKS_PER_RANK * context if context > 1 else 1
+        return tokens - tokens % chunks
 
 
 def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, headroom: float,
                  usable_bytes: float, min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1,
-                 hides: Callable[[int, int], bool] | None = None) -> SequenceFit:
+                 hides: Callable[[int, int], bool] | None = None, max_gpus: int | None = None) -> SequenceFit:
     """The layout a GPU training replica needs for `sequence_length` (`layers` x `hidden` model; `state_bytes`, the
     state with its `headroom` share for activations; `usable_bytes` of HBM per GPU), starting from the layout
     policies/parallelism.py derives from `min_chips` (the fewest GPUs holding the state). Context parallelism comes
-    after tensor parallelism has taken the whole node (or NVLink group), the cheaper split.
+    after tensor parallelism has taken the whole node (or the nodes of an NVLink domain its tensor group already
+    spans for the state), the cheaper split.
 
     `hides(tensor, context)`: whether the key/value exchange of TP`tensor` x CP`context` is hidden under the
     attention it overlaps (`ring_exchange` against the fabric). Given it, every pipeline depth from the state's own
     up to the model's layers (powers of two) is tried with its smallest fitting CP, and the shallowest whose
     exchange hides wins; where none hides, the smallest replica (see the module's docstring). Without it (a chip
-    whose fabric accel does not know), the state's own depth with its smallest fitting CP."""
+    whose fabric accel does not know), the state's own depth with its smallest fitting CP.
+
+    `max_gpus`: the most GPUs a replica may take (the workload's max_chips, or a pinned fleet). The
+    rule chooses among the layouts within it where any fits (Llama 3 405B at 131,072 tokens within 512 H100: TP8 x
+    CP2 x PP32, not a refusal for want of the 1,024 GPUs TP8 x CP8 x PP16 takes), else as without it (the refusal
+    then names that layout)."""
     tensor, own_pipeline, _, span = training_degrees(min_chips, gpus_per_node, NO_LIMIT_NODES, domain_unit_nodes)
     tensor_alone = tensor
     alone = micro_batch_bytes(sequence_length, hidden, layers, tensor)
@@ -246,6 +255,9 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
     fitting = [(pipeline, context) for pipeline in depths if (context := smallest_context(pipeline))]
     if not fitting:
         return fit(0, tensor, own_pipeline, alone)
+    if max_gpus is not None:
+        within = [(pipeline, context) for pipeline, context in fitting if tensor * context * pipeline <= max_gpus]
+        fitting = within or fitting
     for pipeline, context in fitting:   # the shallowest depth whose exchange is hidden (CP1: none to hide)
         if hides is None or context == 1 or hides(tensor, context):
             return fit(context, tensor, pipeline, alone)
@@ -256,7 +268,7 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
 
 def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,
                     min_chips: int, gpus_per_node: int, domain_unit_nodes: int = 1,
-                    machine_type: str | None = None) -> SequenceFit:
+                    machine_type: str | None = None, max_gpus: int | None = None) -> SequenceFit:
     """`sequence_fit` for a training workload on one GPU machine (`machine_type`, whose own NVLink domain counts
     where the hardware table states one): the model's layers and width (given, else estimated:
     estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes), the accelerator's
@@ -286,7 +298,7 @@ def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
 
     fit = sequence_fit(sequence, layers, hidden, training_memory_bytes(spec, resolved),
                        resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
-                       min_chips, gpus_per_node, domain_unit_nodes, hides if fabric is not None else None)
+                       min_chips, gpus_per_node, domain_unit_nodes, hides if fabric is not None else None, max_gpus)
     if fit.context < 2 or fabric is None:
         return fit
     _, _, words = exchange(fit.tensor, fit.context)

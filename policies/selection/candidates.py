@@ -97,6 +97,7 @@ class SearchContext:
     max_chips: int
     batch_chips: int = 0          # most chips the global batch keeps busy (training)
     batch_why: str = ""
+    pinned_chips: int | None = None   # a hardware pin's fleet: the most a long sequence's replica may take
     training_models: dict[tuple, TrainingModel] = field(default_factory=dict)
     mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
@@ -113,7 +114,7 @@ class SearchContext:
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
     sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
     # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
-    context_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sequence_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -154,24 +155,28 @@ class SearchContext:
             return self.sequence_fits[key]
         fit = None
         if self.spec.kind != "inference" and shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is None:
+            # The layout is chosen among the replicas the workload's fleet may hold (a pinned fleet, else max_chips),
+            # where one fits. Not the offering's own largest fleet: the fit must stay one per machine's chip, node and
+            # NVLink domain, as the run hours and spot timings shared by SearchContext.model_key assume.
+            bound = self.pinned_chips or self.max_chips
             fit = sequence_fit_of(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
                                   self.min_memory_chips(offering), offering.chips_per_host, self.domain_unit(offering),
-                                  offering.machine_type)
+                                  offering.machine_type, bound)
         self.sequence_fits[key] = fit
         # The context-parallel and pipeline arguments of the layout (policies/parallelism.py training_degrees): 0
         # where the state alone sets them, else the degree and depth the sequence needs; read for every fleet timed.
         changed = fit is not None and fit.changes_layout and fit.fits
-        self.context_degrees[key] = ((fit.context, fit.pipeline if fit.deepened else 0) if fit is not None and changed
-                                     else (0, 0))
+        self.sequence_degrees[key] = ((fit.context, fit.pipeline if fit.deepened else 0) if fit is not None and changed
+                                      else (0, 0))
         return fit
 
-    def context_degree(self, offering: Offering) -> tuple[int, int]:
+    def sequence_layout_degrees(self, offering: Offering) -> tuple[int, int]:
         """The (context, pipeline) arguments of the layout (policies/parallelism.py training_degrees) on this
         offering: (0, 0) where the state alone sets it."""
-        degree = self.context_degrees.get(offering.machine_type)
+        degree = self.sequence_degrees.get(offering.machine_type)
         if degree is None:
             self.sequence_fit(offering)
-            degree = self.context_degrees[offering.machine_type]
+            degree = self.sequence_degrees[offering.machine_type]
         return degree
 
     def sequence_detail(self, offering: Offering) -> dict[str, float | int | str]:
@@ -191,11 +196,10 @@ class SearchContext:
         return detail
 
     def long_sequence_chips(self, fit: SequenceFit) -> int:
-        """GPUs sharing one sequence under a long sequence's layout: its tensor x context-parallel group (at least
-        what the size rule lets share one at the usual lengths)."""
-        tokens, _ = global_batch(self.spec, self.catalog.defaults)
-        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
-        return max(1, self.batch_chips // sequences, fit.tensor) * max(1, fit.context)
+        """GPUs sharing one sequence under a long sequence's layout: its tensor x context-parallel group (the
+        layout's own, not the size rule's figure for the usual lengths: on a 4-GPU node the rule's 8 would count
+        twice the GPUs TP4 x CP holds)."""
+        return fit.tensor * max(1, fit.context)
 
     def long_sequence_batch_chips(self, fit: SequenceFit) -> int:
         """Most chips the global batch keeps busy under a long sequence's layout: its sequences x the tensor x
@@ -208,9 +212,11 @@ class SearchContext:
         """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
         sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        group = (f"TP{fit.tensor} x CP{fit.context} GPUs of its context-parallel group" if fit.context > 1 else
+                 f"TP{fit.tensor} GPUs of its tensor-parallel group")
         return (f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequence(s) of "
-                f"{self.spec.model.sequence_length:,} tokens, each shared by the TP{fit.tensor} x CP{fit.context} GPUs "
-                f"of its context-parallel group: more than {self.long_sequence_batch_chips(fit):,} chips would idle "
+                f"{self.spec.model.sequence_length:,} tokens, each shared by the {group}: more than "
+                f"{self.long_sequence_batch_chips(fit):,} chips would idle "
                 "(set training.global_batch_tokens to change it)")
 
     def domain_unit(self, offering: Offering) -> int:
@@ -232,7 +238,7 @@ class SearchContext:
             if unit is None:
                 unit = self.domain_unit(offering)
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
-                                                              *self.context_degree(offering))
+                                                              *self.sequence_layout_degrees(offering))
         return trained
 
     def fleet_cap(self, offering: Offering) -> int:

@@ -68,8 +68,12 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: 
     # a flex-start or queued one after its legs and the queue waits before them (waits are not billed).
     waits = candidate.booking is not None or candidate.provisioning in ("flex-start", "queued")
     hours = float(e.detail.get("capacity_wall_hours", e.hours)) if waits else e.hours
-    primary = (e.total_usd, hours, latency) if objective == "cost" else (
-        (latency, e.total_usd) if "p99_ms_per_token" in e.detail else (hours, e.total_usd))
+    # The total to twelve significant digits (as rescale.ratio_key): a region's figures scaled from another's
+    # (selection.rescale) differ from sizing it alone by float noise, which must not break a tie (two Capacity
+    # Block fleets billed the same instance-days) the other way round.
+    total = float(f"{e.total_usd:.12g}")
+    primary = (total, hours, latency) if objective == "cost" else (
+        (latency, total) if "p99_ms_per_token" in e.detail else (hours, total))
     # An offering no price list carries (every figure an estimate by rule) ranks after the priced ones: a choice
     # is never made on a figure derived by a rule when a listed price meets the workload (its options are still
     # shown, marked estimate, and the rationale says what it would cost). A declared reservation is the user's.

@@ -347,10 +347,10 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         if closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
             misses += f"; {max_chips_label(ctx)} stopped it growing"
         elif (spec.kind != "inference" and closest_option.hours > ctx.deadline_h
-              and ctx.batch_chips < ctx.max_chips
-              and closest_option.chips + candidate.offering.chips_per_host > ctx.batch_chips):
+              and (batch := _batch_bound(ctx, candidate))[0] < ctx.max_chips
+              and closest_option.chips + batch[2] > batch[0]):
             # The deadline is missed because the global batch capped the fleet, not for want of chips.
-            misses += f"; the global batch stopped it growing, not the deadline: {ctx.batch_why}"
+            misses += f"; the global batch stopped it growing, not the deadline: {batch[1]}"
         terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
                  f"{closest_option.hours:g} h" if spec.kind == "inference"
                  else f"{duration(closest_option.hours)}, {money(closest_option.total_usd)}")
@@ -359,6 +359,16 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         lines.append("closest: none (every offering was eliminated before it could be sized)")
     return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, found.rejected, spec,
                             catalog_ref(ctx.catalog))
+
+
+def _batch_bound(ctx: SearchContext, candidate: Candidate) -> tuple[int, str, int]:
+    """(most chips the global batch keeps busy, why, the step to the next larger fleet) for the candidate's sizing:
+    a long sequence's layout has its own bound (TP x CP GPUs per sequence, SearchContext.long_sequence_batch_chips)
+    and grows by whole replicas (the nodes past them would idle); the usual lengths the size rule's, by a node."""
+    fit = ctx.sequence_fit(candidate.offering) if "context_parallel" in candidate.evaluation.detail else None
+    if fit is None:
+        return ctx.batch_chips, ctx.batch_why, candidate.offering.chips_per_host
+    return ctx.long_sequence_batch_chips(fit), ctx.long_sequence_batch_why(fit), fit.replica_gpus
 
 
 def sequence_words(detail: dict[str, float | int | str]) -> list[str]:

@@ -85,6 +85,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     if pin.region:
         check_regions([pin.region], everything, "hardware.region")
     ctx = search_context(spec, catalog, objective)
+    ctx.pinned_chips = pin.chips   # a long sequence's layout is chosen within the pinned fleet (SearchContext.sequence_fit)
     clouds = [pin.cloud] if pin.cloud else list(spec.constraints.clouds)
     offerings = [o for o in everything if o.accelerator == pin.accelerator and o.cloud in clouds]
     generation = shapes.GENERATION_BY_ACCELERATOR.get(pin.accelerator)

@@ -14,8 +14,6 @@ from accel.policies.estimator.estimate import Evaluation
 from accel.policies.selection.candidates import Candidate
 from accel.policies.selection.sizing import SizingOutcome
 
-_SCALED_DETAIL = ("deadline_fit_usd",)
-
 
 def ratio_key(chip: Price, host: Price | None) -> float:
     """The host-to-chip price ratio, to twelve significant digits (0 when the host is not billed apart)."""
@@ -38,18 +36,16 @@ def rescaled(outcome: SizingOutcome, factor: float, regions: list[str], chip: Pr
                 or outcome.closest_at is None or outcome.smallest_cost * factor > budget):
             return None
 
-    def scale(candidate: Candidate) -> Candidate:
+    def scale(candidate: Candidate, deadline_fit_usd: float | None = None) -> Candidate:
         # Built field by field, not with dataclasses.replace: a search at 100x the catalog scales ~90,000 of
         # them and replace costs four times as much (tests/test_capacity_modes.py checks every field is kept).
         e = candidate.evaluation
         detail = e.detail
-        if any(key in detail for key in _SCALED_DETAIL):
-            # A figure in money: a copy of its own. Otherwise the reference's detail is shared, as nothing writes
-            # a candidate's detail once its sizing returns (the Choice's option_details are copies).
-            detail = dict(detail)
-            for key in _SCALED_DETAIL:
-                if key in detail:
-                    detail[key] = round(float(detail[key]) * factor, 2)
+        if deadline_fit_usd is not None and "deadline_fit_usd" in detail:
+            # The one figure in money among the details (the best's, SizingOutcome.deadline_fit_usd, scaled before
+            # it is rounded): a copy of its own. Otherwise the reference's detail is shared, as nothing writes a
+            # candidate's detail once its sizing returns (the Choice's option_details are copies).
+            detail = {**detail, "deadline_fit_usd": round(deadline_fit_usd * factor, 2)}
         evaluation = Evaluation(hours=e.hours, hourly_usd=e.hourly_usd * factor, total_usd=e.total_usd * factor,
                                 mfu=e.mfu, goodput=e.goodput, detail=detail)
         return Candidate(offering=candidate.offering, regions=regions, spot=candidate.spot, size=candidate.size,
@@ -60,6 +56,8 @@ def rescaled(outcome: SizingOutcome, factor: float, regions: list[str], chip: Pr
     if outcome.best is None and budget is not None and outcome.closest_at is not None:
         closest = outcome.closest_at(factor)
         near = [] if closest is None else [(closest[0], scale(closest[1]), "")]
-    return SizingOutcome(best=scale(outcome.best) if outcome.best is not None else None,
+    return SizingOutcome(best=scale(outcome.best, outcome.deadline_fit_usd) if outcome.best is not None else None,
                          alternatives=[scale(c) for c in outcome.alternatives], reasons=list(outcome.reasons),
-                         near=near, smallest_cost=outcome.smallest_cost, closest_at=outcome.closest_at)
+                         near=near, smallest_cost=outcome.smallest_cost, closest_at=outcome.closest_at,
+                         deadline_fit_usd=(None if outcome.deadline_fit_usd is None else
+                                           outcome.deadline_fit_usd * factor))

@@ -55,6 +55,9 @@ class SizingOutcome:
     # A training sizing at another price (regions, chip, host) of the same offering, capacity type and mode: what it
     # worked out without reading a price (ladder, timings, reasons) reused, the rest worked out at that price.
     reprice: Callable[[list[str], Price, Price | None], SizingOutcome] | None = None
+    # The best's details.deadline_fit_usd before it was rounded to the cent: what a region priced at a multiple
+    # scales (selection.rescale), so its figure is the one sizing it alone would round.
+    deadline_fit_usd: float | None = None
 
 
 def size_offering(ctx: SearchContext, offering: Offering, point: PricePoint) -> SizingOutcome:
@@ -471,8 +474,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         best, on_time = picked.index, picked.on_time
         outcome.best = candidate(best)
         if on_time < best:  # the cost valley's bottom is past the smallest fleet that meets the deadline: say so
+            outcome.deadline_fit_usd = cost(on_time)
             outcome.best.evaluation.detail.update({"deadline_fit_chips": ladder[on_time].chips,
-                                                   "deadline_fit_usd": round(cost(on_time), 2)})
+                                                   "deadline_fit_usd": round(outcome.deadline_fit_usd, 2)})
         # A few other sizes that also meet every constraint show the trade-off: larger and faster when the
         # objective is cost, smaller and cheaper when it is time.
         factors = (1.5, 2.0, 3.0) if ctx.objective == "cost" else (1 / 1.5, 1 / 2.0, 1 / 3.0)

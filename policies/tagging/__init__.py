@@ -52,6 +52,11 @@ class AwsTagRules:
     def allows(self, character: str) -> bool:
         return character in self.symbols or unicodedata.category(character)[0] in self.categories
 
+    @property
+    def characters(self) -> str:
+        """The characters a tag takes, in words: 'letters, digits, spaces and _ . : / = + - @'."""
+        return "letters, digits, spaces and " + " ".join(self.symbols)
+
 
 @lru_cache(maxsize=1)
 def _rules() -> dict:
@@ -122,7 +127,7 @@ def aws_tag_value_problem(value: str) -> str | None:
         return f"{len(value)} characters; an AWS tag value has at most {rules.value_max}"
     bad = {c for c in value if not rules.allows(c)}
     if bad:
-        return f"AWS tag values take letters, digits, spaces and _ . : / = + - @ only, not {_shown(bad)}"
+        return f"AWS tag values take {rules.characters} only, not {_shown(bad)}"
     if value.lower().startswith(rules.reserved_prefix):
         return f"AWS reserves the prefix {rules.reserved_prefix} for its own tags"
     return None
@@ -136,7 +141,7 @@ def aws_tag_key_problem(key: str) -> str | None:
         return f"an AWS tag key has 1 to {rules.key_max} characters (EC2's bound), not {len(key)}"
     bad = {c for c in key if not rules.allows(c)}
     if bad:
-        return f"AWS tag keys take letters, digits, spaces and _ . : / = + - @ only, not {_shown(bad)}"
+        return f"AWS tag keys take {rules.characters} only, not {_shown(bad)}"
     if key.lower().startswith(rules.reserved_prefix):
         return f"AWS reserves the prefix {rules.reserved_prefix} (in any case) for its own tag keys"
     return None
@@ -159,8 +164,6 @@ def aws_tags_problem(tags: dict[str, str]) -> str | None:
 
 # ---------------------------------------------------------------- owner and cost centre
 
-OWNERSHIP_RULE = ("letters (any script), digits, spaces and _ . : / = + - @, at most 63 characters, not starting "
-                  "with aws:")
 _OWNERSHIP_WHY = "it is written as an AWS tag, a GCP label and a Kubernetes label"
 
 
@@ -175,7 +178,9 @@ def ownership_problem(value: str) -> str | None:
                 f"Kubernetes label value holds ({_OWNERSHIP_WHY})")
     bad = {c for c in value if not rules.allows(c)}
     if bad:
-        return f"an owner or cost centre takes {OWNERSHIP_RULE}, not {_shown(bad)} ({_OWNERSHIP_WHY})"
+        takes = (f"{rules.characters.replace('letters', 'letters (any script)', 1)}, at most {label_max} characters, "
+                 f"not starting with {rules.reserved_prefix}")
+        return f"an owner or cost centre takes {takes}, not {_shown(bad)} ({_OWNERSHIP_WHY})"
     if value.lower().startswith(rules.reserved_prefix):
         return f"AWS reserves the prefix {rules.reserved_prefix} for its own tags ({_OWNERSHIP_WHY})"
     return None
