@@ -162,6 +162,15 @@ def test_a_credential_is_a_secret_even_written_in_plain_text():
     assert settings.secret == {"credentials"}
 
 
+def test_a_web_identity_token_is_a_secret_even_written_in_plain_text():
+    # webIdentityToken is an OIDC token, a credential like aws:token; the SDK marks only accessKey, secretKey and
+    # token secret (pulumi_aws/provider.py 7.51.1), so the table does it for the object that carries it.
+    identity = {"roleArn": "arn:aws:iam::111122223333:role/ci", "webIdentityToken": "eyJhbGciOi.plain.jwt"}
+    settings = read(AWS_STACK, **{"aws:assumeRoleWithWebIdentity": identity}).cluster_args.aws_provider
+    assert settings.args == {"assume_role_with_web_identity": identity}
+    assert settings.secret == {"assume_role_with_web_identity"}
+
+
 def test_the_other_clouds_keys_are_checked_but_not_handed_to_a_provider_the_plan_does_not_build():
     program = read(GCP_STACK, **{"aws:profile": "ml-prod", "aws:region": "eu-west-1"})
     assert program.cluster_args.gcp_provider.args == {}

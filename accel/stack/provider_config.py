@@ -39,7 +39,8 @@ class ProviderKey:
     arg: str                       # the ProviderArgs keyword: `assume_roles`
     kind: str                      # string, strings, boolean, mapping, object, objects
     why: str
-    secret: bool = False           # a credential: always handed over as a secret
+    # a credential: always handed over as a secret; "contents": when the value is a file's contents, not its path
+    secret: bool | str = False
     own: bool = False              # read by its own code in accel/stack/program.py
     cluster_field: str | None = None  # the accel:cluster field that says the same thing (kubeconfig, context)
     fields: Mapping[str, str] = field(default_factory=dict)  # object / objects: field -> kind (empty: any string)
@@ -112,10 +113,18 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
             if spec.cluster_field and _said_by_cluster(cluster, spec.cluster_field, key, value, source):
                 continue
             args[spec.arg] = value
-            if spec.secret or is_secret:
+            if is_secret or _is_credential(spec, value):
                 secret.add(spec.arg)
         settings[cloud] = ProviderSettings(args=args, secret=frozenset(secret))
     return settings
+
+
+def _is_credential(spec: ProviderKey, value: Any) -> bool:
+    """A credential whatever its value (aws:secretKey), or, for `secret: contents` (kubernetes:kubeconfig), when the
+    value is a file's contents rather than its path: a kubeconfig's text holds the cluster's token or client key."""
+    if spec.secret == "contents":
+        return isinstance(value, str) and ("\n" in value or value.lstrip().startswith(("{", "apiVersion")))
+    return bool(spec.secret)
 
 
 def _said_by_cluster(cluster: Any, field_name: str, key: str, value: Any, source: str) -> bool:
