@@ -191,6 +191,11 @@ def test_the_other_clouds_keys_are_checked_but_not_handed_to_a_provider_the_plan
     ("aws:assumeRoles", [{"roleArn": "r", "tags": {"a": 1}}], "aws:assumeRoles[0].tags: expected a mapping"),
     ("aws:assumeRoleWithWebIdentity", [{"roleArn": "r"}], "aws:assumeRoleWithWebIdentity: expected a mapping"),
     ("gcp:impersonateServiceAccountDelegates", "a@b", "gcp:impersonateServiceAccountDelegates: expected a list"),
+    # The services an endpoint may name are the SDK's ProviderEndpointArgs fields (326 in pulumi-aws 7.51.1).
+    ("aws:endpoints", [{"s3x": "http://localhost:4566"}], "aws:endpoints[0].s3x: not a field the provider takes; "
+                                                          "did you mean 's3'?"),
+    ("aws:endpoints", [{"S3": "http://localhost:4566"}], "aws:endpoints[0].S3: not a field the provider takes"),
+    ("aws:endpoints", [{"lambda": 1}], "aws:endpoints[0].lambda: expected a string"),
     ("gcp:userProjectOverride", "maybe", "gcp:userProjectOverride: expected true or false"),
 ])
 def test_a_value_of_the_wrong_kind_exits_2_naming_the_key(tmp_path, key, bad, says):

@@ -44,6 +44,8 @@ class ProviderKey:
     own: bool = False              # read by its own code in accel/stack/program.py
     cluster_field: str | None = None  # the accel:cluster field that says the same thing (kubeconfig, context)
     fields: Mapping[str, str] = field(default_factory=dict)  # object / objects: field -> kind (empty: any string)
+    # object / objects whose fields are all strings, named by the SDK's input type (`pulumi_aws:ProviderEndpointArgs`)
+    fields_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
                 continue
             is_secret = key in secret_keys
             value = raw if is_secret and raw == SECRET_PLACEHOLDER else \
-                _typed(raw, spec.kind, spec.fields, key, source)
+                _typed(raw, spec.kind, spec.fields or sdk_string_fields(spec.fields_of), key, source)
             if spec.cluster_field and _said_by_cluster(cluster, spec.cluster_field, key, value, source):
                 continue
             args[spec.arg] = value
@@ -117,6 +119,22 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
                 secret.add(spec.arg)
         settings[cloud] = ProviderSettings(args=args, secret=frozenset(secret))
     return settings
+
+
+@lru_cache(maxsize=None)
+def sdk_string_fields(input_type: str | None) -> dict[str, str]:
+    """{field: "string"} for each field of the SDK input type `module:Class`, by the names the provider's config
+    takes (the `@pulumi.getter(name=...)` ones: `lambda`, not `lambda_`); {} for None. Imported only for a stack
+    that sets such a key."""
+    if input_type is None:
+        return {}
+    import importlib
+
+    from pulumi._types import input_type_py_to_pulumi_names
+
+    module, _, name = input_type.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    return dict.fromkeys(sorted(input_type_py_to_pulumi_names(cls).values()), "string")
 
 
 def _is_credential(spec: ProviderKey, value: Any) -> bool:
@@ -222,8 +240,9 @@ def _typed_object(value: dict, fields: Mapping[str, str], where: str, source: st
         if kind is None:
             hint = difflib.get_close_matches(str(name), list(fields), n=1)
             suggestion = f"did you mean {hint[0]!r}? " if hint else ""
-            raise UsageError(f"{source}: {where}.{name}: not a field the provider takes; {suggestion}"
-                             f"the fields are {', '.join(fields)}")
+            listed = (f"the fields are {', '.join(fields)}" if len(fields) <= 20 else
+                      f"the provider's schema has {len(fields)}, all lowercase (docs/contracts.md, section 4)")
+            raise UsageError(f"{source}: {where}.{name}: not a field the provider takes; {suggestion}{listed}")
         result[name] = _typed(item, kind, {}, f"{where}.{name}", source)
     return result
 
