@@ -240,6 +240,16 @@ def test_a_provider_key_accel_does_not_hand_over_exits_2_naming_it_and_what_is_r
                    "impersonateServiceAccount", *([hint] if hint else []))
 
 
+def test_an_old_stack_with_several_unread_keys_hears_of_all_of_them_at_once(tmp_path):
+    # Stack files written for Pulumi's default provider often carry a few tuning keys; one run names every one
+    # (before: the first alone, so one run per key), with its closest read key where there is one.
+    keys = {"aws:maxRetries": 5, "aws:skipCredentialsValidation": True, "aws:Profile": "ml-prod"}
+    result = run("plan", "--config", stack_file(tmp_path, AWS_STACK, **keys), "-C", ROOT)
+    assert_refused(result, "aws:Profile, aws:maxRetries, aws:skipCredentialsValidation: the stack's AWS provider "
+                           "would ignore these keys", "for aws:Profile did you mean 'aws:profile'?",
+                   "remove aws:Profile, aws:maxRetries and aws:skipCredentialsValidation")
+
+
 def test_no_stack_and_no_doc_example_uses_a_key_that_would_be_refused():
     import re
 

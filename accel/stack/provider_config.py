@@ -92,6 +92,7 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
     for cloud, table in provider_tables().items():
         args: dict[str, Any] = {}
         secret: set[str] = set()
+        unread: list[str] = []
         for key in sorted(k for k in config if k.partition(":")[0] == cloud):
             name = key.partition(":")[2]
             raw = config[key]
@@ -105,8 +106,9 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
                 raise UsageError(f"{source}: {key}: refused on a plan on {plan.cloud}: "
                                  f"{' '.join(table.elsewhere.split())}; remove {key}")
             spec = table.keys.get(name)
-            if spec is None:
-                raise UsageError(_unread_message(cloud, key, name, table, source))
+            if spec is None:   # every unread key of the namespace named at once, after the loop
+                unread.append(key)
+                continue
             if spec.own:
                 continue
             is_secret = key in secret_keys
@@ -117,6 +119,8 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
             args[spec.arg] = value
             if is_secret or _is_credential(spec, value):
                 secret.add(spec.arg)
+        if unread:
+            raise UsageError(_unread_message(cloud, unread, table, source))
         settings[cloud] = ProviderSettings(args=args, secret=frozenset(secret))
     return settings
 
@@ -166,14 +170,20 @@ def read_keys(cloud: str) -> list[str]:
     return [f"{cloud}:{name}" for name in (*table.keys, *table.region_keys)]
 
 
-def _unread_message(cloud: str, key: str, name: str, table: ProviderTable, source: str) -> str:
+def _unread_message(cloud: str, keys: list[str], table: ProviderTable, source: str) -> str:
     known = [*table.keys, *table.region_keys]
-    hint = difflib.get_close_matches(name, known, n=1)
-    suggestion = f"did you mean '{cloud}:{hint[0]}'? " if hint else ""
-    return (f"{source}: {key}: the stack's {CLOUD_NAMES[cloud]} provider would ignore this key: it is explicit "
-            f"(built with {table.built_with}), so it reads only the {cloud}:* keys accel hands it "
-            f"(pulumi/pulumi-aws#1307); {suggestion}accel reads {', '.join(read_keys(cloud))} "
-            f"(docs/contracts.md, section 4); remove {key}")
+    hints = []
+    for key in keys:
+        hint = difflib.get_close_matches(key.partition(":")[2], known, n=1)
+        if hint:
+            hints.append(f"did you mean '{cloud}:{hint[0]}'? " if len(keys) == 1 else
+                         f"for {key} did you mean '{cloud}:{hint[0]}'? ")
+    these, them = ("this key", keys[0]) if len(keys) == 1 else \
+        ("these keys", f"{', '.join(keys[:-1])} and {keys[-1]}")
+    return (f"{source}: {', '.join(keys)}: the stack's {CLOUD_NAMES[cloud]} provider would ignore {these}: it is "
+            f"explicit (built with {table.built_with}), so it reads only the {cloud}:* keys accel hands it "
+            f"(pulumi/pulumi-aws#1307); {''.join(hints)}accel reads {', '.join(read_keys(cloud))} "
+            f"(docs/contracts.md, section 4); remove {them}")
 
 
 def _check_region(key: str, name: str, raw: Any, plan: Plan, source: str) -> None:
