@@ -23,12 +23,12 @@ from typing import Any
 
 from accel.base.errors import UsageError
 from accel.components.provider_settings import ProviderSettings
+# What the offline engine sees for a `secure:` value it cannot decrypt.
+from accel.stack.config import SECRET_PLACEHOLDER
 from accel.policies.plan import Plan
 
 KEYS_FILE = Path(__file__).with_name("provider_keys.yaml")
 CLOUD_NAMES = {"aws": "AWS", "gcp": "Google", "kubernetes": "Kubernetes"}
-# What the offline engine sees for a `secure:` value it cannot decrypt (accel/stack/config.py SECRET_PLACEHOLDER).
-SECRET_PLACEHOLDER = "[secret]"
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ def _check_region(key: str, name: str, raw: Any, plan: Plan, source: str) -> Non
 
 def _typed(raw: Any, kind: str, fields: Mapping[str, str], where: str, source: str) -> Any:
     """The value as the provider argument's kind, or UsageError naming `where` (the key, or key.field)."""
-    value = _decoded(raw) if kind != "string" else raw
+    value = decoded_config_value(raw) if kind != "string" else raw
     if kind == "string":
         # Any text: a YAML object given here arrives as its JSON text, indistinguishable from gcp:credentials' own
         # JSON (a service account key), so it is not second-guessed.
@@ -257,7 +257,7 @@ def _typed_object(value: dict, fields: Mapping[str, str], where: str, source: st
     return result
 
 
-def _decoded(raw: Any) -> Any:
+def decoded_config_value(raw: Any) -> Any:
     """Pulumi config holds objects and lists as JSON text and booleans as 'true'/'false'."""
     if not isinstance(raw, str):
         return raw
