@@ -304,7 +304,28 @@ def test_pinning_a_plan_in_another_region_moves_the_region_key_with_it_and_says_
     pin_to_stack_file(path, {"name": "w"}, plan, warn=warnings.append)
     gcp = {**plan, "cloud": "gcp", "region": "us-central1", "zones": ["us-central1-a"]}
     pin_to_stack_file(path, {"name": "w"}, gcp, warn=warnings.append)
-    assert yaml.safe_load(path.read_text())["config"]["aws:region"] == "us-west-2" and len(warnings) == 1
+    assert yaml.safe_load(path.read_text())["config"]["aws:region"] == "us-west-2"
+    assert warnings[1:] == [f"{path}: the new plan moves the stack from aws us-west-2 to gcp us-central1: a deployed "
+                            "stack's resources are rebuilt there, and its retained data (buckets, file systems) "
+                            "stays in us-west-2; read `pulumi preview` before `pulumi up`"]
+
+
+def test_a_re_pin_into_another_region_says_what_it_means_for_a_deployed_stack(tmp_path):
+    # Moving the region key is not the whole story: a deployed stack's compute, network and storage are regional.
+    from accel.stack.pin import pin_to_stack_file
+
+    path = tmp_path / "Pulumi.dev.yaml"
+    east = {"cloud": "aws", "region": "us-east-1", "zones": ["us-east-1a"], "chosen": {"spot": False},
+            "estimate": {"hours": 10.0}}
+    warnings: list[str] = []
+    pin_to_stack_file(path, {"name": "w"}, east, warn=warnings.append)
+    pin_to_stack_file(path, {"name": "w"}, {**east, "zones": ["us-east-1b"]}, warn=warnings.append)
+    assert warnings == []                       # a first pin, and another zone of the same region: nothing to say
+    pin_to_stack_file(path, {"name": "w"}, {**east, "region": "us-west-2", "zones": ["us-west-2a"]},
+                      warn=warnings.append)
+    assert warnings == [f"{path}: the new plan moves the stack from aws us-east-1 to aws us-west-2: a deployed "
+                        "stack's resources are rebuilt there, and its retained data (buckets, file systems) stays in "
+                        "us-east-1; read `pulumi preview` before `pulumi up`"]
 
 
 def test_pinning_a_gcp_plan_moves_a_zone_outside_it():
