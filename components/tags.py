@@ -50,7 +50,10 @@ def kubernetes_label_value(value: str) -> str:
     folded = "".join(c for c in unicodedata.normalize("NFKD", value) if not unicodedata.combining(c)).lower()
     if not _has_letters_without_ascii(folded):
         return _KUBERNETES_INVALID.sub("-", folded)[:_KUBERNETES_VALUE_MAX].strip("-_")
-    kept = "".join(c if _kept_in_punycode(c) else "-" for c in folded)
+    # Encoded from the value as written (NFC, lowercased), marks and all, so it decodes back to it: a vowel sign
+    # (Devanagari 'े', category Mc) is part of the name, not an accent to fold away.
+    lowered = unicodedata.normalize("NFC", value).lower()
+    kept = "".join(c if _kept_in_punycode(c) else "-" for c in lowered)
     return (PUNYCODE_PREFIX + kept.encode("punycode").decode("ascii"))[:_KUBERNETES_VALUE_MAX].strip("-_")
 
 
@@ -64,7 +67,7 @@ def _has_letters_without_ascii(folded: str) -> bool:
 def _kept_in_punycode(character: str) -> bool:
     if character.isascii():
         return not _KUBERNETES_INVALID.match(character)
-    return unicodedata.category(character)[0] in "LN"
+    return unicodedata.category(character)[0] in "LNM"
 
 
 def ownership_rewrites(tags: "ResourceTags", cloud: str | None) -> list[str]:
