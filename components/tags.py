@@ -40,25 +40,63 @@ def kubernetes_label_value(value: str) -> str:
     """`value` as a Kubernetes label value, which is ASCII (letters, digits, '-', '_', '.', at most 63, starting and
     ending alphanumeric; kubernetes v1.33 apimachinery/pkg/util/validation/validation.go IsValidLabelValue): accents
     folded away ('José Müller' -> 'jose-muller'), lowercased like the GCP label, every other character a '-', the
-    ends trimmed so 'Big Boss.' is 'big-boss', not the 'big-boss-' Kubernetes and GKE node pools refuse. Lossy where
-    the value is not plain lowercase ASCII: `accel plan` says what it wrote (ownership_rewrites)."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", value) if not unicodedata.combining(c))
-    return _KUBERNETES_INVALID.sub("-", folded.lower())[:_KUBERNETES_VALUE_MAX].strip("-_")
+    ends trimmed so 'Big Boss.' is 'big-boss', not the 'big-boss-' Kubernetes and GKE node pools refuse.
+
+    A letter or digit with no ASCII form (Chinese, Cyrillic, Greek, Devanagari...) would be dropped, and every such
+    owner written '' (one label for all of them); so then the whole value is written as its Punycode (RFC 3492, the
+    `xn--` form IDNA gives a domain label: ASCII letters, digits and '-'), which keeps owners apart and decodes back:
+    '张伟' -> 'xn--cpqy30b'. Lossy where the value is not plain lowercase ASCII: `accel plan` says what it wrote
+    (ownership_rewrites)."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", value) if not unicodedata.combining(c)).lower()
+    if not _has_letters_without_ascii(folded):
+        return _KUBERNETES_INVALID.sub("-", folded)[:_KUBERNETES_VALUE_MAX].strip("-_")
+    # Encoded from the value as written (NFC, lowercased), marks and all, so it decodes back to it: a vowel sign
+    # (Devanagari 'े', category Mc) is part of the name, not an accent to fold away.
+    lowered = unicodedata.normalize("NFC", value).lower()
+    kept = "".join(c if _kept_in_punycode(c) else "-" for c in lowered)
+    return (PUNYCODE_PREFIX + kept.encode("punycode").decode("ascii"))[:_KUBERNETES_VALUE_MAX].strip("-_")
+
+
+PUNYCODE_PREFIX = "xn--"
+
+
+def _has_letters_without_ascii(folded: str) -> bool:
+    return any(not c.isascii() and unicodedata.category(c)[0] in "LN" for c in folded)
+
+
+def _kept_in_punycode(character: str) -> bool:
+    if character.isascii():
+        return not _KUBERNETES_INVALID.match(character)
+    return unicodedata.category(character)[0] in "LNM"
 
 
 def ownership_rewrites(tags: "ResourceTags", cloud: str | None) -> list[str]:
     """Where the owner or cost centre is written otherwise than as given, beyond lowercasing: the GCP label (on a
-    GCP stack) and the Kubernetes label (every stack); the AWS tag is the value as written."""
+    GCP stack) and the Kubernetes label (every stack); the AWS tag is the value as written. Each note gives the rule
+    of the labels it names, and says when a value was written as its Punycode."""
     notes = []
     for field, key in (("owner", "owner"), ("cost_center", "cost-center")):
         value = getattr(tags, field)
-        written = [(f"GCP label {key}", gcp_label_value(value))] if cloud == "gcp" else []
-        written.append((f"Kubernetes label {LABEL_PREFIX}.dev/{key}", kubernetes_label_value(value)))
-        changed = [f"{where}={label!r}" for where, label in written if label != value.lower()]
-        if changed:
-            notes.append(f"{field} {value!r} is written as {' and '.join(changed)}: GCP labels take lowercase "
-                         "letters (international ones too), digits, '_' and '-'; Kubernetes labels ASCII letters, "
-                         "digits, '-', '_' and '.'")
+        written = [("GCP", f"label {key}", gcp_label_value(value))] if cloud == "gcp" else []
+        written.append(("Kubernetes", f"label {LABEL_PREFIX}.dev/{key}", kubernetes_label_value(value)))
+        changed = [(target, f"{target} {where}={label!r}", label) for target, where, label in written
+                   if label != value.lower()]
+        if not changed:
+            continue
+        rules = []
+        for target, _, label in changed:
+            if target == "GCP":
+                rules.append("GCP labels take lowercase letters (international ones too), digits, '_' and '-'")
+            else:
+                rule = "Kubernetes labels take ASCII letters, digits, '-', '_' and '.' (accents folded away)"
+                if label.startswith(PUNYCODE_PREFIX) and _has_letters_without_ascii(value.lower()):
+                    rule += ("; a letter with no ASCII form makes the whole value its Punycode (RFC 3492, the xn-- "
+                             "form of a domain name), so owners stay apart and it decodes back")
+                rules.append(rule)
+        if len(rules) == 2:   # one verb for both: "GCP labels take ...; Kubernetes labels ASCII ..."
+            rules[1] = rules[1].replace("Kubernetes labels take ", "Kubernetes labels ", 1)
+        notes.append(f"{field} {value!r} is written as {' and '.join(where for _, where, _ in changed)}: "
+                     f"{'; '.join(rules)}")
     return notes
 
 

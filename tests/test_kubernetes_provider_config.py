@@ -129,6 +129,38 @@ def test_a_secret_kubeconfig_stays_a_secret(tmp_path):
     assert inputs["kubeconfig"] == "[secret]"
 
 
+def test_a_secret_kubeconfig_path_is_expanded_before_it_is_made_a_secret(monkeypatch):
+    # Under the CLI a `secure:` kubeconfig arrives decrypted and listed in PULUMI_CONFIG_SECRET_KEYS: its `~` is
+    # expanded like a plain one's (before, the secret Output skipped the expansion and the provider got '~/...').
+    import os
+
+    from accel.components.kubernetes.pools import existing_cluster_provider_settings
+
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(["kubernetes:kubeconfig"]))
+    args = with_cluster(BYO_STACK, {"kubeconfig": None}, **{"kubernetes:kubeconfig": "~/.kube/prod.yaml"}).cluster_args
+    settings = existing_cluster_provider_settings(args.existing_cluster, args.kubernetes_provider)
+    assert settings.args["kubeconfig"] == os.path.expanduser("~/.kube/prod.yaml")
+    assert settings.args["context"] == "dc1-admin"
+    assert settings.secret == {"kubeconfig"}
+
+
+KUBECONFIG_CONTENTS = ("apiVersion: v1\nkind: Config\nclusters: [{name: dc1, cluster: {server: https://10.0.0.1}}]\n"
+                       "users: [{name: admin, user: {token: s3cr3t}}]\n")
+
+
+@pytest.mark.parametrize("contents", [KUBECONFIG_CONTENTS, json.dumps(yaml.safe_load(KUBECONFIG_CONTENTS))])
+def test_a_kubeconfigs_contents_in_plain_text_reach_the_provider_as_a_secret(tmp_path, contents):
+    # The contents carry the cluster's credentials (a token, a client key): a secret, like aws:secretKey, even where
+    # the stack file has them in plain text. A path is no credential and stays readable in the preview.
+    settings = with_cluster(BYO_STACK, {"kubeconfig": None},
+                            **{"kubernetes:kubeconfig": contents}).cluster_args.kubernetes_provider
+    assert settings.args == {"kubeconfig": contents} and settings.secret == {"kubeconfig"}
+    assert byo_provider_inputs(tmp_path, {"kubeconfig": None}, **{"kubernetes:kubeconfig": contents})[
+        "kubeconfig"] == "[secret]"
+    path = with_cluster(BYO_STACK, {"kubeconfig": None}, **{"kubernetes:kubeconfig": "/etc/kube/prod.yaml"})
+    assert path.cluster_args.kubernetes_provider.secret == frozenset()
+
+
 # ---------------------------------------------------------------- on GKE / EKS accel makes the kubeconfig
 
 @pytest.mark.parametrize("stack", [GKE_STACK, EKS_STACK])

@@ -162,6 +162,15 @@ def test_a_credential_is_a_secret_even_written_in_plain_text():
     assert settings.secret == {"credentials"}
 
 
+def test_a_web_identity_token_is_a_secret_even_written_in_plain_text():
+    # webIdentityToken is an OIDC token, a credential like aws:token; the SDK marks only accessKey, secretKey and
+    # token secret (pulumi_aws/provider.py 7.51.1), so the table does it for the object that carries it.
+    identity = {"roleArn": "arn:aws:iam::111122223333:role/ci", "webIdentityToken": "eyJhbGciOi.plain.jwt"}
+    settings = read(AWS_STACK, **{"aws:assumeRoleWithWebIdentity": identity}).cluster_args.aws_provider
+    assert settings.args == {"assume_role_with_web_identity": identity}
+    assert settings.secret == {"assume_role_with_web_identity"}
+
+
 def test_the_other_clouds_keys_are_checked_but_not_handed_to_a_provider_the_plan_does_not_build():
     program = read(GCP_STACK, **{"aws:profile": "ml-prod", "aws:region": "eu-west-1"})
     assert program.cluster_args.gcp_provider.args == {}
@@ -182,6 +191,11 @@ def test_the_other_clouds_keys_are_checked_but_not_handed_to_a_provider_the_plan
     ("aws:assumeRoles", [{"roleArn": "r", "tags": {"a": 1}}], "aws:assumeRoles[0].tags: expected a mapping"),
     ("aws:assumeRoleWithWebIdentity", [{"roleArn": "r"}], "aws:assumeRoleWithWebIdentity: expected a mapping"),
     ("gcp:impersonateServiceAccountDelegates", "a@b", "gcp:impersonateServiceAccountDelegates: expected a list"),
+    # The services an endpoint may name are the SDK's ProviderEndpointArgs fields (326 in pulumi-aws 7.51.1).
+    ("aws:endpoints", [{"s3x": "http://localhost:4566"}], "aws:endpoints[0].s3x: not a field the provider takes; "
+                                                          "did you mean 's3'?"),
+    ("aws:endpoints", [{"S3": "http://localhost:4566"}], "aws:endpoints[0].S3: not a field the provider takes"),
+    ("aws:endpoints", [{"lambda": 1}], "aws:endpoints[0].lambda: expected a string"),
     ("gcp:userProjectOverride", "maybe", "gcp:userProjectOverride: expected true or false"),
 ])
 def test_a_value_of_the_wrong_kind_exits_2_naming_the_key(tmp_path, key, bad, says):
@@ -224,6 +238,16 @@ def test_a_provider_key_accel_does_not_hand_over_exits_2_naming_it_and_what_is_r
     result = run("plan", "--config", stack_file(tmp_path, stack, **{key: value}), "-C", ROOT)
     assert_refused(result, f"{key}: the stack's", "would ignore this key", "profile" if "aws" in key else
                    "impersonateServiceAccount", *([hint] if hint else []))
+
+
+def test_an_old_stack_with_several_unread_keys_hears_of_all_of_them_at_once(tmp_path):
+    # Stack files written for Pulumi's default provider often carry a few tuning keys; one run names every one
+    # (before: the first alone, so one run per key), with its closest read key where there is one.
+    keys = {"aws:maxRetries": 5, "aws:skipCredentialsValidation": True, "aws:Profile": "ml-prod"}
+    result = run("plan", "--config", stack_file(tmp_path, AWS_STACK, **keys), "-C", ROOT)
+    assert_refused(result, "aws:Profile, aws:maxRetries, aws:skipCredentialsValidation: the stack's AWS provider "
+                           "would ignore these keys", "for aws:Profile did you mean 'aws:profile'?",
+                   "remove aws:Profile, aws:maxRetries and aws:skipCredentialsValidation")
 
 
 def test_no_stack_and_no_doc_example_uses_a_key_that_would_be_refused():
@@ -280,7 +304,28 @@ def test_pinning_a_plan_in_another_region_moves_the_region_key_with_it_and_says_
     pin_to_stack_file(path, {"name": "w"}, plan, warn=warnings.append)
     gcp = {**plan, "cloud": "gcp", "region": "us-central1", "zones": ["us-central1-a"]}
     pin_to_stack_file(path, {"name": "w"}, gcp, warn=warnings.append)
-    assert yaml.safe_load(path.read_text())["config"]["aws:region"] == "us-west-2" and len(warnings) == 1
+    assert yaml.safe_load(path.read_text())["config"]["aws:region"] == "us-west-2"
+    assert warnings[1:] == [f"{path}: the new plan moves the stack from aws us-west-2 to gcp us-central1: a deployed "
+                            "stack's resources are rebuilt there, and its retained data (buckets, file systems) "
+                            "stays in us-west-2; read `pulumi preview` before `pulumi up`"]
+
+
+def test_a_re_pin_into_another_region_says_what_it_means_for_a_deployed_stack(tmp_path):
+    # Moving the region key is not the whole story: a deployed stack's compute, network and storage are regional.
+    from accel.stack.pin import pin_to_stack_file
+
+    path = tmp_path / "Pulumi.dev.yaml"
+    east = {"cloud": "aws", "region": "us-east-1", "zones": ["us-east-1a"], "chosen": {"spot": False},
+            "estimate": {"hours": 10.0}}
+    warnings: list[str] = []
+    pin_to_stack_file(path, {"name": "w"}, east, warn=warnings.append)
+    pin_to_stack_file(path, {"name": "w"}, {**east, "zones": ["us-east-1b"]}, warn=warnings.append)
+    assert warnings == []                       # a first pin, and another zone of the same region: nothing to say
+    pin_to_stack_file(path, {"name": "w"}, {**east, "region": "us-west-2", "zones": ["us-west-2a"]},
+                      warn=warnings.append)
+    assert warnings == [f"{path}: the new plan moves the stack from aws us-east-1 to aws us-west-2: a deployed "
+                        "stack's resources are rebuilt there, and its retained data (buckets, file systems) stays in "
+                        "us-east-1; read `pulumi preview` before `pulumi up`"]
 
 
 def test_pinning_a_gcp_plan_moves_a_zone_outside_it():

@@ -196,9 +196,41 @@ def test_rewrites_are_said_only_where_a_label_is_not_the_value_lowercased():
     assert ownership_rewrites(ResourceTags(workload="w", stack="s", owner="ml-platform", cost_center="CC-12"),
                               "gcp") == []
     notes = ownership_rewrites(ResourceTags(workload="w", stack="s", owner="José Müller"), "aws")
-    assert notes == ["owner 'José Müller' is written as Kubernetes label accel.dev/owner='jose-muller': GCP labels "
-                     "take lowercase letters (international ones too), digits, '_' and '-'; Kubernetes labels ASCII "
-                     "letters, digits, '-', '_' and '.'"]
+    assert notes == ["owner 'José Müller' is written as Kubernetes label accel.dev/owner='jose-muller': Kubernetes "
+                     "labels take ASCII letters, digits, '-', '_' and '.' (accents folded away)"]
+    notes = ownership_rewrites(ResourceTags(workload="w", stack="s", owner="José Müller"), "gcp")
+    assert notes == ["owner 'José Müller' is written as GCP label owner='josé-müller' and Kubernetes label "
+                     "accel.dev/owner='jose-muller': GCP labels take lowercase letters (international ones too), "
+                     "digits, '_' and '-'; Kubernetes labels ASCII letters, digits, '-', '_' and '.' (accents folded "
+                     "away)"]
+
+
+@pytest.mark.parametrize("owner, written", [
+    ("张伟", "xn--cpqy30b"),                  # no ASCII form at all: not '', which every such owner would share
+    ("Иван Петров", "xn----7sbfcoo1bkhlv"),   # the space a '-' first, as in any label
+    ("李 Wei", "xn---wei-zo1i"),               # the ASCII part kept in clear
+    ("राजेश", "xn--81b3bt4a9b"),                # vowel signs (Mc, Mn) kept: they tell राजेश from रजश
+])
+def test_an_owner_with_letters_no_ascii_has_is_written_as_its_punycode(owner, written):
+    assert kubernetes_label_value(owner) == written
+    assert written[4:].encode().decode("punycode") == unicodedata.normalize("NFC", owner).lower().replace(" ", "-")
+    notes = ownership_rewrites(ResourceTags(workload="w", stack="s", owner=owner), "aws")
+    assert notes == [f"owner {owner!r} is written as Kubernetes label accel.dev/owner={written!r}: Kubernetes labels "
+                     "take ASCII letters, digits, '-', '_' and '.' (accents folded away); a letter with no ASCII form "
+                     "makes the whole value its Punycode (RFC 3492, the xn-- form of a domain name), so owners stay "
+                     "apart and it decodes back"]
+
+
+@given(st.lists(st.text(st.characters(categories=["Lo", "Lu", "Ll"]), min_size=1, max_size=8), min_size=2,
+                max_size=2, unique_by=lambda s: unicodedata.normalize("NFKD", s).lower()))
+@settings(max_examples=200, deadline=None)
+def test_short_owners_that_differ_beyond_their_accents_get_different_kubernetes_labels(owners):
+    def folded(value):
+        return "".join(c for c in unicodedata.normalize("NFKD", value) if not unicodedata.combining(c)).lower()
+
+    first, second = owners
+    if folded(first) != folded(second):
+        assert kubernetes_label_value(first) != kubernetes_label_value(second), owners
 
 
 def test_accel_plan_writes_each_target_by_its_rule_and_warns_what_it_changed(tmp_path):

@@ -120,6 +120,20 @@ def _follow_the_plans_region(config: dict, plan: dict[str, Any], warn: Callable[
         config[key] = value
 
 
+def _say_where_the_stack_moves(path: Path, previous: Any, plan: dict[str, Any], warn: Callable[[str], None]) -> None:
+    """A plan in another region or cloud than the one it replaces moves the stack: its compute, network and storage are
+    regional, and data kept on delete (retain) stays behind. `accel choose` cannot know if the stack is deployed, so it
+    says what that would mean."""
+    if not isinstance(previous, dict):
+        return
+    before, after = (previous.get("cloud"), previous.get("region")), (plan.get("cloud"), plan.get("region"))
+    if None in before or before == after:
+        return
+    warn(f"{path}: the new plan moves the stack from {before[0]} {before[1]} to {after[0]} {after[1]}: a deployed "
+         f"stack's resources are rebuilt there, and its retained data (buckets, file systems) stays in {before[1]}; "
+         "read `pulumi preview` before `pulumi up`")
+
+
 def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any],
                       warn: Callable[[str], None] | None = None, reservation: dict[str, Any] | None = None) -> None:
     """Set `accel:workload` and `accel:plan` in the stack file at `path` (created when missing).
@@ -157,6 +171,7 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
         if isinstance(key, str) and key.startswith("accel:"):
             check_known_key(key, str(path))
     previous = config.get("accel:workload")
+    previous_plan = config.get("accel:plan")
     if warn is not None and isinstance(previous, dict) and previous.get("name") not in (None, workload.get("name")):
         warn(f"{path}: replacing accel:workload {previous['name']!r} with {workload.get('name')!r} (and its plan)")
     if isinstance(config, CommentedMap):
@@ -167,6 +182,8 @@ def pin_to_stack_file(path: Path, workload: dict[str, Any], plan: dict[str, Any]
         config["accel:plan"] = finite(plan)
     _give_spot_plans_a_ttl(config, plan, warn)
     _follow_the_plans_region(config, plan, warn)
+    if warn is not None:
+        _say_where_the_stack_moves(path, previous_plan, plan, warn)
     if reservation is not None:
         held = config.get("accel:reservations")
         if not isinstance(held, list):

@@ -213,14 +213,12 @@ def _aws_default_tags(config: Mapping[str, str], tags: ResourceTags, source: str
     The stack's AWS provider is explicit and reads no aws:* config by itself (pulumi/pulumi-aws#1307), so without
     this they would be dropped without a word."""
     from accel.components.tags import aws_default_tags_problem
+    from accel.stack.provider_config import decoded_config_value
 
     raw = config.get("aws:defaultTags")
     if raw is None:
         return {}
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError:
-        value = None
+    value = decoded_config_value(raw)
     if not isinstance(value, dict) or set(value) - {"tags"}:
         raise UsageError(f"{source}: aws:defaultTags: expected {{tags: {{KEY: VALUE, ...}}}}, the AWS provider's "
                          "defaultTags (its only setting is tags)")
@@ -235,14 +233,12 @@ def _gcp_default_labels(config: Mapping[str, str], tags: ResourceTags, source: s
     """The stack file's gcp:defaultLabels, checked by GCP's label rule (policies/tagging) and named by their key;
     handed to the stack's Google provider, which is explicit and so reads no gcp:* config by itself."""
     from accel.components.tags import gcp_default_labels_problem
+    from accel.stack.provider_config import decoded_config_value
 
     raw = config.get("gcp:defaultLabels")
     if raw is None:
         return {}
-    try:
-        labels = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError:
-        labels = None
+    labels = decoded_config_value(raw)
     found = gcp_default_labels_problem(labels, tags)
     if found:
         where = f"gcp:defaultLabels.{found[0]}" if found[0] else "gcp:defaultLabels"

@@ -23,12 +23,12 @@ from typing import Any
 
 from accel.base.errors import UsageError
 from accel.components.provider_settings import ProviderSettings
+# What the offline engine sees for a `secure:` value it cannot decrypt.
+from accel.stack.config import SECRET_PLACEHOLDER
 from accel.policies.plan import Plan
 
 KEYS_FILE = Path(__file__).with_name("provider_keys.yaml")
 CLOUD_NAMES = {"aws": "AWS", "gcp": "Google", "kubernetes": "Kubernetes"}
-# What the offline engine sees for a `secure:` value it cannot decrypt (accel/stack/config.py SECRET_PLACEHOLDER).
-SECRET_PLACEHOLDER = "[secret]"
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,13 @@ class ProviderKey:
     arg: str                       # the ProviderArgs keyword: `assume_roles`
     kind: str                      # string, strings, boolean, mapping, object, objects
     why: str
-    secret: bool = False           # a credential: always handed over as a secret
+    # a credential: always handed over as a secret; "contents": when the value is a file's contents, not its path
+    secret: bool | str = False
     own: bool = False              # read by its own code in accel/stack/program.py
     cluster_field: str | None = None  # the accel:cluster field that says the same thing (kubeconfig, context)
     fields: Mapping[str, str] = field(default_factory=dict)  # object / objects: field -> kind (empty: any string)
+    # object / objects whose fields are all strings, named by the SDK's input type (`pulumi_aws:ProviderEndpointArgs`)
+    fields_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
     for cloud, table in provider_tables().items():
         args: dict[str, Any] = {}
         secret: set[str] = set()
+        unread: list[str] = []
         for key in sorted(k for k in config if k.partition(":")[0] == cloud):
             name = key.partition(":")[2]
             raw = config[key]
@@ -102,20 +106,47 @@ def provider_settings(config: Mapping[str, Any], plan: Plan, source: str, secret
                 raise UsageError(f"{source}: {key}: refused on a plan on {plan.cloud}: "
                                  f"{' '.join(table.elsewhere.split())}; remove {key}")
             spec = table.keys.get(name)
-            if spec is None:
-                raise UsageError(_unread_message(cloud, key, name, table, source))
+            if spec is None:   # every unread key of the namespace named at once, after the loop
+                unread.append(key)
+                continue
             if spec.own:
                 continue
             is_secret = key in secret_keys
             value = raw if is_secret and raw == SECRET_PLACEHOLDER else \
-                _typed(raw, spec.kind, spec.fields, key, source)
+                _typed(raw, spec.kind, spec.fields or sdk_string_fields(spec.fields_of), key, source)
             if spec.cluster_field and _said_by_cluster(cluster, spec.cluster_field, key, value, source):
                 continue
             args[spec.arg] = value
-            if spec.secret or is_secret:
+            if is_secret or _is_credential(spec, value):
                 secret.add(spec.arg)
+        if unread:
+            raise UsageError(_unread_message(cloud, unread, table, source))
         settings[cloud] = ProviderSettings(args=args, secret=frozenset(secret))
     return settings
+
+
+@lru_cache(maxsize=None)
+def sdk_string_fields(input_type: str | None) -> dict[str, str]:
+    """{field: "string"} for each field of the SDK input type `module:Class`, by the names the provider's config
+    takes (the `@pulumi.getter(name=...)` ones: `lambda`, not `lambda_`); {} for None. Imported only for a stack
+    that sets such a key."""
+    if input_type is None:
+        return {}
+    import importlib
+
+    from pulumi._types import input_type_py_to_pulumi_names
+
+    module, _, name = input_type.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    return dict.fromkeys(sorted(input_type_py_to_pulumi_names(cls).values()), "string")
+
+
+def _is_credential(spec: ProviderKey, value: Any) -> bool:
+    """A credential whatever its value (aws:secretKey), or, for `secret: contents` (kubernetes:kubeconfig), when the
+    value is a file's contents rather than its path: a kubeconfig's text holds the cluster's token or client key."""
+    if spec.secret == "contents":
+        return isinstance(value, str) and ("\n" in value or value.lstrip().startswith(("{", "apiVersion")))
+    return bool(spec.secret)
 
 
 def _said_by_cluster(cluster: Any, field_name: str, key: str, value: Any, source: str) -> bool:
@@ -139,14 +170,20 @@ def read_keys(cloud: str) -> list[str]:
     return [f"{cloud}:{name}" for name in (*table.keys, *table.region_keys)]
 
 
-def _unread_message(cloud: str, key: str, name: str, table: ProviderTable, source: str) -> str:
+def _unread_message(cloud: str, keys: list[str], table: ProviderTable, source: str) -> str:
     known = [*table.keys, *table.region_keys]
-    hint = difflib.get_close_matches(name, known, n=1)
-    suggestion = f"did you mean '{cloud}:{hint[0]}'? " if hint else ""
-    return (f"{source}: {key}: the stack's {CLOUD_NAMES[cloud]} provider would ignore this key: it is explicit "
-            f"(built with {table.built_with}), so it reads only the {cloud}:* keys accel hands it "
-            f"(pulumi/pulumi-aws#1307); {suggestion}accel reads {', '.join(read_keys(cloud))} "
-            f"(docs/contracts.md, section 4); remove {key}")
+    hints = []
+    for key in keys:
+        hint = difflib.get_close_matches(key.partition(":")[2], known, n=1)
+        if hint:
+            hints.append(f"did you mean '{cloud}:{hint[0]}'? " if len(keys) == 1 else
+                         f"for {key} did you mean '{cloud}:{hint[0]}'? ")
+    these, them = ("this key", keys[0]) if len(keys) == 1 else \
+        ("these keys", f"{', '.join(keys[:-1])} and {keys[-1]}")
+    return (f"{source}: {', '.join(keys)}: the stack's {CLOUD_NAMES[cloud]} provider would ignore {these}: it is "
+            f"explicit (built with {table.built_with}), so it reads only the {cloud}:* keys accel hands it "
+            f"(pulumi/pulumi-aws#1307); {''.join(hints)}accel reads {', '.join(read_keys(cloud))} "
+            f"(docs/contracts.md, section 4); remove {them}")
 
 
 def _check_region(key: str, name: str, raw: Any, plan: Plan, source: str) -> None:
@@ -172,7 +209,7 @@ def _check_region(key: str, name: str, raw: Any, plan: Plan, source: str) -> Non
 
 def _typed(raw: Any, kind: str, fields: Mapping[str, str], where: str, source: str) -> Any:
     """The value as the provider argument's kind, or UsageError naming `where` (the key, or key.field)."""
-    value = _decoded(raw) if kind != "string" else raw
+    value = decoded_config_value(raw) if kind != "string" else raw
     if kind == "string":
         # Any text: a YAML object given here arrives as its JSON text, indistinguishable from gcp:credentials' own
         # JSON (a service account key), so it is not second-guessed.
@@ -213,13 +250,14 @@ def _typed_object(value: dict, fields: Mapping[str, str], where: str, source: st
         if kind is None:
             hint = difflib.get_close_matches(str(name), list(fields), n=1)
             suggestion = f"did you mean {hint[0]!r}? " if hint else ""
-            raise UsageError(f"{source}: {where}.{name}: not a field the provider takes; {suggestion}"
-                             f"the fields are {', '.join(fields)}")
+            listed = (f"the fields are {', '.join(fields)}" if len(fields) <= 20 else
+                      f"the provider's schema has {len(fields)}, all lowercase (docs/contracts.md, section 4)")
+            raise UsageError(f"{source}: {where}.{name}: not a field the provider takes; {suggestion}{listed}")
         result[name] = _typed(item, kind, {}, f"{where}.{name}", source)
     return result
 
 
-def _decoded(raw: Any) -> Any:
+def decoded_config_value(raw: Any) -> Any:
     """Pulumi config holds objects and lists as JSON text and booleans as 'true'/'false'."""
     if not isinstance(raw, str):
         return raw

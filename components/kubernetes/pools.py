@@ -277,8 +277,17 @@ def existing_cluster_provider(cluster: ExistingCluster, name: str,
     kubernetes:* keys accel:cluster does not say: an explicit provider reads no stack config by itself)."""
     import pulumi_kubernetes as k8s
 
-    arguments: dict = {"kubeconfig": cluster.kubeconfig, "context": cluster.context}
-    arguments.update(settings.provider_args() if settings else {})
+    return k8s.Provider(name, **existing_cluster_provider_settings(cluster, settings).provider_args(), opts=opts)
+
+
+def existing_cluster_provider_settings(cluster: ExistingCluster,
+                                       settings: ProviderSettings | None = None) -> ProviderSettings:
+    """The provider's arguments as plain data: accel:cluster's kubeconfig and context, then `settings`; a kubeconfig
+    path's `~` expanded before any secret wraps it (a `secure:` path is still a path)."""
+    from accel.components.provider_settings import ProviderSettings
+
+    settings = settings or ProviderSettings()
+    arguments: dict = {"kubeconfig": cluster.kubeconfig, "context": cluster.context, **settings.args}
     if isinstance(arguments["kubeconfig"], str):   # a path, or the file's contents (no leading ~ to expand)
         arguments["kubeconfig"] = os.path.expanduser(arguments["kubeconfig"])
-    return k8s.Provider(name, **arguments, opts=opts)
+    return ProviderSettings(args=arguments, secret=settings.secret)

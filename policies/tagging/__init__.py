@@ -119,15 +119,21 @@ def gcp_label_value(value: str) -> str:
 
 # ---------------------------------------------------------------- AWS tags
 
+def _refused_characters(text: str, rules: AwsTagRules) -> str:
+    """The characters of `text` AWS's tag rule refuses, shown sorted; '' if none."""
+    bad = {c for c in text if not rules.allows(c)}
+    return _shown(bad) if bad else ""
+
+
 def aws_tag_value_problem(value: str) -> str | None:
     """Why AWS refuses `value` as a tag value (letters, digits, spaces and _ . : / = + - @; at most 256; no
     aws: prefix), or None."""
     rules = aws_tag_rules()
     if len(value) > rules.value_max:
         return f"{len(value)} characters; an AWS tag value has at most {rules.value_max}"
-    bad = {c for c in value if not rules.allows(c)}
+    bad = _refused_characters(value, rules)
     if bad:
-        return f"AWS tag values take {rules.characters} only, not {_shown(bad)}"
+        return f"AWS tag values take {rules.characters} only, not {bad}"
     if value.lower().startswith(rules.reserved_prefix):
         return f"AWS reserves the prefix {rules.reserved_prefix} for its own tags"
     return None
@@ -139,9 +145,9 @@ def aws_tag_key_problem(key: str) -> str | None:
     rules = aws_tag_rules()
     if not key or len(key) > rules.key_max:
         return f"an AWS tag key has 1 to {rules.key_max} characters (EC2's bound), not {len(key)}"
-    bad = {c for c in key if not rules.allows(c)}
+    bad = _refused_characters(key, rules)
     if bad:
-        return f"AWS tag keys take {rules.characters} only, not {_shown(bad)}"
+        return f"AWS tag keys take {rules.characters} only, not {bad}"
     if key.lower().startswith(rules.reserved_prefix):
         return f"AWS reserves the prefix {rules.reserved_prefix} (in any case) for its own tag keys"
     return None
@@ -176,11 +182,11 @@ def ownership_problem(value: str) -> str | None:
     if len(value) > label_max:
         return (f"{len(value)} characters; an owner or cost centre has at most {label_max}, the most a GCP or "
                 f"Kubernetes label value holds ({_OWNERSHIP_WHY})")
-    bad = {c for c in value if not rules.allows(c)}
+    bad = _refused_characters(value, rules)
     if bad:
         takes = (f"{rules.characters.replace('letters', 'letters (any script)', 1)}, at most {label_max} characters, "
                  f"not starting with {rules.reserved_prefix}")
-        return f"an owner or cost centre takes {takes}, not {_shown(bad)} ({_OWNERSHIP_WHY})"
+        return f"an owner or cost centre takes {takes}, not {bad} ({_OWNERSHIP_WHY})"
     if value.lower().startswith(rules.reserved_prefix):
         return f"AWS reserves the prefix {rules.reserved_prefix} for its own tags ({_OWNERSHIP_WHY})"
     return None
