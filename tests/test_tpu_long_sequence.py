@@ -37,14 +37,14 @@ def v6e_8b(sequence: int, **constraints):
     return workload_from_mapping({
         "name": "llama-8b-long", "kind": "pretrain",
         "model": {"parameters": "8B", "sequence_length": sequence},
-        "training": {"tokens": "20B", "framework": "jax", "precision": "bf16"},
+        "training": {"tokens": "5B", "framework": "jax", "precision": "bf16"},
         "constraints": {"clouds": ["gcp"], "accelerators": ["tpu-v6e"], "deadline_days": 30, **constraints},
         "owner": "applied-ml"}, "t.yaml")
 
 
 def fit_8b_on_v6e(sequence: int, slices=V6E_SLICES):
     need = -(-int(STATE_8B) // int(V6E_USABLE))
-    return slice_sequence_fit(sequence, *LLAMA_8B, STATE_8B, 0.25, V6E_USABLE, need, slices, 4)
+    return slice_sequence_fit(sequence, *LLAMA_8B, STATE_8B, V6E_USABLE, need, slices, 4)
 
 
 def test_an_8b_at_131k_on_v6e_takes_ici_tensor_then_context_parallelism_to_fit():
@@ -79,7 +79,7 @@ def test_whatever_the_slice_layout_picks_fits_and_no_smaller_slice_does(billions
     state, sequence = billions * 1e9 * 20.0, 1 << exponent
     layers, hidden = 32, 4096
     need = -(-int(state) // int(V6E_USABLE))
-    fit = slice_sequence_fit(sequence, layers, hidden, state, 0.25, V6E_USABLE, need, V6E_SLICES, 4)
+    fit = slice_sequence_fit(sequence, layers, hidden, state, V6E_USABLE, need, V6E_SLICES, 4)
     if not fit.fits:
         return
     assert fit.tensor * fit.context <= fit.slice_chips
@@ -90,14 +90,22 @@ def test_whatever_the_slice_layout_picks_fits_and_no_smaller_slice_does(billions
         assert state / smaller + most > V6E_USABLE
 
 
-def test_choose_plans_the_ici_layout_and_says_why(catalog):
-    choice = choose(v6e_8b(131_072), catalog)
+def test_choose_plans_the_ici_layout_its_own_slice_needs_and_says_why(catalog):
+    # Within 8 chips: the 8-chip slice, TP4 x CP2 (test_an_8b_at_131k_on_v6e_...).
+    choice = choose(v6e_8b(131_072, max_chips=8), catalog)
     detail = choice.estimate.details
-    assert (detail["tensor_parallel"], detail["context_parallel"]) == (4, 2)
-    assert choice.chosen.chips >= detail["sequence_slice_chips"]
+    assert choice.chosen.chips == 8
+    assert (detail["tensor_parallel"], detail["context_parallel"], detail["chips_per_sequence"]) == (4, 2, 8)
     assert any(line.startswith("Sequence: context parallelism 2:") and "ICI TP4" in line for line in choice.rationale)
     memory = next(a for a in choice.estimate.assumptions if a.name == "activation memory")
     assert "ici_context_parallelism" in memory.source and "Megatron" not in memory.source
+    # Free to grow, the search may take a larger slice: its own layout is the least split its state share leaves
+    # room for (16 chips: 10 GB of state per chip, TP4's 15.3 GB of activations fit beside it).
+    choice = choose(v6e_8b(131_072), catalog)
+    detail, chips = choice.estimate.details, choice.chosen.chips // choice.chosen.slices
+    tensor, context = int(detail.get("tensor_parallel", 1)), int(detail.get("context_parallel", 1))
+    assert chips >= 8 and (tensor, context) != (1, 1)
+    assert STATE_8B / chips + micro_batch_bytes(131_072, 4096, 32, tensor, context) <= V6E_USABLE
 
 
 def test_choose_at_8k_is_unchanged(catalog):
@@ -113,7 +121,7 @@ def test_a_sequence_no_slice_layout_holds_is_refused_naming_it(catalog):
 
 
 def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_path):
-    spec = v6e_8b(131_072)
+    spec = v6e_8b(131_072, max_chips=8)
     plan = choose_plan(spec, catalog)
     shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     (tmp_path / "stacks").mkdir()

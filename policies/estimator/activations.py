@@ -208,11 +208,10 @@ class SequenceFit:
         if self.context > 1:
             return (f"context parallelism {self.context}: {tokens} take {self.activation_gb_alone:,.1f} GB per chip "
                     f"at ICI TP{self.tensor}, past the {self.usable_gb - self.state_gb:,.1f} GB left beside {state}; "
-                    f"split over {self.context} ranks they take {self.activation_gb:,.1f} GB ({layout}, "
-                    f"{self.tensor * self.context} chips per sequence, a slice of at least {self.slice_chips:,} "
-                    f"chips{own})")
+                    f"split over {self.context} ranks they take {self.activation_gb:,.1f} GB ({layout}: "
+                    f"{self.tensor * self.context} chips per sequence{own})")
         return (f"{tokens} take {self.activation_gb:,.1f} GB per chip at {layout} beside {state}: no context "
-                f"parallelism (a slice of at least {self.slice_chips:,} chips{own})")
+                f"parallelism ({layout}: {self.tensor} chips per sequence{own})")
 
     def longest_sequence(self, context: int) -> int:
         """The longest sequence whose activations fit beside the state at `context` (0: not even one token), a

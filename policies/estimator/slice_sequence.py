@@ -49,17 +49,18 @@ def powers_of_two(limit: int) -> list[int]:
     return degrees
 
 
-def slice_sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, headroom: float,
-                       usable_bytes: float, min_chips: int, slice_sizes: Sequence[int], max_tensor: int) -> SequenceFit:
+def slice_sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, usable_bytes: float,
+                        min_chips: int, slice_sizes: Sequence[int], max_tensor: int) -> SequenceFit:
     """The layout one TPU slice needs for `sequence_length` (`layers` x `hidden` model; `state_bytes`, the state
-    with its `headroom` share for activations, sharded FSDP over the slice; `usable_bytes` of HBM per chip), over
+    with the sizing's activation headroom, sharded FSDP over the slice; `usable_bytes` of HBM per chip), over
     `slice_sizes` (the chip counts of the slices allowed, any order): see the module's docstring. `min_chips` is the
     fewest chips holding the state, the layout the state alone sets (TP1, CP1)."""
     alone = micro_batch_bytes(sequence_length, hidden, layers)
-    own_state = state_bytes / min_chips
-    past_headroom = alone > own_state * headroom / (1.0 + headroom)
     sizes = sorted(n for n in set(slice_sizes) if n >= min_chips)
     own = sizes[0] if sizes else min_chips
+    # Past the room the state's share of the smallest slice leaves (a larger slice's FSDP share leaves more): what
+    # the sizing's headroom was to allow them.
+    past_headroom = state_bytes / own + alone > usable_bytes
     max_context = largest_context(sequence_length)
 
     def fit(context: int, tensor: int, chips: int, most_context: int = max_context) -> SequenceFit:
@@ -94,5 +95,5 @@ def slice_sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defa
 
     layers, hidden, _ = model_architecture(spec, defaults)
     return slice_sequence_fit(spec.model.sequence_length, layers, hidden, training_memory_bytes(spec, resolved),
-                              resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
+                              accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
                               min_chips, slice_sizes, max_tensor)

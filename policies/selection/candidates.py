@@ -113,7 +113,8 @@ class SearchContext:
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
-    sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
+    sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training)
+    slice_fits: dict[tuple[str, int], SequenceFit] = field(default_factory=dict)   # by TPU machine type and slice
     # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
     sequence_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
@@ -191,10 +192,23 @@ class SearchContext:
             degree = self.sequence_degrees[offering.machine_type]
         return degree
 
-    def sequence_detail(self, offering: Offering) -> dict[str, float | int | str]:
+    def slice_fit_at(self, offering: Offering, size: Size) -> SequenceFit:
+        """A TPU fleet's own layout for one sequence: the least ICI split that fits beside the state's FSDP share of
+        one of its slices (a larger slice than the floor's may need none; policies/estimator/slice_sequence.py)."""
+        key = (offering.machine_type, size.chips // size.slices)
+        fit = self.slice_fits.get(key)
+        if fit is None:
+            fit = self.slice_fits[key] = slice_sequence_fit_of(
+                self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+                self.min_memory_chips(offering), [size.chips // size.slices], offering.chips_per_host)
+        return fit
+
+    def sequence_detail(self, offering: Offering, size: Size | None = None) -> dict[str, float | int | str]:
         """What an estimate records of the sequence's activations: nothing where they stay within the headroom
-        and leave the layout as the state sets it."""
+        and leave the layout as the state sets it. On a TPU fleet (`size`), the layout its own slices need."""
         fit = self.sequence_fit(offering)
+        if fit is not None and fit.slice_chips and size is not None and fit.fits:
+            fit = self.slice_fit_at(offering, size)
         if fit is None or not (fit.past_headroom or fit.changes_layout):
             return {}
         detail: dict[str, float | int | str] = {"sequence_activations": fit.why()}

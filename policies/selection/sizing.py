@@ -97,8 +97,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     floor, batch_chips = need, ctx.batch_chips
     if fit is not None and sequence_floor:
         floor = max(need, fit.floor_chips) if fit.fits else NO_FLEET
-        if fit.fits:
-            batch_chips = ctx.long_sequence_batch_chips(fit)
+        if fit.fits:   # a TPU slice's sequence needs at least the chips the size rule already shares it over
+            batch_chips = (max(batch_chips, ctx.long_sequence_batch_chips(fit)) if fit.slice_chips
+                           else ctx.long_sequence_batch_chips(fit))
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
     # A sequence nothing holds searches the whole ladder, so that its refusal, not the batch, is what is said.
     cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else ctx.fleet_cap(offering)))
@@ -389,7 +390,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                     "smallest_fit_chips": ladder[lo].chips,
                                                     "batch_chip_limit": batch_chips,
                                                     "startup_hours": round(model.startup_hours(trained.hosts), 3),
-                                                    **ctx.sequence_detail(offering)}
+                                                    **ctx.sequence_detail(offering, s)}
             if ctx.objective == "time" and i < fastest:
                 saved = h - hours(fastest)
                 detail["more_chips"] = (f"more chips stop helping: the fastest fleet, "
