@@ -135,3 +135,16 @@ def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_pat
         assert ("ici_tensor_parallelism=4 ici_context_parallelism=2" in command) is written
         assert "ICI TP4 x CP2 = 8 chips" in derivations
         assert ("passed to MaxText as" if written else "give the training program the same degrees") in derivations
+
+
+def pinned_v6e_8b(sequence: int, chips: int):
+    base = v6e_8b(sequence).model_dump(mode="json", exclude_none=True)
+    base["hardware"] = {"accelerator": "tpu-v6e", "chips": chips}
+    return workload_from_mapping(base, "t.yaml")
+
+
+def test_a_pinned_slice_gets_the_layout_it_needs_or_is_refused_naming_the_sequence(catalog):
+    detail = choose(pinned_v6e_8b(131_072, 8), catalog).estimate.details
+    assert (detail["tensor_parallel"], detail["context_parallel"]) == (4, 2)
+    with pytest.raises(NoFeasibleOption, match=r"model\.sequence_length 1,048,576"):
+        choose(pinned_v6e_8b(1_048_576, 16), catalog)

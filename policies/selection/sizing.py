@@ -400,7 +400,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             elif ctx.objective == "time" and i == len(ladder) - 1 and batch_chips <= s.chips:
                 detail["more_chips"] = "more chips stop helping: " + (
                     ctx.long_sequence_batch_why(fit) if fit is not None and sequence_floor and fit.fits
-                    else ctx.batch_why)
+                    and batch_chips == ctx.long_sequence_batch_chips(fit) else ctx.batch_why)
             if spot:
                 detail["spot_time_lost"] = round(hosts_loss, 4)
             detail["capacity_mode"] = t.mode
