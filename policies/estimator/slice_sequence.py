@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     from accel.policies.estimator.estimate import Resolved
     from accel.policies.workload import WorkloadSpec
 
+# Said beside the context-parallel degree: MaxText's default strategy gathers keys and values, it runs no ring.
+SLICE_EXCHANGE = ("the context-parallel key/value exchange (MaxText's default context_parallel_strategy all_gather: "
+                  "each layer's keys and values gathered over the CP ranks on the slice's ICI) is not costed in the "
+                  "estimate's hours")
 # Said where the chosen layout is recorded (the estimate's assumption on activation memory).
 SLICE_LAYOUT = ("MaxText lays it out on the slice's ICI: ici_tensor_parallelism x ici_context_parallelism chips per "
                 "sequence, ici_fsdp_parallelism -1 (its default) sharding the state over the whole slice")
@@ -67,7 +71,8 @@ def slice_sequence_fit(sequence_length: int, layers: float, hidden: float, state
         whole = micro_batch_bytes(sequence_length, hidden, layers, tensor)
         return SequenceFit(context, tensor, 1, 1, sequence_length, state_bytes / chips / 1e9,
                            whole / max(context, 1) / 1e9, whole / 1e9, usable_bytes / 1e9, past_headroom,
-                           most_context, tensor != 1, slice_chips=chips, own_slice_chips=own)
+                           most_context, tensor != 1, exchange=SLICE_EXCHANGE, slice_chips=chips,
+                           own_slice_chips=own)
 
     if not sizes or state_bytes / own + alone <= usable_bytes:
         return fit(1, 1, own)
