@@ -8,6 +8,11 @@ default is a placeholder) is told in the job's notes which Megatron-Core / NeMo 
 A long sequence's layout may instead (or as well) run a deeper pipeline than the state's own (the estimate's
 details.pipeline_parallel), or only widen tensor parallelism to the whole node (details.context_parallel 1): it is
 told the same way. Nothing is written for the state's own layout.
+
+On a TPU slice (no GPU layout: plan.parallelism is None) the estimate records the ICI degrees the sequence needs
+(details.tensor_parallel, details.context_parallel; policies/estimator/slice_sequence.py): the default MaxText
+command gets ici_tensor_parallelism and ici_context_parallelism, ici_fsdp_parallelism -1 (MaxText's default)
+sharding the state over the rest of the slice; a command of the user's own is told them in the notes.
 """
 
 from __future__ import annotations
@@ -65,3 +70,37 @@ def notes(layout: Parallelism | None, framework: str, written: bool, long_sequen
     flags = table["maxtext"]
     return [f"{head}; give the training program the same degrees: MaxText {flags['tensor']}, {flags['context']}, "
             f"{flags['pipeline']} ({table['maxtext_source']})"]
+
+
+def slice_degrees(plan: Plan) -> dict[str, int]:
+    """The ICI degrees a long sequence's TPU slice layout takes, by MaxText axis ({} where the state alone sets the
+    layout, or on GPUs): details.tensor_parallel and details.context_parallel, those above 1."""
+    details = plan.estimate.details
+    if plan.parallelism is not None or "tensor_parallel" not in details:
+        return {}
+    flags = runtime()["context_parallel"]["maxtext"]
+    degrees = {"tensor": details["tensor_parallel"], "context": details.get("context_parallel", 1)}
+    return {flags[axis]: int(degree) for axis, degree in degrees.items()
+            if isinstance(degree, (int, float)) and degree > 1}
+
+
+def slice_mesh_args(plan: Plan) -> str:
+    """The MaxText arguments of a long sequence's TPU slice layout (slice_degrees), empty where there is none."""
+    return " ".join(f"{flag}={degree}" for flag, degree in slice_degrees(plan).items())
+
+
+def slice_notes(plan: Plan, written: bool) -> list[str]:
+    """What the job says of a long sequence's TPU slice layout: the flags it wrote into the default command
+    (`written`), else the ones the user's program must be given."""
+    args = slice_mesh_args(plan)
+    if not args:
+        return []
+    source = runtime()["context_parallel"]["maxtext_source"]
+    details = plan.estimate.details
+    tensor, context = int(details["tensor_parallel"]), int(details.get("context_parallel", 1) or 1)
+    head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
+            + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
+            "sharding the state over the rest (ici_fsdp_parallelism -1)")
+    if written:
+        return [f"{head}; passed to MaxText as {args} ({source})"]
+    return [f"{head}; give the training program the same degrees: MaxText {args} ({source})"]

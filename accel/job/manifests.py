@@ -317,9 +317,14 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         command = user_command
         launcher = "the JAX distributed launcher (jax.distributed.initialize reads JAX_COORDINATOR_*)"
     else:
+        if options.command is None and context_parallel.slice_degrees(plan):
+            # The default MaxText command lays a long sequence's ICI tensor x context group out (context_parallel.py).
+            user_command = f"{user_command} {context_parallel.slice_mesh_args(plan)}"
         command = user_command
         launcher = "JAX on TPU (libtpu finds the slice's hosts itself)"
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
+    if hw.family == "tpu":
+        notes = [*notes, *context_parallel.slice_notes(plan, written=options.command is None)]
     if hw.family == "gpu" and plan.parallelism is not None:
         # Kueue keeps each model replica inside the finest placement level that holds it (accel/job/topology.py).
         request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, nodes,

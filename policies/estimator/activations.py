@@ -135,6 +135,14 @@ class SequenceFit:
     exchange: str = CONTEXT_EXCHANGE   # the key/value exchange against its fabric (ring_exchange), said beside why
     own_pipeline: int = 0        # the pipeline depth the state alone sets (0: `pipeline`)
     unhidden: bool = False       # no depth hides the exchange: the smallest replica was taken
+    slice_chips: int = 0         # a TPU slice's layout (policies/estimator/slice_sequence.py): the smallest slice
+    own_slice_chips: int = 0     # holding state and sequence, and the state's own; 0 on GPUs
+
+    @property
+    def floor_chips(self) -> int:
+        """The fewest chips the layout trains on: a GPU replica (TP x CP x PP), or a TPU slice whose FSDP share of
+        the state leaves one sequence room."""
+        return self.slice_chips or self.replica_gpus
 
     @property
     def deepened(self) -> bool:
@@ -145,7 +153,7 @@ class SequenceFit:
     def changes_layout(self) -> bool:
         """Whether the sequence moves the layout off the state's own (a context-parallel degree, a wider tensor
         group, a deeper pipeline, or no fit at all)."""
-        return self.context != 1 or self.widened or self.deepened
+        return self.context != 1 or self.widened or self.deepened or self.slice_chips != self.own_slice_chips
 
     @property
     def fits(self) -> bool:
@@ -159,6 +167,8 @@ class SequenceFit:
     def why(self) -> str:
         """Why the layout has this context-parallel degree, in figures."""
         tokens = f"one {self.sequence_length:,}-token micro-batch's activations"
+        if self.slice_chips:
+            return self._slice_why(tokens)
         reason = ("no depth hides the key/value exchange, and this is the smallest replica that fits" if self.unhidden
                   else "the shallowest depth at which the key/value exchange is hidden")
         deeper = (f"; the pipeline deepened from PP{self.own_pipeline} to PP{self.pipeline} ({self.state_gb:,.1f} GB of "
@@ -184,6 +194,25 @@ class SequenceFit:
                 f"ranks they take {self.activation_gb:,.1f} GB (TP{self.tensor} x CP{self.context} x "
                 f"PP{self.pipeline}, a {self.replica_gpus:,}-GPU replica{deeper})")
 
+    def _slice_why(self, tokens: str) -> str:
+        """why() on a TPU slice: ICI tensor and context parallelism share the sequence, FSDP the state."""
+        state = (f"{self.state_gb:,.1f} GB of state per chip (FSDP over the {self.slice_chips:,}-chip slice; "
+                 f"{self.usable_gb:,.1f} GB usable)")
+        if not self.fits:
+            return (f"{tokens} take {self.activation_gb_alone:,.1f} GB per chip at ICI TP{self.tensor} beside {state} "
+                    f"in the largest slice allowed, and no ICI context-parallel degree up to CP{self.max_context} "
+                    "brings them within it")
+        layout = f"ICI TP{self.tensor}" + (f" x CP{self.context}" if self.context > 1 else "")
+        own = (f"; the state alone needs {self.own_slice_chips:,} chips" if self.slice_chips != self.own_slice_chips
+               else "")
+        if self.context > 1:
+            return (f"context parallelism {self.context}: {tokens} take {self.activation_gb_alone:,.1f} GB per chip "
+                    f"at ICI TP{self.tensor}, past the {self.usable_gb - self.state_gb:,.1f} GB left beside {state}; "
+                    f"split over {self.context} ranks they take {self.activation_gb:,.1f} GB ({layout}: "
+                    f"{self.tensor * self.context} chips per sequence{own})")
+        return (f"{tokens} take {self.activation_gb:,.1f} GB per chip at {layout} beside {state}: no context "
+                f"parallelism ({layout}: {self.tensor} chips per sequence{own})")
+
     def longest_sequence(self, context: int) -> int:
         """The longest sequence whose activations fit beside the state at `context` (0: not even one token), a
         multiple of the 2 x CP chunks it is split into under context parallelism (CHUNKS_PER_RANK)."""
@@ -194,6 +223,15 @@ class SequenceFit:
         tokens = int(room * context / per_token)
         chunks = CHUNKS_PER_RANK * context if context > 1 else 1
         return tokens - tokens % chunks
+
+
+def largest_context(sequence_length: int) -> int:
+    """The largest context-parallel degree (a power of two) a sequence splits into: its length must divide by the
+    2 x CP chunks of the load-balanced split (CHUNKS_PER_RANK; Megatron-LM and MaxText alike)."""
+    max_context = max(1, 1 << int(math.log2(max(1, sequence_length // CHUNKS_PER_RANK))))
+    while max_context > 1 and sequence_length % (CHUNKS_PER_RANK * max_context):
+        max_context //= 2
+    return max_context
 
 
 def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, headroom: float,
@@ -219,9 +257,7 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
     tensor_alone = tensor
     alone = micro_batch_bytes(sequence_length, hidden, layers, tensor)
     state = state_bytes / (tensor * own_pipeline)
-    max_context = max(1, 1 << int(math.log2(max(1, sequence_length // CHUNKS_PER_RANK))))
-    while max_context > 1 and sequence_length % (CHUNKS_PER_RANK * max_context):
-        max_context //= 2
+    max_context = largest_context(sequence_length)
     past_headroom = alone > state * headroom / (1.0 + headroom)
 
     def fit(context: int, t: int, pipeline: int, a: float, unhidden: bool = False) -> SequenceFit:

@@ -679,8 +679,9 @@ def _sequence_assumption(detail: dict[str, float | int | str]) -> list[Assumptio
 
     exchange = detail.get("context_exchange")
     return [_assumption(name="activation memory", value=str(detail["sequence_activations"]),
-                        source=f"{activations.REGIME} ({activations.SOURCE}); context parallelism as Megatron-Core "
-                               "context_parallel_size lays it out" + (f"; {exchange}" if exchange else ""))]
+                        source=f"{activations.REGIME} ({activations.SOURCE}); "
+                               + str(detail.get("context_layout", "context parallelism as Megatron-Core "
+                                                "context_parallel_size lays it out")) + (f"; {exchange}" if exchange else ""))]
 
 
 def _chips_per_sequence(spec: WorkloadSpec, catalog: Catalog, detail: dict[str, float | int | str]) -> Assumption:

@@ -33,7 +33,8 @@ from accel.policies.estimator.estimate import (
 from accel.policies.cloud.booking import Booking
 from accel.policies.cloud.mode_prices import queued_prices
 from accel.policies.selection.capacity import Obtaining, obtaining
-from accel.policies.selection.ladders import Size
+from accel.policies.selection.ladders import Size, tpu_sizes
+from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence_fit_of
 from accel.policies.selection.replica_fleet import training_size
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
@@ -112,7 +113,8 @@ class SearchContext:
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
-    sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training, GPU)
+    sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training)
+    slice_fits: dict[tuple[str, int], SequenceFit] = field(default_factory=dict)   # by TPU machine type and slice
     # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
     sequence_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
@@ -148,13 +150,24 @@ class SearchContext:
                      lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
 
     def sequence_fit(self, offering: Offering) -> SequenceFit | None:
-        """How one training sequence's activations sit beside the state on this offering's GPUs, and the
-        context parallelism they need (policies/estimator/activations.py); None for serving and TPU fleets."""
+        """How one training sequence's activations sit beside the state on this offering's GPUs or TPU slices, and
+        the tensor and context parallelism they need (policies/estimator/activations.py, slice_sequence.py); None
+        for serving."""
         key = offering.machine_type
         if key in self.sequence_fits:
             return self.sequence_fits[key]
         fit = None
-        if self.spec.kind != "inference" and shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) is None:
+        generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+        if self.spec.kind != "inference" and generation is not None:
+            # Each slice holds the state and the sequence on its own (a multislice is data parallel across them):
+            # the slices the ladder offers within the workload's bound, tensor parallelism within one host.
+            limit = self.node_limit(offering)
+            slices = [s.chips for s in tpu_sizes(generation.name, self.pinned_chips or self.max_chips,
+                                                 self.min_memory_chips(offering), limit.value if limit else None)
+                      if s.slices == 1]
+            fit = slice_sequence_fit_of(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+                                        self.min_memory_chips(offering), slices, offering.chips_per_host)
+        elif self.spec.kind != "inference":
             # The layout is chosen among the replicas the workload's fleet may hold (a pinned fleet, else max_chips),
             # where one fits. Not the offering's own largest fleet: the fit must stay one per machine's chip, node and
             # NVLink domain, as the run hours and spot timings shared by SearchContext.model_key assume.
@@ -179,10 +192,23 @@ class SearchContext:
             degree = self.sequence_degrees[offering.machine_type]
         return degree
 
-    def sequence_detail(self, offering: Offering) -> dict[str, float | int | str]:
+    def slice_fit_at(self, offering: Offering, size: Size) -> SequenceFit:
+        """A TPU fleet's own layout for one sequence: the least ICI split that fits beside the state's FSDP share of
+        one of its slices (a larger slice than the floor's may need none; policies/estimator/slice_sequence.py)."""
+        key = (offering.machine_type, size.chips // size.slices)
+        fit = self.slice_fits.get(key)
+        if fit is None:
+            fit = self.slice_fits[key] = slice_sequence_fit_of(
+                self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
+                self.min_memory_chips(offering), [size.chips // size.slices], offering.chips_per_host)
+        return fit
+
+    def sequence_detail(self, offering: Offering, size: Size | None = None) -> dict[str, float | int | str]:
         """What an estimate records of the sequence's activations: nothing where they stay within the headroom
-        and leave the layout as the state sets it."""
+        and leave the layout as the state sets it. On a TPU fleet (`size`), the layout its own slices need."""
         fit = self.sequence_fit(offering)
+        if fit is not None and fit.slice_chips and size is not None and fit.fits:
+            fit = self.slice_fit_at(offering, size)
         if fit is None or not (fit.past_headroom or fit.changes_layout):
             return {}
         detail: dict[str, float | int | str] = {"sequence_activations": fit.why()}
@@ -193,6 +219,10 @@ class SearchContext:
             if fit.deepened:   # the layout's pipeline floor (policies/parallelism.py training_degrees `pipeline`)
                 detail["pipeline_parallel"] = fit.pipeline
             detail["chips_per_sequence"] = self.long_sequence_chips(fit)
+            if fit.slice_chips:   # a TPU slice: the job's MaxText flags and the slice the state and sequence need
+                detail["tensor_parallel"] = fit.tensor
+                detail["sequence_slice_chips"] = fit.slice_chips
+                detail["context_layout"] = SLICE_LAYOUT
         return detail
 
     def long_sequence_chips(self, fit: SequenceFit) -> int:
@@ -212,8 +242,9 @@ class SearchContext:
         """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
         sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
-        group = (f"TP{fit.tensor} x CP{fit.context} GPUs of its context-parallel group" if fit.context > 1 else
-                 f"TP{fit.tensor} GPUs of its tensor-parallel group")
+        unit = "chips" if fit.slice_chips else "GPUs"
+        group = (f"TP{fit.tensor} x CP{fit.context} {unit} of its context-parallel group" if fit.context > 1 else
+                 f"TP{fit.tensor} {unit} of its tensor-parallel group")
         return (f"a global batch of {tokens / 1e6:,.3g}M tokens is {sequences:,} sequence(s) of "
                 f"{self.spec.model.sequence_length:,} tokens, each shared by the {group}: more than "
                 f"{self.long_sequence_batch_chips(fit):,} chips would idle "

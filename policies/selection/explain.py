@@ -368,6 +368,8 @@ def _batch_bound(ctx: SearchContext, candidate: Candidate) -> tuple[int, str, in
     fit = ctx.sequence_fit(candidate.offering) if "context_parallel" in candidate.evaluation.detail else None
     if fit is None:
         return ctx.batch_chips, ctx.batch_why, candidate.offering.chips_per_host
+    if fit.slice_chips and ctx.batch_chips >= ctx.long_sequence_batch_chips(fit):   # a TPU slice: never below the rule
+        return ctx.batch_chips, ctx.batch_why, fit.replica_gpus
     return ctx.long_sequence_batch_chips(fit), ctx.long_sequence_batch_why(fit), fit.replica_gpus
 
 

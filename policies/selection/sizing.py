@@ -96,10 +96,13 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     sequence_floor = fit is not None and fit.changes_layout
     floor, batch_chips = need, ctx.batch_chips
     if fit is not None and sequence_floor:
-        floor = max(need, fit.replica_gpus) if fit.fits else NO_FLEET
-        batch_chips = ctx.long_sequence_batch_chips(fit)
+        floor = max(need, fit.floor_chips) if fit.fits else NO_FLEET
+        if fit.fits:   # a TPU slice's sequence needs at least the chips the size rule already shares it over
+            batch_chips = (max(batch_chips, ctx.long_sequence_batch_chips(fit)) if fit.slice_chips
+                           else ctx.long_sequence_batch_chips(fit))
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
-    cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else need))
+    # A sequence nothing holds searches the whole ladder, so that its refusal, not the batch, is what is said.
+    cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else ctx.fleet_cap(offering)))
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
@@ -118,8 +121,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
 
     # node_limited: the offering's node-pool limit, not max_chips, is what ends the ladder.
     if generation is not None:
-        sizes = tpu_sizes(generation.name, cap, need, limit.value if limit else None)
-        node_limited = limit is not None and len(tpu_sizes(generation.name, cap, need)) > len(sizes)
+        # A long sequence's slice floor bounds a multislice's slices as the state does (each holds both).
+        slice_need = floor if sequence_floor and floor < NO_FLEET else need
+        sizes = tpu_sizes(generation.name, cap, slice_need, limit.value if limit else None)
+        node_limited = limit is not None and len(tpu_sizes(generation.name, cap, slice_need)) > len(sizes)
         if booking is not None:   # a booked mode supplies at most its limits (policies/cloud/booking.py)
             sizes = tuple(s for s in sizes if supply_problem(booking.mode, s.hosts, s.chips, True) is None)
         if pool is not None:   # the fleets one zone is expected to supply on demand
@@ -385,7 +390,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                     "smallest_fit_chips": ladder[lo].chips,
                                                     "batch_chip_limit": batch_chips,
                                                     "startup_hours": round(model.startup_hours(trained.hosts), 3),
-                                                    **ctx.sequence_detail(offering)}
+                                                    **ctx.sequence_detail(offering, s)}
             if ctx.objective == "time" and i < fastest:
                 saved = h - hours(fastest)
                 detail["more_chips"] = (f"more chips stop helping: the fastest fleet, "
@@ -395,7 +400,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             elif ctx.objective == "time" and i == len(ladder) - 1 and batch_chips <= s.chips:
                 detail["more_chips"] = "more chips stop helping: " + (
                     ctx.long_sequence_batch_why(fit) if fit is not None and sequence_floor and fit.fits
-                    else ctx.batch_why)
+                    and batch_chips == ctx.long_sequence_batch_chips(fit) else ctx.batch_why)
             if spot:
                 detail["spot_time_lost"] = round(hosts_loss, 4)
             detail["capacity_mode"] = t.mode
@@ -534,7 +539,7 @@ def sequence_refusal(fit: SequenceFit, cap: int, offering: Offering) -> str | No
                 if fit.longest_sequence(1) == 0 else
                 f"{sequence}: {fit.why()} on {offering.accelerator}; at CP{fit.max_context} up to "
                 f"{fit.longest_sequence(fit.max_context):,} tokens would fit")
-    if fit.replica_gpus <= cap:
+    if fit.floor_chips <= cap:
         return None
     largest = 1
     while fit.tensor * fit.pipeline * largest * 2 <= cap:

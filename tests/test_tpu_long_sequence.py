@@ -1,0 +1,150 @@
+"""A long sequence on a TPU slice (policies/estimator/slice_sequence.py): one sequence's activations per chip, over
+the ICI tensor x context-parallel chips that share it, beside the state's FSDP share of the slice; the layout it
+needs reaches choose's rationale, the plan and the job's MaxText flags, and a sequence no slice holds is refused."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from accel.commands.choose import write_stack_file
+from accel.job.manifests import JobOptions
+from accel.job.service import job_of
+from accel.offline_plan import plan_stack
+from accel.policies.catalog import load_catalog
+from accel.policies.estimator.activations import micro_batch_bytes
+from accel.policies.estimator.slice_sequence import slice_sequence_fit
+from accel.policies.selection.choice import NoFeasibleOption
+from accel.policies.selection.choose import choose, choose_plan
+from accel.policies.workload import workload_from_mapping
+
+ROOT = Path(__file__).resolve().parent.parent
+V6E_USABLE = 32e9 * 0.9            # a 32 GB v6e chip at the default hbm_usable_fraction
+V6E_SLICES = (1, 4, 8, 16, 32, 64, 128, 256)
+STATE_8B = 8e9 * 16.0 * 1.25       # weights, gradients and Adam state with the default headroom
+LLAMA_8B = (32, 4096)              # layers, hidden
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def v6e_8b(sequence: int, **constraints):
+    return workload_from_mapping({
+        "name": "llama-8b-long", "kind": "pretrain",
+        "model": {"parameters": "8B", "sequence_length": sequence},
+        "training": {"tokens": "5B", "framework": "jax", "precision": "bf16"},
+        "constraints": {"clouds": ["gcp"], "accelerators": ["tpu-v6e"], "deadline_days": 30, **constraints},
+        "owner": "applied-ml"}, "t.yaml")
+
+
+def fit_8b_on_v6e(sequence: int, slices=V6E_SLICES):
+    need = -(-int(STATE_8B) // int(V6E_USABLE))
+    return slice_sequence_fit(sequence, *LLAMA_8B, STATE_8B, V6E_USABLE, need, slices, 4)
+
+
+def test_an_8b_at_131k_on_v6e_takes_ici_tensor_then_context_parallelism_to_fit():
+    fit = fit_8b_on_v6e(131_072)
+    # 6 chips hold the state: the 8-chip slice, 20 GB of state per chip leaving 8.8 GB; TP4 leaves 15.3 GB of
+    # activations per chip, CP2 halves them.
+    assert (fit.tensor, fit.context, fit.slice_chips) == (4, 2, 8)
+    assert fit.fits and fit.changes_layout
+    activations = micro_batch_bytes(131_072, 4096, 32, 4, 2)
+    assert STATE_8B / 8 + activations <= V6E_USABLE
+    assert STATE_8B / 8 + micro_batch_bytes(131_072, 4096, 32, 4) > V6E_USABLE   # TP4 alone does not
+    assert "ICI TP4 x CP2" in fit.why() and "FSDP over the 8-chip slice" in fit.why()
+
+
+def test_the_same_model_at_8k_keeps_the_states_own_slice():
+    fit = fit_8b_on_v6e(8192)
+    assert (fit.tensor, fit.context, fit.slice_chips) == (1, 1, 8)
+    assert fit.fits and not fit.changes_layout
+
+
+def test_no_slice_layout_fits_and_the_longest_that_would_is_offered():
+    fit = fit_8b_on_v6e(1_048_576, slices=(8, 16))
+    assert not fit.fits and fit.slice_chips == 16 and fit.tensor == 4 and fit.max_context == 4
+    longest = fit.longest_sequence(fit.max_context)
+    assert 0 < longest < 1_048_576 and longest % 8 == 0
+    assert STATE_8B / 16 + micro_batch_bytes(longest, 4096, 32, 4, 4) <= V6E_USABLE
+
+
+@settings(max_examples=60, deadline=None)
+@given(billions=st.sampled_from([1, 3, 8, 13]), exponent=st.integers(11, 20))
+def test_whatever_the_slice_layout_picks_fits_and_no_smaller_slice_does(billions, exponent):
+    state, sequence = billions * 1e9 * 20.0, 1 << exponent
+    layers, hidden = 32, 4096
+    need = -(-int(state) // int(V6E_USABLE))
+    fit = slice_sequence_fit(sequence, layers, hidden, state, V6E_USABLE, need, V6E_SLICES, 4)
+    if not fit.fits:
+        return
+    assert fit.tensor * fit.context <= fit.slice_chips
+    assert state / fit.slice_chips + micro_batch_bytes(sequence, hidden, layers, fit.tensor, fit.context) <= V6E_USABLE
+    assert sequence % (2 * fit.context) == 0 or fit.context == 1
+    for smaller in (n for n in V6E_SLICES if need <= n < fit.slice_chips):   # the most split a smaller slice allows
+        most = micro_batch_bytes(sequence, hidden, layers, min(4, smaller), max(1, smaller // 4))
+        assert state / smaller + most > V6E_USABLE
+
+
+def test_choose_plans_the_ici_layout_its_own_slice_needs_and_says_why(catalog):
+    # Within 8 chips: the 8-chip slice, TP4 x CP2 (test_an_8b_at_131k_on_v6e_...).
+    choice = choose(v6e_8b(131_072, max_chips=8), catalog)
+    detail = choice.estimate.details
+    assert choice.chosen.chips == 8
+    assert (detail["tensor_parallel"], detail["context_parallel"], detail["chips_per_sequence"]) == (4, 2, 8)
+    assert any(line.startswith("Sequence: context parallelism 2:") and "ICI TP4" in line for line in choice.rationale)
+    memory = next(a for a in choice.estimate.assumptions if a.name == "activation memory")
+    assert "ici_context_parallelism" in memory.source and "Megatron" not in memory.source
+    # Free to grow, the search may take a larger slice: its own layout is the least split its state share leaves
+    # room for (16 chips: 10 GB of state per chip, TP4's 15.3 GB of activations fit beside it).
+    choice = choose(v6e_8b(131_072), catalog)
+    detail, chips = choice.estimate.details, choice.chosen.chips // choice.chosen.slices
+    tensor, context = int(detail.get("tensor_parallel", 1)), int(detail.get("context_parallel", 1))
+    assert chips >= 8 and (tensor, context) != (1, 1)
+    assert STATE_8B / chips + micro_batch_bytes(131_072, 4096, 32, tensor, context) <= V6E_USABLE
+
+
+def test_choose_at_8k_is_unchanged(catalog):
+    detail = choose(v6e_8b(8192), catalog).estimate.details
+    assert not {"sequence_activations", "context_parallel", "tensor_parallel"} & set(detail)
+
+
+def test_a_sequence_no_slice_layout_holds_is_refused_naming_it(catalog):
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(v6e_8b(1_048_576, max_chips=16), catalog)
+    text = str(refused.value) + " ".join(str(r) for r in refused.value.rejected)
+    assert "model.sequence_length 1,048,576" in text and "would fit" in text
+
+
+def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_path):
+    spec = v6e_8b(131_072, max_chips=8)
+    plan = choose_plan(spec, catalog)
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "stacks").mkdir()
+    result = plan_stack(None, write_stack_file("tpulong", spec, plan, root=tmp_path), ROOT)
+    for options, written in ((JobOptions(), True), (JobOptions(command="python3 my_train.py"), False)):
+        job = job_of(result, options)
+        jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
+        pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        command = " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
+        derivations = " ".join("\n".join(job.derivations).split())
+        assert ("ici_tensor_parallelism=4 ici_context_parallelism=2" in command) is written
+        assert "ICI TP4 x CP2 = 8 chips" in derivations
+        assert ("passed to MaxText as" if written else "give the training program the same degrees") in derivations
+
+
+def pinned_v6e_8b(sequence: int, chips: int):
+    base = v6e_8b(sequence).model_dump(mode="json", exclude_none=True)
+    base["hardware"] = {"accelerator": "tpu-v6e", "chips": chips}
+    return workload_from_mapping(base, "t.yaml")
+
+
+def test_a_pinned_slice_gets_the_layout_it_needs_or_is_refused_naming_the_sequence(catalog):
+    detail = choose(pinned_v6e_8b(131_072, 8), catalog).estimate.details
+    assert (detail["tensor_parallel"], detail["context_parallel"]) == (4, 2)
+    with pytest.raises(NoFeasibleOption, match=r"model\.sequence_length 1,048,576"):
+        choose(pinned_v6e_8b(1_048_576, 16), catalog)
