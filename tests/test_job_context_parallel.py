@@ -69,6 +69,9 @@ def test_the_default_maxtext_command_gets_its_mesh_axes(tmp_path):
     command = " ".join(container(jobset)["command"] + container(jobset).get("args", []))
     for flag in ("ici_tensor_parallelism=8", "ici_context_parallelism=8", "ici_pipeline_parallelism=16"):
         assert flag in command
+    # ... at the plan's length, one sequence shared by the TP8 x CP8 group (MaxText's defaults: 2,048 tokens, 12
+    # sequences per chip).
+    assert "max_target_length=131072 per_device_batch_size=0.015625" in command
     assert "the MaxText mesh is passed as" in " ".join(derivations.split())
 
 

@@ -133,6 +133,9 @@ def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_pat
         command = " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
         derivations = " ".join("\n".join(job.derivations).split())
         assert ("ici_tensor_parallelism=4 ici_context_parallelism=2" in command) is written
+        # The plan's length, one sequence per TP4 x CP2 group of chips.
+        assert ("max_target_length=131072 per_device_batch_size=0.125" in command) is written
+        assert "max_target_length=131072 per_device_batch_size=0.125" in derivations
         assert "ICI TP4 x CP2 = 8 chips" in derivations
         assert ("passed to MaxText as" if written else "give the training program the same degrees") in derivations
 

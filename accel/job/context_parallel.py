@@ -36,18 +36,32 @@ def sequence_layout(plan: Plan) -> bool:
                                        or "context_parallel" in details)
 
 
-def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False) -> str:
+def maxtext_sequence_args(sequence_length: int, chips_per_sequence: int) -> str:
+    """The MaxText arguments that train at the plan's sequence length with one sequence shared by
+    `chips_per_sequence` chips (TP x CP): max_target_length, and per_device_batch_size 1 / (TP x CP), written
+    exactly (a power of two's reciprocal has a finite decimal)."""
+    flags = runtime()["context_parallel"]["maxtext_sequence"]
+    return (f"{flags['length']}={sequence_length} "
+            f"{flags['batch_per_chip']}={repr(1.0 / chips_per_sequence) if chips_per_sequence > 1 else '1'}")
+
+
+def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence_length: int | None = None) -> str:
     """The MaxText arguments that lay a TP x CP x PP replica out (ici_fsdp_parallelism -1, its default, takes the
-    data-parallel rest); empty unless the layout is a long sequence's (context parallelism, or `long_sequence`:
-    sequence_layout)."""
+    data-parallel rest), and, given the `sequence_length`, the length and per-chip batch of that layout
+    (maxtext_sequence_args); empty unless the layout is a long sequence's (context parallelism, or
+    `long_sequence`: sequence_layout)."""
     if not (layout.context or long_sequence):
         return ""
     flags = runtime()["context_parallel"]["maxtext"]
     degrees = {"tensor": layout.tensor, "context": layout.context or 1, "pipeline": layout.pipeline}
-    return " ".join(f"{flags[axis]}={degree}" for axis, degree in degrees.items() if degree > 1)
+    mesh = " ".join(f"{flags[axis]}={degree}" for axis, degree in degrees.items() if degree > 1)
+    if sequence_length is None:
+        return mesh
+    return f"{mesh} {maxtext_sequence_args(sequence_length, layout.tensor * (layout.context or 1))}"
 
 
-def notes(layout: Parallelism | None, framework: str, written: bool, long_sequence: bool = False) -> list[str]:
+def notes(layout: Parallelism | None, framework: str, written: bool, long_sequence: bool = False,
+          sequence_length: int | None = None) -> list[str]:
     """What the job says of a long sequence's layout (context parallelism, or `long_sequence`: sequence_layout):
     the flags it wrote into the default command (`written`), else the ones the user's program must be given."""
     if layout is None or not (layout.context or long_sequence):
@@ -62,8 +76,8 @@ def notes(layout: Parallelism | None, framework: str, written: bool, long_sequen
     head = (f"{split}; world size TP{layout.tensor} x {context}PP{layout.pipeline} x DP{layout.data} = "
             f"{world:,} ranks")
     if written:
-        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, long_sequence)} "
-                f"({table['maxtext_source']})"]
+        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, long_sequence, sequence_length)} "
+                f"({table['maxtext_source']}; {table['maxtext_sequence_source']})"]
     if framework == "pytorch":
         return [f"{head}; give the training program the same degrees: Megatron-LM {table['megatron']}, or NeMo "
                 f"{table['nemo']} ({table['source']})"]
@@ -85,8 +99,15 @@ def slice_degrees(plan: Plan) -> dict[str, int]:
 
 
 def slice_mesh_args(plan: Plan) -> str:
-    """The MaxText arguments of a long sequence's TPU slice layout (slice_degrees), empty where there is none."""
-    return " ".join(f"{flag}={degree}" for flag, degree in slice_degrees(plan).items())
+    """The MaxText arguments of a long sequence's TPU slice layout (slice_degrees) with its length and per-chip batch
+    (maxtext_sequence_args), empty where there is none."""
+    degrees = slice_degrees(plan)
+    if not degrees:
+        return ""
+    details = plan.estimate.details
+    chips = int(details["tensor_parallel"]) * int(details.get("context_parallel", 1) or 1)
+    mesh = " ".join(f"{flag}={degree}" for flag, degree in degrees.items())
+    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, chips)}"
 
 
 def slice_notes(plan: Plan, written: bool) -> list[str]:
@@ -95,7 +116,8 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
     args = slice_mesh_args(plan)
     if not args:
         return []
-    source = runtime()["context_parallel"]["maxtext_source"]
+    table = runtime()["context_parallel"]
+    source = f"{table['maxtext_source']}; {table['maxtext_sequence_source']}"
     details = plan.estimate.details
     tensor, context = int(details["tensor_parallel"]), int(details.get("context_parallel", 1) or 1)
     head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
