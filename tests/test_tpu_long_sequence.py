@@ -151,3 +151,20 @@ def test_a_pinned_slice_gets_the_layout_it_needs_or_is_refused_naming_the_sequen
     assert (detail["tensor_parallel"], detail["context_parallel"]) == (4, 2)
     with pytest.raises(NoFeasibleOption, match=r"model\.sequence_length 1,048,576"):
         choose(pinned_v6e_8b(1_048_576, 16), catalog)
+
+
+def test_the_slice_floor_is_kept_per_node_limit_not_only_per_machine_type(catalog):
+    # A slice's floor reads the offering's node-pool limit (an overlay's own max_nodes, e.g. a raised or a lowered
+    # quota, is per offering): two offerings of one machine type with different limits must not share it.
+    from accel.policies.catalog.model import NodeLimit
+    from accel.policies.selection.candidates import search_context
+
+    spec = v6e_8b(262_144)
+    plain = next(o for o in catalog.offerings if o.accelerator == "tpu-v6e" and o.chips_per_host == 4)
+    limited = plain.model_copy(update={"max_nodes": NodeLimit(value=2, name="a test quota", source="test")})
+    ctx = search_context(spec, catalog, "cost")
+    small = ctx.sequence_fit(limited)     # two hosts: no slice of 8 chips or fewer holds state and sequence
+    free = ctx.sequence_fit(plain)        # a 16-chip slice does, at ICI TP4 x CP2
+    assert not small.fits and small.slice_chips == 8
+    assert free.fits and (free.slice_chips, free.tensor, free.context) == (16, 4, 2)
+    assert ctx.sequence_layout_degrees(plain) == (2, 0) and ctx.sequence_layout_degrees(limited) == (0, 0)
