@@ -168,3 +168,20 @@ def test_the_slice_floor_is_kept_per_node_limit_not_only_per_machine_type(catalo
     assert not small.fits and small.slice_chips == 8
     assert free.fits and (free.slice_chips, free.tensor, free.context) == (16, 4, 2)
     assert ctx.sequence_layout_degrees(plain) == (2, 0) and ctx.sequence_layout_degrees(limited) == (0, 0)
+
+
+def test_the_jobs_global_batch_is_the_plans(catalog, tmp_path):
+    # MaxText trains on int(chips x per_device_batch_size) x gradient_accumulation_steps sequences a step
+    # (configs/types.py global_batch_size_to_train_on): at one sequence per TP4 x CP2 group, the 8-chip slice takes
+    # one sequence per micro-step, so the plan's 2M-token batch of 131,072-token sequences (15) takes 15 of them.
+    spec = v6e_8b(131_072, max_chips=8)
+    plan = choose_plan(spec, catalog)
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "stacks").mkdir()
+    result = plan_stack(None, write_stack_file("tpulong", spec, plan, root=tmp_path), ROOT)
+    jobset = next(m for m in job_of(result, JobOptions()).manifests if m["kind"] == "JobSet")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    command = " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
+    sequences = int(2e6 // 131_072)
+    assert f"per_device_batch_size=0.125 gradient_accumulation_steps={sequences}" in command
+    assert int(8 * 0.125) * sequences == sequences

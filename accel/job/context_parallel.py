@@ -36,13 +36,20 @@ def sequence_layout(plan: Plan) -> bool:
                                        or "context_parallel" in details)
 
 
-def maxtext_sequence_args(sequence_length: int, chips_per_sequence: int) -> str:
+def maxtext_sequence_args(sequence_length: int, chips_per_sequence: int, batch_sequences: int = 0,
+                          chips: int = 0) -> str:
     """The MaxText arguments that train at the plan's sequence length with one sequence shared by
     `chips_per_sequence` chips (TP x CP): max_target_length, and per_device_batch_size 1 / (TP x CP), written
-    exactly (a power of two's reciprocal has a finite decimal)."""
+    exactly (a power of two's reciprocal has a finite decimal). Given the plan's global batch (`batch_sequences`)
+    and the job's `chips`, gradient_accumulation_steps brings MaxText's batch (chips x per_device_batch_size
+    sequences per micro-step, times the steps accumulated) up to the plan's, where one micro-step holds fewer."""
     flags = runtime()["context_parallel"]["maxtext_sequence"]
-    return (f"{flags['length']}={sequence_length} "
+    args = (f"{flags['length']}={sequence_length} "
             f"{flags['batch_per_chip']}={repr(1.0 / chips_per_sequence) if chips_per_sequence > 1 else '1'}")
+    per_step = chips // chips_per_sequence
+    if per_step and batch_sequences > per_step:
+        args += f" {flags['accumulation']}={-(-batch_sequences // per_step)}"
+    return args
 
 
 def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence_length: int | None = None) -> str:
@@ -105,9 +112,21 @@ def slice_mesh_args(plan: Plan) -> str:
     if not degrees:
         return ""
     details = plan.estimate.details
-    chips = int(details["tensor_parallel"]) * int(details.get("context_parallel", 1) or 1)
+    group = int(details["tensor_parallel"]) * int(details.get("context_parallel", 1) or 1)
     mesh = " ".join(f"{flag}={degree}" for flag, degree in degrees.items())
-    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, chips)}"
+    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, group, *_plan_batch(plan))}"
+
+
+def _plan_batch(plan: Plan) -> tuple[int, int]:
+    """(the plan's global batch in sequences, the chips its job runs on): the estimate's global batch
+    (policies/estimator/estimate.py global_batch, the workload's or the default for its size)."""
+    from accel.job.plan_view import hardware
+    from accel.policies.catalog import load_catalog
+    from accel.policies.estimator.estimate import batch_sequences, global_batch
+
+    tokens, _ = global_batch(plan.workload, load_catalog().defaults)
+    hw = hardware(plan)
+    return batch_sequences(plan.workload, tokens), hw.nodes * hw.chips_per_node
 
 
 def slice_notes(plan: Plan, written: bool) -> list[str]:

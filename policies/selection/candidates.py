@@ -6,7 +6,6 @@ Estimate."""
 
 from __future__ import annotations
 
-import math
 from datetime import date
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence, TypeVar
@@ -24,6 +23,7 @@ from accel.policies.estimator.estimate import (
     TrainingModel,
     assumption_list,
     batch_chip_limit,
+    batch_sequences,
     deadline_hours,
     global_batch,
     min_chips_for_memory,
@@ -243,12 +243,12 @@ class SearchContext:
         context-parallel GPUs that share each one (a pipeline's stages take whole sequences as micro-batches, as
         the rule for short ones counts: Llama 3 405B at 131,072 tokens, 128 sequences x TP8 x CP16 = 16,384)."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
-        return max(1, math.floor(tokens / self.spec.model.sequence_length)) * self.long_sequence_chips(fit)
+        return batch_sequences(self.spec, tokens) * self.long_sequence_chips(fit)
 
     def long_sequence_batch_why(self, fit: SequenceFit) -> str:
         """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
-        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        sequences = batch_sequences(self.spec, tokens)
         unit = "chips" if fit.slice_chips else "GPUs"
         group = (f"TP{fit.tensor} x CP{fit.context} {unit} of its context-parallel group" if fit.context > 1 else
                  f"TP{fit.tensor} {unit} of its tensor-parallel group")
