@@ -120,17 +120,25 @@ def test_a_sequence_no_slice_layout_holds_is_refused_naming_it(catalog):
     assert "model.sequence_length 1,048,576" in text and "would fit" in text
 
 
-def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_path):
-    spec = v6e_8b(131_072, max_chips=8)
-    plan = choose_plan(spec, catalog)
+def planned_stack(spec, catalog, tmp_path):
+    """The stack `accel choose --write-stack` writes for `spec`, planned as `accel job` reads it."""
     shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     (tmp_path / "stacks").mkdir()
-    result = plan_stack(None, write_stack_file("tpulong", spec, plan, root=tmp_path), ROOT)
+    return plan_stack(None, write_stack_file("tpulong", spec, choose_plan(spec, catalog), root=tmp_path), ROOT)
+
+
+def job_command(result, options):
+    """The job for a planned stack and its training container's command line."""
+    job = job_of(result, options)
+    jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    return job, " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
+
+
+def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_path):
+    result = planned_stack(v6e_8b(131_072, max_chips=8), catalog, tmp_path)
     for options, written in ((JobOptions(), True), (JobOptions(command="python3 my_train.py"), False)):
-        job = job_of(result, options)
-        jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
-        pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-        command = " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
+        job, command = job_command(result, options)
         derivations = " ".join("\n".join(job.derivations).split())
         assert ("ici_tensor_parallelism=4 ici_context_parallelism=2" in command) is written
         # The plan's length, one sequence per TP4 x CP2 group of chips.
@@ -174,14 +182,7 @@ def test_the_jobs_global_batch_is_the_plans(catalog, tmp_path):
     # MaxText trains on int(chips x per_device_batch_size) x gradient_accumulation_steps sequences a step
     # (configs/types.py global_batch_size_to_train_on): at one sequence per TP4 x CP2 group, the 8-chip slice takes
     # one sequence per micro-step, so the plan's 2M-token batch of 131,072-token sequences (15) takes 15 of them.
-    spec = v6e_8b(131_072, max_chips=8)
-    plan = choose_plan(spec, catalog)
-    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
-    (tmp_path / "stacks").mkdir()
-    result = plan_stack(None, write_stack_file("tpulong", spec, plan, root=tmp_path), ROOT)
-    jobset = next(m for m in job_of(result, JobOptions()).manifests if m["kind"] == "JobSet")
-    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    command = " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
+    _, command = job_command(planned_stack(v6e_8b(131_072, max_chips=8), catalog, tmp_path), JobOptions())
     sequences = int(2e6 // 131_072)
     assert f"per_device_batch_size=0.125 gradient_accumulation_steps={sequences}" in command
     assert int(8 * 0.125) * sequences == sequences
