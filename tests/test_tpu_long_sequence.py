@@ -186,3 +186,14 @@ def test_the_jobs_global_batch_is_the_plans(catalog, tmp_path):
     sequences = int(2e6 // 131_072)
     assert f"per_device_batch_size=0.125 gradient_accumulation_steps={sequences}" in command
     assert int(8 * 0.125) * sequences == sequences
+
+
+def test_a_fleet_whose_one_step_holds_more_than_the_plans_batch_says_so(catalog, tmp_path):
+    # 64 pinned v6e chips: 2.5 GB of state per chip, TP4 (15.3 GB of activations) fits beside it, so the 64 chips
+    # take 16 sequences at once, one more than the plan's 2M-token batch (15): the job says the batch it trains.
+    job, command = job_command(planned_stack(pinned_v6e_8b(131_072, 64), catalog, tmp_path), JobOptions())
+    derivations = " ".join("\n".join(job.derivations).split())
+    assert "ici_tensor_parallelism=4 max_target_length=131072 per_device_batch_size=0.25" in command
+    assert "gradient_accumulation_steps" not in command
+    assert "MaxText trains 16 sequences of 131,072 tokens a step" in derivations
+    assert "more than the plan's global batch of 15" in derivations

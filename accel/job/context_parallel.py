@@ -142,6 +142,16 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
     head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
             + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
             "sharding the state over the rest (ici_fsdp_parallelism -1)")
+    sequences, chips = _plan_batch(plan)
+    per_step = chips // (tensor * context)
+    trained = per_step * max(1, -(-sequences // per_step))
+    batch = (f"; MaxText trains {trained:,} sequences of {plan.workload.model.sequence_length:,} tokens a step "
+             f"(chips x per_device_batch_size x gradient_accumulation_steps)"
+             + (f", the plan's global batch" if trained == sequences else
+                f", more than the plan's global batch of {sequences:,}: its {chips:,} chips take {per_step:,} "
+                "sequences at once" + (" and accumulate whole micro-steps" if per_step < sequences else "")
+                + f" (training.global_batch_tokens {trained * plan.workload.model.sequence_length:,} plans that "
+                "batch)"))
     if written:
-        return [f"{head}; passed to MaxText as {args} ({source})"]
-    return [f"{head}; give the training program the same degrees: MaxText {args} ({source})"]
+        return [f"{head}; passed to MaxText as {args}{batch} ({source})"]
+    return [f"{head}; give the training program the same degrees: MaxText {args}{batch} ({source})"]
