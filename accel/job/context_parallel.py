@@ -52,10 +52,12 @@ def maxtext_sequence_args(sequence_length: int, chips_per_sequence: int, batch_s
     return args
 
 
-def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence_length: int | None = None) -> str:
+def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence_length: int | None = None,
+                      batch_sequences: int = 0) -> str:
     """The MaxText arguments that lay a TP x CP x PP replica out (ici_fsdp_parallelism -1, its default, takes the
     data-parallel rest), and, given the `sequence_length`, the length and per-chip batch of that layout
-    (maxtext_sequence_args); empty unless the layout is a long sequence's (context parallelism, or
+    (maxtext_sequence_args, with the steps accumulated to the plan's `batch_sequences` over the layout's
+    TP x CP x PP x DP GPUs); empty unless the layout is a long sequence's (context parallelism, or
     `long_sequence`: sequence_layout)."""
     if not (layout.context or long_sequence):
         return ""
@@ -64,11 +66,13 @@ def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence
     mesh = " ".join(f"{flags[axis]}={degree}" for axis, degree in degrees.items() if degree > 1)
     if sequence_length is None:
         return mesh
-    return f"{mesh} {maxtext_sequence_args(sequence_length, layout.tensor * (layout.context or 1))}"
+    group = layout.tensor * (layout.context or 1)
+    world = group * layout.pipeline * layout.data
+    return f"{mesh} {maxtext_sequence_args(sequence_length, group, batch_sequences, world)}"
 
 
 def notes(layout: Parallelism | None, framework: str, written: bool, long_sequence: bool = False,
-          sequence_length: int | None = None) -> list[str]:
+          sequence_length: int | None = None, batch_sequences: int = 0) -> list[str]:
     """What the job says of a long sequence's layout (context parallelism, or `long_sequence`: sequence_layout):
     the flags it wrote into the default command (`written`), else the ones the user's program must be given."""
     if layout is None or not (layout.context or long_sequence):
@@ -83,7 +87,7 @@ def notes(layout: Parallelism | None, framework: str, written: bool, long_sequen
     head = (f"{split}; world size TP{layout.tensor} x {context}PP{layout.pipeline} x DP{layout.data} = "
             f"{world:,} ranks")
     if written:
-        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, long_sequence, sequence_length)} "
+        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, long_sequence, sequence_length, batch_sequences)} "
                 f"({table['maxtext_source']}; {table['maxtext_sequence_source']})"]
     if framework == "pytorch":
         return [f"{head}; give the training program the same degrees: Megatron-LM {table['megatron']}, or NeMo "
@@ -114,10 +118,10 @@ def slice_mesh_args(plan: Plan) -> str:
     details = plan.estimate.details
     group = int(details["tensor_parallel"]) * int(details.get("context_parallel", 1) or 1)
     mesh = " ".join(f"{flag}={degree}" for flag, degree in degrees.items())
-    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, group, *_plan_batch(plan))}"
+    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, group, *plan_batch(plan))}"
 
 
-def _plan_batch(plan: Plan) -> tuple[int, int]:
+def plan_batch(plan: Plan) -> tuple[int, int]:
     """(the plan's global batch in sequences, the chips its job runs on): the estimate's global batch
     (policies/estimator/estimate.py global_batch, the workload's or the default for its size)."""
     from accel.job.plan_view import hardware
@@ -142,7 +146,7 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
     head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
             + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
             "sharding the state over the rest (ici_fsdp_parallelism -1)")
-    sequences, chips = _plan_batch(plan)
+    sequences, chips = plan_batch(plan)
     per_step = chips // (tensor * context)
     trained = per_step * max(1, -(-sequences // per_step))
     batch = (f"; MaxText trains {trained:,} sequences of {plan.workload.model.sequence_length:,} tokens a step "
