@@ -197,3 +197,14 @@ def test_a_fleet_whose_one_step_holds_more_than_the_plans_batch_says_so(catalog,
     assert "gradient_accumulation_steps" not in command
     assert "MaxText trains 16 sequences of 131,072 tokens a step" in derivations
     assert "more than the plan's global batch of 15" in derivations
+
+
+def test_the_ici_group_divides_the_slice_as_maxtexts_mesh_needs():
+    # MaxText's ICI axes multiply to the slice's chips (ici_fsdp_parallelism -1 takes the quotient): on a v5p
+    # 4x4x12 slice (192 chips) TP4 x CP32 = 128 chips leaves FSDP 1.5, so the deepest split there is TP4 x CP16.
+    v5p_usable, layers, hidden = 95e9 * 0.9, 80, 8192
+    fit = slice_sequence_fit(1 << 22, layers, hidden, 160e9, v5p_usable, 2, (192,), 4)
+    assert fit.slice_chips % (fit.tensor * max(fit.context, 1)) == 0
+    assert not fit.fits and fit.max_context == 16       # CP16 is the most a 192-chip slice splits a sequence into
+    fit = slice_sequence_fit(1 << 22, layers, hidden, 160e9, v5p_usable, 2, (192, 256), 4)
+    assert fit.fits and (fit.slice_chips, fit.tensor, fit.context) == (256, 4, 32)
