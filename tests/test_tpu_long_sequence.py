@@ -146,6 +146,8 @@ def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_pat
         assert "max_target_length=131072 per_device_batch_size=0.125" in derivations
         assert "ICI TP4 x CP2 = 8 chips" in derivations
         assert ("passed to MaxText as" if written else "give the training program the same degrees") in derivations
+        # MaxText refuses context parallelism with sequence packing on real data (the default command's is synthetic).
+        assert "packing=False" in derivations
 
 
 def pinned_v6e_8b(sequence: int, chips: int):

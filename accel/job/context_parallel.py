@@ -86,15 +86,17 @@ def notes(layout: Parallelism | None, framework: str, written: bool, long_sequen
     context = f"CP{layout.context} x " if layout.context else ""
     head = (f"{split}; world size TP{layout.tensor} x {context}PP{layout.pipeline} x DP{layout.data} = "
             f"{world:,} ranks")
+    packing = [table["maxtext_packing"]] if layout.context and framework != "pytorch" else []
     if written:
-        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, long_sequence, sequence_length, batch_sequences)} "
-                f"({table['maxtext_source']}; {table['maxtext_sequence_source']})"]
+        mesh = maxtext_mesh_args(layout, long_sequence, sequence_length, batch_sequences)
+        return [f"{head}; the MaxText mesh is passed as {mesh} "
+                f"({table['maxtext_source']}; {table['maxtext_sequence_source']})", *packing]
     if framework == "pytorch":
         return [f"{head}; give the training program the same degrees: Megatron-LM {table['megatron']}, or NeMo "
                 f"{table['nemo']} ({table['source']})"]
     flags = table["maxtext"]
     return [f"{head}; give the training program the same degrees: MaxText {flags['tensor']}, {flags['context']}, "
-            f"{flags['pipeline']} ({table['maxtext_source']})"]
+            f"{flags['pipeline']} ({table['maxtext_source']})", *packing]
 
 
 def slice_degrees(plan: Plan) -> dict[str, int]:
@@ -156,6 +158,7 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
                 "sequences at once" + (" and accumulate whole micro-steps" if per_step < sequences else "")
                 + f" (training.global_batch_tokens {trained * plan.workload.model.sequence_length:,} plans that "
                 "batch)"))
+    packing = [table["maxtext_packing"]] if context > 1 else []
     if written:
-        return [f"{head}; passed to MaxText as {args}{batch} ({source})"]
-    return [f"{head}; give the training program the same degrees: MaxText {args}{batch} ({source})"]
+        return [f"{head}; passed to MaxText as {args}{batch} ({source})", *packing]
+    return [f"{head}; give the training program the same degrees: MaxText {args}{batch} ({source})", *packing]
