@@ -72,7 +72,11 @@ def test_the_default_maxtext_command_gets_its_mesh_axes(tmp_path):
     # ... at the plan's length, one sequence shared by the TP8 x CP8 group (MaxText's defaults: 2,048 tokens, 12
     # sequences per chip).
     assert "max_target_length=131072 per_device_batch_size=0.015625" in command
+    # MaxText trains int(GPUs x per_device_batch_size) x gradient_accumulation_steps sequences a step: 2,048 / 64 =
+    # 32 at once, and the plan's 16M-token batch is 122 sequences of 131,072 tokens: 4 micro-steps (128).
+    assert "per_device_batch_size=0.015625 gradient_accumulation_steps=4" in command
     assert "the MaxText mesh is passed as" in " ".join(derivations.split())
+    assert "packing=False" in derivations   # MaxText refuses CP with sequence packing on real data
 
 
 def test_a_command_of_ones_own_is_left_as_it_is_and_told_the_flags(tmp_path):

@@ -120,17 +120,25 @@ def test_a_sequence_no_slice_layout_holds_is_refused_naming_it(catalog):
     assert "model.sequence_length 1,048,576" in text and "would fit" in text
 
 
-def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_path):
-    spec = v6e_8b(131_072, max_chips=8)
-    plan = choose_plan(spec, catalog)
+def planned_stack(spec, catalog, tmp_path):
+    """The stack `accel choose --write-stack` writes for `spec`, planned as `accel job` reads it."""
     shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     (tmp_path / "stacks").mkdir()
-    result = plan_stack(None, write_stack_file("tpulong", spec, plan, root=tmp_path), ROOT)
+    return plan_stack(None, write_stack_file("tpulong", spec, choose_plan(spec, catalog), root=tmp_path), ROOT)
+
+
+def job_command(result, options):
+    """The job for a planned stack and its training container's command line."""
+    job = job_of(result, options)
+    jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    return job, " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
+
+
+def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_path):
+    result = planned_stack(v6e_8b(131_072, max_chips=8), catalog, tmp_path)
     for options, written in ((JobOptions(), True), (JobOptions(command="python3 my_train.py"), False)):
-        job = job_of(result, options)
-        jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
-        pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-        command = " ".join(pod["containers"][0]["command"] + pod["containers"][0].get("args", []))
+        job, command = job_command(result, options)
         derivations = " ".join("\n".join(job.derivations).split())
         assert ("ici_tensor_parallelism=4 ici_context_parallelism=2" in command) is written
         # The plan's length, one sequence per TP4 x CP2 group of chips.
@@ -138,6 +146,8 @@ def test_the_jobs_default_maxtext_command_carries_the_ici_flags(catalog, tmp_pat
         assert "max_target_length=131072 per_device_batch_size=0.125" in derivations
         assert "ICI TP4 x CP2 = 8 chips" in derivations
         assert ("passed to MaxText as" if written else "give the training program the same degrees") in derivations
+        # MaxText refuses context parallelism with sequence packing on real data (the default command's is synthetic).
+        assert "packing=False" in derivations
 
 
 def pinned_v6e_8b(sequence: int, chips: int):
@@ -151,3 +161,52 @@ def test_a_pinned_slice_gets_the_layout_it_needs_or_is_refused_naming_the_sequen
     assert (detail["tensor_parallel"], detail["context_parallel"]) == (4, 2)
     with pytest.raises(NoFeasibleOption, match=r"model\.sequence_length 1,048,576"):
         choose(pinned_v6e_8b(1_048_576, 16), catalog)
+
+
+def test_the_slice_floor_is_kept_per_node_limit_not_only_per_machine_type(catalog):
+    # A slice's floor reads the offering's node-pool limit (an overlay's own max_nodes, e.g. a raised or a lowered
+    # quota, is per offering): two offerings of one machine type with different limits must not share it.
+    from accel.policies.catalog.model import NodeLimit
+    from accel.policies.selection.candidates import search_context
+
+    spec = v6e_8b(262_144)
+    plain = next(o for o in catalog.offerings if o.accelerator == "tpu-v6e" and o.chips_per_host == 4)
+    limited = plain.model_copy(update={"max_nodes": NodeLimit(value=2, name="a test quota", source="test")})
+    ctx = search_context(spec, catalog, "cost")
+    small = ctx.sequence_fit(limited)     # two hosts: no slice of 8 chips or fewer holds state and sequence
+    free = ctx.sequence_fit(plain)        # a 16-chip slice does, at ICI TP4 x CP2
+    assert not small.fits and small.slice_chips == 8
+    assert free.fits and (free.slice_chips, free.tensor, free.context) == (16, 4, 2)
+    assert ctx.sequence_layout_degrees(plain) == (2, 0) and ctx.sequence_layout_degrees(limited) == (0, 0)
+
+
+def test_the_jobs_global_batch_is_the_plans(catalog, tmp_path):
+    # MaxText trains on int(chips x per_device_batch_size) x gradient_accumulation_steps sequences a step
+    # (configs/types.py global_batch_size_to_train_on): at one sequence per TP4 x CP2 group, the 8-chip slice takes
+    # one sequence per micro-step, so the plan's 2M-token batch of 131,072-token sequences (15) takes 15 of them.
+    _, command = job_command(planned_stack(v6e_8b(131_072, max_chips=8), catalog, tmp_path), JobOptions())
+    sequences = int(2e6 // 131_072)
+    assert f"per_device_batch_size=0.125 gradient_accumulation_steps={sequences}" in command
+    assert int(8 * 0.125) * sequences == sequences
+
+
+def test_a_fleet_whose_one_step_holds_more_than_the_plans_batch_says_so(catalog, tmp_path):
+    # 64 pinned v6e chips: 2.5 GB of state per chip, TP4 (15.3 GB of activations) fits beside it, so the 64 chips
+    # take 16 sequences at once, one more than the plan's 2M-token batch (15): the job says the batch it trains.
+    job, command = job_command(planned_stack(pinned_v6e_8b(131_072, 64), catalog, tmp_path), JobOptions())
+    derivations = " ".join("\n".join(job.derivations).split())
+    assert "ici_tensor_parallelism=4 max_target_length=131072 per_device_batch_size=0.25" in command
+    assert "gradient_accumulation_steps" not in command
+    assert "MaxText trains 16 sequences of 131,072 tokens a step" in derivations
+    assert "more than the plan's global batch of 15" in derivations
+
+
+def test_the_ici_group_divides_the_slice_as_maxtexts_mesh_needs():
+    # MaxText's ICI axes multiply to the slice's chips (ici_fsdp_parallelism -1 takes the quotient): on a v5p
+    # 4x4x12 slice (192 chips) TP4 x CP32 = 128 chips leaves FSDP 1.5, so the deepest split there is TP4 x CP16.
+    v5p_usable, layers, hidden = 95e9 * 0.9, 80, 8192
+    fit = slice_sequence_fit(1 << 22, layers, hidden, 160e9, v5p_usable, 2, (192,), 4)
+    assert fit.slice_chips % (fit.tensor * max(fit.context, 1)) == 0
+    assert not fit.fits and fit.max_context == 16       # CP16 is the most a 192-chip slice splits a sequence into
+    fit = slice_sequence_fit(1 << 22, layers, hidden, 160e9, v5p_usable, 2, (192, 256), 4)
+    assert fit.fits and (fit.slice_chips, fit.tensor, fit.context) == (256, 4, 32)

@@ -36,19 +36,28 @@ def sequence_layout(plan: Plan) -> bool:
                                        or "context_parallel" in details)
 
 
-def maxtext_sequence_args(sequence_length: int, chips_per_sequence: int) -> str:
+def maxtext_sequence_args(sequence_length: int, chips_per_sequence: int, batch_sequences: int = 0,
+                          chips: int = 0) -> str:
     """The MaxText arguments that train at the plan's sequence length with one sequence shared by
     `chips_per_sequence` chips (TP x CP): max_target_length, and per_device_batch_size 1 / (TP x CP), written
-    exactly (a power of two's reciprocal has a finite decimal)."""
+    exactly (a power of two's reciprocal has a finite decimal). Given the plan's global batch (`batch_sequences`)
+    and the job's `chips`, gradient_accumulation_steps brings MaxText's batch (chips x per_device_batch_size
+    sequences per micro-step, times the steps accumulated) up to the plan's, where one micro-step holds fewer."""
     flags = runtime()["context_parallel"]["maxtext_sequence"]
-    return (f"{flags['length']}={sequence_length} "
+    args = (f"{flags['length']}={sequence_length} "
             f"{flags['batch_per_chip']}={repr(1.0 / chips_per_sequence) if chips_per_sequence > 1 else '1'}")
+    per_step = chips // chips_per_sequence
+    if per_step and batch_sequences > per_step:
+        args += f" {flags['accumulation']}={-(-batch_sequences // per_step)}"
+    return args
 
 
-def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence_length: int | None = None) -> str:
+def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence_length: int | None = None,
+                      batch_sequences: int = 0) -> str:
     """The MaxText arguments that lay a TP x CP x PP replica out (ici_fsdp_parallelism -1, its default, takes the
     data-parallel rest), and, given the `sequence_length`, the length and per-chip batch of that layout
-    (maxtext_sequence_args); empty unless the layout is a long sequence's (context parallelism, or
+    (maxtext_sequence_args, with the steps accumulated to the plan's `batch_sequences` over the layout's
+    TP x CP x PP x DP GPUs); empty unless the layout is a long sequence's (context parallelism, or
     `long_sequence`: sequence_layout)."""
     if not (layout.context or long_sequence):
         return ""
@@ -57,11 +66,13 @@ def maxtext_mesh_args(layout: Parallelism, long_sequence: bool = False, sequence
     mesh = " ".join(f"{flags[axis]}={degree}" for axis, degree in degrees.items() if degree > 1)
     if sequence_length is None:
         return mesh
-    return f"{mesh} {maxtext_sequence_args(sequence_length, layout.tensor * (layout.context or 1))}"
+    group = layout.tensor * (layout.context or 1)
+    world = group * layout.pipeline * layout.data
+    return f"{mesh} {maxtext_sequence_args(sequence_length, group, batch_sequences, world)}"
 
 
 def notes(layout: Parallelism | None, framework: str, written: bool, long_sequence: bool = False,
-          sequence_length: int | None = None) -> list[str]:
+          sequence_length: int | None = None, batch_sequences: int = 0) -> list[str]:
     """What the job says of a long sequence's layout (context parallelism, or `long_sequence`: sequence_layout):
     the flags it wrote into the default command (`written`), else the ones the user's program must be given."""
     if layout is None or not (layout.context or long_sequence):
@@ -75,15 +86,17 @@ def notes(layout: Parallelism | None, framework: str, written: bool, long_sequen
     context = f"CP{layout.context} x " if layout.context else ""
     head = (f"{split}; world size TP{layout.tensor} x {context}PP{layout.pipeline} x DP{layout.data} = "
             f"{world:,} ranks")
+    packing = [table["maxtext_packing"]] if layout.context and framework != "pytorch" else []
     if written:
-        return [f"{head}; the MaxText mesh is passed as {maxtext_mesh_args(layout, long_sequence, sequence_length)} "
-                f"({table['maxtext_source']}; {table['maxtext_sequence_source']})"]
+        mesh = maxtext_mesh_args(layout, long_sequence, sequence_length, batch_sequences)
+        return [f"{head}; the MaxText mesh is passed as {mesh} "
+                f"({table['maxtext_source']}; {table['maxtext_sequence_source']})", *packing]
     if framework == "pytorch":
         return [f"{head}; give the training program the same degrees: Megatron-LM {table['megatron']}, or NeMo "
                 f"{table['nemo']} ({table['source']})"]
     flags = table["maxtext"]
     return [f"{head}; give the training program the same degrees: MaxText {flags['tensor']}, {flags['context']}, "
-            f"{flags['pipeline']} ({table['maxtext_source']})"]
+            f"{flags['pipeline']} ({table['maxtext_source']})", *packing]
 
 
 def slice_degrees(plan: Plan) -> dict[str, int]:
@@ -105,9 +118,21 @@ def slice_mesh_args(plan: Plan) -> str:
     if not degrees:
         return ""
     details = plan.estimate.details
-    chips = int(details["tensor_parallel"]) * int(details.get("context_parallel", 1) or 1)
+    group = int(details["tensor_parallel"]) * int(details.get("context_parallel", 1) or 1)
     mesh = " ".join(f"{flag}={degree}" for flag, degree in degrees.items())
-    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, chips)}"
+    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, group, *plan_batch(plan))}"
+
+
+def plan_batch(plan: Plan) -> tuple[int, int]:
+    """(the plan's global batch in sequences, the chips its job runs on): the estimate's global batch
+    (policies/estimator/estimate.py global_batch, the workload's or the default for its size)."""
+    from accel.job.plan_view import hardware
+    from accel.policies.catalog import load_catalog
+    from accel.policies.estimator.estimate import batch_sequences, global_batch
+
+    tokens, _ = global_batch(plan.workload, load_catalog().defaults)
+    hw = hardware(plan)
+    return batch_sequences(plan.workload, tokens), hw.nodes * hw.chips_per_node
 
 
 def slice_notes(plan: Plan, written: bool) -> list[str]:
@@ -123,6 +148,17 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
     head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
             + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
             "sharding the state over the rest (ici_fsdp_parallelism -1)")
+    sequences, chips = plan_batch(plan)
+    per_step = chips // (tensor * context)
+    trained = per_step * max(1, -(-sequences // per_step))
+    batch = (f"; MaxText trains {trained:,} sequences of {plan.workload.model.sequence_length:,} tokens a step "
+             f"(chips x per_device_batch_size x gradient_accumulation_steps)"
+             + (f", the plan's global batch" if trained == sequences else
+                f", more than the plan's global batch of {sequences:,}: its {chips:,} chips take {per_step:,} "
+                "sequences at once" + (" and accumulate whole micro-steps" if per_step < sequences else "")
+                + f" (training.global_batch_tokens {trained * plan.workload.model.sequence_length:,} plans that "
+                "batch)"))
+    packing = [table["maxtext_packing"]] if context > 1 else []
     if written:
-        return [f"{head}; passed to MaxText as {args} ({source})"]
-    return [f"{head}; give the training program the same degrees: MaxText {args} ({source})"]
+        return [f"{head}; passed to MaxText as {args}{batch} ({source})", *packing]
+    return [f"{head}; give the training program the same degrees: MaxText {args}{batch} ({source})", *packing]

@@ -307,8 +307,9 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     elif hw.family == "gpu":
         if options.command is None and plan.parallelism is not None and context_parallel.sequence_layout(plan):
             # The default MaxText command lays a long sequence's TP x CP x PP replica out (accel/job/context_parallel.py).
-            user_command = (f"{user_command} "
-                            f"{context_parallel.maxtext_mesh_args(plan.parallelism, True, plan.workload.model.sequence_length)}")
+            mesh = context_parallel.maxtext_mesh_args(plan.parallelism, True, plan.workload.model.sequence_length,
+                                                      context_parallel.plan_batch(plan)[0])
+            user_command = f"{user_command} {mesh}"
         port = runtime()["jax_gpu"]["coordinator_port"]
         extra_env += [{"name": "JAX_COORDINATOR_ADDRESS", "value": f"$(JOBSET_NAME)-{replicated}-0-0.$(JOBSET_NAME)"},
                       {"name": "JAX_COORDINATOR_PORT", "value": str(port)},
@@ -335,7 +336,9 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                  *context_parallel.notes(plan.parallelism, plan_view.framework(plan),
                                          written=options.command is None and plan_view.framework(plan) != "pytorch",
                                          long_sequence=context_parallel.sequence_layout(plan),
-                                         sequence_length=plan.workload.model.sequence_length)]
+                                         sequence_length=plan.workload.model.sequence_length,
+                                         batch_sequences=context_parallel.plan_batch(plan)[0]
+                                         if context_parallel.sequence_layout(plan) else 0)]
     domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
     notes += domain_notes
     restarts, why = max_restarts(plan)

@@ -211,9 +211,14 @@ def global_batch(spec: WorkloadSpec, defaults: Defaults) -> tuple[float, str]:
     return rule.value, rule.source
 
 
+def batch_sequences(spec: WorkloadSpec, tokens: float) -> int:
+    """The whole sequences a global batch of `tokens` holds (at least one)."""
+    return max(1, math.floor(tokens / spec.model.sequence_length))
+
+
 def _batch_chips(spec: WorkloadSpec, defaults: Defaults, tokens: float) -> tuple[int, int, int]:
     """(chips the batch keeps busy, sequences per step, chips per sequence) for a global batch of `tokens`."""
-    sequences = max(1, math.floor(tokens / spec.model.sequence_length))
+    sequences = batch_sequences(spec, tokens)
     per_sequence = int(rule_for(defaults.training.chips_per_sequence_by_size, spec.model.parameters).value)
     return sequences * per_sequence, sequences, per_sequence
 

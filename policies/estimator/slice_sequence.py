@@ -10,7 +10,8 @@ The rule, in the order the GPU rule takes its steps (tensor parallelism first, t
 two): for each slice the generation offers, smallest first, from the smallest that holds the state (`min_chips`)
 to the most chips one slice may take (`max_slice_chips`: the workload's bound or the generation's largest slice;
 a multislice is data parallel across slices, so each slice holds the state and the sequence on its own), the
-first of ICI TP1, TP2, ... up to `max_tensor` (one host's chips), then ICI CP2, CP4, ... at that most tensor
+first of ICI TP1, TP2, ... up to `max_tensor` (one host's chips), then ICI CP2, CP4, ... (TP x CP dividing the
+slice: MaxText's ICI axes multiply to its chips, `ici_contexts`) at that most tensor
 parallelism, whose share of one sequence fits beside the slice's share of the state. The smallest slice with any
 fit wins, with the least split of the sequence within it. Where none does, the sequence cannot train there: the
 refusal names model.sequence_length and the longest that would fit.
@@ -53,6 +54,14 @@ def powers_of_two(limit: int) -> list[int]:
     return degrees
 
 
+def ici_contexts(chips: int, tensor: int, max_context: int) -> list[int]:
+    """The context-parallel degrees (CP2, CP4, ...) a `chips`-chip slice at ICI TP`tensor` can run: within the
+    sequence's own most (`max_context`) and dividing the slice, since MaxText's ICI axes multiply to its chips
+    (ici_fsdp_parallelism -1 takes the quotient; a v5p 4x4x12 slice's 192 chips take TP4 x CP16, not CP32)."""
+    return [context for context in powers_of_two(min(max_context, chips // tensor))[1:]
+            if chips % (tensor * context) == 0]
+
+
 def slice_sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes: float, usable_bytes: float,
                         min_chips: int, slice_sizes: Sequence[int], max_tensor: int) -> SequenceFit:
     """The layout one TPU slice needs for `sequence_length` (`layers` x `hidden` model; `state_bytes`, the state
@@ -78,17 +87,17 @@ def slice_sequence_fit(sequence_length: int, layers: float, hidden: float, state
         return fit(1, 1, own)
     for chips in sizes:
         room = usable_bytes - state_bytes / chips
-        tensors = powers_of_two(min(max_tensor, chips))
+        tensors = [t for t in powers_of_two(min(max_tensor, chips)) if chips % t == 0]
         for tensor in tensors:
             if micro_batch_bytes(sequence_length, hidden, layers, tensor) <= room:
                 return fit(1, tensor, chips)
         tensor = tensors[-1]
-        for context in powers_of_two(min(max_context, chips // tensor))[1:]:
+        for context in ici_contexts(chips, tensor, max_context):
             if micro_batch_bytes(sequence_length, hidden, layers, tensor, context) <= room:
                 return fit(context, tensor, chips)
     largest = sizes[-1]
     tensor = powers_of_two(min(max_tensor, largest))[-1]
-    return fit(0, tensor, largest, powers_of_two(min(max_context, largest // tensor))[-1])
+    return fit(0, tensor, largest, ([1] + ici_contexts(largest, tensor, max_context))[-1])
 
 
 def slice_sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, accelerator: Accelerator,

@@ -6,7 +6,6 @@ Estimate."""
 
 from __future__ import annotations
 
-import math
 from datetime import date
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence, TypeVar
@@ -24,6 +23,7 @@ from accel.policies.estimator.estimate import (
     TrainingModel,
     assumption_list,
     batch_chip_limit,
+    batch_sequences,
     deadline_hours,
     global_batch,
     min_chips_for_memory,
@@ -113,10 +113,10 @@ class SearchContext:
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
-    sequence_fits: dict[str, SequenceFit | None] = field(default_factory=dict)   # by machine type (training)
+    sequence_fits: dict[tuple[str, int | None], SequenceFit | None] = field(default_factory=dict)   # sequence_key
     slice_fits: dict[tuple[str, int], SequenceFit] = field(default_factory=dict)   # by TPU machine type and slice
     # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
-    sequence_degrees: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sequence_degrees: dict[tuple[str, int | None], tuple[int, int]] = field(default_factory=dict)
     # Per GPU ladder (its id: ladders live as long as the search), chip and memory floor: the nodes each size trains
     # on and the first size of its plateau (policies/selection/sizing.py).
     plateaus: dict[tuple[int, str, int], tuple[dict[int, int], dict[int, int]]] = field(default_factory=dict)
@@ -153,7 +153,7 @@ class SearchContext:
         """How one training sequence's activations sit beside the state on this offering's GPUs or TPU slices, and
         the tensor and context parallelism they need (policies/estimator/activations.py, slice_sequence.py); None
         for serving."""
-        key = offering.machine_type
+        key = self.sequence_key(offering)
         if key in self.sequence_fits:
             return self.sequence_fits[key]
         fit = None
@@ -183,13 +183,20 @@ class SearchContext:
                                       else (0, 0))
         return fit
 
+    def sequence_key(self, offering: Offering) -> tuple[str, int | None]:
+        """What an offering's sequence fit is kept by: its machine type and, on a TPU generation, its node-pool limit
+        (an offering's own max_nodes, which an overlay may set per offering, bounds the slices the fit tries)."""
+        limit = self.node_limit(offering) if shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator) else None
+        return offering.machine_type, limit.value if limit else None
+
     def sequence_layout_degrees(self, offering: Offering) -> tuple[int, int]:
         """The (context, pipeline) arguments of the layout (policies/parallelism.py training_degrees) on this
         offering: (0, 0) where the state alone sets it."""
-        degree = self.sequence_degrees.get(offering.machine_type)
+        key = self.sequence_key(offering)
+        degree = self.sequence_degrees.get(key)
         if degree is None:
             self.sequence_fit(offering)
-            degree = self.sequence_degrees[offering.machine_type]
+            degree = self.sequence_degrees[key]
         return degree
 
     def slice_fit_at(self, offering: Offering, size: Size) -> SequenceFit:
@@ -236,12 +243,12 @@ class SearchContext:
         context-parallel GPUs that share each one (a pipeline's stages take whole sequences as micro-batches, as
         the rule for short ones counts: Llama 3 405B at 131,072 tokens, 128 sequences x TP8 x CP16 = 16,384)."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
-        return max(1, math.floor(tokens / self.spec.model.sequence_length)) * self.long_sequence_chips(fit)
+        return batch_sequences(self.spec, tokens) * self.long_sequence_chips(fit)
 
     def long_sequence_batch_why(self, fit: SequenceFit) -> str:
         """Why the global batch stops a long sequence's fleet growing (long_sequence_batch_chips), in figures."""
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
-        sequences = max(1, math.floor(tokens / self.spec.model.sequence_length))
+        sequences = batch_sequences(self.spec, tokens)
         unit = "chips" if fit.slice_chips else "GPUs"
         group = (f"TP{fit.tensor} x CP{fit.context} {unit} of its context-parallel group" if fit.context > 1 else
                  f"TP{fit.tensor} {unit} of its tensor-parallel group")
