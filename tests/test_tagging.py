@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from accel.base.errors import ComponentArgsError, UsageError
 from accel.components.aws.common import resource_tags
@@ -56,10 +56,11 @@ LABEL_TEXT = st.text(st.one_of(st.characters(categories=["Ll", "Lo", "Nd"]), st.
 
 
 @given(value=LABEL_TEXT, bad=st.sampled_from(["A", "É", ".", " ", "/", "!", "🚀"]), at=st.integers(0, 63))
+@example(value="\ufb1d", bad="A", at=0)   # a letter NFC splits into a letter and a mark (hypothesis found it)
 @settings(max_examples=200, deadline=None)
 def test_every_value_gcp_takes_is_kept_and_one_bad_character_is_caught(value, bad, at):
     assert gcp_label_value_problem(value) is None, value
-    assert gcp_label_value(value) == unicodedata.normalize("NFC", value)    # kept as written
+    assert gcp_label_value(value) == value    # kept as written
     broken = value[:at] + bad + value[at:]
     if len(broken) <= gcp_label_rules().value_max:
         assert repr(bad) in gcp_label_value_problem(broken)

@@ -108,9 +108,14 @@ def gcp_label_key_problem(key: str) -> str | None:
 
 
 def gcp_label_value(value: str) -> str:
-    """`value` as GCP writes it: NFC, str.lower, each character GCP does not take a '-', at most 63 characters.
-    'José Müller' -> 'josé-müller' (GCP takes international lowercase letters)."""
+    """`value` as GCP writes it: lowercased (str.lower), kept as written where GCP takes it; else NFC first (an
+    accent typed as a combining mark joins its letter), each character GCP does not take a '-', at most 63
+    characters. 'José Müller' -> 'josé-müller' (GCP takes international lowercase letters). NFC is not applied to
+    a value GCP already takes: it would split a presentation form such as U+FB1D (Hebrew yod with hiriq, a
+    letter) into a letter and a mark GCP's rule does not name."""
     rules = gcp_label_rules()
+    if gcp_label_value_problem(value.lower()) is None:
+        return value.lower()
     lowered = unicodedata.normalize("NFC", value).lower()
     written = "".join(c if rules.allows(c) else "-" for c in lowered)[:rules.value_max]
     assert gcp_label_value_problem(written) is None, (value, written)
