@@ -225,6 +225,15 @@ class SequenceFit:
         return tokens - tokens % chunks
 
 
+def powers_of_two(limit: float) -> list[int]:
+    """1, 2, 4, ... up to `limit`: the degrees a layout tries (pipeline depths, context- and tensor-parallel
+    degrees here and on TPU slices, slice_sequence.py)."""
+    degrees = [1]
+    while degrees[-1] * 2 <= limit:
+        degrees.append(degrees[-1] * 2)
+    return degrees
+
+
 def largest_context(sequence_length: int) -> int:
     """The largest context-parallel degree (a power of two) a sequence splits into: its length must divide by the
     2 x CP chunks of the load-balanced split (CHUNKS_PER_RANK; Megatron-LM and MaxText alike)."""
@@ -277,17 +286,11 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
     def smallest_context(pipeline: int) -> int:
         """The smallest context-parallel degree fitting beside the state at `pipeline` (0: none up to max_context)."""
         room = usable_bytes - state_bytes / (tensor * pipeline)
-        context = 1
-        while context <= max_context:
-            if alone / context <= room:
-                return context
-            context *= 2
-        return 0
+        return next((context for context in powers_of_two(max_context) if alone / context <= room), 0)
 
     # A stage holds at least one layer: the depths run from the state's own to the most whole layers allow.
-    depths = [own_pipeline]
-    while hides is not None and depths[-1] * 2 <= layers:
-        depths.append(depths[-1] * 2)
+    depths = ([own_pipeline * step for step in powers_of_two(layers / own_pipeline)] if hides is not None
+              else [own_pipeline])
     fitting = [(pipeline, context) for pipeline in depths if (context := smallest_context(pipeline))]
     if not fitting:
         return fit(0, tensor, own_pipeline, alone)

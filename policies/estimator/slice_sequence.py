@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from accel.policies.estimator.activations import SequenceFit, largest_context, micro_batch_bytes
+from accel.policies.estimator.activations import SequenceFit, largest_context, micro_batch_bytes, powers_of_two
 
 if TYPE_CHECKING:
     from accel.policies.catalog.model import Accelerator, Defaults
@@ -44,14 +44,6 @@ SLICE_EXCHANGE = ("the context-parallel key/value exchange (MaxText's default co
 # Said where the chosen layout is recorded (the estimate's assumption on activation memory).
 SLICE_LAYOUT = ("MaxText lays it out on the slice's ICI: ici_tensor_parallelism x ici_context_parallelism chips per "
                 "sequence, ici_fsdp_parallelism -1 (its default) sharding the state over the whole slice")
-
-
-def powers_of_two(limit: int) -> list[int]:
-    """1, 2, 4, ... up to `limit`."""
-    degrees = [1]
-    while degrees[-1] * 2 <= limit:
-        degrees.append(degrees[-1] * 2)
-    return degrees
 
 
 def ici_contexts(chips: int, tensor: int, max_context: int) -> list[int]:
