@@ -72,10 +72,12 @@ def test_where_the_domain_is_the_node_the_layout_is_the_one_it_always_was(need, 
 def test_only_a_documented_unit_of_one_nvlink_domain_lets_tensor_parallelism_span_nodes():
     facts = hardware.current()
     assert facts.nvlink_domain_unit_nodes("a4x-highgpu-4g") == 18   # an A4X sub-block: one NVL72 rack
-    # p6e-gb200: UltraServers of 9 or 18 instances, none a Kueue level the job can require.
-    assert facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge") == 1
+    # p6e-gb200: the NVLink clique GPU Feature Discovery labels (one UltraServer), the smaller UltraServer's 9 nodes;
+    # 9 is odd, so a tensor-parallel group still stays in the tray (pairs of trays would not tile it).
+    assert facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge") == 9
+    assert tensor_parallel_nodes(facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge")) == 1
     spanning = {m for m in (*facts.gcp_gpu_machines, *facts.aws_gpu_instances) if facts.nvlink_domain_unit_nodes(m) > 1}
-    assert spanning == {"a4x-highgpu-4g"}
+    assert spanning == {"a4x-highgpu-4g", "p6e-gb200.36xlarge"}
     # A machine whose NVLink domain is the node (H100, B200, the 16-GPU A2) never does, whatever its unit.
     for machine in ("a3-megagpu-8g", "a4-highgpu-8g", "p5.48xlarge", "a2-megagpu-16g", "not-a-machine"):
         assert facts.nvlink_domain_unit_nodes(machine) == 1

@@ -24,7 +24,9 @@ not a whole number of replicas), each tensor-parallel group (a slice of `tensor_
 completion index as torchrun's node ranks and Megatron's rank order lay a group out) is required in one unit.
 A level's size is known only where the hardware table documents it (`[placement_units]`,
 `[kubernetes] single_node_levels`); a level of unknown size is assumed able to hold the replica, and
-Kueue keeps the job queued if it cannot. TPU slices need none of this: each slice is its own node
+Kueue keeps the job queued if it cannot. A pool placed by its NVLink clique (p6e-gb200: levels
+nvidia.com/gpu.clique, kubernetes.io/hostname) has no level above one domain: a replica wider than one clique
+is required nowhere and only preferred in one. TPU slices need none of this: each slice is its own node
 pool (exclusive placement per pool), which is already the finest unit.
 """
 
@@ -130,6 +132,13 @@ def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, gro
         return TopologyRequest(annotations, [note + " (Kueue Topology Aware Scheduling)"])
     if group_nodes >= nodes:
         level = replica_level(levels, machine_type, nodes)
+        size = level_nodes(level, machine_type)
+        if size is not None and size < nodes:
+            # Even the broadest level is documented too small (p6e-gb200's levels: the 9-node clique, the node):
+            # a requirement would keep the job queued forever, so it is only preferred there.
+            return TopologyRequest({PREFERRED: level}, [
+                f"topology: the job is one model replica of {nodes} nodes, more than one {level} holds ({size}); "
+                f"preferred in one {level} (Kueue spreads it over several when none has room)"])
         return TopologyRequest({REQUIRED: level}, [f"topology: the job is one model replica of {nodes} nodes, "
                                                    f"required in one {level}"])
     why = ("a model replica stays inside one node" if group_nodes <= 1 else
