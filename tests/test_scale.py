@@ -84,7 +84,9 @@ def test_every_eks_node_group_of_the_fleet_has_its_own_cluster_placement_group(p
 
 
 @pytest.mark.parametrize("stack, levels", [("llama-405b-h100-gcp", "gke_topology_levels"),
-                                           ("llama-405b-h100-aws", "eks_topology_levels")])
+                                           ("llama-405b-h100-aws", "eks_topology_levels"),
+                                           # p6e-gb200 is placed by its NVLink clique: the clique, then the node
+                                           ("llama-405b-p6e", "nvlink_topology_levels")])
 def test_the_kueue_topology_follows_the_clouds_placement_labels_and_the_flavor_names_it(planned_stacks, stack, levels):
     import jsonschema
 

@@ -32,7 +32,7 @@ from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
-from accel.job.topology import PODSET_GROUP, REQUIRED, replica_level, topology_request
+from accel.job.topology import PODSET_GROUP, PREFERRED, REQUIRED, level_nodes, replica_level, topology_request
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -447,9 +447,13 @@ def _group_in_one_domain(templates: list[dict], name: str, levels: tuple[str, ..
     assignment and topology domain fitting"; KEP 2724 "co-locate Leader with Workers within the same replica in
     LeaderWorkerSet", both templates naming the group and the same required level). Returns the note."""
     level = replica_level(levels, machine_type, nodes)
+    size = level_nodes(level, machine_type)
+    # No level holds the replica (p6e-gb200's broadest is the 9-node clique): required, it would wait forever.
+    annotation, verb = (PREFERRED, "preferred") if size is not None and size < nodes else (REQUIRED, "required")
     for template in templates:
-        template["metadata"].setdefault("annotations", {}).update({PODSET_GROUP: name, REQUIRED: level})
-    return (f"topology: each replica's leader and workers ({nodes} pods, one per node) required in one {level} "
+        template["metadata"].setdefault("annotations", {}).update({PODSET_GROUP: name, annotation: level})
+    held = f", more than one holds ({size})" if annotation == PREFERRED else ""
+    return (f"topology: each replica's leader and workers ({nodes} pods, one per node) {verb} in one {level}{held} "
             f"as one Kueue PodSet group ({PODSET_GROUP}: {name})")
 
 

@@ -61,6 +61,17 @@ def level_nodes(level: str, machine_type: str) -> int | None:
     return unit.nodes if unit is not None and unit.level == level else None
 
 
+def within_one_nvlink_domain(level: str, machine_type: str | None) -> bool:
+    """Whether every domain of `level` lies inside one NVLink domain of these nodes: the NVLink clique GPU Feature
+    Discovery labels (nvidia.com/gpu.clique: one NVLink partition, whatever the machine), or the machine's placement
+    unit where it holds one domain that joins machines (A4X's sub-block, HardwareFacts.nvlink_domain_unit_nodes)."""
+    facts = hardware.current()
+    if level in facts.kubernetes.nvlink_topology_levels[:-1]:
+        return True
+    unit = facts.placement_units.get(machine_type) if machine_type else None
+    return unit is not None and unit.level == level and facts.nvlink_domain_unit_nodes(unit.machine_type) > 1
+
+
 def replica_level(levels: tuple[str, ...], machine_type: str, group_nodes: int) -> str:
     """The finest level (of `levels`, broadest first) that can hold `group_nodes` nodes."""
     for level in reversed(levels):
