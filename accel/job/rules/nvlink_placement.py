@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from accel.components.kubernetes.accelerator_stack import GPU_RESOURCE
 from accel.job.pod_templates import PodTemplate, pod_templates
 from accel.job.rules.nvidia import _group_pods, _requests_gpus, _spanning_domain
 from accel.job.rules.placement import placeable_pools
 from accel.job.rules.registry import Breach, Scope, containers, describe, join, of_kind, rule
-from accel.job.topology import PODSET_GROUP, REQUIRED, level_nodes, within_one_nvlink_domain
+from accel.job.topology import PODSET_GROUP, REQUIRED, inventory_clique_nodes, level_nodes, within_one_nvlink_domain
 
 
 def _domain_levels(template: PodTemplate, pods: int, cluster) -> list[str]:
@@ -35,9 +36,18 @@ def _domain_levels(template: PodTemplate, pods: int, cluster) -> list[str]:
         for level in cluster.topologies.get(flavor.topology_name or "", []) if over else []:
             if level not in found and all(
                     within_one_nvlink_domain(level, pool.machine_type)
-                    and (level_nodes(level, pool.machine_type or "") or pods) >= pods for pool in over):
+                    and (level_nodes(level, pool.machine_type or "", _clique_nodes(pool)) or pods) >= pods
+                    for pool in over):
                 found.append(level)
     return found
+
+
+def _clique_nodes(pool) -> int | None:
+    """An inventory pool's nodes per NVLink clique (accel.job.topology.inventory_clique_nodes); None for a cloud pool."""
+    per_node = pool.allocatable.get(GPU_RESOURCE)
+    if pool.machine_type is not None or not pool.accelerator or not per_node:
+        return None
+    return inventory_clique_nodes(pool.accelerator, int(per_node), pool.nvlink_domain_gpus)
 
 
 def _annotations(template: PodTemplate) -> dict[str, Any]:
