@@ -20,7 +20,7 @@ from typing import Any
 
 from accel.components.kubernetes.accelerator_stack import GPU_RESOURCE
 from accel.job.pod_templates import PodTemplate, pod_templates
-from accel.job.rules.nvidia import _group_pods, _requests_gpus, _spanning_domain
+from accel.job.rules.nvidia import group_pods, requests_gpus, spanning_domain
 from accel.job.rules.placement import placeable_pools
 from accel.job.rules.registry import Breach, Scope, containers, describe, join, of_kind, rule
 from accel.job.topology import PODSET_GROUP, REQUIRED, inventory_clique_nodes, level_nodes, within_one_nvlink_domain
@@ -68,10 +68,10 @@ def nvlink_group_in_one_domain(scope: Scope):
         return
     templates = list(pod_templates(of_kind(scope.manifests, "LeaderWorkerSet")))
     for template in templates:
-        pods = _group_pods(template)
-        if not pods or pods < 2 or not any(_requests_gpus(c) for _, c in containers(template.spec)):
+        pods = group_pods(template)
+        if not pods or pods < 2 or not any(requests_gpus(c) for _, c in containers(template.spec)):
             continue
-        where_pools = _spanning_domain(template, pods, scope.cluster)
+        where_pools = spanning_domain(template, pods, scope.cluster)
         levels = _domain_levels(template, pods, scope.cluster) if where_pools else []
         if not levels:
             continue
