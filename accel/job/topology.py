@@ -58,7 +58,7 @@ def level_nodes(level: str, machine_type: str, clique_nodes: int | None = None) 
     facts = hardware.current()
     if level in facts.kubernetes.single_node_levels:
         return 1
-    if clique_nodes is not None and level in facts.kubernetes.nvlink_topology_levels:
+    if clique_nodes is not None and level in facts.kubernetes.nvlink_topology_levels[:-1]:
         return clique_nodes
     unit = facts.placement_units.get(machine_type)
     return unit.nodes if unit is not None and unit.level == level else None
