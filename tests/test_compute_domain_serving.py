@@ -237,3 +237,64 @@ def test_a_domain_within_the_node_or_of_whole_nodes_is_accepted():
         cluster = ExistingCluster(name="dc", inventory=[_entry(nvlink_domain_gpus=domain)])
         assert cluster.stated_nvlink_domain("gb200") == domain
     assert ExistingCluster(name="dc", inventory=[_entry()]).stated_nvlink_domain("gb200") is None
+
+
+# ------------------------------------------------------------------------------ 4. an inventory labelled by its clique
+CLIQUE = "nvidia.com/gpu.clique"
+
+
+def test_a_gb200_inventory_labelled_by_gpu_feature_discovery_keeps_each_replica_in_one_nvlink_clique(tmp_path):
+    """nvlink_clique_label: the stack's Kueue Topology is the clique, then the node, the flavor names it, and the job
+    requires each 4-tray replica (TP4 x PP4) in one clique: two NVL72 racks of 18 trays hold 8, the job needs 6."""
+    result = plan_stack(None, _onprem(tmp_path, nvlink_clique_label=True), ROOT)
+    [topology] = [r.inputs for r in result.capture.resources if r.type.endswith(":Topology")]
+    assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == [CLIQUE, "kubernetes.io/hostname"]
+    [flavor] = [r.inputs for r in result.capture.resources if r.type.endswith(":ResourceFlavor")]
+    assert flavor["spec"]["topologyName"] == topology["metadata"]["name"]
+    validate(topology, CRDS / "kueue" / "kueue.x-k8s.io_topologies.yaml", "v1beta1")
+    job = job_of(result)
+    [jobset] = _of_kind(job.manifests, "JobSet")
+    annotations = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"kueue.x-k8s.io/podset-slice-required-topology": CLIQUE,
+                           "kueue.x-k8s.io/podset-slice-size": "4"}
+    assert check_manifests(result, job.manifests).ok
+    assert "ComputeDomain" in {m["kind"] for m in job.manifests}
+
+
+def test_an_inventory_without_the_label_gets_no_topology(tmp_path):
+    result = planned_result("onprem-gb200")
+    assert not [r for r in result.capture.resources if r.type.endswith(":Topology")]
+
+
+def test_a_replica_wider_than_a_stated_clique_is_only_preferred_in_one(tmp_path):
+    """Racks partitioned into cliques of 9 trays (nvlink_domain_gpus 36) hold no 24-tray job whole: required, it would
+    wait forever; the 4-tray replicas still pack (two racks: 4 cliques of 9 hold 8 of them)."""
+    result = plan_stack(None, _onprem(tmp_path, nvlink_clique_label=True, nvlink_domain_gpus=36), ROOT)
+    from accel.job.topology import topology_request
+    levels = (CLIQUE, "kubernetes.io/hostname")
+    assert topology_request(levels, "gb200", 24, 24, clique_nodes=9, fleet_nodes=36).annotations == {
+        "kueue.x-k8s.io/podset-preferred-topology": CLIQUE}
+    [jobset] = _of_kind(job_of(result).manifests, "JobSet")
+    annotations = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-slice-required-topology"] == CLIQUE
+
+
+def test_inventory_clique_nodes_follow_the_stated_domain():
+    from accel.job.topology import inventory_clique_nodes
+    assert inventory_clique_nodes("gb200", 4, None) == 18      # the table's NVL72
+    assert inventory_clique_nodes("gb200", 4, 36) == 9
+    assert inventory_clique_nodes("gb200", 4, 4) is None       # NVL4: the node is the domain
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"nvlink_clique_label": True, "nvlink_domain_gpus": 4}, r"nvlink_clique_label: gb200 nodes share no NVLink domain "
+                                                             r"across nodes"),
+    ({"nvlink_clique_label": True, "accelerator": "h100-80gb", "gpus_per_node": 8},
+     r"nvlink_clique_label: h100-80gb nodes share no NVLink domain across nodes"),
+    ({"nvlink_clique_label": True, "accelerator": "tpu-v5p", "gpus_per_node": None},
+     r"nvlink_clique_label: tpu-v5p nodes share no NVLink domain"),
+    ({"nvlink_clique_label": "yes please"}, r"nvlink_clique_label\n.*valid boolean"),
+])
+def test_a_clique_label_where_no_nvlink_domain_joins_nodes_is_refused(fields, message):
+    with pytest.raises(ValidationError, match=message):
+        ExistingCluster(name="dc", inventory=[_entry(**fields)])

@@ -147,7 +147,13 @@ def _write_table(tmp_path: Path, edit) -> Path:
     (lambda t: t + "\n[[[", r"not valid TOML"),
     (lambda t: t.replace('"p5.48xlarge" = { level = "topology.k8s.aws/network-node-layer-3"',
                          '"p5.48xlarge" = { level = "cloud.google.com/gce-topology-subblock"'),
-     r"placement_units.p5.48xlarge.level: 'cloud.google.com/gce-topology-subblock' is not one of topology.k8s.aws"),
+     r"placement_units.p5.48xlarge.level: 'cloud.google.com/gce-topology-subblock' is not one of nvidia.com/gpu.clique, "
+         r"topology.k8s.aws"),
+        # An NVLink clique places only a machine whose NVLink domain joins machines (an H100 node is its own domain).
+        (lambda t: t.replace('"p5.48xlarge" = { level = "topology.k8s.aws/network-node-layer-3"',
+                             '"p5.48xlarge" = { level = "nvidia.com/gpu.clique"'),
+         r"placement_units.p5.48xlarge.level: nvidia.com/gpu.clique is an NVLink clique, but p5.48xlarge's NVLink "
+         r"domain does not join machines"),
     (lambda t: t.replace('"a4x-highgpu-4g" = { level = "cloud.google.com/gce-topology-subblock", nodes = 18',
                          '"a4x-highgpu-4g" = { level = "cloud.google.com/gce-topology-subblock", nodes = 0'),
      r"placement_units.a4x-highgpu-4g.nodes: must be positive"),
@@ -188,7 +194,10 @@ def test_whether_an_nvlink_domain_spans_machines_follows_the_one_domain_the_tabl
             stated = f"[collective_fabrics.{chip}]\ndomain_chips = {old}\n"
             assert stated in text, f"the {chip} collective fabric entry moved: update this test's edit"
             text = text.replace(stated, f"[collective_fabrics.{chip}]\ndomain_chips = {new}\n")
-        return text
+        # A GB200 node that is its own domain has no NVLink clique to be placed by (the table refuses one).
+        clique = '"p6e-gb200.36xlarge" = { level = "nvidia.com/gpu.clique", nodes = 9,'
+        assert clique in text, "the p6e-gb200 placement unit moved: update this test's edit"
+        return text.replace(clique, '"p6e-gb200.36xlarge" = { level = "topology.k8s.aws/network-node-layer-3",')
     edited = load_facts(_write_table(tmp_path, edit))
     assert edited.scale_up_domain_chips("gb200") == 4 and edited.scale_up_domain_chips("h100-80gb") == 16
     assert not edited.nvlink_spans_nodes("a4x-highgpu-4g") and not edited.nvlink_spans_nodes("p6e-gb200.36xlarge")

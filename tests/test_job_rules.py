@@ -26,6 +26,7 @@ from accel.job.pod_templates import pod_templates
 from accel.job.rules import names
 from accel.job.rules.kueue import manager_configuration
 from accel.job.service import context_of, job_of
+from accel.job.topology import PODSET_GROUP, REQUIRED
 from accel.policies.plan import Plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +54,18 @@ def _lws_manifests(result) -> list[dict]:
     return generate(plan, context_of(result, plan)).manifests
 
 
+def _p6e_lws_manifests(result, replica_chips: int = 16) -> list[dict]:
+    """The p6e-gb200 UltraServer stack's plan served with replicas of `replica_chips` GPUs (16: four trays of one
+    UltraServer): a LeaderWorkerSet whose groups share an NVLink domain across nodes."""
+    from accel.job.manifests import generate
+
+    plan = Plan.model_validate(result.plan)
+    details = {**plan.estimate.details, "replicas": plan.chosen.chips // replica_chips, "replica_chips": replica_chips}
+    plan = plan.model_copy(update={"workload": plan.workload.model_copy(update={"kind": "inference"}),
+                                   "estimate": plan.estimate.model_copy(update={"details": details})})
+    return generate(plan, context_of(result, plan)).manifests
+
+
 ARM64_STATED = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic-arm64:v1.1.0"
 
 
@@ -72,8 +85,11 @@ def baselines(planned_results) -> dict[str, rules.Scope]:
         "arm": _scope(planned_results["llama-405b-a4x"],
                       job_of(planned_results["llama-405b-a4x"], JobOptions(validate=True, image=ARM64_STATED)).manifests),
     }
+    # A serving replica over four trays of one p6e-gb200 UltraServer, placed by its NVLink clique.
+    scopes["p6e-lws"] = _scope(planned_results["llama-405b-p6e"], _p6e_lws_manifests(planned_results["llama-405b-p6e"]))
     # LWS needs its controller: the serving stack's plan (one node per replica) does not install it.
-    scopes["lws"].cluster.releases["lws"] = {"name": "lws"}
+    for name in ("lws", "p6e-lws"):
+        scopes[name].cluster.releases["lws"] = {"name": "lws"}
     return scopes
 
 
@@ -94,6 +110,10 @@ def container(scope: rules.Scope) -> dict:
 
 def replicated_job(scope: rules.Scope) -> dict:
     return first(scope, "JobSet")["spec"]["replicatedJobs"][0]
+
+
+def leader_annotations(scope: rules.Scope) -> dict:
+    return first(scope, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"]["annotations"]
 
 
 def kueue_config(scope: rules.Scope, config: dict) -> None:
@@ -229,6 +249,10 @@ CASES: dict[str, Case] = {
                                    "containers[0].image"),
     # a pod group across the trays of one NVLink domain (A4X's fabric check over 36 nodes) claims the IMEX channel
     "nvidia/compute-domain-claim": Case("arm", lambda s: pod(s).pop("resourceClaims"), "spec.resourceClaims"),
+    # a serving replica over four trays of one UltraServer no longer required in one NVLink clique: Kueue may put
+    # it across two UltraServers
+    "nvidia/nvlink-group-in-one-domain": Case("p6e-lws", lambda s: leader_annotations(s).pop(REQUIRED),
+                                              "leaderTemplate.metadata.annotations"),
     "pod/image-architecture-unconfirmed": Case("arm", lambda s: _set(container(s), "image",
                                                                      "nvcr.io/nvidia/pytorch:25.01-py3"),
                                                "containers[0].image"),
@@ -266,7 +290,7 @@ def test_gke_networks_need_the_clusters_multi_networking(baselines):
     assert {v.breach.object.split()[0] for v in rules.run(scope, [rule])} == {"GKENetworkParamSet", "Network"}
 
 
-@pytest.mark.parametrize("baseline", ["tpu", "gke-gpu", "eks", "serving", "lws", "arm"])
+@pytest.mark.parametrize("baseline", ["tpu", "gke-gpu", "eks", "serving", "lws", "arm", "p6e-lws"])
 def test_what_accel_writes_passes_every_rule(baseline, baselines):
     scope = baselines[baseline]
     errors = [v for v in rules.run(scope) if v.rule.severity == "error"]
@@ -556,3 +580,33 @@ def test_any_field_of_the_wrong_shape_is_reported_never_raised(data, baselines):
     target[path[-1]] = value
     report = check(scope.manifests, scope.cluster)   # must not raise
     assert isinstance(report.errors, list)
+
+
+# ---- a serving replica across trays of one NVLink domain (rule nvidia/nvlink-group-in-one-domain) ----------------
+
+def test_a_p6e_replica_is_required_in_one_nvlink_clique_as_one_podset_group(baselines):
+    lws = first(baselines["p6e-lws"], "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    for template in (lws["leaderTemplate"], lws["workerTemplate"]):
+        assert template["metadata"]["annotations"][REQUIRED] == "nvidia.com/gpu.clique"
+        assert template["metadata"]["annotations"][PODSET_GROUP] == "llama-405b-p6e"
+
+
+def test_leader_and_workers_fitted_as_two_podsets_may_land_in_two_domains(baselines):
+    scope = copy.deepcopy(baselines["p6e-lws"])
+    rule = rules.RULES["nvidia/nvlink-group-in-one-domain"]
+    worker = first(scope, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    worker["metadata"]["annotations"][PODSET_GROUP] = "another-group"
+    caught = rules.run(scope, [rule])
+    assert caught and all("do not name one kueue.x-k8s.io/podset-group-name" in v.breach.message for v in caught)
+
+
+def test_a_replica_wider_than_one_ultraserver_is_not_asked_to_fit_one(planned_results):
+    """Twelve trays are more than the 9 nodes of the smaller UltraServer: no level holds the replica in one NVLink
+    domain, so accel requires none and the rule asks for none (a requirement would leave it queued forever)."""
+    result = planned_results["llama-405b-p6e"]
+    scope = _scope(result, _p6e_lws_manifests(result, replica_chips=48))
+    scope.cluster.releases["lws"] = {"name": "lws"}
+    leader = first(scope, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    assert first(scope, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["size"] == 12
+    assert rules.run(scope, [rules.RULES["nvidia/nvlink-group-in-one-domain"]]) == []
+    assert leader["metadata"]["annotations"].get(REQUIRED) != "nvidia.com/gpu.clique"

@@ -72,10 +72,12 @@ def test_where_the_domain_is_the_node_the_layout_is_the_one_it_always_was(need, 
 def test_only_a_documented_unit_of_one_nvlink_domain_lets_tensor_parallelism_span_nodes():
     facts = hardware.current()
     assert facts.nvlink_domain_unit_nodes("a4x-highgpu-4g") == 18   # an A4X sub-block: one NVL72 rack
-    # p6e-gb200: UltraServers of 9 or 18 instances, none a Kueue level the job can require.
-    assert facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge") == 1
+    # p6e-gb200: the NVLink clique GPU Feature Discovery labels (one UltraServer), the smaller UltraServer's 9 nodes;
+    # 9 is odd, so a tensor-parallel group still stays in the tray (pairs of trays would not tile it).
+    assert facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge") == 9
+    assert tensor_parallel_nodes(facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge")) == 1
     spanning = {m for m in (*facts.gcp_gpu_machines, *facts.aws_gpu_instances) if facts.nvlink_domain_unit_nodes(m) > 1}
-    assert spanning == {"a4x-highgpu-4g"}
+    assert spanning == {"a4x-highgpu-4g", "p6e-gb200.36xlarge"}
     # A machine whose NVLink domain is the node (H100, B200, the 16-GPU A2) never does, whatever its unit.
     for machine in ("a3-megagpu-8g", "a4-highgpu-8g", "p5.48xlarge", "a2-megagpu-16g", "not-a-machine"):
         assert facts.nvlink_domain_unit_nodes(machine) == 1
@@ -151,3 +153,54 @@ def test_replicas_that_do_not_pack_into_sub_blocks_are_not_required_in_one_but_t
         SLICE_REQUIRED: SUBBLOCK, SLICE_SIZE: "6", PREFERRED: BLOCK}
     # A tray-bound layout whose replicas do not pack only prefers the sub-block, as a job of no whole replicas does.
     assert topology_request(GKE, "a4x-highgpu-4g", 36, 4).annotations == {PREFERRED: SUBBLOCK}
+
+
+# ---- p6e-gb200: a group of up to one UltraServer's trays in one NVLink clique --------------------------------
+
+P6E_LEVELS = hardware.current().kubernetes.nvlink_topology_levels
+CLIQUE = "nvidia.com/gpu.clique"
+
+
+def test_p6e_is_placed_by_the_nvlink_clique_gpu_feature_discovery_labels():
+    facts = hardware.current()
+    unit = facts.placement_units["p6e-gb200.36xlarge"]
+    assert (unit.level, unit.nodes) == (CLIQUE, 9)      # the smaller UltraServer: u-p6e-gb200x36
+    assert unit.nodes == min(facts.aws_gpu_instances["p6e-gb200.36xlarge"].ultraserver_sizes)
+    assert facts.pool_topology_levels("p6e-gb200.36xlarge", ("x",)) == P6E_LEVELS == (CLIQUE, "kubernetes.io/hostname")
+    # Every other machine keeps its cloud's levels.
+    for machine in ("p5.48xlarge", "p6-b200.48xlarge", "a4x-highgpu-4g"):
+        assert facts.pool_topology_levels(machine, ("x",)) == ("x",)
+
+
+@given(nodes=st.integers(2, 512), group=st.integers(2, 9))
+def test_a_p6e_replica_of_at_most_one_ultraserver_is_required_in_one_clique(nodes, group):
+    """Replicas of 2..9 trays: each required in one clique (or, where cliques of 9 cannot hold them all whole, the
+    job only preferred there); never required anywhere a clique cannot hold."""
+    request = topology_request(P6E_LEVELS, "p6e-gb200.36xlarge", nodes, group)
+    annotations = request.annotations
+    for key in (REQUIRED, SLICE_REQUIRED, PREFERRED):
+        assert annotations.get(key, CLIQUE) == CLIQUE
+    if group < nodes and nodes % group == 0 and (nodes // 9) * (9 // group) + (nodes % 9) // group >= nodes // group:
+        assert annotations[SLICE_REQUIRED] == CLIQUE and annotations[SLICE_SIZE] == str(group)
+    if group >= nodes:
+        assert annotations == {REQUIRED: CLIQUE}
+
+
+@given(nodes=st.integers(10, 512))
+def test_a_p6e_job_wider_than_one_ultraserver_is_never_required_in_one(nodes):
+    request = topology_request(P6E_LEVELS, "p6e-gb200.36xlarge", nodes, nodes)
+    assert request.annotations == {PREFERRED: CLIQUE}
+    assert "more than one nvidia.com/gpu.clique holds (9)" in request.notes[0]
+
+
+def test_the_405b_p6e_job_prefers_one_clique_and_claims_the_compute_domain():
+    """llama-405b-p6e: one 16-tray replica (TP4 x PP16) on one u-p6e-gb200x72 pinned by hand; 16 trays are more than
+    the 9 a clique is known to hold, so the job is preferred in one (it lands whole where the UltraServer has 18)."""
+    plan = Plan.model_validate(planned("llama-405b-p6e").plan)
+    p = plan.parallelism
+    assert (p.tensor, p.tensor_nodes, p.pipeline, p.data) == (4, None, 16, 1)   # tensor parallelism in the tray
+    jobset = next(m for m in generated("llama-405b-p6e").manifests if m["kind"] == "JobSet")
+    template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    annotations = template["metadata"]["annotations"]
+    assert annotations[PREFERRED] == CLIQUE and REQUIRED not in annotations
+    assert template["spec"]["resourceClaims"][0]["name"] == "compute-domain-channel"

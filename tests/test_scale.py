@@ -84,7 +84,9 @@ def test_every_eks_node_group_of_the_fleet_has_its_own_cluster_placement_group(p
 
 
 @pytest.mark.parametrize("stack, levels", [("llama-405b-h100-gcp", "gke_topology_levels"),
-                                           ("llama-405b-h100-aws", "eks_topology_levels")])
+                                           ("llama-405b-h100-aws", "eks_topology_levels"),
+                                           # p6e-gb200 is placed by its NVLink clique: the clique, then the node
+                                           ("llama-405b-p6e", "nvlink_topology_levels")])
 def test_the_kueue_topology_follows_the_clouds_placement_labels_and_the_flavor_names_it(planned_stacks, stack, levels):
     import jsonschema
 
@@ -170,3 +172,21 @@ def test_a_tpu_multislice_beyond_one_pod_plans_one_pool_per_slice(tmp_path, gene
     assert len(pools) == slices
     assumptions = {a["name"]: a["value"] for a in result.plan["estimate"]["assumptions"]}
     assert 0 < assumptions["multislice_efficiency"] < 1   # the data-centre network's cost on the estimate
+
+
+@pytest.mark.parametrize("stack, clique", [("llama-405b-p6e", True), ("llama-405b-h100-aws", False),
+                                           ("llama-70b-finetune-aws", False)])
+def test_a_pool_placed_by_its_nvlink_clique_gets_gpu_feature_discovery_to_label_it(planned_stacks, stack, clique):
+    """Kueue leaves a node without every level's label out of its Topology: the device plugin chart runs GFD (and
+    NFD, whose worker tolerates the GPU pools' taints) where a pool's Topology is nvidia.com/gpu.clique."""
+    document = planned_stacks[stack]
+    [plugin] = [r["inputs"] for r in document["resources"] if r["type"] == "kubernetes:helm.sh/v3:Release"
+                and r["inputs"]["name"] == "nvidia-device-plugin"]
+    values = plugin["values"]
+    assert ("gfd" in values) == clique and ("nfd" in values) == clique
+    if clique:
+        assert values["gfd"] == {"enabled": True}
+        tolerations = values["nfd"]["worker"]["tolerations"]
+        assert tolerations == values["tolerations"]
+        assert {"key": "nvidia.com/gpu", "operator": "Exists"} in [
+            {k: v for k, v in t.items() if k in ("key", "operator")} for t in tolerations]

@@ -32,7 +32,15 @@ from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
-from accel.job.topology import PODSET_GROUP, REQUIRED, replica_level, topology_request
+from accel.job.topology import (
+    PODSET_GROUP,
+    PREFERRED,
+    REQUIRED,
+    inventory_clique_nodes,
+    level_nodes,
+    replica_level,
+    topology_request,
+)
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -330,7 +338,9 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     if hw.family == "gpu" and plan.parallelism is not None:
         # Kueue keeps each model replica inside the finest placement level that holds it (accel/job/topology.py).
         request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, nodes,
-                                   plan.parallelism.group_nodes, plan.parallelism.tensor_nodes or 1)
+                                   plan.parallelism.group_nodes, plan.parallelism.tensor_nodes or 1,
+                                   _clique_nodes(ctx, hw),
+                                   ctx.inventory_pool.chips // hw.chips_per_node if ctx.inventory_pool else None)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes,
                  *context_parallel.notes(plan.parallelism, plan_view.framework(plan),
@@ -439,17 +449,29 @@ def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
     return leader, worker
 
 
+def _clique_nodes(ctx: JobContext, hw: plan_view.Hardware) -> int | None:
+    """An existing cluster's nodes per NVLink clique (its inventory's domain over its GPUs per node); None for a
+    cloud pool, whose clique size is the hardware table's placement unit."""
+    if ctx.inventory_pool is None or hw.family != "gpu":
+        return None
+    return inventory_clique_nodes(hw.accelerator, hw.chips_per_node, ctx.nvlink_domain_gpus)
+
+
 def _group_in_one_domain(templates: list[dict], name: str, levels: tuple[str, ...], machine_type: str,
-                         nodes: int) -> str:
+                         nodes: int, clique_nodes: int | None = None) -> str:
     """Annotate a LeaderWorkerSet's leader and worker templates so Kueue places each group (one Workload of two
     PodSets) in one domain of the finest level that holds its `nodes` (A4X: a sub-block, one NVL72 rack): the
     PodSet group of Kueue v0.14.1 (apis/kueue/v1beta1/topology_types.go PodSetGroupName, "a unit of flavor
     assignment and topology domain fitting"; KEP 2724 "co-locate Leader with Workers within the same replica in
     LeaderWorkerSet", both templates naming the group and the same required level). Returns the note."""
-    level = replica_level(levels, machine_type, nodes)
+    level = replica_level(levels, machine_type, nodes, clique_nodes)
+    size = level_nodes(level, machine_type, clique_nodes)
+    # No level holds the replica (p6e-gb200's broadest is the 9-node clique): required, it would wait forever.
+    annotation, verb = (PREFERRED, "preferred") if size is not None and size < nodes else (REQUIRED, "required")
     for template in templates:
-        template["metadata"].setdefault("annotations", {}).update({PODSET_GROUP: name, REQUIRED: level})
-    return (f"topology: each replica's leader and workers ({nodes} pods, one per node) required in one {level} "
+        template["metadata"].setdefault("annotations", {}).update({PODSET_GROUP: name, annotation: level})
+    held = f", more than one holds ({size})" if annotation == PREFERRED else ""
+    return (f"topology: each replica's leader and workers ({nodes} pods, one per node) {verb} in one {level}{held} "
             f"as one Kueue PodSet group ({PODSET_GROUP}: {name})")
 
 
@@ -500,7 +522,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         notes += domain_notes
         if hw.family == "gpu" and pool.topology_levels:
             notes.append(_group_in_one_domain([leader, worker], name, pool.topology_levels, hw.machine_type,
-                                              nodes_per_replica))
+                                              nodes_per_replica, _clique_nodes(ctx, hw)))
         # A TPU replica is one multi-host slice: one node pool per replica, as the JobSet's slices.
         exclusive = {"annotations": {LWS_EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}} if hw.family == "tpu" else {}
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",

@@ -24,7 +24,9 @@ not a whole number of replicas), each tensor-parallel group (a slice of `tensor_
 completion index as torchrun's node ranks and Megatron's rank order lay a group out) is required in one unit.
 A level's size is known only where the hardware table documents it (`[placement_units]`,
 `[kubernetes] single_node_levels`); a level of unknown size is assumed able to hold the replica, and
-Kueue keeps the job queued if it cannot. TPU slices need none of this: each slice is its own node
+Kueue keeps the job queued if it cannot. A pool placed by its NVLink clique (p6e-gb200: levels
+nvidia.com/gpu.clique, kubernetes.io/hostname) has no level above one domain: a replica wider than one clique
+is required nowhere and only preferred in one. TPU slices need none of this: each slice is its own node
 pool (exclusive placement per pool), which is already the finest unit.
 """
 
@@ -49,39 +51,63 @@ class TopologyRequest:
     notes: list[str] = field(default_factory=list)
 
 
-def level_nodes(level: str, machine_type: str) -> int | None:
+def level_nodes(level: str, machine_type: str, clique_nodes: int | None = None) -> int | None:
     """Nodes one domain of `level` holds for this machine type: 1 for the host and the node, the
-    documented unit size at the unit's level, else None (not documented)."""
+    documented unit size at the unit's level, `clique_nodes` at the NVLink clique where an existing cluster's
+    inventory gives its nodes per NVLink domain (inventory_clique_nodes), else None (not documented)."""
     facts = hardware.current()
     if level in facts.kubernetes.single_node_levels:
         return 1
+    if clique_nodes is not None and level in facts.kubernetes.nvlink_topology_levels[:-1]:
+        return clique_nodes
     unit = facts.placement_units.get(machine_type)
     return unit.nodes if unit is not None and unit.level == level else None
 
 
-def replica_level(levels: tuple[str, ...], machine_type: str, group_nodes: int) -> str:
+def inventory_clique_nodes(accelerator: str, gpus_per_node: int, stated_domain_gpus: int | None) -> int | None:
+    """Nodes of one NVLink domain of an existing cluster's inventory (its stated nvlink_domain_gpus, else the chip's
+    in the hardware table, over its GPUs per node: GB200 NVL72, 72 / 4 = 18); None where the domain is the node."""
+    domain = stated_domain_gpus or hardware.current().scale_up_domain_chips(accelerator) or 0
+    return domain // gpus_per_node if gpus_per_node and domain > gpus_per_node else None
+
+
+def within_one_nvlink_domain(level: str, machine_type: str | None) -> bool:
+    """Whether every domain of `level` lies inside one NVLink domain of these nodes: the NVLink clique GPU Feature
+    Discovery labels (nvidia.com/gpu.clique: one NVLink partition, whatever the machine), or the machine's placement
+    unit where it holds one domain that joins machines (A4X's sub-block, HardwareFacts.nvlink_domain_unit_nodes)."""
+    facts = hardware.current()
+    if level in facts.kubernetes.nvlink_topology_levels[:-1]:
+        return True
+    unit = facts.placement_units.get(machine_type) if machine_type else None
+    return unit is not None and unit.level == level and facts.nvlink_domain_unit_nodes(unit.machine_type) > 1
+
+
+def replica_level(levels: tuple[str, ...], machine_type: str, group_nodes: int, clique_nodes: int | None = None) -> str:
     """The finest level (of `levels`, broadest first) that can hold `group_nodes` nodes."""
     for level in reversed(levels):
-        size = level_nodes(level, machine_type)
+        size = level_nodes(level, machine_type, clique_nodes)
         if size is None or size >= group_nodes:
             return level
     return levels[0]
 
 
-def unit_level(levels: tuple[str, ...], machine_type: str) -> str:
+def unit_level(levels: tuple[str, ...], machine_type: str, clique_nodes: int | None = None) -> str:
     """The finest level coarser than one node: the cloud's placement unit."""
-    several = [level for level in levels if level_nodes(level, machine_type) != 1]
+    several = [level for level in levels if level_nodes(level, machine_type, clique_nodes) != 1]
     return several[-1] if several else levels[0]
 
 
 def topology_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int,
-                     tensor_nodes: int = 1) -> TopologyRequest:
+                     tensor_nodes: int = 1, clique_nodes: int | None = None,
+                     fleet_nodes: int | None = None) -> TopologyRequest:
     """The annotations of a GPU training PodSet of `nodes` pods (one per node) whose model replica
     spans `group_nodes` of them and whose tensor-parallel group spans `tensor_nodes` (1: inside a node), on a
-    pool whose Kueue Topology has `levels` (none: no request)."""
+    pool whose Kueue Topology has `levels` (none: no request); `clique_nodes`, an inventory's nodes per NVLink
+    clique (inventory_clique_nodes), and `fleet_nodes` the nodes it has, which the job's pods may land on (unset:
+    `nodes`, a cloud pool's)."""
     if not levels or nodes <= 1:
         return TopologyRequest()
-    request = _replica_request(levels, machine_type, nodes, group_nodes)
+    request = _replica_request(levels, machine_type, nodes, group_nodes, clique_nodes, fleet_nodes)
     return request if tensor_nodes <= 1 else _tensor_groups_in_one_domain(request, levels, machine_type, tensor_nodes)
 
 
@@ -115,11 +141,12 @@ def _tensor_groups_in_one_domain(request: TopologyRequest, levels: tuple[str, ..
                                          f"({unit.nodes} nodes){whole} (Kueue Topology Aware Scheduling)"])
 
 
-def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int) -> TopologyRequest:
+def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int,
+                     clique_nodes: int | None = None, fleet_nodes: int | None = None) -> TopologyRequest:
     """Each model replica of `group_nodes` nodes required in the finest level that holds it, or the whole job."""
-    level = replica_level(levels, machine_type, group_nodes)
+    level = replica_level(levels, machine_type, group_nodes, clique_nodes)
     if group_nodes > 1 and nodes % group_nodes == 0 and group_nodes < nodes \
-            and not _replicas_overflow(level, machine_type, nodes, group_nodes):
+            and not _replicas_overflow(level, machine_type, nodes, group_nodes, clique_nodes, fleet_nodes):
         annotations = {SLICE_REQUIRED: level, SLICE_SIZE: str(group_nodes)}
         index = levels.index(level)
         note = (f"topology: each model replica ({group_nodes} pods, one per node, by completion index) required "
@@ -129,24 +156,33 @@ def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, gro
             note += f"; the whole job preferred in one {levels[index - 1]} (Kueue climbs when it does not fit)"
         return TopologyRequest(annotations, [note + " (Kueue Topology Aware Scheduling)"])
     if group_nodes >= nodes:
-        level = replica_level(levels, machine_type, nodes)
+        level = replica_level(levels, machine_type, nodes, clique_nodes)
+        size = level_nodes(level, machine_type, clique_nodes)
+        if size is not None and size < nodes:
+            # Even the broadest level is documented too small (p6e-gb200's levels: the 9-node clique, the node):
+            # a requirement would keep the job queued forever, so it is only preferred there.
+            return TopologyRequest({PREFERRED: level}, [
+                f"topology: the job is one model replica of {nodes} nodes, more than one {level} holds ({size}); "
+                f"preferred in one {level} (Kueue spreads it over several when none has room)"])
         return TopologyRequest({REQUIRED: level}, [f"topology: the job is one model replica of {nodes} nodes, "
                                                    f"required in one {level}"])
     why = ("a model replica stays inside one node" if group_nodes <= 1 else
            f"{nodes} nodes are not a whole number of {group_nodes}-node replicas, so no per-replica requirement"
            if nodes % group_nodes else
-           f"{group_nodes}-node replicas do not pack into {level}s of {level_nodes(level, machine_type)} nodes (some "
-           "would wait for a domain with room forever), so no per-replica requirement")
-    level = unit_level(levels, machine_type)
+           f"{group_nodes}-node replicas do not pack into {level}s of {level_nodes(level, machine_type, clique_nodes)} "
+           "nodes (some would wait for a domain with room forever), so no per-replica requirement")
+    level = unit_level(levels, machine_type, clique_nodes)
     return TopologyRequest({PREFERRED: level}, [f"topology: {why}; the whole job preferred in one {level}"])
 
 
-def _replicas_overflow(level: str, machine_type: str, nodes: int, group_nodes: int) -> bool:
+def _replicas_overflow(level: str, machine_type: str, nodes: int, group_nodes: int,
+                       clique_nodes: int | None = None, fleet_nodes: int | None = None) -> bool:
     """Whether the fleet's domains of `level` (of documented size; the fleet in whole domains and a remainder)
     cannot hold all its `group_nodes`-node replicas, each inside one: 36 A4X nodes are two 18-node sub-blocks,
     which hold 8 four-node replicas, not 9."""
-    size = level_nodes(level, machine_type)
+    size = level_nodes(level, machine_type, clique_nodes)
     if size is None or size >= nodes:
         return False
-    room = (nodes // size) * (size // group_nodes) + (nodes % size) // group_nodes
+    fleet = max(nodes, fleet_nodes or 0)   # an inventory's pods may land on any of its nodes (two NVL72 racks: 36)
+    room = (fleet // size) * (size // group_nodes) + (fleet % size) // group_nodes
     return room < nodes // group_nodes

@@ -546,6 +546,16 @@ class AcceleratorStack(pulumi.ComponentResource):
                      for p in gpu_pools]
             values["affinity"] = {"nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+        # A pool placed by its NVLink clique (p6e-gb200; an inventory saying nvlink_clique_label) needs the label GPU
+        # Feature Discovery writes, nvidia.com/gpu.clique: Kueue leaves a node without it out of its Topology. The
+        # chart runs GFD, with its Node Feature Discovery dependency, when gfd.enabled (nvidia-device-plugin 0.17.1
+        # values.yaml:105-106, Chart.yaml:10-15; its labeler internal/lm/imex.go:39 in that release), on the same
+        # affinity and tolerations as the plugin. NFD's worker publishes GFD's labels from each GPU node, so it
+        # tolerates the pools' taints too: its default tolerates only nvidia.com/gpu=present (GKE's value).
+        clique = hardware.current().kubernetes.nvlink_topology_levels[0]
+        if any(clique in p.topology_levels for p in gpu_pools):
+            values["gfd"] = {"enabled": True}
+            values["nfd"] = {"worker": {"tolerations": values["tolerations"]}}
         return values
 
     @staticmethod

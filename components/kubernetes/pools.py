@@ -120,8 +120,9 @@ def _arch_tolerations(gpu: GpuPool) -> list[Toleration]:
 
 def _topology_levels(gpu: GpuPool, levels: tuple[str, ...]) -> tuple[str, ...]:
     """The cloud's placement levels for a GPU fleet on a scale-out fabric (multi-node training, where a
-    tensor- or pipeline-parallel group must stay close); none for a pool without one (docs/scale.md)."""
-    return levels if gpu.fabric != "none" else ()
+    tensor- or pipeline-parallel group must stay close), or its NVLink clique's where the machine is placed by it
+    (p6e-gb200: HardwareFacts.pool_topology_levels); none for a pool without a fabric (docs/scale.md)."""
+    return hardware.current().pool_topology_levels(gpu.machine_type, levels) if gpu.fabric != "none" else ()
 
 
 def eks_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND,
@@ -188,6 +189,13 @@ class InventoryEntry(StrictModel):
         "(NVLink within the board, the node); unset = the chip's domain in the hardware table (policies/hardware/"
         "facts.toml [collective_fabrics]): gb200 is NVL72 there because every cloud machine type of it (A4X, "
         "p6e-gb200) is an NVL72 tray")
+    # NVIDIA GPU Feature Discovery labels a GB200 node with its NVLink partition (k8s-device-plugin v0.20.0
+    # internal/lm/imex.go:29-43); a cluster that runs it (the GPU Operator's gfd, or GFD alone) says so here.
+    nvlink_clique_label: bool = Field(
+        False, description="the nodes carry NVIDIA GPU Feature Discovery's nvidia.com/gpu.clique (their NVLink "
+        "partition: GPU Operator with gfd enabled, or GFD alone): the pool's Kueue Topology is that label, then the "
+        "node, so a group of pods (a model or serving replica) is kept inside one NVLink domain; only for GPUs whose "
+        "NVLink domain joins nodes (GB200 NVL72). Nodes without the label are left out of topology-aware scheduling")
 
     @model_validator(mode="after")
     def _topology_only_for_tpus(self) -> "InventoryEntry":
@@ -211,6 +219,16 @@ class InventoryEntry(StrictModel):
             raise ValueError(f"nvlink_domain_gpus: {domain} is not a whole number of nodes of {per_node} GPUs "
                              f"(gpus_per_node): give at most {per_node} (a domain within the node, e.g. 4 for GB200 "
                              f"NVL4) or a multiple of {per_node} (a domain across nodes, e.g. 72 for GB200 NVL72)")
+        return self
+
+
+    @model_validator(mode="after")
+    def _clique_only_where_nvlink_joins_nodes(self) -> "InventoryEntry":
+        if self.nvlink_clique_label and (_is_tpu(self.accelerator) or not hardware.current().nvlink_domain_spans_nodes(
+                self.accelerator, None, self.nvlink_domain_gpus)):
+            raise ValueError(f"nvlink_clique_label: {self.accelerator} nodes share no NVLink domain across nodes "
+                             "(nvlink_domain_gpus, or the hardware table's domain of the chip), so GPU Feature Discovery "
+                             "labels no clique to place them by; set it only for GPUs like GB200 NVL72")
         return self
 
 
@@ -268,6 +286,7 @@ def inventory_pool(entry: InventoryEntry) -> AcceleratorPool:
         node_labels=labels,
         tolerations=tuple(tolerations),
         accelerator=entry.accelerator,
+        topology_levels=hardware.current().kubernetes.nvlink_topology_levels if entry.nvlink_clique_label else (),
     )
 
 

@@ -230,6 +230,7 @@ class KubernetesNames(NamedTuple):
     eks_gpu_taint_value: str
     gke_topology_levels: tuple[str, ...]   # placement labels on GKE GPU nodes, broadest first (Kueue Topology)
     eks_topology_levels: tuple[str, ...]   # EKS network-node layers, broadest first, then the node
+    nvlink_topology_levels: tuple[str, ...]  # a GB200 pool placed by its NVLink partition (nvidia.com/gpu.clique)
     single_node_levels: tuple[str, ...]    # levels of those lists that one node fills (host, node)
     source: str
 
@@ -357,16 +358,23 @@ class HardwareFacts:
     def nvlink_domain_unit_nodes(self, machine_type: str) -> int:
         """Nodes of one NVLink domain that spans machines and that the cloud places as a unit a job can require: the
         machine's documented placement unit ([placement_units], its Kueue level) when the domain spans machines and
-        the unit lies inside one domain (A4X: an 18-node sub-block, the 72 GPUs of one NVL72 rack). 1 otherwise: the
-        domain is the node, or no level is documented to hold exactly one domain (p6e-gb200: the UltraServer is
-        not a Kueue level, and a fleet may be UltraServers of 9; a Kubernetes inventory names no rack), so a
-        tensor-parallel group that spanned nodes could straddle two domains."""
+        the unit lies inside one domain (A4X: an 18-node sub-block, the 72 GPUs of one NVL72 rack; p6e-gb200: the
+        nvidia.com/gpu.clique GPU Feature Discovery labels, one UltraServer, 9 nodes: the smaller of the two it is
+        sold as). 1 otherwise: the domain is the node, or no level is documented to hold exactly one domain (a
+        Kubernetes inventory names no rack), so a group that spanned nodes could straddle two domains."""
         unit = self.placement_units.get(machine_type)
         machine = self.gpu_machine(machine_type)
         if unit is None or not unit.nodes or machine is None or not self.nvlink_spans_nodes(machine_type):
             return 1
         domain = self.scale_up_domain_chips(machine.chip, machine_type) or 0
         return unit.nodes if unit.nodes * machine.gpus <= domain else 1
+
+    def pool_topology_levels(self, machine_type: str, cloud_levels: tuple[str, ...]) -> tuple[str, ...]:
+        """The Kueue Topology levels of a pool of this machine type: [kubernetes] nvlink_topology_levels where its
+        placement unit is a level of those (p6e-gb200: the NVLink clique, then the node), else `cloud_levels`."""
+        unit = self.placement_units.get(machine_type)
+        nvlink = self.kubernetes.nvlink_topology_levels
+        return nvlink if unit is not None and unit.level in nvlink else cloud_levels
 
     def nvlink_spans_nodes(self, machine_type: str) -> bool:
         """Whether a cloud machine type's NVLink domain joins several machines (nvlink_domain_spans_nodes of
@@ -650,7 +658,7 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
-    levels = ("gke_topology_levels", "eks_topology_levels", "single_node_levels")
+    levels = ("gke_topology_levels", "eks_topology_levels", "nvlink_topology_levels", "single_node_levels")
     names: dict[str, Any] = {f: k8s.get(f, str) for f in KubernetesNames._fields
                              if f != "source" and f not in levels}
     for key in levels:
@@ -673,7 +681,7 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                   kubernetes.eks_topology_levels if key in aws else None)
         if levels is None:
             raise HardwareFactsError(f"{e.where}: {key!r} is neither in [gcp_gpu_machines] nor in [aws_gpu_instances]")
-        level = e.one_of("level", set(levels[:-1]))
+        level = e.one_of("level", set(levels[:-1]) | set(kubernetes.nvlink_topology_levels[:-1]))
         nodes = e.get("nodes", int, None, positive=True) if "nodes" in e.data else None
         units[key] = PlacementUnit(key, level, nodes, _source(e, None, sources))
         e.done()
@@ -695,6 +703,15 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
             _machine_domain(fabric, _Entry(value, f"{e.where}.machines.{name}"), name, {**gcp, **aws}, sources)
             for name, value in machines.items()))
         e.done()
+    # A unit placed by its NVLink clique is a machine whose NVLink domain joins machines (its chip's domain is
+    # larger than the machine): elsewhere the node is the whole domain and GPU Feature Discovery labels no clique.
+    for unit in units.values():
+        machine = gcp.get(unit.machine_type) or aws.get(unit.machine_type)
+        fabric = collective.get(machine.chip) if machine is not None else None
+        if unit.level in kubernetes.nvlink_topology_levels and (fabric is None or fabric.domain_chips <= machine.gpus):
+            raise HardwareFactsError(f"{where}: placement_units.{unit.machine_type}.level: {unit.level} is an NVLink "
+                                     f"clique, but {unit.machine_type}'s NVLink domain does not join machines "
+                                     "([collective_fabrics])")
     # A selectable chip whose collectives cross a scale-up domain (a TPU slice's ICI, an NVLink domain) states it:
     # without an entry a mixture of experts' all-to-all on it was costed as free, "within one node".
     unstated = [c.id for c in chips.values() if c.selectable and _has_scale_up_domain(c) and c.id not in collective]

@@ -32,7 +32,7 @@ COMPUTE_DOMAIN = ("resource.nvidia.com", "ComputeDomain")
 GROUP_KINDS = ("JobSet", "Job", "LeaderWorkerSet")   # kinds whose pods of one group share a collective
 
 
-def _group_pods(template: PodTemplate) -> int | None:
+def group_pods(template: PodTemplate) -> int | None:
     """Pods of one group the template belongs to (None when a count is not an integer: schema rules report it)."""
     owner = template.owner.get("kind")
     replicas, per_replica = (integer(c) for c in template.counts or (1, 1))
@@ -41,7 +41,7 @@ def _group_pods(template: PodTemplate) -> int | None:
     return replicas * per_replica if owner == "JobSet" else per_replica
 
 
-def _requests_gpus(container: dict[str, Any]) -> bool:
+def requests_gpus(container: dict[str, Any]) -> bool:
     resources = container.get("resources") or {}
     return any(str((resources.get(kind) or {}).get(GPU_RESOURCE, "0")) not in ("0", "") for kind in ("limits",
                                                                                                   "requests"))
@@ -59,7 +59,7 @@ def _channel_templates(scope: Scope) -> set[str]:
     return found
 
 
-def _spanning_domain(template: PodTemplate, pods: int, cluster) -> str | None:
+def spanning_domain(template: PodTemplate, pods: int, cluster) -> str | None:
     """The pools' description when every pool the pod can land on puts a group of `pods` across one NVLink domain
     of several nodes (the decision of components/kubernetes/workloads.py), else None."""
     pools = placeable_pools(template.spec, cluster)
@@ -84,11 +84,11 @@ def compute_domain_claim(scope: Scope):
         return
     channels = _channel_templates(scope)
     for template in pod_templates(of_kind(scope.manifests, *GROUP_KINDS)):
-        pods = _group_pods(template)
-        gpu_containers = [(where, c) for where, c in containers(template.spec) if _requests_gpus(c)]
+        pods = group_pods(template)
+        gpu_containers = [(where, c) for where, c in containers(template.spec) if requests_gpus(c)]
         if not pods or pods < 2 or not gpu_containers:
             continue
-        where_pools = _spanning_domain(template, pods, scope.cluster)
+        where_pools = spanning_domain(template, pods, scope.cluster)
         if where_pools is None:
             continue
         namespace = (template.owner.get("metadata") or {}).get("namespace", "")
