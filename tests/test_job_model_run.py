@@ -87,6 +87,13 @@ def test_a_command_of_your_own_is_left_as_written_and_told_to_pass_model_name():
     assert "your --command replaces the default, so pass model_name yourself" in notes
 
 
+def test_a_maxtext_checkpoint_is_named_for_load_parameters_path_and_a_hugging_face_one_for_conversion():
+    notes = train({"architecture": "llama3.1-70b", "checkpoint": "gs://ckpt/llama/0/items"})[2]
+    assert "to start from model.checkpoint give load_parameters_path=gs://ckpt/llama/0/items" in notes
+    notes = train({"architecture": "llama3.1-70b", "checkpoint": "acme/llama-70b-ft"})[2]
+    assert "convert acme/llama-70b-ft with python3 -m maxtext.checkpoint_conversion.to_maxtext" in notes
+
+
 def test_a_gated_architecture_says_its_conversion_needs_hf_token():
     assert "meta-llama/Llama-3.1-70B is gated" in train({"architecture": "llama3.1-70b"})[2]
     assert "is gated" not in train({"architecture": "qwen3-32b"})[2]

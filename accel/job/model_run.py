@@ -75,14 +75,17 @@ def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
     facts = _facts()
     tokenizer = _tokenizer_args(row, facts["maxengine"]["tokenizers"])
     weights = named.checkpoint or row.huggingface
+    if _is_bucket_or_path(weights):
+        start = f"to start from model.checkpoint give load_parameters_path={weights} (a MaxText checkpoint)"
+    else:
+        start = (f"to start from the published weights convert {weights} with python3 -m "
+                 f"{facts['maxtext_converter']} and give load_parameters_path=<its gs:// path>")
     notes = [f"model: model_name={row.name}, MaxText's config of it ({row.layers} layers, width {row.hidden:,}, "
              f"{row.query_heads}/{row.kv_heads} query/KV heads, vocabulary {row.vocabulary:,})"
              + ("" if written else "; your --command replaces the default, so pass model_name yourself"),
              f"smoke run: synthetic data and 100 steps, random weights. For a real run pass --command with "
              f"dataset_type=hf hf_path=<dataset> (or tfds/grain with dataset_path=...), {tokenizer}, "
-             f"steps=<the run's>; to start from the published weights convert {weights} with "
-             f"python3 -m {facts['maxtext_converter']} and give load_parameters_path=<its gs:// path> "
-             f"({facts['maxtext_source'].split(':')[0]})"]
+             f"steps=<the run's>; {start} ({facts['maxtext_source'].split(':')[0]})"]
     if row.gated and weights == row.huggingface:
         notes.append(_gated_note(row.huggingface, "the conversion"))
     return notes
