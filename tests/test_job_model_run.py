@@ -186,3 +186,48 @@ def test_your_command_on_tpu_is_left_as_written():
     command, image, notes = serve_tpu({"architecture": "qwen3-8b", "checkpoint": "Qwen/Qwen3-8B"}, command="serve.sh")
     assert command == "serve.sh" and image == runtime()["defaults"]["jetstream"]["image"]
     assert "your --command (model.architecture and model.checkpoint are yours to pass in it)" in notes
+
+
+# ----- vLLM's tensor-parallel rule over the heads (vllm/config.py l.933, layers/linear.py l.832-838 at v0.8.5) -----
+
+@pytest.mark.parametrize("heads, kv, tensor, refused", [
+    (32, 8, 8, None), (32, 8, 4, None),                 # Llama 3.1 8B: heads and KV heads split
+    (8, 4, 8, None),                                     # Gemma 2 2B on 8 GPUs: 4 KV heads, each on 2 ranks
+    (40, 40, 16, "query heads"),                         # Llama 2 13B on a2-megagpu-16g's 16 GPUs
+    (48, 8, 32, "query heads"),
+    (12, 6, 4, "KV heads"),                              # 6 KV heads do not split over 4 ...
+    (24, 3, 6, None), (24, 3, 4, "KV heads"),            # ... nor 3 replicate onto 4 (they do onto 6)
+])
+def test_vllms_rule_over_the_heads(heads, kv, tensor, refused):
+    import dataclasses
+
+    from accel.job.model_run import vllm_tensor_parallel_problem
+    from accel.policies import architectures
+
+    row = dataclasses.replace(architectures.lookup("llama3.1-8b"), query_heads=heads, kv_heads=kv)
+    problem = vllm_tensor_parallel_problem(row, tensor)
+    assert (problem is None) if refused is None else (refused in problem)
+
+
+def test_every_architecture_splits_over_a_whole_h100_node():
+    from accel.job.model_run import vllm_tensor_parallel_problem
+    from accel.policies import architectures
+
+    for tensor in (1, 2, 4, 8):
+        assert [n for n, row in architectures.table().rows.items() if vllm_tensor_parallel_problem(row, tensor)] == []
+
+
+def test_the_job_refuses_a_layout_vllm_refuses_naming_the_architecture(monkeypatch):
+    import dataclasses
+
+    from accel.policies import architectures
+
+    command, _, _ = serve_gpu({"architecture": "llama3.1-8b"})
+    tensor = int(command.split("--tensor-parallel-size ")[1].split()[0])
+    row = architectures.lookup("llama3.1-8b")
+    odd = dataclasses.replace(row, query_heads=tensor * 3 + 1)    # the mutation: heads the layout cannot split
+    monkeypatch.setattr(architectures, "lookup", lambda name: odd if name == "llama3.1-8b" else row)
+    with pytest.raises(UsageError, match=r"model\.architecture: llama3\.1-8b: its \d+ query heads do not split over "
+                                         rf"tensor parallelism {tensor}, and vLLM refuses"):
+        serve_gpu({"architecture": "llama3.1-8b"})
+    assert serve_gpu({"architecture": "llama3.1-8b"}, command="vllm serve x")   # your own command is yours

@@ -489,6 +489,8 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         # estimate costs it); elsewhere tensor parallelism in the node and a pipeline stage per node.
         layout = plan.parallelism
         tensor, stages = (layout.tensor, layout.pipeline) if layout is not None else (chips_per_pod, nodes_per_replica)
+        if options.command is None:
+            model_run.check_vllm_tensor_parallel(plan, tensor)
         served = (model_run.vllm_model(plan, model, custom_image=options.image is not None)
                   if options.command is None else model_run.ServedModel(model, "", []))
         model, model_notes = served.model, served.notes

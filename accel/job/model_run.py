@@ -100,6 +100,30 @@ class ServedModel:
     notes: list[str]
 
 
+def vllm_tensor_parallel_problem(row: Architecture, tensor: int) -> str | None:
+    """Why vLLM refuses to split `row`'s attention over `tensor` ranks, or None: the query heads must divide evenly,
+    and the KV heads too, or, fewer than the ranks, divide the ranks (each replicated). vLLM's own rule, ported
+    (runtime.yaml model_run.vllm_heads_source: vllm/config.py l.933, model_executor/layers/linear.py l.832-838)."""
+    if row.query_heads % tensor:
+        return f"its {row.query_heads} query heads do not split over tensor parallelism {tensor}"
+    kv = row.kv_heads
+    if (tensor >= kv and tensor % kv) or (tensor < kv and kv % tensor):
+        return (f"its {kv} KV heads neither split over tensor parallelism {tensor} nor replicate evenly "
+                f"onto it ({tensor} is no multiple of {kv})")
+    return None
+
+
+def check_vllm_tensor_parallel(plan: Plan, tensor: int) -> None:
+    """UsageError naming model.architecture when the plan's tensor parallelism is one vLLM refuses for it."""
+    row = named_model(plan).architecture
+    problem = None if row is None else vllm_tensor_parallel_problem(row, tensor)
+    if problem:
+        raise UsageError(f"model.architecture: {row.name}: {problem}, and vLLM refuses such a layout "
+                         f"({_facts()['vllm_heads_source'].split(':')[0]}); pass --command with a "
+                         "--tensor-parallel-size that divides the heads (and --pipeline-parallel-size for the rest "
+                         "of the replica's GPUs), or pin hardware whose replica does")
+
+
 def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
     """What `vllm serve` loads: model.checkpoint, else the architecture's Hugging Face repo, else `stand_in`."""
     named = named_model(plan)
