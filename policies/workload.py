@@ -79,7 +79,8 @@ SERVICE_HOURS_BOUNDS = {"le": 87_840.0}           # ten years (3,660 days), the 
 
 class ModelSpec(WorkloadModel):
     parameters: PositiveQuantity = Field(description="Parameter count, e.g. 70B (a mixture-of-experts model: the "
-                                                     "total, every expert included)", **MODEL_PARAMETER_BOUNDS)
+                                                     "total, every expert included); model.architecture fills it",
+                                         **MODEL_PARAMETER_BOUNDS)
     sequence_length: int = Field(4096, gt=0, le=2_000_000, description="Training context length in tokens")
     active_parameters: PositiveQuantity | None = Field(
         None, **MODEL_PARAMETER_BOUNDS, description="Mixture-of-experts: parameters touched per token (attention, shared and routed experts), "
@@ -104,7 +105,12 @@ class ModelSpec(WorkloadModel):
     @classmethod
     def _fill_from_architecture(cls, data: Any) -> Any:
         """A named architecture supplies every shape field and count the workload leaves out (checked after)."""
-        if not isinstance(data, dict) or not isinstance(data.get("architecture"), str):
+        if not isinstance(data, dict):
+            return data
+        if not isinstance(data.get("architecture"), str):
+            if data.get("parameters") is None and data.get("architecture") is None:
+                raise field_error("parameters", "Field required: the parameter count (e.g. 70B), or name "
+                                                "model.architecture (e.g. llama3.1-70b) to take a published model's", {})
             return data
         from accel.policies import architectures
 

@@ -79,6 +79,12 @@ def test_without_an_architecture_the_model_reads_as_before():
     assert "architecture" not in dumped and "checkpoint" not in dumped and "layers" not in dumped
 
 
+def test_a_model_without_parameters_or_an_architecture_is_told_either_will_do():
+    assert workload(parameters="8B")
+    message = refusal(sequence_length=4096)
+    assert "model.parameters: Field required: the parameter count (e.g. 70B), or name model.architecture" in message
+
+
 def test_an_unknown_name_is_refused_with_the_closest_and_the_list():
     message = refusal(architecture="Llama-3.1-8B")
     assert "model.architecture: no known architecture 'Llama-3.1-8B'" in message
