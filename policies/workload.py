@@ -109,8 +109,8 @@ class ModelSpec(WorkloadModel):
             return data
         if not isinstance(data.get("architecture"), str):
             if data.get("parameters") is None and data.get("architecture") is None:
-                raise field_error("parameters", "Field required: the parameter count (e.g. 70B), or name "
-                                                "model.architecture (e.g. llama3.1-70b) to take a published model's", {})
+                raise field_error("parameters", "Field required: the parameter count (e.g. 70B), or name model."
+                                                "architecture (e.g. llama3.1-70b) to take a published model's", {})
             return data
         from accel.policies import architectures
 
@@ -160,8 +160,8 @@ class ModelSpec(WorkloadModel):
                 continue
             if abs(given - known) > tolerance * known:
                 raise field_error(name, f"{_billions(given)} is more than {tolerance:.0%} from architecture "
-                                        f"{row.name}'s {_billions(known)}: a count for another model or size; leave {name} out to take "
-                                        "the architecture's", given)
+                                        f"{row.name}'s {_billions(known)}: a count for another model or size; "
+                                        f"leave {name} out to take the architecture's", given)
         return self
 
     @model_validator(mode="after")

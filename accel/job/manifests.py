@@ -500,8 +500,9 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     elif engine is not None:
         default_command, model_notes = engine.command, engine.notes
     else:
-        default_command, model_notes = (f"python3 -m MaxText.maxengine_server MaxText/configs/base.yml "
-                                         f"tokenizer_path=assets/tokenizer.llama2 ici_tensor_parallelism={chips_per_pod}"), []
+        model_notes = []
+        default_command = (f"python3 -m MaxText.maxengine_server MaxText/configs/base.yml "
+                           f"tokenizer_path=assets/tokenizer.llama2 ici_tensor_parallelism={chips_per_pod}")
     command = options.command or default_command
     pool = _pool(plan, ctx)
     volumes, mounts, env, annotations, notes = _storage(plan, ctx)
