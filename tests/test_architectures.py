@@ -138,3 +138,18 @@ def test_a_checkpoint_is_a_repo_id_a_bucket_url_or_an_absolute_path(checkpoint):
 def test_anything_else_is_refused_naming_the_field(checkpoint):
     message = refusal(parameters="8B", checkpoint=checkpoint)
     assert message.startswith("w.yaml: model.checkpoint:"), message
+
+
+def test_a_named_architecture_sizes_the_serving_kv_cache_by_its_own_attention():
+    """Layers x KV heads x head width x K,V x 2 bytes (bf16) per token, where the assumption would guess from the
+    size: Mixtral 8x7B's 32 layers of 8 x 128 are 128 KiB per token, not 72 estimated layers' 288 KiB."""
+    from accel.policies.catalog import load_catalog
+    from accel.policies.estimator.estimate import resolve
+
+    defaults = load_catalog().defaults
+    named = resolve(workload(architecture="mixtral-8x7b"), defaults)
+    assert named["model_layers"] == 32
+    assert named["kv_cache_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
+    guessed = resolve(workload(parameters="46.7B"), defaults)   # the same size, no architecture: as before
+    assert guessed["model_layers"] != 32
+    assert guessed["kv_cache_bytes_per_token"] == 2 * guessed["model_layers"] * 1024 * 2
