@@ -5,6 +5,8 @@ Hugging Face repo id, a bucket URL or an absolute path. Each refusal is shown on
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from accel.base.errors import UsageError
 from accel.policies import architectures
@@ -153,3 +155,22 @@ def test_a_named_architecture_sizes_the_serving_kv_cache_by_its_own_attention():
     guessed = resolve(workload(parameters="46.7B"), defaults)   # the same size, no architecture: as before
     assert guessed["model_layers"] != 32
     assert guessed["kv_cache_bytes_per_token"] == 2 * guessed["model_layers"] * 1024 * 2
+
+
+_NAME = st.from_regex(r"[A-Za-z0-9](?:[A-Za-z0-9_]|[-.](?=[A-Za-z0-9_])){0,40}", fullmatch=True)
+
+
+@given(owner=_NAME, name=_NAME)
+def test_any_repo_id_huggingface_takes_is_a_checkpoint(owner, name):
+    from accel.policies.workload import checkpoint_problem
+
+    assert checkpoint_problem(f"{owner}/{name}") is None
+
+
+@given(text=st.text(min_size=1, max_size=60))
+def test_a_checkpoint_with_a_space_or_a_web_address_is_refused(text):
+    """Not a path (no leading '/', where a space is the path's own business) and not a bucket URL."""
+    from accel.policies.workload import checkpoint_problem
+
+    assert checkpoint_problem(f"owner/{text} {text}") is not None
+    assert checkpoint_problem(f"https://{text}") is not None

@@ -193,7 +193,9 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
             notes.append(_gated_note(row.huggingface, "the conversion"))
     elif checkpoint.startswith(("gs://", "/")):
         command += f" load_parameters_path={checkpoint}"
-        notes.append(f"weights: load_parameters_path={checkpoint} (model.checkpoint), a MaxText checkpoint")
+        notes.append(f"weights: load_parameters_path={checkpoint} (model.checkpoint), a MaxText checkpoint whose "
+                     "layer layout matches scan_layers (MaxText's default true; for an unscanned one, as serving "
+                     "conversions often write, pass scan_layers=false in --command)")
     else:
         where = "an s3:// bucket" if checkpoint.startswith("s3://") else "a Hugging Face repo"
         raise UsageError(f"model.checkpoint: {checkpoint} is {where}; MaxText on TPU loads a MaxText checkpoint "
