@@ -181,7 +181,7 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
     image = runtime()["defaults"]["jax-tpu"]["image"]
     command = (f"python3 -m {engine['module']} {engine['config']} model_name={row.name} "
                f"{_tokenizer_args(row, engine['tokenizers'])}")
-    notes = [f"server: MaxText's JetStream engine ({engine['module']}), run from the MaxText image (defaults.jax-tpu; "
+    notes = [f"engine: MaxText's JetStream server ({engine['module']}), run from the MaxText image (defaults.jax-tpu; "
              f"--image replaces it): the JetStream image's MaxText (jetstream-v0.2.2) has no {row.name} config "
              "(sources: runtime.yaml model_run.maxengine)"]
     checkpoint = named.checkpoint
