@@ -38,7 +38,33 @@ class WorkloadModel(StrictModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-_OPTIONAL_MODEL_FIELDS = ("active_parameters", "experts", "experts_per_token", "shared_experts", "layers", "hidden")
+_OPTIONAL_MODEL_FIELDS = ("active_parameters", "experts", "experts_per_token", "shared_experts", "layers", "hidden",
+                          "architecture", "checkpoint")
+
+# A Hugging Face repo id as huggingface_hub's validate_repo_id takes it (utils/_validators.py: REPO_ID_REGEX, no
+# '--' or '..', no '.git' ending), with the namespace required: a bare name would read as a relative path.
+_HF_PART = r"(?![-.])[\w.-]{1,96}(?<![-.])"
+HF_REPO_ID = re.compile(rf"^{_HF_PART}/{_HF_PART}$")
+CHECKPOINT_SCHEMES = ("gs://", "s3://")
+CHECKPOINT_RULE = ("a Hugging Face repo id (owner/name, e.g. meta-llama/Llama-3.1-8B-Instruct), a gs:// or s3:// "
+                   "URL of a bucket path, or an absolute path in the container (/models/...)")
+
+
+def _billions(count: float) -> str:
+    """A parameter count as model names write it: 8.03B, 405.9B, 0.596B."""
+    return f"{count / 1e9:.4g}B"
+
+
+def checkpoint_problem(value: str) -> str | None:
+    """Why `value` is no checkpoint a serving job can load, or None."""
+    if value.startswith(CHECKPOINT_SCHEMES):
+        bucket = value.split("://", 1)[1].split("/", 1)[0]
+        return None if bucket else f"names no bucket; give {CHECKPOINT_RULE}"
+    if value.startswith("/"):
+        return None
+    if HF_REPO_ID.match(value) and "--" not in value and ".." not in value and not value.endswith(".git"):
+        return None
+    return f"is not {CHECKPOINT_RULE}"
 
 
 # Sanity ranges of what a person can mean, not facts about hardware: past them the estimate's arithmetic under- or
@@ -53,7 +79,8 @@ SERVICE_HOURS_BOUNDS = {"le": 87_840.0}           # ten years (3,660 days), the 
 
 class ModelSpec(WorkloadModel):
     parameters: PositiveQuantity = Field(description="Parameter count, e.g. 70B (a mixture-of-experts model: the "
-                                                     "total, every expert included)", **MODEL_PARAMETER_BOUNDS)
+                                                     "total, every expert included); model.architecture fills it",
+                                         **MODEL_PARAMETER_BOUNDS)
     sequence_length: int = Field(4096, gt=0, le=2_000_000, description="Training context length in tokens")
     active_parameters: PositiveQuantity | None = Field(
         None, **MODEL_PARAMETER_BOUNDS, description="Mixture-of-experts: parameters touched per token (attention, shared and routed experts), "
@@ -68,6 +95,74 @@ class ModelSpec(WorkloadModel):
                                                                    "and the all-to-all. Default: estimated from size")
     hidden: int | None = Field(None, gt=0, le=1_000_000, description="Model (hidden) width; sizes the attention "
                                                                       "FLOPs and the all-to-all. Default: estimated")
+    architecture: str | None = Field(
+        None, description="A published architecture (MaxText's model_name, e.g. llama3.1-70b, mixtral-8x7b; "
+                          "policies/architectures/architectures.yaml): fills layers, hidden, experts and parameters "
+                          "left out, refuses ones that disagree, and names the model the generated job runs")
+    checkpoint: str | None = Field(None, description=f"The weights a serving job loads: {CHECKPOINT_RULE}")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_architecture(cls, data: Any) -> Any:
+        """A named architecture supplies every shape field and count the workload leaves out (checked after)."""
+        if not isinstance(data, dict):
+            return data
+        if not isinstance(data.get("architecture"), str):
+            if data.get("parameters") is None and data.get("architecture") is None:
+                raise field_error("parameters", "Field required: the parameter count (e.g. 70B), or name model."
+                                                "architecture (e.g. llama3.1-70b) to take a published model's", {})
+            return data
+        from accel.policies import architectures
+
+        name = data["architecture"]
+        row = architectures.lookup(name)
+        if row is None:
+            known = architectures.table()
+            closest = known.closest(name)
+            hint = f"closest: {', '.join(closest)}; " if closest else ""
+            raise field_error("architecture", f"no known architecture {name!r}; {hint}known: "
+                                              f"{', '.join(known.names())} (or leave architecture out and give "
+                                              "parameters, layers and hidden yourself)", name)
+        given = {key: value for key, value in data.items() if value is not None}
+        return {**row.workload_fields(), **given}
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _loadable_checkpoint(cls, value: str | None) -> str | None:
+        problem = None if value is None else checkpoint_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _agrees_with_architecture(self) -> "ModelSpec":
+        """Fields given beside an architecture must be its own: the shape exactly, the counts within the table's
+        tolerance (its `tolerance_why` says why: published names round, sizes of a family lie far apart)."""
+        if self.architecture is None:
+            return self
+        from accel.policies import architectures
+
+        row = architectures.lookup(self.architecture)
+        assert row is not None  # the before-validator refused an unknown name
+        for name in architectures.SHAPE_FIELDS:
+            given, known = getattr(self, name), getattr(row, name)
+            if given != known:
+                stated = f"{known:,}" if known is not None else "none (it is a dense model)"
+                raise field_error(name, f"{given!r} contradicts architecture {row.name}, whose {name} is {stated}; "
+                                        f"leave {name} out to take the architecture's", given)
+        tolerance = architectures.table().tolerance
+        for name in architectures.COUNT_FIELDS:
+            given, known = getattr(self, name), getattr(row, name)
+            if known is None:
+                if given is not None:
+                    raise field_error(name, f"{_billions(given)} but architecture {row.name} is a dense model (every "
+                                            f"parameter active); leave {name} out", given)
+                continue
+            if abs(given - known) > tolerance * known:
+                raise field_error(name, f"{_billions(given)} is more than {tolerance:.0%} from architecture "
+                                        f"{row.name}'s {_billions(known)}: a count for another model or size; "
+                                        f"leave {name} out to take the architecture's", given)
+        return self
 
     @model_validator(mode="after")
     def _mixture_of_experts(self) -> "ModelSpec":
@@ -616,4 +711,6 @@ def load_workload(path: Any) -> WorkloadSpec:
         return validated()
     # A file validated before (same bytes, same facts table, same code) is read back from the
     # derived-data cache; a file that fails is never cached and fails the same way every run.
-    return cached("workload", [file, hardware.BUNDLED_FACTS], validated, code=[hardware.POLICIES_DIR])
+    from accel.policies.architectures import TABLE
+
+    return cached("workload", [file, hardware.BUNDLED_FACTS, TABLE], validated, code=[hardware.POLICIES_DIR])

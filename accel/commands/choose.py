@@ -206,7 +206,8 @@ def render(choice: Any, plan: Any, console: Console) -> None:
 
     spec = choice.workload
     inference = spec.kind == "inference"
-    title = (f"{spec.name}: {spec.kind}, {human_number(spec.model.parameters)} parameters, "
+    named = f" ({spec.model.architecture})" if spec.model.architecture else ""
+    title = (f"{spec.name}: {spec.kind}, {human_number(spec.model.parameters)} parameters{named}, "
              + (f"{human_number(spec.inference.tokens_per_second)} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms"
                 if inference else f"{human_number(spec.training.tokens)} tokens")
              + f" ({spec.framework}), {choice.objective} objective")

@@ -27,7 +27,7 @@ from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain, context_parallel
+from accel.job import compute_domain, context_parallel, model_run
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
@@ -304,7 +304,8 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     name = dns_name(plan.workload.name)
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
-    user_command = options.command or defaults["command"]
+    maxtext = plan_view.framework(plan) != "pytorch"   # the jax defaults run MaxText; pytorch-gpu an example
+    user_command = options.command or defaults["command"] + (model_run.maxtext_training_args(plan) if maxtext else "")
     replicated = replicated_job_name(hw)
     nodes = plan_view.rank_nodes(plan)   # the nodes holding whole replicas; hw.nodes elsewhere
     extra_env: list[dict] = []
@@ -351,6 +352,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                          if context_parallel.sequence_layout(plan) else 0)]
     domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
     notes += domain_notes
+    notes += model_run.training_notes(plan, maxtext, written=options.command is None)
     restarts, why = max_restarts(plan)
     pods_per_slice = nodes if hw.slices == 1 else hw.nodes_per_slice
     if nodes < hw.nodes:
@@ -434,6 +436,23 @@ def serving_model(plan: Plan) -> str:
     return runtime()["serving_models"][-1]["model"]
 
 
+def _server_line(program: str, image: str, model: str, plan: Plan, family: str, own_command: bool,
+                 named: model_run.NamedModel) -> str:
+    """The derivation line of what the server runs: the workload's named model, or a stand-in said to be one."""
+    parameters = plan.workload.model.parameters
+    if own_command:
+        return (f"server: {program} in {image}; your --command (model.architecture and model.checkpoint are yours "
+                "to pass in it)" if named.named else
+                f"server: {program} in {image}; model {model} (example for {parameters:.3g} parameters: pass "
+                "--command to serve your own)")
+    if named.named:
+        return f"server: {program} in {image}; model {model if family == 'gpu' else named.architecture.name}"
+    stand_in = model if family == "gpu" else "MaxText's default config with random weights"
+    return (f"server: {program} in {image}; model {stand_in}: a stand-in sized for {parameters / 1e9:.3g}B parameters, "
+            "not your model (name it with model.architecture or model.checkpoint in the workload, or pass "
+            "--command to serve your own)")
+
+
 def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
     """(leader, worker) pod templates of a multi-node replica: vLLM spans nodes through a Ray cluster
     whose head is the LWS leader (LWS sets LWS_LEADER_ADDRESS; vLLM "Distributed inference and serving")."""
@@ -480,8 +499,11 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     name = dns_name(plan.workload.name)
     replicas, replica_chips = plan_view.serving_layout(plan)
     defaults = _defaults(plan, hw)
-    image = options.image or defaults["image"]
     model = serving_model(plan)
+    named = model_run.named_model(plan)
+    engine = (model_run.maxengine_run(plan, min(replica_chips, hw.chips_per_node))
+              if hw.family == "tpu" and options.command is None else None)
+    image = options.image or (engine.image if engine is not None else defaults["image"])
     nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
     chips_per_pod = min(replica_chips, hw.chips_per_node)
     if hw.family == "gpu":
@@ -489,10 +511,18 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         # estimate costs it); elsewhere tensor parallelism in the node and a pipeline stage per node.
         layout = plan.parallelism
         tensor, stages = (layout.tensor, layout.pipeline) if layout is not None else (chips_per_pod, nodes_per_replica)
-        default_command = (f"vllm serve {model} --port {SERVING_PORT} --dtype bfloat16 "
+        if options.command is None:
+            model_run.check_vllm_tensor_parallel(plan, tensor)
+        served = (model_run.vllm_model(plan, model, custom_image=options.image is not None)
+                  if options.command is None else model_run.ServedModel(model, "", []))
+        model, model_notes = served.model, served.notes
+        default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT} --dtype bfloat16 "
                            f"--tensor-parallel-size {tensor}"
                            + (f" --pipeline-parallel-size {stages}" if stages > 1 else ""))
+    elif engine is not None:
+        default_command, model_notes = engine.command, engine.notes
     else:
+        model_notes = []
         default_command = (f"python3 -m MaxText.maxengine_server MaxText/configs/base.yml "
                            f"tokenizer_path=assets/tokenizer.llama2 ici_tensor_parallelism={chips_per_pod}")
     command = options.command or default_command
@@ -539,8 +569,8 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     derivations = [
         f"serving: {shape} on {hw.machine_type} ({hw.accelerator}); replicas and chips per replica from the "
         "plan's estimate (replicas, replica_chips)",
-        f"server: {shlex.split(command)[0]} in {image}; model {model} (example for "
-        f"{plan.workload.model.parameters:.3g} parameters: pass --command to serve your own)",
+        _server_line(shlex.split(command)[0], image, model, plan, hw.family, options.command is not None, named),
+        *model_notes,
         f"queue: LocalQueue {ctx.queue} in namespace {ctx.namespace}; priority class {ctx.priority_class}; "
         f"ServiceAccount {ctx.service_account}",
         *notes,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
+from accel.policies import architectures
 from accel.policies.estimator import generations, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
@@ -128,10 +129,21 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     put("hidden_width_rule", inference.hidden_width_rule.value, inference.hidden_width_rule.source, None)
 
     parameters = spec.model.parameters
-    layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
-    put("model_layers", layers, f"estimated: {inference.kv_cache_layers_per_cube_root.source}", None)
+    # A named architecture states its layers and attention (policies/architectures): the KV cache is its own.
+    row = architectures.lookup(spec.model.architecture) if spec.model.architecture else None
+    if row is not None:
+        layers = float(row.layers)
+        put("model_layers", layers, f"architecture {row.name} (policies/architectures/architectures.yaml)", None)
+    else:
+        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
+        put("model_layers", layers, f"estimated: {inference.kv_cache_layers_per_cube_root.source}", None)
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
+    elif row is not None and row.head_dim is not None:
+        kv = 2 * row.layers * row.kv_heads * row.head_dim * precision.kv_bytes_per_value
+        put("kv_cache_bytes_per_token", kv,
+            f"architecture {row.name}: {row.layers} layers x {row.kv_heads} KV heads x {row.head_dim} dims x K,V x "
+            f"{precision.kv_bytes_per_value:g} bytes", None)
     else:
         kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,

@@ -1,0 +1,207 @@
+"""The model a generated job runs: the workload's `model.architecture` (a row of policies/architectures) and
+`model.checkpoint`, written into the default MaxText, JetStream and vLLM commands; without them the defaults run
+the stand-ins they always ran, and say so.
+
+Facts of the programs (flag names, module paths, what loads a bucket) are runtime.yaml `model_run`, with sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accel.base.errors import UsageError
+from accel.policies import architectures
+from accel.policies.architectures import Architecture
+from accel.policies.plan import Plan
+
+from accel.job.facts import runtime
+
+
+@dataclass(frozen=True)
+class NamedModel:
+    architecture: Architecture | None
+    checkpoint: str | None
+
+    @property
+    def named(self) -> bool:
+        return self.architecture is not None or self.checkpoint is not None
+
+
+def named_model(plan: Plan) -> NamedModel:
+    model = plan.workload.model
+    row = architectures.lookup(model.architecture) if model.architecture else None
+    return NamedModel(row, model.checkpoint)
+
+
+def _facts() -> dict:
+    return runtime()["model_run"]
+
+
+def _is_bucket_or_path(checkpoint: str) -> bool:
+    return checkpoint.startswith(("gs://", "s3://", "/"))
+
+
+def _tokenizer_args(row: Architecture, assets: str) -> str:
+    """MaxText's tokenizer_path (its shipped file under `assets`, or a Hugging Face id) and tokenizer_type."""
+    tokenizer = row.tokenizer
+    path = f"{assets}/{tokenizer.path}" if tokenizer.is_asset else tokenizer.path
+    kind = f" tokenizer_type={tokenizer.type}" if tokenizer.type != "sentencepiece" else ""
+    return f"tokenizer_path={path}{kind}"
+
+
+def _gated_note(repo: str, who: str = "the pod") -> str:
+    return (f"Hugging Face repo {repo} is gated (its licence must be accepted): {who} needs "
+            f"{_facts()['hf_token']}")
+
+
+# ----- training: MaxText runs the named model's config -----
+
+def maxtext_training_args(plan: Plan) -> str:
+    """' model_name=<row>' for the default MaxText command of a workload naming an architecture, else ''."""
+    row = named_model(plan).architecture
+    return f" model_name={row.name}" if row is not None else ""
+
+
+def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
+    """What the job says of the model it trains: the MaxText config it passes, the smoke-run defaults and how to
+    point the run at real data, a tokenizer and the published weights. Nothing for a workload naming no model."""
+    named = named_model(plan)
+    row = named.architecture
+    if row is None:
+        return []
+    if not maxtext:
+        return [f"model {row.name}: the default program is an example, not this model; pass --command with your "
+                f"trainer loading {named.checkpoint or row.huggingface}"]
+    facts = _facts()
+    tokenizer = _tokenizer_args(row, facts["maxengine"]["tokenizers"])
+    weights = named.checkpoint or row.huggingface
+    if _is_bucket_or_path(weights):
+        start = f"to start from model.checkpoint give load_parameters_path={weights} (a MaxText checkpoint)"
+    else:
+        start = (f"to start from the published weights convert {weights} with python3 -m "
+                 f"{facts['maxtext_converter']} and give load_parameters_path=<its gs:// path>")
+    notes = [f"model: model_name={row.name}, MaxText's config of it ({row.layers} layers, width {row.hidden:,}, "
+             f"{row.query_heads}/{row.kv_heads} query/KV heads, vocabulary {row.vocabulary:,})"
+             + ("" if written else "; your --command replaces the default, so pass model_name yourself"),
+             f"smoke run: synthetic data and 100 steps, random weights. For a real run pass --command with "
+             f"dataset_type=hf hf_path=<dataset> (or tfds/grain with dataset_path=...), {tokenizer}, "
+             f"steps=<the run's>; {start} ({facts['maxtext_source'].split(':')[0]})"]
+    if row.gated and weights == row.huggingface:
+        notes.append(_gated_note(row.huggingface, "the conversion"))
+    return notes
+
+
+# ----- serving on GPUs: vLLM serves the checkpoint, else the architecture's published weights -----
+
+@dataclass(frozen=True)
+class ServedModel:
+    model: str          # vLLM's positional model argument
+    flags: str          # flags after it (a bucket's load format), with a leading space, or ''
+    notes: list[str]
+
+
+def vllm_tensor_parallel_problem(row: Architecture, tensor: int) -> str | None:
+    """Why vLLM refuses to split `row`'s attention over `tensor` ranks, or None: the query heads must divide evenly,
+    and the KV heads too, or, fewer than the ranks, divide the ranks (each replicated). vLLM's own rule, ported
+    (runtime.yaml model_run.vllm_heads_source: vllm/config.py l.933, model_executor/layers/linear.py l.832-838)."""
+    if row.query_heads % tensor:
+        return f"its {row.query_heads} query heads do not split over tensor parallelism {tensor}"
+    kv = row.kv_heads
+    if (tensor >= kv and tensor % kv) or (tensor < kv and kv % tensor):
+        return (f"its {kv} KV heads neither split over tensor parallelism {tensor} nor replicate evenly "
+                f"onto it ({tensor} is no multiple of {kv})")
+    return None
+
+
+def check_vllm_tensor_parallel(plan: Plan, tensor: int) -> None:
+    """UsageError naming model.architecture when the plan's tensor parallelism is one vLLM refuses for it."""
+    row = named_model(plan).architecture
+    problem = None if row is None else vllm_tensor_parallel_problem(row, tensor)
+    if problem:
+        raise UsageError(f"model.architecture: {row.name}: {problem}, and vLLM refuses such a layout "
+                         f"({_facts()['vllm_heads_source'].split(':')[0]}); pass --command with a "
+                         "--tensor-parallel-size that divides the heads (and --pipeline-parallel-size for the rest "
+                         "of the replica's GPUs), or pin hardware whose replica does")
+
+
+def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
+    """What `vllm serve` loads: model.checkpoint, else the architecture's Hugging Face repo, else `stand_in`."""
+    named = named_model(plan)
+    row = named.architecture
+    facts = _facts()
+    if named.checkpoint is None and row is None:
+        return ServedModel(stand_in, "", [])
+    if named.checkpoint is None:
+        notes = [f"model {row.huggingface}: the published weights of architecture {row.name} (set model.checkpoint "
+                 "to serve your own, e.g. an instruct or fine-tuned repo)"]
+        return ServedModel(row.huggingface, "", [*notes, *([_gated_note(row.huggingface)] if row.gated else [])])
+    checkpoint = named.checkpoint
+    store = facts["vllm_object_store"]
+    if checkpoint.startswith("gs://") and not custom_image:
+        raise UsageError(f"model.checkpoint: {checkpoint}: the default vLLM image documents loading a bucket only "
+                         f"from {', '.join(store['schemes'])} ({store['source']}); give a Hugging Face repo id, an "
+                         "s3:// URL or a path mounted in the pod, or pass --image with a vLLM whose Run:ai streamer "
+                         "reads gs://")
+    if checkpoint.startswith(("gs://", "s3://")):
+        return ServedModel(checkpoint, f" --load-format {store['load_format']}",
+                           [f"model {checkpoint}: streamed from the bucket by the Run:ai Model Streamer "
+                            f"(--load-format {store['load_format']}, safetensors; the image needs vllm[runai]); "
+                            "the pod's ServiceAccount must read the bucket"])
+    if checkpoint.startswith("/"):
+        return ServedModel(checkpoint, "", [f"model {checkpoint}: a path in the container; mount the weights there "
+                                            "(the stack's volume claims mount at /mnt/<claim>)"])
+    gated = row is not None and row.gated and checkpoint == row.huggingface
+    notes = [f"model {checkpoint} (model.checkpoint)"]
+    notes.append(_gated_note(checkpoint) if gated else
+                 f"if {checkpoint} is a gated or private repo, the pod needs {facts['hf_token']}")
+    return ServedModel(checkpoint, "", notes)
+
+
+# ----- serving on TPUs: MaxText's JetStream engine with the named model's config, tokenizer and weights -----
+
+@dataclass(frozen=True)
+class EngineRun:
+    image: str
+    command: str
+    notes: list[str]
+
+
+def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
+    """The MaxText image's JetStream server for a workload naming an architecture, else None (the JetStream image
+    runs its default). A Hugging Face or s3:// checkpoint is refused: MaxText loads its own format from gs://."""
+    named = named_model(plan)
+    row = named.architecture
+    if row is None:
+        if named.checkpoint is not None:
+            raise UsageError("model.checkpoint: serving on TPU runs MaxText, which needs the model's config: give "
+                             f"model.architecture too (one of {', '.join(architectures.table().names())})")
+        return None
+    facts = _facts()
+    engine = facts["maxengine"]
+    image = runtime()["defaults"]["jax-tpu"]["image"]
+    command = (f"python3 -m {engine['module']} {engine['config']} model_name={row.name} "
+               f"{_tokenizer_args(row, engine['tokenizers'])}")
+    notes = [f"engine: MaxText's JetStream server ({engine['module']}), run from the MaxText image (defaults.jax-tpu; "
+             f"--image replaces it): the JetStream image's MaxText (jetstream-v0.2.2) has no {row.name} config "
+             "(sources: runtime.yaml model_run.maxengine)"]
+    checkpoint = named.checkpoint
+    if checkpoint is None:
+        notes.append(f"no model.checkpoint: MaxText starts {row.name} from random weights (a load test, not the "
+                     f"model); convert {row.huggingface} with python3 -m {facts['maxtext_converter']} and set "
+                     "model.checkpoint to its gs:// path")
+        if row.gated:
+            notes.append(_gated_note(row.huggingface, "the conversion"))
+    elif checkpoint.startswith(("gs://", "/")):
+        command += f" load_parameters_path={checkpoint}"
+        notes.append(f"weights: load_parameters_path={checkpoint} (model.checkpoint), a MaxText checkpoint whose "
+                     "layer layout matches scan_layers (MaxText's default true; for an unscanned one, as serving "
+                     "conversions often write, pass scan_layers=false in --command)")
+    else:
+        where = "an s3:// bucket" if checkpoint.startswith("s3://") else "a Hugging Face repo"
+        raise UsageError(f"model.checkpoint: {checkpoint} is {where}; MaxText on TPU loads a MaxText checkpoint "
+                         f"from gs:// or a mounted path (load_parameters_path): convert it with python3 -m "
+                         f"{facts['maxtext_converter']} and give that path")
+    command += f" ici_tensor_parallelism={tensor_parallel}"
+    if row.tokenizer.type == "huggingface" and not row.tokenizer.is_asset and row.gated:
+        notes.append(_gated_note(row.tokenizer.path))
+    return EngineRun(image, command, notes)
