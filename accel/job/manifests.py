@@ -27,8 +27,7 @@ from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain, context_parallel, model_run
-from accel.job.architectures import node_arch
+from accel.job import compute_domain, context_parallel, model_run, vllm_serving
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
@@ -209,7 +208,7 @@ def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
     if plan_view.is_serving(plan):
         if hw.family == "tpu":
             return table["jetstream"]
-        return table["vllm-arm64" if node_arch(hw.machine_type, hw.accelerator) == "arm64" else "vllm"]
+        return table[vllm_serving.default_image(hw).row]
     if plan_view.framework(plan) == "pytorch":
         return table["pytorch-gpu"]
     return table["jax-tpu" if hw.family == "tpu" else "jax-gpu"]
@@ -498,7 +497,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     hw = plan_view.hardware(plan)
     name = dns_name(plan.workload.name)
     replicas, replica_chips = plan_view.serving_layout(plan)
-    defaults = _defaults(plan, hw)
+    defaults = _defaults(plan, hw) if options.image is None else {}  # --image: no default needed (or refused)
     model = serving_model(plan)
     named = model_run.named_model(plan)
     engine = (model_run.maxengine_run(plan, min(replica_chips, hw.chips_per_node))
@@ -516,7 +515,12 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         served = (model_run.vllm_model(plan, model, custom_image=options.image is not None)
                   if options.command is None else model_run.ServedModel(model, "", []))
         model, model_notes = served.model, served.notes
-        default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT} --dtype bfloat16 "
+        # The plan's precision: what vLLM loads must be the bytes the replica was sized for.
+        precision = (vllm_serving.precision_flags(plan, hw, model, named, tensor * stages)
+                     if options.command is None else vllm_serving.PrecisionFlags("", []))
+        image_note = vllm_serving.default_image(hw).note if options.image is None else None
+        model_notes = [*model_notes, *precision.notes, *([image_note] if image_note else [])]
+        default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags} "
                            f"--tensor-parallel-size {tensor}"
                            + (f" --pipeline-parallel-size {stages}" if stages > 1 else ""))
     elif engine is not None:
