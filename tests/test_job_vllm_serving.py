@@ -202,3 +202,9 @@ def test_a_gpu_no_image_is_built_for_is_refused_unless_you_pass_one():
     b300 = type(hw)(**{**hw.__dict__, "accelerator": "b300", "machine_type": "p6-b300.48xlarge"})
     with pytest.raises(UsageError, match=r"accelerator b300 \(compute capability 10.3\): no default vLLM image"):
         default_image(b300)
+
+
+def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_flags():
+    command, image, notes = serve("fp8", hw=B200, clouds=["gcp"], image="registry.local/vllm:1.0")
+    assert image == "registry.local/vllm:1.0" and "image: vllm/vllm-openai" not in notes
+    assert "--quantization fp8 --kv-cache-dtype fp8" in command

@@ -120,17 +120,17 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
             f"precision fp8: vLLM quantizes {model} to fp8 as it loads (W8A8, dynamic activation scales: "
             f"--quantization fp8) and stores K/V in fp8 (--kv-cache-dtype fp8, scales 1.0: check quality), the 1 byte "
             f"per weight and per K/V value the plan sized ({_cite(facts['fp8_source'])})",
-            f"load peak: vLLM reads the weights at their own precision before quantizing ({_cite(facts['fp8_load_peak'])}"
-            f"): {held / 1e9:,.1f} GB of bf16 weights per GPU over the replica's {gpus}, within the "
-            f"{usable / 1e9:,.1f} GB usable on a {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
+            f"load peak: vLLM reads the weights at their own precision before quantizing "
+            f"({_cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU over the replica's "
+            f"{gpus}, within the {usable / 1e9:,.1f} GB usable on a {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
     if precision == "int8":
         checkpoint = named.checkpoint
         if checkpoint is None:
             what = ("a stand-in" if named.architecture is None else
                     f"the published weights of architecture {named.architecture.name}")
             raise UsageError(
-                f"inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint quantized "
-                f"to 8-bit weights (e.g. compressed-tensors W8A16 from llm-compressor, or GPTQ 8-bit); model.checkpoint "
+                "inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint quantized "
+                "to 8-bit weights (e.g. compressed-tensors W8A16 from llm-compressor, or GPTQ 8-bit); model.checkpoint "
                 f"is unset and {model} is {what}: vLLM quantizes no dense checkpoint to int8 weight-only on GPUs as it "
                 f"loads ({_cite(facts['int8_source'])}), so it would load 2 bytes per weight, twice what the plan "
                 "sized. Set model.checkpoint, choose inference.precision bf16 or fp8, or pass --command")
