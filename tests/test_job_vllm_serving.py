@@ -80,9 +80,9 @@ def test_the_fp8_load_peak_is_said_with_its_number():
     gpus = plan.parallelism.tensor * plan.parallelism.pipeline
     _, _, notes = serve("fp8")
     assert "load peak: " in notes
-    assert f"{70e9 * 2 / gpus / 1e9:,.1f} GB of bf16 weights per GPU over the replica's {gpus}" in notes
+    assert f"{70e9 * 2 / gpus / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica)" in notes
     usable = hardware.current().chips["h100-80gb"].hbm_gb * 0.9   # assumptions.yaml hbm_usable_fraction
-    assert f"within the {usable:,.1f} GB usable on a H100" in notes
+    assert f"within the {usable:,.1f} GB usable of each H100" in notes
 
 
 def test_an_fp8_plan_whose_bf16_weights_do_not_fit_while_loading_is_refused():
@@ -93,7 +93,7 @@ def test_an_fp8_plan_whose_bf16_weights_do_not_fit_while_loading_is_refused():
         serve("fp8", {"parameters": "13B"}, {"accelerator": "l4", "chips": 1})
     message = str(refused.value)
     assert message.startswith("inference.precision: fp8 with model.checkpoint unset")
-    assert "26.0 GB on each of the replica's 1 GPUs, more than the 21.6 GB usable on a L4" in message
+    assert "26.0 GB on each GPU (1 per replica), more than the 21.6 GB usable of each L4" in message
     assert "pre-quantized fp8 checkpoint" in message
 
 

@@ -110,8 +110,8 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
             raise UsageError(
                 f"inference.precision: fp8 with model.checkpoint {checkpoint or 'unset'}: vLLM would quantize {model} "
                 f"as it loads, holding its bf16 weights first ({facts['fp8_load_peak'].split(': ', 1)[1]}), "
-                f"{held / 1e9:,.1f} GB on each of the replica's {gpus} GPUs, more than the {usable / 1e9:,.1f} GB "
-                f"usable on a {name}; set model.checkpoint to a pre-quantized fp8 checkpoint (e.g. a repo named "
+                f"{held / 1e9:,.1f} GB on each GPU ({gpus} per replica), more than the {usable / 1e9:,.1f} GB "
+                f"usable of each {name}; set model.checkpoint to a pre-quantized fp8 checkpoint (e.g. a repo named "
                 "...-FP8), or pass --command with your own vLLM command")
         ready = ("" if checkpoint is None else
                  f"; if {checkpoint} is already quantized, vLLM refuses --quantization fp8 unless that is its method "
@@ -121,8 +121,8 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
             f"--quantization fp8) and stores K/V in fp8 (--kv-cache-dtype fp8, scales 1.0: check quality), the 1 byte "
             f"per weight and per K/V value the plan sized ({_cite(facts['fp8_source'])})",
             f"load peak: vLLM reads the weights at their own precision before quantizing "
-            f"({_cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU over the replica's "
-            f"{gpus}, within the {usable / 1e9:,.1f} GB usable on a {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
+            f"({_cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
+            f"within the {usable / 1e9:,.1f} GB usable of each {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
     if precision == "int8":
         checkpoint = named.checkpoint
         if checkpoint is None:
