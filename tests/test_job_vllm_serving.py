@@ -101,7 +101,15 @@ def test_a_pre_quantized_fp8_checkpoint_needs_no_quantization_flag():
     model = {"parameters": "70B", "checkpoint": "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8"}
     command, _, notes = serve("fp8", model)
     assert "--quantization" not in command and "--dtype bfloat16 --kv-cache-dtype fp8" in command
-    assert "pre-quantized fp8 checkpoint" in notes and "load peak" not in notes
+    assert "pre-quantized fp8 checkpoint (its name says fp8)" in notes and "load peak" not in notes
+
+
+def test_an_architecture_published_in_fp8_is_served_as_it_is():
+    """DeepSeek-V3's own weights are fp8 (quant_method fp8): no online quantization, no bf16 load peak."""
+    command, _, notes = serve("fp8", {"architecture": "deepseek3-671b"}, {"accelerator": "h200-141gb", "chips": 16})
+    assert "serve deepseek-ai/DeepSeek-V3 " in command
+    assert "--quantization" not in command and "--kv-cache-dtype fp8" in command
+    assert "published in fp8 (deepseek-ai/DeepSeek-V3 README_WEIGHTS.md" in notes and "load peak" not in notes
 
 
 def test_a_checkpoint_not_named_fp8_is_quantized_online_and_told_what_vllm_does_with_a_quantized_one():
@@ -208,3 +216,8 @@ def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_f
     command, image, notes = serve("fp8", hw=B200, clouds=["gcp"], image="registry.local/vllm:1.0")
     assert image == "registry.local/vllm:1.0" and "image: vllm/vllm-openai" not in notes
     assert "--quantization fp8 --kv-cache-dtype fp8" in command
+
+
+def test_int8_of_weights_published_in_fp8_points_at_fp8():
+    with pytest.raises(UsageError, match="published in fp8: set inference.precision fp8"):
+        serve("int8", {"architecture": "deepseek3-671b"}, {"accelerator": "h200-141gb", "chips": 16})

@@ -99,12 +99,14 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
                 f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
                 f"{_cite(facts['fp8_source'])})"])
         checkpoint = named.checkpoint
-        if checkpoint is not None and "fp8" in checkpoint.lower():
+        published = facts["fp8_published"].get(model)
+        if published or "fp8" in model.lower():
+            why = f"published in fp8 ({published.split(':')[0]})" if published else "its name says fp8"
             return PrecisionFlags(f"{dtype} --kv-cache-dtype fp8", [
-                f"precision fp8: model.checkpoint {checkpoint} is taken for a pre-quantized fp8 checkpoint (its name "
-                "says fp8): vLLM reads its method from the checkpoint's config.json quantization_config, so no "
-                f"--quantization ({_cite(facts['checkpoint_quantization'])}); --kv-cache-dtype fp8 keeps K/V in one "
-                "byte as the plan sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
+                f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its method "
+                "from the checkpoint's config.json quantization_config, so no --quantization "
+                f"({_cite(facts['checkpoint_quantization'])}); --kv-cache-dtype fp8 keeps K/V in one byte as the plan "
+                "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
         held, usable = _bf16_load_per_gpu(plan, chip, gpus)
         if held > usable:
             raise UsageError(
@@ -128,6 +130,11 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
         if checkpoint is None:
             what = ("a stand-in" if named.architecture is None else
                     f"the published weights of architecture {named.architecture.name}")
+            if model in facts["fp8_published"]:
+                raise UsageError(
+                    f"inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint "
+                    f"quantized to 8-bit integer weights; model.checkpoint is unset and {model} is {what}, published "
+                    "in fp8: set inference.precision fp8 (1 byte per weight as well), or model.checkpoint")
             raise UsageError(
                 "inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint quantized "
                 "to 8-bit weights (e.g. compressed-tensors W8A16 from llm-compressor, or GPTQ 8-bit); model.checkpoint "
