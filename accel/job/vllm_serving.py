@@ -3,7 +3,7 @@ that make vLLM load the bytes the plan sized at the workload's `inference.precis
 catalog/assumptions.yaml inference.precisions).
 
 Facts (which image carries kernels for which compute capability, what each precision needs of vLLM, where each flag
-is defined) are runtime.yaml `defaults.vllm*` and `vllm_precision`, with sources.
+is defined) are runtime.yaml `vllm_generations`, `defaults.vllm*` and `vllm_precision`, with sources.
 """
 
 from __future__ import annotations
@@ -20,34 +20,35 @@ from accel.job.model_run import NamedModel
 from accel.job.plan_view import Hardware
 
 ARM_ROW = "vllm-arm64"
-AMD64_ROWS = ("vllm", "vllm-blackwell")
 
 
 # ----- the image: one per GPU generation -----
 
 @dataclass(frozen=True)
 class VllmImage:
-    row: str            # runtime.yaml defaults row
+    row: str            # runtime.yaml vllm_generations row (defaults.vllm-arm64 on Arm nodes)
     image: str
-    note: str | None    # said in the job when the generation picks other than the first amd64 row
+    note: str | None    # said in the job when the GPU takes other than the first row's image
 
 
 def default_image(hw: Hardware) -> VllmImage:
     """The default vLLM image for `hw`'s nodes: NVIDIA's container on Arm (Grace) nodes, else the amd64 row built
     for the chip's compute capability. UsageError for a GPU no row is built for (pass --image)."""
-    table = runtime()["defaults"]
+    defaults = runtime()["defaults"]
     if node_arch(hw.machine_type, hw.accelerator) == "arm64":
-        return VllmImage(ARM_ROW, table[ARM_ROW]["image"], None)
+        return VllmImage(ARM_ROW, defaults[ARM_ROW]["image"], None)
+    rows = runtime()["vllm_generations"]
+    images = {name: row.get("image") or defaults[name]["image"] for name, row in rows.items()}
+    first = next(iter(rows))
     chip = hardware.current().chips.get(hw.accelerator)
     capability = chip.compute_capability if chip is not None else None
-    for row in AMD64_ROWS:
-        if capability in table[row]["compute_capabilities"]:
-            note = None if row == AMD64_ROWS[0] else (
-                f"image: {table[row]['image']}, the vLLM release image built for compute capability {capability} "
-                f"({chip.name}); {table[AMD64_ROWS[0]]['image']} has no kernels for it "
-                f"(sources: runtime.yaml defaults.{row}, defaults.{AMD64_ROWS[0]})")
-            return VllmImage(row, table[row]["image"], note)
-    built = ", ".join(f"{table[r]['image']} ({' '.join(table[r]['compute_capabilities'])})" for r in AMD64_ROWS)
+    for name, row in rows.items():
+        if capability in row["compute_capabilities"]:
+            note = None if name == first else (
+                f"image: {images[name]}, the vLLM release image built for compute capability {capability} "
+                f"({chip.name}); {images[first]} has no kernels for it (sources: runtime.yaml vllm_generations)")
+            return VllmImage(name, images[name], note)
+    built = ", ".join(f"{images[n]} ({' '.join(r['compute_capabilities'])})" for n, r in rows.items())
     raise UsageError(f"accelerator {hw.accelerator} (compute capability {capability or 'unknown'}): no default vLLM "
                      f"image is built for it ({built}); pass --image with a vLLM built for this GPU")
 
