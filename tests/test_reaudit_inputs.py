@@ -1,0 +1,35 @@
+"""The 2026-11-26 findings' batteries re-run on 2026-11-27's main: each case here held at 4289b53 and no
+longer did, or was never covered by the project's own tests. Every input is valid or refused in the
+user's words; none costs more memory or time than the answer needs.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PRETRAIN = yaml.safe_load((ROOT / "examples" / "llama-70b-pretrain.yaml").read_text())   # JAX: TPUs are tried
+
+
+def _two_gib_of_address_space() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def test_a_max_chips_far_past_any_fleet_is_chosen_in_bounded_memory(tmp_path):
+    # Before: the TPU sequence fit laid out every multislice up to max_chips to keep its single slices, so
+    # 10**8 chips took 8 s and 600 MiB and 10**29 (valid: a positive integer) grew until killed.
+    workload = yaml.safe_load(yaml.safe_dump(PRETRAIN))
+    workload["constraints"].update(max_chips=10**29)
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(workload))
+    outcome = subprocess.run([sys.executable, "-m", "accel.cli", "choose", str(path)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300, preexec_fn=_two_gib_of_address_space,
+                             env={**os.environ, "ACCEL_CACHE_DIR": "off"})
+    assert "Traceback" not in outcome.stderr and "MemoryError" not in outcome.stderr
+    assert outcome.returncode == 0, outcome.stderr[-2000:]
