@@ -33,3 +33,27 @@ def test_a_max_chips_far_past_any_fleet_is_chosen_in_bounded_memory(tmp_path):
                              env={**os.environ, "ACCEL_CACHE_DIR": "off"})
     assert "Traceback" not in outcome.stderr and "MemoryError" not in outcome.stderr
     assert outcome.returncode == 0, outcome.stderr[-2000:]
+
+
+def run(*args):
+    from typer.testing import CliRunner
+
+    from accel.cli import _register_commands, app
+
+    _register_commands()
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_job_check_refuses_an_output_it_would_not_write(tmp_path):
+    # Before: exit 0, and -o FILE was silently left unwritten (--check writes no manifests); a pipeline reading
+    # FILE next found nothing, or an older file. With --json the check's report is what -o writes.
+    manifests = tmp_path / "job.yaml"
+    assert run("job", "-s", "dev-spot", "-C", ROOT, "-o", manifests).exit_code == 0
+    report = tmp_path / "check.out"
+    refused = run("job", "-s", "dev-spot", "-C", ROOT, "--check", manifests, "-o", report)
+    assert refused.exit_code == 2, refused.output
+    assert "-o" in refused.output and "would be ignored" in refused.output and "Traceback" not in refused.output
+    assert not report.exists()
+    written = run("job", "-s", "dev-spot", "-C", ROOT, "--check", manifests, "--json", "-o", report)
+    assert written.exit_code == 0, written.output
+    assert '"schedulable": true' in report.read_text()
