@@ -5,12 +5,14 @@ user's words; none costs more memory or time than the answer needs.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,3 +59,50 @@ def test_job_check_refuses_an_output_it_would_not_write(tmp_path):
     written = run("job", "-s", "dev-spot", "-C", ROOT, "--check", manifests, "--json", "-o", report)
     assert written.exit_code == 0, written.output
     assert '"schedulable": true' in report.read_text()
+
+
+def _pinned(tmp_path, hardware: dict) -> Path:
+    workload = yaml.safe_load(yaml.safe_dump(PRETRAIN))
+    workload["hardware"] = hardware
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(workload))
+    return path
+
+
+@pytest.mark.parametrize("hardware, field", [
+    ({"accelerator": "tpu-v6e", "chips": 10**6}, "hardware.chips"),       # laid out as 3,907 slices of 16x16
+    ({"accelerator": "tpu-v6e", "chips": 16_385}, "hardware.chips"),      # one chip past 64 x 16x16
+    ({"accelerator": "tpu-v6e", "topology": "16x16", "slices": 100}, "hardware.slices"),
+    ({"accelerator": "tpu-v6e", "topology": "16x16", "chips": 256 * 65}, "hardware.chips"),
+])
+def test_a_tpu_pin_past_the_slices_one_stack_builds_is_refused_naming_the_field(tmp_path, hardware, field):
+    # Before: exit 2 as "TpuSlice.slices: 100 is not valid; allowed: 1..64", naming neither the file nor the pin's
+    # key (and 10**9 chips grew past 3 GiB laying the multislices out).
+    outcome = run("choose", _pinned(tmp_path, hardware))
+    assert outcome.exit_code == 2, outcome.output
+    assert f"w.yaml: {field}:" in outcome.output and "64" in outcome.output and "Traceback" not in outcome.output
+
+
+def test_a_tpu_pin_of_sixty_four_slices_is_estimated(tmp_path):
+    outcome = run("choose", _pinned(tmp_path, {"accelerator": "tpu-v6e", "topology": "16x16", "slices": 64}), "--json")
+    assert outcome.exit_code == 0, outcome.output
+
+
+def test_the_search_offers_no_multislice_a_stack_would_refuse(tmp_path):
+    # Before: a max_chips and a global batch far past any fleet (both valid) laid out every multislice up to them
+    # (MemoryError), and fleets of hundreds of slices were offered, which TpuSlice refuses past 64.
+    from accel.policies.selection.pools import MAX_SLICES
+
+    workload = yaml.safe_load(yaml.safe_dump(PRETRAIN))
+    workload["constraints"]["max_chips"] = 10**12
+    workload["training"].update(global_batch_tokens=10**14, tokens="1000T")
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(workload))
+    outcome = subprocess.run([sys.executable, "-m", "accel.cli", "choose", str(path), "--json"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300, preexec_fn=_two_gib_of_address_space,
+                             env={**os.environ, "ACCEL_CACHE_DIR": "off"})
+    assert outcome.returncode in (0, 3), outcome.stderr[-2000:]
+    document = json.loads(outcome.stdout)
+    fleets = [*document["options"], *([document["closest"]] if document.get("closest") else [])]
+    tpu = [fleet for fleet in fleets if fleet["family"] == "tpu"]
+    assert tpu and all(fleet["slices"] <= MAX_SLICES for fleet in tpu)
