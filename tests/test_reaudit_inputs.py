@@ -106,3 +106,22 @@ def test_the_search_offers_no_multislice_a_stack_would_refuse(tmp_path):
     fleets = [*document["options"], *([document["closest"]] if document.get("closest") else [])]
     tpu = [fleet for fleet in fleets if fleet["family"] == "tpu"]
     assert tpu and all(fleet["slices"] <= MAX_SLICES for fleet in tpu)
+
+
+def test_a_json_string_is_skipped_in_memory_that_does_not_grow_with_its_length():
+    # Before: the depth check kept ~150 bytes per character of a JSON string (Python's re records each repetition
+    # of '(?:[^"\\]|\\.)*'): accel review of a preview with a 10 MB resource name peaked at 1.2 GB, and JSON inputs
+    # may be 256 MiB.
+    import tracemalloc
+
+    from accel.base.json_limits import nesting_depth
+
+    text = json.dumps({"steps": [{"urn": "x" * 2_000_000 + '\\"]]}}' * 3}]})
+    tracemalloc.start()
+    try:
+        assert nesting_depth(text) == 3
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(text)
+
