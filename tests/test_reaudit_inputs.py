@@ -125,3 +125,19 @@ def test_a_json_string_is_skipped_in_memory_that_does_not_grow_with_its_length()
         tracemalloc.stop()
     assert peak < 2 * len(text)
 
+
+
+def test_a_quoted_property_key_is_parsed_in_memory_that_does_not_grow_with_its_length():
+    # Before: ~230 bytes per character of a detailedDiff key like labels["..."] (the same regex shape).
+    import tracemalloc
+
+    from accel.review.property_paths import parse_path
+
+    path = 'nodeConfig.labels["' + "x" * 2_000_000 + '\\"y"].value'
+    tracemalloc.start()
+    try:
+        assert parse_path(path) == ["nodeConfig", "labels", "x" * 2_000_000 + '"y', "value"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10 * len(path)
