@@ -141,3 +141,15 @@ def test_a_quoted_property_key_is_parsed_in_memory_that_does_not_grow_with_its_l
     finally:
         tracemalloc.stop()
     assert peak < 10 * len(path)
+
+
+@pytest.mark.parametrize("value, words", [
+    ("", "--busy-limit: a duration is empty"),
+    ("999999999w", "--busy-limit: duration '999999999w' is longer than 3,660 days"),
+    ("abc", "--busy-limit: duration 'abc' is not written as a duration"),
+])
+def test_reap_names_its_busy_limit_a_duration_not_a_ttl(tmp_path, value, words):
+    # Before: "--busy-limit: a TTL is empty", "--busy-limit: TTL '999999999w' ...": the option is no TTL.
+    (tmp_path / "Pulumi.yaml").write_text("name: accel\nruntime: python\n")
+    outcome = run("reap", "--dry-run", "--work-dir", tmp_path, "--busy-limit", value)
+    assert outcome.exit_code == 2 and words in outcome.output and "TTL" not in outcome.output
