@@ -356,6 +356,13 @@ def test_384_v6e_chips_are_three_128_chip_slices_not_two_256_chip_ones():
 @given(generation=st.sampled_from(["v4", "v5e", "v5p", "v6e"]), chips=st.integers(1, 40_000))
 @settings(deadline=None)
 def test_a_tpu_layout_is_the_smallest_ladder_size_that_holds_the_chips(generation, chips):
+    from accel.policies.selection.ladders import largest_slice_chips
+    from accel.policies.selection.pools import MAX_SLICES
+
+    if chips > MAX_SLICES * largest_slice_chips(generation):   # past the slices one stack builds: refused
+        with pytest.raises(ValueError, match="slices"):
+            tpu_layout(generation, chips)
+        return
     layout = tpu_layout(generation, chips)
     shapes.check_topology(generation, layout.topology)
     assert layout.chips >= chips
