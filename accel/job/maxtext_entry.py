@@ -37,6 +37,43 @@ def image_maxtext(image: str) -> dict[str, Any] | None:
     return _maxtext()["images"].get(image)
 
 
+def resolve_config(param: str, image: str) -> str | None:
+    """The config file MaxText in `image` loads for the path `param`, or None where it cannot be there: MaxText's own
+    pyconfig.resolve_config_path as that image's commit has it (runtime.yaml maxtext.images: `config_resolver`),
+    run from the image's working directory over what is known of its tree (a YAML file under its `config_dir` is
+    taken to exist; an absolute path elsewhere may be a mount, and is taken as given).
+
+    lowercase (c24d3211 l.54-62): the path if a file; else, naming MaxText, the path with maxtext for MaxText if a
+    file; else src/<path>. configs_dir (11085e11 l.155-165): the path if a file; else, under src/maxtext/configs/,
+    the same name in MAXTEXT_CONFIGS_DIR (the package's configs) if a file; else src/<path>. The loader then opens
+    what it returned, and fails when that is no file."""
+    facts = image_maxtext(image)
+    if facts is None:
+        raise ValueError(f"runtime.yaml maxtext.images has no row for {image}")
+    workdir, config_dir = facts["workdir"].rstrip("/"), facts["config_dir"].strip("/")
+
+    def is_file(path: str) -> bool:
+        if path.startswith("/"):
+            if not path.startswith(f"{workdir}/"):
+                return True   # outside the image's MaxText tree: a mount accel cannot see into
+            path = path[len(workdir) + 1:]
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        return ".." not in parts and "/".join(parts).startswith(f"{config_dir}/") and path.endswith((".yml", ".yaml"))
+
+    if is_file(param):
+        return param
+    if facts["config_resolver"] == "lowercase" and "MaxText" in param:
+        lowered = param.replace("MaxText", "maxtext")
+        if is_file(lowered):
+            return lowered
+    if facts["config_resolver"] == "configs_dir" and param.startswith("src/maxtext/configs/"):
+        candidate = f"{workdir}/{config_dir}/{param[len('src/maxtext/configs/'):]}"
+        if is_file(candidate):
+            return candidate
+    fallback = f"src/{param}"
+    return fallback if is_file(fallback) else None
+
+
 # ----- TPU serving: JetStream HTTP in front of the engine's gRPC port -----
 
 def front() -> dict[str, Any]:
