@@ -178,3 +178,45 @@ def test_gpu_serving_keeps_vllms_own_http_port():
     pod = main_pod(generated)
     assert [c["name"] for c in pod["containers"]] == ["server"]
     assert pod["containers"][0]["ports"] == [{"containerPort": 8000, "name": "http"}]
+
+
+# ----- the rule: a MaxText command from older docs is caught on the image that cannot run it -----
+
+def _breaches(image: str, script: str) -> list[str]:
+    from accel.job import rules
+    pod = {"containers": [{"name": "trainer", "image": image, "command": ["/bin/bash", "-c", script]}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "t", "namespace": "n"},
+                  "spec": {"template": {"spec": pod}}}
+    return [v.breach.message for v in rules.run(rules.Scope([deployment]), [rules.RULES["maxtext/entry-in-image"]])]
+
+
+STABLE = "gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-07-17"
+TOOLBOX = "ghcr.io/nvidia/jax:maxtext-2026-03-05"
+
+
+def test_the_rule_names_the_removed_module_and_the_unresolvable_config():
+    module, config = _breaches(STABLE, f"cd /deps && {OLD} run_name=x steps=1")
+    assert "has no module MaxText.train" in module and "its module is now maxtext.trainers.pre_train.train" in module
+    assert "the config MaxText/configs/base.yml resolves to no file there" in config
+
+
+def test_the_2026_03_image_still_has_the_shim_but_not_the_old_config_path():
+    assert [m for m in _breaches(TOOLBOX, f"{OLD} run_name=x") if "no module" in m] == []
+    assert len(_breaches(TOOLBOX, f"{OLD} run_name=x")) == 1
+    assert _breaches(TOOLBOX, "python3 -m MaxText.train src/MaxText/configs/base.yml run_name=x") == []  # its rewrite
+
+
+@pytest.mark.parametrize("image", [STABLE, TOOLBOX])
+def test_the_rule_passes_what_accel_writes_and_what_it_cannot_know(image):
+    assert _breaches(image, "python3 -m maxtext.trainers.pre_train.train src/maxtext/configs/base.yml run_name=x") == []
+    assert _breaches(image, "python3 -m maxtext.trainers.post_train.sft.train_sft run_name=x") == []   # config inferred
+    assert _breaches(image, "python3 -m maxtext.trainers.pre_train.train /mnt/cfg/mine.yml") == []     # a mount
+    assert _breaches(image, "python3 my_train.py MaxText/configs/base.yml") == []                       # not MaxText
+    assert _breaches("my/maxtext:1", f"{OLD} run_name=x") == []                                         # unknown image
+
+
+def test_every_stacks_default_job_passes_the_rule():
+    for hardware in (TPU_TRAINING, GPU_TRAINING):
+        generated = job("pretrain", hardware)
+        from accel.job import rules
+        assert rules.run(rules.Scope(generated.manifests), [rules.RULES["maxtext/entry-in-image"]]) == []
