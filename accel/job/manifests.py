@@ -27,7 +27,7 @@ from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain, context_parallel, model_run
+from accel.job import compute_domain, context_parallel, maxtext_entry, model_run
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
@@ -305,7 +305,8 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
     maxtext = plan_view.framework(plan) != "pytorch"   # the jax defaults run MaxText; pytorch-gpu an example
-    user_command = options.command or defaults["command"] + (model_run.maxtext_training_args(plan) if maxtext else "")
+    user_command = options.command or (maxtext_entry.default_command(defaults)
+                                        + (model_run.maxtext_training_args(plan) if maxtext else ""))
     replicated = replicated_job_name(hw)
     nodes = plan_view.rank_nodes(plan)   # the nodes holding whole replicas; hw.nodes elsewhere
     extra_env: list[dict] = []
@@ -523,21 +524,26 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         default_command, model_notes = engine.command, engine.notes
     else:
         model_notes = []
-        default_command = (f"python3 -m MaxText.maxengine_server MaxText/configs/base.yml "
-                           f"tokenizer_path=assets/tokenizer.llama2 ici_tensor_parallelism={chips_per_pod}")
+        default_command = f"{defaults['command']} ici_tensor_parallelism={chips_per_pod}"
     command = options.command or default_command
     pool = _pool(plan, ctx)
     volumes, mounts, env, annotations, notes = _storage(plan, ctx)
+    # JetStream answers gRPC only: on TPU an HTTP front beside it takes the Service's HTTP port (maxtext_entry.py).
+    tpu = hw.family == "tpu"
     container = {"name": "server", "image": image, "command": ["/bin/bash", "-c", command], "env": env,
-                 "ports": [{"containerPort": SERVING_PORT, "name": "http"}],
+                 "ports": maxtext_entry.engine_ports() if tpu else [{"containerPort": SERVING_PORT, "name": "http"}],
                  "resources": _resources(hw, chips_per_pod, chips_per_pod / hw.chips_per_node),
-                 "volumeMounts": mounts}
+                 "volumeMounts": mounts, **(maxtext_entry.probes() if tpu else {})}
     if not mounts:
         del container["volumeMounts"]
+    containers = [container, maxtext_entry.http_container()] if tpu else [container]
+    if tpu:
+        notes.append(maxtext_entry.note() + ("" if options.command is None else
+                                             "; your --command must answer JetStream's gRPC there"))
     labels = _labels(ctx, name)
     selector = {"app.kubernetes.io/name": name}
     pod = {"metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
-           "spec": _pod_spec(ctx, pool, [container], volumes, [], "Always")}
+           "spec": _pod_spec(ctx, pool, containers, volumes, [], "Always")}
     domain: list[dict[str, Any]] = []
     if nodes_per_replica == 1:
         workload = {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -564,8 +570,9 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                  f"{chips_per_pod} {_chip_resource(hw)} per pod")
     service = {"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": name, "namespace": ctx.namespace, "labels": {"accel.dev/stack": ctx.stack}},
-               "spec": {"selector": selector, "ports": [{"name": "http", "port": SERVING_PORT,
-                                                          "targetPort": SERVING_PORT}]}}
+               "spec": {"selector": selector,
+                        "ports": maxtext_entry.service_ports() if tpu else [{"name": "http", "port": SERVING_PORT,
+                                                                             "targetPort": SERVING_PORT}]}}
     derivations = [
         f"serving: {shape} on {hw.machine_type} ({hw.accelerator}); replicas and chips per replica from the "
         "plan's estimate (replicas, replica_chips)",
