@@ -5,7 +5,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, example, given, settings, strategies as st
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
@@ -20,7 +20,9 @@ from accel.policies.selection.choose import (
     make_plan,
     plan_from_pin,
 )
-from accel.policies.estimator.estimate import TrainingModel, batch_chip_limit, min_chips_for_memory, resolve
+from accel.policies.estimator.activations import sequence_fit_of
+from accel.policies.estimator.estimate import (
+    TrainingModel, batch_chip_limit, batch_sequences, global_batch, min_chips_for_memory, resolve)
 from accel.policies.selection.ladders import GpuLadder, tpu_layout, tpu_sizes
 from accel.policies.plan import Plan, pool_sizes
 from accel.policies.cloud.obtainability import queued_legs, spot_outcome
@@ -356,6 +358,13 @@ def test_384_v6e_chips_are_three_128_chip_slices_not_two_256_chip_ones():
 @given(generation=st.sampled_from(["v4", "v5e", "v5p", "v6e"]), chips=st.integers(1, 40_000))
 @settings(deadline=None)
 def test_a_tpu_layout_is_the_smallest_ladder_size_that_holds_the_chips(generation, chips):
+    from accel.policies.selection.ladders import largest_slice_chips
+    from accel.policies.selection.pools import MAX_SLICES
+
+    if chips > MAX_SLICES * largest_slice_chips(generation):   # past the slices one stack builds: refused
+        with pytest.raises(ValueError, match="slices"):
+            tpu_layout(generation, chips)
+        return
     layout = tpu_layout(generation, chips)
     shapes.check_topology(generation, layout.topology)
     assert layout.chips >= chips
@@ -495,22 +504,37 @@ def brute_force(workload, catalog, objective):
             continue
         accelerator = catalog.accelerator(offering.accelerator)
         need = min_chips_for_memory(workload, resolved, accelerator)
-        cap = min(max_chips, max(batch_chips, need))
         generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+        unit = hardware.current().nvlink_domain_unit_nodes(offering.machine_type)
+        # A GPU replica whose state and one sequence's activations do not fit together widens tensor (then context)
+        # parallelism (policies/estimator/activations.py): each sequence of the batch is then shared by TP x CP GPUs,
+        # which raises the chips the batch keeps busy, and the layout times the fleet with those degrees.
+        context = depth = 0
+        cap_chips = batch_chips
+        if not generation:
+            fit = sequence_fit_of(workload, resolved, catalog.defaults, accelerator, need, offering.chips_per_host,
+                                  unit, offering.machine_type, max_chips)
+            if fit.changes_layout:
+                if not fit.fits:
+                    continue
+                need = max(need, fit.floor_chips)
+                cap_chips = batch_sequences(workload, global_batch(workload, catalog.defaults)[0]) * fit.tensor * max(
+                    1, fit.context)
+                context, depth = fit.context, fit.pipeline if fit.deepened else 0
+        cap = min(max_chips, max(cap_chips, need))
         if generation:
             sizes = [(s.chips, s.hosts, s.slices) for s in tpu_sizes(generation.name, cap)]
         else:
             nodes = cap // offering.chips_per_host
             sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
-        # A GPU fleet trains on the nodes holding whole replicas of the Plan's layout (tensor x pipeline x data GPUs)
-        # and is paid on every node; a TPU fleet trains whole.
-        unit = hardware.current().nvlink_domain_unit_nodes(offering.machine_type)
-
+        # A GPU fleet trains on the nodes holding whole replicas of the Plan's layout (tensor x context x pipeline x
+        # data GPUs) and is paid on every node; a TPU fleet trains whole.
         def trained(chips, hosts, slices):
             if generation:
                 return chips, hosts, slices
-            layout = training_parallelism(need, offering.chips_per_host, hosts, unit)
-            busy = min(hosts, -(-(layout.tensor * layout.pipeline * layout.data) // offering.chips_per_host))
+            layout = training_parallelism(need, offering.chips_per_host, hosts, unit, context, depth)
+            replica = layout.tensor * (layout.context or 1) * layout.pipeline * layout.data
+            busy = min(hosts, -(-replica // offering.chips_per_host))
             return busy * offering.chips_per_host, busy, slices
         pool = obtain.figure(offering, "on-demand", "pool_hosts")
         for spot in {"allowed": (False, True), "never": (False,), "required": (True,)}[workload.constraints.spot]:
@@ -646,8 +670,18 @@ def test_the_cost_objective_takes_a_larger_fleet_that_costs_less_in_all(small):
     assert any(line.startswith("Sized by cost:") for line in make_plan(workload, choice, small).rationale)
 
 
+def _small_a100_run(tokens):
+    """Found by the property below: a 1.89B model's state with its headroom nearly fills one A100-40GB, so one
+    4,096-token sequence widens the replica to TP8, and each sequence of the 244-sequence batch keeps 8 GPUs busy."""
+    return {"name": "bf", "kind": "pretrain", "model": {"parameters": 1887350587.0},
+            "training": {"tokens": tokens, "framework": "jax"},
+            "constraints": {"deadline_days": 1.0, "spot": "allowed", "max_chips": 512, "custom_cuda_kernels": False}}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=workloads, objective=st.sampled_from(["cost", "time"]))
+@example(data=_small_a100_run(1e9), objective="time")
+@example(data=_small_a100_run(266008535518.0), objective="cost")
 def test_the_choice_is_the_true_optimum_on_a_small_catalog(small, data, objective):
     data["constraints"] = {k: v for k, v in data["constraints"].items() if v is not None}
     workload = workload_from_mapping(data, "bf.yaml")

@@ -123,3 +123,56 @@ def test_readme_lists_each_packages_public_names(package):
 def test_readme_counts_the_guardrail_packs_rules():
     count = sum(len(module.POLICIES) for module in MODULES)
     assert f"({count} rules:" in README.split("## Guardrails", 1)[1]
+
+
+# A dotted name of the package a page cites in a code span (`accel.base.errors.UsageError`, `accel.x.f(...)`).
+DOTTED = re.compile(r"`(accel(?:\.[A-Za-z_]\w*)+)[(`]")
+
+
+def resolves(dotted: str) -> bool:
+    """Whether `dotted` is a module of the package, or a name inside the longest module it starts with."""
+    import importlib
+
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for name in parts[split:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", ["README.md", *(f"docs/{name}" for name in DOCS)])
+def test_every_python_name_a_page_cites_exists(page):
+    # docs/plan.md told program authors to call accel.stack.config.config_model, which no version of accel had.
+    text = README if page == "README.md" else DOCS[page.split("/", 1)[1]]
+    assert sorted(name for name in set(DOTTED.findall(text)) if not resolves(name)) == []
+
+
+def bounded_options(name: str) -> list[tuple[str, object, object]]:
+    """Each option of `accel NAME` whose value typer bounds (`--attempts` 1..100), with its bounds."""
+    _register_commands()
+    command = get_command(app).commands[name]  # type: ignore[attr-defined]
+    return [(parameter.opts[0], parameter.min, parameter.max) for parameter in command.params
+            if getattr(parameter, "min", None) is not None or getattr(parameter, "max", None) is not None]
+
+
+@pytest.mark.parametrize("name", sorted(SYNOPSIS_PAGE))
+def test_the_contracts_give_each_bounded_options_range(name):
+    # docs/contracts.md said `--attempts` N >= 1 and `--retry-delay` >= 0; the command takes 1..100 and 0..3600.
+    section = DOCS["contracts.md"].split(f"### `accel {name}", 1)[1].split("\n#", 1)[0]
+
+    def number(value: object) -> str:
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    wrong = []
+    for option, low, high in bounded_options(name):
+        said = re.search(rf"`{re.escape(option)}(?: [A-Z]+)?`[^|\n]*(?:\|[^|\n]*)?", section)  # a row or a sentence
+        if not said or f"{number(low)}..{number(high)}" not in said.group(0):
+            wrong.append((option, f"{number(low)}..{number(high)}"))
+    assert wrong == []

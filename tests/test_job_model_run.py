@@ -13,6 +13,7 @@ from accel.base.errors import UsageError
 from accel.job.context import JobContext
 from accel.job.facts import runtime
 from accel.job.manifests import JobOptions, generate
+from accel.job.maxtext_entry import default_command
 from accel.policies.catalog import load_catalog
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
@@ -56,7 +57,7 @@ def train(model, framework="jax", hardware=None, **options):
 
 def test_maxtext_training_passes_the_architectures_model_name_and_keeps_the_smoke_run():
     command, _, notes = train({"architecture": "llama3.1-70b"})
-    default = runtime()["defaults"]["jax-tpu"]["command"]
+    default = default_command(runtime()["defaults"]["jax-tpu"])
     assert command.startswith(f"{default} model_name=llama3.1-70b")
     assert "dataset_type=synthetic steps=100" in command
     assert "tokenizer_path=src/maxtext/assets/tokenizers/tokenizer_llama3.tiktoken tokenizer_type=tiktoken" in notes
@@ -65,7 +66,7 @@ def test_maxtext_training_passes_the_architectures_model_name_and_keeps_the_smok
 
 def test_without_an_architecture_the_training_command_is_the_default():
     command, _, notes = train({"parameters": "70B"})
-    assert command == runtime()["defaults"]["jax-tpu"]["command"]
+    assert command == default_command(runtime()["defaults"]["jax-tpu"])
     assert "model_name" not in command and "model_name" not in notes
 
 
@@ -178,7 +179,7 @@ def test_a_tpu_checkpoint_without_an_architecture_is_refused():
 def test_a_tpu_workload_naming_no_model_keeps_the_jetstream_default_and_says_it_is_a_stand_in():
     command, image, notes = serve_tpu({"parameters": "8B"})
     assert image == runtime()["defaults"]["jetstream"]["image"]
-    assert command.startswith("python3 -m MaxText.maxengine_server MaxText/configs/base.yml")
+    assert command.startswith("/usr/bin/maxengine_server_entrypoint.sh tokenizer_path=assets/tokenizer.llama2 ")
     assert "model MaxText's default config with random weights: a stand-in" in notes
 
 

@@ -245,6 +245,9 @@ CASES: dict[str, Case] = {
                                                                    for p in s.cluster.pools], "spec.topologyName"),
     "stack/crd-controller-installed": Case("lws", lambda s: s.cluster.releases.pop("lws"), "apiVersion"),
     # images on Arm nodes (an amd64-only image: exec format error; one not confirmed for arm64: a warning)
+    # A command from MaxText's older docs on the 2026-07-17 image: the shim and that config path are gone.
+    "maxtext/entry-in-image": Case("tpu", lambda s: _set(container(s), "command", [
+        "/bin/bash", "-c", "python3 -m MaxText.train MaxText/configs/base.yml run_name=x"]), "containers[0].command"),
     "pod/image-architecture": Case("arm", lambda s: _set(container(s), "image", "vllm/vllm-openai:v0.8.5"),
                                    "containers[0].image"),
     # a pod group across the trays of one NVLink domain (A4X's fabric check over 36 nodes) claims the IMEX channel
@@ -267,7 +270,8 @@ def test_every_rule_cites_its_upstream_source_and_says_how_to_fix():
     for rule in rules.RULES.values():
         assert rule.source and rule.fix and rule.summary, rule.id
         assert any(project in rule.source for project in ("kubernetes v1.33", "jobset v0.10.1", "lws v0.10.0",
-                                                          "kueue v0.14.1", "nvidia-dra-driver-gpu 25.12.0")), rule.id
+                                                          "kueue v0.14.1", "nvidia-dra-driver-gpu 25.12.0",
+                                                          "MaxText")), rule.id
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))

@@ -16,7 +16,10 @@ from accel.base.errors import UsageError
 
 MAX_DEPTH = 128
 MAX_BYTES = 256 * 1024 * 1024  # a 2,000-resource plan is ~10 MB; 25x headroom
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A JSON string, as the "unrolled loop" (runs of plain characters, then an escape and its run): Python's re keeps a
+# backtracking record per repetition, so one repetition per character ('"(?:[^"\\]|\\.)*"') held ~150 bytes for
+# every character of a string: 1.2 GB for a 10 MB resource name, past any runner's memory for the largest input.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 

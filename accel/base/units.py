@@ -119,15 +119,16 @@ TTL_EXAMPLES = "e.g. 90m, 12h, 3d, 1w or 1d12h"
 MAX_TTL = timedelta(days=3660)  # ten years: past any run or lease, and far inside what datetime holds
 
 
-def parse_ttl(text: str) -> timedelta:
-    """'12h' -> 12 hours. Units m, h, d, w, combinable largest first ('1d12h')."""
+def parse_ttl(text: str, what: str = "TTL") -> timedelta:
+    """'12h' -> 12 hours. Units m, h, d, w, combinable largest first ('1d12h'). `what` names the value in messages
+    (a TTL, or another duration such as reap's --busy-limit)."""
     if not isinstance(text, str):
-        raise UnitError(f"a TTL is text with a unit ({TTL_EXAMPLES}), got {text!r}")
+        raise UnitError(f"a {what} is text with a unit ({TTL_EXAMPLES}), got {text!r}")
     compact = text.strip().lower()
     if not compact:
-        raise UnitError(f"a TTL is empty; write a duration with a unit ({TTL_EXAMPLES})")
+        raise UnitError(f"a {what} is empty; write a duration with a unit ({TTL_EXAMPLES})")
     if compact.isdigit():
-        raise UnitError(f"TTL {text!r} has no unit; write e.g. '{compact}h' (units: m, h, d, w)")
+        raise UnitError(f"{what} {text!r} has no unit; write e.g. '{compact}h' (units: m, h, d, w)")
     total = timedelta()
     position = 0
     seen: list[str] = []
@@ -135,30 +136,30 @@ def parse_ttl(text: str) -> timedelta:
         if match.start() != position:
             break
         if len(match.group(1)) > 12:  # past any bound below, and before int() meets Python's digit limit
-            raise UnitError(f"TTL {text[:40]!r}{'…' if len(text) > 40 else ''} is longer than {MAX_TTL.days:,} days "
+            raise UnitError(f"{what} {text[:40]!r}{'…' if len(text) > 40 else ''} is longer than {MAX_TTL.days:,} days "
                             "(ten years), the longest accel takes")
         amount, unit = int(match.group(1)), match.group(2)
         if unit not in _TTL_UNITS:
             raise UnitError(
-                f"TTL {text!r} has unknown unit {unit!r}; allowed: "
+                f"{what} {text!r} has unknown unit {unit!r}; allowed: "
                 + ", ".join(f"{u} ({name})" for u, (name, _) in _TTL_UNITS.items())
             )
         if unit in seen:
-            raise UnitError(f"TTL {text!r} repeats unit {unit!r}")
+            raise UnitError(f"{what} {text!r} repeats unit {unit!r}")
         if seen and "wdhm".index(unit) < "wdhm".index(seen[-1]):
-            raise UnitError(f"TTL {text!r}: write the largest unit first, e.g. 1d12h")
+            raise UnitError(f"{what} {text!r}: write the largest unit first, e.g. 1d12h")
         seen.append(unit)
         seconds = amount * _TTL_UNITS[unit][1]
         if seconds > MAX_TTL.total_seconds():  # before timedelta() overflows a C int
-            raise UnitError(f"TTL {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
+            raise UnitError(f"{what} {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
         total += timedelta(seconds=seconds)
         position = match.end()
     if position != len(compact):
-        raise UnitError(f"TTL {text!r} is not a duration; write it like {TTL_EXAMPLES}")
+        raise UnitError(f"{what} {text!r} is not written as a duration; write it like {TTL_EXAMPLES}")
     if total <= timedelta(0):
-        raise UnitError(f"TTL {text!r} must be longer than zero")
+        raise UnitError(f"{what} {text!r} must be longer than zero")
     if total > MAX_TTL:
-        raise UnitError(f"TTL {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
+        raise UnitError(f"{what} {text!r} is longer than {MAX_TTL.days:,} days (ten years), the longest accel takes")
     return total
 
 

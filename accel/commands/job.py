@@ -32,7 +32,7 @@ def _read_manifests(path: Path) -> list[dict]:
 
 
 def _refuse_ignored_options(*, check_file: Optional[Path], validate: bool, image: Optional[str],
-                            command: Optional[str]) -> None:
+                            command: Optional[str], output: Optional[Path] = None, as_json: bool = False) -> None:
     """UsageError for an option the chosen mode would ignore: --check checks a file as written, and --validate's
     fabric check runs its own command (nccl-tests' all_reduce_perf on one node, a torchrun all-reduce across nodes,
     a JAX psum), so it takes no --command; its --image replaces the check's image (one with all_reduce_perf on PATH,
@@ -41,6 +41,10 @@ def _refuse_ignored_options(*, check_file: Optional[Path], validate: bool, image
     if check_file is not None and (given or validate):
         raise UsageError(f"--check checks {check_file} as written; {', '.join(given or ['--validate'])} would be "
                          "ignored: leave it out, or drop --check to generate the manifests")
+    if check_file is not None and output is not None and not as_json:
+        # --check writes no manifests (the file is checked as it is), so -o alone would write nothing, silently.
+        raise UsageError(f"--check checks {check_file} as written and writes no manifests; -o {output} would be "
+                         "ignored: leave it out, or add --json to write the check's report there")
     if validate and command is not None:
         raise UsageError("--validate writes the fabric check with its own command (all_reduce_perf, a JAX psum); "
                          "--command would be ignored: leave it out, or drop --validate for the workload's job "
@@ -76,7 +80,8 @@ def job(
         if command is not None and not command.strip():
             raise UsageError("--command: empty; give the command the container runs (e.g. --command 'python "
                              "train.py'), or leave the option out for the documented example's")
-        _refuse_ignored_options(check_file=check_file, validate=validate, image=image, command=command)
+        _refuse_ignored_options(check_file=check_file, validate=validate, image=image, command=command, output=output,
+                                as_json=as_json)
         if image is not None:
             from accel.base.image_reference import check_image_reference
 

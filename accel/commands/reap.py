@@ -128,7 +128,7 @@ def reap_command(
     except LifecycleError as error:
         _fail(UsageError(f"--now: {error}"), json_output, dry_run, work_dir)
     try:
-        busy: timedelta = parse_ttl(busy_limit)
+        busy: timedelta = parse_ttl(busy_limit, "duration")
     except LifecycleError as error:
         _fail(UsageError(f"--busy-limit: {error}"), json_output, dry_run, work_dir)
     try:

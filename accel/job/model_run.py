@@ -14,6 +14,7 @@ from accel.policies import architectures
 from accel.policies.architectures import Architecture
 from accel.policies.plan import Plan
 
+from accel.job import maxtext_entry
 from accel.job.facts import runtime
 
 
@@ -179,7 +180,7 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
     facts = _facts()
     engine = facts["maxengine"]
     image = runtime()["defaults"]["jax-tpu"]["image"]
-    command = (f"python3 -m {engine['module']} {engine['config']} model_name={row.name} "
+    command = (f"python3 -m {engine['module']} {maxtext_entry.config_path()} model_name={row.name} "
                f"{_tokenizer_args(row, engine['tokenizers'])}")
     notes = [f"engine: MaxText's JetStream server ({engine['module']}), run from the MaxText image (defaults.jax-tpu; "
              f"--image replaces it): the JetStream image's MaxText (jetstream-v0.2.2) has no {row.name} config "

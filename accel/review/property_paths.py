@@ -8,7 +8,9 @@ from typing import Any
 
 from accel.review.preview_json import UNKNOWN_VALUE
 
-_TOKEN = re.compile(r'\.?([A-Za-z_$][\w$-]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
+# A quoted key as runs of plain characters between escapes: one repetition per character kept ~230 bytes of re's
+# backtracking record per character of a key (accel/base/json_limits.py says the same of its JSON strings).
+_TOKEN = re.compile(r'\.?([A-Za-z_$][\w$-]*)|\[(\d+)\]|\["([^"\\]*(?:\\.[^"\\]*)*)"\]')
 MISSING = object()
 
 

@@ -33,7 +33,7 @@ from accel.policies.estimator.estimate import (
 from accel.policies.cloud.booking import Booking
 from accel.policies.cloud.mode_prices import queued_prices
 from accel.policies.selection.capacity import Obtaining, obtaining
-from accel.policies.selection.ladders import Size, tpu_sizes
+from accel.policies.selection.ladders import Size, largest_slice_chips, tpu_sizes
 from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence_fit_of
 from accel.policies.selection.replica_fleet import training_size
 from accel.policies.plan import Estimate, Option
@@ -162,8 +162,11 @@ class SearchContext:
             # Each slice holds the state and the sequence on its own (a multislice is data parallel across them):
             # the slices the ladder offers within the workload's bound, tensor parallelism within one host.
             limit = self.node_limit(offering)
-            slices = [s.chips for s in tpu_sizes(generation.name, self.pinned_chips or self.max_chips,
-                                                 self.min_memory_chips(offering), limit.value if limit else None)
+            hosts = limit.value if limit else None
+            # Only single slices are tried: the ladder stops at the largest one, so a max_chips far past any fleet
+            # (10**29 is valid input) never lays out the multislices up to it.
+            bound = min(self.pinned_chips or self.max_chips, largest_slice_chips(generation.name, hosts))
+            slices = [s.chips for s in tpu_sizes(generation.name, bound, self.min_memory_chips(offering), hosts)
                       if s.slices == 1]
             fit = slice_sequence_fit_of(self.spec, self.resolved, self.catalog.defaults, self.accelerator(offering),
                                         self.min_memory_chips(offering), slices, offering.chips_per_host)

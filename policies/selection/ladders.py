@@ -11,6 +11,7 @@ from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.catalog.model import Offering
 from accel.policies.parallelism import tensor_parallel_nodes
+from accel.policies.selection.pools import MAX_SLICES
 
 
 # A NamedTuple, not a dataclass: a search builds ~2,500 (a faster constructor), and defining it generates no code.
@@ -122,7 +123,8 @@ class CountLadder:
 def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hosts: int | None = None) -> tuple[Size, ...]:
     """Every fleet size of a TPU generation up to `cap` chips, smallest first: one slice per valid
     topology (the most cubic per chip count), then, past the largest slice, identical multislices
-    of slices at least half the largest (fewest slices per total).
+    of slices at least half the largest (fewest slices per total), of at most MAX_SLICES slices: the most one
+    TpuSlice builds (components/gcp/tpu.py), so the search offers no fleet its stack would refuse.
 
     A multislice is data-parallel across slices, so each of its slices must hold the whole training state
     on its own: `min_slice_chips` (the chips that hold it) bounds the slices a multislice is built from.
@@ -143,7 +145,7 @@ def tpu_sizes(generation: str, cap: int, min_slice_chips: int = 1, max_slice_hos
     for chips, topology in sorted(singles.items(), reverse=True):
         if chips * 2 < largest or chips < min_slice_chips:   # pod-scale slices, each holding the state
             continue
-        for slices in range(2, cap // chips + 1):
+        for slices in range(2, min(cap // chips, MAX_SLICES) + 1):
             total = chips * slices
             if total > largest and (total not in multi or slices < multi[total][0]):
                 multi[total] = (slices, topology)
@@ -160,6 +162,8 @@ def tpu_layout(generation: str, chips: int) -> Size:
     (384 v6e chips: 3 x 8x16, not 2 x 16x16). Exact when the ladder has the count."""
     if chips <= 0:
         raise ValueError("chips must be positive")
+    if chips > MAX_SLICES * largest_slice_chips(generation):
+        raise ValueError(f"{chips} chips of TPU {generation} are more than {MAX_SLICES} slices of its largest hold")
     # Identical multislices of the largest slice cover any count within one more slice.
     cap = chips + largest_slice_chips(generation)
     sizes = tpu_sizes(generation, cap)

@@ -31,7 +31,9 @@ from accel.policies.estimator.estimate import (
 )
 from accel.policies.selection.explain import describe, how_wrong, sequence_words
 from accel.policies import hardware
-from accel.policies.selection.ladders import GpuLadder, Size, replica_sizes, tpu_fleet, tpu_layout
+from accel.policies.selection.ladders import (
+    GpuLadder, Size, largest_slice_chips, replica_sizes, tpu_fleet, tpu_layout)
+from accel.policies.selection.pools import MAX_SLICES
 from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.sizing import sequence_refusal
@@ -121,9 +123,11 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
             topology = shapes.smallest_topology(generation.name, pin.chips // slices)
         else:
             # The search's layout rule: the smallest ladder size that holds the chips (policies/selection/ladders.py).
+            check_tpu_chips_fit_a_stack(pin.chips, generation.name)
             layout = tpu_layout(generation.name, pin.chips)
             topology, slices = layout.topology, layout.slices
             assert topology is not None
+        check_tpu_slices_fit_a_stack(spec, topology, slices)
         if spec.kind != "inference" and slices > 1:
             check_multislice_memory(spec, ctx, catalog, topology, slices)
     candidates: list[tuple[tuple, Candidate, str]] = []
@@ -232,6 +236,31 @@ def _slice_field(spec: WorkloadSpec) -> str:
     assert pin is not None
     return ("hardware.topology" if pin.topology else "hardware.tpu_type" if pin.tpu_type else
             "hardware.slices" if pin.slices else "hardware.chips")
+
+
+def check_tpu_chips_fit_a_stack(chips: int, generation: str) -> None:
+    """WorkloadFieldError (exit 2) naming hardware.chips when no multislice a stack builds (at most MAX_SLICES
+    slices of the generation's largest) holds `chips`: before the layout is looked for, not at `accel plan`."""
+    most = MAX_SLICES * largest_slice_chips(generation)
+    if chips > most:
+        raise WorkloadFieldError("hardware.chips", (
+            f"{chips:,} chips of TPU {generation} are more than one stack builds: at most {MAX_SLICES} slices (a GKE "
+            f"node pool each, components/gcp/tpu.py) of the largest {largest_slice_chips(generation):,}-chip slice, "
+            f"{most:,} chips; pin at most {most:,} chips, or split the run across stacks"))
+
+
+def check_tpu_slices_fit_a_stack(spec: WorkloadSpec, topology: str, slices: int) -> None:
+    """WorkloadFieldError (exit 2) naming the pin's key when its multislice has more slices than one TpuSlice
+    builds (MAX_SLICES): `accel plan` would refuse the stack; `accel choose` says so first."""
+    if slices <= MAX_SLICES:
+        return
+    pin = spec.hardware
+    assert pin is not None
+    field = "hardware.slices" if pin.slices else "hardware.chips"
+    raise WorkloadFieldError(field, (
+        f"{slices:,} slices of {topology} are more than the {MAX_SLICES} one stack builds (a GKE node pool each, "
+        f"components/gcp/tpu.py); pin at most {MAX_SLICES} slices "
+        f"({MAX_SLICES * shapes.topology_chips(topology):,} chips of {topology}), or larger slices"))
 
 
 def check_multislice_memory(spec: WorkloadSpec, ctx: SearchContext, catalog: Catalog, topology: str,

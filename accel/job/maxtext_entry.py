@@ -1,0 +1,115 @@
+"""How the default programs start on the images they are pinned with: MaxText's entry module and config path (the ones
+the pinned images' MaxText has, runtime.yaml `maxtext`), and the HTTP front TPU serving puts beside the JetStream
+engine, whose only port is gRPC (runtime.yaml `jetstream_front`).
+
+MaxText renamed its package (src/MaxText -> src/maxtext) and removed the `MaxText.train` shim on 2026-04-08, so the
+old `python3 -m MaxText.train MaxText/configs/base.yml` starts on neither pinned image; the form written here starts on
+both (the config path is a file under each image's working directory).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from accel.job.facts import runtime
+
+
+def _maxtext() -> dict[str, Any]:
+    return runtime()["maxtext"]
+
+
+def config_path() -> str:
+    """MaxText's base config as a path that resolves in every pinned image (runtime.yaml maxtext.config)."""
+    return _maxtext()["config"]
+
+
+def default_command(defaults: dict[str, Any]) -> str:
+    """The command of a runtime.yaml `defaults` row: MaxText's pre-training entry and config with the row's
+    `maxtext_args`, or the row's own `command`."""
+    if "maxtext_args" in defaults:
+        return f"python3 -m {_maxtext()['train_module']} {config_path()} {defaults['maxtext_args']}"
+    return defaults["command"]
+
+
+def image_maxtext(image: str) -> dict[str, Any] | None:
+    """What runtime.yaml says of the MaxText an image carries (commit, date, workdir, modules), or None."""
+    return _maxtext()["images"].get(image)
+
+
+def resolve_config(param: str, image: str) -> str | None:
+    """The config file MaxText in `image` loads for the path `param`, or None where it cannot be there: MaxText's own
+    pyconfig.resolve_config_path as that image's commit has it (runtime.yaml maxtext.images: `config_resolver`),
+    run from the image's working directory over what is known of its tree (a YAML file under its `config_dir` is
+    taken to exist; an absolute path elsewhere may be a mount, and is taken as given).
+
+    lowercase (c24d3211 l.54-62): the path if a file; else, naming MaxText, the path with maxtext for MaxText if a
+    file; else src/<path>. configs_dir (11085e11 l.155-165): the path if a file; else, under src/maxtext/configs/,
+    the same name in MAXTEXT_CONFIGS_DIR (the package's configs) if a file; else src/<path>. The loader then opens
+    what it returned, and fails when that is no file."""
+    facts = image_maxtext(image)
+    if facts is None:
+        raise ValueError(f"runtime.yaml maxtext.images has no row for {image}")
+    workdir, config_dir = facts["workdir"].rstrip("/"), facts["config_dir"].strip("/")
+
+    def is_file(path: str) -> bool:
+        if path.startswith("/"):
+            if not path.startswith(f"{workdir}/"):
+                return True   # outside the image's MaxText tree: a mount accel cannot see into
+            path = path[len(workdir) + 1:]
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        return ".." not in parts and "/".join(parts).startswith(f"{config_dir}/") and path.endswith((".yml", ".yaml"))
+
+    if is_file(param):
+        return param
+    if facts["config_resolver"] == "lowercase" and "MaxText" in param:
+        lowered = param.replace("MaxText", "maxtext")
+        if is_file(lowered):
+            return lowered
+    if facts["config_resolver"] == "configs_dir" and param.startswith("src/maxtext/configs/"):
+        candidate = f"{workdir}/{config_dir}/{param[len('src/maxtext/configs/'):]}"
+        if is_file(candidate):
+            return candidate
+    fallback = f"src/{param}"
+    return fallback if is_file(fallback) else None
+
+
+# ----- TPU serving: JetStream HTTP in front of the engine's gRPC port -----
+
+def front() -> dict[str, Any]:
+    return runtime()["jetstream_front"]
+
+
+def engine_ports() -> list[dict[str, Any]]:
+    """The engine container's port: JetStream's gRPC, the one MaxText's server opens."""
+    return [{"containerPort": front()["grpc_port"], "name": "grpc"}]
+
+
+def probes() -> dict[str, Any]:
+    """Startup, liveness and readiness probes of the engine container: GET /healthcheck on the HTTP front, which
+    answers 200 only once the engine's HealthCheck RPC answers (the multi-host GKE tutorial's values)."""
+    facts = front()
+    action = {"httpGet": {"path": facts["health_path"], "port": facts["http_port"], "scheme": "HTTP"}}
+    return {kind: {**copy.deepcopy(action), **timing} for kind, timing in facts["probes"].items()}
+
+
+def http_container() -> dict[str, Any]:
+    """JetStream HTTP beside the engine: /generate on its port, forwarded to the engine in the pod."""
+    facts = front()
+    return {"name": "jetstream-http", "image": facts["http_image"],
+            "ports": [{"containerPort": facts["http_port"], "name": "http"}]}
+
+
+def service_ports() -> list[dict[str, Any]]:
+    """The serving Service's ports: HTTP on the front, gRPC straight to the engine (the single-host tutorial's)."""
+    facts = front()
+    return [{"name": "http", "port": facts["http_port"], "targetPort": facts["http_port"]},
+            {"name": "grpc", "port": facts["grpc_port"], "targetPort": facts["grpc_port"]}]
+
+
+def note() -> str:
+    facts = front()
+    return (f"ports: JetStream answers gRPC only, on {facts['grpc_port']} (hard-coded in MaxText's server); "
+            f"JetStream HTTP ({facts['http_image']}) beside it serves POST /generate on {facts['http_port']}, and the "
+            f"Service carries both; probes GET {facts['health_path']} on {facts['http_port']}, 200 once the engine "
+            f"answers (sources: runtime.yaml jetstream_front)")
