@@ -177,22 +177,22 @@ def test_hopper_keeps_the_v0_8_5_image_and_says_nothing_of_it():
 
 def test_b200_runs_the_vllm_built_for_blackwell():
     command, image, notes = serve("fp8", hw=B200, clouds=["gcp"])
-    assert image == runtime()["defaults"]["vllm-blackwell"]["image"] == "vllm/vllm-openai:v0.10.2"
+    assert image == runtime()["vllm_generations"]["vllm-blackwell"]["image"] == "vllm/vllm-openai:v0.10.2"
     assert "the vLLM release image built for compute capability 10.0 (B200)" in notes
     assert "--quantization fp8 --kv-cache-dtype fp8" in command
 
 
 def test_every_gpu_a_serving_plan_may_choose_has_an_image_built_for_it():
     facts = hardware.current()
-    rows = runtime()["defaults"]
-    built = {c for row in ("vllm", "vllm-blackwell") for c in rows[row]["compute_capabilities"]}
+    built = {c for row in runtime()["vllm_generations"].values() for c in row["compute_capabilities"]}
     for chip in facts.chips.values():
         if chip.family == "gpu" and chip.selectable:
             assert chip_arch(chip.id) == "arm64" or chip.compute_capability in built, chip.id
 
 
 def test_the_first_row_has_no_blackwell_kernels_and_the_second_has():
-    rows = runtime()["defaults"]
+    rows = runtime()["vllm_generations"]
+    assert list(rows) == ["vllm", "vllm-blackwell"] and "image" not in rows["vllm"]   # defaults.vllm's image
     assert "10.0" not in rows["vllm"]["compute_capabilities"]
     assert "'7.0 7.5 8.0 8.6 8.9 9.0+PTX'" in rows["vllm"]["source"]
     assert "10.0" in rows["vllm-blackwell"]["compute_capabilities"] and "10.0" in rows["vllm-blackwell"]["source"]
