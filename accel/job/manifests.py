@@ -32,6 +32,7 @@ from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.restarts import max_restarts
+from accel.job import vllm_serving
 from accel.job.topology import (
     PODSET_GROUP,
     PREFERRED,
@@ -517,7 +518,14 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         served = (model_run.vllm_model(plan, model, custom_image=options.image is not None)
                   if options.command is None else model_run.ServedModel(model, "", []))
         model, model_notes = served.model, served.notes
-        default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT} --dtype bfloat16 "
+        # The vLLM release built for this GPU generation (accel/job/vllm_serving.py), unless --image names one.
+        generation = vllm_serving.default_image(hw) if options.image is None else None
+        image = generation.image if generation is not None else image
+        # The plan's precision: what vLLM loads must be the bytes the replica was sized for.
+        precision = (vllm_serving.precision_flags(plan, hw, model, named, tensor * stages)
+                     if options.command is None else vllm_serving.PrecisionFlags("", []))
+        model_notes = [*model_notes, *precision.notes, *([generation.note] if generation and generation.note else [])]
+        default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags} "
                            f"--tensor-parallel-size {tensor}"
                            + (f" --pipeline-parallel-size {stages}" if stages > 1 else ""))
     elif engine is not None:

@@ -1,0 +1,223 @@
+"""The vLLM serving job loads what the plan sized and runs on the GPU it is placed on (accel/job/vllm_serving.py).
+
+The serving estimate sizes weights and KV cache at the workload's inference.precision (fp8: 1 byte per weight and per
+K/V value; int8: W8A16, 1-byte weights with a bf16 KV cache). vLLM loads what its flags say: an fp8 plan's job
+quantizes as it loads, int8 needs an 8-bit checkpoint, and a chip without fp8 tensor cores serves bf16 as its plan
+does. The image is the vLLM release built for the chip's compute capability: v0.8.5 has no Blackwell kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+import pytest
+
+from accel.base.errors import UsageError
+from accel.job.architectures import chip_arch, image_architectures
+from accel.job.context import JobContext
+from accel.job.facts import runtime
+from accel.job.manifests import JobOptions, generate
+from accel.job.service import job_of
+from accel.job.plan_view import hardware as plan_hardware
+from accel.job.vllm_serving import default_image
+from accel.policies import hardware
+from accel.policies.catalog import load_catalog
+from accel.policies.selection.choose import choose_plan
+from accel.policies.workload import workload_from_mapping
+from tests.conftest import planned_result
+
+H100 = {"accelerator": "h100-80gb", "chips": 8}
+A100 = {"accelerator": "a100-80gb", "chips": 8}
+B200 = {"accelerator": "b200", "chips": 8}
+
+
+@functools.cache
+def _plan(workload_json: str):
+    return choose_plan(workload_from_mapping(json.loads(workload_json), "t.yaml"), load_catalog())
+
+
+def plan_of(precision="bf16", model=None, hw=H100, clouds=None):
+    workload = {"name": "served", "kind": "inference", "model": model or {"parameters": "70B"}, "hardware": hw,
+                "inference": {"tokens_per_second": 2000, "framework": "pytorch", "precision": precision},
+                **({"constraints": {"clouds": clouds}} if clouds else {})}
+    return _plan(json.dumps(workload, sort_keys=True))
+
+
+def serve(precision="bf16", model=None, hw=H100, clouds=None, **options):
+    """(the server's command, its image, the job's derivations) of a GPU serving plan."""
+    generated = generate(plan_of(precision, model, hw, clouds), JobContext(stack="t"), JobOptions(**options))
+    main = next(m for m in generated.manifests if m["kind"] in ("Deployment", "LeaderWorkerSet"))
+    pod = (main["spec"]["template"] if main["kind"] == "Deployment" else
+           main["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
+    container = pod["spec"]["containers"][0]
+    return container["command"][-1], container["image"], "\n".join(generated.derivations)
+
+
+# ----- precision -----
+
+def test_a_bf16_plan_serves_bf16_with_no_quantization():
+    command, _, notes = serve("bf16")
+    assert "--dtype bfloat16 " in command
+    assert "--quantization" not in command and "--kv-cache-dtype" not in command and "precision" not in notes
+
+
+def test_an_fp16_plan_serves_fp16():
+    command, _, _ = serve("fp16")
+    assert "--dtype float16 " in command and "bfloat16" not in command
+
+
+def test_an_fp8_plan_quantizes_weights_and_kv_cache_as_it_loads():
+    command, _, notes = serve("fp8")
+    assert "--dtype bfloat16 --quantization fp8 --kv-cache-dtype fp8 --tensor-parallel-size" in command
+    assert "precision fp8: vLLM quantizes meta-llama/Llama-3.1-70B-Instruct to fp8" in notes
+
+
+def test_the_fp8_load_peak_is_said_with_its_number():
+    """vLLM holds the bf16 weights before quantizing them: 70B x 2 bytes over the replica's GPUs."""
+    plan = plan_of("fp8")
+    gpus = plan.parallelism.tensor * plan.parallelism.pipeline
+    _, _, notes = serve("fp8")
+    assert "load peak: " in notes
+    assert f"{70e9 * 2 / gpus / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica)" in notes
+    usable = hardware.current().chips["h100-80gb"].hbm_gb * 0.9   # assumptions.yaml hbm_usable_fraction
+    assert f"within the {usable:,.1f} GB usable of each H100" in notes
+
+
+def test_an_fp8_plan_whose_bf16_weights_do_not_fit_while_loading_is_refused():
+    """A 13B model on one L4 (24 GB): 13 GB in fp8 fits, 26 GB of bf16 weights while loading do not."""
+    plan = plan_of("fp8", {"parameters": "13B"}, {"accelerator": "l4", "chips": 1})
+    assert plan.parallelism.tensor * plan.parallelism.pipeline == 1
+    with pytest.raises(UsageError) as refused:
+        serve("fp8", {"parameters": "13B"}, {"accelerator": "l4", "chips": 1})
+    message = str(refused.value)
+    assert message.startswith("inference.precision: fp8 with model.checkpoint unset")
+    assert "26.0 GB on each GPU (1 per replica), more than the 21.6 GB usable of each L4" in message
+    assert "pre-quantized fp8 checkpoint" in message
+
+
+def test_a_pre_quantized_fp8_checkpoint_needs_no_quantization_flag():
+    model = {"parameters": "70B", "checkpoint": "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8"}
+    command, _, notes = serve("fp8", model)
+    assert "--quantization" not in command and "--dtype bfloat16 --kv-cache-dtype fp8" in command
+    assert "pre-quantized fp8 checkpoint (its name says fp8)" in notes and "load peak" not in notes
+
+
+def test_an_architecture_published_in_fp8_is_served_as_it_is():
+    """DeepSeek-V3's own weights are fp8 (quant_method fp8): no online quantization, no bf16 load peak."""
+    command, _, notes = serve("fp8", {"architecture": "deepseek3-671b"}, {"accelerator": "h200-141gb", "chips": 16})
+    assert "serve deepseek-ai/DeepSeek-V3 " in command
+    assert "--quantization" not in command and "--kv-cache-dtype fp8" in command
+    assert "published in fp8 (deepseek-ai/DeepSeek-V3 README_WEIGHTS.md" in notes and "load peak" not in notes
+
+
+def test_a_checkpoint_not_named_fp8_is_quantized_online_and_told_what_vllm_does_with_a_quantized_one():
+    command, _, notes = serve("fp8", {"parameters": "70B", "checkpoint": "my-org/llama-70b-tuned"})
+    assert "--quantization fp8 --kv-cache-dtype fp8" in command
+    assert "if my-org/llama-70b-tuned is already quantized, vLLM refuses --quantization fp8" in notes
+
+
+def test_fp8_on_a_chip_without_fp8_tensor_cores_serves_bf16_as_its_plan_does():
+    plan = plan_of("fp8", hw=A100)
+    served = next(a for a in plan.estimate.assumptions if a.name == "serving precision")
+    assert served.value == "bf16"   # the estimate widened weights and KV cache to 2 bytes
+    command, _, notes = serve("fp8", hw=A100)
+    assert "--dtype bfloat16 " in command and "--quantization" not in command and "--kv-cache-dtype" not in command
+    assert "inference.precision fp8, but A100 80GB has no fp8 tensor cores" in notes
+
+
+def test_int8_with_no_checkpoint_is_refused_naming_the_fields():
+    with pytest.raises(UsageError) as refused:
+        serve("int8")
+    message = str(refused.value)
+    assert message.startswith("inference.precision: int8 (weight-only W8A16) needs model.checkpoint")
+    assert "meta-llama/Llama-3.1-70B-Instruct is a stand-in" in message
+
+
+def test_int8_serving_an_architectures_published_weights_is_refused():
+    with pytest.raises(UsageError, match="the published weights of architecture llama3.1-70b"):
+        serve("int8", {"architecture": "llama3.1-70b"})
+
+
+def test_int8_with_a_checkpoint_lets_vllm_read_its_quantization():
+    command, _, notes = serve("int8", {"parameters": "70B", "checkpoint": "my-org/llama-70b-w8a16"})
+    assert "--dtype bfloat16 " in command and "--quantization" not in command and "--kv-cache-dtype" not in command
+    assert "precision int8 (W8A16): vLLM reads the quantization from model.checkpoint my-org/llama-70b-w8a16" in notes
+
+
+def test_your_command_is_not_refused_for_its_precision():
+    command, _, _ = serve("int8", command="vllm serve my-org/w8 --port 8000")
+    assert command == "vllm serve my-org/w8 --port 8000"
+
+
+def test_every_flag_the_job_passes_is_cited_in_both_images():
+    """Each --flag of a generated vLLM command (bf16, fp8 online, fp8 pre-quantized, s3 streaming, multi-node Ray) is
+    named with its arg_utils.py line in runtime.yaml vllm_precision.flags_source."""
+    source = runtime()["vllm_precision"]["flags_source"]
+    commands = [serve("bf16")[0], serve("fp8")[0], serve("fp16")[0],
+                serve("fp8", {"parameters": "70B", "checkpoint": "s3://bucket/llama-70b"})[0]]
+    leader = next(m for m in job_of(planned_result("llama-405b-serving-a4x"), JobOptions()).manifests
+                  if m["kind"] == "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    commands.append(leader["spec"]["containers"][0]["command"][-1])
+    flags = {f for c in commands for f in re.findall(r"(--[a-z-]+)", c[c.index("vllm serve"):])}
+    assert {"--quantization", "--kv-cache-dtype", "--load-format", "--distributed-executor-backend"} <= flags
+    flags.add("--pipeline-parallel-size")   # written for a replica over several nodes without an NVLink domain
+    for flag in flags:
+        assert f"{flag} l." in source or f"{flag}: " in source, flag
+
+
+# ----- the image per GPU generation -----
+
+def test_hopper_keeps_the_v0_8_5_image_and_says_nothing_of_it():
+    _, image, notes = serve("bf16")
+    assert image == runtime()["defaults"]["vllm"]["image"] == "vllm/vllm-openai:v0.8.5"
+    assert "image:" not in notes
+
+
+def test_b200_runs_the_vllm_built_for_blackwell():
+    command, image, notes = serve("fp8", hw=B200, clouds=["gcp"])
+    assert image == runtime()["vllm_generations"]["vllm-blackwell"]["image"] == "vllm/vllm-openai:v0.10.2"
+    assert "the vLLM release image built for compute capability 10.0 (B200)" in notes
+    assert "--quantization fp8 --kv-cache-dtype fp8" in command
+
+
+def test_every_gpu_a_serving_plan_may_choose_has_an_image_built_for_it():
+    facts = hardware.current()
+    built = {c for row in runtime()["vllm_generations"].values() for c in row["compute_capabilities"]}
+    for chip in facts.chips.values():
+        if chip.family == "gpu" and chip.selectable:
+            assert chip_arch(chip.id) == "arm64" or chip.compute_capability in built, chip.id
+
+
+def test_the_first_row_has_no_blackwell_kernels_and_the_second_has():
+    rows = runtime()["vllm_generations"]
+    assert list(rows) == ["vllm", "vllm-blackwell"] and "image" not in rows["vllm"]   # defaults.vllm's image
+    assert "10.0" not in rows["vllm"]["compute_capabilities"]
+    assert "'7.0 7.5 8.0 8.6 8.9 9.0+PTX'" in rows["vllm"]["source"]
+    assert "10.0" in rows["vllm-blackwell"]["compute_capabilities"] and "10.0" in rows["vllm-blackwell"]["source"]
+    assert image_architectures(rows["vllm-blackwell"]["image"]).source
+
+
+def test_arm_nodes_keep_nvidias_container():
+    hw = plan_hardware(plan_of("bf16", {"parameters": "405B"}, {"accelerator": "gb200", "chips": 72},
+                               clouds=["gcp"]))
+    assert default_image(hw).image == runtime()["defaults"]["vllm-arm64"]["image"]
+
+
+def test_a_gpu_no_image_is_built_for_is_refused_unless_you_pass_one():
+    hw = plan_hardware(plan_of("bf16"))
+    b300 = type(hw)(**{**hw.__dict__, "accelerator": "b300", "machine_type": "p6-b300.48xlarge"})
+    with pytest.raises(UsageError, match=r"accelerator b300 \(compute capability 10.3\): no default vLLM image"):
+        default_image(b300)
+
+
+def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_flags():
+    command, image, notes = serve("fp8", hw=B200, clouds=["gcp"], image="registry.local/vllm:1.0")
+    assert image == "registry.local/vllm:1.0" and "image: vllm/vllm-openai" not in notes
+    assert "--quantization fp8 --kv-cache-dtype fp8" in command
+
+
+def test_int8_of_weights_published_in_fp8_points_at_fp8():
+    with pytest.raises(UsageError, match="published in fp8: set inference.precision fp8"):
+        serve("int8", {"architecture": "deepseek3-671b"}, {"accelerator": "h200-141gb", "chips": 16})
