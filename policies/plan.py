@@ -241,6 +241,16 @@ class GpuPool(DerivedFieldsModel):
     compact_placement: bool = False
     nodes_per_pool: int | None = Field(None, gt=0, description="Most nodes in one node pool / node group when the "
                                                               "fleet is split (docs/scale.md); None: one pool")
+    nvlink_clique_nodes: int | None = Field(
+        None, gt=1, description="Nodes of one NVLink clique the pool's nodes are labelled with, where the pool states "
+        "its own (an inventory with nvlink_clique_label, GPU Feature Discovery's nvidia.com/gpu.clique: "
+        "HardwareFacts.inventory_clique_nodes); the unit the layout's tensor groups span nodes within. Unset: the "
+        "machine type's placement unit in the hardware table (a Kubernetes inventory's: none, the node)")
+
+    _dump_order = ("accelerator", "machine_type", "alternate_machine_types", "gpus_per_node", "nodes",
+                   "guest_accelerator", "fabric", "extra_networks", "efa_interfaces", "local_ssd_count",
+                   "compact_placement", "nodes_per_pool", "pools")
+    _omit_when_none = ("nvlink_clique_nodes",)
 
     @model_validator(mode="before")
     @classmethod
@@ -410,8 +420,9 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain (its
     machine type's own where the hardware table states one), the expert-parallel degree the estimate's
     all-to-all is costed at (policies/estimator/moe.py); a tensor-parallel group spans nodes only inside one
-    NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes; given
-    `domain_unit_nodes`, that unit instead: 1, the layout derived before groups could span nodes); a sequence
+    NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes of the
+    machine type, or of the pool's own NVLink clique, `gpu.nvlink_clique_nodes`; given `domain_unit_nodes`, that
+    unit instead: 1, the layout derived before groups could span nodes); a sequence
     too long for the state's own layout adds the context-parallel degree the estimate records
     (details.context_parallel, policies/estimator/activations.py) and, where it chose one, the deeper pipeline
     (details.pipeline_parallel)."""
@@ -427,7 +438,8 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     pipeline = estimate.details.get("pipeline_parallel")
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
                            int(replica) if isinstance(replica, (int, float)) else None, expert,
-                           facts.nvlink_domain_unit_nodes(gpu.machine_type) if domain_unit_nodes is None
+                           facts.nvlink_domain_unit_nodes(gpu.machine_type, gpu.nvlink_clique_nodes)
+                           if domain_unit_nodes is None
                            else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0,
                            int(pipeline) if isinstance(pipeline, (int, float)) else 0)
 
@@ -472,6 +484,10 @@ def plan_contradictions(plan: Plan) -> list[str]:
         if getattr(chosen, key) != from_pool:
             problems.append(f"chosen.{key} is {getattr(chosen, key)!r} but the {plan.family} pool makes it "
                             f"{from_pool!r}")
+    if isinstance(pool, GpuPool) and pool.nvlink_clique_nodes is not None and plan.cloud != "kubernetes":
+        problems.append(f"gpu.nvlink_clique_nodes is {pool.nvlink_clique_nodes} but the plan is on {plan.cloud}: only "
+                        "an existing cluster's inventory (cloud 'kubernetes') states its own NVLink clique; a cloud "
+                        "machine's unit is the hardware table's")
     parallelism = plan.parallelism
     if isinstance(pool, GpuPool) and pool.nodes_per_pool and parallelism is not None \
             and parallelism.group_nodes <= pool.nodes_per_pool and pool.nodes_per_pool % parallelism.group_nodes:

@@ -303,7 +303,8 @@ def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -
     if settings.cluster is not None:
         extra = offerings_from_inventory(
             {"accelerator": e.accelerator, "count": e.chips, "usd_per_chip_hour": e.usd_per_chip_hour,
-             "name": e.name or settings.cluster.name, "gpus_per_node": e.gpus_per_node}
+             "name": e.name or settings.cluster.name, "gpus_per_node": e.gpus_per_node,
+             "nvlink_domain_gpus": e.nvlink_domain_gpus, "nvlink_clique_label": e.nvlink_clique_label}
             for e in settings.cluster.inventory)
     if workload.hardware is not None:
         plan = plan_from_pin(workload, catalog, extra_offerings=extra)

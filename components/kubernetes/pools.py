@@ -260,6 +260,16 @@ class ExistingCluster(StrictModel):
         entry = next((entry for entry in self.inventory if entry.accelerator == accelerator), None)
         return entry.nvlink_domain_gpus if entry is not None else None
 
+    def labelled_clique_nodes(self, accelerator: str) -> int | None:
+        """Nodes of one NVLink clique of the inventory entry a plan on `accelerator` runs on, where its nodes carry
+        GPU Feature Discovery's clique label (nvlink_clique_label; HardwareFacts.inventory_clique_nodes, what the
+        search laid the plan out by: Plan gpu.nvlink_clique_nodes); None without the label."""
+        entry = next((entry for entry in self.inventory if entry.accelerator == accelerator), None)
+        if entry is None or not entry.nvlink_clique_label:
+            return None
+        per_node = entry.gpus_per_node or hardware.current().inventory_chips_per_node(entry.accelerator)
+        return hardware.current().inventory_clique_nodes(entry.accelerator, per_node, entry.nvlink_domain_gpus)
+
 
 def _is_tpu(accelerator: str) -> bool:
     return hardware.current().chips[accelerator].family == "tpu"
