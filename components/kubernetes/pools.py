@@ -194,7 +194,8 @@ class InventoryEntry(StrictModel):
     nvlink_clique_label: bool = Field(
         False, description="the nodes carry NVIDIA GPU Feature Discovery's nvidia.com/gpu.clique (their NVLink "
         "partition: GPU Operator with gfd enabled, or GFD alone): the pool's Kueue Topology is that label, then the "
-        "node, so a group of pods (a model or serving replica) is kept inside one NVLink domain; only for GPUs whose "
+        "node, so a group of pods (a model or serving replica) is kept inside one NVLink domain, and a tensor-parallel "
+        "group may span the trays of one clique as on A4X (nvlink_domain_gpus / gpus_per_node); only for GPUs whose "
         "NVLink domain joins nodes (GB200 NVL72). Nodes without the label are left out of topology-aware scheduling")
 
     @model_validator(mode="after")
