@@ -203,3 +203,35 @@ def test_a_replica_wider_than_the_clique_requires_each_tensor_group_in_one():
 def test_a_tensor_group_across_trays_with_no_clique_to_hold_it_is_refused(clique_nodes, levels):
     with pytest.raises(ValueError, match=r"gb200: a tensor-parallel group spans 2 nodes but no placement unit"):
         topology_request(levels, "gb200", 24, 4, 2, clique_nodes=clique_nodes, fleet_nodes=36)
+
+
+# ------------------------------------------------------------------------------ 5. serving across two trays
+SERVING = {"name": "llama-405b-serve", "kind": "inference", "model": {"parameters": "405B", "sequence_length": 4096},
+           "inference": {"tokens_per_second": 5000, "p99_latency_ms": 80, "framework": "pytorch", "hours": 730},
+           "constraints": {"clouds": ["kubernetes"]}}
+
+
+def _serving_stack(tmp_path: Path, **entry) -> Path:
+    stack = yaml.safe_load(LABELLED.read_text())
+    stack["config"]["accel:workload"] = SERVING
+    stack["config"]["accel:cluster"]["inventory"][0].update(entry)
+    path = tmp_path / "Pulumi.serve.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    return path
+
+
+def test_a_labelled_inventory_serves_a_replica_over_two_trays_of_one_clique(tmp_path):
+    """405B's bf16 weights (810 GB) do not fit one 4-GPU tray: on the labelled racks a replica is TP8 over two trays
+    of one clique (the search's replica sizes), its leader and worker required in one clique, claiming the
+    ComputeDomain; without the label no replica fits (tensor parallelism stays in the tray)."""
+    result = plan_stack(None, _serving_stack(tmp_path), ROOT)
+    assert result.plan["parallelism"]["tensor"] == 8 and result.plan["parallelism"]["tensor_nodes"] == 2
+    job = job_of(result)
+    [lws] = [m for m in job.manifests if m["kind"] == "LeaderWorkerSet"]
+    template = lws["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == 2
+    assert template["leaderTemplate"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] == CLIQUE
+    assert "ComputeDomain" in {m["kind"] for m in job.manifests}
+    assert check_manifests(result, job.manifests).ok
+    with pytest.raises(Exception, match=r"memory fit eliminated 1: kubernetes-gb200"):
+        plan_stack(None, _serving_stack(tmp_path, nvlink_clique_label=False), ROOT)
