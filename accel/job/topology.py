@@ -146,7 +146,8 @@ def _tensor_groups_in_one_domain(request: TopologyRequest, levels: tuple[str, ..
         # preference it had, since Kueue reads the slice annotations only onto a PodSet-level request
         # (jobframework NewPodSetTopologyRequest: no required, preferred or unconstrained level, no request).
         annotations[PREFERRED] = request.annotations[PREFERRED]
-        whole = f"; the whole job preferred in one {request.annotations[PREFERRED]} (Kueue spreads it when none has room)"
+        whole = (f"; the whole job preferred in one {request.annotations[PREFERRED]} (Kueue spreads it when none has "
+                 "room)")
     return TopologyRequest(annotations, [f"topology: each tensor-parallel group ({tensor_nodes} pods, one per node, "
                                          f"by completion index) required in one {unit_level}, one NVLink domain "
                                          f"({domain_nodes} nodes){whole} (Kueue Topology Aware Scheduling)"])

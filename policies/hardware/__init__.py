@@ -377,10 +377,10 @@ class HardwareFacts:
 
     def inventory_clique_nodes(self, chip: str, gpus_per_node: int, stated_domain_gpus: int | None) -> int | None:
         """Nodes of one NVLink clique of an existing cluster's inventory of `chip` (its stated nvlink_domain_gpus, else
-        the chip's domain in [collective_fabrics], over its GPUs per node: GB200 NVL72, 72 / 4 = 18; NVL36 x2 racks
-        partitioned 36: 9); None where the domain is the node. GPU Feature Discovery labels one clique per NVLink
-        partition (nvidia-gfd-clique), so where the nodes carry the label this is the unit they are placed and laid
-        out by (nvlink_domain_unit_nodes)."""
+        the chip's domain in [collective_fabrics], over its GPUs per node: GB200 NVL72, 72 / 4 = 18; racks
+        partitioned into cliques of 36 GPUs: 9); None where the domain is the node. GPU Feature Discovery labels one
+        clique per NVLink partition (nvidia-gfd-clique), so where the nodes carry the label this is the unit they
+        are placed and laid out by (nvlink_domain_unit_nodes)."""
         domain = stated_domain_gpus or self.scale_up_domain_chips(chip) or 0
         return domain // gpus_per_node if gpus_per_node and domain > gpus_per_node else None
 
