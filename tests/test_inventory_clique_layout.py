@@ -195,6 +195,25 @@ def test_a_replica_wider_than_the_clique_requires_each_tensor_group_in_one():
     assert request.annotations == {SLICE_REQUIRED: CLIQUE, SLICE_SIZE: "2", PREFERRED: CLIQUE}
 
 
+@settings(max_examples=60, deadline=None)
+@given(clique=st.integers(2, 18), need=st.integers(5, 300), nodes=st.integers(2, 72))
+def test_every_tensor_group_the_layout_spans_across_trays_is_placed_in_one_clique(clique, need, nodes):
+    """Whatever the clique, the state and the fleet, the layout derived with the clique's unit and the job's request
+    with that clique agree: a tensor group across trays is required inside one clique, alone or within its replica
+    (a slice of whole groups no larger than the clique), or the whole job is required in one."""
+    tensor, pipeline, _, span = training_degrees(need, 4, nodes, hardware.current().nvlink_domain_unit_nodes("gb200",
+                                                                                                           clique))
+    assert span <= tensor_parallel_nodes(clique) and clique % span == 0 and tensor == 4 * span
+    request = topology_request((CLIQUE, NODE), "gb200", nodes, pipeline * span, span, clique_nodes=clique,
+                               fleet_nodes=nodes)
+    annotations = request.annotations
+    if span > 1:
+        sliced = annotations.get(SLICE_REQUIRED) == CLIQUE and int(annotations[SLICE_SIZE]) % span == 0 \
+            and int(annotations[SLICE_SIZE]) <= clique
+        whole = annotations.get("kueue.x-k8s.io/podset-required-topology") == CLIQUE and nodes <= clique
+        assert sliced or whole, annotations
+
+
 @pytest.mark.parametrize(("clique_nodes", "levels"), [
     (None, (CLIQUE, NODE)),     # the inventory's clique size unknown
     (9, (CLIQUE, NODE)),        # 9-tray cliques: 2-tray groups do not tile them, a group would straddle two
