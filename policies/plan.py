@@ -458,6 +458,21 @@ def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = N
     return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None, domain_unit_nodes)
 
 
+def _cloud_clique_problems(pool: GpuPool, cloud: str) -> list[str]:
+    """A cloud pool states its own NVLink clique only where its machine is placed by the clique and sold as
+    UltraServers of that many instances (p6e-gb200: 9 or 18, a Capacity Block naming u-p6e-gb200x72)."""
+    facts = hardware.current()
+    unit = facts.placement_units.get(pool.machine_type)
+    instance = facts.aws_gpu_instances.get(pool.machine_type)
+    sizes = instance.ultraserver_sizes if instance is not None else ()
+    if unit is not None and unit.level in facts.kubernetes.nvlink_topology_levels and pool.nvlink_clique_nodes in sizes:
+        return []
+    where = (f"{pool.machine_type} is sold as UltraServers of {' or '.join(map(str, sizes))} instances" if sizes else
+             f"{pool.machine_type} on {cloud} is placed by the hardware table's unit: only an existing cluster's "
+             "inventory (cloud 'kubernetes') or an UltraServer states its own NVLink clique")
+    return [f"gpu.nvlink_clique_nodes is {pool.nvlink_clique_nodes} but {where}"]
+
+
 def plan_contradictions(plan: Plan) -> list[str]:
     """Every fact the Plan stores twice on purpose, where the two copies disagree."""
     chosen = plan.chosen
@@ -485,9 +500,7 @@ def plan_contradictions(plan: Plan) -> list[str]:
             problems.append(f"chosen.{key} is {getattr(chosen, key)!r} but the {plan.family} pool makes it "
                             f"{from_pool!r}")
     if isinstance(pool, GpuPool) and pool.nvlink_clique_nodes is not None and plan.cloud != "kubernetes":
-        problems.append(f"gpu.nvlink_clique_nodes is {pool.nvlink_clique_nodes} but the plan is on {plan.cloud}: only "
-                        "an existing cluster's inventory (cloud 'kubernetes') states its own NVLink clique; a cloud "
-                        "machine's unit is the hardware table's")
+        problems += _cloud_clique_problems(pool, plan.cloud)
     parallelism = plan.parallelism
     if isinstance(pool, GpuPool) and pool.nodes_per_pool and parallelism is not None \
             and parallelism.group_nodes <= pool.nodes_per_pool and pool.nodes_per_pool % parallelism.group_nodes:

@@ -143,8 +143,8 @@ def test_the_plan_check_refuses_a_layout_across_trays_on_an_inventory_without_th
 def test_the_plan_check_refuses_a_clique_on_a_cloud_plan():
     plan = copy.deepcopy(planned_result("llama-405b-a4x").plan)
     plan["gpu"]["nvlink_clique_nodes"] = 18
-    with pytest.raises(ValidationError, match=r"gpu.nvlink_clique_nodes is 18 but the plan is on gcp: only an "
-                                              r"existing cluster's inventory"):
+    with pytest.raises(ValidationError, match=r"gpu.nvlink_clique_nodes is 18 but a4x-highgpu-4g on gcp is placed by "
+                                              r"the hardware table's unit: only an existing cluster's inventory"):
         Plan.model_validate(plan)
 
 

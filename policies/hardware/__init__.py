@@ -199,6 +199,8 @@ class AwsGpuInstance(NamedTuple):
     arch: str = "x86_64"                      # x86_64 | arm64 (p6e: Grace)
     ultraserver_sizes: tuple[int, ...] = ()   # sold only as UltraServers of these many instances
     efa_secondary_device_index: int = 1       # device index of the EFA interface on cards past the first
+    # The UltraServer types it is sold as, EC2's ultraserverType names with their instances (sizes derive from them).
+    ultraserver_types: tuple[tuple[str, int], ...] = ()
 
     @property
     def accelerator(self) -> str:
@@ -374,6 +376,12 @@ class HardwareFacts:
             return 1
         domain = self.scale_up_domain_chips(machine.chip, machine_type) or 0
         return unit.nodes if unit.nodes * machine.gpus <= domain else 1
+
+    def ultraserver_instances(self, machine_type: str, ultraserver_type: str) -> int | None:
+        """Instances of one UltraServer of EC2 type `ultraserver_type` (u-p6e-gb200x72: 18) built of `machine_type`;
+        None where the machine is not sold as that type."""
+        aws = self.aws_gpu_instances.get(machine_type)
+        return dict(aws.ultraserver_types).get(ultraserver_type) if aws is not None else None
 
     def inventory_clique_nodes(self, chip: str, gpus_per_node: int, stated_domain_gpus: int | None) -> int | None:
         """Nodes of one NVLink clique of an existing cluster's inventory of `chip` (its stated nvlink_domain_gpus, else
@@ -665,11 +673,15 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                   e.get("efa_only_secondaries", bool, False), fabric, e.get("vcpus", int, positive=True),
                                   float(e.get("memory_gb", (int, float), positive=True)),
                                   _source(e, section.get("source"), sources), e.one_of("arch", {"x86_64", "arm64"}, "x86_64"),
-                                  tuple(e.get("ultraserver_sizes", list, [])), e.get("efa_secondary_device_index", int, 1))
+                                  (), e.get("efa_secondary_device_index", int, 1))
+        types = e.get("ultraserver_types", dict, {})
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in types.values()):
+            raise HardwareFactsError(f"{e.where}.ultraserver_types: EC2 UltraServer type names, each with its "
+                                     "positive instance count")
+        ordered = tuple(sorted(types.items(), key=lambda item: item[1]))
+        aws[key] = aws[key]._replace(ultraserver_types=ordered, ultraserver_sizes=tuple(n for _, n in ordered))
         if aws[key].efa_secondary_device_index not in (0, 1):
             raise HardwareFactsError(f"{e.where}.efa_secondary_device_index: 0 or 1")
-        if not all(isinstance(n, int) and n > 0 for n in aws[key].ultraserver_sizes):
-            raise HardwareFactsError(f"{e.where}.ultraserver_sizes: a list of positive instance counts")
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
