@@ -244,8 +244,9 @@ class GpuPool(DerivedFieldsModel):
     nvlink_clique_nodes: int | None = Field(
         None, gt=1, description="Nodes of one NVLink clique the pool's nodes are labelled with, where the pool states "
         "its own (an inventory with nvlink_clique_label, GPU Feature Discovery's nvidia.com/gpu.clique: "
-        "HardwareFacts.inventory_clique_nodes); the unit the layout's tensor groups span nodes within. Unset: the "
-        "machine type's placement unit in the hardware table (a Kubernetes inventory's: none, the node)")
+        "HardwareFacts.inventory_clique_nodes; UltraServer Capacity Blocks that say their type, u-p6e-gb200x72: 18, "
+        "declared_clique_nodes); the unit the layout's tensor groups span nodes within. Unset: the machine type's "
+        "placement unit in the hardware table (a Kubernetes inventory's: none, the node)")
 
     _dump_order = ("accelerator", "machine_type", "alternate_machine_types", "gpus_per_node", "nodes",
                    "guest_accelerator", "fabric", "extra_networks", "efa_interfaces", "local_ssd_count",
