@@ -146,3 +146,25 @@ def test_the_x72_job_keeps_its_replica_and_tensor_groups_in_the_one_clique(x72):
         in job.derivations
     assert_claims_a_valid_compute_domain(x72, job)
     assert check_manifests(x72, job.manifests).ok
+
+
+def test_accel_choose_with_the_stack_blocks_lays_out_by_the_ultraserver_they_say(tmp_path):
+    """`accel choose --reservations` reads the blocks as the stack does: x72 said, TP8 over two trays; unsaid, TP4."""
+    from typer.testing import CliRunner
+    import typer
+
+    from accel.commands import choose as choose_command
+
+    app = typer.Typer(pretty_exceptions_enable=False)
+    app.callback()(lambda: None)
+    choose_command.register(app)
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.llama-405b-p6e.yaml").read_text())["config"]
+    workload = tmp_path / "w.yaml"
+    workload.write_text(yaml.safe_dump({**stack["accel:workload"], "hardware": stack["accel:hardware"]}))
+    said = _stack(tmp_path, "u-p6e-gb200x72")
+    shipped = ROOT / "stacks" / "Pulumi.llama-405b-p6e.yaml"
+    for blocks, layout in ((said, "TP8 x PP8 x DP1"), (shipped, "TP4 x PP16 x DP1")):
+        result = CliRunner().invoke(app, ["choose", str(workload), "--reservations", str(blocks)],
+                                    env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert f"Parallelism: {layout}" in result.output
