@@ -99,6 +99,19 @@ class TrainingClusterArgs:
                 raise TrainingClusterError(
                     f"capacity_block_ids: {len(self.capacity_block_ids)} block ids for a {self.plan.capacity.provisioning} "
                     f"plan of {pools} GPU node groups; give one block id per node group of a capacity-block plan")
+        laid_out = self.plan.gpu.nvlink_clique_nodes if self.plan.gpu is not None else None
+        if cloud == "kubernetes" and self.existing_cluster is not None and laid_out is not None:
+            # The Plan's layout spans trays only within the clique the inventory's nodes are labelled with, and the
+            # job places its groups by that same clique: the two must be the inventory's one figure. (A plan laid
+            # out without one keeps tensor parallelism in the tray, which any inventory runs.)
+            stated = self.existing_cluster.labelled_clique_nodes(self.plan.gpu.accelerator)
+            if laid_out != stated:
+                said = (f"nodes labelled by NVLink cliques of {stated} (nvlink_clique_label)" if stated is not None
+                        else "no NVLink clique label on its nodes (nvlink_clique_label unset)")
+                raise TrainingClusterError(
+                    f"plan.gpu.nvlink_clique_nodes: the plan was laid out for NVLink cliques of {laid_out} nodes, but "
+                    f"existing_cluster.inventory says {said}; "
+                    "re-run `accel choose --write-stack` against this inventory")
         if cloud != "kubernetes" and self.existing_cluster is not None:
             raise TrainingClusterError(f"existing_cluster: the plan builds a new cluster on {cloud}; remove "
                                        "accel:cluster or choose with clouds: [kubernetes]")

@@ -241,6 +241,17 @@ class GpuPool(DerivedFieldsModel):
     compact_placement: bool = False
     nodes_per_pool: int | None = Field(None, gt=0, description="Most nodes in one node pool / node group when the "
                                                               "fleet is split (docs/scale.md); None: one pool")
+    nvlink_clique_nodes: int | None = Field(
+        None, gt=1, description="Nodes of one NVLink clique the pool's nodes are labelled with, where the pool states "
+        "its own (an inventory with nvlink_clique_label, GPU Feature Discovery's nvidia.com/gpu.clique: "
+        "HardwareFacts.inventory_clique_nodes; UltraServer Capacity Blocks that say their type, u-p6e-gb200x72: 18, "
+        "declared_clique_nodes); the unit the layout's tensor groups span nodes within. Unset: the machine type's "
+        "placement unit in the hardware table (a Kubernetes inventory's: none, the node)")
+
+    _dump_order = ("accelerator", "machine_type", "alternate_machine_types", "gpus_per_node", "nodes",
+                   "guest_accelerator", "fabric", "extra_networks", "efa_interfaces", "local_ssd_count",
+                   "compact_placement", "nodes_per_pool", "pools")
+    _omit_when_none = ("nvlink_clique_nodes",)
 
     @model_validator(mode="before")
     @classmethod
@@ -410,8 +421,9 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain (its
     machine type's own where the hardware table states one), the expert-parallel degree the estimate's
     all-to-all is costed at (policies/estimator/moe.py); a tensor-parallel group spans nodes only inside one
-    NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes; given
-    `domain_unit_nodes`, that unit instead: 1, the layout derived before groups could span nodes); a sequence
+    NVLink domain the cloud places as a unit a job can require (HardwareFacts.nvlink_domain_unit_nodes of the
+    machine type, or of the pool's own NVLink clique, `gpu.nvlink_clique_nodes`; given `domain_unit_nodes`, that
+    unit instead: 1, the layout derived before groups could span nodes); a sequence
     too long for the state's own layout adds the context-parallel degree the estimate records
     (details.context_parallel, policies/estimator/activations.py) and, where it chose one, the deeper pipeline
     (details.pipeline_parallel)."""
@@ -427,7 +439,8 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     pipeline = estimate.details.get("pipeline_parallel")
     return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
                            int(replica) if isinstance(replica, (int, float)) else None, expert,
-                           facts.nvlink_domain_unit_nodes(gpu.machine_type) if domain_unit_nodes is None
+                           facts.nvlink_domain_unit_nodes(gpu.machine_type, gpu.nvlink_clique_nodes)
+                           if domain_unit_nodes is None
                            else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0,
                            int(pipeline) if isinstance(pipeline, (int, float)) else 0)
 
@@ -444,6 +457,21 @@ def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = N
     except (KeyError, TypeError, ValueError):
         return None
     return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None, domain_unit_nodes)
+
+
+def _cloud_clique_problems(pool: GpuPool, cloud: str) -> list[str]:
+    """A cloud pool states its own NVLink clique only where its machine is placed by the clique and sold as
+    UltraServers of that many instances (p6e-gb200: 9 or 18, a Capacity Block naming u-p6e-gb200x72)."""
+    facts = hardware.current()
+    unit = facts.placement_units.get(pool.machine_type)
+    instance = facts.aws_gpu_instances.get(pool.machine_type)
+    sizes = instance.ultraserver_sizes if instance is not None else ()
+    if unit is not None and unit.level in facts.kubernetes.nvlink_topology_levels and pool.nvlink_clique_nodes in sizes:
+        return []
+    where = (f"{pool.machine_type} is sold as UltraServers of {' or '.join(map(str, sizes))} instances" if sizes else
+             f"{pool.machine_type} on {cloud} is placed by the hardware table's unit: only an existing cluster's "
+             "inventory (cloud 'kubernetes') or an UltraServer states its own NVLink clique")
+    return [f"gpu.nvlink_clique_nodes is {pool.nvlink_clique_nodes} but {where}"]
 
 
 def plan_contradictions(plan: Plan) -> list[str]:
@@ -472,6 +500,8 @@ def plan_contradictions(plan: Plan) -> list[str]:
         if getattr(chosen, key) != from_pool:
             problems.append(f"chosen.{key} is {getattr(chosen, key)!r} but the {plan.family} pool makes it "
                             f"{from_pool!r}")
+    if isinstance(pool, GpuPool) and pool.nvlink_clique_nodes is not None and plan.cloud != "kubernetes":
+        problems += _cloud_clique_problems(pool, plan.cloud)
     parallelism = plan.parallelism
     if isinstance(pool, GpuPool) and pool.nodes_per_pool and parallelism is not None \
             and parallelism.group_nodes <= pool.nodes_per_pool and pool.nodes_per_pool % parallelism.group_nodes:

@@ -91,6 +91,9 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
     status.print(f"[dim]catalog {cat.version} (as of {cat.as_of}), {len(cat.offerings)} offerings[/dim]", highlight=False)
     if reservations_path is not None:
         refuse_unknown_reservations(held, reservations_path, held_key, cat)
+        from accel.policies.cloud.reservations import with_declared_cliques
+
+        cat = with_declared_cliques(cat, held)   # UltraServer blocks that say their type: the layout's clique
     try:
         choice = choose_hardware(spec, cat, objective, reservations=held)  # type: ignore[arg-type]
     except WorkloadFieldError as error:

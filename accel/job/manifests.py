@@ -342,7 +342,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         # Kueue keeps each model replica inside the finest placement level that holds it (accel/job/topology.py).
         request = topology_request(_pool(plan, ctx).topology_levels, hw.machine_type, nodes,
                                    plan.parallelism.group_nodes, plan.parallelism.tensor_nodes or 1,
-                                   _clique_nodes(ctx, hw),
+                                   _clique_nodes(ctx, hw, plan),
                                    ctx.inventory_pool.chips // hw.chips_per_node if ctx.inventory_pool else None)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes,
@@ -470,11 +470,14 @@ def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
     return leader, worker
 
 
-def _clique_nodes(ctx: JobContext, hw: plan_view.Hardware) -> int | None:
-    """An existing cluster's nodes per NVLink clique (its inventory's domain over its GPUs per node); None for a
-    cloud pool, whose clique size is the hardware table's placement unit."""
-    if ctx.inventory_pool is None or hw.family != "gpu":
+def _clique_nodes(ctx: JobContext, hw: plan_view.Hardware, plan: Plan) -> int | None:
+    """An existing cluster's nodes per NVLink clique (its inventory's domain over its GPUs per node); for a cloud
+    pool, the clique the Plan was laid out by where its UltraServers say theirs (gpu.nvlink_clique_nodes: a Capacity
+    Block of u-p6e-gb200x72), else None: the hardware table's placement unit."""
+    if hw.family != "gpu":
         return None
+    if ctx.inventory_pool is None:
+        return plan.gpu.nvlink_clique_nodes if plan.gpu is not None else None
     return inventory_clique_nodes(hw.accelerator, hw.chips_per_node, ctx.nvlink_domain_gpus)
 
 
@@ -566,7 +569,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         notes += domain_notes
         if hw.family == "gpu" and pool.topology_levels:
             notes.append(_group_in_one_domain([leader, worker], name, pool.topology_levels, hw.machine_type,
-                                              nodes_per_replica, _clique_nodes(ctx, hw)))
+                                              nodes_per_replica, _clique_nodes(ctx, hw, plan)))
         # A TPU replica is one multi-host slice: one node pool per replica, as the JobSet's slices.
         exclusive = {"annotations": {LWS_EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}} if hw.family == "tpu" else {}
         workload = {"apiVersion": LWS_API, "kind": "LeaderWorkerSet",

@@ -59,16 +59,16 @@ def level_nodes(level: str, machine_type: str, clique_nodes: int | None = None) 
     if level in facts.kubernetes.single_node_levels:
         return 1
     if clique_nodes is not None and level in facts.kubernetes.nvlink_topology_levels[:-1]:
-        return clique_nodes
+        return facts.nvlink_domain_unit_nodes(machine_type, clique_nodes)
     unit = facts.placement_units.get(machine_type)
     return unit.nodes if unit is not None and unit.level == level else None
 
 
 def inventory_clique_nodes(accelerator: str, gpus_per_node: int, stated_domain_gpus: int | None) -> int | None:
     """Nodes of one NVLink domain of an existing cluster's inventory (its stated nvlink_domain_gpus, else the chip's
-    in the hardware table, over its GPUs per node: GB200 NVL72, 72 / 4 = 18); None where the domain is the node."""
-    domain = stated_domain_gpus or hardware.current().scale_up_domain_chips(accelerator) or 0
-    return domain // gpus_per_node if gpus_per_node and domain > gpus_per_node else None
+    in the hardware table, over its GPUs per node: GB200 NVL72, 72 / 4 = 18); None where the domain is the node.
+    HardwareFacts.inventory_clique_nodes: the one derivation the search and the Plan's layout read too."""
+    return hardware.current().inventory_clique_nodes(accelerator, gpus_per_node, stated_domain_gpus)
 
 
 def within_one_nvlink_domain(level: str, machine_type: str | None) -> bool:
@@ -108,27 +108,32 @@ def topology_request(levels: tuple[str, ...], machine_type: str, nodes: int, gro
     if not levels or nodes <= 1:
         return TopologyRequest()
     request = _replica_request(levels, machine_type, nodes, group_nodes, clique_nodes, fleet_nodes)
-    return request if tensor_nodes <= 1 else _tensor_groups_in_one_domain(request, levels, machine_type, tensor_nodes)
+    return request if tensor_nodes <= 1 else _tensor_groups_in_one_domain(request, levels, machine_type, tensor_nodes,
+                                                                          clique_nodes)
 
 
 def _tensor_groups_in_one_domain(request: TopologyRequest, levels: tuple[str, ...], machine_type: str,
-                                 tensor_nodes: int) -> TopologyRequest:
+                                 tensor_nodes: int, clique_nodes: int | None = None) -> TopologyRequest:
     """`request`, when it already keeps every tensor-parallel group inside one unit of the machine's NVLink domain
     (each replica, or the whole job, required at that level or a finer one); else each group of `tensor_nodes`
-    pods required in one unit, the whole job as `request` asked for it at a coarser level."""
+    pods required in one unit, the whole job as `request` asked for it at a coarser level. The unit is the
+    machine's placement unit, or on an inventory labelled by its clique (`clique_nodes`, the pool's levels the
+    clique's) that clique: HardwareFacts.nvlink_domain_unit_nodes, the unit the Plan's layout was derived with."""
     facts = hardware.current()
-    unit = facts.placement_units.get(machine_type)
-    domain_nodes = facts.nvlink_domain_unit_nodes(machine_type)
-    if unit is None or unit.level not in levels or domain_nodes == 1 or domain_nodes % tensor_nodes:
+    clique = facts.kubernetes.nvlink_topology_levels[0]
+    labelled = clique_nodes is not None and clique in levels
+    unit_level = clique if labelled else getattr(facts.placement_units.get(machine_type), "level", None)
+    domain_nodes = facts.nvlink_domain_unit_nodes(machine_type, clique_nodes if labelled else None)
+    if unit_level is None or unit_level not in levels or domain_nodes == 1 or domain_nodes % tensor_nodes:
         raise ValueError(f"{machine_type}: a tensor-parallel group spans {tensor_nodes} nodes but no placement unit "
                          f"of the pool's topology levels ({', '.join(levels)}) holds one NVLink domain of whole groups")
-    domain = levels.index(unit.level)
+    domain = levels.index(unit_level)
     held = request.annotations.get(SLICE_REQUIRED) or request.annotations.get(REQUIRED)
     if held is not None and levels.index(held) >= domain:
         return TopologyRequest(request.annotations, [*request.notes, f"topology: each tensor-parallel group "
                                                      f"({tensor_nodes} nodes) stays in that {held}, one NVLink domain "
                                                      "or less"])
-    annotations = {SLICE_REQUIRED: unit.level, SLICE_SIZE: str(tensor_nodes)}
+    annotations = {SLICE_REQUIRED: unit_level, SLICE_SIZE: str(tensor_nodes)}
     whole = ""
     if REQUIRED in request.annotations:
         annotations[REQUIRED] = request.annotations[REQUIRED]
@@ -136,9 +141,16 @@ def _tensor_groups_in_one_domain(request: TopologyRequest, levels: tuple[str, ..
     elif domain > 0:
         annotations[PREFERRED] = levels[domain - 1]
         whole = f"; the whole job preferred in one {levels[domain - 1]} (Kueue climbs when it does not fit)"
+    elif PREFERRED in request.annotations:
+        # No level above the unit (an inventory's Topology is the clique, then the node): the job keeps the
+        # preference it had, since Kueue reads the slice annotations only onto a PodSet-level request
+        # (jobframework NewPodSetTopologyRequest: no required, preferred or unconstrained level, no request).
+        annotations[PREFERRED] = request.annotations[PREFERRED]
+        whole = (f"; the whole job preferred in one {request.annotations[PREFERRED]} (Kueue spreads it when none has "
+                 "room)")
     return TopologyRequest(annotations, [f"topology: each tensor-parallel group ({tensor_nodes} pods, one per node, "
-                                         f"by completion index) required in one {unit.level}, one NVLink domain "
-                                         f"({unit.nodes} nodes){whole} (Kueue Topology Aware Scheduling)"])
+                                         f"by completion index) required in one {unit_level}, one NVLink domain "
+                                         f"({domain_nodes} nodes){whole} (Kueue Topology Aware Scheduling)"])
 
 
 def _replica_request(levels: tuple[str, ...], machine_type: str, nodes: int, group_nodes: int,

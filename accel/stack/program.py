@@ -110,6 +110,7 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     notes: list[str] = []
     _refuse_unknown_reservations(settings, source)
     plan, pinned = _plan(settings, source, notes)
+    _refuse_an_undeclared_clique(plan, settings, source)
     # A plan bought through a Capacity Block or a calendar-mode reservation takes the one the stack declares, or
     # (not booked yet) a placeholder offline and a needed_before_up entry saying what to book (accel/stack/bookings.py).
     from accel.stack.bookings import on_booking
@@ -192,6 +193,24 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     return StackProgram(settings=settings, plan=plan, pinned=pinned, lifecycle=lifecycle,
                         resource_name=resource_name(stack), cluster_args=args, notes=notes, rewrites=rewrites,
                         missing_for_up=missing)
+
+
+def _refuse_an_undeclared_clique(plan, settings: StackSettings, source: str) -> None:
+    """A cloud Plan laid out by a larger NVLink clique than the hardware table's (gpu.nvlink_clique_nodes: 18 on
+    p6e-gb200) holds only where the stack's Capacity Blocks say they are UltraServers of that size: a block of 18
+    instances may be two u-p6e-gb200x36, whose tensor groups across trays would straddle two NVLink domains."""
+    from accel.policies.cloud.reservations import declared_clique_nodes
+
+    laid_out = plan.gpu.nvlink_clique_nodes if plan.gpu is not None and plan.cloud != "kubernetes" else None
+    if laid_out is None:
+        return
+    declared = declared_clique_nodes(plan.gpu.machine_type, settings.reservations)
+    if declared != laid_out:
+        said = (f"UltraServers of {declared}" if declared else
+                "no UltraServer type on every Capacity Block of it (ultraserverType)")
+        raise UsageError(f"{source}: accel:plan: gpu.nvlink_clique_nodes is {laid_out} ({plan.gpu.machine_type} "
+                         f"trays of one NVLink clique), but accel:reservations says {said}; declare each block's "
+                         "ultraserverType as EC2 shows it, or re-run `accel choose --write-stack`")
 
 
 def _check_ownership(tags: ResourceTags, plan, source: str) -> None:
@@ -298,12 +317,16 @@ def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -
     from accel.policies.catalog import load_catalog, offerings_from_inventory
     from accel.policies.selection.choose import choose_plan, plan_from_pin
 
-    catalog = load_catalog(settings.catalog)
+    from accel.policies.cloud.reservations import with_declared_cliques
+
+    # Capacity Blocks that name their UltraServers (u-p6e-gb200x72) give the layout their NVLink clique.
+    catalog = with_declared_cliques(load_catalog(settings.catalog), settings.reservations)
     extra = []
     if settings.cluster is not None:
         extra = offerings_from_inventory(
             {"accelerator": e.accelerator, "count": e.chips, "usd_per_chip_hour": e.usd_per_chip_hour,
-             "name": e.name or settings.cluster.name, "gpus_per_node": e.gpus_per_node}
+             "name": e.name or settings.cluster.name, "gpus_per_node": e.gpus_per_node,
+             "nvlink_domain_gpus": e.nvlink_domain_gpus, "nvlink_clique_label": e.nvlink_clique_label}
             for e in settings.cluster.inventory)
     if workload.hardware is not None:
         plan = plan_from_pin(workload, catalog, extra_offerings=extra)

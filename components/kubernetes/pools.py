@@ -194,7 +194,8 @@ class InventoryEntry(StrictModel):
     nvlink_clique_label: bool = Field(
         False, description="the nodes carry NVIDIA GPU Feature Discovery's nvidia.com/gpu.clique (their NVLink "
         "partition: GPU Operator with gfd enabled, or GFD alone): the pool's Kueue Topology is that label, then the "
-        "node, so a group of pods (a model or serving replica) is kept inside one NVLink domain; only for GPUs whose "
+        "node, so a group of pods (a model or serving replica) is kept inside one NVLink domain, and a tensor-parallel "
+        "group may span the trays of one clique as on A4X (nvlink_domain_gpus / gpus_per_node); only for GPUs whose "
         "NVLink domain joins nodes (GB200 NVL72). Nodes without the label are left out of topology-aware scheduling")
 
     @model_validator(mode="after")
@@ -259,6 +260,16 @@ class ExistingCluster(StrictModel):
         its queue's pool is); None: the hardware table's."""
         entry = next((entry for entry in self.inventory if entry.accelerator == accelerator), None)
         return entry.nvlink_domain_gpus if entry is not None else None
+
+    def labelled_clique_nodes(self, accelerator: str) -> int | None:
+        """Nodes of one NVLink clique of the inventory entry a plan on `accelerator` runs on, where its nodes carry
+        GPU Feature Discovery's clique label (nvlink_clique_label; HardwareFacts.inventory_clique_nodes, what the
+        search laid the plan out by: Plan gpu.nvlink_clique_nodes); None without the label."""
+        entry = next((entry for entry in self.inventory if entry.accelerator == accelerator), None)
+        if entry is None or not entry.nvlink_clique_label:
+            return None
+        per_node = entry.gpus_per_node or hardware.current().inventory_chips_per_node(entry.accelerator)
+        return hardware.current().inventory_clique_nodes(entry.accelerator, per_node, entry.nvlink_domain_gpus)
 
 
 def _is_tpu(accelerator: str) -> bool:

@@ -358,8 +358,10 @@ def _bundled() -> Catalog:
 def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
     """Offerings for accelerators a Kubernetes cluster already has (a stack file's inventory).
 
-    Each item: {accelerator, count, usd_per_chip_hour, name?, gpus_per_node?} as a mapping or an
-    object with those attributes. Cloud "kubernetes", region "on-prem", no spot, at most `count` chips.
+    Each item: {accelerator, count, usd_per_chip_hour, name?, gpus_per_node?, nvlink_domain_gpus?,
+    nvlink_clique_label?} as a mapping or an object with those attributes. Cloud "kubernetes", region "on-prem",
+    no spot, at most `count` chips. Nodes labelled by their NVLink clique (GB200: GPU Feature Discovery's
+    nvidia.com/gpu.clique) carry its size in nodes, which a tensor-parallel group may span as on A4X.
     """
     from accel.policies.hardware import shapes
 
@@ -397,5 +399,14 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
             "path": "kubernetes-inventory",
             "max_chips": get("count"),
         }
+        if get("nvlink_clique_label") and generation is None and isinstance(per_node, int):
+            # The clique the stack's Kueue Topology places by (components/kubernetes/pools.py inventory_pool) is the
+            # unit the layout spans trays within: one derivation for both (HardwareFacts.inventory_clique_nodes).
+            clique = facts.inventory_clique_nodes(accelerator, per_node, get("nvlink_domain_gpus"))
+            if clique is None:
+                raise CatalogError(f"{where}.nvlink_clique_label: {accelerator} nodes of {per_node} GPUs share no "
+                                   "NVLink domain across nodes (nvlink_domain_gpus, or the hardware table's domain "
+                                   "of the chip), so no clique joins them; set it only for GPUs like GB200 NVL72")
+            data["nvlink_clique_nodes"] = clique
         offerings.append(_validate(Offering, data, where, ()))
     return offerings

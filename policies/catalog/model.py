@@ -259,6 +259,11 @@ class Offering(StrictModel):
     local_ssd_count: int = Field(0, ge=0)
     spot_alternates: list[str] = Field(default_factory=list)
     notes: str | None = None
+    nvlink_clique_nodes: int | None = Field(
+        None, gt=1, description="Nodes of one NVLink clique the nodes are labelled with (an existing cluster's "
+        "inventory with nvlink_clique_label: HardwareFacts.inventory_clique_nodes; UltraServer Capacity Blocks that "
+        "say their type: policies/cloud/reservations.py declared_clique_nodes), the unit a tensor-parallel group may "
+        "span nodes within; None: the machine type's placement unit in the hardware table")
 
     @model_validator(mode="after")
     def _consistent(self) -> "Offering":

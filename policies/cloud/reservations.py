@@ -37,7 +37,7 @@ from accel.policies.cloud.machine_counts import machine_count_problem
 from accel.policies.plan import Plan
 
 if TYPE_CHECKING:
-    from accel.policies.catalog.model import Offering
+    from accel.policies.catalog.model import Catalog, Offering
 
 RESERVED_TYPES = ("reservation", "capacity-block")
 # ISO 8601 with a zone, kept in UTC: the zone the schedule is written in.
@@ -67,6 +67,12 @@ class DeclaredReservation(StrictModel):
                                            "contract's rate: a committed-use discount or Capacity Block price)")
     marginal: Literal["zero"] | None = Field(
         None, description="zero: already paid for (billed whether used or not), so using it costs nothing more")
+    # An UltraServer Capacity Block states its type (EC2 CapacityBlock.ultraserverType): p6e-gb200 is sold as
+    # u-p6e-gb200x36 (9 instances, one NVLink domain) or u-p6e-gb200x72 (18), which the count alone cannot tell apart.
+    ultraserverType: str | None = Field(
+        None, min_length=1, description="capacity-block of UltraServers only: the block's EC2 UltraServer type as the "
+        "console or DescribeCapacityBlocks shows it, e.g. u-p6e-gb200x72 (18 instances, one NVLink domain): then "
+        "tensor parallelism may span the trays of one UltraServer")
 
     @field_validator("count")
     @classmethod
@@ -116,6 +122,29 @@ class DeclaredReservation(StrictModel):
         return CapacityBlockWindow(self.start, self.end)
 
     @model_validator(mode="after")
+    def _ultraservers_of_the_machine(self) -> "DeclaredReservation":
+        if self.ultraserverType is None:
+            return self
+        from accel.policies import hardware
+
+        facts = hardware.current()
+        instance = facts.aws_gpu_instances.get(self.machineType)
+        sold = [name for name, _ in instance.ultraserver_types] if instance is not None else []
+        if not sold:
+            raise ValueError(f"ultraserverType: {self.machineType} is not sold as UltraServers (policies/hardware/"
+                             "facts.toml ultraserver_types); remove ultraserverType")
+        if self.kind != "capacity-block":
+            raise ValueError("ultraserverType: UltraServers are bought as Capacity Blocks; set kind: capacity-block")
+        instances = facts.ultraserver_instances(self.machineType, self.ultraserverType)
+        if instances is None:
+            raise ValueError(f"ultraserverType: {self.ultraserverType!r} is not an UltraServer type of "
+                             f"{self.machineType} ({_one_of(sold)})")
+        if self.count % instances:
+            raise ValueError(f"count: {self.count} instances is not a whole number of {self.ultraserverType} "
+                             f"UltraServers of {instances}")
+        return self
+
+    @model_validator(mode="after")
     def _one_billing(self) -> "DeclaredReservation":
         if self.committedUsdPerMachineHour is not None and self.marginal is not None:
             raise ValueError("give committedUsdPerMachineHour (a committed price) or marginal: zero (already paid "
@@ -151,6 +180,37 @@ class DeclaredReservation(StrictModel):
             words += (f"; overflow: {machines - held} machines beyond the reservation at on-demand "
                       f"${on_demand_per_machine:,.2f}/h each = ${(machines - held) * on_demand_per_machine:,.2f}/h")
         return words
+
+
+def declared_clique_nodes(machine_type: str, reservations: Iterable[DeclaredReservation]) -> int | None:
+    """Nodes of one NVLink clique of `machine_type` where the stack's Capacity Blocks of it say which UltraServers
+    they are (ultraserverType) and that is larger than the hardware table's placement unit (p6e-gb200: 9, the
+    smaller UltraServer, which a block of 18 might be two of): the smallest UltraServer among them, every block of
+    the machine naming its type; None otherwise (the table's unit holds)."""
+    from accel.policies import hardware
+
+    facts = hardware.current()
+    unit = facts.placement_units.get(machine_type)
+    blocks = [r for r in reservations if isinstance(r, DeclaredReservation) and r.machineType == machine_type
+              and r.kind == "capacity-block"]
+    if unit is None or unit.level not in facts.kubernetes.nvlink_topology_levels or not blocks \
+            or any(r.ultraserverType is None for r in blocks):
+        return None
+    smallest = min(facts.ultraserver_instances(machine_type, str(r.ultraserverType)) or 0 for r in blocks)
+    return smallest if unit.nodes is not None and smallest > unit.nodes else None
+
+
+def with_declared_cliques(catalog: "Catalog", reservations: Iterable[DeclaredReservation]) -> "Catalog":
+    """The catalog whose offerings of a machine the stack's Capacity Blocks name the UltraServers of carry that
+    clique (Offering.nvlink_clique_nodes, declared_clique_nodes): what the search and the Plan's layout read. The
+    same catalog where no block says more than the table."""
+    held = list(reservations)
+    cliques = {o.machine_type: declared_clique_nodes(o.machine_type, held) for o in catalog.offerings}
+    if not any(cliques.values()):
+        return catalog
+    offerings = tuple(o.model_copy(update={"nvlink_clique_nodes": cliques[o.machine_type]})
+                      if cliques[o.machine_type] else o for o in catalog.offerings)
+    return catalog.model_copy(update={"offerings": offerings})
 
 
 def reserved_hourly(reservation: DeclaredReservation | DeclaredCommitment, machines: int,

@@ -199,6 +199,8 @@ class AwsGpuInstance(NamedTuple):
     arch: str = "x86_64"                      # x86_64 | arm64 (p6e: Grace)
     ultraserver_sizes: tuple[int, ...] = ()   # sold only as UltraServers of these many instances
     efa_secondary_device_index: int = 1       # device index of the EFA interface on cards past the first
+    # The UltraServer types it is sold as, EC2's ultraserverType names with their instances (sizes derive from them).
+    ultraserver_types: tuple[tuple[str, int], ...] = ()
 
     @property
     def accelerator(self) -> str:
@@ -355,19 +357,40 @@ class HardwareFacts:
             return unit.nodes
         return 1
 
-    def nvlink_domain_unit_nodes(self, machine_type: str) -> int:
+    def nvlink_domain_unit_nodes(self, machine_type: str, clique_nodes: int | None = None) -> int:
         """Nodes of one NVLink domain that spans machines and that the cloud places as a unit a job can require: the
         machine's documented placement unit ([placement_units], its Kueue level) when the domain spans machines and
         the unit lies inside one domain (A4X: an 18-node sub-block, the 72 GPUs of one NVL72 rack; p6e-gb200: the
         nvidia.com/gpu.clique GPU Feature Discovery labels, one UltraServer, 9 nodes: the smaller of the two it is
-        sold as). 1 otherwise: the domain is the node, or no level is documented to hold exactly one domain (a
-        Kubernetes inventory names no rack), so a group that spanned nodes could straddle two domains."""
+        sold as). `clique_nodes`: the pool's own NVLink clique, where its nodes carry that label and say how many
+        nodes one holds (an inventory with nvlink_clique_label: inventory_clique_nodes), which its Kueue Topology
+        then places by. 1 otherwise: the domain is the node, or no level is documented to hold exactly one domain
+        (a Kubernetes inventory without the label names no rack), so a group that spanned nodes could straddle two
+        domains. The one unit the layout (policies/parallelism.py) and the job's placement (accel/job/topology.py)
+        both read."""
+        if clique_nodes is not None:
+            return clique_nodes
         unit = self.placement_units.get(machine_type)
         machine = self.gpu_machine(machine_type)
         if unit is None or not unit.nodes or machine is None or not self.nvlink_spans_nodes(machine_type):
             return 1
         domain = self.scale_up_domain_chips(machine.chip, machine_type) or 0
         return unit.nodes if unit.nodes * machine.gpus <= domain else 1
+
+    def ultraserver_instances(self, machine_type: str, ultraserver_type: str) -> int | None:
+        """Instances of one UltraServer of EC2 type `ultraserver_type` (u-p6e-gb200x72: 18) built of `machine_type`;
+        None where the machine is not sold as that type."""
+        aws = self.aws_gpu_instances.get(machine_type)
+        return dict(aws.ultraserver_types).get(ultraserver_type) if aws is not None else None
+
+    def inventory_clique_nodes(self, chip: str, gpus_per_node: int, stated_domain_gpus: int | None) -> int | None:
+        """Nodes of one NVLink clique of an existing cluster's inventory of `chip` (its stated nvlink_domain_gpus, else
+        the chip's domain in [collective_fabrics], over its GPUs per node: GB200 NVL72, 72 / 4 = 18; racks
+        partitioned into cliques of 36 GPUs: 9); None where the domain is the node. GPU Feature Discovery labels one
+        clique per NVLink partition (nvidia-gfd-clique), so where the nodes carry the label this is the unit they
+        are placed and laid out by (nvlink_domain_unit_nodes)."""
+        domain = stated_domain_gpus or self.scale_up_domain_chips(chip) or 0
+        return domain // gpus_per_node if gpus_per_node and domain > gpus_per_node else None
 
     def pool_topology_levels(self, machine_type: str, cloud_levels: tuple[str, ...]) -> tuple[str, ...]:
         """The Kueue Topology levels of a pool of this machine type: [kubernetes] nvlink_topology_levels where its
@@ -650,11 +673,15 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                                   e.get("efa_only_secondaries", bool, False), fabric, e.get("vcpus", int, positive=True),
                                   float(e.get("memory_gb", (int, float), positive=True)),
                                   _source(e, section.get("source"), sources), e.one_of("arch", {"x86_64", "arm64"}, "x86_64"),
-                                  tuple(e.get("ultraserver_sizes", list, [])), e.get("efa_secondary_device_index", int, 1))
+                                  (), e.get("efa_secondary_device_index", int, 1))
+        types = e.get("ultraserver_types", dict, {})
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in types.values()):
+            raise HardwareFactsError(f"{e.where}.ultraserver_types: EC2 UltraServer type names, each with its "
+                                     "positive instance count")
+        ordered = tuple(sorted(types.items(), key=lambda item: item[1]))
+        aws[key] = aws[key]._replace(ultraserver_types=ordered, ultraserver_sizes=tuple(n for _, n in ordered))
         if aws[key].efa_secondary_device_index not in (0, 1):
             raise HardwareFactsError(f"{e.where}.efa_secondary_device_index: 0 or 1")
-        if not all(isinstance(n, int) and n > 0 for n in aws[key].ultraserver_sizes):
-            raise HardwareFactsError(f"{e.where}.ultraserver_sizes: a list of positive instance counts")
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")

@@ -261,10 +261,12 @@ class SearchContext:
                 "(set training.global_batch_tokens to change it)")
 
     def domain_unit(self, offering: Offering) -> int:
+        """Nodes of one NVLink domain placed as a unit (HardwareFacts.nvlink_domain_unit_nodes: the machine's, or an
+        inventory's labelled clique), the span the layout's tensor groups and the run's timed nodes follow."""
         unit = self.domain_units.get(offering.machine_type)
         if unit is None:
             unit = self.domain_units[offering.machine_type] = hardware.current().nvlink_domain_unit_nodes(
-                offering.machine_type)
+                offering.machine_type, offering.nvlink_clique_nodes)
         return unit
 
     def trained_size(self, offering: Offering, size: Size) -> Size:

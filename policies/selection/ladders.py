@@ -189,7 +189,8 @@ def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
         sizes = [Size(n, 1, 1, None, offering.machine_type, per_node) for n in counts]
         # Whole nodes of one NVLink domain: the replica's tensor-parallel group stays inside the domain its cloud
         # places as a unit; its pods claim the domain's IMEX channel (components/kubernetes/workloads.py).
-        span = tensor_parallel_nodes(hardware.current().nvlink_domain_unit_nodes(offering.machine_type))
+        span = tensor_parallel_nodes(hardware.current().nvlink_domain_unit_nodes(offering.machine_type,
+                                                                                 offering.nvlink_clique_nodes))
         nodes = 2
         while nodes <= span and nodes * per_node <= max_replica_chips:
             sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node))

@@ -39,7 +39,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       extra_networks=offering.extra_networks if crosses_nodes else 0,
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
-                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option))
+                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option),
+                      nvlink_clique_nodes=offering.nvlink_clique_nodes)
         # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
         parallelism = plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts)
