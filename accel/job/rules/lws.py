@@ -99,16 +99,15 @@ def _opens(port, pod_ports: tuple[set[int], set[str]]) -> bool:
 
 
 def _workers(scope: Scope):
-    """(LeaderWorkerSet, its worker template) of each group that has workers (size above 1)."""
+    """The worker template of each LeaderWorkerSet whose groups have workers (size above 1)."""
     for template in pod_templates(scope.manifests):
         if template.owner.get("kind") == "LeaderWorkerSet" and not template.leader and \
                 any(labels.get(LWS_WORKER_INDEX) != "0" for labels in template.pod_labels()):
             yield template
 
 
-
 @rule("lws/service-selects-the-leaders",
-      "a Service over a LeaderWorkerSet selects only pods that open its target ports: not workers that open none",
+      "a Service over a LeaderWorkerSet selects no workers that leave its target ports closed (the leaders serve)",
       source="lws v0.10.0: workers carry the template's labels with leaderworkerset.sigs.k8s.io/worker-index 1 to "
              "size-1 (pkg/webhooks/pod_webhook.go l.141), the leader \"0\" (leaderworkerset_controller.go "
              "l.793-797; its HPA selector, l.545, 'select leaders'); kubernetes v1.33 pkg/controller/endpointslice "
@@ -132,9 +131,9 @@ def service_selects_the_leaders(scope: Scope):
             missing = [t for t in targets if not _opens(t, _ports(template.spec))]
             if selected and missing:
                 yield Breach(describe(obj), "spec.selector",
-                             f"{selector} selects the workers of {describe(template.owner)}, which open none of "
-                             f"target port(s) {', '.join(map(str, missing))}: requests the Service sends them are "
-                             "refused")
+                             f"{selector} selects the workers of {describe(template.owner)}, which do not open "
+                             f"target port(s) {', '.join(map(str, missing))}: requests the Service sends them there "
+                             "are refused")
 
 
 @rule("lws/worker-probes-a-port-it-opens",
