@@ -149,11 +149,18 @@ def test_jetstream_serves_the_architectures_config_and_tokenizer_from_the_maxtex
 
 
 def test_a_hugging_face_tokenizer_is_passed_by_its_id():
-    command, image, _ = serve_tpu({"architecture": "deepseek3-671b"}, {"accelerator": "tpu-v5p", "chips": 64},
-                                  image="my/maxtext:1")
-    assert "tokenizer_path=deepseek-ai/DeepSeek-V3 tokenizer_type=huggingface" in command and image == "my/maxtext:1"
-    command, _, _ = serve_tpu({"architecture": "qwen3-8b"})
+    # DeepSeek V3 needs 64 v5p chips, 16 hosts: accel writes no multi-host TPU server (tests/test_tpu_multihost_
+    # serving.py), so the engine's command is read from model_run directly.
+    from accel.job import model_run
+
+    workload = {"name": "named-model", "kind": "inference", "model": {"architecture": "deepseek3-671b"},
+                "hardware": {"accelerator": "tpu-v5p", "chips": 64},
+                "inference": {"tokens_per_second": 2000, "framework": "jax"}}
+    engine = model_run.maxengine_run(_plan(json.dumps(workload, sort_keys=True)), 4)
+    assert "tokenizer_path=deepseek-ai/DeepSeek-V3 tokenizer_type=huggingface" in engine.command
+    command, image, _ = serve_tpu({"architecture": "qwen3-8b"}, image="my/maxtext:1")
     assert "tokenizer_path=src/maxtext/assets/tokenizers/qwen3-tokenizer tokenizer_type=huggingface" in command
+    assert image == "my/maxtext:1"
 
 
 def test_jetstream_without_a_checkpoint_says_the_weights_are_random():

@@ -219,6 +219,13 @@ CASES: dict[str, Case] = {
         "subgroup-exclusive-topology"),
     "lws/pod-names": Case("lws", lambda s: _set(first(s, "LeaderWorkerSet")["metadata"], "name", "l" * 60),
                           "metadata.name"),
+    # a Service over the group that drops the leaders' label: the workers (Ray only, no port) get requests too
+    "lws/service-selects-the-leaders": Case("lws", lambda s: first(s, "Service")["spec"]["selector"].pop(
+        "leaderworkerset.sigs.k8s.io/worker-index"), "spec.selector"),
+    # the leader's probes copied onto the workers, which run no server
+    "lws/worker-probes-a-port-it-opens": Case("lws", lambda s: _set(
+        first(s, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0],
+        "readinessProbe", {"httpGet": {"path": "/health", "port": 8000}}), "workerTemplate.spec.containers[0]"),
     # volumes
     "pod/claims-exist": Case("tpu", lambda s: pod(s)["volumes"].append(
         {"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}}), "persistentVolumeClaim"),
@@ -375,8 +382,10 @@ def test_only_a_plan_with_a_multi_node_serving_replica_installs_the_lws_controll
         assert ("lws" in releases) == needs_leader_worker_set(Plan.model_validate(result.plan)), stack
 
 
-def test_the_70b_inference_example_writes_a_schedulable_lws_with_its_controller(tmp_path, monkeypatch):
-    """Newcomer finding 4: choose -> plan -> job for examples/llama-70b-inference.yaml."""
+def test_the_70b_inference_example_says_its_tpu_replica_gets_no_job_and_how_to_serve_it(tmp_path, monkeypatch):
+    """Newcomer finding 4: choose -> plan -> job for examples/llama-70b-inference.yaml. choose puts each replica on a
+    4-host v6e slice, where accel writes no server that starts (accel/job/tpu_serving.py): `accel plan` says so as
+    its job's error and exits 2, and `accel job` exits 2 naming the single-host slice that holds a 70B model."""
     from typer.testing import CliRunner
 
     from accel import cli
@@ -391,21 +400,14 @@ def test_the_70b_inference_example_writes_a_schedulable_lws_with_its_controller(
                                       "--write-stack", "inference"], catch_exceptions=False)
     assert chosen.exit_code == 0, chosen.output
     result = plan_stack("inference", None, tmp_path)
-    manifests = job_of(result).manifests
-    lws = manifests[0]
-    assert lws["kind"] == "LeaderWorkerSet"
-    assert lws["metadata"]["annotations"] == {"leaderworkerset.sigs.k8s.io/exclusive-topology":
-                                              "cloud.google.com/gke-nodepool"}
-    cluster = declared_cluster(result.capture, result.existing_cluster)
-    assert cluster.releases["lws"]["chart"] == "oci://registry.k8s.io/lws/charts/lws"
-    report = check(manifests, cluster)
-    assert report.errors == [] and result.job["schedulable"] is True and result.exit_code == 0
-    crd = ROOT.parent / "shared" / "crds" / "lws" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
-    if crd.is_file():  # the upstream CRD (v0.10.0) beside the checkout
-        import jsonschema
-
-        versions = yaml.safe_load(crd.read_text())["spec"]["versions"]
-        jsonschema.validate(lws, next(v["schema"]["openAPIV3Schema"] for v in versions if v["name"] == "v1"))
+    assert Plan.model_validate(result.plan).chosen.machine_type == "ct6e-standard-4t"
+    assert result.job["schedulable"] is False and result.exit_code == 2
+    [error] = result.job["errors"]
+    assert "over 4 ct6e-standard-4t hosts" in error["message"] and "Pathways" in error["message"]
+    assert "topology: 2x4} (ct6e-standard-8t" in error["fix"]
+    job = CliRunner().invoke(cli.app, ["job", "-s", "inference"], catch_exceptions=False)
+    assert job.exit_code == 2 and "accel writes no multi-host TPU server" in job.output
+    assert "LeaderWorkerSet" not in job.stdout
 
 
 def test_a_missing_lws_exclusive_annotation_names_the_lws_key_and_the_fix():

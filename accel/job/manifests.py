@@ -27,10 +27,11 @@ from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain, context_parallel, maxtext_entry, model_run
+from accel.job import compute_domain, context_parallel, maxtext_entry, model_run, tpu_serving
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
+from accel.job.pod_templates import LWS_WORKER_INDEX
 from accel.job.restarts import max_restarts
 from accel.job import vllm_serving
 from accel.job.topology import (
@@ -510,6 +511,8 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
               if hw.family == "tpu" and options.command is None else None)
     image = options.image or (engine.image if engine is not None else defaults["image"])
     nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
+    if hw.family == "tpu" and nodes_per_replica > 1:
+        raise tpu_serving.refusal(plan, nodes_per_replica, replica_chips)   # no server that starts there
     chips_per_pod = min(replica_chips, hw.chips_per_node)
     if hw.family == "gpu":
         # The plan's layout: a replica over two A4X trays is one tensor-parallel group over NVLink (as the serving
@@ -579,6 +582,11 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                                       "workerTemplate": worker}}}
         shape = (f"LeaderWorkerSet of {replicas} replica(s) x {nodes_per_replica} node(s), "
                  f"{chips_per_pod} {_chip_resource(hw)} per pod")
+    if nodes_per_replica > 1:
+        # Only the leader serves (vLLM's API server; the workers run Ray alone and open no port): the label LWS puts
+        # on leaders (lws v0.10.0 leaderworkerset_controller.go l.793-797; its own HPA selector, l.545, "select
+        # leaders"), so traffic never reaches a worker (rule lws/service-selects-the-leaders).
+        selector = {**selector, LWS_WORKER_INDEX: "0"}
     service = {"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": name, "namespace": ctx.namespace, "labels": {"accel.dev/stack": ctx.stack}},
                "spec": {"selector": selector,

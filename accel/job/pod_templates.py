@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 
+# Labels LWS puts on every pod of a group (lws v0.10.0 api/leaderworkerset/v1: SetNameLabelKey, WorkerIndexLabelKey).
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
 @dataclass(frozen=True)
 class PodTemplate:
     owner: dict[str, Any]   # the object that carries it
@@ -34,6 +39,22 @@ class PodTemplate:
     @property
     def metadata(self) -> dict[str, Any]:
         return self.template.get("metadata") or {}
+
+    def pod_labels(self) -> list[dict[str, Any]]:
+        """The labels its pods carry once created, one mapping per kind of pod it makes: the template's, plus on a
+        LeaderWorkerSet's pods the ones LWS adds, its name and the pod's index in the group, "0" on the leader and
+        1 to size-1 on the workers (lws v0.10.0 leaderworkerset_controller.go l.793-797, pod_webhook.go l.141);
+        a worker stands for them all. A LeaderWorkerSet without a leaderTemplate makes its leader from the
+        workerTemplate (api/leaderworkerset/v1 LeaderWorkerTemplate.LeaderTemplate)."""
+        labels = dict(self.metadata.get("labels") or {})
+        if self.owner.get("kind") != "LeaderWorkerSet":
+            return [labels]
+        labels[LWS_NAME] = (self.owner.get("metadata") or {}).get("name")
+        if self.leader:
+            return [{**labels, LWS_WORKER_INDEX: "0"}]
+        group = (self.owner.get("spec") or {}).get("leaderWorkerTemplate") or {}
+        pods = [{**labels, LWS_WORKER_INDEX: "1"}] if group.get("size", 1) != 1 else []
+        return pods + ([] if group.get("leaderTemplate") else [{**labels, LWS_WORKER_INDEX: "0"}])
 
 
 def pod_templates(objects: Iterable[dict[str, Any]], *, empty: bool = False) -> Iterator[PodTemplate]:

@@ -8,10 +8,11 @@ from pydantic import ValidationError
 
 from accel.policies.plan import Plan
 
-from accel.job.check import ScheduleReport, check
+from accel.job.check import Finding, ScheduleReport, check
 from accel.job.context import JobContext, context_from_capture
 from accel.job.declared import declared_cluster
-from accel.job.manifests import GeneratedJob, JobOptions, generate
+from accel.job.manifests import GeneratedJob, JobOptions, dns_name, generate
+from accel.job.tpu_serving import MultiHostTpuServing
 
 
 def plan_of(result: Any) -> Plan | None:
@@ -40,6 +41,11 @@ def job_report(result: Any) -> dict[str, Any] | None:
         job = job_of(result)
     except ValidationError:
         return None
+    except MultiHostTpuServing as refused:
+        # No job is written for it (accel job exits 2 saying why): the plan says so as its job's error.
+        name = dns_name(plan_of(result).workload.name)
+        finding = Finding(f"LeaderWorkerSet {name}", "plan.chosen", refused.reason, fix=refused.fix)
+        return {"name": name, "kinds": [], **ScheduleReport(errors=[finding]).to_json()}
     if job is None:
         return None
     report = check_manifests(result, job.manifests)

@@ -146,7 +146,7 @@ def service_selects_the_pods(scope: Scope):
             continue
         namespace = (obj.get("metadata") or {}).get("namespace")
         matched = [t for t in templates if (t.owner.get("metadata") or {}).get("namespace") == namespace
-                   and all((t.metadata.get("labels") or {}).get(k) == v for k, v in selector.items())]
+                   and any(all(labels.get(k) == v for k, v in selector.items()) for labels in t.pod_labels())]
         if not matched:
             yield Breach(describe(obj), "spec.selector", f"{selector} matches no pod template in the manifests")
 

@@ -1,0 +1,93 @@
+"""Serving on TPUs across hosts (accel/job/tpu_serving.py): a replica over several TPU hosts is one multi-host slice,
+where GKE documents only Pathways (a leader with Pathways' proxy and resource manager and the single-controller
+engine, a Pathways worker per host, Workload Identity off on the node pools). accel writes no job that cannot start
+there: it refuses with exit 2, naming what is missing and how to serve instead; the single-host slice it names
+serves. Across GPU nodes, the Service reaches the leaders only (only they run the server)."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from accel.base.errors import EXIT_INVALID, UsageError
+from accel.job.context import JobContext
+from accel.job.manifests import JobOptions, generate
+from accel.job.pod_templates import LWS_WORKER_INDEX
+from accel.job.tpu_serving import MultiHostTpuServing
+from accel.policies.catalog import load_catalog
+from accel.policies.selection.choose import choose_plan
+from accel.policies.workload import workload_from_mapping
+
+
+@functools.cache
+def _plan(hardware_json: str, model_json: str = '{"parameters": "70B"}', framework: str = "jax"):
+    workload = {"name": "llama-70b-chat", "kind": "inference", "model": json.loads(model_json),
+                "hardware": json.loads(hardware_json),
+                "inference": {"tokens_per_second": 2000, "framework": framework}}
+    return choose_plan(workload_from_mapping(workload, "t.yaml"), load_catalog())
+
+
+def plan(hardware: dict, model: dict | None = None, framework: str = "jax"):
+    return _plan(json.dumps(hardware, sort_keys=True), json.dumps(model or {"parameters": "70B"}), framework)
+
+
+FOUR_HOSTS = {"accelerator": "tpu-v6e", "chips": 16}          # ct6e-standard-4t x 4, a 4x4 slice
+ONE_HOST = {"accelerator": "tpu-v6e", "topology": "2x4"}      # ct6e-standard-8t, 8 chips on one host
+
+
+@pytest.mark.parametrize("options", [JobOptions(), JobOptions(command="serve.sh"),
+                                     JobOptions(image="my/jetstream:1")])
+def test_a_tpu_replica_over_several_hosts_is_refused_with_exit_2(options):
+    # Before: one pod template for leader and workers, JetStream's front and probes on every host, the Service
+    # selecting the workers too, and MaxText's server on each host as its own controller: a job that cannot serve.
+    with pytest.raises(MultiHostTpuServing) as refused:
+        generate(plan(FOUR_HOSTS), JobContext(stack="t"), options)
+    assert isinstance(refused.value, UsageError) and refused.value.exit_code == EXIT_INVALID
+    text = str(refused.value)
+    assert "each replica takes 16 chips over 4 ct6e-standard-4t hosts (topology 4x4" in text
+
+
+def test_the_refusal_names_what_the_documented_way_needs_and_why_accel_lacks_it():
+    with pytest.raises(MultiHostTpuServing) as refused:
+        generate(plan(FOUR_HOSTS), JobContext(stack="t"))
+    reason = refused.value.reason
+    for needed in ("Pathways", "pathways-proxy, pathways-rm, jax-tpu, jetstream-http",
+                   "enable_single_controller=true", "allowlisted Pathways images",
+                   "--workload-metadata=GCE_METADATA", "guardrail workload-identity",
+                   "serve-multihost-tpu-jetstream", "one JAX controller per host"):
+        assert needed in reason, needed
+
+
+def test_the_refusal_says_how_to_serve_instead():
+    with pytest.raises(MultiHostTpuServing) as refused:
+        generate(plan(FOUR_HOSTS), JobContext(stack="t"))
+    fix = refused.value.fix
+    assert "pin hardware: {accelerator: tpu-v6e, topology: 2x4} (ct6e-standard-8t, 8 chips" in fix
+    assert "on GPUs" in fix and "kubernetes-sigs/lws docs/examples/vllm/TPU" in fix
+    assert "`accel job -s STACK --check FILE`" in fix
+
+
+def test_the_single_host_slice_it_names_serves_as_a_deployment():
+    manifests = generate(plan(ONE_HOST), JobContext(stack="t")).manifests
+    deployment, service = manifests
+    assert deployment["kind"] == "Deployment"
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] == "2x4"
+    assert [c["name"] for c in pod["containers"]] == ["server", "jetstream-http"]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+
+
+def test_a_gpu_replica_over_nodes_is_served_by_its_leaders_only():
+    # Before: the Service selected app.kubernetes.io/name alone, which the workers (Ray only, no port) carry too.
+    gpu = plan({"accelerator": "h100-80gb", "chips": 16}, {"parameters": "8B"}, "pytorch")
+    details = {**gpu.estimate.details, "replicas": 1, "replica_chips": 16}   # one replica over both 8-GPU nodes
+    gpu = gpu.model_copy(update={"estimate": gpu.estimate.model_copy(update={"details": details})})
+    manifests = generate(gpu, JobContext(stack="t")).manifests
+    lws = next(m for m in manifests if m["kind"] == "LeaderWorkerSet")
+    service = next(m for m in manifests if m["kind"] == "Service")
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] > 1
+    assert service["spec"]["selector"] == {"app.kubernetes.io/name": lws["metadata"]["name"], LWS_WORKER_INDEX: "0"}
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert "ports" not in worker and "readinessProbe" not in worker
