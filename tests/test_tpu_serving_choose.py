@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from accel.base.errors import EXIT_INVALID
@@ -21,6 +23,7 @@ from accel.policies import hardware
 from accel.policies.catalog import load_catalog
 from accel.policies.hardware import shapes
 from accel.policies.hardware.tpu_serving import FACT, LIMIT, largest_serving_slice, serving_slices
+from accel.policies.selection.choice import NoFeasibleOption
 from accel.policies.selection.choose import choose
 from accel.policies.workload import WorkloadFieldError, workload_from_mapping
 
@@ -57,6 +60,21 @@ def test_choose_never_sizes_a_tpu_serving_replica_past_one_host(parameters, toke
     for option in tpu:
         assert replica_hosts(option) == 1, option
         assert option.topology in {s.topology for s in serving_slices(shapes.generation(option.accelerator).name)}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parameters=st.floats(1e9, 500e9), tokens_per_second=st.floats(100, 200000),
+       p99_latency_ms=st.floats(20, 200), objective=st.sampled_from(["cost", "time"]))
+def test_no_serving_workload_gets_a_tpu_replica_past_one_host(parameters, tokens_per_second, p99_latency_ms,
+                                                              objective):
+    try:
+        choice = choose(serving(f"{parameters:.0f}", tokens_per_second, p99_latency_ms=p99_latency_ms),
+                        load_catalog(), objective)
+    except NoFeasibleOption as nothing:
+        options = [nothing.closest] if nothing.closest is not None else []
+    else:
+        options = [*choice.options, *choice.closest_infeasible]
+    assert all(replica_hosts(o) == 1 for o in options if o.family == "tpu")
 
 
 def test_the_limit_is_the_hardware_tables_fact():
