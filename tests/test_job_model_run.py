@@ -149,13 +149,14 @@ def test_jetstream_serves_the_architectures_config_and_tokenizer_from_the_maxtex
 
 
 def test_a_hugging_face_tokenizer_is_passed_by_its_id():
-    # DeepSeek V3 needs 64 v5p chips, 16 hosts: accel writes no multi-host TPU server (tests/test_tpu_multihost_
-    # serving.py), so the engine's command is read from model_run directly.
+    # No single TPU host holds DeepSeek V3, and choose holds a TPU serving replica to one host (tests/test_tpu_
+    # serving_choose.py): the engine's command, which reads the workload's model alone, is read from model_run
+    # directly, for a plan of the model on a TPU slice that holds it.
     from accel.job import model_run
 
-    workload = {"name": "named-model", "kind": "inference", "model": {"architecture": "deepseek3-671b"},
-                "hardware": {"accelerator": "tpu-v5p", "chips": 64},
-                "inference": {"tokens_per_second": 2000, "framework": "jax"}}
+    workload = {"name": "named-model", "kind": "pretrain", "model": {"architecture": "deepseek3-671b"},
+                "hardware": {"accelerator": "tpu-v5p", "chips": 1024},
+                "training": {"tokens": "100B", "framework": "jax"}}
     engine = model_run.maxengine_run(_plan(json.dumps(workload, sort_keys=True)), 4)
     assert "tokenizer_path=deepseek-ai/DeepSeek-V3 tokenizer_type=huggingface" in engine.command
     command, image, _ = serve_tpu({"architecture": "qwen3-8b"}, image="my/maxtext:1")

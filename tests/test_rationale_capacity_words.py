@@ -10,12 +10,15 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 def test_the_best_option_of_the_other_family_is_named_with_its_capacity_mode():
     # The 70B serving example's best GPU option is an H200 pool on flex-start (A3 Ultra is not sold plain
-    # on demand); the comparison line called it "H200 on-demand".
+    # on demand); the comparison line called it "H200 on-demand". Since a TPU serving replica stays on one host
+    # (tests/test_tpu_serving_choose.py) that pool is the chosen option and the best TPU option, on demand, the rival:
+    # each side is named with its own capacity mode.
     choice = choose(load_workload(EXAMPLES / "llama-70b-inference.yaml"), load_catalog())
+    assert choice.chosen.provisioning == "flex-start"
     rival = next(option for option in choice.options if option.family != choice.chosen.family)
-    assert rival.provisioning == "flex-start"
-    line = next(line for line in choice.rationale if "the best GPU option" in line)
-    assert "H200 flex-start on Google Cloud" in line and "on-demand on" not in line
+    assert rival.provisioning == "on-demand"
+    line = next(line for line in choice.rationale if "the best TPU option" in line)
+    assert line.startswith("H200 flex-start: ") and "TPU v6e on-demand on Google Cloud" in line
 
 
 def test_the_chosen_side_of_the_family_comparison_is_named_with_its_capacity_mode(tmp_path):

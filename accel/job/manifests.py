@@ -511,8 +511,9 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
               if hw.family == "tpu" and options.command is None else None)
     image = options.image or (engine.image if engine is not None else defaults["image"])
     nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
-    if hw.family == "tpu" and nodes_per_replica > 1:
-        raise tpu_serving.refusal(plan, nodes_per_replica, replica_chips)   # no server that starts there
+    if hw.family == "tpu" and nodes_per_replica > tpu_serving.max_hosts():
+        # A plan made before choose held TPU serving to one host, or edited by hand: no server that starts there.
+        raise tpu_serving.refusal(plan, nodes_per_replica, replica_chips)
     chips_per_pod = min(replica_chips, hw.chips_per_node)
     if hw.family == "gpu":
         # The plan's layout: a replica over two A4X trays is one tensor-parallel group over NVLink (as the serving

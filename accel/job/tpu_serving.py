@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
+from accel.policies.hardware import tpu_serving as serving_hosts
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
@@ -27,16 +28,18 @@ class MultiHostTpuServing(UsageError):
         self.fix = fix
 
 
-def _single_host(hw: plan_view.Hardware) -> tuple[str, str, int] | None:
-    """(machine type, topology, chips) of the generation's largest one-host slice, from the hardware table."""
-    generation = hardware.current().tpu_generations.get(hw.tpu_generation)
-    machines = getattr(generation, "single_host_machine_types", None) or {}
-    table = hardware.current().tpu_machines
-    sized = [(table[machine].chips, topology, machine) for topology, machine in machines.items() if machine in table]
-    if not sized:
-        return None
-    chips, topology, machine = max(sized)
-    return machine, topology, chips
+def _source() -> str:
+    """The document that says serving across TPU hosts runs through Pathways: the hardware table's source of
+    limits.tpu_serving_hosts_per_replica (the fact the serving search and a pin are held to), its title up to the
+    first colon."""
+    facts = hardware.current()
+    key = facts.limits[serving_hosts.LIMIT].source.split(":")[0]
+    return facts.sources[key].title.split(":")[0]
+
+
+def max_hosts() -> int:
+    """The most hosts a TPU serving replica spans: the hardware table's limits.tpu_serving_hosts_per_replica."""
+    return serving_hosts.max_hosts()
 
 
 def refusal(plan: Plan, nodes_per_replica: int, replica_chips: int) -> MultiHostTpuServing:
@@ -50,16 +53,15 @@ def refusal(plan: Plan, nodes_per_replica: int, replica_chips: int) -> MultiHost
                "that starts there. GKE documents one way, Pathways: on the LeaderWorkerSet's leader "
                f"{', '.join(pathways['leader'])} (the engine with {pathways['engine_flag']}), on each TPU host a "
                f"Pathways {pathways['worker'][0]}, {pathways['images']}, and {pathways['node_pools']}, where "
-               f"accel's stacks keep it on (guardrail workload-identity) [{pathways['source'].split(':')[0]}]; "
+               f"accel's stacks keep it on (guardrail workload-identity) [{_source()}]; "
                "MaxText's own server started on every host is one JAX controller per host, each engine running "
                "requests the other hosts never join [runtime.yaml tpu_multihost_serving]")
-    single = _single_host(hw)
+    single = serving_hosts.largest_serving_slice(hw.tpu_generation) if hw.tpu_generation else None
     fix = ""
     if single is not None:
-        machine, topology, chips = single
         fix = (f"on one host, if the model's weights and KV cache fit there: pin hardware: {{accelerator: "
-               f"{hw.accelerator}, topology: {topology}}} ({machine}, {chips} chips, the largest single-host "
-               f"{hw.accelerator} slice); ")
+               f"{hw.accelerator}, topology: {single.topology}}} ({single.machine_type}, {single.chips} chips, the "
+               f"largest single-host {hw.accelerator} slice); ")
     fix += ("on GPUs, where accel writes vLLM across nodes; or write the LeaderWorkerSet yourself (GKE's Pathways "
             "tutorial, or vLLM TPU over Ray as kubernetes-sigs/lws docs/examples/vllm/TPU does) with the front, the "
             "probes and the Service on the leader only, and check it with `accel job -s STACK --check FILE`")

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from accel.policies import hardware
-from accel.policies.hardware import shapes
+from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.catalog.model import Offering
 from accel.policies.parallelism import tensor_parallel_nodes
 from accel.policies.selection.pools import MAX_SLICES
@@ -180,7 +180,9 @@ def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> 
 def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
     """Sizes one serving replica can take: a power-of-two share of a GPU node, or whole nodes of one NVLink domain
     where a tensor-parallel group may span nodes (A4X: 2 trays of an NVL72 rack, the training layout's rule,
-    policies/parallelism.py tensor_parallel_nodes), or one TPU slice."""
+    policies/parallelism.py tensor_parallel_nodes), or one TPU slice within the hosts a TPU serving replica may span
+    (the hardware table's limits.tpu_serving_hosts_per_replica, one: serving across TPU hosts needs Pathways,
+    policies/hardware/tpu_serving.py)."""
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     if generation is None:
         per_node = offering.chips_per_host
@@ -196,4 +198,5 @@ def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
             sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node))
             nodes *= 2
         return sizes
-    return [s for s in tpu_sizes(generation.name, max(1, max_replica_chips)) if s.slices == 1]
+    most = tpu_serving.max_hosts()
+    return [s for s in tpu_sizes(generation.name, max(1, max_replica_chips)) if s.slices == 1 and s.hosts <= most]

@@ -7,7 +7,7 @@ from typing import Sequence
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.selection.capacity import capacity_lines, mode_id, spot_timing
-from accel.policies.hardware import shapes
+from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.selection.candidates import (
     Candidate,
     SearchContext,
@@ -128,6 +128,8 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
             topology, slices = layout.topology, layout.slices
             assert topology is not None
         check_tpu_slices_fit_a_stack(spec, topology, slices)
+        if spec.kind == "inference":
+            check_tpu_serving_slice_within_hosts(spec, generation.name, topology)
         if spec.kind != "inference" and slices > 1:
             check_multislice_memory(spec, ctx, catalog, topology, slices)
     candidates: list[tuple[tuple, Candidate, str]] = []
@@ -261,6 +263,24 @@ def check_tpu_slices_fit_a_stack(spec: WorkloadSpec, topology: str, slices: int)
         f"{slices:,} slices of {topology} are more than the {MAX_SLICES} one stack builds (a GKE node pool each, "
         f"components/gcp/tpu.py); pin at most {MAX_SLICES} slices "
         f"({MAX_SLICES * shapes.topology_chips(topology):,} chips of {topology}), or larger slices"))
+
+
+def check_tpu_serving_slice_within_hosts(spec: WorkloadSpec, generation: str, topology: str) -> None:
+    """A pinned TPU serving replica (one slice of `topology`) spanning more hosts than accel serves on (the hardware
+    table's limits.tpu_serving_hosts_per_replica): WorkloadFieldError (exit 2) naming the pin's slice key and the
+    generation's largest single-host slice, at choose and plan time rather than at `accel job`."""
+    hosts = shapes.hosts_per_slice(generation, topology)
+    if hosts <= tpu_serving.max_hosts():
+        return
+    pin = spec.hardware
+    assert pin is not None
+    largest = tpu_serving.largest_serving_slice(generation)
+    fix = (f"; pin hardware: {{accelerator: {pin.accelerator}, topology: {largest.topology}}} for one "
+           f"{largest.chips}-chip replica (add slices: N for N replicas) if the model's weights and KV cache fit there"
+           if largest is not None else "")
+    raise WorkloadFieldError(_slice_field(spec), (
+        f"each serving replica is one slice: {topology} is {plural(shapes.topology_chips(topology), 'chip')} over "
+        f"{hosts} {shapes.machine_type(generation, topology)} hosts; {tpu_serving.why_within_hosts(generation)}{fix}"))
 
 
 def check_multislice_memory(spec: WorkloadSpec, ctx: SearchContext, catalog: Catalog, topology: str,

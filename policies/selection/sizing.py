@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies.hardware import shapes
+from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
 from accel.policies.cloud.obtainability import spot_wall_floor
 from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
@@ -703,17 +703,22 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     if not why_not:
         outcome.reasons.append(("memory", f"{capacity}: no replica size available"))
         return outcome
+    # A TPU replica is held to one host (policies/hardware/tpu_serving.py): where memory or the p99 bound rule the
+    # offering out, a larger replica is what would serve, so the rejection says why there is none and what to do.
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    held = f"; {tpu_serving.why_within_hosts(generation.name)}" if generation is not None else ""
     if all(w.endswith("weights do not fit") for w in why_not):
         largest = max(plan.size.chips for plan in plans)
         outcome.reasons.append(("memory", f"{capacity}: {model.weight_bytes / 1e9:,.0f} GB of weights do not fit in the "
-                                          f"largest replica here ({largest} x {accelerator.hbm_gb:g} GB)"))
+                                          f"largest replica here ({largest} x {accelerator.hbm_gb:g} GB){held}"))
         return outcome
     why_not = [w for w in why_not if not w.endswith("weights do not fit")]
     constraint = ("budget" if any("budget" in w for w in why_not) else
                   "max_chips" if any("> max" in w for w in why_not) else
                   "max_nodes" if any("over the node limit" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
-    outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])))
+    outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])
+                            + (held if constraint in ("memory", "latency") else "")))
     return outcome
 
 

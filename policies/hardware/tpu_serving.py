@@ -1,0 +1,67 @@
+"""Serving on TPUs: a replica stays within the hosts accel serves on, the hardware table's
+[limits.tpu_serving_hosts_per_replica] (one host).
+
+A TPU serving replica is one slice. Across hosts GKE documents serving only through Pathways (source
+gke-tpu-multihost-serving), which accel's stacks and guardrails do not build; so the serving search sizes a TPU
+replica within one host (the generation's single-host slices), a pin past it is refused, and `accel job` refuses
+a plan that still spans hosts (accel/job/tpu_serving.py). This module says which slices those are and why.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from accel.policies import hardware
+from accel.policies.hardware import shapes
+
+LIMIT = "tpu_serving_hosts_per_replica"
+FACT = f"limits.{LIMIT}"
+
+
+class ServingSlice(NamedTuple):
+    """A slice one TPU serving replica can take: its topology, machine type, chips and hosts."""
+
+    topology: str
+    machine_type: str
+    chips: int
+    hosts: int
+
+
+def max_hosts() -> int:
+    """The most hosts one TPU serving replica spans (the hardware table's limit)."""
+    return hardware.current().limit(LIMIT)
+
+
+def serving_slices(generation: str) -> tuple[ServingSlice, ...]:
+    """The generation's slices within the serving host limit, smallest first (v6e: 1x1, 2x2, 2x4)."""
+    gen = shapes.generation(generation)
+    most = max_hosts()
+    sized = {}
+    for topology in shapes.valid_topologies(gen.name):
+        hosts = shapes.hosts_per_slice(gen.name, topology)
+        if hosts <= most:
+            sized.setdefault(shapes.topology_chips(topology),
+                             ServingSlice(topology, shapes.machine_type(gen.name, topology),
+                                          shapes.topology_chips(topology), hosts))
+    return tuple(sized[chips] for chips in sorted(sized))
+
+
+def largest_serving_slice(generation: str) -> ServingSlice | None:
+    """The largest slice one serving replica of the generation can take, None when it has none."""
+    slices = serving_slices(generation)
+    return slices[-1] if slices else None
+
+
+def why_within_hosts(generation: str) -> str:
+    """Why a TPU serving replica is held to the generation's largest single-host slice, and what to do instead:
+    the text a rejection or a refused pin ends with."""
+    gen = shapes.generation(generation)
+    largest = largest_serving_slice(gen.name)
+    most = max_hosts()
+    held = (f"topology {largest.topology}, {largest.machine_type}, {largest.chips} chips"
+            if largest is not None else "none")
+    source = hardware.current().limits[LIMIT].source.split(":")[0]
+    return (f"a TPU serving replica stays within {'one host' if most == 1 else f'{most} hosts'} "
+            f"(largest {gen.accelerator} serving slice: {held}) because serving across TPU hosts needs Pathways, "
+            f"which accel does not deploy (hardware table {FACT}, source {source}); serve it on GPUs, where accel "
+            "writes vLLM across nodes, or deploy Pathways by hand (GKE serve-multihost-tpu-jetstream)")

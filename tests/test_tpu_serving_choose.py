@@ -1,0 +1,153 @@
+"""choose picks TPU serving only where the job can run it: one TPU serving replica stays within one host.
+
+Across TPU hosts GKE documents serving only through Pathways, which accel's stacks and guardrails do not build, so
+`accel job` refuses such a replica (accel/job/tpu_serving.py). The fact is the hardware table's
+limits.tpu_serving_hosts_per_replica (policies/hardware/facts.toml, source gke-tpu-multihost-serving): the serving
+search sizes a TPU replica within the generation's single-host slices, a model no single host holds is rejected on
+that generation saying why and what to do, and a pin past one host is refused at choose and plan time (exit 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from accel.base.errors import EXIT_INVALID
+from accel.policies import hardware
+from accel.policies.catalog import load_catalog
+from accel.policies.hardware import shapes
+from accel.policies.hardware.tpu_serving import FACT, LIMIT, largest_serving_slice, serving_slices
+from accel.policies.selection.choice import NoFeasibleOption
+from accel.policies.selection.choose import choose
+from accel.policies.workload import WorkloadFieldError, workload_from_mapping
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def serving(parameters: str, tokens_per_second: float = 20000, hardware_pin: dict | None = None, **inference):
+    workload = {"name": "chat", "kind": "inference", "model": {"parameters": parameters},
+                "inference": {"tokens_per_second": tokens_per_second, "framework": "jax", **inference},
+                "constraints": {"clouds": ["gcp"], "spot": "never"}}
+    if hardware_pin is not None:
+        workload["hardware"] = hardware_pin
+    return workload_from_mapping(workload, "t.yaml")
+
+
+@functools.cache
+def _choice(parameters: str, objective: str, tokens_per_second: float):
+    return choose(serving(parameters, tokens_per_second), load_catalog(), objective)   # type: ignore[arg-type]
+
+
+def replica_hosts(option) -> int:
+    """Hosts one serving replica takes: a TPU serving fleet is one slice per replica."""
+    return option.hosts // option.slices
+
+
+@pytest.mark.parametrize("objective", ["cost", "time"])
+@pytest.mark.parametrize("parameters, tokens_per_second", [("8B", 2000), ("70B", 20000), ("70B", 2000),
+                                                           ("13B", 50000)])
+def test_choose_never_sizes_a_tpu_serving_replica_past_one_host(parameters, tokens_per_second, objective):
+    # Before: 70B at 20,000 tok/s (examples/llama-70b-inference.yaml, cost) chose 3 x v6e 4x4, 4 hosts a replica.
+    choice = _choice(parameters, objective, tokens_per_second)
+    tpu = [o for o in [*choice.options, *choice.closest_infeasible] if o.family == "tpu"]
+    assert tpu, "a TPU option is ranked"
+    for option in tpu:
+        assert replica_hosts(option) == 1, option
+        assert option.topology in {s.topology for s in serving_slices(shapes.generation(option.accelerator).name)}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parameters=st.floats(1e9, 500e9), tokens_per_second=st.floats(100, 200000),
+       p99_latency_ms=st.floats(20, 200), objective=st.sampled_from(["cost", "time"]))
+def test_no_serving_workload_gets_a_tpu_replica_past_one_host(parameters, tokens_per_second, p99_latency_ms,
+                                                              objective):
+    try:
+        choice = choose(serving(f"{parameters:.0f}", tokens_per_second, p99_latency_ms=p99_latency_ms),
+                        load_catalog(), objective)
+    except NoFeasibleOption as nothing:
+        options = [nothing.closest] if nothing.closest is not None else []
+    else:
+        options = [*choice.options, *choice.closest_infeasible]
+    assert all(replica_hosts(o) == 1 for o in options if o.family == "tpu")
+
+
+def test_the_limit_is_the_hardware_tables_fact():
+    """The search reads limits.tpu_serving_hosts_per_replica: a table that allowed four hosts would size the 70B
+    example's replicas on 4x4 slices again (what choose picked before), so the one-host rule is that fact."""
+    facts = hardware.current()
+    assert facts.limits[LIMIT].value == 1 and facts.limits[LIMIT].source.startswith("gke-tpu-multihost-serving")
+    assert "serve-multihost-tpu-jetstream" in facts.sources["gke-tpu-multihost-serving"].title
+    wider = dataclasses.replace(facts, limits={**facts.limits, LIMIT: facts.limits[LIMIT]._replace(value=4)})
+    with hardware.using(wider):
+        choice = choose(serving("70B"), load_catalog(), "cost")
+    assert any(o.family == "tpu" and replica_hosts(o) == 4 for o in choice.options)
+
+
+@pytest.mark.parametrize("generation, topology, machine, chips", [("v5e", "2x4", "ct5lp-hightpu-8t", 8),
+                                                                  ("v6e", "2x4", "ct6e-standard-8t", 8),
+                                                                  ("v5p", "2x2x1", "ct5p-hightpu-4t", 4),
+                                                                  ("tpu7x", "2x2x1", "tpu7x-standard-4t", 4)])
+def test_the_largest_serving_slice_is_the_generations_single_host_shape(generation, topology, machine, chips):
+    largest = largest_serving_slice(generation)
+    assert largest is not None and (largest.topology, largest.machine_type, largest.chips, largest.hosts) == (
+        topology, machine, chips, 1)
+
+
+def test_a_model_no_single_host_holds_is_rejected_on_tpus_saying_why_and_what_to_do():
+    # 405B at bf16 is 810 GB of weights; one v6e host holds 8 x 32 GB. Before: served on 16x16 slices.
+    choice = _choice("405B", "cost", 2000)
+    assert all(o.family != "tpu" for o in choice.options)
+    rejected = {r["offering"]: " ".join(r["reasons"]) for r in choice.rejected}
+    reason = rejected["gcp-tpu-v6e"]
+    assert "810 GB of weights do not fit in the largest replica here (8 x 32 GB)" in reason
+    assert "largest tpu-v6e serving slice: topology 2x4, ct6e-standard-8t, 8 chips" in reason
+    assert f"serving across TPU hosts needs Pathways, which accel does not deploy (hardware table {FACT}" in reason
+    assert "serve it on GPUs" in reason and "deploy Pathways by hand (GKE serve-multihost-tpu-jetstream)" in reason
+
+
+@pytest.mark.parametrize("pin, field", [({"accelerator": "tpu-v6e", "chips": 16}, "hardware.chips"),
+                                        ({"accelerator": "tpu-v6e", "topology": "4x4"}, "hardware.topology"),
+                                        ({"accelerator": "tpu-v5p", "tpu_type": "v5p-16"}, "hardware.tpu_type")])
+def test_a_pinned_tpu_serving_replica_past_one_host_is_refused_at_choose(pin, field):
+    with pytest.raises(WorkloadFieldError) as refused:
+        choose(serving("70B", 2000, pin), load_catalog())
+    assert refused.value.field == field and refused.value.exit_code == EXIT_INVALID
+    largest = largest_serving_slice(pin["accelerator"])
+    assert largest is not None
+    assert f"largest {pin['accelerator']} serving slice: topology {largest.topology}" in refused.value.problem
+    assert f"pin hardware: {{accelerator: {pin['accelerator']}, topology: {largest.topology}}}" in refused.value.problem
+    assert "Pathways" in refused.value.problem
+
+
+def test_single_host_slices_pinned_as_replicas_are_served():
+    choice = choose(serving("70B", 2000, {"accelerator": "tpu-v6e", "topology": "2x4", "slices": 2}), load_catalog())
+    assert (choice.chosen.topology, choice.chosen.slices, choice.chosen.hosts) == ("2x4", 2, 2)
+
+
+def test_accel_choose_and_plan_refuse_the_pin_with_exit_2(tmp_path, monkeypatch):
+    from accel import cli
+
+    workload = tmp_path / "chat.yaml"
+    workload.write_text(json.dumps({"name": "chat", "kind": "inference", "model": {"parameters": "70B"},
+                                    "hardware": {"accelerator": "tpu-v6e", "chips": 16},
+                                    "inference": {"tokens_per_second": 2000, "framework": "jax"}}))
+    cli._register_commands()
+    chosen = CliRunner().invoke(cli.app, ["choose", str(workload)], catch_exceptions=False)
+    assert chosen.exit_code == 2
+    assert "hardware.chips" in chosen.output and "topology 2x4, ct6e-standard-8t" in chosen.output
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    (tmp_path / "stacks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stacks" / "Pulumi.chat.yaml").write_text(json.dumps({"config": {
+        "gcp:project": "acme-ml", "accel:owner": "jdoe", "accel:costCenter": "research-1234",
+        "accel:workload": json.loads(workload.read_text())}}))
+    planned = CliRunner().invoke(cli.app, ["plan", "-s", "chat"], catch_exceptions=False)
+    assert planned.exit_code == 2, planned.output
+    assert "hardware.chips" in planned.output
