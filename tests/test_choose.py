@@ -21,9 +21,11 @@ from accel.policies.selection.choose import (
     plan_from_pin,
 )
 from accel.policies.estimator.activations import sequence_fit_of
+from accel.policies.estimator.slice_sequence import slice_sequence_fit_of
+from accel.policies.selection.candidates import node_limit as offering_node_limit
 from accel.policies.estimator.estimate import (
     TrainingModel, batch_chip_limit, batch_sequences, global_batch, min_chips_for_memory, resolve)
-from accel.policies.selection.ladders import GpuLadder, tpu_layout, tpu_sizes
+from accel.policies.selection.ladders import GpuLadder, largest_slice_chips, tpu_layout, tpu_sizes
 from accel.policies.plan import Plan, pool_sizes
 from accel.policies.cloud.obtainability import queued_legs, spot_outcome
 from accel.policies.selection.capacity import obtaining
@@ -511,19 +513,28 @@ def brute_force(workload, catalog, objective):
         # which raises the chips the batch keeps busy, and the layout times the fleet with those degrees.
         context = depth = 0
         cap_chips = batch_chips
-        if not generation:
+        # A TPU slice likewise needs the chips that hold both, in ICI tensor x context groups (slice_sequence.py).
+        if generation:
+            limit = offering_node_limit(offering, True)
+            hosts_limit = limit.value if limit else None
+            bound = min(max_chips, largest_slice_chips(generation.name, hosts_limit))
+            singles = [s.chips for s in tpu_sizes(generation.name, bound, need, hosts_limit) if s.slices == 1]
+            fit = slice_sequence_fit_of(workload, resolved, catalog.defaults, accelerator, need, singles,
+                                        offering.chips_per_host)
+        else:
             fit = sequence_fit_of(workload, resolved, catalog.defaults, accelerator, need, offering.chips_per_host,
                                   unit, offering.machine_type, max_chips)
-            if fit.changes_layout:
-                if not fit.fits:
-                    continue
-                need = max(need, fit.floor_chips)
-                cap_chips = batch_sequences(workload, global_batch(workload, catalog.defaults)[0]) * fit.tensor * max(
-                    1, fit.context)
-                context, depth = fit.context, fit.pipeline if fit.deepened else 0
+        if fit.changes_layout:
+            if not fit.fits:
+                continue
+            need = max(need, fit.floor_chips)
+            shared = batch_sequences(workload, global_batch(workload, catalog.defaults)[0]) * fit.tensor * max(
+                1, fit.context)
+            cap_chips = max(batch_chips, shared) if generation else shared
+            context, depth = fit.context, fit.pipeline if fit.deepened else 0
         cap = min(max_chips, max(cap_chips, need))
         if generation:
-            sizes = [(s.chips, s.hosts, s.slices) for s in tpu_sizes(generation.name, cap)]
+            sizes = [(s.chips, s.hosts, s.slices) for s in tpu_sizes(generation.name, cap, need)]
         else:
             nodes = cap // offering.chips_per_host
             sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
@@ -682,6 +693,10 @@ def _small_a100_run(tokens):
 @given(data=workloads, objective=st.sampled_from(["cost", "time"]))
 @example(data=_small_a100_run(1e9), objective="time")
 @example(data=_small_a100_run(266008535518.0), objective="cost")
+@example(data={"name": "bf", "kind": "pretrain", "model": {"parameters": 1418230687.0},   # a v6e chip holds the state,
+               "training": {"tokens": 1801224706.0, "framework": "jax"},                  # not a sequence beside it:
+               "constraints": {"deadline_days": 1.0, "spot": "never", "max_chips": 64}},   # the slice floor is 4 chips
+         objective="cost")
 def test_the_choice_is_the_true_optimum_on_a_small_catalog(small, data, objective):
     data["constraints"] = {k: v for k, v in data["constraints"].items() if v is not None}
     workload = workload_from_mapping(data, "bf.yaml")
