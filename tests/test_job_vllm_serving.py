@@ -24,6 +24,7 @@ from accel.job.plan_view import hardware as plan_hardware
 from accel.job.vllm_serving import default_image
 from accel.policies import hardware
 from accel.policies.catalog import load_catalog
+from accel.policies.plan import SERVED_PRECISION
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
 from tests.conftest import planned_result
@@ -120,11 +121,28 @@ def test_a_checkpoint_not_named_fp8_is_quantized_online_and_told_what_vllm_does_
 
 def test_fp8_on_a_chip_without_fp8_tensor_cores_serves_bf16_as_its_plan_does():
     plan = plan_of("fp8", hw=A100)
-    served = next(a for a in plan.estimate.assumptions if a.name == "serving precision")
+    served = next(a for a in plan.estimate.assumptions if a.name == SERVED_PRECISION)
     assert served.value == "bf16"   # the estimate widened weights and KV cache to 2 bytes
     command, _, notes = serve("fp8", hw=A100)
     assert "--dtype bfloat16 " in command and "--quantization" not in command and "--kv-cache-dtype" not in command
-    assert "inference.precision fp8, but A100 80GB has no fp8 tensor cores" in notes
+    assert ("inference.precision fp8, but the plan sized bf16 weights and KV cache on A100 80GB (its 'serving "
+            "precision' assumption: fp8 needs fp8 tensor cores)") in notes
+
+
+def test_the_job_serves_the_precision_its_plan_sized_not_one_it_works_out_again():
+    """The estimate decides what an fp8 workload is served at (its 'serving precision' assumption); the job reads that
+    decision. A plan that sized bf16 on an H100 (as one costed with a catalog stating no fp8 peak for it would) gets a
+    bf16 server, not vLLM quantizing to the 1 byte per weight the plan never counted on."""
+    plan = plan_of("fp8")
+    assumptions = [a.model_copy(update={"value": "bf16"}) if a.name == SERVED_PRECISION else a
+                   for a in plan.estimate.assumptions]
+    sized_bf16 = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"assumptions": assumptions})})
+    generated = generate(sized_bf16, JobContext(stack="t"), JobOptions())
+    command = next(m for m in generated.manifests if m["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"][0]["command"][-1]
+    assert "--dtype bfloat16 " in command and "--quantization" not in command and "--kv-cache-dtype" not in command
+    assert "inference.precision fp8, but the plan sized bf16 weights and KV cache on H100 (its" in "\n".join(
+        generated.derivations)
 
 
 def test_int8_with_no_checkpoint_is_refused_naming_the_fields():

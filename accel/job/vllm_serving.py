@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
-from accel.policies.plan import Plan
+from accel.policies.plan import SERVED_PRECISION, Plan
 
 from accel.job.architectures import node_arch
 from accel.job.facts import runtime
 from accel.job.model_run import NamedModel
+from accel.job import plan_view
 from accel.job.plan_view import Hardware
 
 ARM_ROW = "vllm-arm64"
@@ -61,25 +62,23 @@ class PrecisionFlags:
     notes: list[str]
 
 
-def serving_precision(plan: Plan) -> str:
-    inference = plan.workload.inference
-    return inference.precision if inference is not None else "bf16"
-
-
 def _cite(source: str) -> str:
     """The part of a source before its first colon: where it is, without what it says."""
     return source.split(":")[0]
 
 
-def _bf16_load_per_gpu(plan: Plan, chip: hardware.Chip, gpus: int) -> tuple[float, float]:
+def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
     """(bytes of original-precision weights one GPU holds while vLLM loads them, bytes usable on it): the
-    checkpoint's bf16 bytes per parameter over the replica's GPUs, against HBM x the estimate's hbm_usable_fraction."""
+    checkpoint's bf16 bytes per parameter over the replica's GPUs, against the HBM and hbm_usable_fraction the
+    estimate sized the replica with (its catalog accelerator, which also decided the plan serves fp8)."""
     from accel.policies.catalog import load_catalog
     from accel.policies.estimator.estimate import resolve
 
-    defaults = load_catalog().defaults
+    catalog = load_catalog()
+    defaults = catalog.defaults
     bf16 = defaults.inference.precisions["bf16"].bytes_per_parameter
-    usable = chip.hbm_gb * 1e9 * resolve(plan.workload, defaults)["hbm_usable_fraction"]
+    hbm = catalog.accelerator(plan.chosen.accelerator).hbm_bytes
+    usable = hbm * resolve(plan.workload, defaults)["hbm_usable_fraction"]
     return plan.workload.model.parameters * bf16 / gpus, usable
 
 
@@ -88,17 +87,17 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
     plan's inference.precision, and what the job says of them. UsageError (exit 2) where vLLM would load more than
     the plan sized: int8 without an 8-bit checkpoint, fp8 whose bf16 weights cannot be held while they are quantized."""
     facts = runtime()["vllm_precision"]
-    precision = serving_precision(plan)
+    asked, precision = plan_view.serving_precision(plan)   # the estimate's decision, not re-derived here
     dtype = f" --dtype {facts['dtype'][precision]}"
     chip = hardware.current().chips.get(hw.accelerator)
     name = chip.name if chip is not None else hw.accelerator
+    if asked == "fp8" and precision != "fp8":
+        return PrecisionFlags(dtype, [
+            f"precision: inference.precision fp8, but the plan sized {precision} weights and KV cache on {name} (its "
+            f"'{SERVED_PRECISION}' assumption: fp8 needs fp8 tensor cores), so vLLM serves {precision} (it could run an fp8 "
+            f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
+            f"{_cite(facts['fp8_source'])})"])
     if precision == "fp8":
-        if chip is None or not chip.peak_fp8_tflops:
-            return PrecisionFlags(dtype, [
-                f"precision: inference.precision fp8, but {name} has no fp8 tensor cores: the plan sized bf16 weights "
-                "and KV cache (its 'serving precision' assumption), so vLLM serves bf16 (it could run an fp8 "
-                f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
-                f"{_cite(facts['fp8_source'])})"])
         checkpoint = named.checkpoint
         published = facts["fp8_published"].get(model)
         if published or "fp8" in model.lower():
@@ -108,7 +107,7 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
                 "from the checkpoint's config.json quantization_config, so no --quantization "
                 f"({_cite(facts['checkpoint_quantization'])}); --kv-cache-dtype fp8 keeps K/V in one byte as the plan "
                 "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
-        held, usable = _bf16_load_per_gpu(plan, chip, gpus)
+        held, usable = _bf16_load_per_gpu(plan, gpus)
         if held > usable:
             raise UsageError(
                 f"inference.precision: fp8 with model.checkpoint {checkpoint or 'unset'}: vLLM would quantize {model} "

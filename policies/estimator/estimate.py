@@ -28,7 +28,7 @@ from accel.policies.catalog.model import (
     FilesystemOffer,
     rule_for,
 )
-from accel.policies.plan import Assumption, StoragePlan
+from accel.policies.plan import SERVED_PRECISION, Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
 OVERRIDE = "workload override"
@@ -734,7 +734,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
         precision = catalog.defaults.inference.precisions[chosen]
         served = chosen if not (precision.needs_fp8 and not accelerator.peak_fp8_tflops) else "bf16"
         note = "" if served == chosen else f"; {accelerator.id} has no fp8 tensor cores: served at bf16"
-        items += [_assumption(name="serving precision", value=served,
+        items += [_assumption(name=SERVED_PRECISION, value=served,
                              source=f"inference.precision {chosen}: {precision.quality}{note}"),
                   resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
                   resolved.assumption("inference_prefill_efficiency", "prefill_efficiency"),
