@@ -153,6 +153,24 @@ def test_int8_with_no_checkpoint_is_refused_naming_the_fields():
     assert "meta-llama/Llama-3.1-70B-Instruct is a stand-in" in message
 
 
+def test_the_precision_flags_take_the_served_model_as_model_run_decided_it():
+    """Which model vLLM serves (model.checkpoint, else the architecture's repo, else a stand-in) is decided once, in
+    model_run.vllm_model; the precision flags and refusals speak of that decision rather than re-deciding it."""
+    from accel.job import model_run
+    from accel.job.vllm_serving import precision_flags
+
+    plan = plan_of("int8", {"architecture": "llama3.1-70b"})
+    served = model_run.vllm_model(plan, "a-stand-in", custom_image=False)
+    assert (served.model, served.checkpoint) == ("meta-llama/Llama-3.1-70B", None)
+    with pytest.raises(UsageError, match="meta-llama/Llama-3.1-70B is the published weights of architecture "
+                                         "llama3.1-70b"):
+        precision_flags(plan, plan_hardware(plan), served, 8)
+    tuned = model_run.vllm_model(plan_of("int8", {"architecture": "llama3.1-70b", "checkpoint": "org/llama-w8a16"}),
+                                 "a-stand-in", custom_image=False)
+    assert "model.checkpoint org/llama-w8a16's config.json" in precision_flags(plan, plan_hardware(plan), tuned,
+                                                                                8).notes[0]
+
+
 def test_int8_serving_an_architectures_published_weights_is_refused():
     with pytest.raises(UsageError, match="the published weights of architecture llama3.1-70b"):
         serve("int8", {"architecture": "llama3.1-70b"})

@@ -522,7 +522,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         generation = vllm_serving.default_image(hw) if options.image is None else None
         image = generation.image if generation is not None else image
         # The plan's precision: what vLLM loads must be the bytes the replica was sized for.
-        precision = (vllm_serving.precision_flags(plan, hw, model, named, tensor * stages)
+        precision = (vllm_serving.precision_flags(plan, hw, served, tensor * stages)
                      if options.command is None else vllm_serving.PrecisionFlags("", []))
         model_notes = [*model_notes, *precision.notes, *([generation.note] if generation and generation.note else [])]
         default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags} "

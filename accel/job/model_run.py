@@ -99,6 +99,8 @@ class ServedModel:
     model: str          # vLLM's positional model argument
     flags: str          # flags after it (a bucket's load format), with a leading space, or ''
     notes: list[str]
+    checkpoint: str | None = None   # model.checkpoint, when `model` is it
+    what: str = "a stand-in"        # what `model` is otherwise: a stand-in or an architecture's published weights
 
 
 def vllm_tensor_parallel_problem(row: Architecture, tensor: int) -> str | None:
@@ -135,7 +137,8 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
     if named.checkpoint is None:
         notes = [f"model {row.huggingface}: the published weights of architecture {row.name} (set model.checkpoint "
                  "to serve your own, e.g. an instruct or fine-tuned repo)"]
-        return ServedModel(row.huggingface, "", [*notes, *([_gated_note(row.huggingface)] if row.gated else [])])
+        return ServedModel(row.huggingface, "", [*notes, *([_gated_note(row.huggingface)] if row.gated else [])],
+                           what=f"the published weights of architecture {row.name}")
     checkpoint = named.checkpoint
     store = facts["vllm_object_store"]
     if checkpoint.startswith("gs://") and not custom_image:
@@ -147,15 +150,15 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
         return ServedModel(checkpoint, f" --load-format {store['load_format']}",
                            [f"model {checkpoint}: streamed from the bucket by the Run:ai Model Streamer "
                             f"(--load-format {store['load_format']}, safetensors; the image needs vllm[runai]); "
-                            "the pod's ServiceAccount must read the bucket"])
+                            "the pod's ServiceAccount must read the bucket"], checkpoint)
     if checkpoint.startswith("/"):
         return ServedModel(checkpoint, "", [f"model {checkpoint}: a path in the container; mount the weights there "
-                                            "(the stack's volume claims mount at /mnt/<claim>)"])
+                                            "(the stack's volume claims mount at /mnt/<claim>)"], checkpoint)
     gated = row is not None and row.gated and checkpoint == row.huggingface
     notes = [f"model {checkpoint} (model.checkpoint)"]
     notes.append(_gated_note(checkpoint) if gated else
                  f"if {checkpoint} is a gated or private repo, the pod needs {facts['hf_token']}")
-    return ServedModel(checkpoint, "", notes)
+    return ServedModel(checkpoint, "", notes, checkpoint)
 
 
 # ----- serving on TPUs: MaxText's JetStream engine with the named model's config, tokenizer and weights -----

@@ -16,7 +16,7 @@ from accel.policies.plan import SERVED_PRECISION, Plan
 
 from accel.job.architectures import node_arch
 from accel.job.facts import runtime
-from accel.job.model_run import NamedModel
+from accel.job.model_run import ServedModel
 from accel.job import plan_view
 from accel.job.plan_view import Hardware
 
@@ -82,11 +82,13 @@ def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
     return plan.workload.model.parameters * bf16 / gpus, usable
 
 
-def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpus: int) -> PrecisionFlags:
-    """The --dtype / --quantization / --kv-cache-dtype flags for serving `model` over a replica of `gpus` GPUs at the
-    plan's inference.precision, and what the job says of them. UsageError (exit 2) where vLLM would load more than
-    the plan sized: int8 without an 8-bit checkpoint, fp8 whose bf16 weights cannot be held while they are quantized."""
+def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) -> PrecisionFlags:
+    """The --dtype / --quantization / --kv-cache-dtype flags for serving `served` (model_run.vllm_model's decision)
+    over a replica of `gpus` GPUs at the plan's inference.precision, and what the job says of them. UsageError (exit 2)
+    where vLLM would load more than the plan sized: int8 without an 8-bit checkpoint, fp8 whose bf16 weights cannot be
+    held while they are quantized."""
     facts = runtime()["vllm_precision"]
+    model, checkpoint = served.model, served.checkpoint
     asked, precision = plan_view.serving_precision(plan)   # the estimate's decision, not re-derived here
     dtype = f" --dtype {facts['dtype'][precision]}"
     chip = hardware.current().chips.get(hw.accelerator)
@@ -98,7 +100,6 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
             f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
             f"{_cite(facts['fp8_source'])})"])
     if precision == "fp8":
-        checkpoint = named.checkpoint
         published = facts["fp8_published"].get(model)
         if published or "fp8" in model.lower():
             why = f"published in fp8 ({published.split(':')[0]})" if published else "its name says fp8"
@@ -126,10 +127,8 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
             f"({_cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
             f"within the {usable / 1e9:,.1f} GB usable of each {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
     if precision == "int8":
-        checkpoint = named.checkpoint
         if checkpoint is None:
-            what = ("a stand-in" if named.architecture is None else
-                    f"the published weights of architecture {named.architecture.name}")
+            what = served.what
             if model in facts["fp8_published"]:
                 raise UsageError(
                     f"inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint "
