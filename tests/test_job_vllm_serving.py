@@ -119,6 +119,21 @@ def test_a_checkpoint_not_named_fp8_is_quantized_online_and_told_what_vllm_does_
     assert "if my-org/llama-70b-tuned is already quantized, vLLM refuses --quantization fp8" in notes
 
 
+def test_the_fp8_kv_cache_flag_is_one_fact_for_online_and_pre_quantized_fp8(monkeypatch):
+    """runtime.yaml vllm_precision.fp8_kv_cache is the one statement of the K/V flag: changed there (the mutation:
+    vLLM's explicit spelling fp8_e4m3), both fp8 commands and their notes follow."""
+    from accel.job import vllm_serving
+
+    facts = runtime()
+    facts["vllm_precision"]["fp8_kv_cache"] = "--kv-cache-dtype fp8_e4m3"
+    monkeypatch.setattr(vllm_serving, "runtime", lambda: facts)
+    online, _, online_notes = serve("fp8", {"parameters": "8B"})
+    ready, _, ready_notes = serve("fp8", {"parameters": "70B", "checkpoint": "neuralmagic/Meta-Llama-3.1-70B-FP8"})
+    for command, notes in ((online, online_notes), (ready, ready_notes)):
+        assert "--kv-cache-dtype fp8_e4m3 " in command and "--kv-cache-dtype fp8 " not in command
+        assert "--kv-cache-dtype fp8_e4m3" in notes
+
+
 def test_fp8_on_a_chip_without_fp8_tensor_cores_serves_bf16_as_its_plan_does():
     plan = plan_of("fp8", hw=A100)
     served = next(a for a in plan.estimate.assumptions if a.name == SERVED_PRECISION)

@@ -100,13 +100,14 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
             f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
             f"{_cite(facts['fp8_source'])})"])
     if precision == "fp8":
+        quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
         published = facts["fp8_published"].get(model)
         if published or "fp8" in model.lower():
             why = f"published in fp8 ({published.split(':')[0]})" if published else "its name says fp8"
-            return PrecisionFlags(f"{dtype} --kv-cache-dtype fp8", [
+            return PrecisionFlags(f"{dtype} {kv_cache}", [
                 f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its method "
                 "from the checkpoint's config.json quantization_config, so no --quantization "
-                f"({_cite(facts['checkpoint_quantization'])}); --kv-cache-dtype fp8 keeps K/V in one byte as the plan "
+                f"({_cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
                 "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
         held, usable = _bf16_load_per_gpu(plan, gpus)
         if held > usable:
@@ -117,11 +118,11 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
                 f"usable of each {name}; set model.checkpoint to a pre-quantized fp8 checkpoint (e.g. a repo named "
                 "...-FP8), or pass --command with your own vLLM command")
         ready = ("" if checkpoint is None else
-                 f"; if {checkpoint} is already quantized, vLLM refuses --quantization fp8 unless that is its method "
+                 f"; if {checkpoint} is already quantized, vLLM refuses {quantize} unless that is its method "
                  f"({_cite(facts['checkpoint_quantization'])}): pass --command without it")
-        return PrecisionFlags(f"{dtype} {facts['fp8_flags']}", [
+        return PrecisionFlags(f"{dtype} {quantize} {kv_cache}", [
             f"precision fp8: vLLM quantizes {model} to fp8 as it loads (W8A8, dynamic activation scales: "
-            f"--quantization fp8) and stores K/V in fp8 (--kv-cache-dtype fp8, scales 1.0: check quality), the 1 byte "
+            f"{quantize}) and stores K/V in fp8 ({kv_cache}, scales 1.0: check quality), the 1 byte "
             f"per weight and per K/V value the plan sized ({_cite(facts['fp8_source'])})",
             f"load peak: vLLM reads the weights at their own precision before quantizing "
             f"({_cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
