@@ -174,3 +174,13 @@ def test_a_checkpoint_with_a_space_or_a_web_address_is_refused(text):
 
     assert checkpoint_problem(f"owner/{text} {text}") is not None
     assert checkpoint_problem(f"https://{text}") is not None
+
+
+def test_the_table_is_read_at_the_maxtext_its_jobs_run():
+    """A row's name and shape are MaxText's config of it in the image that runs model_name=<row> (runtime.yaml
+    defaults.jax-tpu, whose MaxText commit is maxtext.images'): one commit, not a later one said to be the image's."""
+    from accel.job.facts import runtime
+
+    facts = runtime()
+    image = facts["defaults"]["jax-tpu"]["image"]
+    assert architectures.table().maxtext_commit == facts["maxtext"]["images"][image]["commit"]
