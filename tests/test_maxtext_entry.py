@@ -200,6 +200,25 @@ def test_the_rule_names_the_removed_module_and_the_unresolvable_config():
     assert "the config MaxText/configs/base.yml resolves to no file there" in config
 
 
+def test_the_rules_remedy_is_the_entry_runtime_yaml_states(monkeypatch):
+    """The module and config to run are runtime.yaml maxtext's (what the default command runs), stated once: changed
+    there (the mutation: a renamed entry), the remedy follows."""
+    from accel.job import rules
+    from accel.job.rules import maxtext as rule_module
+
+    facts = runtime()
+    facts["maxtext"].update(train_module="maxtext.trainers.pretrain", config="src/maxtext/configs/base_v2.yml")
+    monkeypatch.setattr(rule_module, "runtime", lambda: facts)
+    pod = {"containers": [{"name": "trainer", "image": STABLE, "command": ["/bin/bash", "-c", f"{OLD} run_name=x"]}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "t", "namespace": "n"},
+                  "spec": {"template": {"spec": pod}}}
+    fixes = [v.fix for v in rules.run(rules.Scope([deployment]), [rules.RULES["maxtext/entry-in-image"]])]
+    assert len(fixes) == 2
+    for fix in fixes:
+        assert "python3 -m maxtext.trainers.pretrain src/maxtext/configs/base_v2.yml" in fix
+        assert "pre_train" not in fix
+
+
 def test_the_2026_03_image_still_has_the_shim_but_not_the_old_config_path():
     assert [m for m in _breaches(TOOLBOX, f"{OLD} run_name=x") if "no module" in m] == []
     assert len(_breaches(TOOLBOX, f"{OLD} run_name=x")) == 1
