@@ -135,6 +135,17 @@ def test_a_checkpoint_is_a_repo_id_a_bucket_url_or_an_absolute_path(checkpoint):
     assert workload(parameters="8B", checkpoint=checkpoint).model.checkpoint == checkpoint
 
 
+@pytest.mark.parametrize("checkpoint, form", [("meta-llama/Llama-3.1-8B-Instruct", "repo"),
+                                              ("gs://models/llama/0/items", "gs"), ("s3://weights/llama/", "s3"),
+                                              ("/models/llama", "path"), ("/mnt/gs://odd", "path")])
+def test_the_form_of_a_checkpoint_is_told_once_for_the_workload_and_the_job(checkpoint, form):
+    """workload.checkpoint_form is the one reading of which form a checkpoint takes: the workload's check and the
+    job's MaxText and vLLM commands (accel/job/model_run.py) all go by it."""
+    from accel.policies.workload import checkpoint_form
+
+    assert checkpoint_form(checkpoint) == form
+
+
 @pytest.mark.parametrize("checkpoint", ["llama", "https://huggingface.co/meta-llama/x",
                                         "meta-llama/-bad", "a--b/c", "owner/name.git", "gs://", "a/b/c"])
 def test_anything_else_is_refused_naming_the_field(checkpoint):

@@ -13,6 +13,7 @@ from accel.base.errors import UsageError
 from accel.policies import architectures
 from accel.policies.architectures import Architecture
 from accel.policies.plan import Plan
+from accel.policies.workload import checkpoint_form
 
 from accel.job import maxtext_entry
 from accel.job.facts import runtime
@@ -36,10 +37,6 @@ def named_model(plan: Plan) -> NamedModel:
 
 def _facts() -> dict:
     return runtime()["model_run"]
-
-
-def _is_bucket_or_path(checkpoint: str) -> bool:
-    return checkpoint.startswith(("gs://", "s3://", "/"))
 
 
 def _tokenizer_args(row: Architecture, assets: str) -> str:
@@ -76,7 +73,7 @@ def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
     facts = _facts()
     tokenizer = _tokenizer_args(row, facts["maxengine"]["tokenizers"])
     weights = named.checkpoint or row.huggingface
-    if _is_bucket_or_path(weights):
+    if checkpoint_form(weights) != "repo":
         start = f"to start from model.checkpoint give load_parameters_path={weights} (a MaxText checkpoint)"
     else:
         start = (f"to start from the published weights convert {weights} with python3 -m "
@@ -141,17 +138,18 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
                            what=f"the published weights of architecture {row.name}")
     checkpoint = named.checkpoint
     store = facts["vllm_object_store"]
-    if checkpoint.startswith("gs://") and not custom_image:
+    form = checkpoint_form(checkpoint)
+    if form == "gs" and not custom_image:
         raise UsageError(f"model.checkpoint: {checkpoint}: the default vLLM image documents loading a bucket only "
                          f"from {', '.join(store['schemes'])} ({store['source']}); give a Hugging Face repo id, an "
                          "s3:// URL or a path mounted in the pod, or pass --image with a vLLM whose Run:ai streamer "
                          "reads gs://")
-    if checkpoint.startswith(("gs://", "s3://")):
+    if form in ("gs", "s3"):
         return ServedModel(checkpoint, f" --load-format {store['load_format']}",
                            [f"model {checkpoint}: streamed from the bucket by the Run:ai Model Streamer "
                             f"(--load-format {store['load_format']}, safetensors; the image needs vllm[runai]); "
                             "the pod's ServiceAccount must read the bucket"], checkpoint)
-    if checkpoint.startswith("/"):
+    if form == "path":
         return ServedModel(checkpoint, "", [f"model {checkpoint}: a path in the container; mount the weights there "
                                             "(the stack's volume claims mount at /mnt/<claim>)"], checkpoint)
     gated = row is not None and row.gated and checkpoint == row.huggingface
@@ -195,13 +193,13 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
                      "model.checkpoint to its gs:// path")
         if row.gated:
             notes.append(_gated_note(row.huggingface, "the conversion"))
-    elif checkpoint.startswith(("gs://", "/")):
+    elif checkpoint_form(checkpoint) in ("gs", "path"):
         command += f" load_parameters_path={checkpoint}"
         notes.append(f"weights: load_parameters_path={checkpoint} (model.checkpoint), a MaxText checkpoint whose "
                      "layer layout matches scan_layers (MaxText's default true; for an unscanned one, as serving "
                      "conversions often write, pass scan_layers=false in --command)")
     else:
-        where = "an s3:// bucket" if checkpoint.startswith("s3://") else "a Hugging Face repo"
+        where = "an s3:// bucket" if checkpoint_form(checkpoint) == "s3" else "a Hugging Face repo"
         raise UsageError(f"model.checkpoint: {checkpoint} is {where}; MaxText on TPU loads a MaxText checkpoint "
                          f"from gs:// or a mounted path (load_parameters_path): convert it with python3 -m "
                          f"{facts['maxtext_converter']} and give that path")
