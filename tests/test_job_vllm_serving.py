@@ -272,3 +272,14 @@ def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_f
 def test_int8_of_weights_published_in_fp8_points_at_fp8():
     with pytest.raises(UsageError, match="published in fp8: set inference.precision fp8"):
         serve("int8", {"architecture": "deepseek3-671b"}, {"accelerator": "h200-141gb", "chips": 16})
+
+
+def test_a_source_is_cited_by_where_it_is_one_way_for_every_note():
+    """accel.job.facts.cite: the part of a runtime.yaml source before its first colon, used by every model and
+    precision note (model_run.py and vllm_serving.py had one helper and three inline copies of it)."""
+    from accel.job.facts import cite
+
+    source = runtime()["vllm_precision"]["fp8_source"]
+    assert cite(source) == "vLLM docs 'FP8 W8A8' (v0.8.5 docs/source/features/quantization/fp8.md l.24-36; v0.10.2 " \
+                           "docs/features/quantization/fp8.md l.123-137)"
+    assert cite(source) in serve("fp8")[2]

@@ -16,7 +16,7 @@ from accel.policies.plan import Plan
 from accel.policies.workload import checkpoint_form
 
 from accel.job import maxtext_entry
-from accel.job.facts import runtime
+from accel.job.facts import cite, runtime
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
              + ("" if written else "; your --command replaces the default, so pass model_name yourself"),
              f"smoke run: synthetic data and 100 steps, random weights. For a real run pass --command with "
              f"dataset_type=hf hf_path=<dataset> (or tfds/grain with dataset_path=...), {tokenizer}, "
-             f"steps=<the run's>; {start} ({facts['maxtext_source'].split(':')[0]})"]
+             f"steps=<the run's>; {start} ({cite(facts['maxtext_source'])})"]
     if row.gated and weights == row.huggingface:
         notes.append(_gated_note(row.huggingface, "the conversion"))
     return notes
@@ -119,7 +119,7 @@ def check_vllm_tensor_parallel(plan: Plan, tensor: int) -> None:
     problem = None if row is None else vllm_tensor_parallel_problem(row, tensor)
     if problem:
         raise UsageError(f"model.architecture: {row.name}: {problem}, and vLLM refuses such a layout "
-                         f"({_facts()['vllm_heads_source'].split(':')[0]}); pass --command with a "
+                         f"({cite(_facts()['vllm_heads_source'])}); pass --command with a "
                          "--tensor-parallel-size that divides the heads (and --pipeline-parallel-size for the rest "
                          "of the replica's GPUs), or pin hardware whose replica does")
 

@@ -15,7 +15,7 @@ from accel.policies import hardware
 from accel.policies.plan import SERVED_PRECISION, Plan
 
 from accel.job.architectures import node_arch
-from accel.job.facts import runtime
+from accel.job.facts import cite, runtime
 from accel.job.model_run import ServedModel
 from accel.job import plan_view
 from accel.job.plan_view import Hardware
@@ -62,11 +62,6 @@ class PrecisionFlags:
     notes: list[str]
 
 
-def _cite(source: str) -> str:
-    """The part of a source before its first colon: where it is, without what it says."""
-    return source.split(":")[0]
-
-
 def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
     """(bytes of original-precision weights one GPU holds while vLLM loads them, bytes usable on it): the
     checkpoint's bf16 bytes per parameter over the replica's GPUs, against the HBM and hbm_usable_fraction the
@@ -98,16 +93,16 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
             f"precision: inference.precision fp8, but the plan sized {precision} weights and KV cache on {name} (its "
             f"'{SERVED_PRECISION}' assumption: fp8 needs fp8 tensor cores), so vLLM serves {precision} (it could run an fp8 "
             f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
-            f"{_cite(facts['fp8_source'])})"])
+            f"{cite(facts['fp8_source'])})"])
     if precision == "fp8":
         quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
         published = facts["fp8_published"].get(model)
         if published or "fp8" in model.lower():
-            why = f"published in fp8 ({published.split(':')[0]})" if published else "its name says fp8"
+            why = f"published in fp8 ({cite(published)})" if published else "its name says fp8"
             return PrecisionFlags(f"{dtype} {kv_cache}", [
                 f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its method "
                 "from the checkpoint's config.json quantization_config, so no --quantization "
-                f"({_cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
+                f"({cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
                 "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
         held, usable = _bf16_load_per_gpu(plan, gpus)
         if held > usable:
@@ -119,13 +114,13 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
                 "...-FP8), or pass --command with your own vLLM command")
         ready = ("" if checkpoint is None else
                  f"; if {checkpoint} is already quantized, vLLM refuses {quantize} unless that is its method "
-                 f"({_cite(facts['checkpoint_quantization'])}): pass --command without it")
+                 f"({cite(facts['checkpoint_quantization'])}): pass --command without it")
         return PrecisionFlags(f"{dtype} {quantize} {kv_cache}", [
             f"precision fp8: vLLM quantizes {model} to fp8 as it loads (W8A8, dynamic activation scales: "
             f"{quantize}) and stores K/V in fp8 ({kv_cache}, scales 1.0: check quality), the 1 byte "
-            f"per weight and per K/V value the plan sized ({_cite(facts['fp8_source'])})",
+            f"per weight and per K/V value the plan sized ({cite(facts['fp8_source'])})",
             f"load peak: vLLM reads the weights at their own precision before quantizing "
-            f"({_cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
+            f"({cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
             f"within the {usable / 1e9:,.1f} GB usable of each {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
     if precision == "int8":
         if checkpoint is None:
@@ -139,11 +134,11 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
                 "inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint quantized "
                 "to 8-bit weights (e.g. compressed-tensors W8A16 from llm-compressor, or GPTQ 8-bit); model.checkpoint "
                 f"is unset and {model} is {what}: vLLM quantizes no dense checkpoint to int8 weight-only on GPUs as it "
-                f"loads ({_cite(facts['int8_source'])}), so it would load 2 bytes per weight, twice what the plan "
+                f"loads ({cite(facts['int8_source'])}), so it would load 2 bytes per weight, twice what the plan "
                 "sized. Set model.checkpoint, choose inference.precision bf16 or fp8, or pass --command")
         return PrecisionFlags(dtype, [
             f"precision int8 (W8A16): vLLM reads the quantization from model.checkpoint {checkpoint}'s config.json "
-            f"(no --quantization flag, {_cite(facts['checkpoint_quantization'])}); it must be an 8-bit weight-only "
+            f"(no --quantization flag, {cite(facts['checkpoint_quantization'])}); it must be an 8-bit weight-only "
             "checkpoint (compressed-tensors W8A16, GPTQ 8-bit): a bf16 one loads 2 bytes per weight, twice what the "
-            f"plan sized ({_cite(facts['int8_source'])}); KV cache bf16 as planned"])
+            f"plan sized ({cite(facts['int8_source'])}); KV cache bf16 as planned"])
     return PrecisionFlags(dtype, [])
