@@ -27,7 +27,6 @@ ARM_ROW = "vllm-arm64"
 
 @dataclass(frozen=True)
 class VllmImage:
-    row: str            # runtime.yaml vllm_generations row (defaults.vllm-arm64 on Arm nodes)
     image: str
     note: str | None    # said in the job when the GPU takes other than the first row's image
 
@@ -37,7 +36,7 @@ def default_image(hw: Hardware) -> VllmImage:
     for the chip's compute capability. UsageError for a GPU no row is built for (pass --image)."""
     defaults = runtime()["defaults"]
     if node_arch(hw.machine_type, hw.accelerator) == "arm64":
-        return VllmImage(ARM_ROW, defaults[ARM_ROW]["image"], None)
+        return VllmImage(defaults[ARM_ROW]["image"], None)
     rows = runtime()["vllm_generations"]
     images = {name: row.get("image") or defaults[name]["image"] for name, row in rows.items()}
     first = next(iter(rows))
@@ -48,7 +47,7 @@ def default_image(hw: Hardware) -> VllmImage:
             note = None if name == first else (
                 f"image: {images[name]}, the vLLM release image built for compute capability {capability} "
                 f"({chip.name}); {images[first]} has no kernels for it (sources: runtime.yaml vllm_generations)")
-            return VllmImage(name, images[name], note)
+            return VllmImage(images[name], note)
     built = ", ".join(f"{images[n]} ({' '.join(r['compute_capabilities'])})" for n, r in rows.items())
     raise UsageError(f"accelerator {hw.accelerator} (compute capability {capability or 'unknown'}): no default vLLM "
                      f"image is built for it ({built}); pass --image with a vLLM built for this GPU")
