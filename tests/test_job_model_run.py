@@ -148,6 +148,17 @@ def test_jetstream_serves_the_architectures_config_and_tokenizer_from_the_maxtex
     assert "load_parameters_path=gs://w/llama/0/items (model.checkpoint)" in notes
 
 
+@pytest.mark.parametrize("name, known", [("mixtral-8x7b", True), ("llama2-7b", True), ("llama3.1-8b", False)])
+def test_the_engine_note_says_truly_whether_the_jetstream_images_maxtext_knows_the_model(name, known):
+    """jetstream-v0.2.2's MaxText validates llama2-7b/13b/70b, mistral-7b, mixtral-8x7b, gemma-2b/7b
+    (MaxText/pyconfig.py l.88-101 at that tag): the note must not say it has no config of those."""
+    _, image, notes = serve_tpu({"architecture": name}, {"accelerator": "tpu-v5p", "chips": 64} if name ==
+                                "mixtral-8x7b" else TPU_SERVING)
+    assert image == runtime()["defaults"]["jax-tpu"]["image"]
+    assert (f"has no {name} config" in notes) is not known
+    assert (f"has a {name} config too, but not this command's module and config paths" in notes) is known
+
+
 def test_a_hugging_face_tokenizer_is_passed_by_its_id():
     command, image, _ = serve_tpu({"architecture": "deepseek3-671b"}, {"accelerator": "tpu-v5p", "chips": 64},
                                   image="my/maxtext:1")
