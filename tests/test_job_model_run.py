@@ -159,6 +159,19 @@ def test_the_engine_note_says_truly_whether_the_jetstream_images_maxtext_knows_t
     assert (f"has a {name} config too, but not this command's module and config paths" in notes) is known
 
 
+def test_the_jetstream_images_maxtext_tag_is_one_fact(monkeypatch):
+    """runtime.yaml model_run.maxengine.jetstream_image_maxtext names the tag in both notes; changed there (the
+    mutation), the note follows."""
+    from accel.job import model_run
+
+    facts = runtime()
+    facts["model_run"]["maxengine"]["jetstream_image_maxtext"] = "jetstream-v9"
+    monkeypatch.setattr(model_run, "runtime", lambda: facts)
+    for name in ("llama2-7b", "llama3.1-8b"):
+        notes = serve_tpu({"architecture": name})[2]
+        assert "The JetStream image's MaxText (jetstream-v9)".lower() in notes.lower() and "v0.2.2)" not in notes
+
+
 def test_a_hugging_face_tokenizer_is_passed_by_its_id():
     command, image, _ = serve_tpu({"architecture": "deepseek3-671b"}, {"accelerator": "tpu-v5p", "chips": 64},
                                   image="my/maxtext:1")

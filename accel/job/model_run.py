@@ -183,9 +183,9 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
     image = runtime()["defaults"]["jax-tpu"]["image"]
     command = (f"python3 -m {engine['module']} {maxtext_entry.config_path()} model_name={row.name} "
                f"{_tokenizer_args(row, engine['tokenizers'])}")
-    why = (f"the JetStream image's MaxText (jetstream-v0.2.2) has a {row.name} config too, but not this command's "
-           "module and config paths" if row.name in engine["jetstream_image_models"] else
-           f"the JetStream image's MaxText (jetstream-v0.2.2) has no {row.name} config")
+    old = f"the JetStream image's MaxText ({engine['jetstream_image_maxtext']})"
+    why = (f"{old} has a {row.name} config too, but not this command's module and config paths"
+           if row.name in engine["jetstream_image_models"] else f"{old} has no {row.name} config")
     notes = [f"engine: MaxText's JetStream server ({engine['module']}), run from the MaxText image (defaults.jax-tpu; "
              f"--image replaces it): {why} (sources: runtime.yaml model_run.maxengine)"]
     checkpoint = named.checkpoint
