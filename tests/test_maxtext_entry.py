@@ -200,6 +200,23 @@ def test_the_rule_names_the_removed_module_and_the_unresolvable_config():
     assert "the config MaxText/configs/base.yml resolves to no file there" in config
 
 
+def test_whether_the_default_program_is_maxtext_is_its_runtime_row_s(monkeypatch):
+    """One reading decides that the default training program is MaxText (its runtime.yaml row gives maxtext_args):
+    the command and the model_name and notes added to it. The mutation: a jax row running a program of its own."""
+    import copy
+
+    from accel.job import manifests
+
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
+    facts["defaults"]["jax-tpu"] = {"image": facts["defaults"]["jax-tpu"]["image"], "command": "python3 train.py"}
+    monkeypatch.setattr(manifests, "runtime", lambda: facts)
+    workload = {"name": "entry", "kind": "pretrain", "model": {"architecture": "llama3.1-8b"},
+                "hardware": TPU_TRAINING, "training": {"tokens": "100B", "framework": "jax"}}
+    generated = generate(choose_plan(workload_from_mapping(workload, "t.yaml"), load_catalog()), JobContext(stack="t"))
+    assert command_of(generated) == "python3 train.py"
+    assert "the default program is an example, not this model" in "\n".join(generated.derivations)
+
+
 def test_the_rules_remedy_is_the_entry_runtime_yaml_states(monkeypatch):
     """The module and config to run are runtime.yaml maxtext's (what the default command runs), stated once: changed
     there (the mutation: a renamed entry), the remedy follows."""

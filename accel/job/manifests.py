@@ -305,7 +305,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     name = dns_name(plan.workload.name)
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
-    maxtext = plan_view.framework(plan) != "pytorch"   # the jax defaults run MaxText; pytorch-gpu an example
+    maxtext = maxtext_entry.runs_maxtext(defaults)   # the jax rows run MaxText; pytorch-gpu an example
     user_command = options.command or (maxtext_entry.default_command(defaults)
                                         + (model_run.maxtext_training_args(plan) if maxtext else ""))
     replicated = replicated_job_name(hw)
