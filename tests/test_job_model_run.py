@@ -4,6 +4,7 @@ published weights; a workload naming no model gets the stand-ins it always got, 
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 
@@ -164,7 +165,7 @@ def test_the_jetstream_images_maxtext_tag_is_one_fact(monkeypatch):
     mutation), the note follows."""
     from accel.job import model_run
 
-    facts = runtime()
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
     facts["model_run"]["maxengine"]["jetstream_image_maxtext"] = "jetstream-v9"
     monkeypatch.setattr(model_run, "runtime", lambda: facts)
     for name in ("llama2-7b", "llama3.1-8b"):

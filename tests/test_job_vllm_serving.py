@@ -8,6 +8,7 @@ does. The image is the vLLM release built for the chip's compute capability: v0.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -124,7 +125,7 @@ def test_the_fp8_kv_cache_flag_is_one_fact_for_online_and_pre_quantized_fp8(monk
     vLLM's explicit spelling fp8_e4m3), both fp8 commands and their notes follow."""
     from accel.job import vllm_serving
 
-    facts = runtime()
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
     facts["vllm_precision"]["fp8_kv_cache"] = "--kv-cache-dtype fp8_e4m3"
     monkeypatch.setattr(vllm_serving, "runtime", lambda: facts)
     online, _, online_notes = serve("fp8", {"parameters": "8B"})

@@ -4,6 +4,7 @@ the default commands pass is a key of that MaxText's base.yml, and TPU serving's
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -203,8 +204,6 @@ def test_the_rule_names_the_removed_module_and_the_unresolvable_config():
 def test_whether_the_default_program_is_maxtext_is_its_runtime_row_s(monkeypatch):
     """One reading decides that the default training program is MaxText (its runtime.yaml row gives maxtext_args):
     the command and the model_name and notes added to it. The mutation: a jax row running a program of its own."""
-    import copy
-
     from accel.job import manifests
 
     facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
@@ -223,7 +222,7 @@ def test_the_rules_remedy_is_the_entry_runtime_yaml_states(monkeypatch):
     from accel.job import rules
     from accel.job.rules import maxtext as rule_module
 
-    facts = runtime()
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
     facts["maxtext"].update(train_module="maxtext.trainers.pretrain", config="src/maxtext/configs/base_v2.yml")
     monkeypatch.setattr(rule_module, "runtime", lambda: facts)
     pod = {"containers": [{"name": "trainer", "image": STABLE, "command": ["/bin/bash", "-c", f"{OLD} run_name=x"]}]}
