@@ -161,6 +161,16 @@ def test_the_job_serves_the_precision_its_plan_sized_not_one_it_works_out_again(
         generated.derivations)
 
 
+def test_a_plan_stating_no_serving_precision_is_served_what_it_asked():
+    """A plan written without the estimate's assumptions (estimate.assumptions is optional in the schema) is taken to
+    serve the precision its workload asks."""
+    from accel.job.plan_view import serving_precision
+
+    plan = plan_of("fp8", hw=A100)
+    bare = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"assumptions": []})})
+    assert serving_precision(plan) == ("fp8", "bf16") and serving_precision(bare) == ("fp8", "fp8")
+
+
 def test_int8_with_no_checkpoint_is_refused_naming_the_fields():
     with pytest.raises(UsageError) as refused:
         serve("int8")
