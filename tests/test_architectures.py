@@ -195,3 +195,17 @@ def test_the_table_is_read_at_the_maxtext_its_jobs_run():
     facts = runtime()
     image = facts["defaults"]["jax-tpu"]["image"]
     assert architectures.table().maxtext_commit == facts["maxtext"]["images"][image]["commit"]
+
+
+def test_only_a_tokenizer_type_other_than_maxtexts_default_is_passed():
+    """MaxText's default tokenizer_type is one fact (architectures.MAXTEXT_DEFAULT_TOKENIZER, base.yml's own): a row
+    states no type for it, and the job passes tokenizer_type only for another."""
+    from accel.job.model_run import _tokenizer_args
+
+    default = architectures.Tokenizer("tokenizer.llama2")
+    assert default.type == architectures.MAXTEXT_DEFAULT_TOKENIZER and default.is_default_type
+    tiktoken = architectures.Tokenizer("tokenizer_llama3.tiktoken", "tiktoken")
+    row = architectures.lookup("llama2-7b")
+    assert row.tokenizer.is_default_type and "tokenizer_type" not in _tokenizer_args(row, "assets")
+    llama3 = architectures.lookup("llama3.1-8b")
+    assert llama3.tokenizer == tiktoken and _tokenizer_args(llama3, "assets").endswith(" tokenizer_type=tiktoken")

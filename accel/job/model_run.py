@@ -43,7 +43,7 @@ def _tokenizer_args(row: Architecture, assets: str) -> str:
     """MaxText's tokenizer_path (its shipped file under `assets`, or a Hugging Face id) and tokenizer_type."""
     tokenizer = row.tokenizer
     path = f"{assets}/{tokenizer.path}" if tokenizer.is_asset else tokenizer.path
-    kind = f" tokenizer_type={tokenizer.type}" if tokenizer.type != "sentencepiece" else ""
+    kind = "" if tokenizer.is_default_type else f" tokenizer_type={tokenizer.type}"
     return f"tokenizer_path={path}{kind}"
 
 
