@@ -150,6 +150,11 @@ class Option(SpotFromProvisioning):
                                                        "when set)")
 
 
+# The Assumption the serving estimate names the precision it sized weights and KV cache at (bf16 where fp8 was asked
+# of a chip without fp8 tensor cores): written by policies/estimator/estimate.py, read by the job (accel/job/plan_view).
+SERVED_PRECISION = "serving precision"
+
+
 class Assumption(StrictModel):
     name: str
     value: float | str

@@ -55,12 +55,20 @@ def _billions(count: float) -> str:
     return f"{count / 1e9:.4g}B"
 
 
+def checkpoint_form(value: str) -> str:
+    """Which form of CHECKPOINT_RULE a checkpoint takes: 'gs' or 's3' (a bucket URL), 'path' (absolute, in the
+    container), else 'repo' (a Hugging Face repo id, once checkpoint_problem has passed it)."""
+    scheme = next((s for s in CHECKPOINT_SCHEMES if value.startswith(s)), None)
+    return scheme.removesuffix("://") if scheme else "path" if value.startswith("/") else "repo"
+
+
 def checkpoint_problem(value: str) -> str | None:
     """Why `value` is no checkpoint a serving job can load, or None."""
-    if value.startswith(CHECKPOINT_SCHEMES):
+    form = checkpoint_form(value)
+    if form in ("gs", "s3"):
         bucket = value.split("://", 1)[1].split("/", 1)[0]
         return None if bucket else f"names no bucket; give {CHECKPOINT_RULE}"
-    if value.startswith("/"):
+    if form == "path":
         return None
     if HF_REPO_ID.match(value) and "--" not in value and ".." not in value and not value.endswith(".git"):
         return None

@@ -135,6 +135,17 @@ def test_a_checkpoint_is_a_repo_id_a_bucket_url_or_an_absolute_path(checkpoint):
     assert workload(parameters="8B", checkpoint=checkpoint).model.checkpoint == checkpoint
 
 
+@pytest.mark.parametrize("checkpoint, form", [("meta-llama/Llama-3.1-8B-Instruct", "repo"),
+                                              ("gs://models/llama/0/items", "gs"), ("s3://weights/llama/", "s3"),
+                                              ("/models/llama", "path"), ("/mnt/gs://odd", "path")])
+def test_the_form_of_a_checkpoint_is_told_once_for_the_workload_and_the_job(checkpoint, form):
+    """workload.checkpoint_form is the one reading of which form a checkpoint takes: the workload's check and the
+    job's MaxText and vLLM commands (accel/job/model_run.py) all go by it."""
+    from accel.policies.workload import checkpoint_form
+
+    assert checkpoint_form(checkpoint) == form
+
+
 @pytest.mark.parametrize("checkpoint", ["llama", "https://huggingface.co/meta-llama/x",
                                         "meta-llama/-bad", "a--b/c", "owner/name.git", "gs://", "a/b/c"])
 def test_anything_else_is_refused_naming_the_field(checkpoint):
@@ -174,3 +185,27 @@ def test_a_checkpoint_with_a_space_or_a_web_address_is_refused(text):
 
     assert checkpoint_problem(f"owner/{text} {text}") is not None
     assert checkpoint_problem(f"https://{text}") is not None
+
+
+def test_the_table_is_read_at_the_maxtext_its_jobs_run():
+    """A row's name and shape are MaxText's config of it in the image that runs model_name=<row> (runtime.yaml
+    defaults.jax-tpu, whose MaxText commit is maxtext.images'): one commit, not a later one said to be the image's."""
+    from accel.job.facts import runtime
+
+    facts = runtime()
+    image = facts["defaults"]["jax-tpu"]["image"]
+    assert architectures.table().maxtext_commit == facts["maxtext"]["images"][image]["commit"]
+
+
+def test_only_a_tokenizer_type_other_than_maxtexts_default_is_passed():
+    """MaxText's default tokenizer_type is one fact (architectures.MAXTEXT_DEFAULT_TOKENIZER, base.yml's own): a row
+    states no type for it, and the job passes tokenizer_type only for another."""
+    from accel.job.model_run import _tokenizer_args
+
+    default = architectures.Tokenizer("tokenizer.llama2")
+    assert default.type == architectures.MAXTEXT_DEFAULT_TOKENIZER and default.is_default_type
+    tiktoken = architectures.Tokenizer("tokenizer_llama3.tiktoken", "tiktoken")
+    row = architectures.lookup("llama2-7b")
+    assert row.tokenizer.is_default_type and "tokenizer_type" not in _tokenizer_args(row, "assets")
+    llama3 = architectures.lookup("llama3.1-8b")
+    assert llama3.tokenizer == tiktoken and _tokenizer_args(llama3, "assets").endswith(" tokenizer_type=tiktoken")

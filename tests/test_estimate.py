@@ -345,6 +345,28 @@ def test_fp8_serving_halves_the_weight_bytes_only_on_chips_with_fp8_tensor_cores
         InferenceModel(bf16, resolve(bf16, catalog.defaults), v5e).weight_bytes)
 
 
+def test_the_precision_a_replica_is_sized_at_is_the_one_its_plan_states(catalog):
+    """One decision (estimate.served_precision, by the catalog's needs_fp8) sizes the replica and is the plan's
+    'serving precision' assumption, which the job serves. The mutation: a catalog saying fp8 needs no fp8 tensor cores
+    (weight-only fp8, as vLLM runs on Ampere): on an A100 the replica holds 1-byte weights and the plan says fp8."""
+    from accel.policies.estimator.estimate import assumption_list
+    from accel.policies.plan import SERVED_PRECISION
+
+    fp8 = serving("70B", inference={"tokens_per_second": 1000, "precision": "fp8"})
+    a100 = catalog.accelerator("a100-80gb")
+    inference = catalog.defaults.inference
+    weight_only = inference.precisions["fp8"].model_copy(update={"needs_fp8": False})
+    defaults = catalog.defaults.model_copy(update={"inference": inference.model_copy(
+        update={"precisions": {**inference.precisions, "fp8": weight_only}})})
+    for table, sized, bytes_per_weight in ((catalog.defaults, "bf16", 2), (defaults, "fp8", 1)):
+        resolved = resolve(fp8, table)
+        model = InferenceModel(fp8, resolved, a100)
+        stated = next(a.value for a in assumption_list(fp8, resolved, catalog.model_copy(update={"defaults": table}),
+                                                        a100, "gcp", False, 8, 1, "") if a.name == SERVED_PRECISION)
+        assert (stated, model.weight_bytes) == (sized, pytest.approx(70e9 * bytes_per_weight))
+        assert model.compute == pytest.approx(a100.peak_bf16_tflops * 1e12 * resolved["inference_compute_efficiency"])
+
+
 def test_decode_is_memory_bound_and_prefill_heavy_traffic_is_compute_bound(catalog):
     chat = serving("8B", inference={"tokens_per_second": 1000, "prompt_tokens": 128, "output_tokens": 2048})
     summarise = serving("8B", inference={"tokens_per_second": 1000, "prompt_tokens": 8192, "output_tokens": 64})

@@ -4,6 +4,7 @@ published weights; a workload naming no model gets the stand-ins it always got, 
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 
@@ -146,6 +147,30 @@ def test_jetstream_serves_the_architectures_config_and_tokenizer_from_the_maxtex
                        "model_name=llama3.1-8b tokenizer_path=src/maxtext/assets/tokenizers/tokenizer_llama3.tiktoken "
                        "tokenizer_type=tiktoken load_parameters_path=gs://w/llama/0/items ici_tensor_parallelism=4")
     assert "load_parameters_path=gs://w/llama/0/items (model.checkpoint)" in notes
+
+
+@pytest.mark.parametrize("name, known", [("mixtral-8x7b", True), ("llama2-7b", True), ("llama3.1-8b", False)])
+def test_the_engine_note_says_truly_whether_the_jetstream_images_maxtext_knows_the_model(name, known):
+    """jetstream-v0.2.2's MaxText validates llama2-7b/13b/70b, mistral-7b, mixtral-8x7b, gemma-2b/7b
+    (MaxText/pyconfig.py l.88-101 at that tag): the note must not say it has no config of those."""
+    _, image, notes = serve_tpu({"architecture": name}, {"accelerator": "tpu-v5p", "chips": 64} if name ==
+                                "mixtral-8x7b" else TPU_SERVING)
+    assert image == runtime()["defaults"]["jax-tpu"]["image"]
+    assert (f"has no {name} config" in notes) is not known
+    assert (f"has a {name} config too, but not this command's module and config paths" in notes) is known
+
+
+def test_the_jetstream_images_maxtext_tag_is_one_fact(monkeypatch):
+    """runtime.yaml model_run.maxengine.jetstream_image_maxtext names the tag in both notes; changed there (the
+    mutation), the note follows."""
+    from accel.job import model_run
+
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
+    facts["model_run"]["maxengine"]["jetstream_image_maxtext"] = "jetstream-v9"
+    monkeypatch.setattr(model_run, "runtime", lambda: facts)
+    for name in ("llama2-7b", "llama3.1-8b"):
+        notes = serve_tpu({"architecture": name})[2]
+        assert "The JetStream image's MaxText (jetstream-v9)".lower() in notes.lower() and "v0.2.2)" not in notes
 
 
 def test_a_hugging_face_tokenizer_is_passed_by_its_id():

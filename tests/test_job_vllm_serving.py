@@ -8,6 +8,7 @@ does. The image is the vLLM release built for the chip's compute capability: v0.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -24,6 +25,7 @@ from accel.job.plan_view import hardware as plan_hardware
 from accel.job.vllm_serving import default_image
 from accel.policies import hardware
 from accel.policies.catalog import load_catalog
+from accel.policies.plan import SERVED_PRECISION
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
 from tests.conftest import planned_result
@@ -118,13 +120,55 @@ def test_a_checkpoint_not_named_fp8_is_quantized_online_and_told_what_vllm_does_
     assert "if my-org/llama-70b-tuned is already quantized, vLLM refuses --quantization fp8" in notes
 
 
+def test_the_fp8_kv_cache_flag_is_one_fact_for_online_and_pre_quantized_fp8(monkeypatch):
+    """runtime.yaml vllm_precision.fp8_kv_cache is the one statement of the K/V flag: changed there (the mutation:
+    vLLM's explicit spelling fp8_e4m3), both fp8 commands and their notes follow."""
+    from accel.job import vllm_serving
+
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
+    facts["vllm_precision"]["fp8_kv_cache"] = "--kv-cache-dtype fp8_e4m3"
+    monkeypatch.setattr(vllm_serving, "runtime", lambda: facts)
+    online, _, online_notes = serve("fp8", {"parameters": "8B"})
+    ready, _, ready_notes = serve("fp8", {"parameters": "70B", "checkpoint": "neuralmagic/Meta-Llama-3.1-70B-FP8"})
+    for command, notes in ((online, online_notes), (ready, ready_notes)):
+        assert "--kv-cache-dtype fp8_e4m3 " in command and "--kv-cache-dtype fp8 " not in command
+        assert "--kv-cache-dtype fp8_e4m3" in notes
+
+
 def test_fp8_on_a_chip_without_fp8_tensor_cores_serves_bf16_as_its_plan_does():
     plan = plan_of("fp8", hw=A100)
-    served = next(a for a in plan.estimate.assumptions if a.name == "serving precision")
+    served = next(a for a in plan.estimate.assumptions if a.name == SERVED_PRECISION)
     assert served.value == "bf16"   # the estimate widened weights and KV cache to 2 bytes
     command, _, notes = serve("fp8", hw=A100)
     assert "--dtype bfloat16 " in command and "--quantization" not in command and "--kv-cache-dtype" not in command
-    assert "inference.precision fp8, but A100 80GB has no fp8 tensor cores" in notes
+    assert ("inference.precision fp8, but the plan sized bf16 weights and KV cache on A100 80GB (its 'serving "
+            "precision' assumption: fp8 needs fp8 tensor cores)") in notes
+
+
+def test_the_job_serves_the_precision_its_plan_sized_not_one_it_works_out_again():
+    """The estimate decides what an fp8 workload is served at (its 'serving precision' assumption); the job reads that
+    decision. A plan that sized bf16 on an H100 (as one costed with a catalog stating no fp8 peak for it would) gets a
+    bf16 server, not vLLM quantizing to the 1 byte per weight the plan never counted on."""
+    plan = plan_of("fp8")
+    assumptions = [a.model_copy(update={"value": "bf16"}) if a.name == SERVED_PRECISION else a
+                   for a in plan.estimate.assumptions]
+    sized_bf16 = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"assumptions": assumptions})})
+    generated = generate(sized_bf16, JobContext(stack="t"), JobOptions())
+    command = next(m for m in generated.manifests if m["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"][0]["command"][-1]
+    assert "--dtype bfloat16 " in command and "--quantization" not in command and "--kv-cache-dtype" not in command
+    assert "inference.precision fp8, but the plan sized bf16 weights and KV cache on H100 (its" in "\n".join(
+        generated.derivations)
+
+
+def test_a_plan_stating_no_serving_precision_is_served_what_it_asked():
+    """A plan written without the estimate's assumptions (estimate.assumptions is optional in the schema) is taken to
+    serve the precision its workload asks."""
+    from accel.job.plan_view import serving_precision
+
+    plan = plan_of("fp8", hw=A100)
+    bare = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"assumptions": []})})
+    assert serving_precision(plan) == ("fp8", "bf16") and serving_precision(bare) == ("fp8", "fp8")
 
 
 def test_int8_with_no_checkpoint_is_refused_naming_the_fields():
@@ -133,6 +177,24 @@ def test_int8_with_no_checkpoint_is_refused_naming_the_fields():
     message = str(refused.value)
     assert message.startswith("inference.precision: int8 (weight-only W8A16) needs model.checkpoint")
     assert "meta-llama/Llama-3.1-70B-Instruct is a stand-in" in message
+
+
+def test_the_precision_flags_take_the_served_model_as_model_run_decided_it():
+    """Which model vLLM serves (model.checkpoint, else the architecture's repo, else a stand-in) is decided once, in
+    model_run.vllm_model; the precision flags and refusals speak of that decision rather than re-deciding it."""
+    from accel.job import model_run
+    from accel.job.vllm_serving import precision_flags
+
+    plan = plan_of("int8", {"architecture": "llama3.1-70b"})
+    served = model_run.vllm_model(plan, "a-stand-in", custom_image=False)
+    assert (served.model, served.checkpoint) == ("meta-llama/Llama-3.1-70B", None)
+    with pytest.raises(UsageError, match="meta-llama/Llama-3.1-70B is the published weights of architecture "
+                                         "llama3.1-70b"):
+        precision_flags(plan, plan_hardware(plan), served, 8)
+    tuned = model_run.vllm_model(plan_of("int8", {"architecture": "llama3.1-70b", "checkpoint": "org/llama-w8a16"}),
+                                 "a-stand-in", custom_image=False)
+    assert "model.checkpoint org/llama-w8a16's config.json" in precision_flags(plan, plan_hardware(plan), tuned,
+                                                                                8).notes[0]
 
 
 def test_int8_serving_an_architectures_published_weights_is_refused():
@@ -221,3 +283,14 @@ def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_f
 def test_int8_of_weights_published_in_fp8_points_at_fp8():
     with pytest.raises(UsageError, match="published in fp8: set inference.precision fp8"):
         serve("int8", {"architecture": "deepseek3-671b"}, {"accelerator": "h200-141gb", "chips": 16})
+
+
+def test_a_source_is_cited_by_where_it_is_one_way_for_every_note():
+    """accel.job.facts.cite: the part of a runtime.yaml source before its first colon, used by every model and
+    precision note (model_run.py and vllm_serving.py had one helper and three inline copies of it)."""
+    from accel.job.facts import cite
+
+    source = runtime()["vllm_precision"]["fp8_source"]
+    assert cite(source) == "vLLM docs 'FP8 W8A8' (v0.8.5 docs/source/features/quantization/fp8.md l.24-36; v0.10.2 " \
+                           "docs/features/quantization/fp8.md l.123-137)"
+    assert cite(source) in serve("fp8")[2]

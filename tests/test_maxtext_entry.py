@@ -4,6 +4,7 @@ the default commands pass is a key of that MaxText's base.yml, and TPU serving's
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -198,6 +199,40 @@ def test_the_rule_names_the_removed_module_and_the_unresolvable_config():
     module, config = _breaches(STABLE, f"cd /deps && {OLD} run_name=x steps=1")
     assert "has no module MaxText.train" in module and "its module is now maxtext.trainers.pre_train.train" in module
     assert "the config MaxText/configs/base.yml resolves to no file there" in config
+
+
+def test_whether_the_default_program_is_maxtext_is_its_runtime_row_s(monkeypatch):
+    """One reading decides that the default training program is MaxText (its runtime.yaml row gives maxtext_args):
+    the command and the model_name and notes added to it. The mutation: a jax row running a program of its own."""
+    from accel.job import manifests
+
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
+    facts["defaults"]["jax-tpu"] = {"image": facts["defaults"]["jax-tpu"]["image"], "command": "python3 train.py"}
+    monkeypatch.setattr(manifests, "runtime", lambda: facts)
+    workload = {"name": "entry", "kind": "pretrain", "model": {"architecture": "llama3.1-8b"},
+                "hardware": TPU_TRAINING, "training": {"tokens": "100B", "framework": "jax"}}
+    generated = generate(choose_plan(workload_from_mapping(workload, "t.yaml"), load_catalog()), JobContext(stack="t"))
+    assert command_of(generated) == "python3 train.py"
+    assert "the default program is an example, not this model" in "\n".join(generated.derivations)
+
+
+def test_the_rules_remedy_is_the_entry_runtime_yaml_states(monkeypatch):
+    """The module and config to run are runtime.yaml maxtext's (what the default command runs), stated once: changed
+    there (the mutation: a renamed entry), the remedy follows."""
+    from accel.job import rules
+    from accel.job.rules import maxtext as rule_module
+
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
+    facts["maxtext"].update(train_module="maxtext.trainers.pretrain", config="src/maxtext/configs/base_v2.yml")
+    monkeypatch.setattr(rule_module, "runtime", lambda: facts)
+    pod = {"containers": [{"name": "trainer", "image": STABLE, "command": ["/bin/bash", "-c", f"{OLD} run_name=x"]}]}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "t", "namespace": "n"},
+                  "spec": {"template": {"spec": pod}}}
+    fixes = [v.fix for v in rules.run(rules.Scope([deployment]), [rules.RULES["maxtext/entry-in-image"]])]
+    assert len(fixes) == 2
+    for fix in fixes:
+        assert "python3 -m maxtext.trainers.pretrain src/maxtext/configs/base_v2.yml" in fix
+        assert "pre_train" not in fix
 
 
 def test_the_2026_03_image_still_has_the_shim_but_not_the_old_config_path():

@@ -30,6 +30,11 @@ def runtime() -> dict[str, Any]:
     return parse_yaml(read_text(HERE / "runtime.yaml", "job runtime table"))
 
 
+def cite(source: str) -> str:
+    """The part of a runtime.yaml source before its first colon: where it is, without what it says."""
+    return source.split(":")[0]
+
+
 def machine_shape(machine_type: str) -> MachineShape | None:
     """vCPUs and memory of one node of `machine_type`, from the hardware facts table; None when
     unknown (e.g. on-prem nodes). The table gives memory in decimal GB as the clouds' pages list it."""

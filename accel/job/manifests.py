@@ -306,7 +306,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     name = dns_name(plan.workload.name)
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
-    maxtext = plan_view.framework(plan) != "pytorch"   # the jax defaults run MaxText; pytorch-gpu an example
+    maxtext = maxtext_entry.runs_maxtext(defaults)   # the jax rows run MaxText; pytorch-gpu an example
     user_command = options.command or (maxtext_entry.default_command(defaults)
                                         + (model_run.maxtext_training_args(plan) if maxtext else ""))
     replicated = replicated_job_name(hw)
@@ -529,7 +529,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         generation = vllm_serving.default_image(hw) if options.image is None else None
         image = generation.image if generation is not None else image
         # The plan's precision: what vLLM loads must be the bytes the replica was sized for.
-        precision = (vllm_serving.precision_flags(plan, hw, model, named, tensor * stages)
+        precision = (vllm_serving.precision_flags(plan, hw, served, tensor * stages)
                      if options.command is None else vllm_serving.PrecisionFlags("", []))
         model_notes = [*model_notes, *precision.notes, *([generation.note] if generation and generation.note else [])]
         default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags} "

@@ -24,10 +24,15 @@ def config_path() -> str:
     return _maxtext()["config"]
 
 
+def runs_maxtext(defaults: dict[str, Any]) -> bool:
+    """Whether a runtime.yaml `defaults` row's program is MaxText (it gives `maxtext_args`, not a `command`)."""
+    return "maxtext_args" in defaults
+
+
 def default_command(defaults: dict[str, Any]) -> str:
     """The command of a runtime.yaml `defaults` row: MaxText's pre-training entry and config with the row's
     `maxtext_args`, or the row's own `command`."""
-    if "maxtext_args" in defaults:
+    if runs_maxtext(defaults):
         return f"python3 -m {_maxtext()['train_module']} {config_path()} {defaults['maxtext_args']}"
     return defaults["command"]
 

@@ -13,9 +13,10 @@ from accel.base.errors import UsageError
 from accel.policies import architectures
 from accel.policies.architectures import Architecture
 from accel.policies.plan import Plan
+from accel.policies.workload import checkpoint_form
 
 from accel.job import maxtext_entry
-from accel.job.facts import runtime
+from accel.job.facts import cite, runtime
 
 
 @dataclass(frozen=True)
@@ -38,15 +39,11 @@ def _facts() -> dict:
     return runtime()["model_run"]
 
 
-def _is_bucket_or_path(checkpoint: str) -> bool:
-    return checkpoint.startswith(("gs://", "s3://", "/"))
-
-
 def _tokenizer_args(row: Architecture, assets: str) -> str:
     """MaxText's tokenizer_path (its shipped file under `assets`, or a Hugging Face id) and tokenizer_type."""
     tokenizer = row.tokenizer
     path = f"{assets}/{tokenizer.path}" if tokenizer.is_asset else tokenizer.path
-    kind = f" tokenizer_type={tokenizer.type}" if tokenizer.type != "sentencepiece" else ""
+    kind = "" if tokenizer.is_default_type else f" tokenizer_type={tokenizer.type}"
     return f"tokenizer_path={path}{kind}"
 
 
@@ -76,7 +73,7 @@ def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
     facts = _facts()
     tokenizer = _tokenizer_args(row, facts["maxengine"]["tokenizers"])
     weights = named.checkpoint or row.huggingface
-    if _is_bucket_or_path(weights):
+    if checkpoint_form(weights) != "repo":
         start = f"to start from model.checkpoint give load_parameters_path={weights} (a MaxText checkpoint)"
     else:
         start = (f"to start from the published weights convert {weights} with python3 -m "
@@ -86,7 +83,7 @@ def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
              + ("" if written else "; your --command replaces the default, so pass model_name yourself"),
              f"smoke run: synthetic data and 100 steps, random weights. For a real run pass --command with "
              f"dataset_type=hf hf_path=<dataset> (or tfds/grain with dataset_path=...), {tokenizer}, "
-             f"steps=<the run's>; {start} ({facts['maxtext_source'].split(':')[0]})"]
+             f"steps=<the run's>; {start} ({cite(facts['maxtext_source'])})"]
     if row.gated and weights == row.huggingface:
         notes.append(_gated_note(row.huggingface, "the conversion"))
     return notes
@@ -99,6 +96,8 @@ class ServedModel:
     model: str          # vLLM's positional model argument
     flags: str          # flags after it (a bucket's load format), with a leading space, or ''
     notes: list[str]
+    checkpoint: str | None = None   # model.checkpoint, when `model` is it
+    what: str = "a stand-in"        # what `model` is otherwise: a stand-in or an architecture's published weights
 
 
 def vllm_tensor_parallel_problem(row: Architecture, tensor: int) -> str | None:
@@ -120,7 +119,7 @@ def check_vllm_tensor_parallel(plan: Plan, tensor: int) -> None:
     problem = None if row is None else vllm_tensor_parallel_problem(row, tensor)
     if problem:
         raise UsageError(f"model.architecture: {row.name}: {problem}, and vLLM refuses such a layout "
-                         f"({_facts()['vllm_heads_source'].split(':')[0]}); pass --command with a "
+                         f"({cite(_facts()['vllm_heads_source'])}); pass --command with a "
                          "--tensor-parallel-size that divides the heads (and --pipeline-parallel-size for the rest "
                          "of the replica's GPUs), or pin hardware whose replica does")
 
@@ -135,27 +134,29 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
     if named.checkpoint is None:
         notes = [f"model {row.huggingface}: the published weights of architecture {row.name} (set model.checkpoint "
                  "to serve your own, e.g. an instruct or fine-tuned repo)"]
-        return ServedModel(row.huggingface, "", [*notes, *([_gated_note(row.huggingface)] if row.gated else [])])
+        return ServedModel(row.huggingface, "", [*notes, *([_gated_note(row.huggingface)] if row.gated else [])],
+                           what=f"the published weights of architecture {row.name}")
     checkpoint = named.checkpoint
     store = facts["vllm_object_store"]
-    if checkpoint.startswith("gs://") and not custom_image:
+    form = checkpoint_form(checkpoint)
+    if form == "gs" and not custom_image:
         raise UsageError(f"model.checkpoint: {checkpoint}: the default vLLM image documents loading a bucket only "
                          f"from {', '.join(store['schemes'])} ({store['source']}); give a Hugging Face repo id, an "
                          "s3:// URL or a path mounted in the pod, or pass --image with a vLLM whose Run:ai streamer "
                          "reads gs://")
-    if checkpoint.startswith(("gs://", "s3://")):
+    if form in ("gs", "s3"):
         return ServedModel(checkpoint, f" --load-format {store['load_format']}",
                            [f"model {checkpoint}: streamed from the bucket by the Run:ai Model Streamer "
                             f"(--load-format {store['load_format']}, safetensors; the image needs vllm[runai]); "
-                            "the pod's ServiceAccount must read the bucket"])
-    if checkpoint.startswith("/"):
+                            "the pod's ServiceAccount must read the bucket"], checkpoint)
+    if form == "path":
         return ServedModel(checkpoint, "", [f"model {checkpoint}: a path in the container; mount the weights there "
-                                            "(the stack's volume claims mount at /mnt/<claim>)"])
+                                            "(the stack's volume claims mount at /mnt/<claim>)"], checkpoint)
     gated = row is not None and row.gated and checkpoint == row.huggingface
     notes = [f"model {checkpoint} (model.checkpoint)"]
     notes.append(_gated_note(checkpoint) if gated else
                  f"if {checkpoint} is a gated or private repo, the pod needs {facts['hf_token']}")
-    return ServedModel(checkpoint, "", notes)
+    return ServedModel(checkpoint, "", notes, checkpoint)
 
 
 # ----- serving on TPUs: MaxText's JetStream engine with the named model's config, tokenizer and weights -----
@@ -182,9 +183,11 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
     image = runtime()["defaults"]["jax-tpu"]["image"]
     command = (f"python3 -m {engine['module']} {maxtext_entry.config_path()} model_name={row.name} "
                f"{_tokenizer_args(row, engine['tokenizers'])}")
+    old = f"the JetStream image's MaxText ({engine['jetstream_image_maxtext']})"
+    why = (f"{old} has a {row.name} config too, but not this command's module and config paths"
+           if row.name in engine["jetstream_image_models"] else f"{old} has no {row.name} config")
     notes = [f"engine: MaxText's JetStream server ({engine['module']}), run from the MaxText image (defaults.jax-tpu; "
-             f"--image replaces it): the JetStream image's MaxText (jetstream-v0.2.2) has no {row.name} config "
-             "(sources: runtime.yaml model_run.maxengine)"]
+             f"--image replaces it): {why} (sources: runtime.yaml model_run.maxengine)"]
     checkpoint = named.checkpoint
     if checkpoint is None:
         notes.append(f"no model.checkpoint: MaxText starts {row.name} from random weights (a load test, not the "
@@ -192,13 +195,13 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
                      "model.checkpoint to its gs:// path")
         if row.gated:
             notes.append(_gated_note(row.huggingface, "the conversion"))
-    elif checkpoint.startswith(("gs://", "/")):
+    elif checkpoint_form(checkpoint) in ("gs", "path"):
         command += f" load_parameters_path={checkpoint}"
         notes.append(f"weights: load_parameters_path={checkpoint} (model.checkpoint), a MaxText checkpoint whose "
                      "layer layout matches scan_layers (MaxText's default true; for an unscanned one, as serving "
                      "conversions often write, pass scan_layers=false in --command)")
     else:
-        where = "an s3:// bucket" if checkpoint.startswith("s3://") else "a Hugging Face repo"
+        where = "an s3:// bucket" if checkpoint_form(checkpoint) == "s3" else "a Hugging Face repo"
         raise UsageError(f"model.checkpoint: {checkpoint} is {where}; MaxText on TPU loads a MaxText checkpoint "
                          f"from gs:// or a mounted path (load_parameters_path): convert it with python3 -m "
                          f"{facts['maxtext_converter']} and give that path")

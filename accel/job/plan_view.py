@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accel.components.kubernetes import workloads
-from accel.policies.plan import Plan
+from accel.policies.plan import SERVED_PRECISION, Plan
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,16 @@ def framework(plan: Plan) -> str:
 
 def precision(plan: Plan) -> str:
     return plan.workload.training.precision if plan.workload.training else "bf16"
+
+
+def serving_precision(plan: Plan) -> tuple[str, str]:
+    """(the workload's inference.precision, the precision the plan sized weights and KV cache at). The second is the
+    estimate's own decision, its 'serving precision' assumption (bf16 where fp8 was asked of a chip without fp8
+    tensor cores); a plan stating none is taken to serve what it was asked."""
+    inference = plan.workload.inference
+    asked = inference.precision if inference is not None else "bf16"
+    stated = next((a.value for a in plan.estimate.assumptions if a.name == SERVED_PRECISION), None)
+    return asked, str(stated) if stated is not None else asked
 
 
 def serving_layout(plan: Plan) -> tuple[int, int]:

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
-from accel.policies.plan import Plan
+from accel.policies.plan import SERVED_PRECISION, Plan
 
 from accel.job.architectures import node_arch
-from accel.job.facts import runtime
-from accel.job.model_run import NamedModel
+from accel.job.facts import cite, runtime
+from accel.job.model_run import ServedModel
+from accel.job import plan_view
 from accel.job.plan_view import Hardware
 
 ARM_ROW = "vllm-arm64"
@@ -26,7 +27,6 @@ ARM_ROW = "vllm-arm64"
 
 @dataclass(frozen=True)
 class VllmImage:
-    row: str            # runtime.yaml vllm_generations row (defaults.vllm-arm64 on Arm nodes)
     image: str
     note: str | None    # said in the job when the GPU takes other than the first row's image
 
@@ -36,7 +36,7 @@ def default_image(hw: Hardware) -> VllmImage:
     for the chip's compute capability. UsageError for a GPU no row is built for (pass --image)."""
     defaults = runtime()["defaults"]
     if node_arch(hw.machine_type, hw.accelerator) == "arm64":
-        return VllmImage(ARM_ROW, defaults[ARM_ROW]["image"], None)
+        return VllmImage(defaults[ARM_ROW]["image"], None)
     rows = runtime()["vllm_generations"]
     images = {name: row.get("image") or defaults[name]["image"] for name, row in rows.items()}
     first = next(iter(rows))
@@ -47,7 +47,7 @@ def default_image(hw: Hardware) -> VllmImage:
             note = None if name == first else (
                 f"image: {images[name]}, the vLLM release image built for compute capability {capability} "
                 f"({chip.name}); {images[first]} has no kernels for it (sources: runtime.yaml vllm_generations)")
-            return VllmImage(name, images[name], note)
+            return VllmImage(images[name], note)
     built = ", ".join(f"{images[n]} ({' '.join(r['compute_capabilities'])})" for n, r in rows.items())
     raise UsageError(f"accelerator {hw.accelerator} (compute capability {capability or 'unknown'}): no default vLLM "
                      f"image is built for it ({built}); pass --image with a vLLM built for this GPU")
@@ -61,54 +61,49 @@ class PrecisionFlags:
     notes: list[str]
 
 
-def serving_precision(plan: Plan) -> str:
-    inference = plan.workload.inference
-    return inference.precision if inference is not None else "bf16"
-
-
-def _cite(source: str) -> str:
-    """The part of a source before its first colon: where it is, without what it says."""
-    return source.split(":")[0]
-
-
-def _bf16_load_per_gpu(plan: Plan, chip: hardware.Chip, gpus: int) -> tuple[float, float]:
+def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
     """(bytes of original-precision weights one GPU holds while vLLM loads them, bytes usable on it): the
-    checkpoint's bf16 bytes per parameter over the replica's GPUs, against HBM x the estimate's hbm_usable_fraction."""
+    checkpoint's bf16 bytes per parameter over the replica's GPUs, against the HBM and hbm_usable_fraction the
+    estimate sized the replica with (its catalog accelerator, which also decided the plan serves fp8)."""
     from accel.policies.catalog import load_catalog
     from accel.policies.estimator.estimate import resolve
 
-    defaults = load_catalog().defaults
+    catalog = load_catalog()
+    defaults = catalog.defaults
     bf16 = defaults.inference.precisions["bf16"].bytes_per_parameter
-    usable = chip.hbm_gb * 1e9 * resolve(plan.workload, defaults)["hbm_usable_fraction"]
+    hbm = catalog.accelerator(plan.chosen.accelerator).hbm_bytes
+    usable = hbm * resolve(plan.workload, defaults)["hbm_usable_fraction"]
     return plan.workload.model.parameters * bf16 / gpus, usable
 
 
-def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpus: int) -> PrecisionFlags:
-    """The --dtype / --quantization / --kv-cache-dtype flags for serving `model` over a replica of `gpus` GPUs at the
-    plan's inference.precision, and what the job says of them. UsageError (exit 2) where vLLM would load more than
-    the plan sized: int8 without an 8-bit checkpoint, fp8 whose bf16 weights cannot be held while they are quantized."""
+def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) -> PrecisionFlags:
+    """The --dtype / --quantization / --kv-cache-dtype flags for serving `served` (model_run.vllm_model's decision)
+    over a replica of `gpus` GPUs at the plan's inference.precision, and what the job says of them. UsageError (exit 2)
+    where vLLM would load more than the plan sized: int8 without an 8-bit checkpoint, fp8 whose bf16 weights cannot be
+    held while they are quantized."""
     facts = runtime()["vllm_precision"]
-    precision = serving_precision(plan)
+    model, checkpoint = served.model, served.checkpoint
+    asked, precision = plan_view.serving_precision(plan)   # the estimate's decision, not re-derived here
     dtype = f" --dtype {facts['dtype'][precision]}"
     chip = hardware.current().chips.get(hw.accelerator)
     name = chip.name if chip is not None else hw.accelerator
+    if asked == "fp8" and precision != "fp8":
+        return PrecisionFlags(dtype, [
+            f"precision: inference.precision fp8, but the plan sized {precision} weights and KV cache on {name} (its "
+            f"'{SERVED_PRECISION}' assumption: fp8 needs fp8 tensor cores), so vLLM serves {precision} (it could run an fp8 "
+            f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
+            f"{cite(facts['fp8_source'])})"])
     if precision == "fp8":
-        if chip is None or not chip.peak_fp8_tflops:
-            return PrecisionFlags(dtype, [
-                f"precision: inference.precision fp8, but {name} has no fp8 tensor cores: the plan sized bf16 weights "
-                "and KV cache (its 'serving precision' assumption), so vLLM serves bf16 (it could run an fp8 "
-                f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
-                f"{_cite(facts['fp8_source'])})"])
-        checkpoint = named.checkpoint
+        quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
         published = facts["fp8_published"].get(model)
         if published or "fp8" in model.lower():
-            why = f"published in fp8 ({published.split(':')[0]})" if published else "its name says fp8"
-            return PrecisionFlags(f"{dtype} --kv-cache-dtype fp8", [
+            why = f"published in fp8 ({cite(published)})" if published else "its name says fp8"
+            return PrecisionFlags(f"{dtype} {kv_cache}", [
                 f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its method "
                 "from the checkpoint's config.json quantization_config, so no --quantization "
-                f"({_cite(facts['checkpoint_quantization'])}); --kv-cache-dtype fp8 keeps K/V in one byte as the plan "
+                f"({cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
                 "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
-        held, usable = _bf16_load_per_gpu(plan, chip, gpus)
+        held, usable = _bf16_load_per_gpu(plan, gpus)
         if held > usable:
             raise UsageError(
                 f"inference.precision: fp8 with model.checkpoint {checkpoint or 'unset'}: vLLM would quantize {model} "
@@ -117,20 +112,18 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
                 f"usable of each {name}; set model.checkpoint to a pre-quantized fp8 checkpoint (e.g. a repo named "
                 "...-FP8), or pass --command with your own vLLM command")
         ready = ("" if checkpoint is None else
-                 f"; if {checkpoint} is already quantized, vLLM refuses --quantization fp8 unless that is its method "
-                 f"({_cite(facts['checkpoint_quantization'])}): pass --command without it")
-        return PrecisionFlags(f"{dtype} {facts['fp8_flags']}", [
+                 f"; if {checkpoint} is already quantized, vLLM refuses {quantize} unless that is its method "
+                 f"({cite(facts['checkpoint_quantization'])}): pass --command without it")
+        return PrecisionFlags(f"{dtype} {quantize} {kv_cache}", [
             f"precision fp8: vLLM quantizes {model} to fp8 as it loads (W8A8, dynamic activation scales: "
-            f"--quantization fp8) and stores K/V in fp8 (--kv-cache-dtype fp8, scales 1.0: check quality), the 1 byte "
-            f"per weight and per K/V value the plan sized ({_cite(facts['fp8_source'])})",
+            f"{quantize}) and stores K/V in fp8 ({kv_cache}, scales 1.0: check quality), the 1 byte "
+            f"per weight and per K/V value the plan sized ({cite(facts['fp8_source'])})",
             f"load peak: vLLM reads the weights at their own precision before quantizing "
-            f"({_cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
+            f"({cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
             f"within the {usable / 1e9:,.1f} GB usable of each {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
     if precision == "int8":
-        checkpoint = named.checkpoint
         if checkpoint is None:
-            what = ("a stand-in" if named.architecture is None else
-                    f"the published weights of architecture {named.architecture.name}")
+            what = served.what
             if model in facts["fp8_published"]:
                 raise UsageError(
                     f"inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint "
@@ -140,11 +133,11 @@ def precision_flags(plan: Plan, hw: Hardware, model: str, named: NamedModel, gpu
                 "inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint quantized "
                 "to 8-bit weights (e.g. compressed-tensors W8A16 from llm-compressor, or GPTQ 8-bit); model.checkpoint "
                 f"is unset and {model} is {what}: vLLM quantizes no dense checkpoint to int8 weight-only on GPUs as it "
-                f"loads ({_cite(facts['int8_source'])}), so it would load 2 bytes per weight, twice what the plan "
+                f"loads ({cite(facts['int8_source'])}), so it would load 2 bytes per weight, twice what the plan "
                 "sized. Set model.checkpoint, choose inference.precision bf16 or fp8, or pass --command")
         return PrecisionFlags(dtype, [
             f"precision int8 (W8A16): vLLM reads the quantization from model.checkpoint {checkpoint}'s config.json "
-            f"(no --quantization flag, {_cite(facts['checkpoint_quantization'])}); it must be an 8-bit weight-only "
+            f"(no --quantization flag, {cite(facts['checkpoint_quantization'])}); it must be an 8-bit weight-only "
             "checkpoint (compressed-tensors W8A16, GPTQ 8-bit): a bf16 one loads 2 bytes per weight, twice what the "
-            f"plan sized ({_cite(facts['int8_source'])}); KV cache bf16 as planned"])
+            f"plan sized ({cite(facts['int8_source'])}); KV cache bf16 as planned"])
     return PrecisionFlags(dtype, [])

@@ -19,10 +19,19 @@ SHAPE_FIELDS = ("layers", "hidden", "experts", "experts_per_token", "shared_expe
 COUNT_FIELDS = ("parameters", "active_parameters")
 
 
+# MaxText's own tokenizer_type when none is passed (src/maxtext/configs/base.yml l.672 at 11085e11).
+MAXTEXT_DEFAULT_TOKENIZER = "sentencepiece"
+
+
 @dataclass(frozen=True)
 class Tokenizer:
     path: str                  # a file under MaxText's assets/tokenizers, or a Hugging Face id (type huggingface)
-    type: str = "sentencepiece"
+    type: str = MAXTEXT_DEFAULT_TOKENIZER
+
+    @property
+    def is_default_type(self) -> bool:
+        """MaxText's default type: a command need not pass tokenizer_type."""
+        return self.type == MAXTEXT_DEFAULT_TOKENIZER
 
     @property
     def is_asset(self) -> bool:

@@ -28,7 +28,7 @@ from accel.policies.catalog.model import (
     FilesystemOffer,
     rule_for,
 )
-from accel.policies.plan import Assumption, StoragePlan
+from accel.policies.plan import SERVED_PRECISION, Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
 OVERRIDE = "workload override"
@@ -56,6 +56,7 @@ class Resolved:
     multislice_override: float | None = None
     serving_engine: str = ""                      # whose per-step costs serving pays (assumptions.yaml inference.engines)
     allreduce: AllreduceLatency | None = None     # published small all-reduce latencies, by engine and degree
+    serving_needs_fp8: bool = False               # the workload's inference.precision needs fp8 tensor cores
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -166,11 +167,18 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         preemptions = {cloud: float(overrides.preemptions_per_day) for cloud in preemptions}
         preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
     return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
-                    overrides.multislice_efficiency, engine, inference.allreduce_latency_us)
+                    overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
     return spec.inference.precision if spec.inference is not None else "bf16"
+
+
+def served_precision(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> str:
+    """The precision a serving replica on `accelerator` is sized at: the workload's, or bf16 where that needs fp8
+    tensor cores (inference.precisions' needs_fp8) the chip lacks. The one decision: the InferenceModel sizes by it,
+    the plan states it (the SERVED_PRECISION assumption), the job serves it."""
+    return "bf16" if resolved.serving_needs_fp8 and not accelerator.peak_fp8_tflops else serving_precision(spec)
 
 
 def model_architecture(spec: WorkloadSpec, defaults: Defaults | None = None) -> tuple[float, float, str]:
@@ -515,9 +523,9 @@ class InferenceModel:
         # Compute per generated token, its share of the prompt's prefill included (what the fleet computes).
         self.step_flops_per_sequence = self.flops_per_token * (1.0 + self.prompt_per_output)
         # fp8 needs fp8 tensor cores; elsewhere the weights and KV cache are served at bf16.
-        self.fp8 = serving_precision(spec) == "fp8" and bool(accelerator.peak_fp8_tflops)
-        unsupported = serving_precision(spec) == "fp8" and not self.fp8
-        widen = 2.0 if unsupported else 1.0
+        served = served_precision(spec, resolved, accelerator)
+        self.fp8 = served == "fp8" and bool(accelerator.peak_fp8_tflops)   # computes at the fp8 peak
+        widen = 2.0 if served != serving_precision(spec) else 1.0
         self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
         self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
         context = resolved["context_tokens"]
@@ -732,9 +740,9 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
     if spec.kind == "inference":
         chosen = serving_precision(spec)
         precision = catalog.defaults.inference.precisions[chosen]
-        served = chosen if not (precision.needs_fp8 and not accelerator.peak_fp8_tflops) else "bf16"
+        served = served_precision(spec, resolved, accelerator)
         note = "" if served == chosen else f"; {accelerator.id} has no fp8 tensor cores: served at bf16"
-        items += [_assumption(name="serving precision", value=served,
+        items += [_assumption(name=SERVED_PRECISION, value=served,
                              source=f"inference.precision {chosen}: {precision.quality}{note}"),
                   resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),
                   resolved.assumption("inference_prefill_efficiency", "prefill_efficiency"),

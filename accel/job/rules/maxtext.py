@@ -46,11 +46,12 @@ def python_modules(argv: list[str]) -> Iterator[tuple[str, list[str]]]:
 
 @rule("maxtext/entry-in-image", "a MaxText command names a module and config its image's MaxText has",
       source=SOURCE,
-      fix="run the module and config MaxText has at the image's commit: python3 -m "
-          "maxtext.trainers.pre_train.train src/maxtext/configs/base.yml ... (runtime.yaml maxtext), or pass the "
-          "image your command was written for with --image")
+      fix="run the module and config MaxText has at the image's commit (runtime.yaml maxtext: train_module and "
+          "config, what the default command runs), or pass the image your command was written for with --image")
 def maxtext_entry_in_image(scope: Scope):
     facts = runtime()["maxtext"]
+    fix = (f"run the module and config MaxText has at the image's commit: python3 -m {facts['train_module']} "
+           f"{facts['config']} ... (runtime.yaml maxtext), or pass the image your command was written for with --image")
     for template in pod_templates(scope.manifests):
         for where, container in containers(template.spec):
             image = container.get("image")
@@ -67,7 +68,7 @@ def maxtext_entry_in_image(scope: Scope):
                     yield Breach(describe(template.owner), field,
                                  f"{carries}, which has no module {module} (src/MaxText holds "
                                  f"{', '.join(known['legacy_package']) or 'nothing'}): the container exits with "
-                                 "'No module named'" + (f"; its module is now {moved}" if moved else ""))
+                                 "'No module named'" + (f"; its module is now {moved}" if moved else ""), fix)
                 if parts[0] not in ("MaxText", "maxtext") or not args or not args[0].endswith((".yml", ".yaml")):
                     continue
                 if resolve_config(args[0], image) is None:
@@ -75,4 +76,4 @@ def maxtext_entry_in_image(scope: Scope):
                                  f"{carries} under {known['workdir']}, whose configs are in {known['config_dir']}: "
                                  f"the config {args[0]} resolves to no file there (MaxText's resolve_config_path "
                                  f"falls back to src/{args[0]}), so the run fails loading it; pass "
-                                 f"{facts['config']}")
+                                 f"{facts['config']}", fix)
