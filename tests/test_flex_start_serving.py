@@ -129,3 +129,36 @@ def test_accel_choose_and_plan_refuse_the_pin_with_exit_2(tmp_path, monkeypatch)
     planned = CliRunner().invoke(cli.app, ["plan", "-s", "chat"], catch_exceptions=False)
     assert planned.exit_code == 2, planned.output
     assert "hardware.accelerator" in planned.output
+
+
+def test_a_stack_pinned_to_a_month_on_flex_start_is_refused_at_plan(tmp_path, monkeypatch):
+    """A stack written by `accel choose --write-stack` before the rule pins A3 Ultra on flex-start for the 730-hour
+    service: `accel plan` and `accel job` refuse it (exit 2) naming accel:plan's capacity.provisioning; the same
+    pin for a week's service plans."""
+    import yaml
+
+    from accel import cli
+
+    for name in ("Pulumi.yaml", "__main__.py"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    (tmp_path / "stacks").mkdir()
+    monkeypatch.chdir(tmp_path)
+    week = tmp_path / "week.yaml"
+    example = yaml.safe_load(EXAMPLE.read_text())
+    example["inference"]["hours"] = longest_request()
+    week.write_text(yaml.safe_dump(example))
+    cli._register_commands()
+    written = CliRunner().invoke(cli.app, ["choose", str(week), "--write-stack", "chat"], catch_exceptions=False)
+    assert written.exit_code == 0, written.output
+    stack = tmp_path / "stacks" / "Pulumi.chat.yaml"
+    config = yaml.safe_load(stack.read_text())
+    assert config["config"]["accel:plan"]["capacity"]["provisioning"] == "flex-start"
+    assert CliRunner().invoke(cli.app, ["plan", "-s", "chat"], catch_exceptions=False).exit_code == 0
+    for workload in (config["config"]["accel:workload"], config["config"]["accel:plan"]["workload"]):
+        workload["inference"]["hours"] = 730
+    stack.write_text(yaml.safe_dump(config))
+    for command in ("plan", "job"):
+        refused = CliRunner().invoke(cli.app, [command, "-s", "chat"], catch_exceptions=False)
+        assert refused.exit_code == EXIT_INVALID, refused.output
+        assert "accel:plan: capacity.provisioning is 'flex-start'" in refused.output
+        assert "outlives flex-start's longest request, 168 h" in refused.output

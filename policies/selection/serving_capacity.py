@@ -14,6 +14,7 @@ from __future__ import annotations
 from accel.base.units import hours_text
 from accel.policies.catalog.model import Offering
 from accel.policies.cloud.capacity_modes import CapacityMode
+from accel.policies.plan import Plan
 from accel.policies.workload import WorkloadSpec
 
 QUEUED_PROVISIONING = ("flex-start", "queued")
@@ -54,3 +55,20 @@ def refusal(spec: WorkloadSpec, offering: Offering, mode: CapacityMode | None, p
         return None
     assert mode is not None and mode.limits.max_duration_hours is not None
     return f"{why}; instead: {instead_words(offering, mode.limits.max_duration_hours, pinned)}"
+
+
+def pinned_plan_refusal(plan: Plan) -> str | None:
+    """Why a pinned serving Plan cannot be built on its capacity type (refusal, with a stack's keys), or None."""
+    workload, chosen = plan.workload, plan.chosen
+    if workload.kind != "inference" or plan.capacity.provisioning not in QUEUED_PROVISIONING:
+        return None
+    from accel.policies.cloud.capacity_modes import load_modes
+
+    mode = load_modes().mode_for(chosen.cloud, chosen.machine_type, plan.capacity.provisioning)
+    why = service_outlives(workload, mode)
+    if why is None:
+        return None
+    assert mode is not None and mode.limits.max_duration_hours is not None
+    return (f"{why}; instead: re-run `accel choose --write-stack` (a declared reservation of {chosen.machine_type} "
+            f"in accel:reservations is sized there), or set inference.hours in accel:workload at most "
+            f"{mode.limits.max_duration_hours:,g}")
