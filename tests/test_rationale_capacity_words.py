@@ -9,11 +9,15 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_the_best_option_of_the_other_family_is_named_with_its_capacity_mode():
-    # The 70B serving example's best GPU option is an H200 pool on flex-start (A3 Ultra is not sold plain
+    # The 70B serving example's best GPU option was an H200 pool on flex-start (A3 Ultra is not sold plain
     # on demand); the comparison line called it "H200 on-demand". Since a TPU serving replica stays on one host
     # (tests/test_tpu_serving_choose.py) that pool is the chosen option and the best TPU option, on demand, the rival:
-    # each side is named with its own capacity mode.
-    choice = choose(load_workload(EXAMPLES / "llama-70b-inference.yaml"), load_catalog())
+    # each side is named with its own capacity mode. A month-long service is no longer served on flex-start
+    # (tests/test_flex_start_serving.py), so the example is run as a service within flex-start's 168 h.
+    example = load_workload(EXAMPLES / "llama-70b-inference.yaml")
+    assert example.inference is not None
+    week = example.model_copy(update={"inference": example.inference.model_copy(update={"hours": 168})})
+    choice = choose(week, load_catalog())
     assert choice.chosen.provisioning == "flex-start"
     rival = next(option for option in choice.options if option.family != choice.chosen.family)
     assert rival.provisioning == "on-demand"

@@ -100,8 +100,10 @@ def test_the_largest_serving_slice_is_the_generations_single_host_shape(generati
 
 
 def test_a_model_no_single_host_holds_is_rejected_on_tpus_saying_why_and_what_to_do():
-    # 405B at bf16 is 810 GB of weights; one v6e host holds 8 x 32 GB. Before: served on 16x16 slices.
-    choice = _choice("405B", "cost", 2000)
+    # 405B at bf16 is 810 GB of weights; one v6e host holds 8 x 32 GB. Before: served on 16x16 slices. A week's
+    # service: on GCP without spot only A3 Ultra (flex-start) serves it, and a month outlives a flex-start request
+    # (tests/test_flex_start_serving.py).
+    choice = choose(serving("405B", 2000, hours=168), load_catalog(), "cost")
     assert all(o.family != "tpu" for o in choice.options)
     rejected = {r["offering"]: " ".join(r["reasons"]) for r in choice.rejected}
     reason = rejected["gcp-tpu-v6e"]

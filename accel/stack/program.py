@@ -111,6 +111,7 @@ def _read_stack(config: Mapping[str, str], stack: str) -> StackProgram:
     _refuse_unknown_reservations(settings, source)
     plan, pinned = _plan(settings, source, notes)
     _refuse_an_undeclared_clique(plan, settings, source)
+    _refuse_a_service_past_its_capacity(plan, pinned, source)
     # A plan bought through a Capacity Block or a calendar-mode reservation takes the one the stack declares, or
     # (not booked yet) a placeholder offline and a needed_before_up entry saying what to book (accel/stack/bookings.py).
     from accel.stack.bookings import on_booking
@@ -211,6 +212,18 @@ def _refuse_an_undeclared_clique(plan, settings: StackSettings, source: str) -> 
         raise UsageError(f"{source}: accel:plan: gpu.nvlink_clique_nodes is {laid_out} ({plan.gpu.machine_type} "
                          f"trays of one NVLink clique), but accel:reservations says {said}; declare each block's "
                          "ultraserverType as EC2 shows it, or re-run `accel choose --write-stack`")
+
+
+def _refuse_a_service_past_its_capacity(plan: Plan, pinned: bool, source: str) -> None:
+    """A pinned serving Plan on flex-start or queued capacity past the mode's longest request (chosen before the
+    rule, policies/selection/serving_capacity.py): its nodes would all be removed within the request."""
+    if not pinned:
+        return
+    from accel.policies.selection.serving_capacity import pinned_plan_refusal
+
+    refused = pinned_plan_refusal(plan)
+    if refused is not None:
+        raise UsageError(f"{source}: accel:plan: capacity.provisioning is {plan.capacity.provisioning!r}: {refused}")
 
 
 def _check_ownership(tags: ResourceTags, plan, source: str) -> None:

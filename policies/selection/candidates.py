@@ -38,6 +38,7 @@ from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence
 from accel.policies.selection.replica_fleet import training_size
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
+from accel.policies.selection.serving_capacity import QUEUED_PROVISIONING, refusal as serving_refusal
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
 
 if TYPE_CHECKING:  # the reservation rules load only when a run declares reservations (~2 ms of a plain choose)
@@ -481,7 +482,8 @@ def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
     """Flex-start price points of an on-demand GCP GPU training offering the mode is sold for
     (capacity_modes.yaml applicability), at the mode's factor of each on-demand group's price. Only where the
     table has a factor for the machine type: at the on-demand price the mode can only wait and chain legs for
-    nothing. Not for serving (a service outlives a seven-day request) nor when spot is required."""
+    nothing. Not for serving (a machine sold on demand serves on demand; a service past the mode's longest request
+    is never queued: policies/selection/serving_capacity.py) nor when spot is required."""
     if (ctx.obtain is None or ctx.spec.kind == "inference" or ctx.spec.constraints.spot == "required"
             or offering.cloud != "gcp" or offering.family != "gpu" or offering.provisioning != "on-demand"
             or ctx.obtain.queue(offering, "flex-start") is None):
@@ -550,7 +552,13 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
         groups = price_groups(ctx, offering, spot)
         if not groups and spot:
             reasons.append(("spot", "no spot capacity in the allowed regions"))
-        if not spot and offering.provisioning in ("flex-start", "queued"):
+        if not spot and offering.provisioning in QUEUED_PROVISIONING:
+            # A service longer than the mode's longest request is not served through it (serving_capacity).
+            refused = serving_refusal(ctx.spec, offering, ctx.obtain.mode_for(offering, offering.provisioning)
+                                      if ctx.obtain is not None else None)
+            if refused is not None:
+                reasons.append(("capacity", refused))
+                continue
             # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price where the table
             # has its factor; without one (A4, TPU7x) the on-demand figure stays, an upper bound of it.
             priced = queued_pricer(ctx, offering, offering.provisioning)

@@ -36,6 +36,7 @@ from accel.policies.selection.ladders import (
 from accel.policies.selection.pools import MAX_SLICES
 from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
+from accel.policies.selection.serving_capacity import refusal as serving_refusal
 from accel.policies.selection.sizing import sequence_refusal
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
 
@@ -102,6 +103,9 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         offerings = [o for o in offerings if pin.region in o.regions]
     where = f"{pin.accelerator} on {', '.join(clouds)}" + (f" in {pin.region}" if pin.region else "") + (
         f" as {pin.machine_type}" if pin.machine_type else "")
+    spot = pin.spot if pin.spot is not None else spec.constraints.spot == "required"
+    if not spot:
+        offerings = _servable_offerings(spec, ctx, offerings)
     ref = catalog_ref(catalog)
     if not offerings:
         known = sorted({f"{o.id} ({', '.join(o.regions)})" for o in catalog.offerings if o.accelerator == pin.accelerator})
@@ -113,7 +117,6 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     if hard is not None and hard[0] in ("framework", "portability"):
         raise NoFeasibleOption(f"hardware pin {pin.accelerator}: {hard[1]}", {hard[0]: [o.id for o in offerings]},
                                None, workload=spec, catalog=ref)
-    spot = pin.spot if pin.spot is not None else spec.constraints.spot == "required"
     if generation is not None:
         # HardwarePin has checked that a topology, TPU type or slice count describes exactly pin.chips.
         if pin.topology:
@@ -230,6 +233,29 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     return Choice(chosen=option, options=[option, *elsewhere.values()], rejected=[], rationale=rationale,
                   estimate=estimate,
                   objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
+
+
+def _servable_offerings(spec: WorkloadSpec, ctx: SearchContext, offerings: list[Offering]) -> list[Offering]:
+    """The pin's offerings less those a service may not be bought through (policies/selection/serving_capacity.py:
+    a service past a queued mode's longest request); WorkloadFieldError (exit 2) naming the pin's machine key when
+    that leaves none, saying why and what to do instead."""
+    servable, refused = [], None
+    for offering in offerings:
+        mode = ctx.obtain.mode_for(offering, offering.provisioning) if ctx.obtain is not None else None
+        why = serving_refusal(spec, offering, mode, pinned=True)
+        if why is None:
+            servable.append(offering)
+        elif refused is None:
+            refused = (offering, why)
+    if servable or refused is None:
+        return servable
+    offering, why = refused
+    pin = spec.hardware
+    assert pin is not None
+    field = "hardware.machine_type" if pin.machine_type else "hardware.accelerator"
+    raise WorkloadFieldError(field, (
+        f"pins {offering.machine_type} ({offering.id}), bought through {offering.provisioning} without a "
+        f"reservation: {why}"))
 
 
 def _slice_field(spec: WorkloadSpec) -> str:
