@@ -20,6 +20,7 @@ from accel.policies.catalog import load_catalog
 from accel.policies.cloud.capacity_modes import load_modes
 from accel.policies.selection.choose import choose
 from accel.policies.workload import WorkloadFieldError, load_workload, workload_from_mapping
+from tests.scratch_project import scratch_project, workload_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "llama-70b-inference.yaml"
@@ -119,13 +120,8 @@ def test_accel_choose_and_plan_refuse_the_pin_with_exit_2(tmp_path, monkeypatch)
     chosen = CliRunner().invoke(cli.app, ["choose", str(path)], catch_exceptions=False)
     assert chosen.exit_code == 2, chosen.output
     assert "hardware.accelerator" in chosen.output and "168 h" in chosen.output
-    for name in ("Pulumi.yaml", "__main__.py"):
-        (tmp_path / name).write_text((ROOT / name).read_text())
-    (tmp_path / "stacks").mkdir()
+    scratch_project(tmp_path, {"chat": workload_stack(workload)})
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "stacks" / "Pulumi.chat.yaml").write_text(json.dumps({"config": {
-        "gcp:project": "acme-ml", "accel:owner": "jdoe", "accel:costCenter": "research-1234",
-        "accel:workload": workload}}))
     planned = CliRunner().invoke(cli.app, ["plan", "-s", "chat"], catch_exceptions=False)
     assert planned.exit_code == 2, planned.output
     assert "hardware.accelerator" in planned.output
@@ -139,9 +135,7 @@ def test_a_stack_pinned_to_a_month_on_flex_start_is_refused_at_plan(tmp_path, mo
 
     from accel import cli
 
-    for name in ("Pulumi.yaml", "__main__.py"):
-        (tmp_path / name).write_text((ROOT / name).read_text())
-    (tmp_path / "stacks").mkdir()
+    scratch_project(tmp_path)
     monkeypatch.chdir(tmp_path)
     week = tmp_path / "week.yaml"
     example = yaml.safe_load(EXAMPLE.read_text())

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,8 +25,8 @@ from accel.policies.hardware.tpu_serving import FACT, LIMIT, largest_serving_sli
 from accel.policies.selection.choice import NoFeasibleOption
 from accel.policies.selection.choose import choose
 from accel.policies.workload import WorkloadFieldError, workload_from_mapping
+from tests.scratch_project import scratch_project, workload_stack
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def serving(parameters: str, tokens_per_second: float = 20000, hardware_pin: dict | None = None, **inference):
@@ -143,13 +142,8 @@ def test_accel_choose_and_plan_refuse_the_pin_with_exit_2(tmp_path, monkeypatch)
     chosen = CliRunner().invoke(cli.app, ["choose", str(workload)], catch_exceptions=False)
     assert chosen.exit_code == 2
     assert "hardware.chips" in chosen.output and "topology 2x4, ct6e-standard-8t" in chosen.output
-    for name in ("Pulumi.yaml", "__main__.py"):
-        (tmp_path / name).write_text((ROOT / name).read_text())
-    (tmp_path / "stacks").mkdir()
+    scratch_project(tmp_path, {"chat": workload_stack(json.loads(workload.read_text()))})
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "stacks" / "Pulumi.chat.yaml").write_text(json.dumps({"config": {
-        "gcp:project": "acme-ml", "accel:owner": "jdoe", "accel:costCenter": "research-1234",
-        "accel:workload": json.loads(workload.read_text())}}))
     planned = CliRunner().invoke(cli.app, ["plan", "-s", "chat"], catch_exceptions=False)
     assert planned.exit_code == 2, planned.output
     assert "hardware.chips" in planned.output
