@@ -33,7 +33,7 @@ def engine_precision(plan: Plan, model: str, checkpoint: str | None, stand_in: b
     asked, precision = plan_view.serving_precision(plan)
     two_bytes = f" {facts['two_bytes']}"
     held = (f"weights held in bf16 ({facts['two_bytes']}; MaxText's default weight_dtype is float32, twice the "
-            f"bytes: {cite(facts['weight_dtype_source'])})")
+            f"bytes: {cite(facts['stand_in_weight_dtype_source' if stand_in else 'weight_dtype_source'])})")
     if precision == "fp8":
         raise UsageError(
             f"inference.precision: fp8: the plan sized 1-byte fp8 weights and KV cache on {_chip(plan)}, and MaxText's "
