@@ -86,7 +86,7 @@ def test_int8_without_a_checkpoint_is_refused_naming_precision_and_checkpoint():
 
 
 def test_int8_on_the_stand_in_is_refused_naming_the_architecture_too():
-    with pytest.raises(UsageError, match=r"inference\.precision: int8 .*a stand-in: .* model\.checkpoint to the "
+    with pytest.raises(UsageError, match=r"inference\.precision: int8 .*is a stand-in with random weights: .* model\.checkpoint to the "
                                          r"quantized checkpoint's gs:// path and model\.architecture"):
         serve({"parameters": "8B"}, "int8")
 

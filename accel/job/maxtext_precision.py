@@ -44,8 +44,7 @@ def engine_precision(plan: Plan, model: str, checkpoint: str | None, stand_in: b
             "tensor cores, or pass --command with your own server")
     if precision == "int8":
         if stand_in or checkpoint is None:
-            what = ("the JetStream image's default config with random weights, a stand-in" if stand_in else
-                    "MaxText's config with random weights")
+            what = "a stand-in with random weights" if stand_in else "MaxText's config with random weights"
             quantized = f"int8 by MaxText (python3 -m {facts['int8_quantizer']} ... quantization=int8 " \
                         "save_quantized_params_path=gs://...)"
             raise UsageError(
@@ -57,7 +56,7 @@ def engine_precision(plan: Plan, model: str, checkpoint: str | None, stand_in: b
         return PrecisionFlags(f" {facts['int8']}{two_bytes}", [
             f"precision int8 (W8A16): {facts['int8']}: MaxText's engine reads AQT int8 weights from model.checkpoint "
             f"{checkpoint}, which must be a checkpoint MaxText quantized (python3 -m {facts['int8_quantizer']} with "
-            "quantization=int8 save_quantized_params_path=...): a bf16 one does not hold int8 weights, and without "
+            "quantization=int8 save_quantized_params_path=...), which a bf16 one is not, and without "
             f"checkpoint_is_quantized MaxText would keep it whole, {TWICE_SIZED} ({cite(facts['int8_source'])}); "
             f"the weights left unquantized (embeddings, norms) in bf16 ({facts['two_bytes']}); KV cache bf16 as "
             "planned"])
