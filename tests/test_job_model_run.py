@@ -145,7 +145,8 @@ def test_jetstream_serves_the_architectures_config_and_tokenizer_from_the_maxtex
     assert image == runtime()["defaults"]["jax-tpu"]["image"]
     assert command == ("python3 -m maxtext.inference.maxengine.maxengine_server src/maxtext/configs/base.yml "
                        "model_name=llama3.1-8b tokenizer_path=src/maxtext/assets/tokenizers/tokenizer_llama3.tiktoken "
-                       "tokenizer_type=tiktoken load_parameters_path=gs://w/llama/0/items ici_tensor_parallelism=4")
+                       "tokenizer_type=tiktoken load_parameters_path=gs://w/llama/0/items ici_tensor_parallelism=4 "
+                       "weight_dtype=bfloat16")
     assert "load_parameters_path=gs://w/llama/0/items (model.checkpoint)" in notes
 
 

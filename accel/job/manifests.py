@@ -27,13 +27,14 @@ from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain, context_parallel, maxtext_entry, model_run, tpu_serving
+from accel.job import compute_domain, context_parallel, maxtext_entry, maxtext_precision, model_run, tpu_serving
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
 from accel.job.pod_templates import LWS_WORKER_INDEX
 from accel.job.restarts import max_restarts
 from accel.job import vllm_serving
+from accel.job.precision_words import PrecisionFlags
 from accel.job.topology import (
     PODSET_GROUP,
     PREFERRED,
@@ -530,7 +531,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         image = generation.image if generation is not None else image
         # The plan's precision: what vLLM loads must be the bytes the replica was sized for.
         precision = (vllm_serving.precision_flags(plan, hw, served, tensor * stages)
-                     if options.command is None else vllm_serving.PrecisionFlags("", []))
+                     if options.command is None else PrecisionFlags("", []))
         model_notes = [*model_notes, *precision.notes, *([generation.note] if generation and generation.note else [])]
         default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags} "
                            f"--tensor-parallel-size {tensor}"
@@ -538,8 +539,12 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     elif engine is not None:
         default_command, model_notes = engine.command, engine.notes
     else:
-        model_notes = []
-        default_command = f"{defaults['command']} ici_tensor_parallelism={chips_per_pod}"
+        # The JetStream image's stand-in holds weights at the plan's bytes too (accel/job/maxtext_precision.py).
+        precision = (maxtext_precision.engine_precision(plan, "the JetStream image's default model", None,
+                                                        stand_in=True)
+                     if options.command is None else PrecisionFlags("", []))
+        model_notes = precision.notes
+        default_command = f"{defaults['command']} ici_tensor_parallelism={chips_per_pod}{precision.flags}"
     command = options.command or default_command
     pool = _pool(plan, ctx)
     volumes, mounts, env, annotations, notes = _storage(plan, ctx)

@@ -15,7 +15,7 @@ from accel.policies.architectures import Architecture
 from accel.policies.plan import Plan
 from accel.policies.workload import checkpoint_form
 
-from accel.job import maxtext_entry
+from accel.job import maxtext_entry, maxtext_precision
 from accel.job.facts import cite, runtime
 
 
@@ -205,7 +205,10 @@ def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
         raise UsageError(f"model.checkpoint: {checkpoint} is {where}; MaxText on TPU loads a MaxText checkpoint "
                          f"from gs:// or a mounted path (load_parameters_path): convert it with python3 -m "
                          f"{facts['maxtext_converter']} and give that path")
-    command += f" ici_tensor_parallelism={tensor_parallel}"
+    # What the engine holds must be the bytes the plan sized (weight_dtype, int8 from a quantized checkpoint).
+    precision = maxtext_precision.engine_precision(plan, row.name, checkpoint, stand_in=False)
+    command += f" ici_tensor_parallelism={tensor_parallel}{precision.flags}"
+    notes += precision.notes
     if row.tokenizer.type == "huggingface" and not row.tokenizer.is_asset and row.gated:
         notes.append(_gated_note(row.tokenizer.path))
     return EngineRun(image, command, notes)

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
-from accel.policies.plan import SERVED_PRECISION, Plan
+from accel.policies.plan import Plan
 
 from accel.job.architectures import node_arch
 from accel.job.facts import cite, runtime
 from accel.job.model_run import ServedModel
+from accel.job.precision_words import PrecisionFlags, TWICE_SIZED, int8_needs_checkpoint, sized_below_asked
 from accel.job import plan_view
 from accel.job.plan_view import Hardware
 
@@ -55,12 +56,6 @@ def default_image(hw: Hardware) -> VllmImage:
 
 # ----- the precision: flags that load what the plan sized -----
 
-@dataclass(frozen=True)
-class PrecisionFlags:
-    flags: str          # after the model argument, with a leading space: ' --dtype ...'
-    notes: list[str]
-
-
 def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
     """(bytes of original-precision weights one GPU holds while vLLM loads them, bytes usable on it): the
     checkpoint's bf16 bytes per parameter over the replica's GPUs, against the HBM and hbm_usable_fraction the
@@ -89,8 +84,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
     name = chip.name if chip is not None else hw.accelerator
     if asked == "fp8" and precision != "fp8":
         return PrecisionFlags(dtype, [
-            f"precision: inference.precision fp8, but the plan sized {precision} weights and KV cache on {name} (its "
-            f"'{SERVED_PRECISION}' assumption: fp8 needs fp8 tensor cores), so vLLM serves {precision} (it could run an fp8 "
+            f"precision: {sized_below_asked(precision, name)}, so vLLM serves {precision} (it could run an fp8 "
             f"checkpoint weight-only through FP8 Marlin, W8A16, which the plan does not count on; "
             f"{cite(facts['fp8_source'])})"])
     if precision == "fp8":
@@ -126,18 +120,17 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
             what = served.what
             if model in facts["fp8_published"]:
                 raise UsageError(
-                    f"inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint "
-                    f"quantized to 8-bit integer weights; model.checkpoint is unset and {model} is {what}, published "
+                    f"{int8_needs_checkpoint('8-bit integer weights', model, what)}, published "
                     "in fp8: set inference.precision fp8 (1 byte per weight as well), or model.checkpoint")
             raise UsageError(
-                "inference.precision: int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint quantized "
-                "to 8-bit weights (e.g. compressed-tensors W8A16 from llm-compressor, or GPTQ 8-bit); model.checkpoint "
-                f"is unset and {model} is {what}: vLLM quantizes no dense checkpoint to int8 weight-only on GPUs as it "
-                f"loads ({cite(facts['int8_source'])}), so it would load 2 bytes per weight, twice what the plan "
-                "sized. Set model.checkpoint, choose inference.precision bf16 or fp8, or pass --command")
+                int8_needs_checkpoint("8-bit weights (e.g. compressed-tensors W8A16 from llm-compressor, or GPTQ "
+                                      "8-bit)", model, what)
+                + ": vLLM quantizes no dense checkpoint to int8 weight-only on GPUs as it loads "
+                f"({cite(facts['int8_source'])}), so it would load {TWICE_SIZED}. Set model.checkpoint, choose "
+                "inference.precision bf16 or fp8, or pass --command")
         return PrecisionFlags(dtype, [
             f"precision int8 (W8A16): vLLM reads the quantization from model.checkpoint {checkpoint}'s config.json "
             f"(no --quantization flag, {cite(facts['checkpoint_quantization'])}); it must be an 8-bit weight-only "
-            "checkpoint (compressed-tensors W8A16, GPTQ 8-bit): a bf16 one loads 2 bytes per weight, twice what the "
-            f"plan sized ({cite(facts['int8_source'])}); KV cache bf16 as planned"])
+            f"checkpoint (compressed-tensors W8A16, GPTQ 8-bit): a bf16 one loads {TWICE_SIZED} "
+            f"({cite(facts['int8_source'])}); KV cache bf16 as planned"])
     return PrecisionFlags(dtype, [])
