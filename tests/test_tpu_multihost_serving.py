@@ -77,7 +77,7 @@ def test_the_refusal_says_how_to_serve_instead():
     with pytest.raises(MultiHostTpuServing) as refused:
         generate(plan(FOUR_HOSTS), JobContext(stack="t"))
     fix = refused.value.fix
-    assert "pin hardware: {accelerator: tpu-v6e, topology: 2x4} (ct6e-standard-8t, 8 chips" in fix
+    assert "pin hardware: {accelerator: tpu-v6e, topology: 2x4} for one 8-chip replica on one ct6e-standard-8t host" in fix
     assert "on GPUs" in fix and "kubernetes-sigs/lws docs/examples/vllm/TPU" in fix
     assert "`accel job -s STACK --check FILE`" in fix
 

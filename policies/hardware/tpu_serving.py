@@ -64,9 +64,9 @@ def single_host_pin(accelerator: str, generation: str) -> str | None:
     largest = largest_serving_slice(generation)
     if largest is None:
         return None
-    return (f"pin hardware: {{accelerator: {accelerator}, topology: {largest.topology}}} ({largest.machine_type}, "
-            f"{largest.chips} chips, the largest single-host {accelerator} slice, one replica; add slices: N for N "
-            "replicas) if the model's weights and KV cache fit there")
+    return (f"pin hardware: {{accelerator: {accelerator}, topology: {largest.topology}}} for one {largest.chips}-chip "
+            f"replica on one {largest.machine_type} host (add slices: N for N replicas) if the model's weights and KV "
+            "cache fit there")
 
 
 def why_within_hosts(generation: str) -> str:
