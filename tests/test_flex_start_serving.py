@@ -156,3 +156,17 @@ def test_a_stack_pinned_to_a_month_on_flex_start_is_refused_at_plan(tmp_path, mo
         assert refused.exit_code == EXIT_INVALID, refused.output
         assert "accel:plan: capacity.provisioning is 'flex-start'" in refused.output
         assert "outlives flex-start's longest request, 168 h" in refused.output
+
+
+def test_the_queued_modes_are_stated_once_with_the_mode_table():
+    # Which provisioning is queued (flex-start, queued provisioning) is one constant beside the mode table, which the
+    # search, its timing and the serving rule read; every mode the table bounds by a longest queued request is one.
+    from accel.policies.cloud import capacity_modes
+    from accel.policies.selection import capacity, candidates, serving_capacity
+
+    queued = capacity_modes.QUEUED_PROVISIONING
+    assert serving_capacity.QUEUED_PROVISIONING is queued and candidates.QUEUED_PROVISIONING is queued
+    assert capacity.QUEUED_PROVISIONING is queued
+    gcp_queued = {m.provisioning for m in capacity_modes.load_modes().modes.values()
+                  if m.id in ("gcp-flex-start", "gcp-queued")}
+    assert gcp_queued == set(queued)

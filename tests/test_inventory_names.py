@@ -26,3 +26,15 @@ def test_an_inventory_named_for_its_cluster_loads(name):
     item = {"accelerator": "gb200", "count": 72, "usd_per_chip_hour": 2.0, **({"name": name} if name else {})}
     [offering] = offerings_from_inventory([item])
     assert offering.machine_type == (name or "gb200") and offering.chips_per_host == 4
+
+
+@pytest.mark.parametrize("first, second", [({"name": "rack"}, {"name": "rack"}), ({}, {})])
+def test_two_entries_of_one_name_are_refused_naming_the_field(first, second):
+    # Before: both loaded as offering kubernetes-rack (or kubernetes-gb200), one machine type with two NVLink cliques
+    # (18 and 9 nodes): the search keys a machine's clique by its name and the Plan names its offering by id.
+    nvl72 = {"accelerator": "gb200", "count": 72, "usd_per_chip_hour": 2.0, "nvlink_clique_label": True, **first}
+    nvl36 = {"accelerator": "gb200", "count": 72, "usd_per_chip_hour": 2.0, "nvlink_clique_label": True,
+             "nvlink_domain_gpus": 36, **second}
+    with pytest.raises(CatalogError, match=r"inventory\[1\]\.name: '(rack|gb200)' names inventory\[0\] too"):
+        offerings_from_inventory([nvl72, nvl36])
+    assert len(offerings_from_inventory([nvl72, {**nvl36, "name": "rack-b"}])) == 2

@@ -77,7 +77,7 @@ def test_the_refusal_says_how_to_serve_instead():
     with pytest.raises(MultiHostTpuServing) as refused:
         generate(plan(FOUR_HOSTS), JobContext(stack="t"))
     fix = refused.value.fix
-    assert "pin hardware: {accelerator: tpu-v6e, topology: 2x4} (ct6e-standard-8t, 8 chips" in fix
+    assert "pin hardware: {accelerator: tpu-v6e, topology: 2x4} for one 8-chip replica on one ct6e-standard-8t host" in fix
     assert "on GPUs" in fix and "kubernetes-sigs/lws docs/examples/vllm/TPU" in fix
     assert "`accel job -s STACK --check FILE`" in fix
 
@@ -104,3 +104,23 @@ def test_a_gpu_replica_over_nodes_is_served_by_its_leaders_only():
     assert service["spec"]["selector"] == {"app.kubernetes.io/name": lws["metadata"]["name"], LWS_WORKER_INDEX: "0"}
     worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     assert "ports" not in worker and "readinessProbe" not in worker
+
+
+def test_the_job_and_the_pin_refusal_give_the_one_single_host_pin():
+    # What a refused multi-host serving replica is told to pin is worded once (policies/hardware/tpu_serving.py
+    # single_host_pin): `accel job` says what `accel choose` says of the same pin.
+    from accel.policies.catalog import load_catalog
+    from accel.policies.hardware.tpu_serving import single_host_pin
+    from accel.policies.selection.choose import choose
+    from accel.policies.workload import WorkloadFieldError, workload_from_mapping
+
+    single = single_host_pin("tpu-v6e", "v6e")
+    assert single is not None and single.startswith("pin hardware: {accelerator: tpu-v6e, topology: 2x4}")
+    with pytest.raises(MultiHostTpuServing) as job_refused:
+        generate(plan(FOUR_HOSTS), JobContext(stack="t"))
+    spec = workload_from_mapping({"name": "chat", "kind": "inference", "model": {"parameters": "70B"},
+                                  "inference": {"tokens_per_second": 2000, "framework": "jax"},
+                                  "constraints": {"clouds": ["gcp"], "spot": "never"}, "hardware": FOUR_HOSTS}, "t.yaml")
+    with pytest.raises(WorkloadFieldError) as pin_refused:
+        choose(spec, load_catalog())
+    assert single in job_refused.value.fix and single in pin_refused.value.problem

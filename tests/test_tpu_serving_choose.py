@@ -147,3 +147,15 @@ def test_accel_choose_and_plan_refuse_the_pin_with_exit_2(tmp_path, monkeypatch)
     planned = CliRunner().invoke(cli.app, ["plan", "-s", "chat"], catch_exceptions=False)
     assert planned.exit_code == 2, planned.output
     assert "hardware.chips" in planned.output
+
+
+def test_the_serving_search_reads_the_serving_slices_from_one_list(monkeypatch):
+    # The single-host serving slices are listed once (policies/hardware/tpu_serving.py serving_slices): the
+    # search's replica sizes follow that list, not a second filter of the training ladder by hosts.
+    from accel.policies.hardware import tpu_serving
+    from accel.policies.selection.ladders import replica_sizes
+
+    v6e = next(o for o in load_catalog().offerings if o.accelerator == "tpu-v6e")
+    assert [s.topology for s in replica_sizes(v6e, 256)] == ["1x1", "2x2", "2x4"]
+    monkeypatch.setattr(tpu_serving, "serving_slices", lambda generation: serving_slices(generation)[:1])
+    assert [(s.topology, s.chips, s.hosts, s.slices) for s in replica_sizes(v6e, 256)] == [("1x1", 1, 1, 1)]

@@ -24,6 +24,7 @@ from accel.components.kubernetes import workloads
 from accel.components.kubernetes.node_installers import load_node_installers
 from accel.components.kubernetes.pools import plan_pools
 from accel.policies import hardware
+from accel.policies.hardware import tpu_serving as serving_hosts
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
@@ -512,7 +513,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
               if hw.family == "tpu" and options.command is None else None)
     image = options.image or (engine.image if engine is not None else defaults["image"])
     nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
-    if hw.family == "tpu" and nodes_per_replica > tpu_serving.max_hosts():
+    if hw.family == "tpu" and nodes_per_replica > serving_hosts.max_hosts():
         # A plan made before choose held TPU serving to one host, or edited by hand: no server that starts there.
         raise tpu_serving.refusal(plan, nodes_per_replica, replica_chips)
     chips_per_pod = min(replica_chips, hw.chips_per_node)

@@ -32,14 +32,7 @@ def _source() -> str:
     """The document that says serving across TPU hosts runs through Pathways: the hardware table's source of
     limits.tpu_serving_hosts_per_replica (the fact the serving search and a pin are held to), its title up to the
     first colon."""
-    facts = hardware.current()
-    key = facts.limits[serving_hosts.LIMIT].source.split(":")[0]
-    return facts.sources[key].title.split(":")[0]
-
-
-def max_hosts() -> int:
-    """The most hosts a TPU serving replica spans: the hardware table's limits.tpu_serving_hosts_per_replica."""
-    return serving_hosts.max_hosts()
+    return hardware.current().sources[serving_hosts.source_key()].title.split(":")[0]
 
 
 def refusal(plan: Plan, nodes_per_replica: int, replica_chips: int) -> MultiHostTpuServing:
@@ -56,12 +49,8 @@ def refusal(plan: Plan, nodes_per_replica: int, replica_chips: int) -> MultiHost
                f"accel's stacks keep it on (guardrail workload-identity) [{_source()}]; "
                "MaxText's own server started on every host is one JAX controller per host, each engine running "
                "requests the other hosts never join [runtime.yaml tpu_multihost_serving]")
-    single = serving_hosts.largest_serving_slice(hw.tpu_generation) if hw.tpu_generation else None
-    fix = ""
-    if single is not None:
-        fix = (f"on one host, if the model's weights and KV cache fit there: pin hardware: {{accelerator: "
-               f"{hw.accelerator}, topology: {single.topology}}} ({single.machine_type}, {single.chips} chips, the "
-               f"largest single-host {hw.accelerator} slice); ")
+    single = serving_hosts.single_host_pin(hw.accelerator, hw.tpu_generation) if hw.tpu_generation else None
+    fix = f"on one host: {single}; " if single is not None else ""
     fix += ("on GPUs, where accel writes vLLM across nodes; or write the LeaderWorkerSet yourself (GKE's Pathways "
             "tutorial, or vLLM TPU over Ray as kubernetes-sigs/lws docs/examples/vllm/TPU does) with the front, the "
             "probes and the Service on the leader only, and check it with `accel job -s STACK --check FILE`")

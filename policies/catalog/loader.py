@@ -366,6 +366,7 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
     from accel.policies.hardware import shapes
 
     offerings = []
+    named: dict[str, int] = {}   # offering id -> the entry it came from
     for index, item in enumerate(items):
         get = item.get if isinstance(item, dict) else (lambda key, default=None, _i=item: getattr(_i, key, default))
         where = f"inventory[{index}]"
@@ -408,5 +409,11 @@ def offerings_from_inventory(items: Iterable[Any]) -> list[Offering]:
                                    "NVLink domain across nodes (nvlink_domain_gpus, or the hardware table's domain "
                                    "of the chip), so no clique joins them; set it only for GPUs like GB200 NVL72")
             data["nvlink_clique_nodes"] = clique
+        # The name is the offering's id and its pool's machine type, by which the search keys what it derives per
+        # machine (an NVLink clique's nodes) and the Plan names its offering: two entries cannot share one.
+        if data["id"] in named:
+            raise CatalogError(f"{where}.name: {name!r} names inventory[{named[data['id']]}] too (unnamed entries take "
+                               "the accelerator's, or in a stack the cluster's, name); give each entry its own name")
+        named[data["id"]] = index
         offerings.append(_validate(Offering, data, where, ()))
     return offerings

@@ -37,6 +37,10 @@ def _matches(name: str, pattern: str) -> bool:
 
 ModeKind = Literal["pay-as-you-go", "preemptible", "queued", "scheduled", "held", "commitment", "negotiated"]
 ModeProvisioning = Literal["on-demand", "spot", "flex-start", "queued", "reservation", "capacity-block"]
+# The modes that provision through GKE's Dynamic Workload Scheduler queue: a request waits for capacity and runs at
+# most the mode's max_duration_hours (gke-flex-start, gke-queued-provisioning). Stated once; the search, its
+# timing and the serving rule (policies/selection/serving_capacity.py) read it.
+QUEUED_PROVISIONING: tuple[ModeProvisioning, ...] = ("flex-start", "queued")
 SourceKind = Literal["primary", "observation", "third-party", "estimate"]
 ObtainClass = Literal["frontier-gpu", "prior-gpu", "serving-gpu", "tpu"]
 

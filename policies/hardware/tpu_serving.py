@@ -52,6 +52,23 @@ def largest_serving_slice(generation: str) -> ServingSlice | None:
     return slices[-1] if slices else None
 
 
+def source_key() -> str:
+    """The hardware table's source id of the limit (gke-tpu-multihost-serving): the page saying serving across TPU
+    hosts runs through Pathways."""
+    return hardware.current().limits[LIMIT].source.split(":")[0]
+
+
+def single_host_pin(accelerator: str, generation: str) -> str | None:
+    """The pin that serves on the generation's largest single-host slice, one replica per slice: what a refused
+    multi-host serving replica is told to pin (at choose and plan, and by `accel job`); None when it has none."""
+    largest = largest_serving_slice(generation)
+    if largest is None:
+        return None
+    return (f"pin hardware: {{accelerator: {accelerator}, topology: {largest.topology}}} for one {largest.chips}-chip "
+            f"replica on one {largest.machine_type} host (add slices: N for N replicas) if the model's weights and KV "
+            "cache fit there")
+
+
 def why_within_hosts(generation: str) -> str:
     """Why a TPU serving replica is held to the generation's largest single-host slice, and what to do instead:
     the text a rejection or a refused pin ends with."""
@@ -60,7 +77,7 @@ def why_within_hosts(generation: str) -> str:
     most = max_hosts()
     held = (f"topology {largest.topology}, {largest.machine_type}, {largest.chips} chips"
             if largest is not None else "none")
-    source = hardware.current().limits[LIMIT].source.split(":")[0]
+    source = source_key()
     return (f"a TPU serving replica stays within {'one host' if most == 1 else f'{most} hosts'} "
             f"(largest {gen.accelerator} serving slice: {held}) because serving across TPU hosts needs Pathways, "
             f"which accel does not deploy (hardware table {FACT}, source {source}); serve it on GPUs, where accel "

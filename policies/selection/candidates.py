@@ -38,7 +38,8 @@ from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence
 from accel.policies.selection.replica_fleet import training_size
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
-from accel.policies.selection.serving_capacity import QUEUED_PROVISIONING, refusal as serving_refusal
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
+from accel.policies.selection.serving_capacity import refusal as serving_refusal
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
 
 if TYPE_CHECKING:  # the reservation rules load only when a run declares reservations (~2 ms of a plain choose)

@@ -20,13 +20,11 @@ from accel.base.units import hours_text as duration, money
 from accel.policies.catalog.model import Offering
 from accel.policies.cloud.booking import (
     BOOKED_MODES, Booking, block_sizes, blocks_words, supply_problem, window_days)
-from accel.policies.cloud.capacity_modes import CapacityMode, ModeTable, load_modes
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, CapacityMode, ModeTable, load_modes
 from accel.policies.cloud.obtainability import (
     QueuedOutcome, SpotModel, SpotOutcome, queued_legs, spot_outcome,
     waves_words)
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec
-
-_QUEUED = ("flex-start", "queued")
 
 
 @dataclass
@@ -98,7 +96,7 @@ class Obtaining:
 
     def queue(self, offering: Offering, provisioning: str) -> tuple[float, float, float] | None:
         """(longest request hours, mean wait hours, most hosts) of flex-start or queued on this offering."""
-        if provisioning not in _QUEUED:
+        if provisioning not in QUEUED_PROVISIONING:
             return None
         mode = self.mode_for(offering, provisioning)
         wait = self.figure(offering, provisioning, "expected_wait_hours") or self.figure(

@@ -33,6 +33,7 @@ from accel.policies.selection.candidates import (
     to_options,
 )
 from accel.policies.catalog.model import Catalog, Offering
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
 from accel.policies.selection.explain import accelerator_name, describe, explain_choice, explain_infeasible
 from accel.base.collector import collector_paused
@@ -66,7 +67,7 @@ def _rank_key(objective: str, candidate: Candidate, region_rank: int, unpriced: 
     latency = float(e.detail.get("p99_ms_per_token", 0.0))
     # A booked fleet finishes after its lead time and its run (capacity_wall_hours), not after the window it pays;
     # a flex-start or queued one after its legs and the queue waits before them (waits are not billed).
-    waits = candidate.booking is not None or candidate.provisioning in ("flex-start", "queued")
+    waits = candidate.booking is not None or candidate.provisioning in QUEUED_PROVISIONING
     hours = float(e.detail.get("capacity_wall_hours", e.hours)) if waits else e.hours
     # The total to twelve significant digits (as rescale.ratio_key): a region's figures scaled from another's
     # (selection.rescale) differ from sizing it alone by float noise, which must not break a tie (two Capacity

@@ -198,5 +198,6 @@ def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
             sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node))
             nodes *= 2
         return sizes
-    most = tpu_serving.max_hosts()
-    return [s for s in tpu_sizes(generation.name, max(1, max_replica_chips)) if s.slices == 1 and s.hosts <= most]
+    # The generation's serving slices are listed once (tpu_serving.serving_slices); a replica is one of them.
+    cap = max(1, max_replica_chips)
+    return [tpu_fleet(generation.name, s.topology) for s in tpu_serving.serving_slices(generation.name) if s.chips <= cap]

@@ -300,10 +300,8 @@ def check_tpu_serving_slice_within_hosts(spec: WorkloadSpec, generation: str, to
         return
     pin = spec.hardware
     assert pin is not None
-    largest = tpu_serving.largest_serving_slice(generation)
-    fix = (f"; pin hardware: {{accelerator: {pin.accelerator}, topology: {largest.topology}}} for one "
-           f"{largest.chips}-chip replica (add slices: N for N replicas) if the model's weights and KV cache fit there"
-           if largest is not None else "")
+    single = tpu_serving.single_host_pin(pin.accelerator, generation)
+    fix = f"; {single}" if single is not None else ""
     raise WorkloadFieldError(_slice_field(spec), (
         f"each serving replica is one slice: {topology} is {plural(shapes.topology_chips(topology), 'chip')} over "
         f"{hosts} {shapes.machine_type(generation, topology)} hosts; {tpu_serving.why_within_hosts(generation)}{fix}"))

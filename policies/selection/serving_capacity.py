@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from accel.base.units import hours_text
 from accel.policies.catalog.model import Offering
-from accel.policies.cloud.capacity_modes import CapacityMode
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, CapacityMode
 from accel.policies.plan import Plan
 from accel.policies.workload import WorkloadSpec
-
-QUEUED_PROVISIONING = ("flex-start", "queued")
 
 
 def service_outlives(spec: WorkloadSpec, mode: CapacityMode | None) -> str | None:

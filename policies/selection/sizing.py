@@ -22,6 +22,7 @@ from typing import Callable, NamedTuple
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
 from accel.policies.cloud.obtainability import spot_wall_floor
 from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
 from accel.policies.selection.candidates import (
@@ -160,7 +161,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         limit_words = node_limit_words(offering, limit)
         limit_detail = f"{limit_words} ({limit.source}); larger fleets were not considered"
     capacity = ("spot" if spot else booking.words if booking is not None else point.queue if point.queue else
-                offering.provisioning if offering.provisioning in ("flex-start", "queued") else "on-demand")
+                offering.provisioning if offering.provisioning in QUEUED_PROVISIONING else "on-demand")
     if len(ladder) == 0 and booking is not None:
         outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
         return _price_free_miss(outcome)
@@ -212,7 +213,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     obtain = ctx.obtain
     provisioning = capacity_type(spot, reserved, point.queue, booking, offering)
     spot_model = obtain.spot_model(offering) if obtain is not None and spot else None
-    queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in ("flex-start", "queued")
+    queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in QUEUED_PROVISIONING
              else None)
     mode = (booking.id if booking is not None else
             mode_id(obtain, offering, provisioning) if obtain is not None else provisioning)
