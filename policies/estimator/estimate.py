@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
-from accel.policies import architectures
 from accel.policies.estimator import generations, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
@@ -131,7 +130,12 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
 
     parameters = spec.model.parameters
     # A named architecture states its layers and attention (policies/architectures): the KV cache is its own.
-    row = architectures.lookup(spec.model.architecture) if spec.model.architecture else None
+    # Imported here: only a workload naming an architecture reads the table (warm `choose` start-up, bench_startup).
+    row = None
+    if spec.model.architecture:
+        from accel.policies import architectures
+
+        row = architectures.lookup(spec.model.architecture)
     if row is not None:
         layers = float(row.layers)
         put("model_layers", layers, f"architecture {row.name} (policies/architectures/architectures.yaml)", None)

@@ -1,0 +1,105 @@
+"""The rows of architectures.yaml (see the package's docstring) and their lookup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from accel.policies.architectures import TABLE
+
+# The workload fields a row fills when the workload leaves them out, and must equal when it gives them.
+SHAPE_FIELDS = ("layers", "hidden", "experts", "experts_per_token", "shared_experts")
+# The counts a workload may round: within the table's tolerance of the row's.
+COUNT_FIELDS = ("parameters", "active_parameters")
+
+
+# MaxText's own tokenizer_type when none is passed (src/maxtext/configs/base.yml l.672 at 11085e11).
+MAXTEXT_DEFAULT_TOKENIZER = "sentencepiece"
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    path: str                  # a file under MaxText's assets/tokenizers, or a Hugging Face id (type huggingface)
+    type: str = MAXTEXT_DEFAULT_TOKENIZER
+
+    @property
+    def is_default_type(self) -> bool:
+        """MaxText's default type: a command need not pass tokenizer_type."""
+        return self.type == MAXTEXT_DEFAULT_TOKENIZER
+
+    @property
+    def is_asset(self) -> bool:
+        """A file MaxText ships (under src/maxtext/assets/tokenizers) rather than a Hugging Face id."""
+        return "/" not in self.path
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str                  # MaxText's model_name
+    parameters: float
+    layers: int
+    hidden: int
+    query_heads: int
+    kv_heads: int
+    vocabulary: int
+    huggingface: str
+    gated: bool
+    tokenizer: Tokenizer
+    active_parameters: float | None = None
+    experts: int | None = None
+    experts_per_token: int | None = None
+    shared_experts: int | None = None
+    mlp: int | None = None             # MLP width (an MoE row: one expert's); with head_dim and tied_embeddings, only
+    head_dim: int | None = None        # there to recompute the counts (tests/test_architectures.py)
+    tied_embeddings: bool = False
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts is not None
+
+    def workload_fields(self) -> dict[str, float | int]:
+        """The ModelSpec fields this row states: the counts and the shape (the MoE ones only for an MoE row)."""
+        fields = {name: getattr(self, name) for name in (*COUNT_FIELDS, *SHAPE_FIELDS)}
+        return {name: value for name, value in fields.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class ArchitectureTable:
+    rows: dict[str, Architecture]
+    maxtext_commit: str
+    tolerance: float
+    tolerance_why: str
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.rows)
+
+    def closest(self, name: str, count: int = 3) -> list[str]:
+        """The names nearest a misspelt one (case folded: 'Llama3.1-8B' finds llama3.1-8b)."""
+        import difflib   # only for a name the table lacks
+
+        return difflib.get_close_matches(name.lower(), self.rows, n=count, cutoff=0.5)
+
+
+def _row(name: str, data: dict) -> Architecture:
+    tokenizer = Tokenizer(**data["tokenizer"])
+    known = {f for f in Architecture.__dataclass_fields__} - {"name", "tokenizer"}
+    fields = {k: v for k, v in data.items() if k in known}
+    for count in COUNT_FIELDS:   # 6.74e9 is a string to YAML 1.1 (its exponent wants a sign): read as a number
+        if count in fields:
+            fields[count] = float(fields[count])
+    return Architecture(name=name, tokenizer=tokenizer, **fields)
+
+
+@cache
+def table() -> ArchitectureTable:
+    """architectures.yaml, parsed once (PyYAML only when a workload names an architecture)."""
+    from accel.base.safe_files import read_text
+    from accel.base.yaml_files import parse_yaml
+
+    data = parse_yaml(read_text(TABLE, "model architecture table"))
+    rows = {name: _row(name, row) for name, row in data["architectures"].items()}
+    return ArchitectureTable(rows, data["maxtext_commit"], float(data["tolerance"]), data["tolerance_why"])
+
+
+def lookup(name: str) -> Architecture | None:
+    return table().rows.get(name)
