@@ -280,7 +280,7 @@ def test_a_replica_wider_than_a_stated_clique_is_only_preferred_in_one(tmp_path)
 
 
 def test_inventory_clique_nodes_follow_the_stated_domain():
-    from accel.job.topology import inventory_clique_nodes
+    inventory_clique_nodes = hardware.current().inventory_clique_nodes
     assert inventory_clique_nodes("gb200", 4, None) == 18      # the table's NVL72
     assert inventory_clique_nodes("gb200", 4, 36) == 9
     assert inventory_clique_nodes("gb200", 4, 4) is None       # NVL4: the node is the domain

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from accel.components.kubernetes.pools import ExistingCluster
 from accel.job.service import check_manifests, job_of
-from accel.job.topology import PREFERRED, SLICE_REQUIRED, SLICE_SIZE, inventory_clique_nodes, level_nodes, \
+from accel.job.topology import PREFERRED, SLICE_REQUIRED, SLICE_SIZE, level_nodes, \
     topology_request
 from accel.offline_plan import plan_stack
 from accel.policies import hardware
@@ -82,7 +82,7 @@ def test_the_search_the_plan_and_the_placement_read_one_clique_size(per_node, no
     assert offering.nvlink_clique_nodes == nodes
     assert cluster.labelled_clique_nodes("gb200") == nodes
     assert facts.nvlink_domain_unit_nodes(offering.machine_type, offering.nvlink_clique_nodes) == nodes
-    assert level_nodes(CLIQUE, offering.machine_type, inventory_clique_nodes("gb200", per_node, domain)) == nodes
+    assert level_nodes(CLIQUE, offering.machine_type, hardware.current().inventory_clique_nodes("gb200", per_node, domain)) == nodes
     # A serving replica of whole trays stays within the span the layout's tensor groups may take.
     spans = [s.hosts for s in replica_sizes(offering, 10**6) if s.hosts > 1]
     assert max(spans, default=1) == tensor_parallel_nodes(nodes)

@@ -40,7 +40,6 @@ from accel.job.topology import (
     PODSET_GROUP,
     PREFERRED,
     REQUIRED,
-    inventory_clique_nodes,
     level_nodes,
     replica_level,
     topology_request,
@@ -481,7 +480,7 @@ def _clique_nodes(ctx: JobContext, hw: plan_view.Hardware, plan: Plan) -> int | 
         return None
     if ctx.inventory_pool is None:
         return plan.gpu.nvlink_clique_nodes if plan.gpu is not None else None
-    return inventory_clique_nodes(hw.accelerator, hw.chips_per_node, ctx.nvlink_domain_gpus)
+    return hardware.current().inventory_clique_nodes(hw.accelerator, hw.chips_per_node, ctx.nvlink_domain_gpus)
 
 
 def _group_in_one_domain(templates: list[dict], name: str, levels: tuple[str, ...], machine_type: str,

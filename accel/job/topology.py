@@ -54,7 +54,7 @@ class TopologyRequest:
 def level_nodes(level: str, machine_type: str, clique_nodes: int | None = None) -> int | None:
     """Nodes one domain of `level` holds for this machine type: 1 for the host and the node, the
     documented unit size at the unit's level, `clique_nodes` at the NVLink clique where an existing cluster's
-    inventory gives its nodes per NVLink domain (inventory_clique_nodes), else None (not documented)."""
+    inventory gives its nodes per NVLink domain (HardwareFacts.inventory_clique_nodes), else None (not documented)."""
     facts = hardware.current()
     if level in facts.kubernetes.single_node_levels:
         return 1
@@ -62,13 +62,6 @@ def level_nodes(level: str, machine_type: str, clique_nodes: int | None = None) 
         return facts.nvlink_domain_unit_nodes(machine_type, clique_nodes)
     unit = facts.placement_units.get(machine_type)
     return unit.nodes if unit is not None and unit.level == level else None
-
-
-def inventory_clique_nodes(accelerator: str, gpus_per_node: int, stated_domain_gpus: int | None) -> int | None:
-    """Nodes of one NVLink domain of an existing cluster's inventory (its stated nvlink_domain_gpus, else the chip's
-    in the hardware table, over its GPUs per node: GB200 NVL72, 72 / 4 = 18); None where the domain is the node.
-    HardwareFacts.inventory_clique_nodes: the one derivation the search and the Plan's layout read too."""
-    return hardware.current().inventory_clique_nodes(accelerator, gpus_per_node, stated_domain_gpus)
 
 
 def within_one_nvlink_domain(level: str, machine_type: str | None) -> bool:
@@ -103,7 +96,7 @@ def topology_request(levels: tuple[str, ...], machine_type: str, nodes: int, gro
     """The annotations of a GPU training PodSet of `nodes` pods (one per node) whose model replica
     spans `group_nodes` of them and whose tensor-parallel group spans `tensor_nodes` (1: inside a node), on a
     pool whose Kueue Topology has `levels` (none: no request); `clique_nodes`, an inventory's nodes per NVLink
-    clique (inventory_clique_nodes), and `fleet_nodes` the nodes it has, which the job's pods may land on (unset:
+    clique (HardwareFacts.inventory_clique_nodes), and `fleet_nodes` the nodes it has, which the job's pods may land on (unset:
     `nodes`, a cloud pool's)."""
     if not levels or nodes <= 1:
         return TopologyRequest()

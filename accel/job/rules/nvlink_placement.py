@@ -23,7 +23,8 @@ from accel.job.pod_templates import PodTemplate, pod_templates
 from accel.job.rules.nvidia import group_pods, requests_gpus, spanning_domain
 from accel.job.rules.placement import placeable_pools
 from accel.job.rules.registry import Breach, Scope, containers, describe, join, of_kind, rule
-from accel.job.topology import PODSET_GROUP, REQUIRED, inventory_clique_nodes, level_nodes, within_one_nvlink_domain
+from accel.job.topology import PODSET_GROUP, REQUIRED, level_nodes, within_one_nvlink_domain
+from accel.policies import hardware
 
 
 def _domain_levels(template: PodTemplate, pods: int, cluster) -> list[str]:
@@ -43,11 +44,11 @@ def _domain_levels(template: PodTemplate, pods: int, cluster) -> list[str]:
 
 
 def _clique_nodes(pool) -> int | None:
-    """An inventory pool's nodes per NVLink clique (accel.job.topology.inventory_clique_nodes); None for a cloud pool."""
+    """An inventory pool's nodes per NVLink clique (HardwareFacts.inventory_clique_nodes); None for a cloud pool."""
     per_node = pool.allocatable.get(GPU_RESOURCE)
     if pool.machine_type is not None or not pool.accelerator or not per_node:
         return None
-    return inventory_clique_nodes(pool.accelerator, int(per_node), pool.nvlink_domain_gpus)
+    return hardware.current().inventory_clique_nodes(pool.accelerator, int(per_node), pool.nvlink_domain_gpus)
 
 
 def _annotations(template: PodTemplate) -> dict[str, Any]:
