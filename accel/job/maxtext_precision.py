@@ -11,18 +11,15 @@ and quantizes each forward. fp8 has no TPU serving path there. Facts: runtime.ya
 from __future__ import annotations
 
 from accel.base.errors import UsageError
-from accel.policies import hardware
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
 from accel.job.facts import cite, runtime
-from accel.job.precision_words import PrecisionFlags, TWICE_SIZED, int8_needs_checkpoint, sized_below_asked
+from accel.job.precision_words import PrecisionFlags, TWICE_SIZED, chip_name, int8_needs_checkpoint, sized_below_asked
 
 
 def _chip(plan: Plan) -> str:
-    accelerator = plan_view.hardware(plan).accelerator
-    chip = hardware.current().chips.get(accelerator)
-    return chip.name if chip is not None else accelerator
+    return chip_name(plan_view.hardware(plan).accelerator)
 
 
 def engine_precision(plan: Plan, model: str, checkpoint: str | None, stand_in: bool) -> PrecisionFlags:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accel.policies import hardware
 from accel.policies.plan import SERVED_PRECISION
 
 
@@ -13,6 +14,12 @@ from accel.policies.plan import SERVED_PRECISION
 class PrecisionFlags:
     flags: str          # after the engine's other arguments, with a leading space: ' --dtype ...', ' weight_dtype=...'
     notes: list[str]
+
+
+def chip_name(accelerator: str) -> str:
+    """The chip's name in the hardware table (what a precision note or refusal calls it), else the accelerator id."""
+    chip = hardware.current().chips.get(accelerator)
+    return chip.name if chip is not None else accelerator
 
 
 TWICE_SIZED = "2 bytes per weight, twice what the plan sized"

@@ -17,7 +17,7 @@ from accel.policies.plan import Plan
 from accel.job.architectures import node_arch
 from accel.job.facts import cite, runtime
 from accel.job.model_run import ServedModel
-from accel.job.precision_words import PrecisionFlags, TWICE_SIZED, int8_needs_checkpoint, sized_below_asked
+from accel.job.precision_words import PrecisionFlags, TWICE_SIZED, chip_name, int8_needs_checkpoint, sized_below_asked
 from accel.job import plan_view
 from accel.job.plan_view import Hardware
 
@@ -80,8 +80,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
     model, checkpoint = served.model, served.checkpoint
     asked, precision = plan_view.serving_precision(plan)   # the estimate's decision, not re-derived here
     dtype = f" --dtype {facts['dtype'][precision]}"
-    chip = hardware.current().chips.get(hw.accelerator)
-    name = chip.name if chip is not None else hw.accelerator
+    name = chip_name(hw.accelerator)
     if asked == "fp8" and precision != "fp8":
         return PrecisionFlags(dtype, [
             f"precision: {sized_below_asked(precision, name)}, so vLLM serves {precision} (it could run an fp8 "
