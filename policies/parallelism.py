@@ -15,9 +15,9 @@ data-parallel over model replicas. A pure decision over figures the Plan already
 - Long sequences (training): where one sequence's activations do not fit beside the state on that replica
   (policies/estimator/activations.py: full recomputation, Korthikanti et al. 2022), tensor parallelism widens to
   the narrowest group that holds it (`tensor`), else takes the whole node and context parallelism (`context`,
-  CP) splits each sequence over CP whole tensor-parallel groups: the replica is TP x CP x PP GPUs, the data-
-  parallel degree the fleet over that (Llama 3 405B at 131,072 tokens: TP8 x CP16 x PP16, Table 4). Where the
-  state nearly fills the GPU the sequence's layout may also run a deeper pipeline than the state's own
+  CP) splits each sequence over CP whole tensor-parallel groups: the replica is TP x CP x PP GPUs, the
+  data-parallel degree the fleet over that (Llama 3 405B at 131,072 tokens: TP8 x CP16 x PP16, Table 4). Where
+  the state nearly fills the GPU the sequence's layout may also run a deeper pipeline than the state's own
   (`pipeline`: the shallowest depth at which the exchange is hidden, activations.py), which the estimate records
   as details.pipeline_parallel. Absent at the usual lengths.
 - Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
