@@ -13,12 +13,13 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   more than the fleet. Llama 3.1 405B on H100 nodes comes out as TP8 x PP16 (the Llama 3 paper,
   Table 4, ran TP8 x PP16 x DP128).
 - Long sequences (training): where one sequence's activations do not fit beside the state on that replica
-  (policies/estimator/activations.py: full recomputation, Korthikanti et al. 2022), tensor parallelism takes
-  the whole node and context parallelism (`context`, CP) splits each sequence over CP whole tensor-parallel
-  groups: the replica is TP x CP x PP GPUs, the data-parallel degree the fleet over that (Llama 3 405B at
-  131,072 tokens: TP8 x CP16 x PP16, Table 4). Where the state nearly fills the GPU the sequence's layout may
-  also run a deeper pipeline than the state's own (`pipeline`: the shallowest depth at which the exchange is
-  hidden, activations.py), which the estimate records as details.pipeline_parallel. Absent at the usual lengths.
+  (policies/estimator/activations.py: full recomputation, Korthikanti et al. 2022), tensor parallelism widens to
+  the narrowest group that holds it (`tensor`), else takes the whole node and context parallelism (`context`,
+  CP) splits each sequence over CP whole tensor-parallel groups: the replica is TP x CP x PP GPUs, the
+  data-parallel degree the fleet over that (Llama 3 405B at 131,072 tokens: TP8 x CP16 x PP16, Table 4). Where
+  the state nearly fills the GPU the sequence's layout may also run a deeper pipeline than the state's own
+  (`pipeline`: the shallowest depth at which the exchange is hidden, activations.py), which the estimate records
+  as details.pipeline_parallel. Absent at the usual lengths.
 - Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
   NVLink domain: EP = min(experts, domain GPUs)), so the all-to-all stays on NVLink; expert parallelism
   reuses the GPUs of a replica's node rather than multiplying the fleet (`expert`, absent for a dense
@@ -110,16 +111,19 @@ def tensor_parallel_nodes(domain_unit_nodes: int) -> int:
 
 
 def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
-                     domain_unit_nodes: int = 1, context: int = 0, pipeline: int = 0) -> tuple[int, int, int, int]:
+                     domain_unit_nodes: int = 1, context: int = 0, pipeline: int = 0,
+                     tensor: int = 0) -> tuple[int, int, int, int]:
     """(tensor, pipeline, data, nodes one tensor group spans) of `training_parallelism`, as plain integers: what
     the search reads for every fleet it times (policies/selection/replica_fleet.py), without building a model.
 
     `context`: 0, the layout the state alone sets; 1 or more, a long sequence's layout
-    (policies/estimator/activations.py): tensor parallelism over the whole node first, then `context` whole
-    tensor-parallel groups share each sequence, multiplying the model-parallel group (TP x CP x PP) and dividing
-    the data-parallel degree. `pipeline`: 0, the depth the state sets; more, a long sequence's deeper pipeline
-    (a power of two the sequence's layout chose, policies/estimator/activations.py: a deeper pipeline halves the
-    state per GPU, leaving room for the activations), still never more than the fleet."""
+    (policies/estimator/activations.py): tensor parallelism widened first (`tensor`, else the whole node), then
+    `context` whole tensor-parallel groups share each sequence, multiplying the model-parallel group (TP x CP x PP)
+    and dividing the data-parallel degree. `pipeline`: 0, the depth the state sets; more, a long sequence's deeper
+    pipeline (a power of two the sequence's layout chose, policies/estimator/activations.py: a deeper pipeline
+    halves the state per GPU, leaving room for the activations), still never more than the fleet. `tensor`: 0, as
+    above; more, the narrower tensor group a sequence without context parallelism widened to (TP2 where the state
+    alone needs TP1 and the sequence fits at TP2), where the state fits in one node."""
     if min(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes) < 1 or context < 0 or pipeline < 0:
         raise ValueError("min_chips_for_memory, gpus_per_node, nodes and domain_unit_nodes must be positive")
     ranks = max(1, context)
@@ -130,7 +134,9 @@ def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
     if min_chips_for_memory <= gpus_per_node:
         # The state fits in one node: tensor parallelism over just the GPUs that hold it (the whole node for a long
         # sequence), its context-parallel ranks on whole nodes.
-        tensor = gpus_per_node if context else min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
+        own = min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
+        tensor = (min(gpus_per_node, max(tensor, own)) if tensor and context <= 1 else
+                  gpus_per_node if context else own)
         return tensor, 1, max(1, nodes * gpus_per_node // (tensor * ranks)), 1
     # Whole nodes of one domain, as many as the state needs (a power of two), within the unit and the fleet.
     span = min(tensor_parallel_nodes(domain_unit_nodes),
@@ -144,14 +150,16 @@ def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
 
 
 def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
-                         domain_unit_nodes: int = 1, context: int = 0, pipeline: int = 0) -> Parallelism:
+                         domain_unit_nodes: int = 1, context: int = 0, pipeline: int = 0,
+                         tensor: int = 0) -> Parallelism:
     """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
     `min_chips_for_memory` GPUs' worth of training state; `domain_unit_nodes`, the nodes of one NVLink domain the
     cloud places as a unit a job can require (1: the domain is the node), bounds the nodes a tensor-parallel
     group may span (`tensor_parallel_nodes`); `context`, a long sequence's context-parallel degree
-    (`training_degrees`); `pipeline`, its deeper pipeline (0: the state's own depth)."""
+    (`training_degrees`); `pipeline`, its deeper pipeline (0: the state's own depth); `tensor`, its widened tensor
+    group without context parallelism (0: the state's own, or the whole node)."""
     tensor, depth, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
-                                                 context, pipeline)
+                                                 context, pipeline, tensor)
     return Parallelism(tensor=tensor, pipeline=depth, data=data, tensor_nodes=span if span > 1 else None,
                        context=context if context > 1 else None)
 
@@ -174,14 +182,15 @@ def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int, doma
 
 def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_for_memory: int,
                     replica_chips: int | None, expert: int | None = None, domain_unit_nodes: int = 1,
-                    context: int = 0, pipeline: int = 0) -> Parallelism:
+                    context: int = 0, pipeline: int = 0, tensor: int = 0) -> Parallelism:
     """The parallelism of a GPU plan: training from the state's memory, serving from its replica; `expert`,
     the expert-parallel degree of a mixture-of-experts model, is part of a training layout, and so is a
     tensor-parallel group spanning nodes of one NVLink domain placed as a unit of `domain_unit_nodes` nodes (a
     serving replica's tensor parallelism spans nodes only within that span, `serving_parallelism`); `context`, a
-    long sequence's context-parallel degree and `pipeline` its deeper pipeline (`training_degrees`)."""
+    long sequence's context-parallel degree, `pipeline` its deeper pipeline and `tensor` its widened tensor group
+    (`training_degrees`)."""
     if training or replica_chips is None:
         layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context,
-                                      pipeline)
+                                      pipeline, tensor)
         return layout.model_copy(update={"expert": expert}) if expert and expert > 1 else layout
     return serving_parallelism(replica_chips, gpus_per_node, nodes, domain_unit_nodes)

@@ -96,6 +96,19 @@ def test_a_sequence_too_long_for_part_of_a_node_takes_the_whole_node_before_cont
     assert fit.replica_gpus == 16
 
 
+def test_tensor_parallelism_widens_only_as_far_as_the_sequence_needs():
+    # A 1.9B model (24 layers of 2,048) on A100-40GB: its state with headroom (38 GB) fills one GPU's 38.6 GB
+    # usable, and one 4,096-token sequence (0.7 GB at TP1) does not fit beside it. Two GPUs hold both: TP2, not the
+    # whole node's TP8, which would run four times the tensor-parallel collectives per GPU for nothing.
+    usable = 42.9e9 * 0.9
+    fit = sequence_fit(4096, 24, 2048, state(1.9e9), HEADROOM, usable, 1, 8)
+    assert (fit.tensor, fit.context, fit.pipeline) == (2, 1, 1) and fit.widened and fit.own_tensor == 1
+    assert fit.state_gb + fit.activation_gb <= fit.usable_gb
+    assert "TP2 (tensor parallelism widened for them: the state alone needed TP1)" in fit.why()
+    # The narrowest fitting group, not just a fitting one: TP1 did not fit.
+    assert state(1.9e9) + micro_batch_bytes(4096, 2048, 24) > usable
+
+
 @settings(max_examples=60, deadline=None)
 @given(billions=st.sampled_from([8, 70, 405]), exponent=st.integers(12, 21))
 def test_context_parallelism_grows_with_the_sequence_and_always_fits_what_it_picks(billions, exponent):
@@ -220,6 +233,28 @@ def test_a_long_sequences_batch_keeps_tp_x_cp_chips_busy_per_sequence(catalog):
 # ----------------------------------------------------------------------------- which pipeline depth (docs/choose.md)
 
 H200_USABLE = 141e9 * 0.9
+
+
+def test_a_plan_whose_sequence_widens_tensor_parallelism_lays_out_the_narrow_group(catalog):
+    # The 1.9B model on A100-40GB of the sizing test above, pinned to one p4d node: the plan's layout is the
+    # sequence's TP2 (four data-parallel replicas), the estimate records it, and one sequence keeps two GPUs busy.
+    spec = workload_from_mapping({
+        "name": "small-1b9", "kind": "pretrain", "owner": "t",
+        "model": {"parameters": "1.9B", "layers": 24, "hidden": 2048, "sequence_length": 4096},
+        "training": {"tokens": "100B", "framework": "pytorch"},
+        "constraints": {"clouds": ["aws"], "accelerators": ["a100-40gb"], "deadline_days": 30}}, "t.yaml")
+    plan = choose_plan(spec, catalog)
+    assert plan.gpu.gpus_per_node == 8
+    layout = plan.parallelism
+    assert (layout.tensor, layout.pipeline, layout.context) == (2, 1, None)
+    assert layout.data == plan.gpu.nodes * 4
+    assert plan.estimate.details["tensor_parallel"] == 2 and plan.estimate.details["chips_per_sequence"] == 2
+    line = next(line for line in plan.rationale if line.startswith("Sequence:"))
+    assert "at TP2 (tensor parallelism widened for them: the state alone needed TP1)" in line
+    # The degree is the layout rule's argument: without it the same sequence's layout takes the whole node.
+    assert training_degrees(1, 8, 1, 1, 1) == (8, 1, 1, 1)
+    assert training_degrees(1, 8, 1, 1, 1, 0, 2) == (2, 1, 4, 1)
+    assert training_degrees(1, 8, 1, 1, 2, 0, 2) == (8, 1, 1, 1)     # context parallelism keeps the whole node
 
 
 def fit_405b_on_h200(sequence: int = 131_072, hides=None, layers: int = 126):

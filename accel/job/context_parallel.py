@@ -6,7 +6,7 @@ The program must be told, or it lays the ranks out as TP x PP x DP and runs out 
 command gets its mesh axes (accel/job/runtime.yaml context_parallel); a program of the user's own (the PyTorch
 default is a placeholder) is told in the job's notes which Megatron-Core / NeMo arguments carry the degrees.
 A long sequence's layout may instead (or as well) run a deeper pipeline than the state's own (the estimate's
-details.pipeline_parallel), or only widen tensor parallelism to the whole node (details.context_parallel 1): it is
+details.pipeline_parallel), or only widen tensor parallelism (details.context_parallel 1): it is
 told the same way. Nothing is written for the state's own layout.
 
 On a TPU slice (no GPU layout: plan.parallelism is None) the estimate records the ICI degrees the sequence needs
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def sequence_layout(plan: Plan) -> bool:
     """Whether the plan's layout is a long sequence's: a context-parallel degree, a pipeline deeper than the
-    state's own (details.pipeline_parallel), or tensor parallelism widened to the whole node for the sequence alone
+    state's own (details.pipeline_parallel), or tensor parallelism widened for the sequence alone
     (details.context_parallel 1: the estimate records it wherever the sequence moved the layout,
     policies/estimator/activations.py SequenceFit.changes_layout)."""
     layout, details = plan.parallelism, plan.estimate.details
@@ -81,8 +81,8 @@ def notes(layout: Parallelism | None, framework: str, written: bool, long_sequen
     world = layout.replica_gpus * layout.data
     split = (f"context parallelism {layout.context}: one sequence is split over {layout.context} tensor-parallel "
              "groups" if layout.context else
-             f"a long sequence's layout without context parallelism: tensor parallelism {layout.tensor} over the "
-             f"whole node and pipeline parallelism {layout.pipeline} leave its activations room beside the state")
+             f"a long sequence's layout without context parallelism: tensor parallelism {layout.tensor} and "
+             f"pipeline parallelism {layout.pipeline} leave its activations room beside the state")
     context = f"CP{layout.context} x " if layout.context else ""
     head = (f"{split}; world size TP{layout.tensor} x {context}PP{layout.pipeline} x DP{layout.data} = "
             f"{world:,} ranks")

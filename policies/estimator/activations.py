@@ -131,9 +131,10 @@ class SequenceFit:
     usable_gb: float
     past_headroom: bool          # the activations outgrow the headroom the sizing allows for them
     max_context: int             # the largest degree the sequence splits into (2 x CP chunks)
-    widened: bool = False        # tensor parallelism took the whole node for the sequence (the state alone did not)
+    widened: bool = False        # tensor parallelism widened for the sequence (the state alone needed own_tensor)
     exchange: str = CONTEXT_EXCHANGE   # the key/value exchange against its fabric (ring_exchange), said beside why
     own_pipeline: int = 0        # the pipeline depth the state alone sets (0: `pipeline`)
+    own_tensor: int = 0          # the tensor degree the state alone sets (0: `tensor`)
     unhidden: bool = False       # no depth hides the exchange: the smallest replica was taken
     slice_chips: int = 0         # a TPU slice's layout (policies/estimator/slice_sequence.py): the smallest slice
     own_slice_chips: int = 0     # holding state and sequence, and the state's own; 0 on GPUs
@@ -179,7 +180,7 @@ class SequenceFit:
                     f"GB of state ({self.usable_gb:,.1f} GB usable): no context parallelism (TP{self.tensor} x "
                     f"PP{self.pipeline}, a {self.replica_gpus:,}-GPU replica)")
         if self.context == 1:
-            wider = (" (tensor parallelism over the whole node for them: the state alone needed fewer GPUs)"
+            wider = (f" (tensor parallelism widened for them: the state alone needed TP{self.own_tensor})"
                      if self.widened else "")
             return (f"{tokens} take {self.activation_gb_alone:,.1f} GB per GPU at TP{self.tensor}{wider} beside "
                     f"{self.state_gb:,.1f} GB of state, within the {self.usable_gb:,.1f} GB usable: no context "
@@ -248,9 +249,9 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
                  hides: Callable[[int, int], bool] | None = None, max_gpus: int | None = None) -> SequenceFit:
     """The layout a GPU training replica needs for `sequence_length` (`layers` x `hidden` model; `state_bytes`, the
     state with its `headroom` share for activations; `usable_bytes` of HBM per GPU), starting from the layout
-    policies/parallelism.py derives from `min_chips` (the fewest GPUs holding the state). Context parallelism comes
-    after tensor parallelism has taken the whole node (or the nodes of an NVLink domain its tensor group already
-    spans for the state), the cheaper split.
+    policies/parallelism.py derives from `min_chips` (the fewest GPUs holding the state). Tensor parallelism widens
+    first, to the narrowest group that holds the sequence; context parallelism comes after it has taken the whole
+    node (or the nodes of an NVLink domain its tensor group already spans for the state), the cheaper split.
 
     `hides(tensor, context)`: whether the key/value exchange of TP`tensor` x CP`context` is hidden under the
     attention it overlaps (`ring_exchange` against the fabric). Given it, every pipeline depth from the state's own
@@ -273,12 +274,15 @@ def sequence_fit(sequence_length: int, layers: float, hidden: float, state_bytes
         s = state_bytes / (t * pipeline)
         return SequenceFit(context, t, pipeline, span, sequence_length, s / 1e9, a / max(context, 1) / 1e9,
                            a / 1e9, usable_bytes / 1e9, past_headroom, max_context, t != tensor_alone,
-                           own_pipeline=own_pipeline, unhidden=unhidden)
+                           own_pipeline=own_pipeline, own_tensor=tensor_alone, unhidden=unhidden)
 
     if state + alone <= usable_bytes:
         return fit(1, tensor, own_pipeline, alone)
-    if tensor < gpus_per_node * span:   # the state fitted in part of a node: tensor parallelism takes the node first
-        tensor = gpus_per_node * span
+    # The state fitted in part of a node: tensor parallelism widens first, doubling up to the node (or the nodes of
+    # its NVLink domain), and stops at the narrowest group that holds the sequence: every doubling adds collectives
+    # per FLOP, so a 1.9B model whose 4,096-token sequence needs two A100-40GB trains at TP2, not TP8.
+    while tensor < gpus_per_node * span:
+        tensor = min(tensor * 2, gpus_per_node * span)
         alone = micro_batch_bytes(sequence_length, hidden, layers, tensor)
         if state_bytes / (tensor * own_pipeline) + alone <= usable_bytes:
             return fit(1, tensor, own_pipeline, alone)

@@ -231,6 +231,9 @@ class SearchContext:
             if fit.deepened:   # the layout's pipeline floor (policies/parallelism.py training_degrees `pipeline`)
                 detail["pipeline_parallel"] = fit.pipeline
             detail["chips_per_sequence"] = self.long_sequence_chips(fit)
+            if not fit.slice_chips and fit.widened and fit.tensor < offering.chips_per_host * fit.tensor_nodes:
+                # A tensor group widened short of the node (policies/parallelism.py training_degrees `tensor`).
+                detail["tensor_parallel"] = fit.tensor
             if fit.slice_chips:   # a TPU slice: the job's MaxText flags and the slice the state and sequence need
                 detail["tensor_parallel"] = fit.tensor
                 detail["sequence_slice_chips"] = fit.slice_chips
