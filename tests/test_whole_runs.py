@@ -418,6 +418,30 @@ def test_a_blind_run_also_in_the_table_is_refused(blind):
         whole_runs.blind_runs(mixed)
 
 
+def test_the_second_blind_set_holds_published_runs_in_neither_the_table_nor_the_first_set(blind):
+    """blind_runs_2.yaml (2026-11-27, committed before it was scored): rows of the table's schema, each quoting its
+    source, none of them seen before (in whole_runs.yaml or blind_runs.yaml)."""
+    table = whole_runs.whole_runs()
+    second = whole_runs.second_blind_runs()
+    assert [r.id for r in second.dense] == ["pleias-3b-preview", "zamba-7b"] and second.moe == []
+    ids = {r.id for r in second.dense + second.moe}
+    assert not ids & {r.id for r in table.dense + table.moe}
+    assert not ids & {r.id for r in blind.dense + blind.moe}
+    for row in second.dense + second.moe:
+        assert row.kind == "whole_run" and row.url.startswith("https://") and len(row.quote) > 30 and row.checked_here
+        # chips x days rows: the hours are the product the row's `derived` shows.
+        assert row.accelerator_hours == row.chips * row.days * 24
+
+
+def test_a_second_blind_run_already_in_the_first_set_is_refused(blind, tmp_path, monkeypatch):
+    import yaml
+    seen = tmp_path / "blind_runs_2.yaml"
+    seen.write_text(yaml.safe_dump({"as_of": "2026-11-27", "dense": [blind.dense[0].model_dump(mode="json")]}))
+    monkeypatch.setattr(whole_runs, "BLIND_RUNS_2", seen)
+    with pytest.raises(ValueError, match=f"{blind.dense[0].id} also in blind_runs.yaml"):
+        whole_runs.second_blind_runs()
+
+
 def test_no_blind_run_enters_any_fit(catalog, blind):
     """Emptying the blind file leaves every fitted figure as it was; only the blind ranges go."""
     full = whole_runs.fit_model(catalog, blind)
