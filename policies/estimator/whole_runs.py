@@ -427,6 +427,15 @@ def blind_test(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunErro
                         model.moe_factor, chips_rule(table.dense + table.moe))
 
 
+def second_blind_test(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunError]]:
+    """(dense, MoE) errors of the second blind set (blind_runs_2.yaml, committed before it was scored), predicted
+    exactly as blind_test predicts the first set: by the fits on every table row, none of them refitted."""
+    table = whole_runs()
+    model = calibrated_model(catalog)
+    return blind_errors(catalog, second_blind_runs(table), calibration.calibrated_fit(catalog), model.goodput,
+                        model.moe_factor, chips_rule(table.dense + table.moe))
+
+
 def predict_row(run: WholeRun, catalog: Catalog, step_fit: MfuFit, goodput: GoodputFit, impute, fp8: float,
                 parts: tuple[float, float, moe.ExpertLayout] | None = None, m: float = 1.0) -> WholeRunError:
     """One row predicted by the fits given: step MFU x goodput (x fp8); a MoE row (`parts`, from moe_parts with
@@ -493,4 +502,4 @@ def leave_one_out(catalog: Catalog, goodput_all: GoodputFit | None = None
 
 __all__ = ["BlindRunsTable", "GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable",
            "blind_errors", "blind_runs", "blind_test", "calibrated_model", "fit_goodput", "fp8_speedup", "leave_one_out",
-           "median", "second_blind_runs", "whole_runs"]
+           "median", "second_blind_runs", "second_blind_test", "whole_runs"]
