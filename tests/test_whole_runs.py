@@ -418,6 +418,30 @@ def test_a_blind_run_also_in_the_table_is_refused(blind):
         whole_runs.blind_runs(mixed)
 
 
+def test_the_second_blind_set_holds_published_runs_in_neither_the_table_nor_the_first_set(blind):
+    """blind_runs_2.yaml (2026-11-27, committed before it was scored): rows of the table's schema, each quoting its
+    source, none of them seen before (in whole_runs.yaml or blind_runs.yaml)."""
+    table = whole_runs.whole_runs()
+    second = whole_runs.second_blind_runs()
+    assert [r.id for r in second.dense] == ["pleias-3b-preview", "zamba-7b"] and second.moe == []
+    ids = {r.id for r in second.dense + second.moe}
+    assert not ids & {r.id for r in table.dense + table.moe}
+    assert not ids & {r.id for r in blind.dense + blind.moe}
+    for row in second.dense + second.moe:
+        assert row.kind == "whole_run" and row.url.startswith("https://") and len(row.quote) > 30 and row.checked_here
+        # chips x days rows: the hours are the product the row's `derived` shows.
+        assert row.accelerator_hours == row.chips * row.days * 24
+
+
+def test_a_second_blind_run_already_in_the_first_set_is_refused(blind, tmp_path, monkeypatch):
+    import yaml
+    seen = tmp_path / "blind_runs_2.yaml"
+    seen.write_text(yaml.safe_dump({"as_of": "2026-11-27", "dense": [blind.dense[0].model_dump(mode="json")]}))
+    monkeypatch.setattr(whole_runs, "BLIND_RUNS_2", seen)
+    with pytest.raises(ValueError, match=f"{blind.dense[0].id} also in blind_runs.yaml"):
+        whole_runs.second_blind_runs()
+
+
 def test_no_blind_run_enters_any_fit(catalog, blind):
     """Emptying the blind file leaves every fitted figure as it was; only the blind ranges go."""
     full = whole_runs.fit_model(catalog, blind)
@@ -427,6 +451,25 @@ def test_no_blind_run_enters_any_fit(catalog, blind):
     assert full.dense_spread == empty.dense_spread and full.moe_spread == empty.moe_spread
     assert empty.dense_blind is None and empty.moe_blind is None
     assert full.dense_blind is not None and full.moe_blind is not None
+
+
+def test_the_second_blind_set_enters_no_fit_and_not_the_range_choose_states(catalog, blind):
+    """blind_runs_2.yaml is scored, never fitted: handing its rows in beside the first set's moves no fitted figure,
+    the range `choose` states is the first set's alone, and its rows are predicted with the fits on every table row."""
+    second = whole_runs.second_blind_runs()
+    full = whole_runs.fit_model(catalog, blind)
+    both = whole_runs.fit_model(catalog, blind.model_copy(update={"dense": blind.dense + second.dense,
+                                                                   "moe": blind.moe + second.moe}))
+    assert both.goodput == full.goodput and both.moe_factor == full.moe_factor
+    assert both.fp8_speedup == full.fp8_speedup
+    assert both.dense_spread == full.dense_spread and both.moe_spread == full.moe_spread
+    model = whole_runs.calibrated_model(catalog)
+    assert model.dense_blind == full.dense_blind and model.moe_blind == full.moe_blind
+    assert model.dense_blind.rows == len(blind.dense)
+    dense, mixture = whole_runs.second_blind_test(catalog)
+    assert [e.run.id for e in dense] == [r.id for r in second.dense] and mixture == []
+    for e in dense:
+        assert e.goodput == model.goodput.goodput(whole_runs.generation_of(e.run), e.run.active)
 
 
 def test_a_mutated_blind_row_moves_the_blind_range(catalog, blind):
@@ -463,6 +506,8 @@ def test_an_edit_of_the_blind_runs_refits_the_cached_whole_run_model(catalog, mo
     monkeypatch.setattr(whole_run_model, "cached", lambda kind, files, compute, **_: seen.append(list(files)) or 0)
     whole_run_model.calibrated_model(catalog)
     assert seen and whole_run_model.BLIND_RUNS in seen[0] and whole_run_model.WHOLE_RUNS in seen[0]
+    # The second blind set is scored by the benchmark only: no input of the model `choose` reads.
+    assert whole_runs.BLIND_RUNS_2 not in seen[0]
 
 
 def test_a_mixture_of_experts_is_told_the_blind_moe_runs_range(catalog):
