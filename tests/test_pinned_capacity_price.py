@@ -100,3 +100,20 @@ def test_a_declared_reservation_under_a_flex_start_plan_bills_the_on_demand_rate
     chip, host = catalog.offering("gcp-a3-ultragpu-8g").prices("us-central1", False)
     assert reserved.capacity.provisioning == "reservation"
     assert reserved.chosen.hourly_usd == pytest.approx(hosts * (8 * chip.usd + host.usd), rel=1e-6)
+
+
+def test_a_pinned_week_long_service_on_a3_ultra_is_billed_as_the_search_bills_it(catalog):
+    def service(pin=None):
+        data = {"name": "chat", "kind": "inference", "model": {"parameters": "70B", "sequence_length": 4096},
+                "inference": {"tokens_per_second": 20000, "p99_latency_ms": 50, "framework": "jax", "hours": 168},
+                "constraints": {"clouds": ["gcp"], "spot": "never", "accelerators": ["h200-141gb"]}}
+        if pin is not None:
+            data["hardware"] = pin
+        return workload_from_mapping(data, "chat.yaml")
+
+    chosen = choose(service(), catalog).chosen
+    assert chosen.provisioning == "flex-start"
+    pinned = choose(service({"accelerator": chosen.accelerator, "chips": chosen.chips, "cloud": "gcp",
+                             "region": chosen.region, "machine_type": chosen.machine_type}), catalog).chosen
+    assert (pinned.hourly_usd, pinned.total_usd, pinned.price_source) == pytest.approx(
+        (chosen.hourly_usd, chosen.total_usd, chosen.price_source))
