@@ -194,7 +194,7 @@ def test_a_short_service_on_an_on_demand_machine_is_offered_flex_start_where_it_
     assert chosen.hourly_usd == pytest.approx(factor * same_fleet.hourly_usd, rel=1e-6)
     assert any(line.startswith("Capacity mode gcp-flex-start: flex-start: one request of at most 7 days")
                for line in choice.rationale)
-    assert any("does not wait in the queue before it serves" in line for line in choice.rationale)
+    assert any("neither waits in the queue before it serves" in line for line in choice.rationale)
 
 
 @pytest.mark.parametrize("hours", [169, 730])
