@@ -170,3 +170,41 @@ def test_the_queued_modes_are_stated_once_with_the_mode_table():
     gcp_queued = {m.provisioning for m in capacity_modes.load_modes().modes.values()
                   if m.id in ("gcp-flex-start", "gcp-queued")}
     assert gcp_queued == set(queued)
+
+
+# ------------------------------------------------- a short service on a machine sold on demand and through DWS
+
+def h100_service(hours: float, capacity=None):
+    """The 70B chat service on H100s on Google Cloud only: A3 High and A3 Mega are sold on demand and through
+    flex-start (capacity_modes.yaml applicability), at the mode's factor (gcp-accel-price-sheet-2026-09)."""
+    constraints = {"clouds": ["gcp"], "accelerators": ["h100-80gb"]}
+    if capacity is not None:
+        constraints["capacity"] = capacity
+    return service(hours, **constraints)
+
+
+def test_a_short_service_on_an_on_demand_machine_is_offered_flex_start_where_it_is_cheaper():
+    choice = choose(h100_service(120), load_catalog())
+    chosen = choice.chosen
+    assert chosen.provisioning == "flex-start" and chosen.machine_type == "a3-highgpu-8g"
+    assert chosen.price_source.startswith("gcp-accel-price-sheet-2026-09")
+    same_fleet = next(o for o in choice.options if o.offering == chosen.offering and o.hosts == chosen.hosts
+                      and o.region == chosen.region and o.provisioning == "on-demand")
+    factor = load_modes().price_factor("gcp-flex-start", chosen.machine_type)[0]
+    assert chosen.hourly_usd == pytest.approx(factor * same_fleet.hourly_usd, rel=1e-6)
+    assert any(line.startswith("Capacity mode gcp-flex-start: flex-start: one request of at most 7 days")
+               for line in choice.rationale)
+    assert any("neither waits in the queue before it serves" in line for line in choice.rationale)
+
+
+@pytest.mark.parametrize("hours", [169, 730])
+def test_a_service_past_the_limit_on_an_on_demand_machine_stays_on_demand(hours):
+    choice = choose(h100_service(hours), load_catalog())
+    assert {o.provisioning for o in choice.options} == {"on-demand"}
+
+
+def test_a_short_service_past_the_hosts_flex_start_supplies_is_not_offered_it():
+    capacity = {"obtainability": {"frontier-gpu": {"flex-start": {"max_hosts": 2}}}}
+    choice = choose(h100_service(120, capacity), load_catalog())
+    assert choice.chosen.hosts > 2
+    assert {o.provisioning for o in choice.options} == {"on-demand"}

@@ -27,6 +27,16 @@ def queued_hourly(table: ModeTable, mode_id: str, machine_type: str, on_demand_u
     return on_demand_usd * factor, _words(source_id, mode_id, factor, words, "", on_demand_source)
 
 
+def on_demand_hourly(table: ModeTable, cloud: str, machine_type: str, provisioning: str, hourly_usd: float) -> float:
+    """What a fleet priced through a queued mode (`provisioning`, at $`hourly_usd`/h) costs on demand: the mode's
+    factor divided back out (the factor multiplies the whole machine, queued_prices), or the figure itself where
+    the mode has no factor for the machine or is not queued. A reservation bills on demand, not at the queue's
+    price (policies/cloud/reservations.py use_reservation)."""
+    mode = table.mode_for(cloud, machine_type, provisioning)
+    found = table.price_factor(mode.id, machine_type) if mode is not None else None
+    return hourly_usd if found is None else hourly_usd / found[0]
+
+
 def _words(source_id: str, mode_id: str, factor: float, words: str, what: str, on_demand_source: str) -> str:
     return (f"{source_id}: {mode_id} at {factor:g} x the on-demand{what} price (the mode's per-GPU-hour price over "
             f"on-demand, {words}; observed, to be re-verified); on-demand: {on_demand_source}")

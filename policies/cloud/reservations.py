@@ -32,6 +32,7 @@ from pydantic import AfterValidator, AwareDatetime, Field, field_validator, mode
 
 from accel.base.model import StrictModel
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
 from accel.policies.cloud.commitments import DeclaredCommitment
 from accel.policies.cloud.machine_counts import machine_count_problem
 from accel.policies.plan import Plan
@@ -257,8 +258,15 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     if match is None:
         return plan
     _, machines, _ = _pool(plan)
-    # The plan was priced on demand (a pin or a search without reservations): reprice it as declared.
+    # The plan was priced on demand or through a queued mode (a pin or a search without reservations): reprice it
+    # as declared, from the on-demand rate a reservation bills (a flex-start price has the mode's factor in it).
     per_machine = plan.chosen.hourly_usd / machines
+    if plan.capacity.provisioning in QUEUED_PROVISIONING:
+        from accel.policies.cloud.capacity_modes import load_modes
+        from accel.policies.cloud.mode_prices import on_demand_hourly
+
+        per_machine = on_demand_hourly(load_modes(), plan.chosen.cloud, machine_type, plan.capacity.provisioning,
+                                       per_machine)
     hourly = round(reserved_hourly(match, machines, per_machine), 6)
     total = round(hourly * plan.chosen.hours, 2)
     chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly,

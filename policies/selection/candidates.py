@@ -39,7 +39,7 @@ from accel.policies.selection.replica_fleet import training_size
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
-from accel.policies.selection.serving_capacity import refusal as serving_refusal
+from accel.policies.selection.serving_capacity import refusal as serving_refusal, service_outlives
 from accel.policies.workload import XLA_FRAMEWORKS, WorkloadFieldError, WorkloadSpec, framework_label
 
 if TYPE_CHECKING:  # the reservation rules load only when a run declares reservations (~2 ms of a plain choose)
@@ -483,14 +483,15 @@ def _no_queued_price(chip: Price, host: Price | None) -> None:
 
 def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
                   ) -> list[PricePoint]:
-    """Flex-start price points of an on-demand GCP GPU training offering the mode is sold for
-    (capacity_modes.yaml applicability), at the mode's factor of each on-demand group's price. Only where the
-    table has a factor for the machine type: at the on-demand price the mode can only wait and chain legs for
-    nothing. Not for serving (a machine sold on demand serves on demand; a service past the mode's longest request
-    is never queued: policies/selection/serving_capacity.py) nor when spot is required."""
-    if (ctx.obtain is None or ctx.spec.kind == "inference" or ctx.spec.constraints.spot == "required"
+    """Flex-start price points of an on-demand GCP GPU offering the mode is sold for (capacity_modes.yaml
+    applicability), at the mode's factor of each on-demand group's price. Only where the table has a factor for
+    the machine type: at the on-demand price the mode can only wait and chain legs for nothing. A service only
+    within the mode's longest request (policies/selection/serving_capacity.py: one request, every node removed
+    when it ends; a longer service is never queued); not when spot is required."""
+    if (ctx.obtain is None or ctx.spec.constraints.spot == "required"
             or offering.cloud != "gcp" or offering.family != "gpu" or offering.provisioning != "on-demand"
-            or ctx.obtain.queue(offering, "flex-start") is None):
+            or ctx.obtain.queue(offering, "flex-start") is None
+            or service_outlives(ctx.spec, ctx.obtain.mode_for(offering, "flex-start")) is not None):
         return []
     points = []
     priced = queued_pricer(ctx, offering, "flex-start")

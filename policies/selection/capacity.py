@@ -299,9 +299,12 @@ def queued_why(chosen, ranked: list) -> str:
                   and c.reserved is None and c.booking is None), None)
     if other is None:
         return f"{words}: no fleet of {chosen.offering.machine_type} on demand meets the workload"
+    # A service is one request (serving_capacity): it does not chain legs, but its request ends.
+    unlike = ("neither waits in the queue nor restarts between legs" if "p99_ms_per_token" not in
+              chosen.evaluation.detail else
+              "neither waits in the queue before it serves nor is removed when a request ends")
     return (f"{words}: {money(chosen.evaluation.total_usd)} against {money(other.evaluation.total_usd)} for "
-            f"{other.size.hosts} x {other.offering.machine_type} on demand, which neither waits in the queue nor "
-            "restarts between legs")
+            f"{other.size.hosts} x {other.offering.machine_type} on demand, which {unlike}")
 
 
 def mode_id(ob: Obtaining, offering: Offering, provisioning: str) -> str:

@@ -243,6 +243,11 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
             notes.append("kubernetes: no offerings; the kubernetes cloud offers only the chips of an existing "
                          "cluster's inventory (accel:cluster with its inventory in a stack file, e.g. "
                          "`accel plan -s STACK`); a workload file alone has none")
+        if spec.kind == "inference":
+            from accel.policies.selection.serving_remedies import serving_remedies  # only a refused service reads it
+
+            notes.extend(serving_remedies(ctx, found, lambda lower: _search_and_choose(
+                lower, catalog, objective, extra_offerings, reservations)))
         raise explain_infeasible(ctx, found, notes)
 
     ranked.sort(key=lambda item: item[0])

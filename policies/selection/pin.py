@@ -6,7 +6,8 @@ import math
 from typing import Sequence
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies.selection.capacity import capacity_lines, mode_id, spot_timing
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
+from accel.policies.selection.capacity import capacity_lines, mode_id, queued_timing, spot_timing
 from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.selection.candidates import (
     Candidate,
@@ -17,6 +18,7 @@ from accel.policies.selection.candidates import (
     node_limit,
     node_limit_violation,
     node_limit_words,
+    queued_pricer,
     search_context,
     to_option,
 )
@@ -140,12 +142,17 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     over_limit: list[tuple[Offering, Size]] = []
     for offering in offerings:
         regions = [pin.region] if pin.region else list(offering.regions)
+        # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price, as the search prices
+        # it (candidates.price_points): its factor of the on-demand figure where the table has one, else that
+        # figure, an upper bound (A4, TPU7x).
+        queued = (queued_pricer(ctx, offering, offering.provisioning)
+                  if not spot and offering.provisioning in QUEUED_PROVISIONING else None)
         for region in regions:
             prices = offering.prices(region, spot)
             if prices is None:
                 notes.append(f"{offering.id} has no {'spot' if spot else 'on-demand'} price in {region}")
                 continue
-            chip, host = prices
+            chip, host = (queued(*prices) if queued is not None else None) or prices
             if generation is not None:
                 size = tpu_fleet(generation.name, topology, slices)
             else:
@@ -392,14 +399,25 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         if spot:
             detail["spot_time_lost"] = round(1.0 - model.productivity(trained.hosts), 4)
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
+        queue = (ctx.obtain.queue(offering, offering.provisioning)
+                 if not spot and ctx.obtain is not None and offering.provisioning in QUEUED_PROVISIONING else None)
+        timing = None
         if spot_model is not None and ctx.obtain is not None:
             # A pin is not searched, but the capacity model still says whether its spot fleet finishes.
             timing = spot_timing(ctx.obtain, spot_model, size.hosts, hours, model.loss_hours,
                                  mode_id(ctx.obtain, offering, "spot"))
+        elif queue is not None and ctx.obtain is not None and math.isfinite(hours):
+            # Bought through a queued mode (A3 Ultra, A4, TPU7x on flex-start): chained in legs of at most its
+            # longest request, each paying the start-up again, as the search times the same fleet (sizing.py).
+            timing = queued_timing(ctx.obtain, queue, size.hosts, hours, model.startup_hours(trained.hosts),
+                                   mode_id(ctx.obtain, offering, offering.provisioning), offering.provisioning)
+        if timing is not None:
             detail["capacity_mode"], detail["capacity_risk"] = timing.mode, timing.risk
             if math.isfinite(timing.wall_hours):
                 detail["capacity_wall_hours"] = round(timing.wall_hours, 2)
                 hours = timing.billed_hours
+                if timing.legs is not None:
+                    detail["capacity_legs"] = timing.legs.legs
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hours * hourly,
                                 mfu=model.mfu(trained.chips, trained.slices),
                                 goodput=model.goodput * max(model.productivity(trained.hosts), 1e-6), detail=detail)

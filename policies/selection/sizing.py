@@ -657,7 +657,13 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     assert spec.inference is not None
     model = ctx.inference_model(offering)
     accelerator = ctx.accelerator(offering)
-    capacity = "spot" if spot else "on-demand"
+    provisioning = capacity_type(spot, reserved, point.queue, None, offering)
+    capacity = "spot" if spot else provisioning if provisioning in QUEUED_PROVISIONING else "on-demand"
+    # A service bought through flex-start or queued provisioning (one request within its longest: candidates
+    # .price_points and queued_groups keep a longer one off it) waits in the queue before it serves and is
+    # supplied at most the mode's hosts (estimates, as a training fleet on it: capacity.queued_timing).
+    queue = (ctx.obtain.queue(offering, provisioning) if ctx.obtain is not None and provisioning in
+             QUEUED_PROVISIONING else None)
     why_not: list[str] = []
     too_slow: list[tuple[float, int]] = []   # (decode step at batch 1, replica chips) of sizes over the p99 bound
     feasible: list[tuple[tuple, Candidate]] = []
@@ -675,10 +681,20 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
                 why_not.append(f"{size.chips}-chip replica: {plan.reason}")
             continue
         assert plan.detail is not None
+        if queue is not None and fleet.hosts > queue[2]:
+            why_not.append(f"{size.chips}-chip replicas: {fleet.hosts} hosts is past the {queue[2]:g} hosts "
+                           f"{provisioning} is expected to supply (estimate)")
+            continue
         hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
+        detail = dict(plan.detail)
+        if queue is not None and ctx.obtain is not None:
+            detail["capacity_mode"] = mode_id(ctx.obtain, offering, provisioning)
+            detail["capacity_risk"] = (f"{provisioning}: one request of at most {queue[0] / 24:g} days, every node "
+                                       f"removed when it ends; waits ~{duration(queue[1])} in the queue before it "
+                                       "serves (estimate)")
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=plan.utilisation,
-                                goodput=1.0, detail=dict(plan.detail))
-        cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved)
+                                goodput=1.0, detail=detail)
+        cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved, queue=point.queue)
         over_budget = ctx.budget is not None and evaluation.total_usd > ctx.budget
         overshoot = plan.overshoot + (math.log(max(1.0, evaluation.total_usd / ctx.budget)) if ctx.budget else 0.0)
         outcome.near.append((overshoot, cand, ""))
@@ -717,6 +733,7 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     constraint = ("budget" if any("budget" in w for w in why_not) else
                   "max_chips" if any("> max" in w for w in why_not) else
                   "max_nodes" if any("over the node limit" in w for w in why_not) else
+                  "capacity" if any("is expected to supply" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
     outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])
                             + (held if constraint in ("memory", "latency") else "")))

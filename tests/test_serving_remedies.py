@@ -1,0 +1,53 @@
+"""A 405B service on Google Cloud alone, never on spot, for a month: why nothing serves it and what would.
+
+From the capacity table's facts (policies/cloud/capacity_modes.yaml applicability, gcp-consumption-options): A3
+High, A3 Mega and A2 are sold on demand, but 810 GB of bf16 weights fit no replica of theirs (a serving replica
+stays within one NVLink domain, 8 x 80 GB); A3 Ultra and A4, whose one node holds them, are not sold on demand
+(flex-start past 168 h is refused for a service) and A4X only through reservations. So the refusal is right; it
+must say why and what would serve: at fp8 the same search finds an on-demand H100 fleet, named with its price.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from accel.policies.catalog import load_catalog
+from accel.policies.selection.choose import NoFeasibleOption, choose
+from accel.policies.workload import workload_from_mapping
+
+
+def service_405b(precision: str = "bf16", hours: float = 730):
+    return workload_from_mapping({
+        "name": "serve-405b", "kind": "inference", "model": {"parameters": "405B", "sequence_length": 8192},
+        "inference": {"tokens_per_second": 15000, "p99_latency_ms": 60, "framework": "pytorch",
+                      "precision": precision, "hours": hours},
+        "constraints": {"clouds": ["gcp"], "spot": "never"}}, "serve-405b.yaml")
+
+
+@pytest.fixture(scope="module")
+def refusal():
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(service_405b(), load_catalog())
+    return refused.value
+
+
+def test_the_refusal_says_the_machines_sold_on_demand_cannot_hold_the_weights_and_why_the_others_are_out(refusal):
+    text = str(refusal)
+    assert set(refusal.eliminations["memory"]) >= {"gcp-a3-highgpu-8g", "gcp-a3-megagpu-8g", "gcp-a2-ultragpu-8g"}
+    assert set(refusal.eliminations["capacity"]) == {"gcp-a3-ultragpu-8g", "gcp-a4-highgpu-8g", "gcp-a4x-highgpu-4g"}
+    why = next(line for line in text.splitlines() if line.strip().startswith("why:"))
+    assert "a serving replica stays within one NVLink domain" in why
+    assert "outlives flex-start's longest request, 168 h" in why and "a declared reservation of" in why
+
+
+def test_the_refusal_names_what_the_search_finds_at_fp8(refusal):
+    at_fp8 = choose(service_405b("fp8"), load_catalog()).chosen
+    assert at_fp8.cloud == "gcp" and at_fp8.provisioning == "on-demand" and at_fp8.machine_type.startswith("a3-")
+    line = next(line for line in str(refusal).splitlines() if "what would serve" in line)
+    assert "inference.precision: fp8" in line
+    assert f"{at_fp8.hosts} x {at_fp8.machine_type}" in line and at_fp8.region in line
+
+
+def test_a_week_long_405b_service_is_served_through_flex_start_instead():
+    chosen = choose(service_405b(hours=168), load_catalog()).chosen
+    assert chosen.provisioning == "flex-start" and chosen.price_source.startswith("gcp-accel-price-sheet-2026-09")
