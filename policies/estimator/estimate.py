@@ -139,8 +139,13 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     if row is not None:
         layers = float(row.layers)
         put("model_layers", layers, f"architecture {row.name} (policies/architectures/architectures.yaml)", None)
+    elif spec.model.layers is not None:
+        layers = float(spec.model.layers)
+        put("model_layers", layers, "model.layers", None)
     else:
-        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
+        # From the parameters a token passes through, as the training estimate counts them (model_architecture):
+        # a mixture-of-experts model's total would give DeepSeek-V3 (671B, 61 layers) 175 layers of KV cache.
+        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * spec.model.active ** (1 / 3)))
         put("model_layers", layers, f"estimated: {inference.kv_cache_layers_per_cube_root.source}", None)
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
@@ -151,10 +156,13 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
             f"{precision.kv_bytes_per_value:g} bytes", None)
     else:
         kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
+        given = row is None and spec.model.layers is not None
+        counted = ("model.layers" if given else "estimated")
         put("kv_cache_bytes_per_token", kv,
-            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x "
-            f"{precision.kv_bytes_per_value:g} bytes; {inference.kv_cache_layers_per_cube_root.source}; "
-            f"{inference.kv_cache_width.source}", None)
+            f"{int(layers)} layers ({counted}) x {int(inference.kv_cache_width.value)} KV width x K,V x "
+            f"{precision.kv_bytes_per_value:g} bytes; "
+            + ("" if given else f"{inference.kv_cache_layers_per_cube_root.source}; ")
+            + f"{inference.kv_cache_width.source}", None)
     section = spec.inference
     if section is not None and section.prompt_tokens and section.output_tokens:
         context, context_source = section.prompt_tokens + section.output_tokens, \
