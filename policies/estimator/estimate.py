@@ -139,8 +139,13 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     if row is not None:
         layers = float(row.layers)
         put("model_layers", layers, f"architecture {row.name} (policies/architectures/architectures.yaml)", None)
+    elif spec.model.layers is not None:
+        layers = float(spec.model.layers)
+        put("model_layers", layers, "model.layers", None)
     else:
-        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * parameters ** (1 / 3)))
+        # From the parameters a token passes through, as the training estimate counts them (model_architecture):
+        # a mixture-of-experts model's total would give DeepSeek-V3 (671B, 61 layers) 175 layers of KV cache.
+        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * spec.model.active ** (1 / 3)))
         put("model_layers", layers, f"estimated: {inference.kv_cache_layers_per_cube_root.source}", None)
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
@@ -151,10 +156,13 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
             f"{precision.kv_bytes_per_value:g} bytes", None)
     else:
         kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
+        given = row is None and spec.model.layers is not None
+        counted = ("model.layers" if given else "estimated")
         put("kv_cache_bytes_per_token", kv,
-            f"{int(layers)} layers (estimated) x {int(inference.kv_cache_width.value)} KV width x K,V x "
-            f"{precision.kv_bytes_per_value:g} bytes; {inference.kv_cache_layers_per_cube_root.source}; "
-            f"{inference.kv_cache_width.source}", None)
+            f"{int(layers)} layers ({counted}) x {int(inference.kv_cache_width.value)} KV width x K,V x "
+            f"{precision.kv_bytes_per_value:g} bytes; "
+            + ("" if given else f"{inference.kv_cache_layers_per_cube_root.source}; ")
+            + f"{inference.kv_cache_width.source}", None)
     section = spec.inference
     if section is not None and section.prompt_tokens and section.output_tokens:
         context, context_source = section.prompt_tokens + section.output_tokens, \
@@ -540,6 +548,7 @@ class InferenceModel:
         self.usable_hbm = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
         self.bandwidth = accelerator.hbm_gbps * 1e9 * resolved["inference_hbm_bandwidth_efficiency"]
         peak = (accelerator.peak_fp8_tflops if self.fp8 else accelerator.peak_bf16_tflops) * 1e12
+        self.peak = peak   # what the replica computes at: an fp8 replica's utilisation is a share of the fp8 peak
         self.compute = peak * resolved["inference_compute_efficiency"]
         self.prefill_compute = peak * resolved["inference_prefill_efficiency"]
         self.p99_bound_ms = spec.inference.p99_latency_ms
@@ -547,6 +556,12 @@ class InferenceModel:
         self.step_limit = self.p99_bound_ms / 1000.0 / self.p99_factor
         self.scaling_log = math.log(resolved["inference_replica_scaling_per_doubling"])
         self.min_replicas = int(resolved["inference_min_replicas"])
+
+    def utilisation(self, tokens_per_second: float, chips: int) -> float:
+        """The share of `chips`' peak (at the precision the replica computes in) that `tokens_per_second`
+        generated tokens use, prefill included; kept in (0, 1]. Against the bf16 peak an fp8 fleet read up to twice
+        what it uses (a prefill-bound fp8 70B on B200: 78%, of a peak it does not compute at)."""
+        return min(1.0, max(1e-6, self.step_flops_per_sequence * tokens_per_second / (chips * self.peak)))
 
     def efficiency(self, chips: int) -> float:
         """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""

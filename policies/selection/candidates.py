@@ -292,6 +292,12 @@ class SearchContext:
     def fleet_cap(self, offering: Offering) -> int:
         return min(self.max_chips, offering.max_chips or self.max_chips)
 
+    def fleet_cap_constraint(self, offering: Offering) -> str:
+        """Which limit fleet_cap is, as a refusal names it: 'max_chips' (the workload's), or 'offering_chips' where
+        the offering holds fewer chips (a cluster inventory's count): raising max_chips would not move it."""
+        return "offering_chips" if offering.max_chips is not None and offering.max_chips < self.max_chips \
+            else "max_chips"
+
     def node_limit(self, offering: Offering) -> NodeLimit | None:
         """The offering's most nodes per node pool when it applies to this workload (training or serving)."""
         return node_limit(offering, self.spec.kind != "inference")

@@ -127,6 +127,16 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
     return order, (fastest_at, fastest, order[0][0][2])
 
 
+def eliminating(spec: WorkloadSpec, reasons: Sequence[tuple[str, str]]) -> list[str]:
+    """The constraints an infeasible offering's reasons name, once each, in order. Where the workload only allows
+    spot, an offering without spot capacity was sized on demand too: that missing spot eliminated nothing (the
+    spot: allowed line would send the user to a field whose change moves nothing), so the other reasons say why."""
+    constraints = list(dict.fromkeys(c for c, _ in reasons))
+    if spec.constraints.spot == "allowed" and "spot" in constraints and len(constraints) > 1:
+        constraints.remove("spot")
+    return constraints
+
+
 def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
     """Every offering ruled out (hard_filter) or sized at each of its price points (price_points,
     size_offering); each pick ranked by the objective, in every region of its price group."""
@@ -203,7 +213,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         if not feasible:
             unique = _merge_capacity_reasons([reason for _, reason in reasons])
             found.rejected.append({"offering": offering.id, "reasons": unique})
-            for constraint in dict.fromkeys(c for c, _ in reasons):
+            for constraint in eliminating(spec, reasons):
                 found.eliminations.setdefault(constraint, []).append(offering.id)
             found.family_reasons[offering.family].extend(unique)
     return found

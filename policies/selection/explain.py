@@ -170,7 +170,7 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
         elif closest:
             candidate = closest[0][1]
             option = to_option(candidate, candidate.regions[0])
-            misses = _missed_limits(ctx, option, candidate.evaluation.detail)
+            misses = _missed_limits(ctx, option, candidate.evaluation.detail, candidate.offering.max_chips)
             if spec.kind == "inference":
                 terms = f"would cost {money(option.hourly_usd)}/h"
             else:
@@ -290,8 +290,10 @@ def max_chips_label(ctx: SearchContext) -> str:
     return f"max_chips {ctx.max_chips} (the default; set constraints.max_chips to raise it)"
 
 
-def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = None) -> str:
-    """Which limits an infeasible option misses, and by how much."""
+def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = None,
+                   offering_chips: int | None = None) -> str:
+    """Which limits an infeasible option misses, and by how much; `offering_chips`: the most its offering holds
+    (a cluster inventory's count), where it has a ceiling of its own."""
     misses = []
     spec = ctx.spec
     if spec.kind != "inference" and option.hours > ctx.deadline_h:
@@ -308,6 +310,8 @@ def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = Non
     if option.chips > ctx.max_chips:
         default = ", the default: set constraints.max_chips to raise it" if spec.constraints.max_chips is None else ""
         misses.append(f"needs {option.chips:,} chips > max_chips {ctx.max_chips}{default}")
+    elif offering_chips is not None and option.chips > offering_chips:
+        misses.append(f"needs {option.chips:,} chips > the {offering_chips:,} {option.offering} holds")
     return " and ".join(misses) or "meets the limits it was measured against"
 
 
@@ -326,6 +330,8 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         "spot": f"spot: {constraints.spot}",
         "memory": "memory fit",
         "max_chips": max_chips_label(ctx),
+        "offering_chips": "the chips an offering holds (a cluster inventory's count)",
+        "global_batch": "global batch (training.global_batch_tokens)",
         "max_nodes": "node-pool limits (catalog max_nodes)",
         "deadline": (f"deadline {ctx.deadline_h / 24:g} days" if ctx.deadline_given
                      else f"default limit {ctx.deadline_h / 24:g} days"),
@@ -343,7 +349,7 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         finite.sort(key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
         candidate = finite[0][1]
         closest_option = to_option(candidate, candidate.regions[0])
-        misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail)
+        misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail, candidate.offering.max_chips)
         if closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
             misses += f"; {max_chips_label(ctx)} stopped it growing"
         elif (spec.kind != "inference" and closest_option.hours > ctx.deadline_h

@@ -424,7 +424,6 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         return Candidate(offering, [region], spot, size, evaluation, chip, host)
     assert spec.inference is not None
     model_i = ctx.inference_model(offering)
-    accelerator = ctx.accelerator(offering)
     if size.topology is not None:
         options = [(shapes.topology_chips(size.topology), size.slices)]
     else:
@@ -452,7 +451,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
               "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second": round(served, 1),
               "tokens_per_second_per_replica": round(replica.tokens_per_second, 1), "bound": replica.bound,
               "min_chips_for_memory": ctx.min_memory_chips(offering)}
-    utilisation = min(1.0, max(1e-6, model_i.step_flops_per_sequence * used / (size.chips * accelerator.peak_bf16_tflops * 1e12)))
+    utilisation = model_i.utilisation(used, size.chips)
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation, goodput=1.0,
                             detail=detail)
     return Candidate(offering, [region], spot, size, evaluation, chip, host)

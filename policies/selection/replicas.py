@@ -48,7 +48,6 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
     spec, resolved = ctx.spec, ctx.resolved
     assert spec.inference is not None
     model = ctx.inference_model(offering)
-    accelerator = ctx.accelerator(offering)
     cap = ctx.fleet_cap(offering)
     limit = ctx.node_limit(offering)
     headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
@@ -64,7 +63,7 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
         replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
         fleet = serving_fleet(offering, size, replicas)
         latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
-        utilisation = min(1.0, max(1e-6, model.step_flops_per_sequence * target / (fleet.chips * accelerator.peak_bf16_tflops * 1e12)))
+        utilisation = model.utilisation(target, fleet.chips)
         detail: dict[str, float | int | str] = {
             "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": replica.batch,
             "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second_per_replica": round(replica.tokens_per_second, 1),

@@ -166,8 +166,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
         return _price_free_miss(outcome)
     if len(ladder) == 0:
-        outcome.reasons.append(("max_chips", f"{capacity}: max_chips {cap} is below one node of "
-                                             f"{plural(offering.chips_per_host, 'GPU')}"))
+        outcome.reasons.append(_below_one_node(ctx, offering, cap, capacity))
         return _price_free_miss(outcome)
     lo, hi = ladder.first_at_least(floor), len(ladder) - 1
     if lo > hi and fit is not None and sequence_floor and ladder.first_at_least(need) <= hi:
@@ -203,6 +202,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             constraint = "memory"
         elif node_limited:
             why, constraint = limit_words, "max_nodes"
+        elif ctx.fleet_cap_constraint(offering) == "offering_chips":
+            why, constraint = f"{offering.id} holds {plural(ctx.fleet_cap(offering), 'chip')}", "offering_chips"
         else:
             why, constraint = f"max_chips allows {biggest}", "max_chips"
         outcome.reasons.append((constraint, f"{capacity}: {state:,.2f} TB of training state needs at least "
@@ -585,6 +586,19 @@ class TrainingPick(NamedTuple):
     miss: tuple[str, str] | None = None
 
 
+def _below_one_node(ctx: SearchContext, offering: Offering, cap: int, capacity: str) -> tuple[str, str]:
+    """(constraint, reason) for a GPU ladder with no fleet: the fleet's ceiling `cap` is below one node. The ceiling
+    is the global batch's chips where they are less than any chip limit (a short batch of long sequences): raising
+    max_chips would change nothing, so the refusal names training.global_batch_tokens."""
+    node = plural(offering.chips_per_host, 'GPU')
+    if cap < ctx.fleet_cap(offering):
+        return ("global_batch", f"{capacity}: the global batch keeps at most {plural(cap, 'chip')} busy, below one "
+                                f"node of {node} (set training.global_batch_tokens to raise it)")
+    if ctx.fleet_cap_constraint(offering) == "offering_chips":
+        return ("offering_chips", f"{capacity}: {offering.id} holds {plural(cap, 'chip')}, below one node of {node}")
+    return ("max_chips", f"{capacity}: max_chips {cap} is below one node of {node}")
+
+
 def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | CountLadder, lo: int, fastest: int,
                         within_budget: int, hours: Callable[[int], float], cost: Callable[[int], float],
                         deadline: float, budget: float | None, deadline_words: str, capacity: str,
@@ -731,7 +745,7 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
         return outcome
     why_not = [w for w in why_not if not w.endswith("weights do not fit")]
     constraint = ("budget" if any("budget" in w for w in why_not) else
-                  "max_chips" if any("> max" in w for w in why_not) else
+                  ctx.fleet_cap_constraint(offering) if any("> max" in w for w in why_not) else
                   "max_nodes" if any("over the node limit" in w for w in why_not) else
                   "capacity" if any("is expected to supply" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
