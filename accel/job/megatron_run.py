@@ -93,16 +93,38 @@ def _swiglu_ffn(hidden: int) -> int:
     return int((4 * hidden * 2 / 3) / 64) * 64
 
 
+def pipeline_split(layers: int, stages: int) -> tuple[int, int] | None:
+    """(layers on the first stage, on the last) where `layers` do not split evenly over `stages`, else None: the
+    middle stages take ceil(layers / stages) each when that leaves the first and last at least one between them, else
+    floor (Megatron's uneven pipeline: runtime.yaml megatron.refusals.uneven_pipeline). ValueError for fewer layers
+    than stages, which no split holds."""
+    if layers % stages == 0:
+        return None
+    if layers < stages:
+        raise ValueError(f"{layers} layers cannot fill {stages} pipeline stages")
+    if stages == 2:
+        return layers // 2, layers - layers // 2
+    middle = -(-layers // stages)
+    if layers - (stages - 2) * middle < 2:
+        middle = layers // stages
+    ends = layers - (stages - 2) * middle
+    return ends // 2, ends - ends // 2
+
+
+def _stages(layers: int, degrees: Layout, field: str) -> tuple[int, int] | None:
+    try:
+        return pipeline_split(layers, degrees.pipeline)
+    except ValueError:
+        raise _refusal(field, f"{layers} layers cannot fill pipeline parallelism {degrees.pipeline} (each stage "
+                       "holds at least one)", "pipeline_layers", "pin hardware whose layout has fewer stages") from None
+
+
 def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
     row = model_run.named_model(plan).architecture
     if row is None:
         return None
     field = f"model.architecture: {row.name}"
-    if row.layers % degrees.pipeline:
-        raise _refusal(field, f"its {row.layers} layers do not split evenly over pipeline parallelism "
-                       f"{degrees.pipeline}", "pipeline_layers",
-                       "pass --command with Megatron's --decoder-first-pipeline-num-layers / "
-                       "--decoder-last-pipeline-num-layers for uneven stages, or pin hardware whose layout does")
+    _stages(row.layers, degrees, field)
     if row.query_heads % degrees.tensor:
         raise _refusal(field, f"its {row.query_heads} query heads do not split over tensor parallelism "
                        f"{degrees.tensor}", "heads", "pin hardware whose tensor parallelism divides them")
@@ -147,11 +169,7 @@ def _derived_shape(plan: Plan, degrees: Layout) -> Shape:
     head_dim = int(table["derived_head_dim"])
     groups = max(int(table["derived_query_groups"]), degrees.tensor)
     if model.layers is not None:
-        if model.layers % degrees.pipeline:
-            raise _refusal("model.layers", f"{model.layers} layers do not split evenly over pipeline parallelism "
-                           f"{degrees.pipeline}", "pipeline_layers",
-                           f"give a multiple of {degrees.pipeline}, or pass --command with Megatron's "
-                           "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers")
+        _stages(model.layers, degrees, "model.layers")
         layers = model.layers
     else:
         layers = max(degrees.pipeline, degrees.pipeline * round(layers_estimate / degrees.pipeline))
@@ -243,6 +261,9 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
                        f"{degrees.context}", "context_sequence", f"give a multiple of {2 * degrees.context}")
     batch, batch_note = global_batch(plan, degrees)
     args = [f"--tensor-model-parallel-size {degrees.tensor}", f"--pipeline-model-parallel-size {degrees.pipeline}"]
+    uneven = pipeline_split(shape.layers, degrees.pipeline)
+    if uneven is not None:
+        args.append(f"--decoder-first-pipeline-num-layers {uneven[0]} --decoder-last-pipeline-num-layers {uneven[1]}")
     if degrees.context > 1:
         args.append(f"--context-parallel-size {degrees.context}")
     if degrees.tensor > 1:
@@ -291,6 +312,10 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
         + "; the distributed optimizer (optimizer state sharded over DP); full recomputation of every layer, "
         "the regime the estimate sizes activations by",
         shape.note,
+        *([f"pipeline: {shape.layers} layers do not split evenly over {degrees.pipeline} stages: {uneven[0]} on the "
+           f"first, {uneven[1]} on the last, {(shape.layers - sum(uneven)) // max(1, degrees.pipeline - 2)} on each "
+           "other (Megatron's uneven pipeline, as Llama 3 405B's 126 layers ran on 16 stages)"]
+          if uneven is not None else []),
         f"batch: --micro-batch-size 1, --global-batch-size {batch:,} ({batch_note}) of {sequence:,} tokens",
         *precision_notes,
         f"smoke run: mock data (--mock-data), a null tokenizer of {shape.vocabulary:,} entries, 100 iterations, "
