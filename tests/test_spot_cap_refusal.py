@@ -9,7 +9,8 @@ from accel.policies.catalog import load_catalog
 from accel.policies.selection.choose import NoFeasibleOption, choose
 from accel.policies.workload import workload_from_mapping
 
-ESTIMATES = "estimates in policies/cloud/capacity_modes.yaml; yours go in constraints.capacity.obtainability.frontier-gpu.spot"
+ESTIMATES = ("estimates in policies/cloud/capacity_modes.yaml; yours go in "
+             "constraints.capacity.obtainability.frontier-gpu.spot")
 
 
 @pytest.fixture(scope="module")
