@@ -287,10 +287,10 @@ def booked_why(ob: Obtaining, chosen, ranked: list) -> str:
             "fleet of another mode")
 
 
-def queued_why(chosen, ranked: list) -> str:
+def queued_why(chosen, ranked: list, service: bool) -> str:
     """Why a fleet bought through flex-start at the mode's own price was chosen: against the best on-demand fleet
-    of the same offering (the same machines, without the queue and the seven-day legs), or that none meets the
-    workload. `ranked`: [(key, candidate, region)]."""
+    of the same offering (the same machines, without the queue and the seven-day legs; for a `service`, one
+    request), or that none meets the workload. `ranked`: [(key, candidate, region)]."""
     if chosen.queue is None:
         return ""
     words = (f"bought through {chosen.queue} at its price ({chosen.chip_price.source.split(':', 1)[0]}, "
@@ -300,9 +300,8 @@ def queued_why(chosen, ranked: list) -> str:
     if other is None:
         return f"{words}: no fleet of {chosen.offering.machine_type} on demand meets the workload"
     # A service is one request (serving_capacity): it does not chain legs, but its request ends.
-    unlike = ("neither waits in the queue nor restarts between legs" if "p99_ms_per_token" not in
-              chosen.evaluation.detail else
-              "neither waits in the queue before it serves nor is removed when a request ends")
+    unlike = ("neither waits in the queue before it serves nor is removed when a request ends" if service else
+              "neither waits in the queue nor restarts between legs")
     return (f"{words}: {money(chosen.evaluation.total_usd)} against {money(other.evaluation.total_usd)} for "
             f"{other.size.hosts} x {other.offering.machine_type} on demand, which {unlike}")
 

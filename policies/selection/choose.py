@@ -274,7 +274,8 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
                                         spec.constraints.spot if spec.kind == "inference" else None,
-                                        booked_why(ctx.obtain, best, ranked) or queued_why(best, ranked)))
+                                        booked_why(ctx.obtain, best, ranked)
+                                        or queued_why(best, ranked, spec.kind == "inference")))
     rationale.extend(ranked_after_lines(objective, spec.kind, ranked, options))
     rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []
