@@ -128,9 +128,10 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
 
 
 def eliminating(spec: WorkloadSpec, reasons: Sequence[tuple[str, str]]) -> list[str]:
-    """The constraints an infeasible offering's reasons name, once each, in order. Where the workload only allows
-    spot, an offering without spot capacity was sized on demand too: that missing spot eliminated nothing (the
-    spot: allowed line would send the user to a field whose change moves nothing), so the other reasons say why."""
+    """The constraints an infeasible offering's reasons name, once each, in order. Under `spot: allowed` (spot or
+    on demand), an offering without spot capacity was sized on demand too: that missing spot eliminated nothing
+    (the spot: allowed line would send the user to a field whose change moves nothing), so the other reasons say
+    why. Under `spot: required` it is the reason, and stays."""
     constraints = list(dict.fromkeys(c for c, _ in reasons))
     if spec.constraints.spot == "allowed" and "spot" in constraints and len(constraints) > 1:
         constraints.remove("spot")
