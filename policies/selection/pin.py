@@ -406,7 +406,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
             # A pin is not searched, but the capacity model still says whether its spot fleet finishes.
             timing = spot_timing(ctx.obtain, spot_model, size.hosts, hours, model.loss_hours,
                                  mode_id(ctx.obtain, offering, "spot"))
-        elif queue is not None and ctx.obtain is not None and math.isfinite(hours):
+        elif queue is not None and ctx.obtain is not None:
             # Bought through a queued mode (A3 Ultra, A4, TPU7x on flex-start): chained in legs of at most its
             # longest request, each paying the start-up again, as the search times the same fleet (sizing.py).
             timing = queued_timing(ctx.obtain, queue, size.hosts, hours, model.startup_hours(trained.hosts),
