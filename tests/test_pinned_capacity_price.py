@@ -111,9 +111,18 @@ def test_a_pinned_week_long_service_on_a3_ultra_is_billed_as_the_search_bills_it
             data["hardware"] = pin
         return workload_from_mapping(data, "chat.yaml")
 
-    chosen = choose(service(), catalog).chosen
+    searched = choose(service(), catalog)
+    chosen = searched.chosen
     assert chosen.provisioning == "flex-start"
-    pinned = choose(service({"accelerator": chosen.accelerator, "chips": chosen.chips, "cloud": "gcp",
-                             "region": chosen.region, "machine_type": chosen.machine_type}), catalog).chosen
+    pin = choose(service({"accelerator": chosen.accelerator, "chips": chosen.chips, "cloud": "gcp",
+                          "region": chosen.region, "machine_type": chosen.machine_type}), catalog)
+    pinned = pin.chosen
     assert (pinned.hourly_usd, pinned.total_usd, pinned.price_source) == pytest.approx(
         (chosen.hourly_usd, chosen.total_usd, chosen.price_source))
+    # And its capacity mode and risk: one request, every node removed when it ends, the wait before it serves (the
+    # pin carried none, so its plan had no capacity.mode and its rationale no line about the queue).
+    for key in ("capacity_mode", "capacity_risk"):
+        assert pin.estimate.details[key] == searched.estimate.details[key]
+    assert "before it serves" in pin.estimate.details["capacity_risk"]
+    line = next(line for line in searched.rationale if line.startswith("Capacity mode gcp-flex-start"))
+    assert line in pin.rationale

@@ -210,6 +210,19 @@ def queued_timing(ob: Obtaining, limits: tuple[float, float, float], hosts: int,
     return Timing(legs.wall_hours_q, legs.billed_hours, mode, risk, legs=legs)
 
 
+def queued_service_detail(ob: Obtaining, offering: Offering, provisioning: str) -> dict[str, str]:
+    """The capacity mode and risk a service bought through a queued mode records, searched or pinned alike: one
+    request within the mode's longest (serving_capacity keeps a longer service off it), every node removed when
+    it ends, and the queue's wait before it serves; {} where the offering is not bought through one."""
+    limits = ob.queue(offering, provisioning) if provisioning in QUEUED_PROVISIONING else None
+    if limits is None:
+        return {}
+    max_hours, wait, _ = limits
+    return {"capacity_mode": mode_id(ob, offering, provisioning),
+            "capacity_risk": f"{provisioning}: one request of at most {max_hours / 24:g} days, every node removed "
+                             f"when it ends; waits ~{duration(wait)} in the queue before it serves (estimate)"}
+
+
 def booked_timing(booking: Booking, hosts: int, chips: int, run_hours: float, tpu: bool) -> Timing:
     """A fleet booked through Capacity Blocks or calendar mode: wall-clock = the lead time to obtain the booking
     + the run (judged against the deadline); billed = the whole window the mode sells, used or not. Past the

@@ -7,7 +7,8 @@ from typing import Sequence
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
-from accel.policies.selection.capacity import capacity_lines, mode_id, queued_timing, spot_timing
+from accel.policies.selection.capacity import (
+    capacity_lines, mode_id, queued_service_detail, queued_timing, spot_timing)
 from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.selection.candidates import (
     Candidate,
@@ -451,6 +452,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
               "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second": round(served, 1),
               "tokens_per_second_per_replica": round(replica.tokens_per_second, 1), "bound": replica.bound,
               "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    if not spot and ctx.obtain is not None:   # a pin on A3 Ultra says it waits and ends as the search's fleet does
+        detail.update(queued_service_detail(ctx.obtain, offering, offering.provisioning))
     utilisation = model_i.utilisation(used, size.chips)
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation, goodput=1.0,
                             detail=detail)
