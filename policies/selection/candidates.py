@@ -231,11 +231,11 @@ class SearchContext:
             if fit.deepened:   # the layout's pipeline floor (policies/parallelism.py training_degrees `pipeline`)
                 detail["pipeline_parallel"] = fit.pipeline
             detail["chips_per_sequence"] = self.long_sequence_chips(fit)
-            if not fit.slice_chips and fit.widened and fit.tensor < offering.chips_per_host * fit.tensor_nodes:
-                # A tensor group widened short of the node (policies/parallelism.py training_degrees `tensor`).
+            # A TPU slice's ICI degree (the job's MaxText flags), or a GPU tensor group widened short of the node
+            # (policies/parallelism.py training_degrees `tensor`; one taking the whole node is its default).
+            if fit.slice_chips or fit.widened and fit.tensor < offering.chips_per_host * fit.tensor_nodes:
                 detail["tensor_parallel"] = fit.tensor
-            if fit.slice_chips:   # a TPU slice: the job's MaxText flags and the slice the state and sequence need
-                detail["tensor_parallel"] = fit.tensor
+            if fit.slice_chips:   # a TPU slice: the slice the state and sequence need
                 detail["sequence_slice_chips"] = fit.slice_chips
                 detail["context_layout"] = SLICE_LAYOUT
         return detail
