@@ -487,6 +487,15 @@ def _no_queued_price(chip: Price, host: Price | None) -> None:
     return None
 
 
+def queued_or_listed(ctx: SearchContext, offering: Offering, provisioning: str
+                     ) -> Callable[[Price, Price | None], tuple[Price, Price | None]]:
+    """What an offering planned through a queued mode (A3 Ultra, A4, TPU7x on flex-start) is billed at, searched or
+    pinned (policies/selection/pin.py) alike: the mode's price where the table has its factor; without one (A4,
+    TPU7x) the on-demand figure, an upper bound of it."""
+    priced = queued_pricer(ctx, offering, provisioning)
+    return lambda chip, host: priced(chip, host) or (chip, host)
+
+
 def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
                   ) -> list[PricePoint]:
     """Flex-start price points of an on-demand GCP GPU offering the mode is sold for (capacity_modes.yaml
@@ -570,12 +579,8 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
             if refused is not None:
                 reasons.append(("capacity", refused))
                 continue
-            # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price where the table
-            # has its factor; without one (A4, TPU7x) the on-demand figure stays, an upper bound of it.
-            priced = queued_pricer(ctx, offering, offering.provisioning)
-            queued = [(regions, priced(chip, host), chip, host) for regions, chip, host in groups]
-            points.extend(PricePoint(False, regions, *(prices or (chip, host)))
-                          for regions, prices, chip, host in queued)
+            priced = queued_or_listed(ctx, offering, offering.provisioning)
+            points.extend(PricePoint(False, regions, *priced(chip, host)) for regions, chip, host in groups)
         else:
             points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
         if not spot:

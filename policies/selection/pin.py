@@ -19,7 +19,7 @@ from accel.policies.selection.candidates import (
     node_limit,
     node_limit_violation,
     node_limit_words,
-    queued_pricer,
+    queued_or_listed,
     search_context,
     to_option,
 )
@@ -143,17 +143,15 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     over_limit: list[tuple[Offering, Size]] = []
     for offering in offerings:
         regions = [pin.region] if pin.region else list(offering.regions)
-        # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price, as the search prices
-        # it (candidates.price_points): its factor of the on-demand figure where the table has one, else that
-        # figure, an upper bound (A4, TPU7x).
-        queued = (queued_pricer(ctx, offering, offering.provisioning)
+        # An offering planned through a queued mode is billed at the mode's price, as the search prices it.
+        queued = (queued_or_listed(ctx, offering, offering.provisioning)
                   if not spot and offering.provisioning in QUEUED_PROVISIONING else None)
         for region in regions:
             prices = offering.prices(region, spot)
             if prices is None:
                 notes.append(f"{offering.id} has no {'spot' if spot else 'on-demand'} price in {region}")
                 continue
-            chip, host = (queued(*prices) if queued is not None else None) or prices
+            chip, host = queued(*prices) if queued is not None else prices
             if generation is not None:
                 size = tpu_fleet(generation.name, topology, slices)
             else:
