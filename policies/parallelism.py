@@ -132,11 +132,14 @@ def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
         depth = max(1, min(nodes // ranks, pipeline))
         return gpus_per_node, depth, max(1, nodes // (depth * ranks)), 1
     if min_chips_for_memory <= gpus_per_node:
-        # The state fits in one node: tensor parallelism over just the GPUs that hold it (the whole node for a long
-        # sequence), its context-parallel ranks on whole nodes.
+        # The state fits in one node: tensor parallelism over just the GPUs that hold it; for a long sequence, over
+        # the group it widened to (`tensor`, without context parallelism) or else the whole node, its
+        # context-parallel ranks on whole nodes.
         own = min(gpus_per_node, _power_of_two_at_least(min_chips_for_memory))
-        tensor = (min(gpus_per_node, max(tensor, own)) if tensor and context <= 1 else
-                  gpus_per_node if context else own)
+        if tensor and context <= 1:
+            tensor = min(gpus_per_node, max(tensor, own))
+        else:
+            tensor = gpus_per_node if context else own
         return tensor, 1, max(1, nodes * gpus_per_node // (tensor * ranks)), 1
     # Whole nodes of one domain, as many as the state needs (a power of two), within the unit and the fleet.
     span = min(tensor_parallel_nodes(domain_unit_nodes),

@@ -134,6 +134,7 @@ def test_flex_start_is_chosen_where_it_is_the_cheapest_way_to_finish_in_time(cat
     # Why: the same machines on demand cost more (and the price it was chosen at is an observation, dated).
     why = next(line for line in choice.rationale if line.startswith("Capacity: bought through flex-start"))
     assert SHEET in why and "2026-09-19" in why and "on demand" in why
+    assert "on demand, which neither waits in the queue nor restarts between legs" in why   # a training run's words
     # The on-demand fleets are still offered, and dearer.
     on_demand = [o for o in choice.options if o.provisioning == "on-demand"]
     assert on_demand and min(o.total_usd for o in on_demand) > chosen.total_usd

@@ -81,7 +81,10 @@ def test_a_long_pinned_flex_start_run_is_chained_in_legs_in_the_plan(catalog):
     plan = plan_from_pin(spec, catalog)
     assert plan.capacity.provisioning == "flex-start" and plan.capacity.mode == "gcp-flex-start"
     assert plan.capacity.legs is not None and plan.capacity.legs > 1
-    assert plan.chosen.hours * 24 > 0 and plan.estimate.details["capacity_wall_hours"] > plan.chosen.hours
+    # Legs because the run outlives one request; the wall-clock adds the queue's waits to the billed hours.
+    assert plan.chosen.hours > load_modes().modes["gcp-flex-start"].limits.max_duration_hours
+    assert plan.estimate.details["capacity_legs"] == plan.capacity.legs
+    assert plan.estimate.details["capacity_wall_hours"] > plan.chosen.hours
 
 
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "searched"])
@@ -111,9 +114,18 @@ def test_a_pinned_week_long_service_on_a3_ultra_is_billed_as_the_search_bills_it
             data["hardware"] = pin
         return workload_from_mapping(data, "chat.yaml")
 
-    chosen = choose(service(), catalog).chosen
+    searched = choose(service(), catalog)
+    chosen = searched.chosen
     assert chosen.provisioning == "flex-start"
-    pinned = choose(service({"accelerator": chosen.accelerator, "chips": chosen.chips, "cloud": "gcp",
-                             "region": chosen.region, "machine_type": chosen.machine_type}), catalog).chosen
+    pin = choose(service({"accelerator": chosen.accelerator, "chips": chosen.chips, "cloud": "gcp",
+                          "region": chosen.region, "machine_type": chosen.machine_type}), catalog)
+    pinned = pin.chosen
     assert (pinned.hourly_usd, pinned.total_usd, pinned.price_source) == pytest.approx(
         (chosen.hourly_usd, chosen.total_usd, chosen.price_source))
+    # And its capacity mode and risk: one request, every node removed when it ends, the wait before it serves (the
+    # pin carried none, so its plan had no capacity.mode and its rationale no line about the queue).
+    for key in ("capacity_mode", "capacity_risk"):
+        assert pin.estimate.details[key] == searched.estimate.details[key]
+    assert "before it serves" in pin.estimate.details["capacity_risk"]
+    line = next(line for line in searched.rationale if line.startswith("Capacity mode gcp-flex-start"))
+    assert line in pin.rationale

@@ -42,3 +42,13 @@ def test_a_mixture_of_experts_counts_layers_from_its_active_parameters_as_traini
 def test_a_dense_model_without_layers_is_estimated_as_before(defaults):
     # Llama 3 70B: 0.02 x (70e9)^(1/3) = 82 layers (it has 80), the rule's own example.
     assert resolve(serving({"parameters": "70B"}), defaults)["model_layers"] == 82
+
+
+def test_an_architecture_without_a_kv_head_width_says_its_layers_are_the_architectures(defaults):
+    # DeepSeek-V3's row (MLA attention) has no head_dim: the KV cache takes its 61 layers at the assumed width, and
+    # its source said "61 layers (estimated)" with the cube-root rule, a count nobody estimated.
+    resolved = resolve(serving({"architecture": "deepseek3-671b", "sequence_length": 32768}), defaults)
+    assert resolved["model_layers"] == 61
+    source = resolved.sources["kv_cache_bytes_per_token"]
+    assert source.startswith("61 layers (architecture deepseek3-671b) x")
+    assert defaults.inference.kv_cache_layers_per_cube_root.source not in source

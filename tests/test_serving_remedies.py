@@ -16,12 +16,12 @@ from accel.policies.selection.choose import NoFeasibleOption, choose
 from accel.policies.workload import workload_from_mapping
 
 
-def service_405b(precision: str = "bf16", hours: float = 730):
+def service_405b(precision: str = "bf16", hours: float = 730, **constraints):
     return workload_from_mapping({
         "name": "serve-405b", "kind": "inference", "model": {"parameters": "405B", "sequence_length": 8192},
         "inference": {"tokens_per_second": 15000, "p99_latency_ms": 60, "framework": "pytorch",
                       "precision": precision, "hours": hours},
-        "constraints": {"clouds": ["gcp"], "spot": "never"}}, "serve-405b.yaml")
+        "constraints": {"clouds": ["gcp"], "spot": "never", **constraints}}, "serve-405b.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +51,22 @@ def test_the_refusal_names_what_the_search_finds_at_fp8(refusal):
 def test_a_week_long_405b_service_is_served_through_flex_start_instead():
     chosen = choose(service_405b(hours=168), load_catalog()).chosen
     assert chosen.provisioning == "flex-start" and chosen.price_source.startswith("gcp-accel-price-sheet-2026-09")
+
+
+def test_the_lower_precisions_tried_are_the_tables_with_fewer_bytes_a_weight():
+    from accel.policies.selection.serving_remedies import lower_precisions
+
+    precisions = load_catalog().defaults.inference.precisions
+    assert lower_precisions(precisions, "bf16") == lower_precisions(precisions, "fp16") == ["fp8", "int8"]
+    assert lower_precisions(precisions, "fp8") == lower_precisions(precisions, "int8") == []
+
+
+def test_an_int8_remedy_does_not_claim_a_smaller_kv_cache():
+    # On A100 (no fp8 tensor cores, so fp8 is served at bf16 and fails as bf16 does) int8 weight-only is what
+    # serves; it halves the weights but keeps the KV cache at 2 bytes a value (assumptions.yaml
+    # inference.precisions), so the line must not say it halves the cache, as it did.
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(service_405b(accelerators=["a100-80gb"]), load_catalog())
+    line = next(line for line in str(refused.value).splitlines() if "what would serve" in line)
+    assert "inference.precision: int8 (half the bytes of bf16 weights; the KV cache stays at 2 bytes a value)" in line
+    assert "KV cache)" not in line

@@ -466,7 +466,7 @@ def test_the_second_blind_set_enters_no_fit_and_not_the_range_choose_states(cata
     model = whole_runs.calibrated_model(catalog)
     assert model.dense_blind == full.dense_blind and model.moe_blind == full.moe_blind
     assert model.dense_blind.rows == len(blind.dense)
-    dense, mixture = whole_runs.second_blind_test(catalog)
+    dense, mixture = whole_runs.blind_test(catalog, second)
     assert [e.run.id for e in dense] == [r.id for r in second.dense] and mixture == []
     for e in dense:
         assert e.goodput == model.goodput.goodput(whole_runs.generation_of(e.run), e.run.active)

@@ -32,7 +32,7 @@ from pydantic import AfterValidator, AwareDatetime, Field, field_validator, mode
 
 from accel.base.model import StrictModel
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
-from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, load_modes
 from accel.policies.cloud.commitments import DeclaredCommitment
 from accel.policies.cloud.machine_counts import machine_count_problem
 from accel.policies.plan import Plan
@@ -264,7 +264,7 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     # as declared, from the on-demand rate a reservation bills (a flex-start price has the mode's factor in it).
     per_machine = plan.chosen.hourly_usd / machines
     if plan.capacity.provisioning in QUEUED_PROVISIONING:
-        from accel.policies.cloud.capacity_modes import load_modes
+        # Imported here: mode_prices reads the catalog's Price model, which a stack's reservations need not load.
         from accel.policies.cloud.mode_prices import on_demand_hourly
 
         per_machine = on_demand_hourly(load_modes(), plan.chosen.cloud, machine_type, plan.capacity.provisioning,

@@ -136,17 +136,18 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         from accel.policies import architectures
 
         row = architectures.lookup(spec.model.architecture)
+    # The layers the training estimate counts (model_architecture): model.layers, which a named architecture fills,
+    # else estimated from the parameters a token passes through (a mixture of experts' total would give
+    # DeepSeek-V3, 671B with 61 layers, 175 layers of KV cache).
+    layers = model_architecture(spec, defaults)[0]
     if row is not None:
-        layers = float(row.layers)
-        put("model_layers", layers, f"architecture {row.name} (policies/architectures/architectures.yaml)", None)
+        counted, layers_source = f"architecture {row.name}", \
+            f"architecture {row.name} (policies/architectures/architectures.yaml)"
     elif spec.model.layers is not None:
-        layers = float(spec.model.layers)
-        put("model_layers", layers, "model.layers", None)
+        counted = layers_source = "model.layers"
     else:
-        # From the parameters a token passes through, as the training estimate counts them (model_architecture):
-        # a mixture-of-experts model's total would give DeepSeek-V3 (671B, 61 layers) 175 layers of KV cache.
-        layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * spec.model.active ** (1 / 3)))
-        put("model_layers", layers, f"estimated: {inference.kv_cache_layers_per_cube_root.source}", None)
+        counted, layers_source = "estimated", f"estimated: {inference.kv_cache_layers_per_cube_root.source}"
+    put("model_layers", layers, layers_source, None)
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
     elif row is not None and row.head_dim is not None:
@@ -155,13 +156,12 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
             f"architecture {row.name}: {row.layers} layers x {row.kv_heads} KV heads x {row.head_dim} dims x K,V x "
             f"{precision.kv_bytes_per_value:g} bytes", None)
     else:
+        # (An architecture without a KV head width, DeepSeek-V3's MLA: its layers, the assumed width.)
         kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
-        given = row is None and spec.model.layers is not None
-        counted = ("model.layers" if given else "estimated")
         put("kv_cache_bytes_per_token", kv,
             f"{int(layers)} layers ({counted}) x {int(inference.kv_cache_width.value)} KV width x K,V x "
             f"{precision.kv_bytes_per_value:g} bytes; "
-            + ("" if given else f"{inference.kv_cache_layers_per_cube_root.source}; ")
+            + (f"{inference.kv_cache_layers_per_cube_root.source}; " if counted == "estimated" else "")
             + f"{inference.kv_cache_width.source}", None)
     section = spec.inference
     if section is not None and section.prompt_tokens and section.output_tokens:

@@ -418,22 +418,15 @@ class WholeRunError:
         return self.run.accelerator_hours * (1.0 + self.error)
 
 
-def blind_test(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunError]]:
-    """(dense, MoE) errors of blind_runs.yaml's runs by the model fitted on every table row (what
-    benchmarks/bench_estimate.py prints; fit_model works out the same inside its fit)."""
+def blind_test(catalog: Catalog, blind: BlindRunsTable | None = None
+               ) -> tuple[list[WholeRunError], list[WholeRunError]]:
+    """(dense, MoE) errors of `blind`'s runs (blind_runs.yaml's by default; the second set, second_blind_runs) by the
+    model fitted on every table row (what benchmarks/bench_estimate.py prints; fit_model works out the same inside
+    its fit for the first set). Predicted, none of them refitted."""
     table = whole_runs()
     model = calibrated_model(catalog)
-    return blind_errors(catalog, blind_runs(table), calibration.calibrated_fit(catalog), model.goodput,
-                        model.moe_factor, chips_rule(table.dense + table.moe))
-
-
-def second_blind_test(catalog: Catalog) -> tuple[list[WholeRunError], list[WholeRunError]]:
-    """(dense, MoE) errors of the second blind set (blind_runs_2.yaml, committed before it was scored), predicted
-    exactly as blind_test predicts the first set: by the fits on every table row, none of them refitted."""
-    table = whole_runs()
-    model = calibrated_model(catalog)
-    return blind_errors(catalog, second_blind_runs(table), calibration.calibrated_fit(catalog), model.goodput,
-                        model.moe_factor, chips_rule(table.dense + table.moe))
+    return blind_errors(catalog, blind if blind is not None else blind_runs(table), calibration.calibrated_fit(catalog),
+                        model.goodput, model.moe_factor, chips_rule(table.dense + table.moe))
 
 
 def predict_row(run: WholeRun, catalog: Catalog, step_fit: MfuFit, goodput: GoodputFit, impute, fp8: float,
@@ -502,4 +495,4 @@ def leave_one_out(catalog: Catalog, goodput_all: GoodputFit | None = None
 
 __all__ = ["BlindRunsTable", "GoodputFit", "Spread", "WholeRun", "WholeRunError", "WholeRunModel", "WholeRunsTable",
            "blind_errors", "blind_runs", "blind_test", "calibrated_model", "fit_goodput", "fp8_speedup", "leave_one_out",
-           "median", "second_blind_runs", "second_blind_test", "whole_runs"]
+           "median", "second_blind_runs", "whole_runs"]

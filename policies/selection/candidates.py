@@ -231,11 +231,11 @@ class SearchContext:
             if fit.deepened:   # the layout's pipeline floor (policies/parallelism.py training_degrees `pipeline`)
                 detail["pipeline_parallel"] = fit.pipeline
             detail["chips_per_sequence"] = self.long_sequence_chips(fit)
-            if not fit.slice_chips and fit.widened and fit.tensor < offering.chips_per_host * fit.tensor_nodes:
-                # A tensor group widened short of the node (policies/parallelism.py training_degrees `tensor`).
+            # A TPU slice's ICI degree (the job's MaxText flags), or a GPU tensor group widened short of the node
+            # (policies/parallelism.py training_degrees `tensor`; one taking the whole node is its default).
+            if fit.slice_chips or fit.widened and fit.tensor < offering.chips_per_host * fit.tensor_nodes:
                 detail["tensor_parallel"] = fit.tensor
-            if fit.slice_chips:   # a TPU slice: the job's MaxText flags and the slice the state and sequence need
-                detail["tensor_parallel"] = fit.tensor
+            if fit.slice_chips:   # a TPU slice: the slice the state and sequence need
                 detail["sequence_slice_chips"] = fit.slice_chips
                 detail["context_layout"] = SLICE_LAYOUT
         return detail
@@ -487,6 +487,15 @@ def _no_queued_price(chip: Price, host: Price | None) -> None:
     return None
 
 
+def queued_or_listed(ctx: SearchContext, offering: Offering, provisioning: str
+                     ) -> Callable[[Price, Price | None], tuple[Price, Price | None]]:
+    """What an offering planned through a queued mode (A3 Ultra, A4, TPU7x on flex-start) is billed at, searched or
+    pinned (policies/selection/pin.py) alike: the mode's price where the table has its factor; without one (A4,
+    TPU7x) the on-demand figure, an upper bound of it."""
+    priced = queued_pricer(ctx, offering, provisioning)
+    return lambda chip, host: priced(chip, host) or (chip, host)
+
+
 def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
                   ) -> list[PricePoint]:
     """Flex-start price points of an on-demand GCP GPU offering the mode is sold for (capacity_modes.yaml
@@ -570,12 +579,8 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
             if refused is not None:
                 reasons.append(("capacity", refused))
                 continue
-            # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price where the table
-            # has its factor; without one (A4, TPU7x) the on-demand figure stays, an upper bound of it.
-            priced = queued_pricer(ctx, offering, offering.provisioning)
-            queued = [(regions, priced(chip, host), chip, host) for regions, chip, host in groups]
-            points.extend(PricePoint(False, regions, *(prices or (chip, host)))
-                          for regions, prices, chip, host in queued)
+            priced = queued_or_listed(ctx, offering, offering.provisioning)
+            points.extend(PricePoint(False, regions, *priced(chip, host)) for regions, chip, host in groups)
         else:
             points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
         if not spot:

@@ -210,6 +210,19 @@ def queued_timing(ob: Obtaining, limits: tuple[float, float, float], hosts: int,
     return Timing(legs.wall_hours_q, legs.billed_hours, mode, risk, legs=legs)
 
 
+def queued_service_detail(ob: Obtaining, offering: Offering, provisioning: str) -> dict[str, str]:
+    """The capacity mode and risk a service bought through a queued mode records, searched or pinned alike: one
+    request within the mode's longest (serving_capacity keeps a longer service off it), every node removed when
+    it ends, and the queue's wait before it serves; {} where the offering is not bought through one."""
+    limits = ob.queue(offering, provisioning) if provisioning in QUEUED_PROVISIONING else None
+    if limits is None:
+        return {}
+    max_hours, wait, _ = limits
+    return {"capacity_mode": mode_id(ob, offering, provisioning),
+            "capacity_risk": f"{provisioning}: one request of at most {max_hours / 24:g} days, every node removed "
+                             f"when it ends; waits ~{duration(wait)} in the queue before it serves (estimate)"}
+
+
 def booked_timing(booking: Booking, hosts: int, chips: int, run_hours: float, tpu: bool) -> Timing:
     """A fleet booked through Capacity Blocks or calendar mode: wall-clock = the lead time to obtain the booking
     + the run (judged against the deadline); billed = the whole window the mode sells, used or not. Past the
@@ -287,10 +300,10 @@ def booked_why(ob: Obtaining, chosen, ranked: list) -> str:
             "fleet of another mode")
 
 
-def queued_why(chosen, ranked: list) -> str:
+def queued_why(chosen, ranked: list, service: bool) -> str:
     """Why a fleet bought through flex-start at the mode's own price was chosen: against the best on-demand fleet
-    of the same offering (the same machines, without the queue and the seven-day legs), or that none meets the
-    workload. `ranked`: [(key, candidate, region)]."""
+    of the same offering (the same machines, without the queue and the seven-day legs; for a `service`, one
+    request), or that none meets the workload. `ranked`: [(key, candidate, region)]."""
     if chosen.queue is None:
         return ""
     words = (f"bought through {chosen.queue} at its price ({chosen.chip_price.source.split(':', 1)[0]}, "
@@ -300,9 +313,8 @@ def queued_why(chosen, ranked: list) -> str:
     if other is None:
         return f"{words}: no fleet of {chosen.offering.machine_type} on demand meets the workload"
     # A service is one request (serving_capacity): it does not chain legs, but its request ends.
-    unlike = ("neither waits in the queue nor restarts between legs" if "p99_ms_per_token" not in
-              chosen.evaluation.detail else
-              "neither waits in the queue before it serves nor is removed when a request ends")
+    unlike = ("neither waits in the queue before it serves nor is removed when a request ends" if service else
+              "neither waits in the queue nor restarts between legs")
     return (f"{words}: {money(chosen.evaluation.total_usd)} against {money(other.evaluation.total_usd)} for "
             f"{other.size.hosts} x {other.offering.machine_type} on demand, which {unlike}")
 

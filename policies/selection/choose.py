@@ -128,9 +128,10 @@ def _cheapest_near_the_fastest(ranked: list[tuple[tuple, Candidate, str]], toler
 
 
 def eliminating(spec: WorkloadSpec, reasons: Sequence[tuple[str, str]]) -> list[str]:
-    """The constraints an infeasible offering's reasons name, once each, in order. Where the workload only allows
-    spot, an offering without spot capacity was sized on demand too: that missing spot eliminated nothing (the
-    spot: allowed line would send the user to a field whose change moves nothing), so the other reasons say why."""
+    """The constraints an infeasible offering's reasons name, once each, in order. Under `spot: allowed` (spot or
+    on demand), an offering without spot capacity was sized on demand too: that missing spot eliminated nothing
+    (the spot: allowed line would send the user to a field whose change moves nothing), so the other reasons say
+    why. Under `spot: required` it is the reason, and stays."""
     constraints = list(dict.fromkeys(c for c, _ in reasons))
     if spec.constraints.spot == "allowed" and "spot" in constraints and len(constraints) > 1:
         constraints.remove("spot")
@@ -274,7 +275,8 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, chosen,
                                         spec.constraints.spot if spec.kind == "inference" else None,
-                                        booked_why(ctx.obtain, best, ranked) or queued_why(best, ranked)))
+                                        booked_why(ctx.obtain, best, ranked)
+                                        or queued_why(best, ranked, spec.kind == "inference")))
     rationale.extend(ranked_after_lines(objective, spec.kind, ranked, options))
     rationale.extend(estimate_lines(ranked, options))
     closest_infeasible = []

@@ -7,7 +7,8 @@ from typing import Sequence
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
-from accel.policies.selection.capacity import capacity_lines, mode_id, queued_timing, spot_timing
+from accel.policies.selection.capacity import (
+    capacity_lines, mode_id, queued_service_detail, queued_timing, spot_timing)
 from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.selection.candidates import (
     Candidate,
@@ -18,7 +19,7 @@ from accel.policies.selection.candidates import (
     node_limit,
     node_limit_violation,
     node_limit_words,
-    queued_pricer,
+    queued_or_listed,
     search_context,
     to_option,
 )
@@ -142,17 +143,15 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     over_limit: list[tuple[Offering, Size]] = []
     for offering in offerings:
         regions = [pin.region] if pin.region else list(offering.regions)
-        # An offering planned through a queued mode (A3 Ultra) is billed at the mode's price, as the search prices
-        # it (candidates.price_points): its factor of the on-demand figure where the table has one, else that
-        # figure, an upper bound (A4, TPU7x).
-        queued = (queued_pricer(ctx, offering, offering.provisioning)
+        # An offering planned through a queued mode is billed at the mode's price, as the search prices it.
+        queued = (queued_or_listed(ctx, offering, offering.provisioning)
                   if not spot and offering.provisioning in QUEUED_PROVISIONING else None)
         for region in regions:
             prices = offering.prices(region, spot)
             if prices is None:
                 notes.append(f"{offering.id} has no {'spot' if spot else 'on-demand'} price in {region}")
                 continue
-            chip, host = (queued(*prices) if queued is not None else None) or prices
+            chip, host = queued(*prices) if queued is not None else prices
             if generation is not None:
                 size = tpu_fleet(generation.name, topology, slices)
             else:
@@ -406,7 +405,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
             # A pin is not searched, but the capacity model still says whether its spot fleet finishes.
             timing = spot_timing(ctx.obtain, spot_model, size.hosts, hours, model.loss_hours,
                                  mode_id(ctx.obtain, offering, "spot"))
-        elif queue is not None and ctx.obtain is not None and math.isfinite(hours):
+        elif queue is not None and ctx.obtain is not None:
             # Bought through a queued mode (A3 Ultra, A4, TPU7x on flex-start): chained in legs of at most its
             # longest request, each paying the start-up again, as the search times the same fleet (sizing.py).
             timing = queued_timing(ctx.obtain, queue, size.hosts, hours, model.startup_hours(trained.hosts),
@@ -451,6 +450,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
               "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second": round(served, 1),
               "tokens_per_second_per_replica": round(replica.tokens_per_second, 1), "bound": replica.bound,
               "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    if not spot and ctx.obtain is not None:   # a pin on A3 Ultra says it waits and ends as the search's fleet does
+        detail.update(queued_service_detail(ctx.obtain, offering, offering.provisioning))
     utilisation = model_i.utilisation(used, size.chips)
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation, goodput=1.0,
                             detail=detail)

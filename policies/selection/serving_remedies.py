@@ -11,17 +11,14 @@ and its answer named, not guessed.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from accel.base.units import money
+from accel.policies.catalog.model import ServingPrecision
 from accel.policies.selection.candidates import SearchContext, SearchResult
 from accel.policies.selection.choice import Choice, NoFeasibleOption
 from accel.policies.selection.explain import describe
 from accel.policies.workload import WorkloadSpec
-
-# Lower precisions a service may be searched again at, in the order tried (InferenceSpec.precision: fp8 on chips
-# with fp8 tensor cores, int8 weight-only anywhere; both halve the bytes of bf16 weights and KV cache).
-LOWER_PRECISIONS = {"bf16": ("fp8", "int8"), "fp16": ("fp8", "int8")}
 
 
 def serving_remedies(ctx: SearchContext, found: SearchResult, search_again: Callable[[WorkloadSpec], Choice]
@@ -43,14 +40,37 @@ def serving_remedies(ctx: SearchContext, found: SearchResult, search_again: Call
             f"rules them out ({', '.join(r['offering'] for r in held)}; each one's reason is in `accel choose "
             f"--json`'s rejected), e.g. {first['offering']}: {first['reasons'][0]}")
     if too_small:
-        for precision in LOWER_PRECISIONS.get(spec.inference.precision, ()):
+        precisions = ctx.catalog.defaults.inference.precisions
+        current = spec.inference.precision
+        for precision in lower_precisions(precisions, current):
             lower = spec.model_copy(update={"inference": spec.inference.model_copy(update={"precision": precision})})
             try:
                 chosen = search_again(lower).chosen
             except NoFeasibleOption:
                 continue
-            lines.append(f"what would serve: inference.precision: {precision} (half the bytes of "
-                         f"{spec.inference.precision} weights and KV cache): {describe(chosen)}, "
+            lines.append(f"what would serve: inference.precision: {precision} "
+                         f"({saving(precisions[current], precisions[precision], current)}): {describe(chosen)}, "
                          f"{money(chosen.hourly_usd)}/h, {money(chosen.total_usd)} over {chosen.hours:g} h")
             break
     return lines
+
+
+def lower_precisions(precisions: Mapping[str, ServingPrecision], current: str) -> list[str]:
+    """The serving precisions with fewer bytes a weight than `current`, in the table's order (assumptions.yaml
+    inference.precisions: fp8, then int8 weight-only), the order a refused service is searched again at."""
+    return [name for name, row in precisions.items() if row.bytes_per_parameter < precisions[current].bytes_per_parameter]
+
+
+def saving(was: ServingPrecision, now: ServingPrecision, name: str) -> str:
+    """What a lower precision saves against `name`, from the table: fp8 halves the bytes of the weights and of the
+    KV cache, int8 weight-only those of the weights alone (its KV cache keeps bf16's 2 bytes a value)."""
+    def share(new: float, old: float) -> str:
+        return "half" if new * 2 == old else f"{new / old:.0%} of"
+
+    weights = share(now.bytes_per_parameter, was.bytes_per_parameter)
+    if now.kv_bytes_per_value == was.kv_bytes_per_value:
+        return f"{weights} the bytes of {name} weights; the KV cache stays at {was.kv_bytes_per_value:g} bytes a value"
+    cache = share(now.kv_bytes_per_value, was.kv_bytes_per_value)
+    if cache == weights:
+        return f"{weights} the bytes of {name} weights and KV cache"
+    return f"{weights} the bytes of {name} weights, {cache} those of its KV cache"

@@ -24,7 +24,8 @@ from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
 from accel.policies.cloud.obtainability import spot_wall_floor
-from accel.policies.selection.capacity import Timing, booked_timing, mode_id, queued_timing, spot_timing
+from accel.policies.selection.capacity import (
+    Timing, booked_timing, mode_id, queued_service_detail, queued_timing, spot_timing)
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering, Price
@@ -712,10 +713,7 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
         hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
         detail = dict(plan.detail)
         if queue is not None and ctx.obtain is not None:
-            detail["capacity_mode"] = mode_id(ctx.obtain, offering, provisioning)
-            detail["capacity_risk"] = (f"{provisioning}: one request of at most {queue[0] / 24:g} days, every node "
-                                       f"removed when it ends; waits ~{duration(queue[1])} in the queue before it "
-                                       "serves (estimate)")
+            detail.update(queued_service_detail(ctx.obtain, offering, provisioning))
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=plan.utilisation,
                                 goodput=1.0, detail=detail)
         cand = Candidate(offering, regions, spot, fleet, evaluation, chip, host, reserved, queue=point.queue)
