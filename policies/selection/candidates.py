@@ -286,8 +286,25 @@ class SearchContext:
             if unit is None:
                 unit = self.domain_unit(offering)
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
-                                                              *self.sequence_layout_degrees(offering))
+                                                              *self.sequence_layout_degrees(offering),
+                                                              self.training_batch_chips(offering))
         return trained
+
+    def batch_idles(self, offering: Offering, size: Size) -> bool:
+        """Whether the global batch, not the layout's whole replicas, leaves some of this training fleet's GPUs idle."""
+        whole = training_size(size, self.min_memory_chips(offering), self.domain_unit(offering),
+                              *self.sequence_layout_degrees(offering))
+        return self.trained_size(offering, size).chips < whole.chips
+
+    def training_batch_chips(self, offering: Offering) -> int:
+        """Most chips the global batch keeps busy on this offering: the size rule's (sequences x chips per sequence,
+        batch_chips), or under a long sequence's layout its own (long_sequence_batch_chips; on a TPU slice never
+        below the rule's, which already shares each sequence over more chips)."""
+        fit = self.sequence_fit(offering)
+        if fit is None or not (fit.changes_layout and fit.fits):
+            return self.batch_chips
+        chips = self.long_sequence_batch_chips(fit)
+        return max(self.batch_chips, chips) if fit.slice_chips else chips
 
     def fleet_cap(self, offering: Offering) -> int:
         return min(self.max_chips, offering.max_chips or self.max_chips)

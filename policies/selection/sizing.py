@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies import hardware
 from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
@@ -29,7 +30,7 @@ from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimator.activations import SequenceFit
-from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
+from accel.policies.estimator.estimate import Evaluation, batch_sequences, global_batch, training_memory_bytes
 from accel.policies.selection.ladders import (
     CountLadder,
     GpuLadder,
@@ -95,15 +96,14 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # where it is more than the state's, and its context-parallel ranks share one sequence of the batch.
     fit = ctx.sequence_fit(offering)
     sequence_floor = fit is not None and fit.changes_layout
-    floor, batch_chips = need, ctx.batch_chips
+    floor, batch_chips = need, ctx.training_batch_chips(offering)
     if fit is not None and sequence_floor:
         floor = max(need, fit.floor_chips) if fit.fits else NO_FLEET
-        if fit.fits:   # a TPU slice's sequence needs at least the chips the size rule already shares it over
-            batch_chips = (max(batch_chips, ctx.long_sequence_batch_chips(fit)) if fit.slice_chips
-                           else ctx.long_sequence_batch_chips(fit))
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
     # A sequence nothing holds searches the whole ladder, so that its refusal, not the batch, is what is said.
-    cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else ctx.fleet_cap(offering)))
+    hard_cap = ctx.fleet_cap(offering)
+    busy_cap = max(batch_chips, floor if floor < NO_FLEET else hard_cap)
+    cap = min(hard_cap, busy_cap)
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
@@ -132,7 +132,12 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             sizes = tuple(s for s in sizes if s.hosts <= pool[0])
         ladder: GpuLadder | TpuLadder | CountLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
     else:
-        max_nodes = cap // offering.chips_per_host
+        # Whole nodes: a chip limit (max_chips, the offering's chips) rounds down, the batch's busy chips round up to
+        # the fleet of whole node steps that holds them all (a batch keeping 3 GPUs busy trains on one 8-GPU node,
+        # the idle 5 paid for and said: replica_fleet.training_size); more nodes than that would only idle.
+        step = hardware.current().node_step(offering.machine_type)
+        max_nodes = min(hard_cap // offering.chips_per_host,
+                        -(-busy_cap // (offering.chips_per_host * step)) * step)
         if offering.training_max_nodes:
             max_nodes = min(max_nodes, offering.training_max_nodes)
         # A GPU fleet is split into pools within the per-pool limit (docs/scale.md): only the cluster's
@@ -166,7 +171,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
         return _price_free_miss(outcome)
     if len(ladder) == 0:
-        outcome.reasons.append(_below_one_node(ctx, offering, cap, capacity))
+        outcome.reasons.append(_below_one_node(ctx, offering, cap if generation is not None else hard_cap, capacity))
         return _price_free_miss(outcome)
     lo, hi = ladder.first_at_least(floor), len(ladder) - 1
     if lo > hi and fit is not None and sequence_floor and ladder.first_at_least(need) <= hi:
@@ -345,6 +350,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         deadline_words += f" less the {slack:.0%} spot slack ({deadline / 24:.3g} days)"
 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
+    if not larger and generation is None and batch_chips < hard_cap and ladder[hi].chips >= batch_chips:
+        # The global batch, not a chip limit, ends this ladder: a larger fleet would train no faster.
+        larger = (f"; the global batch keeps at most {plural(batch_chips, 'GPU')} busy, so larger fleets only idle "
+                  "(set training.global_batch_tokens to raise it)")
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
     capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
@@ -393,6 +402,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                     "batch_chip_limit": batch_chips,
                                                     "startup_hours": round(model.startup_hours(trained.hosts), 3),
                                                     **ctx.sequence_detail(offering, s)}
+            if generation is None and ctx.batch_idles(offering, s):
+                detail["busy_chips"] = trained.chips
+                detail["batch_idle"] = _batch_idle_words(ctx, fit if sequence_floor else None, s, trained.chips)
             if ctx.objective == "time" and i < fastest:
                 saved = h - hours(fastest)
                 detail["more_chips"] = (f"more chips stop helping: the fastest fleet, "
@@ -584,6 +596,19 @@ class TrainingPick(NamedTuple):
     index: int = -1
     on_time: int = -1
     miss: tuple[str, str] | None = None
+
+
+def _batch_idle_words(ctx: SearchContext, fit: SequenceFit | None, size: Size, busy: int) -> str:
+    """What a GPU fleet past the global batch's busy chips says (details.batch_idle): how many of its GPUs the batch
+    keeps busy and why (its figures and source), the idle ones paid for, and the global batch that would use them."""
+    why = (ctx.long_sequence_batch_why(fit) if fit is not None and fit.fits and busy == ctx.long_sequence_batch_chips(fit)
+           else ctx.batch_why)
+    tokens, _ = global_batch(ctx.spec, ctx.catalog.defaults)
+    per_sequence = busy // batch_sequences(ctx.spec, tokens)
+    filled = -(-size.chips // per_sequence) * ctx.spec.model.sequence_length
+    return (f"{busy:,} of the {size.chips:,} GPUs train, {size.chips - busy:,} idle and paid for (whole nodes "
+            f"of {size.chips_per_host}): {why}; training.global_batch_tokens {filled:,} would keep all "
+            f"{size.chips:,} busy")
 
 
 def _below_one_node(ctx: SearchContext, offering: Offering, cap: int, capacity: str) -> tuple[str, str]:
