@@ -106,3 +106,33 @@ def test_training_size_caps_a_gpu_fleet_at_whole_replicas_the_batch_keeps_busy()
     assert training_size(node, 5, 1, batch_chips=3)[:2] == (8, 1)
     tpu = tpu_fleet("v5e", "2x4")
     assert training_size(tpu, 1, 1, batch_chips=3) is tpu                  # a TPU slice trains whole
+
+
+MID_LONG = dict(kind="pretrain", model={"parameters": "1B", "sequence_length": 32768},
+                training={"tokens": "1T", "framework": "pytorch"},
+                constraints={"clouds": ["gcp"], "deadline_days": 400, "spot": "never"})
+
+
+def test_a_pinned_fleet_past_the_batch_is_timed_on_its_busy_gpus_and_says_so(catalog):
+    # 1B at 32,768 tokens: 15 GPUs busy. A pin of 4 A100 nodes (32 GPUs) trains on 15 of them (two nodes): as fast
+    # as 2 nodes, at twice their price. Before, the pin was timed as if all 32 trained.
+    def pinned(nodes):
+        spec = workload(**MID_LONG, hardware={"accelerator": "a100-40gb", "chips": 8 * nodes,
+                                             "machine_type": "a2-highgpu-8g"})
+        return choose(spec, catalog)
+    two, four = pinned(2), pinned(4)
+    assert two.estimate.details["busy_chips"] == four.estimate.details["busy_chips"] == 15
+    assert "15 of the 32 GPUs train, 17 idle and paid for" in four.estimate.details["batch_idle"]
+    assert four.chosen.hours == pytest.approx(two.chosen.hours)
+    assert four.chosen.total_usd == pytest.approx(2 * two.chosen.total_usd, rel=1e-3)
+
+
+def test_the_plan_lays_out_only_the_replicas_the_batch_feeds(catalog):
+    from accel.policies.selection.plan_builder import make_plan
+
+    spec = workload(**LORA_LONG)
+    choice = choose(spec, catalog)
+    plan = make_plan(spec, choice, catalog)
+    assert plan.gpu is not None and plan.gpu.nodes * plan.gpu.gpus_per_node == 8
+    assert plan.parallelism is not None
+    assert (plan.parallelism.tensor, plan.parallelism.pipeline, plan.parallelism.data) == (1, 1, 3)

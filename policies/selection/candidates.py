@@ -290,11 +290,29 @@ class SearchContext:
                                                               self.training_batch_chips(offering))
         return trained
 
-    def batch_idles(self, offering: Offering, size: Size) -> bool:
-        """Whether the global batch, not the layout's whole replicas, leaves some of this training fleet's GPUs idle."""
+    def batch_idle_detail(self, offering: Offering, size: Size) -> dict[str, float | int | str]:
+        """What a training estimate records of a GPU fleet whose GPUs the global batch keeps only partly busy (not
+        the layout's whole replicas: trained_size): details.busy_chips, the GPUs that train (the Plan's data-parallel
+        degree follows it, policies/plan.py plan_parallelism), and details.batch_idle, how many idle and are paid
+        for, why (the batch's figures and source) and the training.global_batch_tokens that would keep all busy.
+        Empty for a fleet the batch fills and for a TPU fleet (a slice trains whole)."""
+        if size.topology is not None or self.spec.kind == "inference":
+            return {}
         whole = training_size(size, self.min_memory_chips(offering), self.domain_unit(offering),
                               *self.sequence_layout_degrees(offering))
-        return self.trained_size(offering, size).chips < whole.chips
+        busy = self.trained_size(offering, size).chips
+        if busy >= whole.chips:
+            return {}
+        fit = self.sequence_fit(offering)
+        long = fit is not None and fit.changes_layout and fit.fits
+        why = self.long_sequence_batch_why(fit) if long and fit is not None else self.batch_why
+        tokens, _ = global_batch(self.spec, self.catalog.defaults)
+        per_sequence = max(1, self.training_batch_chips(offering) // batch_sequences(self.spec, tokens))
+        filled = -(-size.chips // per_sequence) * self.spec.model.sequence_length
+        return {"busy_chips": busy,
+                "batch_idle": f"{busy:,} of the {size.chips:,} GPUs train, {size.chips - busy:,} idle and paid for "
+                              f"(whole nodes of {size.chips_per_host}): {why}; training.global_batch_tokens "
+                              f"{filled:,} would keep all {size.chips:,} busy"}
 
     def training_batch_chips(self, offering: Offering) -> int:
         """Most chips the global batch keeps busy on this offering: the size rule's (sequences x chips per sequence,

@@ -30,7 +30,7 @@ from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimator.activations import SequenceFit
-from accel.policies.estimator.estimate import Evaluation, batch_sequences, global_batch, training_memory_bytes
+from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.ladders import (
     CountLadder,
     GpuLadder,
@@ -402,9 +402,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                     "batch_chip_limit": batch_chips,
                                                     "startup_hours": round(model.startup_hours(trained.hosts), 3),
                                                     **ctx.sequence_detail(offering, s)}
-            if generation is None and ctx.batch_idles(offering, s):
-                detail["busy_chips"] = trained.chips
-                detail["batch_idle"] = _batch_idle_words(ctx, fit if sequence_floor else None, s, trained.chips)
+            detail.update(ctx.batch_idle_detail(offering, s))
             if ctx.objective == "time" and i < fastest:
                 saved = h - hours(fastest)
                 detail["more_chips"] = (f"more chips stop helping: the fastest fleet, "
@@ -596,19 +594,6 @@ class TrainingPick(NamedTuple):
     index: int = -1
     on_time: int = -1
     miss: tuple[str, str] | None = None
-
-
-def _batch_idle_words(ctx: SearchContext, fit: SequenceFit | None, size: Size, busy: int) -> str:
-    """What a GPU fleet past the global batch's busy chips says (details.batch_idle): how many of its GPUs the batch
-    keeps busy and why (its figures and source), the idle ones paid for, and the global batch that would use them."""
-    why = (ctx.long_sequence_batch_why(fit) if fit is not None and fit.fits and busy == ctx.long_sequence_batch_chips(fit)
-           else ctx.batch_why)
-    tokens, _ = global_batch(ctx.spec, ctx.catalog.defaults)
-    per_sequence = busy // batch_sequences(ctx.spec, tokens)
-    filled = -(-size.chips // per_sequence) * ctx.spec.model.sequence_length
-    return (f"{busy:,} of the {size.chips:,} GPUs train, {size.chips - busy:,} idle and paid for (whole nodes "
-            f"of {size.chips_per_host}): {why}; training.global_batch_tokens {filled:,} would keep all "
-            f"{size.chips:,} busy")
 
 
 def _below_one_node(ctx: SearchContext, offering: Offering, cap: int, capacity: str) -> tuple[str, str]:
