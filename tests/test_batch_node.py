@@ -113,18 +113,16 @@ MID_LONG = dict(kind="pretrain", model={"parameters": "1B", "sequence_length": 3
                 constraints={"clouds": ["gcp"], "deadline_days": 400, "spot": "never"})
 
 
-def test_a_pinned_fleet_past_the_batch_is_timed_on_its_busy_gpus_and_says_so(catalog):
-    # 1B at 32,768 tokens: 15 GPUs busy. A pin of 4 A100 nodes (32 GPUs) trains on 15 of them (two nodes): as fast
-    # as 2 nodes, at twice their price. Before, the pin was timed as if all 32 trained.
+def test_a_pinned_fleet_past_the_batch_is_timed_on_all_its_replicas_as_before(catalog):
+    # Left as it was (candidates.SearchContext.trained_size says why: the pinned 405B stacks reproduce Llama 3's
+    # 16,384 H100, which the defaults' 16M-token batch and a long sequence's least CP degree would leave part idle).
     def pinned(nodes):
         spec = workload(**MID_LONG, hardware={"accelerator": "a100-40gb", "chips": 8 * nodes,
                                              "machine_type": "a2-highgpu-8g"})
         return choose(spec, catalog)
     two, four = pinned(2), pinned(4)
-    assert two.estimate.details["busy_chips"] == four.estimate.details["busy_chips"] == 15
-    assert "15 of the 32 GPUs train, 17 idle and paid for" in four.estimate.details["batch_idle"]
-    assert four.chosen.hours == pytest.approx(two.chosen.hours)
-    assert four.chosen.total_usd == pytest.approx(2 * two.chosen.total_usd, rel=1e-3)
+    assert "busy_chips" not in four.estimate.details
+    assert four.chosen.hours < two.chosen.hours * 0.6
 
 
 def test_the_plan_lays_out_only_the_replicas_the_batch_feeds(catalog):

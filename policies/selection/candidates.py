@@ -285,9 +285,13 @@ class SearchContext:
             unit = self.domain_units.get(offering.machine_type)
             if unit is None:
                 unit = self.domain_unit(offering)
+            # A searched fleet trains on the GPUs the global batch keeps busy. A pin is timed on all its replicas, as
+            # before: the pinned 405B stacks reproduce Llama 3's 16,384 H100, which the defaults' batch (16M tokens,
+            # 1,953 sequences, where Llama 3 ran 2,048) and a long sequence's least context-parallel degree (CP8, where
+            # Llama 3 widened to CP16 to feed them) would leave 5% and 56% idle.
+            batch = self.training_batch_chips(offering) if self.pinned_chips is None else 0
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
-                                                              *self.sequence_layout_degrees(offering),
-                                                              self.training_batch_chips(offering))
+                                                              *self.sequence_layout_degrees(offering), batch)
         return trained
 
     def batch_idle_detail(self, offering: Offering, size: Size) -> dict[str, float | int | str]:

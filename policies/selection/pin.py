@@ -395,8 +395,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         if not math.isfinite(hours):
             hours = 1e9
         detail: dict[str, float | int | str] = {"min_chips_for_memory": ctx.min_memory_chips(offering),
-                                                **ctx.sequence_detail(offering, size),
-                                                **ctx.batch_idle_detail(offering, size)}
+                                                **ctx.sequence_detail(offering, size)}
         if spot:
             detail["spot_time_lost"] = round(1.0 - model.productivity(trained.hosts), 4)
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
