@@ -134,3 +134,12 @@ def test_the_plan_lays_out_only_the_replicas_the_batch_feeds(catalog):
     assert plan.gpu is not None and plan.gpu.nodes * plan.gpu.gpus_per_node == 8
     assert plan.parallelism is not None
     assert (plan.parallelism.tensor, plan.parallelism.pipeline, plan.parallelism.data) == (1, 1, 3)
+
+
+def test_a_tpu_slice_past_the_batch_is_still_refused_in_tpu_words(catalog):
+    # A TPU ladder still ends at the batch's chips (docs/choose.md); its refusal named "one node of 4 GPUs" before.
+    spec = workload(kind="pretrain", model={"parameters": "125M", "sequence_length": 131072},
+                    training={"tokens": "300B", "framework": "jax"}, constraints={"clouds": ["gcp"], "deadline_days": 90})
+    reasons = next(r["reasons"] for r in choose(spec, catalog).rejected if r["offering"] == "gcp-tpu-v5p")
+    assert ("on-demand and spot: the global batch keeps at most 3 chips busy, below the smallest TPU v5p slice "
+            "(4 chips) (set training.global_batch_tokens to raise it)") in reasons

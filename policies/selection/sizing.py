@@ -597,16 +597,23 @@ class TrainingPick(NamedTuple):
 
 
 def _below_one_node(ctx: SearchContext, offering: Offering, cap: int, capacity: str) -> tuple[str, str]:
-    """(constraint, reason) for a GPU ladder with no fleet: the fleet's ceiling `cap` is below one node. The ceiling
-    is the global batch's chips where they are less than any chip limit (a short batch of long sequences): raising
-    max_chips would change nothing, so the refusal names training.global_batch_tokens."""
-    node = plural(offering.chips_per_host, 'GPU')
+    """(constraint, reason) for a ladder with no fleet: the fleet's ceiling `cap` is below one GPU node or the smallest
+    TPU slice. On a TPU generation the ceiling is the global batch's chips where they are less than any chip limit (a
+    short batch of long sequences): raising max_chips would change nothing, so the refusal names
+    training.global_batch_tokens. (A GPU ladder reaches the node the batch keeps partly busy: its ceiling here is a
+    chip limit.)"""
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    if generation is None:
+        node = f"one node of {plural(offering.chips_per_host, 'GPU')}"
+    else:
+        smallest = min(shapes.topology_chips(t) for t in shapes.valid_topologies(generation.name))
+        node = f"the smallest TPU {generation.name} slice ({plural(smallest, 'chip')})"
     if cap < ctx.fleet_cap(offering):
-        return ("global_batch", f"{capacity}: the global batch keeps at most {plural(cap, 'chip')} busy, below one "
-                                f"node of {node} (set training.global_batch_tokens to raise it)")
+        return ("global_batch", f"{capacity}: the global batch keeps at most {plural(cap, 'chip')} busy, below "
+                                f"{node} (set training.global_batch_tokens to raise it)")
     if ctx.fleet_cap_constraint(offering) == "offering_chips":
-        return ("offering_chips", f"{capacity}: {offering.id} holds {plural(cap, 'chip')}, below one node of {node}")
-    return ("max_chips", f"{capacity}: max_chips {cap} is below one node of {node}")
+        return ("offering_chips", f"{capacity}: {offering.id} holds {plural(cap, 'chip')}, below {node}")
+    return ("max_chips", f"{capacity}: max_chips {cap} is below {node}")
 
 
 def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | CountLadder, lo: int, fastest: int,
