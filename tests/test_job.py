@@ -187,7 +187,8 @@ def test_tcpxo_job_carries_the_rxdm_sidecar_and_the_stacks_networks():
 
     manifests = tcpxo_job(tuple(f"vpc{i}" for i in range(1, 9))).manifests
     template = manifests[0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
-    [sidecar] = template["spec"]["initContainers"]
+    # The native sidecar (restartPolicy Always); the other init container checks Megatron-LM out before it starts.
+    [sidecar] = [c for c in template["spec"]["initContainers"] if c.get("restartPolicy") == "Always"]
     assert sidecar["name"] == "tcpxo-daemon" and sidecar["restartPolicy"] == "Always"
     interfaces = json.loads(template["metadata"]["annotations"]["networking.gke.io/interfaces"])
     assert [i["network"] for i in interfaces] == ["default", *(f"vpc{i}" for i in range(1, 9))]

@@ -55,8 +55,17 @@ def test_the_world_size_is_tp_x_cp_x_pp_x_dp_on_whole_nodes(tmp_path):
     assert "parallelism TP8 x CP8 x PP16 x DP2 (the Plan's)" in derivations
 
 
-def test_a_pytorch_program_is_told_the_megatron_and_nemo_arguments(tmp_path):
+def test_the_default_megatron_command_gets_the_context_parallel_layout(tmp_path):
     _, jobset, derivations = long_context_job(tmp_path, "pytorch")
+    command = " ".join(container(jobset)["command"])
+    for flag in ("--tensor-model-parallel-size 8", "--context-parallel-size 8", "--pipeline-model-parallel-size 16",
+                 "--seq-length 131072"):
+        assert flag in command
+    assert "layout: TP8 x CP8 x PP16 x DP2 as Megatron's flags" in " ".join(derivations.split())
+
+
+def test_a_pytorch_program_of_ones_own_is_told_the_megatron_and_nemo_arguments(tmp_path):
+    _, jobset, derivations = long_context_job(tmp_path, "pytorch", command="python3 my_train.py")
     flat = " ".join(derivations.split())
     assert "world size TP8 x CP8 x PP16 x DP2 = 2,048 ranks" in flat
     assert "--context-parallel-size" in flat and "context_parallel_size" in flat

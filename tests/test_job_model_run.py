@@ -76,11 +76,18 @@ def test_maxtext_on_gpus_passes_model_name_too():
     assert "hardware=gpu" in command and " model_name=llama3.1-8b" in command
 
 
-def test_the_pytorch_example_is_not_told_a_model_name_but_the_notes_say_so():
+def test_the_pytorch_default_trains_the_architectures_shape_in_megatron():
     command, _, notes = train({"architecture": "llama3.1-8b"}, framework="pytorch",
                               hardware={"accelerator": "h100-80gb", "chips": 16})
     assert "model_name" not in command
-    assert "the default program is an example, not this model" in notes
+    assert "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32" in command
+    assert "model: architecture llama3.1-8b" in " ".join(notes.split())
+
+
+def test_a_pytorch_command_of_your_own_is_told_it_builds_the_model_itself():
+    _, _, notes = train({"architecture": "llama3.1-8b"}, framework="pytorch", command="python3 train.py",
+                        hardware={"accelerator": "h100-80gb", "chips": 16})
+    assert "your --command replaces the default program" in notes
 
 
 def test_a_command_of_your_own_is_left_as_written_and_told_to_pass_model_name():

@@ -264,7 +264,7 @@ CASES: dict[str, Case] = {
     "nvidia/nvlink-group-in-one-domain": Case("p6e-lws", lambda s: leader_annotations(s).pop(REQUIRED),
                                               "leaderTemplate.metadata.annotations"),
     "pod/image-architecture-unconfirmed": Case("arm", lambda s: _set(container(s), "image",
-                                                                     "nvcr.io/nvidia/pytorch:25.01-py3"),
+                                                                     "ghcr.io/nvidia/jax:maxtext-2026-03-05"),
                                                "containers[0].image"),
 }
 
@@ -611,10 +611,14 @@ def test_leader_and_workers_fitted_as_two_podsets_may_land_in_two_domains(baseli
     assert caught and all("do not name one kueue.x-k8s.io/podset-group-name" in v.breach.message for v in caught)
 
 
-def test_a_replica_wider_than_one_ultraserver_is_not_asked_to_fit_one(planned_results):
-    """Twelve trays are more than the 9 nodes of the smaller UltraServer: no level holds the replica in one NVLink
-    domain, so accel requires none and the rule asks for none (a requirement would leave it queued forever)."""
-    result = planned_results["llama-405b-p6e"]
+def test_a_replica_wider_than_one_ultraserver_is_not_asked_to_fit_one(tmp_path):
+    """Twelve trays are more than the 9 nodes of the smaller UltraServer: where the stack's block does not say it is
+    one u-p6e-gb200x72, no level holds the replica in one NVLink domain, so accel requires none and the rule asks for
+    none (a requirement would leave it queued forever)."""
+    from accel.offline_plan import plan_stack
+    from tests.test_ultraserver_clique_layout import _stack as p6e_stack
+
+    result = plan_stack(None, p6e_stack(tmp_path, None), ROOT)
     scope = _scope(result, _p6e_lws_manifests(result, replica_chips=48))
     scope.cluster.releases["lws"] = {"name": "lws"}
     leader = first(scope, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]

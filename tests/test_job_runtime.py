@@ -34,7 +34,7 @@ def test_the_default_pytorch_command_runs_the_script_under_torchrun():
     job = job_of(planned_result("llama-405b-h100-gcp"), JobOptions())
     script = pod_spec(job.manifests)["containers"][0]["command"][-1]
     launch = script[script.index("torchrun"):]
-    assert "--master-port=29500 /opt/pytorch/examples/distributed/ddp/main.py" in launch
+    assert "--master-port=29500 /opt/megatron-lm/pretrain_gpt.py --tensor-model-parallel-size 8" in launch
     assert " python " not in launch
 
 

@@ -93,7 +93,9 @@ def test_the_405b_a4x_plan_is_tp8_pp8_with_two_tray_tensor_groups():
     assert any("tensor-parallel groups of 2 nodes, each inside one NVLink domain" in line for line in plan.rationale)
 
 
-@pytest.mark.parametrize("stack", ["llama-405b-p6e", "onprem-gb200", "llama-405b-h100-gcp"])
+# (llama-405b-p6e's block says u-p6e-gb200x72, whose 18 trays are one unit: TP8 over two trays. The same stack with
+# a block that does not say it stays in the tray: tests/test_ultraserver_clique_layout.py.)
+@pytest.mark.parametrize("stack", ["onprem-gb200", "llama-405b-h100-gcp"])
 def test_where_no_unit_holds_one_domain_tensor_parallelism_stays_in_the_node(stack):
     plan = Plan.model_validate(planned(stack).plan)
     assert plan.parallelism.tensor == plan.gpu.gpus_per_node and plan.parallelism.tensor_nodes is None
@@ -193,14 +195,17 @@ def test_a_p6e_job_wider_than_one_ultraserver_is_never_required_in_one(nodes):
     assert "more than one nvidia.com/gpu.clique holds (9)" in request.notes[0]
 
 
-def test_the_405b_p6e_job_prefers_one_clique_and_claims_the_compute_domain():
-    """llama-405b-p6e: one 16-tray replica (TP4 x PP16) on one u-p6e-gb200x72 pinned by hand; 16 trays are more than
-    the 9 a clique is known to hold, so the job is preferred in one (it lands whole where the UltraServer has 18)."""
+def test_the_405b_p6e_job_requires_one_clique_and_claims_the_compute_domain():
+    """llama-405b-p6e: one 16-tray replica (TP8 over two trays x PP8) on the one u-p6e-gb200x72 its Capacity Block
+    says it is; the 18-tray clique holds the whole replica, so the job requires one (a block that does not say its
+    UltraServer type is laid out by the 9 trays a clique is known to hold, TP4 x PP16, and only preferred in one:
+    tests/test_ultraserver_clique_layout.py)."""
     plan = Plan.model_validate(planned("llama-405b-p6e").plan)
     p = plan.parallelism
-    assert (p.tensor, p.tensor_nodes, p.pipeline, p.data) == (4, None, 16, 1)   # tensor parallelism in the tray
+    assert (p.tensor, p.tensor_nodes, p.pipeline, p.data) == (8, 2, 8, 1)
+    assert plan.gpu.nvlink_clique_nodes == 18
     jobset = next(m for m in generated("llama-405b-p6e").manifests if m["kind"] == "JobSet")
     template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     annotations = template["metadata"]["annotations"]
-    assert annotations[PREFERRED] == CLIQUE and REQUIRED not in annotations
+    assert annotations[REQUIRED] == CLIQUE and PREFERRED not in annotations
     assert template["spec"]["resourceClaims"][0]["name"] == "compute-domain-channel"

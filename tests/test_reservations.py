@@ -433,3 +433,20 @@ def test_an_unknown_key_in_a_stacks_reservations_is_said_once_with_the_key_meant
     assert str(error.value).splitlines()[-1].endswith(
         "accel:reservations.0.machine_type: unknown key 'machine_type'; did you mean 'machineType'?")
     assert "Field required" not in str(error.value)
+
+
+def test_a_block_with_no_declared_price_is_billed_at_the_catalogs_price_and_never_called_on_demand():
+    # p6e-gb200 is sold only through Capacity Blocks: the catalog's price for it is the blocks' effective rate
+    # (aws-capacity-blocks-2026), so "on-demand rate" named a way it is not sold.
+    from tests.conftest import planned_result
+
+    block = DeclaredReservation.model_validate({
+        "name": "cb", "kind": "capacity-block", "machineType": "p6e-gb200.36xlarge", "count": 18,
+        "zone": "us-east-1-dfw-2a", "start": "2030-01-06T11:30:00Z", "end": "2030-01-13T11:30:00Z"})
+    assert block.billing_words() == "at the catalog's price for the machine (no committed price declared)"
+    assert block.model_copy(update={"committedUsdPerMachineHour": 40.0}).billing_words() == \
+        "$40.00/h per machine committed"
+    result = planned_result("llama-405b-p6e")
+    [line] = [line for line in result.plan["rationale"] if line.startswith("Capacity: the stack's capacity-block")]
+    assert "18 machines at the catalog's price for the machine" in line and "on-demand" not in line
+    assert result.plan["chosen"]["price_source"].startswith("aws-capacity-blocks-2026")

@@ -40,9 +40,11 @@ def _block(**fields) -> DeclaredReservation:
 
 
 def _stack(tmp_path: Path, ultraserver: str | None, plan: dict | None = None) -> Path:
-    """stacks/Pulumi.llama-405b-p6e.yaml with its block's ultraserverType (None: unsaid) and `plan` pinned."""
+    """stacks/Pulumi.llama-405b-p6e.yaml (whose block says u-p6e-gb200x72) with its block's ultraserverType
+    (None: unsaid) and `plan` pinned."""
     stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.llama-405b-p6e.yaml").read_text())
     [block] = stack["config"]["accel:reservations"]
+    block.pop("ultraserverType", None)
     if ultraserver is not None:
         block["ultraserverType"] = ultraserver
     if plan is not None:   # the pinned plan fixes the hardware (its workload carries the pin)
@@ -56,6 +58,12 @@ def _stack(tmp_path: Path, ultraserver: str | None, plan: dict | None = None) ->
 @pytest.fixture(scope="module")
 def x72(tmp_path_factory):
     return plan_stack(None, _stack(tmp_path_factory.mktemp("x72"), "u-p6e-gb200x72"), ROOT)
+
+
+@pytest.fixture(scope="module")
+def unsaid(tmp_path_factory):
+    """The same stack with a block that does not say which UltraServers it is: laid out by the table's 9 trays."""
+    return plan_stack(None, _stack(tmp_path_factory.mktemp("unsaid"), None), ROOT)
 
 
 # ------------------------------------------------------------------------------ the facts and the declaration
@@ -98,9 +106,10 @@ def test_the_clique_is_the_smallest_declared_ultraserver_when_every_block_says_o
 
 
 # ------------------------------------------------------------------------------ the plan
-def test_a_block_of_one_u_p6e_gb200x72_lays_tp8_over_two_trays(x72):
-    before = planned_result("llama-405b-p6e").plan
+def test_a_block_of_one_u_p6e_gb200x72_lays_tp8_over_two_trays(x72, unsaid):
+    before = unsaid.plan
     assert before["parallelism"] == {"tensor": 4, "pipeline": 16, "data": 1, "group_nodes": 16}
+    assert planned_result("llama-405b-p6e").plan == x72.plan      # the shipped stack says x72
     assert x72.plan["gpu"]["nvlink_clique_nodes"] == 18
     assert x72.plan["parallelism"] == {"tensor": 8, "pipeline": 8, "data": 1, "tensor_nodes": 2, "group_nodes": 16}
     # Same 18 instances, the same 16 of them timed: the hours and cost do not move.
@@ -108,8 +117,8 @@ def test_a_block_of_one_u_p6e_gb200x72_lays_tp8_over_two_trays(x72):
         (before["chosen"]["chips"], before["chosen"]["hours"], before["chosen"]["total_usd"])
 
 
-def test_a_block_of_u_p6e_gb200x36_changes_nothing(tmp_path):
-    assert plan_stack(None, _stack(tmp_path, "u-p6e-gb200x36"), ROOT).plan == planned_result("llama-405b-p6e").plan
+def test_a_block_of_u_p6e_gb200x36_changes_nothing(tmp_path, unsaid):
+    assert plan_stack(None, _stack(tmp_path, "u-p6e-gb200x36"), ROOT).plan == unsaid.plan
 
 
 def test_the_plan_check_refuses_the_x72_layout_without_its_clique(x72):
@@ -161,9 +170,9 @@ def test_accel_choose_with_the_stack_blocks_lays_out_by_the_ultraserver_they_say
     stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.llama-405b-p6e.yaml").read_text())["config"]
     workload = tmp_path / "w.yaml"
     workload.write_text(yaml.safe_dump({**stack["accel:workload"], "hardware": stack["accel:hardware"]}))
-    said = _stack(tmp_path, "u-p6e-gb200x72")
+    unsaid = _stack(tmp_path, None)
     shipped = ROOT / "stacks" / "Pulumi.llama-405b-p6e.yaml"
-    for blocks, layout in ((said, "TP8 x PP8 x DP1"), (shipped, "TP4 x PP16 x DP1")):
+    for blocks, layout in ((shipped, "TP8 x PP8 x DP1"), (unsaid, "TP4 x PP16 x DP1")):
         result = CliRunner().invoke(app, ["choose", str(workload), "--reservations", str(blocks)],
                                     env={"COLUMNS": "200"})
         assert result.exit_code == 0, result.output

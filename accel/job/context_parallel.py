@@ -3,8 +3,9 @@
 The Plan's layout carries a context-parallel degree where one sequence's activations do not fit beside the
 state (policies/estimator/activations.py): TP x CP x PP GPUs hold one model replica, DP replicas the fleet.
 The program must be told, or it lays the ranks out as TP x PP x DP and runs out of memory. The default MaxText
-command gets its mesh axes (accel/job/runtime.yaml context_parallel); a program of the user's own (the PyTorch
-default is a placeholder) is told in the job's notes which Megatron-Core / NeMo arguments carry the degrees.
+command gets its mesh axes (accel/job/runtime.yaml context_parallel), the default Megatron-LM command its flags
+(accel/job/megatron_run.py); a program of the user's own is told in the job's notes which Megatron-Core / NeMo
+arguments carry the degrees.
 A long sequence's layout may instead (or as well) run a deeper pipeline than the state's own (the estimate's
 details.pipeline_parallel), or only widen tensor parallelism (details.context_parallel 1): it is
 told the same way. Nothing is written for the state's own layout.

@@ -28,7 +28,7 @@ from accel.policies.hardware import tpu_serving as serving_hosts
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain, context_parallel, maxtext_entry, maxtext_precision, model_run, tpu_serving
+from accel.job import compute_domain, context_parallel, maxtext_entry, maxtext_precision, megatron_run, model_run, tpu_serving
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import machine_shape, pod_requests, runtime
@@ -307,9 +307,19 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     name = dns_name(plan.workload.name)
     defaults = _defaults(plan, hw)
     image = options.image or defaults["image"]
-    maxtext = maxtext_entry.runs_maxtext(defaults)   # the jax rows run MaxText; pytorch-gpu an example
-    user_command = options.command or (maxtext_entry.default_command(defaults)
-                                        + (model_run.maxtext_training_args(plan) if maxtext else ""))
+    maxtext = maxtext_entry.runs_maxtext(defaults)   # the jax rows run MaxText; pytorch-gpu Megatron-LM
+    megatron = hw.family == "gpu" and plan_view.framework(plan) == "pytorch"
+    megatron_notes: list[str] = []
+    if options.command is not None:
+        user_command = options.command
+    elif megatron:
+        # Megatron-LM's GPT pre-training with the plan's layout, shape and precision (accel/job/megatron_run.py).
+        # CHECKPOINT_DIR is a URL where a bucket is not mounted (EKS: s3://, _storage); Megatron saves to a path.
+        url = f"s3://{ctx.checkpoint_bucket}/" if ctx.checkpoint_bucket and plan.cloud != "gcp" else None
+        user_command, megatron_notes = megatron_run.default_command(plan, url)
+    else:
+        user_command = maxtext_entry.default_command(defaults) + (model_run.maxtext_training_args(plan)
+                                                                   if maxtext else "")
     replicated = replicated_job_name(hw)
     nodes = plan_view.rank_nodes(plan)   # the nodes holding whole replicas; hw.nodes elsewhere
     extra_env: list[dict] = []
@@ -338,6 +348,8 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         command = user_command
         launcher = "JAX on TPU (libtpu finds the slice's hosts itself)"
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env)
+    if megatron and options.image is None and megatron_run.needs_checkout(user_command):
+        notes = [megatron_run.attach_checkout(pod, image), *notes]
     if hw.family == "tpu":
         notes = [*notes, *context_parallel.slice_notes(plan, written=options.command is None)]
     if hw.family == "gpu" and plan.parallelism is not None:
@@ -348,15 +360,19 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                    ctx.inventory_pool.chips // hw.chips_per_node if ctx.inventory_pool else None)
         pod["metadata"]["annotations"].update(request.annotations)
         notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes,
-                 *context_parallel.notes(plan.parallelism, plan_view.framework(plan),
-                                         written=options.command is None and plan_view.framework(plan) != "pytorch",
-                                         long_sequence=context_parallel.sequence_layout(plan),
-                                         sequence_length=plan.workload.model.sequence_length,
-                                         batch_sequences=context_parallel.plan_batch(plan)[0]
-                                         if context_parallel.sequence_layout(plan) else 0)]
+                 # The default Megatron command carries the degrees itself (megatron_notes say so).
+                 *([] if megatron_notes else
+                   context_parallel.notes(plan.parallelism, plan_view.framework(plan),
+                                          written=options.command is None and plan_view.framework(plan) != "pytorch",
+                                          long_sequence=context_parallel.sequence_layout(plan),
+                                          sequence_length=plan.workload.model.sequence_length,
+                                          batch_sequences=context_parallel.plan_batch(plan)[0]
+                                          if context_parallel.sequence_layout(plan) else 0))]
     domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
     notes += domain_notes
-    notes += model_run.training_notes(plan, maxtext, written=options.command is None)
+    notes += megatron_notes
+    if not megatron_notes:
+        notes += model_run.training_notes(plan, maxtext, written=options.command is None)
     restarts, why = max_restarts(plan)
     pods_per_slice = nodes if hw.slices == 1 else hw.nodes_per_slice
     if nodes < hw.nodes:

@@ -68,6 +68,9 @@ def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
     if row is None:
         return []
     if not maxtext:
+        if not written:
+            return [f"model {row.name}: your --command replaces the default program; it builds the model and loads "
+                    f"{named.checkpoint or row.huggingface} itself"]
         return [f"model {row.name}: the default program is an example, not this model; pass --command with your "
                 f"trainer loading {named.checkpoint or row.huggingface}"]
     facts = _facts()

@@ -159,12 +159,14 @@ class DeclaredReservation(StrictModel):
         return self.committedUsdPerMachineHour if self.committedUsdPerMachineHour is not None else on_demand_per_machine
 
     def billing_words(self) -> str:
-        """'$98.32/h per machine committed', '$0 marginal (already paid)' or 'at the on-demand rate'."""
+        """'$98.32/h per machine committed', '$0 marginal (already paid)' or the catalog's price. That price is the
+        machine's on-demand rate, except for a machine sold only through Capacity Blocks (p6e-gb200), whose catalog
+        price is the blocks' effective rate: "on-demand" would name a way it is not sold."""
         if self.marginal == "zero":
             return "$0 marginal (already paid)"
         if self.committedUsdPerMachineHour is not None:
             return f"${self.committedUsdPerMachineHour:,.2f}/h per machine committed"
-        return "at the catalog's on-demand rate (no committed price declared)"
+        return "at the catalog's price for the machine (no committed price declared)"
 
     def hourly(self, machines: int, on_demand_per_machine: float) -> float:
         """$/h of `machines` machines: up to the count at the reserved rate, the overflow at on-demand (the

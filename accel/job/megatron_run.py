@@ -1,0 +1,357 @@
+"""The PyTorch training job's program: Megatron-LM's GPT pre-training (`pretrain_gpt.py`) with the Plan's layout, the
+model's shape and its precision written as Megatron's own flags, started by the job's torchrun line.
+
+The layout is the Plan's (TP x CP x PP x DP, EP for a mixture of experts); the shape is the workload's
+`model.architecture` row (policies/architectures), else its `model.layers` / `model.hidden`, else the shape the
+estimate itself used (policies/estimator/estimate.py model_architecture), laid out with 128-wide heads and 8 KV groups
+and said to be derived. Megatron's own refusals a plan can meet (layers over pipeline stages, heads and KV groups over
+tensor ranks, the global batch over data-parallel ranks, the sequence over context-parallel ranks, experts over
+expert ranks) are checked here first, each naming the workload field and citing Megatron's line, so a job that
+cannot start is never written.
+
+Every fact of Megatron-LM (the pinned tag and commit, the checkout, each flag's line in arguments.py, the refusals)
+is runtime.yaml `megatron`, with sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accel.base.errors import UsageError
+from accel.policies import hardware
+from accel.policies.plan import Plan
+
+from accel.job import context_parallel, model_run, plan_view
+from accel.job.facts import runtime
+
+CHECKOUT_VOLUME = "megatron-lm"
+
+
+def facts() -> dict[str, Any]:
+    return runtime()["megatron"]
+
+
+def script() -> str:
+    """The training script in the checkout (defaults.pytorch-gpu's command)."""
+    return f"{facts()['tree']}/{facts()['entry']}"
+
+
+def _refusal(field: str, what: str, rule: str, remedy: str) -> UsageError:
+    return UsageError(f"{field}: {what}, and Megatron-LM refuses it ({facts()['refusals'][rule]} at "
+                      f"{facts()['tag']}); {remedy}")
+
+
+@dataclass(frozen=True)
+class Layout:
+    tensor: int
+    pipeline: int
+    context: int
+    data: int
+    expert: int
+
+    @property
+    def model_ranks(self) -> int:
+        return self.tensor * self.pipeline * self.context
+
+
+def layout(plan: Plan) -> Layout:
+    """The Plan's degrees over the ranks the job starts (rank_nodes x GPUs per node); a plan with no layout trains
+    data-parallel only. Megatron's data-parallel degree is the world over TP x PP x CP (arguments.py l.374)."""
+    hw = plan_view.hardware(plan)
+    world = plan_view.rank_nodes(plan) * hw.chips_per_node
+    degrees = plan.parallelism
+    tensor, pipeline, context = ((degrees.tensor, degrees.pipeline, degrees.context or 1) if degrees is not None
+                                 else (1, 1, 1))
+    if world % (tensor * pipeline * context):
+        raise _refusal("plan.parallelism", f"the job's {world} ranks do not split into TP{tensor} x PP{pipeline} x "
+                       f"CP{context} groups", "world", "plan again (accel plan) so the layout tiles the fleet")
+    expert = degrees.expert if degrees is not None and degrees.expert else 1
+    return Layout(tensor, pipeline, context, world // (tensor * pipeline * context), expert)
+
+
+@dataclass(frozen=True)
+class Shape:
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    query_groups: int
+    kv_channels: int | None     # given where a head is not hidden / heads wide (a row's head_dim)
+    vocabulary: int
+    tied_embeddings: bool
+    experts: int | None = None
+    router_topk: int | None = None
+    expert_ffn: int | None = None
+    shared_expert_ffn: int | None = None
+    note: str = ""
+
+
+def _swiglu_ffn(hidden: int) -> int:
+    """Megatron's own MLP width for SwiGLU when none is given (arguments.py l.835 at core_v0.15.3): 4h x 2/3, down
+    to a multiple of 64, which keeps the MLP's parameters those of a 4h one (the estimate's 12 x layers x hidden^2)."""
+    return int((4 * hidden * 2 / 3) / 64) * 64
+
+
+def pipeline_split(layers: int, stages: int) -> tuple[int, int] | None:
+    """(layers on the first stage, on the last) where `layers` do not split evenly over `stages`, else None: the
+    middle stages take ceil(layers / stages) each when that leaves the first and last at least one between them, else
+    floor (Megatron's uneven pipeline: runtime.yaml megatron.refusals.uneven_pipeline). ValueError for fewer layers
+    than stages, which no split holds."""
+    if layers % stages == 0:
+        return None
+    if layers < stages:
+        raise ValueError(f"{layers} layers cannot fill {stages} pipeline stages")
+    if stages == 2:
+        return layers // 2, layers - layers // 2
+    middle = -(-layers // stages)
+    if layers - (stages - 2) * middle < 2:
+        middle = layers // stages
+    ends = layers - (stages - 2) * middle
+    return ends // 2, ends - ends // 2
+
+
+def _stages(layers: int, degrees: Layout, field: str) -> tuple[int, int] | None:
+    try:
+        return pipeline_split(layers, degrees.pipeline)
+    except ValueError:
+        raise _refusal(field, f"{layers} layers cannot fill pipeline parallelism {degrees.pipeline} (each stage "
+                       "holds at least one)", "pipeline_layers", "pin hardware whose layout has fewer stages") from None
+
+
+def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
+    row = model_run.named_model(plan).architecture
+    if row is None:
+        return None
+    field = f"model.architecture: {row.name}"
+    _stages(row.layers, degrees, field)
+    if row.query_heads % degrees.tensor:
+        raise _refusal(field, f"its {row.query_heads} query heads do not split over tensor parallelism "
+                       f"{degrees.tensor}", "heads", "pin hardware whose tensor parallelism divides them")
+    if row.kv_heads % degrees.tensor:
+        raise _refusal(field, f"its {row.kv_heads} KV heads (query groups) do not split over tensor parallelism "
+                       f"{degrees.tensor}", "query_groups", "pin hardware whose tensor parallelism divides them")
+    width = row.hidden // row.query_heads
+    kv_channels = row.head_dim if row.head_dim is not None and (row.head_dim != width or row.hidden % row.query_heads) \
+        else None
+    if kv_channels is None and row.hidden % row.query_heads:
+        raise _refusal(field, f"its width {row.hidden} does not split into {row.query_heads} heads", "head_width",
+                       "pass --command with --kv-channels")
+    mlp = row.mlp if row.mlp is not None else _swiglu_ffn(row.hidden)
+    note = (f"model: architecture {row.name} ({row.layers} layers, width {row.hidden:,}, {row.query_heads}/"
+            f"{row.kv_heads} query/KV heads, MLP {mlp:,}{'' if row.mlp is not None else ' (Megatron SwiGLU default)'}"
+            f", vocabulary {row.vocabulary:,}) as Megatron's GPT with SwiGLU, RMSNorm and RoPE")
+    if row.is_moe:
+        shared = row.shared_experts * mlp if row.shared_experts else None
+        note += f"; {row.experts} routed experts, top-{row.experts_per_token}" + (
+            f", {row.shared_experts} shared" if row.shared_experts else "")
+        if row.mlp is None:
+            note += (f" (the table states no expert width: Megatron's default is written; {row.name}'s own "
+                     "attention, e.g. multi-latent, is not)")
+        return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
+                     row.tied_embeddings, row.experts, row.experts_per_token, mlp, shared, note)
+    return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
+                 row.tied_embeddings, note=note)
+
+
+def _derived_shape(plan: Plan, degrees: Layout) -> Shape:
+    """The workload's model.layers / model.hidden, else the estimate's own (model_architecture): layers rounded to
+    whole pipeline stages, the width to whole 128-wide heads in groups of 8 KV heads (more where tensor parallelism
+    is wider), SwiGLU at Megatron's default width."""
+    from accel.policies.estimator.estimate import model_architecture
+
+    model = plan.workload.model
+    table = facts()
+    layers_estimate, hidden_estimate, _ = model_architecture(plan.workload)
+    source = ("model.layers and model.hidden" if model.layers is not None and model.hidden is not None else
+              "policies/estimator/estimate.py model_architecture" + (", model.layers" if model.layers else "")
+              + (", model.hidden" if model.hidden else ""))
+    head_dim = int(table["derived_head_dim"])
+    groups = max(int(table["derived_query_groups"]), degrees.tensor)
+    if model.layers is not None:
+        _stages(model.layers, degrees, "model.layers")
+        layers = model.layers
+    else:
+        layers = max(degrees.pipeline, degrees.pipeline * round(layers_estimate / degrees.pipeline))
+    if model.hidden is not None:
+        if model.hidden % (head_dim * groups):
+            raise _refusal("model.hidden", f"width {model.hidden} is no whole number of {head_dim}-wide heads in "
+                           f"{groups} KV groups (tensor parallelism {degrees.tensor})", "heads",
+                           f"give a multiple of {head_dim * groups}, or name model.architecture")
+        hidden = model.hidden
+    else:
+        hidden = head_dim * groups * max(1, round(hidden_estimate / (head_dim * groups)))
+    heads = hidden // head_dim
+    ffn = _swiglu_ffn(hidden)
+    vocabulary = int(table["derived_vocabulary"])
+    note = (f"model: no model.architecture, so a derived shape: {layers} layers, width {hidden:,}, {heads}/{groups} "
+            f"query/KV heads of {head_dim}, SwiGLU MLP {ffn:,}, vocabulary {vocabulary:,}: the estimate's "
+            f"{layers_estimate:g} layers and width {hidden_estimate:,.0f} ({source}) rounded to whole pipeline "
+            f"stages and whole heads (runtime.yaml megatron.derived_*); name model.architecture to train a "
+            "published model's shape")
+    if model.experts is None:
+        return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, note=note)
+    topk = model.experts_per_token or 2   # Megatron's --moe-router-topk default (arguments.py l.3094)
+    shared = model.shared_experts * ffn if model.shared_experts else None
+    note += f"; {model.experts} routed experts of MLP {ffn:,} (derived), top-{topk}" + (
+        f", {model.shared_experts} shared" if model.shared_experts else "")
+    return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, model.experts, topk, ffn, shared,
+                 note)
+
+
+def model_shape(plan: Plan, degrees: Layout) -> Shape:
+    shape = _named_shape(plan, degrees) or _derived_shape(plan, degrees)
+    if shape.experts is not None and shape.experts % degrees.expert:
+        field = "model.architecture" if model_run.named_model(plan).architecture else "model.experts"
+        raise _refusal(field, f"{shape.experts} experts do not split over expert parallelism {degrees.expert}",
+                       "experts", "pin hardware whose expert parallelism divides them")
+    return shape
+
+
+def global_batch(plan: Plan, degrees: Layout) -> tuple[int, str]:
+    """(the global batch in sequences, what the job says of it): the plan's, a multiple of the data-parallel ranks
+    (micro-batch 1). A workload's own training.global_batch_tokens that is none is refused; the default for the
+    model's size is rounded up to one, and said."""
+    sequences, _ = context_parallel.plan_batch(plan)
+    training = plan.workload.training
+    if sequences % degrees.data == 0:
+        return sequences, f"the plan's global batch, {sequences:,} sequences"
+    if training is not None and training.global_batch_tokens is not None:
+        raise _refusal("training.global_batch_tokens",
+                       f"{sequences:,} sequences a step is no multiple of the {degrees.data} data-parallel ranks "
+                       "(micro-batch 1)", "batch",
+                       f"give a multiple of {degrees.data} x {plan.workload.model.sequence_length:,} tokens")
+    rounded = -(-sequences // degrees.data) * degrees.data
+    return rounded, (f"the plan's default global batch of {sequences:,} sequences rounded up to a multiple of the "
+                     f"{degrees.data} data-parallel ranks, as Megatron requires: runtime.yaml megatron.refusals.batch")
+
+
+def _precision(plan: Plan) -> tuple[str, list[str]]:
+    precision = plan_view.precision(plan)
+    if precision == "fp32":
+        return "", []
+    if precision == "fp16":
+        return "--fp16", []
+    if precision != "fp8":
+        return "--bf16", []
+    accelerator = plan_view.hardware(plan).accelerator
+    chip = hardware.current().chips.get(accelerator)
+    if chip is not None and chip.peak_fp8_tflops:
+        return f"--bf16 {facts()['fp8']}", [f"precision fp8: {facts()['fp8']} (Transformer Engine's E4M3 forward, "
+                                              f"E5M2 gradients) over bf16 on {chip.name}'s fp8 tensor cores"]
+    name = chip.name if chip is not None else accelerator
+    return "--bf16", [f"training.precision fp8, but {name} has no fp8 tensor cores: the job trains in bf16"]
+
+
+@dataclass(frozen=True)
+class MegatronRun:
+    args: str           # the flags after the script
+    notes: list[str]
+
+
+def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
+    """Megatron's flags for the plan (UsageError, exit 2, where Megatron would refuse the plan's layout).
+    `checkpoint_url`: CHECKPOINT_DIR where the job sets it to an object-store URL rather than a mounted path."""
+    table = facts()
+    degrees = layout(plan)
+    shape = model_shape(plan, degrees)
+    sequence = plan.workload.model.sequence_length
+    if degrees.context > 1 and sequence % (2 * degrees.context):
+        raise _refusal("model.sequence_length", f"{sequence:,} tokens is no multiple of 2 x context parallelism "
+                       f"{degrees.context}", "context_sequence", f"give a multiple of {2 * degrees.context}")
+    batch, batch_note = global_batch(plan, degrees)
+    args = [f"--tensor-model-parallel-size {degrees.tensor}", f"--pipeline-model-parallel-size {degrees.pipeline}"]
+    uneven = pipeline_split(shape.layers, degrees.pipeline)
+    if uneven is not None:
+        args.append(f"--decoder-first-pipeline-num-layers {uneven[0]} --decoder-last-pipeline-num-layers {uneven[1]}")
+    if degrees.context > 1:
+        args.append(f"--context-parallel-size {degrees.context}")
+    if degrees.tensor > 1:
+        args.append("--sequence-parallel")
+    if shape.experts is not None:
+        # The plan spreads the experts over one NVLink domain's GPUs (EP), the ranks its attention splits over by
+        # tensor parallelism: each expert whole on its rank (expert tensor parallelism 1).
+        args += [f"--num-experts {shape.experts}", f"--moe-router-topk {shape.router_topk}",
+                 f"--expert-model-parallel-size {degrees.expert}", "--expert-tensor-parallel-size 1",
+                 f"--moe-ffn-hidden-size {shape.expert_ffn}"]
+        if shape.shared_expert_ffn:
+            args.append(f"--moe-shared-expert-intermediate-size {shape.shared_expert_ffn}")
+    args += ["--use-distributed-optimizer", table["recompute"],
+             f"--num-layers {shape.layers}", f"--hidden-size {shape.hidden}", f"--ffn-hidden-size {shape.ffn}",
+             f"--num-attention-heads {shape.heads}"]
+    if shape.kv_channels is not None:
+        args.append(f"--kv-channels {shape.kv_channels}")
+    if shape.query_groups < shape.heads:
+        args.append(f"--group-query-attention --num-query-groups {shape.query_groups}")
+    args += [f"--seq-length {sequence}", f"--max-position-embeddings {sequence}",
+             "--swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear"]
+    if not shape.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    args += ["--micro-batch-size 1", f"--global-batch-size {batch}"]
+    precision, precision_notes = _precision(plan)
+    if precision:
+        args.append(precision)
+    args += [table["smoke"], f"--vocab-size {shape.vocabulary}"]
+    checkpoint_notes = []
+    if checkpoint_url is not None:
+        checkpoint_notes.append(f"checkpoints: none written: CHECKPOINT_DIR is {checkpoint_url}, a URL, and "
+                                "Megatron-LM saves to a filesystem path (--save); mount the bucket or use the "
+                                "stack's filesystem, and pass --command with --save/--load there")
+    else:
+        interval = table["save_interval"]
+        args.append(f"--save $(CHECKPOINT_DIR) --load $(CHECKPOINT_DIR) --save-interval {interval}")
+        checkpoint_notes.append(f"checkpoints: --save and --load $(CHECKPOINT_DIR) every {interval} iterations "
+                                "(Megatron's torch_dist format; a restarted job resumes from the latest)")
+    context = f"CP{degrees.context} x " if degrees.context > 1 else ""
+    expert = f", EP{degrees.expert} (expert tensor parallelism 1)" if shape.experts is not None else ""
+    notes = [
+        f"program: Megatron-LM {table['tag']} ({table['commit'][:8]}, {table['date']}) {table['entry']}, checked out "
+        f"at {table['tree']} (sources: runtime.yaml megatron)",
+        f"layout: TP{degrees.tensor} x {context}PP{degrees.pipeline} x DP{degrees.data}{expert} as Megatron's "
+        "flags" + (", sequence parallelism over the tensor ranks" if degrees.tensor > 1 else "")
+        + "; the distributed optimizer (optimizer state sharded over DP); full recomputation of every layer, "
+        "the regime the estimate sizes activations by",
+        shape.note,
+        *([f"pipeline: {shape.layers} layers do not split evenly over {degrees.pipeline} stages: {uneven[0]} on the "
+           f"first, {uneven[1]} on the last, {(shape.layers - sum(uneven)) // max(1, degrees.pipeline - 2)} on each "
+           "other (Megatron's uneven pipeline, as Llama 3 405B's 126 layers ran on 16 stages)"]
+          if uneven is not None else []),
+        f"batch: --micro-batch-size 1, --global-batch-size {batch:,} ({batch_note}) of {sequence:,} tokens",
+        *precision_notes,
+        f"smoke run: mock data (--mock-data), a null tokenizer of {shape.vocabulary:,} entries, 100 iterations, "
+        "random weights. For a real run pass --command with --data-path <prefix of Megatron .bin/.idx files>, "
+        "--tokenizer-type HuggingFaceTokenizer --tokenizer-model <tokenizer>, --train-iters and your learning-rate "
+        "schedule",
+        *checkpoint_notes,
+    ]
+    return MegatronRun(" ".join(args), notes)
+
+
+def default_command(plan: Plan, checkpoint_url: str | None = None) -> tuple[str, list[str]]:
+    """The default PyTorch training command (script and flags, what torchrun runs) and what the job says of it."""
+    megatron = run(plan, checkpoint_url)
+    return f"{runtime()['defaults']['pytorch-gpu']['command']} {megatron.args}", megatron.notes
+
+
+def needs_checkout(command: str) -> bool:
+    """Whether a command runs from the Megatron-LM checkout (the default one, or a user's naming its path)."""
+    return f"{facts()['tree']}/" in command
+
+
+def attach_checkout(pod: dict[str, Any], image: str) -> str:
+    """Put the pinned Megatron-LM into the trainer's `tree`: an emptyDir, filled by an init container of the
+    training image (first, before any sidecar) that clones the tag and fails unless it is the pinned commit.
+    Returns the note."""
+    table = facts()
+    tree = table["tree"]
+    clone = (f"git clone --depth 1 --branch {table['tag']} {table['repository']} {tree} && "
+             f"test \"$(git -C {tree} rev-parse HEAD)\" = {table['commit']}")
+    spec = pod["spec"]
+    spec.setdefault("volumes", []).append({"name": CHECKOUT_VOLUME, "emptyDir": {}})
+    mount = {"name": CHECKOUT_VOLUME, "mountPath": tree}
+    spec["containers"][0].setdefault("volumeMounts", []).append(dict(mount))
+    spec["initContainers"] = [{"name": CHECKOUT_VOLUME, "image": image, "command": ["/bin/bash", "-c", clone],
+                               "volumeMounts": [dict(mount)]}, *spec.get("initContainers", [])]
+    return (f"Megatron-LM: init container {CHECKOUT_VOLUME} clones {table['tag']} of {table['repository']} into "
+            f"{tree} (an emptyDir) and fails unless it is {table['commit'][:8]}; the nodes need egress to github.com "
+            "(or pass --image with Megatron-LM at that path)")

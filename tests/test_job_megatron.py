@@ -1,0 +1,255 @@
+"""The PyTorch training job runs Megatron-LM's pretrain_gpt.py with the Plan's layout, the model's shape and its
+precision as Megatron's own flags (accel/job/megatron_run.py, runtime.yaml `megatron`); Megatron's refusals a plan
+can meet are refused first, naming the workload field."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from accel.base.errors import UsageError
+from accel.job import megatron_run
+from accel.job.facts import runtime
+from accel.job.manifests import JobOptions
+from accel.job.service import job_of
+from accel.policies.catalog import load_catalog
+from accel.policies.plan import Plan
+from accel.policies.selection.choose import choose_plan
+from accel.policies.workload import load_workload, workload_from_mapping
+from tests.conftest import planned_result
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def plan_of(example: str, **changes) -> Plan:
+    """The plan `accel choose` makes for examples/<example>.yaml with `changes` (dotted keys) applied."""
+    data = load_workload(ROOT / "examples" / f"{example}.yaml").model_dump(mode="json", exclude_none=True)
+    data["training"]["framework"] = "pytorch"
+    for key, value in changes.items():
+        *path, last = key.split(".")
+        node = data
+        for part in path:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return choose_plan(workload_from_mapping(data, "t.yaml"), load_catalog())
+
+
+def flags(command: str) -> dict[str, str | None]:
+    """--flag -> its value (None for a switch) of a Megatron command."""
+    words = shlex.split(command)
+    found: dict[str, str | None] = {}
+    for i, word in enumerate(words):
+        if word.startswith("--"):
+            value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None
+            found[word] = value
+    return found
+
+
+def pod(job) -> dict:
+    jobset = next(m for m in job.manifests if m["kind"] == "JobSet")
+    return jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+
+# ----- the command a plan generates -----
+
+def test_a_70b_plan_runs_pretrain_gpt_under_torchrun_with_the_plans_layout():
+    job = job_of(planned_result("llama-70b-a4"), JobOptions())
+    spec = pod(job)
+    script = spec["containers"][0]["command"][-1]
+    assert re.search(r"torchrun .*--master-port=29500 /opt/megatron-lm/pretrain_gpt.py ", script)
+    given_flags = flags(script[script.index("pretrain_gpt.py"):])
+    # The Plan says TP8 x PP2 x DP16 on 32 B200 nodes.
+    assert given_flags["--tensor-model-parallel-size"] == "8" and given_flags["--pipeline-model-parallel-size"] == "2"
+    assert "--sequence-parallel" in given_flags and "--use-distributed-optimizer" in given_flags
+    assert "--context-parallel-size" not in given_flags   # no CP at 8K tokens
+    assert (given_flags["--recompute-granularity"], given_flags["--recompute-method"],
+            given_flags["--recompute-num-layers"]) == ("full", "uniform", "1")
+    assert given_flags["--micro-batch-size"] == "1" and int(given_flags["--global-batch-size"]) % 16 == 0
+    assert given_flags["--seq-length"] == given_flags["--max-position-embeddings"] == "8192"
+    assert int(given_flags["--num-layers"]) % 2 == 0 and int(given_flags["--num-attention-heads"]) % 8 == 0
+    assert "--bf16" in given_flags and "--fp8-format" not in given_flags
+    assert "--mock-data" in given_flags and given_flags["--tokenizer-type"] == "NullTokenizer"
+    assert given_flags["--train-iters"] == "100"
+    assert given_flags["--save"] == given_flags["--load"] == "$(CHECKPOINT_DIR)"
+    assert spec["containers"][0]["image"] == runtime()["defaults"]["pytorch-gpu"]["image"]
+    # The checkout: an init container of the same image clones the pinned tag and refuses any other commit.
+    clone = spec["initContainers"][0]
+    facts = runtime()["megatron"]
+    assert clone["name"] == "megatron-lm" and clone["image"] == spec["containers"][0]["image"]
+    assert facts["tag"] in clone["command"][-1] and facts["commit"] in clone["command"][-1]
+    assert {"name": "megatron-lm", "mountPath": "/opt/megatron-lm"} in spec["containers"][0]["volumeMounts"]
+    derivations = " ".join(" ".join(job.derivations).split())
+    assert "derived shape" in derivations and "core_v0.15.3" in derivations
+
+
+def test_a_named_architecture_is_trained_at_its_own_shape():
+    plan = plan_of("llama-70b-pretrain", **{"model.architecture": "llama3.1-70b", "model.parameters": None,
+                                            "hardware.accelerator": "h100-80gb", "hardware.chips": 256})
+    given_flags = flags(megatron_run.run(plan).args)
+    assert (given_flags["--num-layers"], given_flags["--hidden-size"], given_flags["--ffn-hidden-size"],
+            given_flags["--num-attention-heads"], given_flags["--num-query-groups"],
+            given_flags["--vocab-size"]) == ("80", "8192", "28672", "64", "8", "128256")
+    assert "--group-query-attention" in given_flags and "--untie-embeddings-and-output-weights" in given_flags
+
+
+def test_a_mixture_of_experts_gets_its_experts_router_and_expert_parallelism():
+    # DeepSeek-V3's 15,360 sequences of 4,096 tokens (the example's "63M" rounds it: 15,380 sequences, no multiple
+    # of the plan's data-parallel ranks, which Megatron refuses; test_a_stated_batch_megatron_cannot_run_is_refused).
+    plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
+                                         "training.global_batch_tokens": 15360 * 4096})
+    assert plan.parallelism is not None and plan.parallelism.expert
+    run = megatron_run.run(plan)
+    given_flags = flags(run.args)
+    assert given_flags["--num-experts"] == "256" and given_flags["--moe-router-topk"] == "8"
+    assert given_flags["--expert-model-parallel-size"] == str(plan.parallelism.expert)
+    assert given_flags["--expert-tensor-parallel-size"] == "1"
+    assert given_flags["--moe-shared-expert-intermediate-size"] == given_flags["--moe-ffn-hidden-size"]  # 1 shared
+    # The workload's own batch (15,360 sequences) is a multiple of the data-parallel ranks: taken as it is.
+    assert given_flags["--global-batch-size"] == "15360"
+    # fp8 on H100: Transformer Engine's hybrid recipe over bf16.
+    assert given_flags["--fp8-format"] == "hybrid" and "--bf16" in given_flags
+
+
+def test_a_stated_batch_megatron_cannot_run_is_refused():
+    plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048})
+    with pytest.raises(UsageError, match=r"^training.global_batch_tokens: 15,380 sequences"):
+        megatron_run.run(plan)
+
+
+def test_fp8_on_a_gpu_without_fp8_tensor_cores_trains_in_bf16_and_says_so():
+    plan = plan_of("llama-70b-pretrain", **{"training.precision": "fp8", "hardware.accelerator": "a100-80gb",
+                                            "hardware.chips": 256})
+    run = megatron_run.run(plan)
+    assert "--fp8-format" not in run.args and "--bf16" in flags(run.args)
+    assert any("no fp8 tensor cores" in note for note in run.notes)
+
+
+def test_a_long_sequence_gets_context_parallelism_and_126_layers_run_on_uneven_stages():
+    # Llama 3 405B at 131,072 tokens on 2,048 H100: TP8 x CP8 x PP16 x DP2; its 126 layers over 16 stages go 7 on
+    # the first and last, 8 on each other, as the Llama 3 run did.
+    plan = plan_of("llama-405b-longcontext", **{"hardware.chips": 2048, "hardware.accelerator": "h100-80gb"})
+    run = megatron_run.run(plan)
+    given_flags = flags(run.args)
+    assert (given_flags["--context-parallel-size"], given_flags["--pipeline-model-parallel-size"]) == ("8", "16")
+    assert (given_flags["--decoder-first-pipeline-num-layers"],
+            given_flags["--decoder-last-pipeline-num-layers"]) == ("7", "7")
+    assert given_flags["--seq-length"] == "131072" and given_flags["--num-layers"] == "126"
+
+
+@given(layers=st.integers(1, 400), stages=st.integers(1, 64))
+def test_an_uneven_pipeline_split_is_one_megatron_accepts(layers, stages):
+    """transformer_config.py l.1092-1093 and l.1131-1133 at core_v0.15.3: first and last stage at least one layer,
+    the rest divisible by the middle stages; fewer layers than stages cannot split."""
+    if layers < stages and layers % stages:
+        with pytest.raises(ValueError):
+            megatron_run.pipeline_split(layers, stages)
+        return
+    split = megatron_run.pipeline_split(layers, stages)
+    if layers % stages == 0:
+        assert split is None
+        return
+    first, last = split
+    assert first >= 1 and last >= 1
+    middle = stages - 2
+    assert middle == 0 and first + last == layers or (layers - first - last) % middle == 0 and layers > first + last
+
+
+def test_every_flag_the_command_can_pass_is_one_megatrons_arguments_py_declares():
+    plans = [Plan.model_validate(planned_result(stack).plan) for stack in
+             ("llama-70b-a4", "llama-405b-h100-aws", "llama-405b-p6e", "onprem-gpus")]
+    plans += [plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
+                                            "training.global_batch_tokens": 15360 * 4096}),
+              plan_of("llama-405b-longcontext", **{"hardware.chips": 2048, "hardware.accelerator": "h100-80gb"}),
+              plan_of("llama-70b-pretrain", **{"model.architecture": "gemma2-27b", "model.parameters": None,
+                                               "training.precision": "fp16", "hardware.accelerator": "h100-80gb",
+                                               "hardware.chips": 64})]
+    declared = runtime()["megatron"]["flags"]
+    seen: set[str] = set()
+    for plan in plans:
+        seen |= set(flags(megatron_run.run(plan).args))
+    assert seen <= set(declared), seen - set(declared)
+    assert all(isinstance(line, int) and line > 0 for line in declared.values())
+    # The switches the brief names are among those passed.
+    assert {"--expert-model-parallel-size", "--context-parallel-size", "--fp8-format", "--kv-channels",
+            "--decoder-first-pipeline-num-layers", "--fp16"} <= seen
+
+
+def test_a_command_of_ones_own_replaces_megatron_and_an_image_of_ones_own_gets_no_checkout():
+    result = planned_result("llama-70b-a4")
+    own = pod(job_of(result, JobOptions(command="python3 my_train.py")))
+    assert "pretrain_gpt.py" not in own["containers"][0]["command"][-1]
+    assert not any(c["name"] == "megatron-lm" for c in own.get("initContainers", []))
+    imaged = pod(job_of(result, JobOptions(image="registry.example/megatron:1")))
+    assert "pretrain_gpt.py" in imaged["containers"][0]["command"][-1]
+    assert not any(c["name"] == "megatron-lm" for c in imaged.get("initContainers", []))
+
+
+# ----- Megatron's refusals, ported: each catches a mutated bad case -----
+
+def mutated(base: Plan, model: dict | None = None, training: dict | None = None) -> Plan:
+    workload = base.workload
+    if model is not None:
+        workload = workload.model_copy(update={"model": workload.model.model_copy(update=model)})
+    if training is not None:
+        workload = workload.model_copy(update={"training": workload.training.model_copy(update=training)})
+    return base.model_copy(update={"workload": workload})
+
+
+@pytest.fixture(scope="module")
+def a4_plan() -> Plan:
+    """llama-70b-a4: 32 nodes of 8 B200, TP8 x PP2 x DP16."""
+    return Plan.model_validate(planned_result("llama-70b-a4").plan)
+
+
+def named(plan: Plan, architecture: str) -> Plan:
+    from accel.policies.workload import ModelSpec
+    model = ModelSpec.model_validate({"architecture": architecture, "sequence_length": 8192})
+    return plan.model_copy(update={"workload": plan.workload.model_copy(update={"model": model})})
+
+
+def test_the_unmutated_plan_passes(a4_plan):
+    assert megatron_run.run(a4_plan).args
+
+
+@pytest.mark.parametrize("mutate, layout, field, rule", [
+    # gemma2-2b: 8 query heads, 4 KV heads, on TP8: the KV groups do not split (transformer_config.py l.758)
+    (lambda p: named(p, "gemma2-2b"), None, "model.architecture: gemma2-2b", "l.758"),
+    # one layer cannot fill two pipeline stages (arguments.py l.599)
+    (lambda p: mutated(p, model={"layers": 1}), None, "model.layers", "l.599"),
+    # a width that is no whole number of 128-wide heads in 8 groups (transformer_config.py l.743)
+    (lambda p: mutated(p, model={"hidden": 8000}), None, "model.hidden", "l.743"),
+    # a sequence that does not split into 2 x CP chunks (arguments.py l.844)
+    (lambda p: mutated(p, model={"sequence_length": 8190}), {"context": 2, "data": 8}, "model.sequence_length",
+     "l.844"),
+    # a stated global batch of 100 sequences over 16 data-parallel ranks (num_microbatches_calculator.py l.340)
+    (lambda p: mutated(p, training={"global_batch_tokens": 100 * 8192}), None, "training.global_batch_tokens",
+     "l.340"),
+    # 12 experts over the 8 GPUs of a node the plan spreads them on (arguments.py l.1039)
+    (lambda p: mutated(p, model={"experts": 12, "experts_per_token": 2, "active_parameters": 20e9}), None,
+     "model.experts", "l.1039"),
+    # a layout that does not tile the job's 256 ranks (arguments.py l.374)
+    (lambda p: p, {"pipeline": 3}, "plan.parallelism", "l.374"),
+])
+def test_megatrons_refusals_name_the_field_and_its_line(a4_plan, monkeypatch, mutate, layout, field, rule):
+    plan = mutate(a4_plan)
+    if layout is not None:   # the Plan derives its layout: a hand-edited one stands in for it here
+        edited = plan.parallelism.model_copy(update=layout)
+        monkeypatch.setattr(Plan, "parallelism", property(lambda self: edited))
+    with pytest.raises(UsageError) as caught:
+        megatron_run.run(plan)
+    message = str(caught.value)
+    assert message.startswith(f"{field}:") and rule in message and "core_v0.15.3" in message
+    assert caught.value.exit_code == 2
+
+
+def test_the_default_global_batch_is_rounded_up_to_whole_data_parallel_ranks(a4_plan):
+    # 4M tokens of 8,192 = 488 sequences, no multiple of DP16: 496, said.
+    batch, why = megatron_run.global_batch(a4_plan, megatron_run.layout(a4_plan))
+    assert batch == 496 and "rounded up" in why
