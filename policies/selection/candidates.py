@@ -312,11 +312,14 @@ class SearchContext:
         why = self.long_sequence_batch_why(fit) if long and fit is not None else self.batch_why
         tokens, _ = global_batch(self.spec, self.catalog.defaults)
         per_sequence = max(1, self.training_batch_chips(offering) // batch_sequences(self.spec, tokens))
-        filled = -(-size.chips // per_sequence) * self.spec.model.sequence_length
+        # The batch that would feed every GPU of the fleet's whole replicas (past them nodes idle whatever the batch).
+        filled = -(-whole.chips // per_sequence) * self.spec.model.sequence_length
+        target = (f"all {whole.chips:,}" if whole.chips == size.chips else
+                  f"the {whole.chips:,} of its whole replicas")
         return {"busy_chips": busy,
                 "batch_idle": f"{busy:,} of the {size.chips:,} GPUs train, {size.chips - busy:,} idle and paid for "
                               f"(whole nodes of {size.chips_per_host}): {why}; training.global_batch_tokens "
-                              f"{filled:,} would keep all {size.chips:,} busy"}
+                              f"{filled:,} would keep {target} busy"}
 
     def training_batch_chips(self, offering: Offering) -> int:
         """Most chips the global batch keeps busy on this offering: the size rule's (sequences x chips per sequence,
