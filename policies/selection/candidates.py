@@ -115,6 +115,7 @@ class SearchContext:
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
+    gpu_batch_chips: dict[str, int] = field(default_factory=dict)   # training_batch_chips by GPU machine type
     sequence_fits: dict[tuple[str, int | None], SequenceFit | None] = field(default_factory=dict)   # sequence_key
     slice_fits: dict[tuple[str, int], SequenceFit] = field(default_factory=dict)   # by TPU machine type and slice
     # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
@@ -289,7 +290,11 @@ class SearchContext:
             # before: the pinned 405B stacks reproduce Llama 3's 16,384 H100, which the defaults' batch (16M tokens,
             # 1,953 sequences, where Llama 3 ran 2,048) and a long sequence's least context-parallel degree (CP8, where
             # Llama 3 widened to CP16 to feed them) would leave 5% and 56% idle.
-            batch = self.training_batch_chips(offering) if self.pinned_chips is None else 0
+            batch = 0
+            if self.pinned_chips is None and size.topology is None:   # a TPU slice trains whole
+                batch = self.gpu_batch_chips.get(offering.machine_type, -1)
+                if batch < 0:
+                    batch = self.gpu_batch_chips[offering.machine_type] = self.training_batch_chips(offering)
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
                                                               *self.sequence_layout_degrees(offering), batch)
         return trained
