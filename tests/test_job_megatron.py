@@ -100,8 +100,8 @@ def test_a_named_architecture_is_trained_at_its_own_shape():
 
 
 def test_a_mixture_of_experts_gets_its_experts_router_and_expert_parallelism():
-    # DeepSeek-V3's 15,360 sequences of 4,096 tokens (the example's "63M" rounds it: 15,380 sequences, no multiple
-    # of the plan's data-parallel ranks, which Megatron refuses; test_a_stated_batch_megatron_cannot_run_is_refused).
+    # DeepSeek-V3's 15,360 sequences of 4,096 tokens (the example's "63M" rounds it: 15,380 sequences, moved to a
+    # multiple of the data-parallel ranks: test_a_stated_batch_a_few_sequences_off_whole_ranks_moves_to_the_nearest).
     plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
                                          "training.global_batch_tokens": 15360 * 4096})
     assert plan.parallelism is not None and plan.parallelism.expert
@@ -117,10 +117,16 @@ def test_a_mixture_of_experts_gets_its_experts_router_and_expert_parallelism():
     assert given_flags["--fp8-format"] == "hybrid" and "--bf16" in given_flags
 
 
-def test_a_stated_batch_megatron_cannot_run_is_refused():
+def test_a_stated_batch_a_few_sequences_off_whole_ranks_moves_to_the_nearest_and_says_so():
+    # The example's "63M" tokens are 15,380 sequences: no multiple of the plan's data-parallel ranks, which Megatron
+    # refuses; the nearest multiple is within 1%, so the job trains that and says so (the day-one flow of the
+    # example, choose --write-stack then job, ran into a refusal before).
     plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048})
-    with pytest.raises(UsageError, match=r"^training.global_batch_tokens: 15,380 sequences"):
-        megatron_run.run(plan)
+    data = megatron_run.layout(plan).data
+    batch, why = megatron_run.global_batch(plan, megatron_run.layout(plan))
+    assert batch % data == 0 and batch != 15_380 and abs(batch - 15_380) <= data / 2
+    assert f"15,380 sequences moved to {batch:,}" in why
+    assert flags(megatron_run.run(plan).args)["--global-batch-size"] == str(batch)
 
 
 def test_fp8_on_a_gpu_without_fp8_tensor_cores_trains_in_bf16_and_says_so():

@@ -204,12 +204,20 @@ def model_architecture(spec: WorkloadSpec, defaults: Defaults | None = None) -> 
     else:
         layers = max(1.0, round(inference.kv_cache_layers_per_cube_root.value * active ** (1 / 3)))
         layers_source = f"{layers:g} layers estimated ({inference.kv_cache_layers_per_cube_root.source})"
-    if spec.model.hidden is not None:
-        hidden, hidden_source = float(spec.model.hidden), "model.hidden"
-    else:
-        hidden = hidden_width(active, layers, inference.hidden_width_rule.value)
-        hidden_source = f"hidden {hidden:,.0f} estimated ({inference.hidden_width_rule.source})"
+    hidden, stated = model_hidden(spec, layers, inference.hidden_width_rule.value)
+    hidden_source = stated or f"hidden {hidden:,.0f} estimated ({inference.hidden_width_rule.source})"
     return layers, hidden, f"{layers_source}; {hidden_source}"
+
+
+def model_hidden(spec: WorkloadSpec, layers: float, hidden_width_rule: float) -> tuple[float, str | None]:
+    """(hidden width, "model.hidden" when the workload states it, else None): model.hidden (a named architecture's
+    row fills it in, policies/workload.py), else estimated from the parameters a token passes through (the active
+    ones of a mixture of experts) and `layers`. The one derivation training (model_architecture) and serving
+    (InferenceModel's all-reduce message) share: serving's took the total, so a 46.7B/12.9B-active Mixtral's
+    all-reduce carried an 11,028-wide activation instead of its 4,096."""
+    if spec.model.hidden is not None:
+        return float(spec.model.hidden), "model.hidden"
+    return hidden_width(spec.model.active, layers, hidden_width_rule), None
 
 
 def _bundled_defaults() -> Defaults:
@@ -521,7 +529,7 @@ class InferenceModel:
         self.kv_reads_per_value = kv_reads_per_value
         parameters = spec.model.parameters
         self.layers = float(layers) if layers is not None else resolved["model_layers"]
-        self.hidden = hidden_width(parameters, self.layers, resolved["hidden_width_rule"])
+        self.hidden = model_hidden(spec, self.layers, resolved["hidden_width_rule"])[0]
         self.allreduces_per_step = resolved["inference_allreduces_per_layer"] * self.layers
         self.step_overhead = resolved["inference_step_overhead_ms"] / 1000.0
         self.engine = resolved.serving_engine
@@ -664,7 +672,7 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
             f"and restores across {hosts} hosts")
 
 
-def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, parameters: float,
+def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec,
                           detail: dict[str, float | int | str]) -> Assumption:
     """The tensor-parallel all-reduce latency the chosen replica pays per step, with its source."""
     name = "tensor-parallel all-reduce latency"
@@ -677,14 +685,16 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, paramete
     if chips <= 1:
         return _assumption(name=name, value="none (one-chip replica)", source=table.source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
-    message = allreduce_message_bytes(hidden_width(parameters, layers, resolved["hidden_width_rule"]), batch)
+    hidden, stated = model_hidden(spec, layers, resolved["hidden_width_rule"])
+    hidden_source = f"hidden {hidden:,.0f} from {stated}" if stated else resolved.sources["hidden_width_rule"]
+    message = allreduce_message_bytes(hidden, batch)
     latency = table.microseconds(resolved.serving_engine, chips, message)
     return _assumption(name=name,
                       value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
                             f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips, "
                             f"{resolved.serving_engine} kernel)",
                       source=f"{resolved.sources['inference_allreduces_per_layer']}; "
-                             f"{resolved.sources['hidden_width_rule']}; {table.source}")
+                             f"{hidden_source}; {table.source}")
 
 
 def _round(value: float) -> float:
@@ -773,7 +783,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                   resolved.assumption("inference_prompt_tokens_per_output_token", "prompt_tokens_per_output_token"),
                   resolved.assumption("inference_replica_scaling_per_doubling", "replica_scaling_per_doubling"),
                   resolved.assumption("inference_step_overhead_ms", "step_overhead_ms"),
-                  _allreduce_assumption(resolved, accelerator, spec.model.parameters, detail),
+                  _allreduce_assumption(resolved, accelerator, spec, detail),
                   resolved.assumption("inference_min_replicas", "min_replicas")]
         if spot:
             items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))

@@ -353,7 +353,9 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         candidate = finite[0][1]
         closest_option = to_option(candidate, candidate.regions[0])
         misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail, candidate.offering.max_chips)
-        if closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
+        if finite[0][2]:   # what stopped it growing, as its sizing said (the spot pool: selection.spot_cap)
+            misses += f"; {finite[0][2]}"
+        elif closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
             misses += f"; {max_chips_label(ctx)} stopped it growing"
         elif (spec.kind != "inference" and closest_option.hours > ctx.deadline_h
               and (batch := _batch_bound(ctx, candidate))[0] < ctx.max_chips

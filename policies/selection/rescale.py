@@ -55,7 +55,7 @@ def rescaled(outcome: SizingOutcome, factor: float, regions: list[str], chip: Pr
     near = [(score, scale(c), words) for score, c, words in outcome.near]
     if outcome.best is None and budget is not None and outcome.closest_at is not None:
         closest = outcome.closest_at(factor)
-        near = [] if closest is None else [(closest[0], scale(closest[1]), "")]
+        near = [] if closest is None else [(closest[0], scale(closest[1]), closest[2])]
     return SizingOutcome(best=scale(outcome.best, outcome.deadline_fit_usd) if outcome.best is not None else None,
                          alternatives=[scale(c) for c in outcome.alternatives], reasons=list(outcome.reasons),
                          near=near, smallest_cost=outcome.smallest_cost, closest_at=outcome.closest_at,

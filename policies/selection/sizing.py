@@ -31,6 +31,7 @@ from accel.policies.selection.candidates import (
 from accel.policies.catalog.model import Offering, Price
 from accel.policies.estimator.activations import SequenceFit
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
+from accel.policies.selection.spot_cap import spot_cap_words
 from accel.policies.selection.ladders import (
     CountLadder,
     GpuLadder,
@@ -53,7 +54,7 @@ class SizingOutcome:
     near: list[tuple[float, Candidate, str]] = field(default_factory=list)   # (overshoot, candidate, what it misses)
     # When nothing fits: the smallest fleet's cost and the closest size at a price factor (selection.rescale).
     smallest_cost: float | None = None
-    closest_at: Callable[[float], tuple[float, Candidate] | None] | None = None
+    closest_at: Callable[[float], tuple[float, Candidate, str] | None] | None = None
     # A training sizing at another price (regions, chip, host) of the same offering, capacity type and mode: what it
     # worked out without reading a price (ladder, timings, reasons) reused, the rest worked out at that price.
     reprice: Callable[[list[str], Price, Price | None], SizingOutcome] | None = None
@@ -233,6 +234,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # The spot floors worked out for sizes not yet timed: a size kept by the spot filter below is then timed, and
     # its settle loop starts from its floor, which is the loop's first step (obtainability.spot_outcome).
     floors: dict[tuple[int, int, int], float] = {}
+    spot_cap = ""   # why spot stops the ladder below the offering's own end (selection.spot_cap), when it does
 
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
@@ -270,13 +272,17 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         # at P90 is a step. Keep the sizes the pool holds that are faster than every smaller one (as TPU
         # multislices are kept), so the searches below see a falling curve; a slower larger fleet is never picked.
         filtered_key = ("spot", offering.id, len(ladder), floor)
-        filtered = ctx.ladders.get(filtered_key)
-        if filtered is None:
+        cached = ctx.ladders.get(filtered_key)
+        if cached is None:
             held = ladder.within_hosts(spot_model.pool_hosts)
-            filtered = ctx.ladders[filtered_key] = (
-                TpuLadder(_each_faster_than_the_smaller(held, floor, lambda s: timing_of(s).wall_hours, spot_floor))
-                if held and held[-1].chips >= floor else ladder)
-        ladder = filtered
+            filtered = (TpuLadder(_each_faster_than_the_smaller(held, floor, lambda s: timing_of(s).wall_hours,
+                                                                spot_floor))
+                        if held and held[-1].chips >= floor else ladder)
+            # Where spot, not the offering's own end, stops the ladder: said when the top is the best hope.
+            words = (spot_cap_words(spec, obtain, offering, spot_model, filtered[len(filtered) - 1], held[-1],
+                                    ladder[len(ladder) - 1]) if filtered is not ladder and len(filtered) else "")
+            cached = ctx.ladders[filtered_key] = (filtered, words)
+        ladder, spot_cap = cached
         lo, hi = ladder.first_at_least(floor), len(ladder) - 1
         if lo > hi:
             outcome.reasons.append(("capacity", f"spot: no fleet of at most {spot_model.pool_hosts:g} hosts (the spot "
@@ -350,14 +356,16 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         deadline_words += f" less the {slack:.0%} spot slack ({deadline / 24:.3g} days)"
 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
-    if not larger and generation is None and batch_chips < hard_cap and ladder[hi].chips >= batch_chips:
+    if spot_cap:   # the spot pool, not the node limit or max_chips, ended this ladder
+        larger = f"; {spot_cap}"
+    elif not larger and generation is None and batch_chips < hard_cap and ladder[hi].chips >= batch_chips:
         # The global batch, not a chip limit, ends this ladder: a larger fleet would train no faster.
         larger = (f"; the global batch keeps at most {plural(batch_chips, 'GPU')} busy, so larger fleets only idle "
                   "(set training.global_batch_tokens to raise it)")
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
-    capped = (not node_limited and fastest == hi and ctx.max_chips <= min(offering.max_chips or ctx.max_chips,
-                                                                            batch_chips))
+    capped = (not node_limited and not spot_cap and fastest == hi
+              and ctx.max_chips <= min(offering.max_chips or ctx.max_chips, batch_chips))
 
     # Per index of the (final) ladder, what its cost is worked out from: wall-clock and billed hours, chips, hosts.
     rows: dict[int, tuple[float, float, int, int]] = {}
@@ -434,10 +442,11 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                     * min(1.0, run_hours(s) / h), detail=detail)
             return Candidate(offering, regions, spot, s, evaluation, chip, host, reserved, booking, point.queue)
 
-        def closest(factor: float = 1.0) -> tuple[float, Candidate] | None:
+        def closest(factor: float = 1.0) -> tuple[float, Candidate, str] | None:
             """When this group has nothing feasible, its closest size for the explanation: the smallest product of
-            overshoot factors (time over the deadline x cost over the budget) among a few sizes. `factor` prices
-            them at that multiple of this group's prices (selection.rescale: a region priced alike)."""
+            overshoot factors (time over the deadline x cost over the budget) among a few sizes, and what else it
+            misses in words. `factor` prices them at that multiple of this group's prices (selection.rescale: a
+            region priced alike)."""
             def scaled_cost(i: int) -> float:
                 return cost(i) * factor
 
@@ -470,14 +479,15 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             if not scored:
                 return None
             score, _, i = min(scored)
-            return score, candidate(i)
+            # The top of a ladder spot stopped early is closest because spot stopped it: the refusal says so.
+            return score, candidate(i), (spot_cap if i == hi and i == fastest else "")
 
         def keep_closest() -> None:
             # A booked fleet that misses is the same fleet as the on-demand one of this offering, later (its lead) and
             # billed for a whole window: the on-demand point keeps the closest size for the explanation.
             near = closest() if booking is None else None
             if near is not None:
-                outcome.near.append((near[0], near[1], ""))
+                outcome.near.append(near)
             # What a region priced at a multiple of this one needs to reuse this sizing exactly (selection.rescale).
             outcome.smallest_cost = cost(lo)
             outcome.closest_at = closest if booking is None else _no_closest
