@@ -443,13 +443,19 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     context = estimate.details.get("context_parallel")   # a long sequence's layout (policies/estimator/activations.py)
     pipeline = estimate.details.get("pipeline_parallel")
     tensor = estimate.details.get("tensor_parallel")     # its tensor group, where it widened one without CP
-    return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
-                           int(replica) if isinstance(replica, (int, float)) else None, expert,
-                           facts.nvlink_domain_unit_nodes(gpu.machine_type, gpu.nvlink_clique_nodes)
-                           if domain_unit_nodes is None
-                           else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0,
-                           int(pipeline) if isinstance(pipeline, (int, float)) else 0,
-                           int(tensor) if isinstance(tensor, (int, float)) else 0)
+    layout = gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
+                             int(replica) if isinstance(replica, (int, float)) else None, expert,
+                             facts.nvlink_domain_unit_nodes(gpu.machine_type, gpu.nvlink_clique_nodes)
+                             if domain_unit_nodes is None
+                             else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0,
+                             int(pipeline) if isinstance(pipeline, (int, float)) else 0,
+                             int(tensor) if isinstance(tensor, (int, float)) else 0)
+    # A fleet of whole nodes past the GPUs the global batch keeps busy (details.busy_chips, policies/selection/
+    # sizing.py) holds only the replicas the batch feeds: its data-parallel degree is theirs, the rest idle.
+    busy = estimate.details.get("busy_chips")
+    if kind != "inference" and isinstance(busy, (int, float)) and busy < layout.replica_gpus * layout.data:
+        return layout.model_copy(update={"data": max(1, int(busy) // layout.replica_gpus)})
+    return layout
 
 
 def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = None) -> Parallelism | None:

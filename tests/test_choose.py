@@ -536,16 +536,23 @@ def brute_force(workload, catalog, objective):
         if generation:
             sizes = [(s.chips, s.hosts, s.slices) for s in tpu_sizes(generation.name, cap, need)]
         else:
-            nodes = cap // offering.chips_per_host
+            # Whole nodes: max_chips rounds down, the batch's busy chips up (the node they partly fill still trains).
+            nodes = min(max_chips, -(-max(cap_chips, need) // offering.chips_per_host) * offering.chips_per_host
+                        ) // offering.chips_per_host
             sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
         # A GPU fleet trains on the nodes holding whole replicas of the Plan's layout (tensor x context x pipeline x
-        # data GPUs) and is paid on every node; a TPU fleet trains whole.
+        # data GPUs), at most the GPUs the global batch keeps busy, and is paid on every node; a TPU fleet trains whole.
         def trained(chips, hosts, slices):
             if generation:
                 return chips, hosts, slices
             layout = training_parallelism(need, offering.chips_per_host, hosts, unit, context, depth)
             replica = layout.tensor * (layout.context or 1) * layout.pipeline * layout.data
             busy = min(hosts, -(-replica // offering.chips_per_host))
+            if busy * offering.chips_per_host > cap_chips:   # whole replicas the batch keeps busy, at least one
+                gpus = layout.tensor * (layout.context or 1) * layout.pipeline * max(
+                    1, cap_chips // (layout.tensor * (layout.context or 1) * layout.pipeline))
+                if gpus < busy * offering.chips_per_host:
+                    return gpus, -(-gpus // offering.chips_per_host), slices
             return busy * offering.chips_per_host, busy, slices
         pool = obtain.figure(offering, "on-demand", "pool_hosts")
         for spot in {"allowed": (False, True), "never": (False,), "required": (True,)}[workload.constraints.spot]:

@@ -1,5 +1,4 @@
-"""A refusal names the field whose change would move it: the global batch where it, not max_chips, keeps a fleet
-below one node; a cluster inventory's chips where they, not max_chips, bound the fleet; and no `spot: allowed`
+"""A refusal names the field whose change would move it (a global batch below one node no longer refuses it); a cluster inventory's chips where they, not max_chips, bound the fleet; and no `spot: allowed`
 line for offerings that were sized on demand too and failed there (found by the audit4 sweep of `accel choose`)."""
 
 import pytest
@@ -29,17 +28,19 @@ def reasons_of(error: NoFeasibleOption, offering: str) -> list[str]:
     return next(r["reasons"] for r in error.rejected if r["offering"] == offering)
 
 
-def test_a_global_batch_below_one_node_is_named_and_not_max_chips(catalog):
-    # 125M at 131,072 tokens: the default 0.5M-token batch is 3 sequences, 3 chips busy, less than an 8-GPU node;
-    # max_chips (16,384) is nowhere near, so raising it (what the refusal said before) would change nothing.
-    error = refusal(catalog, kind="pretrain", model={"parameters": "125M", "sequence_length": 131072},
-                    training={"tokens": "300B", "framework": "pytorch"},
-                    constraints={"clouds": ["gcp"], "deadline_days": 90})
-    assert "gcp-a2-highgpu-8g" in error.eliminations["global_batch"]
-    assert "max_chips" not in error.eliminations
-    assert "global batch (training.global_batch_tokens) eliminated" in str(error)
-    assert any("global batch keeps at most 3 chips busy, below one node of 8 GPUs" in reason
-               for reason in reasons_of(error, "gcp-a2-highgpu-8g"))
+def test_a_global_batch_below_one_node_no_longer_eliminates_it(catalog):
+    # 125M at 131,072 tokens: the default 0.5M-token batch is 3 sequences, 3 chips busy, less than an 8-GPU node.
+    # Refused before (global_batch); the node now trains on its 3 busy GPUs (tests/test_batch_node.py).
+    choice = choose(workload_from_mapping({"name": "t", "kind": "pretrain",
+                                           "model": {"parameters": "125M", "sequence_length": 131072},
+                                           "training": {"tokens": "300B", "framework": "pytorch"},
+                                           "constraints": {"clouds": ["gcp"], "deadline_days": 90}}, "t.yaml"),
+                    catalog)
+    assert not any("below one node" in reason for r in choice.rejected for reason in r["reasons"])
+    assert choice.chosen.chips == 8 and choice.estimate.details["busy_chips"] == 3
+    # An A100 node, 3 of its GPUs busy, misses the deadline; the refusal names the batch as what ends its ladder.
+    assert all("the fastest fleet (8 chips)" in reason and "the global batch keeps at most 3 GPUs busy" in reason
+               for reason in reasons_of(choice, "gcp-a2-highgpu-8g"))
 
 
 def test_an_inventory_too_small_for_the_serving_fleet_is_named_and_not_max_chips(catalog):

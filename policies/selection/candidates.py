@@ -115,6 +115,7 @@ class SearchContext:
     domains: dict[tuple[str, str], Any] = field(default_factory=dict)   # own NVLink domain entry by (chip, machine)
     domain_units: dict[str, int] = field(default_factory=dict)   # nodes of a placed NVLink domain by machine
     trained_sizes: dict[tuple[str, Size], Size] = field(default_factory=dict)   # by (machine type, fleet)
+    gpu_batch_chips: dict[str, int] = field(default_factory=dict)   # training_batch_chips by GPU machine type
     sequence_fits: dict[tuple[str, int | None], SequenceFit | None] = field(default_factory=dict)   # sequence_key
     slice_fits: dict[tuple[str, int], SequenceFit] = field(default_factory=dict)   # by TPU machine type and slice
     # The layout's (context, pipeline) arguments (policies/parallelism.py training_degrees), by machine type.
@@ -285,9 +286,55 @@ class SearchContext:
             unit = self.domain_units.get(offering.machine_type)
             if unit is None:
                 unit = self.domain_unit(offering)
+            # A searched fleet trains on the GPUs the global batch keeps busy. A pin is timed on all its replicas, as
+            # before: the pinned 405B stacks reproduce Llama 3's 16,384 H100, which the defaults' batch (16M tokens,
+            # 1,953 sequences, where Llama 3 ran 2,048) and a long sequence's least context-parallel degree (CP8, where
+            # Llama 3 widened to CP16 to feed them) would leave 5% and 56% idle.
+            batch = 0
+            if self.pinned_chips is None and size.topology is None:   # a TPU slice trains whole
+                batch = self.gpu_batch_chips.get(offering.machine_type, -1)
+                if batch < 0:
+                    batch = self.gpu_batch_chips[offering.machine_type] = self.training_batch_chips(offering)
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
-                                                              *self.sequence_layout_degrees(offering))
+                                                              *self.sequence_layout_degrees(offering), batch)
         return trained
+
+    def batch_idle_detail(self, offering: Offering, size: Size) -> dict[str, float | int | str]:
+        """What a training estimate records of a GPU fleet whose GPUs the global batch keeps only partly busy (not
+        the layout's whole replicas: trained_size): details.busy_chips, the GPUs that train (the Plan's data-parallel
+        degree follows it, policies/plan.py plan_parallelism), and details.batch_idle, how many idle and are paid
+        for, why (the batch's figures and source) and the training.global_batch_tokens that would keep all busy.
+        Empty for a fleet the batch fills and for a TPU fleet (a slice trains whole)."""
+        if size.topology is not None or self.spec.kind == "inference":
+            return {}
+        whole = training_size(size, self.min_memory_chips(offering), self.domain_unit(offering),
+                              *self.sequence_layout_degrees(offering))
+        busy = self.trained_size(offering, size).chips
+        if busy >= whole.chips:
+            return {}
+        fit = self.sequence_fit(offering)
+        long = fit is not None and fit.changes_layout and fit.fits
+        why = self.long_sequence_batch_why(fit) if long and fit is not None else self.batch_why
+        tokens, _ = global_batch(self.spec, self.catalog.defaults)
+        per_sequence = max(1, self.training_batch_chips(offering) // batch_sequences(self.spec, tokens))
+        # The batch that would feed every GPU of the fleet's whole replicas (past them nodes idle whatever the batch).
+        filled = -(-whole.chips // per_sequence) * self.spec.model.sequence_length
+        target = (f"all {whole.chips:,}" if whole.chips == size.chips else
+                  f"the {whole.chips:,} of its whole replicas")
+        return {"busy_chips": busy,
+                "batch_idle": f"{busy:,} of the {size.chips:,} GPUs train, {size.chips - busy:,} idle and paid for "
+                              f"(whole nodes of {size.chips_per_host}): {why}; training.global_batch_tokens "
+                              f"{filled:,} would keep {target} busy"}
+
+    def training_batch_chips(self, offering: Offering) -> int:
+        """Most chips the global batch keeps busy on this offering: the size rule's (sequences x chips per sequence,
+        batch_chips), or under a long sequence's layout its own (long_sequence_batch_chips; on a TPU slice never
+        below the rule's, which already shares each sequence over more chips)."""
+        fit = self.sequence_fit(offering)
+        if fit is None or not (fit.changes_layout and fit.fits):
+            return self.batch_chips
+        chips = self.long_sequence_batch_chips(fit)
+        return max(self.batch_chips, chips) if fit.slice_chips else chips
 
     def fleet_cap(self, offering: Offering) -> int:
         return min(self.max_chips, offering.max_chips or self.max_chips)

@@ -245,8 +245,9 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                   f"{plural(need, 'chip')} (the smallest {'slice' if chosen.family == 'tpu' else 'set of whole nodes'} "
                   f"holding them: {plural(smallest, 'chip')})")
         flops = training_flops(spec, ctx.catalog.defaults)
-        work = (f"{plural(chosen.chips, 'chip')} {'runs' if chosen.chips == 1 else 'run'} {flops:.2e} "
-                f"FLOPs in {duration(chosen.hours)}")
+        busy = detail.get("busy_chips")   # a fleet of whole nodes past the global batch's busy chips
+        work = (f"{f'{busy} of the ' if busy else ''}{plural(chosen.chips, 'chip')} "
+                f"{'runs' if chosen.chips == 1 and not busy else 'run'} {flops:.2e} FLOPs in {duration(chosen.hours)}")
         if ctx.objective == "time":
             more = detail.get("more_chips")
             lines.append(f"Sized for speed: {memory}; {work}" + (f"; {more}." if more else
@@ -266,6 +267,8 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
         else:
             lines.append(f"Sized by {limits[0]}: {memory}, but finishing in time takes more: {work}.")
         lines.extend(sequence_words(detail))
+        if detail.get("batch_idle"):
+            lines.append(f"Global batch: {detail['batch_idle']}.")
     runner = next((o for o in options[1:] if o.offering != chosen.offering or o.spot != chosen.spot), None)
     if runner is not None:
         delta = (runner.total_usd / chosen.total_usd - 1) * 100 if chosen.total_usd else 0.0

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
+from accel.policies import hardware
 from accel.policies.hardware import shapes, tpu_serving
 from accel.policies.cloud.booking import booked_fleet_sizes, supply_problem
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
@@ -97,15 +98,14 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     # where it is more than the state's, and its context-parallel ranks share one sequence of the batch.
     fit = ctx.sequence_fit(offering)
     sequence_floor = fit is not None and fit.changes_layout
-    floor, batch_chips = need, ctx.batch_chips
+    floor, batch_chips = need, ctx.training_batch_chips(offering)
     if fit is not None and sequence_floor:
         floor = max(need, fit.floor_chips) if fit.fits else NO_FLEET
-        if fit.fits:   # a TPU slice's sequence needs at least the chips the size rule already shares it over
-            batch_chips = (max(batch_chips, ctx.long_sequence_batch_chips(fit)) if fit.slice_chips
-                           else ctx.long_sequence_batch_chips(fit))
     # The global batch bounds data parallelism: past its chips more only idle (but the state must fit somewhere).
     # A sequence nothing holds searches the whole ladder, so that its refusal, not the batch, is what is said.
-    cap = min(ctx.fleet_cap(offering), max(batch_chips, floor if floor < NO_FLEET else ctx.fleet_cap(offering)))
+    hard_cap = ctx.fleet_cap(offering)
+    busy_cap = max(batch_chips, floor if floor < NO_FLEET else hard_cap)
+    cap = min(hard_cap, busy_cap)
     limit = ctx.node_limit(offering)
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     # Run time does not depend on the price: regions priced differently share it, and so do the offerings of
@@ -134,7 +134,12 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             sizes = tuple(s for s in sizes if s.hosts <= pool[0])
         ladder: GpuLadder | TpuLadder | CountLadder = TpuLadder(_each_faster_than_the_smaller(sizes, need, run_hours))
     else:
-        max_nodes = cap // offering.chips_per_host
+        # Whole nodes: a chip limit (max_chips, the offering's chips) rounds down, the batch's busy chips round up to
+        # the fleet of whole node steps that holds them all (a batch keeping 3 GPUs busy trains on one 8-GPU node,
+        # the idle 5 paid for and said: replica_fleet.training_size); more nodes than that would only idle.
+        step = hardware.current().node_step(offering.machine_type)
+        max_nodes = min(hard_cap // offering.chips_per_host,
+                        -(-busy_cap // (offering.chips_per_host * step)) * step)
         if offering.training_max_nodes:
             max_nodes = min(max_nodes, offering.training_max_nodes)
         # A GPU fleet is split into pools within the per-pool limit (docs/scale.md): only the cluster's
@@ -168,7 +173,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         outcome.reasons.append(("capacity", f"{capacity}: no fleet within the mode's limits"))
         return _price_free_miss(outcome)
     if len(ladder) == 0:
-        outcome.reasons.append(_below_one_node(ctx, offering, cap, capacity))
+        outcome.reasons.append(_below_one_node(ctx, offering, cap if generation is not None else hard_cap, capacity))
         return _price_free_miss(outcome)
     lo, hi = ladder.first_at_least(floor), len(ladder) - 1
     if lo > hi and fit is not None and sequence_floor and ladder.first_at_least(need) <= hi:
@@ -354,6 +359,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     larger = f"; larger fleets were not considered: {limit_words}" if node_limited and generation is None else ""
     if spot_cap:   # the spot pool, not the node limit or max_chips, ended this ladder
         larger = f"; {spot_cap}"
+    elif not larger and generation is None and batch_chips < hard_cap and ladder[hi].chips >= batch_chips:
+        # The global batch, not a chip limit, ends this ladder: a larger fleet would train no faster.
+        larger = (f"; the global batch keeps at most {plural(batch_chips, 'GPU')} busy, so larger fleets only idle "
+                  "(set training.global_batch_tokens to raise it)")
     # The workload's max_chips (not the offering, the node limit or the global batch) ends a ladder whose
     # top is still the fastest: a deadline missed there is missed because of the cap, so it is named.
     capped = (not node_limited and not spot_cap and fastest == hi
@@ -402,6 +411,7 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                     "batch_chip_limit": batch_chips,
                                                     "startup_hours": round(model.startup_hours(trained.hosts), 3),
                                                     **ctx.sequence_detail(offering, s)}
+            detail.update(ctx.batch_idle_detail(offering, s))
             if ctx.objective == "time" and i < fastest:
                 saved = h - hours(fastest)
                 detail["more_chips"] = (f"more chips stop helping: the fastest fleet, "
@@ -598,16 +608,23 @@ class TrainingPick(NamedTuple):
 
 
 def _below_one_node(ctx: SearchContext, offering: Offering, cap: int, capacity: str) -> tuple[str, str]:
-    """(constraint, reason) for a GPU ladder with no fleet: the fleet's ceiling `cap` is below one node. The ceiling
-    is the global batch's chips where they are less than any chip limit (a short batch of long sequences): raising
-    max_chips would change nothing, so the refusal names training.global_batch_tokens."""
-    node = plural(offering.chips_per_host, 'GPU')
+    """(constraint, reason) for a ladder with no fleet: the fleet's ceiling `cap` is below one GPU node or the smallest
+    TPU slice. On a TPU generation the ceiling is the global batch's chips where they are less than any chip limit (a
+    short batch of long sequences): raising max_chips would change nothing, so the refusal names
+    training.global_batch_tokens. (A GPU ladder reaches the node the batch keeps partly busy: its ceiling here is a
+    chip limit.)"""
+    generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
+    if generation is None:
+        node = f"one node of {plural(offering.chips_per_host, 'GPU')}"
+    else:
+        smallest = min(shapes.topology_chips(t) for t in shapes.valid_topologies(generation.name))
+        node = f"the smallest TPU {generation.name} slice ({plural(smallest, 'chip')})"
     if cap < ctx.fleet_cap(offering):
-        return ("global_batch", f"{capacity}: the global batch keeps at most {plural(cap, 'chip')} busy, below one "
-                                f"node of {node} (set training.global_batch_tokens to raise it)")
+        return ("global_batch", f"{capacity}: the global batch keeps at most {plural(cap, 'chip')} busy, below "
+                                f"{node} (set training.global_batch_tokens to raise it)")
     if ctx.fleet_cap_constraint(offering) == "offering_chips":
-        return ("offering_chips", f"{capacity}: {offering.id} holds {plural(cap, 'chip')}, below one node of {node}")
-    return ("max_chips", f"{capacity}: max_chips {cap} is below one node of {node}")
+        return ("offering_chips", f"{capacity}: {offering.id} holds {plural(cap, 'chip')}, below {node}")
+    return ("max_chips", f"{capacity}: max_chips {cap} is below {node}")
 
 
 def _pick_training_size(ctx: SearchContext, ladder: GpuLadder | TpuLadder | CountLadder, lo: int, fastest: int,
