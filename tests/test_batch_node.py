@@ -143,3 +143,17 @@ def test_a_tpu_slice_past_the_batch_is_still_refused_in_tpu_words(catalog):
     reasons = next(r["reasons"] for r in choose(spec, catalog).rejected if r["offering"] == "gcp-tpu-v5p")
     assert ("on-demand and spot: the global batch keeps at most 3 chips busy, below the smallest TPU v5p slice "
             "(4 chips) (set training.global_batch_tokens to raise it)") in reasons
+
+
+def test_the_job_says_the_plan_keeps_only_part_of_its_gpus_busy_and_what_it_runs_instead(catalog):
+    # The Plan's DP3 on an 8-GPU node, and the job starting 8 ranks (torchrun --nproc-per-node 8, Megatron DP8):
+    # the job's header says both, not "DP3 (the Plan's)" beside a DP8 command.
+    from accel.job.manifests import _plan_parallelism_note
+    from accel.policies.selection.plan_builder import make_plan
+
+    spec = workload(**LORA_LONG)
+    plan = make_plan(spec, choose(spec, catalog), catalog)
+    note = _plan_parallelism_note(plan, 8)
+    assert note.startswith("parallelism TP1 x PP1 x DP3 (the Plan's): its global batch keeps 3 of the job's 8 GPUs "
+                           "busy; the job starts a rank on every GPU")
+    assert _plan_parallelism_note(plan, 3) == "parallelism TP1 x PP1 x DP3 (the Plan's)"

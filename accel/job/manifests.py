@@ -359,7 +359,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                                    _clique_nodes(ctx, hw, plan),
                                    ctx.inventory_pool.chips // hw.chips_per_node if ctx.inventory_pool else None)
         pod["metadata"]["annotations"].update(request.annotations)
-        notes = [f"parallelism {plan.parallelism.text()} (the Plan's)", *request.notes, *notes,
+        notes = [_plan_parallelism_note(plan, nodes * hw.chips_per_node), *request.notes, *notes,
                  # The default Megatron command carries the degrees itself (megatron_notes say so).
                  *([] if megatron_notes else
                    context_parallel.notes(plan.parallelism, plan_view.framework(plan),
@@ -624,3 +624,17 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         *notes,
     ]
     return GeneratedJob(name, [*domain, workload, service], derivations)
+
+
+def _plan_parallelism_note(plan: Plan, gpus: int) -> str:
+    """The Plan's layout, and where its global batch keeps fewer GPUs busy than the job starts ranks on
+    (details.busy_chips, policies/selection/candidates.py batch_idle_detail), what the job does instead: a rank on
+    every GPU, the batch rounded up to fill them (the program's batch note says to what); the Plan timed only the
+    busy ones, so the run is no slower than planned."""
+    busy = plan.estimate.details.get("busy_chips")
+    note = f"parallelism {plan.parallelism.text()} (the Plan's)" if plan.parallelism is not None else ""
+    if isinstance(busy, (int, float)) and 0 < busy < gpus:
+        note += (f": its global batch keeps {int(busy):,} of the job's {gpus:,} GPUs busy; the job starts a rank on "
+                 "every GPU, so the program's batch must fill them (the default Megatron command rounds it up: batch "
+                 "below)")
+    return note
