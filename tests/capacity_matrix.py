@@ -16,6 +16,7 @@ import yaml
 from accel.policies.catalog import load_catalog
 from accel.policies.cloud.capacity_modes import load_modes
 from accel.policies.cloud.mode_prices import queued_prices
+from accel.policies.cloud.flex_start import gke_provisioning
 from accel.policies.cloud.gke_rules import compact_placement_problem
 from accel.policies.plan import Capacity, Plan
 from accel.policies.selection.choose import plan_from_pin
@@ -74,7 +75,8 @@ def _plan(pin: dict, provisioning: str, reservation: str | None) -> tuple[dict, 
                                                            reservation=reservation),
                     "estimate": plan.estimate.model_copy(update={**costs, "hours": plan.chosen.hours})}
     if plan.gpu is not None and plan.cloud == "gcp" and plan.gpu.compact_placement:
-        if compact_placement_problem(plan.gpu.machine_type, provisioning):
+        # a flex-start fleet on a fabric is built with queued provisioning (policies/cloud/flex_start.py)
+        if compact_placement_problem(plan.gpu.machine_type, gke_provisioning(provisioning, plan.gpu.fabric)):
             update["gpu"] = plan.gpu.model_copy(update={"compact_placement": False})
     return workload, plan.model_copy(update=update)
 

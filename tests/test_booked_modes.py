@@ -449,6 +449,11 @@ def test_a_flex_start_choice_plans_a_flex_start_pool_that_takes_no_reservation(q
     # DWS capacity comes from 0 nodes through the autoscaler, and GKE wants auto-repair off on it.
     assert pool["inputs"]["autoscaling"]["totalMinNodeCount"] == 0 and pool["inputs"]["initialNodeCount"] == 0
     assert pool["inputs"]["management"]["autoRepair"] is False
+    # Four nodes on GPUDirect-TCPX, placed by a Kueue Topology: built with queued provisioning and gated by the
+    # ProvisioningRequest check, so Kueue can admit the job onto nodes to come (policies/cloud/flex_start.py).
+    assert pool["inputs"]["queuedProvisioning"] == {"enabled": True}
+    assert [c["spec"]["controllerName"] for c in kueue(queue_stacks["a3-high-flex"], "AdmissionCheck")] == [
+        "kueue.x-k8s.io/provisioning-request"]
 
 
 def test_a_queued_pool_is_admitted_through_a_valid_provisioning_request_check(queue_stacks):

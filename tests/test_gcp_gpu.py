@@ -237,18 +237,47 @@ def test_compact_placement_with_queued_provisioning_is_rejected_for_gpus(declare
     assert error.field == "pool.compact_placement" and "cluster-toolkit" in str(error)
 
 
+def without_fabric(pool: GpuPool) -> GpuPool:
+    """The pool with no scale-out fabric: no Kueue Topology places it, so flex-start stays plain flex-start."""
+    return pool.model_copy(update={"fabric": "none", "extra_networks": 0})
+
+
 def test_compact_placement_with_flex_start_is_rejected_outside_a3_ultra_a4_h4d(declare):
-    error = rejected(declare, "only on a3-ultragpu, a4-highgpu, h4d", A3_MEGA,
-                     capacity=Capacity(provisioning="flex-start"), cluster=MULTI_NETWORK_CLUSTER,
-                     extra_networks=fake_networks(8))
+    error = rejected(declare, "only on a3-ultragpu, a4-highgpu, h4d", without_fabric(A3_MEGA),
+                     capacity=Capacity(provisioning="flex-start"))
     assert error.field == "pool.compact_placement"
 
 
-def test_a3_ultra_flex_start_pool_keeps_compact_placement(declare):
-    inputs = declare_pool(declare, A3_ULTRA, capacity=Capacity(provisioning="flex-start"),
-                          cluster=MULTI_NETWORK_CLUSTER, extra_networks=fake_networks(9))
+def test_a3_ultra_flex_start_pool_without_a_fabric_keeps_compact_placement(declare):
+    inputs = declare_pool(declare, without_fabric(A3_ULTRA), capacity=Capacity(provisioning="flex-start"))
     assert inputs["placementPolicy"] == {"type": "COMPACT"}
     assert inputs["nodeConfig"]["flexStart"] is True
+    assert "queuedProvisioning" not in inputs
+
+
+def test_a_flex_start_pool_on_a_fabric_is_built_with_queued_provisioning(declare):
+    # Kueue places a fabric pool by a Topology and reaches nodes to come only through a ProvisioningRequest check;
+    # GKE answers those only for queued-provisioning pools (policies/cloud/flex_start.py).
+    inputs = declare_pool(declare, A3_ULTRA.model_copy(update={"compact_placement": False}),
+                          capacity=Capacity(provisioning="flex-start"), cluster=MULTI_NETWORK_CLUSTER,
+                          extra_networks=fake_networks(9))
+    assert inputs["queuedProvisioning"] == {"enabled": True}
+    assert inputs["nodeConfig"]["flexStart"] is True
+    assert inputs["autoscaling"]["totalMinNodeCount"] == 0 and inputs["initialNodeCount"] == 0
+    assert inputs["management"]["autoRepair"] is False
+
+
+def test_a_flex_start_pool_without_a_fabric_stays_plain_flex_start(declare):
+    inputs = declare_pool(declare, G2_L4, capacity=Capacity(provisioning="flex-start"))
+    assert "queuedProvisioning" not in inputs
+    assert inputs["nodeConfig"]["flexStart"] is True
+
+
+def test_a_compact_flex_start_pool_on_a_fabric_is_refused_as_queued(declare):
+    # GKE takes no COMPACT placement on a queued-provisioning GPU pool, which a flex-start fabric pool is.
+    error = rejected(declare, "queued-provisioning GPU pool", A3_ULTRA, capacity=Capacity(provisioning="flex-start"),
+                     cluster=MULTI_NETWORK_CLUSTER, extra_networks=fake_networks(9))
+    assert error.field == "pool.compact_placement" and "built with queued provisioning" in str(error)
 
 
 def test_queued_gpu_pool_without_compact_placement_is_accepted(declare):

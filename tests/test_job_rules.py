@@ -363,6 +363,32 @@ def test_a_queued_pool_gated_by_a_provisioning_request_is_not_flagged(matrix_sta
     assert not [w for w in report.warnings if w.rule == "kueue/topology-over-provisioned-nodes"]
 
 
+def test_the_a4_flex_start_fleet_is_built_with_queued_provisioning_and_gated_by_a_provisioning_request():
+    """The shipped A4 stack (32 x a4-highgpu-8g on flex-start, RDMA fabric): its Kueue Topology covers a pool that
+    starts empty, so the pool is built as flex-start with queued provisioning and its ClusterQueue asks GKE through a
+    ProvisioningRequest check (policies/cloud/flex_start.py); before, the job waited forever and the rule said so."""
+    from tests.conftest import planned_result
+
+    result = planned_result("llama-70b-a4")
+    (pool,) = [r for r in result.capture.of_type("gcp:container/nodePool:NodePool") if r.name.endswith("-gpu-pool")]
+    assert pool.inputs["queuedProvisioning"] == {"enabled": True} and pool.inputs["nodeConfig"]["flexStart"] is True
+    assert "placementPolicy" not in pool.inputs   # GKE takes no COMPACT placement on a queued-provisioning GPU pool
+    cluster = declared_cluster(result.capture, result.existing_cluster)
+    (flavor,) = [f for f in cluster.flavors.values() if f.topology_name]
+    (queue,) = cluster.cluster_queues.values()
+    checks = queue.admission_checks_for(flavor.name)
+    assert [cluster.admission_checks[c] for c in checks] == ["kueue.x-k8s.io/provisioning-request"]
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in flavor.tolerations
+    report = check(job_of(result).manifests, cluster)
+    assert report.errors == []
+    assert not [w for w in report.warnings if w.rule == "kueue/topology-over-provisioned-nodes"]
+    # The rule still catches the defect: the same empty flex-start pool under the Topology with no check.
+    queue.admission_checks.clear()
+    flagged = [w for w in check(job_of(result).manifests, cluster).warnings
+               if w.rule == "kueue/topology-over-provisioned-nodes"]
+    assert flagged and "llama-70b-a4-gpu-pool" in flagged[0].message
+
+
 def test_the_stacks_kueue_manages_deployments_and_leaderworkersets(planned_results):
     result = planned_results["llama-8b-serving-gpu"]
     config = manager_configuration(declared_cluster(result.capture, result.existing_cluster))

@@ -448,6 +448,29 @@ def test_a_gke_queued_plan_pool_needs_a_provisioning_request():
     assert pool.node_labels["accel.dev/capacity"] == "queued"
 
 
+A4_FLEET = GpuPool(accelerator="b200", machine_type="a4-highgpu-8g", gpus_per_node=8, nodes=32,
+                  guest_accelerator="nvidia-b200", fabric="rdma", extra_networks=1)
+QUEUED = Toleration(key="cloud.google.com/gke-queued")
+
+
+def test_a_gke_flex_start_fleet_placed_by_a_topology_is_admitted_through_a_provisioning_request():
+    # Kueue finds no topology domain on nodes to come; only a ProvisioningRequest check brings them
+    # (policies/cloud/flex_start.py), so the flex-start pool is built with queued provisioning and gated.
+    pool = gke_gpu_pool(A4_FLEET, capacity=Capacity(provisioning="flex-start"))
+    assert pool.topology_levels
+    assert pool.provisioning_request_class == "queued-provisioning.gke.io"
+    assert QUEUED in pool.tolerations and pool.node_labels["accel.dev/capacity"] == "flex-start"
+
+
+@pytest.mark.parametrize("case", ["no fabric", "tpu slice"])
+def test_a_flex_start_pool_no_topology_places_stays_plain_flex_start(case):
+    capacity = Capacity(provisioning="flex-start")
+    pool = (gke_gpu_pool(A4_FLEET.model_copy(update={"fabric": "none", "extra_networks": 0}), capacity=capacity)
+            if case == "no fabric" else gke_tpu_pool(v6e_pod(), capacity=capacity))
+    assert not pool.topology_levels
+    assert pool.provisioning_request_class is None and QUEUED not in pool.tolerations
+
+
 def test_an_eks_spot_pool_with_alternates_does_not_pin_the_instance_type():
     gpu = GpuPool(accelerator="h100-80gb", machine_type="p5.48xlarge", alternate_machine_types=["p5e.48xlarge"], gpus_per_node=8, nodes=2)
     pool = eks_gpu_pool(gpu, capacity=Capacity(provisioning="spot"))

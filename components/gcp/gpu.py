@@ -35,6 +35,7 @@ from accel.components.gcp._common import (
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.network import ExtraNetworkRef
+from accel.policies.cloud.flex_start import placed_by_topology, queued_provisioning
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware
 from accel.policies.cloud.gke_rules import compact_placement_problem
@@ -103,10 +104,11 @@ class GpuNodePoolArgs:
 
 def _topology_needs_nodes(pool: GpuPool, capacity: Capacity) -> bool:
     """A pool on a scale-out fabric is placed by a Kueue Topology (components/kubernetes/pools.py); unless its
-    capacity comes through ProvisioningRequests (flex-start, queued), its nodes must exist. A serving pool too: its
-    flavor names the Topology as a training pool's does (GB200 serving across trays on A4X:
-    stacks/Pulumi.llama-405b-serving-a4x.yaml), so Kueue would never admit its LeaderWorkerSet on nodes to come."""
-    return pool.fabric != "none" and capacity.provisioning not in ("flex-start", "queued")
+    nodes come through ProvisioningRequests (queued provisioning, which a flex-start pool under a Topology is built
+    with: policies/cloud/flex_start.py), its nodes must exist. A serving pool too: its flavor names the Topology as a
+    training pool's does (GB200 serving across trays on A4X: stacks/Pulumi.llama-405b-serving-a4x.yaml), so Kueue
+    would never admit its LeaderWorkerSet on nodes to come."""
+    return placed_by_topology(pool) and not queued_provisioning(pool, capacity)
 
 
 def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
@@ -171,7 +173,12 @@ def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
                           f"{pool.machine_type} is placed in whole NVLink domains of {unit.nodes} nodes "
                           f"(workload policy {machine.accelerator_topology}; {unit.source}); use a multiple of {unit.nodes}")
     if pool.compact_placement and not machine.accelerator_topology:
-        problem = compact_placement_problem(pool.machine_type, resolve_capacity(component, args.capacity).provisioning)
+        provisioning = resolve_capacity(component, args.capacity).provisioning
+        queued = queued_provisioning(pool, args.capacity)
+        problem = compact_placement_problem(pool.machine_type, "queued" if queued else provisioning)
+        if problem and queued and provisioning == "flex-start":
+            problem += ("; a flex-start pool on a scale-out fabric is placed by a Kueue Topology, so it is built with "
+                        "queued provisioning (policies/cloud/flex_start.py)")
         if problem:
             raise invalid_arg(component, "pool.compact_placement", True,
                               f"{problem}; plan the pool without compact placement or on other capacity")
@@ -266,7 +273,7 @@ class GpuNodePool(pulumi.ComponentResource):
                                                            machine.accelerator_topology)
         elif pool.compact_placement:
             pool_args["placement_policy"] = {"type": "COMPACT"}
-        if mode.provisioning == "queued":
+        if queued_provisioning(pool, args.capacity):
             pool_args["queued_provisioning"] = {"enabled": True}
         if not mode.scales_from_zero:
             # Upgrades replace nodes one at a time without needing spare GPU capacity.

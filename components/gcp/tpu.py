@@ -43,6 +43,7 @@ from accel.components.gcp._common import (
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.workload_policy import placement_args, workload_policy
+from accel.policies.cloud.flex_start import queued_provisioning
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware
 from accel.policies.hardware import shapes
@@ -220,7 +221,7 @@ class TpuSlice(pulumi.ComponentResource):
             pool_args["autoscaling"] = {"min_node_count": 0,
                                         "max_node_count": pool.hosts_per_slice,
                                         "location_policy": "ANY"}
-            if mode.provisioning == "queued":
+            if queued_provisioning(pool, args.capacity):   # a `queued` plan (a slice is never placed by a Topology)
                 pool_args["queued_provisioning"] = {"enabled": True}
         else:
             pool_args["node_count"] = pool.hosts_per_slice

@@ -24,6 +24,7 @@ from accel.components.kubernetes.accelerator_stack import (
     Toleration,
 )
 from accel.components.kubernetes.node_installers import ARCH_LABEL
+from accel.policies.cloud.flex_start import placed_by_topology, queued_provisioning
 from accel.components.tags import CAPACITY_NODE_LABEL
 from accel.policies import hardware
 from accel.policies.hardware import shapes
@@ -56,8 +57,10 @@ GKE_QUEUED_TOLERATION = Toleration(key=GKE_QUEUED_TAINT)
 ON_DEMAND = Capacity()
 
 
-def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], capacity: Capacity) -> str | None:
-    """Add the labels and tolerations of GKE's capacity modes; returns the ProvisioningRequest class, if any."""
+def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], capacity: Capacity,
+                  pool: GpuPool | TpuPool) -> str | None:
+    """Add the labels and tolerations of GKE's capacity modes; returns the ProvisioningRequest class of a pool
+    built with queued provisioning (policies/cloud/flex_start.py: `queued`, and flex-start under a Topology)."""
     provisioning = capacity.provisioning
     if capacity.spot:
         labels[GKE_SPOT_LABEL] = "true"
@@ -68,7 +71,7 @@ def _gke_capacity(labels: dict[str, str], tolerations: list[Toleration], capacit
         # label the node pool sets itself (GpuNodePool/TpuSlice node_config.labels).
         labels[CAPACITY_NODE_LABEL] = provisioning
         tolerations.append(GKE_FLEX_START_TOLERATION)
-    if provisioning == "queued":
+    if queued_provisioning(pool, capacity):
         tolerations.append(GKE_QUEUED_TOLERATION)
         return GKE_QUEUED_PROVISIONING_CLASS
     return None
@@ -78,7 +81,7 @@ def gke_tpu_pool(tpu: TpuPool, *, capacity: Capacity = ON_DEMAND) -> Accelerator
     """All slices of a TPU plan: quota = chips per slice x slices."""
     labels = {GKE_TPU_ACCELERATOR_LABEL: tpu.gke_accelerator, GKE_TPU_TOPOLOGY_LABEL: tpu.topology}
     tolerations = [TPU_TOLERATION]
-    provisioning_class = _gke_capacity(labels, tolerations, capacity)
+    provisioning_class = _gke_capacity(labels, tolerations, capacity, tpu)
     return AcceleratorPool(
         name=f"tpu-{tpu.generation}-{tpu.topology}",
         resource=TPU_RESOURCE,
@@ -97,7 +100,7 @@ def gke_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND) -> Accelerator
     if gpu.guest_accelerator:
         labels[GKE_GPU_ACCELERATOR_LABEL] = gpu.guest_accelerator
     tolerations = [GPU_TOLERATION, *_arch_tolerations(gpu)]
-    provisioning_class = _gke_capacity(labels, tolerations, capacity)
+    provisioning_class = _gke_capacity(labels, tolerations, capacity, gpu)
     return AcceleratorPool(name=accelerator, resource=GPU_RESOURCE, chips=gpu.gpus_per_node * gpu.nodes,
                            node_labels=labels, tolerations=tuple(tolerations), accelerator=accelerator,
                            provisioning_request_class=provisioning_class,
@@ -122,7 +125,7 @@ def _topology_levels(gpu: GpuPool, levels: tuple[str, ...]) -> tuple[str, ...]:
     """The cloud's placement levels for a GPU fleet on a scale-out fabric (multi-node training, where a
     tensor- or pipeline-parallel group must stay close), or its NVLink clique's where the machine is placed by it
     (p6e-gb200: HardwareFacts.pool_topology_levels); none for a pool without a fabric (docs/scale.md)."""
-    return hardware.current().pool_topology_levels(gpu.machine_type, levels) if gpu.fabric != "none" else ()
+    return hardware.current().pool_topology_levels(gpu.machine_type, levels) if placed_by_topology(gpu) else ()
 
 
 def eks_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND,

@@ -39,7 +39,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       extra_networks=offering.extra_networks if crosses_nodes else 0,
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
-                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option),
+                      compact_placement=multi_node_training and not _gke_rejects_compact(
+                          offering.cloud, option, offering.fabric if crosses_nodes else "none"),
                       nvlink_clique_nodes=offering.nvlink_clique_nodes)
         # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
@@ -114,11 +115,15 @@ def _spot_alternates(offering) -> list[str]:
             and spec.can_stand_in_for(primary, facts.chips)]
 
 
-def _gke_rejects_compact(cloud: str, option) -> bool:
-    """GKE refuses COMPACT placement for some capacity modes (gke_rules.yaml): plan the pool without it."""
-    from accel.policies.cloud.gke_rules import compact_placement_problem  # GPU plans only (a TPU choose skips it)
+def _gke_rejects_compact(cloud: str, option, fabric: str) -> bool:
+    """GKE refuses COMPACT placement for some capacity modes (gke_rules.yaml): plan the pool without it. A flex-start
+    fleet on a fabric is built with queued provisioning (policies/cloud/flex_start.py), so the queued rule is its."""
+    if cloud != "gcp":
+        return False
+    from accel.policies.cloud.flex_start import gke_provisioning  # GPU plans only (a TPU choose skips them)
+    from accel.policies.cloud.gke_rules import compact_placement_problem
 
-    return cloud == "gcp" and compact_placement_problem(option.machine_type, option.provisioning) is not None
+    return compact_placement_problem(option.machine_type, gke_provisioning(option.provisioning, fabric)) is not None
 
 
 def _layout_words(gpu: GpuPool, parallelism) -> str:
