@@ -108,7 +108,7 @@ def _topology_needs_nodes(pool: GpuPool, capacity: Capacity) -> bool:
     with: policies/cloud/flex_start.py), its nodes must exist. A serving pool too: its flavor names the Topology as a
     training pool's does (GB200 serving across trays on A4X: stacks/Pulumi.llama-405b-serving-a4x.yaml), so Kueue
     would never admit its LeaderWorkerSet on nodes to come."""
-    return placed_by_topology(pool) and not queued_provisioning(pool, capacity)
+    return placed_by_topology(pool.fabric) and not queued_provisioning(pool, capacity)
 
 
 def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
