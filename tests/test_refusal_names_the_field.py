@@ -1,5 +1,7 @@
-"""A refusal names the field whose change would move it (a global batch below one node no longer refuses it); a cluster inventory's chips where they, not max_chips, bound the fleet; and no `spot: allowed`
-line for offerings that were sized on demand too and failed there (found by the audit4 sweep of `accel choose`)."""
+"""A refusal names the field whose change would move it: a cluster inventory's chips where they, not max_chips, bound
+the fleet, and no `spot: allowed` line for offerings that were sized on demand too and failed there (found by the
+audit4 sweep of `accel choose`). A GPU node the global batch keeps partly busy is no longer refused: it trains on the
+busy GPUs (tests/test_batch_node.py, which also shows the batch named below a TPU generation's smallest slice)."""
 
 import pytest
 

@@ -632,7 +632,8 @@ def _plan_parallelism_note(plan: Plan, gpus: int) -> str:
     every GPU, the batch rounded up to fill them (the program's batch note says to what); the Plan timed only the
     busy ones, so the run is no slower than planned."""
     busy = plan.estimate.details.get("busy_chips")
-    note = f"parallelism {plan.parallelism.text()} (the Plan's)" if plan.parallelism is not None else ""
+    assert plan.parallelism is not None   # a GPU plan's (the caller's branch)
+    note = f"parallelism {plan.parallelism.text()} (the Plan's)"
     if isinstance(busy, (int, float)) and 0 < busy < gpus:
         note += (f": its global batch keeps {int(busy):,} of the job's {gpus:,} GPUs busy; the job starts a rank on "
                  "every GPU, so the program's batch must fill them (the default Megatron command rounds it up: batch "

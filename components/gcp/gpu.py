@@ -35,7 +35,7 @@ from accel.components.gcp._common import (
 )
 from accel.components.gcp.cluster import GKE_NAME_LIMIT, ClusterRef, as_cluster_ref
 from accel.components.gcp.network import ExtraNetworkRef
-from accel.policies.cloud.flex_start import placed_by_topology, queued_provisioning
+from accel.policies.cloud.flex_start import gke_provisioning, placed_by_topology, queued_provisioning
 from accel.components.tags import CAPACITY_NODE_LABEL, ResourceTags
 from accel.policies import hardware
 from accel.policies.cloud.gke_rules import compact_placement_problem
@@ -108,7 +108,7 @@ def _topology_needs_nodes(pool: GpuPool, capacity: Capacity) -> bool:
     with: policies/cloud/flex_start.py), its nodes must exist. A serving pool too: its flavor names the Topology as a
     training pool's does (GB200 serving across trays on A4X: stacks/Pulumi.llama-405b-serving-a4x.yaml), so Kueue
     would never admit its LeaderWorkerSet on nodes to come."""
-    return placed_by_topology(pool) and not queued_provisioning(pool, capacity)
+    return placed_by_topology(pool.fabric) and not queued_provisioning(pool, capacity)
 
 
 def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
@@ -174,9 +174,9 @@ def validate(args: GpuNodePoolArgs) -> GcpGpuMachine:
                           f"(workload policy {machine.accelerator_topology}; {unit.source}); use a multiple of {unit.nodes}")
     if pool.compact_placement and not machine.accelerator_topology:
         provisioning = resolve_capacity(component, args.capacity).provisioning
-        queued = queued_provisioning(pool, args.capacity)
-        problem = compact_placement_problem(pool.machine_type, "queued" if queued else provisioning)
-        if problem and queued and provisioning == "flex-start":
+        built_as = gke_provisioning(provisioning, pool.fabric)
+        problem = compact_placement_problem(pool.machine_type, built_as)
+        if problem and built_as != provisioning:
             problem += ("; a flex-start pool on a scale-out fabric is placed by a Kueue Topology, so it is built with "
                         "queued provisioning (policies/cloud/flex_start.py)")
         if problem:

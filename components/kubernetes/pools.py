@@ -125,7 +125,7 @@ def _topology_levels(gpu: GpuPool, levels: tuple[str, ...]) -> tuple[str, ...]:
     """The cloud's placement levels for a GPU fleet on a scale-out fabric (multi-node training, where a
     tensor- or pipeline-parallel group must stay close), or its NVLink clique's where the machine is placed by it
     (p6e-gb200: HardwareFacts.pool_topology_levels); none for a pool without a fabric (docs/scale.md)."""
-    return hardware.current().pool_topology_levels(gpu.machine_type, levels) if placed_by_topology(gpu) else ()
+    return hardware.current().pool_topology_levels(gpu.machine_type, levels) if placed_by_topology(gpu.fabric) else ()
 
 
 def eks_gpu_pool(gpu: GpuPool, *, capacity: Capacity = ON_DEMAND,

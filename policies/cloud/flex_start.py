@@ -29,21 +29,17 @@ from __future__ import annotations
 from accel.policies.plan import Capacity, GpuPool, TpuPool
 
 
-def placed_by_topology(pool: GpuPool) -> bool:
-    """Kueue places the pool's pods by a Topology (its flavor names one): a GPU fleet on a scale-out fabric, where a
-    tensor- or pipeline-parallel group must stay close (components/kubernetes/pools.py, docs/scale.md)."""
-    return fabric_placed_by_topology(pool.fabric)
-
-
-def fabric_placed_by_topology(fabric: str) -> bool:
-    """`placed_by_topology` for a pool not built yet: only its fabric decides."""
+def placed_by_topology(fabric: str) -> bool:
+    """Kueue places a GPU pool's pods by a Topology (its flavor names one) where the pool is on a scale-out `fabric`
+    (GpuPool.fabric), where a tensor- or pipeline-parallel group must stay close (components/kubernetes/pools.py,
+    docs/scale.md). Only the fabric decides, so the planner asks it of a pool not built yet."""
     return fabric != "none"
 
 
 def gke_provisioning(provisioning: str, fabric: str) -> str:
     """How GKE provisions a GPU pool of the plan's `provisioning` on `fabric`: `queued` for a queued plan and for a
     flex-start one Kueue places by a Topology; the plan's own mode otherwise."""
-    if provisioning == "flex-start" and fabric_placed_by_topology(fabric):
+    if provisioning == "flex-start" and placed_by_topology(fabric):
         return "queued"
     return provisioning
 

@@ -246,7 +246,7 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                   f"holding them: {plural(smallest, 'chip')})")
         flops = training_flops(spec, ctx.catalog.defaults)
         busy = detail.get("busy_chips")   # a fleet of whole nodes past the global batch's busy chips
-        work = (f"{f'{busy} of the ' if busy else ''}{plural(chosen.chips, 'chip')} "
+        work = (f"{f'{int(busy):,} of the ' if busy else ''}{plural(chosen.chips, 'chip')} "
                 f"{'runs' if chosen.chips == 1 and not busy else 'run'} {flops:.2e} FLOPs in {duration(chosen.hours)}")
         if ctx.objective == "time":
             more = detail.get("more_chips")

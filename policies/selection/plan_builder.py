@@ -31,16 +31,16 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # GPUDirect networks and EFA interfaces only pay when collectives cross nodes: a training
         # fleet of several nodes, or a serving replica wider than one node.
         crosses_nodes = multi_node_training or (not training and replica_chips > offering.chips_per_host)
+        fabric = offering.fabric if crosses_nodes else "none"
         gpu = GpuPool(accelerator=option.accelerator, machine_type=offering.machine_type,
                       alternate_machine_types=_spot_alternates(offering) if (option.spot and offering.cloud == "aws") else [],
                       gpus_per_node=offering.chips_per_host, nodes=option.hosts,
                       guest_accelerator=offering.guest_accelerator if offering.cloud == "gcp" else None,
-                      fabric=offering.fabric if crosses_nodes else "none",
+                      fabric=fabric,
                       extra_networks=offering.extra_networks if crosses_nodes else 0,
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
-                      compact_placement=multi_node_training and not _gke_rejects_compact(
-                          offering.cloud, option, offering.fabric if crosses_nodes else "none"),
+                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option, fabric),
                       nvlink_clique_nodes=offering.nvlink_clique_nodes)
         # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
