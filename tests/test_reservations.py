@@ -450,3 +450,12 @@ def test_a_block_with_no_declared_price_is_billed_at_the_catalogs_price_and_neve
     [line] = [line for line in result.plan["rationale"] if line.startswith("Capacity: the stack's capacity-block")]
     assert "18 machines at the catalog's price for the machine" in line and "on-demand" not in line
     assert result.plan["chosen"]["price_source"].startswith("aws-capacity-blocks-2026")
+
+
+def test_a_held_reservation_of_a_machine_calendar_mode_also_sells_is_labelled_a_held_reservation(catalog, small_run):
+    """Calendar mode provisions a reservation too, on A3 Ultra and A4; a reservation the stack holds was not
+    booked through it, so the search labels it the held mode (gcp-reservation), never gcp-calendar."""
+    ultra = reservation(name="ultra-held", machineType="a3-ultragpu-8g", marginal="zero")
+    choice = choose(small_run, catalog, reservations=[ultra])
+    assert (choice.chosen.machine_type, choice.reservation) == ("a3-ultragpu-8g", "ultra-held")
+    assert choice.estimate.details["capacity_mode"] == "gcp-reservation"
