@@ -233,7 +233,7 @@ class ModeTable(StrictModel):
     def chains_legs(mode: CapacityMode | None) -> bool:
         """Whether a run on this mode is chained in legs with a queue between them: only the queued modes
         (flex-start, queued provisioning), whose requests end; a held reservation has no legs and no queue."""
-        return mode is not None and mode.kind != "held" and mode.provisioning in ("flex-start", "queued")
+        return mode is not None and mode.kind != "held" and mode.provisioning in QUEUED_PROVISIONING
 
     def source_words(self, source: str) -> str:
         known = self.sources.get(source)
