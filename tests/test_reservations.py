@@ -450,3 +450,31 @@ def test_a_block_with_no_declared_price_is_billed_at_the_catalogs_price_and_neve
     [line] = [line for line in result.plan["rationale"] if line.startswith("Capacity: the stack's capacity-block")]
     assert "18 machines at the catalog's price for the machine" in line and "on-demand" not in line
     assert result.plan["chosen"]["price_source"].startswith("aws-capacity-blocks-2026")
+
+
+def test_a_held_reservation_of_a_machine_calendar_mode_also_sells_is_labelled_a_held_reservation(catalog, small_run):
+    """Calendar mode provisions a reservation too, on A3 Ultra and A4; a reservation the stack holds was not
+    booked through it, so the search labels it the held mode (gcp-reservation), never gcp-calendar."""
+    ultra = reservation(name="ultra-held", machineType="a3-ultragpu-8g", marginal="zero")
+    choice = choose(small_run, catalog, reservations=[ultra])
+    assert (choice.chosen.machine_type, choice.reservation) == ("a3-ultragpu-8g", "ultra-held")
+    assert choice.estimate.details["capacity_mode"] == "gcp-reservation"
+
+
+def test_a_pinned_flex_start_fleet_on_a_declared_reservation_is_timed_and_labelled_as_the_reservation():
+    """A pin of 32 x H200 (A3 Ultra, bought through flex-start: five legs, four re-queues) on a reservation the
+    stack declares runs on held capacity: no legs, no queue, the held mode, and the hours of one unbroken run."""
+    workload = workload_from_mapping({
+        "name": "h200", "kind": "pretrain", "model": {"parameters": "70B"},
+        "training": {"tokens": "2T", "framework": "pytorch"},
+        "constraints": {"clouds": ["gcp"], "spot": "never"},
+        "hardware": {"accelerator": "h200-141gb", "chips": 256, "cloud": "gcp"}}, "h200.yaml")
+    queued = plan_from_pin(workload, load_catalog())
+    assert queued.capacity.mode == "gcp-flex-start" and (queued.capacity.legs or 1) > 1
+    held_ultra = held(queued, name="ultra-held")
+    plan = use_reservation(plan_from_pin(workload, load_catalog(), reservations=[held_ultra]), [held_ultra])
+    assert (plan.capacity.provisioning, plan.capacity.reservation) == ("reservation", "ultra-held")
+    assert (plan.capacity.mode, plan.capacity.legs, plan.capacity.risk) == ("gcp-reservation", None, None)
+    assert not any(line.startswith("Capacity mode gcp-flex-start") or "re-queue" in line for line in plan.rationale)
+    assert plan.chosen.hours < queued.chosen.hours   # no start-up paid again per leg
+    assert plan.estimate.total_usd == pytest.approx(plan.chosen.hourly_usd * plan.chosen.hours, abs=0.01)

@@ -342,7 +342,7 @@ def _decide(settings: StackSettings, workload: WorkloadSpec, notes: list[str]) -
              "nvlink_domain_gpus": e.nvlink_domain_gpus, "nvlink_clique_label": e.nvlink_clique_label}
             for e in settings.cluster.inventory)
     if workload.hardware is not None:
-        plan = plan_from_pin(workload, catalog, extra_offerings=extra)
+        plan = plan_from_pin(workload, catalog, extra_offerings=extra, reservations=settings.reservations)
         notes.append(f"no pinned plan: estimated the hardware pin at run time (catalog {catalog.version})")
     else:
         plan = choose_plan(workload, catalog, settings.objective, extra_offerings=extra,

@@ -218,11 +218,22 @@ class ModeTable(StrictModel):
         row = self.applicable(cloud, machine_type)
         return [] if row is None else [self.modes[mode_id] for mode_id in row.modes]
 
-    def mode_for(self, cloud: str, machine_type: str, provisioning: str) -> CapacityMode | None:
-        """The applicable mode that builds `provisioning` on this machine (self-service before negotiated)."""
+    def mode_for(self, cloud: str, machine_type: str, provisioning: str, held: bool = False) -> CapacityMode | None:
+        """The applicable mode that builds `provisioning` on this machine: self-service before negotiated, or, for
+        capacity the stack already holds (`held`: a declared reservation), the held mode first (calendar mode
+        also provisions a reservation, but a reservation in hand was not booked through it)."""
         matches = [mode for mode in self.modes_for(cloud, machine_type) if mode.provisioning == provisioning]
-        matches.sort(key=lambda mode: mode.kind in ("negotiated", "held", "commitment"))
+        if held:
+            matches.sort(key=lambda mode: mode.kind != "held")
+        else:
+            matches.sort(key=lambda mode: mode.kind in ("negotiated", "held", "commitment"))
         return matches[0] if matches else None
+
+    @staticmethod
+    def chains_legs(mode: CapacityMode | None) -> bool:
+        """Whether a run on this mode is chained in legs with a queue between them: only the queued modes
+        (flex-start, queued provisioning), whose requests end; a held reservation has no legs and no queue."""
+        return mode is not None and mode.kind != "held" and mode.provisioning in QUEUED_PROVISIONING
 
     def source_words(self, source: str) -> str:
         known = self.sources.get(source)

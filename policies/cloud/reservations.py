@@ -274,9 +274,14 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly,
                                             "total_usd": total})
     estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total})
-    capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name})
-    rationale = [*plan.rationale, f"Capacity: the stack's {match.kind} {match.name!r}; "
-                                  f"{reserved_words(match, machines, per_machine)}."]
+    # Its capacity is the reservation's: the held mode (no queue, no legs: ModeTable.chains_legs), not the mode
+    # the plan was judged on before (a pin of the same machine is timed as held when the stack declares it).
+    held = load_modes().mode_for(plan.chosen.cloud, machine_type, match.kind, held=True)
+    capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name,
+                                                "mode": held.id if held else None, "risk": None, "legs": None})
+    before = f"Capacity mode {plan.capacity.mode}:" if plan.capacity.mode else None
+    rationale = [*(line for line in plan.rationale if before is None or not line.startswith(before)),
+                 f"Capacity: the stack's {match.kind} {match.name!r}; {reserved_words(match, machines, per_machine)}."]
     return plan.model_copy(update={"chosen": chosen, "estimate": estimate, "capacity": capacity,
                                    "zones": [match.zone], "rationale": rationale})
 

@@ -40,7 +40,7 @@ class Obtaining:
     # patterns, and a search asks ~250 times about a few dozen (~1 ms of a choose).
     _classes: dict[str, str | None] = field(default_factory=dict)
     _modes: dict[tuple[str, str], list[CapacityMode]] = field(default_factory=dict)
-    _mode: dict[tuple[str, str, str], CapacityMode | None] = field(default_factory=dict)
+    _mode: dict[tuple[str, str, str, bool], CapacityMode | None] = field(default_factory=dict)
 
     def obtain_class(self, offering: Offering) -> str | None:
         """The obtainability class of the offering's accelerator (the table's obtain_class)."""
@@ -55,9 +55,10 @@ class Obtaining:
             self._modes[key] = self.table.modes_for(*key)
         return self._modes[key]
 
-    def mode_for(self, offering: Offering, provisioning: str) -> CapacityMode | None:
-        """The applicable mode that builds `provisioning` on the offering's machine type (the table's mode_for)."""
-        key = (offering.cloud, offering.machine_type, provisioning)
+    def mode_for(self, offering: Offering, provisioning: str, held: bool = False) -> CapacityMode | None:
+        """The applicable mode that builds `provisioning` on the offering's machine type (the table's mode_for;
+        `held`: capacity the stack holds, a declared reservation)."""
+        key = (offering.cloud, offering.machine_type, provisioning, held)
         if key not in self._mode:
             self._mode[key] = self.table.mode_for(*key)
         return self._mode[key]
@@ -319,8 +320,8 @@ def queued_why(chosen, ranked: list, service: bool) -> str:
             f"{other.size.hosts} x {other.offering.machine_type} on demand, which {unlike}")
 
 
-def mode_id(ob: Obtaining, offering: Offering, provisioning: str) -> str:
-    mode = ob.mode_for(offering, provisioning)
+def mode_id(ob: Obtaining, offering: Offering, provisioning: str, held: bool = False) -> str:
+    mode = ob.mode_for(offering, provisioning, held)
     return mode.id if mode else provisioning
 
 

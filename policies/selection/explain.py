@@ -9,6 +9,7 @@ from accel.base.units import hours_text as duration, money, money_pair, plural
 from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.selection.candidates import Candidate, SearchContext, SearchResult, to_option
+from accel.policies.cloud.booking import BOOKED_MODES
 from accel.policies.selection.choice import NoFeasibleOption, catalog_ref
 from accel.policies.estimator.estimate import (
     training_flops,
@@ -174,7 +175,8 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
             if spec.kind == "inference":
                 terms = f"would cost {money(option.hourly_usd)}/h"
             else:
-                terms = f"would take {duration(option.hours)} and cost {money(option.total_usd)}"
+                judged, said = judged_hours(ctx, option, candidate.evaluation.detail)
+                terms = f"would take {duration(judged)}{said} and cost {money(option.total_usd)}"
             saving = _percent(chosen.total_usd, option.total_usd)
             speed = time_words(chosen, option) if spec.kind != "inference" and option.hours > 0 else None
             if ctx.objective == "time" and speed is not None:
@@ -293,15 +295,28 @@ def max_chips_label(ctx: SearchContext) -> str:
     return f"max_chips {ctx.max_chips} (the default; set constraints.max_chips to raise it)"
 
 
+def judged_hours(ctx: SearchContext, option: Option, detail: dict | None) -> tuple[float, str]:
+    """(the hours a deadline is judged by, how to say them): the capacity mode's wall-clock where it has one (spot,
+    flex-start at the confidence quantile; a booked mode's lead time, then the run), else the run's hours."""
+    wall = (detail or {}).get("capacity_wall_hours")
+    if wall is None:
+        return option.hours, ""
+    if (detail or {}).get("capacity_mode") in BOOKED_MODES:
+        return float(wall), " wall-clock (the lead time, then the run)"
+    quantile = f" at P{ctx.obtain.confidence * 100:g}" if ctx.obtain is not None else ""
+    return float(wall), f" wall-clock{quantile}"
+
+
 def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = None,
                    offering_chips: int | None = None) -> str:
     """Which limits an infeasible option misses, and by how much; `offering_chips`: the most its offering holds
     (a cluster inventory's count), where it has a ceiling of its own."""
     misses = []
     spec = ctx.spec
-    if spec.kind != "inference" and option.hours > ctx.deadline_h:
+    judged, _ = judged_hours(ctx, option, detail)
+    if spec.kind != "inference" and judged > ctx.deadline_h:
         misses.append(f"misses the {ctx.deadline_h / 24:g}-day {'deadline' if ctx.deadline_given else 'limit'} by "
-                      f"{duration(option.hours - ctx.deadline_h)}")
+                      f"{duration(judged - ctx.deadline_h)}")
     p99 = float((detail or {}).get("p99_ms_per_token", 0))
     if spec.inference is not None and p99 > spec.inference.p99_latency_ms:
         misses.append(f"p99 ~{p99:g} ms/token even at batch {(detail or {}).get('batch_per_replica', 1)}, over the "
@@ -362,9 +377,10 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
               and closest_option.chips + batch[2] > batch[0]):
             # The deadline is missed because the global batch capped the fleet, not for want of chips.
             misses += f"; the global batch stopped it growing, not the deadline: {batch[1]}"
+        judged, said = judged_hours(ctx, closest_option, candidate.evaluation.detail)
         terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
                  f"{closest_option.hours:g} h" if spec.kind == "inference"
-                 else f"{duration(closest_option.hours)}, {money(closest_option.total_usd)}")
+                 else f"{duration(judged)}{said}, {money(closest_option.total_usd)}")
         lines.append(f"closest: {describe(closest_option)}: {terms} ({misses})")
     else:
         lines.append("closest: none (every offering was eliminated before it could be sized)")

@@ -6,7 +6,7 @@ import math
 from typing import Sequence
 
 from accel.base.units import hours_text as duration, money, money_pair, plural
-from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
+from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, ModeTable
 from accel.policies.selection.capacity import (
     capacity_lines, mode_id, queued_service_detail, queued_timing, spot_timing)
 from accel.policies.hardware import shapes, tpu_serving
@@ -70,7 +70,8 @@ def _check_machine_type(machine_type: str, accelerator: str, offerings: Sequence
                              + (f"; did you mean {near[0]!r}?" if near else "")
                              + f"; the catalog sells {accelerator} as {', '.join(own) or 'nothing'}")
 
-def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering]) -> Choice:
+def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_offerings: Sequence[Offering],
+                  reservations: Sequence = ()) -> Choice:
     """The Choice for the workload's hardware pin: its cheapest matching offering and region, with warnings
     where the pin misses the deadline, budget or throughput target. Raises NoFeasibleOption when it cannot run,
     WorkloadFieldError when a region is in no offering, the pin's spot contradicts constraints.spot, the pin
@@ -90,7 +91,8 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     check_regions(spec.constraints.regions, everything, "constraints.regions")
     if pin.region:
         check_regions([pin.region], everything, "hardware.region")
-    ctx = search_context(spec, catalog, objective)
+    # A declared reservation of the pinned machine is timed as held capacity (no queue, no legs: evaluate_pin).
+    ctx = search_context(spec, catalog, objective, reservations)
     ctx.pinned_chips = pin.chips   # a long sequence's layout is chosen within the pinned fleet (SearchContext.sequence_fit)
     clouds = [pin.cloud] if pin.cloud else list(spec.constraints.clouds)
     offerings = [o for o in everything if o.accelerator == pin.accelerator and o.cloud in clouds]
@@ -381,6 +383,15 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
         f"the limit: {node_limit_words(offering, limit)} (source: {limit.source}); {fix}"))
 
 
+def _holds(reservations: Sequence, machine_type: str, region: str) -> bool:
+    """Whether a declared reservation holds machines of this type in the region (loaded only when declared: the
+    reservation rules are pydantic models a warm `choose` need not build)."""
+    from accel.policies.cloud.reservations import region_of_reservation
+
+    return any(r.holds_capacity and r.machineType == machine_type and region_of_reservation(r, [region]) == region
+               for r in reservations)
+
+
 def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,
                  size: Size) -> Candidate | None:
     """Time, cost and utilisation of exactly this size of the offering in this region."""
@@ -398,8 +409,14 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         if spot:
             detail["spot_time_lost"] = round(1.0 - model.productivity(trained.hosts), 4)
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
+        # The fleet runs on a reservation the stack holds when one of its machine type is declared in the region
+        # (use_reservation then puts the plan on it): held capacity is not chained in legs (ModeTable.chains_legs).
+        held = bool(ctx.reservations) and _holds(ctx.reservations, offering.machine_type, region)
+        bought = (None if spot or ctx.obtain is None else
+                  ctx.obtain.mode_for(offering, "reservation", held=True) if held else
+                  ctx.obtain.mode_for(offering, offering.provisioning))
         queue = (ctx.obtain.queue(offering, offering.provisioning)
-                 if not spot and ctx.obtain is not None and offering.provisioning in QUEUED_PROVISIONING else None)
+                 if ctx.obtain is not None and ModeTable.chains_legs(bought) else None)
         timing = None
         if spot_model is not None and ctx.obtain is not None:
             # A pin is not searched, but the capacity model still says whether its spot fleet finishes.
@@ -458,8 +475,10 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
     return Candidate(offering, [region], spot, size, evaluation, chip, host)
 
 
-def plan_from_pin(spec: WorkloadSpec, catalog: Catalog, extra_offerings: Sequence[Offering] = ()) -> Plan:
-    """A Plan for the workload's hardware pin, without a search. Raises ValueError without a pin."""
+def plan_from_pin(spec: WorkloadSpec, catalog: Catalog, extra_offerings: Sequence[Offering] = (),
+                  reservations: Sequence = ()) -> Plan:
+    """A Plan for the workload's hardware pin, without a search; `reservations` (a stack's accel:reservations)
+    time a fleet of a declared reservation's machine as held capacity. Raises ValueError without a pin."""
     if spec.hardware is None:
         raise ValueError("plan_from_pin needs a workload with a 'hardware' pin")
-    return make_plan(spec, choose_pinned(spec, catalog, "cost", extra_offerings), catalog)
+    return make_plan(spec, choose_pinned(spec, catalog, "cost", extra_offerings, reservations), catalog)

@@ -224,7 +224,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     queue = (obtain.queue(offering, provisioning) if obtain is not None and provisioning in QUEUED_PROVISIONING
              else None)
     mode = (booking.id if booking is not None else
-            mode_id(obtain, offering, provisioning) if obtain is not None else provisioning)
+            mode_id(obtain, offering, provisioning, held=reserved is not None and reserved.holds_capacity)
+            if obtain is not None else provisioning)
     # Shared by every region of the offering on this mode (a held reservation is timed as estimated); on spot by
     # every offering of the same training model and mode too (the timing reads nothing else of the offering). A
     # booked mode's run is the on-demand run (the same model and hours cache), its timing adds the lead and window.
