@@ -259,3 +259,24 @@ def test_the_default_global_batch_is_rounded_up_to_whole_data_parallel_ranks(a4_
     # 4M tokens of 8,192 = 488 sequences, no multiple of DP16: 496, said.
     batch, why = megatron_run.global_batch(a4_plan, megatron_run.layout(a4_plan))
     assert batch == 496 and "rounded up" in why
+
+
+def test_every_mixture_of_experts_architecture_states_its_expert_width():
+    from accel.policies.architectures.rows import table
+
+    assert all(row.expert_mlp for row in table().rows.values() if row.is_moe)
+    assert table().rows["deepseek3-671b"].expert_mlp == 2048      # MaxText deepseek3-671b.yml base_moe_mlp_dim
+
+
+def test_deepseek_v3_builds_experts_of_its_own_width_not_megatrons_default():
+    # Megatron's SwiGLU default for width 7,168 is ~19,072 per expert: 256 such experts in 61 layers are ~6.4T
+    # parameters, ten times DeepSeek-V3. The row's 2,048 builds ~0.7T.
+    plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
+                                         "training.global_batch_tokens": 15360 * 4096, "model.architecture":
+                                         "deepseek3-671b"})
+    run = megatron_run.run(plan)
+    given_flags = flags(run.args)
+    assert given_flags["--moe-ffn-hidden-size"] == "2048" and given_flags["--ffn-hidden-size"] == "2048"
+    assert given_flags["--moe-shared-expert-intermediate-size"] == "2048"
+    assert any("routed experts of MLP 2,048" in note and "multi-latent, are not written" in note
+               for note in run.notes)

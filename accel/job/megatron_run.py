@@ -142,14 +142,21 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
             f"{row.kv_heads} query/KV heads, MLP {mlp:,}{'' if row.mlp is not None else ' (Megatron SwiGLU default)'}"
             f", vocabulary {row.vocabulary:,}) as Megatron's GPT with SwiGLU, RMSNorm and RoPE")
     if row.is_moe:
-        shared = row.shared_experts * mlp if row.shared_experts else None
-        note += f"; {row.experts} routed experts, top-{row.experts_per_token}" + (
+        # An expert's width is the row's (DeepSeek-V3: moe_mlp 2,048; Megatron's SwiGLU default for its width would be
+        # 19,072, a model of ~6.4T parameters). Its dense MLP layers and multi-latent attention are not written.
+        expert = row.expert_mlp
+        if expert is None:   # every MoE row states one (tests/test_job_megatron.py); a row added without it
+            raise UsageError(f"{field}: the architecture table states no expert width for it, and Megatron's default "
+                             f"({mlp:,}) would build another model; pass --command with --moe-ffn-hidden-size")
+        shared = row.shared_experts * expert if row.shared_experts else None
+        note = note.replace(f"MLP {mlp:,} (Megatron SwiGLU default)", f"expert MLP {expert:,}")
+        note += f"; {row.experts} routed experts of MLP {expert:,}, top-{row.experts_per_token}" + (
             f", {row.shared_experts} shared" if row.shared_experts else "")
         if row.mlp is None:
-            note += (f" (the table states no expert width: Megatron's default is written; {row.name}'s own "
-                     "attention, e.g. multi-latent, is not)")
-        return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
-                     row.tied_embeddings, row.experts, row.experts_per_token, mlp, shared, note)
+            note += (f" ({row.name}'s own dense layers and attention, multi-latent, are not written: every layer "
+                     "is a routed-expert layer with grouped-query attention)")
+        return Shape(row.layers, row.hidden, row.mlp or expert, row.query_heads, row.kv_heads, kv_channels,
+                     row.vocabulary, row.tied_embeddings, row.experts, row.experts_per_token, expert, shared, note)
     return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
                  row.tied_embeddings, note=note)
 

@@ -52,6 +52,12 @@ class Architecture:
     mlp: int | None = None             # MLP width (an MoE row: one expert's); with head_dim and tied_embeddings, only
     head_dim: int | None = None        # there to recompute the counts (tests/test_architectures.py)
     tied_embeddings: bool = False
+    moe_mlp: int | None = None         # one routed expert's width where `mlp` is not stated (DeepSeek-V3)
+
+    @property
+    def expert_mlp(self) -> int | None:
+        """One routed expert's width (an MoE row): `mlp`, else `moe_mlp`; None when the table states neither."""
+        return (self.mlp if self.mlp is not None else self.moe_mlp) if self.is_moe else None
 
     @property
     def is_moe(self) -> bool:
