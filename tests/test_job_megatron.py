@@ -276,7 +276,10 @@ def test_deepseek_v3_builds_experts_of_its_own_width_not_megatrons_default():
                                          "deepseek3-671b"})
     run = megatron_run.run(plan)
     given_flags = flags(run.args)
-    assert given_flags["--moe-ffn-hidden-size"] == "2048" and given_flags["--ffn-hidden-size"] == "2048"
+    assert given_flags["--moe-ffn-hidden-size"] == "2048"
     assert given_flags["--moe-shared-expert-intermediate-size"] == "2048"
-    assert any("routed experts of MLP 2,048" in note and "multi-latent, are not written" in note
-               for note in run.notes)
+    # Its first three layers are dense, of MLP 18,432 (first_num_dense_layers, base_mlp_dim): Megatron's layer pattern.
+    assert given_flags["--ffn-hidden-size"] == "18432"
+    assert given_flags["--moe-layer-freq"] == "([0]*3+[1]*58)"       # 3 dense + 58 routed = the row's 61 layers
+    assert any("routed experts of MLP 2,048" in note and "first 3 layers dense" in note
+               and "multi-latent, is not written" in note for note in run.notes)

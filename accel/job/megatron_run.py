@@ -85,6 +85,7 @@ class Shape:
     expert_ffn: int | None = None
     shared_expert_ffn: int | None = None
     note: str = ""
+    dense_layers: int = 0       # a mixture of experts's first layers that are dense (MLP `ffn`), the rest routed
 
 
 def _swiglu_ffn(hidden: int) -> int:
@@ -149,14 +150,17 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
             raise UsageError(f"{field}: the architecture table states no expert width for it, and Megatron's default "
                              f"({mlp:,}) would build another model; pass --command with --moe-ffn-hidden-size")
         shared = row.shared_experts * expert if row.shared_experts else None
-        note = note.replace(f"MLP {mlp:,} (Megatron SwiGLU default)", f"expert MLP {expert:,}")
+        dense = row.dense_mlp or expert
+        note = note.replace(f"MLP {mlp:,} (Megatron SwiGLU default)", f"MLP {dense:,}")
         note += f"; {row.experts} routed experts of MLP {expert:,}, top-{row.experts_per_token}" + (
             f", {row.shared_experts} shared" if row.shared_experts else "")
+        if row.first_dense_layers:
+            note += f"; the first {row.first_dense_layers} layers dense (--moe-layer-freq)"
         if row.mlp is None:
-            note += (f" ({row.name}'s own dense layers and attention, multi-latent, are not written: every layer "
-                     "is a routed-expert layer with grouped-query attention)")
-        return Shape(row.layers, row.hidden, row.mlp or expert, row.query_heads, row.kv_heads, kv_channels,
-                     row.vocabulary, row.tied_embeddings, row.experts, row.experts_per_token, expert, shared, note)
+            note += f" ({row.name}'s own attention, multi-latent, is not written: grouped-query attention is)"
+        return Shape(row.layers, row.hidden, dense, row.query_heads, row.kv_heads, kv_channels,
+                     row.vocabulary, row.tied_embeddings, row.experts, row.experts_per_token, expert, shared, note,
+                     row.first_dense_layers)
     return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
                  row.tied_embeddings, note=note)
 
@@ -294,6 +298,8 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
                  f"--moe-ffn-hidden-size {shape.expert_ffn}"]
         if shape.shared_expert_ffn:
             args.append(f"--moe-shared-expert-intermediate-size {shape.shared_expert_ffn}")
+        if shape.dense_layers:   # Megatron evaluates the list pattern, one entry a layer (arguments.py moe_freq_type)
+            args.append(f"--moe-layer-freq '([0]*{shape.dense_layers}+[1]*{shape.layers - shape.dense_layers})'")
     args += ["--use-distributed-optimizer", table["recompute"],
              f"--num-layers {shape.layers}", f"--hidden-size {shape.hidden}", f"--ffn-hidden-size {shape.ffn}",
              f"--num-attention-heads {shape.heads}"]

@@ -52,7 +52,9 @@ class Architecture:
     mlp: int | None = None             # MLP width (an MoE row: one expert's); with head_dim and tied_embeddings, only
     head_dim: int | None = None        # there to recompute the counts (tests/test_architectures.py)
     tied_embeddings: bool = False
-    moe_mlp: int | None = None         # one routed expert's width where `mlp` is not stated (DeepSeek-V3)
+    moe_mlp: int | None = None         # one routed expert's width where `mlp` is not stated (DeepSeek-V3), its
+    dense_mlp: int | None = None       # dense layers' MLP width and how many layers come first as dense ones
+    first_dense_layers: int = 0
 
     @property
     def expert_mlp(self) -> int | None:
