@@ -31,7 +31,7 @@ from accel.policies.estimator.estimate import (
     training_flops,
 )
 from accel.policies.cloud.booking import Booking
-from accel.policies.cloud.mode_prices import queued_prices
+from accel.policies.cloud.mode_prices import listed_prices, queued_prices
 from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size, largest_slice_chips, tpu_sizes
 from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence_fit_of
@@ -538,9 +538,13 @@ def queued_or_listed(ctx: SearchContext, offering: Offering, provisioning: str
                      ) -> Callable[[Price, Price | None], tuple[Price, Price | None]]:
     """What an offering planned through a queued mode (A3 Ultra, A4, TPU7x on flex-start) is billed at, searched or
     pinned (policies/selection/pin.py) alike: the mode's price where the table has its factor; without one (A4,
-    TPU7x) the on-demand figure, an upper bound of it."""
+    TPU7x) the on-demand figure, its source saying it is an upper bound of it (mode_prices.listed_prices)."""
     priced = queued_pricer(ctx, offering, provisioning)
-    return lambda chip, host: priced(chip, host) or (chip, host)
+    mode = ctx.obtain.mode_for(offering, provisioning) if ctx.obtain is not None else None
+    if mode is None or ctx.obtain is None:
+        return lambda chip, host: priced(chip, host) or (chip, host)
+    table, mode_id, machine_type = ctx.obtain.table, mode.id, offering.machine_type
+    return lambda chip, host: priced(chip, host) or listed_prices(table, mode_id, machine_type, chip, host)
 
 
 def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
