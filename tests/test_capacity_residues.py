@@ -66,3 +66,64 @@ def test_a_flex_start_fleet_at_its_factor_is_not_an_upper_bound(catalog):
     assert plan.capacity.provisioning == "flex-start" and plan.capacity.price_bound is None
     assert UPPER not in plan.chosen.price_source
     assert not any("UPPER BOUND" in line for line in plan.rationale)
+
+
+# --------------------------------------------------------------------------- a pin names its capacity mode
+
+def h100(name: str, hardware: dict | None = None, **kw):
+    """The 70B PyTorch pretrain of the a3-mega stack's workload on GCP H100s: the search puts it on flex-start."""
+    data = {"name": name, "kind": "pretrain", "model": {"parameters": "70B", "sequence_length": 8192},
+            "training": {"tokens": "200B", "framework": "pytorch", "precision": "bf16"},
+            "constraints": {"clouds": ["gcp"], "accelerators": ["h100-80gb"], "deadline_days": 30, "spot": "never",
+                            **kw},
+            "owner": "capacity-tests", "cost_center": "cc-1"}
+    if hardware is not None:
+        data["hardware"] = hardware
+    return workload_from_mapping(data, name)
+
+
+def test_a_pin_puts_an_a3_high_fleet_on_flex_start_as_the_search_prices_and_times_it(catalog):
+    searched = choose(h100("searched"), catalog).chosen
+    assert (searched.machine_type, searched.provisioning) == ("a3-highgpu-8g", "flex-start")
+    pin = {"accelerator": "h100-80gb", "chips": searched.chips, "cloud": "gcp", "region": searched.region,
+           "machine_type": "a3-highgpu-8g", "provisioning": "flex-start"}
+    plan = plan_from_pin(h100("pinned", pin), catalog)
+    pinned = plan.chosen
+    assert (pinned.provisioning, pinned.hosts) == ("flex-start", searched.hosts)
+    assert pinned.hourly_usd == pytest.approx(searched.hourly_usd, rel=1e-9)
+    assert pinned.hours == pytest.approx(searched.hours, rel=1e-9)
+    assert pinned.price_source == searched.price_source
+    assert plan.capacity.mode == "gcp-flex-start" and plan.capacity.legs == 2 and plan.capacity.price_bound is None
+    # Unset, the same pin is bought on demand, the offering's own.
+    del pin["provisioning"]
+    assert plan_from_pin(h100("on-demand", pin), catalog).chosen.provisioning == "on-demand"
+
+
+@pytest.mark.parametrize("pin, words", [
+    ({"accelerator": "h200-141gb", "chips": 64, "cloud": "gcp", "machine_type": "a3-ultragpu-8g",
+      "provisioning": "on-demand"}, "is not sold through on-demand: not sold on demand (gcp-consumption-options)"),
+    ({"accelerator": "h100-80gb", "chips": 64, "cloud": "aws", "provisioning": "flex-start"},
+     "is not sold through flex-start: flex-start is Google Cloud's Dynamic Workload Scheduler mode"),
+], ids=["A3 Ultra on demand", "AWS on flex-start"])
+def test_a_pin_naming_a_mode_its_machine_is_not_sold_through_is_refused_naming_the_field(catalog, pin, words):
+    from accel.policies.workload import WorkloadFieldError
+
+    spec = training("refused", deadline=30, clouds=[pin["cloud"]], accelerators=[pin["accelerator"]], hardware=pin)
+    with pytest.raises(WorkloadFieldError) as raised:
+        choose(spec, catalog)
+    assert raised.value.field == "hardware.provisioning"
+    assert words in raised.value.problem and "may name provisioning" in raised.value.problem
+
+
+@pytest.mark.parametrize("hardware, constraint, where", [
+    ({"spot": True, "provisioning": "flex-start"}, "never", "hardware.provisioning"),
+    ({"provisioning": "flex-start"}, "required", "hardware.provisioning"),
+    ({"provisioning": "spot"}, "never", "hardware.provisioning"),
+], ids=["spot and flex-start", "flex-start under spot required", "spot under spot never"])
+def test_a_pinned_mode_that_contradicts_spot_is_an_error_naming_the_field(hardware, constraint, where):
+    from accel.base.errors import UsageError
+
+    pin = {"accelerator": "h100-80gb", "chips": 8, **hardware}
+    with pytest.raises(UsageError) as raised:
+        training("contradiction", accelerators=["h100-80gb"], spot=constraint, hardware=pin)
+    assert f"{where}: " in str(raised.value) and "contradicts" in str(raised.value)
