@@ -127,3 +127,41 @@ def test_a_pinned_mode_that_contradicts_spot_is_an_error_naming_the_field(hardwa
     with pytest.raises(UsageError) as raised:
         training("contradiction", accelerators=["h100-80gb"], spot=constraint, hardware=pin)
     assert f"{where}: " in str(raised.value) and "contradicts" in str(raised.value)
+
+
+# --------------------------------------------------------------------------- a searched plan on a held reservation
+
+def h200_in_us_central1(hardware: dict | None = None):
+    data = {"name": "held", "kind": "pretrain", "model": {"parameters": "8B", "sequence_length": 8192},
+            "training": {"tokens": "300B", "framework": "pytorch", "precision": "bf16"},
+            "constraints": {"clouds": ["gcp"], "accelerators": ["h200-141gb"], "deadline_days": 60, "spot": "never",
+                            "regions": ["us-central1"]},
+            "owner": "capacity-tests", "cost_center": "cc-1"}
+    if hardware is not None:
+        data["hardware"] = hardware
+    return workload_from_mapping(data, "held")
+
+
+def test_a_searched_plan_on_a_declared_reservation_is_sized_on_it_as_a_pin_is(catalog):
+    """Four A3 Ultra held in us-central1: a 29-day run there is the reservation's, with no flex-start legs or
+    re-queued start-ups (use_reservation would put a flex-start plan on it anyway), and the search and the pin give
+    the same hours and price."""
+    from accel.policies.cloud.reservations import DeclaredReservation, use_reservation
+
+    reservation = DeclaredReservation(name="a3u", machineType="a3-ultragpu-8g", count=4, zone="us-central1-b")
+    unreserved = choose(h200_in_us_central1(), catalog).chosen
+    assert (unreserved.provisioning, unreserved.hosts) == ("flex-start", 4)   # 5 legs without the reservation
+    searched = use_reservation(make_plan(h200_in_us_central1(), choose(h200_in_us_central1(), catalog,
+                                                                       reservations=[reservation]), catalog),
+                               [reservation])
+    pin = {"accelerator": "h200-141gb", "chips": 32, "cloud": "gcp", "region": "us-central1",
+           "machine_type": "a3-ultragpu-8g"}
+    pinned = use_reservation(plan_from_pin(h200_in_us_central1(pin), catalog, reservations=[reservation]),
+                             [reservation])
+    for plan in (searched, pinned):
+        assert (plan.capacity.provisioning, plan.capacity.reservation, plan.capacity.mode) == (
+            "reservation", "a3u", "gcp-reservation")
+        assert plan.capacity.legs is None and "capacity_legs" not in plan.estimate.details
+    assert searched.chosen.hours == pytest.approx(pinned.chosen.hours, rel=1e-9)
+    assert searched.chosen.hours < unreserved.hours   # four fewer start-ups
+    assert searched.chosen.hourly_usd == pytest.approx(pinned.chosen.hourly_usd, rel=1e-9)

@@ -229,6 +229,15 @@ def reserved_words(reservation: DeclaredReservation | DeclaredCommitment, machin
     return reservation.price_words(machines, on_demand_per_machine)
 
 
+def holding(reservations: Iterable, machine_type: str, region: str) -> DeclaredReservation | None:
+    """The first declared reservation or Capacity Block that holds `machine_type` machines in `region`, else None.
+    The one rule for a fleet on capacity the stack holds: a plan of that machine in that region is put on it
+    (use_reservation), so a pin of it is timed as held (policies/selection/pin.py) and the search sizes it only on
+    it, never through a queued mode there (policies/selection/candidates.py price_points)."""
+    return next((r for r in reservations if r.holds_capacity and r.machineType == machine_type
+                 and _in_region(r.zone, region)), None)
+
+
 def region_of_reservation(reservation: DeclaredReservation, regions) -> str | None:
     """The region (of `regions`) the reservation's zone is in, or None."""
     return next((region for region in regions if _in_region(reservation.zone, region)), None)
@@ -255,8 +264,8 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
             or plan.capacity.provisioning in RESERVED_TYPES and plan.capacity.reservation):
         return plan
     machine_type, _, _ = _pool(plan)
-    match = next((r for r in reservations if r.machineType == machine_type and _in_region(r.zone, plan.region)
-                  and (plan.capacity.provisioning not in RESERVED_TYPES or r.kind == plan.capacity.provisioning)), None)
+    match = holding([r for r in reservations if plan.capacity.provisioning not in RESERVED_TYPES
+                     or r.kind == plan.capacity.provisioning], machine_type, plan.region)
     if match is None:
         return plan
     _, machines, _ = _pool(plan)
@@ -273,7 +282,11 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     total = round(hourly * plan.chosen.hours, 2)
     chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly,
                                             "total_usd": total})
-    estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total})
+    # Nor the queued mode's legs and wall-clock in the estimate's details (a plan sized on a held reservation has
+    # none: the search and the pin path both size it there, reservations.holding).
+    details = {key: value for key, value in plan.estimate.details.items()
+               if key not in ("capacity_legs", "capacity_wall_hours", "capacity_risk")}
+    estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total, "details": details})
     # Its capacity is the reservation's: the held mode (no queue, no legs: ModeTable.chains_legs), not the mode
     # the plan was judged on before (a pin of the same machine is timed as held when the stack declares it).
     held = load_modes().mode_for(plan.chosen.cloud, machine_type, match.kind, held=True)

@@ -601,6 +601,24 @@ def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
     return points
 
 
+def unheld_groups(ctx: SearchContext, offering: Offering, groups: list[tuple[list[str], Price, Price | None]]
+                  ) -> list[tuple[list[str], Price, Price | None]]:
+    """The price groups less the regions where a declared reservation holds the offering's machine type
+    (reservations.holding). A fleet there runs on the reservation (use_reservation puts it on it, as a pin is timed
+    on it): the reservation's own point sizes it (reserved_groups), so a queued mode is not sized there, whose legs,
+    re-queued start-ups and price the fleet would not have."""
+    if not ctx.reservations:
+        return groups
+    from accel.policies.cloud.reservations import holding
+
+    kept = []
+    for regions, chip, host in groups:
+        free = [region for region in regions if holding(ctx.reservations, offering.machine_type, region) is None]
+        if free:
+            kept.append((free, chip, host))
+    return kept
+
+
 def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoint], list[tuple[str, str]]]:
     """Every price point of the offering, in the order they are sized: each capacity type's region groups
     (spot_modes, price_groups), then the stack's reservations of its machine type (reserved_groups), sized
@@ -631,11 +649,12 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
                 reasons.append(("capacity", refused))
                 continue
             priced = queued_or_listed(ctx, offering, offering.provisioning)
-            points.extend(PricePoint(False, regions, *priced(chip, host)) for regions, chip, host in groups)
+            points.extend(PricePoint(False, regions, *priced(chip, host))
+                          for regions, chip, host in unheld_groups(ctx, offering, groups))
         else:
             points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
         if not spot:
-            points.extend(queued_groups(ctx, offering, groups))
+            points.extend(queued_groups(ctx, offering, unheld_groups(ctx, offering, groups)))
             points.extend(booked_groups(ctx, offering, groups))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in committed_groups(ctx, offering))

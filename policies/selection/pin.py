@@ -434,12 +434,11 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
 
 
 def _holds(reservations: Sequence, machine_type: str, region: str) -> bool:
-    """Whether a declared reservation holds machines of this type in the region (loaded only when declared: the
-    reservation rules are pydantic models a warm `choose` need not build)."""
-    from accel.policies.cloud.reservations import region_of_reservation
+    """Whether a declared reservation holds machines of this type in the region (reservations.holding; loaded only
+    when declared: the reservation rules are pydantic models a warm `choose` need not build)."""
+    from accel.policies.cloud.reservations import holding
 
-    return any(r.holds_capacity and r.machineType == machine_type and region_of_reservation(r, [region]) == region
-               for r in reservations)
+    return holding(reservations, machine_type, region) is not None
 
 
 def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,
