@@ -165,3 +165,61 @@ def test_a_searched_plan_on_a_declared_reservation_is_sized_on_it_as_a_pin_is(ca
     assert searched.chosen.hours == pytest.approx(pinned.chosen.hours, rel=1e-9)
     assert searched.chosen.hours < unreserved.hours   # four fewer start-ups
     assert searched.chosen.hourly_usd == pytest.approx(pinned.chosen.hourly_usd, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- a declared Capacity Block
+
+BLOCK = dict(name="cr-0123456789abcdef0", kind="capacity-block", machineType="p5.48xlarge", count=4,
+             zone="us-east-1a", start="2030-01-06T11:30:00Z", end="2030-01-08T11:30:00Z")   # 48 h, 47 h usable
+P5_BLOCK_RATE = 41.528   # capacity_modes.yaml aws-capacity-block, p5.48xlarge us-east-1 (aws-cb-price-scrape)
+
+
+def h100_on_aws(hardware: dict | None = None):
+    data = {"name": "block", "kind": "pretrain", "model": {"parameters": "8B", "sequence_length": 8192},
+            "training": {"tokens": "20B", "framework": "pytorch", "precision": "bf16"},
+            "constraints": {"clouds": ["aws"], "accelerators": ["h100-80gb"], "deadline_days": 10, "spot": "never",
+                            "regions": ["us-east-1"]},
+            "owner": "capacity-tests", "cost_center": "cc-1"}
+    if hardware is not None:
+        data["hardware"] = hardware
+    return workload_from_mapping(data, "block")
+
+
+P5_PIN = {"accelerator": "h100-80gb", "chips": 32, "cloud": "aws", "region": "us-east-1",
+          "machine_type": "p5.48xlarge"}
+
+
+def test_an_on_demand_plan_put_on_a_declared_capacity_block_is_billed_at_the_blocks_rate_for_its_window(catalog):
+    from accel.policies.cloud.reservations import DeclaredReservation, reservation_problems, use_reservation
+
+    block = DeclaredReservation(**BLOCK)
+    on_demand = plan_from_pin(h100_on_aws(P5_PIN), catalog)
+    assert on_demand.chosen.provisioning == "on-demand" and on_demand.chosen.hosts == 4
+    run = on_demand.chosen.hours
+    assert run < block.window.usable_hours
+    moved = use_reservation(on_demand, [block])
+    assert moved.capacity.provisioning == "capacity-block" and moved.capacity.reservation == block.name
+    # The block's rate, not the $55.04 on-demand one, for the whole 48-hour window it is paid for, used or not.
+    assert moved.chosen.hourly_usd == pytest.approx(4 * P5_BLOCK_RATE)
+    assert moved.chosen.hours == 48 and moved.chosen.total_usd == pytest.approx(48 * 4 * P5_BLOCK_RATE, abs=0.01)
+    assert moved.estimate.details["capacity_wall_hours"] == pytest.approx(run, abs=0.01)
+    assert reservation_problems(moved, [block]) == []
+    assert "Capacity Block rate $41.528/h per instance" in moved.rationale[-1]
+    # The search sizes the declared block the same way and picks it (cheaper than any on-demand fleet).
+    searched = choose(h100_on_aws(), catalog, reservations=[block]).chosen
+    assert (searched.provisioning, searched.hosts, searched.hours) == ("capacity-block", 4, 48)
+    assert searched.total_usd == pytest.approx(moved.chosen.total_usd, abs=0.01)
+    # And the pin, timed on the block it lands on.
+    pinned = use_reservation(plan_from_pin(h100_on_aws(P5_PIN), catalog, reservations=[block]), [block])
+    assert (pinned.chosen.hours, pinned.chosen.total_usd) == (moved.chosen.hours, moved.chosen.total_usd)
+
+
+def test_a_run_longer_than_its_declared_capacity_block_is_refused_and_not_searched_onto_it(catalog):
+    from accel.policies.cloud.reservations import DeclaredReservation, reservation_problems, use_reservation
+
+    short = DeclaredReservation(**{**BLOCK, "end": "2030-01-07T11:30:00Z"})   # 24 h, 23 h usable
+    moved = use_reservation(plan_from_pin(h100_on_aws(P5_PIN), catalog), [short])
+    problems = reservation_problems(moved, [short])
+    assert len(problems) == 1 and "but capacity block 'cr-0123456789abcdef0' has 23.0 h" in problems[0]
+    searched = choose(h100_on_aws(), catalog, reservations=[short]).chosen
+    assert searched.provisioning == "on-demand"

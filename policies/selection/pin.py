@@ -206,8 +206,11 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot serve the "
                                f"model: {replica_need}",
                                {"memory": [best.offering.id]}, option, str(replica_need), workload=spec, catalog=ref)
+    window = best.evaluation.detail.get("capacity_window_days")
+    runs = (f"Runs {duration(float(best.evaluation.detail['capacity_wall_hours']))}, billed for the declared "
+            f"Capacity Block's whole {duration(option.hours)} window," if window else f"Runs {duration(option.hours)}")
     rationale = [f"Pinned: {describe(option)} (hardware pin; no search). "
-                 f"{'Runs ' + duration(option.hours) if spec.kind != 'inference' else 'Serves'} at "
+                 f"{runs if spec.kind != 'inference' else 'Serves'} at "
                  f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
     rationale.extend(how_wrong(ctx, option))
     rationale.extend(sequence_words(best.evaluation.detail))
@@ -433,12 +436,12 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
         f"the limit: {node_limit_words(offering, limit)} (source: {limit.source}); {fix}"))
 
 
-def _holds(reservations: Sequence, machine_type: str, region: str) -> bool:
-    """Whether a declared reservation holds machines of this type in the region (reservations.holding; loaded only
-    when declared: the reservation rules are pydantic models a warm `choose` need not build)."""
+def _holding(reservations: Sequence, machine_type: str, region: str):
+    """The declared reservation that holds machines of this type in the region, else None (reservations.holding;
+    loaded only when declared: the reservation rules are pydantic models a warm `choose` need not build)."""
     from accel.policies.cloud.reservations import holding
 
-    return holding(reservations, machine_type, region) is not None
+    return holding(reservations, machine_type, region)
 
 
 def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,
@@ -463,7 +466,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
         # The fleet runs on a reservation the stack holds when one of its machine type is declared in the region
         # (use_reservation then puts the plan on it): held capacity is not chained in legs (ModeTable.chains_legs).
-        held = bool(ctx.reservations) and _holds(ctx.reservations, offering.machine_type, region)
+        held_by = _holding(ctx.reservations, offering.machine_type, region) if ctx.reservations else None
+        held = held_by is not None
         bought = (None if spot or ctx.obtain is None else
                   ctx.obtain.mode_for(offering, "reservation", held=True) if held else
                   ctx.obtain.mode_for(offering, provisioning))
@@ -479,6 +483,13 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
             # longest request, each paying the start-up again, as the search times the same fleet (sizing.py).
             timing = queued_timing(ctx.obtain, limits, size.hosts, hours, model.startup_hours(trained.hosts),
                                    mode_id(ctx.obtain, offering, provisioning), provisioning)
+        block = held_by.block_hours(hours) if held_by is not None and not spot else None
+        if block is not None and block[1] is None:
+            # On a declared Capacity Block, paid for its whole window (the search's block point and use_reservation
+            # bill it alike: DeclaredReservation.block_hours); a run longer than it is refused at `accel plan`.
+            detail["capacity_wall_hours"] = round(hours, 2)
+            detail["capacity_window_days"] = round(block[0] / 24, 2)
+            hours = block[0]
         if timing is not None:
             detail["capacity_mode"], detail["capacity_risk"] = timing.mode, timing.risk
             if math.isfinite(timing.wall_hours):
