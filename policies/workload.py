@@ -359,6 +359,27 @@ class HardwarePin(WorkloadModel):
     topology: str | None = Field(None, description="TPU slice topology, e.g. 4x4x8 (TPUs only)")
     slices: int | None = Field(None, gt=0, description="Identical TPU slices (multislice); TPUs only")
     machine_type: str | None = None
+    # The capacity mode the pinned fleet is bought through, as the Plan's capacity.provisioning names it: on-demand,
+    # spot, or flex-start (DWS). Unset: the offering's own (A3 Ultra, A4, TPU7x: flex-start; spot when `spot` or
+    # constraints.spot: required says so). A reservation or Capacity Block is declared in accel:reservations.
+    provisioning: Literal["on-demand", "spot", "flex-start"] | None = Field(
+        None, description="Capacity mode to buy the pinned fleet through: on-demand, spot or flex-start; unset, the "
+                          "offering's own")
+
+    @model_serializer(mode="wrap")
+    def _provisioning_only_when_given(self, handler: Any) -> Any:
+        """`provisioning` is written only when given, so plans pinned before it read back unchanged."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("provisioning") is None:
+            data.pop("provisioning", None)
+        return data
+
+    @property
+    def wants_spot(self) -> bool | None:
+        """Whether the pin asks for spot (`spot`, or `provisioning: spot`), None when it says neither."""
+        if self.spot is not None:
+            return self.spot
+        return None if self.provisioning is None else self.provisioning == "spot"
 
     @model_validator(mode="before")
     @classmethod
@@ -389,6 +410,14 @@ class HardwarePin(WorkloadModel):
                 raise _chips_missing(data.get("accelerator"))
             data["chips"] = _topology_chips(generation.name, topology) * slices
         return data
+
+    @model_validator(mode="after")
+    def _provisioning_agrees_with_spot(self) -> "HardwarePin":
+        if self.provisioning is None or self.spot is None or self.spot == (self.provisioning == "spot"):
+            return self
+        fix = "drop spot" if self.provisioning == "spot" or not self.spot else "drop spot or set provisioning: spot"
+        raise field_error("provisioning", f"{self.provisioning} contradicts spot: {str(self.spot).lower()}; {fix}",
+                          self.provisioning)
 
     @model_validator(mode="after")
     def _check_layout(self) -> "HardwarePin":
@@ -620,6 +649,9 @@ class WorkloadSpec(WorkloadModel):
         conflict = pin_spot_conflict(self)
         if conflict is not None:
             raise field_error(("hardware", "spot"), conflict, {})
+        conflict = pin_provisioning_conflict(self)
+        if conflict is not None:
+            raise field_error(("hardware", "provisioning"), conflict, {})
         return self
 
     @property
@@ -667,6 +699,19 @@ def pin_spot_conflict(spec: WorkloadSpec) -> str | None:
     if spec.constraints.spot == "never" and pin.spot:
         return ("true contradicts constraints.spot: never; set hardware.spot: false, or "
                 "constraints.spot: allowed or required")
+    return None
+
+
+def pin_provisioning_conflict(spec: WorkloadSpec) -> str | None:
+    """Why the hardware pin's provisioning contradicts constraints.spot, or None when they agree."""
+    pin = spec.hardware
+    if pin is None or pin.provisioning is None:
+        return None
+    if spec.constraints.spot == "required" and pin.provisioning != "spot":
+        return (f"{pin.provisioning} contradicts constraints.spot: required; set hardware.provisioning: spot, or "
+                "constraints.spot: allowed or never")
+    if spec.constraints.spot == "never" and pin.provisioning == "spot":
+        return "spot contradicts constraints.spot: never; set constraints.spot: allowed or required"
     return None
 
 

@@ -435,20 +435,22 @@ def test_an_unknown_key_in_a_stacks_reservations_is_said_once_with_the_key_meant
     assert "Field required" not in str(error.value)
 
 
-def test_a_block_with_no_declared_price_is_billed_at_the_catalogs_price_and_never_called_on_demand():
-    # p6e-gb200 is sold only through Capacity Blocks: the catalog's price for it is the blocks' effective rate
-    # (aws-capacity-blocks-2026), so "on-demand rate" named a way it is not sold.
+def test_a_block_with_no_declared_price_is_billed_at_the_blocks_rate_and_never_called_on_demand():
+    # A declared Capacity Block with no committed price is billed at the rate EC2 sells the block at
+    # (capacity_modes.yaml, aws-cb-price-scrape), never "on-demand": p6e-gb200 is sold only through blocks.
     from tests.conftest import planned_result
 
     block = DeclaredReservation.model_validate({
         "name": "cb", "kind": "capacity-block", "machineType": "p6e-gb200.36xlarge", "count": 18,
         "zone": "us-east-1-dfw-2a", "start": "2030-01-06T11:30:00Z", "end": "2030-01-13T11:30:00Z"})
-    assert block.billing_words() == "at the catalog's price for the machine (no committed price declared)"
+    assert block.billing_words() == ("at the Capacity Block rate $42.328/h per instance (aws-cb-price-scrape, as of "
+                                     "2026-07-22)")
+    assert block.machine_hourly_usd(999.0) == 42.328
     assert block.model_copy(update={"committedUsdPerMachineHour": 40.0}).billing_words() == \
         "$40.00/h per machine committed"
     result = planned_result("llama-405b-p6e")
     [line] = [line for line in result.plan["rationale"] if line.startswith("Capacity: the stack's capacity-block")]
-    assert "18 machines at the catalog's price for the machine" in line and "on-demand" not in line
+    assert "18 machines at the Capacity Block rate $42.328/h per instance" in line and "on-demand" not in line
     assert result.plan["chosen"]["price_source"].startswith("aws-capacity-blocks-2026")
 
 

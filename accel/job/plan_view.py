@@ -85,7 +85,13 @@ def serving_layout(plan: Plan) -> tuple[int, int]:
 
 
 def run_hours(plan: Plan) -> float:
-    return plan.chosen.hours
+    """The hours the job runs: the plan's, except on a booked window or a declared Capacity Block, which is paid
+    for whole (the plan's hours) while the run inside it is shorter (reservations.run_hours)."""
+    if "capacity_window_days" not in plan.estimate.details:
+        return plan.chosen.hours
+    from accel.policies.cloud.reservations import run_hours as booked_run_hours
+
+    return booked_run_hours(plan)
 
 
 def goodput(plan: Plan) -> float:

@@ -75,6 +75,16 @@ class CapacityBlockWindow:
     def scale_in_at(self) -> datetime:
         return self.end - load_capacity_block_facts().scale_in_before_end
 
+    @property
+    def hours(self) -> float:
+        """The whole window, which the block is paid for up front, used or not."""
+        return (self.end - self.start).total_seconds() / 3600
+
+    @property
+    def usable_hours(self) -> float:
+        """The hours a run has on the block: from its start to the node group's scale-in before its end."""
+        return (self.scale_in_at - self.start).total_seconds() / 3600
+
     def scaling(self, nodes: int) -> list[ScheduledScaling]:
         """Scale out to `nodes` at the block's start; scale in to 0 before EC2 terminates its instances.
 

@@ -5,7 +5,9 @@ price is derived; the search (policies/selection/candidates.py) sizes fleets at 
 
 The factor is the mode's per-GPU-hour price over the on-demand one on the same price sheet, so it applies to the
 whole machine: the GPUs and the host VM billed beside them. A machine type with no factor (A4, TPU7x: none was
-found) keeps the catalog's on-demand figure, which then stays an upper bound of what the mode bills."""
+found) keeps the catalog's on-demand figure, which then stays an upper bound of what the mode bills: said once,
+here (`upper_bound_words`, `listed_prices`), and read by the search's price source, the rationale and the Plan's
+`capacity.price_bound`."""
 
 from __future__ import annotations
 
@@ -35,6 +37,35 @@ def on_demand_hourly(table: ModeTable, cloud: str, machine_type: str, provisioni
     mode = table.mode_for(cloud, machine_type, provisioning)
     found = table.price_factor(mode.id, machine_type) if mode is not None else None
     return hourly_usd if found is None else hourly_usd / found[0]
+
+
+def upper_bound_words(table: ModeTable, mode_id: str, machine_type: str) -> str | None:
+    """Why a fleet of `machine_type` bought through the queued mode `mode_id` is priced as an upper bound: the mode
+    has no factor for it (A4, TPU7x: no flex-start rate was found, capacity_modes.yaml), so it is priced at the
+    machine's on-demand list, which the mode does not exceed (gcp-flex-start-vms: A4 and A3 flex-start VMs are
+    sold at a discount). None where the mode has a factor for it, or is not a queued mode."""
+    mode = table.modes.get(mode_id)
+    if mode is None or mode.kind != "queued" or table.price_factor(mode_id, machine_type) is not None:
+        return None
+    return (f"no {mode.provisioning} rate for {machine_type} was found, so it is priced at on-demand list: an UPPER "
+            "BOUND (docs/capacity.md, \"Flex-start's price\")")
+
+
+def listed_prices(table: ModeTable, mode_id: str, machine_type: str, chip: Price, host: Price | None
+                  ) -> tuple[Price, Price | None]:
+    """(chip price, host price) of `machine_type` bought through `mode_id` where the mode has no factor for it: the
+    on-demand figures, their source saying they are an upper bound of the mode's (upper_bound_words)."""
+    if upper_bound_words(table, mode_id, machine_type) is None:
+        return chip, host
+    provisioning = table.modes[mode_id].provisioning
+
+    def bounded(price: Price) -> Price:
+        source_id, _, rest = price.source.partition(":")
+        # Copied, not validated again, as the search's other prices (a warm choose builds no validator).
+        return price.model_copy(update={"source": f"{source_id} at on-demand list, an upper bound of {provisioning}"
+                                                  + (f":{rest}" if rest else "")})
+
+    return bounded(chip), (bounded(host) if host is not None else None)
 
 
 def _words(source_id: str, mode_id: str, factor: float, words: str, what: str, on_demand_source: str) -> str:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, AwareDatetime, Field, field_validator, model_validator
 
 from accel.base.model import StrictModel
-from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, window_problem
+from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, schedule_time, window_problem
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, load_modes
 from accel.policies.cloud.commitments import DeclaredCommitment
 from accel.policies.cloud.machine_counts import machine_count_problem
@@ -152,11 +152,47 @@ class DeclaredReservation(StrictModel):
                              "for), not both")
         return self
 
+    @property
+    def block_rate(self) -> tuple[float, str] | None:
+        """($/instance-hour, 'source, as of') EC2 sells a Capacity Block of this machine at in its zone
+        (capacity_modes.yaml, aws-capacity-block price: per region, or per zone for UltraServers), for a kind
+        capacity-block; None for a reservation, or where no rate was observed there."""
+        if self.kind != "capacity-block":
+            return None
+        table = load_modes()
+        for mode_id in ("aws-capacity-block", "aws-capacity-block-ultraserver"):
+            price = table.modes[mode_id].price
+            rates = (price.instance_usd or {}).get(self.machineType, {}) if price is not None else {}
+            for where, usd in rates.items():
+                if self.zone == where or _in_region(self.zone, where):
+                    assert price is not None and price.source is not None
+                    return usd, f"{price.source}, as of {table.sources[price.source].as_of}"
+        return None
+
     def machine_hourly_usd(self, on_demand_per_machine: float) -> float:
-        """What one reserved machine costs per hour: $0 when already paid, the committed rate, else on-demand."""
+        """What one reserved machine costs per hour: $0 when already paid, the committed rate, a Capacity Block's
+        sourced rate (block_rate: a declared block bills what EC2 sells the block at, not on-demand), else the
+        catalog's (on-demand) rate."""
         if self.marginal == "zero":
             return 0.0
-        return self.committedUsdPerMachineHour if self.committedUsdPerMachineHour is not None else on_demand_per_machine
+        if self.committedUsdPerMachineHour is not None:
+            return self.committedUsdPerMachineHour
+        rate = self.block_rate
+        return rate[0] if rate is not None else on_demand_per_machine
+
+    def block_hours(self, run_hours: float) -> tuple[float, str | None] | None:
+        """For a Capacity Block with its window: (hours billed, why the run does not fit in it or None). A block is
+        paid up front for its whole window, used or not (aws-cb-purchase), and runs only until its node group is
+        scaled in before the end (capacity_blocks.yaml). None for a reservation, which is held until released."""
+        window = self.window
+        if window is None:
+            return None
+        if run_hours <= window.usable_hours + 1e-9:
+            return window.hours, None
+        return max(window.hours, run_hours), (
+            f"the run takes {run_hours:,.1f} h but capacity block {self.name!r} has {window.usable_hours:,.1f} h "
+            f"({schedule_time(window.start)} to the node group's scale-in at {schedule_time(window.scale_in_at)}, "
+            f"before its end at {schedule_time(window.end)}); declare a longer block, or a reservation")
 
     def billing_words(self) -> str:
         """'$98.32/h per machine committed', '$0 marginal (already paid)' or the catalog's price. That price is the
@@ -166,6 +202,9 @@ class DeclaredReservation(StrictModel):
             return "$0 marginal (already paid)"
         if self.committedUsdPerMachineHour is not None:
             return f"${self.committedUsdPerMachineHour:,.2f}/h per machine committed"
+        rate = self.block_rate
+        if rate is not None:
+            return f"at the Capacity Block rate ${rate[0]:,.3f}/h per instance ({rate[1]})"
         return "at the catalog's price for the machine (no committed price declared)"
 
     def hourly(self, machines: int, on_demand_per_machine: float) -> float:
@@ -229,6 +268,15 @@ def reserved_words(reservation: DeclaredReservation | DeclaredCommitment, machin
     return reservation.price_words(machines, on_demand_per_machine)
 
 
+def holding(reservations: Iterable, machine_type: str, region: str) -> DeclaredReservation | None:
+    """The first declared reservation or Capacity Block that holds `machine_type` machines in `region`, else None.
+    The one rule for a fleet on capacity the stack holds: a plan of that machine in that region is put on it
+    (use_reservation), so a pin of it is timed as held (policies/selection/pin.py) and the search sizes it only on
+    it, never through a queued mode there (policies/selection/candidates.py price_points)."""
+    return next((r for r in reservations if r.holds_capacity and r.machineType == machine_type
+                 and _in_region(r.zone, region)), None)
+
+
 def region_of_reservation(reservation: DeclaredReservation, regions) -> str | None:
     """The region (of `regions`) the reservation's zone is in, or None."""
     return next((region for region in regions if _in_region(reservation.zone, region)), None)
@@ -255,8 +303,8 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
             or plan.capacity.provisioning in RESERVED_TYPES and plan.capacity.reservation):
         return plan
     machine_type, _, _ = _pool(plan)
-    match = next((r for r in reservations if r.machineType == machine_type and _in_region(r.zone, plan.region)
-                  and (plan.capacity.provisioning not in RESERVED_TYPES or r.kind == plan.capacity.provisioning)), None)
+    match = holding([r for r in reservations if plan.capacity.provisioning not in RESERVED_TYPES
+                     or r.kind == plan.capacity.provisioning], machine_type, plan.region)
     if match is None:
         return plan
     _, machines, _ = _pool(plan)
@@ -270,10 +318,22 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
         per_machine = on_demand_hourly(load_modes(), plan.chosen.cloud, machine_type, plan.capacity.provisioning,
                                        per_machine)
     hourly = round(reserved_hourly(match, machines, per_machine), 6)
-    total = round(hourly * plan.chosen.hours, 2)
+    # A Capacity Block is billed for its whole window, used or not; the run is what it was (reservation_problems
+    # refuses one longer than the block).
+    run = run_hours(plan)
+    block = match.block_hours(run)
+    hours = block[0] if block is not None else plan.chosen.hours
+    total = round(hourly * hours, 2)
     chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly,
-                                            "total_usd": total})
-    estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total})
+                                            "total_usd": total, "hours": hours})
+    # Nor the queued mode's legs and wall-clock in the estimate's details (a plan sized on a held reservation has
+    # none: the search and the pin path both size it there, reservations.holding).
+    details = {key: value for key, value in plan.estimate.details.items()
+               if key not in ("capacity_legs", "capacity_wall_hours", "capacity_risk")}
+    if block is not None and hours != run:
+        details["capacity_wall_hours"] = round(run, 2)
+    estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total, "hours": hours,
+                                                "details": details})
     # Its capacity is the reservation's: the held mode (no queue, no legs: ModeTable.chains_legs), not the mode
     # the plan was judged on before (a pin of the same machine is timed as held when the stack declares it).
     held = load_modes().mode_for(plan.chosen.cloud, machine_type, match.kind, held=True)
@@ -284,6 +344,14 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
                  f"Capacity: the stack's {match.kind} {match.name!r}; {reserved_words(match, machines, per_machine)}."]
     return plan.model_copy(update={"chosen": chosen, "estimate": estimate, "capacity": capacity,
                                    "zones": [match.zone], "rationale": rationale})
+
+
+def run_hours(plan: Plan) -> float:
+    """How long the plan's fleet runs: its wall-clock less a booked mode's lead time (capacity_lead_days), else its
+    hours (a booked or block plan's hours are the window it pays for)."""
+    details = plan.estimate.details
+    wall = float(details.get("capacity_wall_hours") or plan.chosen.hours)
+    return wall - 24.0 * float(details.get("capacity_lead_days") or 0.0)
 
 
 def capacity_block_window(plan: Plan, reservations: list[DeclaredReservation]) -> CapacityBlockWindow | None:
@@ -331,6 +399,9 @@ def reservation_problems(plan: Plan, reservations: list[DeclaredReservation]) ->
     if declared.count < machines:
         problems.append(f"{declared.name} holds {declared.count} x {declared.machineType} but the pools need "
                         f"{machines} {what} ({machines - declared.count} more)")
+    block = declared.block_hours(run_hours(plan))
+    if block is not None and block[1] is not None:
+        problems.append(block[1])
     return problems
 
 

@@ -31,7 +31,7 @@ from accel.policies.estimator.estimate import (
     training_flops,
 )
 from accel.policies.cloud.booking import Booking
-from accel.policies.cloud.mode_prices import queued_prices
+from accel.policies.cloud.mode_prices import listed_prices, queued_prices
 from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size, largest_slice_chips, tpu_sizes
 from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence_fit_of
@@ -538,9 +538,13 @@ def queued_or_listed(ctx: SearchContext, offering: Offering, provisioning: str
                      ) -> Callable[[Price, Price | None], tuple[Price, Price | None]]:
     """What an offering planned through a queued mode (A3 Ultra, A4, TPU7x on flex-start) is billed at, searched or
     pinned (policies/selection/pin.py) alike: the mode's price where the table has its factor; without one (A4,
-    TPU7x) the on-demand figure, an upper bound of it."""
+    TPU7x) the on-demand figure, its source saying it is an upper bound of it (mode_prices.listed_prices)."""
     priced = queued_pricer(ctx, offering, provisioning)
-    return lambda chip, host: priced(chip, host) or (chip, host)
+    mode = ctx.obtain.mode_for(offering, provisioning) if ctx.obtain is not None else None
+    if mode is None or ctx.obtain is None:
+        return lambda chip, host: priced(chip, host) or (chip, host)
+    table, mode_id, machine_type = ctx.obtain.table, mode.id, offering.machine_type
+    return lambda chip, host: priced(chip, host) or listed_prices(table, mode_id, machine_type, chip, host)
 
 
 def queued_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[list[str], Price, Price | None]]
@@ -597,6 +601,24 @@ def booked_groups(ctx: SearchContext, offering: Offering, on_demand: list[tuple[
     return points
 
 
+def unheld_groups(ctx: SearchContext, offering: Offering, groups: list[tuple[list[str], Price, Price | None]]
+                  ) -> list[tuple[list[str], Price, Price | None]]:
+    """The price groups less the regions where a declared reservation holds the offering's machine type
+    (reservations.holding). A fleet there runs on the reservation (use_reservation puts it on it, as a pin is timed
+    on it): the reservation's own point sizes it (reserved_groups), so a queued mode is not sized there, whose legs,
+    re-queued start-ups and price the fleet would not have."""
+    if not ctx.reservations:
+        return groups
+    from accel.policies.cloud.reservations import holding
+
+    kept = []
+    for regions, chip, host in groups:
+        free = [region for region in regions if holding(ctx.reservations, offering.machine_type, region) is None]
+        if free:
+            kept.append((free, chip, host))
+    return kept
+
+
 def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoint], list[tuple[str, str]]]:
     """Every price point of the offering, in the order they are sized: each capacity type's region groups
     (spot_modes, price_groups), then the stack's reservations of its machine type (reserved_groups), sized
@@ -627,11 +649,12 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
                 reasons.append(("capacity", refused))
                 continue
             priced = queued_or_listed(ctx, offering, offering.provisioning)
-            points.extend(PricePoint(False, regions, *priced(chip, host)) for regions, chip, host in groups)
+            points.extend(PricePoint(False, regions, *priced(chip, host))
+                          for regions, chip, host in unheld_groups(ctx, offering, groups))
         else:
             points.extend(PricePoint(spot, regions, chip, host) for regions, chip, host in groups)
         if not spot:
-            points.extend(queued_groups(ctx, offering, groups))
+            points.extend(queued_groups(ctx, offering, unheld_groups(ctx, offering, groups)))
             points.extend(booked_groups(ctx, offering, groups))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in committed_groups(ctx, offering))

@@ -21,6 +21,7 @@ from accel.policies.catalog.model import Offering
 from accel.policies.cloud.booking import (
     BOOKED_MODES, Booking, block_sizes, blocks_words, supply_problem, window_days)
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, CapacityMode, ModeTable, load_modes
+from accel.policies.cloud.mode_prices import upper_bound_words
 from accel.policies.cloud.obtainability import (
     QueuedOutcome, SpotModel, SpotOutcome, queued_legs, spot_outcome,
     waves_words)
@@ -270,6 +271,9 @@ def capacity_lines(ob: Obtaining, candidate, option, serving_spot: str | None = 
                      + ".")
     if why:
         lines.append(f"Capacity: {why}.")
+    bound = upper_bound_words(ob.table, mode, candidate.offering.machine_type) if mode else None
+    if bound is not None:
+        lines.append(f"Capacity: {bound}.")
     lines.extend(supply_lines(ob, candidate.offering, option.hosts, option.hours, option.region,
                               option.provisioning, option.provisioning == "spot", option.hourly_usd))
     if serving_spot == "allowed":
@@ -336,10 +340,13 @@ def beyond_supply(ob: Obtaining, offering: Offering, provisioning: str, hosts: i
 def price_is_upper_bound(ob: Obtaining, offering: Offering, option, mode: str | None = None) -> bool:
     """An on-demand fleet past the pool one zone is expected to supply is priced at on-demand list as an upper
     bound: obtaining it takes a reservation (a Capacity Block, a calendar-mode or a negotiated one). So is a
-    booked mode with no sourced price of its own (calendar mode: priced at on-demand list)."""
+    booked mode with no sourced price of its own (calendar mode: priced at on-demand list), and a queued mode with no
+    factor for the machine (A4, TPU7x on flex-start: mode_prices.upper_bound_words)."""
     if mode in BOOKED_MODES:
         booked = next((b for b in ob.bookings(offering) if b.id == mode), None)
         return booked is not None and option.region not in booked.instance_usd
+    if mode and upper_bound_words(ob.table, mode, offering.machine_type) is not None:
+        return True
     return beyond_supply(ob, offering, option.provisioning, option.hosts)
 
 

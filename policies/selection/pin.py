@@ -41,7 +41,7 @@ from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.serving_capacity import refusal as serving_refusal
 from accel.policies.selection.sizing import sequence_refusal
-from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_spot_conflict
+from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_provisioning_conflict, pin_spot_conflict
 
 
 
@@ -87,6 +87,9 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     conflict = pin_spot_conflict(spec)
     if conflict is not None:
         raise WorkloadFieldError("hardware.spot", conflict)
+    conflict = pin_provisioning_conflict(spec)
+    if conflict is not None:
+        raise WorkloadFieldError("hardware.provisioning", conflict)
     everything = list(catalog.offerings) + list(extra_offerings)
     check_regions(spec.constraints.regions, everything, "constraints.regions")
     if pin.region:
@@ -108,9 +111,12 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         offerings = [o for o in offerings if pin.region in o.regions]
     where = f"{pin.accelerator} on {', '.join(clouds)}" + (f" in {pin.region}" if pin.region else "") + (
         f" as {pin.machine_type}" if pin.machine_type else "")
-    spot = pin.spot if pin.spot is not None else spec.constraints.spot == "required"
+    spot = pin.wants_spot if pin.wants_spot is not None else spec.constraints.spot == "required"
+    # How each offering's fleet is bought when not on spot: its own provisioning, or the mode the pin names.
+    bought: dict[str, str] = {}
     if not spot:
-        offerings = _servable_offerings(spec, ctx, offerings)
+        bought = _pinned_provisioning(ctx, offerings, pin.provisioning)
+        offerings = _servable_offerings(spec, ctx, [o for o in offerings if o.id in bought], bought)
     ref = catalog_ref(catalog)
     if not offerings:
         known = sorted({f"{o.id} ({', '.join(o.regions)})" for o in catalog.offerings if o.accelerator == pin.accelerator})
@@ -145,9 +151,12 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
     over_limit: list[tuple[Offering, Size]] = []
     for offering in offerings:
         regions = [pin.region] if pin.region else list(offering.regions)
-        # An offering planned through a queued mode is billed at the mode's price, as the search prices it.
-        queued = (queued_or_listed(ctx, offering, offering.provisioning)
-                  if not spot and offering.provisioning in QUEUED_PROVISIONING else None)
+        # A fleet bought through a queued mode is billed at the mode's price, as the search prices it; one the pin
+        # puts on flex-start although the offering is sold on demand (A3 High) is the search's flex-start point.
+        provisioning = bought.get(offering.id, offering.provisioning)
+        queued = (queued_or_listed(ctx, offering, provisioning)
+                  if not spot and provisioning in QUEUED_PROVISIONING else None)
+        queue = provisioning if not spot and provisioning != offering.provisioning else None
         for region in regions:
             prices = offering.prices(region, spot)
             if prices is None:
@@ -165,7 +174,7 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
             if node_limit_violation(offering, size.hosts, size.slices, spec.kind != "inference"):
                 over_limit.append((offering, size))
                 break
-            candidate = evaluate_pin(ctx, offering, spot, region, chip, host, size)
+            candidate = evaluate_pin(ctx, offering, spot, region, chip, host, size, queue)
             if candidate is None:
                 continue
             candidates.append(((candidate.evaluation.total_usd, offering.id, list(offering.regions).index(region)),
@@ -197,8 +206,11 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot serve the "
                                f"model: {replica_need}",
                                {"memory": [best.offering.id]}, option, str(replica_need), workload=spec, catalog=ref)
+    window = best.evaluation.detail.get("capacity_window_days")
+    runs = (f"Runs {duration(float(best.evaluation.detail['capacity_wall_hours']))}, billed for the declared "
+            f"Capacity Block's whole {duration(option.hours)} window," if window else f"Runs {duration(option.hours)}")
     rationale = [f"Pinned: {describe(option)} (hardware pin; no search). "
-                 f"{'Runs ' + duration(option.hours) if spec.kind != 'inference' else 'Serves'} at "
+                 f"{runs if spec.kind != 'inference' else 'Serves'} at "
                  f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
     rationale.extend(how_wrong(ctx, option))
     rationale.extend(sequence_words(best.evaluation.detail))
@@ -243,13 +255,53 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                   objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
 
 
-def _servable_offerings(spec: WorkloadSpec, ctx: SearchContext, offerings: list[Offering]) -> list[Offering]:
+def _pinned_provisioning(ctx: SearchContext, offerings: list[Offering], wanted: str | None) -> dict[str, str]:
+    """{offering id: the provisioning its pinned fleet is bought through}: the offering's own, or the mode the pin
+    names (`hardware.provisioning`) where the capacity-mode table sells the machine through it: flex-start on a
+    machine sold on demand and through flex-start (A3 High, A3 Mega, A2, TPUs) is the search's flex-start point.
+    WorkloadFieldError (exit 2) naming hardware.provisioning when no offering of the pin is sold that way, with
+    the table's reason and the modes it is sold through."""
+    if wanted is None or wanted == "spot":
+        return {o.id: o.provisioning for o in offerings}
+    bought: dict[str, str] = {}
+    for offering in offerings:
+        if offering.provisioning == wanted or (
+                wanted in QUEUED_PROVISIONING and offering.provisioning == "on-demand" and ctx.obtain is not None
+                and ctx.obtain.mode_for(offering, wanted) is not None):
+            bought[offering.id] = wanted
+    if bought or not offerings:
+        return bought
+    raise WorkloadFieldError("hardware.provisioning", _not_sold_through(ctx, offerings[0], wanted))
+
+
+def _not_sold_through(ctx: SearchContext, offering: Offering, wanted: str) -> str:
+    """Why `offering` is not bought through `wanted` (the applicability table's reason where it gives one) and the
+    modes a pin of it may name."""
+    table = ctx.obtain.table if ctx.obtain is not None else None
+    row = table.applicable(offering.cloud, offering.machine_type) if table is not None else None
+    reason = next((why for mode_id, why in (row.excluded.items() if row is not None else ())
+                   if table is not None and table.modes[mode_id].provisioning == wanted), None)
+    sold = [offering.provisioning]
+    if ctx.obtain is not None:
+        sold += [m.provisioning for m in ctx.obtain.modes_for(offering)
+                 if m.provisioning in ("on-demand", "spot", "flex-start") and m.kind != "commitment"]
+    sold = list(dict.fromkeys(sold))
+    why = reason or ("flex-start is Google Cloud's Dynamic Workload Scheduler mode" if wanted == "flex-start"
+                     and offering.cloud != "gcp" else "not among its capacity modes (policies/cloud/capacity_modes.yaml)")
+    return (f"{offering.machine_type} ({offering.id}) is not sold through {wanted}: {why}; a pin of it may name "
+            f"provisioning {' or '.join(sold)}, or leave provisioning unset (a reservation or Capacity Block is "
+            "declared in accel:reservations)")
+
+
+def _servable_offerings(spec: WorkloadSpec, ctx: SearchContext, offerings: list[Offering],
+                        bought: dict[str, str]) -> list[Offering]:
     """The pin's offerings less those a service may not be bought through (policies/selection/serving_capacity.py:
     a service past a queued mode's longest request); WorkloadFieldError (exit 2) naming the pin's machine key when
-    that leaves none, saying why and what to do instead."""
+    that leaves none, saying why and what to do instead. `bought`: the provisioning of each (_pinned_provisioning)."""
     servable, refused = [], None
     for offering in offerings:
-        mode = ctx.obtain.mode_for(offering, offering.provisioning) if ctx.obtain is not None else None
+        provisioning = bought.get(offering.id, offering.provisioning)
+        mode = ctx.obtain.mode_for(offering, provisioning) if ctx.obtain is not None else None
         why = serving_refusal(spec, offering, mode, pinned=True)
         if why is None:
             servable.append(offering)
@@ -260,10 +312,11 @@ def _servable_offerings(spec: WorkloadSpec, ctx: SearchContext, offerings: list[
     offering, why = refused
     pin = spec.hardware
     assert pin is not None
-    field = "hardware.machine_type" if pin.machine_type else "hardware.accelerator"
+    field = ("hardware.provisioning" if pin.provisioning else
+             "hardware.machine_type" if pin.machine_type else "hardware.accelerator")
     raise WorkloadFieldError(field, (
-        f"pins {offering.machine_type} ({offering.id}), bought through {offering.provisioning} without a "
-        f"reservation: {why}"))
+        f"pins {offering.machine_type} ({offering.id}), bought through "
+        f"{bought.get(offering.id, offering.provisioning)} without a reservation: {why}"))
 
 
 def _slice_field(spec: WorkloadSpec) -> str:
@@ -383,19 +436,21 @@ def node_limit_error(spec: WorkloadSpec, offering: Offering, size: Size) -> Work
         f"the limit: {node_limit_words(offering, limit)} (source: {limit.source}); {fix}"))
 
 
-def _holds(reservations: Sequence, machine_type: str, region: str) -> bool:
-    """Whether a declared reservation holds machines of this type in the region (loaded only when declared: the
-    reservation rules are pydantic models a warm `choose` need not build)."""
-    from accel.policies.cloud.reservations import region_of_reservation
+def _holding(reservations: Sequence, machine_type: str, region: str):
+    """The declared reservation that holds machines of this type in the region, else None (reservations.holding;
+    loaded only when declared: the reservation rules are pydantic models a warm `choose` need not build)."""
+    from accel.policies.cloud.reservations import holding
 
-    return any(r.holds_capacity and r.machineType == machine_type and region_of_reservation(r, [region]) == region
-               for r in reservations)
+    return holding(reservations, machine_type, region)
 
 
 def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str, chip: Price, host: Price | None,
-                 size: Size) -> Candidate | None:
-    """Time, cost and utilisation of exactly this size of the offering in this region."""
+                 size: Size, queue: str | None = None) -> Candidate | None:
+    """Time, cost and utilisation of exactly this size of the offering in this region; `queue`: bought through
+    this queued mode although the offering is sold on demand (hardware.provisioning: flex-start), as the search's
+    flex-start point of the same offering."""
     spec = ctx.spec
+    provisioning = queue or offering.provisioning
     chip_usd, host_usd = chip.usd, (host.usd if host else 0.0)
     hourly = size.chips * chip_usd + size.hosts * host_usd
     if spec.kind != "inference":
@@ -411,22 +466,30 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
         # The fleet runs on a reservation the stack holds when one of its machine type is declared in the region
         # (use_reservation then puts the plan on it): held capacity is not chained in legs (ModeTable.chains_legs).
-        held = bool(ctx.reservations) and _holds(ctx.reservations, offering.machine_type, region)
+        held_by = _holding(ctx.reservations, offering.machine_type, region) if ctx.reservations else None
+        held = held_by is not None
         bought = (None if spot or ctx.obtain is None else
                   ctx.obtain.mode_for(offering, "reservation", held=True) if held else
-                  ctx.obtain.mode_for(offering, offering.provisioning))
-        queue = (ctx.obtain.queue(offering, offering.provisioning)
-                 if ctx.obtain is not None and ModeTable.chains_legs(bought) else None)
+                  ctx.obtain.mode_for(offering, provisioning))
+        limits = (ctx.obtain.queue(offering, provisioning)
+                  if ctx.obtain is not None and ModeTable.chains_legs(bought) else None)
         timing = None
         if spot_model is not None and ctx.obtain is not None:
             # A pin is not searched, but the capacity model still says whether its spot fleet finishes.
             timing = spot_timing(ctx.obtain, spot_model, size.hosts, hours, model.loss_hours,
                                  mode_id(ctx.obtain, offering, "spot"))
-        elif queue is not None and ctx.obtain is not None:
+        elif limits is not None and ctx.obtain is not None:
             # Bought through a queued mode (A3 Ultra, A4, TPU7x on flex-start): chained in legs of at most its
             # longest request, each paying the start-up again, as the search times the same fleet (sizing.py).
-            timing = queued_timing(ctx.obtain, queue, size.hosts, hours, model.startup_hours(trained.hosts),
-                                   mode_id(ctx.obtain, offering, offering.provisioning), offering.provisioning)
+            timing = queued_timing(ctx.obtain, limits, size.hosts, hours, model.startup_hours(trained.hosts),
+                                   mode_id(ctx.obtain, offering, provisioning), provisioning)
+        block = held_by.block_hours(hours) if held_by is not None and not spot else None
+        if block is not None and block[1] is None:
+            # On a declared Capacity Block, paid for its whole window (the search's block point and use_reservation
+            # bill it alike: DeclaredReservation.block_hours); a run longer than it is refused at `accel plan`.
+            detail["capacity_wall_hours"] = round(hours, 2)
+            detail["capacity_window_days"] = round(block[0] / 24, 2)
+            hours = block[0]
         if timing is not None:
             detail["capacity_mode"], detail["capacity_risk"] = timing.mode, timing.risk
             if math.isfinite(timing.wall_hours):
@@ -437,7 +500,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hours * hourly,
                                 mfu=model.mfu(trained.chips, trained.slices),
                                 goodput=model.goodput * max(model.productivity(trained.hosts), 1e-6), detail=detail)
-        return Candidate(offering, [region], spot, size, evaluation, chip, host)
+        return Candidate(offering, [region], spot, size, evaluation, chip, host, queue=queue)
     assert spec.inference is not None
     model_i = ctx.inference_model(offering)
     if size.topology is not None:
@@ -459,7 +522,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         detail = {"unservable": reason, "min_chips_for_memory": ctx.min_memory_chips(offering)}
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
                                 detail=detail)
-        return Candidate(offering, [region], spot, size, evaluation, chip, host)
+        return Candidate(offering, [region], spot, size, evaluation, chip, host, queue=queue)
     served, replica, replicas = best
     latency_ms = replica.step_seconds * ctx.resolved["inference_latency_p99_factor"] * 1000
     used = min(served, spec.inference.tokens_per_second)
@@ -468,11 +531,11 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
               "tokens_per_second_per_replica": round(replica.tokens_per_second, 1), "bound": replica.bound,
               "min_chips_for_memory": ctx.min_memory_chips(offering)}
     if not spot and ctx.obtain is not None:   # a pin on A3 Ultra says it waits and ends as the search's fleet does
-        detail.update(queued_service_detail(ctx.obtain, offering, offering.provisioning))
+        detail.update(queued_service_detail(ctx.obtain, offering, provisioning))
     utilisation = model_i.utilisation(used, size.chips)
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=utilisation, goodput=1.0,
                             detail=detail)
-    return Candidate(offering, [region], spot, size, evaluation, chip, host)
+    return Candidate(offering, [region], spot, size, evaluation, chip, host, queue=queue)
 
 
 def plan_from_pin(spec: WorkloadSpec, catalog: Catalog, extra_offerings: Sequence[Offering] = (),

@@ -148,8 +148,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
         node_limited = fleet_nodes is not None and fleet_nodes < max_nodes
         if fleet_nodes is not None:
             max_nodes = min(max_nodes, fleet_nodes)
-        if offering.reserved_only and reserved is not None:
-            max_nodes = min(max_nodes, reserved.count)   # nothing is sold beyond the declared block or reservation
+        if reserved is not None and (offering.reserved_only or reserved.provisioning == "capacity-block"):
+            # Nothing is sold beyond the declared block or reservation; a Capacity Block's node group holds only
+            # the block's instances (reservation_problems refuses a larger one).
+            max_nodes = min(max_nodes, reserved.count)
         if booking is not None and booking.max_hosts is not None:
             max_nodes = min(max_nodes, booking.max_hosts)   # a booked mode supplies at most its limits
         if pool is not None:
@@ -238,6 +240,8 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
     floors: dict[tuple[int, int, int], float] = {}
     spot_cap = ""   # why spot stops the ladder below the offering's own end (selection.spot_cap), when it does
 
+    block_of = getattr(reserved, "block_hours", None) if reserved is not None and reserved.holds_capacity else None
+
     def timing(i: int) -> Timing:
         return timing_of(ladder[i])
 
@@ -253,6 +257,9 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
             elif queue is not None and obtain is not None:
                 hit = queued_timing(obtain, queue, s.hosts, hours,
                                     model.startup_hours(ctx.trained_size(offering, s).hosts), mode, provisioning)
+            elif block_of is not None and (block := block_of(hours)) is not None:
+                # A declared Capacity Block: paid for its whole window; a run longer than it is not offered on it.
+                hit = Timing(hours, block[0], mode) if block[1] is None else Timing(math.inf, math.inf, mode, block[1])
             else:
                 hit = Timing(hours, hours, mode)
             timings[key] = hit
@@ -292,9 +299,10 @@ def size_training(ctx: SearchContext, offering: Offering, point: PricePoint) -> 
                                                 "finishes through the reclaim waves (estimates; "
                                                 "constraints.capacity.obtainability overrides them)"))
             return _price_free_miss(outcome)
-    if booking is not None and not math.isfinite(timing(lo).wall_hours):
-        # A booked mode sells windows up to its longest: the smaller fleets whose runs are longer are not offered
-        # in it; start from the first that fits (runs shorten as the fleet grows).
+    if (booking is not None or block_of is not None) and not math.isfinite(timing(lo).wall_hours):
+        # A booked mode sells windows up to its longest, a declared Capacity Block has its own: the smaller fleets
+        # whose runs are longer are not offered in it; start from the first that fits (runs shorten as the fleet
+        # grows).
         first = _first_true(lo, hi, lambda i: math.isfinite(timing(i).wall_hours))
         lo = first if first <= hi else lo
     if not math.isfinite(timing(lo).wall_hours):
