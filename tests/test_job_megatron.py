@@ -244,6 +244,9 @@ def test_the_unmutated_plan_passes(a4_plan):
     # 12 experts over the 8 GPUs of a node the plan spreads them on (arguments.py l.1039)
     (lambda p: mutated(p, model={"experts": 12, "experts_per_token": 2, "active_parameters": 20e9}), None,
      "model.experts", "l.1039"),
+    # a mixture of experts in fp16 with its experts over the node's 8 GPUs (arguments.py l.1041)
+    (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9},
+                       training={"precision": "fp16"}), None, "training.precision", "l.1041"),
     # a layout that does not tile the job's 256 ranks (arguments.py l.374)
     (lambda p: p, {"pipeline": 3}, "plan.parallelism", "l.374"),
 ])

@@ -371,6 +371,10 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
     if degrees.context > 1 and sequence % (2 * degrees.context):
         raise _refusal("model.sequence_length", f"{sequence:,} tokens is no multiple of 2 x context parallelism "
                        f"{degrees.context}", "context_sequence", f"give a multiple of {2 * degrees.context}")
+    precision, precision_notes = _precision(plan)
+    if shape.experts is not None and degrees.expert > 1 and precision == "--fp16":
+        raise _refusal("training.precision", f"fp16 with the experts spread over expert parallelism {degrees.expert}",
+                       "expert_fp16", "train in bf16 (training.precision: bf16)")
     batch, batch_note = global_batch(plan, degrees)
     args = [f"--tensor-model-parallel-size {degrees.tensor}", f"--pipeline-model-parallel-size {degrees.pipeline}"]
     uneven = pipeline_split(shape.layers, degrees.pipeline)
@@ -402,7 +406,6 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
     if not shape.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
     args += ["--micro-batch-size 1", f"--global-batch-size {batch}"]
-    precision, precision_notes = _precision(plan)
     if precision:
         args.append(precision)
     args += [table["smoke"], f"--vocab-size {shape.vocabulary}"]
