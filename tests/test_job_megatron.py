@@ -341,6 +341,15 @@ def test_a_mixture_of_experts_without_a_router_row_keeps_megatrons_router(deepse
                    for flag in flags(megatron_run.run(plan).args))
 
 
+def test_top_1_softmax_routing_puts_the_softmax_before_the_choice(a4_plan):
+    # transformer_config.py l.1336-1344: Megatron refuses top-1 softmax routing without --moe-router-pre-softmax.
+    top1 = mutated(a4_plan, model={"experts": 16, "experts_per_token": 1, "active_parameters": 20e9})
+    assert "--moe-router-pre-softmax" in flags(megatron_run.run(top1).args)
+    top2 = mutated(a4_plan, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9})
+    assert "--moe-router-pre-softmax" not in flags(megatron_run.run(top2).args)
+    assert "--moe-router-pre-softmax" in runtime()["megatron"]["flags"]
+
+
 @pytest.mark.parametrize("routing, rule, line", [
     ({"score_function": "softmax"}, "expert_bias", "l.1306"),     # an expert bias needs sigmoid scores
     ({"groups": 7}, "router_groups", "l.1357"),                   # 256 experts in 7 groups

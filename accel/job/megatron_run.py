@@ -395,6 +395,10 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
         if shape.dense_layers:   # Megatron evaluates the list pattern, one entry a layer (arguments.py moe_freq_type)
             args.append(f"--moe-layer-freq '([0]*{shape.dense_layers}+[1]*{shape.layers - shape.dense_layers})'")
         args += _routing_args(shape.routing)
+        if shape.router_topk == 1 and (shape.routing is None or shape.routing.score_function == "softmax"):
+            # A softmax over the one chosen expert is 1 everywhere, with no gradient: Megatron refuses top-1 softmax
+            # routing unless the softmax comes before the choice (runtime.yaml megatron.refusals.top1_softmax).
+            args.append("--moe-router-pre-softmax")
     args += ["--use-distributed-optimizer", table["recompute"],
              f"--num-layers {shape.layers}", f"--hidden-size {shape.hidden}", f"--ffn-hidden-size {shape.ffn}",
              f"--num-attention-heads {shape.heads}"]
