@@ -85,6 +85,8 @@ def test_each_row_is_a_whole_model(name):
     assert row.query_heads % row.kv_heads == 0          # grouped-query attention: whole groups
     assert (row.active_parameters is None) == (row.experts is None) == (row.experts_per_token is None)
     assert row.tokenizer.type in ("sentencepiece", "tiktoken", "huggingface")
+    assert row.mlp_activation in ("silu", "gelu")         # MaxText's mlp_activations gate: SwiGLU or GeGLU
+    assert row.routing is None or row.is_moe and row.routing.score_function in ("softmax", "sigmoid")
     assert row.tokenizer.is_asset != (row.tokenizer.type == "huggingface" and "/" in row.tokenizer.path)
 
 
