@@ -47,6 +47,30 @@ def test_each_rows_counts_are_what_its_dimensions_hold(name):
         assert decoder_parameters(row, row.experts_per_token) == pytest.approx(row.active_parameters, rel=0.015)
 
 
+def latent_decoder_parameters(row: architectures.Architecture, experts: int) -> float:
+    """DeepSeek-V3's decoder: multi-latent attention (query down- and up-projection, the key/value latent with its
+    shared rotary key, its up-projection to per-head keys and values, the output; an RMSNorm on each latent), its
+    first layers dense, the rest `experts` routed plus the shared ones, each with the router."""
+    latent, hidden, heads = row.latent_attention, row.hidden, row.query_heads
+    query_key_head = latent.qk_nope_head_dim + latent.qk_rope_head_dim
+    query = hidden * latent.q_lora_rank + latent.q_lora_rank * heads * query_key_head
+    key_value = (hidden * (latent.kv_lora_rank + latent.qk_rope_head_dim)
+                 + latent.kv_lora_rank * heads * (latent.qk_nope_head_dim + latent.v_head_dim))
+    attention = query + key_value + heads * latent.v_head_dim * hidden + latent.q_lora_rank + latent.kv_lora_rank
+    routed = (experts + row.shared_experts) * 3 * hidden * row.moe_mlp + hidden * row.experts
+    mlp = row.first_dense_layers * 3 * hidden * row.dense_mlp + (row.layers - row.first_dense_layers) * routed
+    return row.vocabulary * hidden * 2 + row.layers * (attention + 2 * hidden) + mlp + hidden
+
+
+def test_deepseek_v3s_counts_are_what_its_latent_attention_and_experts_hold():
+    """671B to 0.1% (the report's total, arXiv:2412.19437, rounds to 1B; these dimensions hold 671.03B): a query
+    latent or value head half as wide would show (-1.5B, -3.8B), a narrower rotary part alone would not (-0.4B).
+    Active: within 2% of the report's rounded 37B (37.55B here, the input embedding counted)."""
+    row = TABLE.rows["deepseek3-671b"]
+    assert latent_decoder_parameters(row, row.experts) == pytest.approx(row.parameters, rel=0.001)
+    assert latent_decoder_parameters(row, row.experts_per_token) == pytest.approx(row.active_parameters, rel=0.02)
+
+
 def test_the_table_covers_the_models_the_task_names():
     wanted = {"llama3-8b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.3-70b", "llama2-7b",
               "llama2-13b", "llama2-70b", "mistral-7b", "mixtral-8x7b", "mixtral-8x22b", "deepseek3-671b",
@@ -61,6 +85,8 @@ def test_each_row_is_a_whole_model(name):
     assert row.query_heads % row.kv_heads == 0          # grouped-query attention: whole groups
     assert (row.active_parameters is None) == (row.experts is None) == (row.experts_per_token is None)
     assert row.tokenizer.type in ("sentencepiece", "tiktoken", "huggingface")
+    assert row.mlp_activation in ("silu", "gelu")         # MaxText's mlp_activations gate: SwiGLU or GeGLU
+    assert row.routing is None or row.is_moe and row.routing.score_function in ("softmax", "sigmoid")
     assert row.tokenizer.is_asset != (row.tokenizer.type == "huggingface" and "/" in row.tokenizer.path)
 
 

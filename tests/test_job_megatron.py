@@ -172,6 +172,9 @@ def test_every_flag_the_command_can_pass_is_one_megatrons_arguments_py_declares(
              ("llama-70b-a4", "llama-405b-h100-aws", "llama-405b-p6e", "onprem-gpus")]
     plans += [plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
                                             "training.global_batch_tokens": 15360 * 4096}),
+              plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
+                                            "training.global_batch_tokens": 15360 * 4096,
+                                            "model.architecture": "deepseek3-671b"}),
               plan_of("llama-405b-longcontext", **{"hardware.chips": 2048, "hardware.accelerator": "h100-80gb"}),
               plan_of("llama-70b-pretrain", **{"model.architecture": "gemma2-27b", "model.parameters": None,
                                                "training.precision": "fp16", "hardware.accelerator": "h100-80gb",
@@ -184,7 +187,8 @@ def test_every_flag_the_command_can_pass_is_one_megatrons_arguments_py_declares(
     assert all(isinstance(line, int) and line > 0 for line in declared.values())
     # The switches the brief names are among those passed.
     assert {"--expert-model-parallel-size", "--context-parallel-size", "--fp8-format", "--kv-channels",
-            "--decoder-first-pipeline-num-layers", "--fp16"} <= seen
+            "--decoder-first-pipeline-num-layers", "--fp16", "--multi-latent-attention", "--q-lora-rank",
+            "--mscale-all-dim", "--moe-router-score-function", "--moe-router-num-groups"} <= seen
 
 
 def test_a_command_of_ones_own_replaces_megatron_and_an_image_of_ones_own_gets_no_checkout():
@@ -240,6 +244,9 @@ def test_the_unmutated_plan_passes(a4_plan):
     # 12 experts over the 8 GPUs of a node the plan spreads them on (arguments.py l.1039)
     (lambda p: mutated(p, model={"experts": 12, "experts_per_token": 2, "active_parameters": 20e9}), None,
      "model.experts", "l.1039"),
+    # a mixture of experts in fp16 with its experts over the node's 8 GPUs (arguments.py l.1041)
+    (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9},
+                       training={"precision": "fp16"}), None, "training.precision", "l.1041"),
     # a layout that does not tile the job's 256 ranks (arguments.py l.374)
     (lambda p: p, {"pipeline": 3}, "plan.parallelism", "l.374"),
 ])
@@ -281,5 +288,91 @@ def test_deepseek_v3_builds_experts_of_its_own_width_not_megatrons_default():
     # Its first three layers are dense, of MLP 18,432 (first_num_dense_layers, base_mlp_dim): Megatron's layer pattern.
     assert given_flags["--ffn-hidden-size"] == "18432"
     assert given_flags["--moe-layer-freq"] == "([0]*3+[1]*58)"       # 3 dense + 58 routed = the row's 61 layers
-    assert any("routed experts of MLP 2,048" in note and "first 3 layers dense" in note
-               and "multi-latent, is not written" in note for note in run.notes)
+    assert any("routed experts of MLP 2,048" in note and "first 3 layers dense" in note for note in run.notes)
+
+
+# ----- DeepSeek-V3's attention and router, as the architecture table states them -----
+
+@pytest.fixture(scope="module")
+def deepseek_plan() -> Plan:
+    return plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
+                                         "training.global_batch_tokens": 15360 * 4096, "model.architecture":
+                                         "deepseek3-671b"})
+
+
+def test_deepseek_v3_is_built_with_its_multi_latent_attention(deepseek_plan):
+    """MaxText deepseek3-671b.yml l.41-46, l.52 at 11085e11 (the table's latent_attention), as Megatron-LM's own
+    DeepSeek recipe writes them (examples/post_training/modelopt/conf/deepseek-ai/DeepSeek-R1.sh l.21-27, l.53-55)."""
+    run = megatron_run.run(deepseek_plan)
+    given_flags = flags(run.args)
+    assert "--multi-latent-attention" in given_flags and "--qk-layernorm" in given_flags
+    assert (given_flags["--q-lora-rank"], given_flags["--kv-lora-rank"], given_flags["--qk-head-dim"],
+            given_flags["--qk-pos-emb-head-dim"], given_flags["--v-head-dim"]) == ("1536", "512", "128", "64", "128")
+    # YaRN at factor 40: Megatron's argument defaults (factor 1.0, mscale_all_dim 0.0) would switch both off.
+    assert (given_flags["--rope-type"], given_flags["--rotary-scaling-factor"], given_flags["--mscale"],
+            given_flags["--mscale-all-dim"]) == ("yarn", "40", "1.0", "1.0")
+    # 128 heads of their own width: no query groups and no --kv-channels (MLA sizes its heads by the flags above).
+    assert "--group-query-attention" not in given_flags and "--kv-channels" not in given_flags
+    assert any("multi-latent attention: query latent 1,536, key/value latent 512" in note and "YaRN RoPE x40" in note
+               for note in run.notes)
+    assert not any("not written" in note for note in run.notes)
+
+
+def test_deepseek_v3_routes_by_sigmoid_with_expert_bias_scaling_and_groups(deepseek_plan):
+    """MaxText deepseek3-671b.yml l.35-37 and its l.17-18 comment (groups 8, top 4 groups); the sequence-wise
+    balance loss of weight 1e-4 is the report's, as Megatron's recipe carries it (DeepSeek-R1.sh l.42-43)."""
+    run = megatron_run.run(deepseek_plan)
+    given_flags = flags(run.args)
+    assert given_flags["--moe-router-score-function"] == "sigmoid"
+    assert "--moe-router-enable-expert-bias" in given_flags
+    assert given_flags["--moe-router-topk-scaling-factor"] == "2.5"
+    assert (given_flags["--moe-router-num-groups"], given_flags["--moe-router-group-topk"]) == ("8", "4")
+    assert (given_flags["--moe-router-load-balancing-type"], float(given_flags["--moe-aux-loss-coeff"])) == \
+        ("seq_aux_loss", 1e-4)
+    assert any("routing: sigmoid router scores, an expert bias" in note and "4 of 8 expert groups" in note
+               for note in run.notes)
+
+
+def test_a_mixture_of_experts_without_a_router_row_keeps_megatrons_router(deepseek_plan):
+    # Mixtral and Qwen3 route by softmax over the top-k, Megatron's default: no router flag is written for them.
+    plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
+                                         "training.global_batch_tokens": 15360 * 4096})
+    assert not any(flag.startswith(("--moe-router-score", "--moe-router-num", "--multi-latent"))
+                   for flag in flags(megatron_run.run(plan).args))
+
+
+def test_top_1_softmax_routing_puts_the_softmax_before_the_choice(a4_plan):
+    # transformer_config.py l.1336-1344: Megatron refuses top-1 softmax routing without --moe-router-pre-softmax.
+    top1 = mutated(a4_plan, model={"experts": 16, "experts_per_token": 1, "active_parameters": 20e9})
+    assert "--moe-router-pre-softmax" in flags(megatron_run.run(top1).args)
+    top2 = mutated(a4_plan, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9})
+    assert "--moe-router-pre-softmax" not in flags(megatron_run.run(top2).args)
+    assert "--moe-router-pre-softmax" in runtime()["megatron"]["flags"]
+
+
+@pytest.mark.parametrize("routing, rule, line", [
+    ({"score_function": "softmax"}, "expert_bias", "l.1306"),     # an expert bias needs sigmoid scores
+    ({"groups": 7}, "router_groups", "l.1357"),                   # 256 experts in 7 groups
+    ({"group_topk": 9}, "router_group_topk", "l.1361"),           # 9 of 8 groups
+])
+def test_a_router_megatron_refuses_is_refused_naming_the_row(deepseek_plan, monkeypatch, routing, rule, line):
+    from dataclasses import replace
+
+    from accel.policies.architectures.rows import table
+
+    row = table().rows["deepseek3-671b"]
+    monkeypatch.setitem(table().rows, "deepseek3-671b", replace(row, routing=replace(row.routing, **routing)))
+    with pytest.raises(UsageError) as caught:
+        megatron_run.run(deepseek_plan)
+    message = str(caught.value)
+    assert message.startswith("model.architecture: deepseek3-671b:") and line in message
+    assert runtime()["megatron"]["refusals"][rule] in message and caught.value.exit_code == 2
+
+
+def test_gemmas_geglu_is_said_not_to_be_written():
+    # Megatron's flags build a gated MLP only with SiLU or quick-GELU (arguments.py l.1259-1271 at core_v0.15.3).
+    plan = plan_of("llama-70b-pretrain", **{"model.architecture": "gemma2-27b", "model.parameters": None,
+                                            "hardware.accelerator": "h100-80gb", "hardware.chips": 64})
+    run = megatron_run.run(plan)
+    assert "--swiglu" in flags(run.args) and "--quick-geglu" not in flags(run.args)
+    assert any("gated by GELU, is not written" in note for note in run.notes)

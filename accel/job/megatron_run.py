@@ -2,12 +2,12 @@
 model's shape and its precision written as Megatron's own flags, started by the job's torchrun line.
 
 The layout is the Plan's (TP x CP x PP x DP, EP for a mixture of experts); the shape is the workload's
-`model.architecture` row (policies/architectures), else its `model.layers` / `model.hidden`, else the shape the
-estimate itself used (policies/estimator/estimate.py model_architecture), laid out with 128-wide heads and 8 KV groups
-and said to be derived. Megatron's own refusals a plan can meet (layers over pipeline stages, heads and KV groups over
-tensor ranks, the global batch over data-parallel ranks, the sequence over context-parallel ranks, experts over
-expert ranks) are checked here first, each naming the workload field and citing Megatron's line, so a job that
-cannot start is never written.
+`model.architecture` row (policies/architectures: with a row's multi-latent attention and router, DeepSeek-V3's),
+else its `model.layers` / `model.hidden`, else the shape the estimate itself used (policies/estimator/estimate.py
+model_architecture), laid out with 128-wide heads and 8 KV groups and said to be derived. Megatron's own refusals a
+plan can meet (layers over pipeline stages, heads and KV groups over tensor ranks, the global batch over data-parallel
+ranks, the sequence over context-parallel ranks, experts over expert ranks; a row's router) are checked here first,
+each naming the workload field and citing Megatron's line, so a job that cannot start is never written.
 
 Every fact of Megatron-LM (the pinned tag and commit, the checkout, each flag's line in arguments.py, the refusals)
 is runtime.yaml `megatron`, with sources.
@@ -16,7 +16,7 @@ is runtime.yaml `megatron`, with sources.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
@@ -24,6 +24,9 @@ from accel.policies.plan import Plan
 
 from accel.job import context_parallel, model_run, plan_view
 from accel.job.facts import runtime
+
+if TYPE_CHECKING:
+    from accel.policies.architectures.rows import Architecture, LatentAttention, Routing
 
 CHECKOUT_VOLUME = "megatron-lm"
 
@@ -86,6 +89,8 @@ class Shape:
     shared_expert_ffn: int | None = None
     note: str = ""
     dense_layers: int = 0       # a mixture of experts's first layers that are dense (MLP `ffn`), the rest routed
+    latent_attention: LatentAttention | None = None   # multi-latent attention (a row's), instead of query groups
+    routing: Routing | None = None                     # the router (a row's) where it is not Megatron's default
 
 
 def _swiglu_ffn(hidden: int) -> int:
@@ -139,12 +144,14 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
         raise _refusal(field, f"its width {row.hidden} does not split into {row.query_heads} heads", "head_width",
                        "pass --command with --kv-channels")
     mlp = row.mlp if row.mlp is not None else _swiglu_ffn(row.hidden)
-    note = (f"model: architecture {row.name} ({row.layers} layers, width {row.hidden:,}, {row.query_heads}/"
-            f"{row.kv_heads} query/KV heads, MLP {mlp:,}{'' if row.mlp is not None else ' (Megatron SwiGLU default)'}"
-            f", vocabulary {row.vocabulary:,}) as Megatron's GPT with SwiGLU, RMSNorm and RoPE")
+    heads = (f"{row.query_heads} heads of multi-latent attention" if row.latent_attention is not None else
+             f"{row.query_heads}/{row.kv_heads} query/KV heads")
+    note = (f"model: architecture {row.name} ({row.layers} layers, width {row.hidden:,}, {heads}, MLP {mlp:,}"
+            f"{'' if row.mlp is not None else ' (Megatron SwiGLU default)'}, vocabulary {row.vocabulary:,}) as "
+            f"Megatron's GPT with SwiGLU, RMSNorm and RoPE" + _activation_note(row) + _latent_note(row))
     if row.is_moe:
         # An expert's width is the row's (DeepSeek-V3: moe_mlp 2,048; Megatron's SwiGLU default for its width would be
-        # 19,072, a model of ~6.4T parameters). Its dense MLP layers and multi-latent attention are not written.
+        # 19,072, a model of ~6.4T parameters).
         expert = row.expert_mlp
         if expert is None:   # every MoE row states one (tests/test_job_megatron.py); a row added without it
             raise UsageError(f"{field}: the architecture table states no expert width for it, and Megatron's default "
@@ -156,13 +163,96 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
             f", {row.shared_experts} shared" if row.shared_experts else "")
         if row.first_dense_layers:
             note += f"; the first {row.first_dense_layers} layers dense (--moe-layer-freq)"
-        if row.mlp is None:
-            note += f" ({row.name}'s own attention, multi-latent, is not written: grouped-query attention is)"
+        if row.routing is not None:
+            _check_routing(row, field)
+            note += _routing_note(row.routing)
         return Shape(row.layers, row.hidden, dense, row.query_heads, row.kv_heads, kv_channels,
                      row.vocabulary, row.tied_embeddings, row.experts, row.experts_per_token, expert, shared, note,
-                     row.first_dense_layers)
+                     row.first_dense_layers, row.latent_attention, row.routing)
     return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
-                 row.tied_embeddings, note=note)
+                 row.tied_embeddings, note=note, latent_attention=row.latent_attention)
+
+
+def _activation_note(row: Architecture) -> str:
+    """What the job says of a row whose MLP gate is not SwiGLU: Megatron's pretrain_gpt.py builds a gated MLP only
+    from --swiglu (SiLU) or --quick-geglu (x * sigmoid(1.702 x), an approximation of GELU), arguments.py l.1259-1271
+    at core_v0.15.3, so Gemma's GeGLU (GELU gate) has no flag and SwiGLU is written in its place."""
+    if row.mlp_activation == "silu":
+        return ""
+    return (f" ({row.name}'s own MLP, gated by {row.mlp_activation.upper()}, is not written: Megatron's flags build a "
+            "gated MLP only with SiLU (--swiglu) or quick-GELU (--quick-geglu), so SwiGLU is)")
+
+
+def _latent_note(row: Architecture) -> str:
+    latent = row.latent_attention
+    if latent is None:
+        return ""
+    return (f"; multi-latent attention: query latent {latent.q_lora_rank:,}, key/value latent {latent.kv_lora_rank:,}"
+            f" (each RMS-normed), query/key heads {latent.qk_nope_head_dim} + {latent.qk_rope_head_dim} rotary, value "
+            f"heads {latent.v_head_dim}, YaRN RoPE x{latent.rope_factor:g} (mscale {latent.mscale}), as "
+            "Megatron's --multi-latent-attention (runtime.yaml megatron.latent_attention_source)")
+
+
+def _routing_note(routing: Routing) -> str:
+    parts = [f"{routing.score_function} router scores"]
+    if routing.expert_bias:
+        parts.append("an expert bias for the choice (auxiliary-loss-free balancing)")
+    if routing.scaling_factor:
+        parts.append(f"weights scaled by {routing.scaling_factor:g}")
+    if routing.groups and routing.group_topk:
+        parts.append(f"each token's experts from {routing.group_topk} of {routing.groups} expert groups")
+    if routing.sequence_balance_loss:
+        parts.append(f"a sequence-wise balance loss of weight {routing.sequence_balance_loss:g}")
+    return "; routing: " + ", ".join(parts)
+
+
+def _check_routing(row: Architecture, field: str) -> None:
+    """Megatron's own checks of a router (transformer_config.py at core_v0.15.3): a row's values, so met only by a
+    row added or edited; each refused naming the row, as Megatron would refuse the job at start-up."""
+    routing = row.routing
+    remedy = "correct the row in policies/architectures/architectures.yaml"
+    if routing.expert_bias and routing.score_function != "sigmoid":
+        raise _refusal(field, f"its router adds an expert bias to {routing.score_function} scores", "expert_bias",
+                       remedy)
+    if routing.groups and row.experts % routing.groups:
+        raise _refusal(field, f"its {row.experts} experts do not split into {routing.groups} routing groups",
+                       "router_groups", remedy)
+    if routing.group_topk and not (routing.groups and routing.group_topk <= routing.groups):
+        raise _refusal(field, f"its router picks {routing.group_topk} of {routing.groups or 'no'} expert groups",
+                       "router_group_topk", remedy)
+
+
+def _attention_args(shape: Shape) -> list[str]:
+    """The attention's flags beyond the heads: a row's multi-latent attention (runtime.yaml
+    megatron.latent_attention_source), else grouped-query attention where the KV heads are fewer."""
+    latent = shape.latent_attention
+    if latent is None:
+        return ([f"--group-query-attention --num-query-groups {shape.query_groups}"]
+                if shape.query_groups < shape.heads else [])
+    # MaxText's one mscale is both of Megatron's: the softmax's (--mscale-all-dim) and the rotary output's (--mscale),
+    # whose ratio then leaves the rotary output unscaled.
+    return [f"--multi-latent-attention --q-lora-rank {latent.q_lora_rank} --kv-lora-rank {latent.kv_lora_rank} "
+            f"--qk-head-dim {latent.qk_nope_head_dim} --qk-pos-emb-head-dim {latent.qk_rope_head_dim} "
+            f"--v-head-dim {latent.v_head_dim} --qk-layernorm --rope-type yarn "
+            f"--rotary-scaling-factor {latent.rope_factor:g} --mscale {latent.mscale} "
+            f"--mscale-all-dim {latent.mscale}"]
+
+
+def _routing_args(routing: Routing | None) -> list[str]:
+    """A row's router as Megatron's flags (its defaults otherwise: softmax after top-k, no bias, no groups)."""
+    if routing is None:
+        return []
+    args = [f"--moe-router-score-function {routing.score_function}"]
+    if routing.expert_bias:
+        args.append("--moe-router-enable-expert-bias")
+    if routing.scaling_factor:
+        args.append(f"--moe-router-topk-scaling-factor {routing.scaling_factor:g}")
+    if routing.groups and routing.group_topk:   # Megatron limits routing to groups only given both
+        args.append(f"--moe-router-num-groups {routing.groups} --moe-router-group-topk {routing.group_topk}")
+    if routing.sequence_balance_loss:
+        args.append(f"--moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff "
+                    f"{routing.sequence_balance_loss:g}")
+    return args
 
 
 def _derived_shape(plan: Plan, degrees: Layout) -> Shape:
@@ -281,6 +371,10 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
     if degrees.context > 1 and sequence % (2 * degrees.context):
         raise _refusal("model.sequence_length", f"{sequence:,} tokens is no multiple of 2 x context parallelism "
                        f"{degrees.context}", "context_sequence", f"give a multiple of {2 * degrees.context}")
+    precision, precision_notes = _precision(plan)
+    if shape.experts is not None and degrees.expert > 1 and precision == "--fp16":
+        raise _refusal("training.precision", f"fp16 with the experts spread over expert parallelism {degrees.expert}",
+                       "expert_fp16", "train in bf16 (training.precision: bf16)")
     batch, batch_note = global_batch(plan, degrees)
     args = [f"--tensor-model-parallel-size {degrees.tensor}", f"--pipeline-model-parallel-size {degrees.pipeline}"]
     uneven = pipeline_split(shape.layers, degrees.pipeline)
@@ -300,19 +394,22 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
             args.append(f"--moe-shared-expert-intermediate-size {shape.shared_expert_ffn}")
         if shape.dense_layers:   # Megatron evaluates the list pattern, one entry a layer (arguments.py moe_freq_type)
             args.append(f"--moe-layer-freq '([0]*{shape.dense_layers}+[1]*{shape.layers - shape.dense_layers})'")
+        args += _routing_args(shape.routing)
+        if shape.router_topk == 1 and (shape.routing is None or shape.routing.score_function == "softmax"):
+            # A softmax over the one chosen expert is 1 everywhere, with no gradient: Megatron refuses top-1 softmax
+            # routing unless the softmax comes before the choice (runtime.yaml megatron.refusals.top1_softmax).
+            args.append("--moe-router-pre-softmax")
     args += ["--use-distributed-optimizer", table["recompute"],
              f"--num-layers {shape.layers}", f"--hidden-size {shape.hidden}", f"--ffn-hidden-size {shape.ffn}",
              f"--num-attention-heads {shape.heads}"]
     if shape.kv_channels is not None:
         args.append(f"--kv-channels {shape.kv_channels}")
-    if shape.query_groups < shape.heads:
-        args.append(f"--group-query-attention --num-query-groups {shape.query_groups}")
+    args += _attention_args(shape)
     args += [f"--seq-length {sequence}", f"--max-position-embeddings {sequence}",
              "--swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear"]
     if not shape.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
     args += ["--micro-batch-size 1", f"--global-batch-size {batch}"]
-    precision, precision_notes = _precision(plan)
     if precision:
         args.append(precision)
     args += [table["smoke"], f"--vocab-size {shape.vocabulary}"]

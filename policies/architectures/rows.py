@@ -34,6 +34,30 @@ class Tokenizer:
 
 
 @dataclass(frozen=True)
+class LatentAttention:
+    """Multi-latent attention (DeepSeek-V3): queries and keys/values through low-rank latents, each head's query and
+    key a part without position (qk_nope_head_dim) and a rotary part (qk_rope_head_dim), under YaRN RoPE."""
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    rope_factor: float
+    mscale: float
+
+
+@dataclass(frozen=True)
+class Routing:
+    """How a mixture of experts's router scores and picks experts, where it is not top-k over a softmax."""
+    score_function: str              # sigmoid or softmax
+    expert_bias: bool                # a per-expert bias added for the choice only (auxiliary-loss-free balancing)
+    scaling_factor: float | None     # the chosen experts' weights scaled by it
+    groups: int | None               # group-limited routing: the experts in this many equal groups,
+    group_topk: int | None           # of which each token's experts come from this many
+    sequence_balance_loss: float | None = None   # the sequence-wise balance loss's weight
+
+
+@dataclass(frozen=True)
 class Architecture:
     name: str                  # MaxText's model_name
     parameters: float
@@ -55,6 +79,9 @@ class Architecture:
     moe_mlp: int | None = None         # one routed expert's width where `mlp` is not stated (DeepSeek-V3), its
     dense_mlp: int | None = None       # dense layers' MLP width and how many layers come first as dense ones
     first_dense_layers: int = 0
+    latent_attention: LatentAttention | None = None   # multi-latent attention instead of (grouped-)query heads
+    routing: Routing | None = None                     # the router where it is not top-k over a softmax
+    mlp_activation: str = "silu"                       # the MLP's gate: silu (SwiGLU) or gelu (GeGLU)
 
     @property
     def expert_mlp(self) -> int | None:
@@ -92,6 +119,10 @@ def _row(name: str, data: dict) -> Architecture:
     tokenizer = Tokenizer(**data["tokenizer"])
     known = {f for f in Architecture.__dataclass_fields__} - {"name", "tokenizer"}
     fields = {k: v for k, v in data.items() if k in known}
+    if "latent_attention" in fields:
+        fields["latent_attention"] = LatentAttention(**fields["latent_attention"])
+    if "routing" in fields:
+        fields["routing"] = Routing(**fields["routing"])
     for count in COUNT_FIELDS:   # 6.74e9 is a string to YAML 1.1 (its exponent wants a sign): read as a number
         if count in fields:
             fields[count] = float(fields[count])
