@@ -226,8 +226,13 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         if served < spec.inference.tokens_per_second:
             rationale.append(f"Warning: serves ~{served:,.0f} tok/s, below the {spec.inference.tokens_per_second:,.0f} "
                              f"tok/s target.")
+        stages = int(detail.get("pipeline_stages", 1) or 1)
+        across = ("" if stages == 1 else f" ({stages} nodes as {stages} pipeline stages over the scale-out network, "
+                                         f"{int(detail['replica_chips']) // stages}-GPU tensor parallel in each)")
+        batch = (f"batch {detail['batch_per_replica']}" if stages == 1 else
+                 f"{detail['batch_per_replica']} sequences in {stages} micro-batches")
         rationale.append(f"{plural(int(detail['replicas']), 'replica')} of "
-                         f"{plural(int(detail['replica_chips']), 'chip')}, batch {detail['batch_per_replica']} at "
+                         f"{plural(int(detail['replica_chips']), 'chip')}{across}, {batch} at "
                          f"~{detail['p99_ms_per_token']} ms/token p99.")
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, option))
