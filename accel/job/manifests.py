@@ -614,6 +614,12 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         leader, worker, ray_note = _ray_group(pod, command, hw.family == "gpu", nodes_per_replica, image)
         if ray_note:
             notes.append(ray_note)
+        if hw.family == "gpu" and stages > 1 and hw.fabric != "none":
+            # The estimate costs the stage hand-offs at the fabric's bandwidth (assumptions.yaml pipeline_serving).
+            notes.append(f"pipeline hand-offs: NCCL between stages (vLLM's Ray compiled graph); this job does not "
+                         f"wire fabric {hw.fabric}'s NCCL network plugin into vLLM's pods as the training job does, "
+                         "so NCCL may fall back to sockets on each node's primary network, slower than the plan "
+                         "costs: check that NCCL_DEBUG=INFO logs 'via NET/' with the fabric's plugin, not Socket")
         # A replica across trays of one NVLink domain (GB200 NVL72): leader and workers claim its IMEX channel.
         domain, domain_notes = compute_domain.attach([leader, worker], name, plan, ctx.namespace, nodes_per_replica,
                                                      ctx.nvlink_domain_gpus)
