@@ -267,3 +267,29 @@ def test_a_compact_serving_pool_is_held_to_the_compact_placement_limit():
     assert per_pool_limit(a3, compact=False, training=False) == hardware.current().limit("gke_node_pool_max_nodes")
     # 160 nodes of 2-node replicas: pools of whole replicas within the compact limit.
     assert gpu_nodes_per_pool(a3, 160, compact=True, training=False, group_nodes=2) == compact - compact % 2
+
+
+def test_pipeline_sizes_are_whole_power_of_two_node_counts_that_hold_the_model():
+    from hypothesis import given, settings, strategies as st
+
+    catalog = load_catalog()
+    offerings = sorted(o.id for o in catalog.offerings if o.family == "gpu" and o.fabric != "none")
+
+    # `domain`: the nodes of the widest replica inside one NVLink domain (1, or A4X's pair of trays).
+    @settings(max_examples=200, deadline=None)
+    @given(st.sampled_from(offerings), st.integers(1, 600), st.sampled_from([8, 64, 256, 1024]),
+           st.sampled_from([1, 2, 4]))
+    def check(offering_id, hold, cap, domain):
+        offering = catalog.offering(offering_id)
+        sizes = pipeline_sizes(offering, cap, hold, domain)
+        per_node = offering.chips_per_host
+        for size in sizes:
+            assert size.stages == size.hosts and size.chips == size.hosts * per_node <= cap
+            assert size.hosts >= 2 * domain and size.hosts & (size.hosts - 1) == 0
+        if sizes:
+            assert sizes[0].chips >= hold and (sizes[0].hosts == 2 * domain or sizes[0].chips // 2 < hold)
+        else:   # none: even the fewest that would hold it are past the cap
+            smallest = max(2 * domain, 2 ** math.ceil(math.log2(max(1, math.ceil(hold / per_node)))))
+            assert smallest * per_node > cap
+
+    check()
