@@ -293,3 +293,10 @@ def test_pipeline_sizes_are_whole_power_of_two_node_counts_that_hold_the_model()
             assert smallest * per_node > cap
 
     check()
+
+
+def test_a_pipeline_has_no_more_stages_than_the_model_has_layers():
+    """vLLM gives each stage layers // stages layers (get_pp_indices): past the layer count a stage holds none."""
+    a4x = load_catalog().offering("gcp-a4x-highgpu-4g")
+    assert max(s.stages for s in replica_sizes(a4x, 256, 9, max_stages=16)) == 16
+    assert max(s.stages for s in replica_sizes(a4x, 256, 9)) == 64   # mutated: no bound, 64 stages of 4 GPUs

@@ -178,7 +178,7 @@ def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> 
                 if max_slice_hosts is None or shapes.hosts_per_slice(gen.name, t) <= max_slice_hosts), default=0)
 
 
-def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 0) -> list[Size]:
+def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 0, max_stages: int = 0) -> list[Size]:
     """Sizes one serving replica can take: a power-of-two share of a GPU node, or whole nodes of one NVLink domain
     where a tensor-parallel group may span nodes (A4X: 2 trays of an NVL72 rack, the training layout's rule,
     policies/parallelism.py tensor_parallel_nodes), or one TPU slice within the hosts a TPU serving replica may span
@@ -188,7 +188,7 @@ def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 
     Only where none of those holds `hold_chips` (the chips whose memory holds the weights and one sequence's KV
     cache), whole nodes over the scale-out network: 2, 4, ... nodes, tensor parallel within each and one pipeline
     stage per node (the engine's rule, assumptions.yaml inference.pipeline_serving), from the fewest that hold it,
-    on a machine with a scale-out fabric whose bandwidth the hardware table states (the hand-offs are costed on
+    to at most `max_stages` stages (the model's layers: each stage holds some; 0: no bound), on a machine with a scale-out fabric whose bandwidth the hardware table states (the hand-offs are costed on
     it, policies/estimator/estimate.py InferenceModel.pipeline_hops_seconds)."""
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     if generation is None:
@@ -206,16 +206,17 @@ def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 
             nodes *= 2
         if sizes and max(s.chips for s in sizes) >= hold_chips:
             return sizes
-        return sizes + pipeline_sizes(offering, max_replica_chips, hold_chips, max(s.hosts for s in sizes))
+        return sizes + pipeline_sizes(offering, max_replica_chips, hold_chips, max(s.hosts for s in sizes), max_stages)
     # The generation's serving slices are listed once (tpu_serving.serving_slices); a replica is one of them.
     cap = max(1, max_replica_chips)
     return [tpu_fleet(generation.name, s.topology) for s in tpu_serving.serving_slices(generation.name) if s.chips <= cap]
 
 
-def pipeline_sizes(offering: Offering, max_replica_chips: int, hold_chips: int, domain_nodes: int = 1) -> list[Size]:
+def pipeline_sizes(offering: Offering, max_replica_chips: int, hold_chips: int, domain_nodes: int = 1,
+                   max_stages: int = 0) -> list[Size]:
     """Replicas of 2, 4, ... whole GPU nodes as pipeline stages over the scale-out network, past the `domain_nodes`
     one tensor-parallel group spans (an A4X pair of trays is one group, not two stages), from the fewest that hold
-    `hold_chips` up to max_replica_chips; none on a machine without a scale-out fabric (offering.fabric none) or
+    `hold_chips` up to max_replica_chips and `max_stages` stages (0: no bound); none on a machine without a scale-out fabric (offering.fabric none) or
     whose chip the hardware table gives no scale-out bandwidth."""
     if offering.fabric == "none" or hardware.current().collective_fabric(offering.accelerator) is None:
         return []
@@ -224,7 +225,7 @@ def pipeline_sizes(offering: Offering, max_replica_chips: int, hold_chips: int, 
     while nodes * per_node < hold_chips:
         nodes *= 2
     sizes = []
-    while nodes * per_node <= max_replica_chips:
+    while nodes * per_node <= max_replica_chips and (max_stages <= 0 or nodes <= max_stages):
         sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node, nodes))
         nodes *= 2
     return sizes

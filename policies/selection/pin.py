@@ -449,7 +449,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         options = [(shapes.topology_chips(size.topology), size.slices, 1)]
     else:
         options = [(r.chips, size.chips // r.chips, r.stages)
-                   for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model_i.hold_chips())]
+                   for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model_i.hold_chips(),
+                                                 int(model_i.layers))]
     best: tuple[float, Replica, int] | None = None
     reason = "no replica size"
     for replica_chips, replicas, stages in options:

@@ -53,7 +53,7 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
     headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
     target = spec.inference.tokens_per_second
     plans = []
-    for size in replica_sizes(offering, int(resolved["max_replica_chips"]), model.hold_chips()):
+    for size in replica_sizes(offering, int(resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
         replica, reason = model.replica(size.chips, size.stages)
         if replica is None:
             step, _ = model.step_seconds(size.chips, 1, size.stages)

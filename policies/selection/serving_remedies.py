@@ -67,7 +67,7 @@ def _spans_nodes(ctx: SearchContext, offering: Offering) -> bool:
     """Whether the offering's replicas that hold the model are pipeline stages over several nodes."""
     model = ctx.inference_model(offering)
     return any(size.stages > 1 for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]),
-                                                            model.hold_chips()))
+                                                            model.hold_chips(), int(model.layers)))
 
 
 def lower_precisions(precisions: Mapping[str, ServingPrecision], current: str) -> list[str]:

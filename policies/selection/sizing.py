@@ -828,7 +828,7 @@ def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Siz
 def _fastest_replica_of(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
     model = ctx.inference_model(offering)
     best: tuple[float, Size, str] | None = None
-    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips()):
+    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
         if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence * size.stages:
             continue
         step, bound = model.step_seconds(size.chips, 1, size.stages)
