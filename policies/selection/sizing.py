@@ -710,6 +710,7 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     why_not: list[str] = []
     too_slow: list[tuple[float, int]] = []   # (decode step at batch 1, replica chips) of sizes over the p99 bound
     feasible: list[tuple[tuple, Candidate]] = []
+    pipelined = False   # a replica of pipeline stages is feasible already (the fewest stages: plans go smallest first)
     hours = spec.inference.hours
     # The replicas, fleets and limits do not depend on the price: worked out once (selection.replicas).
     from accel.policies.selection.replicas import replica_plans  # serving only: a training run skips ~0.6 ms of import
@@ -746,6 +747,12 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
             why_not.append(f"{size.chips}-chip replicas: {spent} over the {allowed} budget")
             continue
         latency_ms = plan.latency_ms
+        if ctx.objective == "time" and size.stages > 1 and pipelined:
+            # A token crosses every stage, so more stages never decode it sooner: they only hold larger micro-batches,
+            # which fill the p99 bound the same way. The fewest stages that serve are the fastest pipeline; a larger
+            # one would win the time objective by the bisection's rounding alone (2 x 32 p5 nodes for 0.4 ms).
+            continue
+        pipelined = pipelined or size.stages > 1
         key = ((latency_ms, evaluation.total_usd) if ctx.objective == "time" else (evaluation.total_usd, latency_ms))
         feasible.append((key, cand))
     if feasible:
