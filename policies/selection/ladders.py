@@ -188,8 +188,9 @@ def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 
     Only where none of those holds `hold_chips` (the chips whose memory holds the weights and one sequence's KV
     cache), whole nodes over the scale-out network: 2, 4, ... nodes, tensor parallel within each and one pipeline
     stage per node (the engine's rule, assumptions.yaml inference.pipeline_serving), from the fewest that hold it,
-    to at most `max_stages` stages (the model's layers: each stage holds some; 0: no bound), on a machine with a scale-out fabric whose bandwidth the hardware table states (the hand-offs are costed on
-    it, policies/estimator/estimate.py InferenceModel.pipeline_hops_seconds)."""
+    to at most `max_stages` stages (the model's layers: each stage holds some; 0: no bound), on a machine with a
+    scale-out fabric whose bandwidth the hardware table states (the hand-offs are costed on it,
+    policies/estimator/estimate.py InferenceModel.pipeline_hops_seconds)."""
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     if generation is None:
         per_node = offering.chips_per_host
@@ -206,7 +207,8 @@ def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 
             nodes *= 2
         if sizes and max(s.chips for s in sizes) >= hold_chips:
             return sizes
-        return sizes + pipeline_sizes(offering, max_replica_chips, hold_chips, max(s.hosts for s in sizes), max_stages)
+        return sizes + pipeline_sizes(offering, max_replica_chips, hold_chips, max((s.hosts for s in sizes), default=1),
+                                      max_stages)
     # The generation's serving slices are listed once (tpu_serving.serving_slices); a replica is one of them.
     cap = max(1, max_replica_chips)
     return [tpu_fleet(generation.name, s.topology) for s in tpu_serving.serving_slices(generation.name) if s.chips <= cap]
@@ -216,8 +218,8 @@ def pipeline_sizes(offering: Offering, max_replica_chips: int, hold_chips: int, 
                    max_stages: int = 0) -> list[Size]:
     """Replicas of 2, 4, ... whole GPU nodes as pipeline stages over the scale-out network, past the `domain_nodes`
     one tensor-parallel group spans (an A4X pair of trays is one group, not two stages), from the fewest that hold
-    `hold_chips` up to max_replica_chips and `max_stages` stages (0: no bound); none on a machine without a scale-out fabric (offering.fabric none) or
-    whose chip the hardware table gives no scale-out bandwidth."""
+    `hold_chips` up to max_replica_chips and `max_stages` stages (0: no bound); none on a machine without a
+    scale-out fabric (offering.fabric none) or whose chip the hardware table gives no scale-out bandwidth."""
     if offering.fabric == "none" or hardware.current().collective_fabric(offering.accelerator) is None:
         return []
     per_node = offering.chips_per_host
