@@ -36,7 +36,8 @@ def test_the_bundled_stacks_are_the_documented_scenarios():
     assert set(STACKS) == {"llama-70b-tpu", "llama-70b-v5p", "llama-70b-finetune-aws", "llama-8b-serving-gpu",
                            "dev-spot", "onprem-gpus", "llama-405b-h100-gcp", "llama-405b-h100-aws",
                            "llama-70b-a3mega-gcp", "llama-70b-tpu7x", "llama-70b-a4", "llama-405b-a4x",
-                           "llama-70b-p6-b200", "llama-405b-p6e", "onprem-gb200", "llama-405b-serving-a4x"}
+                           "llama-70b-p6-b200", "llama-405b-p6e", "onprem-gb200", "llama-405b-serving-a4x",
+                           "llama-405b-serving-h100"}
 
 
 def test_every_stack_file_is_documented_at_its_top():

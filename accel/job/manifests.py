@@ -31,7 +31,7 @@ from accel.job import plan_view
 from accel.job import compute_domain, context_parallel, maxtext_entry, maxtext_precision, megatron_run, model_run, tpu_serving
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
-from accel.job.facts import machine_shape, pod_requests, runtime
+from accel.job.facts import cite, machine_shape, pod_requests, runtime
 from accel.job.pod_templates import LWS_WORKER_INDEX
 from accel.job.restarts import max_restarts
 from accel.job import vllm_serving
@@ -473,19 +473,43 @@ def _server_line(program: str, image: str, model: str, plan: Plan, family: str, 
             "--command to serve your own)")
 
 
-def _ray_group(pod: dict, command: str, ray: bool) -> tuple[dict, dict]:
-    """(leader, worker) pod templates of a multi-node replica: vLLM spans nodes through a Ray cluster
-    whose head is the LWS leader (LWS sets LWS_LEADER_ADDRESS; vLLM "Distributed inference and serving")."""
+def _ray_group(pod: dict, command: str, ray: bool, nodes: int = 0, image: str = "") -> tuple[dict, dict, str | None]:
+    """(leader, worker) pod templates of a multi-node replica of `nodes` pods, and what the job says of them: vLLM
+    spans nodes through a Ray cluster whose head is the LWS leader (LWS sets LWS_LEADER_ADDRESS; vLLM "Distributed
+    inference and serving"). In an image that ships vLLM's multi-node helper (runtime.yaml serving.multi_node), the
+    group forms as vLLM's LWS example forms it: the leader waits for all `nodes` before starting the server, each
+    worker retries until the head answers, /dev/shm memory-backed, the leader's server port probed."""
     if not ray:
-        return pod, pod
-    port = runtime()["serving"]["ray_port"]
+        return pod, pod, None
+    facts = runtime()["serving"]
+    port = facts["ray_port"]
     leader, worker = copy.deepcopy(pod), copy.deepcopy(pod)
+    helper = facts["multi_node"]
+    if image not in helper["images"]:
+        leader["spec"]["containers"][0]["command"] = [
+            "/bin/bash", "-c", f"ray start --head --port={port} && {command} --distributed-executor-backend ray"]
+        worker["spec"]["containers"][0]["command"] = [
+            "/bin/bash", "-c", f"ray start --address=$(LWS_LEADER_ADDRESS):{port} --block"]
+        del worker["spec"]["containers"][0]["ports"]
+        return leader, worker, None
+    script = helper["script"]
     leader["spec"]["containers"][0]["command"] = [
-        "/bin/bash", "-c", f"ray start --head --port={port} && {command} --distributed-executor-backend ray"]
+        "/bin/bash", "-c", f"bash {script} leader --ray_port={port} --ray_cluster_size={nodes} && {command} "
+                           "--distributed-executor-backend ray"]
+    leader["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": SERVING_PORT}, **helper["readiness"]}
     worker["spec"]["containers"][0]["command"] = [
-        "/bin/bash", "-c", f"ray start --address=$(LWS_LEADER_ADDRESS):{port} --block"]
+        "/bin/bash", "-c", f"bash {script} worker --ray_address=$(LWS_LEADER_ADDRESS) --ray_port={port}"]
     del worker["spec"]["containers"][0]["ports"]
-    return leader, worker
+    for template in (leader, worker):
+        spec = template["spec"]
+        spec.setdefault("volumes", []).append(
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": helper["shm_size"]}})
+        spec["containers"][0].setdefault("volumeMounts", []).append({"name": "dshm", "mountPath": "/dev/shm"})
+    return leader, worker, (
+        f"ray: each replica's leader starts the Ray head and waits for its {nodes} nodes ({script} leader) before "
+        f"vLLM's server starts; workers retry joining it ({script} worker); /dev/shm memory-backed "
+        f"({helper['shm_size']}); the leader's port {SERVING_PORT} probed for readiness (vLLM's LWS example, "
+        f"{cite(helper['source'])})")
 
 
 def _clique_nodes(ctx: JobContext, hw: plan_view.Hardware, plan: Plan) -> int | None:
@@ -587,7 +611,15 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                     "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": pod}}
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
-        leader, worker = _ray_group(pod, command, hw.family == "gpu")
+        leader, worker, ray_note = _ray_group(pod, command, hw.family == "gpu", nodes_per_replica, image)
+        if ray_note:
+            notes.append(ray_note)
+        if hw.family == "gpu" and stages > 1 and hw.fabric != "none":
+            # The estimate costs the stage hand-offs at the fabric's bandwidth (assumptions.yaml pipeline_serving).
+            notes.append(f"pipeline hand-offs: NCCL between stages (vLLM's Ray compiled graph); this job does not "
+                         f"wire fabric {hw.fabric}'s NCCL network plugin into vLLM's pods as the training job does, "
+                         "so NCCL may fall back to sockets on each node's primary network, slower than the plan "
+                         "costs: check that NCCL_DEBUG=INFO logs 'via NET/' with the fabric's plugin, not Socket")
         # A replica across trays of one NVLink domain (GB200 NVL72): leader and workers claim its IMEX channel.
         domain, domain_notes = compute_domain.attach([leader, worker], name, plan, ctx.namespace, nodes_per_replica,
                                                      ctx.nvlink_domain_gpus)

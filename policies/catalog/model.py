@@ -468,6 +468,16 @@ class ServingEngine(StrictModel):
     step_overhead_ms: AssumptionValue   # host work between two decode steps, not hidden under the GPU's
 
 
+class PipelineServing(StrictModel):
+    """A GPU serving replica over whole nodes: the engine's rule (tensor parallel in the node, a pipeline stage per
+    node), how many micro-batches its pipeline keeps in flight, and what a stage hands the next over the network."""
+
+    rule_source: str = Field(min_length=3)
+    batches_in_flight_source: str = Field(min_length=3)
+    activation_tensors: AssumptionValue     # tokens x hidden tensors a stage hands the next
+    hop_latency_us: AssumptionValue         # one stage-to-stage hand-off's latency over the scale-out network
+
+
 class InferenceDefaults(StrictModel):
     precisions: dict[Literal["bf16", "fp16", "fp8", "int8"], ServingPrecision]
     engines: dict[str, ServingEngine] = Field(min_length=1)
@@ -498,6 +508,7 @@ class InferenceDefaults(StrictModel):
     min_replicas: AssumptionValue
     spot_serving_headroom: AssumptionValue
     max_replica_chips: AssumptionValue
+    pipeline_serving: PipelineServing
 
 
 class FilesystemOffer(StrictModel):

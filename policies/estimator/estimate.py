@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
+from accel.policies import hardware
 from accel.policies.estimator import generations, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
@@ -116,6 +117,10 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         put(f"inference_{name}", item.value, item.source,
             getattr(overrides, override_key))
     put("max_replica_chips", inference.max_replica_chips.value, inference.max_replica_chips.source, None)
+    pipeline = inference.pipeline_serving
+    put("inference_pipeline_activation_tensors", pipeline.activation_tensors.value, pipeline.activation_tensors.source,
+        None)
+    put("inference_pipeline_hop_latency_us", pipeline.hop_latency_us.value, pipeline.hop_latency_us.source, None)
     put("inference_prefill_efficiency", inference.prefill_efficiency.value, inference.prefill_efficiency.source, None)
     precision = inference.precisions[serving_precision(spec)]
     put("inference_bytes_per_parameter", precision.bytes_per_parameter, precision.source,
@@ -496,13 +501,15 @@ class TrainingModel:
 
 
 class Replica(NamedTuple):
-    """One serving replica: chips, batch, decode step and throughput."""
+    """One serving replica: chips, batch (every sequence in flight: on a pipeline, `stages` micro-batches of
+    batch / stages), decode step (the time between two tokens of one sequence) and throughput."""
 
     chips: int
     batch: int
     step_seconds: float
     tokens_per_second: float
     bound: str  # what the step spends most on: "memory-bandwidth" | "compute" | "prefill compute" | ...
+    stages: int = 1
 
 
 def hidden_width(parameters: float, layers: float, hidden_width_rule: float) -> float:
@@ -564,6 +571,16 @@ class InferenceModel:
         self.step_limit = self.p99_bound_ms / 1000.0 / self.p99_factor
         self.scaling_log = math.log(resolved["inference_replica_scaling_per_doubling"])
         self.min_replicas = int(resolved["inference_min_replicas"])
+        # A replica of pipeline stages (whole nodes over the scale-out network, assumptions.yaml pipeline_serving):
+        # what a stage hands the next per token, the hand-off's latency, and each GPU's share of the node's NICs.
+        self.hop_bytes_per_token = resolved["inference_pipeline_activation_tensors"] * self.hidden * 2.0
+        self.hop_latency = resolved["inference_pipeline_hop_latency_us"] * 1e-6
+        fabric = hardware.current().collective_fabric(accelerator.id)
+        self.scale_out_bytes_per_s = fabric.scale_out_gbps * 1e9 / 8 if fabric is not None else None
+
+    def hold_chips(self) -> int:
+        """Chips whose usable memory holds the weights and one sequence's KV cache: the least a replica takes."""
+        return math.ceil((self.weight_bytes + self.kv_bytes_per_sequence) / self.usable_hbm)
 
     def utilisation(self, tokens_per_second: float, chips: int) -> float:
         """The share of `chips`' peak (at the precision the replica computes in) that `tokens_per_second`
@@ -583,7 +600,20 @@ class InferenceModel:
         message = allreduce_message_bytes(self.hidden, batch)
         return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
 
-    def step_seconds(self, chips: int, batch: int) -> tuple[float, str]:
+    def pipeline_hops_seconds(self, stages: int, batch: int) -> float:
+        """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
+        replica: stages - 1 hand-offs of its tokens' activations (each sequence's decode token plus its share of
+        prompt tokens prefilled in the same step; every tensor-parallel rank sends the whole tensors to its peer
+        over its own share of the scale-out network), plus the sampled tokens' return to the leader's engine
+        (latency only). 0 on one stage; a chip the hardware table gives no scale-out figure has no pipeline."""
+        if stages <= 1:
+            return 0.0
+        if self.scale_out_bytes_per_s is None:
+            raise ValueError("a pipeline replica needs the chip's scale-out bandwidth ([collective_fabrics])")
+        hand_off = batch * (1.0 + self.prompt_per_output) * self.hop_bytes_per_token / self.scale_out_bytes_per_s
+        return (stages - 1) * (self.hop_latency + hand_off) + self.hop_latency
+
+    def step_seconds(self, chips: int, batch: int, stages: int = 1) -> tuple[float, str]:
         """Time between two tokens of one sequence at `batch`, kernel by kernel (a roofline per kernel, not one
         for the whole step, because the kernels run one after another):
         - the weight matmuls: reading the weights once (memory-bandwidth) or 2N FLOPs per sequence (compute),
@@ -592,7 +622,13 @@ class InferenceModel:
           useful reuse, so it adds to the matmuls rather than hiding under them);
         - the prefill of the prompts that join meanwhile (compute-bound, 2N FLOPs per prompt token);
         - on a tensor-parallel replica, the latency of two small all-reduces per layer;
-        - the serving engine's host work between steps (scheduling, sampling, input preparation)."""
+        - the serving engine's host work between steps (scheduling, sampling, input preparation).
+        On a replica of `stages` pipeline stages (whole nodes, tensor parallel within each), `batch` is one
+        micro-batch: it passes every stage in turn, each reading its share of the weights and KV cache at its own
+        GPUs' bandwidth (so the whole model at one stage's), with the hand-offs between stages on top
+        (pipeline_hops_seconds)."""
+        if stages > 1:
+            chips //= stages
         scale = chips * self.efficiency(chips)
         weights = self.weight_bytes / (scale * self.bandwidth)
         matmul_compute = batch * self.flops_per_token / (scale * self.compute)
@@ -602,36 +638,44 @@ class InferenceModel:
         matmuls_memory_bound = weights >= matmul_compute
         # What the step spends most of its time on, for the rationale.
         allreduce = self.allreduce_seconds(chips, batch)
+        hops = self.pipeline_hops_seconds(stages, batch)
         terms = {"memory-bandwidth": (weights if matmuls_memory_bound else 0.0) + attention,
                  "compute": 0.0 if matmuls_memory_bound else matmul_compute,
                  "prefill compute": prefill,
                  "tensor-parallel all-reduce latency": allreduce,
                  "serving-engine host overhead": self.step_overhead}
-        step = max(weights, matmul_compute) + attention + prefill + allreduce + self.step_overhead
+        if stages > 1:
+            terms["pipeline hand-offs over the scale-out network"] = hops
+        step = max(weights, matmul_compute) + attention + prefill + allreduce + self.step_overhead + hops
         bound = max(terms, key=lambda name: terms[name])
         return step, bound
 
-    def replica(self, chips: int) -> tuple[Replica | None, str]:
-        """The best replica of `chips` chips, or None and why it cannot serve."""
+    def replica(self, chips: int, stages: int = 1) -> tuple[Replica | None, str]:
+        """The best replica of `chips` chips (over `stages` pipeline stages), or None and why it cannot serve. A
+        pipeline keeps `stages` micro-batches in flight (assumptions.yaml pipeline_serving), so its KV cache holds
+        stages x the micro-batch and it yields that many tokens per pass."""
         free = chips * self.usable_hbm - self.weight_bytes
         if free <= 0:
             return None, "weights do not fit"
-        by_memory = math.floor(free / self.kv_bytes_per_sequence)
+        by_memory = math.floor(free / self.kv_bytes_per_sequence) // stages
         if by_memory < 1:
-            return None, "no room for a single sequence's KV cache"
-        step_one, _ = self.step_seconds(chips, 1)
+            return None, ("no room for a single sequence's KV cache" if stages == 1 else
+                          f"no room for the KV cache of one sequence in each of its {stages} micro-batches")
+        step_one, _ = self.step_seconds(chips, 1, stages)
         if step_one > self.step_limit:
             return None, self.too_slow(step_one)
         # The step grows linearly with the batch: the largest batch within the latency bound, by bisection.
         lo, hi = 1, by_memory
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self.step_seconds(chips, mid)[0] <= self.step_limit:
+            if self.step_seconds(chips, mid, stages)[0] <= self.step_limit:
                 lo = mid
             else:
                 hi = mid - 1
-        step, bound = self.step_seconds(chips, lo)
-        return Replica(chips, lo, step, lo / step, bound), ""
+        step, bound = self.step_seconds(chips, lo, stages)
+        if stages == 1:
+            return Replica(chips, lo, step, lo / step, bound), ""
+        return Replica(chips, lo * stages, step, lo * stages / step, bound, stages), ""
 
     def too_slow(self, step_seconds: float, replica: str = "it") -> str:
         """Why a decode step of `step_seconds` at batch 1 misses the bound: the step, and the p99 latency
@@ -695,6 +739,29 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
                             f"{resolved.serving_engine} kernel)",
                       source=f"{resolved.sources['inference_allreduces_per_layer']}; "
                              f"{hidden_source}; {table.source}")
+
+
+def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator,
+                          detail: dict[str, float | int | str]) -> list[Assumption]:
+    """A replica of pipeline stages over whole nodes: the engine's layout and the hand-offs it was costed with
+    (none for a replica inside one node or NVLink domain)."""
+    stages = int(detail.get("pipeline_stages", 1) or 1)
+    if stages <= 1:
+        return []
+    pipeline = catalog.defaults.inference.pipeline_serving
+    gpus = int(detail["replica_chips"]) // stages
+    fabric = hardware.current().collective_fabric(accelerator.id)
+    assert fabric is not None   # a pipeline replica is offered only on a chip with a scale-out figure
+    return [_assumption(name="pipeline-parallel replica",
+                        value=f"{stages} stages (one per node) x {gpus} GPUs tensor parallel; {stages} micro-batches "
+                              "in flight",
+                        source=f"{pipeline.rule_source}; {pipeline.batches_in_flight_source}"),
+            _assumption(name="pipeline hand-off",
+                        value=f"{pipeline.hop_latency_us.value:g} us + {pipeline.activation_tensors.value:g} x hidden x "
+                              f"2 bytes per token at {fabric.scale_out_gbps:g} Gb/s per GPU; {stages - 1} hand-off(s) "
+                              "and the sampled tokens' return per pass",
+                        source=f"{pipeline.hop_latency_us.source}; {pipeline.activation_tensors.source}; "
+                               f"scale-out bandwidth: {fabric.source}")]
 
 
 def _round(value: float) -> float:
@@ -784,6 +851,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                   resolved.assumption("inference_replica_scaling_per_doubling", "replica_scaling_per_doubling"),
                   resolved.assumption("inference_step_overhead_ms", "step_overhead_ms"),
                   _allreduce_assumption(resolved, accelerator, spec, detail),
+                  *_pipeline_assumptions(catalog, accelerator, detail),
                   resolved.assumption("inference_min_replicas", "min_replicas")]
         if spot:
             items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))

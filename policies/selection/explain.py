@@ -235,10 +235,17 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
     detail = best.evaluation.detail
     if spec.kind == "inference":
         assert spec.inference is not None
+        stages = int(detail.get("pipeline_stages", 1) or 1)
+        # A replica of pipeline stages: its nodes, the engine's layout over them and its micro-batches in flight.
+        pipeline = ("" if stages == 1 else
+                    f" ({stages} nodes: {int(detail['replica_chips']) // stages}-GPU tensor parallel in each node, "
+                    f"{stages} pipeline stages over the scale-out network, since the weights and one sequence's KV "
+                    f"cache outgrow one node)")
+        batch = (f"batch {detail['batch_per_replica']} each" if stages == 1 else
+                 f"{detail['batch_per_replica']} sequences each in {stages} micro-batches")
         lines.append(f"Sized for {spec.inference.tokens_per_second:,.0f} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms/token: "
-                     f"{plural(int(detail['replicas']), 'replica')} of {plural(int(detail['replica_chips']), 'chip')}, "
-                     f"batch "
-                     f"{detail['batch_per_replica']} each at ~{detail['p99_ms_per_token']} ms/token p99 "
+                     f"{plural(int(detail['replicas']), 'replica')} of {plural(int(detail['replica_chips']), 'chip')}"
+                     f"{pipeline}, {batch} at ~{detail['p99_ms_per_token']} ms/token p99 "
                      f"({detail['bound']}-bound), {detail['tokens_per_second_per_replica']:,} tok/s per replica.")
     else:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12

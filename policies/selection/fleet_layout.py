@@ -3,7 +3,8 @@
 A pure decision over the offering's node limit (catalog `max_nodes`, filled from the hardware facts
 table) and the fleet size; docs/scale.md explains the layout and its sources.
 
-- Google Cloud: a multi-node training pool is COMPACT, and GKE places at most
+- Google Cloud: a multi-node training pool is COMPACT (and so is a serving pool whose replicas are pipeline
+  stages over nodes, policies/selection/ladders.py pipeline_sizes), and GKE places at most
   `gke_compact_placement_max_nodes` nodes in one compact pool; any pool holds at most
   `gke_node_pool_max_nodes` per zone. A cluster holds at most `gke_cluster_max_nodes`.
 - AWS: one managed node group holds at most `eks_nodes_per_managed_node_group` nodes, and a cluster
@@ -32,9 +33,10 @@ class FleetLayoutError(UsageError, ValueError):
 
 
 def per_pool_limit(offering: Offering, compact: bool, training: bool) -> int | None:
-    """The most nodes one pool of this offering may hold (None: no limit known)."""
+    """The most nodes one pool of this offering may hold (None: no limit known); a compact pool of a serving fleet
+    (pipelined replicas) is held to the compact placement's limit as a training pool is."""
     limit = offering.max_nodes
-    if limit is not None and limit.applies(training):
+    if limit is not None and limit.applies(training or compact):
         return limit.value
     if offering.cloud == "gcp" and offering.family == "gpu":
         return hardware.current().limit("gke_node_pool_max_nodes")

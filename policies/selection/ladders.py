@@ -25,6 +25,7 @@ class Size(NamedTuple):
     topology: str | None
     machine_type: str
     chips_per_host: int
+    stages: int = 1     # a serving replica's pipeline stages: one per node over the scale-out network (else 1)
 
 
 def gpu_fleet(offering: Offering, nodes: int) -> Size:
@@ -177,12 +178,19 @@ def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> 
                 if max_slice_hosts is None or shapes.hosts_per_slice(gen.name, t) <= max_slice_hosts), default=0)
 
 
-def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
+def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 0, max_stages: int = 0) -> list[Size]:
     """Sizes one serving replica can take: a power-of-two share of a GPU node, or whole nodes of one NVLink domain
     where a tensor-parallel group may span nodes (A4X: 2 trays of an NVL72 rack, the training layout's rule,
     policies/parallelism.py tensor_parallel_nodes), or one TPU slice within the hosts a TPU serving replica may span
     (the hardware table's limits.tpu_serving_hosts_per_replica, one: serving across TPU hosts needs Pathways,
-    policies/hardware/tpu_serving.py)."""
+    policies/hardware/tpu_serving.py).
+
+    Only where none of those holds `hold_chips` (the chips whose memory holds the weights and one sequence's KV
+    cache), whole nodes over the scale-out network: 2, 4, ... nodes, tensor parallel within each and one pipeline
+    stage per node (the engine's rule, assumptions.yaml inference.pipeline_serving), from the fewest that hold it,
+    to at most `max_stages` stages (the model's layers: each stage holds some; 0: no bound), on a machine with a
+    scale-out fabric whose bandwidth the hardware table states (the hand-offs are costed on it,
+    policies/estimator/estimate.py InferenceModel.pipeline_hops_seconds)."""
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     if generation is None:
         per_node = offering.chips_per_host
@@ -197,7 +205,29 @@ def replica_sizes(offering: Offering, max_replica_chips: int) -> list[Size]:
         while nodes <= span and nodes * per_node <= max_replica_chips:
             sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node))
             nodes *= 2
-        return sizes
+        if sizes and max(s.chips for s in sizes) >= hold_chips:
+            return sizes
+        return sizes + pipeline_sizes(offering, max_replica_chips, hold_chips, max((s.hosts for s in sizes), default=1),
+                                      max_stages)
     # The generation's serving slices are listed once (tpu_serving.serving_slices); a replica is one of them.
     cap = max(1, max_replica_chips)
     return [tpu_fleet(generation.name, s.topology) for s in tpu_serving.serving_slices(generation.name) if s.chips <= cap]
+
+
+def pipeline_sizes(offering: Offering, max_replica_chips: int, hold_chips: int, domain_nodes: int = 1,
+                   max_stages: int = 0) -> list[Size]:
+    """Replicas of 2, 4, ... whole GPU nodes as pipeline stages over the scale-out network, past the `domain_nodes`
+    one tensor-parallel group spans (an A4X pair of trays is one group, not two stages), from the fewest that hold
+    `hold_chips` up to max_replica_chips and `max_stages` stages (0: no bound); none on a machine without a
+    scale-out fabric (offering.fabric none) or whose chip the hardware table gives no scale-out bandwidth."""
+    if offering.fabric == "none" or hardware.current().collective_fabric(offering.accelerator) is None:
+        return []
+    per_node = offering.chips_per_host
+    nodes = 2 * max(1, domain_nodes)
+    while nodes * per_node < hold_chips:
+        nodes *= 2
+    sizes = []
+    while nodes * per_node <= max_replica_chips and (max_stages <= 0 or nodes <= max_stages):
+        sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node, nodes))
+        nodes *= 2
+    return sizes

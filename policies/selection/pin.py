@@ -238,8 +238,13 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         if served < spec.inference.tokens_per_second:
             rationale.append(f"Warning: serves ~{served:,.0f} tok/s, below the {spec.inference.tokens_per_second:,.0f} "
                              f"tok/s target.")
+        stages = int(detail.get("pipeline_stages", 1) or 1)
+        across = ("" if stages == 1 else f" ({stages} nodes as {stages} pipeline stages over the scale-out network, "
+                                         f"{int(detail['replica_chips']) // stages}-GPU tensor parallel in each)")
+        batch = (f"batch {detail['batch_per_replica']}" if stages == 1 else
+                 f"{detail['batch_per_replica']} sequences in {stages} micro-batches")
         rationale.append(f"{plural(int(detail['replicas']), 'replica')} of "
-                         f"{plural(int(detail['replica_chips']), 'chip')}, batch {detail['batch_per_replica']} at "
+                         f"{plural(int(detail['replica_chips']), 'chip')}{across}, {batch} at "
                          f"~{detail['p99_ms_per_token']} ms/token p99.")
     if ctx.obtain is not None:
         rationale.extend(capacity_lines(ctx.obtain, best, option))
@@ -504,13 +509,15 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
     assert spec.inference is not None
     model_i = ctx.inference_model(offering)
     if size.topology is not None:
-        options = [(shapes.topology_chips(size.topology), size.slices)]
+        options = [(shapes.topology_chips(size.topology), size.slices, 1)]
     else:
-        options = [(r.chips, size.chips // r.chips) for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]))]
+        options = [(r.chips, size.chips // r.chips, r.stages)
+                   for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model_i.hold_chips(),
+                                                 int(model_i.layers))]
     best: tuple[float, Replica, int] | None = None
     reason = "no replica size"
-    for replica_chips, replicas in options:
-        replica, why = model_i.replica(replica_chips)
+    for replica_chips, replicas, stages in options:
+        replica, why = model_i.replica(replica_chips, stages)
         if replica is None:
             reason = f"{replica_chips}-chip replica: {why}"
             continue
@@ -530,6 +537,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
               "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second": round(served, 1),
               "tokens_per_second_per_replica": round(replica.tokens_per_second, 1), "bound": replica.bound,
               "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    if replica.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
+        detail["pipeline_stages"] = replica.stages
     if not spot and ctx.obtain is not None:   # a pin on A3 Ultra says it waits and ends as the search's fleet does
         detail.update(queued_service_detail(ctx.obtain, offering, provisioning))
     utilisation = model_i.utilisation(used, size.chips)

@@ -28,6 +28,11 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     else:
         multi_node_training = training and option.hosts > 1
         replica_chips = int(choice.estimate.details.get("replica_chips", offering.chips_per_host))
+        # A serving replica of pipeline stages over the scale-out network (policies/selection/ladders.py
+        # pipeline_sizes) is placed as a training group is: its nodes in one compact placement / cluster placement
+        # group, so each hand-off between stages crosses the nearest links.
+        pipelined = not training and int(choice.estimate.details.get("pipeline_stages", 1) or 1) > 1
+        compact = multi_node_training or pipelined
         # GPUDirect networks and EFA interfaces only pay when collectives cross nodes: a training
         # fleet of several nodes, or a serving replica wider than one node.
         crosses_nodes = multi_node_training or (not training and replica_chips > offering.chips_per_host)
@@ -40,21 +45,21 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       extra_networks=offering.extra_networks if crosses_nodes else 0,
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
-                      compact_placement=multi_node_training and not _gke_rejects_compact(offering.cloud, option, fabric),
+                      compact_placement=compact and not _gke_rejects_compact(offering.cloud, option, fabric),
                       nvlink_clique_nodes=offering.nvlink_clique_nodes)
         # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
         parallelism = plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts)
         assert parallelism is not None
         gpu = gpu.model_copy(update={"nodes_per_pool": gpu_nodes_per_pool(
-            offering, option.hosts, compact=multi_node_training, training=training,
+            offering, option.hosts, compact=compact, training=training,
             group_nodes=parallelism.group_nodes)})
         blocks = _capacity_blocks(choice, option.hosts)
         if blocks is not None and len(blocks) > 1:   # one node group per Capacity Block (policies/cloud/booking.py)
             gpu = gpu.model_copy(update={"nodes_per_pool": blocks[0]})
-        # Tightly coupled training lives in one zone (placement policy / cluster placement group);
-        # serving spreads over every zone that has the GPU.
-        zones = [option.zone or region_info.zones[0]] if training else list(region_info.zones)
+        # Tightly coupled training lives in one zone (placement policy / cluster placement group), and so does a
+        # pipelined serving fleet; other serving spreads over every zone that has the GPU.
+        zones = [option.zone or region_info.zones[0]] if compact or training else list(region_info.zones)
     details = choice.estimate.details
     legs = details.get("capacity_legs")
     capacity = Capacity.model_construct(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation,
@@ -69,7 +74,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     node_limit = choice.estimate.details.get("node_limit")
     if node_limit:
         rationale.append(f"Fleet size: {node_limit}.")
-    if gpu is not None and (gpu.pools > 1 or (training and gpu.nodes > 1)):
+    if gpu is not None and (gpu.pools > 1 or ((training or pipelined) and gpu.nodes > 1)):
         rationale.append(_layout_words(gpu, plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts)))
     expert = next((a for a in choice.estimate.assumptions if a.name == "mixture of experts"), None)
     if training and expert is not None:

@@ -53,10 +53,10 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
     headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
     target = spec.inference.tokens_per_second
     plans = []
-    for size in replica_sizes(offering, int(resolved["max_replica_chips"])):
-        replica, reason = model.replica(size.chips)
+    for size in replica_sizes(offering, int(resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
+        replica, reason = model.replica(size.chips, size.stages)
         if replica is None:
-            step, _ = model.step_seconds(size.chips, 1)
+            step, _ = model.step_seconds(size.chips, 1, size.stages)
             plans.append(ReplicaPlan(size, too_slow_step=step) if reason == model.too_slow(step)
                          else ReplicaPlan(size, reason=reason))
             continue
@@ -69,6 +69,8 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
             "p99_ms_per_token": round(latency_ms, 1), "tokens_per_second_per_replica": round(replica.tokens_per_second, 1),
             "bound": replica.bound, "min_chips_for_memory": ctx.min_memory_chips(offering),
         }
+        if size.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
+            detail["pipeline_stages"] = size.stages
         # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it; a TPU replica
         # is one slice, its own pool.
         pool_nodes = fleet.hosts if size.topology is None else size.hosts

@@ -1,8 +1,9 @@
 """What would serve a service nothing serves: the lines `accel choose` adds to its refusal.
 
 A service is refused when every offering is ruled out, and for a large model on one cloud the two usual causes
-meet: the machines sold on demand cannot hold the weights in one replica (a serving replica stays within one
-NVLink domain, policies/selection/ladders.py replica_sizes: a node of 8 GPUs on A3 High, A3 Mega, A2), and the
+meet: the machines sold on demand cannot hold the weights in one replica, or hold them only in replicas of whole
+nodes over the scale-out network that decode too slowly for the bound (policies/selection/ladders.py replica_sizes:
+a node of 8 GPUs on A2; pipeline stages of A3 High and A3 Mega nodes), and the
 machines that can are not sold on demand (A3 Ultra, A4, A4X: reservations, flex-start or spot only,
 gcp-consumption-options). Each offering's own reason is in the refusal's `rejected`; these lines say what the
 whole refusal comes to and what to change, from the search itself: a lower serving precision is searched again
@@ -14,10 +15,11 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from accel.base.units import money
-from accel.policies.catalog.model import ServingPrecision
+from accel.policies.catalog.model import Offering, ServingPrecision
 from accel.policies.selection.candidates import SearchContext, SearchResult
 from accel.policies.selection.choice import Choice, NoFeasibleOption
 from accel.policies.selection.explain import describe
+from accel.policies.selection.ladders import replica_sizes
 from accel.policies.workload import WorkloadSpec
 
 
@@ -34,9 +36,15 @@ def serving_remedies(ctx: SearchContext, found: SearchResult, search_again: Call
     held = [r for r in found.rejected if r["offering"] in found.eliminations.get("capacity", [])]
     if too_small and held:
         first = held[0]
+        # Offerings whose replicas over several nodes hold the weights but decode too slowly (pipeline stages over
+        # the scale-out network, policies/selection/ladders.py pipeline_sizes).
+        slow = [o for o in found.eliminations.get("latency", []) if _spans_nodes(ctx, ctx.catalog.offering(o))]
+        across = (f"; {', '.join(slow)} hold them in replicas of whole nodes over the scale-out network, which miss "
+                  "the p99 bound" if slow else "")
         lines.append(
             f"why: the weights fit no replica of {', '.join(too_small)} (a serving replica stays within one NVLink "
-            "domain; replicas split across nodes are not modelled), and the capacity the others are sold through "
+            "domain, or spans whole nodes as pipeline stages only on a machine with a scale-out fabric)"
+            f"{across}, and the capacity the others are sold through "
             f"rules them out ({', '.join(r['offering'] for r in held)}; each one's reason is in `accel choose "
             f"--json`'s rejected), e.g. {first['offering']}: {first['reasons'][0]}")
     if too_small:
@@ -53,6 +61,13 @@ def serving_remedies(ctx: SearchContext, found: SearchResult, search_again: Call
                          f"{money(chosen.hourly_usd)}/h, {money(chosen.total_usd)} over {chosen.hours:g} h")
             break
     return lines
+
+
+def _spans_nodes(ctx: SearchContext, offering: Offering) -> bool:
+    """Whether the offering's replicas that hold the model are pipeline stages over several nodes."""
+    model = ctx.inference_model(offering)
+    return any(size.stages > 1 for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]),
+                                                            model.hold_chips(), int(model.layers)))
 
 
 def lower_precisions(precisions: Mapping[str, ServingPrecision], current: str) -> list[str]:

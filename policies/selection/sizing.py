@@ -718,6 +718,7 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     why_not: list[str] = []
     too_slow: list[tuple[float, int]] = []   # (decode step at batch 1, replica chips) of sizes over the p99 bound
     feasible: list[tuple[tuple, Candidate]] = []
+    pipelined = False   # a replica of pipeline stages is feasible already (the fewest stages: plans go smallest first)
     hours = spec.inference.hours
     # The replicas, fleets and limits do not depend on the price: worked out once (selection.replicas).
     from accel.policies.selection.replicas import replica_plans  # serving only: a training run skips ~0.6 ms of import
@@ -754,6 +755,12 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
             why_not.append(f"{size.chips}-chip replicas: {spent} over the {allowed} budget")
             continue
         latency_ms = plan.latency_ms
+        if ctx.objective == "time" and size.stages > 1 and pipelined:
+            # A token crosses every stage, so more stages never decode it sooner: they only hold larger micro-batches,
+            # which fill the p99 bound the same way. The fewest stages that serve are the fastest pipeline; a larger
+            # one would win the time objective by the bisection's rounding alone (2 x 32 p5 nodes for 0.4 ms).
+            continue
+        pipelined = pipelined or size.stages > 1
         key = ((latency_ms, evaluation.total_usd) if ctx.objective == "time" else (evaluation.total_usd, latency_ms))
         feasible.append((key, cand))
     if feasible:
@@ -807,13 +814,16 @@ def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoi
         return None
     headroom = 1.0 + (ctx.resolved["inference_spot_serving_headroom"] if spot else 0.0)
     model = ctx.inference_model(offering)
-    replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step))
+    # A pipeline replica keeps one micro-batch per stage in flight: `stages` sequences at batch 1.
+    replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step / size.stages))
     fleet = serving_fleet(offering, size, replicas)
     hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
     detail: dict[str, float | int | str] = {
-        "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": 1, "p99_ms_per_token": round(p99_ms, 1),
-        "tokens_per_second_per_replica": round(1.0 / step, 1), "bound": bound,
-        "min_chips_for_memory": ctx.min_memory_chips(offering)}
+        "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": size.stages,
+        "p99_ms_per_token": round(p99_ms, 1), "tokens_per_second_per_replica": round(size.stages / step, 1),
+        "bound": bound, "min_chips_for_memory": ctx.min_memory_chips(offering)}
+    if size.stages > 1:
+        detail["pipeline_stages"] = size.stages
     hours = spec.inference.hours
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
                             detail=detail)
@@ -833,10 +843,10 @@ def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Siz
 def _fastest_replica_of(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
     model = ctx.inference_model(offering)
     best: tuple[float, Size, str] | None = None
-    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"])):
-        if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence:
+    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
+        if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence * size.stages:
             continue
-        step, bound = model.step_seconds(size.chips, 1)
+        step, bound = model.step_seconds(size.chips, 1, size.stages)
         if best is None or step < best[0]:
             best = (step, size, bound)
     return best
