@@ -23,8 +23,9 @@ from accel.policies.selection.choose import plan_from_pin
 from accel.policies.spot_ttl import ttl_for_run
 from accel.policies.workload import workload_from_mapping
 
-# A capacity block's window as EC2 sells them (starts and ends at 11:30 UTC); stack files declare it.
-CAPACITY_BLOCK_WINDOW = {"start": "2030-01-06T11:30:00Z", "end": "2030-01-13T11:30:00Z"}
+# A capacity block's window as EC2 sells them (starts and ends at 11:30 UTC, 1-14 days); stack files declare it. Two
+# weeks: the matrix's 100B-token run on 32 H100 takes ~203 h, and a block shorter than the run is refused at plan.
+CAPACITY_BLOCK_WINDOW = {"start": "2030-01-06T11:30:00Z", "end": "2030-01-20T11:30:00Z"}
 
 # (stack name, hardware pin, capacity mode, reservation/capacity block id)
 MATRIX = [

@@ -223,9 +223,11 @@ def test_the_fabric_check_sets_nccl_info_and_fails_closed(planned):
 def test_a_declared_ultraserver_block_is_sized_within_its_count_in_whole_ultraservers():
     from accel.policies.cloud.reservations import DeclaredReservation
 
+    # Eight weeks (a 7-day step of the block grid): the run on 36 trays is longer than two weeks, and a block
+    # shorter than the run is not sized on at all (tests/test_capacity_residues.py).
     block = DeclaredReservation(name="cr-0b200e72a1b2c3d4e", kind="capacity-block", machineType="p6e-gb200.36xlarge",
                                 count=36, zone="us-east-1-dfw-2a", start="2030-01-06T11:30:00Z",
-                                end="2030-01-20T11:30:00Z")
+                                end="2030-03-03T11:30:00Z")
     choice = choose(workload(clouds=["aws"], framework="pytorch", deadline_days=60), load_catalog(), reservations=[block])
     p6e = [o for o in choice.options if o.offering == "aws-p6e-gb200.36xlarge"]
     assert p6e and all(o.hosts <= 36 and o.hosts % 9 == 0 and o.provisioning == "capacity-block" for o in p6e)
