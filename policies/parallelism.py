@@ -37,6 +37,7 @@ domain when a whole replica cannot be (accel/job/topology.py).
 # annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import math
+from typing import NamedTuple
 
 from pydantic import Field, computed_field, model_serializer
 
@@ -150,6 +151,42 @@ def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
     depth = max(pipeline, _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor)))
     depth = max(1, min(nodes // (span * ranks), depth))
     return tensor, depth, max(1, nodes // (depth * span * ranks)), span
+
+
+class ShardedState(NamedTuple):
+    """One model's training state under Megatron's distributed optimizer, in GPUs' worth of usable HBM (activation
+    headroom included): `replicated`, what every data-parallel replica holds whole (bf16 weights and fp32
+    gradients, and any frozen weights), `sharded`, what the replicas split between them (fp32 master weights and
+    Adam moments). Written by the estimate (policies/estimator/estimate.py distributed_optimizer_state)."""
+
+    replicated: float
+    sharded: float
+
+    def per_gpu(self, replica_gpus: int, data: int) -> float:
+        """The share of one GPU's usable HBM each GPU of a `replica_gpus`-GPU replica holds, `data` replicas
+        sharing the sharded part: (replicated + sharded / DP) / (TP x PP)."""
+        return (self.replicated + self.sharded / max(1, data)) / replica_gpus
+
+    def fits(self, replica_gpus: int, data: int) -> bool:
+        return self.per_gpu(replica_gpus, data) <= 1.0
+
+
+def distributed_replica_need(state: ShardedState, gpus_per_node: int, nodes: int, domain_unit_nodes: int = 1) -> int:
+    """The GPUs' worth of state (`training_degrees`' `min_chips_for_memory`) that lays out the smallest replica whose
+    GPUs hold their share of `state` on this fleet, the data-parallel degree being the fleet over that replica: the
+    replicas `training_degrees` builds are tried smallest first (tensor parallelism in the node, then whole nodes of
+    one NVLink domain, then a power-of-two pipeline), each with its own DP, and the first that fits is taken. Where
+    none does, the largest the fleet holds (as the whole-state rule caps it at the fleet)."""
+    need = 1
+    while True:
+        tensor, depth, data, _ = training_degrees(need, gpus_per_node, nodes, domain_unit_nodes)
+        replica = tensor * depth
+        if state.fits(replica, data):
+            return need
+        tensor, depth, _, _ = training_degrees(replica + 1, gpus_per_node, nodes, domain_unit_nodes)
+        if tensor * depth <= replica:      # the fleet holds no larger replica
+            return need
+        need = replica + 1
 
 
 def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,

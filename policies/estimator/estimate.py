@@ -27,6 +27,7 @@ from accel.policies.catalog.model import (
     FilesystemOffer,
     rule_for,
 )
+from accel.policies.parallelism import ShardedState
 from accel.policies.plan import SERVED_PRECISION, Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
@@ -106,6 +107,9 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     for override_key, name in _TRAINING_KEYS.items():
         item = getattr(training, name)
         put(name, item.value, item.source, getattr(overrides, override_key))
+    optimizer = training.distributed_optimizer
+    put("distributed_optimizer_replicated_bytes", optimizer.replicated_bytes_per_parameter, optimizer.source, None)
+    put("distributed_optimizer_sharded_bytes", optimizer.sharded_bytes_per_parameter, optimizer.source, None)
     for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown", "provisioning_minutes",
                  "image_pull_minutes", "compile_minutes", "checkpoint_write_gbps_per_host"):
         item = getattr(training, name)
@@ -297,6 +301,23 @@ def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
     frozen = spec.model.parameters - trained
     state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
     return state * (1.0 + resolved["activation_headroom"])
+
+
+def distributed_optimizer_state(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> ShardedState:
+    """The training state as Megatron's distributed optimizer holds it (assumptions.yaml training.
+    distributed_optimizer, Megatron-LM's dist_optimizer.md), in GPUs' worth of usable HBM: every data-parallel
+    replica holds the trained parameters' bf16 weights and fp32 gradients, the frozen weights' bf16 copy and the
+    activation allowance whole (the estimate's own: activation_headroom on the state training_memory_bytes counts,
+    not shrunk with the optimizer's sharding); the fp32 master weights and Adam moments are split over the replicas.
+    Rounded to 4 decimals: the figures the Plan records (details) and the search lays fleets out by are the same."""
+    usable = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+    trained = trained_parameters(spec)
+    frozen = spec.model.parameters - trained
+    state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
+    whole = (trained * resolved["distributed_optimizer_replicated_bytes"] + frozen * FROZEN_BYTES_PER_PARAMETER
+             + state * resolved["activation_headroom"])
+    return ShardedState(round(whole / usable, 4),
+                        round(trained * resolved["distributed_optimizer_sharded_bytes"] / usable, 4))
 
 
 def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> int:
