@@ -773,6 +773,21 @@ def _chips_per_sequence(spec: WorkloadSpec, catalog: Catalog, detail: dict[str, 
                               f"(policies/estimator/activations.py); at the usual lengths {rule.value:g}: {rule.source}")
 
 
+def _distributed_optimizer_assumption(resolved: Resolved, detail: dict[str, float | int | str]) -> list[Assumption]:
+    """The bytes a GPU training layout is sized by, where the estimate records them (a PyTorch run: Megatron's
+    distributed optimizer, details.replicated_state_gpus and sharded_state_gpus)."""
+    if "sharded_state_gpus" not in detail:
+        return []
+    replicated = resolved["distributed_optimizer_replicated_bytes"]
+    sharded = resolved["distributed_optimizer_sharded_bytes"]
+    return [_assumption(name="distributed optimizer", value=f"{replicated:g} + {sharded:g} / DP bytes per parameter",
+                        source=f"{resolved.sources['distributed_optimizer_sharded_bytes']}; the job runs Megatron-LM "
+                               "with --use-distributed-optimizer, so a replica (TP x PP, plan.parallelism) is the "
+                               "smallest whose GPUs hold the weights, gradients and activation headroom plus the "
+                               "optimizer state over the data-parallel degree; the fleet's floor stays "
+                               "bytes_per_parameter")]
+
+
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None,
@@ -834,6 +849,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                          source=f"{flops_rule}; attention as PaLM (Chowdhery et al. 2022, appendix B); {architecture}"),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
+              *_distributed_optimizer_assumption(resolved, detail),
               *_sequence_assumption(detail),
               _assumption(name="mfu", value=mfu_value, source=mfu_source),
               _assumption(name="goodput", value=_round(whole_run.value),
