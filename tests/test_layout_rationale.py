@@ -19,8 +19,9 @@ def layout_line(stack: str) -> str:
 
 
 @pytest.mark.parametrize("stack, words", [
-    # 36 A4X nodes (two 18-node sub-blocks) hold two 16-node replicas of TP8 x PP8; 4 trays hold none.
-    ("llama-405b-a4x", "one pool of 36 nodes holding 2 replicas of 16 nodes; 4 nodes hold no whole replica."),
+    # 36 A4X nodes (two 18-node sub-blocks) hold four 8-node replicas of TP8 x PP4 (the PyTorch run's distributed
+    # optimizer shards the optimizer state over them; TP8 x PP8 holding the whole state before); 4 trays hold none.
+    ("llama-405b-a4x", "one pool of 36 nodes holding 4 replicas of 8 nodes; 4 nodes hold no whole replica."),
     # One 18-instance p6e-gb200 UltraServer, pinned by hand, holds one 16-node replica of TP4 x PP16; 2 hold none.
     ("llama-405b-p6e", "one pool of 18 nodes holding 1 replica of 16 nodes; 2 nodes hold no whole replica."),
 ])
