@@ -40,7 +40,7 @@ def test_ranks_start_on_the_nodes_holding_whole_replicas(stack, fleet, ranked):
 
 # The search times a fleet on its whole replicas (policies/selection/replica_fleet.py), so it picks whole replicas:
 # onprem-gb200 22 nodes (TP4 x PP2 x DP11, the distributed optimizer's replica; 24 in TP4 x PP4 x DP6 while a replica
-# held the whole state), llama-70b-finetune-aws 136 (its pinned plan: 17 replicas of 8).
+# held the whole state), llama-70b-finetune-aws 132 (33 replicas of 4; 136 in 17 replicas of 8 before).
 @pytest.mark.parametrize("stack", ["llama-405b-h100-aws", "dev-spot", "onprem-gb200", "llama-70b-finetune-aws"])
 def test_a_fleet_of_whole_replicas_starts_ranks_on_every_node(stack):
     plan, jobset, derivations = training_jobset(stack)

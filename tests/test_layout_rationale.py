@@ -43,8 +43,9 @@ def test_the_words_count_the_replicas_the_pools_hold(sizes, group, words):
 
 
 def test_the_shipped_pin_says_what_its_pools_hold():
-    # 136 p4d nodes in pools of 64 + 64 + 8 hold seventeen 8-node replicas (the search times a fleet on its whole
-    # replicas, so it no longer picks the 132 whose last 4 nodes held none).
+    # 132 p4d nodes in pools of 64 + 64 + 4 hold thirty-three 4-node replicas (TP8 x PP4: the job's distributed
+    # optimizer shards the optimizer state over the replicas); holding the whole state, 136 nodes in 64 + 64 + 8 held
+    # seventeen 8-node replicas, since the search times a fleet on its whole replicas.
     import yaml
 
     from accel.policies.selection.plan_builder import _layout_words
@@ -53,5 +54,5 @@ def test_the_shipped_pin_says_what_its_pools_hold():
     document = yaml.safe_load((root / "stacks" / "Pulumi.llama-70b-finetune-aws.yaml").read_text())
     plan = Plan.model_validate(document["config"]["accel:plan"])
     line = _layout_words(plan.gpu, plan.parallelism)
-    assert line.endswith("3 pools: 2 x 64 + 8 nodes, each a whole number of replicas.")
+    assert line.endswith("3 pools: 2 x 64 + 4 nodes, each a whole number of replicas.")
     assert line in plan.rationale
