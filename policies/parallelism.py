@@ -183,16 +183,20 @@ class ShardedState(NamedTuple):
         return self.per_gpu(replica_gpus, data) <= 1.0
 
 
-def distributed_replica_need(state: ShardedState, gpus_per_node: int, nodes: int, domain_unit_nodes: int = 1) -> int:
+def distributed_replica_need(state: ShardedState, gpus_per_node: int, nodes: int, domain_unit_nodes: int = 1,
+                             busy_gpus: int = 0) -> int:
     """The GPUs' worth of state (`training_degrees`' `min_chips_for_memory`) that lays out the smallest replica whose
     GPUs hold their share of `state` on this fleet, the data-parallel degree being the fleet over that replica: the
     replicas `training_degrees` builds are tried smallest first (tensor parallelism in the node, then whole nodes of
     one NVLink domain, then a power-of-two pipeline), each with its own DP, and the first that fits is taken. Where
-    none does, the largest the fleet holds (as the whole-state rule caps it at the fleet)."""
+    none does, the largest the fleet holds (as the whole-state rule caps it at the fleet). `busy_gpus` (0: none), the
+    GPUs the global batch keeps busy: only the replicas they hold train, so only they share the optimizer state."""
     need = 1
     while True:
         tensor, depth, data, _ = training_degrees(need, gpus_per_node, nodes, domain_unit_nodes)
         replica = tensor * depth
+        if busy_gpus:
+            data = min(data, max(1, busy_gpus // replica))
         if state.fits(replica, data):
             return need
         tensor, depth, _, _ = training_degrees(replica + 1, gpus_per_node, nodes, domain_unit_nodes)

@@ -439,8 +439,9 @@ def _layout_need(estimate: Estimate, gpu: GpuPool, unit: int) -> int:
     if not isinstance(replicated, (int, float)) or not isinstance(sharded, (int, float)) \
             or details.get("context_parallel") or details.get("pipeline_parallel"):
         return estimate.min_chips_for_memory
+    busy = details.get("busy_chips")   # the global batch's GPUs: only the replicas they hold share the optimizer state
     return distributed_replica_need(ShardedState(float(replicated), float(sharded)), gpu.gpus_per_node, gpu.nodes,
-                                    unit)
+                                    unit, int(busy) if isinstance(busy, (int, float)) else 0)
 
 
 def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,

@@ -152,3 +152,12 @@ def test_the_pytorch_example_plans_a_small_replica_and_a_jax_plan_keeps_the_whol
         update={"constraints": pretrain(70e9).constraints.model_copy(update={"deadline_days": 60.0})}), catalog)
     assert "sharded_state_gpus" not in jax.estimate.details
     assert not any(a.name == "distributed optimizer" for a in jax.estimate.assumptions)
+
+
+def test_only_the_replicas_the_global_batch_keeps_busy_share_the_optimizer_state(catalog):
+    """A fleet past the GPUs the batch feeds trains on those alone (policies/plan.py plan_parallelism, details.
+    busy_chips): the optimizer state is spread over their replicas, not the idle ones."""
+    state, layout = rule_layout(catalog, 7e9, "h100-80gb", 8, 16)
+    assert (layout.tensor, layout.data) == (1, 128)
+    assert not state.fits(1, 8)
+    assert training_parallelism(distributed_replica_need(state, 8, 16, busy_gpus=8), 8, 16).tensor == 2
