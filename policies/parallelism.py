@@ -1,17 +1,27 @@
 """The parallelism a GPU plan implies: tensor-parallel within a node, pipeline-parallel across nodes,
 data-parallel over model replicas. A pure decision over figures the Plan already holds.
 
-- Training: one model replica (a tensor- x pipeline-parallel group) holds the whole training state
-  (`estimate.min_chips_for_memory` chips: weights, gradients, optimizer state and activation headroom),
-  the usual 3D-parallel layout without optimizer-state sharding across replicas. Tensor parallelism
+- Training: a model replica is a tensor- x pipeline-parallel group large enough for its share of the training
+  state. The job a PyTorch stack runs is Megatron-LM with --use-distributed-optimizer (accel/job/megatron_run.py):
+  every data-parallel replica holds the bf16 weights and fp32 gradients whole and the replicas split the fp32
+  master weights and Adam moments, 6 + 12/d bytes per parameter (Megatron-LM docs/source/api-guide/
+  dist_optimizer.md at core_v0.15.3, 309ffca6; assumptions.yaml training.distributed_optimizer). So the replica
+  is the smallest of the layouts below whose GPUs hold (weights + gradients + activation headroom + optimizer
+  state / DP) / (TP x PP) with DP the fleet over it, solved per fleet (`distributed_replica_need` over the
+  estimate's `ShardedState`). Other jobs (JAX, a TPU), a long sequence's layout and a Plan pinned before the
+  estimate recorded that state keep a replica holding the whole state (`estimate.min_chips_for_memory` chips:
+  weights, gradients, optimizer state and activation headroom). Either figure is `training_degrees`' first
+  argument, the GPUs' worth of state the replica is laid out for. Tensor parallelism
   stays inside an NVLink domain: every GPU of the node once the state needs more than one node, and,
   where the domain spans nodes (GB200 NVL72) and the cloud places whole domains as a unit a job can
   require (`tensor_nodes`: A4X's 18-node sub-block), as many whole nodes as the state needs up to the
   largest power of two that tiles the unit (TP8 over two 4-GPU trays of an 18-tray rack, as NVIDIA's
   GB200 Nemotron-4 340B recipe runs TP8 x PP8). The pipeline degree is the tensor-parallel groups that
   hold the state, rounded up to a power of two as Megatron-style pipelines are laid out, and never
-  more than the fleet. Llama 3.1 405B on H100 nodes comes out as TP8 x PP16 (the Llama 3 paper,
-  Table 4, ran TP8 x PP16 x DP128).
+  more than the fleet. Llama 3.1 405B on 16,384 H100 comes out as TP8 x PP8 x DP256 with the distributed
+  optimizer (Megatron's own Llama 3 405B recipe runs TP8 x PP8; the Llama 3 paper, Table 4, ran TP8 x PP16 x
+  DP128, which memory does not force: docs/scale.md, "Distributed optimizer"), TP8 x PP16 holding the whole
+  state.
 - Long sequences (training): where one sequence's activations do not fit beside the state on that replica
   (policies/estimator/activations.py: full recomputation, Korthikanti et al. 2022), tensor parallelism widens to
   the narrowest group that holds it (`tensor`), else takes the whole node and context parallelism (`context`,
@@ -23,7 +33,9 @@ data-parallel over model replicas. A pure decision over figures the Plan already
 - Mixture of experts (training): the routed experts are spread over one scale-up domain (a node's
   NVLink domain: EP = min(experts, domain GPUs)), so the all-to-all stays on NVLink; expert parallelism
   reuses the GPUs of a replica's node rather than multiplying the fleet (`expert`, absent for a dense
-  model). The same rule sizes the all-to-all the estimate costs (policies/estimator/moe.py).
+  model). The same rule sizes the all-to-all the estimate costs (policies/estimator/moe.py). The replica's
+  share of the state counts every parameter, the experts' too, as held by its TP x PP GPUs: Megatron spreads the
+  experts over the EP ranks as well, so for a mixture of experts the replica is an upper bound.
 - Serving: the estimate's replica (`estimate.details.replica_chips`) is the group: tensor-parallel over
   the GPUs of a node, pipeline-parallel over the nodes it spans (what `accel job` passes to vLLM).
 
@@ -37,6 +49,7 @@ domain when a whole replica cannot be (accel/job/topology.py).
 # annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
 import math
+from typing import NamedTuple
 
 from pydantic import Field, computed_field, model_serializer
 
@@ -150,6 +163,46 @@ def training_degrees(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
     depth = max(pipeline, _power_of_two_at_least(math.ceil(min_chips_for_memory / tensor)))
     depth = max(1, min(nodes // (span * ranks), depth))
     return tensor, depth, max(1, nodes // (depth * span * ranks)), span
+
+
+class ShardedState(NamedTuple):
+    """One model's training state under Megatron's distributed optimizer, in GPUs' worth of usable HBM (activation
+    headroom included): `replicated`, what every data-parallel replica holds whole (bf16 weights and fp32
+    gradients, and any frozen weights), `sharded`, what the replicas split between them (fp32 master weights and
+    Adam moments). Written by the estimate (policies/estimator/estimate.py distributed_optimizer_state)."""
+
+    replicated: float
+    sharded: float
+
+    def per_gpu(self, replica_gpus: int, data: int) -> float:
+        """The share of one GPU's usable HBM each GPU of a `replica_gpus`-GPU replica holds, `data` replicas
+        sharing the sharded part: (replicated + sharded / DP) / (TP x PP)."""
+        return (self.replicated + self.sharded / max(1, data)) / replica_gpus
+
+    def fits(self, replica_gpus: int, data: int) -> bool:
+        return self.per_gpu(replica_gpus, data) <= 1.0
+
+
+def distributed_replica_need(state: ShardedState, gpus_per_node: int, nodes: int, domain_unit_nodes: int = 1,
+                             busy_gpus: int = 0) -> int:
+    """The GPUs' worth of state (`training_degrees`' `min_chips_for_memory`) that lays out the smallest replica whose
+    GPUs hold their share of `state` on this fleet, the data-parallel degree being the fleet over that replica: the
+    replicas `training_degrees` builds are tried smallest first (tensor parallelism in the node, then whole nodes of
+    one NVLink domain, then a power-of-two pipeline), each with its own DP, and the first that fits is taken. Where
+    none does, the largest the fleet holds (as the whole-state rule caps it at the fleet). `busy_gpus` (0: none), the
+    GPUs the global batch keeps busy: only the replicas they hold train, so only they share the optimizer state."""
+    need = 1
+    while True:
+        tensor, depth, data, _ = training_degrees(need, gpus_per_node, nodes, domain_unit_nodes)
+        replica = tensor * depth
+        if busy_gpus:
+            data = min(data, max(1, busy_gpus // replica))
+        if state.fits(replica, data):
+            return need
+        tensor, depth, _, _ = training_degrees(replica + 1, gpus_per_node, nodes, domain_unit_nodes)
+        if tensor * depth <= replica:      # the fleet holds no larger replica
+            return need
+        need = replica + 1
 
 
 def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,

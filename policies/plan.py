@@ -26,7 +26,13 @@ from pydantic import Field, computed_field, model_serializer, model_validator
 
 from accel.base.model import StrictModel
 from accel.policies import hardware
-from accel.policies.parallelism import Parallelism, expert_parallelism, gpu_parallelism
+from accel.policies.parallelism import (
+    Parallelism,
+    ShardedState,
+    distributed_replica_need,
+    expert_parallelism,
+    gpu_parallelism,
+)
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 
@@ -420,6 +426,24 @@ class Plan(DerivedFieldsModel):
         return self
 
 
+def _layout_need(estimate: Estimate, gpu: GpuPool, unit: int) -> int:
+    """The GPUs' worth of state a training replica is laid out for: where the estimate records the state as the job's
+    distributed optimizer holds it (details.replicated_state_gpus and sharded_state_gpus: a PyTorch run, Megatron's
+    --use-distributed-optimizer), the smallest replica whose GPUs hold their share at this fleet's data-parallel
+    degree (policies/parallelism.py distributed_replica_need); else, and where a long sequence sets the layout
+    (policies/estimator/activations.py), the whole state per replica (estimate.min_chips_for_memory)."""
+    details = estimate.details
+    replicated, sharded = details.get("replicated_state_gpus"), details.get("sharded_state_gpus")
+    # As the search times it (policies/selection/replica_fleet.py layout_need): a long sequence's context-parallel
+    # degree or deeper pipeline keeps the whole state's layout the sequence was fitted beside.
+    if not isinstance(replicated, (int, float)) or not isinstance(sharded, (int, float)) \
+            or details.get("context_parallel") or details.get("pipeline_parallel"):
+        return estimate.min_chips_for_memory
+    busy = details.get("busy_chips")   # the global batch's GPUs: only the replicas they hold share the optimizer state
+    return distributed_replica_need(ShardedState(float(replicated), float(sharded)), gpu.gpus_per_node, gpu.nodes,
+                                    unit, int(busy) if isinstance(busy, (int, float)) else 0)
+
+
 def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
                      experts: int | None = None, domain_unit_nodes: int | None = None) -> Parallelism | None:
     """The parallelism of a GPU pool under this estimate (None without a GPU pool); a mixture-of-experts model
@@ -443,11 +467,12 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     context = estimate.details.get("context_parallel")   # a long sequence's layout (policies/estimator/activations.py)
     pipeline = estimate.details.get("pipeline_parallel")
     tensor = estimate.details.get("tensor_parallel")     # its tensor group, where it widened one without CP
-    layout = gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes, estimate.min_chips_for_memory,
+    unit = facts.nvlink_domain_unit_nodes(gpu.machine_type, gpu.nvlink_clique_nodes) if domain_unit_nodes is None \
+        else domain_unit_nodes
+    layout = gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes,
+                             _layout_need(estimate, gpu, unit) if kind != "inference" else estimate.min_chips_for_memory,
                              int(replica) if isinstance(replica, (int, float)) else None, expert,
-                             facts.nvlink_domain_unit_nodes(gpu.machine_type, gpu.nvlink_clique_nodes)
-                             if domain_unit_nodes is None
-                             else domain_unit_nodes, int(context) if isinstance(context, (int, float)) else 0,
+                             unit, int(context) if isinstance(context, (int, float)) else 0,
                              int(pipeline) if isinstance(pipeline, (int, float)) else 0,
                              int(tensor) if isinstance(tensor, (int, float)) else 0)
     # A fleet of whole nodes past the GPUs the global batch keeps busy (details.busy_chips, policies/selection/

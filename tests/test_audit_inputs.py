@@ -252,7 +252,7 @@ def test_validate_runs_the_fabric_check_in_the_image_given_by_image():
     image = "registry.acme.dev/pytorch-arm64:2.6"
     given = run("job", "-s", "onprem-gb200", "--validate", "--image", image, "-C", ROOT)
     assert given.exit_code == 0, given.output
-    assert f"image: {image}" in given.stdout and "torchrun --nnodes=24" in given.stdout
+    assert f"image: {image}" in given.stdout and "torchrun --nnodes=22" in given.stdout
     one_node = run("job", "-s", "dev-spot", "--validate", "--image", image, "-C", ROOT)
     assert f"image: {image}" in one_node.stdout and "all_reduce_perf" in one_node.stdout
 

@@ -245,7 +245,8 @@ CLIQUE = "nvidia.com/gpu.clique"
 
 def test_a_gb200_inventory_labelled_by_gpu_feature_discovery_keeps_each_replica_in_one_nvlink_clique(tmp_path):
     """nvlink_clique_label: the stack's Kueue Topology is the clique, then the node, the flavor names it, and the job
-    requires each 4-tray replica (TP4 x PP4) in one clique: two NVL72 racks of 18 trays hold 8, the job needs 6."""
+    requires each 2-tray replica (TP8 over both trays: the PyTorch run's distributed optimizer shards the optimizer
+    state over the replicas) in one clique: two NVL72 racks of 18 trays hold 18, the job needs 11."""
     result = plan_stack(None, _onprem(tmp_path, nvlink_clique_label=True), ROOT)
     [topology] = [r.inputs for r in result.capture.resources if r.type.endswith(":Topology")]
     assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == [CLIQUE, "kubernetes.io/hostname"]
@@ -256,7 +257,7 @@ def test_a_gb200_inventory_labelled_by_gpu_feature_discovery_keeps_each_replica_
     [jobset] = _of_kind(job.manifests, "JobSet")
     annotations = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
     assert annotations == {"kueue.x-k8s.io/podset-slice-required-topology": CLIQUE,
-                           "kueue.x-k8s.io/podset-slice-size": "4"}
+                           "kueue.x-k8s.io/podset-slice-size": "2"}
     assert check_manifests(result, job.manifests).ok
     assert "ComputeDomain" in {m["kind"] for m in job.manifests}
 

@@ -119,10 +119,11 @@ def test_the_search_lays_out_and_times_fleets_by_the_labelled_clique():
 def test_the_labelled_inventory_plans_tensor_parallelism_across_two_trays(labelled):
     unlabelled = planned_result("onprem-gb200").plan
     assert labelled.plan["gpu"]["nvlink_clique_nodes"] == 18
-    assert labelled.plan["parallelism"] == {"tensor": 8, "pipeline": 2, "data": 6, "tensor_nodes": 2,
-                                            "group_nodes": 4}
-    # Same fleet and run: the replica is still 4 trays (TP4 x PP4 before), timed on the same nodes.
-    assert unlabelled["parallelism"] == {"tensor": 4, "pipeline": 4, "data": 6, "group_nodes": 4}
+    # The PyTorch run's distributed optimizer shards the optimizer state over the 11 replicas: 2 trays hold one.
+    assert labelled.plan["parallelism"] == {"tensor": 8, "pipeline": 1, "data": 11, "tensor_nodes": 2,
+                                            "group_nodes": 2}
+    # Same fleet and run: the replica is still 2 trays (TP4 x PP2 without the label), timed on the same nodes.
+    assert unlabelled["parallelism"] == {"tensor": 4, "pipeline": 2, "data": 11, "group_nodes": 2}
     assert "nvlink_clique_nodes" not in unlabelled["gpu"]
     assert (labelled.plan["chosen"]["chips"], labelled.plan["chosen"]["hours"]) == \
         (unlabelled["chosen"]["chips"], unlabelled["chosen"]["hours"])
@@ -180,9 +181,9 @@ def test_the_job_keeps_each_tensor_group_in_one_clique_and_claims_the_compute_do
     job = job_of(labelled)
     [jobset] = [m for m in job.manifests if m["kind"] == "JobSet"]
     annotations = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
-    # Each 4-tray replica required in one clique holds its two 2-tray tensor groups (18-tray racks hold 4 replicas).
-    assert annotations == {SLICE_REQUIRED: CLIQUE, SLICE_SIZE: "4"}
-    assert "parallelism TP8 x PP2 x DP6 (the Plan's)" in job.derivations
+    # Each 2-tray replica, its one tensor group, required in one clique (18-tray racks hold 9 replicas).
+    assert annotations == {SLICE_REQUIRED: CLIQUE, SLICE_SIZE: "2"}
+    assert "parallelism TP8 x PP1 x DP11 (the Plan's)" in job.derivations
     assert f"topology: each tensor-parallel group (2 nodes) stays in that {CLIQUE}, one NVLink domain or less" \
         in job.derivations
     assert_claims_a_valid_compute_domain(labelled, job)

@@ -60,12 +60,13 @@ def pod(job) -> dict:
 # ----- the command a plan generates -----
 
 def test_a_70b_plan_runs_pretrain_gpt_under_torchrun_with_the_plans_layout():
-    job = job_of(planned_result("llama-70b-a4"), JobOptions())
+    job = job_of(planned_result("llama-70b-a3mega-gcp"), JobOptions())
     spec = pod(job)
     script = spec["containers"][0]["command"][-1]
     assert re.search(r"torchrun .*--master-port=29500 /opt/megatron-lm/pretrain_gpt.py ", script)
     given_flags = flags(script[script.index("pretrain_gpt.py"):])
-    # The Plan says TP8 x PP2 x DP16 on 32 B200 nodes.
+    # The Plan says TP8 x PP2 x DP16 on 32 H100 nodes (the distributed optimizer's replica: TP8 x PP4 when a replica
+    # held the whole state).
     assert given_flags["--tensor-model-parallel-size"] == "8" and given_flags["--pipeline-model-parallel-size"] == "2"
     assert "--sequence-parallel" in given_flags and "--use-distributed-optimizer" in given_flags
     assert "--context-parallel-size" not in given_flags   # no CP at 8K tokens
@@ -214,7 +215,8 @@ def mutated(base: Plan, model: dict | None = None, training: dict | None = None)
 
 @pytest.fixture(scope="module")
 def a4_plan() -> Plan:
-    """llama-70b-a4: 32 nodes of 8 B200, TP8 x PP2 x DP16."""
+    """llama-70b-a4: 32 nodes of 8 B200, TP8 x PP1 x DP32 (the distributed optimizer's replica; TP8 x PP2 x DP16
+    when a replica held the whole state)."""
     return Plan.model_validate(planned_result("llama-70b-a4").plan)
 
 
@@ -232,13 +234,13 @@ def test_the_unmutated_plan_passes(a4_plan):
     # gemma2-2b: 8 query heads, 4 KV heads, on TP8: the KV groups do not split (transformer_config.py l.758)
     (lambda p: named(p, "gemma2-2b"), None, "model.architecture: gemma2-2b", "l.758"),
     # one layer cannot fill two pipeline stages (arguments.py l.599)
-    (lambda p: mutated(p, model={"layers": 1}), None, "model.layers", "l.599"),
+    (lambda p: mutated(p, model={"layers": 1}), {"pipeline": 2, "data": 16}, "model.layers", "l.599"),
     # a width that is no whole number of 128-wide heads in 8 groups (transformer_config.py l.743)
     (lambda p: mutated(p, model={"hidden": 8000}), None, "model.hidden", "l.743"),
     # a sequence that does not split into 2 x CP chunks (arguments.py l.844)
     (lambda p: mutated(p, model={"sequence_length": 8190}), {"context": 2, "data": 8}, "model.sequence_length",
      "l.844"),
-    # a stated global batch of 100 sequences over 16 data-parallel ranks (num_microbatches_calculator.py l.340)
+    # a stated global batch of 100 sequences over 32 data-parallel ranks (num_microbatches_calculator.py l.340)
     (lambda p: mutated(p, training={"global_batch_tokens": 100 * 8192}), None, "training.global_batch_tokens",
      "l.340"),
     # 12 experts over the 8 GPUs of a node the plan spreads them on (arguments.py l.1039)
@@ -263,9 +265,9 @@ def test_megatrons_refusals_name_the_field_and_its_line(a4_plan, monkeypatch, mu
 
 
 def test_the_default_global_batch_is_rounded_up_to_whole_data_parallel_ranks(a4_plan):
-    # 4M tokens of 8,192 = 488 sequences, no multiple of DP16: 496, said.
+    # 4M tokens of 8,192 = 488 sequences, no multiple of DP32: 512, said.
     batch, why = megatron_run.global_batch(a4_plan, megatron_run.layout(a4_plan))
-    assert batch == 496 and "rounded up" in why
+    assert batch == 512 and "rounded up" in why
 
 
 def test_every_mixture_of_experts_architecture_states_its_expert_width():

@@ -21,7 +21,7 @@ def training_jobset(stack: str) -> tuple[dict, dict, str]:
 
 
 @pytest.mark.parametrize("stack, fleet, ranked", [
-    ("llama-405b-a4x", 36, 32),          # TP8 x PP8 x DP2 on 4-GPU trays: 32 nodes; racks of 18 placed whole
+    ("llama-405b-a4x", 36, 32),          # TP8 x PP4 x DP4 on 4-GPU trays: 32 nodes; racks of 18 placed whole
     ("llama-405b-p6e", 18, 16),          # TP4 x PP16 on one 18-instance UltraServer pinned by hand
 ])
 def test_ranks_start_on_the_nodes_holding_whole_replicas(stack, fleet, ranked):
@@ -39,7 +39,8 @@ def test_ranks_start_on_the_nodes_holding_whole_replicas(stack, fleet, ranked):
 
 
 # The search times a fleet on its whole replicas (policies/selection/replica_fleet.py), so it picks whole replicas:
-# onprem-gb200 24 nodes (TP4 x PP4 x DP6; 22 before), llama-70b-finetune-aws 136 (17 replicas of 8; 132 before).
+# onprem-gb200 22 nodes (TP4 x PP2 x DP11, the distributed optimizer's replica; 24 in TP4 x PP4 x DP6 while a replica
+# held the whole state), llama-70b-finetune-aws 132 (33 replicas of 4; 136 in 17 replicas of 8 before).
 @pytest.mark.parametrize("stack", ["llama-405b-h100-aws", "dev-spot", "onprem-gb200", "llama-70b-finetune-aws"])
 def test_a_fleet_of_whole_replicas_starts_ranks_on_every_node(stack):
     plan, jobset, derivations = training_jobset(stack)

@@ -19,8 +19,9 @@ def layout_line(stack: str) -> str:
 
 
 @pytest.mark.parametrize("stack, words", [
-    # 36 A4X nodes (two 18-node sub-blocks) hold two 16-node replicas of TP8 x PP8; 4 trays hold none.
-    ("llama-405b-a4x", "one pool of 36 nodes holding 2 replicas of 16 nodes; 4 nodes hold no whole replica."),
+    # 36 A4X nodes (two 18-node sub-blocks) hold four 8-node replicas of TP8 x PP4 (the PyTorch run's distributed
+    # optimizer shards the optimizer state over them; TP8 x PP8 holding the whole state before); 4 trays hold none.
+    ("llama-405b-a4x", "one pool of 36 nodes holding 4 replicas of 8 nodes; 4 nodes hold no whole replica."),
     # One 18-instance p6e-gb200 UltraServer, pinned by hand, holds one 16-node replica of TP4 x PP16; 2 hold none.
     ("llama-405b-p6e", "one pool of 18 nodes holding 1 replica of 16 nodes; 2 nodes hold no whole replica."),
 ])
@@ -42,8 +43,9 @@ def test_the_words_count_the_replicas_the_pools_hold(sizes, group, words):
 
 
 def test_the_shipped_pin_says_what_its_pools_hold():
-    # 136 p4d nodes in pools of 64 + 64 + 8 hold seventeen 8-node replicas (the search times a fleet on its whole
-    # replicas, so it no longer picks the 132 whose last 4 nodes held none).
+    # 132 p4d nodes in pools of 64 + 64 + 4 hold thirty-three 4-node replicas (TP8 x PP4: the job's distributed
+    # optimizer shards the optimizer state over the replicas); holding the whole state, 136 nodes in 64 + 64 + 8 held
+    # seventeen 8-node replicas, since the search times a fleet on its whole replicas.
     import yaml
 
     from accel.policies.selection.plan_builder import _layout_words
@@ -52,5 +54,5 @@ def test_the_shipped_pin_says_what_its_pools_hold():
     document = yaml.safe_load((root / "stacks" / "Pulumi.llama-70b-finetune-aws.yaml").read_text())
     plan = Plan.model_validate(document["config"]["accel:plan"])
     line = _layout_words(plan.gpu, plan.parallelism)
-    assert line.endswith("3 pools: 2 x 64 + 8 nodes, each a whole number of replicas.")
+    assert line.endswith("3 pools: 2 x 64 + 4 nodes, each a whole number of replicas.")
     assert line in plan.rationale

@@ -108,13 +108,13 @@ def test_a_plan_whose_pools_split_a_replica_is_refused(planned_stacks):
     document["gpu"] = {**document["gpu"], "nodes_per_pool": 150}
     document.pop("parallelism")
     document["gpu"].pop("pools")
-    with pytest.raises(ValueError, match="gpu.nodes_per_pool is 150, not a whole number of the 16-node model replicas"):
+    with pytest.raises(ValueError, match="gpu.nodes_per_pool is 150, not a whole number of the 8-node model replicas"):
         Plan.model_validate(document)
 
 
 def test_a_parallelism_given_on_input_must_agree_with_the_plan(planned_stacks):
     document = dict(planned_stacks["llama-405b-h100-gcp"]["plan"])
-    assert Plan.model_validate(document).parallelism.pipeline == 16
+    assert Plan.model_validate(document).parallelism.pipeline == 8
     document["parallelism"] = {**document["parallelism"], "pipeline": 4}
     with pytest.raises(ValueError, match="plan.parallelism is .* but workload.kind"):
         Plan.model_validate(document)

@@ -65,14 +65,16 @@ def test_a_tpu_fleet_and_a_fleet_of_whole_replicas_are_timed_whole():
 @pytest.mark.parametrize("objective", ["cost", "time"])
 def test_the_search_picks_a_fleet_without_idle_nodes(catalog, objective):
     """llama-70b-finetune-aws chose 132 p4d nodes for 8-node replicas (128 training) on cost and 465 on time
-    before the estimate timed whole replicas; now each chosen fleet is whole replicas."""
+    before the estimate timed whole replicas; then each chosen fleet was whole replicas (136 and 472). Its PyTorch
+    run shards the optimizer state over the replicas (Megatron's distributed optimizer), so a replica is 4 nodes
+    (TP8 x PP4, p4d or g6e) where it was 8, and the whole-replica fleets the search picks are 132 and 468."""
     spec = load_workload(ROOT / "examples" / "llama-70b-finetune-aws.yaml")
     choice = choose(spec, catalog, objective)
     ctx = search_context(spec, catalog, objective)
     chosen, offering = choice.chosen, choice.chosen_offering
     fleet = gpu_fleet(offering, chosen.hosts)
     assert ctx.trained_size(offering, fleet) == fleet
-    assert (chosen.hosts, objective) in ((136, "cost"), (472, "time"))
+    assert (chosen.hosts, objective) in ((132, "cost"), (468, "time"))
 
 
 def test_the_hand_pinned_a4x_stack_plans_the_run_of_its_32_training_trays(catalog):

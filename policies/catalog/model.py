@@ -393,8 +393,19 @@ def rule_for(rules: list[SizeRule], parameters: float) -> SizeRule:
     return next(r for r in rules if r.up_to_parameters is None or parameters <= r.up_to_parameters)
 
 
+class DistributedOptimizerBytes(StrictModel):
+    """Bytes of training state per parameter under a distributed optimizer: `replicated` held whole by every
+    data-parallel replica (weights and gradients), `sharded` split over the d replicas (master weights and optimizer
+    moments): replicated + sharded / d per parameter of a replica."""
+
+    replicated_bytes_per_parameter: float = Field(gt=0)
+    sharded_bytes_per_parameter: float = Field(ge=0)
+    source: str = Field(min_length=3)
+
+
 class TrainingDefaults(StrictModel):
     bytes_per_parameter: AssumptionValue
+    distributed_optimizer: DistributedOptimizerBytes
     activation_headroom: AssumptionValue
     hbm_usable_fraction: AssumptionValue
     goodput: AssumptionValue

@@ -28,6 +28,7 @@ from accel.policies.catalog.model import (
     FilesystemOffer,
     rule_for,
 )
+from accel.policies.parallelism import ShardedState
 from accel.policies.plan import SERVED_PRECISION, Assumption, StoragePlan
 from accel.policies.workload import WorkloadSpec
 
@@ -107,6 +108,9 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     for override_key, name in _TRAINING_KEYS.items():
         item = getattr(training, name)
         put(name, item.value, item.source, getattr(overrides, override_key))
+    optimizer = training.distributed_optimizer
+    put("distributed_optimizer_replicated_bytes", optimizer.replicated_bytes_per_parameter, optimizer.source, None)
+    put("distributed_optimizer_sharded_bytes", optimizer.sharded_bytes_per_parameter, optimizer.source, None)
     for name in ("max_fleet_chips", "fp8_speedup", "fp32_slowdown", "provisioning_minutes",
                  "image_pull_minutes", "compile_minutes", "checkpoint_write_gbps_per_host"):
         item = getattr(training, name)
@@ -302,6 +306,23 @@ def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
     frozen = spec.model.parameters - trained
     state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
     return state * (1.0 + resolved["activation_headroom"])
+
+
+def distributed_optimizer_state(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> ShardedState:
+    """The training state as Megatron's distributed optimizer holds it (assumptions.yaml training.
+    distributed_optimizer, Megatron-LM's dist_optimizer.md), in GPUs' worth of usable HBM: every data-parallel
+    replica holds the trained parameters' bf16 weights and fp32 gradients, the frozen weights' bf16 copy and the
+    activation allowance whole (the estimate's own: activation_headroom on the state training_memory_bytes counts,
+    not shrunk with the optimizer's sharding); the fp32 master weights and Adam moments are split over the replicas.
+    Rounded to 4 decimals: the figures the Plan records (details) and the search lays fleets out by are the same."""
+    usable = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+    trained = trained_parameters(spec)
+    frozen = spec.model.parameters - trained
+    state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
+    whole = (trained * resolved["distributed_optimizer_replicated_bytes"] + frozen * FROZEN_BYTES_PER_PARAMETER
+             + state * resolved["activation_headroom"])
+    return ShardedState(round(whole / usable, 4),
+                        round(trained * resolved["distributed_optimizer_sharded_bytes"] / usable, 4))
 
 
 def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> int:
@@ -819,6 +840,21 @@ def _chips_per_sequence(spec: WorkloadSpec, catalog: Catalog, detail: dict[str, 
                               f"(policies/estimator/activations.py); at the usual lengths {rule.value:g}: {rule.source}")
 
 
+def _distributed_optimizer_assumption(resolved: Resolved, detail: dict[str, float | int | str]) -> list[Assumption]:
+    """The bytes a GPU training layout is sized by, where the estimate records them (a PyTorch run: Megatron's
+    distributed optimizer, details.replicated_state_gpus and sharded_state_gpus)."""
+    if "sharded_state_gpus" not in detail:
+        return []
+    replicated = resolved["distributed_optimizer_replicated_bytes"]
+    sharded = resolved["distributed_optimizer_sharded_bytes"]
+    return [_assumption(name="distributed optimizer", value=f"{replicated:g} + {sharded:g} / DP bytes per parameter",
+                        source=f"{resolved.sources['distributed_optimizer_sharded_bytes']}; the job runs Megatron-LM "
+                               "with --use-distributed-optimizer, so a replica (TP x PP, plan.parallelism) is the "
+                               "smallest whose GPUs hold the weights, gradients and activation headroom plus the "
+                               "optimizer state over the data-parallel degree; the fleet's floor stays "
+                               "bytes_per_parameter")]
+
+
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None,
@@ -881,6 +917,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                          source=f"{flops_rule}; attention as PaLM (Chowdhery et al. 2022, appendix B); {architecture}"),
               resolved.assumption("bytes_per_parameter"),
               resolved.assumption("activation_headroom"),
+              *_distributed_optimizer_assumption(resolved, detail),
               *_sequence_assumption(detail),
               _assumption(name="mfu", value=mfu_value, source=mfu_source),
               _assumption(name="goodput", value=_round(whole_run.value),

@@ -25,6 +25,7 @@ from accel.policies.estimator.estimate import (
     batch_chip_limit,
     batch_sequences,
     deadline_hours,
+    distributed_optimizer_state,
     global_batch,
     min_chips_for_memory,
     resolve,
@@ -36,6 +37,7 @@ from accel.policies.selection.capacity import Obtaining, obtaining
 from accel.policies.selection.ladders import Size, largest_slice_chips, tpu_sizes
 from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence_fit_of
 from accel.policies.selection.replica_fleet import training_size
+from accel.policies.parallelism import ShardedState
 from accel.policies.plan import Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
@@ -105,6 +107,7 @@ class SearchContext:
     mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
     inference_models: dict[str, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
+    sharded_states: dict[str, ShardedState | None] = field(default_factory=dict)   # by accelerator
     hours_cache: dict[tuple, dict[tuple[int, int, int], float]] = field(default_factory=dict)   # by model_key
     reservations: Sequence[DeclaredReservation] = ()   # the stack's (accel choose --reservations)
     obtain: Obtaining | None = None   # the capacity model (selection.capacity); set by search_context
@@ -151,6 +154,18 @@ class SearchContext:
     def min_memory_chips(self, offering: Offering) -> int:
         return _memo(self.memory_chips, offering.accelerator,
                      lambda: min_chips_for_memory(self.spec, self.resolved, self.accelerator(offering)))
+
+    def sharded_state(self, offering: Offering) -> ShardedState | None:
+        """The training state as the job's distributed optimizer holds it, what a GPU fleet's layout is sized by: a
+        PyTorch training run on GPUs (Megatron-LM with --use-distributed-optimizer, accel/job/megatron_run.py); None
+        for a TPU, serving or another framework's job (the whole state per replica, min_memory_chips)."""
+        if offering.accelerator not in self.sharded_states:
+            gpu_megatron = (self.spec.kind != "inference" and self.spec.framework == "pytorch"
+                            and offering.family == "gpu")
+            self.sharded_states[offering.accelerator] = (
+                distributed_optimizer_state(self.spec, self.resolved, self.accelerator(offering)) if gpu_megatron
+                else None)
+        return self.sharded_states[offering.accelerator]
 
     def sequence_fit(self, offering: Offering) -> SequenceFit | None:
         """How one training sequence's activations sit beside the state on this offering's GPUs or TPU slices, and
@@ -296,7 +311,8 @@ class SearchContext:
                 if batch < 0:
                     batch = self.gpu_batch_chips[offering.machine_type] = self.training_batch_chips(offering)
             trained = self.trained_sizes[key] = training_size(size, self.min_memory_chips(offering), unit,
-                                                              *self.sequence_layout_degrees(offering), batch)
+                                                              *self.sequence_layout_degrees(offering), batch,
+                                                              self.sharded_state(offering))
         return trained
 
     def batch_idle_detail(self, offering: Offering, size: Size) -> dict[str, float | int | str]:
@@ -308,7 +324,7 @@ class SearchContext:
         if size.topology is not None or self.spec.kind == "inference":
             return {}
         whole = training_size(size, self.min_memory_chips(offering), self.domain_unit(offering),
-                              *self.sequence_layout_degrees(offering))
+                              *self.sequence_layout_degrees(offering), state=self.sharded_state(offering))
         busy = self.trained_size(offering, size).chips
         if busy >= whole.chips:
             return {}
@@ -788,6 +804,10 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
         price_text += f" (estimate for {option.region}: not read off a price list; its source says how it was derived)"
     detail = dict(e.detail)
     detail["price"] = price_text
+    sharded = ctx.sharded_state(candidate.offering)
+    if sharded is not None:
+        # What the Plan's training layout is sized by (policies/plan.py plan_parallelism), as the search laid it out.
+        detail["replicated_state_gpus"], detail["sharded_state_gpus"] = sharded
     if candidate.reserved is not None:
         from accel.policies.cloud.reservations import reserved_words
 

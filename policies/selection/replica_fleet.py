@@ -16,37 +16,55 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from accel.policies.parallelism import training_degrees
+from accel.policies.parallelism import ShardedState, distributed_replica_need, training_degrees
 from accel.policies.selection.ladders import Size
+
+
+def layout_need(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
+                context: int = 0, pipeline_floor: int = 0, state: ShardedState | None = None,
+                busy_gpus: int = 0) -> int:
+    """The GPUs' worth of state the layout of this fleet is laid out for (training_degrees' first argument): under a
+    distributed optimizer (`state`, a PyTorch job's: policies/estimator/estimate.py distributed_optimizer_state) the
+    smallest replica that holds its share on this fleet (policies/parallelism.py distributed_replica_need); without
+    one, or where a long sequence sets the layout (`context`, `pipeline_floor`), the whole state. `busy_gpus`: the
+    global batch's GPUs (0: every replica trains), the replicas that share the optimizer state."""
+    if state is None or context or pipeline_floor:
+        return min_chips_for_memory
+    return distributed_replica_need(state, gpus_per_node, nodes, domain_unit_nodes, busy_gpus)
 
 
 @lru_cache(maxsize=None)
 def replica_layout(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
-                   context: int = 0, pipeline_floor: int = 0) -> tuple[int, int]:
+                   context: int = 0, pipeline_floor: int = 0, state: ShardedState | None = None,
+                   busy_gpus: int = 0) -> tuple[int, int]:
     """(nodes of a `nodes`-node GPU fleet that hold whole model replicas, GPUs of one replica) under the Plan's
     training layout (`context`, `pipeline_floor`: a long sequence's context-parallel degree and deeper pipeline,
-    training_degrees). Memoized: a search on a large catalog asks ~10^5 times for a few hundred distinct fleets."""
-    tensor, pipeline, data, _ = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
+    training_degrees; `state`, a distributed optimizer's state, and `busy_gpus`, the global batch's GPUs: layout_need).
+    Memoized: a search on a large catalog asks ~10^5 times for a few hundred distinct fleets."""
+    need = layout_need(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context, pipeline_floor, state,
+                       busy_gpus)
+    tensor, pipeline, data, _ = training_degrees(need, gpus_per_node, nodes, domain_unit_nodes,
                                                  context, pipeline_floor)
     replica = tensor * max(1, context) * pipeline
     return min(nodes, -(-(replica * data) // gpus_per_node)), replica
 
 
 def replica_nodes(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
-                  context: int = 0, pipeline_floor: int = 0) -> int:
+                  context: int = 0, pipeline_floor: int = 0, state: ShardedState | None = None) -> int:
     """Nodes of a `nodes`-node GPU fleet that hold whole model replicas under the Plan's training layout."""
-    return replica_layout(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context, pipeline_floor)[0]
+    return replica_layout(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context, pipeline_floor,
+                          state)[0]
 
 
 def training_size(size: Size, min_chips_for_memory: int, domain_unit_nodes: int, context: int = 0,
-                  pipeline: int = 0, batch_chips: int = 0) -> Size:
+                  pipeline: int = 0, batch_chips: int = 0, state: ShardedState | None = None) -> Size:
     """The part of `size` a training run is timed on: for a GPU fleet (topology None) its whole-replica nodes, and
     of those at most the whole replicas that keep `batch_chips` GPUs busy (the global batch's; 0: no bound), never
     fewer than one replica; the fleet itself for a TPU one."""
     if size.topology is not None or size.slices != 1:
         return size
     nodes, replica = replica_layout(min_chips_for_memory, size.chips_per_host, size.hosts, domain_unit_nodes,
-                                    context, pipeline)
+                                    context, pipeline, state, max(0, batch_chips))
     chips = nodes * size.chips_per_host
     if 0 < batch_chips < chips:
         chips = min(chips, replica * max(1, batch_chips // replica))
