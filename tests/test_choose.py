@@ -11,6 +11,7 @@ from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.hardware import shapes
 from accel.policies.parallelism import training_parallelism
+from accel.policies.selection.replica_fleet import layout_need
 from accel.policies.catalog import load_catalog, offerings_from_inventory
 from accel.policies.selection.fleet_layout import gpu_nodes_per_pool
 from accel.policies.selection.choose import (
@@ -24,7 +25,8 @@ from accel.policies.estimator.activations import sequence_fit_of
 from accel.policies.estimator.slice_sequence import slice_sequence_fit_of
 from accel.policies.selection.candidates import node_limit as offering_node_limit
 from accel.policies.estimator.estimate import (
-    TrainingModel, batch_chip_limit, batch_sequences, global_batch, min_chips_for_memory, resolve)
+    TrainingModel, batch_chip_limit, batch_sequences, distributed_optimizer_state, global_batch, min_chips_for_memory,
+    resolve)
 from accel.policies.selection.ladders import GpuLadder, largest_slice_chips, tpu_layout, tpu_sizes
 from accel.policies.plan import Plan, pool_sizes
 from accel.policies.cloud.obtainability import queued_legs, spot_outcome
@@ -545,10 +547,17 @@ def brute_force(workload, catalog, objective):
             sizes = [(n * offering.chips_per_host, n, 1) for n in range(1, nodes + 1)]
         # A GPU fleet trains on the nodes holding whole replicas of the Plan's layout (tensor x context x pipeline x
         # data GPUs), at most the GPUs the global batch keeps busy, and is paid on every node; a TPU fleet trains whole.
+        # A PyTorch GPU run lays its replica out by Megatron's distributed optimizer (the optimizer state shared over
+        # the replicas the batch keeps busy); a long sequence's layout, and every other job's, by the whole state.
+        state = (distributed_optimizer_state(workload, resolved, accelerator)
+                 if not generation and workload.framework == "pytorch" and workload.kind != "inference" else None)
+
         def trained(chips, hosts, slices):
             if generation:
                 return chips, hosts, slices
-            layout = training_parallelism(need, offering.chips_per_host, hosts, unit, context, depth)
+            layout = training_parallelism(layout_need(need, offering.chips_per_host, hosts, unit, context, depth,
+                                                      state, cap_chips),
+                                          offering.chips_per_host, hosts, unit, context, depth)
             replica = layout.tensor * (layout.context or 1) * layout.pipeline * layout.data
             busy = min(hosts, -(-replica // offering.chips_per_host))
             if busy * offering.chips_per_host > cap_chips:   # whole replicas the batch keeps busy, at least one
@@ -706,6 +715,10 @@ def _small_a100_run(tokens):
 @example(data={"name": "bf", "kind": "pretrain", "model": {"parameters": 1418230687.0},   # a v6e chip holds the state,
                "training": {"tokens": 1801224706.0, "framework": "jax"},                  # not a sequence beside it:
                "constraints": {"deadline_days": 1.0, "spot": "never", "max_chips": 64}},   # the slice floor is 4 chips
+         objective="cost")
+@example(data={"name": "bf", "kind": "pretrain", "model": {"parameters": 15444000001.0},   # a PyTorch replica laid
+               "training": {"tokens": 1e9, "framework": "pytorch"},                       # out by the distributed
+               "constraints": {"deadline_days": 0.5, "spot": "allowed", "max_chips": 64}},  # optimizer's state
          objective="cost")
 def test_the_choice_is_the_true_optimum_on_a_small_catalog(small, data, objective):
     data["constraints"] = {k: v for k, v in data["constraints"].items() if v is not None}
