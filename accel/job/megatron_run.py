@@ -141,7 +141,8 @@ class Positions:
                 f"--norm-epsilon {self.norm_epsilon:g}", *(["--qk-layernorm"] if self.qk_norm else [])]
 
     def note(self) -> str:
-        return (f"rotary base {self.rope_base:,}" + (" with Llama 3.1's scaling (x8)" if self.rope_scaling else "")
+        scaling = f" with Llama 3.1's scaling (x{facts()['rope_scaling_factor']:g})" if self.rope_scaling else ""
+        return (f"rotary base {self.rope_base:,}{scaling}"
                 + f", RMSNorm epsilon {self.norm_epsilon:g}" + (", query/key norms" if self.qk_norm else ""))
 
 
@@ -332,9 +333,10 @@ def _dispatch_note(shape: Shape, degrees: Layout) -> str:
              "(--moe-token-dispatcher-type alltoall, which Megatron recommends with expert parallelism)"
              if degrees.expert > 1 else "dispatch: Megatron's default all-gather token dispatcher (no expert "
              "parallelism)")
-    if shape.experts >= int(facts()["moe_dispatch"]["router_fp32_from_experts"]):
+    warned = int(facts()["moe_dispatch"]["router_fp32_from_experts"])
+    if shape.experts >= warned:
         words += (f"; router scores in fp32 (--moe-router-dtype fp32), as Megatron asks of {shape.experts} experts "
-                  "(a warning from 32)")
+                  f"(a warning from {warned})")
     return words + " (runtime.yaml megatron.moe_dispatch)"
 
 
@@ -550,9 +552,9 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
         f"end-of-document id, the model's {shape.vocabulary:,} entries, in an embedding of exactly {padded:,} rows "
         "(--padded-vocab-size" + (f", padded to a multiple of tensor parallelism {degrees.tensor}"
                                   if padded != shape.vocabulary else "")
-        + "; runtime.yaml megatron.vocabulary_source), 100 iterations, random weights. For a real run pass --command with --data-path <prefix of Megatron .bin/.idx files>, "
-        "--tokenizer-type HuggingFaceTokenizer --tokenizer-model <tokenizer>, --train-iters and your learning-rate "
-        "schedule",
+        + "; runtime.yaml megatron.vocabulary_source), 100 iterations, random weights. For a real run pass "
+        "--command with --data-path <prefix of Megatron .bin/.idx files>, --tokenizer-type HuggingFaceTokenizer "
+        "--tokenizer-model <tokenizer>, --train-iters and your learning-rate schedule",
         *checkpoint_notes,
     ]
     return MegatronRun(" ".join(args), notes)
