@@ -100,6 +100,8 @@ def test_a_named_architecture_is_trained_at_its_own_shape():
     # Llama 3.1's RoPE: base 500,000 (Megatron's default is 10,000) with its long-context scaling; RMSNorm 1e-5.
     assert (given_flags["--rotary-base"], float(given_flags["--norm-epsilon"])) == ("500000", 1e-5)
     assert "--use-rope-scaling" in given_flags and "--qk-layernorm" not in given_flags
+    # No dropout (Megatron's defaults are 0.1 each): MaxText trains every row without (base.yml dropout_rate 0.0).
+    assert (given_flags["--attention-dropout"], given_flags["--hidden-dropout"]) == ("0.0", "0.0")
 
 
 def test_a_mixture_of_experts_gets_its_experts_router_and_expert_parallelism():

@@ -513,6 +513,7 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
              "--swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear"]
     if shape.positions is not None:
         args += shape.positions.args()
+    args.append(table["dropout"])
     if not shape.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
     args += ["--micro-batch-size 1", f"--global-batch-size {batch}"]
@@ -540,7 +541,7 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
         "flags" + (", sequence parallelism over the tensor ranks" if degrees.tensor > 1 else "")
         + "; the distributed optimizer (optimizer state sharded over DP); full recomputation of every layer, "
         "the regime the estimate sizes activations by",
-        shape.note,
+        f"{shape.note}; no dropout (Megatron's defaults are 0.1: runtime.yaml megatron.dropout)",
         *([dispatch] if dispatch else []),
         *([f"pipeline: {shape.layers} layers do not split evenly over {degrees.pipeline} stages: {uneven[0]} on the "
            f"first, {uneven[1]} on the last, {(shape.layers - sum(uneven)) // max(1, degrees.pipeline - 2)} on each "
