@@ -435,6 +435,21 @@ def test_the_embedding_has_exactly_the_models_vocabulary():
     assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128255", "128256")
 
 
+def test_a_vocabulary_that_does_not_split_over_the_tensor_ranks_is_padded_and_said(monkeypatch):
+    # Megatron's vocabulary-parallel embedding asserts its rows divide by TP (tensor_parallel/utils.py l.118): a row of
+    # 128,257 entries on TP8 gets 128,264 rows, not a job that fails at start-up.
+    from dataclasses import replace
+
+    from accel.policies.architectures.rows import table
+
+    monkeypatch.setitem(table().rows, "llama3-70b", replace(table().rows["llama3-70b"], vocabulary=128_257))
+    run, plan = _row_run("llama3-70b")
+    given_flags = flags(run.args)
+    assert megatron_run.layout(plan).tensor == 8
+    assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128256", "128264")
+    assert any("padded to a multiple of tensor parallelism 8" in note for note in run.notes)
+
+
 @given(vocabulary=st.integers(2, 300_000), tensor=st.sampled_from([1, 2, 4, 8, 16, 36, 72]))
 def test_a_padded_vocabulary_splits_over_the_tensor_ranks(vocabulary, tensor):
     """megatron/core/tensor_parallel/utils.py l.118 at core_v0.15.3: the embedding's rows divide by TP."""
