@@ -91,7 +91,7 @@ class Shape:
     dense_layers: int = 0       # a mixture of experts's first layers that are dense (MLP `ffn`), the rest routed
     latent_attention: LatentAttention | None = None   # multi-latent attention (a row's), instead of query groups
     routing: Routing | None = None                     # the router (a row's) where it is not Megatron's default
-    positions: Positions | None = None                 # the rotary embedding and the norms (a row's)
+    rope_norms: RopeAndNorms | None = None             # the rotary embedding and the norms (a row's)
 
 
 def _swiglu_ffn(hidden: int) -> int:
@@ -127,7 +127,7 @@ def _stages(layers: int, degrees: Layout, field: str) -> tuple[int, int] | None:
 
 
 @dataclass(frozen=True)
-class Positions:
+class RopeAndNorms:
     """What a row states of its rotary embedding and norms, which Megatron's defaults would otherwise set: the base
     (--rotary-base, default 10,000), Llama 3.1's scaling (--use-rope-scaling), the RMSNorm epsilon (--norm-epsilon,
     default 1e-5) and a norm on each head's query and key (--qk-layernorm)."""
@@ -151,7 +151,7 @@ def _cannot_build(field: str, what: str, rule: str, remedy: str) -> UsageError:
                       f"at {facts()['tag']}); {remedy}")
 
 
-def _positions(row: Architecture, field: str) -> Positions:
+def _rope_norms(row: Architecture, field: str) -> RopeAndNorms:
     """The row's rotary base, scaling and norms as Megatron takes them; a row Megatron would refuse or build otherwise
     is refused naming it (the table's values: met only by a row added or edited)."""
     remedy = "correct the row in policies/architectures/architectures.yaml"
@@ -165,7 +165,7 @@ def _positions(row: Architecture, field: str) -> Positions:
     if scaling is not None and scaling != float(facts()["rope_scaling_factor"]):
         raise _cannot_build(field, f"its Llama 3.1 RoPE scaling factor is {scaling:g}", "rope_scaling_factor",
                             remedy)
-    return Positions(int(row.rope_base), row.norm_epsilon, scaling is not None,
+    return RopeAndNorms(int(row.rope_base), row.norm_epsilon, scaling is not None,
                      row.qk_norm and row.latent_attention is None)   # MLA's --qk-layernorm is its latents' norm
 
 
@@ -201,12 +201,12 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
         raise _refusal(field, f"its width {row.hidden} does not split into {row.query_heads} heads", "head_width",
                        "pass --command with --kv-channels")
     mlp = row.mlp if row.mlp is not None else _swiglu_ffn(row.hidden)
-    positions = _positions(row, field)
+    rope_norms = _rope_norms(row, field)
     heads = (f"{row.query_heads} heads of multi-latent attention" if row.latent_attention is not None else
              f"{row.query_heads}/{row.kv_heads} query/KV heads")
     note = (f"model: architecture {row.name} ({row.layers} layers, width {row.hidden:,}, {heads}, MLP {mlp:,}"
             f"{'' if row.mlp is not None else ' (Megatron SwiGLU default)'}, vocabulary {row.vocabulary:,}) as "
-            f"Megatron's GPT with SwiGLU, RMSNorm and RoPE; {positions.note()}" + _rope_note(row)
+            f"Megatron's GPT with SwiGLU, RMSNorm and RoPE; {rope_norms.note()}" + _rope_note(row)
             + _activation_note(row) + _latent_note(row))
     if row.is_moe:
         # An expert's width is the row's (DeepSeek-V3: moe_mlp 2,048; Megatron's SwiGLU default for its width would be
@@ -227,9 +227,9 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
             note += _routing_note(row.routing)
         return Shape(row.layers, row.hidden, dense, row.query_heads, row.kv_heads, kv_channels,
                      row.vocabulary, row.tied_embeddings, row.experts, row.experts_per_token, expert, shared, note,
-                     row.first_dense_layers, row.latent_attention, row.routing, positions)
+                     row.first_dense_layers, row.latent_attention, row.routing, rope_norms)
     return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
-                 row.tied_embeddings, note=note, latent_attention=row.latent_attention, positions=positions)
+                 row.tied_embeddings, note=note, latent_attention=row.latent_attention, rope_norms=rope_norms)
 
 
 def _activation_note(row: Architecture) -> str:
@@ -379,20 +379,20 @@ def _derived_shape(plan: Plan, degrees: Layout) -> Shape:
     ffn = _swiglu_ffn(hidden)
     family = _derived_family()
     vocabulary = family.vocabulary
-    positions = _positions(family, f"runtime.yaml megatron.derived_family: {family.name}")
+    rope_norms = _rope_norms(family, f"runtime.yaml megatron.derived_family: {family.name}")
     note = (f"model: no model.architecture, so a derived shape: {layers} layers, width {hidden:,}, {heads}/{groups} "
-            f"query/KV heads of {head_dim}, SwiGLU MLP {ffn:,}, vocabulary {vocabulary:,}, {positions.note()} "
+            f"query/KV heads of {head_dim}, SwiGLU MLP {ffn:,}, vocabulary {vocabulary:,}, {rope_norms.note()} "
             f"({family.name}'s): the estimate's {layers_estimate:g} layers and width {hidden_estimate:,.0f} "
             f"({source}) rounded to whole pipeline stages and whole heads (runtime.yaml megatron.derived_*); name "
             "model.architecture to train a published model's shape")
     if model.experts is None:
-        return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, note=note, positions=positions)
+        return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, note=note, rope_norms=rope_norms)
     topk = model.experts_per_token or 2   # Megatron's --moe-router-topk default (arguments.py l.3094)
     shared = model.shared_experts * ffn if model.shared_experts else None
     note += f"; {model.experts} routed experts of MLP {ffn:,} (derived), top-{topk}" + (
         f", {model.shared_experts} shared" if model.shared_experts else "")
     return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, model.experts, topk, ffn, shared,
-                 note, positions=positions)
+                 note, rope_norms=rope_norms)
 
 
 def _derived_family() -> Architecture:
@@ -511,8 +511,8 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
     args += _attention_args(shape)
     args += [f"--seq-length {sequence}", f"--max-position-embeddings {sequence}",
              "--swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear"]
-    if shape.positions is not None:
-        args += shape.positions.args()
+    if shape.rope_norms is not None:
+        args += shape.rope_norms.args()
     args.append(table["dropout"])
     if not shape.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
