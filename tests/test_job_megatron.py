@@ -96,8 +96,13 @@ def test_a_named_architecture_is_trained_at_its_own_shape():
     given_flags = flags(megatron_run.run(plan).args)
     assert (given_flags["--num-layers"], given_flags["--hidden-size"], given_flags["--ffn-hidden-size"],
             given_flags["--num-attention-heads"], given_flags["--num-query-groups"],
-            given_flags["--vocab-size"]) == ("80", "8192", "28672", "64", "8", "128256")
+            given_flags["--padded-vocab-size"]) == ("80", "8192", "28672", "64", "8", "128256")
     assert "--group-query-attention" in given_flags and "--untie-embeddings-and-output-weights" in given_flags
+    # Llama 3.1's RoPE: base 500,000 (Megatron's default is 10,000) with its long-context scaling; RMSNorm 1e-5.
+    assert (given_flags["--rotary-base"], float(given_flags["--norm-epsilon"])) == ("500000", 1e-5)
+    assert "--use-rope-scaling" in given_flags and "--qk-layernorm" not in given_flags
+    # No dropout (Megatron's defaults are 0.1 each): MaxText trains every row without (base.yml dropout_rate 0.0).
+    assert (given_flags["--attention-dropout"], given_flags["--hidden-dropout"]) == ("0.0", "0.0")
 
 
 def test_a_mixture_of_experts_gets_its_experts_router_and_expert_parallelism():
@@ -189,7 +194,8 @@ def test_every_flag_the_command_can_pass_is_one_megatrons_arguments_py_declares(
     # The switches the brief names are among those passed.
     assert {"--expert-model-parallel-size", "--context-parallel-size", "--fp8-format", "--kv-channels",
             "--decoder-first-pipeline-num-layers", "--fp16", "--multi-latent-attention", "--q-lora-rank",
-            "--mscale-all-dim", "--moe-router-score-function", "--moe-router-num-groups"} <= seen
+            "--mscale-all-dim", "--moe-router-score-function", "--moe-router-num-groups", "--rotary-base",
+            "--norm-epsilon", "--padded-vocab-size", "--moe-token-dispatcher-type", "--moe-router-dtype"} <= seen
 
 
 def test_a_command_of_ones_own_replaces_megatron_and_an_image_of_ones_own_gets_no_checkout():
@@ -378,3 +384,124 @@ def test_gemmas_geglu_is_said_not_to_be_written():
     run = megatron_run.run(plan)
     assert "--swiglu" in flags(run.args) and "--quick-geglu" not in flags(run.args)
     assert any("gated by GELU, is not written" in note for note in run.notes)
+
+
+# ----- each row's rotary embedding, norms and vocabulary, as the architecture table states them -----
+
+def _row_run(architecture: str, chips: int = 64):
+    plan = plan_of("llama-70b-pretrain", **{"model.architecture": architecture, "model.parameters": None,
+                                            "hardware.accelerator": "h100-80gb", "hardware.chips": chips})
+    return megatron_run.run(plan), plan
+
+
+@pytest.mark.parametrize("architecture, base, epsilon, scaling, qk_norm", [
+    ("llama2-7b", "10000", 1e-5, False, False),          # MaxText base.yml's default: the file states none
+    ("llama3-8b", "500000", 1e-5, False, False),         # llama3-8b.yml rope_max_timescale 500_000
+    ("llama3.1-8b", "500000", 1e-5, True, False),        # and Llama 3.1's scaling (attentions.py l.825)
+    ("mistral-7b", "1000000", 1e-5, False, False),
+    ("qwen3-8b", "1000000", 1e-6, False, True),          # use_qk_norm, normalization_layer_epsilon 1e-6
+    ("gemma3-12b", "1000000", 1e-6, False, True),        # the global layers' base; gemma3.py's query/key norms
+])
+def test_a_named_row_trains_at_its_own_rotary_base_and_norms(architecture, base, epsilon, scaling, qk_norm):
+    run, _ = _row_run(architecture)
+    given_flags = flags(run.args)
+    assert (given_flags["--rotary-base"], float(given_flags["--norm-epsilon"])) == (base, epsilon)
+    assert ("--use-rope-scaling" in given_flags) == scaling and ("--qk-layernorm" in given_flags) == qk_norm
+    assert any(f"rotary base {int(base):,}" in note for note in run.notes)
+
+
+def test_every_row_states_its_rotary_base_and_norm_epsilon():
+    from accel.policies.architectures.rows import table
+
+    rows = table().rows.values()
+    assert all(row.rope_base and row.norm_epsilon for row in rows)
+    # Llama 3's 500,000 (Meta's rope_theta), not Megatron's default 10,000; Llama 2 and DeepSeek-V3 keep 10,000.
+    assert {row.name for row in rows if row.rope_base == 500_000} == {
+        "llama3-8b", "llama3-70b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.3-70b"}
+    assert table().rows["deepseek3-671b"].rope_base == 10_000 and table().rows["llama2-70b"].rope_base == 10_000
+
+
+def test_gemma_3s_local_base_and_linear_scaling_are_said_not_to_be_written():
+    run, _ = _row_run("gemma3-12b")
+    assert any("sliding-window layers' base 10,000 and its global layers' linear RoPE scaling x8 not written" in note
+               for note in run.notes)
+    assert "--rotary-seq-len-interpolation-factor" not in flags(run.args)
+
+
+def test_the_embedding_has_exactly_the_models_vocabulary():
+    # Without --padded-vocab-size Megatron pads the null tokenizer's vocabulary plus its end-of-document id to a
+    # multiple of 128 x TP: Llama 3's 128,256 would be 129,024 rows at TP8. The end-of-document id is --vocab-size.
+    run, plan = _row_run("llama3-70b")
+    given_flags = flags(run.args)
+    assert megatron_run.layout(plan).tensor == 8
+    assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128255", "128256")
+
+
+def test_a_vocabulary_that_does_not_split_over_the_tensor_ranks_is_padded_and_said(monkeypatch):
+    # Megatron's vocabulary-parallel embedding asserts its rows divide by TP (tensor_parallel/utils.py l.118): a row of
+    # 128,257 entries on TP8 gets 128,264 rows, not a job that fails at start-up.
+    from dataclasses import replace
+
+    from accel.policies.architectures.rows import table
+
+    monkeypatch.setitem(table().rows, "llama3-70b", replace(table().rows["llama3-70b"], vocabulary=128_257))
+    run, plan = _row_run("llama3-70b")
+    given_flags = flags(run.args)
+    assert megatron_run.layout(plan).tensor == 8
+    assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128256", "128264")
+    assert any("padded to a multiple of tensor parallelism 8" in note for note in run.notes)
+
+
+@given(vocabulary=st.integers(2, 300_000), tensor=st.sampled_from([1, 2, 4, 8, 16, 36, 72]))
+def test_a_padded_vocabulary_splits_over_the_tensor_ranks(vocabulary, tensor):
+    """megatron/core/tensor_parallel/utils.py l.118 at core_v0.15.3: the embedding's rows divide by TP."""
+    padded = megatron_run.vocabulary_padded(vocabulary, tensor)
+    assert padded % tensor == 0 and vocabulary <= padded < vocabulary + tensor
+
+
+def test_a_derived_shape_takes_its_familys_vocabulary_and_rotary_base(a4_plan):
+    given_flags = flags(megatron_run.run(a4_plan).args)
+    assert (given_flags["--rotary-base"], given_flags["--padded-vocab-size"]) == ("500000", "128256")
+    assert runtime()["megatron"]["derived_family"] == "llama3-8b" and "--use-rope-scaling" not in given_flags
+
+
+@pytest.mark.parametrize("change, rule, line", [
+    ({"rope_base": 500_000.5}, "rotary_base", "l.1598"),              # argparse's type=int refuses it
+    ({"rope_scaling_factor": 32}, "rope_scaling_factor", "l.76-92"),  # pretrain_gpt.py builds 8 whatever is given
+])
+def test_a_rotary_embedding_megatron_cannot_take_is_refused_naming_the_row(monkeypatch, change, rule, line):
+    from dataclasses import replace
+
+    from accel.policies.architectures.rows import table
+
+    plan = plan_of("llama-70b-pretrain", **{"model.architecture": "llama3.1-8b", "model.parameters": None,
+                                            "hardware.accelerator": "h100-80gb", "hardware.chips": 64})
+    monkeypatch.setitem(table().rows, "llama3.1-8b", replace(table().rows["llama3.1-8b"], **change))
+    with pytest.raises(UsageError) as caught:
+        megatron_run.run(plan)
+    message = str(caught.value)
+    assert message.startswith("model.architecture: llama3.1-8b:") and line in message
+    assert runtime()["megatron"]["refusals"][rule] in message and caught.value.exit_code == 2
+
+
+# ----- a mixture of experts's token dispatch -----
+
+def test_experts_over_expert_parallel_ranks_are_dispatched_by_all_to_all_with_an_fp32_router(deepseek_plan):
+    # megatron/core/transformer/moe/README.md l.441: "Dispatcher `alltoall` is recommended if expert parallelism is
+    # applied"; transformer_config.py l.1507-1515 warns of >= 32 experts without fp32 routing (DeepSeek-V3: 256).
+    assert deepseek_plan.parallelism.expert > 1
+    run = megatron_run.run(deepseek_plan)
+    given_flags = flags(run.args)
+    assert (given_flags["--moe-token-dispatcher-type"], given_flags["--moe-router-dtype"]) == ("alltoall", "fp32")
+    assert any("all-to-all token dispatcher" in note for note in run.notes)
+
+
+def test_few_experts_on_one_rank_keep_megatrons_all_gather_and_router_dtype(a4_plan, monkeypatch):
+    # 16 experts (under Megatron's 32) on expert parallelism 1: Megatron's defaults, which it says suit that case.
+    plan = mutated(a4_plan, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9})
+    spread = flags(megatron_run.run(plan).args)     # the plan spreads them over the node's 8 GPUs
+    assert spread["--moe-token-dispatcher-type"] == "alltoall" and "--moe-router-dtype" not in spread
+    one_rank = a4_plan.parallelism.model_copy(update={"expert": 1})
+    monkeypatch.setattr(Plan, "parallelism", property(lambda self: one_rank))
+    given_flags = flags(megatron_run.run(plan).args)
+    assert "--moe-token-dispatcher-type" not in given_flags and "--moe-router-dtype" not in given_flags

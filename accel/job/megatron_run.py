@@ -91,6 +91,7 @@ class Shape:
     dense_layers: int = 0       # a mixture of experts's first layers that are dense (MLP `ffn`), the rest routed
     latent_attention: LatentAttention | None = None   # multi-latent attention (a row's), instead of query groups
     routing: Routing | None = None                     # the router (a row's) where it is not Megatron's default
+    rope_norms: RopeAndNorms | None = None             # the rotary embedding and the norms (a row's)
 
 
 def _swiglu_ffn(hidden: int) -> int:
@@ -125,6 +126,62 @@ def _stages(layers: int, degrees: Layout, field: str) -> tuple[int, int] | None:
                        "holds at least one)", "pipeline_layers", "pin hardware whose layout has fewer stages") from None
 
 
+@dataclass(frozen=True)
+class RopeAndNorms:
+    """What a row states of its rotary embedding and norms, which Megatron's defaults would otherwise set: the base
+    (--rotary-base, default 10,000), Llama 3.1's scaling (--use-rope-scaling), the RMSNorm epsilon (--norm-epsilon,
+    default 1e-5) and a norm on each head's query and key (--qk-layernorm)."""
+    rope_base: int
+    norm_epsilon: float
+    rope_scaling: bool = False
+    qk_norm: bool = False
+
+    def args(self) -> list[str]:
+        return [f"--rotary-base {self.rope_base}", *(["--use-rope-scaling"] if self.rope_scaling else []),
+                f"--norm-epsilon {self.norm_epsilon:g}", *(["--qk-layernorm"] if self.qk_norm else [])]
+
+    def note(self) -> str:
+        scaling = f" with Llama 3.1's scaling (x{facts()['rope_scaling_factor']:g})" if self.rope_scaling else ""
+        return (f"rotary base {self.rope_base:,}{scaling}"
+                + f", RMSNorm epsilon {self.norm_epsilon:g}" + (", query/key norms" if self.qk_norm else ""))
+
+
+def _cannot_build(field: str, what: str, rule: str, remedy: str) -> UsageError:
+    return UsageError(f"{field}: {what}, which Megatron-LM's pretrain_gpt.py cannot build ({facts()['refusals'][rule]} "
+                      f"at {facts()['tag']}); {remedy}")
+
+
+def _rope_norms(row: Architecture, field: str) -> RopeAndNorms:
+    """The row's rotary base, scaling and norms as Megatron takes them; a row Megatron would refuse or build otherwise
+    is refused naming it (the table's values: met only by a row added or edited)."""
+    remedy = "correct the row in policies/architectures/architectures.yaml"
+    if row.rope_base is None or row.norm_epsilon is None:   # every row states both (tests/test_job_megatron.py)
+        raise UsageError(f"{field}: the architecture table states no rotary base or norm epsilon for it, and "
+                         "Megatron's defaults (10,000, 1e-5) would build another model; pass --command with "
+                         "--rotary-base and --norm-epsilon")
+    if row.rope_base != int(row.rope_base) or row.rope_base <= 0:
+        raise _refusal(field, f"its rotary base {row.rope_base} is no whole number", "rotary_base", remedy)
+    scaling = row.rope_scaling_factor
+    if scaling is not None and scaling != float(facts()["rope_scaling_factor"]):
+        raise _cannot_build(field, f"its Llama 3.1 RoPE scaling factor is {scaling:g}", "rope_scaling_factor",
+                            remedy)
+    return RopeAndNorms(int(row.rope_base), row.norm_epsilon, scaling is not None,
+                     row.qk_norm and row.latent_attention is None)   # MLA's --qk-layernorm is its latents' norm
+
+
+def _rope_note(row: Architecture) -> str:
+    """What the job says of a row's RoPE Megatron's GPT cannot build: one base for every layer (gpt_model.py
+    l.152-162 at core_v0.15.3 builds one rotary embedding), so Gemma 3's sliding-window layers' own base and its
+    global layers' linear scaling are not written."""
+    if row.local_rope_base is None and row.rope_linear_factor is None:
+        return ""
+    unwritten = [f"its sliding-window layers' base {row.local_rope_base:,}" if row.local_rope_base else "",
+                 f"its global layers' linear RoPE scaling x{row.rope_linear_factor:g}" if row.rope_linear_factor
+                 else ""]
+    return (f" ({' and '.join(part for part in unwritten if part)} not written: Megatron's GPT has one rotary "
+            f"embedding for every layer, at the global base {row.rope_base:,})")
+
+
 def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
     row = model_run.named_model(plan).architecture
     if row is None:
@@ -144,11 +201,13 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
         raise _refusal(field, f"its width {row.hidden} does not split into {row.query_heads} heads", "head_width",
                        "pass --command with --kv-channels")
     mlp = row.mlp if row.mlp is not None else _swiglu_ffn(row.hidden)
+    rope_norms = _rope_norms(row, field)
     heads = (f"{row.query_heads} heads of multi-latent attention" if row.latent_attention is not None else
              f"{row.query_heads}/{row.kv_heads} query/KV heads")
     note = (f"model: architecture {row.name} ({row.layers} layers, width {row.hidden:,}, {heads}, MLP {mlp:,}"
             f"{'' if row.mlp is not None else ' (Megatron SwiGLU default)'}, vocabulary {row.vocabulary:,}) as "
-            f"Megatron's GPT with SwiGLU, RMSNorm and RoPE" + _activation_note(row) + _latent_note(row))
+            f"Megatron's GPT with SwiGLU, RMSNorm and RoPE; {rope_norms.note()}" + _rope_note(row)
+            + _activation_note(row) + _latent_note(row))
     if row.is_moe:
         # An expert's width is the row's (DeepSeek-V3: moe_mlp 2,048; Megatron's SwiGLU default for its width would be
         # 19,072, a model of ~6.4T parameters).
@@ -168,9 +227,9 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
             note += _routing_note(row.routing)
         return Shape(row.layers, row.hidden, dense, row.query_heads, row.kv_heads, kv_channels,
                      row.vocabulary, row.tied_embeddings, row.experts, row.experts_per_token, expert, shared, note,
-                     row.first_dense_layers, row.latent_attention, row.routing)
+                     row.first_dense_layers, row.latent_attention, row.routing, rope_norms)
     return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
-                 row.tied_embeddings, note=note, latent_attention=row.latent_attention)
+                 row.tied_embeddings, note=note, latent_attention=row.latent_attention, rope_norms=rope_norms)
 
 
 def _activation_note(row: Architecture) -> str:
@@ -255,6 +314,40 @@ def _routing_args(routing: Routing | None) -> list[str]:
     return args
 
 
+def _dispatch_args(shape: Shape, degrees: Layout) -> list[str]:
+    """How a mixture of experts's tokens reach their experts: Megatron's all-to-all dispatcher where the experts are
+    spread over expert-parallel ranks (the all-to-all the estimate costs: policies/estimator/moe.py), its default
+    all-gather otherwise; the router in fp32 from as many experts as Megatron warns about without it
+    (runtime.yaml megatron.moe_dispatch)."""
+    table = facts()["moe_dispatch"]
+    args = ["--moe-token-dispatcher-type alltoall"] if degrees.expert > 1 else []
+    if shape.experts is not None and shape.experts >= int(table["router_fp32_from_experts"]):
+        args.append("--moe-router-dtype fp32")
+    return args
+
+
+def _dispatch_note(shape: Shape, degrees: Layout) -> str:
+    if shape.experts is None:
+        return ""
+    words = (f"dispatch: the all-to-all token dispatcher over the {degrees.expert} expert-parallel ranks "
+             "(--moe-token-dispatcher-type alltoall, which Megatron recommends with expert parallelism)"
+             if degrees.expert > 1 else "dispatch: Megatron's default all-gather token dispatcher (no expert "
+             "parallelism)")
+    warned = int(facts()["moe_dispatch"]["router_fp32_from_experts"])
+    if shape.experts >= warned:
+        words += (f"; router scores in fp32 (--moe-router-dtype fp32), as Megatron asks of {shape.experts} experts "
+                  f"(a warning from {warned})")
+    return words + " (runtime.yaml megatron.moe_dispatch)"
+
+
+def vocabulary_padded(vocabulary: int, tensor: int) -> int:
+    """The embedding's rows for a vocabulary: the vocabulary itself, or the next multiple of tensor parallelism where
+    it does not split over the tensor ranks (Megatron's vocabulary-parallel embedding divides it exactly:
+    runtime.yaml megatron.refusals.vocab_partition). Without --padded-vocab-size Megatron would pad the null
+    tokenizer's vocabulary plus its end-of-document id to a multiple of 128 x TP, another model."""
+    return -(-vocabulary // tensor) * tensor
+
+
 def _derived_shape(plan: Plan, degrees: Layout) -> Shape:
     """The workload's model.layers / model.hidden, else the estimate's own (model_architecture): layers rounded to
     whole pipeline stages, the width to whole 128-wide heads in groups of 8 KV heads (more where tensor parallelism
@@ -284,20 +377,30 @@ def _derived_shape(plan: Plan, degrees: Layout) -> Shape:
         hidden = head_dim * groups * max(1, round(hidden_estimate / (head_dim * groups)))
     heads = hidden // head_dim
     ffn = _swiglu_ffn(hidden)
-    vocabulary = int(table["derived_vocabulary"])
+    family = _derived_family()
+    vocabulary = family.vocabulary
+    rope_norms = _rope_norms(family, f"runtime.yaml megatron.derived_family: {family.name}")
     note = (f"model: no model.architecture, so a derived shape: {layers} layers, width {hidden:,}, {heads}/{groups} "
-            f"query/KV heads of {head_dim}, SwiGLU MLP {ffn:,}, vocabulary {vocabulary:,}: the estimate's "
-            f"{layers_estimate:g} layers and width {hidden_estimate:,.0f} ({source}) rounded to whole pipeline "
-            f"stages and whole heads (runtime.yaml megatron.derived_*); name model.architecture to train a "
-            "published model's shape")
+            f"query/KV heads of {head_dim}, SwiGLU MLP {ffn:,}, vocabulary {vocabulary:,}, {rope_norms.note()} "
+            f"({family.name}'s): the estimate's {layers_estimate:g} layers and width {hidden_estimate:,.0f} "
+            f"({source}) rounded to whole pipeline stages and whole heads (runtime.yaml megatron.derived_*); name "
+            "model.architecture to train a published model's shape")
     if model.experts is None:
-        return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, note=note)
+        return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, note=note, rope_norms=rope_norms)
     topk = model.experts_per_token or 2   # Megatron's --moe-router-topk default (arguments.py l.3094)
     shared = model.shared_experts * ffn if model.shared_experts else None
     note += f"; {model.experts} routed experts of MLP {ffn:,} (derived), top-{topk}" + (
         f", {model.shared_experts} shared" if model.shared_experts else "")
     return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, model.experts, topk, ffn, shared,
-                 note)
+                 note, rope_norms=rope_norms)
+
+
+def _derived_family() -> Architecture:
+    """The architecture row whose attention a derived shape follows (runtime.yaml megatron.derived_family): its
+    vocabulary, rotary base and norm epsilon."""
+    from accel.policies.architectures.rows import lookup
+
+    return lookup(facts()["derived_family"])
 
 
 def model_shape(plan: Plan, degrees: Layout) -> Shape:
@@ -399,6 +502,7 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
             # A softmax over the one chosen expert is 1 everywhere, with no gradient: Megatron refuses top-1 softmax
             # routing unless the softmax comes before the choice (runtime.yaml megatron.refusals.top1_softmax).
             args.append("--moe-router-pre-softmax")
+        args += _dispatch_args(shape, degrees)
     args += ["--use-distributed-optimizer", table["recompute"],
              f"--num-layers {shape.layers}", f"--hidden-size {shape.hidden}", f"--ffn-hidden-size {shape.ffn}",
              f"--num-attention-heads {shape.heads}"]
@@ -407,12 +511,16 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
     args += _attention_args(shape)
     args += [f"--seq-length {sequence}", f"--max-position-embeddings {sequence}",
              "--swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear"]
+    if shape.rope_norms is not None:
+        args += shape.rope_norms.args()
+    args.append(table["dropout"])
     if not shape.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
     args += ["--micro-batch-size 1", f"--global-batch-size {batch}"]
     if precision:
         args.append(precision)
-    args += [table["smoke"], f"--vocab-size {shape.vocabulary}"]
+    padded = vocabulary_padded(shape.vocabulary, degrees.tensor)
+    args += [table["smoke"], f"--vocab-size {shape.vocabulary - 1} --padded-vocab-size {padded}"]
     checkpoint_notes = []
     if checkpoint_url is not None:
         checkpoint_notes.append(f"checkpoints: none written: CHECKPOINT_DIR is {checkpoint_url}, a URL, and "
@@ -425,6 +533,7 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
                                 "(Megatron's torch_dist format; a restarted job resumes from the latest)")
     context = f"CP{degrees.context} x " if degrees.context > 1 else ""
     expert = f", EP{degrees.expert} (expert tensor parallelism 1)" if shape.experts is not None else ""
+    dispatch = _dispatch_note(shape, degrees)
     notes = [
         f"program: Megatron-LM {table['tag']} ({table['commit'][:8]}, {table['date']}) {table['entry']}, checked out "
         f"at {table['tree']} (sources: runtime.yaml megatron)",
@@ -432,17 +541,21 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
         "flags" + (", sequence parallelism over the tensor ranks" if degrees.tensor > 1 else "")
         + "; the distributed optimizer (optimizer state sharded over DP); full recomputation of every layer, "
         "the regime the estimate sizes activations by",
-        shape.note,
+        f"{shape.note}; no dropout (Megatron's defaults are 0.1: runtime.yaml megatron.dropout)",
+        *([dispatch] if dispatch else []),
         *([f"pipeline: {shape.layers} layers do not split evenly over {degrees.pipeline} stages: {uneven[0]} on the "
            f"first, {uneven[1]} on the last, {(shape.layers - sum(uneven)) // max(1, degrees.pipeline - 2)} on each "
            "other (Megatron's uneven pipeline, as Llama 3 405B's 126 layers ran on 16 stages)"]
           if uneven is not None else []),
         f"batch: --micro-batch-size 1, --global-batch-size {batch:,} ({batch_note}) of {sequence:,} tokens",
         *precision_notes,
-        f"smoke run: mock data (--mock-data), a null tokenizer of {shape.vocabulary:,} entries, 100 iterations, "
-        "random weights. For a real run pass --command with --data-path <prefix of Megatron .bin/.idx files>, "
-        "--tokenizer-type HuggingFaceTokenizer --tokenizer-model <tokenizer>, --train-iters and your learning-rate "
-        "schedule",
+        f"smoke run: mock data (--mock-data), a null tokenizer of {shape.vocabulary - 1:,} ids and its "
+        f"end-of-document id, the model's {shape.vocabulary:,} entries, in an embedding of exactly {padded:,} rows "
+        "(--padded-vocab-size" + (f", padded to a multiple of tensor parallelism {degrees.tensor}"
+                                  if padded != shape.vocabulary else "")
+        + "; runtime.yaml megatron.vocabulary_source), 100 iterations, random weights. For a real run pass "
+        "--command with --data-path <prefix of Megatron .bin/.idx files>, --tokenizer-type HuggingFaceTokenizer "
+        "--tokenizer-model <tokenizer>, --train-iters and your learning-rate schedule",
         *checkpoint_notes,
     ]
     return MegatronRun(" ".join(args), notes)

@@ -82,6 +82,12 @@ class Architecture:
     latent_attention: LatentAttention | None = None   # multi-latent attention instead of (grouped-)query heads
     routing: Routing | None = None                     # the router where it is not top-k over a softmax
     mlp_activation: str = "silu"                       # the MLP's gate: silu (SwiGLU) or gelu (GeGLU)
+    rope_base: int | None = None         # the rotary embedding's base (rope_theta); every row states one
+    norm_epsilon: float | None = None    # the RMSNorm epsilon; every row states one
+    rope_scaling_factor: float | None = None   # Llama 3.1's long-context RoPE scaling, where the model has it
+    qk_norm: bool = False                # an RMSNorm on each head's query and key (Qwen3, Gemma 3)
+    local_rope_base: int | None = None   # sliding-window layers' own base where it differs (Gemma 3)
+    rope_linear_factor: float | None = None   # linear RoPE scaling of the global layers (Gemma 3)
 
     @property
     def expert_mlp(self) -> int | None:
@@ -123,6 +129,8 @@ def _row(name: str, data: dict) -> Architecture:
         fields["latent_attention"] = LatentAttention(**fields["latent_attention"])
     if "routing" in fields:
         fields["routing"] = Routing(**fields["routing"])
+    if "norm_epsilon" in fields:   # 1.0e-5 parses as a number, 1e-5 (no dot) as a string in YAML 1.1
+        fields["norm_epsilon"] = float(fields["norm_epsilon"])
     for count in COUNT_FIELDS:   # 6.74e9 is a string to YAML 1.1 (its exponent wants a sign): read as a number
         if count in fields:
             fields[count] = float(fields[count])
