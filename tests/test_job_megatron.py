@@ -505,3 +505,46 @@ def test_few_experts_on_one_rank_keep_megatrons_all_gather_and_router_dtype(a4_p
     monkeypatch.setattr(Plan, "parallelism", property(lambda self: one_rank))
     given_flags = flags(megatron_run.run(plan).args)
     assert "--moe-token-dispatcher-type" not in given_flags and "--moe-router-dtype" not in given_flags
+
+
+# ----- a softmax router's load balancing -----
+
+def test_a_mixture_of_experts_without_a_row_balances_its_experts_at_megatrons_recommended_weight(deepseek_plan):
+    # arguments.py l.3122-3123 at 309ffca6: --moe-aux-loss-coeff defaults to 0.0 (no balancing: a softmax router is
+    # free to send every token to a few experts); its help recommends 1e-2, as Megatron's Mixtral example trains.
+    plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
+                                         "training.global_batch_tokens": 15360 * 4096})
+    run = megatron_run.run(plan)
+    given_flags = flags(run.args)
+    assert (given_flags["--moe-router-load-balancing-type"], float(given_flags["--moe-aux-loss-coeff"])) == \
+        ("aux_loss", 0.01)
+    assert any("load balancing: the auxiliary loss at weight 0.01 (Megatron's recommended starting value" in note
+               for note in run.notes)
+
+
+@pytest.mark.parametrize("architecture, chips, weight, whose", [
+    ("mixtral-8x7b", 256, 0.02, "the model's own"),        # its config.json's router_aux_loss_coef
+    ("qwen3-30b-a3b", 1024, 0.001, "the model's own"),     # 4 KV heads: a fleet whose layout takes TP4
+    ("mixtral-8x22b", 256, 0.01, "Megatron's recommended starting value; the model states none"),
+])
+def test_a_softmax_routed_row_balances_at_the_weight_the_model_states(architecture, chips, weight, whose):
+    run, _ = _row_run(architecture, chips=chips)
+    given_flags = flags(run.args)
+    assert (given_flags["--moe-router-load-balancing-type"], float(given_flags["--moe-aux-loss-coeff"])) == \
+        ("aux_loss", weight)
+    assert any(f"auxiliary loss at weight {weight:g} ({whose}" in note for note in run.notes)
+
+
+def test_a_row_that_balances_its_own_way_gets_no_auxiliary_loss(deepseek_plan, monkeypatch):
+    # DeepSeek-V3 balances by an expert bias and a sequence-wise loss: one load-balancing type, its own.
+    words = shlex.split(megatron_run.run(deepseek_plan).args)
+    assert words.count("--moe-router-load-balancing-type") == 1 and "aux_loss" not in words
+    # Mutated: the same router without its sequence-wise loss is auxiliary-loss-free (the expert bias alone).
+    from dataclasses import replace
+
+    from accel.policies.architectures.rows import table
+
+    row = table().rows["deepseek3-671b"]
+    monkeypatch.setitem(table().rows, "deepseek3-671b",
+                        replace(row, routing=replace(row.routing, sequence_balance_loss=None)))
+    assert "--moe-router-load-balancing-type" not in flags(megatron_run.run(deepseek_plan).args)

@@ -92,6 +92,7 @@ class Shape:
     latent_attention: LatentAttention | None = None   # multi-latent attention (a row's), instead of query groups
     routing: Routing | None = None                     # the router (a row's) where it is not Megatron's default
     rope_norms: RopeAndNorms | None = None             # the rotary embedding and the norms (a row's)
+    balance_loss: float | None = None                  # the auxiliary balancing loss's weight (a row's)
 
 
 def _swiglu_ffn(hidden: int) -> int:
@@ -227,7 +228,7 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
             note += _routing_note(row.routing)
         return Shape(row.layers, row.hidden, dense, row.query_heads, row.kv_heads, kv_channels,
                      row.vocabulary, row.tied_embeddings, row.experts, row.experts_per_token, expert, shared, note,
-                     row.first_dense_layers, row.latent_attention, row.routing, rope_norms)
+                     row.first_dense_layers, row.latent_attention, row.routing, rope_norms, row.balance_loss)
     return Shape(row.layers, row.hidden, mlp, row.query_heads, row.kv_heads, kv_channels, row.vocabulary,
                  row.tied_embeddings, note=note, latent_attention=row.latent_attention, rope_norms=rope_norms)
 
@@ -314,6 +315,25 @@ def _routing_args(routing: Routing | None) -> list[str]:
     return args
 
 
+def _balance_weight(shape: Shape) -> tuple[float, str] | None:
+    """(weight, whose) of the auxiliary load-balancing loss a softmax router trains with: the row's (architectures.yaml
+    balance_loss), else Megatron's recommended starting value (runtime.yaml megatron.balance_loss), since its default
+    weight 0.0 balances nothing. None where the row balances its own way (an expert bias, a sequence-wise loss)."""
+    routing = shape.routing
+    if shape.experts is None or (routing is not None and (routing.expert_bias or routing.sequence_balance_loss)):
+        return None
+    if shape.balance_loss is not None:
+        return shape.balance_loss, "the model's own"
+    return float(facts()["balance_loss"]["weight"]), "Megatron's recommended starting value; the model states none"
+
+
+def _balance_args(shape: Shape) -> list[str]:
+    balance = _balance_weight(shape)
+    if balance is None:
+        return []
+    return [f"--moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff {balance[0]:g}"]
+
+
 def _dispatch_args(shape: Shape, degrees: Layout) -> list[str]:
     """How a mixture of experts's tokens reach their experts: Megatron's all-to-all dispatcher where the experts are
     spread over expert-parallel ranks (the all-to-all the estimate costs: policies/estimator/moe.py), its default
@@ -333,6 +353,10 @@ def _dispatch_note(shape: Shape, degrees: Layout) -> str:
              "(--moe-token-dispatcher-type alltoall, which Megatron recommends with expert parallelism)"
              if degrees.expert > 1 else "dispatch: Megatron's default all-gather token dispatcher (no expert "
              "parallelism)")
+    balance = _balance_weight(shape)
+    if balance is not None:
+        words += (f"; load balancing: the auxiliary loss at weight {balance[0]:g} ({balance[1]}; Megatron's default "
+                  "0.0 would balance nothing: runtime.yaml megatron.balance_loss)")
     warned = int(facts()["moe_dispatch"]["router_fp32_from_experts"])
     if shape.experts >= warned:
         words += (f"; router scores in fp32 (--moe-router-dtype fp32), as Megatron asks of {shape.experts} experts "
@@ -498,6 +522,7 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
         if shape.dense_layers:   # Megatron evaluates the list pattern, one entry a layer (arguments.py moe_freq_type)
             args.append(f"--moe-layer-freq '([0]*{shape.dense_layers}+[1]*{shape.layers - shape.dense_layers})'")
         args += _routing_args(shape.routing)
+        args += _balance_args(shape)
         if shape.router_topk == 1 and (shape.routing is None or shape.routing.score_function == "softmax"):
             # A softmax over the one chosen expert is 1 everywhere, with no gradient: Megatron refuses top-1 softmax
             # routing unless the softmax comes before the choice (runtime.yaml megatron.refusals.top1_softmax).

@@ -81,6 +81,7 @@ class Architecture:
     first_dense_layers: int = 0
     latent_attention: LatentAttention | None = None   # multi-latent attention instead of (grouped-)query heads
     routing: Routing | None = None                     # the router where it is not top-k over a softmax
+    balance_loss: float | None = None   # the auxiliary load-balancing loss's weight the model states (a softmax router)
     mlp_activation: str = "silu"                       # the MLP's gate: silu (SwiGLU) or gelu (GeGLU)
     rope_base: int | None = None         # the rotary embedding's base (rope_theta); every row states one
     norm_epsilon: float | None = None    # the RMSNorm epsilon; every row states one
