@@ -542,12 +542,14 @@ class InferenceModel:
     """Decode throughput and latency of replicas of one accelerator type."""
 
     def __init__(self, spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator,
-                 kv_reads_per_value: float = 1.0, layers: int | None = None) -> None:
+                 kv_reads_per_value: float = 1.0, layers: int | None = None, machine_type: str | None = None) -> None:
         """`kv_reads_per_value`: how often a decode step reads each stored K/V value. 1 for servers whose
         attention kernel reads a grouped-query KV head once for all the query heads that share it (vLLM,
         JetStream, TensorRT-LLM with XQA); query heads / KV heads for a kernel that reads it once per query head
         (TensorRT-LLM's masked multi-head attention without XQA). `layers`: the model's layer count when known
-        (else estimated from its size); it sets the number of tensor-parallel all-reduces per step."""
+        (else estimated from its size); it sets the number of tensor-parallel all-reduces per step. `machine_type`:
+        the machine the replica runs on, whose own scale-out bandwidth the hardware table may state (a3-highgpu-8g:
+        100 Gb/s per GPU, not the H100's 400)."""
         assert spec.inference is not None
         self.kv_reads_per_value = kv_reads_per_value
         parameters = spec.model.parameters
@@ -596,7 +598,7 @@ class InferenceModel:
         # what a stage hands the next per token, the hand-off's latency, and each GPU's share of the node's NICs.
         self.hop_bytes_per_token = resolved["inference_pipeline_activation_tensors"] * self.hidden * 2.0
         self.hop_latency = resolved["inference_pipeline_hop_latency_us"] * 1e-6
-        fabric = hardware.current().collective_fabric(accelerator.id)
+        fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
         self.scale_out_bytes_per_s = fabric.scale_out_gbps * 1e9 / 8 if fabric is not None else None
 
     def kv_copies(self, chips: int, stages: int = 1) -> int:
@@ -772,8 +774,8 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
                              f"{hidden_source}; {table.source}")
 
 
-def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator,
-                          detail: dict[str, float | int | str]) -> list[Assumption]:
+def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: dict[str, float | int | str],
+                          machine_type: str | None = None) -> list[Assumption]:
     """A replica of pipeline stages over whole nodes: the engine's layout and the hand-offs it was costed with
     (none for a replica inside one node or NVLink domain)."""
     stages = int(detail.get("pipeline_stages", 1) or 1)
@@ -781,7 +783,7 @@ def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator,
         return []
     pipeline = catalog.defaults.inference.pipeline_serving
     gpus = int(detail["replica_chips"]) // stages
-    fabric = hardware.current().collective_fabric(accelerator.id)
+    fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
     assert fabric is not None   # a pipeline replica is offered only on a chip with a scale-out figure
     return [_assumption(name="pipeline-parallel replica",
                         value=f"{stages} stages (one per node) x {gpus} GPUs tensor parallel; {stages} micro-batches "
@@ -853,7 +855,7 @@ def _chips_per_sequence(spec: WorkloadSpec, catalog: Catalog, detail: dict[str, 
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None,
-                    moe: Factor | None = None) -> list[Assumption]:
+                    moe: Factor | None = None, machine_type: str | None = None) -> list[Assumption]:
     """Every number the estimate used, with where it came from: one Assumption per number, in the order a
     plan prints them (long for that reason alone). `moe`: the mixture-of-experts factor the estimate's hours
     used (its TrainingModel's); without it, that model's is worked out here, never a second way."""
@@ -882,7 +884,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                   resolved.assumption("inference_replica_scaling_per_doubling", "replica_scaling_per_doubling"),
                   resolved.assumption("inference_step_overhead_ms", "step_overhead_ms"),
                   _allreduce_assumption(resolved, accelerator, spec, detail),
-                  *_pipeline_assumptions(catalog, accelerator, detail),
+                  *_pipeline_assumptions(catalog, accelerator, detail, machine_type),
                   resolved.assumption("inference_min_replicas", "min_replicas")]
         if spot:
             items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))
