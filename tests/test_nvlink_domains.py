@@ -126,7 +126,7 @@ def test_a2_megagpu_16g_states_its_own_16_gpu_domain_once_with_its_source():
     facts = hardware.current()
     assert facts.scale_up_domain_chips("a100-40gb", "a2-megagpu-16g") == 16
     assert facts.scale_up_domain_chips("a100-40gb", "a2-highgpu-8g") == facts.scale_up_domain_chips("a100-40gb") == 8
-    [own] = facts.collective_fabric("a100-40gb").machines
+    own = facts.collective_fabric("a100-40gb").machine_domain("a2-megagpu-16g")
     assert own.machine_type == "a2-megagpu-16g" and "nvidia-hgx-a100" in own.source
     # The machine's fabric is the chip's but for the domain: no second copy of the bandwidths.
     mega, chip = facts.collective_fabric("a100-40gb", "a2-megagpu-16g"), facts.collective_fabric("a100-40gb")

@@ -44,11 +44,11 @@ def test_a_dense_model_without_layers_is_estimated_as_before(defaults):
     assert resolve(serving({"parameters": "70B"}), defaults)["model_layers"] == 82
 
 
-def test_an_architecture_without_a_kv_head_width_says_its_layers_are_the_architectures(defaults):
-    # DeepSeek-V3's row (MLA attention) has no head_dim: the KV cache takes its 61 layers at the assumed width, and
-    # its source said "61 layers (estimated)" with the cube-root rule, a count nobody estimated.
+def test_a_latent_attention_architecture_says_its_layers_are_the_architectures(defaults):
+    # DeepSeek-V3's row (MLA attention) has no head_dim: its source said "61 layers (estimated)" with the cube-root
+    # rule, a count nobody estimated; it now sizes the latent of the row's own 61 layers (tests/test_serving_mla.py).
     resolved = resolve(serving({"architecture": "deepseek3-671b", "sequence_length": 32768}), defaults)
     assert resolved["model_layers"] == 61
     source = resolved.sources["kv_cache_bytes_per_token"]
-    assert source.startswith("61 layers (architecture deepseek3-671b) x")
+    assert source.startswith("architecture deepseek3-671b: multi-latent attention, 61 layers x")
     assert defaults.inference.kv_cache_layers_per_cube_root.source not in source

@@ -34,7 +34,7 @@ from accel.job.context import JobContext
 from accel.job.facts import cite, machine_shape, pod_requests, runtime
 from accel.job.pod_templates import LWS_WORKER_INDEX
 from accel.job.restarts import max_restarts
-from accel.job import vllm_serving
+from accel.job import serving_fabric, vllm_serving
 from accel.job.precision_words import PrecisionFlags
 from accel.job.topology import (
     PODSET_GROUP,
@@ -190,6 +190,46 @@ def _fabric(hw: plan_view.Hardware, ctx: JobContext) -> tuple[list[dict], list[d
     return sidecars, volumes, mounts, env, annotations, _env_profile(hw.fabric, facts)
 
 
+GPUDIRECT_TCP = ("gpudirect-tcpx", "gpudirect-tcpxo")
+
+
+def _fabric_security(hw: plan_view.Hardware) -> dict | None:
+    """The NCCL process's securityContext on GPUDirect-TCPX/TCPXO: IPC_LOCK, as Google's samples grant it."""
+    return {"capabilities": {"add": ["IPC_LOCK"]}} if hw.fabric in GPUDIRECT_TCP else None
+
+
+def _fabric_note(hw: plan_view.Hardware) -> str:
+    return f"fabric {hw.fabric}: {runtime()['fabrics'][hw.fabric]['source']}"
+
+
+def wire_fabric(templates: list[dict], hw: plan_view.Hardware, ctx: JobContext) -> list[str]:
+    """Give each pod template (its first container the one whose processes run NCCL) the fabric wiring a training
+    pod of the same machine gets, from the same facts (`_fabric`): the NCCL plugin's host paths and mounts, its env
+    (a name the container already sets is kept), the RxDM sidecar and its device annotation, the GKE multi-network
+    annotations, IPC_LOCK, and the plugin's env profile sourced before the container's command, so every process it
+    starts (Ray's raylet and the vLLM workers it spawns) inherits it. Returns the derivation lines."""
+    sidecars, volumes, mounts, env, annotations, profile = _fabric(hw, ctx)
+    security = _fabric_security(hw)
+    for template in templates:
+        if annotations:
+            template["metadata"].setdefault("annotations", {}).update(annotations)
+        spec = template["spec"]
+        container = spec["containers"][0]
+        own = {e["name"] for e in container.get("env", [])}
+        container["env"] = [*container.get("env", []), *(copy.deepcopy(e) for e in env if e["name"] not in own)]
+        if mounts:
+            container.setdefault("volumeMounts", []).extend(copy.deepcopy(mounts))
+        if security:
+            container["securityContext"] = copy.deepcopy(security)
+        if profile:
+            container["command"] = _shell(profile, container["command"][-1])
+        if volumes:
+            spec.setdefault("volumes", []).extend(copy.deepcopy(volumes))
+        if sidecars:
+            spec.setdefault("initContainers", []).extend(copy.deepcopy(sidecars))
+    return [_fabric_note(hw)] if hw.fabric in runtime()["fabrics"] else []
+
+
 def _env_profile(fabric: str, facts: dict) -> str | None:
     """The NCCL env script the trainer sources: the pairing table's env_script in the node directory its
     installers fill (node_installers.yaml), at the path where this pod mounts that directory."""
@@ -293,11 +333,12 @@ def training_pod(plan: Plan, ctx: JobContext, name: str, replicated_job: str, im
                  "volumeMounts": [*mounts, *fabric_mounts]}
     if ports:
         container["ports"] = ports
-    if hw.fabric in ("gpudirect-tcpx", "gpudirect-tcpxo"):
-        container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    security = _fabric_security(hw)
+    if security:
+        container["securityContext"] = security
     spec = _pod_spec(ctx, pool, [container], [*volumes, *fabric_volumes], sidecars, "Never")
     if hw.fabric != "none":
-        notes.append(f"fabric {hw.fabric}: {runtime()['fabrics'][hw.fabric]['source']}")
+        notes.append(_fabric_note(hw))
     return {"metadata": {"labels": {QUEUE_LABEL: ctx.queue}, "annotations": annotations}, "spec": spec}, \
         annotations, notes
 
@@ -615,11 +656,10 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         if ray_note:
             notes.append(ray_note)
         if hw.family == "gpu" and stages > 1 and hw.fabric != "none":
-            # The estimate costs the stage hand-offs at the fabric's bandwidth (assumptions.yaml pipeline_serving).
-            notes.append(f"pipeline hand-offs: NCCL between stages (vLLM's Ray compiled graph); this job does not "
-                         f"wire fabric {hw.fabric}'s NCCL network plugin into vLLM's pods as the training job does, "
-                         "so NCCL may fall back to sockets on each node's primary network, slower than the plan "
-                         "costs: check that NCCL_DEBUG=INFO logs 'via NET/' with the fabric's plugin, not Socket")
+            # The estimate costs the stage hand-offs at the fabric's bandwidth (assumptions.yaml pipeline_serving):
+            # the pods get the fabric the training job gives the same machine.
+            notes += wire_fabric([leader, worker], hw, ctx)
+            notes.append(serving_fabric.hand_off_note(hw.fabric, image, options.image is not None))
         # A replica across trays of one NVLink domain (GB200 NVL72): leader and workers claim its IMEX channel.
         domain, domain_notes = compute_domain.attach([leader, worker], name, plan, ctx.namespace, nodes_per_replica,
                                                      ctx.nvlink_domain_gpus)

@@ -58,6 +58,7 @@ class Resolved:
     serving_engine: str = ""                      # whose per-step costs serving pays (assumptions.yaml inference.engines)
     allreduce: AllreduceLatency | None = None     # published small all-reduce latencies, by engine and degree
     serving_needs_fp8: bool = False               # the workload's inference.precision needs fp8 tensor cores
+    kv_cache_per_tensor_rank: bool = False        # each tensor-parallel GPU holds the whole cache (vLLM's MLA latent)
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -157,15 +158,29 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     else:
         counted, layers_source = "estimated", f"estimated: {inference.kv_cache_layers_per_cube_root.source}"
     put("model_layers", layers, layers_source, None)
+    latent = False
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
+    elif row is not None and row.latent_attention is not None:
+        # Multi-latent attention caches one latent per token and layer, not K and V per head: the compressed KV
+        # (kv_lora_rank) and the shared rotary key (qk_rope_head_dim), as vLLM does (v0.8.5 vllm/config.py l.994-1000
+        # get_head_size: kv_lora_rank + qk_rope_head_dim; vllm/v1/kv_cache_interface.py l.66-67: "For MLA we only
+        # store a single latent vector", no factor 2). Each tensor-parallel rank holds it whole (InferenceModel).
+        mla, latent = row.latent_attention, True
+        width = mla.kv_lora_rank + mla.qk_rope_head_dim
+        kv = row.layers * width * precision.kv_bytes_per_value
+        put("kv_cache_bytes_per_token", kv,
+            f"architecture {row.name}: multi-latent attention, {row.layers} layers x {width} latent values "
+            f"(kv_lora_rank {mla.kv_lora_rank} + qk_rope_head_dim {mla.qk_rope_head_dim}; no separate K and V) x "
+            f"{precision.kv_bytes_per_value:g} bytes, per tensor-parallel rank: vLLM v0.8.5 vllm/config.py "
+            "get_head_size l.994-1000, get_num_kv_heads l.1075-1079 (one latent head per GPU)", None)
     elif row is not None and row.head_dim is not None:
         kv = 2 * row.layers * row.kv_heads * row.head_dim * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
             f"architecture {row.name}: {row.layers} layers x {row.kv_heads} KV heads x {row.head_dim} dims x K,V x "
             f"{precision.kv_bytes_per_value:g} bytes", None)
     else:
-        # (An architecture without a KV head width, DeepSeek-V3's MLA: its layers, the assumed width.)
+        # (No architecture, or one stating no KV head width: its layers, the assumed width.)
         kv = 2 * layers * inference.kv_cache_width.value * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
             f"{int(layers)} layers ({counted}) x {int(inference.kv_cache_width.value)} KV width x K,V x "
@@ -188,7 +203,8 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         preemptions = {cloud: float(overrides.preemptions_per_day) for cloud in preemptions}
         preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
     return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
-                    overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8)
+                    overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
+                    latent)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -547,12 +563,14 @@ class InferenceModel:
     """Decode throughput and latency of replicas of one accelerator type."""
 
     def __init__(self, spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator,
-                 kv_reads_per_value: float = 1.0, layers: int | None = None) -> None:
+                 kv_reads_per_value: float = 1.0, layers: int | None = None, machine_type: str | None = None) -> None:
         """`kv_reads_per_value`: how often a decode step reads each stored K/V value. 1 for servers whose
         attention kernel reads a grouped-query KV head once for all the query heads that share it (vLLM,
         JetStream, TensorRT-LLM with XQA); query heads / KV heads for a kernel that reads it once per query head
         (TensorRT-LLM's masked multi-head attention without XQA). `layers`: the model's layer count when known
-        (else estimated from its size); it sets the number of tensor-parallel all-reduces per step."""
+        (else estimated from its size); it sets the number of tensor-parallel all-reduces per step. `machine_type`:
+        the machine the replica runs on, whose own scale-out bandwidth the hardware table may state (a3-highgpu-8g:
+        100 Gb/s per GPU, not the H100's 400)."""
         assert spec.inference is not None
         self.kv_reads_per_value = kv_reads_per_value
         parameters = spec.model.parameters
@@ -578,6 +596,11 @@ class InferenceModel:
         self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
         context = resolved["context_tokens"]
         self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
+        # vLLM serves multi-latent attention as one latent KV head per GPU (v0.8.5 vllm/config.py l.1075-1079
+        # get_num_kv_heads: "When using MLA during decode it becomes MQA", 1, not divided by tensor parallelism), so
+        # every tensor-parallel rank of a stage stores and reads the whole latent of its layers. GPUs only: how
+        # JetStream lays out an MLA cache over TPU chips is not stated here, so a TPU replica counts one copy.
+        self.kv_per_tensor_rank = resolved.kv_cache_per_tensor_rank and accelerator.family == "gpu"
         # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
         output_share = 1.0 / (1.0 + self.prompt_per_output)
         self.mean_context = context * (1.0 - output_share / 2.0)
@@ -596,11 +619,21 @@ class InferenceModel:
         # what a stage hands the next per token, the hand-off's latency, and each GPU's share of the node's NICs.
         self.hop_bytes_per_token = resolved["inference_pipeline_activation_tensors"] * self.hidden * 2.0
         self.hop_latency = resolved["inference_pipeline_hop_latency_us"] * 1e-6
-        fabric = hardware.current().collective_fabric(accelerator.id)
+        fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
         self.scale_out_bytes_per_s = fabric.scale_out_gbps * 1e9 / 8 if fabric is not None else None
 
+    def kv_copies(self, chips: int, stages: int = 1) -> int:
+        """How many copies of each cached token a replica of `chips` over `stages` stages stores: 1, or on a GPU
+        serving multi-latent attention its tensor-parallel width (chips per stage, each holding the latent)."""
+        return max(1, chips // max(1, stages)) if self.kv_per_tensor_rank else 1
+
+    def sequence_kv_bytes(self, chips: int, stages: int = 1) -> float:
+        """What one sequence's KV cache takes over a replica of `chips` over `stages` stages, all copies counted."""
+        return self.kv_bytes_per_sequence * self.kv_copies(chips, stages)
+
     def hold_chips(self) -> int:
-        """Chips whose usable memory holds the weights and one sequence's KV cache: the least a replica takes."""
+        """Chips whose usable memory holds the weights and one sequence's KV cache: the least a replica takes (one
+        copy of the cache: the lower bound a replica search starts from)."""
         return math.ceil((self.weight_bytes + self.kv_bytes_per_sequence) / self.usable_hbm)
 
     def utilisation(self, tokens_per_second: float, chips: int) -> float:
@@ -653,8 +686,8 @@ class InferenceModel:
         scale = chips * self.efficiency(chips)
         weights = self.weight_bytes / (scale * self.bandwidth)
         matmul_compute = batch * self.flops_per_token / (scale * self.compute)
-        attention = (batch * self.kv_bytes_per_token * self.mean_context * self.kv_reads_per_value
-                     / (scale * self.bandwidth))
+        attention = (batch * self.kv_bytes_per_token * self.kv_copies(chips) * self.mean_context
+                     * self.kv_reads_per_value / (scale * self.bandwidth))
         prefill = batch * self.flops_per_token * self.prompt_per_output / (scale * self.prefill_compute)
         matmuls_memory_bound = weights >= matmul_compute
         # What the step spends most of its time on, for the rationale.
@@ -678,7 +711,7 @@ class InferenceModel:
         free = chips * self.usable_hbm - self.weight_bytes
         if free <= 0:
             return None, "weights do not fit"
-        by_memory = math.floor(free / self.kv_bytes_per_sequence) // stages
+        by_memory = math.floor(free / self.sequence_kv_bytes(chips, stages)) // stages
         if by_memory < 1:
             return None, ("no room for a single sequence's KV cache" if stages == 1 else
                           f"no room for the KV cache of one sequence in each of its {stages} micro-batches")
@@ -762,8 +795,8 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
                              f"{hidden_source}; {table.source}")
 
 
-def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator,
-                          detail: dict[str, float | int | str]) -> list[Assumption]:
+def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: dict[str, float | int | str],
+                          machine_type: str | None = None) -> list[Assumption]:
     """A replica of pipeline stages over whole nodes: the engine's layout and the hand-offs it was costed with
     (none for a replica inside one node or NVLink domain)."""
     stages = int(detail.get("pipeline_stages", 1) or 1)
@@ -771,7 +804,7 @@ def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator,
         return []
     pipeline = catalog.defaults.inference.pipeline_serving
     gpus = int(detail["replica_chips"]) // stages
-    fabric = hardware.current().collective_fabric(accelerator.id)
+    fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
     assert fabric is not None   # a pipeline replica is offered only on a chip with a scale-out figure
     return [_assumption(name="pipeline-parallel replica",
                         value=f"{stages} stages (one per node) x {gpus} GPUs tensor parallel; {stages} micro-batches "
@@ -858,7 +891,7 @@ def _distributed_optimizer_assumption(resolved: Resolved, detail: dict[str, floa
 def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, accelerator: Accelerator,
                     cloud: str, spot: bool, chips: int, slices: int, price_source: str,
                     detail: dict[str, float | int | str] | None = None,
-                    moe: Factor | None = None) -> list[Assumption]:
+                    moe: Factor | None = None, machine_type: str | None = None) -> list[Assumption]:
     """Every number the estimate used, with where it came from: one Assumption per number, in the order a
     plan prints them (long for that reason alone). `moe`: the mixture-of-experts factor the estimate's hours
     used (its TrainingModel's); without it, that model's is worked out here, never a second way."""
@@ -887,7 +920,7 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
                   resolved.assumption("inference_replica_scaling_per_doubling", "replica_scaling_per_doubling"),
                   resolved.assumption("inference_step_overhead_ms", "step_overhead_ms"),
                   _allreduce_assumption(resolved, accelerator, spec, detail),
-                  *_pipeline_assumptions(catalog, accelerator, detail),
+                  *_pipeline_assumptions(catalog, accelerator, detail, machine_type),
                   resolved.assumption("inference_min_replicas", "min_replicas")]
         if spot:
             items.append(resolved.assumption("inference_spot_serving_headroom", "spot_serving_headroom"))

@@ -136,11 +136,14 @@ class Fabric(NamedTuple):
 
 
 class MachineDomain(NamedTuple):
-    """A machine type whose own NVLink domain differs from its chip's ([collective_fabrics.<chip>.machines]):
-    a2-megagpu-16g joins its 16 A100 over NVSwitch where an A100 board joins 8."""
+    """A machine type whose own collective fabric differs from its chip's ([collective_fabrics.<chip>.machines]):
+    its NVLink domain (a2-megagpu-16g joins its 16 A100 over NVSwitch where an A100 board joins 8), or its
+    scale-out bandwidth per GPU (a3-highgpu-8g's GPUDirect-TCPX: 4 x 200 Gb/s for 8 H100, not the chip's 400 each).
+    None: the chip's figure holds."""
     machine_type: str
-    domain_chips: int
+    domain_chips: int | None
     source: str
+    scale_out_gbps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -447,7 +450,13 @@ class HardwareFacts:
         table gives none."""
         found = self.collective_fabrics.get(chip)
         own = found.machine_domain(machine_type) if found is not None else None
-        return found if own is None else replace(found, domain_chips=own.domain_chips)
+        if own is None:
+            return found
+        if own.domain_chips is not None:
+            found = replace(found, domain_chips=own.domain_chips)
+        if own.scale_out_gbps is not None:
+            found = replace(found, scale_out_gbps=own.scale_out_gbps, source=own.source)
+        return found
 
     def collective_fabrics_key(self) -> tuple:
         """The [collective_fabrics] entries as one hashable value (worked out once): what a cache of anything fitted
@@ -753,9 +762,9 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
 def _machine_domain(fabric: CollectiveFabric, e: _Entry, machine_type: str,
                     machines: Mapping[str, GcpGpuMachine | AwsGpuInstance],
                     sources: Mapping[str, Source]) -> MachineDomain:
-    """A machine type's own NVLink domain ([collective_fabrics.<chip>.machines.<machine type>]): a GPU machine of
-    the table that carries this chip, a positive count of GPUs that differs from the chip's (the same count
-    would state one fact twice), and its source."""
+    """A machine type's own NVLink domain or scale-out bandwidth ([collective_fabrics.<chip>.machines.<machine
+    type>]): a GPU machine of the table that carries this chip, a positive count of GPUs or Gb/s per GPU that
+    differs from the chip's (the same figure would state one fact twice), at least one of them, and its source."""
     machine = machines.get(machine_type)
     if machine is None:
         raise HardwareFactsError(f"{e.where}: {machine_type!r} is neither in [gcp_gpu_machines] nor in "
@@ -763,14 +772,25 @@ def _machine_domain(fabric: CollectiveFabric, e: _Entry, machine_type: str,
     if machine.chip != fabric.id:
         raise HardwareFactsError(f"{e.where}: {machine_type} carries {machine.chip}, not {fabric.id}; state its "
                                  f"domain under [collective_fabrics.{machine.chip}.machines]")
-    if not fabric.domain_chips:
-        raise HardwareFactsError(f"{e.where}: {fabric.id} has no NVLink domain (domain_chips 0) for a machine "
-                                 "to differ from")
-    domain = e.get("domain_chips", int, positive=True)
-    if domain == fabric.domain_chips:
-        raise HardwareFactsError(f"{e.where}.domain_chips: {domain} is {fabric.id}'s own domain_chips; state a "
-                                 "machine's NVLink domain only where it differs (remove the entry)")
-    own = MachineDomain(machine_type, domain, _source(e, None, sources))
+    if "domain_chips" not in e.data and "scale_out_gbps" not in e.data:
+        raise HardwareFactsError(f"{e.where}: states neither domain_chips nor scale_out_gbps: a machine entry states "
+                                 "what of its chip's fabric differs on it")
+    domain = None
+    if "domain_chips" in e.data:
+        if not fabric.domain_chips:
+            raise HardwareFactsError(f"{e.where}: {fabric.id} has no NVLink domain (domain_chips 0) for a machine "
+                                     "to differ from")
+        domain = e.get("domain_chips", int, positive=True)
+        if domain == fabric.domain_chips:
+            raise HardwareFactsError(f"{e.where}.domain_chips: {domain} is {fabric.id}'s own domain_chips; state a "
+                                     "machine's NVLink domain only where it differs (remove the entry)")
+    scale_out = None
+    if "scale_out_gbps" in e.data:
+        scale_out = float(e.get("scale_out_gbps", (int, float), positive=True))
+        if scale_out == fabric.scale_out_gbps:
+            raise HardwareFactsError(f"{e.where}.scale_out_gbps: {scale_out:g} is {fabric.id}'s own scale_out_gbps; "
+                                     "state a machine's scale-out bandwidth only where it differs (remove it)")
+    own = MachineDomain(machine_type, domain, _source(e, None, sources), scale_out)
     e.done()
     return own
 

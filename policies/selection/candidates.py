@@ -105,7 +105,7 @@ class SearchContext:
     pinned_chips: int | None = None   # a hardware pin's fleet: the most a long sequence's replica may take
     training_models: dict[tuple, TrainingModel] = field(default_factory=dict)
     mfu_caches: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)   # by accelerator
-    inference_models: dict[str, InferenceModel] = field(default_factory=dict)
+    inference_models: dict[tuple, InferenceModel] = field(default_factory=dict)
     memory_chips: dict[str, int] = field(default_factory=dict)
     sharded_states: dict[str, ShardedState | None] = field(default_factory=dict)   # by accelerator
     hours_cache: dict[tuple, dict[tuple[int, int, int], float]] = field(default_factory=dict)   # by model_key
@@ -148,8 +148,12 @@ class SearchContext:
             self.mfu_caches.setdefault(offering.accelerator, {}), offering.machine_type))
 
     def inference_model(self, offering: Offering) -> InferenceModel:
-        return _memo(self.inference_models, offering.accelerator,
-                     lambda: InferenceModel(self.spec, self.resolved, self.accelerator(offering)))
+        """The serving model of the offering's chip on its machine (whose own scale-out bandwidth the pipeline
+        hand-offs ride, where the hardware table states one): shared by the offerings of one such entry."""
+        key = self.model_key(offering, False)
+        return _memo(self.inference_models, (key[0], key[3]),
+                     lambda: InferenceModel(self.spec, self.resolved, self.accelerator(offering),
+                                            machine_type=offering.machine_type))
 
     def min_memory_chips(self, offering: Offering) -> int:
         return _memo(self.memory_chips, offering.accelerator,
@@ -818,7 +822,8 @@ def estimate_for(ctx: SearchContext, candidate: Candidate, option: Option) -> Es
     # A mixture of experts' factor is listed as the search's own model worked it out, not worked out again.
     moe = ctx.training_model(candidate.offering, candidate.spot).moe if spec.kind != "inference" else None
     assumptions = assumption_list(spec, ctx.resolved, ctx.catalog, accelerator, candidate.offering.cloud,
-                                  candidate.spot, option.chips, option.slices, price_source, detail, moe)
+                                  candidate.spot, option.chips, option.slices, price_source, detail, moe,
+                                  candidate.offering.machine_type)
     if spec.kind == "inference":
         assert spec.inference is not None
         flops = ctx.inference_model(candidate.offering).step_flops_per_sequence * spec.inference.tokens_per_second

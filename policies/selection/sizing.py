@@ -844,7 +844,8 @@ def _fastest_replica_of(ctx: SearchContext, offering: Offering) -> tuple[float, 
     model = ctx.inference_model(offering)
     best: tuple[float, Size, str] | None = None
     for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
-        if size.chips * model.usable_hbm < model.weight_bytes + model.kv_bytes_per_sequence * size.stages:
+        cache = model.sequence_kv_bytes(size.chips, size.stages) * size.stages
+        if size.chips * model.usable_hbm < model.weight_bytes + cache:
             continue
         step, bound = model.step_seconds(size.chips, 1, size.stages)
         if best is None or step < best[0]:
