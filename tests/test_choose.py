@@ -265,6 +265,21 @@ def test_nothing_feasible_names_the_constraints_and_the_closest_option(catalog):
     assert "closest:" in str(error) and "custom CUDA kernels eliminated 5" in str(error)
 
 
+def test_a_refusal_says_why_capacity_eliminated_each_offering(catalog):
+    # GB200 is sold only through reservations (A4X) and Capacity Blocks (p6e-gb200): "capacity eliminated 2"
+    # alone left the user without the way out (declare them with --reservations), which only --json said.
+    workload = spec(model={"parameters": "8B"}, training={"tokens": "20B", "framework": "pytorch"},
+                    constraints={"deadline_days": 5, "spot": "never", "accelerators": ["gb200"]})
+    with pytest.raises(NoFeasibleOption) as raised:
+        choose(workload, catalog)
+    lines = str(raised.value).splitlines()
+    assert set(raised.value.eliminations["capacity"]) == {"gcp-a4x-highgpu-4g", "aws-p6e-gb200.36xlarge"}
+    assert "    gcp-a4x-highgpu-4g: a4x-highgpu-4g is sold only through reservations: declare yours in " \
+           "accel:reservations (kind reservation) or accel choose --reservations FILE to consider it" in lines
+    assert any(line.startswith("    aws-p6e-gb200.36xlarge: p6e-gb200.36xlarge is sold only through Capacity Blocks")
+               for line in lines)
+
+
 def test_no_offering_on_the_allowed_clouds_is_infeasible_without_a_closest_option(catalog):
     with pytest.raises(NoFeasibleOption) as raised:
         choose(spec(constraints={"clouds": ["kubernetes"]}), catalog)

@@ -71,6 +71,19 @@ def test_without_an_architecture_the_training_command_is_the_default():
     assert "model_name" not in command and "model_name" not in notes
 
 
+def test_without_an_architecture_the_default_maxtext_run_says_it_trains_a_stand_in():
+    # The default command names no model, so MaxText trains base.yml's default config, not the 70B the plan sized.
+    for hardware in (None, {"accelerator": "h100-80gb", "chips": 32}):
+        notes = " ".join(train({"parameters": "70B"}, hardware=hardware)[2].split())
+        assert "MaxText's default config (base.yml) with random weights, a stand-in, not your 70B-parameter model" \
+            in notes
+
+
+def test_a_command_of_your_own_naming_no_architecture_is_not_called_a_stand_in():
+    notes = train({"parameters": "70B"}, command="python3 -m maxtext.trainers.pre_train.train x")[2]
+    assert "stand-in" not in notes
+
+
 def test_maxtext_on_gpus_passes_model_name_too():
     command, _, _ = train({"architecture": "llama3.1-8b"}, hardware={"accelerator": "h100-80gb", "chips": 16})
     assert "hardware=gpu" in command and " model_name=llama3.1-8b" in command

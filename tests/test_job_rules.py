@@ -527,7 +527,8 @@ def test_generated_names_pass_the_name_rules_whatever_the_workload_is_called(wor
         result = planned_results[stack]
         plan = Plan.model_validate(result.plan)
         plan = plan.model_copy(update={"workload": plan.workload.model_copy(update={"name": workload_name})})
-        for validate in (False, True):
+        # The serving stack's one-GPU nodes have no fabric check (tests/test_validate_host_network.py).
+        for validate in (False, True) if stack == "llama-70b-tpu" else (False,):
             manifests = generate(plan, context_of(result, plan), JobOptions(validate=validate)).manifests
             errors = [v for v in rules.run(_scope(result, manifests)) if v.rule.severity == "error"]
             assert errors == [], [str(v.breach) for v in errors]

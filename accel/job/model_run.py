@@ -62,11 +62,17 @@ def maxtext_training_args(plan: Plan) -> str:
 
 def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
     """What the job says of the model it trains: the MaxText config it passes, the smoke-run defaults and how to
-    point the run at real data, a tokenizer and the published weights. Nothing for a workload naming no model."""
+    point the run at real data, a tokenizer and the published weights. A workload naming no model: on MaxText's
+    default command, that it trains MaxText's default config, not the planned size; else nothing."""
     named = named_model(plan)
     row = named.architecture
     if row is None:
-        return []
+        if not (maxtext and written):
+            return []
+        # The default MaxText command without a model_name trains base.yml's own default model (docs/job.md).
+        return [f"model: MaxText's default config (base.yml) with random weights, a stand-in, not your "
+                f"{plan.workload.model.parameters / 1e9:.3g}B-parameter model: name it with model.architecture in "
+                "the workload, or pass --command"]
     if not maxtext:
         if not written:
             return [f"model {row.name}: your --command replaces the default program; it builds the model and loads "

@@ -66,6 +66,16 @@ def _scale_out(hw: plan_view.Hardware, facts: dict) -> dict | None:
             f"chip's scale-out figure ([collective_fabrics.{fabric.id}] in policies/hardware: {fabric.source})"}
 
 
+def host_network_only(plan: Plan, stated_domain_gpus: int | None = None) -> bool:
+    """A cloud GPU fleet across nodes for which the stack built no GPU network (fabric none: no EFA interfaces, no
+    GPUDirect NICs, no NVLink domain spanning nodes), as a serving pool of whole-node replicas is: between nodes its
+    GPUs reach each other only over the hosts' own network, which no machine line rate in runtime.yaml describes.
+    An inventory is left out: its nodes may have a network the stack does not know (the chip's scale-out figure)."""
+    hw = plan_view.hardware(plan)
+    return (hw.family == "gpu" and hw.nodes > 1 and hw.fabric == "none" and hw.cloud in ("gcp", "aws")
+            and _nvlink_domain(hw, stated_domain_gpus) is None)
+
+
 def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float, str]:
     """(GB/s per node or chip, why) the check must reach; `stated_domain_gpus` as _nvlink_domain takes it."""
     facts = runtime()["validate"]
@@ -73,7 +83,9 @@ def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float,
     hw = plan_view.hardware(plan)
     domain = _nvlink_domain(hw, stated_domain_gpus) if hw.family == "gpu" else None
     within_domain = domain is not None and hw.nodes * hw.chips_per_node <= domain
-    scale_out = _scale_out(hw, facts) if hw.family == "gpu" and hw.nodes > 1 and not within_domain else None
+    each_node = host_network_only(plan, stated_domain_gpus)
+    scale_out = (_scale_out(hw, facts) if hw.family == "gpu" and hw.nodes > 1 and not within_domain and not each_node
+                 else None)
     if hw.family == "tpu":
         row = facts["tpu_ici_gbytes"][hw.tpu_generation]
         what = "per chip over ICI"
@@ -85,6 +97,7 @@ def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float,
     else:
         row = facts["intra_node_gbytes"].get(hw.accelerator, {"value": 10, "source": "unknown interconnect"})
         what = ("within a node" if hw.nodes == 1 else
+                "within each node (the stack built no GPU network across nodes: fabric none)" if each_node else
                 f"within one NVLink domain ({hw.nodes} nodes, {hw.nodes * hw.chips_per_node} of its {domain} GPUs, "
                 "joined through IMEX)" if within_domain else
                 "per node (no fabric data for this machine: PCIe/NVLink line)")
@@ -158,13 +171,25 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
     line, why = pass_line(plan, ctx.nvlink_domain_gpus)
     replicated = replicated_job_name(hw)
     image_notes: list[str] = []
-    checks_transport = hw.family == "gpu" and hw.nodes > 1 and transports(hw.fabric) is not None
+    # Nodes joined by no GPU network each check themselves: an all-reduce across them would cross the hosts' own
+    # network, whose bandwidth no line states, and fail on a sound cluster against a fabric the stack never built.
+    each_node = host_network_only(plan, ctx.nvlink_domain_gpus)
+    across = hw.family == "gpu" and hw.nodes > 1 and not each_node
+    checks_transport = across and transports(hw.fabric) is not None
+    if hw.family == "gpu" and not across and hw.chips_per_node == 1:
+        # nccl-tests reports a one-rank all-reduce's bus bandwidth as 0 (busBw = algBw x 2(n-1)/n): a check that
+        # could never pass is refused rather than written.
+        raise UsageError(f"--validate: each {hw.machine_type} node holds one GPU and "
+                         + ("the stack built no GPU network between its nodes (fabric none)" if hw.nodes > 1 else
+                            "the fleet is that one node")
+                         + ", so there is no all-reduce to check (nccl-tests reports a one-GPU all-reduce's bus "
+                           "bandwidth as 0); run the job itself as the check")
     # Fail closed when NCCL fell back to a slow path (accel/job/nccl_log.py, runtime.yaml).
     transport_check = shell_check(hw.fabric, "/tmp/out") if checks_transport else None
     if hw.family == "tpu":
         image = image_override or runtime()["defaults"]["jax-tpu"]["image"]
         command = TPU_PROGRAM.replace("{line}", str(line))
-    elif hw.nodes == 1:
+    elif not across:
         image, image_notes = ((image_override, [f"nccl-tests image {image_override}: given by --image (all_reduce_perf "
                                                  "on PATH)"]) if image_override else tests_image(hw, why))
         # One node: one process drives all its GPUs (-g), which needs no launcher; a single rank's all-reduce moves
@@ -181,10 +206,10 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
         command = torchrun_check_command(hw, replicated, line, transport_check)
     extra_env = ([{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}]
                  if checks_transport else [])
-    if hw.family == "gpu" and hw.nodes > 1:
+    if across:
         extra_env.append(torchrun_node_rank_env())
     pod, _, notes = training_pod(plan, ctx, name, replicated, image, command, extra_env or None)
-    if hw.family == "gpu" and hw.nodes > 1:
+    if across:
         shell = pod["spec"]["containers"][0]["command"]
         shell[-1] = Script(shell[-1])
     domain, domain_notes = compute_domain.attach([pod], name, plan, ctx.namespace, hw.nodes, ctx.nvlink_domain_gpus)
@@ -204,6 +229,9 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
         f"fabric check on the same nodes as the job: {hw.slices} x {hw.nodes_per_slice} {hw.machine_type}",
         ("TPU: a JAX psum over every chip" if hw.family == "tpu"
          else f"GPU: nccl-tests all_reduce_perf over {hw.nodes * hw.chips_per_node} GPUs ({image})" if hw.nodes == 1
+         else f"GPU: nccl-tests all_reduce_perf over the {hw.chips_per_node} GPUs of each of the {hw.nodes} nodes, each "
+              f"node on its own ({image}): the stack built no GPU network across them (fabric none), so an "
+              "all-reduce across nodes would cross the hosts' own network, for which no line is stated" if each_node
          else f"GPU: an all-reduce over torch.distributed (NCCL) across {hw.nodes * hw.chips_per_node} GPUs, bus "
               f"bandwidth as nccl-tests defines it ({PROGRAM_PATH}, {image})"),
         f"pass line: bus bandwidth >= {why}",
@@ -216,7 +244,7 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
            f"communicator of {hw.nodes * hw.chips_per_node} ranks with no SSH or MPI, in the training image with the "
            "job's fabric env, volumes and NCCL plugin mounts; the command writes the program "
            f"({PROGRAM_PATH}) into the pod, and each node's first rank prints nccl-tests' 'Avg bus bandwidth' line"]
-          if hw.family == "gpu" and hw.nodes > 1 else []),
+          if across else []),
         *image_notes,
         *notes,
     ]

@@ -366,6 +366,9 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
     lines = [f"nothing feasible for workload {spec.name!r}:"]
     for constraint, offerings in eliminations.items():
         lines.append(f"  {labels.get(constraint, constraint)} eliminated {len(offerings)}: {', '.join(offerings)}")
+        if constraint == "capacity":
+            # "capacity" alone says nothing of why (sold only through reservations, a mode's limits): each one's own.
+            lines.extend(f"    {offering}: {reason}" for offering, reason in _first_reasons(found, "capacity"))
     lines.extend(f"  {note}" for note in notes or [])
     closest_option: Option | None = None
     misses = ""
@@ -393,6 +396,12 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         lines.append("closest: none (every offering was eliminated before it could be sized)")
     return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, found.rejected, spec,
                             catalog_ref(ctx.catalog))
+
+
+def _first_reasons(found: SearchResult, constraint: str) -> list[tuple[str, str]]:
+    """(offering, its first reason) for each offering `constraint` eliminated, as the refusal's `rejected` holds them."""
+    eliminated = set(found.eliminations.get(constraint, ()))
+    return [(r["offering"], r["reasons"][0]) for r in found.rejected if r["offering"] in eliminated and r["reasons"]]
 
 
 def _batch_bound(ctx: SearchContext, candidate: Candidate) -> tuple[int, str, int]:
