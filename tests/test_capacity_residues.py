@@ -131,15 +131,21 @@ def test_a_pinned_mode_that_contradicts_spot_is_an_error_naming_the_field(hardwa
 
 # --------------------------------------------------------------------------- a searched plan on a held reservation
 
-def h200_in_us_central1(hardware: dict | None = None):
-    data = {"name": "held", "kind": "pretrain", "model": {"parameters": "8B", "sequence_length": 8192},
-            "training": {"tokens": "300B", "framework": "pytorch", "precision": "bf16"},
-            "constraints": {"clouds": ["gcp"], "accelerators": ["h200-141gb"], "deadline_days": 60, "spot": "never",
-                            "regions": ["us-central1"]},
+def an_8b_run(name: str, tokens: str, cloud: str, accelerator: str, region: str, deadline_days: int,
+              hardware: dict | None = None):
+    """An 8B PyTorch pretrain of `tokens` on one accelerator in one region, on demand (a pin where `hardware`)."""
+    data = {"name": name, "kind": "pretrain", "model": {"parameters": "8B", "sequence_length": 8192},
+            "training": {"tokens": tokens, "framework": "pytorch", "precision": "bf16"},
+            "constraints": {"clouds": [cloud], "accelerators": [accelerator], "deadline_days": deadline_days,
+                            "spot": "never", "regions": [region]},
             "owner": "capacity-tests", "cost_center": "cc-1"}
     if hardware is not None:
         data["hardware"] = hardware
-    return workload_from_mapping(data, "held")
+    return workload_from_mapping(data, name)
+
+
+def h200_in_us_central1(hardware: dict | None = None):
+    return an_8b_run("held", "300B", "gcp", "h200-141gb", "us-central1", 60, hardware)
 
 
 def test_a_searched_plan_on_a_declared_reservation_is_sized_on_it_as_a_pin_is(catalog):
@@ -175,14 +181,7 @@ P5_BLOCK_RATE = 41.528   # capacity_modes.yaml aws-capacity-block, p5.48xlarge u
 
 
 def h100_on_aws(hardware: dict | None = None):
-    data = {"name": "block", "kind": "pretrain", "model": {"parameters": "8B", "sequence_length": 8192},
-            "training": {"tokens": "20B", "framework": "pytorch", "precision": "bf16"},
-            "constraints": {"clouds": ["aws"], "accelerators": ["h100-80gb"], "deadline_days": 10, "spot": "never",
-                            "regions": ["us-east-1"]},
-            "owner": "capacity-tests", "cost_center": "cc-1"}
-    if hardware is not None:
-        data["hardware"] = hardware
-    return workload_from_mapping(data, "block")
+    return an_8b_run("block", "20B", "aws", "h100-80gb", "us-east-1", 10, hardware)
 
 
 P5_PIN = {"accelerator": "h100-80gb", "chips": 32, "cloud": "aws", "region": "us-east-1",
