@@ -225,6 +225,17 @@ def heads_tensor(query_heads: int, kv_heads: int) -> int:
     return math.gcd(query_heads, kv_heads)
 
 
+def architecture_heads(architecture: str | None) -> tuple[int, int]:
+    """(heads, layers) of a named architecture (model.architecture) as a training layout must respect them
+    (`heads_tensor`, `within_heads`); (0, 0) where none is named."""
+    if not architecture:
+        return 0, 0
+    from accel.policies.architectures.rows import lookup   # the table is read only where a workload names a row
+
+    row = lookup(architecture)
+    return (heads_tensor(row.query_heads, row.kv_heads), row.layers) if row is not None else (0, 0)
+
+
 def within_heads(tensor: int, pipeline: int, span: int, heads: int, layers: int = 0) -> tuple[int, int, int]:
     """(tensor, pipeline, nodes one tensor group spans) of a layout narrowed to a named architecture's heads
     (`heads_tensor`; 0: no architecture named, the layout as it is): the widest tensor degree dividing both the

@@ -33,8 +33,8 @@ from accel.policies.parallelism import (
     expert_parallelism,
     expert_within_ranks,
     HeadsLayoutError,
+    architecture_heads,
     gpu_parallelism,
-    heads_tensor,
 )
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
@@ -446,17 +446,6 @@ def _layout_need(estimate: Estimate, gpu: GpuPool, unit: int) -> int:
     busy = details.get("busy_chips")   # the global batch's GPUs: only the replicas they hold share the optimizer state
     return distributed_replica_need(ShardedState(float(replicated), float(sharded)), gpu.gpus_per_node, gpu.nodes,
                                     unit, int(busy) if isinstance(busy, (int, float)) else 0)
-
-
-def architecture_heads(architecture: str | None) -> tuple[int, int]:
-    """(heads, layers) of a named architecture as the GPU training layout must respect them
-    (policies/parallelism.py heads_tensor, within_heads); (0, 0) where none is named."""
-    if not architecture:
-        return 0, 0
-    from accel.policies.architectures.rows import lookup   # the table is read only where a workload names a row
-
-    row = lookup(architecture)
-    return (heads_tensor(row.query_heads, row.kv_heads), row.layers) if row is not None else (0, 0)
 
 
 def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,

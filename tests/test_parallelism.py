@@ -164,9 +164,11 @@ def test_the_plan_and_the_estimator_spread_experts_over_the_one_domain_the_table
     from accel.policies.estimator import moe
     from accel.policies.plan import Estimate, GpuPool, plan_parallelism
 
-    estimate = Estimate(flops=1.0, min_chips_for_memory=64, hours=1.0, hourly_usd=1.0, total_usd=1.0, mfu=0.4,
+    # TP8 x PP1 x DP32 on 64 trays: a stage's 256 ranks hold EP64 (Megatron's world a multiple of EP x PP; 72 trays'
+    # 288 ranks would not, policies/parallelism.py expert_within_ranks).
+    estimate = Estimate(flops=1.0, min_chips_for_memory=8, hours=1.0, hourly_usd=1.0, total_usd=1.0, mfu=0.4,
                         goodput=0.7)
-    pool = GpuPool(accelerator="gb200", machine_type="a4x-highgpu-4g", gpus_per_node=4, nodes=72)
+    pool = GpuPool(accelerator="gb200", machine_type="a4x-highgpu-4g", gpus_per_node=4, nodes=64)
     facts = hardware.current()
     assert facts.scale_up_domain_chips("gb200") == 72 and facts.scale_up_domain_chips("h100-80gb") == 8
     assert facts.scale_up_domain_chips("tpu-v5p") == 0 and facts.scale_up_domain_chips("l4") is None
