@@ -75,7 +75,7 @@ class Parallelism(StrictModel):
                                 "beside the state (policies/estimator/activations.py); absent without")
     stages_per_node: int | None = Field(None, gt=1, description="Pipeline stages one node holds, where a named "
                                         "architecture's heads keep tensor parallelism narrower than the node "
-                                        "(`heads_tensor`); absent where each stage takes whole nodes")
+                                        "(Architecture.tensor_heads); absent where each stage takes whole nodes")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -217,28 +217,9 @@ class HeadsLayoutError(UsageError, ValueError):
     stages once tensor parallelism narrows to its heads): the fleet cannot train it."""
 
 
-def heads_tensor(query_heads: int, kv_heads: int) -> int:
-    """What a tensor-parallel degree must divide for a named architecture: Megatron-LM splits both the query heads
-    and the KV heads (query groups) over the tensor ranks (accel/job/runtime.yaml megatron.refusals heads and
-    query_groups), so a degree dividing their greatest common divisor. A multi-latent-attention row states as many
-    KV heads as query heads (DeepSeek-V3's 128): the same rule."""
-    return math.gcd(query_heads, kv_heads)
-
-
-def architecture_heads(architecture: str | None) -> tuple[int, int]:
-    """(heads, layers) of a named architecture (model.architecture) as a training layout must respect them
-    (`heads_tensor`, `within_heads`); (0, 0) where none is named."""
-    if not architecture:
-        return 0, 0
-    from accel.policies.architectures.rows import lookup   # the table is read only where a workload names a row
-
-    row = lookup(architecture)
-    return (heads_tensor(row.query_heads, row.kv_heads), row.layers) if row is not None else (0, 0)
-
-
 def within_heads(tensor: int, pipeline: int, span: int, heads: int, layers: int = 0) -> tuple[int, int, int]:
     """(tensor, pipeline, nodes one tensor group spans) of a layout narrowed to a named architecture's heads
-    (`heads_tensor`; 0: no architecture named, the layout as it is): the widest tensor degree dividing both the
+    (policies/architectures/rows.py Architecture.tensor_heads; 0: no architecture named, the layout as it is): the widest tensor degree dividing both the
     layout's and the heads (their gcd), the state it no longer holds going to a pipeline that much deeper, so the
     replica keeps its GPUs, and with them its data-parallel degree, the search's timed nodes and the fleet. Qwen3
     30B-A3B's 4 KV heads on 64 H100: TP8 x PP1 x DP8 becomes TP4 x PP2 x DP8. `layers` (0: unchecked): a pipeline
@@ -263,7 +244,7 @@ def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: i
     group may span (`tensor_parallel_nodes`); `context`, a long sequence's context-parallel degree
     (`training_degrees`); `pipeline`, its deeper pipeline (0: the state's own depth); `tensor`, its widened tensor
     group without context parallelism (0: the state's own, or the whole node). `heads` and `layers`, a named
-    architecture's (`heads_tensor`; 0: none named): the tensor degree narrowed to divide its heads, the pipeline
+    architecture's (Architecture.tensor_heads; 0: none named): the tensor degree narrowed to divide its heads, the pipeline
     deepened to hold what it no longer does (`within_heads`), the stages then sharing a node."""
     tensor, depth, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
                                                  context, pipeline, tensor)

@@ -33,9 +33,9 @@ from accel.policies.parallelism import (
     expert_parallelism,
     expert_within_ranks,
     HeadsLayoutError,
-    architecture_heads,
     gpu_parallelism,
 )
+from accel.policies.architectures.rows import architecture_heads
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 

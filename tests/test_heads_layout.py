@@ -16,7 +16,7 @@ from accel.base.errors import UsageError
 from accel.job import megatron_run
 from accel.policies import hardware
 from accel.policies.architectures.rows import table
-from accel.policies.parallelism import HeadsLayoutError, gpu_parallelism, heads_tensor, within_heads
+from accel.policies.parallelism import HeadsLayoutError, gpu_parallelism, within_heads
 from accel.policies.plan import Plan, plan_parallelism
 from accel.policies.workload import ModelSpec
 from tests.conftest import planned_result
@@ -26,7 +26,7 @@ ROWS = sorted(table().rows)
 
 def test_qwen3_30b_on_64_h100_trains_at_tp4_where_tp8_splits_its_4_kv_heads_nowhere():
     row = table().rows["qwen3-30b-a3b"]
-    heads = heads_tensor(row.query_heads, row.kv_heads)
+    heads = row.tensor_heads
     assert heads == 4
     # The old rule (no heads): TP8 x PP1 x DP8, which Megatron refuses (transformer_config.py l.758).
     assert gpu_parallelism(True, 8, 8, 8, None).text() == "TP8 x PP1 x DP8"
@@ -38,7 +38,7 @@ def test_qwen3_30b_on_64_h100_trains_at_tp4_where_tp8_splits_its_4_kv_heads_nowh
 
 def test_a_row_whose_heads_the_layout_already_divides_keeps_it():
     row = table().rows["llama3.1-405b"]
-    heads = heads_tensor(row.query_heads, row.kv_heads)
+    heads = row.tensor_heads
     for nodes, need in ((2048, 64), (64, 8), (36, 20)):
         assert gpu_parallelism(True, 8, nodes, need, None, heads=heads, layers=row.layers) == \
             gpu_parallelism(True, 8, nodes, need, None)

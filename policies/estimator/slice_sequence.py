@@ -100,12 +100,12 @@ def slice_sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defa
     estimated: estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes) and the
     chip's usable HBM, as activations.sequence_fit_of reads them for a GPU."""
     from accel.policies.estimator.estimate import model_architecture, training_memory_bytes
-    from accel.policies.parallelism import architecture_heads
+    from accel.policies.architectures.rows import architecture_heads
 
     layers, hidden, _ = model_architecture(spec, defaults)
     # A named architecture's heads bound the ICI tensor degree: MaxText shards the query and KV heads over the
     # mesh's tensor axis (base.yml logical_axis_rules 'heads' and 'kv_heads'), as Megatron splits them over its
-    # tensor ranks (policies/parallelism.py heads_tensor): Qwen3 MoE's 4 KV heads take at most ICI TP4.
+    # tensor ranks (Architecture.tensor_heads): Qwen3 MoE's 4 KV heads take at most ICI TP4.
     heads, _ = architecture_heads(spec.model.architecture)
     if heads:
         max_tensor = math.gcd(max_tensor, heads)
