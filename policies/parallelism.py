@@ -273,7 +273,7 @@ def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int, doma
 def expert_within_ranks(layout: Parallelism) -> Parallelism:
     """A mixture of experts' layout whose expert-parallel degree also divides the ranks of one pipeline stage (TP x CP
     x DP): the job runs expert tensor parallelism 1, and Megatron-LM refuses a world size that is no multiple of
-    expert TP x EP x PP (megatron/core/parallel_state.py initialize_model_parallel, core_v0.15.3). Met by the
+    expert TP x EP x PP (accel/job/runtime.yaml megatron.refusals.expert_world). Met by the
     domain's degree wherever tensor parallelism takes the node; narrowed to their gcd, which still divides the
     experts, where a named architecture's heads or a one-replica fleet leave fewer ranks."""
     if not layout.expert:

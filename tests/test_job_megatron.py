@@ -258,6 +258,10 @@ def test_the_unmutated_plan_passes(a4_plan):
     # a mixture of experts in fp16 with its experts over the node's 8 GPUs (arguments.py l.1041)
     (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9},
                        training={"precision": "fp16"}), None, "training.precision", "l.1041"),
+    # EP8 over a stage of TP2 x DP2 = 4 ranks (parallel_state.py
+    # l.745-751): a hand-edited layout, as the plan narrows EP to the stage's ranks
+    (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9}),
+     {"tensor": 2, "pipeline": 64, "data": 2, "expert": 8}, "plan.parallelism", "l.745-751"),
     # a layout that does not tile the job's 256 ranks (arguments.py l.374)
     (lambda p: p, {"pipeline": 3}, "plan.parallelism", "l.374"),
 ])
