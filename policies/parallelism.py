@@ -73,9 +73,10 @@ class Parallelism(StrictModel):
     context: int | None = Field(None, gt=1, description="Context-parallel degree: ranks one sequence is split over, "
                                 "each a whole tensor-parallel group, where one sequence's activations do not fit "
                                 "beside the state (policies/estimator/activations.py); absent without")
-    stages_per_node: int | None = Field(None, gt=1, description="Pipeline stages one node holds, where a named "
-                                        "architecture's heads keep tensor parallelism narrower than the node "
-                                        "(Architecture.tensor_heads); absent where each stage takes whole nodes")
+    stages_per_node: int | None = Field(None, gt=1, description="Pipeline stages of one replica that share a node, "
+                                        "where a stage's ranks (TP x CP x DP, Megatron's pipeline outermost) fill "
+                                        "less than one (a named architecture's heads narrowing tensor parallelism "
+                                        "on a one-node fleet); absent where each stage takes whole nodes")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -249,7 +250,10 @@ def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: i
     tensor, depth, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
                                                  context, pipeline, tensor)
     tensor, depth, span = within_heads(tensor, depth, span, heads, layers)
-    shared = min(depth, gpus_per_node // tensor) if tensor < gpus_per_node else 1
+    # Megatron lays ranks out tensor, context, data, then pipeline outermost (parallel_state.py order
+    # "tp-cp-ep-dp-pp"): a stage is TP x CP x DP consecutive ranks, and only where those fill less than a node do
+    # several of a replica's stages share one.
+    shared = min(depth, gpus_per_node // (tensor * max(1, context) * data)) if depth > 1 else 1
     return Parallelism(tensor=tensor, pipeline=depth, data=data, tensor_nodes=span if span > 1 else None,
                        context=context if context > 1 else None, stages_per_node=shared if shared > 1 else None)
 

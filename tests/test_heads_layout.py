@@ -33,7 +33,12 @@ def test_qwen3_30b_on_64_h100_trains_at_tp4_where_tp8_splits_its_4_kv_heads_nowh
     narrowed = gpu_parallelism(True, 8, 8, 8, None, heads=heads, layers=row.layers)
     assert narrowed.text() == "TP4 x PP2 x DP8"
     # Same GPUs per replica, so the same data-parallel degree, timed nodes and fleet as the search priced.
-    assert narrowed.replica_gpus == 8 and narrowed.stages_per_node == 2 and narrowed.group_nodes == 1
+    assert narrowed.replica_gpus == 8
+    # Megatron's pipeline is the outermost rank dimension: stage 0 is ranks 0-31 (nodes 0-3), stage 1 ranks 32-63, so
+    # a replica spans 2 nodes; on a one-node fleet both stages share the node.
+    assert narrowed.stages_per_node is None and narrowed.group_nodes == 2
+    one_node = gpu_parallelism(True, 8, 1, 8, None, heads=heads, layers=row.layers)
+    assert one_node.text() == "TP4 x PP2 x DP1" and one_node.stages_per_node == 2 and one_node.group_nodes == 1
 
 
 def test_a_row_whose_heads_the_layout_already_divides_keeps_it():
