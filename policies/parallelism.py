@@ -53,6 +53,7 @@ from typing import NamedTuple
 
 from pydantic import Field, computed_field, model_serializer
 
+from accel.base.errors import UsageError
 from accel.base.model import StrictModel
 
 
@@ -72,12 +73,16 @@ class Parallelism(StrictModel):
     context: int | None = Field(None, gt=1, description="Context-parallel degree: ranks one sequence is split over, "
                                 "each a whole tensor-parallel group, where one sequence's activations do not fit "
                                 "beside the state (policies/estimator/activations.py); absent without")
+    stages_per_node: int | None = Field(None, gt=1, description="Pipeline stages of one replica that share a node, "
+                                        "where a stage's ranks (TP x CP x DP, Megatron's pipeline outermost) fill "
+                                        "less than one (a named architecture's heads narrowing tensor parallelism "
+                                        "on a one-node fleet); absent where each stage takes whole nodes")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def group_nodes(self) -> int:
         """Nodes one model replica (a tensor- x context- x pipeline-parallel group) spans."""
-        return self.pipeline * (self.tensor_nodes or 1) * (self.context or 1)
+        return -(-self.pipeline // (self.stages_per_node or 1)) * (self.tensor_nodes or 1) * (self.context or 1)
 
     @property
     def replica_gpus(self) -> int:
@@ -90,7 +95,7 @@ class Parallelism(StrictModel):
         # tensor parallelism stays in a node as it was before tensor groups could span nodes.
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("expert", "tensor_nodes", "context"):
+            for key in ("expert", "tensor_nodes", "context", "stages_per_node"):
                 if data.get(key) is None:
                     data.pop(key, None)
         return data
@@ -104,9 +109,12 @@ class Parallelism(StrictModel):
 def expert_parallelism(experts: int, domain_chips: int | None, chips: int | None = None) -> int:
     """The expert-parallel degree: the routed experts spread over one scale-up domain (`domain_chips` GPUs of
     an NVLink domain; 0 or None: no such domain, e.g. a TPU slice, whose domain is the fleet's `chips`),
-    never more than there are experts or chips."""
+    never more than there are experts or chips, and dividing the experts: Megatron-LM refuses a number of experts
+    that is no multiple of the expert-parallel size (accel/job/runtime.yaml megatron.refusals.experts), so DeepSeek-V3's
+    256 experts on a 72-GPU GB200 NVL72 domain take EP64, not EP72."""
     domain = domain_chips or chips or experts
-    return max(1, min(experts, domain, chips or experts))
+    bound = max(1, min(experts, domain, chips or experts))
+    return next(degree for degree in range(bound, 0, -1) if experts % degree == 0)
 
 
 def _power_of_two_at_least(value: int) -> int:
@@ -205,19 +213,49 @@ def distributed_replica_need(state: ShardedState, gpus_per_node: int, nodes: int
         need = replica + 1
 
 
+class HeadsLayoutError(UsageError, ValueError):
+    """No layout of this fleet splits a named architecture the way Megatron-LM requires (its layers over the pipeline
+    stages once tensor parallelism narrows to its heads): the fleet cannot train it."""
+
+
+def within_heads(tensor: int, pipeline: int, span: int, heads: int, layers: int = 0) -> tuple[int, int, int]:
+    """(tensor, pipeline, nodes one tensor group spans) of a layout narrowed to a named architecture's heads
+    (policies/architectures/rows.py Architecture.tensor_heads; 0: no architecture named, the layout as it is): the widest tensor degree dividing both the
+    layout's and the heads (their gcd), the state it no longer holds going to a pipeline that much deeper, so the
+    replica keeps its GPUs, and with them its data-parallel degree, the search's timed nodes and the fleet. Qwen3
+    30B-A3B's 4 KV heads on 64 H100: TP8 x PP1 x DP8 becomes TP4 x PP2 x DP8. `layers` (0: unchecked): a pipeline
+    deeper than the row's layers is no layout Megatron builds (runtime.yaml megatron.refusals.pipeline_layers):
+    HeadsLayoutError, naming the figures."""
+    narrowed = math.gcd(tensor, heads) if heads else tensor
+    deeper = pipeline * (tensor // narrowed)
+    if layers and deeper > layers:
+        why = (f"its {heads} heads (the gcd of its query and KV heads) split over at most tensor parallelism "
+               f"{narrowed}, and the state TP{tensor} x PP{pipeline} holds then takes PP{deeper}"
+               if narrowed < tensor else f"the state takes TP{tensor} x PP{pipeline}")
+        raise HeadsLayoutError(f"{why}, more pipeline stages than its {layers} layers (each stage holds at least one)")
+    return narrowed, deeper, max(1, narrowed * span // tensor)
+
+
 def training_parallelism(min_chips_for_memory: int, gpus_per_node: int, nodes: int,
                          domain_unit_nodes: int = 1, context: int = 0, pipeline: int = 0,
-                         tensor: int = 0) -> Parallelism:
+                         tensor: int = 0, heads: int = 0, layers: int = 0) -> Parallelism:
     """The 3D-parallel layout of a training fleet of `nodes` nodes whose model replica must hold
     `min_chips_for_memory` GPUs' worth of training state; `domain_unit_nodes`, the nodes of one NVLink domain the
     cloud places as a unit a job can require (1: the domain is the node), bounds the nodes a tensor-parallel
     group may span (`tensor_parallel_nodes`); `context`, a long sequence's context-parallel degree
     (`training_degrees`); `pipeline`, its deeper pipeline (0: the state's own depth); `tensor`, its widened tensor
-    group without context parallelism (0: the state's own, or the whole node)."""
+    group without context parallelism (0: the state's own, or the whole node). `heads` and `layers`, a named
+    architecture's (Architecture.tensor_heads; 0: none named): the tensor degree narrowed to divide its heads, the pipeline
+    deepened to hold what it no longer does (`within_heads`), the stages then sharing a node."""
     tensor, depth, data, span = training_degrees(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes,
                                                  context, pipeline, tensor)
+    tensor, depth, span = within_heads(tensor, depth, span, heads, layers)
+    # Megatron lays ranks out tensor, context, data, then pipeline outermost (parallel_state.py order
+    # "tp-cp-ep-dp-pp"): a stage is TP x CP x DP consecutive ranks, and only where those fill less than a node do
+    # several of a replica's stages share one.
+    shared = min(depth, gpus_per_node // (tensor * max(1, context) * data)) if depth > 1 else 1
     return Parallelism(tensor=tensor, pipeline=depth, data=data, tensor_nodes=span if span > 1 else None,
-                       context=context if context > 1 else None)
+                       context=context if context > 1 else None, stages_per_node=shared if shared > 1 else None)
 
 
 def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int = 1) -> Parallelism:
@@ -236,17 +274,33 @@ def serving_parallelism(replica_chips: int, gpus_per_node: int, nodes: int, doma
     return Parallelism(tensor=tensor, pipeline=pipeline, data=max(1, nodes * gpus_per_node // (tensor * pipeline)))
 
 
+def expert_within_ranks(layout: Parallelism) -> Parallelism:
+    """A mixture of experts' layout whose expert-parallel degree also divides the ranks of one pipeline stage (TP x CP
+    x DP): the job runs expert tensor parallelism 1, and Megatron-LM refuses a world size that is no multiple of
+    expert TP x EP x PP (accel/job/runtime.yaml megatron.refusals.expert_world). Met by the
+    domain's degree wherever tensor parallelism takes the node; narrowed to their gcd, which still divides the
+    experts, where a named architecture's heads or a one-replica fleet leave fewer ranks."""
+    if not layout.expert:
+        return layout
+    ranks = layout.tensor * (layout.context or 1) * layout.data
+    expert = math.gcd(layout.expert, ranks)
+    if expert == layout.expert:
+        return layout
+    return layout.model_copy(update={"expert": expert if expert > 1 else None})
+
+
 def gpu_parallelism(training: bool, gpus_per_node: int, nodes: int, min_chips_for_memory: int,
                     replica_chips: int | None, expert: int | None = None, domain_unit_nodes: int = 1,
-                    context: int = 0, pipeline: int = 0, tensor: int = 0) -> Parallelism:
+                    context: int = 0, pipeline: int = 0, tensor: int = 0, heads: int = 0,
+                    layers: int = 0) -> Parallelism:
     """The parallelism of a GPU plan: training from the state's memory, serving from its replica; `expert`,
     the expert-parallel degree of a mixture-of-experts model, is part of a training layout, and so is a
     tensor-parallel group spanning nodes of one NVLink domain placed as a unit of `domain_unit_nodes` nodes (a
     serving replica's tensor parallelism spans nodes only within that span, `serving_parallelism`); `context`, a
     long sequence's context-parallel degree, `pipeline` its deeper pipeline and `tensor` its widened tensor group
-    (`training_degrees`)."""
+    (`training_degrees`); `heads` and `layers`, a named architecture's (`within_heads`)."""
     if training or replica_chips is None:
         layout = training_parallelism(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context,
-                                      pipeline, tensor)
+                                      pipeline, tensor, heads, layers)
         return layout.model_copy(update={"expert": expert}) if expert and expert > 1 else layout
     return serving_parallelism(replica_chips, gpus_per_node, nodes, domain_unit_nodes)

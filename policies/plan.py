@@ -31,8 +31,11 @@ from accel.policies.parallelism import (
     ShardedState,
     distributed_replica_need,
     expert_parallelism,
+    expert_within_ranks,
+    HeadsLayoutError,
     gpu_parallelism,
 )
+from accel.policies.architectures.rows import architecture_heads
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 
@@ -388,7 +391,8 @@ class Plan(DerivedFieldsModel):
     def parallelism(self) -> Parallelism | None:
         """Tensor x pipeline x data parallelism of a GPU plan, derived from the pool and the estimate
         (policies/parallelism.py); None for TPU plans, whose slices are the units (one pool each)."""
-        return plan_parallelism(self.workload.kind, self.gpu, self.estimate, self.workload.model.experts)
+        return plan_parallelism(self.workload.kind, self.gpu, self.estimate, self.workload.model.experts,
+                                architecture=self.workload.model.architecture)
 
     @property
     def pool(self) -> TpuPool | GpuPool:
@@ -445,7 +449,8 @@ def _layout_need(estimate: Estimate, gpu: GpuPool, unit: int) -> int:
 
 
 def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
-                     experts: int | None = None, domain_unit_nodes: int | None = None) -> Parallelism | None:
+                     experts: int | None = None, domain_unit_nodes: int | None = None,
+                     architecture: str | None = None) -> Parallelism | None:
     """The parallelism of a GPU pool under this estimate (None without a GPU pool); a mixture-of-experts model
     (`experts` routed experts per layer) trains with its experts spread over the GPU's NVLink domain (its
     machine type's own where the hardware table states one), the expert-parallel degree the estimate's
@@ -455,7 +460,8 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     unit instead: 1, the layout derived before groups could span nodes); a sequence
     too long for the state's own layout adds the context-parallel degree the estimate records
     (details.context_parallel, policies/estimator/activations.py) and, where it chose one, the deeper pipeline
-    (details.pipeline_parallel)."""
+    (details.pipeline_parallel). A named `architecture` (model.architecture) narrows the tensor degree to divide its
+    query and KV heads, deepening the pipeline (policies/parallelism.py within_heads)."""
     if gpu is None:
         return None
     replica = estimate.details.get("replica_chips")
@@ -469,18 +475,29 @@ def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,
     tensor = estimate.details.get("tensor_parallel")     # its tensor group, where it widened one without CP
     unit = facts.nvlink_domain_unit_nodes(gpu.machine_type, gpu.nvlink_clique_nodes) if domain_unit_nodes is None \
         else domain_unit_nodes
-    layout = gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes,
-                             _layout_need(estimate, gpu, unit) if kind != "inference" else estimate.min_chips_for_memory,
-                             int(replica) if isinstance(replica, (int, float)) else None, expert,
-                             unit, int(context) if isinstance(context, (int, float)) else 0,
-                             int(pipeline) if isinstance(pipeline, (int, float)) else 0,
-                             int(tensor) if isinstance(tensor, (int, float)) else 0)
+    try:
+        layout = _gpu_layout(kind, gpu, estimate, replica, expert, unit, context, pipeline, tensor, architecture)
+    except HeadsLayoutError as error:
+        raise HeadsLayoutError(f"model.architecture: {architecture}: on {gpu.nodes} x {gpu.machine_type} {error}, "
+                               "so no layout Megatron-LM builds holds it (runtime.yaml megatron.refusals."
+                               "pipeline_layers); choose GPUs with more memory, or more of them") from None
     # A fleet of whole nodes past the GPUs the global batch keeps busy (details.busy_chips, policies/selection/
     # sizing.py) holds only the replicas the batch feeds: its data-parallel degree is theirs, the rest idle.
     busy = estimate.details.get("busy_chips")
     if kind != "inference" and isinstance(busy, (int, float)) and busy < layout.replica_gpus * layout.data:
-        return layout.model_copy(update={"data": max(1, int(busy) // layout.replica_gpus)})
-    return layout
+        layout = layout.model_copy(update={"data": max(1, int(busy) // layout.replica_gpus)})
+    return expert_within_ranks(layout) if kind != "inference" else layout
+
+
+def _gpu_layout(kind: str, gpu: GpuPool, estimate: Estimate, replica: Any, expert: int | None, unit: int,
+                context: Any, pipeline: Any, tensor: Any, architecture: str | None) -> Parallelism:
+    return gpu_parallelism(kind != "inference", gpu.gpus_per_node, gpu.nodes,
+                           _layout_need(estimate, gpu, unit) if kind != "inference" else estimate.min_chips_for_memory,
+                           int(replica) if isinstance(replica, (int, float)) else None, expert,
+                           unit, int(context) if isinstance(context, (int, float)) else 0,
+                           int(pipeline) if isinstance(pipeline, (int, float)) else 0,
+                           int(tensor) if isinstance(tensor, (int, float)) else 0,
+                           *(architecture_heads(architecture) if kind != "inference" else (0, 0)))
 
 
 def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = None) -> Parallelism | None:
@@ -492,9 +509,11 @@ def _derived_parallelism(data: dict[str, Any], domain_unit_nodes: int | None = N
         workload = data["workload"]
         kind = _value(workload, "kind")
         experts = _value(_value(workload, "model"), "experts")
+        architecture = _value(_value(workload, "model"), "architecture")
     except (KeyError, TypeError, ValueError):
         return None
-    return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None, domain_unit_nodes)
+    return plan_parallelism(str(kind), gpu, estimate, experts if isinstance(experts, int) else None, domain_unit_nodes,
+                            architecture if isinstance(architecture, str) else None)
 
 
 def _cloud_clique_problems(pool: GpuPool, cloud: str) -> list[str]:

@@ -237,8 +237,10 @@ def test_the_unmutated_plan_passes(a4_plan):
 
 
 @pytest.mark.parametrize("mutate, layout, field, rule", [
-    # gemma2-2b: 8 query heads, 4 KV heads, on TP8: the KV groups do not split (transformer_config.py l.758)
-    (lambda p: named(p, "gemma2-2b"), None, "model.architecture: gemma2-2b", "l.758"),
+    # gemma2-2b: 8 query heads, 4 KV heads, on TP8: the KV groups do not split (transformer_config.py l.758). The
+    # plan narrows to TP4 (tests/test_heads_layout.py): a hand-edited TP8 stands in for a layout it would not choose.
+    (lambda p: named(p, "gemma2-2b"), {"tensor": 8, "pipeline": 1, "data": 32, "stages_per_node": None},
+     "model.architecture: gemma2-2b", "l.758"),
     # one layer cannot fill two pipeline stages (arguments.py l.599)
     (lambda p: mutated(p, model={"layers": 1}), {"pipeline": 2, "data": 16}, "model.layers", "l.599"),
     # a width that is no whole number of 128-wide heads in 8 groups (transformer_config.py l.743)
@@ -249,12 +251,17 @@ def test_the_unmutated_plan_passes(a4_plan):
     # a stated global batch of 100 sequences over 32 data-parallel ranks (num_microbatches_calculator.py l.340)
     (lambda p: mutated(p, training={"global_batch_tokens": 100 * 8192}), None, "training.global_batch_tokens",
      "l.340"),
-    # 12 experts over the 8 GPUs of a node the plan spreads them on (arguments.py l.1039)
-    (lambda p: mutated(p, model={"experts": 12, "experts_per_token": 2, "active_parameters": 20e9}), None,
+    # 12 experts over the 8 GPUs of a node (arguments.py l.1039): the plan spreads them over 4, dividing them
+    # (policies/parallelism.py expert_parallelism), so a hand-edited EP8 stands in
+    (lambda p: mutated(p, model={"experts": 12, "experts_per_token": 2, "active_parameters": 20e9}), {"expert": 8},
      "model.experts", "l.1039"),
     # a mixture of experts in fp16 with its experts over the node's 8 GPUs (arguments.py l.1041)
     (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9},
                        training={"precision": "fp16"}), None, "training.precision", "l.1041"),
+    # EP8 over a stage of TP2 x DP2 = 4 ranks (parallel_state.py
+    # l.745-751): a hand-edited layout, as the plan narrows EP to the stage's ranks
+    (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9}),
+     {"tensor": 2, "pipeline": 64, "data": 2, "expert": 8}, "plan.parallelism", "l.745-751"),
     # a layout that does not tile the job's 256 ranks (arguments.py l.374)
     (lambda p: p, {"pipeline": 3}, "plan.parallelism", "l.374"),
 ])

@@ -150,9 +150,10 @@ def test_experts_spread_over_one_scale_up_domain_never_past_the_experts_or_the_c
     from accel.policies.parallelism import expert_parallelism
 
     ep = expert_parallelism(experts, domain, chips)
-    assert 1 <= ep <= experts and (chips is None or ep <= chips)
+    assert 1 <= ep <= experts and (chips is None or ep <= chips) and experts % ep == 0   # Megatron's rule
     if domain:
-        assert ep <= domain and (ep == domain or ep == experts or ep == chips)
+        bound = min(domain, experts, chips or experts)
+        assert ep <= domain and not any(experts % wider == 0 for wider in range(ep + 1, bound + 1))
 
 
 def test_the_plan_and_the_estimator_spread_experts_over_the_one_domain_the_table_states(tmp_path):
@@ -163,20 +164,23 @@ def test_the_plan_and_the_estimator_spread_experts_over_the_one_domain_the_table
     from accel.policies.estimator import moe
     from accel.policies.plan import Estimate, GpuPool, plan_parallelism
 
-    estimate = Estimate(flops=1.0, min_chips_for_memory=64, hours=1.0, hourly_usd=1.0, total_usd=1.0, mfu=0.4,
+    # TP8 x PP1 x DP32 on 64 trays: a stage's 256 ranks hold EP64 (Megatron's world a multiple of EP x PP; 72 trays'
+    # 288 ranks would not, policies/parallelism.py expert_within_ranks).
+    estimate = Estimate(flops=1.0, min_chips_for_memory=8, hours=1.0, hourly_usd=1.0, total_usd=1.0, mfu=0.4,
                         goodput=0.7)
-    pool = GpuPool(accelerator="gb200", machine_type="a4x-highgpu-4g", gpus_per_node=4, nodes=72)
+    pool = GpuPool(accelerator="gb200", machine_type="a4x-highgpu-4g", gpus_per_node=4, nodes=64)
     facts = hardware.current()
     assert facts.scale_up_domain_chips("gb200") == 72 and facts.scale_up_domain_chips("h100-80gb") == 8
     assert facts.scale_up_domain_chips("tpu-v5p") == 0 and facts.scale_up_domain_chips("l4") is None
-    assert plan_parallelism("pretrain", pool, estimate, 256).expert == moe.default_expert_parallel(256, "gb200") == 72
+    # 256 experts over a 72-GPU domain: EP64, the widest degree dividing them (Megatron refuses EP72).
+    assert plan_parallelism("pretrain", pool, estimate, 256).expert == moe.default_expert_parallel(256, "gb200") == 64
     table = Path(hardware.__file__).with_name("facts.toml").read_text(encoding="utf-8")
     head, _, rest = table.partition("[collective_fabrics.gb200]\ndomain_chips = 72")
     assert rest, "the gb200 collective fabric entry moved: update this test's edit"
     (tmp_path / "facts.toml").write_text(head + "[collective_fabrics.gb200]\ndomain_chips = 36" + rest, encoding="utf-8")
     with hardware.using(hardware.load_facts(tmp_path / "facts.toml")):
-        assert plan_parallelism("pretrain", pool, estimate, 256).expert == 36
-        assert moe.default_expert_parallel(256, "gb200") == 36
+        assert plan_parallelism("pretrain", pool, estimate, 256).expert == 32
+        assert moe.default_expert_parallel(256, "gb200") == 32
 
 
 def test_the_deepseek_v3_plan_says_ep_in_its_parallelism_line_as_the_estimate_costed_it():

@@ -124,7 +124,9 @@ def test_the_all_to_all_grows_when_expert_parallelism_crosses_the_nvlink_domain(
 
 def test_the_sizing_picks_expert_parallelism_within_the_domain_and_says_it(catalog):
     assert moe.default_expert_parallel(256, "h100-80gb") == 8
-    assert moe.default_expert_parallel(256, "gb200") == 72
+    # 256 experts over the 72-GPU domain: EP64, the widest degree dividing them (Megatron refuses EP72: arguments.py
+    # l.1039, runtime.yaml megatron.refusals.experts)
+    assert moe.default_expert_parallel(256, "gb200") == 64
     assert moe.default_expert_parallel(16, "gb200") == 16
     spec = workload(MOE)
     model = TrainingModel(spec, resolve(spec, catalog.defaults), catalog, catalog.accelerator("h100-80gb"), "aws",
@@ -134,7 +136,7 @@ def test_the_sizing_picks_expert_parallelism_within_the_domain_and_says_it(catal
 
 
 @pytest.mark.parametrize("accelerator, framework, pin", [
-    ("gb200", "pytorch", {"accelerator": "gb200", "chips": 1152}),   # EP 72: one NVL72 domain (a pinned fleet)
+    ("gb200", "pytorch", {"accelerator": "gb200", "chips": 1152}),   # EP 64 of one NVL72 domain (a pinned fleet)
     ("tpu-v5p", "jax", None),                                        # EP 256: the slice (a searched fleet)
 ])
 def test_the_listed_moe_factor_is_the_one_the_hours_used_under_a_decay_override(catalog, accelerator, framework, pin):
@@ -151,7 +153,7 @@ def test_the_listed_moe_factor_is_the_one_the_hours_used_under_a_decay_override(
     resolved = resolve(spec, catalog.defaults)
     chip = catalog.accelerator(accelerator)
     used = TrainingModel(spec, resolved, catalog, chip, "gcp", False).moe
-    assert used is not None and f"expert parallelism {72 if pin else 256} " in used.summary
+    assert used is not None and f"expert parallelism {64 if pin else 256} " in used.summary
     assert listed.value == f"x{used.value:.4g}: {used.summary}"
     if pin is not None:   # a pin's goodput is the model's: the whole-run overhead times the MoE factor
         implied = estimate.goodput / whole_run_goodput(spec, resolved, catalog, chip).value

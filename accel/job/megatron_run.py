@@ -433,6 +433,13 @@ def model_shape(plan: Plan, degrees: Layout) -> Shape:
         field = "model.architecture" if model_run.named_model(plan).architecture else "model.experts"
         raise _refusal(field, f"{shape.experts} experts do not split over expert parallelism {degrees.expert}",
                        "experts", "pin hardware whose expert parallelism divides them")
+    world = degrees.model_ranks * degrees.data
+    if shape.experts is not None and world % (degrees.expert * degrees.pipeline):
+        # Expert tensor parallelism 1 (run): the world a multiple of EP x PP. The plan keeps to it
+        # (policies/parallelism.py expert_within_ranks); this is the backstop for a hand-edited layout.
+        raise _refusal("plan.parallelism", f"the job's {world} ranks do not split into EP{degrees.expert} x "
+                       f"PP{degrees.pipeline} expert groups", "expert_world",
+                       "plan again (accel plan) so the expert degree divides a stage's ranks")
     return shape
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -99,6 +100,14 @@ class Architecture:
     def is_moe(self) -> bool:
         return self.experts is not None
 
+    @property
+    def tensor_heads(self) -> int:
+        """What a tensor-parallel degree must divide: Megatron-LM splits both the query heads and the KV heads (query
+        groups) over the tensor ranks (accel/job/runtime.yaml megatron.refusals heads and query_groups), MaxText both
+        over its mesh's tensor axis; so their greatest common divisor. A multi-latent-attention row states as many KV
+        heads as query heads (DeepSeek-V3's 128): the same rule."""
+        return math.gcd(self.query_heads, self.kv_heads)
+
     def workload_fields(self) -> dict[str, float | int]:
         """The ModelSpec fields this row states: the counts and the shape (the MoE ones only for an MoE row)."""
         fields = {name: getattr(self, name) for name in (*COUNT_FIELDS, *SHAPE_FIELDS)}
@@ -151,3 +160,10 @@ def table() -> ArchitectureTable:
 
 def lookup(name: str) -> Architecture | None:
     return table().rows.get(name)
+
+
+def architecture_heads(architecture: str | None) -> tuple[int, int]:
+    """(heads a tensor degree must divide, layers) of a named architecture (model.architecture), as a training layout
+    respects them (policies/parallelism.py within_heads); (0, 0) where none is named or the table lacks it."""
+    row = lookup(architecture) if architecture else None
+    return (row.tensor_heads, row.layers) if row is not None else (0, 0)

@@ -28,6 +28,8 @@ and values, `context_parallel_strategy: all_gather`, types.py:1128-1131): activa
 
 from __future__ import annotations
 
+import math
+
 from typing import TYPE_CHECKING, Sequence
 
 from accel.policies.estimator.activations import SequenceFit, largest_context, micro_batch_bytes, powers_of_two
@@ -98,8 +100,15 @@ def slice_sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defa
     estimated: estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes) and the
     chip's usable HBM, as activations.sequence_fit_of reads them for a GPU."""
     from accel.policies.estimator.estimate import model_architecture, training_memory_bytes
+    from accel.policies.architectures.rows import architecture_heads
 
     layers, hidden, _ = model_architecture(spec, defaults)
+    # A named architecture's heads bound the ICI tensor degree: MaxText shards the query and KV heads over the
+    # mesh's tensor axis (base.yml logical_axis_rules 'heads' and 'kv_heads'), as Megatron splits them over its
+    # tensor ranks (Architecture.tensor_heads): Qwen3 MoE's 4 KV heads take at most ICI TP4.
+    heads, _ = architecture_heads(spec.model.architecture)
+    if heads:
+        max_tensor = math.gcd(max_tensor, heads)
     return slice_sequence_fit(spec.model.sequence_length, layers, hidden, training_memory_bytes(spec, resolved),
                               accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
                               min_chips, slice_sizes, max_tensor)

@@ -49,7 +49,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       nvlink_clique_nodes=offering.nvlink_clique_nodes)
         # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
-        parallelism = plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts)
+        parallelism = plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts,
+                                       architecture=spec.model.architecture)
         assert parallelism is not None
         gpu = gpu.model_copy(update={"nodes_per_pool": gpu_nodes_per_pool(
             offering, option.hosts, compact=compact, training=training,
@@ -75,7 +76,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     if node_limit:
         rationale.append(f"Fleet size: {node_limit}.")
     if gpu is not None and (gpu.pools > 1 or ((training or pipelined) and gpu.nodes > 1)):
-        rationale.append(_layout_words(gpu, plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts)))
+        rationale.append(_layout_words(gpu, plan_parallelism(spec.kind, gpu, choice.estimate, spec.model.experts,
+                                       architecture=spec.model.architecture)))
     expert = next((a for a in choice.estimate.assumptions if a.name == "mixture of experts"), None)
     if training and expert is not None:
         # The expert-parallel layout the estimate costed (policies/estimator/moe.py).

@@ -5,7 +5,9 @@ GPUs, accel/job/plan_view.py `rank_nodes`): a fleet sized past them (36 A4X tray
 two 18-tray racks) keeps the rest idle. The estimate times the run on the same nodes, by the same layout rule the
 Plan derives (policies/parallelism.py `training_degrees`, the integers of `training_parallelism`, which
 policies/plan.py `plan_parallelism` builds: no pydantic model on the search's hot path); the fleet's cost stays
-on every node. TPU fleets (a slice trains whole) and serving are left as they are.
+on every node. A named architecture's heads narrow the Plan's tensor degree into a deeper pipeline with the same
+GPUs per replica and the same data-parallel degree (policies/parallelism.py within_heads), so the nodes timed here
+are the Plan's without reading the row. TPU fleets (a slice trains whole) and serving are left as they are.
 
 The global batch bounds it too (training_size's `batch_chips`): a step has only so many sequences, each shared by at most so many
 GPUs (policies/estimator/estimate.py batch_chip_limit), so a fleet of whole nodes past them (one 8-GPU node for a
