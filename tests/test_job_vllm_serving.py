@@ -70,29 +70,42 @@ def test_an_fp16_plan_serves_fp16():
     assert "--dtype float16 " in command and "bfloat16" not in command
 
 
+# An architecture with no published fp8 checkpoint of its weights (serving_checkpoints.yaml): vLLM quantizes online.
+ONLINE = {"architecture": "llama3.1-70b"}
+
+
 def test_an_fp8_plan_quantizes_weights_and_kv_cache_as_it_loads():
-    command, _, notes = serve("fp8")
+    command, _, notes = serve("fp8", ONLINE)
     assert "--dtype bfloat16 --quantization fp8 --kv-cache-dtype fp8 --tensor-parallel-size" in command
-    assert "precision fp8: vLLM quantizes meta-llama/Llama-3.1-70B-Instruct to fp8" in notes
+    assert "precision fp8: vLLM quantizes meta-llama/Llama-3.1-70B to fp8" in notes
 
 
 def test_the_fp8_load_peak_is_said_with_its_number():
-    """vLLM holds the bf16 weights before quantizing them: 70B x 2 bytes over the replica's GPUs."""
-    plan = plan_of("fp8")
+    """vLLM holds the bf16 weights before quantizing them: 70.6B x 2 bytes over the replica's GPUs."""
+    plan = plan_of("fp8", ONLINE)
     gpus = plan.parallelism.tensor * plan.parallelism.pipeline
-    _, _, notes = serve("fp8")
+    _, _, notes = serve("fp8", ONLINE)
     assert "load peak: " in notes
-    assert f"{70e9 * 2 / gpus / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica)" in notes
+    assert f"{70.6e9 * 2 / gpus / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica)" in notes
     usable = hardware.current().chips["h100-80gb"].hbm_gb * 0.9   # assumptions.yaml hbm_usable_fraction
     assert f"within the {usable:,.1f} GB usable of each H100" in notes
 
 
-def test_an_fp8_plan_whose_bf16_weights_do_not_fit_while_loading_is_refused():
-    """A 13B model on one L4 (24 GB): 13 GB in fp8 fits, 26 GB of bf16 weights while loading do not."""
-    plan = plan_of("fp8", {"parameters": "13B"}, {"accelerator": "l4", "chips": 1})
+def test_an_fp8_plan_whose_bf16_weights_do_not_fit_while_loading_is_refused(monkeypatch):
+    """A 13B model on one L4 (24 GB): 13 GB in fp8 fits, 26 GB of bf16 weights while loading do not. `choose` now
+    refuses that pin itself (tests/test_serving_model_fits.py); a plan made before it sized for the load peak (the
+    mutation: the rule taken back to the served precision while choosing) is refused by the job."""
+    from accel.policies.estimator import serving_load
+
+    model = {"architecture": "llama2-13b"}
+    with monkeypatch.context() as old_rule:
+        old_rule.setattr(serving_load, "load_precision", lambda spec, served, family: served)
+        workload = {"name": "served", "kind": "inference", "model": model, "hardware": {"accelerator": "l4", "chips": 1},
+                    "inference": {"tokens_per_second": 2000, "framework": "pytorch", "precision": "fp8"}}
+        plan = choose_plan(workload_from_mapping(workload, "t.yaml"), load_catalog())
     assert plan.parallelism.tensor * plan.parallelism.pipeline == 1
     with pytest.raises(UsageError) as refused:
-        serve("fp8", {"parameters": "13B"}, {"accelerator": "l4", "chips": 1})
+        generate(plan, JobContext(stack="t"), JobOptions())
     message = str(refused.value)
     assert message.startswith("inference.precision: fp8 with model.checkpoint unset")
     assert "26.0 GB on each GPU (1 per replica), more than the 21.6 GB usable of each L4" in message
@@ -100,7 +113,7 @@ def test_an_fp8_plan_whose_bf16_weights_do_not_fit_while_loading_is_refused():
 
 
 def test_a_pre_quantized_fp8_checkpoint_needs_no_quantization_flag():
-    model = {"parameters": "70B", "checkpoint": "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8"}
+    model = {"parameters": "70B", "checkpoint": "my-org/llama-70b-tuned-FP8"}
     command, _, notes = serve("fp8", model)
     assert "--quantization" not in command and "--dtype bfloat16 --kv-cache-dtype fp8" in command
     assert "pre-quantized fp8 checkpoint (its name says fp8)" in notes and "load peak" not in notes
@@ -128,7 +141,7 @@ def test_the_fp8_kv_cache_flag_is_one_fact_for_online_and_pre_quantized_fp8(monk
     facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
     facts["vllm_precision"]["fp8_kv_cache"] = "--kv-cache-dtype fp8_e4m3"
     monkeypatch.setattr(vllm_serving, "runtime", lambda: facts)
-    online, _, online_notes = serve("fp8", {"parameters": "8B"})
+    online, _, online_notes = serve("fp8", {"architecture": "llama3.1-8b"})
     ready, _, ready_notes = serve("fp8", {"parameters": "70B", "checkpoint": "neuralmagic/Meta-Llama-3.1-70B-FP8"})
     for command, notes in ((online, online_notes), (ready, ready_notes)):
         assert "--kv-cache-dtype fp8_e4m3 " in command and "--kv-cache-dtype fp8 " not in command
@@ -240,7 +253,7 @@ def test_hopper_keeps_the_v0_8_5_image_and_says_nothing_of_it():
 def test_b200_runs_the_vllm_built_for_blackwell():
     # On AWS: a month's service is not served on GCP's B200 (A4), sold without a reservation only through flex-start,
     # whose nodes are removed within seven days (tests/test_flex_start_serving.py).
-    command, image, notes = serve("fp8", hw=B200, clouds=["aws"])
+    command, image, notes = serve("fp8", ONLINE, hw=B200, clouds=["aws"])
     assert image == runtime()["vllm_generations"]["vllm-blackwell"]["image"] == "vllm/vllm-openai:v0.10.2"
     assert "the vLLM release image built for compute capability 10.0 (B200)" in notes
     assert "--quantization fp8 --kv-cache-dtype fp8" in command
@@ -277,7 +290,7 @@ def test_a_gpu_no_image_is_built_for_is_refused_unless_you_pass_one():
 
 
 def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_flags():
-    command, image, notes = serve("fp8", hw=B200, clouds=["aws"], image="registry.local/vllm:1.0")
+    command, image, notes = serve("fp8", ONLINE, hw=B200, clouds=["aws"], image="registry.local/vllm:1.0")
     assert image == "registry.local/vllm:1.0" and "image: vllm/vllm-openai" not in notes
     assert "--quantization fp8 --kv-cache-dtype fp8" in command
 
@@ -295,4 +308,4 @@ def test_a_source_is_cited_by_where_it_is_one_way_for_every_note():
     source = runtime()["vllm_precision"]["fp8_source"]
     assert cite(source) == "vLLM docs 'FP8 W8A8' (v0.8.5 docs/source/features/quantization/fp8.md l.24-36; v0.10.2 " \
                            "docs/features/quantization/fp8.md l.123-137)"
-    assert cite(source) in serve("fp8")[2]
+    assert cite(source) in serve("fp8", ONLINE)[2]

@@ -34,8 +34,8 @@ from accel.job.context import JobContext
 from accel.job.facts import cite, machine_shape, pod_requests, runtime
 from accel.job.pod_templates import LWS_WORKER_INDEX
 from accel.job.restarts import max_restarts
-from accel.job import serving_fabric, vllm_serving
-from accel.job.precision_words import PrecisionFlags
+from accel.job import serving_fabric, stand_in, vllm_serving
+from accel.job.precision_words import PrecisionFlags, chip_name
 from accel.job.topology import (
     PODSET_GROUP,
     PREFERRED,
@@ -490,15 +490,13 @@ def replicated_job_name(hw: plan_view.Hardware) -> str:
 
 
 def serving_model(plan: Plan) -> str:
-    parameters = plan.workload.model.parameters
-    for row in runtime()["serving_models"]:
-        if parameters <= float(row["max_parameters"]):
-            return row["model"]
-    return runtime()["serving_models"][-1]["model"]
+    """The example model named by size alone (policies/architectures/serving_checkpoints.yaml stand_ins), before the
+    replica is asked: a GPU job takes stand_in.choose, which holds it to the replica planned."""
+    return stand_in.by_size(plan.workload.model.parameters).model
 
 
 def _server_line(program: str, image: str, model: str, plan: Plan, family: str, own_command: bool,
-                 named: model_run.NamedModel) -> str:
+                 named: model_run.NamedModel, stand_in_size: float | None = None) -> str:
     """The derivation line of what the server runs: the workload's named model, or a stand-in said to be one."""
     parameters = plan.workload.model.parameters
     if own_command:
@@ -509,7 +507,9 @@ def _server_line(program: str, image: str, model: str, plan: Plan, family: str, 
     if named.named:
         return f"server: {program} in {image}; model {model if family == 'gpu' else named.architecture.name}"
     stand_in = model if family == "gpu" else "MaxText's default config with random weights"
-    return (f"server: {program} in {image}; model {stand_in}: a stand-in sized for {parameters / 1e9:.3g}B parameters, "
+    sized = (f"a stand-in sized for {parameters / 1e9:.3g}B parameters" if stand_in_size is None else
+             f"a stand-in of {stand_in_size / 1e9:.3g}B parameters for your {parameters / 1e9:.3g}B")
+    return (f"server: {program} in {image}; model {stand_in}: {sized}, "
             "not your model (name it with model.architecture or model.checkpoint in the workload, or pass "
             "--command to serve your own)")
 
@@ -588,6 +588,8 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     replicas, replica_chips = plan_view.serving_layout(plan)
     defaults = _defaults(plan, hw)
     model = serving_model(plan)
+    stand_in_note: str | None = None
+    stand_in_size: float | None = None   # said where the stand-in is not the one its size names (it did not fit)
     named = model_run.named_model(plan)
     engine = (model_run.maxengine_run(plan, min(replica_chips, hw.chips_per_node))
               if hw.family == "tpu" and options.command is None else None)
@@ -604,9 +606,15 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         tensor, stages = (layout.tensor, layout.pipeline) if layout is not None else (chips_per_pod, nodes_per_replica)
         if options.command is None:
             model_run.check_vllm_tensor_parallel(plan, tensor)
+            if not named.named:
+                # No model named: a stand-in whose weights fit the replica planned (accel/job/stand_in.py).
+                standing = stand_in.choose(plan, tensor * stages, chip_name(hw.accelerator))
+                model = standing.model
+                stand_in_note = standing.note
+                stand_in_size = standing.parameters if standing.note else None
         served = (model_run.vllm_model(plan, model, custom_image=options.image is not None)
                   if options.command is None else model_run.ServedModel(model, "", []))
-        model, model_notes = served.model, served.notes
+        model, model_notes = served.model, [*([stand_in_note] if stand_in_note else []), *served.notes]
         # The vLLM release built for this GPU generation (accel/job/vllm_serving.py), unless --image names one.
         generation = vllm_serving.default_image(hw) if options.image is None else None
         image = generation.image if generation is not None else image
@@ -689,7 +697,8 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     derivations = [
         f"serving: {shape} on {hw.machine_type} ({hw.accelerator}); replicas and chips per replica from the "
         "plan's estimate (replicas, replica_chips)",
-        _server_line(shlex.split(command)[0], image, model, plan, hw.family, options.command is not None, named),
+        _server_line(shlex.split(command)[0], image, model, plan, hw.family, options.command is not None, named,
+                     stand_in_size),
         *model_notes,
         f"queue: LocalQueue {ctx.queue} in namespace {ctx.namespace}; priority class {ctx.priority_class}; "
         f"ServiceAccount {ctx.service_account}",

@@ -13,9 +13,10 @@ from accel.base.errors import UsageError
 from accel.policies import architectures
 from accel.policies.architectures import Architecture
 from accel.policies.plan import Plan
+from accel.policies.estimator import serving_load
 from accel.policies.workload import checkpoint_form
 
-from accel.job import maxtext_entry, maxtext_precision
+from accel.job import maxtext_entry, maxtext_precision, plan_view
 from accel.job.facts import cite, runtime
 
 
@@ -141,10 +142,16 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
     if named.checkpoint is None and row is None:
         return ServedModel(stand_in, "", [])
     if named.checkpoint is None:
-        notes = [f"model {row.huggingface}: the published weights of architecture {row.name} (set model.checkpoint "
+        repo = row.huggingface
+        if plan_view.serving_precision(plan)[1] == "fp8":
+            # Served in fp8: the architecture's published fp8 checkpoint where there is one (serving_load.py).
+            repo = serving_load.fp8_source(plan.workload).model or repo
+        kind = "published weights" if repo == row.huggingface else "published fp8 weights"
+        notes = [f"model {repo}: the {kind} of architecture {row.name} (set model.checkpoint "
                  "to serve your own, e.g. an instruct or fine-tuned repo)"]
-        return ServedModel(row.huggingface, "", [*notes, *([_gated_note(row.huggingface)] if row.gated else [])],
-                           what=f"the published weights of architecture {row.name}")
+        gated = row.gated and repo.split("/")[0] == row.huggingface.split("/")[0]
+        return ServedModel(repo, "", [*notes, *([_gated_note(repo)] if gated else [])],
+                           what=f"the {kind} of architecture {row.name}")
     checkpoint = named.checkpoint
     store = facts["vllm_object_store"]
     form = checkpoint_form(checkpoint)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from accel.base.errors import UsageError
 from accel.policies import hardware
+from accel.policies.architectures import serving_checkpoints
+from accel.policies.estimator import serving_load
 from accel.policies.plan import Plan
 
 from accel.job.architectures import node_arch
@@ -88,8 +90,8 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
             f"{cite(facts['fp8_source'])})"])
     if precision == "fp8":
         quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
-        published = facts["fp8_published"].get(model)
-        if published or "fp8" in model.lower():
+        published = serving_checkpoints.table().fp8_models().get(model)
+        if serving_load.says_fp8(model):
             why = f"published in fp8 ({cite(published)})" if published else "its name says fp8"
             return PrecisionFlags(f"{dtype} {kv_cache}", [
                 f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its method "
@@ -117,7 +119,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
     if precision == "int8":
         if checkpoint is None:
             what = served.what
-            if model in facts["fp8_published"]:
+            if model in serving_checkpoints.table().fp8_models():
                 raise UsageError(
                     f"{int8_needs_checkpoint('8-bit integer weights', model, what)}, published "
                     "in fp8: set inference.precision fp8 (1 byte per weight as well), or model.checkpoint")

@@ -1,0 +1,156 @@
+"""The model a vLLM serving job loads fits the replica planned for it (policies/estimator/serving_load.py, accel/job/
+stand_in.py; found by the day-one sweep, sv16 and sv09).
+
+fp8: where the weights are published in fp8 the job serves that checkpoint (vLLM reads its quantization config); where
+they are not, vLLM quantizes online from bf16 and holds the bf16 weights while loading, and the estimate sizes the
+replica for that peak (one rule, read by the estimate and the job). A workload naming no model gets a Llama stand-in
+whose weights fit the replica: the size its band names, else the nearest smaller one, said against the planned size.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from accel.base.errors import UsageError
+from accel.job import stand_in
+from accel.job.context import JobContext
+from accel.job.manifests import JobOptions, generate
+from accel.policies.architectures import serving_checkpoints
+from accel.policies.catalog import load_catalog
+from accel.policies.estimator import serving_load
+from accel.policies.selection.choose import choose_plan
+from accel.policies.workload import workload_from_mapping
+
+
+def workload(model, precision="fp8", tokens=2000, hw=None, constraints=None, latency=None, hours=None):
+    return {"name": "served", "kind": "inference", "model": model, **({"hardware": hw} if hw else {}),
+            "inference": {"tokens_per_second": tokens, "framework": "pytorch", "precision": precision,
+                          **({"p99_latency_ms": latency} if latency else {}), **({"hours": hours} if hours else {})},
+            **({"constraints": constraints} if constraints else {})}
+
+
+@functools.cache
+def _plan(text: str):
+    return choose_plan(workload_from_mapping(json.loads(text), "t.yaml"), load_catalog())
+
+
+def plan_of(**kwargs):
+    return _plan(json.dumps(workload(**kwargs), sort_keys=True))
+
+
+def job(plan):
+    generated = generate(plan, JobContext(stack="t"), JobOptions())
+    main = next(m for m in generated.manifests if m["kind"] in ("Deployment", "LeaderWorkerSet"))
+    pod = (main["spec"]["template"] if main["kind"] == "Deployment" else
+           main["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
+    return pod["spec"]["containers"][0]["command"][-1], "\n".join(generated.derivations)
+
+
+def gpus(plan):
+    return plan.parallelism.tensor * plan.parallelism.pipeline
+
+
+# ----- the facts -----
+
+def test_every_stand_in_names_an_architecture_row_and_an_fp8_checkpoint_with_its_source():
+    rows = serving_checkpoints.table().stand_ins
+    assert [r.architecture for r in rows] == ["llama3.1-8b", "llama3.1-70b", "llama3.1-405b"]
+    assert [r.parameters for r in rows] == sorted(r.parameters for r in rows)
+    for row in rows:
+        assert "FP8" in row.fp8 and row.fp8_source.startswith(f"huggingface.co/{row.fp8}")
+
+
+def test_only_architectures_with_published_fp8_weights_skip_the_load_peak():
+    spec = lambda name: workload_from_mapping(workload({"architecture": name}), "t.yaml")   # noqa: E731
+    assert serving_load.load_precision(spec("llama3.1-405b"), "fp8", "gpu") == "fp8"
+    assert serving_load.load_precision(spec("deepseek3-671b"), "fp8", "gpu") == "fp8"
+    assert serving_load.load_precision(spec("llama3.1-70b"), "fp8", "gpu") == "bf16"
+    assert serving_load.load_precision(spec("llama3.1-70b"), "bf16", "gpu") == "bf16"
+    assert serving_load.load_precision(spec("llama3.1-70b"), "fp8", "tpu") == "fp8"   # no vLLM on TPU
+    named = workload_from_mapping(workload({"parameters": "70B", "checkpoint": "my-org/tuned"}), "t.yaml")
+    assert serving_load.load_precision(named, "fp8", "gpu") == "bf16"
+    stand = workload_from_mapping(workload({"parameters": "70B"}), "t.yaml")
+    assert serving_load.load_precision(stand, "fp8", "gpu") == "fp8"
+
+
+# ----- 1. fp8 serving loads an fp8 checkpoint, or the replica is sized for the bf16 load peak -----
+
+def test_sv16_405b_fp8_stand_in_serves_metas_fp8_checkpoint_on_the_replica_choose_sized():
+    """sv16: choose sized 4-GPU H200 replicas for 405 GB of fp8 weights; the job loaded the bf16 405B (202.5 GB a
+    GPU while quantizing) and refused. It now serves Meta's FP8 release, no --quantization."""
+    plan = plan_of(model={"parameters": "405B"}, constraints={"clouds": ["aws"], "spot": "never"}, latency=100)
+    command, notes = job(plan)
+    assert command.startswith("vllm serve meta-llama/Llama-3.1-405B-Instruct-FP8 ")
+    assert "--quantization" not in command and "--kv-cache-dtype fp8" in command
+    assert "pre-quantized fp8 checkpoint (published in fp8 (huggingface.co/meta-llama/Llama-3.1-405B-Instruct-FP8" \
+           in notes
+
+
+def test_an_architecture_published_in_fp8_serves_its_fp8_repo():
+    plan = plan_of(model={"architecture": "llama3.1-405b"}, hw={"accelerator": "h200-141gb", "chips": 8})
+    command, notes = job(plan)
+    assert command.startswith("vllm serve meta-llama/Llama-3.1-405B-FP8 ") and "--quantization" not in command
+    assert "model meta-llama/Llama-3.1-405B-FP8: the published fp8 weights of architecture llama3.1-405b" in notes
+
+
+def test_the_estimate_sizes_an_online_fp8_replica_for_the_bf16_load_peak(monkeypatch):
+    """llama3.1-70b has no published fp8 checkpoint: at 100 tok/s one H100 held its 70.6 GB of fp8 weights, but
+    vLLM holds 141 GB of bf16 while quantizing. The estimate now sizes for that; the mutation (the rule taken back to
+    the served precision) gives the one-GPU replica, which the job refuses."""
+    model = {"architecture": "llama3.1-70b"}
+    constraints = {"accelerators": ["h100-80gb"], "spot": "never"}
+    sized = plan_of(model=model, tokens=100, constraints=constraints)
+    assert gpus(sized) >= 2
+    command, notes = job(sized)
+    assert "--quantization fp8" in command and "load peak: vLLM reads the weights at their own precision" in notes
+    monkeypatch.setattr(serving_load, "load_precision", lambda spec, served, family: served)
+    old = choose_plan(workload_from_mapping(workload(model, tokens=100, constraints=constraints), "t.yaml"),
+                      load_catalog())
+    assert gpus(old) == 1
+    with pytest.raises(UsageError, match="141.2 GB on each GPU \\(1 per replica\\)"):
+        job(old)
+
+
+def test_a_pinned_replica_too_small_for_the_load_peak_is_refused_at_choose():
+    from accel.policies.selection.choice import NoFeasibleOption
+
+    with pytest.raises(NoFeasibleOption, match="the bf16 weights do not fit"):
+        plan_of(model={"architecture": "llama2-13b"}, hw={"accelerator": "l4", "chips": 1})
+
+
+# ----- 2. a stand-in fits the replica planned -----
+
+def test_sv09_180b_on_h200_gets_the_70b_stand_in_said_against_its_size():
+    """sv09: 180B on H200 (GCP), replicas of 4 GPUs (507.6 GB usable): Llama-3.1-405B (812 GB bf16) was loaded."""
+    plan = plan_of(model={"parameters": "180B"}, precision="bf16", latency=100, hours=24,
+                   constraints={"clouds": ["gcp"], "spot": "never", "accelerators": ["h200-141gb"]})
+    assert gpus(plan) * 141 * 0.9 < 405.9 * 2
+    command, notes = job(plan)
+    assert command.startswith("vllm serve meta-llama/Llama-3.1-70B-Instruct ")
+    assert "a stand-in of 70.6B parameters for your 180B" in notes
+    assert "stand-in: meta-llama/Llama-3.1-70B-Instruct (70.6B) against the planned 180B" in notes
+    assert "meta-llama/Llama-3.1-405B-Instruct (406B) would need 812 GB" in notes
+
+
+def test_a_replica_that_holds_the_banded_stand_in_keeps_it_and_says_nothing_more():
+    plan = plan_of(model={"parameters": "180B"}, precision="bf16", hw={"accelerator": "h200-141gb", "chips": 8})
+    if gpus(plan) * 141e9 * 0.9 < 405.9e9 * 2:
+        pytest.skip("the pin's replica does not hold the 405B")
+    command, notes = job(plan)
+    assert command.startswith("vllm serve meta-llama/Llama-3.1-405B-Instruct ") and "stand-in:" not in notes
+    assert "a stand-in sized for 180B parameters" in notes
+
+
+def test_no_stand_in_fitting_is_refused_naming_what_to_set(monkeypatch):
+    plan = plan_of(model={"parameters": "7B"}, precision="bf16", hw={"accelerator": "h100-80gb", "chips": 1})
+    monkeypatch.setattr(stand_in, "_usable_per_gpu", lambda plan: 1e9)   # a GPU with 1 GB usable
+    with pytest.raises(UsageError) as refused:
+        job(plan)
+    message = str(refused.value)
+    assert message.startswith(f"model: no published stand-in fits the replica planned for 7B parameters ({gpus(plan)} "
+                              "x 1.0 GB usable of H100)")
+    assert "meta-llama/Llama-3.1-8B-Instruct (8.03B), holds 16 GB of bf16 weights" in message
+    assert "set model.checkpoint (or model.architecture)" in message and "--command" in message
