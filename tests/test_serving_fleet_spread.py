@@ -137,6 +137,11 @@ def test_the_deployment_spreads_its_replicas_over_node_hostnames():
                        "labelSelector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]},
                        "matchLabelKeys": ["pod-template-hash"]}]
     assert "never share a node" in derivations
+    # and the API server's rules for it, as ported (accel/job/rules/pod.py), pass it
+    from accel.job import rules
+
+    spread_rules = [rules.RULES["pod/topology-spread"], rules.RULES["pod/topology-spread-match-label-keys"]]
+    assert rules.run(rules.Scope([deployment]), spread_rules) == []
 
 
 def test_a_plan_pinned_on_one_node_is_told_not_given_a_spread_it_could_never_meet():
