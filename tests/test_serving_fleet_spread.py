@@ -100,6 +100,7 @@ def test_a4x_serving_on_a_reservation_smaller_than_a_domain_is_ruled_out_naming_
         choice_of(RS02, reserved=4)
     assert "gcp-a4x-highgpu-4g" in raised.value.eliminations["capacity"]
     assert "need 18 nodes (whole units of 18 nodes" in str(raised.value)
+    assert "gcp-a4x-highgpu-4g: reservation: " in str(raised.value)     # the capacity it was sized on
     assert "more than the 4 of reservation 'a4x-nvl72-reservation'" in str(raised.value)
 
 

@@ -709,7 +709,8 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     model = ctx.inference_model(offering)
     accelerator = ctx.accelerator(offering)
     provisioning = capacity_type(spot, reserved, point.queue, None, offering)
-    capacity = "spot" if spot else provisioning if provisioning in QUEUED_PROVISIONING else "on-demand"
+    capacity = ("spot" if spot else provisioning if provisioning in QUEUED_PROVISIONING or reserved is not None
+                else "on-demand")
     # A service bought through flex-start or queued provisioning (one request within its longest: candidates
     # .price_points and queued_groups keep a longer one off it) waits in the queue before it serves and is
     # supplied at most the mode's hosts (estimates, as a training fleet on it: capacity.queued_timing).
