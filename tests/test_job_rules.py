@@ -173,6 +173,13 @@ CASES: dict[str, Case] = {
         "vpc.amazonaws.com/efa"), "limits[vpc.amazonaws.com/efa]"),
     "pod/extended-resource-request-equals-limit": Case("gke-gpu", lambda s: _set(
         container(s)["resources"]["requests"], "nvidia.com/gpu", 4), "requests[nvidia.com/gpu]"),
+    "pod/topology-spread": Case("serving", lambda s: _set(pod(s), "topologySpreadConstraints", [
+        {"maxSkew": 1, "minDomains": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "x"}}}]), "topologySpreadConstraints[0].minDomains"),
+    "pod/topology-spread-match-label-keys": Case("serving", lambda s: _set(pod(s), "topologySpreadConstraints", [
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"pod-template-hash": "x"}}, "matchLabelKeys": ["pod-template-hash"]}]),
+        "topologySpreadConstraints[0].matchLabelKeys[0]"),
     "pod/request-within-limit": Case("serving", lambda s: _set(container(s)["resources"]["limits"], "cpu", "1m"),
                                      "requests[cpu]"),
     "pod/node-selector": Case("tpu", lambda s: _set(pod(s)["nodeSelector"], "accel.dev/pool", "v6e 16x16"),

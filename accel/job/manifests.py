@@ -34,7 +34,7 @@ from accel.job.context import JobContext
 from accel.job.facts import cite, machine_shape, pod_requests, runtime
 from accel.job.pod_templates import LWS_WORKER_INDEX
 from accel.job.restarts import max_restarts
-from accel.job import serving_fabric, stand_in, vllm_serving
+from accel.job import replica_spread, serving_fabric, stand_in, vllm_serving
 from accel.job.precision_words import PrecisionFlags, chip_name
 from accel.job.topology import (
     PODSET_GROUP,
@@ -655,6 +655,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
            "spec": _pod_spec(ctx, pool, containers, volumes, [], "Always")}
     domain: list[dict[str, Any]] = []
     if nodes_per_replica == 1:
+        notes += replica_spread.spread(pod, selector, plan, replicas, chips_per_pod)
         workload = {"apiVersion": "apps/v1", "kind": "Deployment",
                     "metadata": {"name": name, "namespace": ctx.namespace, "labels": labels},
                     "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": pod}}

@@ -247,6 +247,8 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
                      f"{plural(int(detail['replicas']), 'replica')} of {plural(int(detail['replica_chips']), 'chip')}"
                      f"{pipeline}, {batch} at ~{detail['p99_ms_per_token']} ms/token p99 "
                      f"({detail['bound']}-bound), {detail['tokens_per_second_per_replica']:,} tok/s per replica.")
+        if "packed_nodes" in detail:
+            lines.append(_fleet_rounding_line(detail, chosen.hosts, chosen.hourly_usd))
     else:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
         need, smallest = int(detail["min_chips_for_memory"]), int(detail.get("smallest_fit_chips", chosen.chips))
@@ -424,3 +426,20 @@ def sequence_words(detail: dict[str, float | int | str]) -> list[str]:
         return []
     exchange = detail.get("context_exchange")
     return [f"Sequence: {sequence}" + (f"; {exchange}." if exchange else ".")]
+
+
+def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float) -> str:
+    """Why a GPU serving fleet holds more nodes than its replicas packed tightly, and what that costs per hour
+    (selection/replicas.py fleet_rounding): the minimum's replicas each on its own node, the cloud's placement unit."""
+    packed = int(detail["packed_nodes"])
+    why = []
+    if "spread_nodes" in detail:
+        why.append(f"the {detail['spread_nodes']} replicas the minimum keeps (assumptions.yaml inference.min_replicas: "
+                   f"to survive a node failure or a rolling update) each on its own node, so one node lost is not "
+                   f"the whole service")
+    if "node_step" in detail:
+        why.append(f"the machine is placed in whole units of {detail['node_step']} nodes (an A4X pool is whole "
+                   f"18-tray NVLink domains, a p6e-gb200 one whole UltraServers)")
+    extra = hourly_usd * (nodes - packed) / nodes
+    return (f"Fleet: {plural(nodes, 'node')}, not the {plural(packed, 'node')} the replicas pack into: "
+            f"{'; '.join(why)}; the {plural(nodes - packed, 'node')} past the packing cost {money(extra, cents=True)}/h.")

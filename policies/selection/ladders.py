@@ -39,13 +39,24 @@ def tpu_fleet(generation: str, topology: str, slices: int = 1) -> Size:
                 slices, topology, shapes.machine_type(generation, topology), shapes.chips_per_host(generation, topology))
 
 
-def serving_fleet(offering: Offering, replica: Size, replicas: int) -> Size:
-    """The fleet of `replicas` serving replicas of size `replica`: the whole GPU nodes that hold them, or one TPU
-    slice per replica."""
-    if replica.topology is None:
-        return gpu_fleet(offering, math.ceil(replicas * replica.chips / offering.chips_per_host))
-    return Size(replica.chips * replicas, replica.hosts * replicas, replicas, replica.topology, replica.machine_type,
-                replica.chips_per_host)
+def serving_fleet(offering: Offering, replica: Size, replicas: int, spread: int = 1) -> Size:
+    """The fleet of `replicas` serving replicas of size `replica`: one TPU slice per replica, or the whole GPU nodes
+    that hold them, on at least `spread` nodes where a replica is a share of one node (the replicas the service's
+    minimum asks for, assumptions.yaml inference.min_replicas, each on its own node: a node lost keeps the others
+    serving; replicas past the minimum may share), in the machine's node step (hardware table `node_step`: the
+    unit its cloud places, an A4X pool whole 18-tray NVLink domains, components/gcp/gpu.py refuses any other)."""
+    if replica.topology is not None:
+        return Size(replica.chips * replicas, replica.hosts * replicas, replicas, replica.topology,
+                    replica.machine_type, replica.chips_per_host)
+    nodes = max(packed_nodes(offering, replica, replicas), min(replicas, spread))
+    step = hardware.current().node_step(offering.machine_type)
+    return gpu_fleet(offering, -(-nodes // step) * step)
+
+
+def packed_nodes(offering: Offering, replica: Size, replicas: int) -> int:
+    """The nodes `replicas` GPU replicas of size `replica` fill packed as tightly as their size allows, before any
+    spread or node step (serving_fleet): what the rationale compares the fleet against."""
+    return math.ceil(replicas * replica.chips / offering.chips_per_host)
 
 
 class GpuLadder:

@@ -10,9 +10,10 @@ import math
 from dataclasses import dataclass
 
 from accel.base.units import plural
+from accel.policies import hardware
 from accel.policies.catalog.model import Offering
 from accel.policies.selection.candidates import SearchContext, gpu_fleet_max_nodes, node_limit_words
-from accel.policies.selection.ladders import Size, replica_sizes, serving_fleet
+from accel.policies.selection.ladders import Size, packed_nodes, replica_sizes, serving_fleet
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
                          else ReplicaPlan(size, reason=reason))
             continue
         replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
-        fleet = serving_fleet(offering, size, replicas)
+        fleet = serving_fleet(offering, size, replicas, model.min_replicas)
         latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
         utilisation = model.utilisation(target, fleet.chips)
         detail: dict[str, float | int | str] = {
@@ -71,6 +72,7 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
         }
         if size.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
             detail["pipeline_stages"] = size.stages
+        detail.update(fleet_rounding(offering, size, replicas, fleet, model.min_replicas))
         # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it; a TPU replica
         # is one slice, its own pool.
         pool_nodes = fleet.hosts if size.topology is None else size.hosts
@@ -88,3 +90,18 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
         plans.append(ReplicaPlan(size, fleet, replicas=replicas, latency_ms=latency_ms, utilisation=utilisation,
                                  detail=detail, overshoot=overshoot, over_limits=over_limits))
     return plans
+
+
+def fleet_rounding(offering: Offering, size: Size, replicas: int, fleet: Size, spread: int) -> dict[str, int]:
+    """What a GPU serving fleet holds past its replicas packed tightly (ladders.serving_fleet), for the rationale:
+    `packed_nodes` (the nodes packing would take), `spread_nodes` (the nodes the minimum's replicas sit on, one
+    each) and `node_step` (the unit the cloud places) where they grew it; nothing where the fleet is the packing."""
+    if size.topology is not None:
+        return {}
+    packed = packed_nodes(offering, size, replicas)
+    if fleet.hosts == packed:
+        return {}
+    step = hardware.current().node_step(offering.machine_type)
+    spread_nodes = min(replicas, spread)
+    return {"packed_nodes": packed, **({"spread_nodes": spread_nodes} if spread_nodes > packed else {}),
+            **({"node_step": step} if step > 1 else {})}

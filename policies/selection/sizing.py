@@ -709,7 +709,8 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     model = ctx.inference_model(offering)
     accelerator = ctx.accelerator(offering)
     provisioning = capacity_type(spot, reserved, point.queue, None, offering)
-    capacity = "spot" if spot else provisioning if provisioning in QUEUED_PROVISIONING else "on-demand"
+    capacity = ("spot" if spot else provisioning if provisioning in QUEUED_PROVISIONING or reserved is not None
+                else "on-demand")
     # A service bought through flex-start or queued provisioning (one request within its longest: candidates
     # .price_points and queued_groups keep a longer one off it) waits in the queue before it serves and is
     # supplied at most the mode's hosts (estimates, as a training fleet on it: capacity.queued_timing).
@@ -736,6 +737,13 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
         if queue is not None and fleet.hosts > queue[2]:
             why_not.append(f"{size.chips}-chip replicas: {fleet.hosts} hosts is past the {queue[2]:g} hosts "
                            f"{provisioning} is expected to supply (estimate)")
+            continue
+        if (reserved is not None and fleet.hosts > reserved.count
+                and (offering.reserved_only or reserved.provisioning == "capacity-block")):
+            # Nothing is sold past the declared reservation or block (as a training fleet: size_training's ladder).
+            why_not.append(f"{size.chips}-chip replicas: {plan.replicas} of them need {fleet.hosts} nodes"
+                           f"{placed_in_units(offering)}, more than the {reserved.count} of reservation "
+                           f"'{reserved.name}'")
             continue
         hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
         detail = dict(plan.detail)
@@ -788,11 +796,18 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     constraint = ("budget" if any("budget" in w for w in why_not) else
                   ctx.fleet_cap_constraint(offering) if any("> max" in w for w in why_not) else
                   "max_nodes" if any("over the node limit" in w for w in why_not) else
-                  "capacity" if any("is expected to supply" in w for w in why_not) else
+                  "capacity" if any("is expected to supply" in w or "of reservation '" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
     outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])
                             + (held if constraint in ("memory", "latency") else "")))
     return outcome
+
+
+def placed_in_units(offering: Offering) -> str:
+    """' (whole units of N nodes, the unit the cloud places)' for a GPU machine placed in units (hardware table
+    node_step: A4X 18-tray NVLink domains, p6e-gb200 UltraServers), else ''."""
+    step = hardware.current().node_step(offering.machine_type)
+    return f" (whole units of {step} nodes, the unit the cloud places {offering.machine_type} in)" if step > 1 else ""
 
 
 def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoint,
@@ -816,7 +831,7 @@ def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoi
     model = ctx.inference_model(offering)
     # A pipeline replica keeps one micro-batch per stage in flight: `stages` sequences at batch 1.
     replicas = max(model.min_replicas, math.ceil(spec.inference.tokens_per_second * headroom * step / size.stages))
-    fleet = serving_fleet(offering, size, replicas)
+    fleet = serving_fleet(offering, size, replicas, model.min_replicas)
     hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
     detail: dict[str, float | int | str] = {
         "replica_chips": size.chips, "replicas": replicas, "batch_per_replica": size.stages,

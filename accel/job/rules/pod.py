@@ -291,3 +291,53 @@ def container_restart_policy(scope: Scope):
             elif policy != "Always":
                 yield Breach(owner, f"{base}.{where}.restartPolicy", f"Unsupported value: {policy!r}: supported "
                              "values: \"Always\"")
+
+
+SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+
+
+def _spread_constraints(scope: Scope):
+    for template, owner, base in _pods(scope):
+        for index, constraint in enumerate(template.spec.get("topologySpreadConstraints") or []):
+            yield owner, f"{base}.topologySpreadConstraints[{index}]", constraint
+
+
+@rule("pod/topology-spread", "a topology spread constraint has a positive maxSkew, a topologyKey, a known "
+      "whenUnsatisfiable, and minDomains only when positive and with DoNotSchedule",
+      source=f"{CORE} validateTopologySpreadConstraints: ValidateMaxSkew (\"must be greater than zero\"), "
+             "ValidateTopologyKey (field.Required), ValidateWhenUnsatisfiable (field.NotSupported), validateMinDomains "
+             "(\"must be greater than zero\"; \"can only use minDomains if whenUnsatisfiable=DoNotSchedule\")",
+      fix="give maxSkew and minDomains values of at least 1, a topologyKey, and whenUnsatisfiable DoNotSchedule "
+          "where minDomains is set")
+def topology_spread(scope: Scope):
+    for owner, path, constraint in _spread_constraints(scope):
+        skew = constraint.get("maxSkew")
+        if not isinstance(skew, int) or skew <= 0:
+            yield Breach(owner, f"{path}.maxSkew", f"Invalid value {skew!r}: must be greater than zero")
+        if not constraint.get("topologyKey"):
+            yield Breach(owner, f"{path}.topologyKey", "Required value: can not be empty")
+        action = constraint.get("whenUnsatisfiable")
+        if action not in SPREAD_ACTIONS:
+            yield Breach(owner, f"{path}.whenUnsatisfiable",
+                         f"Unsupported value {action!r}: supported values: {', '.join(SPREAD_ACTIONS)}")
+        if "minDomains" in constraint:
+            domains = constraint["minDomains"]
+            if not isinstance(domains, int) or domains <= 0:
+                yield Breach(owner, f"{path}.minDomains", f"Invalid value {domains!r}: must be greater than zero")
+            elif action != "DoNotSchedule":
+                yield Breach(owner, f"{path}.minDomains", f"Invalid value {domains!r}: can only use minDomains if "
+                             "whenUnsatisfiable=DoNotSchedule")
+
+
+@rule("pod/topology-spread-match-label-keys", "a spread constraint's matchLabelKeys name no key its labelSelector "
+      "already selects on",
+      source=f"{CORE} validateMatchLabelKeysInTopologySpread (\"exists in both matchLabelKeys and labelSelector\")",
+      fix="drop the key from matchLabelKeys or from the labelSelector")
+def topology_spread_match_label_keys(scope: Scope):
+    for owner, path, constraint in _spread_constraints(scope):
+        selector = constraint.get("labelSelector") or {}
+        selected = set(selector.get("matchLabels") or {}) | {e.get("key") for e in selector.get("matchExpressions") or []}
+        for index, key in enumerate(constraint.get("matchLabelKeys") or []):
+            if key in selected:
+                yield Breach(owner, f"{path}.matchLabelKeys[{index}]",
+                             f"Invalid value {key!r}: exists in both matchLabelKeys and labelSelector")
