@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
@@ -17,11 +16,11 @@ from accel.policies import hardware
 from accel.policies.catalog import load_catalog
 from accel.policies.estimator import moe
 from accel.policies.estimator.estimate import InferenceModel, resolve
-from accel.policies.hardware import HardwareFactsError, load_facts
+from accel.policies.hardware import HardwareFactsError
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
+from tests.facts_edits import load_edited
 
-TABLE = Path(hardware.__file__).with_name("facts.toml")
 HIGH = "[collective_fabrics.h100-80gb.machines.a3-highgpu-8g]\nscale_out_gbps = 100\n"
 
 
@@ -57,12 +56,8 @@ def test_the_fabric_checks_line_rates_agree_with_the_table():
      r"p4d.24xlarge carries a100-40gb, not h100-80gb"),
 ])
 def test_a_machine_scale_out_is_refused_unless_it_is_a_new_fact_of_a_machine_of_that_chip(tmp_path, edit, message):
-    text = TABLE.read_text(encoding="utf-8")
-    assert HIGH in text, "the a3-highgpu-8g entry moved: update this test's edit"
-    path = tmp_path / "facts.toml"
-    path.write_text(edit(text), encoding="utf-8")
     with pytest.raises(HardwareFactsError, match=message):
-        load_facts(path)
+        load_edited(tmp_path, HIGH, edit)
 
 
 SERVICE_405B = {"name": "llama-405b-serving", "kind": "inference", "model": {"architecture": "llama3.1-405b"},
