@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from accel.job.facts import runtime
+from accel.job import validate
+from accel.job.plan_view import Hardware
 from accel.policies import hardware
 from accel.policies.catalog import load_catalog
 from accel.policies.estimator import moe
@@ -35,14 +36,22 @@ def test_each_machine_reads_its_own_scale_out(machine, chip, gbps):
     assert hardware.current().collective_fabric(chip).scale_out_gbps in (400, 200)   # the chip's figure stays
 
 
-def test_the_fabric_checks_line_rates_agree_with_the_table():
-    """runtime.yaml validate.line_rate_gbytes (GB/s per node the fabric check's pass line starts from) states what
-    the table derives: GPUs x the machine's scale-out per GPU / 8."""
-    facts = hardware.current()
-    for machine, row in runtime()["validate"]["line_rate_gbytes"].items():
-        found = facts.gpu_machine(machine)
-        fabric = facts.collective_fabric(found.chip, machine)
-        assert row["value"] == pytest.approx(fabric.scale_out_gbps * found.gpus / 8), machine
+@pytest.mark.parametrize(("machine", "gbytes"), [
+    ("a3-highgpu-8g", 100), ("a3-megagpu-8g", 200), ("a3-ultragpu-8g", 400), ("p5.48xlarge", 400),
+    ("p5en.48xlarge", 400), ("p4d.24xlarge", 50), ("p4de.24xlarge", 50), ("a4-highgpu-8g", 400),
+    ("a4x-highgpu-4g", 200), ("p6-b200.48xlarge", 400), ("p6e-gb200.36xlarge", 200),
+])
+def test_the_fabric_check_starts_from_the_machines_own_scale_out(machine, gbytes):
+    """accel job --validate's pass line across nodes starts from GPUs x the machine's scale-out per GPU / 8, read
+    from the table the estimate reads (A3 High's 4 x 200 Gbps of TCPX: 100 GB/s per node; P4d's 400 Gbps EFA: 50),
+    with the table's source."""
+    found = hardware.current().gpu_machine(machine)
+    hw = Hardware(family="gpu", cloud="gcp", accelerator=found.chip, machine_type=machine, chips_per_node=found.gpus,
+                  nodes_per_slice=2, slices=1, topology=None, tpu_generation=None, gke_accelerator=None,
+                  fabric="rdma", efa_interfaces=0, spot=False, provisioning="on-demand")
+    line = validate._scale_out(hw)
+    assert line["value"] == gbytes
+    assert f"{machine}'s scale-out" in line["source"] and "policies/hardware" in line["source"]
 
 
 @pytest.mark.parametrize(("edit", "message"), [
