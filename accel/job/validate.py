@@ -103,7 +103,7 @@ def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float,
                 "joined through IMEX)" if within_domain else
                 "per node (no fabric data for this machine: PCIe/NVLink line)")
     value = round(row["value"] * share, 1)
-    return value, f"{value} GB/s {what} = {share} x {row['value']} GB/s ({row['source']})"
+    return value, f"{value} GB/s {what} = {share} x {row['value']:g} GB/s ({row['source']})"
 
 
 def tests_image(hw: plan_view.Hardware, line: str) -> tuple[str, list[str]]:
