@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
-from accel.job.facts import runtime
+from accel.job import validate
+from accel.job.plan_view import Hardware
 from accel.policies import hardware
 from accel.policies.catalog import load_catalog
 from accel.policies.estimator import moe
 from accel.policies.estimator.estimate import InferenceModel, resolve
-from accel.policies.hardware import HardwareFactsError, load_facts
+from accel.policies.hardware import HardwareFactsError
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
+from tests.facts_edits import load_edited
 
-TABLE = Path(hardware.__file__).with_name("facts.toml")
 HIGH = "[collective_fabrics.h100-80gb.machines.a3-highgpu-8g]\nscale_out_gbps = 100\n"
 
 
@@ -36,14 +36,22 @@ def test_each_machine_reads_its_own_scale_out(machine, chip, gbps):
     assert hardware.current().collective_fabric(chip).scale_out_gbps in (400, 200)   # the chip's figure stays
 
 
-def test_the_fabric_checks_line_rates_agree_with_the_table():
-    """runtime.yaml validate.line_rate_gbytes (GB/s per node the fabric check's pass line starts from) states what
-    the table derives: GPUs x the machine's scale-out per GPU / 8."""
-    facts = hardware.current()
-    for machine, row in runtime()["validate"]["line_rate_gbytes"].items():
-        found = facts.gpu_machine(machine)
-        fabric = facts.collective_fabric(found.chip, machine)
-        assert row["value"] == pytest.approx(fabric.scale_out_gbps * found.gpus / 8), machine
+@pytest.mark.parametrize(("machine", "gbytes"), [
+    ("a3-highgpu-8g", 100), ("a3-megagpu-8g", 200), ("a3-ultragpu-8g", 400), ("p5.48xlarge", 400),
+    ("p5en.48xlarge", 400), ("p4d.24xlarge", 50), ("p4de.24xlarge", 50), ("a4-highgpu-8g", 400),
+    ("a4x-highgpu-4g", 200), ("p6-b200.48xlarge", 400), ("p6e-gb200.36xlarge", 200),
+])
+def test_the_fabric_check_starts_from_the_machines_own_scale_out(machine, gbytes):
+    """accel job --validate's pass line across nodes starts from GPUs x the machine's scale-out per GPU / 8, read
+    from the table the estimate reads (A3 High's 4 x 200 Gbps of TCPX: 100 GB/s per node; P4d's 400 Gbps EFA: 50),
+    with the table's source."""
+    found = hardware.current().gpu_machine(machine)
+    hw = Hardware(family="gpu", cloud="gcp", accelerator=found.chip, machine_type=machine, chips_per_node=found.gpus,
+                  nodes_per_slice=2, slices=1, topology=None, tpu_generation=None, gke_accelerator=None,
+                  fabric="rdma", efa_interfaces=0, spot=False, provisioning="on-demand")
+    line = validate._scale_out(hw)
+    assert line["value"] == gbytes
+    assert f"{machine}'s scale-out" in line["source"] and "policies/hardware" in line["source"]
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -57,12 +65,8 @@ def test_the_fabric_checks_line_rates_agree_with_the_table():
      r"p4d.24xlarge carries a100-40gb, not h100-80gb"),
 ])
 def test_a_machine_scale_out_is_refused_unless_it_is_a_new_fact_of_a_machine_of_that_chip(tmp_path, edit, message):
-    text = TABLE.read_text(encoding="utf-8")
-    assert HIGH in text, "the a3-highgpu-8g entry moved: update this test's edit"
-    path = tmp_path / "facts.toml"
-    path.write_text(edit(text), encoding="utf-8")
     with pytest.raises(HardwareFactsError, match=message):
-        load_facts(path)
+        load_edited(tmp_path, HIGH, edit)
 
 
 SERVICE_405B = {"name": "llama-405b-serving", "kind": "inference", "model": {"architecture": "llama3.1-405b"},

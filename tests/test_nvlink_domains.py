@@ -20,15 +20,15 @@ from accel.offline_plan import plan_stack
 from accel.policies import hardware
 from accel.policies.catalog import load_catalog
 from accel.policies.estimator import moe
-from accel.policies.hardware import HardwareFactsError, load_facts
+from accel.policies.hardware import HardwareFactsError
 from accel.policies.plan import Estimate, GpuPool, Plan, plan_parallelism
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
 from accel.job.service import check_manifests, job_of
 from tests.compute_domain_checks import assert_claims_a_valid_compute_domain
+from tests.facts_edits import TABLE, load_edited
 
 ROOT = Path(__file__).resolve().parent.parent
-TABLE = Path(hardware.__file__).with_name("facts.toml")
 MEGA = "[collective_fabrics.a100-40gb.machines.a2-megagpu-16g]\ndomain_chips = 16\n"
 
 
@@ -148,12 +148,8 @@ def test_a2_megagpu_16g_states_its_own_16_gpu_domain_once_with_its_source():
     (lambda t: t.replace(MEGA, MEGA + "nvswitches = 12\n"), r"machines.a2-megagpu-16g: unknown key 'nvswitches'"),
 ])
 def test_a_machine_domain_is_refused_unless_it_is_a_new_fact_of_a_machine_of_that_chip(tmp_path, edit, message):
-    text = TABLE.read_text(encoding="utf-8")
-    assert MEGA in text, "the a2-megagpu-16g entry moved: update this test's edit"
-    path = tmp_path / "facts.toml"
-    path.write_text(edit(text), encoding="utf-8")
     with pytest.raises(HardwareFactsError, match=message):
-        load_facts(path)
+        load_edited(tmp_path, MEGA, edit)
 
 
 def test_the_plan_and_the_estimator_spread_experts_over_the_machines_own_domain():

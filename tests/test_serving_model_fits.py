@@ -15,7 +15,7 @@ import json
 import pytest
 
 from accel.base.errors import UsageError
-from accel.job import stand_in
+from accel.job import plan_view
 from accel.job.context import JobContext
 from accel.job.manifests import JobOptions, generate
 from accel.policies.architectures import serving_checkpoints
@@ -146,7 +146,7 @@ def test_a_replica_that_holds_the_banded_stand_in_keeps_it_and_says_nothing_more
 
 def test_no_stand_in_fitting_is_refused_naming_what_to_set(monkeypatch):
     plan = plan_of(model={"parameters": "7B"}, precision="bf16", hw={"accelerator": "h100-80gb", "chips": 1})
-    monkeypatch.setattr(stand_in, "_usable_per_gpu", lambda plan: 1e9)   # a GPU with 1 GB usable
+    monkeypatch.setattr(plan_view, "usable_hbm_per_gpu", lambda plan: 1e9)   # a GPU with 1 GB usable
     with pytest.raises(UsageError) as refused:
         job(plan)
     message = str(refused.value)

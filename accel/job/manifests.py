@@ -514,7 +514,7 @@ def _server_line(program: str, image: str, model: str, plan: Plan, family: str, 
             "--command to serve your own)")
 
 
-def _ray_group(pod: dict, command: str, ray: bool, nodes: int = 0, image: str = "") -> tuple[dict, dict, str | None]:
+def _ray_group(pod: dict, command: str, ray: bool, nodes: int, image: str) -> tuple[dict, dict, str | None]:
     """(leader, worker) pod templates of a multi-node replica of `nodes` pods, and what the job says of them: vLLM
     spans nodes through a Ray cluster whose head is the LWS leader (LWS sets LWS_LEADER_ADDRESS; vLLM "Distributed
     inference and serving"). In an image that ships vLLM's multi-node helper (runtime.yaml serving.multi_node), the

@@ -84,6 +84,17 @@ def serving_layout(plan: Plan) -> tuple[int, int]:
     return workloads.serving_layout(plan)
 
 
+def usable_hbm_per_gpu(plan: Plan) -> float:
+    """Bytes usable on each GPU of a serving replica, as the estimate sized it: its catalog accelerator's HBM times
+    the workload's hbm_usable_fraction."""
+    from accel.policies.catalog import load_catalog
+    from accel.policies.estimator.estimate import resolve
+
+    catalog = load_catalog()
+    return catalog.accelerator(plan.chosen.accelerator).hbm_bytes * resolve(plan.workload, catalog.defaults)[
+        "hbm_usable_fraction"]
+
+
 def run_hours(plan: Plan) -> float:
     """The hours the job runs: the plan's, except on a booked window or a declared Capacity Block, which is paid
     for whole (the plan's hours) while the run inside it is shorter (reservations.run_hours)."""

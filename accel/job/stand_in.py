@@ -19,19 +19,7 @@ from accel.job import plan_view
 class StandInChoice:
     model: str            # the repo vLLM serves
     parameters: float     # the stand-in's own parameter count
-    smaller: bool         # smaller than the workload's model: the next size up does not fit the replica
     note: str | None      # said in the job where the stand-in is not the next size up
-
-
-def _usable_per_gpu(plan: Plan) -> float:
-    """Bytes usable on each GPU of the replica, as the estimate sized it (its catalog accelerator's HBM times the
-    workload's hbm_usable_fraction)."""
-    from accel.policies.catalog import load_catalog
-    from accel.policies.estimator.estimate import resolve
-
-    catalog = load_catalog()
-    return catalog.accelerator(plan.chosen.accelerator).hbm_bytes * resolve(plan.workload, catalog.defaults)[
-        "hbm_usable_fraction"]
 
 
 def _bytes_per_parameter(plan: Plan) -> tuple[str, float]:
@@ -53,7 +41,7 @@ def choose(plan: Plan, gpus: int, chip: str) -> StandInChoice:
     rows = serving_checkpoints.table().stand_ins
     target = plan.workload.model.parameters
     precision, per_weight = _bytes_per_parameter(plan)
-    usable = _usable_per_gpu(plan)
+    usable = plan_view.usable_hbm_per_gpu(plan)
     fits = [row for row in rows if row.parameters * per_weight / gpus <= usable]
     wanted = by_size(target)
     above = [row for row in fits if row.parameters >= wanted.parameters]
@@ -68,8 +56,8 @@ def choose(plan: Plan, gpus: int, chip: str) -> StandInChoice:
             "your own vllm serve")
     model = pick.fp8 if precision == "fp8" else pick.model
     if pick is wanted:
-        return StandInChoice(model, pick.parameters, False, None)
-    return StandInChoice(model, pick.parameters, pick.parameters < target, (
+        return StandInChoice(model, pick.parameters, None)
+    return StandInChoice(model, pick.parameters, (
         f"stand-in: {pick.model} ({pick.parameters / 1e9:.3g}B) against the planned {target / 1e9:.3g}B: the "
         f"nearest published size whose {precision} weights fit the replica planned ({room}); "
         f"{wanted.model} ({wanted.parameters / 1e9:.3g}B) would need {weights(wanted)}. Throughput and latency "

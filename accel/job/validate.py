@@ -6,7 +6,7 @@ the training job starts PyTorch, in the training image with the job's fabric env
 would need MPI to join its ranks across pods). TPU: a JAX psum over every chip of every slice. The pass line is runtime.yaml `validate.pass_share` of what the all-reduce
 crosses, each with its source: the NVLink/PCIe figure within one node, or within one NVLink domain that spans
 nodes (a GB200 NVL72 rack: its nodes share NVLink through IMEX); beyond one domain the scale-out line rate per
-node (runtime.yaml, else the chip's [collective_fabrics] scale-out figure); ICI per chip on TPU. The one-node
+node (the machine's [collective_fabrics] scale-out figure, policies/hardware); ICI per chip on TPU. The one-node
 nccl-tests image is the fabric's for the nodes' architecture (Arm on A4X, p6e-gb200 and GB200 inventories).
 """
 
@@ -53,23 +53,24 @@ def _nvlink_domain(hw: plan_view.Hardware, stated_domain_gpus: int | None = None
     return stated_domain_gpus or hardware.current().scale_up_domain_chips(hw.accelerator, hw.machine_type or None)
 
 
-def _scale_out(hw: plan_view.Hardware, facts: dict) -> dict | None:
-    """GB/s per node beyond the NVLink domain, with its source: the machine's line rate, else the chip's scale-out
-    figure ([collective_fabrics], per GPU) times its GPUs per node (an inventory declares no network of its own)."""
-    if hw.machine_type in facts["line_rate_gbytes"]:
-        return facts["line_rate_gbytes"][hw.machine_type]
+def _scale_out(hw: plan_view.Hardware) -> dict | None:
+    """GB/s per node beyond the NVLink domain, with its source: the machine's scale-out per GPU (policies/hardware
+    [collective_fabrics], the machine's own where its NICs differ from its chip's: A3 High, A3 Mega, P4d) times its
+    GPUs per node, the one figure the estimate's hand-offs and all-to-all read too; None for a chip the table gives
+    no scale-out fabric."""
     fabric = hardware.current().collective_fabric(hw.accelerator, hw.machine_type or None)
     if fabric is None or not fabric.domain_chips:
         return None
     value = fabric.scale_out_gbps * hw.chips_per_node / 8
-    return {"value": round(value, 1), "source": f"{hw.chips_per_node} x {fabric.scale_out_gbps:g} Gb/s per GPU, the "
-            f"chip's scale-out figure ([collective_fabrics.{fabric.id}] in policies/hardware: {fabric.source})"}
+    return {"value": round(value, 1), "source": f"{hw.chips_per_node} x {fabric.scale_out_gbps:g} Gb/s per GPU, "
+            f"{hw.machine_type or hw.accelerator}'s scale-out ([collective_fabrics.{fabric.id}] in policies/hardware: "
+            f"{fabric.source})"}
 
 
 def host_network_only(plan: Plan, stated_domain_gpus: int | None = None) -> bool:
     """A cloud GPU fleet across nodes for which the stack built no GPU network (fabric none: no EFA interfaces, no
     GPUDirect NICs, no NVLink domain spanning nodes), as a serving pool of whole-node replicas is: between nodes its
-    GPUs reach each other only over the hosts' own network, which no machine line rate in runtime.yaml describes.
+    GPUs reach each other only over the hosts' own network, which no scale-out figure in the hardware table describes.
     An inventory is left out: its nodes may have a network the stack does not know (the chip's scale-out figure)."""
     hw = plan_view.hardware(plan)
     return (hw.family == "gpu" and hw.nodes > 1 and hw.fabric == "none" and hw.cloud in ("gcp", "aws")
@@ -84,7 +85,7 @@ def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float,
     domain = _nvlink_domain(hw, stated_domain_gpus) if hw.family == "gpu" else None
     within_domain = domain is not None and hw.nodes * hw.chips_per_node <= domain
     each_node = host_network_only(plan, stated_domain_gpus)
-    scale_out = (_scale_out(hw, facts) if hw.family == "gpu" and hw.nodes > 1 and not within_domain and not each_node
+    scale_out = (_scale_out(hw) if hw.family == "gpu" and hw.nodes > 1 and not within_domain and not each_node
                  else None)
     if hw.family == "tpu":
         row = facts["tpu_ici_gbytes"][hw.tpu_generation]
@@ -102,7 +103,7 @@ def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float,
                 "joined through IMEX)" if within_domain else
                 "per node (no fabric data for this machine: PCIe/NVLink line)")
     value = round(row["value"] * share, 1)
-    return value, f"{value} GB/s {what} = {share} x {row['value']} GB/s ({row['source']})"
+    return value, f"{value} GB/s {what} = {share} x {row['value']:g} GB/s ({row['source']})"
 
 
 def tests_image(hw: plan_view.Hardware, line: str) -> tuple[str, list[str]]:

@@ -63,14 +63,9 @@ def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
     checkpoint's bf16 bytes per parameter over the replica's GPUs, against the HBM and hbm_usable_fraction the
     estimate sized the replica with (its catalog accelerator, which also decided the plan serves fp8)."""
     from accel.policies.catalog import load_catalog
-    from accel.policies.estimator.estimate import resolve
 
-    catalog = load_catalog()
-    defaults = catalog.defaults
-    bf16 = defaults.inference.precisions["bf16"].bytes_per_parameter
-    hbm = catalog.accelerator(plan.chosen.accelerator).hbm_bytes
-    usable = hbm * resolve(plan.workload, defaults)["hbm_usable_fraction"]
-    return plan.workload.model.parameters * bf16 / gpus, usable
+    bf16 = load_catalog().defaults.inference.precisions["bf16"].bytes_per_parameter
+    return plan.workload.model.parameters * bf16 / gpus, plan_view.usable_hbm_per_gpu(plan)
 
 
 def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) -> PrecisionFlags:

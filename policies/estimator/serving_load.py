@@ -24,7 +24,6 @@ from accel.policies.workload import WorkloadSpec
 class Fp8Source:
     model: str | None     # the repo served in fp8 (None: model.checkpoint as given, or a stand-in chosen by the job)
     pre_quantized: bool   # vLLM reads fp8 weights: no bf16 load peak
-    why: str              # said in the job
 
 
 def says_fp8(checkpoint: str) -> bool:
@@ -35,31 +34,17 @@ def says_fp8(checkpoint: str) -> bool:
 
 
 def fp8_source(spec: WorkloadSpec) -> Fp8Source:
-    """Where the fp8 weights of an fp8 serving workload come from (see the module's docstring)."""
+    """Where the fp8 weights of an fp8 serving workload come from (see the module's docstring); the job says why
+    (accel/job/vllm_serving.py)."""
     from accel.policies.architectures.serving_checkpoints import table
 
     model = spec.model
     if model.checkpoint is not None:
-        known = table().fp8_models().get(model.checkpoint)
-        if known is not None:
-            return Fp8Source(model.checkpoint, True, f"published in fp8 ({known})")
-        if "fp8" in model.checkpoint.lower():
-            return Fp8Source(model.checkpoint, True, "its name says fp8")
-        return Fp8Source(model.checkpoint, False, "model.checkpoint, taken for bf16 (its name does not say fp8)")
+        return Fp8Source(model.checkpoint, says_fp8(model.checkpoint))
     if model.architecture is not None:
         published = table().fp8.get(model.architecture)
-        if published is not None:
-            return Fp8Source(published.model, True, f"the published fp8 checkpoint of {model.architecture} "
-                                                    f"({published.source})")
-        return Fp8Source(None, False, f"{model.architecture} has no published fp8 checkpoint "
-                                      f"({table_name()}): vLLM quantizes its bf16 weights as it loads")
-    return Fp8Source(None, True, "a stand-in published in fp8")
-
-
-def table_name() -> str:
-    from accel.policies.architectures.serving_checkpoints import FILE
-
-    return f"policies/architectures/{FILE.name}"
+        return Fp8Source(None if published is None else published.model, published is not None)
+    return Fp8Source(None, True)   # a stand-in, each published in fp8
 
 
 def load_precision(spec: WorkloadSpec, served: str, family: str) -> str:
