@@ -35,7 +35,7 @@ from accel.policies.parallelism import (
     HeadsLayoutError,
     gpu_parallelism,
 )
-from accel.policies.architectures.rows import architecture_heads
+from accel.policies.architectures import architecture_heads
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
 from accel.policies.workload import AcceleratorId, Cloud, WorkloadSpec
 

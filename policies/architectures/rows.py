@@ -160,10 +160,3 @@ def table() -> ArchitectureTable:
 
 def lookup(name: str) -> Architecture | None:
     return table().rows.get(name)
-
-
-def architecture_heads(architecture: str | None) -> tuple[int, int]:
-    """(heads a tensor degree must divide, layers) of a named architecture (model.architecture), as a training layout
-    respects them (policies/parallelism.py within_heads); (0, 0) where none is named or the table lacks it."""
-    row = lookup(architecture) if architecture else None
-    return (row.tensor_heads, row.layers) if row is not None else (0, 0)

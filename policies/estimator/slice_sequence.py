@@ -100,7 +100,7 @@ def slice_sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defa
     estimated: estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes) and the
     chip's usable HBM, as activations.sequence_fit_of reads them for a GPU."""
     from accel.policies.estimator.estimate import model_architecture, training_memory_bytes
-    from accel.policies.architectures.rows import architecture_heads
+    from accel.policies.architectures import architecture_heads
 
     layers, hidden, _ = model_architecture(spec, defaults)
     # A named architecture's heads bound the ICI tensor degree: MaxText shards the query and KV heads over the
