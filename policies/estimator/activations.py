@@ -316,7 +316,7 @@ def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
     where the hardware table states one): the model's layers and width (given, else estimated:
     estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes), the accelerator's
     usable HBM, and the key/value exchange of its context parallelism against the fabric it crosses."""
-    from accel.policies.estimator.estimate import model_architecture, training_memory_bytes
+    from accel.policies.estimator.estimate import model_architecture, training_memory_bytes, usable_hbm_bytes
 
     from accel.policies import hardware
 
@@ -340,7 +340,7 @@ def sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defaults, 
         return transfer <= attention
 
     fit = sequence_fit(sequence, layers, hidden, training_memory_bytes(spec, resolved),
-                       resolved["activation_headroom"], accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
+                       resolved["activation_headroom"], usable_hbm_bytes(accelerator, resolved),
                        min_chips, gpus_per_node, domain_unit_nodes, hides if fabric is not None else None, max_gpus)
     if fit.context < 2 or fabric is None:
         return fit

@@ -316,13 +316,22 @@ def checkpoint_bytes(spec: WorkloadSpec, defaults: Defaults) -> float:
     return trained_parameters(spec) * defaults.storage.checkpoint_bytes_per_parameter.value
 
 
-def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
-    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom. Frozen weights
+def _training_state(spec: WorkloadSpec, resolved: Resolved) -> tuple[float, float, float]:
+    """(trained parameters, frozen parameters, bytes of their weights, gradients and optimizer state). Frozen weights
     (LoRA) keep only their bf16 copy: no gradients, master weights or optimizer state."""
     trained = trained_parameters(spec)
     frozen = spec.model.parameters - trained
-    state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
-    return state * (1.0 + resolved["activation_headroom"])
+    return trained, frozen, trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
+
+
+def usable_hbm_bytes(accelerator: Accelerator, resolved: Resolved) -> float:
+    """The HBM of one chip the sizing may fill (hbm_usable_fraction of it)."""
+    return accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+
+
+def training_memory_bytes(spec: WorkloadSpec, resolved: Resolved) -> float:
+    """Weights, gradients and optimizer state (sharded over the fleet) plus activation headroom (_training_state)."""
+    return _training_state(spec, resolved)[2] * (1.0 + resolved["activation_headroom"])
 
 
 def distributed_optimizer_state(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> ShardedState:
@@ -332,10 +341,8 @@ def distributed_optimizer_state(spec: WorkloadSpec, resolved: Resolved, accelera
     activation allowance whole (the estimate's own: activation_headroom on the state training_memory_bytes counts,
     not shrunk with the optimizer's sharding); the fp32 master weights and Adam moments are split over the replicas.
     Rounded to 4 decimals: the figures the Plan records (details) and the search lays fleets out by are the same."""
-    usable = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
-    trained = trained_parameters(spec)
-    frozen = spec.model.parameters - trained
-    state = trained * resolved["bytes_per_parameter"] + frozen * FROZEN_BYTES_PER_PARAMETER
+    usable = usable_hbm_bytes(accelerator, resolved)
+    trained, frozen, state = _training_state(spec, resolved)
     whole = (trained * resolved["distributed_optimizer_replicated_bytes"] + frozen * FROZEN_BYTES_PER_PARAMETER
              + state * resolved["activation_headroom"])
     return ShardedState(round(whole / usable, 4),
@@ -344,7 +351,7 @@ def distributed_optimizer_state(spec: WorkloadSpec, resolved: Resolved, accelera
 
 def min_chips_for_memory(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> int:
     """Fewest chips whose usable HBM holds the training state (training) or one copy of the weights (serving)."""
-    usable = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+    usable = usable_hbm_bytes(accelerator, resolved)
     if spec.kind == "inference":
         needed = spec.model.parameters * resolved["inference_bytes_per_parameter"]
     else:
@@ -611,7 +618,7 @@ class InferenceModel:
         # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
         output_share = 1.0 / (1.0 + self.prompt_per_output)
         self.mean_context = context * (1.0 - output_share / 2.0)
-        self.usable_hbm = accelerator.hbm_bytes * resolved["hbm_usable_fraction"]
+        self.usable_hbm = usable_hbm_bytes(accelerator, resolved)
         self.bandwidth = accelerator.hbm_gbps * 1e9 * resolved["inference_hbm_bandwidth_efficiency"]
         peak = (accelerator.peak_fp8_tflops if self.fp8 else accelerator.peak_bf16_tflops) * 1e12
         self.peak = peak   # what the replica computes at: an fp8 replica's utilisation is a share of the fp8 peak

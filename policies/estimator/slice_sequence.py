@@ -99,7 +99,7 @@ def slice_sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defa
     """`slice_sequence_fit` for a training workload on a TPU generation: the model's layers and width (given, else
     estimated: estimate.model_architecture), its state with the headroom (estimate.training_memory_bytes) and the
     chip's usable HBM, as activations.sequence_fit_of reads them for a GPU."""
-    from accel.policies.estimator.estimate import model_architecture, training_memory_bytes
+    from accel.policies.estimator.estimate import model_architecture, training_memory_bytes, usable_hbm_bytes
     from accel.policies.architectures import architecture_heads
 
     layers, hidden, _ = model_architecture(spec, defaults)
@@ -110,5 +110,5 @@ def slice_sequence_fit_of(spec: WorkloadSpec, resolved: Resolved, defaults: Defa
     if heads:
         max_tensor = math.gcd(max_tensor, heads)
     return slice_sequence_fit(spec.model.sequence_length, layers, hidden, training_memory_bytes(spec, resolved),
-                              accelerator.hbm_bytes * resolved["hbm_usable_fraction"],
+                              usable_hbm_bytes(accelerator, resolved),
                               min_chips, slice_sizes, max_tensor)
