@@ -506,10 +506,9 @@ def _server_line(program: str, image: str, model: str, plan: Plan, own_command: 
                 "--command to serve your own)")
     if named.named:
         return f"server: {program} in {image}; model {model}"
-    stand_in = model
     sized = (f"a stand-in sized for {parameters / 1e9:.3g}B parameters" if stand_in_size is None else
              f"a stand-in of {stand_in_size / 1e9:.3g}B parameters for your {parameters / 1e9:.3g}B")
-    return (f"server: {program} in {image}; model {stand_in}: {sized}, "
+    return (f"server: {program} in {image}; model {model}: {sized}, "
             "not your model (name it with model.architecture or model.checkpoint in the workload, or pass "
             "--command to serve your own)")
 
