@@ -94,7 +94,9 @@ def test_a_machine_the_table_does_not_sell_as_ultraservers_is_not_covered_by_tha
     row = next(r for r in table.applicability["aws"] if r.sold_as == "ultraservers")
     assert row.machine == "*" and not row.covers("p6-b300.48xlarge") and row.covers(P6E_GB300)
     assert "aws-capacity-block" in {m.id for m in table.modes_for("aws", "p6-b300.48xlarge")}
-    assert not mode_limits.sold_as_ultraservers("p6-b300.48xlarge") and mode_limits.sold_as_ultraservers(P6E_GB300)
+    facts = hardware.current()
+    assert not facts.sold_only_as_ultraservers("p6-b300.48xlarge") and facts.sold_only_as_ultraservers(P6E_GB300)
+    assert mode_limits.excluded("aws", "p6-b300.48xlarge", "aws-capacity-block") is None
 
 
 def test_p6e_gb300_is_priced_at_p6e_gb200s_block_rate_times_awss_b200_to_b300_block_step():

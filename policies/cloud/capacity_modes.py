@@ -20,7 +20,7 @@ from typing import Any, Literal, Mapping
 from pydantic import Field, model_validator
 
 from accel.base.model import StrictModel
-from accel.policies.cloud.mode_limits import sold_as_ultraservers
+from accel.policies import hardware
 
 MODES_FILE = Path(__file__).resolve().parent / "capacity_modes.yaml"
 POLICIES_DIR = Path(__file__).resolve().parent.parent  # the code that reads and checks the table (cache key)
@@ -111,10 +111,10 @@ class Applicability(StrictModel):
 
     def covers(self, machine_type: str) -> bool:
         """The row's pattern matches the machine type and, for `sold_as: ultraservers`, the hardware table sells
-        it as UltraServers (mode_limits.sold_as_ultraservers, the one test both readers of the table share)."""
+        it only as UltraServers (HardwareFacts.sold_only_as_ultraservers, as mode_limits.row_covers reads it)."""
         if not _matches(machine_type, self.machine):
             return False
-        return self.sold_as is None or sold_as_ultraservers(machine_type)
+        return self.sold_as is None or hardware.current().sold_only_as_ultraservers(machine_type)
 
 
 class SpotParams(StrictModel):

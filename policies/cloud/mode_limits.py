@@ -30,22 +30,15 @@ def source(mode: str) -> str:
     return f"{key} ({_data()['sources'][key]['page']})"
 
 
-def sold_as_ultraservers(machine_type: str) -> bool:
-    """Whether the hardware table sells this machine type only as whole UltraServers (its ultraserver_types:
-    p6e-gb200, p6e-gb300): an applicability row with `sold_as: ultraservers` covers such machines alone, so the
+def row_covers(row: dict[str, Any], machine_type: str) -> bool:
+    """Whether an applicability row covers the machine type: its pattern matches and, for a `sold_as:
+    ultraservers` row, the hardware table sells the machine only as UltraServers (its ultraserver_types), so the
     UltraServer modes follow the table's field, not a machine's name."""
     from accel.policies import hardware
 
-    found = hardware.current().aws_gpu_instances.get(machine_type)
-    return found is not None and bool(found.ultraserver_sizes)
-
-
-def row_covers(row: dict[str, Any], machine_type: str) -> bool:
-    """Whether an applicability row covers the machine type: its pattern matches and, for a `sold_as:
-    ultraservers` row, the hardware table sells the machine as UltraServers."""
     if not fnmatch.fnmatchcase(machine_type, row["machine"]):
         return False
-    return row.get("sold_as") != "ultraservers" or sold_as_ultraservers(machine_type)
+    return row.get("sold_as") != "ultraservers" or hardware.current().sold_only_as_ultraservers(machine_type)
 
 
 def excluded(cloud: str, machine_type: str, mode: str) -> str | None:

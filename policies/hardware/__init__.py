@@ -364,6 +364,12 @@ class HardwareFacts:
             return unit.nodes
         return 1
 
+    def sold_only_as_ultraservers(self, machine_type: str) -> bool:
+        """Whether EC2 sells this machine type only as whole UltraServers (its `ultraserver_types`: p6e-gb200,
+        p6e-gb300): what the UltraServer capacity modes' applicability row reads (`sold_as: ultraservers`)."""
+        aws = self.aws_gpu_instances.get(machine_type)
+        return aws is not None and bool(aws.ultraserver_sizes)
+
     def nvlink_domain_unit_nodes(self, machine_type: str, clique_nodes: int | None = None) -> int:
         """Nodes of one NVLink domain that spans machines and that the cloud places as a unit a job can require: the
         machine's documented placement unit ([placement_units], its Kueue level) when the domain spans machines and
