@@ -203,3 +203,22 @@ def test_the_gb300_job_claims_a_compute_domain_valid_against_the_upstream_crd(gb
     assert pod["nodeSelector"]["node.kubernetes.io/instance-type"] == P6E_GB300
     assert {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"} in pod["tolerations"]
     assert check_manifests(gb300_stack, job.manifests).ok
+
+
+def test_a_gb300_serving_replica_runs_vllms_arm_image_in_one_clique_with_a_compute_domain(tmp_path):
+    """The same block served: an LWS whose pods claim the domain's channel, schedulable on the UltraServer."""
+    stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.llama-405b-p6e.yaml").read_text())
+    config = stack["config"]
+    config["accel:workload"] = {
+        "name": "llama-405b-serve-gb300", "kind": "inference", "model": {"parameters": "405B", "sequence_length": 4096},
+        "inference": {"tokens_per_second": 5000, "p99_latency_ms": 100, "framework": "pytorch", "hours": 150},
+        "constraints": {"clouds": ["aws"], "spot": "never"}}
+    config["accel:hardware"]["accelerator"] = "gb300"
+    config["accel:reservations"] = [GB300_BLOCK]
+    path = tmp_path / "Pulumi.llama-405b-serve-gb300.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    result = plan_stack(None, path, ROOT)
+    assert result.exit_code == 0 and not result.violations and not result.job_errors
+    job = job_of(result)
+    assert {m["kind"] for m in job.manifests} >= {"ComputeDomain", "LeaderWorkerSet"}
+    assert check_manifests(result, job.manifests).ok
