@@ -65,6 +65,19 @@ def test_p6e_gb300_is_a_p6e_gb200_tray_of_gb300_sold_as_one_x72_ultraserver():
     assert facts.collective_fabric("gb300").scale_out_gbps == 800
 
 
+def test_gb300_has_no_run_of_its_own_and_steps_at_its_nearest_calibrated_generations_mfu_as_gb200_does():
+    """The stated rule (policies/estimator/generations.py), not a fitted row: compute capability 10.3 is Blackwell,
+    whose nearest calibrated generation's chip gives GB300 and GB200 the same step-MFU intercept."""
+    from accel.policies.estimator import generations, mfu_model
+
+    catalog = load_catalog()
+    fitted = mfu_model.calibrated_fit(catalog)
+    assert "gb300" not in fitted.accelerator_offsets and generations.generation("gb300") == "blackwell"
+    nearest = generations.nearest_calibrated("gb300", fitted.accelerator_offsets)
+    assert nearest == generations.nearest_calibrated("gb200", fitted.accelerator_offsets) is not None
+    assert mfu_model._intercept(fitted, catalog, "gb300") == mfu_model._intercept(fitted, catalog, "gb200")
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda t: t.replace("peak_fp4_tflops = 15000", "peak_fp4_tflops = 4000"),
      r"chips.gb300.peak_fp4_tflops: 4000 is below the chip's fp8 peak 5000"),
