@@ -125,6 +125,26 @@ def test_p6e_gb300_is_priced_at_p6e_gb200s_block_rate_times_awss_b200_to_b300_bl
     assert P6E_GB300 not in ultra, "no P6e-GB300 block rate was observed: the table must not carry one"
 
 
+@pytest.mark.parametrize(("fields", "message"), [
+    ({**GB300_BLOCK, "count": 9, "ultraserverType": None},
+     r"count: 9 instances of p6e-gb300.36xlarge are not whole UltraServers \(it is sold only as UltraServers: "
+     r"u-p6e-gb300x72 of 18 instances\)"),
+    ({**GB200_BLOCK, "count": 10, "ultraserverType": None}, r"count: 10 instances of p6e-gb200.36xlarge are not whole"),
+    ({**GB300_BLOCK, "count": 9}, r"count: 9 instances is not a whole number of u-p6e-gb300x72 UltraServers of 18"),
+    ({**GB300_BLOCK, "ultraserverType": "u-p6e-gb200x72"}, r"'u-p6e-gb200x72' is not an UltraServer type of p6e-gb300"),
+])
+def test_a_declared_block_of_an_ultraserver_machine_is_whole_ultraservers_of_its_own_types(fields, message):
+    with pytest.raises(ValueError, match=message):
+        block({k: v for k, v in fields.items() if v is not None})
+
+
+def test_whole_ultraservers_of_an_unsaid_type_are_accepted_and_other_machines_keep_any_count():
+    assert block({**GB200_BLOCK, "count": 9, "ultraserverType": None}).count == 9      # one x36, unsaid
+    assert block({**GB300_BLOCK, "count": 36, "ultraserverType": None}).count == 36    # two x72, unsaid
+    assert block({**GB300_BLOCK, "machineType": "p5.48xlarge", "count": 3, "zone": "us-east-1a",
+                  "ultraserverType": None}).count == 3
+
+
 # ------------------------------------------------------------------------------------------------ choose
 def workload(accelerator: str | None = None, **constraints):
     hardware_pin = {"hardware": {"accelerator": accelerator, "chips": 72, "cloud": "aws", "spot": False}} \
