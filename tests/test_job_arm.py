@@ -87,7 +87,8 @@ def test_one_derivation_of_a_machine_types_kubernetes_arch_serves_the_pools_and_
         assert gpu_node_arch(pool) == machine_arch(m.name) == arch, m.name
         assert facts.is_arm(m.name) is (arch == "arm64")
     assert {m.name for m in machines if facts.kubernetes_arch(m.name) == "arm64"} == {"a4x-highgpu-4g",
-                                                                                      "p6e-gb200.36xlarge"}
+                                                                                      "p6e-gb200.36xlarge",
+                                                                                      "p6e-gb300.36xlarge"}
     assert facts.kubernetes_arch("not-a-machine") is None and machine_arch(None) is None
 
 

@@ -77,7 +77,9 @@ def test_only_a_documented_unit_of_one_nvlink_domain_lets_tensor_parallelism_spa
     assert facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge") == 9
     assert tensor_parallel_nodes(facts.nvlink_domain_unit_nodes("p6e-gb200.36xlarge")) == 1
     spanning = {m for m in (*facts.gcp_gpu_machines, *facts.aws_gpu_instances) if facts.nvlink_domain_unit_nodes(m) > 1}
-    assert spanning == {"a4x-highgpu-4g", "p6e-gb200.36xlarge"}
+    assert spanning == {"a4x-highgpu-4g", "p6e-gb200.36xlarge", "p6e-gb300.36xlarge"}
+    # p6e-gb300: one x72, the only UltraServer type known, so its clique is 18 trays and TP spans two.
+    assert tensor_parallel_nodes(facts.nvlink_domain_unit_nodes("p6e-gb300.36xlarge")) == 2
     # A machine whose NVLink domain is the node (H100, B200, the 16-GPU A2) never does, whatever its unit.
     for machine in ("a3-megagpu-8g", "a4-highgpu-8g", "p5.48xlarge", "a2-megagpu-16g", "not-a-machine"):
         assert facts.nvlink_domain_unit_nodes(machine) == 1

@@ -50,10 +50,10 @@ def test_an_inventory_of_a_chip_spans_nodes_exactly_when_the_chips_cloud_machine
     assert facts.nvlink_domain_spans_nodes(chip, f"inventory-{chip}") == cloud.pop()
 
 
-def test_only_gb200_has_a_domain_across_nodes_tpus_and_pcie_cards_have_none():
+def test_only_the_nvl72_chips_have_a_domain_across_nodes_tpus_and_pcie_cards_have_none():
     facts = hardware.current()
     spanning = {chip for chip in facts.chips if facts.nvlink_domain_spans_nodes(chip)}
-    assert spanning == {"gb200"}
+    assert spanning == {"gb200", "gb300"}
     assert not facts.nvlink_domain_spans_nodes("tpu-v5p") and not facts.nvlink_domain_spans_nodes("l40s")
 
 
@@ -64,7 +64,7 @@ def test_a_chip_no_machine_carries_has_no_domain_across_nodes_whatever_its_domai
     assert facts.scale_up_domain_chips("h800") == 8
     assert not any(facts.machine_types_of_chip("h800").values())
     assert not facts.nvlink_domain_spans_nodes("h800")
-    assert {chip for chip in facts.collective_fabrics if facts.nvlink_domain_spans_nodes(chip)} == {"gb200"}
+    assert {chip for chip in facts.collective_fabrics if facts.nvlink_domain_spans_nodes(chip)} == {"gb200", "gb300"}
 
 
 @pytest.fixture(scope="module")

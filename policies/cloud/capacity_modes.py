@@ -20,6 +20,7 @@ from typing import Any, Literal, Mapping
 from pydantic import Field, model_validator
 
 from accel.base.model import StrictModel
+from accel.policies import hardware
 
 MODES_FILE = Path(__file__).resolve().parent / "capacity_modes.yaml"
 POLICIES_DIR = Path(__file__).resolve().parent.parent  # the code that reads and checks the table (cache key)
@@ -103,8 +104,17 @@ class CapacityMode(StrictModel):
 
 class Applicability(StrictModel):
     machine: str = Field(min_length=1, description="A machine type or fnmatch pattern")
+    sold_as: Literal["ultraservers"] | None = Field(
+        None, description="Covers only machines the hardware table sells as whole UltraServers (ultraserver_types)")
     modes: list[str] = Field(min_length=1)
     excluded: dict[str, str] = Field(default_factory=dict)
+
+    def covers(self, machine_type: str) -> bool:
+        """The row's pattern matches the machine type and, for `sold_as: ultraservers`, the hardware table sells
+        it only as UltraServers (HardwareFacts.sold_only_as_ultraservers, as mode_limits.row_covers reads it)."""
+        if not _matches(machine_type, self.machine):
+            return False
+        return self.sold_as is None or hardware.current().sold_only_as_ultraservers(machine_type)
 
 
 class SpotParams(StrictModel):
@@ -210,7 +220,7 @@ class ModeTable(StrictModel):
     def applicable(self, cloud: str, machine_type: str) -> Applicability | None:
         """The applicability row of a machine type (first matching pattern), or None when none matches."""
         for row in self.applicability.get(cloud, []):  # type: ignore[call-overload]
-            if _matches(machine_type, row.machine):
+            if row.covers(machine_type):
                 return row
         return None
 

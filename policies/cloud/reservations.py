@@ -124,11 +124,20 @@ class DeclaredReservation(StrictModel):
 
     @model_validator(mode="after")
     def _ultraservers_of_the_machine(self) -> "DeclaredReservation":
-        if self.ultraserverType is None:
-            return self
         from accel.policies import hardware
 
         facts = hardware.current()
+        if self.ultraserverType is None:
+            # A block of a machine sold only as UltraServers holds whole ones whatever their type: a multiple of
+            # the smallest (p6e-gb200: 9; p6e-gb300: 18, its only type known).
+            smallest = facts.node_step(self.machineType) if facts.sold_only_as_ultraservers(self.machineType) else 1
+            if self.kind == "capacity-block" and self.count % smallest:
+                instance = facts.aws_gpu_instances[self.machineType]
+                types = " or ".join(f"{name} of {size}" for name, size in instance.ultraserver_types)
+                raise ValueError(f"count: {self.count} instances of {self.machineType} are not whole UltraServers "
+                                 f"(it is sold only as UltraServers: {types} instances); give the block's count as "
+                                 "EC2 shows it, and its ultraserverType")
+            return self
         instance = facts.aws_gpu_instances.get(self.machineType)
         sold = [name for name, _ in instance.ultraserver_types] if instance is not None else []
         if not sold:

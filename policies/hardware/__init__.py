@@ -71,6 +71,10 @@ class Chip(NamedTuple):
     compute_capability: str | None   # CUDA compute capability (GPUs): same value, same kernels
     selectable: bool                 # a workload may ask for it; the catalog prices it
     source: str
+    # Stated where a generation differs by them (Blackwell Ultra's gain over Blackwell is FP4 and power, not
+    # bf16/fp8): the dense FP4 peak per chip and the GPU's maximum power. No estimate reads them yet.
+    peak_fp4_tflops: float | None = None
+    tdp_watts: int | None = None
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: a swapped table gets fresh caches
@@ -360,6 +364,12 @@ class HardwareFacts:
             return unit.nodes
         return 1
 
+    def sold_only_as_ultraservers(self, machine_type: str) -> bool:
+        """Whether EC2 sells this machine type only as whole UltraServers (its `ultraserver_types`: p6e-gb200,
+        p6e-gb300): what the UltraServer capacity modes' applicability row reads (`sold_as: ultraservers`)."""
+        aws = self.aws_gpu_instances.get(machine_type)
+        return aws is not None and bool(aws.ultraserver_sizes)
+
     def nvlink_domain_unit_nodes(self, machine_type: str, clique_nodes: int | None = None) -> int:
         """Nodes of one NVLink domain that spans machines and that the cloud places as a unit a job can require: the
         machine's documented placement unit ([placement_units], its Kueue level) when the domain spans machines and
@@ -553,6 +563,12 @@ def _source(entry: _Entry, section_source: str | None, sources: Mapping[str, Sou
     return source
 
 
+def _optional_float(entry: _Entry, key: str) -> float | None:
+    """A positive number the entry may leave out (None then)."""
+    value = entry.get(key, (int, float), None, positive=True) if key in entry.data else None
+    return float(value) if value is not None else None
+
+
 def _source_named(key: str, sources: Mapping[str, Source], where: str) -> str:
     """A source id of [sources], with its title: '<id>: <title>'."""
     if key not in sources:
@@ -596,7 +612,11 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                           float(e.get("hbm_gb", (int, float), positive=True)),
                           float(e.get("hbm_gbps", (int, float), positive=True)),
                           e.get("tensorcores", int, positive=True), e.get("interconnect", str),
-                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources))
+                          e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources),
+                          _optional_float(e, "peak_fp4_tflops"), e.get("tdp_watts", int, None, positive=True))
+        if chips[key].peak_fp4_tflops is not None and fp8 is not None and chips[key].peak_fp4_tflops < fp8:
+            raise HardwareFactsError(f"{e.where}.peak_fp4_tflops: {chips[key].peak_fp4_tflops:g} is below the chip's "
+                                     f"fp8 peak {fp8:g}; a dense FP4 peak is at least the FP8 one")
         if "nvlink_domain_gpus" in e.data:
             raise HardwareFactsError(f"{e.where}.nvlink_domain_gpus: a chip's NVLink domain is stated once, as "
                                      f"[collective_fabrics.{key}] domain_chips (with its scale-up bandwidth); "
