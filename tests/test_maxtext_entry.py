@@ -67,7 +67,7 @@ def test_training_runs_maxtexts_pre_training_module_which_the_pinned_image_has(h
 
 
 def test_the_removed_shim_is_in_neither_default():
-    """MaxText 868098b8 (2026-04-08) deleted MaxText.train: the 2026-07-17 stable image has no such module."""
+    """MaxText 868098b8 (2026-04-08) deleted MaxText.train: the 2026-08-05 stable image has no such module."""
     tpu_image = runtime()["defaults"]["jax-tpu"]["image"]
     assert "MaxText.train" not in runtime()["maxtext"]["images"][tpu_image]["modules"]
     for hardware in (TPU_TRAINING, GPU_TRAINING):
@@ -86,7 +86,7 @@ def test_the_config_the_training_command_passes_resolves_in_its_image(hardware):
 
 
 @pytest.mark.parametrize("image, old_fallback", [
-    ("gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-07-17", "src/MaxText/configs/base.yml"),
+    ("gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-08-05", "src/MaxText/configs/base.yml"),
     ("ghcr.io/nvidia/jax:maxtext-2026-03-05", "src/MaxText/configs/base.yml"),
 ])
 def test_the_old_config_path_resolves_in_neither_image(image, old_fallback):
@@ -191,7 +191,7 @@ def _breaches(image: str, script: str) -> list[str]:
     return [v.breach.message for v in rules.run(rules.Scope([deployment]), [rules.RULES["maxtext/entry-in-image"]])]
 
 
-STABLE = "gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-07-17"
+STABLE = "gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-08-05"
 TOOLBOX = "ghcr.io/nvidia/jax:maxtext-2026-03-05"
 
 

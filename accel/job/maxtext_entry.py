@@ -49,7 +49,7 @@ def resolve_config(param: str, image: str) -> str | None:
     taken to exist; an absolute path elsewhere may be a mount, and is taken as given).
 
     lowercase (c24d3211 l.54-62): the path if a file; else, naming MaxText, the path with maxtext for MaxText if a
-    file; else src/<path>. configs_dir (11085e11 l.155-165): the path if a file; else, under src/maxtext/configs/,
+    file; else src/<path>. configs_dir (834e4bae l.153-163): the path if a file; else, under src/maxtext/configs/,
     the same name in MAXTEXT_CONFIGS_DIR (the package's configs) if a file; else src/<path>. The loader then opens
     what it returned, and fails when that is no file."""
     facts = image_maxtext(image)

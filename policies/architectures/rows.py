@@ -14,7 +14,7 @@ SHAPE_FIELDS = ("layers", "hidden", "experts", "experts_per_token", "shared_expe
 COUNT_FIELDS = ("parameters", "active_parameters")
 
 
-# MaxText's own tokenizer_type when none is passed (src/maxtext/configs/base.yml l.672 at 11085e11).
+# MaxText's own tokenizer_type when none is passed (src/maxtext/configs/base.yml l.687 at 834e4bae).
 MAXTEXT_DEFAULT_TOKENIZER = "sentencepiece"
 
 
