@@ -271,7 +271,7 @@ CASES: dict[str, Case] = {
     "nvidia/nvlink-group-in-one-domain": Case("p6e-lws", lambda s: leader_annotations(s).pop(REQUIRED),
                                               "leaderTemplate.metadata.annotations"),
     "pod/image-architecture-unconfirmed": Case("arm", lambda s: _set(container(s), "image",
-                                                                     "ghcr.io/nvidia/jax:maxtext-2026-03-05"),
+                                                                     "ghcr.io/nvidia/jax:maxtext-2026-03-21"),
                                                "containers[0].image"),
 }
 
