@@ -481,6 +481,15 @@ def test_the_embedding_has_exactly_the_models_vocabulary():
     assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128256", "128256")
 
 
+def test_the_smoke_run_states_the_evaluation_interval_megatron_no_longer_defaults(a4_plan):
+    # core_v0.19.0: ValidationConfig.eval_interval defaults to None (training_config.py l.119; 1000 at core_v0.15.3)
+    # and get_train_valid_test_num_samples divides train_iters by it (training.py l.4478-4485) even with
+    # --eval-iters 0: a command without it stops with a TypeError before the first step.
+    given_flags = flags(megatron_run.run(a4_plan).args)
+    assert given_flags["--eval-iters"] == "0" and int(given_flags["--eval-interval"]) > 0
+    assert "--eval-interval" in runtime()["megatron"]["flags"]
+
+
 def test_a_vocabulary_that_does_not_split_over_the_tensor_ranks_is_padded_and_said(monkeypatch):
     # Megatron's vocabulary-parallel embedding asserts its rows divide by TP (tensor_parallel/utils.py l.118): a row of
     # 128,257 entries on TP8 gets 128,264 rows, not a job that fails at start-up.

@@ -587,7 +587,8 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
                                   if padded != shape.vocabulary else "")
         + "; runtime.yaml megatron.vocabulary_source), 100 iterations, random weights. For a real run pass "
         "--command with --data-path <prefix of Megatron .bin/.idx files>, --tokenizer-type HuggingFaceTokenizer "
-        "--tokenizer-model <tokenizer>, --train-iters and your learning-rate schedule",
+        "--tokenizer-model <tokenizer>, --train-iters, --eval-iters with --eval-interval (which Megatron-LM "
+        f"{table['tag']} requires: no default) and your learning-rate schedule",
         *checkpoint_notes,
     ]
     return MegatronRun(" ".join(args), notes)
