@@ -5,7 +5,8 @@ data-parallel over model replicas. A pure decision over figures the Plan already
   state. The job a PyTorch stack runs is Megatron-LM with --use-distributed-optimizer (accel/job/megatron_run.py):
   every data-parallel replica holds the bf16 weights and fp32 gradients whole and the replicas split the fp32
   master weights and Adam moments, 6 + 12/d bytes per parameter (Megatron-LM docs/source/api-guide/
-  dist_optimizer.md at core_v0.15.3, 309ffca6; assumptions.yaml training.distributed_optimizer). So the replica
+  dist_optimizer.md at core_v0.15.3, 309ffca6, the same row at the job's core_v0.19.0 in docs/user-guide/features/
+  dist_optimizer.md l.19; assumptions.yaml training.distributed_optimizer). So the replica
   is the smallest of the layouts below whose GPUs hold (weights + gradients + activation headroom + optimizer
   state / DP) / (TP x PP) with DP the fleet over it, solved per fleet (`distributed_replica_need` over the
   estimate's `ShardedState`). Other jobs (JAX, a TPU), a long sequence's layout and a Plan pinned before the

@@ -28,7 +28,9 @@ def test_qwen3_30b_on_64_h100_trains_at_tp4_where_tp8_splits_its_4_kv_heads_nowh
     row = table().rows["qwen3-30b-a3b"]
     heads = row.tensor_heads
     assert heads == 4
-    # The old rule (no heads): TP8 x PP1 x DP8, which Megatron refuses (transformer_config.py l.758).
+    # The old rule (no heads): TP8 x PP1 x DP8, which Megatron-LM core_v0.15.3 refused (transformer_config.py l.758)
+    # and core_v0.19.0 takes by replicating each KV head over two ranks (l.1338-1345); MaxText shards both head axes
+    # over its tensor axis, and the plan keeps the tensor degree within the heads for both.
     assert gpu_parallelism(True, 8, 8, 8, None).text() == "TP8 x PP1 x DP8"
     narrowed = gpu_parallelism(True, 8, 8, 8, None, heads=heads, layers=row.layers)
     assert narrowed.text() == "TP4 x PP2 x DP8"
@@ -110,11 +112,16 @@ def test_the_job_never_refuses_a_layout_the_plan_chose_for_a_named_row(base_plan
 
 
 def test_the_old_rule_would_hand_the_job_a_layout_it_refuses(base_plan, monkeypatch):
-    """The mutated case: without the heads rule, Qwen3 30B-A3B on 8 nodes gets TP8 and the job refuses it."""
+    """The mutated case: Qwen3 30B-A3B with 6 KV heads (neither a multiple nor a divisor of 8) on 8 nodes; without
+    the heads rule it gets TP8 and the job refuses it."""
+    from dataclasses import replace
+
+    monkeypatch.setitem(table().rows, "qwen3-30b-a3b", replace(table().rows["qwen3-30b-a3b"], kv_heads=6))
     plan = _case(base_plan, "qwen3-30b-a3b", MACHINES[1], 8, 8)
     megatron_run.model_shape(plan, megatron_run.layout(plan))
     monkeypatch.setattr("accel.policies.plan.architecture_heads", lambda architecture: (0, 0))
-    with pytest.raises(UsageError, match="4 KV heads .query groups. do not split over tensor parallelism 8"):
+    assert megatron_run.layout(plan).tensor == 8
+    with pytest.raises(UsageError, match="6 KV heads .query groups. neither split over tensor parallelism 8"):
         megatron_run.model_shape(plan, megatron_run.layout(plan))
 
 

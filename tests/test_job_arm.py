@@ -118,7 +118,7 @@ def test_the_same_image_on_amd64_nodes_is_not_flagged():
 def test_an_image_without_a_confirmed_arm64_build_is_a_warning_on_arm_nodes():
     # The default PyTorch image states arm64 (Megatron-LM's CI builds on it for arm64): nothing to warn of.
     assert arch_findings("onprem-gb200", job_of(planned_result("onprem-gb200"), JobOptions()).manifests) == ([], [])
-    job = job_of(planned_result("onprem-gb200"), JobOptions(image="ghcr.io/nvidia/jax:maxtext-2026-03-05"))
+    job = job_of(planned_result("onprem-gb200"), JobOptions(image="ghcr.io/nvidia/jax:maxtext-2026-03-21"))
     errors, warnings = arch_findings("onprem-gb200", job.manifests)
     assert errors == [] and len(warnings) == 1 and "unconfirmed" in str(warnings[0])
     job = job_of(planned_result("onprem-gb200"), JobOptions(image="registry.example/team/trainer:1.0"))

@@ -87,7 +87,7 @@ def test_a_70b_plan_runs_pretrain_gpt_under_torchrun_with_the_plans_layout():
     assert facts["tag"] in clone["command"][-1] and facts["commit"] in clone["command"][-1]
     assert {"name": "megatron-lm", "mountPath": "/opt/megatron-lm"} in spec["containers"][0]["volumeMounts"]
     derivations = " ".join(" ".join(job.derivations).split())
-    assert "derived shape" in derivations and "core_v0.15.3" in derivations
+    assert "derived shape" in derivations and "core_v0.19.0" in derivations
 
 
 def test_a_named_architecture_is_trained_at_its_own_shape():
@@ -157,8 +157,9 @@ def test_a_long_sequence_gets_context_parallelism_and_126_layers_run_on_uneven_s
 
 @given(layers=st.integers(1, 400), stages=st.integers(1, 64))
 def test_an_uneven_pipeline_split_is_one_megatron_accepts(layers, stages):
-    """transformer_config.py l.1092-1093 and l.1131-1133 at core_v0.15.3: first and last stage at least one layer,
-    the rest divisible by the middle stages; fewer layers than stages cannot split."""
+    """transformer_config.py l.1997-1998, l.2016-2017 and l.2034-2047 at core_v0.19.0: first and last stage at least
+    one layer, middle layers exactly where there are middle stages, divisible by them; fewer layers than stages
+    cannot split."""
     if layers < stages and layers % stages:
         with pytest.raises(ValueError):
             megatron_run.pipeline_split(layers, stages)
@@ -173,7 +174,7 @@ def test_an_uneven_pipeline_split_is_one_megatron_accepts(layers, stages):
     assert middle == 0 and first + last == layers or (layers - first - last) % middle == 0 and layers > first + last
 
 
-def test_every_flag_the_command_can_pass_is_one_megatrons_arguments_py_declares():
+def test_every_flag_the_command_can_pass_is_one_megatron_declares():
     plans = [Plan.model_validate(planned_result(stack).plan) for stack in
              ("llama-70b-a4", "llama-405b-h100-aws", "llama-405b-p6e", "onprem-gpus")]
     plans += [plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
@@ -190,7 +191,8 @@ def test_every_flag_the_command_can_pass_is_one_megatrons_arguments_py_declares(
     for plan in plans:
         seen |= set(flags(megatron_run.run(plan).args))
     assert seen <= set(declared), seen - set(declared)
-    assert all(isinstance(line, int) and line > 0 for line in declared.values())
+    # Where each is declared: its add_argument in arguments.py, or the config dataclass field it is generated from.
+    assert all(re.fullmatch(r"(megatron/[\w/]+|[\w]+)\.py l\.[1-9]\d*", where) for where in declared.values())
     # The switches the brief names are among those passed.
     assert {"--expert-model-parallel-size", "--context-parallel-size", "--fp8-format", "--kv-channels",
             "--decoder-first-pipeline-num-layers", "--fp16", "--multi-latent-attention", "--q-lora-rank",
@@ -237,33 +239,26 @@ def test_the_unmutated_plan_passes(a4_plan):
 
 
 @pytest.mark.parametrize("mutate, layout, field, rule", [
-    # gemma2-2b: 8 query heads, 4 KV heads, on TP8: the KV groups do not split (transformer_config.py l.758). The
-    # plan narrows to TP4 (tests/test_heads_layout.py): a hand-edited TP8 stands in for a layout it would not choose.
-    (lambda p: named(p, "gemma2-2b"), {"tensor": 8, "pipeline": 1, "data": 32, "stages_per_node": None},
-     "model.architecture: gemma2-2b", "l.758"),
-    # one layer cannot fill two pipeline stages (arguments.py l.599)
-    (lambda p: mutated(p, model={"layers": 1}), {"pipeline": 2, "data": 16}, "model.layers", "l.599"),
-    # a width that is no whole number of 128-wide heads in 8 groups (transformer_config.py l.743)
-    (lambda p: mutated(p, model={"hidden": 8000}), None, "model.hidden", "l.743"),
-    # a sequence that does not split into 2 x CP chunks (arguments.py l.844)
+    # one layer cannot fill two pipeline stages (arguments.py l.963)
+    (lambda p: mutated(p, model={"layers": 1}), {"pipeline": 2, "data": 16}, "model.layers", "l.963"),
+    # a width that is no whole number of 128-wide heads in 8 groups (transformer_config.py l.1323)
+    (lambda p: mutated(p, model={"hidden": 8000}), None, "model.hidden", "l.1323"),
+    # a sequence that does not split into 2 x CP chunks (arguments.py l.1296)
     (lambda p: mutated(p, model={"sequence_length": 8190}), {"context": 2, "data": 8}, "model.sequence_length",
-     "l.844"),
-    # a stated global batch of 100 sequences over 32 data-parallel ranks (num_microbatches_calculator.py l.340)
+     "l.1296"),
+    # a stated global batch of 100 sequences over 32 data-parallel ranks (num_microbatches_calculator.py l.381)
     (lambda p: mutated(p, training={"global_batch_tokens": 100 * 8192}), None, "training.global_batch_tokens",
-     "l.340"),
-    # 12 experts over the 8 GPUs of a node (arguments.py l.1039): the plan spreads them over 4, dividing them
+     "l.381"),
+    # 12 experts over the 8 GPUs of a node (arguments.py l.1602): the plan spreads them over 4, dividing them
     # (policies/parallelism.py expert_parallelism), so a hand-edited EP8 stands in
     (lambda p: mutated(p, model={"experts": 12, "experts_per_token": 2, "active_parameters": 20e9}), {"expert": 8},
-     "model.experts", "l.1039"),
-    # a mixture of experts in fp16 with its experts over the node's 8 GPUs (arguments.py l.1041)
-    (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9},
-                       training={"precision": "fp16"}), None, "training.precision", "l.1041"),
+     "model.experts", "l.1602"),
     # EP8 over a stage of TP2 x DP2 = 4 ranks (parallel_state.py
-    # l.745-751): a hand-edited layout, as the plan narrows EP to the stage's ranks
+    # l.871-884): a hand-edited layout, as the plan narrows EP to the stage's ranks
     (lambda p: mutated(p, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9}),
-     {"tensor": 2, "pipeline": 64, "data": 2, "expert": 8}, "plan.parallelism", "l.745-751"),
-    # a layout that does not tile the job's 256 ranks (arguments.py l.374)
-    (lambda p: p, {"pipeline": 3}, "plan.parallelism", "l.374"),
+     {"tensor": 2, "pipeline": 64, "data": 2, "expert": 8}, "plan.parallelism", "l.871-884"),
+    # a layout that does not tile the job's 256 ranks (arguments.py l.430)
+    (lambda p: p, {"pipeline": 3}, "plan.parallelism", "l.430"),
 ])
 def test_megatrons_refusals_name_the_field_and_its_line(a4_plan, monkeypatch, mutate, layout, field, rule):
     plan = mutate(a4_plan)
@@ -273,8 +268,48 @@ def test_megatrons_refusals_name_the_field_and_its_line(a4_plan, monkeypatch, mu
     with pytest.raises(UsageError) as caught:
         megatron_run.run(plan)
     message = str(caught.value)
-    assert message.startswith(f"{field}:") and rule in message and "core_v0.15.3" in message
+    assert message.startswith(f"{field}:") and rule in message and "core_v0.19.0" in message
     assert caught.value.exit_code == 2
+
+
+def test_kv_heads_fewer_than_the_tensor_ranks_are_replicated_as_megatron_does(a4_plan, monkeypatch):
+    # gemma2-2b: 8 query heads, 4 KV heads, on a hand-edited TP8 (the plan narrows to TP4, tests/test_heads_layout.py).
+    # Refused at core_v0.15.3 (KV groups a multiple of TP); since f7dfb997 Megatron also takes TP a multiple of the KV
+    # heads, replicating them (transformer_config.py l.1338-1345 at core_v0.19.0).
+    edited = a4_plan.parallelism.model_copy(update={"tensor": 8, "pipeline": 1, "data": 32, "stages_per_node": None})
+    monkeypatch.setattr(Plan, "parallelism", property(lambda self: edited))
+    plan = named(a4_plan, "gemma2-2b")
+    assert megatron_run.layout(plan).tensor == 8
+    given_flags = flags(megatron_run.run(plan).args)
+    assert (given_flags["--tensor-model-parallel-size"], given_flags["--num-query-groups"]) == ("8", "4")
+
+
+def test_kv_heads_that_neither_split_over_nor_divide_the_tensor_ranks_are_refused(a4_plan, monkeypatch):
+    # Mutated: llama3-70b with 12 KV heads on a hand-edited TP8 (12 is no multiple of 8, nor 8 of 12).
+    from dataclasses import replace
+
+    from accel.policies.architectures.rows import table
+
+    monkeypatch.setitem(table().rows, "llama3-70b", replace(table().rows["llama3-70b"], kv_heads=12))
+    edited = a4_plan.parallelism.model_copy(update={"tensor": 8, "pipeline": 1, "data": 32, "stages_per_node": None})
+    monkeypatch.setattr(Plan, "parallelism", property(lambda self: edited))
+    plan = named(a4_plan, "llama3-70b")
+    assert megatron_run.layout(plan).tensor == 8
+    with pytest.raises(UsageError) as caught:
+        megatron_run.run(plan)
+    message = str(caught.value)
+    assert message.startswith("model.architecture: llama3-70b:") and "l.1338-1345" in message
+    assert runtime()["megatron"]["refusals"]["query_groups"] in message and caught.value.exit_code == 2
+
+
+def test_a_mixture_of_experts_in_fp16_over_expert_ranks_is_written_as_megatron_now_takes_it(a4_plan):
+    # core_v0.15.3 refused expert parallelism with fp16 (arguments.py l.1041); 4193f3aa removed that assert, so at
+    # core_v0.19.0 the job is written, with the experts over the node's ranks and --fp16.
+    plan = mutated(a4_plan, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9},
+                   training={"precision": "fp16"})
+    given_flags = flags(megatron_run.run(plan).args)
+    assert "--fp16" in given_flags and int(given_flags["--expert-model-parallel-size"]) > 1
+    assert "expert_fp16" not in runtime()["megatron"]["refusals"]
 
 
 def test_the_default_global_batch_is_rounded_up_to_whole_data_parallel_ranks(a4_plan):
@@ -357,7 +392,7 @@ def test_a_mixture_of_experts_without_a_router_row_keeps_megatrons_router(deepse
 
 
 def test_top_1_softmax_routing_puts_the_softmax_before_the_choice(a4_plan):
-    # transformer_config.py l.1336-1344: Megatron refuses top-1 softmax routing without --moe-router-pre-softmax.
+    # transformer_config.py l.2328-2336: Megatron refuses top-1 softmax routing without --moe-router-pre-softmax.
     top1 = mutated(a4_plan, model={"experts": 16, "experts_per_token": 1, "active_parameters": 20e9})
     assert "--moe-router-pre-softmax" in flags(megatron_run.run(top1).args)
     top2 = mutated(a4_plan, model={"experts": 16, "experts_per_token": 2, "active_parameters": 20e9})
@@ -366,9 +401,9 @@ def test_top_1_softmax_routing_puts_the_softmax_before_the_choice(a4_plan):
 
 
 @pytest.mark.parametrize("routing, rule, line", [
-    ({"score_function": "softmax"}, "expert_bias", "l.1306"),     # an expert bias needs sigmoid scores
-    ({"groups": 7}, "router_groups", "l.1357"),                   # 256 experts in 7 groups
-    ({"group_topk": 9}, "router_group_topk", "l.1361"),           # 9 of 8 groups
+    ({"score_function": "softmax"}, "expert_bias", "l.2284-2292"),  # an expert bias needs sigmoid(-like) scores
+    ({"groups": 7}, "router_groups", "l.2349"),                     # 256 experts in 7 groups
+    ({"group_topk": 9}, "router_group_topk", "l.2353"),             # 9 of 8 groups
 ])
 def test_a_router_megatron_refuses_is_refused_naming_the_row(deepseek_plan, monkeypatch, routing, rule, line):
     from dataclasses import replace
@@ -385,7 +420,7 @@ def test_a_router_megatron_refuses_is_refused_naming_the_row(deepseek_plan, monk
 
 
 def test_gemmas_geglu_is_said_not_to_be_written():
-    # Megatron's flags build a gated MLP only with SiLU or quick-GELU (arguments.py l.1259-1271 at core_v0.15.3).
+    # Megatron's flags build a gated MLP only with SiLU or quick-GELU (argument_utils.py l.314-326 at core_v0.19.0).
     plan = plan_of("llama-70b-pretrain", **{"model.architecture": "gemma2-27b", "model.parameters": None,
                                             "hardware.accelerator": "h100-80gb", "hardware.chips": 64})
     run = megatron_run.run(plan)
@@ -436,12 +471,23 @@ def test_gemma_3s_local_base_and_linear_scaling_are_said_not_to_be_written():
 
 
 def test_the_embedding_has_exactly_the_models_vocabulary():
-    # Without --padded-vocab-size Megatron pads the null tokenizer's vocabulary plus its end-of-document id to a
-    # multiple of 128 x TP: Llama 3's 128,256 would be 129,024 rows at TP8. The end-of-document id is --vocab-size.
+    # Without --padded-vocab-size Megatron pads the null tokenizer's vocabulary to a multiple of 128 x TP: Llama 3's
+    # 128,256 would be 129,024 rows at TP8. At core_v0.19.0 the null tokenizer's vocabulary is --vocab-size itself,
+    # its last id the end-of-document one (null_tokenizer.py l.16-19, l.60-62); at core_v0.15.3 it was --vocab-size
+    # plus one, so the flag went from the vocabulary less one (128,255) to the vocabulary.
     run, plan = _row_run("llama3-70b")
     given_flags = flags(run.args)
     assert megatron_run.layout(plan).tensor == 8
-    assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128255", "128256")
+    assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128256", "128256")
+
+
+def test_the_smoke_run_states_the_evaluation_interval_megatron_no_longer_defaults(a4_plan):
+    # core_v0.19.0: ValidationConfig.eval_interval defaults to None (training_config.py l.119; 1000 at core_v0.15.3)
+    # and get_train_valid_test_num_samples divides train_iters by it (training.py l.4478-4485) even with
+    # --eval-iters 0: a command without it stops with a TypeError before the first step.
+    given_flags = flags(megatron_run.run(a4_plan).args)
+    assert given_flags["--eval-iters"] == "0" and int(given_flags["--eval-interval"]) > 0
+    assert "--eval-interval" in runtime()["megatron"]["flags"]
 
 
 def test_a_vocabulary_that_does_not_split_over_the_tensor_ranks_is_padded_and_said(monkeypatch):
@@ -455,13 +501,13 @@ def test_a_vocabulary_that_does_not_split_over_the_tensor_ranks_is_padded_and_sa
     run, plan = _row_run("llama3-70b")
     given_flags = flags(run.args)
     assert megatron_run.layout(plan).tensor == 8
-    assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128256", "128264")
+    assert (given_flags["--vocab-size"], given_flags["--padded-vocab-size"]) == ("128257", "128264")
     assert any("padded to a multiple of tensor parallelism 8" in note for note in run.notes)
 
 
 @given(vocabulary=st.integers(2, 300_000), tensor=st.sampled_from([1, 2, 4, 8, 16, 36, 72]))
 def test_a_padded_vocabulary_splits_over_the_tensor_ranks(vocabulary, tensor):
-    """megatron/core/tensor_parallel/utils.py l.118 at core_v0.15.3: the embedding's rows divide by TP."""
+    """megatron/core/tensor_parallel/utils.py l.118 at core_v0.19.0: the embedding's rows divide by TP."""
     padded = megatron_run.vocabulary_padded(vocabulary, tensor)
     assert padded % tensor == 0 and vocabulary <= padded < vocabulary + tensor
 
@@ -473,8 +519,8 @@ def test_a_derived_shape_takes_its_familys_vocabulary_and_rotary_base(a4_plan):
 
 
 @pytest.mark.parametrize("change, rule, line", [
-    ({"rope_base": 500_000.5}, "rotary_base", "l.1598"),              # argparse's type=int refuses it
-    ({"rope_scaling_factor": 32}, "rope_scaling_factor", "l.76-92"),  # pretrain_gpt.py builds 8 whatever is given
+    ({"rope_base": 500_000.5}, "rotary_base", "l.2335"),               # argparse's type=int refuses it
+    ({"rope_scaling_factor": 32}, "rope_scaling_factor", "l.86-103"),  # pretrain_gpt.py builds 8 whatever is given
 ])
 def test_a_rotary_embedding_megatron_cannot_take_is_refused_naming_the_row(monkeypatch, change, rule, line):
     from dataclasses import replace
@@ -494,8 +540,8 @@ def test_a_rotary_embedding_megatron_cannot_take_is_refused_naming_the_row(monke
 # ----- a mixture of experts's token dispatch -----
 
 def test_experts_over_expert_parallel_ranks_are_dispatched_by_all_to_all_with_an_fp32_router(deepseek_plan):
-    # megatron/core/transformer/moe/README.md l.441: "Dispatcher `alltoall` is recommended if expert parallelism is
-    # applied"; transformer_config.py l.1507-1515 warns of >= 32 experts without fp32 routing (DeepSeek-V3: 256).
+    # megatron/core/transformer/moe/README.md l.309: `alltoall` for "Standard EP > 1 setups"; transformer_config.py
+    # l.2795-2803 warns of >= 32 experts without fp32 routing (DeepSeek-V3: 256).
     assert deepseek_plan.parallelism.expert > 1
     run = megatron_run.run(deepseek_plan)
     given_flags = flags(run.args)
@@ -517,7 +563,7 @@ def test_few_experts_on_one_rank_keep_megatrons_all_gather_and_router_dtype(a4_p
 # ----- a softmax router's load balancing -----
 
 def test_a_mixture_of_experts_without_a_row_balances_its_experts_at_megatrons_recommended_weight(deepseek_plan):
-    # arguments.py l.3122-3123 at 309ffca6: --moe-aux-loss-coeff defaults to 0.0 (no balancing: a softmax router is
+    # arguments.py l.3369-3370 at 5be96267: --moe-aux-loss-coeff defaults to 0.0 (no balancing: a softmax router is
     # free to send every token to a few experts); its help recommends 1e-2, as Megatron's Mixtral example trains.
     plan = plan_of("deepseek-v3-moe", **{"hardware.accelerator": "h100-80gb", "hardware.chips": 2048,
                                          "training.global_batch_tokens": 15360 * 4096})

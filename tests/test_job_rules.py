@@ -259,7 +259,7 @@ CASES: dict[str, Case] = {
                                                                    for p in s.cluster.pools], "spec.topologyName"),
     "stack/crd-controller-installed": Case("lws", lambda s: s.cluster.releases.pop("lws"), "apiVersion"),
     # images on Arm nodes (an amd64-only image: exec format error; one not confirmed for arm64: a warning)
-    # A command from MaxText's older docs on the 2026-07-17 image: the shim and that config path are gone.
+    # A command from MaxText's older docs on the 2026-08-05 image: the shim and that config path are gone.
     "maxtext/entry-in-image": Case("tpu", lambda s: _set(container(s), "command", [
         "/bin/bash", "-c", "python3 -m MaxText.train MaxText/configs/base.yml run_name=x"]), "containers[0].command"),
     "pod/image-architecture": Case("arm", lambda s: _set(container(s), "image", "vllm/vllm-openai:v0.8.5"),
@@ -271,7 +271,7 @@ CASES: dict[str, Case] = {
     "nvidia/nvlink-group-in-one-domain": Case("p6e-lws", lambda s: leader_annotations(s).pop(REQUIRED),
                                               "leaderTemplate.metadata.annotations"),
     "pod/image-architecture-unconfirmed": Case("arm", lambda s: _set(container(s), "image",
-                                                                     "ghcr.io/nvidia/jax:maxtext-2026-03-05"),
+                                                                     "ghcr.io/nvidia/jax:maxtext-2026-03-21"),
                                                "containers[0].image"),
 }
 

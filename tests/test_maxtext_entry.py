@@ -66,7 +66,7 @@ def test_training_runs_maxtexts_pre_training_module_which_the_pinned_image_has(h
 
 
 def test_the_removed_shim_is_in_neither_default():
-    """MaxText 868098b8 (2026-04-08) deleted MaxText.train: the 2026-07-17 stable image has no such module."""
+    """MaxText 868098b8 (2026-04-08) deleted MaxText.train: the 2026-08-05 stable image has no such module."""
     tpu_image = runtime()["defaults"]["jax-tpu"]["image"]
     assert "MaxText.train" not in runtime()["maxtext"]["images"][tpu_image]["modules"]
     for hardware in (TPU_TRAINING, GPU_TRAINING):
@@ -85,18 +85,33 @@ def test_the_config_the_training_command_passes_resolves_in_its_image(hardware):
 
 
 @pytest.mark.parametrize("image, old_fallback", [
-    ("gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-07-17", "src/MaxText/configs/base.yml"),
-    ("ghcr.io/nvidia/jax:maxtext-2026-03-05", "src/MaxText/configs/base.yml"),
+    ("gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-08-05", "src/MaxText/configs/base.yml"),
+    ("ghcr.io/nvidia/jax:maxtext-2026-03-21", "src/MaxText/configs/base.yml"),
 ])
 def test_the_old_config_path_resolves_in_neither_image(image, old_fallback):
     """`MaxText/configs/base.yml` is no file under /deps or /opt/maxtext; 2026-03's MaxText tries maxtext/configs/...,
     then both fall back to src/MaxText/configs/base.yml, which neither tree has."""
     assert resolve_config("MaxText/configs/base.yml", image) is None
     assert resolve_config(old_fallback, image) == (
-        "src/maxtext/configs/base.yml" if image.endswith("2026-03-05") else None)   # the 2026-03 lowercase rewrite
+        "src/maxtext/configs/base.yml" if image.endswith("2026-03-21") else None)   # the 2026-03 lowercase rewrite
     workdir = runtime()["maxtext"]["images"][image]["workdir"]
     assert resolve_config(f"{workdir}/src/maxtext/configs/base.yml", image) == f"{workdir}/src/maxtext/configs/base.yml"
     assert resolve_config(f"{workdir}/MaxText/configs/base.yml", image) is None
+
+
+def test_the_2026_03_21_toolbox_image_resolves_by_both_steps_its_maxtext_takes(monkeypatch):
+    """c4b5e646's resolve_config_path (l.98-112) lowercases a MaxText path, then looks under MAXTEXT_CONFIGS_DIR: both
+    steps are its resolver. The mutation: with only the configs_dir step (834e4bae's), JAX-Toolbox's own
+    src/MaxText/configs/base.yml (test-maxtext.sh) no longer resolves there."""
+    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
+    image = "ghcr.io/nvidia/jax:maxtext-2026-03-21"
+    assert facts["maxtext"]["images"][image]["config_resolver"] == ["lowercase", "configs_dir"]
+    assert resolve_config("src/MaxText/configs/base.yml", image) == "src/maxtext/configs/base.yml"
+    assert resolve_config("src/maxtext/configs/models/llama3.1-8b.yml", image) == \
+        "src/maxtext/configs/models/llama3.1-8b.yml"
+    facts["maxtext"]["images"][image]["config_resolver"] = "configs_dir"
+    monkeypatch.setattr("accel.job.maxtext_entry.runtime", lambda: facts)
+    assert resolve_config("src/MaxText/configs/base.yml", image) is None
 
 
 # ----- every argument is a key of the image's base.yml -----
@@ -157,8 +172,8 @@ def _breaches(image: str, script: str) -> list[str]:
     return [v.breach.message for v in rules.run(rules.Scope([deployment]), [rules.RULES["maxtext/entry-in-image"]])]
 
 
-STABLE = "gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-07-17"
-TOOLBOX = "ghcr.io/nvidia/jax:maxtext-2026-03-05"
+STABLE = "gcr.io/tpu-prod-env-multipod/maxtext_jax_stable:2026-08-05"
+TOOLBOX = "ghcr.io/nvidia/jax:maxtext-2026-03-21"
 
 
 def test_the_rule_names_the_removed_module_and_the_unresolvable_config():

@@ -125,7 +125,7 @@ def test_the_all_to_all_grows_when_expert_parallelism_crosses_the_nvlink_domain(
 def test_the_sizing_picks_expert_parallelism_within_the_domain_and_says_it(catalog):
     assert moe.default_expert_parallel(256, "h100-80gb") == 8
     # 256 experts over the 72-GPU domain: EP64, the widest degree dividing them (Megatron refuses EP72: arguments.py
-    # l.1039, runtime.yaml megatron.refusals.experts)
+    # l.1602 at core_v0.19.0, runtime.yaml megatron.refusals.experts)
     assert moe.default_expert_parallel(256, "gb200") == 64
     assert moe.default_expert_parallel(16, "gb200") == 16
     spec = workload(MOE)

@@ -46,10 +46,11 @@ def resolve_config(param: str, image: str) -> str | None:
     run from the image's working directory over what is known of its tree (a YAML file under its `config_dir` is
     taken to exist; an absolute path elsewhere may be a mount, and is taken as given).
 
-    lowercase (c24d3211 l.54-62): the path if a file; else, naming MaxText, the path with maxtext for MaxText if a
-    file; else src/<path>. configs_dir (11085e11 l.155-165): the path if a file; else, under src/maxtext/configs/,
-    the same name in MAXTEXT_CONFIGS_DIR (the package's configs) if a file; else src/<path>. The loader then opens
-    what it returned, and fails when that is no file."""
+    Each image's resolver is the steps its commit takes after "the path if a file" and before "else src/<path>":
+    lowercase (c24d3211 l.54-62), naming MaxText, the path with maxtext for MaxText if a file; configs_dir (834e4bae
+    l.153-163), under src/maxtext/configs/, the same name in MAXTEXT_CONFIGS_DIR (the package's configs) if a file;
+    c4b5e646 (l.98-112) takes both, in that order. The loader then opens what it returned, and fails when that is no
+    file."""
     facts = image_maxtext(image)
     if facts is None:
         raise ValueError(f"runtime.yaml maxtext.images has no row for {image}")
@@ -65,11 +66,13 @@ def resolve_config(param: str, image: str) -> str | None:
 
     if is_file(param):
         return param
-    if facts["config_resolver"] == "lowercase" and "MaxText" in param:
+    resolver = facts["config_resolver"]
+    steps = [resolver] if isinstance(resolver, str) else resolver
+    if "lowercase" in steps and "MaxText" in param:
         lowered = param.replace("MaxText", "maxtext")
         if is_file(lowered):
             return lowered
-    if facts["config_resolver"] == "configs_dir" and param.startswith("src/maxtext/configs/"):
+    if "configs_dir" in steps and param.startswith("src/maxtext/configs/"):
         candidate = f"{workdir}/{config_dir}/{param[len('src/maxtext/configs/'):]}"
         if is_file(candidate):
             return candidate

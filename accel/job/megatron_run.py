@@ -60,7 +60,8 @@ class Layout:
 
 def layout(plan: Plan) -> Layout:
     """The Plan's degrees over the ranks the job starts (rank_nodes x GPUs per node); a plan with no layout trains
-    data-parallel only. Megatron's data-parallel degree is the world over TP x PP x CP (arguments.py l.374)."""
+    data-parallel only. Megatron's data-parallel degree is the world over TP x PP x CP (runtime.yaml
+    megatron.refusals.world)."""
     hw = plan_view.hardware(plan)
     world = plan_view.rank_nodes(plan) * hw.chips_per_node
     degrees = plan.parallelism
@@ -96,7 +97,7 @@ class Shape:
 
 
 def _swiglu_ffn(hidden: int) -> int:
-    """Megatron's own MLP width for SwiGLU when none is given (arguments.py l.835 at core_v0.15.3): 4h x 2/3, down
+    """Megatron's own MLP width for SwiGLU when none is given (arguments.py l.1287 at core_v0.19.0): 4h x 2/3, down
     to a multiple of 64, which keeps the MLP's parameters those of a 4h one (the estimate's 12 x layers x hidden^2)."""
     return int((4 * hidden * 2 / 3) / 64) * 64
 
@@ -172,7 +173,7 @@ def _rope_norms(row: Architecture, field: str) -> RopeAndNorms:
 
 def _rope_note(row: Architecture) -> str:
     """What the job says of a row's RoPE Megatron's GPT cannot build: one base for every layer (gpt_model.py
-    l.152-162 at core_v0.15.3 builds one rotary embedding), so Gemma 3's sliding-window layers' own base and its
+    l.177-187 at core_v0.19.0 builds one rotary embedding), so Gemma 3's sliding-window layers' own base and its
     global layers' linear scaling are not written."""
     if row.local_rope_base is None and row.rope_linear_factor is None:
         return ""
@@ -192,9 +193,11 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
     if row.query_heads % degrees.tensor:
         raise _refusal(field, f"its {row.query_heads} query heads do not split over tensor parallelism "
                        f"{degrees.tensor}", "heads", "pin hardware whose tensor parallelism divides them")
-    if row.kv_heads % degrees.tensor:
-        raise _refusal(field, f"its {row.kv_heads} KV heads (query groups) do not split over tensor parallelism "
-                       f"{degrees.tensor}", "query_groups", "pin hardware whose tensor parallelism divides them")
+    if row.kv_heads % degrees.tensor and degrees.tensor % row.kv_heads:
+        # Megatron replicates KV heads over the tensor ranks when TP is a multiple of them
+        raise _refusal(field, f"its {row.kv_heads} KV heads (query groups) neither split over tensor parallelism "
+                       f"{degrees.tensor} nor divide it", "query_groups",
+                       "pin hardware whose tensor parallelism divides them or is a multiple of them")
     width = row.hidden // row.query_heads
     kv_channels = row.head_dim if row.head_dim is not None and (row.head_dim != width or row.hidden % row.query_heads) \
         else None
@@ -235,8 +238,8 @@ def _named_shape(plan: Plan, degrees: Layout) -> Shape | None:
 
 def _activation_note(row: Architecture) -> str:
     """What the job says of a row whose MLP gate is not SwiGLU: Megatron's pretrain_gpt.py builds a gated MLP only
-    from --swiglu (SiLU) or --quick-geglu (x * sigmoid(1.702 x), an approximation of GELU), arguments.py l.1259-1271
-    at core_v0.15.3, so Gemma's GeGLU (GELU gate) has no flag and SwiGLU is written in its place."""
+    from --swiglu (SiLU) or --quick-geglu (x * sigmoid(1.702 x), an approximation of GELU), argument_utils.py
+    l.314-326 at core_v0.19.0, so Gemma's GeGLU (GELU gate) has no flag and SwiGLU is written in its place."""
     if row.mlp_activation == "silu":
         return ""
     return (f" ({row.name}'s own MLP, gated by {row.mlp_activation.upper()}, is not written: Megatron's flags build a "
@@ -267,11 +270,11 @@ def _routing_note(routing: Routing) -> str:
 
 
 def _check_routing(row: Architecture, field: str) -> None:
-    """Megatron's own checks of a router (transformer_config.py at core_v0.15.3): a row's values, so met only by a
+    """Megatron's own checks of a router (transformer_config.py at the pinned tag): a row's values, so met only by a
     row added or edited; each refused naming the row, as Megatron would refuse the job at start-up."""
     routing = row.routing
     remedy = "correct the row in policies/architectures/architectures.yaml"
-    if routing.expert_bias and routing.score_function != "sigmoid":
+    if routing.expert_bias and routing.score_function not in facts()["expert_bias_score_functions"]:
         raise _refusal(field, f"its router adds an expert bias to {routing.score_function} scores", "expert_bias",
                        remedy)
     if routing.groups and row.experts % routing.groups:
@@ -411,7 +414,7 @@ def _derived_shape(plan: Plan, degrees: Layout) -> Shape:
             "model.architecture to train a published model's shape")
     if model.experts is None:
         return Shape(layers, hidden, ffn, heads, groups, None, vocabulary, False, note=note, rope_norms=rope_norms)
-    topk = model.experts_per_token or 2   # Megatron's --moe-router-topk default (arguments.py l.3094)
+    topk = model.experts_per_token or 2   # Megatron's --moe-router-topk default (runtime.yaml megatron.flags)
     shared = model.shared_experts * ffn if model.shared_experts else None
     note += f"; {model.experts} routed experts of MLP {ffn:,} (derived), top-{topk}" + (
         f", {model.shared_experts} shared" if model.shared_experts else "")
@@ -506,9 +509,6 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
         raise _refusal("model.sequence_length", f"{sequence:,} tokens is no multiple of 2 x context parallelism "
                        f"{degrees.context}", "context_sequence", f"give a multiple of {2 * degrees.context}")
     precision, precision_notes = _precision(plan)
-    if shape.experts is not None and degrees.expert > 1 and precision == "--fp16":
-        raise _refusal("training.precision", f"fp16 with the experts spread over expert parallelism {degrees.expert}",
-                       "expert_fp16", "train in bf16 (training.precision: bf16)")
     batch, batch_note = global_batch(plan, degrees)
     args = [f"--tensor-model-parallel-size {degrees.tensor}", f"--pipeline-model-parallel-size {degrees.pipeline}"]
     uneven = pipeline_split(shape.layers, degrees.pipeline)
@@ -552,7 +552,7 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
     if precision:
         args.append(precision)
     padded = vocabulary_padded(shape.vocabulary, degrees.tensor)
-    args += [table["smoke"], f"--vocab-size {shape.vocabulary - 1} --padded-vocab-size {padded}"]
+    args += [table["smoke"], f"--vocab-size {shape.vocabulary} --padded-vocab-size {padded}"]
     checkpoint_notes = []
     if checkpoint_url is not None:
         checkpoint_notes.append(f"checkpoints: none written: CHECKPOINT_DIR is {checkpoint_url}, a URL, and "
@@ -581,13 +581,14 @@ def run(plan: Plan, checkpoint_url: str | None = None) -> MegatronRun:
           if uneven is not None else []),
         f"batch: --micro-batch-size 1, --global-batch-size {batch:,} ({batch_note}) of {sequence:,} tokens",
         *precision_notes,
-        f"smoke run: mock data (--mock-data), a null tokenizer of {shape.vocabulary - 1:,} ids and its "
-        f"end-of-document id, the model's {shape.vocabulary:,} entries, in an embedding of exactly {padded:,} rows "
+        f"smoke run: mock data (--mock-data), a null tokenizer of the model's {shape.vocabulary:,} ids, its last the "
+        f"end-of-document id, in an embedding of exactly {padded:,} rows "
         "(--padded-vocab-size" + (f", padded to a multiple of tensor parallelism {degrees.tensor}"
                                   if padded != shape.vocabulary else "")
         + "; runtime.yaml megatron.vocabulary_source), 100 iterations, random weights. For a real run pass "
         "--command with --data-path <prefix of Megatron .bin/.idx files>, --tokenizer-type HuggingFaceTokenizer "
-        "--tokenizer-model <tokenizer>, --train-iters and your learning-rate schedule",
+        "--tokenizer-model <tokenizer>, --train-iters, --eval-iters with --eval-interval (which Megatron-LM "
+        f"{table['tag']} requires: no default) and your learning-rate schedule",
         *checkpoint_notes,
     ]
     return MegatronRun(" ".join(args), notes)

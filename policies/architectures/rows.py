@@ -14,7 +14,7 @@ SHAPE_FIELDS = ("layers", "hidden", "experts", "experts_per_token", "shared_expe
 COUNT_FIELDS = ("parameters", "active_parameters")
 
 
-# MaxText's own tokenizer_type when none is passed (src/maxtext/configs/base.yml l.672 at 11085e11).
+# MaxText's own tokenizer_type when none is passed (src/maxtext/configs/base.yml l.687 at 834e4bae).
 MAXTEXT_DEFAULT_TOKENIZER = "sentencepiece"
 
 
@@ -103,8 +103,9 @@ class Architecture:
     @property
     def tensor_heads(self) -> int:
         """What a tensor-parallel degree must divide: Megatron-LM splits both the query heads and the KV heads (query
-        groups) over the tensor ranks (accel/job/runtime.yaml megatron.refusals heads and query_groups), MaxText both
-        over its mesh's tensor axis; so their greatest common divisor. A multi-latent-attention row states as many KV
+        groups) over the tensor ranks (accel/job/runtime.yaml megatron.refusals heads and query_groups; since
+        core_v0.16 it also takes a degree that is a multiple of the KV heads, replicating them, which this rule does
+        not use), MaxText both over its mesh's tensor axis; so their greatest common divisor. A multi-latent-attention row states as many KV
         heads as query heads (DeepSeek-V3's 128): the same rule."""
         return math.gcd(self.query_heads, self.kv_heads)
 

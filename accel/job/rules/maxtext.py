@@ -20,7 +20,7 @@ from accel.job.pod_templates import pod_templates
 from accel.job.rules.registry import Breach, Scope, containers, describe, join, rule
 
 SOURCE = ("MaxText 868098b8 (2026-04-08, 'Remove non-post-training MaxText shims'); src/maxtext/configs/pyconfig.py "
-          "resolve_config_path at c24d3211 l.54-62 and at 11085e11 l.155-165 (runtime.yaml maxtext: each pinned "
+          "resolve_config_path at c4b5e646 l.98-112 and at 834e4bae l.153-163 (runtime.yaml maxtext: each pinned "
           "image's commit and tree)")
 OPERATORS = {"&&", "||", ";", "|", "&"}
 
