@@ -3,7 +3,7 @@
 The serving estimate sizes weights and KV cache at the workload's inference.precision (fp8: 1 byte per weight and per
 K/V value; int8: W8A16, 1-byte weights with a bf16 KV cache). vLLM loads what its flags say: an fp8 plan's job
 quantizes as it loads, int8 needs an 8-bit checkpoint, and a chip without fp8 tensor cores serves bf16 as its plan
-does. The image is the vLLM release built for the chip's compute capability: v0.8.5 has no Blackwell kernels.
+does. The image is the vLLM release built for the chip's compute capability on the node's CPU architecture.
 """
 
 from __future__ import annotations
@@ -244,49 +244,71 @@ def test_every_flag_the_job_passes_is_cited_in_both_images():
 
 # ----- the image per GPU generation -----
 
-def test_hopper_keeps_the_v0_8_5_image_and_says_nothing_of_it():
+def test_hopper_runs_the_current_release_and_says_what_driver_it_needs():
     _, image, notes = serve("bf16")
-    assert image == runtime()["defaults"]["vllm"]["image"] == "vllm/vllm-openai:v0.8.5"
-    assert "image:" not in notes
+    assert image == runtime()["defaults"]["vllm"]["image"] == "vllm/vllm-openai:v0.33.0"
+    assert ("image: vllm/vllm-openai:v0.33.0, vLLM's release image for amd64 built for compute capability 9.0 (H100) "
+            "on CUDA 13.0.2: the node's driver must be R580 or newer") in notes
 
 
-def test_b200_runs_the_vllm_built_for_blackwell():
+def test_b200_runs_the_same_release_as_hopper():
     # On AWS: a month's service is not served on GCP's B200 (A4), sold without a reservation only through flex-start,
     # whose nodes are removed within seven days (tests/test_flex_start_serving.py).
-    command, image, notes = serve("fp8", ONLINE, hw=B200, clouds=["aws"])
-    assert image == runtime()["vllm_generations"]["vllm-blackwell"]["image"] == "vllm/vllm-openai:v0.10.2"
-    assert "the vLLM release image built for compute capability 10.0 (B200)" in notes
-    assert "--quantization fp8 --kv-cache-dtype fp8" in command
+    _, image, notes = serve("fp8", ONLINE, hw=B200, clouds=["aws"])
+    assert image == serve("bf16")[1] == "vllm/vllm-openai:v0.33.0"
+    assert "built for compute capability 10.0 (B200)" in notes
 
 
-def test_every_gpu_a_serving_plan_may_choose_has_an_image_built_for_it():
+def test_every_gpu_a_serving_plan_may_choose_has_an_image_built_for_it_on_its_nodes():
     facts = hardware.current()
-    built = {c for row in runtime()["vllm_generations"].values() for c in row["compute_capabilities"]}
+    rows = runtime()["vllm_generations"].values()
     for chip in facts.chips.values():
         if chip.family == "gpu" and chip.selectable:
-            assert chip_arch(chip.id) == "arm64" or chip.compute_capability in built, chip.id
+            arch = chip_arch(chip.id) or "amd64"
+            assert any(chip.compute_capability in row["compute_capabilities"][arch] for row in rows), chip.id
 
 
-def test_the_first_row_has_no_blackwell_kernels_and_the_second_has():
+def test_one_release_covers_ampere_to_blackwell_on_both_architectures():
     rows = runtime()["vllm_generations"]
-    assert list(rows) == ["vllm", "vllm-blackwell"] and "image" not in rows["vllm"]   # defaults.vllm's image
-    assert "10.0" not in rows["vllm"]["compute_capabilities"]
-    assert "'7.0 7.5 8.0 8.6 8.9 9.0+PTX'" in rows["vllm"]["source"]
-    assert "10.0" in rows["vllm-blackwell"]["compute_capabilities"] and "10.0" in rows["vllm-blackwell"]["source"]
-    assert image_architectures(rows["vllm-blackwell"]["image"]).source
+    assert list(rows) == ["vllm"] and "image" not in rows["vllm"]   # defaults.vllm's image
+    built = rows["vllm"]["compute_capabilities"]
+    assert {"8.0", "9.0", "10.0"} <= set(built["amd64"]) and {"9.0", "10.0"} <= set(built["arm64"])
+    assert "7.0" not in built["amd64"]   # CUDA 13 builds no Volta kernels
+    assert "CUDA_ARCH_X86 '7.5 8.0 8.6 8.9 9.0 10.0 12.0'" in rows["vllm"]["source"]
+    assert image_architectures(runtime()["defaults"]["vllm"]["image"]).runs_on("arm64") is True
 
 
-def test_arm_nodes_keep_nvidias_container():
+def test_arm_nodes_run_the_releases_arm64_build():
     hw = plan_hardware(plan_of("bf16", {"parameters": "405B"}, {"accelerator": "gb200", "chips": 72},
                                clouds=["gcp"]))
-    assert default_image(hw).image == runtime()["defaults"]["vllm-arm64"]["image"]
+    image = default_image(hw)
+    assert image.image == runtime()["defaults"]["vllm"]["image"]
+    assert "release image for arm64 built for compute capability 10.0 (GB200)" in image.note
+
+
+def test_b300_runs_the_blackwell_family_build():
+    """CUDA 13 builds sm_100 as a family target (10.0f), which B300 (10.3) runs; the v0.10.2 image had no row for it."""
+    hw = plan_hardware(plan_of("bf16"))
+    b300 = type(hw)(**{**hw.__dict__, "accelerator": "b300", "machine_type": "p6-b300.48xlarge"})
+    assert default_image(b300).image == "vllm/vllm-openai:v0.33.0"
 
 
 def test_a_gpu_no_image_is_built_for_is_refused_unless_you_pass_one():
     hw = plan_hardware(plan_of("bf16"))
-    b300 = type(hw)(**{**hw.__dict__, "accelerator": "b300", "machine_type": "p6-b300.48xlarge"})
-    with pytest.raises(UsageError, match=r"accelerator b300 \(compute capability 10.3\): no default vLLM image"):
-        default_image(b300)
+    v100 = type(hw)(**{**hw.__dict__, "accelerator": "v100", "machine_type": "p3.16xlarge"})
+    with pytest.raises(UsageError, match=r"accelerator v100 \(compute capability 7.0\): no default vLLM image is "
+                                         r"built for it \(vllm/vllm-openai:v0.33.0 on amd64: 7.5 8.0"):
+        default_image(v100)
+
+
+def test_a_chip_built_on_one_architecture_only_is_refused_on_the_other(monkeypatch):
+    """The arm64 list has no 7.5 (T4): a T4 on an Arm node is refused, though the amd64 build runs it."""
+    hw = plan_hardware(plan_of("bf16"))
+    t4 = type(hw)(**{**hw.__dict__, "accelerator": "t4", "machine_type": "g4dn.12xlarge"})
+    assert default_image(t4).image == "vllm/vllm-openai:v0.33.0"
+    monkeypatch.setattr("accel.job.vllm_serving.node_arch", lambda machine, chip: "arm64")
+    with pytest.raises(UsageError, match=r"compute capability 7.5.*on arm64: 8.0 8.7"):
+        default_image(t4)
 
 
 def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_flags():

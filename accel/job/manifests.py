@@ -29,7 +29,6 @@ from accel.policies.plan import Plan
 
 from accel.job import plan_view
 from accel.job import compute_domain, context_parallel, maxtext_entry, maxtext_precision, megatron_run, model_run, tpu_serving
-from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import cite, machine_shape, pod_requests, runtime
 from accel.job.pod_templates import LWS_WORKER_INDEX
@@ -252,7 +251,7 @@ def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
     if plan_view.is_serving(plan):
         if hw.family == "tpu":
             return table["jetstream"]
-        return table["vllm-arm64" if node_arch(hw.machine_type, hw.accelerator) == "arm64" else "vllm"]
+        return table["vllm"]   # one multi-arch release; the GPU generation picks its row (vllm_serving.default_image)
     if plan_view.framework(plan) == "pytorch":
         return table["pytorch-gpu"]
     return table["jax-tpu" if hw.family == "tpu" else "jax-gpu"]

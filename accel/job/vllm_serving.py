@@ -3,7 +3,7 @@ that make vLLM load the bytes the plan sized at the workload's `inference.precis
 catalog/assumptions.yaml inference.precisions).
 
 Facts (which image carries kernels for which compute capability, what each precision needs of vLLM, where each flag
-is defined) are runtime.yaml `vllm_generations`, `defaults.vllm*` and `vllm_precision`, with sources.
+is defined) are runtime.yaml `vllm_generations`, `defaults.vllm` and `vllm_precision`, with sources.
 """
 
 from __future__ import annotations
@@ -23,35 +23,33 @@ from accel.job.precision_words import PrecisionFlags, TWICE_SIZED, chip_name, in
 from accel.job import plan_view
 from accel.job.plan_view import Hardware
 
-ARM_ROW = "vllm-arm64"
 
-
-# ----- the image: one per GPU generation -----
+# ----- the image: the release built for the GPU generation and the node's CPU architecture -----
 
 @dataclass(frozen=True)
 class VllmImage:
     image: str
-    note: str | None    # said in the job when the GPU takes other than the first row's image
+    note: str   # what the job says of it: the GPU generation it is built for, the CUDA and driver it needs
 
 
 def default_image(hw: Hardware) -> VllmImage:
-    """The default vLLM image for `hw`'s nodes: NVIDIA's container on Arm (Grace) nodes, else the amd64 row built
-    for the chip's compute capability. UsageError for a GPU no row is built for (pass --image)."""
+    """The default vLLM image for `hw`'s nodes: the row of runtime.yaml vllm_generations built for the chip's compute
+    capability on the node's CPU architecture. UsageError for a GPU no row is built for (pass --image)."""
     defaults = runtime()["defaults"]
-    if node_arch(hw.machine_type, hw.accelerator) == "arm64":
-        return VllmImage(defaults[ARM_ROW]["image"], None)
     rows = runtime()["vllm_generations"]
-    images = {name: row.get("image") or defaults[name]["image"] for name, row in rows.items()}
-    first = next(iter(rows))
+    arch = node_arch(hw.machine_type, hw.accelerator)
     chip = hardware.current().chips.get(hw.accelerator)
     capability = chip.compute_capability if chip is not None else None
     for name, row in rows.items():
-        if capability in row["compute_capabilities"]:
-            note = None if name == first else (
-                f"image: {images[name]}, the vLLM release image built for compute capability {capability} "
-                f"({chip.name}); {images[first]} has no kernels for it (sources: runtime.yaml vllm_generations)")
-            return VllmImage(images[name], note)
-    built = ", ".join(f"{images[n]} ({' '.join(r['compute_capabilities'])})" for n, r in rows.items())
+        if capability in row["compute_capabilities"].get(arch, ()):
+            image = row.get("image") or defaults[name]["image"]
+            return VllmImage(image, (
+                f"image: {image}, vLLM's release image for {arch} built for compute capability {capability} "
+                f"({chip.name}) on CUDA {row['cuda']}: the node's driver must be {row['driver']} "
+                "(sources: runtime.yaml vllm_generations)"))
+    built = "; ".join(f"{row.get('image') or defaults[name]['image']} on {arch}: "
+                      f"{' '.join(row['compute_capabilities'].get(arch, ())) or 'none'}"
+                      for name, row in rows.items())
     raise UsageError(f"accelerator {hw.accelerator} (compute capability {capability or 'unknown'}): no default vLLM "
                      f"image is built for it ({built}); pass --image with a vLLM built for this GPU")
 
