@@ -226,17 +226,18 @@ def test_your_command_is_not_refused_for_its_precision():
     assert command == "vllm serve my-org/w8 --port 8000"
 
 
-def test_every_flag_the_job_passes_is_cited_in_both_images():
-    """Each --flag of a generated vLLM command (bf16, fp8 online, fp8 pre-quantized, s3 streaming, multi-node Ray) is
-    named with its arg_utils.py line in runtime.yaml vllm_precision.flags_source."""
+def test_every_flag_the_job_passes_is_cited_in_the_images_vllm():
+    """Each --flag of a generated vLLM command (bf16, fp8 online, fp8 pre-quantized, s3 streaming, multi-node leader
+    and worker) is named with its line in runtime.yaml vllm_precision.flags_source."""
     source = runtime()["vllm_precision"]["flags_source"]
     commands = [serve("bf16")[0], serve("fp8")[0], serve("fp16")[0],
                 serve("fp8", {"parameters": "70B", "checkpoint": "s3://bucket/llama-70b"})[0]]
-    leader = next(m for m in job_of(planned_result("llama-405b-serving-a4x"), JobOptions()).manifests
-                  if m["kind"] == "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
-    commands.append(leader["spec"]["containers"][0]["command"][-1])
+    group = next(m for m in job_of(planned_result("llama-405b-serving-a4x"), JobOptions()).manifests
+                 if m["kind"] == "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    commands += [group[t]["spec"]["containers"][0]["command"][-1] for t in ("leaderTemplate", "workerTemplate")]
     flags = {f for c in commands for f in re.findall(r"(--[a-z-]+)", c[c.index("vllm serve"):])}
-    assert {"--quantization", "--kv-cache-dtype", "--load-format", "--distributed-executor-backend"} <= flags
+    assert {"--quantization", "--kv-cache-dtype", "--load-format", "--nnodes", "--node-rank", "--master-addr",
+            "--headless"} <= flags
     flags.add("--pipeline-parallel-size")   # written for a replica over several nodes without an NVLink domain
     for flag in flags:
         assert f"{flag} l." in source or f"{flag}: " in source, flag
