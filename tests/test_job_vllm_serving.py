@@ -75,62 +75,75 @@ ONLINE = {"architecture": "llama3.1-70b"}
 
 
 def test_an_fp8_plan_quantizes_weights_and_kv_cache_as_it_loads():
+    """v0.33.0 quantizes a bf16 checkpoint online with --quantization fp8_per_tensor; plain --quantization fp8 now
+    fails on a checkpoint not in fp8 (runtime.yaml vllm_precision.fp8_source)."""
     command, _, notes = serve("fp8", ONLINE)
-    assert "--dtype bfloat16 --quantization fp8 --kv-cache-dtype fp8 --tensor-parallel-size" in command
+    assert "--dtype bfloat16 --quantization fp8_per_tensor --kv-cache-dtype fp8 --tensor-parallel-size" in command
     assert "precision fp8: vLLM quantizes meta-llama/Llama-3.1-70B to fp8" in notes
+    assert "'The fp8 quantization method no longer supports online quantization" in \
+        runtime()["vllm_precision"]["fp8_source"]
 
 
-def test_the_fp8_load_peak_is_said_with_its_number():
-    """vLLM holds the bf16 weights before quantizing them: 70.6B x 2 bytes over the replica's GPUs."""
+def test_the_fp8_load_is_said_with_its_number_and_no_bf16_peak():
+    """vLLM v0.33.0 quantizes each layer as its bf16 weights arrive: a GPU holds 70.6B x 1 byte over the replica."""
     plan = plan_of("fp8", ONLINE)
     gpus = plan.parallelism.tensor * plan.parallelism.pipeline
     _, _, notes = serve("fp8", ONLINE)
-    assert "load peak: " in notes
-    assert f"{70.6e9 * 2 / gpus / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica)" in notes
-    usable = hardware.current().chips["h100-80gb"].hbm_gb * 0.9   # assumptions.yaml hbm_usable_fraction
-    assert f"within the {usable:,.1f} GB usable of each H100" in notes
+    assert (f"load: vLLM quantizes each layer as its bf16 weights arrive, so a GPU holds {70.6e9 / gpus / 1e9:,.1f} "
+            f"GB of fp8 weights ({gpus} per replica)") in notes
+    assert "never the whole model in bf16" in notes and "load peak" not in notes
 
 
-def test_an_fp8_plan_whose_bf16_weights_do_not_fit_while_loading_is_refused(monkeypatch):
-    """A 13B model on one L4 (24 GB): 13 GB in fp8 fits, 26 GB of bf16 weights while loading do not. `choose` now
-    refuses that pin itself (tests/test_serving_model_fits.py); a plan made before it sized for the load peak (the
-    mutation: the rule taken back to the served precision while choosing) is refused by the job."""
-    from accel.policies.estimator import serving_load
-
+def test_an_fp8_plan_of_a_model_whose_bf16_weights_never_fit_one_gpu_is_served():
+    """A 13B model on one L4 (24 GB, 21.6 GB usable): 13 GB in fp8 fits; v0.8.5's whole-model bf16 load (26 GB) did
+    not, and the old rule refused this plan at choose and in the job. v0.33.0 loads layer by layer: served."""
     model = {"architecture": "llama2-13b"}
-    with monkeypatch.context() as old_rule:
-        old_rule.setattr(serving_load, "load_precision", lambda spec, served, family: served)
-        workload = {"name": "served", "kind": "inference", "model": model, "hardware": {"accelerator": "l4", "chips": 1},
-                    "inference": {"tokens_per_second": 2000, "framework": "pytorch", "precision": "fp8"}}
-        plan = choose_plan(workload_from_mapping(workload, "t.yaml"), load_catalog())
+    workload = {"name": "served", "kind": "inference", "model": model, "hardware": {"accelerator": "l4", "chips": 1},
+                "inference": {"tokens_per_second": 2000, "framework": "pytorch", "precision": "fp8"}}
+    plan = choose_plan(workload_from_mapping(workload, "t.yaml"), load_catalog())
     assert plan.parallelism.tensor * plan.parallelism.pipeline == 1
-    with pytest.raises(UsageError) as refused:
-        generate(plan, JobContext(stack="t"), JobOptions())
-    message = str(refused.value)
-    assert message.startswith("inference.precision: fp8 with model.checkpoint unset")
-    assert "26.0 GB on each GPU (1 per replica), more than the 21.6 GB usable of each L4" in message
-    assert "pre-quantized fp8 checkpoint" in message
+    generated = generate(plan, JobContext(stack="t"), JobOptions())
+    assert "a GPU holds 13.0 GB of fp8 weights (1 per replica)" in "\n".join(generated.derivations)
 
 
 def test_a_pre_quantized_fp8_checkpoint_needs_no_quantization_flag():
     model = {"parameters": "70B", "checkpoint": "my-org/llama-70b-tuned-FP8"}
     command, _, notes = serve("fp8", model)
     assert "--quantization" not in command and "--dtype bfloat16 --kv-cache-dtype fp8" in command
-    assert "pre-quantized fp8 checkpoint (its name says fp8)" in notes and "load peak" not in notes
+    assert "pre-quantized fp8 checkpoint (its name says fp8)" in notes and "load: " not in notes
 
 
 def test_an_architecture_published_in_fp8_is_served_as_it_is():
-    """DeepSeek-V3's own weights are fp8 (quant_method fp8): no online quantization, no bf16 load peak."""
+    """DeepSeek-V3's own weights are fp8 (quant_method fp8): no online quantization."""
     command, _, notes = serve("fp8", {"architecture": "deepseek3-671b"}, {"accelerator": "h200-141gb", "chips": 16})
     assert "serve deepseek-ai/DeepSeek-V3 " in command
     assert "--quantization" not in command and "--kv-cache-dtype fp8" in command
-    assert "published in fp8 (deepseek-ai/DeepSeek-V3 README_WEIGHTS.md" in notes and "load peak" not in notes
+    assert "published in fp8 (deepseek-ai/DeepSeek-V3 README_WEIGHTS.md" in notes and "load: " not in notes
+
+
+def test_metas_fbgemm_fp8_checkpoint_is_loaded_with_the_flag_vllm_now_asks_for(monkeypatch):
+    """Meta's Llama 3.1 405B FP8 names fbgemm_fp8, which vLLM v0.33.0 deprecates and refuses to load without
+    --allow-deprecated-quantization; the neuralmagic compressed-tensors ones need nothing. Mutated (the method not
+    deprecated, as at v0.8.5): the command vLLM v0.33.0 would refuse at start."""
+    from accel.job import vllm_serving
+
+    h200 = {"accelerator": "h200-141gb", "chips": 8}
+    command, _, notes = serve("fp8", {"architecture": "llama3.1-405b"}, h200)
+    assert "serve meta-llama/Llama-3.1-405B-FP8 " in command
+    assert "--dtype bfloat16 --allow-deprecated-quantization --kv-cache-dtype fp8" in command
+    assert "names fbgemm_fp8, which this vLLM deprecates and loads only with --allow-deprecated-quantization" in notes
+    ready, _, _ = serve("fp8", {"parameters": "70B", "checkpoint": "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8"})
+    assert "--allow-deprecated-quantization" not in ready
+    facts = copy.deepcopy(runtime())
+    facts["vllm_precision"]["deprecated_methods"] = []
+    monkeypatch.setattr(vllm_serving, "runtime", lambda: facts)
+    assert "--allow-deprecated-quantization" not in serve("fp8", {"architecture": "llama3.1-405b"}, h200)[0]
 
 
 def test_a_checkpoint_not_named_fp8_is_quantized_online_and_told_what_vllm_does_with_a_quantized_one():
     command, _, notes = serve("fp8", {"parameters": "70B", "checkpoint": "my-org/llama-70b-tuned"})
-    assert "--quantization fp8 --kv-cache-dtype fp8" in command
-    assert "if my-org/llama-70b-tuned is already quantized, vLLM refuses --quantization fp8" in notes
+    assert "--quantization fp8_per_tensor --kv-cache-dtype fp8" in command
+    assert "if my-org/llama-70b-tuned is already quantized, vLLM refuses --quantization fp8_per_tensor" in notes
 
 
 def test_the_fp8_kv_cache_flag_is_one_fact_for_online_and_pre_quantized_fp8(monkeypatch):
@@ -230,14 +243,15 @@ def test_every_flag_the_job_passes_is_cited_in_the_images_vllm():
     """Each --flag of a generated vLLM command (bf16, fp8 online, fp8 pre-quantized, s3 streaming, multi-node leader
     and worker) is named with its line in runtime.yaml vllm_precision.flags_source."""
     source = runtime()["vllm_precision"]["flags_source"]
-    commands = [serve("bf16")[0], serve("fp8")[0], serve("fp16")[0],
+    commands = [serve("bf16")[0], serve("fp8")[0], serve("fp16")[0], serve("fp8", ONLINE)[0],
+                serve("fp8", {"architecture": "llama3.1-405b"}, {"accelerator": "h200-141gb", "chips": 8})[0],
                 serve("fp8", {"parameters": "70B", "checkpoint": "s3://bucket/llama-70b"})[0]]
     group = next(m for m in job_of(planned_result("llama-405b-serving-a4x"), JobOptions()).manifests
                  if m["kind"] == "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
     commands += [group[t]["spec"]["containers"][0]["command"][-1] for t in ("leaderTemplate", "workerTemplate")]
     flags = {f for c in commands for f in re.findall(r"(--[a-z-]+)", c[c.index("vllm serve"):])}
     assert {"--quantization", "--kv-cache-dtype", "--load-format", "--nnodes", "--node-rank", "--master-addr",
-            "--headless"} <= flags
+            "--headless", "--allow-deprecated-quantization"} <= flags
     flags.add("--pipeline-parallel-size")   # written for a replica over several nodes without an NVLink domain
     for flag in flags:
         assert f"{flag} l." in source or f"{flag}: " in source, flag
@@ -315,7 +329,7 @@ def test_a_chip_built_on_one_architecture_only_is_refused_on_the_other(monkeypat
 def test_an_image_of_your_own_replaces_the_generations_and_keeps_the_precision_flags():
     command, image, notes = serve("fp8", ONLINE, hw=B200, clouds=["aws"], image="registry.local/vllm:1.0")
     assert image == "registry.local/vllm:1.0" and "image: vllm/vllm-openai" not in notes
-    assert "--quantization fp8 --kv-cache-dtype fp8" in command
+    assert "--quantization fp8_per_tensor --kv-cache-dtype fp8" in command
 
 
 def test_int8_of_weights_published_in_fp8_points_at_fp8():
@@ -329,6 +343,6 @@ def test_a_source_is_cited_by_where_it_is_one_way_for_every_note():
     from accel.job.facts import cite
 
     source = runtime()["vllm_precision"]["fp8_source"]
-    assert cite(source) == "vLLM docs 'FP8 W8A8' (v0.8.5 docs/source/features/quantization/fp8.md l.24-36; v0.10.2 " \
-                           "docs/features/quantization/fp8.md l.123-137)"
+    assert cite(source) == "vLLM v0.33.0 docs 'Online Quantization' (docs/features/quantization/online.md l.3-6, " \
+                           "l.38, l.51)"
     assert cite(source) in serve("fp8", ONLINE)[2]

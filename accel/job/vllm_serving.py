@@ -56,21 +56,10 @@ def default_image(hw: Hardware) -> VllmImage:
 
 # ----- the precision: flags that load what the plan sized -----
 
-def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
-    """(bytes of original-precision weights one GPU holds while vLLM loads them, bytes usable on it): the
-    checkpoint's bf16 bytes per parameter over the replica's GPUs, against the HBM and hbm_usable_fraction the
-    estimate sized the replica with (its catalog accelerator, which also decided the plan serves fp8)."""
-    from accel.policies.catalog import load_catalog
-
-    bf16 = load_catalog().defaults.inference.precisions["bf16"].bytes_per_parameter
-    return plan.workload.model.parameters * bf16 / gpus, plan_view.usable_hbm_per_gpu(plan)
-
-
 def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) -> PrecisionFlags:
     """The --dtype / --quantization / --kv-cache-dtype flags for serving `served` (model_run.vllm_model's decision)
     over a replica of `gpus` GPUs at the plan's inference.precision, and what the job says of them. UsageError (exit 2)
-    where vLLM would load more than the plan sized: int8 without an 8-bit checkpoint, fp8 whose bf16 weights cannot be
-    held while they are quantized."""
+    where vLLM would load more than the plan sized: int8 without an 8-bit checkpoint."""
     facts = runtime()["vllm_precision"]
     model, checkpoint = served.model, served.checkpoint
     asked, precision = plan_view.serving_precision(plan)   # the estimate's decision, not re-derived here
@@ -86,29 +75,28 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
         published = serving_checkpoints.table().fp8_models().get(model)
         if serving_load.says_fp8(model):
             why = f"published in fp8 ({cite(published)})" if published else "its name says fp8"
-            return PrecisionFlags(f"{dtype} {kv_cache}", [
-                f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its method "
-                "from the checkpoint's config.json quantization_config, so no --quantization "
-                f"({cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
-                "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
-        held, usable = _bf16_load_per_gpu(plan, gpus)
-        if held > usable:
-            raise UsageError(
-                f"inference.precision: fp8 with model.checkpoint {checkpoint or 'unset'}: vLLM would quantize {model} "
-                f"as it loads, holding its bf16 weights first ({facts['fp8_load_peak'].split(': ', 1)[1]}), "
-                f"{held / 1e9:,.1f} GB on each GPU ({gpus} per replica), more than the {usable / 1e9:,.1f} GB "
-                f"usable of each {name}; set model.checkpoint to a pre-quantized fp8 checkpoint (e.g. a repo named "
-                "...-FP8), or pass --command with your own vLLM command")
+            notes = [f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its "
+                     "method from the checkpoint's config.json quantization_config, so no --quantization "
+                     f"({cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
+                     "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"]
+            method = serving_checkpoints.table().fp8_methods().get(model)
+            if method in facts["deprecated_methods"]:
+                # vLLM refuses a deprecated method unless told to, the checkpoint's own included.
+                notes.append(f"quantization: {model} names {method}, which this vLLM deprecates and loads only with "
+                             f"{facts['allow_deprecated']} ({cite(facts['deprecated_source'])})")
+                return PrecisionFlags(f"{dtype} {facts['allow_deprecated']} {kv_cache}", notes)
+            return PrecisionFlags(f"{dtype} {kv_cache}", notes)
         ready = ("" if checkpoint is None else
                  f"; if {checkpoint} is already quantized, vLLM refuses {quantize} unless that is its method "
                  f"({cite(facts['checkpoint_quantization'])}): pass --command without it")
+        per_gpu = plan.workload.model.parameters / gpus   # 1 byte per weight in fp8
         return PrecisionFlags(f"{dtype} {quantize} {kv_cache}", [
             f"precision fp8: vLLM quantizes {model} to fp8 as it loads (W8A8, dynamic activation scales: "
             f"{quantize}) and stores K/V in fp8 ({kv_cache}, scales 1.0: check quality), the 1 byte "
             f"per weight and per K/V value the plan sized ({cite(facts['fp8_source'])})",
-            f"load peak: vLLM reads the weights at their own precision before quantizing "
-            f"({cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
-            f"within the {usable / 1e9:,.1f} GB usable of each {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
+            f"load: vLLM quantizes each layer as its bf16 weights arrive, so a GPU holds {per_gpu / 1e9:,.1f} GB of "
+            f"fp8 weights ({gpus} per replica) and the layers loading at the time, never the whole model in bf16 "
+            f"({cite(facts['fp8_load_peak'])}){ready}"])
     if precision == "int8":
         if checkpoint is None:
             what = served.what

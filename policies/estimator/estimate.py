@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies import hardware
-from accel.policies.estimator import generations, serving_load, whole_run_model
+from accel.policies.estimator import generations, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
@@ -601,12 +601,8 @@ class InferenceModel:
         self.fp8 = served == "fp8" and bool(accelerator.peak_fp8_tflops)   # computes at the fp8 peak
         widen = 2.0 if served != serving_precision(spec) else 1.0
         self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
-        # What the replica holds while vLLM loads the weights (policies/estimator/serving_load.py): bf16 where it
-        # quantizes to fp8 online, so the replica is sized for that peak too.
-        loaded = serving_load.load_precision(spec, served, accelerator.family)
-        self.load_precision = loaded
-        self.load_bytes = (parameters * resolved.precision_bytes[loaded]
-                           if loaded != served else self.weight_bytes)
+        # vLLM quantizes an fp8 replica's bf16 checkpoint layer by layer as it loads (policies/estimator/
+        # serving_load.py): the weights it holds are the served ones, as for any other precision.
         self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
         context = resolved["context_tokens"]
         self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
@@ -648,8 +644,7 @@ class InferenceModel:
     def hold_chips(self) -> int:
         """Chips whose usable memory holds the weights and one sequence's KV cache: the least a replica takes (one
         copy of the cache: the lower bound a replica search starts from)."""
-        return max(math.ceil((self.weight_bytes + self.kv_bytes_per_sequence) / self.usable_hbm),
-                   math.ceil(self.load_bytes / self.usable_hbm))
+        return math.ceil((self.weight_bytes + self.kv_bytes_per_sequence) / self.usable_hbm)
 
     def utilisation(self, tokens_per_second: float, chips: int) -> float:
         """The share of `chips`' peak (at the precision the replica computes in) that `tokens_per_second`
@@ -726,8 +721,6 @@ class InferenceModel:
         free = chips * self.usable_hbm - self.weight_bytes
         if free <= 0:
             return None, "weights do not fit"
-        if chips * self.usable_hbm < self.load_bytes:
-            return None, f"while vLLM quantizes them to fp8 as it loads, the {self.load_precision} weights do not fit"
         by_memory = math.floor(free / self.sequence_kv_bytes(chips, stages)) // stages
         if by_memory < 1:
             return None, ("no room for a single sequence's KV cache" if stages == 1 else
