@@ -118,13 +118,27 @@ def test_a_token_crosses_every_stage_and_pays_the_hand_offs_between_them():
     defaults = load_catalog().defaults.inference.pipeline_serving
     fabric = hardware.current().collective_fabric("h100-80gb")
     tokens = 32 * (1 + model.prompt_per_output)
+    # Each of a stage's 8 tensor-parallel ranks sends its 1/8 slice to its peer (vLLM v0.33.0's all-gather send).
+    assert defaults.split_over_tensor_ranks
     hand_off = (defaults.hop_latency_us.value * 1e-6
-                + tokens * defaults.activation_tensors.value * model.hidden * 2 / (fabric.scale_out_gbps * 1e9 / 8))
+                + tokens * defaults.activation_tensors.value * model.hidden * 2 / 8
+                / (fabric.scale_out_gbps * 1e9 / 8))
     # One hand-off between the two stages, and the sampled tokens' return (latency only).
     assert two_stages == pytest.approx(one_node + hand_off + defaults.hop_latency_us.value * 1e-6)
     assert bound == "memory-bandwidth"
     # Mutated: a pipeline whose hand-offs were free would be as fast as one node, which it is not.
     assert two_stages > one_node
+
+
+def test_each_tensor_rank_sends_its_share_of_the_hand_off_not_the_whole():
+    """Mutated back to v0.8.5's Ray compiled graph (every rank sends the whole tensors): the hand-off's bytes take 8
+    times as long on an 8-GPU stage, which the old rule charged."""
+    model = model_on("h100-80gb")
+    latency = model.pipeline_hops_seconds(2, 0, 8)
+    split = model.pipeline_hops_seconds(2, 64, 8) - latency
+    model.hop_split = False
+    whole = model.pipeline_hops_seconds(2, 64, 8) - latency
+    assert whole == pytest.approx(8 * split) and split > 0
 
 
 def test_a_pipeline_keeps_one_micro_batch_per_stage_in_flight():

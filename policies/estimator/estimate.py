@@ -127,6 +127,8 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     put("inference_pipeline_activation_tensors", pipeline.activation_tensors.value, pipeline.activation_tensors.source,
         None)
     put("inference_pipeline_hop_latency_us", pipeline.hop_latency_us.value, pipeline.hop_latency_us.source, None)
+    put("inference_pipeline_split_over_tensor_ranks", float(pipeline.split_over_tensor_ranks),
+        pipeline.activation_tensors.source, None)
     put("inference_prefill_efficiency", inference.prefill_efficiency.value, inference.prefill_efficiency.source, None)
     precision = inference.precisions[serving_precision(spec)]
     put("inference_bytes_per_parameter", precision.bytes_per_parameter, precision.source,
@@ -629,6 +631,7 @@ class InferenceModel:
         # what a stage hands the next per token, the hand-off's latency, and each GPU's share of the node's NICs.
         self.hop_bytes_per_token = resolved["inference_pipeline_activation_tensors"] * self.hidden * 2.0
         self.hop_latency = resolved["inference_pipeline_hop_latency_us"] * 1e-6
+        self.hop_split = bool(resolved["inference_pipeline_split_over_tensor_ranks"])   # each rank sends 1/TP
         fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
         self.scale_out_bytes_per_s = fabric.scale_out_gbps * 1e9 / 8 if fabric is not None else None
 
@@ -664,17 +667,20 @@ class InferenceModel:
         message = allreduce_message_bytes(self.hidden, batch)
         return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
 
-    def pipeline_hops_seconds(self, stages: int, batch: int) -> float:
+    def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
-        replica: stages - 1 hand-offs of its tokens' activations (each sequence's decode token plus its share of
-        prompt tokens prefilled in the same step; every tensor-parallel rank sends the whole tensors to its peer
-        over its own share of the scale-out network), plus the sampled tokens' return to the leader's engine
-        (latency only). 0 on one stage; a chip the hardware table gives no scale-out figure has no pipeline."""
+        replica of `tensor` GPUs per stage: stages - 1 hand-offs of its tokens' activations (each sequence's decode
+        token plus its share of prompt tokens prefilled in the same step; each tensor-parallel rank sends its 1/TP
+        slice of them to its peer over its own share of the scale-out network, assumptions.yaml pipeline_serving
+        split_over_tensor_ranks, else the whole), plus the sampled tokens' return to the leader's engine (latency
+        only). 0 on one stage; a chip the hardware table gives no scale-out figure has no pipeline."""
         if stages <= 1:
             return 0.0
         if self.scale_out_bytes_per_s is None:
             raise ValueError("a pipeline replica needs the chip's scale-out bandwidth ([collective_fabrics])")
-        hand_off = batch * (1.0 + self.prompt_per_output) * self.hop_bytes_per_token / self.scale_out_bytes_per_s
+        share = 1.0 / max(1, tensor) if self.hop_split else 1.0
+        hand_off = (batch * (1.0 + self.prompt_per_output) * self.hop_bytes_per_token * share
+                    / self.scale_out_bytes_per_s)
         return (stages - 1) * (self.hop_latency + hand_off) + self.hop_latency
 
     def step_seconds(self, chips: int, batch: int, stages: int = 1) -> tuple[float, str]:
@@ -702,7 +708,7 @@ class InferenceModel:
         matmuls_memory_bound = weights >= matmul_compute
         # What the step spends most of its time on, for the rationale.
         allreduce = self.allreduce_seconds(chips, batch)
-        hops = self.pipeline_hops_seconds(stages, batch)
+        hops = self.pipeline_hops_seconds(stages, batch, chips)
         terms = {"memory-bandwidth": (weights if matmuls_memory_bound else 0.0) + attention,
                  "compute": 0.0 if matmuls_memory_bound else matmul_compute,
                  "prefill compute": prefill,
@@ -822,7 +828,10 @@ def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: di
                         source=f"{pipeline.rule_source}; {pipeline.batches_in_flight_source}"),
             _assumption(name="pipeline hand-off",
                         value=f"{pipeline.hop_latency_us.value:g} us + {pipeline.activation_tensors.value:g} x hidden x "
-                              f"2 bytes per token at {fabric.scale_out_gbps:g} Gb/s per GPU; {stages - 1} hand-off(s) "
+                              f"2 bytes per token"
+                              + (f", split over the stage's {gpus} tensor-parallel ranks,"
+                                 if pipeline.split_over_tensor_ranks else "")
+                              + f" at {fabric.scale_out_gbps:g} Gb/s per GPU; {stages - 1} hand-off(s) "
                               "and the sampled tokens' return per pass",
                         source=f"{pipeline.hop_latency_us.source}; {pipeline.activation_tensors.source}; "
                                f"scale-out bandwidth: {fabric.source}")]
