@@ -259,7 +259,7 @@ def test_your_command_on_tpu_is_left_as_written():
     assert "your --command (model.architecture and model.checkpoint are yours to pass in it)" in notes
 
 
-# ----- vLLM's tensor-parallel rule over the heads (vllm/config.py l.933, layers/linear.py l.832-838 at v0.8.5) -----
+# ----- vLLM's tensor-parallel rule over the heads (config/model.py l.1557-1564, layers/linear.py l.1065-1071, v0.33.0)
 
 @pytest.mark.parametrize("heads, kv, tensor, refused", [
     (32, 8, 8, None), (32, 8, 4, None),                 # Llama 3.1 8B: heads and KV heads split

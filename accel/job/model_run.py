@@ -113,7 +113,8 @@ class ServedModel:
 def vllm_tensor_parallel_problem(row: Architecture, tensor: int) -> str | None:
     """Why vLLM refuses to split `row`'s attention over `tensor` ranks, or None: the query heads must divide evenly,
     and the KV heads too, or, fewer than the ranks, divide the ranks (each replicated). vLLM's own rule, ported
-    (runtime.yaml model_run.vllm_heads_source: vllm/config.py l.933, model_executor/layers/linear.py l.832-838)."""
+    (runtime.yaml model_run.vllm_heads_source: vllm/config/model.py l.1557-1564, model_executor/layers/linear.py
+    l.1065-1071)."""
     if row.query_heads % tensor:
         return f"its {row.query_heads} query heads do not split over tensor parallelism {tensor}"
     kv = row.kv_heads

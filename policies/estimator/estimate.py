@@ -166,17 +166,20 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
     elif row is not None and row.latent_attention is not None:
         # Multi-latent attention caches one latent per token and layer, not K and V per head: the compressed KV
-        # (kv_lora_rank) and the shared rotary key (qk_rope_head_dim), as vLLM does (v0.8.5 vllm/config.py l.994-1000
-        # get_head_size: kv_lora_rank + qk_rope_head_dim; vllm/v1/kv_cache_interface.py l.66-67: "For MLA we only
-        # store a single latent vector", no factor 2). Each tensor-parallel rank holds it whole (InferenceModel).
+        # (kv_lora_rank) and the shared rotary key (qk_rope_head_dim), as vLLM does (v0.33.0 vllm/transformers_utils/
+        # model_arch_config_convertor.py l.91-98 get_head_size: kv_lora_rank + qk_rope_head_dim; vllm/v1/
+        # kv_cache_interface.py l.741-742 MLAAttentionSpec: "MLA stores a single latent vector per state; there is no
+        # separate V", no factor 2). Each tensor-parallel rank holds it whole (InferenceModel).
         mla, latent = row.latent_attention, True
         width = mla.kv_lora_rank + mla.qk_rope_head_dim
         kv = row.layers * width * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
             f"architecture {row.name}: multi-latent attention, {row.layers} layers x {width} latent values "
             f"(kv_lora_rank {mla.kv_lora_rank} + qk_rope_head_dim {mla.qk_rope_head_dim}; no separate K and V) x "
-            f"{precision.kv_bytes_per_value:g} bytes, per tensor-parallel rank: vLLM v0.8.5 vllm/config.py "
-            "get_head_size l.994-1000, get_num_kv_heads l.1075-1079 (one latent head per GPU)", None)
+            f"{precision.kv_bytes_per_value:g} bytes, per tensor-parallel rank: vLLM v0.33.0 "
+            "vllm/transformers_utils/model_arch_config_convertor.py get_head_size l.91-98, vllm/config/model.py "
+            "get_num_kv_heads l.1663-1675 (one latent head per GPU; decode context parallelism, which would shard "
+            "it, defaults to 1: config/parallel.py l.389)", None)
     elif row is not None and row.head_dim is not None:
         kv = 2 * row.layers * row.kv_heads * row.head_dim * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
@@ -608,9 +611,10 @@ class InferenceModel:
         self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
         context = resolved["context_tokens"]
         self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
-        # vLLM serves multi-latent attention as one latent KV head per GPU (v0.8.5 vllm/config.py l.1075-1079
-        # get_num_kv_heads: "When using MLA during decode it becomes MQA", 1, not divided by tensor parallelism), so
-        # every tensor-parallel rank of a stage stores and reads the whole latent of its layers. GPUs only: how
+        # vLLM serves multi-latent attention as one latent KV head per GPU (v0.33.0 vllm/config/model.py l.1673-1675
+        # get_num_kv_heads: "When using MLA during decode it becomes MQA", 1, not divided by tensor parallelism; the
+        # decode context parallelism that would shard it is off by default, config/parallel.py l.389), so every
+        # tensor-parallel rank of a stage stores and reads the whole latent of its layers. GPUs only: how
         # JetStream lays out an MLA cache over TPU chips is not stated here, so a TPU replica counts one copy.
         self.kv_per_tensor_rank = resolved.kv_cache_per_tensor_rank and accelerator.family == "gpu"
         # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
