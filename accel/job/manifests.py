@@ -12,6 +12,7 @@ flavors are built from (accel.components.kubernetes.pools), so the job and the q
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import shlex
@@ -603,10 +604,11 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         model, model_notes = served.model, [*([stand_in_note] if stand_in_note else []), *served.notes]
         # The vLLM release built for this GPU generation (accel/job/vllm_serving.py), unless --image names one.
         generation = vllm_serving.default_image(hw) if options.image is None else None
-        image = generation.image if generation is not None else image
         if generation is not None and stages > 1:
             # Stage hand-offs over a fabric whose NCCL plugin must be in the image (EFA): the release's variant.
-            image = serving_fabric.pipelined_image(hw.fabric, image)
+            generation = dataclasses.replace(generation, image=serving_fabric.pipelined_image(hw.fabric,
+                                                                                              generation.image))
+        image = generation.image if generation is not None else image
         # The plan's precision: what vLLM loads must be the bytes the replica was sized for.
         precision = (vllm_serving.precision_flags(plan, hw, served, tensor * stages)
                      if options.command is None else PrecisionFlags("", []))

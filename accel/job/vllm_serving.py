@@ -29,7 +29,20 @@ from accel.job.plan_view import Hardware
 @dataclass(frozen=True)
 class VllmImage:
     image: str
-    note: str   # what the job says of it: the GPU generation it is built for, the CUDA and driver it needs
+    release: str        # the release image built for the GPU (`image` is it, or its variant)
+    arch: str
+    capability: str
+    chip: str
+    cuda: str
+    driver: str
+
+    @property
+    def note(self) -> str:
+        """What the job says of it: the GPU generation it is built for, the CUDA and driver it needs."""
+        variant = "" if self.image == self.release else f" (a variant of {self.release})"
+        return (f"image: {self.image}{variant}, vLLM's release image for {self.arch} built for compute capability "
+                f"{self.capability} ({self.chip}) on CUDA {self.cuda}: the node's driver must be {self.driver} "
+                "(sources: runtime.yaml vllm_generations)")
 
 
 def default_image(hw: Hardware) -> VllmImage:
@@ -43,10 +56,7 @@ def default_image(hw: Hardware) -> VllmImage:
     for name, row in rows.items():
         if capability in row["compute_capabilities"].get(arch, ()):
             image = row.get("image") or defaults[name]["image"]
-            return VllmImage(image, (
-                f"image: {image}, vLLM's release image for {arch} built for compute capability {capability} "
-                f"({chip.name}) on CUDA {row['cuda']}: the node's driver must be {row['driver']} "
-                "(sources: runtime.yaml vllm_generations)"))
+            return VllmImage(image, image, arch, capability, chip.name, row["cuda"], row["driver"])
     built = "; ".join(f"{row.get('image') or defaults[name]['image']} on {arch}: "
                       f"{' '.join(row['compute_capabilities'].get(arch, ())) or 'none'}"
                       for name, row in rows.items())
