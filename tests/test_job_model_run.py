@@ -4,6 +4,7 @@ a workload naming no model gets the stand-ins it always got, said to be stand-in
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 
@@ -134,11 +135,26 @@ def test_vllm_streams_an_s3_checkpoint_with_the_runai_load_format():
     assert command.startswith("vllm serve s3://weights/llama-8b/ --load-format runai_streamer --port")
 
 
-def test_a_gs_checkpoint_is_refused_on_the_default_vllm_image_and_written_with_your_own():
+def test_a_gs_checkpoint_is_streamed_by_the_default_vllm_image():
+    """vLLM v0.33.0 documents gs:// for the Run:ai streamer and its image installs the GCS back end; v0.8.5
+    documented S3 only and the job refused gs://."""
+    command, image, notes = serve_gpu({"parameters": "8B", "checkpoint": "gs://w/llama"})
+    assert image == "vllm/vllm-openai:v0.33.0"
+    assert command.startswith("vllm serve gs://w/llama --load-format runai_streamer --port")
+    assert "streamed from the bucket by the Run:ai Model Streamer" in notes
+
+
+def test_a_bucket_scheme_the_image_does_not_read_is_refused_unless_you_pass_an_image(monkeypatch):
+    """Mutated: the facts taken back to v0.8.5's S3-only streamer, gs:// is refused on the default image again."""
+    from accel.job import model_run
+
+    facts = copy.deepcopy(runtime()["model_run"])
+    facts["vllm_object_store"]["schemes"] = ["s3://"]
+    monkeypatch.setattr(model_run, "_facts", lambda: facts)
     with pytest.raises(UsageError, match=r"model\.checkpoint: gs://w/llama: the default vLLM image"):
         serve_gpu({"parameters": "8B", "checkpoint": "gs://w/llama"})
-    command, image, _ = serve_gpu({"parameters": "8B", "checkpoint": "gs://w/llama"}, image="vllm/vllm-openai:v0.11.0")
-    assert image == "vllm/vllm-openai:v0.11.0" and "vllm serve gs://w/llama --load-format runai_streamer" in command
+    command, _, _ = serve_gpu({"parameters": "8B", "checkpoint": "gs://w/llama"}, image="registry.local/vllm:1")
+    assert "vllm serve gs://w/llama --load-format runai_streamer" in command
 
 
 def test_a_path_checkpoint_is_served_from_the_container():
@@ -152,7 +168,7 @@ def test_a_workload_naming_no_model_serves_the_size_matched_stand_in_and_says_so
     assert "a stand-in sized for 70B parameters, not your model (name it with model.architecture" in notes
 
 
-# ----- vLLM's tensor-parallel rule over the heads (vllm/config.py l.933, layers/linear.py l.832-838 at v0.8.5) -----
+# ----- vLLM's tensor-parallel rule over the heads (config/model.py l.1557-1564, layers/linear.py l.1065-1071, v0.33.0)
 
 @pytest.mark.parametrize("heads, kv, tensor, refused", [
     (32, 8, 8, None), (32, 8, 4, None),                 # Llama 3.1 8B: heads and KV heads split

@@ -9,8 +9,8 @@ scale-out network (vLLM's multi-node rule, assumptions.yaml inference.pipeline_s
 3. The Llama 3.1 405B bf16 service on 8 x H100 80GB nodes: refused before, now two-node replicas on GCP and AWS,
    their nodes in one compact placement / cluster placement group and one zone.
 4. The job (stacks/Pulumi.llama-405b-serving-h100.yaml): a LeaderWorkerSet whose leader runs vLLM with
-   --tensor-parallel-size 8 --pipeline-parallel-size 2 once its worker has joined, as vLLM v0.8.5's LWS example
-   does; valid against the LWS CRD, placed by Kueue as one PodSet group.
+   --tensor-parallel-size 8 --pipeline-parallel-size 2 over the group through its multiprocessing backend, the worker
+   headless, as vLLM v0.33.0's LWS example does; valid against the LWS CRD, placed by Kueue as one PodSet group.
 """
 
 from __future__ import annotations
@@ -118,13 +118,27 @@ def test_a_token_crosses_every_stage_and_pays_the_hand_offs_between_them():
     defaults = load_catalog().defaults.inference.pipeline_serving
     fabric = hardware.current().collective_fabric("h100-80gb")
     tokens = 32 * (1 + model.prompt_per_output)
+    # Each of a stage's 8 tensor-parallel ranks sends its 1/8 slice to its peer (vLLM v0.33.0's all-gather send).
+    assert defaults.split_over_tensor_ranks
     hand_off = (defaults.hop_latency_us.value * 1e-6
-                + tokens * defaults.activation_tensors.value * model.hidden * 2 / (fabric.scale_out_gbps * 1e9 / 8))
+                + tokens * defaults.activation_tensors.value * model.hidden * 2 / 8
+                / (fabric.scale_out_gbps * 1e9 / 8))
     # One hand-off between the two stages, and the sampled tokens' return (latency only).
     assert two_stages == pytest.approx(one_node + hand_off + defaults.hop_latency_us.value * 1e-6)
     assert bound == "memory-bandwidth"
     # Mutated: a pipeline whose hand-offs were free would be as fast as one node, which it is not.
     assert two_stages > one_node
+
+
+def test_each_tensor_rank_sends_its_share_of_the_hand_off_not_the_whole():
+    """Mutated back to v0.8.5's Ray compiled graph (every rank sends the whole tensors): the hand-off's bytes take 8
+    times as long on an 8-GPU stage, which the old rule charged."""
+    model = model_on("h100-80gb")
+    latency = model.pipeline_hops_seconds(2, 0, 8)
+    split = model.pipeline_hops_seconds(2, 64, 8) - latency
+    model.hop_split = False
+    whole = model.pipeline_hops_seconds(2, 64, 8) - latency
+    assert whole == pytest.approx(8 * split) and split > 0
 
 
 def test_a_pipeline_keeps_one_micro_batch_per_stage_in_flight():
@@ -194,7 +208,9 @@ def _lws(job):
     return next(m for m in job.manifests if m["kind"] == "LeaderWorkerSet")
 
 
-def test_the_leader_runs_vllm_over_the_group_once_its_workers_have_joined(serving):
+def test_every_pod_of_the_group_runs_vllm_over_it_and_only_the_leader_serves(serving):
+    """vLLM v0.33.0's LWS example: the same `vllm serve` in every pod with --nnodes, --node-rank and --master-addr
+    from LWS's environment; the workers --headless; no Ray (the image carries none)."""
     _, job = serving
     lws = _lws(job)
     helper = runtime()["serving"]["multi_node"]
@@ -202,10 +218,11 @@ def test_the_leader_runs_vllm_over_the_group_once_its_workers_have_joined(servin
     leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     command = leader["command"][-1]
-    assert command.startswith(f"bash {helper['script']} leader --ray_port=6379 --ray_cluster_size=2 && vllm serve ")
+    assert command.startswith("vllm serve ") and "ray" not in command
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in command
-    assert command.endswith("--distributed-executor-backend ray")   # V1 pipelines only on the Ray executor
-    assert worker["command"][-1] == f"bash {helper['script']} worker --ray_address=$(LWS_LEADER_ADDRESS) --ray_port=6379"
+    assert command.endswith(" --nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX) "
+                            "--master-addr $(LWS_LEADER_ADDRESS)")
+    assert worker["command"][-1] == f"{command} --headless"
     assert "ports" not in worker and leader["readinessProbe"]["tcpSocket"]["port"] == 8000
     for template in ("leaderTemplate", "workerTemplate"):
         spec = lws["spec"]["leaderWorkerTemplate"][template]["spec"]
@@ -213,13 +230,22 @@ def test_the_leader_runs_vllm_over_the_group_once_its_workers_have_joined(servin
         assert {"name": "dshm", "mountPath": "/dev/shm"} in spec["containers"][0]["volumeMounts"]
 
 
-def test_the_helper_is_used_only_in_an_image_that_ships_it(serving):
-    result, _ = serving
+def test_the_ray_recipe_of_the_old_image_would_not_start_in_the_new_one():
+    """The v0.8.5 job ran `ray start` and the image's Ray helper; v0.33.0 ships no Ray: the recipe's facts say so and
+    the LWS example they cite is the multiprocessing one."""
+    helper = runtime()["serving"]["multi_node"]
+    assert "script" not in helper and "ray_port" not in runtime()["serving"]
+    assert "'Ray is an optional dependency" in helper["source"] and "Multiprocessing (default)" in helper["source"]
+
+
+def test_an_image_of_your_own_gets_the_same_group(serving):
+    result, job = serving
     plan = Plan.model_validate(result.plan)
-    job = generate(plan, JobContext(stack="t"), JobOptions(image="registry.example/vllm:mine"))
-    leader = _lws(job)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
-    assert leader["command"][-1].startswith("ray start --head --port=6379 && vllm serve ")
-    assert "readinessProbe" not in leader
+    own = generate(plan, JobContext(stack="t"), JobOptions(image="registry.example/vllm:mine"))
+    leader = _lws(own)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    default = _lws(job)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    assert leader["image"] == "registry.example/vllm:mine" and leader["command"] == default["command"]
+    assert "readinessProbe" in leader
 
 
 def test_the_group_is_valid_against_the_lws_crd_and_the_crd_catches_a_bad_one(serving):

@@ -1,9 +1,9 @@
 """A pipelined vLLM replica's pods ride the fabric its stage hand-offs are priced on: leader and worker get the wiring
 a training pod of the same machine gets, from the same code (manifests._fabric through wire_fabric): the NCCL
 plugin's host paths, mounts and env, the RxDM sidecar, the GKE multi-network annotations, IPC_LOCK, and the plugin's
-env profile sourced before Ray starts (vLLM: set the communication environment when the Ray cluster is created, so
-the workers Ray spawns inherit it). EFA's plugin is no host path but part of the image, and vLLM's Hopper image
-lacks it: the job says so. A replica within one node is untouched."""
+env profile sourced before `vllm serve` starts (its multiprocessing backend spawns each node's workers, which
+inherit the environment). EFA's plugin is no host path but part of the image: the release image
+lacks it, so an EFA-pipelined replica runs the release's EFA variant. A replica within one node is untouched."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_leader_and_worker_get_the_training_pods_fabric(a3_high):
     assert rule_errors(job) == []
 
 
-def test_the_profile_is_sourced_before_ray_starts_on_tcpxo():
+def test_the_profile_is_sourced_before_vllm_starts_on_tcpxo():
     plan = plan_on("a3-megagpu-8g")
     assert plan.gpu.fabric == "gpudirect-tcpxo"
     job = generate(plan, JobContext(stack="t", gke_networks=NETWORKS + ("vpc5", "vpc6", "vpc7", "vpc8")))
@@ -89,8 +89,8 @@ def test_the_profile_is_sourced_before_ray_starts_on_tcpxo():
     profile = trainer["spec"]["containers"][0]["command"][-1].split(" && ")[0]
     assert profile.startswith("source ")
     leader, worker = (t["spec"]["containers"][0]["command"][-1] for t in templates(job))
-    assert leader.startswith(f"{profile} && bash ") and " leader " in leader
-    assert worker.startswith(f"{profile} && bash ") and " worker " in worker
+    assert leader.startswith(f"{profile} && vllm serve ") and "--headless" not in leader
+    assert worker.startswith(f"{profile} && vllm serve ") and worker.endswith(" --headless")
     assert rule_errors(job) == []
 
 
@@ -109,21 +109,34 @@ def test_a_sidecar_that_would_block_the_pod_is_caught(a3_high):
     assert "pod/container-restart-policy" in rule_errors(broken)
 
 
-def test_on_efa_the_pods_get_the_training_env_and_the_job_says_the_image_lacks_the_plugin():
+def test_on_efa_the_pods_get_the_training_env_and_the_releases_efa_image():
     result = planned_result("llama-405b-serving-h100")
     job = job_of(result)
     for template in templates(job):
         server = template["spec"]["containers"][0]
         assert {"name": "FI_PROVIDER", "value": "efa"} in server["env"]
         assert server["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
+        assert server["image"] == "vllm/vllm-openai:v0.33.0-efa"   # the release's EFA variant
     said = " ".join(job.derivations)
-    assert "vllm/vllm-openai:v0.8.5 lacks libfabric and aws-ofi-nccl" in said
+    assert "through the libfabric and aws-ofi-nccl of vllm/vllm-openai:v0.33.0-efa, the release's efa variant" in said
     assert "'Using network Libfabric'" in said
     # An image of the user's own: the job no longer says it lacks the plugin, but that it must carry it.
     plan = Plan.model_validate(result.plan)
     own = generate(plan, JobContext(stack="t"), JobOptions(image="registry.example/vllm-efa:1"))
     said = " ".join(own.derivations)
     assert "registry.example/vllm-efa:1 must carry libfabric and aws-ofi-nccl" in said and "lacks" not in said
+
+
+def test_the_release_image_without_the_plugin_would_fall_back_to_sockets():
+    """Mutated: the EFA variant gone from the facts, the pipelined replica keeps the release image, and the job says
+    it lacks the plugin (NCCL over TCP sockets), as the v0.8.5 job did."""
+    from accel.job import serving_fabric
+
+    row = runtime()["serving"]["nccl_plugin"]["in_image"]["efa"]
+    assert serving_fabric.pipelined_image("efa", "vllm/vllm-openai:v0.33.0") == row["image_with"]
+    assert serving_fabric.pipelined_image("gpudirect-tcpxo", "vllm/vllm-openai:v0.33.0") == "vllm/vllm-openai:v0.33.0"
+    note = serving_fabric.hand_off_note("efa", "vllm/vllm-openai:v0.33.0", custom_image=False)
+    assert "vllm/vllm-openai:v0.33.0 lacks libfabric and aws-ofi-nccl" in note and "TCP sockets" in note
 
 
 def test_a_replica_within_one_node_gets_no_fabric():

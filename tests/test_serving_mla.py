@@ -1,6 +1,6 @@
 """A multi-latent-attention model's serving KV cache is its latent, as vLLM stores it: one vector of kv_lora_rank +
-qk_rope_head_dim values per token and layer, no separate K and V (vLLM v0.8.5 vllm/config.py get_head_size,
-vllm/v1/kv_cache_interface.py "For MLA we only store a single latent vector"); and vLLM gives every tensor-parallel
+qk_rope_head_dim values per token and layer, no separate K and V (vLLM v0.33.0 model_arch_config_convertor.py
+get_head_size, vllm/v1/kv_cache_interface.py "MLA stores a single latent vector per state"); and vLLM gives every tensor-parallel
 GPU one latent head (get_num_kv_heads returns 1 under MLA, not divided by the tensor-parallel size), so each rank of
 a stage holds and reads the whole latent of its layers. DeepSeek-V3: 61 x (512 + 64) = 35,136 values per token, a
 copy per tensor-parallel GPU, where the generic 2 x layers x 1,024 assumed 124,928 for the replica."""

@@ -2,8 +2,8 @@
 stand_in.py; found by the day-one sweep, sv16 and sv09).
 
 fp8: where the weights are published in fp8 the job serves that checkpoint (vLLM reads its quantization config); where
-they are not, vLLM quantizes online from bf16 and holds the bf16 weights while loading, and the estimate sizes the
-replica for that peak (one rule, read by the estimate and the job). A workload naming no model gets a Llama stand-in
+they are not, vLLM quantizes online from bf16 layer by layer (v0.33.0), so the replica holds the fp8 weights and the
+estimate sizes it by them (one rule, read by the estimate and the job). A workload naming no model gets a Llama stand-in
 whose weights fit the replica: the size its band names, else the nearest smaller one, said against the planned size.
 """
 
@@ -63,20 +63,15 @@ def test_every_stand_in_names_an_architecture_row_and_an_fp8_checkpoint_with_its
         assert "FP8" in row.fp8 and row.fp8_source.startswith(f"huggingface.co/{row.fp8}")
 
 
-def test_only_architectures_with_published_fp8_weights_skip_the_load_peak():
+def test_the_fp8_source_is_the_checkpoint_the_published_fp8_repo_or_none():
     spec = lambda name: workload_from_mapping(workload({"architecture": name}), "t.yaml")   # noqa: E731
-    assert serving_load.load_precision(spec("llama3.1-405b"), "fp8", "gpu") == "fp8"
-    assert serving_load.load_precision(spec("deepseek3-671b"), "fp8", "gpu") == "fp8"
-    assert serving_load.load_precision(spec("llama3.1-70b"), "fp8", "gpu") == "bf16"
-    assert serving_load.load_precision(spec("llama3.1-70b"), "bf16", "gpu") == "bf16"
-    assert serving_load.load_precision(spec("llama3.1-70b"), "fp8", "tpu") == "fp8"   # no vLLM on TPU
+    assert serving_load.fp8_source(spec("llama3.1-405b")).model == "meta-llama/Llama-3.1-405B-FP8"
+    assert serving_load.fp8_source(spec("llama3.1-70b")).model is None   # no published fp8: quantized online
     named = workload_from_mapping(workload({"parameters": "70B", "checkpoint": "my-org/tuned"}), "t.yaml")
-    assert serving_load.load_precision(named, "fp8", "gpu") == "bf16"
-    stand = workload_from_mapping(workload({"parameters": "70B"}), "t.yaml")
-    assert serving_load.load_precision(stand, "fp8", "gpu") == "fp8"
+    assert serving_load.fp8_source(named).model == "my-org/tuned" and not serving_load.says_fp8("my-org/tuned")
 
 
-# ----- 1. fp8 serving loads an fp8 checkpoint, or the replica is sized for the bf16 load peak -----
+# ----- 1. fp8 serving loads an fp8 checkpoint, or quantizes a bf16 one layer by layer -----
 
 def test_sv16_405b_fp8_stand_in_serves_metas_fp8_checkpoint_on_the_replica_choose_sized():
     """sv16: choose sized 4-GPU H200 replicas for 405 GB of fp8 weights; the job loaded the bf16 405B (202.5 GB a
@@ -84,7 +79,7 @@ def test_sv16_405b_fp8_stand_in_serves_metas_fp8_checkpoint_on_the_replica_choos
     plan = plan_of(model={"parameters": "405B"}, constraints={"clouds": ["aws"], "spot": "never"}, latency=100)
     command, notes = job(plan)
     assert command.startswith("vllm serve meta-llama/Llama-3.1-405B-Instruct-FP8 ")
-    assert "--quantization" not in command and "--kv-cache-dtype fp8" in command
+    assert "--quantization " not in command and "--allow-deprecated-quantization --kv-cache-dtype fp8" in command
     assert "pre-quantized fp8 checkpoint (published in fp8 (huggingface.co/meta-llama/Llama-3.1-405B-Instruct-FP8" \
            in notes
 
@@ -92,33 +87,28 @@ def test_sv16_405b_fp8_stand_in_serves_metas_fp8_checkpoint_on_the_replica_choos
 def test_an_architecture_published_in_fp8_serves_its_fp8_repo():
     plan = plan_of(model={"architecture": "llama3.1-405b"}, hw={"accelerator": "h200-141gb", "chips": 8})
     command, notes = job(plan)
-    assert command.startswith("vllm serve meta-llama/Llama-3.1-405B-FP8 ") and "--quantization" not in command
+    assert command.startswith("vllm serve meta-llama/Llama-3.1-405B-FP8 ") and "--quantization " not in command
     assert "model meta-llama/Llama-3.1-405B-FP8: the published fp8 weights of architecture llama3.1-405b" in notes
 
 
-def test_the_estimate_sizes_an_online_fp8_replica_for_the_bf16_load_peak(monkeypatch):
-    """llama3.1-70b has no published fp8 checkpoint: at 100 tok/s one H100 held its 70.6 GB of fp8 weights, but
-    vLLM holds 141 GB of bf16 while quantizing. The estimate now sizes for that; the mutation (the rule taken back to
-    the served precision) gives the one-GPU replica, which the job refuses."""
+def test_an_online_fp8_replica_is_sized_by_its_fp8_weights():
+    """llama3.1-70b has no published fp8 checkpoint: vLLM v0.8.5 held its 141 GB of bf16 while quantizing, and the
+    old rule sized two H100s for that peak at 100 tok/s. v0.33.0 quantizes layer by layer (runtime.yaml
+    vllm_precision.fp8_load_peak): one H100 (72 GB usable) holds the 70.6 GB of fp8 weights, as the estimate now
+    sizes it, and the job serves that replica."""
     model = {"architecture": "llama3.1-70b"}
     constraints = {"accelerators": ["h100-80gb"], "spot": "never"}
     sized = plan_of(model=model, tokens=100, constraints=constraints)
-    assert gpus(sized) >= 2
+    assert gpus(sized) == 1
     command, notes = job(sized)
-    assert "--quantization fp8" in command and "load peak: vLLM reads the weights at their own precision" in notes
-    monkeypatch.setattr(serving_load, "load_precision", lambda spec, served, family: served)
-    old = choose_plan(workload_from_mapping(workload(model, tokens=100, constraints=constraints), "t.yaml"),
-                      load_catalog())
-    assert gpus(old) == 1
-    with pytest.raises(UsageError, match="141.2 GB on each GPU \\(1 per replica\\)"):
-        job(old)
+    assert "--quantization fp8_per_tensor" in command and "a GPU holds 70.6 GB of fp8 weights (1 per replica)" in notes
 
 
-def test_a_pinned_replica_too_small_for_the_load_peak_is_refused_at_choose():
+def test_a_pinned_replica_too_small_for_the_fp8_weights_is_refused_at_choose():
     from accel.policies.selection.choice import NoFeasibleOption
 
-    with pytest.raises(NoFeasibleOption, match="the bf16 weights do not fit"):
-        plan_of(model={"architecture": "llama2-13b"}, hw={"accelerator": "l4", "chips": 1})
+    with pytest.raises(NoFeasibleOption, match="weights do not fit"):
+        plan_of(model={"architecture": "llama2-70b"}, hw={"accelerator": "l4", "chips": 1})
 
 
 # ----- 2. a stand-in fits the replica planned -----

@@ -12,6 +12,7 @@ flavors are built from (accel.components.kubernetes.pools), so the job and the q
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import shlex
@@ -29,7 +30,6 @@ from accel.policies.plan import Plan
 
 from accel.job import plan_view
 from accel.job import compute_domain, context_parallel, maxtext_entry, megatron_run, model_run, tpu_serving, vllm_tpu
-from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import cite, machine_shape, pod_requests, runtime
 from accel.job.pod_templates import LWS_WORKER_INDEX
@@ -207,7 +207,7 @@ def wire_fabric(templates: list[dict], hw: plan_view.Hardware, ctx: JobContext) 
     pod of the same machine gets, from the same facts (`_fabric`): the NCCL plugin's host paths and mounts, its env
     (a name the container already sets is kept), the RxDM sidecar and its device annotation, the GKE multi-network
     annotations, IPC_LOCK, and the plugin's env profile sourced before the container's command, so every process it
-    starts (Ray's raylet and the vLLM workers it spawns) inherits it. Returns the derivation lines."""
+    starts (vLLM's worker processes) inherits it. Returns the derivation lines."""
     sidecars, volumes, mounts, env, annotations, profile = _fabric(hw, ctx)
     security = _fabric_security(hw)
     for template in templates:
@@ -252,7 +252,7 @@ def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
     if plan_view.is_serving(plan):
         if hw.family == "tpu":
             return table["vllm-tpu"]
-        return table["vllm-arm64" if node_arch(hw.machine_type, hw.accelerator) == "arm64" else "vllm"]
+        return table["vllm"]   # one multi-arch release; the GPU generation picks its row (vllm_serving.default_image)
     if plan_view.framework(plan) == "pytorch":
         return table["pytorch-gpu"]
     return table["jax-tpu" if hw.family == "tpu" else "jax-gpu"]
@@ -513,32 +513,19 @@ def _server_line(program: str, image: str, model: str, plan: Plan, own_command: 
             "--command to serve your own)")
 
 
-def _ray_group(pod: dict, command: str, ray: bool, nodes: int, image: str) -> tuple[dict, dict, str | None]:
-    """(leader, worker) pod templates of a multi-node replica of `nodes` pods, and what the job says of them: vLLM
-    spans nodes through a Ray cluster whose head is the LWS leader (LWS sets LWS_LEADER_ADDRESS; vLLM "Distributed
-    inference and serving"). In an image that ships vLLM's multi-node helper (runtime.yaml serving.multi_node), the
-    group forms as vLLM's LWS example forms it: the leader waits for all `nodes` before starting the server, each
-    worker retries until the head answers, /dev/shm memory-backed, the leader's server port probed."""
-    if not ray:
+def _node_group(pod: dict, command: str, gpu: bool, nodes: int) -> tuple[dict, dict, str | None]:
+    """(leader, worker) pod templates of a multi-node vLLM replica of `nodes` pods, and what the job says of them: as
+    vLLM's own LWS example (runtime.yaml serving.multi_node), every pod runs the replica's `vllm serve` over the group
+    through vLLM's multiprocessing backend (its size, its rank, the leader's address), the workers headless (no API
+    server, no port), /dev/shm memory-backed, the leader's server port probed. A TPU group is left as it is."""
+    if not gpu:
         return pod, pod, None
-    facts = runtime()["serving"]
-    port = facts["ray_port"]
+    helper = runtime()["serving"]["multi_node"]
     leader, worker = copy.deepcopy(pod), copy.deepcopy(pod)
-    helper = facts["multi_node"]
-    if image not in helper["images"]:
-        leader["spec"]["containers"][0]["command"] = [
-            "/bin/bash", "-c", f"ray start --head --port={port} && {command} --distributed-executor-backend ray"]
-        worker["spec"]["containers"][0]["command"] = [
-            "/bin/bash", "-c", f"ray start --address=$(LWS_LEADER_ADDRESS):{port} --block"]
-        del worker["spec"]["containers"][0]["ports"]
-        return leader, worker, None
-    script = helper["script"]
-    leader["spec"]["containers"][0]["command"] = [
-        "/bin/bash", "-c", f"bash {script} leader --ray_port={port} --ray_cluster_size={nodes} && {command} "
-                           "--distributed-executor-backend ray"]
+    leader["spec"]["containers"][0]["command"] = ["/bin/bash", "-c", f"{command} {helper['flags']}"]
     leader["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": SERVING_PORT}, **helper["readiness"]}
     worker["spec"]["containers"][0]["command"] = [
-        "/bin/bash", "-c", f"bash {script} worker --ray_address=$(LWS_LEADER_ADDRESS) --ray_port={port}"]
+        "/bin/bash", "-c", f"{command} {helper['flags']} {helper['worker_flag']}"]
     del worker["spec"]["containers"][0]["ports"]
     for template in (leader, worker):
         spec = template["spec"]
@@ -546,10 +533,10 @@ def _ray_group(pod: dict, command: str, ray: bool, nodes: int, image: str) -> tu
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": helper["shm_size"]}})
         spec["containers"][0].setdefault("volumeMounts", []).append({"name": "dshm", "mountPath": "/dev/shm"})
     return leader, worker, (
-        f"ray: each replica's leader starts the Ray head and waits for its {nodes} nodes ({script} leader) before "
-        f"vLLM's server starts; workers retry joining it ({script} worker); /dev/shm memory-backed "
-        f"({helper['shm_size']}); the leader's port {SERVING_PORT} probed for readiness (vLLM's LWS example, "
-        f"{cite(helper['source'])})")
+        f"nodes: each replica's {nodes} pods run vLLM's multiprocessing backend over the group ({helper['flags']}; "
+        f"the leader serves on port {SERVING_PORT}, probed for readiness once its workers have joined; workers "
+        f"{helper['worker_flag']}); /dev/shm memory-backed ({helper['shm_size']}); vLLM's LWS example, "
+        f"{cite(helper['source'])}")
 
 
 def _clique_nodes(ctx: JobContext, hw: plan_view.Hardware, plan: Plan) -> int | None:
@@ -614,6 +601,10 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         model, model_notes = served.model, [*([stand_in_note] if stand_in_note else []), *served.notes]
         # The vLLM release built for this GPU generation (accel/job/vllm_serving.py), unless --image names one.
         generation = vllm_serving.default_image(hw) if options.image is None else None
+        if generation is not None and stages > 1:
+            # Stage hand-offs over a fabric whose NCCL plugin must be in the image (EFA): the release's variant.
+            generation = dataclasses.replace(generation, image=serving_fabric.pipelined_image(hw.fabric,
+                                                                                              generation.image))
         image = generation.image if generation is not None else image
         # The plan's precision: what vLLM loads must be the bytes the replica was sized for.
         precision = (vllm_serving.precision_flags(plan, hw, served, tensor * stages)
@@ -654,9 +645,9 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                     "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": pod}}
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
-        leader, worker, ray_note = _ray_group(pod, command, hw.family == "gpu", nodes_per_replica, image)
-        if ray_note:
-            notes.append(ray_note)
+        leader, worker, group_note = _node_group(pod, command, hw.family == "gpu", nodes_per_replica)
+        if group_note:
+            notes.append(group_note)
         if hw.family == "gpu" and stages > 1 and hw.fabric != "none":
             # The estimate costs the stage hand-offs at the fabric's bandwidth (assumptions.yaml pipeline_serving):
             # the pods get the fabric the training job gives the same machine.
@@ -679,7 +670,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         shape = (f"LeaderWorkerSet of {replicas} replica(s) x {nodes_per_replica} node(s), "
                  f"{chips_per_pod} {_chip_resource(hw)} per pod")
     if nodes_per_replica > 1:
-        # Only the leader serves (vLLM's API server; the workers run Ray alone and open no port): the label LWS puts
+        # Only the leader serves (vLLM's API server; the workers run headless and open no port): the label LWS puts
         # on leaders (lws v0.10.0 leaderworkerset_controller.go l.793-797; its own HPA selector, l.545, "select
         # leaders"), so traffic never reaches a worker (rule lws/service-selects-the-leaders).
         selector = {**selector, LWS_WORKER_INDEX: "0"}

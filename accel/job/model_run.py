@@ -113,7 +113,8 @@ class ServedModel:
 def vllm_tensor_parallel_problem(row: Architecture, tensor: int) -> str | None:
     """Why vLLM refuses to split `row`'s attention over `tensor` ranks, or None: the query heads must divide evenly,
     and the KV heads too, or, fewer than the ranks, divide the ranks (each replicated). vLLM's own rule, ported
-    (runtime.yaml model_run.vllm_heads_source: vllm/config.py l.933, model_executor/layers/linear.py l.832-838)."""
+    (runtime.yaml model_run.vllm_heads_source: vllm/config/model.py l.1557-1564, model_executor/layers/linear.py
+    l.1065-1071)."""
     if row.query_heads % tensor:
         return f"its {row.query_heads} query heads do not split over tensor parallelism {tensor}"
     kv = row.kv_heads
@@ -155,15 +156,15 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
     checkpoint = named.checkpoint
     store = facts["vllm_object_store"]
     form = checkpoint_form(checkpoint)
-    if form == "gs" and not custom_image:
+    if form in ("gs", "s3") and f"{form}://" not in store["schemes"] and not custom_image:
         raise UsageError(f"model.checkpoint: {checkpoint}: the default vLLM image documents loading a bucket only "
-                         f"from {', '.join(store['schemes'])} ({store['source']}); give a Hugging Face repo id, an "
-                         "s3:// URL or a path mounted in the pod, or pass --image with a vLLM whose Run:ai streamer "
-                         "reads gs://")
+                         f"from {', '.join(store['schemes'])} ({store['source']}); give a Hugging Face repo id, "
+                         "a path mounted in the pod, or pass --image with a vLLM whose Run:ai streamer reads "
+                         f"{form}://")
     if form in ("gs", "s3"):
         return ServedModel(checkpoint, f" --load-format {store['load_format']}",
                            [f"model {checkpoint}: streamed from the bucket by the Run:ai Model Streamer "
-                            f"(--load-format {store['load_format']}, safetensors; the image needs vllm[runai]); "
+                            f"(--load-format {store['load_format']}, safetensors; {cite(store['source'])}); "
                             "the pod's ServiceAccount must read the bucket"], checkpoint)
     if form == "path":
         return ServedModel(checkpoint, "", [f"model {checkpoint}: a path in the container; mount the weights there "

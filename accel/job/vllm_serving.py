@@ -3,7 +3,7 @@ that make vLLM load the bytes the plan sized at the workload's `inference.precis
 catalog/assumptions.yaml inference.precisions).
 
 Facts (which image carries kernels for which compute capability, what each precision needs of vLLM, where each flag
-is defined) are runtime.yaml `vllm_generations`, `defaults.vllm*` and `vllm_precision`, with sources.
+is defined) are runtime.yaml `vllm_generations`, `defaults.vllm` and `vllm_precision`, with sources.
 """
 
 from __future__ import annotations
@@ -23,56 +23,53 @@ from accel.job.precision_words import PrecisionFlags, TWICE_SIZED, chip_name, in
 from accel.job import plan_view
 from accel.job.plan_view import Hardware
 
-ARM_ROW = "vllm-arm64"
 
-
-# ----- the image: one per GPU generation -----
+# ----- the image: the release built for the GPU generation and the node's CPU architecture -----
 
 @dataclass(frozen=True)
 class VllmImage:
     image: str
-    note: str | None    # said in the job when the GPU takes other than the first row's image
+    release: str        # the release image built for the GPU (`image` is it, or its variant)
+    arch: str
+    capability: str
+    chip: str
+    cuda: str
+    driver: str
+
+    @property
+    def note(self) -> str:
+        """What the job says of it: the GPU generation it is built for, the CUDA and driver it needs."""
+        variant = "" if self.image == self.release else f" (a variant of {self.release})"
+        return (f"image: {self.image}{variant}, vLLM's release image for {self.arch} built for compute capability "
+                f"{self.capability} ({self.chip}) on CUDA {self.cuda}: the node's driver must be {self.driver} "
+                "(sources: runtime.yaml vllm_generations)")
 
 
 def default_image(hw: Hardware) -> VllmImage:
-    """The default vLLM image for `hw`'s nodes: NVIDIA's container on Arm (Grace) nodes, else the amd64 row built
-    for the chip's compute capability. UsageError for a GPU no row is built for (pass --image)."""
+    """The default vLLM image for `hw`'s nodes: the row of runtime.yaml vllm_generations built for the chip's compute
+    capability on the node's CPU architecture. UsageError for a GPU no row is built for (pass --image)."""
     defaults = runtime()["defaults"]
-    if node_arch(hw.machine_type, hw.accelerator) == "arm64":
-        return VllmImage(defaults[ARM_ROW]["image"], None)
     rows = runtime()["vllm_generations"]
-    images = {name: row.get("image") or defaults[name]["image"] for name, row in rows.items()}
-    first = next(iter(rows))
+    arch = node_arch(hw.machine_type, hw.accelerator)
     chip = hardware.current().chips.get(hw.accelerator)
     capability = chip.compute_capability if chip is not None else None
     for name, row in rows.items():
-        if capability in row["compute_capabilities"]:
-            note = None if name == first else (
-                f"image: {images[name]}, the vLLM release image built for compute capability {capability} "
-                f"({chip.name}); {images[first]} has no kernels for it (sources: runtime.yaml vllm_generations)")
-            return VllmImage(images[name], note)
-    built = ", ".join(f"{images[n]} ({' '.join(r['compute_capabilities'])})" for n, r in rows.items())
+        if capability in row["compute_capabilities"].get(arch, ()):
+            image = row.get("image") or defaults[name]["image"]
+            return VllmImage(image, image, arch, capability, chip.name, row["cuda"], row["driver"])
+    built = "; ".join(f"{row.get('image') or defaults[name]['image']} on {arch}: "
+                      f"{' '.join(row['compute_capabilities'].get(arch, ())) or 'none'}"
+                      for name, row in rows.items())
     raise UsageError(f"accelerator {hw.accelerator} (compute capability {capability or 'unknown'}): no default vLLM "
                      f"image is built for it ({built}); pass --image with a vLLM built for this GPU")
 
 
 # ----- the precision: flags that load what the plan sized -----
 
-def _bf16_load_per_gpu(plan: Plan, gpus: int) -> tuple[float, float]:
-    """(bytes of original-precision weights one GPU holds while vLLM loads them, bytes usable on it): the
-    checkpoint's bf16 bytes per parameter over the replica's GPUs, against the HBM and hbm_usable_fraction the
-    estimate sized the replica with (its catalog accelerator, which also decided the plan serves fp8)."""
-    from accel.policies.catalog import load_catalog
-
-    bf16 = load_catalog().defaults.inference.precisions["bf16"].bytes_per_parameter
-    return plan.workload.model.parameters * bf16 / gpus, plan_view.usable_hbm_per_gpu(plan)
-
-
 def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) -> PrecisionFlags:
     """The --dtype / --quantization / --kv-cache-dtype flags for serving `served` (model_run.vllm_model's decision)
     over a replica of `gpus` GPUs at the plan's inference.precision, and what the job says of them. UsageError (exit 2)
-    where vLLM would load more than the plan sized: int8 without an 8-bit checkpoint, fp8 whose bf16 weights cannot be
-    held while they are quantized."""
+    where vLLM would load more than the plan sized: int8 without an 8-bit checkpoint."""
     facts = runtime()["vllm_precision"]
     model, checkpoint = served.model, served.checkpoint
     asked, precision = plan_view.serving_precision(plan)   # the estimate's decision, not re-derived here
@@ -88,29 +85,28 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
         published = serving_checkpoints.table().fp8_models().get(model)
         if serving_load.says_fp8(model):
             why = f"published in fp8 ({cite(published)})" if published else "its name says fp8"
-            return PrecisionFlags(f"{dtype} {kv_cache}", [
-                f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its method "
-                "from the checkpoint's config.json quantization_config, so no --quantization "
-                f"({cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
-                "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"])
-        held, usable = _bf16_load_per_gpu(plan, gpus)
-        if held > usable:
-            raise UsageError(
-                f"inference.precision: fp8 with model.checkpoint {checkpoint or 'unset'}: vLLM would quantize {model} "
-                f"as it loads, holding its bf16 weights first ({facts['fp8_load_peak'].split(': ', 1)[1]}), "
-                f"{held / 1e9:,.1f} GB on each GPU ({gpus} per replica), more than the {usable / 1e9:,.1f} GB "
-                f"usable of each {name}; set model.checkpoint to a pre-quantized fp8 checkpoint (e.g. a repo named "
-                "...-FP8), or pass --command with your own vLLM command")
+            notes = [f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its "
+                     "method from the checkpoint's config.json quantization_config, so no --quantization "
+                     f"({cite(facts['checkpoint_quantization'])}); {kv_cache} keeps K/V in one byte as the plan "
+                     "sized (calibrated KV scales in the checkpoint are used, else 1.0: check quality)"]
+            method = serving_checkpoints.table().fp8_methods().get(model)
+            if method in facts["deprecated_methods"]:
+                # vLLM refuses a deprecated method unless told to, the checkpoint's own included.
+                notes.append(f"quantization: {model} names {method}, which this vLLM deprecates and loads only with "
+                             f"{facts['allow_deprecated']} ({cite(facts['deprecated_source'])})")
+                return PrecisionFlags(f"{dtype} {facts['allow_deprecated']} {kv_cache}", notes)
+            return PrecisionFlags(f"{dtype} {kv_cache}", notes)
         ready = ("" if checkpoint is None else
                  f"; if {checkpoint} is already quantized, vLLM refuses {quantize} unless that is its method "
                  f"({cite(facts['checkpoint_quantization'])}): pass --command without it")
+        per_gpu = plan.workload.model.parameters / gpus   # 1 byte per weight in fp8
         return PrecisionFlags(f"{dtype} {quantize} {kv_cache}", [
             f"precision fp8: vLLM quantizes {model} to fp8 as it loads (W8A8, dynamic activation scales: "
             f"{quantize}) and stores K/V in fp8 ({kv_cache}, scales 1.0: check quality), the 1 byte "
             f"per weight and per K/V value the plan sized ({cite(facts['fp8_source'])})",
-            f"load peak: vLLM reads the weights at their own precision before quantizing "
-            f"({cite(facts['fp8_load_peak'])}): {held / 1e9:,.1f} GB of bf16 weights per GPU ({gpus} per replica), "
-            f"within the {usable / 1e9:,.1f} GB usable of each {name}, then {held / 2e9:,.1f} GB in fp8{ready}"])
+            f"load: vLLM quantizes each layer as its bf16 weights arrive, so a GPU holds {per_gpu / 1e9:,.1f} GB of "
+            f"fp8 weights ({gpus} per replica) and the layers loading at the time, never the whole model in bf16 "
+            f"({cite(facts['fp8_load_peak'])}){ready}"])
     if precision == "int8":
         if checkpoint is None:
             what = served.what

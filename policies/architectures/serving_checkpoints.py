@@ -13,6 +13,7 @@ FILE = Path(__file__).resolve().parent / "serving_checkpoints.yaml"
 @dataclass(frozen=True)
 class Fp8Checkpoint:
     model: str      # a Hugging Face repo id whose config.json states its fp8 quantization
+    method: str     # its config.json quantization_config.quant_method
     source: str
 
 
@@ -22,6 +23,7 @@ class StandIn:
     max_parameters: float   # served for a workload of up to this many parameters (where it fits)
     model: str          # the bf16 instruct repo
     fp8: str            # its published fp8 checkpoint
+    fp8_method: str     # that checkpoint's quant_method
     fp8_source: str
     parameters: float
 
@@ -35,6 +37,11 @@ class ServingCheckpoints:
         """Every repo known to hold fp8 weights, with its source."""
         known = {row.model: row.source for row in self.fp8.values()}
         return {**known, **{s.fp8: s.fp8_source for s in self.stand_ins}}
+
+    def fp8_methods(self) -> dict[str, str]:
+        """The quant_method each known fp8 repo's config.json names."""
+        return {**{row.model: row.method for row in self.fp8.values()},
+                **{s.fp8: s.fp8_method for s in self.stand_ins}}
 
 
 @cache

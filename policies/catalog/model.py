@@ -486,6 +486,9 @@ class PipelineServing(StrictModel):
     rule_source: str = Field(min_length=3)
     batches_in_flight_source: str = Field(min_length=3)
     activation_tensors: AssumptionValue     # tokens x hidden tensors a stage hands the next
+    # Each tensor-parallel rank sends its 1/TP share of them to its peer (the next stage all-gathers in the node),
+    # rather than each rank the whole (activation_tensors' source says which the engine does).
+    split_over_tensor_ranks: bool
     hop_latency_us: AssumptionValue         # one stage-to-stage hand-off's latency over the scale-out network
 
 

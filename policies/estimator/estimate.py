@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies import hardware
-from accel.policies.estimator import generations, serving_load, whole_run_model
+from accel.policies.estimator import generations, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
@@ -127,6 +127,8 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     put("inference_pipeline_activation_tensors", pipeline.activation_tensors.value, pipeline.activation_tensors.source,
         None)
     put("inference_pipeline_hop_latency_us", pipeline.hop_latency_us.value, pipeline.hop_latency_us.source, None)
+    put("inference_pipeline_split_over_tensor_ranks", float(pipeline.split_over_tensor_ranks),
+        pipeline.activation_tensors.source, None)
     put("inference_prefill_efficiency", inference.prefill_efficiency.value, inference.prefill_efficiency.source, None)
     precision = inference.precisions[serving_precision(spec)]
     put("inference_bytes_per_parameter", precision.bytes_per_parameter, precision.source,
@@ -164,17 +166,20 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
     elif row is not None and row.latent_attention is not None:
         # Multi-latent attention caches one latent per token and layer, not K and V per head: the compressed KV
-        # (kv_lora_rank) and the shared rotary key (qk_rope_head_dim), as vLLM does (v0.8.5 vllm/config.py l.994-1000
-        # get_head_size: kv_lora_rank + qk_rope_head_dim; vllm/v1/kv_cache_interface.py l.66-67: "For MLA we only
-        # store a single latent vector", no factor 2). Each tensor-parallel rank holds it whole (InferenceModel).
+        # (kv_lora_rank) and the shared rotary key (qk_rope_head_dim), as vLLM does (v0.33.0 vllm/transformers_utils/
+        # model_arch_config_convertor.py l.91-98 get_head_size: kv_lora_rank + qk_rope_head_dim; vllm/v1/
+        # kv_cache_interface.py l.741-742 MLAAttentionSpec: "MLA stores a single latent vector per state; there is no
+        # separate V", no factor 2). Each tensor-parallel rank holds it whole (InferenceModel).
         mla, latent = row.latent_attention, True
         width = mla.kv_lora_rank + mla.qk_rope_head_dim
         kv = row.layers * width * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
             f"architecture {row.name}: multi-latent attention, {row.layers} layers x {width} latent values "
             f"(kv_lora_rank {mla.kv_lora_rank} + qk_rope_head_dim {mla.qk_rope_head_dim}; no separate K and V) x "
-            f"{precision.kv_bytes_per_value:g} bytes, per tensor-parallel rank: vLLM v0.8.5 vllm/config.py "
-            "get_head_size l.994-1000, get_num_kv_heads l.1075-1079 (one latent head per GPU)", None)
+            f"{precision.kv_bytes_per_value:g} bytes, per tensor-parallel rank: vLLM v0.33.0 "
+            "vllm/transformers_utils/model_arch_config_convertor.py get_head_size l.91-98, vllm/config/model.py "
+            "get_num_kv_heads l.1663-1675 (one latent head per GPU; decode context parallelism, which would shard "
+            "it, defaults to 1: config/parallel.py l.389)", None)
     elif row is not None and row.head_dim is not None:
         kv = 2 * row.layers * row.kv_heads * row.head_dim * precision.kv_bytes_per_value
         put("kv_cache_bytes_per_token", kv,
@@ -601,18 +606,15 @@ class InferenceModel:
         self.fp8 = served == "fp8" and bool(accelerator.peak_fp8_tflops)   # computes at the fp8 peak
         widen = 2.0 if served != serving_precision(spec) else 1.0
         self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
-        # What the replica holds while vLLM loads the weights (policies/estimator/serving_load.py): bf16 where it
-        # quantizes to fp8 online, so the replica is sized for that peak too.
-        loaded = serving_load.load_precision(spec, served, accelerator.family)
-        self.load_precision = loaded
-        self.load_bytes = (parameters * resolved.precision_bytes[loaded]
-                           if loaded != served else self.weight_bytes)
+        # vLLM quantizes an fp8 replica's bf16 checkpoint layer by layer as it loads (policies/estimator/
+        # serving_load.py): the weights it holds are the served ones, as for any other precision.
         self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
         context = resolved["context_tokens"]
         self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
-        # vLLM serves multi-latent attention as one latent KV head per GPU (v0.8.5 vllm/config.py l.1075-1079
-        # get_num_kv_heads: "When using MLA during decode it becomes MQA", 1, not divided by tensor parallelism), so
-        # every tensor-parallel rank of a stage stores and reads the whole latent of its layers. vLLM TPU too: its
+        # vLLM serves multi-latent attention as one latent KV head per GPU (v0.33.0 vllm/config/model.py l.1673-1675
+        # get_num_kv_heads: "When using MLA during decode it becomes MQA", 1, not divided by tensor parallelism; the
+        # decode context parallelism that would shard it is off by default, config/parallel.py l.389), so every
+        # tensor-parallel rank of a stage stores and reads the whole latent of its layers. vLLM TPU too: its
         # MLA cache is sharded over the batch (data, attention-DP) and KV-context axes only, never the tensor-parallel
         # 'model' axis (tpu-inference 0.32.0 tpu_inference/runner/kv_cache.py l.171-175, ShardingAxisName BATCH and
         # KV_CONTEXT in layers/common/sharding.py), so each chip of a tensor-parallel TPU replica holds it whole.
@@ -635,6 +637,7 @@ class InferenceModel:
         # what a stage hands the next per token, the hand-off's latency, and each GPU's share of the node's NICs.
         self.hop_bytes_per_token = resolved["inference_pipeline_activation_tensors"] * self.hidden * 2.0
         self.hop_latency = resolved["inference_pipeline_hop_latency_us"] * 1e-6
+        self.hop_split = bool(resolved["inference_pipeline_split_over_tensor_ranks"])   # each rank sends 1/TP
         fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
         self.scale_out_bytes_per_s = fabric.scale_out_gbps * 1e9 / 8 if fabric is not None else None
 
@@ -650,8 +653,7 @@ class InferenceModel:
     def hold_chips(self) -> int:
         """Chips whose usable memory holds the weights and one sequence's KV cache: the least a replica takes (one
         copy of the cache: the lower bound a replica search starts from)."""
-        return max(math.ceil((self.weight_bytes + self.kv_bytes_per_sequence) / self.usable_hbm),
-                   math.ceil(self.load_bytes / self.usable_hbm))
+        return math.ceil((self.weight_bytes + self.kv_bytes_per_sequence) / self.usable_hbm)
 
     def utilisation(self, tokens_per_second: float, chips: int) -> float:
         """The share of `chips`' peak (at the precision the replica computes in) that `tokens_per_second`
@@ -671,17 +673,20 @@ class InferenceModel:
         message = allreduce_message_bytes(self.hidden, batch)
         return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
 
-    def pipeline_hops_seconds(self, stages: int, batch: int) -> float:
+    def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
-        replica: stages - 1 hand-offs of its tokens' activations (each sequence's decode token plus its share of
-        prompt tokens prefilled in the same step; every tensor-parallel rank sends the whole tensors to its peer
-        over its own share of the scale-out network), plus the sampled tokens' return to the leader's engine
-        (latency only). 0 on one stage; a chip the hardware table gives no scale-out figure has no pipeline."""
+        replica of `tensor` GPUs per stage: stages - 1 hand-offs of its tokens' activations (each sequence's decode
+        token plus its share of prompt tokens prefilled in the same step; each tensor-parallel rank sends its 1/TP
+        slice of them to its peer over its own share of the scale-out network, assumptions.yaml pipeline_serving
+        split_over_tensor_ranks, else the whole), plus the sampled tokens' return to the leader's engine (latency
+        only). 0 on one stage; a chip the hardware table gives no scale-out figure has no pipeline."""
         if stages <= 1:
             return 0.0
         if self.scale_out_bytes_per_s is None:
             raise ValueError("a pipeline replica needs the chip's scale-out bandwidth ([collective_fabrics])")
-        hand_off = batch * (1.0 + self.prompt_per_output) * self.hop_bytes_per_token / self.scale_out_bytes_per_s
+        share = 1.0 / max(1, tensor) if self.hop_split else 1.0
+        hand_off = (batch * (1.0 + self.prompt_per_output) * self.hop_bytes_per_token * share
+                    / self.scale_out_bytes_per_s)
         return (stages - 1) * (self.hop_latency + hand_off) + self.hop_latency
 
     def step_seconds(self, chips: int, batch: int, stages: int = 1) -> tuple[float, str]:
@@ -709,7 +714,7 @@ class InferenceModel:
         matmuls_memory_bound = weights >= matmul_compute
         # What the step spends most of its time on, for the rationale.
         allreduce = self.allreduce_seconds(chips, batch)
-        hops = self.pipeline_hops_seconds(stages, batch)
+        hops = self.pipeline_hops_seconds(stages, batch, chips)
         terms = {"memory-bandwidth": (weights if matmuls_memory_bound else 0.0) + attention,
                  "compute": 0.0 if matmuls_memory_bound else matmul_compute,
                  "prefill compute": prefill,
@@ -728,8 +733,6 @@ class InferenceModel:
         free = chips * self.usable_hbm - self.weight_bytes
         if free <= 0:
             return None, "weights do not fit"
-        if chips * self.usable_hbm < self.load_bytes:
-            return None, f"while vLLM quantizes them to fp8 as it loads, the {self.load_precision} weights do not fit"
         by_memory = math.floor(free / self.sequence_kv_bytes(chips, stages)) // stages
         if by_memory < 1:
             return None, ("no room for a single sequence's KV cache" if stages == 1 else
@@ -831,7 +834,10 @@ def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: di
                         source=f"{pipeline.rule_source}; {pipeline.batches_in_flight_source}"),
             _assumption(name="pipeline hand-off",
                         value=f"{pipeline.hop_latency_us.value:g} us + {pipeline.activation_tensors.value:g} x hidden x "
-                              f"2 bytes per token at {fabric.scale_out_gbps:g} Gb/s per GPU; {stages - 1} hand-off(s) "
+                              f"2 bytes per token"
+                              + (f", split over the stage's {gpus} tensor-parallel ranks,"
+                                 if pipeline.split_over_tensor_ranks else "")
+                              + f" at {fabric.scale_out_gbps:g} Gb/s per GPU; {stages - 1} hand-off(s) "
                               "and the sampled tokens' return per pass",
                         source=f"{pipeline.hop_latency_us.source}; {pipeline.activation_tensors.source}; "
                                f"scale-out bandwidth: {fabric.source}")]

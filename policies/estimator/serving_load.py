@@ -1,12 +1,14 @@
-"""What a GPU serving replica holds while vLLM loads its weights: the one rule the estimate sizes a replica by
-(InferenceModel.load_bytes) and the vLLM job serves by (accel/job/vllm_serving.py).
+"""Which checkpoint a GPU serving replica in fp8 loads, the one rule the estimate and the vLLM job share
+(accel/job/model_run.py, accel/job/vllm_serving.py).
 
 At inference.precision fp8 vLLM either reads a checkpoint already in fp8 (its config.json names the method: 1 byte
-per weight from the start) or quantizes a bf16 one online (`--quantization fp8`), and online it allocates the layers
-at the checkpoint's dtype and quantizes only once every weight is loaded (vLLM v0.8.5 vllm/model_executor/layers/
-quantization/fp8.py l.238-240, Fp8LinearMethod.create_weights: a checkpoint not serialized in fp8 gets params at
-params_dtype; model_loader/loader.py l.455-471: process_weights_after_loading runs after load_weights; its FP8 page:
-"you need enough memory to load the whole model"). So the peak is the bf16 weights, twice what is served.
+per weight from the start) or quantizes a bf16 one online (`--quantization fp8_per_tensor`). Online, vLLM v0.33.0
+allocates the layers' weights on the meta device and quantizes each layer as soon as its bf16 weights have arrived
+(vllm/model_executor/layers/quantization/online/fp8.py l.123-186, OnlineLinearBase: 'materialized and processed
+during loading'; model_executor/model_loader/reload/layerwise.py l.216-219: a layer is processed once all its weights
+are loaded), so the replica holds the fp8 weights plus the bf16 of the layers loading at the time, not the whole
+model in bf16 as v0.8.5 did: the estimate sizes an online fp8 replica by its fp8 weights (runtime.yaml
+vllm_precision.fp8_load_peak).
 
 Which checkpoint is served (policies/architectures/serving_checkpoints.yaml): model.checkpoint as given (taken as
 fp8 where its name says so or it is a published fp8 repo); else the named architecture's published fp8 checkpoint,
@@ -23,7 +25,6 @@ from accel.policies.workload import WorkloadSpec
 @dataclass(frozen=True)
 class Fp8Source:
     model: str | None     # the repo served in fp8 (None: model.checkpoint as given, or a stand-in chosen by the job)
-    pre_quantized: bool   # vLLM reads fp8 weights: no bf16 load peak
 
 
 def says_fp8(checkpoint: str) -> bool:
@@ -40,16 +41,8 @@ def fp8_source(spec: WorkloadSpec) -> Fp8Source:
 
     model = spec.model
     if model.checkpoint is not None:
-        return Fp8Source(model.checkpoint, says_fp8(model.checkpoint))
+        return Fp8Source(model.checkpoint)
     if model.architecture is not None:
         published = table().fp8.get(model.architecture)
-        return Fp8Source(None if published is None else published.model, published is not None)
-    return Fp8Source(None, True)   # a stand-in, each published in fp8
-
-
-def load_precision(spec: WorkloadSpec, served: str, family: str) -> str:
-    """The precision a replica holds the weights at while they load: the served one, except fp8 on GPUs from a
-    checkpoint not in fp8, which vLLM holds at bf16 until every weight is loaded."""
-    if served != "fp8" or family != "gpu":
-        return served
-    return "fp8" if fp8_source(spec).pre_quantized else "bf16"
+        return Fp8Source(None if published is None else published.model)
+    return Fp8Source(None)   # a stand-in, each published in fp8
