@@ -1,7 +1,8 @@
 """Would this job schedule on what the stack declares? The Kubernetes scheduler's and Kueue's rules,
 applied offline: node selectors and tolerations against pool labels and taints, requests against a
 node's allocatable, a topology spread against the nodes that hold the pods (accel/job/spread_check.py), pods per
-TPU slice against the slice's hosts, and the job's total against the ClusterQueue's flavor quota. Every problem names the pod, the field, the pool and why.
+TPU slice against the slice's hosts, and the job's total against the ClusterQueue's flavor quota. Every problem
+names the pod, the field, the pool and why.
 
 Kueue adds its flavor's node labels and tolerations to the pods it admits (ResourceFlavor docs),
 so a queued pod is matched with those added; a pod that relies on them gets a warning.
