@@ -91,3 +91,14 @@ def scheduler_places(capacities: list[int], max_skew: int, min_domains: int) -> 
        min_domains=st.integers(1, 8))
 def test_the_bound_is_what_the_scheduler_places_one_pod_at_a_time(capacities, max_skew, min_domains):
     assert most_placed(capacities, max_skew, min_domains) == scheduler_places(capacities, max_skew, min_domains)
+
+
+def test_a_node_the_pods_do_not_fit_still_counts_as_a_domain_holding_none():
+    # Two pools the selector admits: two nodes of 8 GPUs, one of none. The empty node keeps the global minimum at 0,
+    # so each node takes at most maxSkew (1) of the 4 pods: 2 place.
+    cluster = cluster_of_eight_gpu_nodes(2)
+    gpu_pool = next(pool for pool in cluster.pools if GPU in pool.allocatable)
+    empty = replace(gpu_pool, name=gpu_pool.name + "-empty", nodes=1, allocatable={GPU: Fraction(0)})
+    report = check(spread_deployment(4, min_domains=1), replace(cluster, pools=[*cluster.pools, empty]))
+    [error] = spread_findings(report.errors)
+    assert "4 pods, but the spread places at most 2 (maxSkew 1 over 3 nodes holding 8, 8, 0 of them" in error.message

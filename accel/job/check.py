@@ -359,6 +359,7 @@ def _check_fit(group: PodGroup, pod: str, base: str, requests: dict[str, Fractio
                report: ScheduleReport) -> None:
     capacity = 0
     fitting: list[tuple[NodePool, int]] = []
+    admitted: list[tuple[NodePool, int]] = []   # every pool the pod's selectors admit, with the pods a node takes
     misfits = []
     for pool in pools:
         per_node = None
@@ -377,6 +378,7 @@ def _check_fit(group: PodGroup, pod: str, base: str, requests: dict[str, Fractio
                 misfits.append((pool, resource, amount, have))
             per_node = fits if per_node is None else min(per_node, fits)
         per_node = 1 if per_node is None else per_node
+        admitted.append((pool, per_node))
         if per_node:
             fitting.append((pool, per_node))
             capacity += per_node * pool.nodes
@@ -395,8 +397,9 @@ def _check_fit(group: PodGroup, pod: str, base: str, requests: dict[str, Fractio
         report.errors.append(Finding(pod, "replicas", f"{group.pods} pods, but the matching pools hold "
                                      f"{capacity} ({', '.join(f'{p.name}: {p.nodes} nodes x {n}' for p, n in fitting)})"))
         return
-    # The pods fit the nodes; whether their topology spread lets them all place there (accel/job/spread_check.py).
-    problems = spread_problems(group.template, group.template_field, group.pods, fitting)
+    # The pods fit the nodes; whether their topology spread lets them all place there (accel/job/spread_check.py):
+    # a node the selectors admit but the requests do not fit is still a domain of the spread, holding none.
+    problems = spread_problems(group.template, group.template_field, group.pods, admitted)
     for problem in problems:
         (report.errors if problem.blocking else report.warnings).append(Finding(pod, problem.field, problem.message))
     if any(problem.blocking for problem in problems):

@@ -12,8 +12,9 @@ Pending for good: one node of an 8-GPU machine for two replicas kept apart (minD
 
 Modelled: kubernetes.io/hostname (each node a domain) and a key every candidate pool labels (each value a domain, as
 cloud.google.com/gke-nodepool). The eligible domains are the nodes the pod's selectors and tolerations admit (the
-default nodeAffinityPolicy Honor; under nodeTaintsPolicy Ignore a tainted node it does not tolerate also counts, as
-a domain holding none, which this leaves out). ScheduleAnyway constraints never block; a labelSelector that selects
+default nodeAffinityPolicy Honor), those its requests do not fit included, each holding none (which keeps the
+global minimum at 0); under nodeTaintsPolicy Ignore a tainted node it does not tolerate also counts, as a domain
+holding none, which this leaves out. ScheduleAnyway constraints never block; a labelSelector that selects
 none of the group's own pods counts none of them, so the spread spreads nothing (said, a warning).
 """
 
@@ -50,8 +51,8 @@ def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
 
 
 def domain_capacities(key: str, fitting: list[tuple[NodePool, int]]) -> list[int] | None:
-    """Pods each domain of `key` holds (the pools' nodes times the pods a node takes), or None where the domains are
-    not known from what the stack declares."""
+    """Pods each domain of `key` holds (the pools' nodes times the pods a node takes, 0 for a node the requests do not
+    fit), or None where the domains are not known from what the stack declares."""
     if key == HOSTNAME:
         return [per_node for pool, per_node in fitting for _ in range(pool.nodes)]
     if not all(key in pool.labels for pool, _ in fitting):
@@ -70,7 +71,8 @@ def most_placed(capacities: list[int], max_skew: int, min_domains: int) -> int:
 
 def spread_problems(template: dict[str, Any], template_field: str, pods: int,
                     fitting: list[tuple[NodePool, int]]) -> list[SpreadProblem]:
-    """What keeps `pods` pods of this template from meeting their spread constraints on the fitting pools."""
+    """What keeps `pods` pods of this template from meeting their spread constraints on the pools the pod's selectors
+    admit (`fitting`: each with the pods one of its nodes takes, 0 where its requests do not fit)."""
     spec = template.get("spec") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
     problems = []
