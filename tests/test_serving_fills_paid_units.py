@@ -57,7 +57,7 @@ def test_the_rationale_says_what_the_paid_units_serve_and_at_what_price_per_toke
     sized = next(line for line in choice.rationale if line.startswith("Sized for"))
     assert "8 replicas of 1 chip" in sized                               # what the target needs
     fleet = next(line for line in choice.rationale if line.startswith("Fleet:"))
-    assert "run 72 replicas, not the 8 the target needs" in fleet
+    assert "the paid unit runs 72 replicas, not the 8 the target needs" in fleet
     assert f"{choice.estimate.details['tokens_per_second']:,.0f} tok/s" in fleet
     assert "per million tokens served flat out" in fleet
     assert "past the packing cost" not in fleet                          # no longer idle

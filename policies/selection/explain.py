@@ -453,7 +453,9 @@ def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float, target: fl
     idle = (f"; {plural(nodes - busy, 'node')} no whole replica fits stay idle "
             f"({money(hourly_usd * (nodes - busy) / nodes, cents=True)}/h)" if busy < nodes else "")
     at_target = hourly_usd / (target * 3600) * 1e6
-    return (f"{head}; the paid units run {replicas} replicas, not the {detail['target_replicas']} the target needs: "
+    units = nodes // int(detail.get("node_step", nodes) or nodes)
+    paid = "the paid unit runs" if units == 1 else f"the {units} paid units run"
+    return (f"{head}; {paid} {replicas} replicas, not the {detail['target_replicas']} the target needs: "
             f"{served:,.0f} tok/s, {served / target:,.1f}x the {target:,.0f} tok/s target, "
             f"{money(float(detail['usd_per_million_tokens']), cents=True)} per million tokens served flat out "
             f"({money(at_target, cents=True)} at the target){idle}.")
