@@ -1,10 +1,9 @@
 """The generated job runs the model the workload names (accel/job/model_run.py): MaxText trains model_name=<row>,
-JetStream on TPU serves its config, tokenizer and checkpoint, vLLM serves model.checkpoint or the architecture's
-published weights; a workload naming no model gets the stand-ins it always got, said to be stand-ins."""
+vLLM serves model.checkpoint or the architecture's published weights (on TPUs too: tests/test_vllm_tpu_serving.py);
+a workload naming no model gets the stand-ins it always got, said to be stand-ins."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 
@@ -19,7 +18,6 @@ from accel.policies.catalog import load_catalog
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
 
-TPU_SERVING = {"accelerator": "tpu-v5e", "chips": 4}
 GPU_SERVING = {"accelerator": "h100-80gb", "chips": 8}
 
 
@@ -40,10 +38,6 @@ def job(kind: str, model: dict, hardware: dict, framework: str, **options):
            main["spec"]["replicatedJobs"][0]["template"]["spec"]["template"])
     container = pod["spec"]["containers"][0]
     return container["command"][-1], container["image"], "\n".join(generated.derivations)
-
-
-def serve_tpu(model, hardware=TPU_SERVING, **options):
-    return job("inference", model, hardware, "jax", **options)
 
 
 def serve_gpu(model, **options):
@@ -156,92 +150,6 @@ def test_a_workload_naming_no_model_serves_the_size_matched_stand_in_and_says_so
     command, _, notes = serve_gpu({"parameters": "70B"})
     assert command.startswith("vllm serve meta-llama/Llama-3.1-70B-Instruct --port")
     assert "a stand-in sized for 70B parameters, not your model (name it with model.architecture" in notes
-
-
-# ----- serving on TPUs: MaxText's JetStream engine -----
-
-def test_jetstream_serves_the_architectures_config_and_tokenizer_from_the_maxtext_image():
-    command, image, notes = serve_tpu({"architecture": "llama3.1-8b", "checkpoint": "gs://w/llama/0/items"})
-    assert image == runtime()["defaults"]["jax-tpu"]["image"]
-    assert command == ("python3 -m maxtext.inference.maxengine.maxengine_server src/maxtext/configs/base.yml "
-                       "model_name=llama3.1-8b tokenizer_path=src/maxtext/assets/tokenizers/tokenizer_llama3.tiktoken "
-                       "tokenizer_type=tiktoken load_parameters_path=gs://w/llama/0/items ici_tensor_parallelism=4 "
-                       "weight_dtype=bfloat16")
-    assert "load_parameters_path=gs://w/llama/0/items (model.checkpoint)" in notes
-
-
-@pytest.mark.parametrize("name, known", [("mixtral-8x7b", True), ("llama2-7b", True), ("llama3.1-8b", False)])
-def test_the_engine_note_says_truly_whether_the_jetstream_images_maxtext_knows_the_model(name, known):
-    """jetstream-v0.2.2's MaxText validates llama2-7b/13b/70b, mistral-7b, mixtral-8x7b, gemma-2b/7b
-    (MaxText/pyconfig.py l.88-101 at that tag): the note must not say it has no config of those."""
-    # Mixtral's 93 GB of bf16 weights take a v5p host (4 x 95 GB), within the one host a TPU serving replica holds.
-    _, image, notes = serve_tpu({"architecture": name}, {"accelerator": "tpu-v5p", "topology": "2x2x1"} if name ==
-                                "mixtral-8x7b" else TPU_SERVING)
-    assert image == runtime()["defaults"]["jax-tpu"]["image"]
-    assert (f"has no {name} config" in notes) is not known
-    assert (f"has a {name} config too, but not this command's module and config paths" in notes) is known
-
-
-def test_the_jetstream_images_maxtext_tag_is_one_fact(monkeypatch):
-    """runtime.yaml model_run.maxengine.jetstream_image_maxtext names the tag in both notes; changed there (the
-    mutation), the note follows."""
-    from accel.job import model_run
-
-    facts = copy.deepcopy(runtime())   # runtime() is cached: the mutation stays in this test
-    facts["model_run"]["maxengine"]["jetstream_image_maxtext"] = "jetstream-v9"
-    monkeypatch.setattr(model_run, "runtime", lambda: facts)
-    for name in ("llama2-7b", "llama3.1-8b"):
-        notes = serve_tpu({"architecture": name})[2]
-        assert "The JetStream image's MaxText (jetstream-v9)".lower() in notes.lower() and "v0.2.2)" not in notes
-
-
-def test_a_hugging_face_tokenizer_is_passed_by_its_id():
-    # No single TPU host holds DeepSeek V3, and choose holds a TPU serving replica to one host (tests/test_tpu_
-    # serving_choose.py): the engine's command, which reads the workload's model alone, is read from model_run
-    # directly, for a plan of the model on a TPU slice that holds it.
-    from accel.job import model_run
-
-    workload = {"name": "named-model", "kind": "pretrain", "model": {"architecture": "deepseek3-671b"},
-                "hardware": {"accelerator": "tpu-v5p", "chips": 1024},
-                "training": {"tokens": "100B", "framework": "jax"}}
-    engine = model_run.maxengine_run(_plan(json.dumps(workload, sort_keys=True)), 4)
-    assert "tokenizer_path=deepseek-ai/DeepSeek-V3 tokenizer_type=huggingface" in engine.command
-    command, image, _ = serve_tpu({"architecture": "qwen3-8b"}, image="my/maxtext:1")
-    assert "tokenizer_path=src/maxtext/assets/tokenizers/qwen3-tokenizer tokenizer_type=huggingface" in command
-    assert image == "my/maxtext:1"
-
-
-def test_jetstream_without_a_checkpoint_says_the_weights_are_random():
-    command, _, notes = serve_tpu({"architecture": "qwen3-8b"})
-    assert "load_parameters_path" not in command
-    assert "no model.checkpoint: MaxText starts qwen3-8b from random weights" in notes
-
-
-@pytest.mark.parametrize("checkpoint, where", [("Qwen/Qwen3-8B", "a Hugging Face repo"),
-                                               ("s3://w/qwen", "an s3:// bucket")])
-def test_jetstream_refuses_a_checkpoint_maxtext_cannot_load(checkpoint, where):
-    assert serve_tpu({"architecture": "qwen3-8b", "checkpoint": "gs://w/qwen"})
-    with pytest.raises(UsageError, match=rf"model\.checkpoint: {checkpoint} is {where}; MaxText on TPU loads"):
-        serve_tpu({"architecture": "qwen3-8b", "checkpoint": checkpoint})
-
-
-def test_a_tpu_checkpoint_without_an_architecture_is_refused():
-    with pytest.raises(UsageError, match=r"model\.checkpoint: serving on TPU runs MaxText, which needs the model's "
-                                         r"config: give model.architecture too"):
-        serve_tpu({"parameters": "8B", "checkpoint": "gs://w/x"})
-
-
-def test_a_tpu_workload_naming_no_model_keeps_the_jetstream_default_and_says_it_is_a_stand_in():
-    command, image, notes = serve_tpu({"parameters": "8B"})
-    assert image == runtime()["defaults"]["jetstream"]["image"]
-    assert command.startswith("/usr/bin/maxengine_server_entrypoint.sh tokenizer_path=assets/tokenizer.llama2 ")
-    assert "model MaxText's default config with random weights: a stand-in" in notes
-
-
-def test_your_command_on_tpu_is_left_as_written():
-    command, image, notes = serve_tpu({"architecture": "qwen3-8b", "checkpoint": "Qwen/Qwen3-8B"}, command="serve.sh")
-    assert command == "serve.sh" and image == runtime()["defaults"]["jetstream"]["image"]
-    assert "your --command (model.architecture and model.checkpoint are yours to pass in it)" in notes
 
 
 # ----- vLLM's tensor-parallel rule over the heads (vllm/config.py l.933, layers/linear.py l.832-838 at v0.8.5) -----

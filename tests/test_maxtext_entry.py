@@ -1,6 +1,6 @@
-"""The default programs start on the images they are pinned with (accel/job/maxtext_entry.py, runtime.yaml `maxtext`
-and `jetstream_front`): MaxText's entry module and config path are the ones each image's MaxText has, every argument
-the default commands pass is a key of that MaxText's base.yml, and TPU serving's Service reaches a port that answers."""
+"""The default programs start on the images they are pinned with (accel/job/maxtext_entry.py, runtime.yaml `maxtext`):
+MaxText's entry module and config path are the ones each image's MaxText has, and every argument the default commands
+pass is a key of that MaxText's base.yml. (TPU serving runs vLLM TPU: tests/test_vllm_tpu_serving.py.)"""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from accel.policies.workload import workload_from_mapping
 
 TPU_TRAINING = {"accelerator": "tpu-v5p", "chips": 64}
 GPU_TRAINING = {"accelerator": "h100-80gb", "chips": 16}
-TPU_SERVING = {"accelerator": "tpu-v5e", "chips": 4}
 OLD = "python3 -m MaxText.train MaxText/configs/base.yml"
 
 
@@ -108,15 +107,13 @@ def _keys(command: str) -> set[str]:
 
 def commands_written() -> dict[str, str]:
     """The default MaxText commands with every flag accel writes: a long sequence's mesh on TPU (ici_* tensor and
-    context axes, max_target_length, per_device_batch_size, gradient_accumulation_steps), model_name, and the
-    serving engine's tokenizer and checkpoint."""
+    context axes, max_target_length, per_device_batch_size, gradient_accumulation_steps) and model_name."""
     named = {"architecture": "llama3.1-8b"}
     return {
         "tpu": command_of(job("pretrain", TPU_TRAINING, named)),
         "tpu-long": command_of(job("pretrain", {"accelerator": "tpu-v6e", "chips": 8},
                                    {"parameters": "8B"}, sequence=131_072)),
         "gpu": command_of(job("pretrain", GPU_TRAINING, named)),
-        "serving": command_of(job("inference", TPU_SERVING, {**named, "checkpoint": "gs://w/0/items"})),
     }
 
 
@@ -124,7 +121,7 @@ def test_every_flag_the_maxtext_commands_pass_is_a_base_yml_key_of_the_pinned_ma
     known = set(runtime()["maxtext"]["config_keys"])
     written = commands_written()
     assert {"ici_tensor_parallelism", "max_target_length", "per_device_batch_size"} <= _keys(written["tpu-long"])
-    assert {"model_name", "tokenizer_path", "load_parameters_path"} <= _keys(written["serving"])
+    assert "model_name" in _keys(written["tpu"])
     for where, command in written.items():
         assert _keys(command) <= known, (where, _keys(command) - known)
 
@@ -138,38 +135,7 @@ def test_the_gpu_long_sequence_flags_are_known_too():
     assert "packing" in runtime()["maxtext"]["config_keys"]   # the notes tell a context-parallel run packing=False
 
 
-def test_the_jetstream_stand_in_passes_keys_of_its_own_maxtext():
-    command = command_of(job("inference", TPU_SERVING))
-    assert _keys(command) and _keys(command) <= set(runtime()["maxtext"]["jetstream_config_keys"])
-
-
-# ----- TPU serving: a port that answers -----
-
-def test_tpu_serving_fronts_jetstreams_grpc_with_its_http_server_and_the_service_reaches_both():
-    generated = job("inference", TPU_SERVING)
-    pod = main_pod(generated)
-    engine, front = pod["containers"]
-    assert engine["ports"] == [{"containerPort": 9000, "name": "grpc"}]      # MaxText: server_lib.run(port=9000)
-    assert front["image"] == "us-docker.pkg.dev/cloud-tpu-images/inference/jetstream-http:v0.2.3"
-    assert front["ports"] == [{"containerPort": 8000, "name": "http"}]
-    service = next(m for m in generated.manifests if m["kind"] == "Service")
-    listening = {p["containerPort"] for c in pod["containers"] for p in c["ports"]}
-    assert {p["targetPort"] for p in service["spec"]["ports"]} == listening == {8000, 9000}
-
-
-def test_the_probes_ask_the_front_which_asks_the_engine():
-    engine = server(job("inference", TPU_SERVING))
-    for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
-        assert engine[kind]["httpGet"] == {"path": "/healthcheck", "port": 8000, "scheme": "HTTP"}
-
-
-def test_the_named_model_engine_gets_the_same_front():
-    generated = job("inference", TPU_SERVING, {"architecture": "llama3.1-8b"})
-    assert command_of(generated).startswith("python3 -m maxtext.inference.maxengine.maxengine_server "
-                                            "src/maxtext/configs/base.yml ")
-    assert [c["name"] for c in main_pod(generated)["containers"]] == ["server", "jetstream-http"]
-    assert "JetStream answers gRPC only, on 9000" in "\n".join(generated.derivations)
-
+# ----- serving keeps vLLM's own HTTP port -----
 
 def test_gpu_serving_keeps_vllms_own_http_port():
     plan = choose_plan(workload_from_mapping({"name": "v", "kind": "inference", "model": {"parameters": "8B"},

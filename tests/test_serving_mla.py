@@ -58,9 +58,11 @@ def test_each_tensor_parallel_gpu_holds_the_whole_latent(catalog):
     assert model.sequence_kv_bytes(16, 2) == 8 * model.kv_bytes_per_sequence
 
 
-def test_a_tpu_replica_counts_one_copy(catalog):
+def test_a_tpu_replica_holds_the_whole_latent_on_every_chip_too(catalog):
+    """vLLM TPU shards an MLA cache over the batch and KV-context axes, not the tensor-parallel one (tpu-inference
+    0.32.0 runner/kv_cache.py l.171-175): each chip of a replica of 8 holds it whole, as each GPU does."""
     tpu = next(a.id for a in catalog.accelerators.values() if a.family == "tpu")
-    assert model_on(catalog, tpu).kv_copies(8) == 1
+    assert model_on(catalog, tpu).kv_copies(8) == 8 and model_on(catalog, tpu).kv_copies(1) == 1
 
 
 def test_the_copies_shrink_the_batch_and_slow_attention(catalog):

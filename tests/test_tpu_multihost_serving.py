@@ -1,8 +1,8 @@
 """Serving on TPUs across hosts (accel/job/tpu_serving.py): a replica over several TPU hosts is one multi-host slice,
-where GKE documents only Pathways (a leader with Pathways' proxy and resource manager and the single-controller
-engine, a Pathways worker per host, Workload Identity off on the node pools). accel writes no job that cannot start
-there: it refuses with exit 2, naming what is missing and how to serve instead; the single-host slice it names
-serves. Across GPU nodes, the Service reaches the leaders only (only they run the server)."""
+and accel serves TPUs with vLLM TPU, which GKE supports on one host only (multi-host configurations are not
+supported; tpu-inference leaves tensor parallelism across hosts untested). accel writes no job there: it refuses with
+exit 2, saying why and how to serve instead; the single-host slice it names serves. Across GPU nodes, the Service
+reaches the leaders only (only they run the server)."""
 
 from __future__ import annotations
 
@@ -51,10 +51,10 @@ ONE_HOST = {"accelerator": "tpu-v6e", "topology": "2x4"}      # ct6e-standard-8t
 
 
 @pytest.mark.parametrize("options", [JobOptions(), JobOptions(command="serve.sh"),
-                                     JobOptions(image="my/jetstream:1")])
+                                     JobOptions(image="my/vllm-tpu:1")])
 def test_a_tpu_replica_over_several_hosts_is_refused_with_exit_2(options):
-    # Before: one pod template for leader and workers, JetStream's front and probes on every host, the Service
-    # selecting the workers too, and MaxText's server on each host as its own controller: a job that cannot serve.
+    # Before: one pod template for leader and workers, the probes on every host and the Service selecting the
+    # workers too, each host its own server: a job that cannot serve.
     with pytest.raises(MultiHostTpuServing) as refused:
         generate(plan(FOUR_HOSTS), JobContext(stack="t"), options)
     assert isinstance(refused.value, UsageError) and refused.value.exit_code == EXIT_INVALID
@@ -62,14 +62,14 @@ def test_a_tpu_replica_over_several_hosts_is_refused_with_exit_2(options):
     assert "each replica takes 16 chips over 4 ct6e-standard-4t hosts (topology 4x4" in text
 
 
-def test_the_refusal_names_what_the_documented_way_needs_and_why_accel_lacks_it():
+def test_the_refusal_says_why_citing_the_vllm_tpu_tutorial_and_tpu_inferences_matrix():
     with pytest.raises(MultiHostTpuServing) as refused:
         generate(plan(FOUR_HOSTS), JobContext(stack="t"))
     reason = refused.value.reason
-    for needed in ("Pathways", "pathways-proxy, pathways-rm, jax-tpu, jetstream-http",
-                   "enable_single_controller=true", "allowlisted Pathways images",
-                   "--workload-metadata=GCE_METADATA", "guardrail workload-identity",
-                   "serve-multihost-tpu-jetstream", "one JAX controller per host"):
+    for needed in ("accel serves TPUs with vLLM TPU on one host",
+                   "multi-host configurations are not supported with vLLM on TPUs on GKE",
+                   "[GKE 'Serve an LLM using TPU Trillium on GKE with vLLM'",
+                   "tensor parallelism there untested [tpu-inference 0.32.0 README 'Parallelism Techniques'"):
         assert needed in reason, needed
 
 
@@ -88,7 +88,8 @@ def test_the_single_host_slice_it_names_serves_as_a_deployment():
     assert deployment["kind"] == "Deployment"
     pod = deployment["spec"]["template"]["spec"]
     assert pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"] == "2x4"
-    assert [c["name"] for c in pod["containers"]] == ["server", "jetstream-http"]
+    assert [c["name"] for c in pod["containers"]] == ["server"]
+    assert "--tensor-parallel-size 8 " in pod["containers"][0]["command"][-1]
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
 
 

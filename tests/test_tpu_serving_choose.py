@@ -1,8 +1,9 @@
 """choose picks TPU serving only where the job can run it: one TPU serving replica stays within one host.
 
-Across TPU hosts GKE documents serving only through Pathways, which accel's stacks and guardrails do not build, so
-`accel job` refuses such a replica (accel/job/tpu_serving.py). The fact is the hardware table's
-limits.tpu_serving_hosts_per_replica (policies/hardware/facts.toml, source gke-tpu-multihost-serving): the serving
+accel serves TPUs with vLLM TPU, which GKE supports on one host only (across hosts GKE documents only JetStream with
+Pathways, which accel's stacks and guardrails do not build), so `accel job` refuses a wider replica
+(accel/job/tpu_serving.py). The fact is the hardware table's limits.tpu_serving_hosts_per_replica
+(policies/hardware/facts.toml, source gke-vllm-tpu-serving): the serving
 search sizes a TPU replica within the generation's single-host slices, a model no single host holds is rejected on
 that generation saying why and what to do, and a pin past one host is refused at choose and plan time (exit 2)."""
 
@@ -80,8 +81,9 @@ def test_the_limit_is_the_hardware_tables_fact():
     """The search reads limits.tpu_serving_hosts_per_replica: a table that allowed four hosts would size the 70B
     example's replicas on 4x4 slices again (what choose picked before), so the one-host rule is that fact."""
     facts = hardware.current()
-    assert facts.limits[LIMIT].value == 1 and facts.limits[LIMIT].source.startswith("gke-tpu-multihost-serving")
-    assert "serve-multihost-tpu-jetstream" in facts.sources["gke-tpu-multihost-serving"].title
+    assert facts.limits[LIMIT].value == 1 and facts.limits[LIMIT].source.startswith("gke-vllm-tpu-serving")
+    title = facts.sources["gke-vllm-tpu-serving"].title
+    assert "serve-vllm-tpu" in title and "multi-host configurations are not supported" in title
     wider = dataclasses.replace(facts, limits={**facts.limits, LIMIT: facts.limits[LIMIT]._replace(value=4)})
     with hardware.using(wider):
         choice = choose(serving("70B"), load_catalog(), "cost")
@@ -108,8 +110,9 @@ def test_a_model_no_single_host_holds_is_rejected_on_tpus_saying_why_and_what_to
     reason = rejected["gcp-tpu-v6e"]
     assert "810 GB of weights do not fit in the largest replica here (8 x 32 GB)" in reason
     assert "largest tpu-v6e serving slice: topology 2x4, ct6e-standard-8t, 8 chips" in reason
-    assert f"serving across TPU hosts needs Pathways, which accel does not deploy (hardware table {FACT}" in reason
-    assert "serve it on GPUs" in reason and "deploy Pathways by hand (GKE serve-multihost-tpu-jetstream)" in reason
+    assert ("accel serves TPUs with vLLM TPU, which GKE supports on one host only, and across hosts GKE documents "
+            f"only Pathways, which accel does not deploy (hardware table {FACT}, source gke-vllm-tpu-serving)") in reason
+    assert "serve it on GPUs" in reason and "deploy a multi-host server by hand (GKE serve-multihost-tpu-jetstream" in reason
 
 
 @pytest.mark.parametrize("pin, field", [({"accelerator": "tpu-v6e", "chips": 16}, "hardware.chips"),

@@ -3,7 +3,7 @@
 Training: a JobSet (jobset.x-k8s.io/v1alpha2), one replicated job whose replicas are the TPU
 slices (or the one GPU fleet), parallelism = hosts per slice, every pod taking a whole node.
 Serving: a Deployment (one node or less per replica) or a LeaderWorkerSet (a replica spanning
-nodes) of vLLM (GPUs) or JetStream (TPUs), and a Service in front.
+nodes) of vLLM (GPUs) or vLLM TPU (TPUs, one host per replica), and a Service in front.
 
 Labels, taints and resource names come from the same pool description the stack's Kueue
 flavors are built from (accel.components.kubernetes.pools), so the job and the queue agree.
@@ -28,7 +28,7 @@ from accel.policies.hardware import tpu_serving as serving_hosts
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job import compute_domain, context_parallel, maxtext_entry, maxtext_precision, megatron_run, model_run, tpu_serving
+from accel.job import compute_domain, context_parallel, maxtext_entry, megatron_run, model_run, tpu_serving, vllm_tpu
 from accel.job.architectures import node_arch
 from accel.job.context import JobContext
 from accel.job.facts import cite, machine_shape, pod_requests, runtime
@@ -251,7 +251,7 @@ def _defaults(plan: Plan, hw: plan_view.Hardware) -> dict[str, str]:
     table = runtime()["defaults"]
     if plan_view.is_serving(plan):
         if hw.family == "tpu":
-            return table["jetstream"]
+            return table["vllm-tpu"]
         return table["vllm-arm64" if node_arch(hw.machine_type, hw.accelerator) == "arm64" else "vllm"]
     if plan_view.framework(plan) == "pytorch":
         return table["pytorch-gpu"]
@@ -495,7 +495,7 @@ def serving_model(plan: Plan) -> str:
     return stand_in.by_size(plan.workload.model.parameters).model
 
 
-def _server_line(program: str, image: str, model: str, plan: Plan, family: str, own_command: bool,
+def _server_line(program: str, image: str, model: str, plan: Plan, own_command: bool,
                  named: model_run.NamedModel, stand_in_size: float | None = None) -> str:
     """The derivation line of what the server runs: the workload's named model, or a stand-in said to be one."""
     parameters = plan.workload.model.parameters
@@ -505,11 +505,10 @@ def _server_line(program: str, image: str, model: str, plan: Plan, family: str, 
                 f"server: {program} in {image}; model {model} (example for {parameters:.3g} parameters: pass "
                 "--command to serve your own)")
     if named.named:
-        return f"server: {program} in {image}; model {model if family == 'gpu' else named.architecture.name}"
-    stand_in = model if family == "gpu" else "MaxText's default config with random weights"
+        return f"server: {program} in {image}; model {model}"
     sized = (f"a stand-in sized for {parameters / 1e9:.3g}B parameters" if stand_in_size is None else
              f"a stand-in of {stand_in_size / 1e9:.3g}B parameters for your {parameters / 1e9:.3g}B")
-    return (f"server: {program} in {image}; model {stand_in}: {sized}, "
+    return (f"server: {program} in {image}; model {model}: {sized}, "
             "not your model (name it with model.architecture or model.checkpoint in the workload, or pass "
             "--command to serve your own)")
 
@@ -591,9 +590,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     stand_in_note: str | None = None
     stand_in_size: float | None = None   # said where the stand-in is not the one its size names (it did not fit)
     named = model_run.named_model(plan)
-    engine = (model_run.maxengine_run(plan, min(replica_chips, hw.chips_per_node))
-              if hw.family == "tpu" and options.command is None else None)
-    image = options.image or (engine.image if engine is not None else defaults["image"])
+    image = options.image or defaults["image"]
     nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
     if hw.family == "tpu" and nodes_per_replica > serving_hosts.max_hosts():
         # A plan made before choose held TPU serving to one host, or edited by hand: no server that starts there.
@@ -625,34 +622,30 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags} "
                            f"--tensor-parallel-size {tensor}"
                            + (f" --pipeline-parallel-size {stages}" if stages > 1 else ""))
-    elif engine is not None:
-        default_command, model_notes = engine.command, engine.notes
+    elif options.command is None:
+        # vLLM TPU over the replica's one host: the model as published, the plan's context and precision.
+        tpu_server = vllm_tpu.server(plan, hw, chips_per_pod, SERVING_PORT)
+        model, default_command, model_notes = tpu_server.model, tpu_server.command, tpu_server.notes
+        stand_in_size = tpu_server.stand_in_size
     else:
-        # The JetStream image's stand-in holds weights at the plan's bytes too (accel/job/maxtext_precision.py).
-        precision = (maxtext_precision.engine_precision(plan, "the JetStream image's default model", None,
-                                                        stand_in=True)
-                     if options.command is None else PrecisionFlags("", []))
-        model_notes = precision.notes
-        default_command = f"{defaults['command']} ici_tensor_parallelism={chips_per_pod}{precision.flags}"
+        default_command, model_notes = "", []
     command = options.command or default_command
     pool = _pool(plan, ctx)
     volumes, mounts, env, annotations, notes = _storage(plan, ctx)
-    # JetStream answers gRPC only: on TPU an HTTP front beside it takes the Service's HTTP port (maxtext_entry.py).
-    tpu = hw.family == "tpu"
     container = {"name": "server", "image": image, "command": ["/bin/bash", "-c", command], "env": env,
-                 "ports": maxtext_entry.engine_ports() if tpu else [{"containerPort": SERVING_PORT, "name": "http"}],
+                 "ports": [{"containerPort": SERVING_PORT, "name": "http"}],
                  "resources": _resources(hw, chips_per_pod, chips_per_pod / hw.chips_per_node),
-                 "volumeMounts": mounts, **(maxtext_entry.probes() if tpu else {})}
+                 "volumeMounts": mounts}
     if not mounts:
         del container["volumeMounts"]
-    containers = [container, maxtext_entry.http_container()] if tpu else [container]
-    if tpu:
-        notes.append(maxtext_entry.note() + ("" if options.command is None else
-                                             "; your --command must answer JetStream's gRPC there"))
     labels = _labels(ctx, name)
     selector = {"app.kubernetes.io/name": name}
     pod = {"metadata": {"labels": labels, **({"annotations": annotations} if annotations else {})},
-           "spec": _pod_spec(ctx, pool, containers, volumes, [], "Always")}
+           "spec": _pod_spec(ctx, pool, [container], volumes, [], "Always")}
+    if hw.family == "tpu":
+        # GKE's vLLM TPU pod: readiness on the port, /dev/shm in memory (accel/job/vllm_tpu.py).
+        notes.append(vllm_tpu.pod(container, pod["spec"], SERVING_PORT)
+                     + ("" if options.command is None else "; your --command must listen on that port"))
     domain: list[dict[str, Any]] = []
     if nodes_per_replica == 1:
         notes += replica_spread.spread(pod, selector, plan, replicas, chips_per_pod)
@@ -693,12 +686,11 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     service = {"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": name, "namespace": ctx.namespace, "labels": {"accel.dev/stack": ctx.stack}},
                "spec": {"selector": selector,
-                        "ports": maxtext_entry.service_ports() if tpu else [{"name": "http", "port": SERVING_PORT,
-                                                                             "targetPort": SERVING_PORT}]}}
+                        "ports": [{"name": "http", "port": SERVING_PORT, "targetPort": SERVING_PORT}]}}
     derivations = [
         f"serving: {shape} on {hw.machine_type} ({hw.accelerator}); replicas and chips per replica from the "
         "plan's estimate (replicas, replica_chips)",
-        _server_line(shlex.split(command)[0], image, model, plan, hw.family, options.command is not None, named,
+        _server_line(shlex.split(command)[0], image, model, plan, options.command is not None, named,
                      stand_in_size),
         *model_notes,
         f"queue: LocalQueue {ctx.queue} in namespace {ctx.namespace}; priority class {ctx.priority_class}; "

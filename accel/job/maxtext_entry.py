@@ -1,6 +1,5 @@
 """How the default programs start on the images they are pinned with: MaxText's entry module and config path (the ones
-the pinned images' MaxText has, runtime.yaml `maxtext`), and the HTTP front TPU serving puts beside the JetStream
-engine, whose only port is gRPC (runtime.yaml `jetstream_front`).
+the pinned images' MaxText has, runtime.yaml `maxtext`).
 
 MaxText renamed its package (src/MaxText -> src/maxtext) and removed the `MaxText.train` shim on 2026-04-08, so the
 old `python3 -m MaxText.train MaxText/configs/base.yml` starts on neither pinned image; the form written here starts on
@@ -9,7 +8,6 @@ both (the config path is a file under each image's working directory).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from accel.job.facts import runtime
@@ -77,44 +75,3 @@ def resolve_config(param: str, image: str) -> str | None:
             return candidate
     fallback = f"src/{param}"
     return fallback if is_file(fallback) else None
-
-
-# ----- TPU serving: JetStream HTTP in front of the engine's gRPC port -----
-
-def front() -> dict[str, Any]:
-    return runtime()["jetstream_front"]
-
-
-def engine_ports() -> list[dict[str, Any]]:
-    """The engine container's port: JetStream's gRPC, the one MaxText's server opens."""
-    return [{"containerPort": front()["grpc_port"], "name": "grpc"}]
-
-
-def probes() -> dict[str, Any]:
-    """Startup, liveness and readiness probes of the engine container: GET /healthcheck on the HTTP front, which
-    answers 200 only once the engine's HealthCheck RPC answers (the multi-host GKE tutorial's values)."""
-    facts = front()
-    action = {"httpGet": {"path": facts["health_path"], "port": facts["http_port"], "scheme": "HTTP"}}
-    return {kind: {**copy.deepcopy(action), **timing} for kind, timing in facts["probes"].items()}
-
-
-def http_container() -> dict[str, Any]:
-    """JetStream HTTP beside the engine: /generate on its port, forwarded to the engine in the pod."""
-    facts = front()
-    return {"name": "jetstream-http", "image": facts["http_image"],
-            "ports": [{"containerPort": facts["http_port"], "name": "http"}]}
-
-
-def service_ports() -> list[dict[str, Any]]:
-    """The serving Service's ports: HTTP on the front, gRPC straight to the engine (the single-host tutorial's)."""
-    facts = front()
-    return [{"name": "http", "port": facts["http_port"], "targetPort": facts["http_port"]},
-            {"name": "grpc", "port": facts["grpc_port"], "targetPort": facts["grpc_port"]}]
-
-
-def note() -> str:
-    facts = front()
-    return (f"ports: JetStream answers gRPC only, on {facts['grpc_port']} (hard-coded in MaxText's server); "
-            f"JetStream HTTP ({facts['http_image']}) beside it serves POST /generate on {facts['http_port']}, and the "
-            f"Service carries both; probes GET {facts['health_path']} on {facts['http_port']}, 200 once the engine "
-            f"answers (sources: runtime.yaml jetstream_front)")

@@ -1,6 +1,6 @@
 """The model a generated job runs: the workload's `model.architecture` (a row of policies/architectures) and
-`model.checkpoint`, written into the default MaxText, JetStream and vLLM commands; without them the defaults run
-the stand-ins they always ran, and say so.
+`model.checkpoint`, written into the default MaxText and vLLM commands (vLLM on GPUs and, as vLLM TPU, on TPUs);
+without them the defaults run the stand-ins they always ran, and say so.
 
 Facts of the programs (flag names, module paths, what loads a bucket) are runtime.yaml `model_run`, with sources.
 """
@@ -16,7 +16,7 @@ from accel.policies.plan import Plan
 from accel.policies.estimator import serving_load
 from accel.policies.workload import checkpoint_form
 
-from accel.job import maxtext_entry, maxtext_precision, plan_view
+from accel.job import plan_view
 from accel.job.facts import cite, runtime
 
 
@@ -81,7 +81,7 @@ def training_notes(plan: Plan, maxtext: bool, written: bool) -> list[str]:
         return [f"model {row.name}: the default program is an example, not this model; pass --command with your "
                 f"trainer loading {named.checkpoint or row.huggingface}"]
     facts = _facts()
-    tokenizer = _tokenizer_args(row, facts["maxengine"]["tokenizers"])
+    tokenizer = _tokenizer_args(row, facts["maxtext_tokenizers"])
     weights = named.checkpoint or row.huggingface
     if checkpoint_form(weights) != "repo":
         start = f"to start from model.checkpoint give load_parameters_path={weights} (a MaxText checkpoint)"
@@ -173,58 +173,3 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
     notes.append(_gated_note(checkpoint) if gated else
                  f"if {checkpoint} is a gated or private repo, the pod needs {facts['hf_token']}")
     return ServedModel(checkpoint, "", notes, checkpoint)
-
-
-# ----- serving on TPUs: MaxText's JetStream engine with the named model's config, tokenizer and weights -----
-
-@dataclass(frozen=True)
-class EngineRun:
-    image: str
-    command: str
-    notes: list[str]
-
-
-def maxengine_run(plan: Plan, tensor_parallel: int) -> EngineRun | None:
-    """The MaxText image's JetStream server for a workload naming an architecture, else None (the JetStream image
-    runs its default). A Hugging Face or s3:// checkpoint is refused: MaxText loads its own format from gs://."""
-    named = named_model(plan)
-    row = named.architecture
-    if row is None:
-        if named.checkpoint is not None:
-            raise UsageError("model.checkpoint: serving on TPU runs MaxText, which needs the model's config: give "
-                             f"model.architecture too (one of {', '.join(architectures.table().names())})")
-        return None
-    facts = _facts()
-    engine = facts["maxengine"]
-    image = runtime()["defaults"]["jax-tpu"]["image"]
-    command = (f"python3 -m {engine['module']} {maxtext_entry.config_path()} model_name={row.name} "
-               f"{_tokenizer_args(row, engine['tokenizers'])}")
-    old = f"the JetStream image's MaxText ({engine['jetstream_image_maxtext']})"
-    why = (f"{old} has a {row.name} config too, but not this command's module and config paths"
-           if row.name in engine["jetstream_image_models"] else f"{old} has no {row.name} config")
-    notes = [f"engine: MaxText's JetStream server ({engine['module']}), run from the MaxText image (defaults.jax-tpu; "
-             f"--image replaces it): {why} (sources: runtime.yaml model_run.maxengine)"]
-    checkpoint = named.checkpoint
-    if checkpoint is None:
-        notes.append(f"no model.checkpoint: MaxText starts {row.name} from random weights (a load test, not the "
-                     f"model); convert {row.huggingface} with python3 -m {facts['maxtext_converter']} and set "
-                     "model.checkpoint to its gs:// path")
-        if row.gated:
-            notes.append(_gated_note(row.huggingface, "the conversion"))
-    elif checkpoint_form(checkpoint) in ("gs", "path"):
-        command += f" load_parameters_path={checkpoint}"
-        notes.append(f"weights: load_parameters_path={checkpoint} (model.checkpoint), a MaxText checkpoint whose "
-                     "layer layout matches scan_layers (MaxText's default true; for an unscanned one, as serving "
-                     "conversions often write, pass scan_layers=false in --command)")
-    else:
-        where = "an s3:// bucket" if checkpoint_form(checkpoint) == "s3" else "a Hugging Face repo"
-        raise UsageError(f"model.checkpoint: {checkpoint} is {where}; MaxText on TPU loads a MaxText checkpoint "
-                         f"from gs:// or a mounted path (load_parameters_path): convert it with python3 -m "
-                         f"{facts['maxtext_converter']} and give that path")
-    # What the engine holds must be the bytes the plan sized (weight_dtype, int8 from a quantized checkpoint).
-    precision = maxtext_precision.engine_precision(plan, row.name, checkpoint, stand_in=False)
-    command += f" ici_tensor_parallelism={tensor_parallel}{precision.flags}"
-    notes += precision.notes
-    if row.tokenizer.type == "huggingface" and not row.tokenizer.is_asset and row.gated:
-        notes.append(_gated_note(row.tokenizer.path))
-    return EngineRun(image, command, notes)

@@ -1,6 +1,5 @@
 """The flags a serving engine is given for the plan's `inference.precision`, and what the job says of them: one shape
-and one wording for vLLM on GPUs (accel/job/vllm_serving.py) and MaxText's JetStream engine on TPUs
-(accel/job/maxtext_precision.py)."""
+and one wording for vLLM on GPUs (accel/job/vllm_serving.py) and vLLM TPU (accel/job/vllm_tpu.py)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""Serving on TPUs across hosts: refused, with what the documented way needs and how to serve instead.
+"""Serving on TPUs across hosts: refused, with why and how to serve instead.
 
-A serving replica that spans TPU hosts is one multi-host slice. The one way GKE documents to serve JetStream/MaxText
-there runs Pathways (runtime.yaml `tpu_multihost_serving`): a leader holding Pathways' resource manager and proxy
-and the single-controller engine, a Pathways worker on each host, node pools with Workload Identity off and
-allowlisted images. accel's stacks keep Workload Identity on (guardrail workload-identity), and MaxText's own server
-started on every host is no multi-host server: each process would be its own engine. So accel writes no such job,
-rather than one that cannot start, and says how to serve the model instead.
+A serving replica that spans TPU hosts is one multi-host slice. accel serves TPUs with vLLM TPU, whose GKE tutorial
+serves on one host and states that multi-host configurations are not supported with vLLM on TPUs on GKE
+(runtime.yaml `tpu_multihost_serving`); tpu-inference's own release matrix passes only pipeline parallelism across
+hosts and leaves tensor parallelism there untested. So accel writes no such job, rather than one it cannot stand
+behind, and says how to serve the model instead.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from accel.policies.hardware import tpu_serving as serving_hosts
 from accel.policies.plan import Plan
 
 from accel.job import plan_view
-from accel.job.facts import runtime
+from accel.job.facts import cite, runtime
 
 
 class MultiHostTpuServing(UsageError):
@@ -29,7 +28,7 @@ class MultiHostTpuServing(UsageError):
 
 
 def _source() -> str:
-    """The document that says serving across TPU hosts runs through Pathways: the hardware table's source of
+    """The document that holds TPU serving to one host: the hardware table's source of
     limits.tpu_serving_hosts_per_replica (the fact the serving search and a pin are held to), its title up to the
     first colon."""
     return hardware.current().sources[serving_hosts.source_key()].title.split(":")[0]
@@ -39,19 +38,15 @@ def refusal(plan: Plan, nodes_per_replica: int, replica_chips: int) -> MultiHost
     """Why a replica of `replica_chips` TPU chips over `nodes_per_replica` hosts gets no job, and what to do."""
     hw = plan_view.hardware(plan)
     facts = runtime()["tpu_multihost_serving"]
-    pathways = facts["pathways"]
     shape = f"topology {hw.topology}, " if hw.topology else ""
     message = (f"serving on TPU: each replica takes {replica_chips} chips over {nodes_per_replica} "
-               f"{hw.machine_type} hosts ({shape}one multi-host slice), and accel writes no multi-host TPU server "
-               "that starts there. GKE documents one way, Pathways: on the LeaderWorkerSet's leader "
-               f"{', '.join(pathways['leader'])} (the engine with {pathways['engine_flag']}), on each TPU host a "
-               f"Pathways {pathways['worker'][0]}, {pathways['images']}, and {pathways['node_pools']}, where "
-               f"accel's stacks keep it on (guardrail workload-identity) [{_source()}]; "
-               "MaxText's own server started on every host is one JAX controller per host, each engine running "
-               "requests the other hosts never join [runtime.yaml tpu_multihost_serving]")
+               f"{hw.machine_type} hosts ({shape}one multi-host slice), and accel serves TPUs with vLLM TPU on one "
+               f"host: GKE states multi-host configurations are not supported with vLLM on TPUs on GKE "
+               f"[{_source()}], and tpu-inference passes only pipeline parallelism across hosts, tensor parallelism "
+               f"there untested [{cite(facts['matrix_source'])}]")
     single = serving_hosts.single_host_pin(hw.accelerator, hw.tpu_generation) if hw.tpu_generation else None
     fix = f"on one host: {single}; " if single is not None else ""
-    fix += ("on GPUs, where accel writes vLLM across nodes; or write the LeaderWorkerSet yourself (GKE's Pathways "
-            "tutorial, or vLLM TPU over Ray as kubernetes-sigs/lws docs/examples/vllm/TPU does) with the front, the "
-            "probes and the Service on the leader only, and check it with `accel job -s STACK --check FILE`")
+    fix += ("on GPUs, where accel writes vLLM across nodes; or write the LeaderWorkerSet yourself (vLLM TPU over Ray "
+            "as kubernetes-sigs/lws docs/examples/vllm/TPU does) with the probes and the Service on the leader only, "
+            "and check it with `accel job -s STACK --check FILE`")
     return MultiHostTpuServing(message, fix)

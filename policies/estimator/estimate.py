@@ -612,9 +612,11 @@ class InferenceModel:
         self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
         # vLLM serves multi-latent attention as one latent KV head per GPU (v0.8.5 vllm/config.py l.1075-1079
         # get_num_kv_heads: "When using MLA during decode it becomes MQA", 1, not divided by tensor parallelism), so
-        # every tensor-parallel rank of a stage stores and reads the whole latent of its layers. GPUs only: how
-        # JetStream lays out an MLA cache over TPU chips is not stated here, so a TPU replica counts one copy.
-        self.kv_per_tensor_rank = resolved.kv_cache_per_tensor_rank and accelerator.family == "gpu"
+        # every tensor-parallel rank of a stage stores and reads the whole latent of its layers. vLLM TPU too: its
+        # MLA cache is sharded over the batch (data, attention-DP) and KV-context axes only, never the tensor-parallel
+        # 'model' axis (tpu-inference 0.32.0 tpu_inference/runner/kv_cache.py l.171-175, ShardingAxisName BATCH and
+        # KV_CONTEXT in layers/common/sharding.py), so each chip of a tensor-parallel TPU replica holds it whole.
+        self.kv_per_tensor_rank = resolved.kv_cache_per_tensor_rank
         # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
         output_share = 1.0 / (1.0 + self.prompt_per_output)
         self.mean_context = context * (1.0 - output_share / 2.0)

@@ -1,9 +1,9 @@
 """Serving on TPUs: a replica stays within the hosts accel serves on, the hardware table's
 [limits.tpu_serving_hosts_per_replica] (one host).
 
-A TPU serving replica is one slice. Across hosts GKE documents serving only through Pathways (source
-gke-tpu-multihost-serving), which accel's stacks and guardrails do not build; so the serving search sizes a TPU
-replica within one host (the generation's single-host slices), a pin past it is refused, and `accel job` refuses
+A TPU serving replica is one slice. accel serves it with vLLM TPU, which GKE supports on one host only (source
+gke-vllm-tpu-serving: multi-host configurations are not supported); across hosts GKE documents only JetStream with
+Pathways, which accel's stacks and guardrails do not build. So the serving search sizes a TPU replica within one host (the generation's single-host slices), a pin past it is refused, and `accel job` refuses
 a plan that still spans hosts (accel/job/tpu_serving.py). This module says which slices those are and why.
 """
 
@@ -53,8 +53,8 @@ def largest_serving_slice(generation: str) -> ServingSlice | None:
 
 
 def source_key() -> str:
-    """The hardware table's source id of the limit (gke-tpu-multihost-serving): the page saying serving across TPU
-    hosts runs through Pathways."""
+    """The hardware table's source id of the limit (gke-vllm-tpu-serving): the page saying vLLM TPU serves on one
+    host on GKE."""
     return hardware.current().limits[LIMIT].source.split(":")[0]
 
 
@@ -79,6 +79,7 @@ def why_within_hosts(generation: str) -> str:
             if largest is not None else "none")
     source = source_key()
     return (f"a TPU serving replica stays within {'one host' if most == 1 else f'{most} hosts'} "
-            f"(largest {gen.accelerator} serving slice: {held}) because serving across TPU hosts needs Pathways, "
-            f"which accel does not deploy (hardware table {FACT}, source {source}); serve it on GPUs, where accel "
-            "writes vLLM across nodes, or deploy Pathways by hand (GKE serve-multihost-tpu-jetstream)")
+            f"(largest {gen.accelerator} serving slice: {held}) because accel serves TPUs with vLLM TPU, which GKE "
+            f"supports on one host only, and across hosts GKE documents only Pathways, which accel does not deploy "
+            f"(hardware table {FACT}, source {source}); serve it on GPUs, where accel writes vLLM across nodes, or "
+            "deploy a multi-host server by hand (GKE serve-multihost-tpu-jetstream, Pathways)")

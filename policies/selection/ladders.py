@@ -221,7 +221,7 @@ def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 
     """Sizes one serving replica can take: a power-of-two share of a GPU node, or whole nodes of one NVLink domain
     where a tensor-parallel group may span nodes (A4X: 2 trays of an NVL72 rack, the training layout's rule,
     policies/parallelism.py tensor_parallel_nodes), or one TPU slice within the hosts a TPU serving replica may span
-    (the hardware table's limits.tpu_serving_hosts_per_replica, one: serving across TPU hosts needs Pathways,
+    (the hardware table's limits.tpu_serving_hosts_per_replica, one: vLLM TPU serves on one host on GKE,
     policies/hardware/tpu_serving.py).
 
     Only where none of those holds `hold_chips` (the chips whose memory holds the weights and one sequence's KV
