@@ -28,6 +28,7 @@ from accel.job.rules.kueue import manager_configuration
 from accel.job.service import context_of, job_of
 from accel.job.topology import PODSET_GROUP, REQUIRED
 from accel.policies.plan import Plan
+from accel.policies.workload import InferenceSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +62,9 @@ def _p6e_lws_manifests(result, replica_chips: int = 16) -> list[dict]:
 
     plan = Plan.model_validate(result.plan)
     details = {**plan.estimate.details, "replicas": plan.chosen.chips // replica_chips, "replica_chips": replica_chips}
-    plan = plan.model_copy(update={"workload": plan.workload.model_copy(update={"kind": "inference"}),
+    # Served as the Plan validator asks of kind inference: with an inference section.
+    served = plan.workload.model_copy(update={"kind": "inference", "inference": InferenceSpec(tokens_per_second=1000)})
+    plan = plan.model_copy(update={"workload": served,
                                    "estimate": plan.estimate.model_copy(update={"details": details})})
     return generate(plan, context_of(result, plan)).manifests
 
@@ -180,6 +183,10 @@ CASES: dict[str, Case] = {
         {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
          "labelSelector": {"matchLabels": {"pod-template-hash": "x"}}, "matchLabelKeys": ["pod-template-hash"]}]),
         "topologySpreadConstraints[0].matchLabelKeys[0]"),
+    "pod/topology-spread-match-label-keys-need-selector": Case("serving", lambda s: _set(
+        pod(s), "topologySpreadConstraints", [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                               "whenUnsatisfiable": "DoNotSchedule", "matchLabelKeys": ["pod-template-hash"]}]),
+        "topologySpreadConstraints[0].matchLabelKeys"),
     "pod/request-within-limit": Case("serving", lambda s: _set(container(s)["resources"]["limits"], "cpu", "1m"),
                                      "requests[cpu]"),
     "pod/node-selector": Case("tpu", lambda s: _set(pod(s)["nodeSelector"], "accel.dev/pool", "v6e 16x16"),

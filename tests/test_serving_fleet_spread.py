@@ -141,7 +141,8 @@ def test_the_deployment_spreads_its_replicas_over_node_hostnames():
     # and the API server's rules for it, as ported (accel/job/rules/pod.py), pass it
     from accel.job import rules
 
-    spread_rules = [rules.RULES["pod/topology-spread"], rules.RULES["pod/topology-spread-match-label-keys"]]
+    spread_rules = [rules.RULES[rule] for rule in ("pod/topology-spread", "pod/topology-spread-match-label-keys",
+                                                   "pod/topology-spread-match-label-keys-need-selector")]
     assert rules.run(rules.Scope([deployment]), spread_rules) == []
 
 

@@ -144,3 +144,26 @@ def test_no_stand_in_fitting_is_refused_naming_what_to_set(monkeypatch):
                               "x 1.0 GB usable of H100)")
     assert "meta-llama/Llama-3.1-8B-Instruct (8.03B), holds 16 GB of bf16 weights" in message
     assert "set model.checkpoint (or model.architecture)" in message and "--command" in message
+
+
+def test_a_stand_in_that_cannot_hold_one_sequence_at_the_workloads_context_is_not_chosen():
+    """A replica of 2 x H100 (2 x 77.3 GB usable) holds the 70B stand-in's 141 GB of bf16 weights; with one sequence's
+    KV cache beside them (Llama 3.1 70B: 80 layers x 8 KV heads x 128 dims x K,V x 2 bytes = 327,680 bytes a token,
+    the estimate's formula) it holds them at 4,096 tokens (1.3 GB) but not at 65,536 (21.5 GB): the mutated context
+    gets the 8B, said against the KV cache that ruled the 70B out."""
+    from accel.job import stand_in
+
+    def served(sequence_length):
+        plan = plan_of(model={"parameters": "60B", "sequence_length": sequence_length}, precision="bf16",
+                       hw={"accelerator": "h100-80gb", "chips": 8, "cloud": "gcp"})
+        assert plan_view.usable_hbm_per_gpu(plan) == pytest.approx(77.31e9)
+        return stand_in.choose(plan, 2, "H100")
+
+    fits = served(4096)
+    assert fits.model == "meta-llama/Llama-3.1-70B-Instruct" and fits.note is None
+    squeezed = served(65536)
+    assert squeezed.model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert "whose bf16 weights and one sequence's KV cache fit the replica planned (2 x 77.3 GB usable of H100)" \
+           in squeezed.note
+    assert "meta-llama/Llama-3.1-70B-Instruct (70.6B) would need 141 GB and 21.5 GB of KV cache for one sequence " \
+           "of 65,536 tokens" in squeezed.note

@@ -1,7 +1,8 @@
 """Would this job schedule on what the stack declares? The Kubernetes scheduler's and Kueue's rules,
 applied offline: node selectors and tolerations against pool labels and taints, requests against a
-node's allocatable, pods per TPU slice against the slice's hosts, and the job's total against the
-ClusterQueue's flavor quota. Every problem names the pod, the field, the pool and why.
+node's allocatable, a topology spread against the nodes that hold the pods (accel/job/spread_check.py), pods per
+TPU slice against the slice's hosts, and the job's total against the ClusterQueue's flavor quota. Every problem
+names the pod, the field, the pool and why.
 
 Kueue adds its flavor's node labels and tolerations to the pods it admits (ResourceFlavor docs),
 so a queued pod is matched with those added; a pod that relies on them gets a warning.
@@ -20,6 +21,7 @@ from accel.job import rules
 from accel.job.manifests import EXCLUSIVE_TOPOLOGY, LWS_EXCLUSIVE_TOPOLOGY, QUEUE_LABEL
 from accel.job.pod_templates import pod_templates
 from accel.job.quantities import parse_quantity
+from accel.job.spread_check import spread_problems
 from accel.job.topology import LEVEL_ANNOTATIONS, PREFERRED, REQUIRED, SLICE_REQUIRED, SLICE_SIZE
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -357,6 +359,7 @@ def _check_fit(group: PodGroup, pod: str, base: str, requests: dict[str, Fractio
                report: ScheduleReport) -> None:
     capacity = 0
     fitting: list[tuple[NodePool, int]] = []
+    admitted: list[tuple[NodePool, int]] = []   # every pool the pod's selectors admit, with the pods a node takes
     misfits = []
     for pool in pools:
         per_node = None
@@ -375,6 +378,7 @@ def _check_fit(group: PodGroup, pod: str, base: str, requests: dict[str, Fractio
                 misfits.append((pool, resource, amount, have))
             per_node = fits if per_node is None else min(per_node, fits)
         per_node = 1 if per_node is None else per_node
+        admitted.append((pool, per_node))
         if per_node:
             fitting.append((pool, per_node))
             capacity += per_node * pool.nodes
@@ -392,6 +396,13 @@ def _check_fit(group: PodGroup, pod: str, base: str, requests: dict[str, Fractio
     if group.pods > capacity:
         report.errors.append(Finding(pod, "replicas", f"{group.pods} pods, but the matching pools hold "
                                      f"{capacity} ({', '.join(f'{p.name}: {p.nodes} nodes x {n}' for p, n in fitting)})"))
+        return
+    # The pods fit the nodes; whether their topology spread lets them all place there (accel/job/spread_check.py):
+    # a node the selectors admit but the requests do not fit is still a domain of the spread, holding none.
+    problems = spread_problems(group.template, group.template_field, group.pods, admitted)
+    for problem in problems:
+        (report.errors if problem.blocking else report.warnings).append(Finding(pod, problem.field, problem.message))
+    if any(problem.blocking for problem in problems):
         return
     report.placements.append({"pods": group.name, "count": group.pods, "pools": [p.name for p, _ in fitting]})
 

@@ -40,7 +40,7 @@ from accel.components.gcp._common import (
 )
 from accel.components.tags import ResourceTags
 from accel.policies import hardware
-from accel.policies.cloud.gke_rules import upgrade_pause_problem
+from accel.policies.cloud.gke_rules import load_gke_rules, run_outlasts_first_upgrade, upgrade_pause_problem
 from accel.policies.plan import Filesystem, Plan
 
 COMPONENT = "GkeCluster"
@@ -61,6 +61,9 @@ class ClusterRef:
     multi_networking: bool = False
     node_service_account_email: pulumi.Input[str] | None = None
     upgrades_paused: bool = False
+    # GkeCluster judged once whether node auto-upgrades can reach the run (and warned where they can), so its pools
+    # say nothing of it; a cluster named by hand leaves each pool to warn.
+    upgrades_judged: bool = False
 
     @property
     def auto_upgrade(self) -> bool:
@@ -117,6 +120,9 @@ class GkeClusterArgs:
     system_nodes_per_zone: int = 1
     node_service_account_id: str | None = None
     upgrade_pause: UpgradePause | None = None
+    # Hours from the cluster's creation to the end of the run it is built for (for_plan: the plan's wall-clock hours,
+    # waits included); None: not known. Without a pause, a run outlasting GKE's first automatic upgrade is warned.
+    run_hours: float | None = None
     maintenance_start_utc: str = "03:00"
     # Clusters hold no data (buckets do) and spot environments are reaped, so destroy must work.
     deletion_protection: bool = False
@@ -129,10 +135,16 @@ class GkeClusterArgs:
                       "subnetwork": network.subnet_id, "tags": tags, "node_zones": plan.zones,
                       "pods_range_name": network.pods_range_name, "services_range_name": network.services_range_name,
                       "multi_networking": bool(network.extra_networks), "filesystem": plan.storage.filesystem,
-                      "min_master_version": _plan_min_version(plan), **overrides})
+                      "min_master_version": _plan_min_version(plan), "run_hours": _plan_run_hours(plan), **overrides})
 
     def __post_init__(self) -> None:
         check_args(self)  # the arguments check themselves on construction (one convention, every cloud)
+
+
+def _plan_run_hours(plan: Plan) -> float:
+    """The plan's run as wall-clock hours from the stack's creation: its waits and legs included where the capacity
+    mode has them (estimate details capacity_wall_hours), else its hours (a service's: inference.hours)."""
+    return max(plan.chosen.hours, float(plan.estimate.details.get("capacity_wall_hours", 0) or 0))
 
 
 def _plan_min_version(plan: Plan) -> str | None:
@@ -161,6 +173,9 @@ def check_args(args: GkeClusterArgs) -> None:
     if is_zone(args.location) and args.node_zones and args.location not in args.node_zones:
         raise invalid_arg(COMPONENT, "node_zones", list(args.node_zones),
                            f"a zonal cluster's node zones must include its own zone {args.location}")
+    if args.run_hours is not None and not args.run_hours > 0:
+        raise invalid_arg(COMPONENT, "run_hours", args.run_hours, "hours from the cluster's creation to the run's end: "
+                                                                  "a positive number, or None when not known")
     if args.release_channel not in RELEASE_CHANNELS:
         raise invalid_arg(COMPONENT, "release_channel", args.release_channel, f"allowed: {', '.join(RELEASE_CHANNELS)}")
     if args.master_ipv4_cidr is not None:
@@ -249,6 +264,16 @@ class GkeCluster(pulumi.ComponentResource):
         self.location = args.location
         self.release_channel = args.release_channel
         self.multi_networking = args.multi_networking
+        if args.release_channel != "UNSPECIFIED" and args.upgrade_pause is None \
+                and run_outlasts_first_upgrade(args.run_hours):
+            # Once for the cluster (its pools share it), and only where an automatic upgrade can reach the run.
+            budget = load_gke_rules().disruption_budget
+            run = "the run's end is not known" if args.run_hours is None else f"the run lasts ~{args.run_hours:,.0f} h"
+            pulumi.log.warn(
+                f"{name}: cluster channel {args.release_channel} keeps node auto-upgrade on, and {run}, past the "
+                f"{budget.patch_hours:g} h GKE waits after creating a cluster before it may upgrade it (and then its "
+                f"nodes) on its own ({budget.source}); pause upgrades for the run with GkeClusterArgs.upgrade_pause",
+                resource=self)
 
         node_sa = gcp.serviceaccount.Account(
             f"{name}-nodes",
@@ -399,6 +424,7 @@ class GkeCluster(pulumi.ComponentResource):
             multi_networking=args.multi_networking,
             node_service_account_email=email,
             upgrades_paused=args.upgrade_pause is not None,
+            upgrades_judged=True,
         )
         self.register_outputs({
             "name": self.name,

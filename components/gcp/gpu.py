@@ -207,7 +207,9 @@ class GpuNodePool(pulumi.ComponentResource):
         max_nodes = args.max_nodes if args.max_nodes is not None else pool.nodes
         min_nodes = 0 if mode.scales_from_zero else args.min_nodes
         service_account = args.node_service_account or ref.node_service_account_email
-        if ref.auto_upgrade and not ref.upgrades_paused:
+        # A GkeCluster judged its own pools' upgrade risk once (ClusterRef.upgrades_judged); a cluster named by hand
+        # leaves it to each pool.
+        if ref.auto_upgrade and not ref.upgrades_paused and not ref.upgrades_judged:
             pulumi.log.warn(
                 f"{name}: cluster channel {ref.release_channel} keeps node auto-upgrade on; pause upgrades for the "
                 "run with GkeClusterArgs.upgrade_pause", resource=self)

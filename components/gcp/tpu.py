@@ -144,7 +144,9 @@ class TpuSlice(pulumi.ComponentResource):
         super().__init__("accel:gcp:TpuSlice", name, None, opts)
         inherit_dependencies(self, opts)
 
-        if ref.auto_upgrade and not ref.upgrades_paused:
+        # A GkeCluster judged its own pools' upgrade risk once (ClusterRef.upgrades_judged); a cluster named by hand
+        # leaves it to each pool.
+        if ref.auto_upgrade and not ref.upgrades_paused and not ref.upgrades_judged:
             pulumi.log.warn(
                 f"{name}: cluster channel {ref.release_channel} keeps node auto-upgrade on; pause upgrades for the "
                 "run with GkeClusterArgs.upgrade_pause so GKE does not recreate the slice while it runs",

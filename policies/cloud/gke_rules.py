@@ -1,5 +1,6 @@
-"""GKE's node-pool rules on COMPACT placement and Dynamic Workload Scheduler capacity, and how long an upgrade
-pause (a maintenance exclusion) may last, from gke_rules.yaml.
+"""GKE's node-pool rules on COMPACT placement and Dynamic Workload Scheduler capacity, how long an upgrade pause (a
+maintenance exclusion) may last, and how soon GKE may upgrade a new cluster's nodes on its own (the default cluster
+disruption budget), from gke_rules.yaml.
 
 One function answers "would GKE reject this pool?" for the planner, the components and the
 guardrail alike, so the three can never disagree.
@@ -34,11 +35,19 @@ class UpgradePauseRules:
 
 
 @dataclass(frozen=True)
+class DisruptionBudget:
+    patch_hours: float      # GKE's default least time between automatic patch upgrades, and after creation
+    minor_days: float
+    source: str
+
+
+@dataclass(frozen=True)
 class GkeRules:
     as_of: str
     source: str
     compact_placement: CompactPlacementRules
     upgrade_pause: UpgradePauseRules
+    disruption_budget: DisruptionBudget
 
 
 @lru_cache(maxsize=None)
@@ -51,7 +60,17 @@ def load_gke_rules(path: Path = RULES_FILE) -> GkeRules:
         upgrade_pause=UpgradePauseRules(scope=str(data["upgrade_pause"]["scope"]),
                                         source=str(data["upgrade_pause"]["source"]),
                                         support_months_by_channel={str(k): int(v) for k, v in
-                                                                   data["upgrade_pause"]["support_months_by_channel"].items()}))
+                                                                   data["upgrade_pause"]["support_months_by_channel"].items()}),
+        disruption_budget=DisruptionBudget(patch_hours=float(data["disruption_budget"]["patch_hours"]),
+                                           minor_days=float(data["disruption_budget"]["minor_days"]),
+                                           source=str(data["disruption_budget"]["source"])))
+
+
+def run_outlasts_first_upgrade(run_hours: float | None) -> bool:
+    """Whether an automatic node upgrade can reach a run ending `run_hours` after its cluster was created: GKE
+    upgrades a new cluster's control plane, and after it the nodes, no sooner than the default patch disruption
+    budget (gke_rules.yaml disruption_budget). None (not known when the run ends): it can."""
+    return run_hours is None or run_hours > load_gke_rules().disruption_budget.patch_hours
 
 
 def _months_after(moment: datetime, months: int) -> datetime:

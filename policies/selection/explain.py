@@ -244,11 +244,13 @@ def explain_choice(ctx: SearchContext, found: SearchResult, options: list[Option
         batch = (f"batch {detail['batch_per_replica']} each" if stages == 1 else
                  f"{detail['batch_per_replica']} sequences each in {stages} micro-batches")
         lines.append(f"Sized for {spec.inference.tokens_per_second:,.0f} tok/s at p99 <= {spec.inference.p99_latency_ms:g} ms/token: "
-                     f"{plural(int(detail['replicas']), 'replica')} of {plural(int(detail['replica_chips']), 'chip')}"
+                     f"{plural(int(detail.get('target_replicas', detail['replicas'])), 'replica')} of "
+                     f"{plural(int(detail['replica_chips']), 'chip')}"
                      f"{pipeline}, {batch} at ~{detail['p99_ms_per_token']} ms/token p99 "
                      f"({detail['bound']}-bound), {detail['tokens_per_second_per_replica']:,} tok/s per replica.")
         if "packed_nodes" in detail:
-            lines.append(_fleet_rounding_line(detail, chosen.hosts, chosen.hourly_usd))
+            lines.append(_fleet_rounding_line(detail, chosen.hosts, chosen.hourly_usd, spec.inference.tokens_per_second,
+                                              chosen.chips_per_host))
     else:
         state = training_memory_bytes(spec, ctx.resolved) / 1e12
         need, smallest = int(detail["min_chips_for_memory"]), int(detail.get("smallest_fit_chips", chosen.chips))
@@ -428,9 +430,11 @@ def sequence_words(detail: dict[str, float | int | str]) -> list[str]:
     return [f"Sequence: {sequence}" + (f"; {exchange}." if exchange else ".")]
 
 
-def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float) -> str:
+def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float, target: float, chips_per_host: int) -> str:
     """Why a GPU serving fleet holds more nodes than its replicas packed tightly, and what that costs per hour
-    (selection/replicas.py fleet_rounding): the minimum's replicas each on its own node, the cloud's placement unit."""
+    (selection/replicas.py fleet_rounding): the minimum's replicas each on its own node, the cloud's placement unit;
+    where the units paid for run more replicas than the target needs (ladders.filled_replicas), what they serve and
+    at what price per token."""
     packed = int(detail["packed_nodes"])
     why = []
     if "spread_nodes" in detail:
@@ -440,6 +444,18 @@ def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float) -> str:
     if "node_step" in detail:
         why.append(f"the machine is placed in whole units of {detail['node_step']} nodes (an A4X pool is whole "
                    f"18-tray NVLink domains, a p6e-gb200 one whole UltraServers)")
-    extra = hourly_usd * (nodes - packed) / nodes
-    return (f"Fleet: {plural(nodes, 'node')}, not the {plural(packed, 'node')} the replicas pack into: "
-            f"{'; '.join(why)}; the {plural(nodes - packed, 'node')} past the packing cost {money(extra, cents=True)}/h.")
+    head = f"Fleet: {plural(nodes, 'node')}, not the {plural(packed, 'node')} the replicas pack into: {'; '.join(why)}"
+    if "target_replicas" not in detail:
+        extra = hourly_usd * (nodes - packed) / nodes
+        return f"{head}; the {plural(nodes - packed, 'node')} past the packing cost {money(extra, cents=True)}/h."
+    replicas, served = int(detail["replicas"]), float(detail["tokens_per_second"])
+    busy = min(nodes, -(-replicas * int(detail["replica_chips"]) // chips_per_host))
+    idle = (f"; {plural(nodes - busy, 'node')} no whole replica fits stay idle "
+            f"({money(hourly_usd * (nodes - busy) / nodes, cents=True)}/h)" if busy < nodes else "")
+    at_target = hourly_usd / (target * 3600) * 1e6
+    units = nodes // int(detail.get("node_step", nodes) or nodes)
+    paid = "the paid unit runs" if units == 1 else f"the {units} paid units run"
+    return (f"{head}; {paid} {replicas} replicas, not the {detail['target_replicas']} the target needs: "
+            f"{served:,.0f} tok/s, {served / target:,.1f}x the {target:,.0f} tok/s target, "
+            f"{money(float(detail['usd_per_million_tokens']), cents=True)} per million tokens served flat out "
+            f"({money(at_target, cents=True)} at the target){idle}.")

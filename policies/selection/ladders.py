@@ -53,6 +53,34 @@ def serving_fleet(offering: Offering, replica: Size, replicas: int, spread: int 
     return gpu_fleet(offering, -(-nodes // step) * step)
 
 
+def replicas_held(offering: Offering, replica: Size, fleet: Size) -> int:
+    """The whole replicas of size `replica` a serving fleet holds: one per TPU slice; on GPU nodes placed in units
+    (hardware table `node_step` > 1: an A4X pool whole 18-tray NVLink domains, p6e-gb200 whole UltraServers) each
+    replica inside one unit, its tensor-parallel group within the unit's NVLink domain (a replica of pipeline
+    stages larger than a unit spans units over the scale-out network), so a unit's trays a replica cannot fill stay
+    spare; on other GPU nodes the fleet's GPUs over the replica's."""
+    if replica.topology is not None:
+        return fleet.slices
+    if replica.chips <= offering.chips_per_host:
+        return fleet.hosts * (offering.chips_per_host // replica.chips)
+    replica_nodes = -(-replica.chips // offering.chips_per_host)
+    step = hardware.current().node_step(offering.machine_type)
+    if 1 < step and replica_nodes <= step:
+        return fleet.hosts // step * (step // replica_nodes)
+    return fleet.hosts // replica_nodes
+
+
+def filled_replicas(offering: Offering, replica: Size, replicas: int, fleet: Size, most_chips: int) -> int:
+    """The replicas a serving fleet runs: the `replicas` its target needs, or, where the fleet was rounded up to the
+    unit its cloud places (node_step > 1: an A4X pool is whole 18-tray NVLink domains, paid whole), every whole
+    replica those units hold (replicas_held) within `most_chips` (max_chips, an inventory's chips), so the fleet's
+    throughput and its price per token are those of what was bought. Machines placed node by node keep the
+    target's replicas: the spare GPUs of the last node are the packing's remainder, not a unit left idle."""
+    if replica.topology is not None or hardware.current().node_step(offering.machine_type) == 1:
+        return replicas
+    return max(replicas, min(replicas_held(offering, replica, fleet), most_chips // replica.chips))
+
+
 def packed_nodes(offering: Offering, replica: Size, replicas: int) -> int:
     """The nodes `replicas` GPU replicas of size `replica` fill packed as tightly as their size allows, before any
     spread or node step (serving_fleet): what the rationale compares the fleet against."""

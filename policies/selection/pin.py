@@ -35,7 +35,7 @@ from accel.policies.estimator.estimate import (
 from accel.policies.selection.explain import describe, how_wrong, sequence_words
 from accel.policies import hardware
 from accel.policies.selection.ladders import (
-    GpuLadder, Size, largest_slice_chips, replica_sizes, tpu_fleet, tpu_layout)
+    GpuLadder, Size, largest_slice_chips, replica_sizes, replicas_held, tpu_fleet, tpu_layout)
 from accel.policies.selection.pools import MAX_SLICES
 from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
@@ -511,7 +511,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
     if size.topology is not None:
         options = [(shapes.topology_chips(size.topology), size.slices, 1)]
     else:
-        options = [(r.chips, size.chips // r.chips, r.stages)
+        options = [(r.chips, replicas_held(offering, r, size), r.stages)
                    for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model_i.hold_chips(),
                                                  int(model_i.layers))]
     best: tuple[float, Replica, int] | None = None

@@ -13,15 +13,16 @@ from accel.base.units import plural
 from accel.policies import hardware
 from accel.policies.catalog.model import Offering
 from accel.policies.selection.candidates import SearchContext, gpu_fleet_max_nodes, node_limit_words
-from accel.policies.selection.ladders import Size, packed_nodes, replica_sizes, serving_fleet
+from accel.policies.selection.ladders import Size, filled_replicas, packed_nodes, replica_sizes, serving_fleet
 
 
 @dataclass(frozen=True)
 class ReplicaPlan:
     """One replica size at whatever price: `fleet` is None when no replica of it serves, with `too_slow_step`
-    (the decode step at batch 1, when the p99 bound is why) or `reason`. Otherwise the fleet of `replicas`
-    replicas, its figures (`detail`, copied into each candidate), the log overshoot of max_chips and the node
-    limit, and `over_limits`: why the fleet breaks a limit ('' when it breaks none)."""
+    (the decode step at batch 1, when the p99 bound is why) or `reason`. Otherwise the fleet that holds the
+    `replicas` the target needs, its figures (`detail`, copied into each candidate; its `replicas` are those the
+    fleet runs, more where it is paid in whole units: ladders.filled_replicas), the log overshoot of max_chips and
+    the node limit, and `over_limits`: why the fleet breaks a limit ('' when it breaks none)."""
 
     size: Size
     fleet: Size | None = None
@@ -61,8 +62,10 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
             plans.append(ReplicaPlan(size, too_slow_step=step) if reason == model.too_slow(step)
                          else ReplicaPlan(size, reason=reason))
             continue
-        replicas = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
-        fleet = serving_fleet(offering, size, replicas, model.min_replicas)
+        needed = max(model.min_replicas, math.ceil(target * headroom / replica.tokens_per_second))
+        fleet = serving_fleet(offering, size, needed, model.min_replicas)
+        # A fleet paid in whole placement units (A4X NVLink domains) runs every replica they hold (ladders).
+        replicas = filled_replicas(offering, size, needed, fleet, cap)
         latency_ms = replica.step_seconds * resolved["inference_latency_p99_factor"] * 1000
         utilisation = model.utilisation(target, fleet.chips)
         detail: dict[str, float | int | str] = {
@@ -72,22 +75,24 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
         }
         if size.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
             detail["pipeline_stages"] = size.stages
-        detail.update(fleet_rounding(offering, size, replicas, fleet, model.min_replicas))
+        if replicas > needed:
+            detail.update(target_replicas=needed, tokens_per_second=round(replica.tokens_per_second * replicas, 1))
+        detail.update(fleet_rounding(offering, size, needed, fleet, model.min_replicas))
         # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it; a TPU replica
         # is one slice, its own pool.
         pool_nodes = fleet.hosts if size.topology is None else size.hosts
         pool_cap = (limit.value if size.topology is not None else gpu_fleet_max_nodes(limit)) if limit else None
         over_limits = ""
         if fleet.chips > cap:
-            over_limits = (f"{size.chips}-chip replicas: {replicas} of them need {plural(fleet.chips, 'chip')} > "
+            over_limits = (f"{size.chips}-chip replicas: {needed} of them need {plural(fleet.chips, 'chip')} > "
                            f"max {cap}")
         elif pool_cap is not None and pool_nodes > pool_cap:
             assert limit is not None
-            over_limits = (f"{size.chips}-chip replicas: {replicas} of them need {pool_nodes} nodes, "
+            over_limits = (f"{size.chips}-chip replicas: {needed} of them need {pool_nodes} nodes, "
                            f"over the node limit: {node_limit_words(offering, limit)}")
         overshoot = (math.log(max(1.0, fleet.chips / cap))
                      + (math.log(max(1.0, pool_nodes / pool_cap)) if pool_cap is not None else 0.0))
-        plans.append(ReplicaPlan(size, fleet, replicas=replicas, latency_ms=latency_ms, utilisation=utilisation,
+        plans.append(ReplicaPlan(size, fleet, replicas=needed, latency_ms=latency_ms, utilisation=utilisation,
                                  detail=detail, overshoot=overshoot, over_limits=over_limits))
     return plans
 

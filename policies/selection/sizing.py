@@ -747,6 +747,8 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
             continue
         hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
         detail = dict(plan.detail)
+        if "tokens_per_second" in detail:   # a fleet paid in whole units runs every replica they hold: its price per token
+            detail["usd_per_million_tokens"] = usd_per_million_tokens(hourly, float(detail["tokens_per_second"]))
         if queue is not None and ctx.obtain is not None:
             detail.update(queued_service_detail(ctx.obtain, offering, provisioning))
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=plan.utilisation,
@@ -801,6 +803,11 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])
                             + (held if constraint in ("memory", "latency") else "")))
     return outcome
+
+
+def usd_per_million_tokens(hourly_usd: float, tokens_per_second: float) -> float:
+    """What a million generated tokens cost on a fleet of `hourly_usd` serving `tokens_per_second` flat out."""
+    return round(hourly_usd / (tokens_per_second * 3600) * 1e6, 4)
 
 
 def placed_in_units(offering: Offering) -> str:

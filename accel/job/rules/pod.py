@@ -329,6 +329,21 @@ def topology_spread(scope: Scope):
                              "whenUnsatisfiable=DoNotSchedule")
 
 
+@rule("pod/topology-spread-match-label-keys-need-selector", "a spread constraint's matchLabelKeys come with a "
+      "labelSelector (the keys only narrow the selector's pods to the incoming pod's own values)",
+      source=f"{CORE} validateMatchLabelKeysInTopologySpread: field.Forbidden(\"must not be specified when labelSelector "
+             "is not set\"), the else branch of its labelSelector != nil (added by kubernetes/kubernetes PR #116535, "
+             "v1.27: validation.go l.6967-6970 there; read 2026-11-27 in the code corpus's validation.go at commit "
+             "000f2605)",
+      fix="give the constraint a labelSelector selecting the workload's own pods (the Deployment's selector), or drop "
+          "matchLabelKeys")
+def topology_spread_match_label_keys_need_selector(scope: Scope):
+    for owner, path, constraint in _spread_constraints(scope):
+        if constraint.get("matchLabelKeys") and constraint.get("labelSelector") is None:
+            yield Breach(owner, f"{path}.matchLabelKeys", "Forbidden: must not be specified when labelSelector is "
+                         "not set")
+
+
 @rule("pod/topology-spread-match-label-keys", "a spread constraint's matchLabelKeys name no key its labelSelector "
       "already selects on",
       source=f"{CORE} validateMatchLabelKeysInTopologySpread (\"exists in both matchLabelKeys and labelSelector\")",
