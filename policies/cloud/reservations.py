@@ -466,11 +466,8 @@ def declaration_problems(reservations: Iterable[DeclaredReservation], offerings:
             continue
         machine_type, zone = reservation.machineType, reservation.zone
         if machine_type not in zones_of:
-            near = _closest(machine_type, zones_of)
-            allowed = f"did you mean {_one_of(near)}?" if near else \
-                f"the catalog sells {', '.join(sorted(zones_of))}"
-            problems.append(DeclarationProblem(index=index, key="machineType", problem=(
-                f"{machine_type!r} is sold by no catalog offering; {allowed}")))
+            problems.append(DeclarationProblem(index=index, key="machineType",
+                                               problem=_unsold_machine_problem(machine_type, zones_of)))
             continue
         name_problem = reservation_name_problem(reservation.name, cloud_of[machine_type])
         if name_problem:
@@ -492,6 +489,19 @@ def declaration_problems(reservations: Iterable[DeclaredReservation], offerings:
     return problems
 
 
+def _unsold_machine_problem(machine_type: str, zones_of: dict[str, dict[str, set[str]]]) -> str:
+    """Why a declared machine type no offering sells is refused: the reason accel keeps a machine it knows out of the
+    catalog (policies/catalog/not_offered.yaml), else the closest machine types it sells."""
+    from accel.policies.catalog.not_offered import why_not_offered
+
+    known = why_not_offered(machine_type)
+    if known:
+        return known
+    near = _closest(machine_type, zones_of)
+    allowed = f"did you mean {_one_of(near)}?" if near else f"the catalog sells {', '.join(sorted(zones_of))}"
+    return f"{machine_type!r} is sold by no catalog offering; {allowed}"
+
+
 def commitment_problems(index: int, commitment: DeclaredCommitment, zones_of: dict[str, dict[str, set[str]]]
                         ) -> list[DeclarationProblem]:
     """A commitment whose machine type or instance family no offering of its cloud sells, or whose region no such
@@ -499,10 +509,8 @@ def commitment_problems(index: int, commitment: DeclaredCommitment, zones_of: di
     if commitment.kind == "committed-use":
         assert commitment.machineType is not None
         if commitment.machineType not in zones_of:
-            near = _closest(commitment.machineType, zones_of)
-            allowed = f"did you mean {_one_of(near)}?" if near else f"the catalog sells {', '.join(sorted(zones_of))}"
-            return [DeclarationProblem(index=index, key="machineType", problem=(
-                f"{commitment.machineType!r} is sold by no catalog offering; {allowed}"))]
+            return [DeclarationProblem(index=index, key="machineType",
+                                       problem=_unsold_machine_problem(commitment.machineType, zones_of))]
         regions = sorted(zones_of[commitment.machineType])
         key, known = "region", regions
     elif commitment.plan == "ec2-instance":

@@ -63,6 +63,11 @@ def _check_machine_type(machine_type: str, accelerator: str, offerings: Sequence
         raise WorkloadFieldError("hardware.machine_type", f"{machine_type!r} carries "
                                  f"{', '.join(sorted(carries[machine_type]))}, not {accelerator}; the catalog sells "
                                  f"{accelerator} as {', '.join(own) or 'nothing'}")
+    from accel.policies.catalog.not_offered import why_not_offered  # only this message needs it
+
+    known = why_not_offered(machine_type)
+    if known:
+        raise WorkloadFieldError("hardware.machine_type", known)
     import difflib  # only this message needs it
 
     near = difflib.get_close_matches(machine_type, own or list(carries), n=1, cutoff=0.5)
