@@ -233,7 +233,7 @@ CASES: dict[str, Case] = {
         "subgroup-exclusive-topology"),
     "lws/pod-names": Case("lws", lambda s: _set(first(s, "LeaderWorkerSet")["metadata"], "name", "l" * 60),
                           "metadata.name"),
-    # a Service over the group that drops the leaders' label: the workers (Ray only, no port) get requests too
+    # a Service over the group that drops the leaders' label: the workers (headless, no port) get requests too
     "lws/service-selects-the-leaders": Case("lws", lambda s: first(s, "Service")["spec"]["selector"].pop(
         "leaderworkerset.sigs.k8s.io/worker-index"), "spec.selector"),
     # the leader's probes copied onto the workers, which run no server
