@@ -135,8 +135,10 @@ def check_vllm_tensor_parallel(plan: Plan, tensor: int) -> None:
                          "of the replica's GPUs), or pin hardware whose replica does")
 
 
-def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
-    """What `vllm serve` loads: model.checkpoint, else the architecture's Hugging Face repo, else `stand_in`."""
+def vllm_model(plan: Plan, stand_in: str, custom_image: bool, store: dict | None = None) -> ServedModel:
+    """What `vllm serve` loads: model.checkpoint, else the architecture's Hugging Face repo, else `stand_in`. A bucket
+    is streamed by the image's Run:ai streamer: `store` states which schemes it reads and where that is said (vLLM
+    TPU's, runtime.yaml vllm_tpu.object_store), by default the GPU release image's (model_run.vllm_object_store)."""
     named = named_model(plan)
     row = named.architecture
     facts = _facts()
@@ -154,7 +156,7 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
         return ServedModel(repo, "", [*notes, *([_gated_note(repo)] if gated else [])],
                            what=f"the {kind} of architecture {row.name}")
     checkpoint = named.checkpoint
-    store = facts["vllm_object_store"]
+    store = store or facts["vllm_object_store"]
     form = checkpoint_form(checkpoint)
     if form in ("gs", "s3") and f"{form}://" not in store["schemes"] and not custom_image:
         raise UsageError(f"model.checkpoint: {checkpoint}: the default vLLM image documents loading a bucket only "

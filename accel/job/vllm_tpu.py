@@ -131,9 +131,8 @@ def server(plan: Plan, hw: Hardware, chips: int, port: int) -> TpuServer:
         standing = stand_in.choose(plan, chips, chip_name(hw.accelerator))
         model, stand_in_size = standing.model, (standing.parameters if standing.note else None)
         notes += [standing.note] if standing.note else []
-    # vLLM TPU streams gs:// and s3:// buckets (runtime.yaml vllm_tpu.object_store): the check that refuses gs:// on
-    # the GPU image does not hold for it, hence custom_image.
-    served = model_run.vllm_model(plan, model, custom_image=True)
+    # A bucket is streamed by vllm-tpu's own Run:ai streamer (runtime.yaml vllm_tpu.object_store: gs:// and s3://).
+    served = model_run.vllm_model(plan, model, custom_image=False, store=_facts()["object_store"])
     notes += served.notes
     precision = precision_flags(plan, hw, served)
     notes += precision.notes
