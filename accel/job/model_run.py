@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 from accel.base.errors import UsageError
 from accel.policies import architectures
-from accel.policies.architectures import Architecture
+from accel.policies.architectures import Architecture, serving_checkpoints
 from accel.policies.plan import Plan
-from accel.policies.estimator import serving_load
 from accel.policies.workload import checkpoint_form
 
 from accel.job import plan_view
@@ -147,8 +146,8 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool, store: dict | None
     if named.checkpoint is None:
         repo = row.huggingface
         if plan_view.serving_precision(plan)[1] == "fp8":
-            # Served in fp8: the architecture's published fp8 checkpoint where there is one (serving_load.py).
-            repo = serving_load.fp8_source(plan.workload).model or repo
+            # Served in fp8: the architecture's published fp8 checkpoint where there is one.
+            repo = serving_checkpoints.table().fp8_repo(row.name) or repo
         kind = "published weights" if repo == row.huggingface else "published fp8 weights"
         notes = [f"model {repo}: the {kind} of architecture {row.name} (set model.checkpoint "
                  "to serve your own, e.g. an instruct or fine-tuned repo)"]

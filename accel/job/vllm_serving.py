@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.architectures import serving_checkpoints
-from accel.policies.estimator import serving_load
 from accel.policies.plan import Plan
 
 from accel.job.architectures import node_arch
@@ -83,7 +82,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
     if precision == "fp8":
         quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
         published = serving_checkpoints.table().fp8_models().get(model)
-        if serving_load.says_fp8(model):
+        if serving_checkpoints.table().says_fp8(model):
             why = f"published in fp8 ({cite(published)})" if published else "its name says fp8"
             notes = [f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its "
                      "method from the checkpoint's config.json quantization_config, so no --quantization "

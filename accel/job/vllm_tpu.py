@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel.base.errors import UsageError
-from accel.policies.estimator import serving_load
+from accel.policies.architectures import serving_checkpoints
 from accel.policies.plan import Plan
 
 from accel.job import model_run, plan_view, stand_in
@@ -73,7 +73,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel) -> PrecisionF
                                       f"{facts['dtype'][precision]}"])
     if precision == "fp8":
         quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
-        if serving_load.says_fp8(model):
+        if serving_checkpoints.table().says_fp8(model):
             return PrecisionFlags(f"{dtype} {kv_cache}", [
                 f"precision fp8: {model} is taken for a checkpoint already in fp8: vLLM reads its method from its "
                 f"config.json, so no --quantization; {kv_cache} keeps K/V in one byte as the plan sized "
