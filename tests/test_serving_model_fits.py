@@ -93,7 +93,7 @@ def test_an_architecture_published_in_fp8_serves_its_fp8_repo():
 def test_an_online_fp8_replica_is_sized_by_its_fp8_weights():
     """llama3.1-70b has no published fp8 checkpoint: vLLM v0.8.5 held its 141 GB of bf16 while quantizing, and the
     old rule sized two H100s for that peak at 100 tok/s. v0.33.0 quantizes layer by layer (runtime.yaml
-    vllm_precision.fp8_load_peak): one H100 (72 GB usable) holds the 70.6 GB of fp8 weights, as the estimate now
+    vllm_precision.fp8_online_load): one H100 (72 GB usable) holds the 70.6 GB of fp8 weights, as the estimate now
     sizes it, and the job serves that replica."""
     model = {"architecture": "llama3.1-70b"}
     constraints = {"accelerators": ["h100-80gb"], "spot": "never"}

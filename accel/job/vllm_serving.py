@@ -105,7 +105,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
             f"per weight and per K/V value the plan sized ({cite(facts['fp8_source'])})",
             f"load: vLLM quantizes each layer as its bf16 weights arrive, so a GPU holds {per_gpu / 1e9:,.1f} GB of "
             f"fp8 weights ({gpus} per replica) and the layers loading at the time, never the whole model in bf16 "
-            f"({cite(facts['fp8_load_peak'])}){ready}"])
+            f"({cite(facts['fp8_online_load'])}){ready}"])
     if precision == "int8":
         if checkpoint is None:
             what = served.what

@@ -4,7 +4,7 @@ stand-ins a serving workload naming no model is served by. Read on first use (on
 Which checkpoint an fp8 serving job loads (accel/job/model_run.py, vllm_serving.py, vllm_tpu.py): model.checkpoint as
 given, taken as pre-quantized where it is a published fp8 repo or its name says fp8; else the named architecture's
 published fp8 checkpoint, if any (else vLLM quantizes its bf16 weights online, layer by layer as they load: runtime.yaml
-vllm_precision.fp8_load_peak); else, for a workload naming no model, a Llama stand-in, each published in fp8. The
+vllm_precision.fp8_online_load); else, for a workload naming no model, a Llama stand-in, each published in fp8. The
 estimate sizes an fp8 replica by its fp8 weights whichever it is, so only the job asks."""
 
 from __future__ import annotations
