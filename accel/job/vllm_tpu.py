@@ -37,17 +37,13 @@ class TpuServer:
     stand_in_size: float | None  # the stand-in's parameters where it is not the size the workload names
 
 
-def tensor_parallel_problem(plan: Plan, tensor: int) -> str | None:
-    """Why vLLM TPU refuses the named architecture over `tensor` chips, or None: the query heads split evenly (vLLM's
-    check), the KV heads split evenly or, fewer than the chips, replicate evenly onto them (tpu-inference's)."""
-    row = model_run.named_model(plan).architecture
-    return None if row is None else model_run.vllm_tensor_parallel_problem(row, tensor)
-
-
 def _check_tensor_parallel(plan: Plan, tensor: int) -> None:
-    problem = tensor_parallel_problem(plan, tensor)
+    """UsageError where vLLM TPU refuses the named architecture over `tensor` chips: the query heads split evenly
+    (vLLM's check), the KV heads split evenly or, fewer than the chips, replicate evenly onto them (tpu-inference's),
+    the same rule as vLLM's on GPUs (model_run.vllm_tensor_parallel_problem) under tpu-inference's citation."""
+    row = model_run.named_model(plan).architecture
+    problem = None if row is None else model_run.vllm_tensor_parallel_problem(row, tensor)
     if problem:
-        row = model_run.named_model(plan).architecture
         raise UsageError(f"model.architecture: {row.name}: {problem}, and vLLM TPU refuses such a layout "
                          f"({cite(_facts()['heads_source'])}); pin a TPU slice whose chips divide the heads, or pass "
                          "--command with your own vllm serve")
