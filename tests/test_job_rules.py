@@ -233,7 +233,7 @@ CASES: dict[str, Case] = {
         "subgroup-exclusive-topology"),
     "lws/pod-names": Case("lws", lambda s: _set(first(s, "LeaderWorkerSet")["metadata"], "name", "l" * 60),
                           "metadata.name"),
-    # a Service over the group that drops the leaders' label: the workers (Ray only, no port) get requests too
+    # a Service over the group that drops the leaders' label: the workers (headless, no port) get requests too
     "lws/service-selects-the-leaders": Case("lws", lambda s: first(s, "Service")["spec"]["selector"].pop(
         "leaderworkerset.sigs.k8s.io/worker-index"), "spec.selector"),
     # the leader's probes copied onto the workers, which run no server
@@ -269,8 +269,9 @@ CASES: dict[str, Case] = {
     # A command from MaxText's older docs on the 2026-08-05 image: the shim and that config path are gone.
     "maxtext/entry-in-image": Case("tpu", lambda s: _set(container(s), "command", [
         "/bin/bash", "-c", "python3 -m MaxText.train MaxText/configs/base.yml run_name=x"]), "containers[0].command"),
-    "pod/image-architecture": Case("arm", lambda s: _set(container(s), "image", "vllm/vllm-openai:v0.8.5"),
-                                   "containers[0].image"),
+    "pod/image-architecture": Case("arm", lambda s: _set(
+        container(s), "image", "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1"),
+        "containers[0].image"),
     # a pod group across the trays of one NVLink domain (A4X's fabric check over 36 nodes) claims the IMEX channel
     "nvidia/compute-domain-claim": Case("arm", lambda s: pod(s).pop("resourceClaims"), "spec.resourceClaims"),
     # a serving replica over four trays of one UltraServer no longer required in one NVLink clique: Kueue may put

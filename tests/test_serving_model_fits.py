@@ -1,9 +1,9 @@
-"""The model a vLLM serving job loads fits the replica planned for it (policies/estimator/serving_load.py, accel/job/
-stand_in.py; found by the day-one sweep, sv16 and sv09).
+"""The model a vLLM serving job loads fits the replica planned for it (policies/architectures/serving_checkpoints.py,
+accel/job/stand_in.py; found by the day-one sweep, sv16 and sv09).
 
 fp8: where the weights are published in fp8 the job serves that checkpoint (vLLM reads its quantization config); where
 they are not, vLLM quantizes online from bf16 layer by layer (v0.33.0), so the replica holds the fp8 weights and the
-estimate sizes it by them (one rule, read by the estimate and the job). A workload naming no model gets a Llama stand-in
+estimate sizes it by them, whichever checkpoint the job loads. A workload naming no model gets a Llama stand-in
 whose weights fit the replica: the size its band names, else the nearest smaller one, said against the planned size.
 """
 
@@ -20,7 +20,6 @@ from accel.job.context import JobContext
 from accel.job.manifests import JobOptions, generate
 from accel.policies.architectures import serving_checkpoints
 from accel.policies.catalog import load_catalog
-from accel.policies.estimator import serving_load
 from accel.policies.selection.choose import choose_plan
 from accel.policies.workload import workload_from_mapping
 
@@ -63,12 +62,12 @@ def test_every_stand_in_names_an_architecture_row_and_an_fp8_checkpoint_with_its
         assert "FP8" in row.fp8 and row.fp8_source.startswith(f"huggingface.co/{row.fp8}")
 
 
-def test_the_fp8_source_is_the_checkpoint_the_published_fp8_repo_or_none():
-    spec = lambda name: workload_from_mapping(workload({"architecture": name}), "t.yaml")   # noqa: E731
-    assert serving_load.fp8_source(spec("llama3.1-405b")).model == "meta-llama/Llama-3.1-405B-FP8"
-    assert serving_load.fp8_source(spec("llama3.1-70b")).model is None   # no published fp8: quantized online
-    named = workload_from_mapping(workload({"parameters": "70B", "checkpoint": "my-org/tuned"}), "t.yaml")
-    assert serving_load.fp8_source(named).model == "my-org/tuned" and not serving_load.says_fp8("my-org/tuned")
+def test_an_architecture_has_its_published_fp8_repo_or_none_and_a_checkpoint_says_fp8_by_repo_or_name():
+    table = serving_checkpoints.table()
+    assert table.fp8_repo("llama3.1-405b") == "meta-llama/Llama-3.1-405B-FP8"
+    assert table.fp8_repo("llama3.1-70b") is None   # no published fp8: quantized online
+    assert table.says_fp8("deepseek-ai/DeepSeek-V3") and table.says_fp8("my-org/tuned-FP8")
+    assert not table.says_fp8("my-org/tuned")
 
 
 # ----- 1. fp8 serving loads an fp8 checkpoint, or quantizes a bf16 one layer by layer -----
@@ -94,7 +93,7 @@ def test_an_architecture_published_in_fp8_serves_its_fp8_repo():
 def test_an_online_fp8_replica_is_sized_by_its_fp8_weights():
     """llama3.1-70b has no published fp8 checkpoint: vLLM v0.8.5 held its 141 GB of bf16 while quantizing, and the
     old rule sized two H100s for that peak at 100 tok/s. v0.33.0 quantizes layer by layer (runtime.yaml
-    vllm_precision.fp8_load_peak): one H100 (72 GB usable) holds the 70.6 GB of fp8 weights, as the estimate now
+    vllm_precision.fp8_online_load): one H100 (72 GB usable) holds the 70.6 GB of fp8 weights, as the estimate now
     sizes it, and the job serves that replica."""
     model = {"architecture": "llama3.1-70b"}
     constraints = {"accelerators": ["h100-80gb"], "spot": "never"}

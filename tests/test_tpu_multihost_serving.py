@@ -94,7 +94,7 @@ def test_the_single_host_slice_it_names_serves_as_a_deployment():
 
 
 def test_a_gpu_replica_over_nodes_is_served_by_its_leaders_only():
-    # Before: the Service selected app.kubernetes.io/name alone, which the workers (Ray only, no port) carry too.
+    # Before: the Service selected app.kubernetes.io/name alone, which the workers (headless, no port) carry too.
     gpu = plan({"accelerator": "h100-80gb", "chips": 16}, {"parameters": "8B"}, "pytorch")
     details = {**gpu.estimate.details, "replicas": 1, "replica_chips": 16}   # one replica over both 8-GPU nodes
     gpu = gpu.model_copy(update={"estimate": gpu.estimate.model_copy(update={"details": details})})

@@ -77,10 +77,22 @@ def test_the_context_is_the_one_the_plan_sized_the_kv_cache_for():
                                                      ("my-org/llama-tuned", None)])
 def test_a_checkpoint_is_served_as_given_a_bucket_streamed(checkpoint, load_format):
     """vllm-tpu's vLLM streams gs:// and s3:// (Run:ai streamer, tpu-inference needs its gcs and s3 extras): no
-    MaxText conversion, and a gs:// bucket is not refused as it is on the GPU image."""
-    command, _, _ = serve({**LLAMA, "checkpoint": checkpoint})
+    MaxText conversion; the note cites vllm-tpu's own streamer, not the GPU image's."""
+    command, _, notes = serve({**LLAMA, "checkpoint": checkpoint})
     assert command.startswith(f"vllm serve {checkpoint} ")
     assert flag(command, "--load-format") == load_format
+    if load_format:
+        assert "(--load-format runai_streamer, safetensors; vllm-tpu 0.32.0 " in notes and "vLLM v0.33.0" not in notes
+
+
+def test_a_bucket_is_checked_against_vllm_tpus_streamer_not_the_gpu_images(monkeypatch):
+    """Mutated: vllm_tpu.object_store without gs:// refuses a gs:// checkpoint on TPU, whatever the GPU image reads."""
+    from accel.job import vllm_tpu
+
+    facts = {**runtime()["vllm_tpu"], "object_store": {**runtime()["vllm_tpu"]["object_store"], "schemes": ["s3://"]}}
+    monkeypatch.setattr(vllm_tpu, "_facts", lambda: facts)
+    with pytest.raises(UsageError, match=r"model\.checkpoint: gs://w/other: .* only from s3://"):
+        serve({**LLAMA, "checkpoint": "gs://w/other"})
 
 
 def test_a_checkpoint_needs_no_architecture_on_tpu_any_more():

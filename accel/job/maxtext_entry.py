@@ -47,10 +47,10 @@ def resolve_config(param: str, image: str) -> str | None:
     taken to exist; an absolute path elsewhere may be a mount, and is taken as given).
 
     Each image's resolver is the steps its commit takes after "the path if a file" and before "else src/<path>":
-    lowercase (c24d3211 l.54-62), naming MaxText, the path with maxtext for MaxText if a file; configs_dir (834e4bae
-    l.153-163), under src/maxtext/configs/, the same name in MAXTEXT_CONFIGS_DIR (the package's configs) if a file;
-    c4b5e646 (l.98-112) takes both, in that order. The loader then opens what it returned, and fails when that is no
-    file."""
+    lowercase, naming MaxText, the path with maxtext for MaxText if a file; configs_dir, under src/maxtext/configs/,
+    the same name in MAXTEXT_CONFIGS_DIR (the package's configs) if a file. The TPU image's 834e4bae (l.153-163)
+    takes configs_dir, the GPU image's c4b5e646 (l.98-112) both, in that order. The loader then opens what it
+    returned, and fails when that is no file."""
     facts = image_maxtext(image)
     if facts is None:
         raise ValueError(f"runtime.yaml maxtext.images has no row for {image}")

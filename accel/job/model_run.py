@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 from accel.base.errors import UsageError
 from accel.policies import architectures
-from accel.policies.architectures import Architecture
+from accel.policies.architectures import Architecture, serving_checkpoints
 from accel.policies.plan import Plan
-from accel.policies.estimator import serving_load
 from accel.policies.workload import checkpoint_form
 
 from accel.job import plan_view
@@ -135,8 +134,10 @@ def check_vllm_tensor_parallel(plan: Plan, tensor: int) -> None:
                          "of the replica's GPUs), or pin hardware whose replica does")
 
 
-def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
-    """What `vllm serve` loads: model.checkpoint, else the architecture's Hugging Face repo, else `stand_in`."""
+def vllm_model(plan: Plan, stand_in: str, custom_image: bool, store: dict | None = None) -> ServedModel:
+    """What `vllm serve` loads: model.checkpoint, else the architecture's Hugging Face repo, else `stand_in`. A bucket
+    is streamed by the image's Run:ai streamer: `store` states which schemes it reads and where that is said (vLLM
+    TPU's, runtime.yaml vllm_tpu.object_store), by default the GPU release image's (model_run.vllm_object_store)."""
     named = named_model(plan)
     row = named.architecture
     facts = _facts()
@@ -145,8 +146,8 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
     if named.checkpoint is None:
         repo = row.huggingface
         if plan_view.serving_precision(plan)[1] == "fp8":
-            # Served in fp8: the architecture's published fp8 checkpoint where there is one (serving_load.py).
-            repo = serving_load.fp8_source(plan.workload).model or repo
+            # Served in fp8: the architecture's published fp8 checkpoint where there is one.
+            repo = serving_checkpoints.table().fp8_repo(row.name) or repo
         kind = "published weights" if repo == row.huggingface else "published fp8 weights"
         notes = [f"model {repo}: the {kind} of architecture {row.name} (set model.checkpoint "
                  "to serve your own, e.g. an instruct or fine-tuned repo)"]
@@ -154,7 +155,7 @@ def vllm_model(plan: Plan, stand_in: str, custom_image: bool) -> ServedModel:
         return ServedModel(repo, "", [*notes, *([_gated_note(repo)] if gated else [])],
                            what=f"the {kind} of architecture {row.name}")
     checkpoint = named.checkpoint
-    store = facts["vllm_object_store"]
+    store = store or facts["vllm_object_store"]
     form = checkpoint_form(checkpoint)
     if form in ("gs", "s3") and f"{form}://" not in store["schemes"] and not custom_image:
         raise UsageError(f"model.checkpoint: {checkpoint}: the default vLLM image documents loading a bucket only "

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel.job.declared import NodePool
+from accel.job.label_selectors import selects
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -33,21 +34,6 @@ class SpreadProblem:
     field: str          # the constraint's path in the pod template
     message: str
     blocking: bool      # an error (pods stay Pending) or a warning
-
-
-def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """Whether a LabelSelector (matchLabels, matchExpressions) selects a pod with `labels`; an absent one none."""
-    if selector is None:
-        return False
-    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
-        present = key in labels
-        if (operator == "In" and labels.get(key) not in values) or (operator == "NotIn" and labels.get(key) in values) \
-                or (operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
-            return False
-    return True
 
 
 def domain_capacities(key: str, fitting: list[tuple[NodePool, int]]) -> list[int] | None:

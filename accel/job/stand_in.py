@@ -4,7 +4,7 @@ replica the plan sized for the workload's own parameter count: its weights and o
 workload's context length (the estimate's own serving model of the stand-in's architecture row,
 policies/estimator/estimate.py InferenceModel: its KV formula, served precision and usable HBM), the size its band
 names (max_parameters), or where that does not fit, the largest that does below it. At inference.precision fp8 it is
-that size's published fp8 checkpoint, which vLLM reads pre-quantized (policies/estimator/serving_load.py)."""
+that size's published fp8 checkpoint, which vLLM reads pre-quantized (policies/architectures/serving_checkpoints.py)."""
 
 from __future__ import annotations
 

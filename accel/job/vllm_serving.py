@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.architectures import serving_checkpoints
-from accel.policies.estimator import serving_load
 from accel.policies.plan import Plan
 
 from accel.job.architectures import node_arch
@@ -83,7 +82,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
     if precision == "fp8":
         quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
         published = serving_checkpoints.table().fp8_models().get(model)
-        if serving_load.says_fp8(model):
+        if serving_checkpoints.table().says_fp8(model):
             why = f"published in fp8 ({cite(published)})" if published else "its name says fp8"
             notes = [f"precision fp8: {model} is taken for a pre-quantized fp8 checkpoint ({why}): vLLM reads its "
                      "method from the checkpoint's config.json quantization_config, so no --quantization "
@@ -106,7 +105,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
             f"per weight and per K/V value the plan sized ({cite(facts['fp8_source'])})",
             f"load: vLLM quantizes each layer as its bf16 weights arrive, so a GPU holds {per_gpu / 1e9:,.1f} GB of "
             f"fp8 weights ({gpus} per replica) and the layers loading at the time, never the whole model in bf16 "
-            f"({cite(facts['fp8_load_peak'])}){ready}"])
+            f"({cite(facts['fp8_online_load'])}){ready}"])
     if precision == "int8":
         if checkpoint is None:
             what = served.what

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel.base.errors import UsageError
-from accel.policies.estimator import serving_load
+from accel.policies.architectures import serving_checkpoints
 from accel.policies.plan import Plan
 
 from accel.job import model_run, plan_view, stand_in
@@ -37,17 +37,13 @@ class TpuServer:
     stand_in_size: float | None  # the stand-in's parameters where it is not the size the workload names
 
 
-def tensor_parallel_problem(plan: Plan, tensor: int) -> str | None:
-    """Why vLLM TPU refuses the named architecture over `tensor` chips, or None: the query heads split evenly (vLLM's
-    check), the KV heads split evenly or, fewer than the chips, replicate evenly onto them (tpu-inference's)."""
-    row = model_run.named_model(plan).architecture
-    return None if row is None else model_run.vllm_tensor_parallel_problem(row, tensor)
-
-
 def _check_tensor_parallel(plan: Plan, tensor: int) -> None:
-    problem = tensor_parallel_problem(plan, tensor)
+    """UsageError where vLLM TPU refuses the named architecture over `tensor` chips: the query heads split evenly
+    (vLLM's check), the KV heads split evenly or, fewer than the chips, replicate evenly onto them (tpu-inference's),
+    the same rule as vLLM's on GPUs (model_run.vllm_tensor_parallel_problem) under tpu-inference's citation."""
+    row = model_run.named_model(plan).architecture
+    problem = None if row is None else model_run.vllm_tensor_parallel_problem(row, tensor)
     if problem:
-        row = model_run.named_model(plan).architecture
         raise UsageError(f"model.architecture: {row.name}: {problem}, and vLLM TPU refuses such a layout "
                          f"({cite(_facts()['heads_source'])}); pin a TPU slice whose chips divide the heads, or pass "
                          "--command with your own vllm serve")
@@ -73,7 +69,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel) -> PrecisionF
                                       f"{facts['dtype'][precision]}"])
     if precision == "fp8":
         quantize, kv_cache = facts["fp8_quantization"], facts["fp8_kv_cache"]
-        if serving_load.says_fp8(model):
+        if serving_checkpoints.table().says_fp8(model):
             return PrecisionFlags(f"{dtype} {kv_cache}", [
                 f"precision fp8: {model} is taken for a checkpoint already in fp8: vLLM reads its method from its "
                 f"config.json, so no --quantization; {kv_cache} keeps K/V in one byte as the plan sized "
@@ -131,9 +127,8 @@ def server(plan: Plan, hw: Hardware, chips: int, port: int) -> TpuServer:
         standing = stand_in.choose(plan, chips, chip_name(hw.accelerator))
         model, stand_in_size = standing.model, (standing.parameters if standing.note else None)
         notes += [standing.note] if standing.note else []
-    # vLLM TPU streams gs:// and s3:// buckets (runtime.yaml vllm_tpu.object_store): the check that refuses gs:// on
-    # the GPU image does not hold for it, hence custom_image.
-    served = model_run.vllm_model(plan, model, custom_image=True)
+    # A bucket is streamed by vllm-tpu's own Run:ai streamer (runtime.yaml vllm_tpu.object_store: gs:// and s3://).
+    served = model_run.vllm_model(plan, model, custom_image=False, store=_facts()["object_store"])
     notes += served.notes
     precision = precision_flags(plan, hw, served)
     notes += precision.notes

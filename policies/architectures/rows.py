@@ -105,8 +105,8 @@ class Architecture:
         """What a tensor-parallel degree must divide: Megatron-LM splits both the query heads and the KV heads (query
         groups) over the tensor ranks (accel/job/runtime.yaml megatron.refusals heads and query_groups; since
         core_v0.16 it also takes a degree that is a multiple of the KV heads, replicating them, which this rule does
-        not use), MaxText both over its mesh's tensor axis; so their greatest common divisor. A multi-latent-attention row states as many KV
-        heads as query heads (DeepSeek-V3's 128): the same rule."""
+        not use), MaxText both over its mesh's tensor axis; so their greatest common divisor. A
+        multi-latent-attention row states as many KV heads as query heads (DeepSeek-V3's 128): the same rule."""
         return math.gcd(self.query_heads, self.kv_heads)
 
     def workload_fields(self) -> dict[str, float | int]:

@@ -1,5 +1,11 @@
 """serving_checkpoints.yaml beside this module: the published fp8 checkpoints of architecture rows and the Llama
-stand-ins a serving workload naming no model is served by. Read on first use (only fp8 serving and stand-ins ask)."""
+stand-ins a serving workload naming no model is served by. Read on first use (only fp8 serving and stand-ins ask).
+
+Which checkpoint an fp8 serving job loads (accel/job/model_run.py, vllm_serving.py, vllm_tpu.py): model.checkpoint as
+given, taken as pre-quantized where it is a published fp8 repo or its name says fp8; else the named architecture's
+published fp8 checkpoint, if any (else vLLM quantizes its bf16 weights online, layer by layer as they load: runtime.yaml
+vllm_precision.fp8_online_load); else, for a workload naming no model, a Llama stand-in, each published in fp8. The
+estimate sizes an fp8 replica by its fp8 weights whichever it is, so only the job asks."""
 
 from __future__ import annotations
 
@@ -37,6 +43,15 @@ class ServingCheckpoints:
         """Every repo known to hold fp8 weights, with its source."""
         known = {row.model: row.source for row in self.fp8.values()}
         return {**known, **{s.fp8: s.fp8_source for s in self.stand_ins}}
+
+    def fp8_repo(self, architecture: str) -> str | None:
+        """The architecture row's published fp8 checkpoint, None where it has none."""
+        row = self.fp8.get(architecture)
+        return None if row is None else row.model
+
+    def says_fp8(self, checkpoint: str) -> bool:
+        """A checkpoint taken for pre-quantized fp8: a published fp8 repo, or one whose name says fp8."""
+        return checkpoint in self.fp8_models() or "fp8" in checkpoint.lower()
 
     def fp8_methods(self) -> dict[str, str]:
         """The quant_method each known fp8 repo's config.json names."""

@@ -12,7 +12,6 @@ gets its modes and its parameters without an edit here.
 # No `from __future__ import annotations` in a module of pydantic models: pydantic would compile each field's
 # annotation string when its class is defined, ~3 ms of every `accel choose` (docs/choose.md, "Start-up").
 
-import fnmatch
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -20,20 +19,11 @@ from typing import Any, Literal, Mapping
 from pydantic import Field, model_validator
 
 from accel.base.model import StrictModel
-from accel.policies import hardware
+from accel.policies.cloud.applicability import matches as _matches, row_covers
 
 MODES_FILE = Path(__file__).resolve().parent / "capacity_modes.yaml"
 POLICIES_DIR = Path(__file__).resolve().parent.parent  # the code that reads and checks the table (cache key)
 
-
-def _matches(name: str, pattern: str) -> bool:
-    """fnmatch.fnmatchcase(name, pattern), without compiling a regular expression for the table's usual forms, a
-    plain name or a name followed by one '*' (fnmatch compiles one per pattern, ~30 us each: ~1 ms of a choose)."""
-    any_tail = pattern.endswith("*")
-    stem = pattern[:-1] if any_tail else pattern
-    if "*" in stem or "?" in stem or "[" in stem:
-        return fnmatch.fnmatchcase(name, pattern)
-    return name.startswith(stem) if any_tail else name == pattern
 
 
 ModeKind = Literal["pay-as-you-go", "preemptible", "queued", "scheduled", "held", "commitment", "negotiated"]
@@ -111,10 +101,8 @@ class Applicability(StrictModel):
 
     def covers(self, machine_type: str) -> bool:
         """The row's pattern matches the machine type and, for `sold_as: ultraservers`, the hardware table sells
-        it only as UltraServers (HardwareFacts.sold_only_as_ultraservers, as mode_limits.row_covers reads it)."""
-        if not _matches(machine_type, self.machine):
-            return False
-        return self.sold_as is None or hardware.current().sold_only_as_ultraservers(machine_type)
+        it only as UltraServers (applicability.row_covers, the one rule)."""
+        return row_covers(self.machine, self.sold_as, machine_type)
 
 
 class SpotParams(StrictModel):

@@ -4,12 +4,12 @@ capacity_modes.py; both read the one file)."""
 
 from __future__ import annotations
 
-import fnmatch
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from accel.base.yaml_files import parse_yaml
+from accel.policies.cloud.applicability import row_covers
 
 MODES_FILE = Path(__file__).with_name("capacity_modes.yaml")
 
@@ -30,20 +30,9 @@ def source(mode: str) -> str:
     return f"{key} ({_data()['sources'][key]['page']})"
 
 
-def row_covers(row: dict[str, Any], machine_type: str) -> bool:
-    """Whether an applicability row covers the machine type: its pattern matches and, for a `sold_as:
-    ultraservers` row, the hardware table sells the machine only as UltraServers (its ultraserver_types), so the
-    UltraServer modes follow the table's field, not a machine's name."""
-    from accel.policies import hardware
-
-    if not fnmatch.fnmatchcase(machine_type, row["machine"]):
-        return False
-    return row.get("sold_as") != "ultraservers" or hardware.current().sold_only_as_ultraservers(machine_type)
-
-
 def excluded(cloud: str, machine_type: str, mode: str) -> str | None:
     """Why `mode` is not sold for this machine type (the applicability row's `excluded`), or None."""
     for row in _data()["applicability"].get(cloud, []):
-        if row_covers(row, machine_type):
+        if row_covers(row["machine"], row.get("sold_as"), machine_type):
             return (row.get("excluded") or {}).get(mode)
     return None

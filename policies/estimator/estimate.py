@@ -606,8 +606,8 @@ class InferenceModel:
         self.fp8 = served == "fp8" and bool(accelerator.peak_fp8_tflops)   # computes at the fp8 peak
         widen = 2.0 if served != serving_precision(spec) else 1.0
         self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
-        # vLLM quantizes an fp8 replica's bf16 checkpoint layer by layer as it loads (policies/estimator/
-        # serving_load.py): the weights it holds are the served ones, as for any other precision.
+        # vLLM quantizes an fp8 replica's bf16 checkpoint layer by layer as it loads (accel/job/runtime.yaml
+        # vllm_precision.fp8_online_load): the weights it holds are the served ones, as for any other precision.
         self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
         context = resolved["context_tokens"]
         self.kv_bytes_per_sequence = self.kv_bytes_per_token * context

@@ -3,8 +3,9 @@
 
 A TPU serving replica is one slice. accel serves it with vLLM TPU, which GKE supports on one host only (source
 gke-vllm-tpu-serving: multi-host configurations are not supported); across hosts GKE documents only JetStream with
-Pathways, which accel's stacks and guardrails do not build. So the serving search sizes a TPU replica within one host (the generation's single-host slices), a pin past it is refused, and `accel job` refuses
-a plan that still spans hosts (accel/job/tpu_serving.py). This module says which slices those are and why.
+Pathways, which accel's stacks and guardrails do not build. So the serving search sizes a TPU replica within one
+host (the generation's single-host slices), a pin past it is refused, and `accel job` refuses a plan that still
+spans hosts (accel/job/tpu_serving.py). This module says which slices those are and why.
 """
 
 from __future__ import annotations

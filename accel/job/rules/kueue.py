@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from accel.base.yaml_files import parse_yaml
+from accel.job.label_selectors import selects
 from accel.job.rules import names
 from accel.job.rules.registry import Breach, Scope, describe, of_kind, rule, spec
 
@@ -137,19 +138,9 @@ def manager_configuration(cluster: Any) -> dict[str, Any] | None:
 
 
 def _selects(selector: dict[str, Any] | None, namespace: str) -> bool:
-    """A namespace selector against a namespace's automatic kubernetes.io/metadata.name label."""
-    if not selector:
-        return True
-    labels = {"kubernetes.io/metadata.name": namespace}
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expression in selector.get("matchExpressions") or []:
-        value, values = labels.get(expression.get("key")), expression.get("values") or []
-        operator = expression.get("operator")
-        if (operator == "In" and value not in values) or (operator == "NotIn" and value in values) or \
-                (operator == "Exists" and value is None) or (operator == "DoesNotExist" and value is not None):
-            return False
-    return True
+    """A namespace selector against a namespace's automatic kubernetes.io/metadata.name label; an empty or absent
+    one selects every namespace."""
+    return not selector or selects(selector, {"kubernetes.io/metadata.name": namespace})
 
 
 @rule("kueue/integration-enabled", "Kueue manages every queued workload kind accel writes",
