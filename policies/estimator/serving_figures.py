@@ -45,6 +45,9 @@ class ServingFigure(StrictModel):
     # False: the run's decode attention read each grouped-query KV head once per query head (the source says
     # which kernel it ran); the model then reads the KV cache query_heads / kv_heads times per step.
     grouped_query_kernel: bool = True
+    # "fixed": the run served exactly `batch` sequences at once. "scheduler": a serving run whose scheduler set the
+    # batch (the TPU rows' rule, published_serving.yaml): `batch` is the server's max-num-seqs, the bound it ran under.
+    batch_set_by: Literal["fixed", "scheduler"] = "fixed"
 
 
 class PublishedServing(StrictModel):
