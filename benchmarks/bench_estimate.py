@@ -18,7 +18,7 @@ each row's error and whether the leave-one-out range and the first blind set's r
 Prints per run the published and predicted figures and the error in accelerator-hours (predicted hours /
 published hours - 1), then the median and worst absolute error. Exit status 1 when a target is missed.
 Then the serving model against published serving figures (policies/catalog/published_serving.yaml): the GPU
-figures against their 30% target, then the TPU figures, OUT OF SAMPLE (the table's round-5 rule, committed before
+figures against their 30% target, then the TPU figures, OUT OF SAMPLE (the table's round-7 rule, committed before
 they were scored), with their own median and worst error and no target.
 """
 
@@ -130,7 +130,7 @@ def main() -> int:
     within = sum(error <= 0.30 for error in served)
     print(f"{len(serving)} serving figures: median {median(served):.1%}, worst {max(served):.1%}, "
           f"{within} of {len(serving)} within the 30% target")
-    # TPU figures: serving runs whose scheduler set the batch (published_serving.yaml, round-5 rule, committed before
+    # TPU figures: serving runs whose scheduler set the batch (published_serving.yaml, round-7 rule, committed before
     # they were scored); OUT OF SAMPLE, held to no target, fitted into nothing.
     tpu = [s for s in everything if s.out_of_sample]
     if tpu:

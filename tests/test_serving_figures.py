@@ -166,7 +166,7 @@ def test_every_serving_source_names_an_engine_with_costs():
     assert set(table.source_engines.values()) <= set(engines)
 
 
-# --- TPU figures: out of sample (published_serving.yaml's round-5 rule, committed before they were scored) ---
+# --- TPU figures: out of sample (published_serving.yaml's round-7 rule, committed before they were scored) ---
 
 def _tpu_figures():
     catalog = load_catalog()

@@ -1,7 +1,7 @@
 """Published serving throughput (policies/catalog/published_serving.yaml) against the serving model: each
 figure's batch, prompt and output lengths, precision and tensor-parallel chips go through InferenceModel
 unchanged, with the model's own KV-cache size and the attention kernel the source says it ran; nothing is
-fitted on these figures. TPU figures (serving runs whose scheduler set the batch, the table's round-5 rule) are
+fitted on these figures. TPU figures (serving runs whose scheduler set the batch, the table's round-7 rule) are
 out of sample: scored beside the GPU figures, held to no target."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def published_serving() -> PublishedServing:
 class ServingError:
     figure: ServingFigure
     predicted: float   # generated tokens/s per chip
-    # A TPU row (published_serving.yaml's round-5 rule): scored and printed, held to no target, fitted into nothing.
+    # A TPU row (published_serving.yaml's round-7 rule): scored and printed, held to no target, fitted into nothing.
     out_of_sample: bool = False
 
     @property
