@@ -726,14 +726,19 @@ class InferenceModel:
         bound = max(terms, key=lambda name: terms[name])
         return step, bound
 
+    def memory_batch(self, chips: int, stages: int = 1) -> int:
+        """The sequences (per micro-batch, on `stages` stages) whose KV cache fits in `chips`' usable memory beside
+        the weights: the most a replica can batch, whatever its scheduler allows."""
+        free = chips * self.usable_hbm - self.weight_bytes
+        return max(0, math.floor(free / self.sequence_kv_bytes(chips, stages)) // stages)
+
     def replica(self, chips: int, stages: int = 1) -> tuple[Replica | None, str]:
         """The best replica of `chips` chips (over `stages` pipeline stages), or None and why it cannot serve. A
         pipeline keeps `stages` micro-batches in flight (assumptions.yaml pipeline_serving), so its KV cache holds
         stages x the micro-batch and it yields that many tokens per pass."""
-        free = chips * self.usable_hbm - self.weight_bytes
-        if free <= 0:
+        if chips * self.usable_hbm <= self.weight_bytes:
             return None, "weights do not fit"
-        by_memory = math.floor(free / self.sequence_kv_bytes(chips, stages)) // stages
+        by_memory = self.memory_batch(chips, stages)
         if by_memory < 1:
             return None, ("no room for a single sequence's KV cache" if stages == 1 else
                           f"no room for the KV cache of one sequence in each of its {stages} micro-batches")

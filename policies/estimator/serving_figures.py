@@ -1,7 +1,8 @@
 """Published serving throughput (policies/catalog/published_serving.yaml) against the serving model: each
 figure's batch, prompt and output lengths, precision and tensor-parallel chips go through InferenceModel
 unchanged, with the model's own KV-cache size and the attention kernel the source says it ran; nothing is
-fitted on these figures."""
+fitted on these figures. TPU figures (serving runs whose scheduler set the batch, the table's round-7 rule) are
+out of sample: scored beside the GPU figures, held to no target."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ class ServingFigure(StrictModel):
     # False: the run's decode attention read each grouped-query KV head once per query head (the source says
     # which kernel it ran); the model then reads the KV cache query_heads / kv_heads times per step.
     grouped_query_kernel: bool = True
+    # "fixed": the run served exactly `batch` sequences at once. "scheduler": a serving run whose scheduler set the
+    # batch (the TPU rows' rule, published_serving.yaml): `batch` is the server's max-num-seqs, the bound it ran under.
+    batch_set_by: Literal["fixed", "scheduler"] = "fixed"
 
 
 class PublishedServing(StrictModel):
@@ -75,6 +79,8 @@ def published_serving() -> PublishedServing:
 class ServingError:
     figure: ServingFigure
     predicted: float   # generated tokens/s per chip
+    # A TPU row (published_serving.yaml's round-7 rule): scored and printed, held to no target, fitted into nothing.
+    out_of_sample: bool = False
 
     @property
     def error(self) -> float:
@@ -93,12 +99,22 @@ def predicted_throughput(figure: ServingFigure, architecture: Architecture, cata
     kv_reads = 1.0 if figure.grouped_query_kernel else architecture.query_heads / architecture.kv_heads
     model = InferenceModel(spec, resolve(spec, catalog.defaults, engine), catalog.accelerator(figure.accelerator),
                            kv_reads, architecture.layers)
-    step, _ = model.step_seconds(figure.chips, figure.batch)
-    return figure.batch / step / figure.chips
+    return figure_batch_throughput(model, figure)
+
+
+def figure_batch_throughput(model: InferenceModel, figure: ServingFigure) -> float:
+    """Generated tokens/s per chip at the figure's batch: its fixed batch, or for a scheduler-set run the least of
+    the server's max-num-seqs and the sequences whose KV cache the model's own memory sizing fits on the chips."""
+    batch = figure.batch
+    if figure.batch_set_by == "scheduler":
+        batch = max(1, min(batch, model.memory_batch(figure.chips)))
+    step, _ = model.step_seconds(figure.chips, batch)
+    return batch / step / figure.chips
 
 
 def serving_errors(catalog: Catalog) -> list[ServingError]:
     table = published_serving()
     return [ServingError(f, predicted_throughput(f, table.architectures[f.model], catalog,
-                                                 table.source_engines[f.source]))
+                                                 table.source_engines[f.source]),
+                         catalog.accelerator(f.accelerator).family == "tpu")
             for f in table.figures]
