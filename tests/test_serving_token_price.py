@@ -139,3 +139,31 @@ def test_review_of_a_training_plan_has_no_price_per_token_row(tmp_path):
     (tmp_path / "plan.json").write_text(json.dumps(document))
     review = load_review(tmp_path / "plan.json", tmp_path / "plan.json", tmp_path / "plan.json")
     assert not any(row.label.startswith("Per million tokens") for row in review.cost.rows)
+
+
+def test_choose_shows_each_serving_option_s_price_per_token_and_plan_its_summary_line():
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from accel.commands.choose import render
+    from accel.commands.plan import render_decision
+    from accel.policies.selection.plan_builder import make_plan
+
+    choice = searched("serving")
+    plan = make_plan(choice.workload, choice, load_catalog())
+    buffer = io.StringIO()
+    render(choice, plan, Console(file=buffer, width=250, color_system=None))
+    table = buffer.getvalue()
+    assert "$/M tok" in table and "total: over 730 h" in table
+    chosen_row = next(line for line in table.splitlines() if "1 *" in line)
+    assert f"${choice.chosen.usd_per_million_tokens_at_target:,.2f}" in chosen_row
+
+    buffer = io.StringIO()
+    render_decision(SimpleNamespace(plan=plan.model_dump(mode="json") | {"workload": {"kind": "inference"}},
+                                    hourly_usd=plan.chosen.hourly_usd, run_usd=plan.chosen.total_usd),
+                    Console(file=buffer, width=200, color_system=None))
+    summary = buffer.getvalue()
+    assert (f"per million tokens: ${plan.chosen.usd_per_million_tokens_at_target:,.2f} at the target rate, "
+            f"${plan.chosen.usd_per_million_tokens:,.2f} flat out") in summary
