@@ -128,7 +128,7 @@ class Option(SpotFromProvisioning):
                    "machine_type", "spot", "hourly_usd", "hours", "total_usd", "mfu", "offering", "zone",
                    "chips_per_host", "provisioning", "goodput")
     _spot_where = "chosen"
-    _omit_when_none = ("ranked_after",)
+    _omit_when_none = ("ranked_after", "usd_per_million_tokens", "usd_per_million_tokens_at_target")
 
     cloud: Cloud
     region: str
@@ -157,6 +157,12 @@ class Option(SpotFromProvisioning):
                                                        "figures it may beat: priced by estimate, or an on-demand "
                                                        "fleet past what a zone is expected to supply (written only "
                                                        "when set)")
+    usd_per_million_tokens: float | None = Field(None, ge=0, description="Serving: the price per million generated "
+                                                 "tokens with every replica the fleet runs busy (written only for "
+                                                 "serving)")
+    usd_per_million_tokens_at_target: float | None = Field(None, ge=0, description="Serving: the price per million "
+                                                           "generated tokens at the workload's tokens_per_second "
+                                                           "(flat out where the fleet serves less; serving only)")
 
 
 # The Assumption the serving estimate names the precision it sized weights and KV cache at (bf16 where fp8 was asked

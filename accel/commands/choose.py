@@ -219,7 +219,7 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     table = Table(title=escape(title), title_justify="left", show_lines=False)
     for column, justify in (("#", "right"), ("hardware", "left"), ("where", "left"), ("chips", "right"),
                             ("layout", "left"), ("capacity", "left"), ("$/h", "right"),
-                            ("time" if not inference else "hours", "right"), ("total", "right"),
+                            ("time" if not inference else "$/M tok", "right"), ("total", "right"),
                             ("MFU" if not inference else "util.", "right"), ("against the chosen", "left")):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     rows, rest = ranked_alternatives(list(choice.options), inference, TOP_OPTIONS)
@@ -231,9 +231,12 @@ def render(choice: Any, plan: Any, console: Console) -> None:
                       escape(where), f"{option.chips:,}", escape(layout),
                       escape(option.provisioning),
                       money(option.hourly_usd, cents=True) + (" (estimate)" if option.price_estimate else ""),
-                      f"{option.hours:,.0f} h" if inference else _time(option.hours), money(option.total_usd, cents=True),
+                      _per_million(option) if inference else _time(option.hours), money(option.total_usd, cents=True),
                       f"{option.mfu:.0%}", escape("; ".join(row.tradeoffs)), style="bold green" if row.chosen else None)
     table.caption = "* chosen; +N: the same option in N more regions" + (f"; {summarise_rest(rest, inference)}" if rest else "")
+    if inference:   # every serving option serves the same hours: the column says what a token costs instead
+        table.caption += (f"; $/M tok: per million tokens at {human_number(spec.inference.tokens_per_second)} tok/s "
+                          f"(flat out: --json usd_per_million_tokens); total: over {spec.inference.hours:,.0f} h")
     # Where each shown price comes from (catalog sources, with their dates; "estimate" marks a rule-derived one).
     sources = list(dict.fromkeys(row.option.price_source + (" estimate" if row.option.price_estimate else "")
                                  for row in rows if row.option.price_source))
@@ -262,6 +265,13 @@ def render(choice: Any, plan: Any, console: Console) -> None:
                            "--json lists them)" if len(item["reasons"]) > 1 else "")
                         for item in choice.rejected),
                       sep="\n", highlight=False)
+
+
+def _per_million(option: Any) -> str:
+    """A serving option's price per million tokens at the workload's target rate (selection.sizing
+    serving_token_prices), or '-' for an option without one (a plan read from an older document)."""
+    price = option.usd_per_million_tokens_at_target
+    return "-" if price is None else money(price, cents=True)
 
 
 def summarise_rest(rest: list[Any], inference: bool) -> str:

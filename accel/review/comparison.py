@@ -8,6 +8,9 @@ from accel.review.model import Cost, CostRow, Hardware, HardwareRow, PoolChange
 from accel.review.plan_json import PlanReport, PlanView
 
 MAX_RATIONALE = 4
+PER_TOKEN_AT_TARGET = "Per million tokens (at the target rate)"
+PER_TOKEN_FLAT_OUT = "Per million tokens (flat out)"
+PER_TOKEN_UNIT = "usd-per-million-tokens"
 
 
 def _layout(plan: PlanView) -> str:
@@ -96,14 +99,18 @@ def _costs(report: PlanReport | None) -> dict[str, float | None]:
     hourly = cost.hourly_usd if cost is not None and cost.hourly_usd is not None else (
         chosen.hourly_usd if chosen else None)
     run = cost.run_usd if cost is not None and cost.run_usd is not None else (chosen.total_usd if chosen else None)
-    return {"Per hour": hourly, "Per run (estimated)": run, "Run length": chosen.hours if chosen else None}
+    return {"Per hour": hourly, "Per run (estimated)": run, "Run length": chosen.hours if chosen else None,
+            # A serving plan's price per million generated tokens (selection.sizing serving_token_prices), so a
+            # change of fleet shows what a token costs before and after; absent (no row) for training plans.
+            PER_TOKEN_AT_TARGET: chosen.usd_per_million_tokens_at_target if chosen else None,
+            PER_TOKEN_FLAT_OUT: chosen.usd_per_million_tokens if chosen else None}
 
 
 def cost(head: PlanReport | None, base: PlanReport | None) -> Cost:
     if head is None:
         return Cost(note="Not computed: pass `--plan` with the output of `accel plan --json` for this branch.")
     after, before = _costs(head), _costs(base)
-    units = {"Run length": "hours"}
+    units = {"Run length": "hours", PER_TOKEN_AT_TARGET: PER_TOKEN_UNIT, PER_TOKEN_FLAT_OUT: PER_TOKEN_UNIT}
     rows = tuple(CostRow(label, before.get(label), after.get(label), units.get(label, "usd")) for label in after
                  if after.get(label) is not None or before.get(label) is not None)
     catalog = None

@@ -76,7 +76,7 @@ class CostRow:
     label: str
     before: float | None
     after: float | None
-    unit: str = "usd"           # usd | hours
+    unit: str = "usd"           # usd | hours | usd-per-million-tokens (a serving plan's price per token)
 
     @property
     def delta(self) -> float | None:

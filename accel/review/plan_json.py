@@ -67,6 +67,8 @@ class ChosenHardware(LenientModel):
     mfu: float | None = None
     zone: str | None = None
     provisioning: str | None = None
+    usd_per_million_tokens: float | None = Field(None, ge=0, description="Serving: flat out; absent in older output")
+    usd_per_million_tokens_at_target: float | None = Field(None, ge=0, description="Serving: at the target rate")
 
 
 class TpuPoolView(LenientModel):

@@ -702,6 +702,10 @@ def to_option(candidate: Candidate, region: str, ranked_after: str | None = None
     values["price_estimate"] = bool((chip is not None and chip.estimate) or (host is not None and host.estimate))
     values["price_source"] = _option_source(candidate) if reserved is not None else memo.source(chip)
     values["ranked_after"] = ranked_after
+    if "usd_per_million_tokens" in e.detail:   # a serving fleet's price per token, from its sizing (the chosen's and
+        # every option's alike: sizing.serving_token_prices)
+        values["usd_per_million_tokens"] = e.detail["usd_per_million_tokens"]
+        values["usd_per_million_tokens_at_target"] = e.detail["usd_per_million_tokens_at_target"]
     return assembled_in_order(Option, values)
 
 
@@ -732,7 +736,8 @@ class OptionMemo:
                 "machine_type": s.machine_type, "hourly_usd": None, "hours": _hours(e.hours), "total_usd": None,
                 "mfu": _fraction(e.mfu), "offering": o.id, "zone": None, "chips_per_host": s.chips_per_host,
                 "provisioning": provisioning, "goodput": _fraction(e.goodput), "price_estimate": None,
-                "price_source": None, "ranked_after": None}
+                "price_source": None, "ranked_after": None, "usd_per_million_tokens": None,
+                "usd_per_million_tokens_at_target": None}
         return values
 
     def source(self, price: Price) -> str:

@@ -18,7 +18,6 @@ from accel.policies.estimator.estimate import (
     whole_run_spread,
 )
 from accel.policies.plan import Option
-from accel.policies.selection.sizing import usd_per_million_tokens
 from accel.policies.selection.tradeoffs import time_words
 from accel.policies.workload import XLA_FRAMEWORKS, framework_label
 
@@ -453,7 +452,7 @@ def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float, target: fl
     busy = min(nodes, -(-replicas * int(detail["replica_chips"]) // chips_per_host))
     idle = (f"; {plural(nodes - busy, 'node')} no whole replica fits stay idle "
             f"({money(hourly_usd * (nodes - busy) / nodes, cents=True)}/h)" if busy < nodes else "")
-    at_target = usd_per_million_tokens(hourly_usd, target)
+    at_target = float(detail["usd_per_million_tokens_at_target"])
     units = nodes // int(detail.get("node_step", nodes) or nodes)
     paid = "the paid unit runs" if units == 1 else f"the {units} paid units run"
     return (f"{head}; {paid} {replicas} replicas, not the {detail['target_replicas']} the target needs: "

@@ -40,7 +40,7 @@ from accel.policies.selection.pools import MAX_SLICES
 from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.serving_capacity import refusal as serving_refusal
-from accel.policies.selection.sizing import sequence_refusal
+from accel.policies.selection.sizing import sequence_refusal, serving_token_prices
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_provisioning_conflict, pin_spot_conflict
 
 
@@ -544,6 +544,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
               "min_chips_for_memory": ctx.min_memory_chips(offering)}
     if replica.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
         detail["pipeline_stages"] = replica.stages
+    # Priced by the rule a searched fleet is (sizing.serving_token_prices), so a pin and a search of one fleet agree.
+    detail.update(serving_token_prices(hourly, float(detail["tokens_per_second"]), spec.inference.tokens_per_second))
     if not spot and ctx.obtain is not None:   # a pin on A3 Ultra says it waits and ends as the search's fleet does
         detail.update(queued_service_detail(ctx.obtain, offering, provisioning))
     utilisation = model_i.utilisation(used, size.chips)

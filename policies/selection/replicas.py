@@ -22,7 +22,8 @@ class ReplicaPlan:
     (the decode step at batch 1, when the p99 bound is why) or `reason`. Otherwise the fleet that holds the
     `replicas` the target needs, its figures (`detail`, copied into each candidate; its `replicas` are those the
     fleet runs, more where it is paid in whole units: ladders.filled_replicas), the log overshoot of max_chips and
-    the node limit, and `over_limits`: why the fleet breaks a limit ('' when it breaks none)."""
+    the node limit, `over_limits`: why the fleet breaks a limit ('' when it breaks none), and `served`: the tokens/s
+    the fleet serves flat out, every replica it runs busy (what sizing prices a million tokens by)."""
 
     size: Size
     fleet: Size | None = None
@@ -34,6 +35,7 @@ class ReplicaPlan:
     detail: dict | None = None
     overshoot: float = 0.0
     over_limits: str = ""
+    served: float = 0.0
 
 
 def replica_plans(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPlan]:
@@ -75,8 +77,9 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
         }
         if size.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
             detail["pipeline_stages"] = size.stages
+        served = round(replica.tokens_per_second * replicas, 1)
         if replicas > needed:
-            detail.update(target_replicas=needed, tokens_per_second=round(replica.tokens_per_second * replicas, 1))
+            detail.update(target_replicas=needed, tokens_per_second=served)
         detail.update(fleet_rounding(offering, size, needed, fleet, model.min_replicas))
         # A GPU serving fleet is split into pools within the limit: the cluster's limits bound it; a TPU replica
         # is one slice, its own pool.
@@ -93,7 +96,7 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
         overshoot = (math.log(max(1.0, fleet.chips / cap))
                      + (math.log(max(1.0, pool_nodes / pool_cap)) if pool_cap is not None else 0.0))
         plans.append(ReplicaPlan(size, fleet, replicas=needed, latency_ms=latency_ms, utilisation=utilisation,
-                                 detail=detail, overshoot=overshoot, over_limits=over_limits))
+                                 detail=detail, overshoot=overshoot, over_limits=over_limits, served=served))
     return plans
 
 
