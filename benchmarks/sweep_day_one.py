@@ -227,6 +227,8 @@ def new_ground() -> list[dict[str, Any]]:
         inference: dict[str, Any] = {"tokens_per_second": tps, "p99_latency_ms": p99, "framework": framework}
         if precision:
             inference["precision"] = precision
+        if accelerators in (["tpu7x"], ["h200-141gb"], ["b200"]) and clouds == ["gcp"]:
+            inference["hours"] = 150     # TPU7x, A3 Ultra, A4 on GCP: flex-start only, requests of at most 168 h
         constraints: dict[str, Any] = {"clouds": clouds, "spot": "never"}
         if accelerators:
             constraints["accelerators"] = accelerators
@@ -260,7 +262,7 @@ def new_ground() -> list[dict[str, Any]]:
         # vLLM v0.33.0 over several nodes: EFA (the -efa image), and each GCP fabric
         serve("ng00", {"architecture": "llama3.1-405b"}, 2000, 100, ["h100-80gb"], ["aws"], CLEAN),
         serve("ng01", {"architecture": "llama3.1-405b"}, 2000, 100, ["h100-80gb"], ["gcp"], CLEAN),
-        serve("ng02", {"architecture": "llama3.1-405b"}, 1000, 250, ["a100-80gb"], ["gcp"], CLEAN),
+        serve("ng02", {"architecture": "llama3.1-405b"}, 1000, 250, ["a100-80gb"], ["gcp"], "refused: memory"),
         serve("ng03", {"architecture": "deepseek3-671b"}, 4000, 100, ["h200-141gb"], ["gcp"], CLEAN),
         serve("ng04", {"architecture": "deepseek3-671b"}, 4000, 100, ["h200-141gb"], ["aws"], CLEAN),
         # MoE fp8 from a bf16 checkpoint on GPU: --quantization fp8_per_tensor
@@ -607,11 +609,15 @@ def report(out: Path) -> None:
                      " ".join(f"{k}={v['rc']}({v['seconds']}s)" for k, v in result["steps"].items()))
         lines += [f"    {finding}" for finding in verdict["findings"]]
     print("\n".join(lines))
-    clean = sum(1 for verdict in verdicts if verdict["outcome"] == "ok" and not verdict["findings"])
-    refused = sum(1 for verdict in verdicts if verdict["outcome"] in ("infeasible", "refused")
-                  and not verdict["findings"])
+    # A warning is said to the user (the plan's or the job's own); a finding is anything else the checks found.
+    def faults(verdict: dict[str, Any]) -> list[str]:
+        return [f for f in verdict["findings"] if not f.split(":")[0].endswith("warning")]
+
+    clean = sum(1 for verdict in verdicts if verdict["outcome"] == "ok" and not faults(verdict))
+    refused = sum(1 for verdict in verdicts if verdict["outcome"] in ("infeasible", "refused") and not faults(verdict))
     print(f"\nruns {len(verdicts)}, clean flows {clean}, refusals {refused}, "
-          f"runs with findings {sum(1 for v in verdicts if v['findings'])}, findings {sum(kinds.values())}")
+          f"runs with findings {sum(1 for v in verdicts if faults(v))}, findings {sum(len(faults(v)) for v in verdicts)}"
+          f" (and {sum(len(v['findings']) - len(faults(v)) for v in verdicts)} warnings said)")
     print("outcomes:", dict(outcomes))
     print("findings by kind:")
     for kind, count in kinds.most_common():
