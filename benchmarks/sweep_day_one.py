@@ -227,7 +227,8 @@ def new_ground() -> list[dict[str, Any]]:
         inference: dict[str, Any] = {"tokens_per_second": tps, "p99_latency_ms": p99, "framework": framework}
         if precision:
             inference["precision"] = precision
-        if accelerators in (["tpu7x"], ["h200-141gb"], ["b200"]) and clouds == ["gcp"]:
+        if accelerators in (["tpu7x"], ["h200-141gb"], ["b200"]) and clouds == ["gcp"] or "x-reservations" in extra \
+                and extra["x-reservations"][0].get("kind") == "capacity-block":
             inference["hours"] = 150     # TPU7x, A3 Ultra, A4 on GCP: flex-start only, requests of at most 168 h
         constraints: dict[str, Any] = {"clouds": clouds, "spot": "never"}
         if accelerators:
@@ -295,7 +296,13 @@ def new_ground() -> list[dict[str, Any]]:
               **{"x-reservations": [GB300_BLOCK]}),
         serve("nb05", {"architecture": "llama3.1-405b"}, 5000, 100, None, ["aws"], "refused: UltraServer",
               hardware=dict(gb300_pin, chips=36), **{"x-reservations": [dict(GB300_BLOCK, count=9)]}),
-    ]
+    ] + [  # a month's service on a one-week block: refused at choose, pinned or searched, naming the block
+        dict(workload, name=name, inference={**workload["inference"], "hours": 730},
+             **{"x-expect": "refused: capacity block 'cr-0b300e72a1b2c3d4e' has 167"})
+        for name, workload in (("nb06", serve("nb02", {"architecture": "llama3.1-405b"}, 5000, 100, None, ["aws"],
+                                              CLEAN, hardware=dict(gb300_pin), **{"x-reservations": [GB300_BLOCK]})),
+                               ("nb07", serve("nb04", {"architecture": "llama3.1-70b"}, 20000, 60, ["gb300"], ["aws"],
+                                              CLEAN, **{"x-reservations": [GB300_BLOCK]})))]
 
 
 # ----------------------------------------------------------------------------- running the flow

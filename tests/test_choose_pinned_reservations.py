@@ -88,3 +88,41 @@ def test_choose_forwards_the_declared_reservations_to_a_pin(reservations):
     declared = [DeclaredReservation.model_validate(r) for r in reservations]
     window = choose(workload, load_catalog(), reservations=declared).estimate.details.get("capacity_window_days")
     assert (window is not None) == bool(reservations)
+
+
+# ---- a service outlasting its declared Capacity Block ------------------------------------------------------------
+SERVICE = {"name": "gb300-service", "kind": "inference", "model": {"architecture": "llama3.1-70b"},
+           "inference": {"tokens_per_second": 20000, "p99_latency_ms": 60, "framework": "pytorch"},
+           "constraints": {"clouds": ["aws"], "spot": "never", "accelerators": ["gb300"]},
+           "owner": "sweep", "cost_center": "sweep-6"}
+
+
+def test_a_search_does_not_serve_a_month_on_a_one_week_block_and_says_why():
+    """A Capacity Block's node group is scaled in before its window closes: a 730 h service is not sized on a
+    167 h block (accel plan would refuse the stack), and the refusal names the block, its hours and the way out."""
+    from accel.policies.selection.choose import NoFeasibleOption
+
+    block = [DeclaredReservation.model_validate(GB300_BLOCK)]
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(workload_from_mapping(SERVICE, "w.yaml"), load_catalog(), reservations=block)
+    said = " ".join(str(refused.value).split())
+    assert "a service of 730 h (inference.hours)" in said and "capacity block 'cr-0b300e72a1b2c3d4e' has 167.0 h" in said
+    assert "inference.hours at most 167" in said
+
+
+def test_a_service_within_the_block_is_served_on_it():
+    block = [DeclaredReservation.model_validate(GB300_BLOCK)]
+    within = {**SERVICE, "inference": {**SERVICE["inference"], "hours": 150}}
+    choice = choose(workload_from_mapping(within, "w.yaml"), load_catalog(), reservations=block)
+    assert choice.reservation == GB300_BLOCK["name"]
+
+
+def test_a_pinned_service_longer_than_its_block_is_refused_before_a_stack_is_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    pinned = {**SERVICE, "constraints": {"clouds": ["aws"], "spot": "never"},
+              "hardware": {"accelerator": "gb300", "chips": 72, "cloud": "aws", "spot": False}}
+    code, output = choose_cli(tmp_path, pinned, [GB300_BLOCK])
+    said = " ".join(output.split())
+    assert code == 2 and "Traceback" not in output
+    assert "the run takes 730.0 h but capacity block 'cr-0b300e72a1b2c3d4e' has 167.0 h" in said
+    assert not (tmp_path / "stacks" / "Pulumi.pinned.yaml").exists()
