@@ -531,9 +531,9 @@ def manifest_checks(document: dict[str, Any], plan: dict[str, Any] | None, schem
             spec = template.get("spec", {})
             selectors = spec.get("nodeSelector", {})
             tolerations = json.dumps(spec.get("tolerations", []))
-            if accelerator == "gb200" and selectors.get("kubernetes.io/arch") != "arm64" and "arm64" not in \
+            if accelerator in ("gb200", "gb300") and selectors.get("kubernetes.io/arch") != "arm64" and "arm64" not in \
                     tolerations and "arm64" not in json.dumps(spec.get("affinity", {})):
-                findings.append(f"{where} {path}: a GB200 (Grace, arm64) pod does not select arm64 nodes")
+                findings.append(f"{where} {path}: a {accelerator} (Grace, arm64) pod does not select arm64 nodes")
     return findings
 
 
