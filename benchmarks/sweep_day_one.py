@@ -594,6 +594,8 @@ def _refusal_expected(pattern: str, steps: dict[str, Any], findings: list[str]) 
             if not re.search(pattern, said, re.IGNORECASE):
                 findings.append(f"refusal unnamed: {step} exit {run['rc']} does not say /{pattern}/: "
                                 f"{said.strip()[-300:]}")
+            if step != "choose":   # named, but choose wrote a stack that cannot plan: choose should have refused
+                findings.append(f"chosen then refused: choose wrote the stack, {step} exits {run['rc']}")
             return {"outcome": "refused", "findings": findings}
         if run["rc"] != 0:
             break
