@@ -204,7 +204,105 @@ def grid(seed: int = 5) -> list[dict[str, Any]]:
             workload["training"] = {"tokens": "40B" if kind == "finetune" else "300B", "framework": "pytorch"}
             workload["constraints"]["deadline_days"] = deadline
         workloads.append(workload)
+    workloads += new_ground()
     return workloads
+
+
+CLEAN = "clean"   # an expectation: choose, plan, job and job --validate all exit 0 with no finding
+
+# A declared u-p6e-gb300x72 Capacity Block (18 trays), and one of 9 trays, which is no whole UltraServer.
+GB300_BLOCK = {"name": "cr-0b300e72a1b2c3d4e", "kind": "capacity-block", "machineType": "p6e-gb300.36xlarge",
+               "count": 18, "ultraserverType": "u-p6e-gb300x72", "zone": "us-east-1-dfw-2a",
+               "start": "2030-01-06T11:30:00Z", "end": "2030-01-13T11:30:00Z"}
+A4X_RACK = {"name": "a4x-nvl72-reservation", "machineType": "a4x-highgpu-4g", "count": 18, "zone": "us-central1-b"}
+
+
+def new_ground() -> list[dict[str, Any]]:
+    """The ground this session's changes opened (vLLM TPU, vLLM v0.33.0's multi-node LWS recipe and EFA image,
+    GB300 on x72 Capacity Blocks, replicas filling A4X racks, MoE fp8 online quantization), each workload with its
+    expectation (`x-expect`): CLEAN, or `refused: <regex>` that a refusing step's message must match."""
+    def serve(name: str, model: dict[str, Any], tps: int, p99: int, accelerators: list[str] | None,
+              clouds: list[str], expect: str, framework: str = "pytorch", precision: str | None = None,
+              **extra: Any) -> dict[str, Any]:
+        inference: dict[str, Any] = {"tokens_per_second": tps, "p99_latency_ms": p99, "framework": framework}
+        if precision:
+            inference["precision"] = precision
+        if accelerators in (["tpu7x"], ["h200-141gb"], ["b200"]) and clouds == ["gcp"] or "x-reservations" in extra \
+                and extra["x-reservations"][0].get("kind") == "capacity-block":
+            inference["hours"] = 150     # TPU7x, A3 Ultra, A4 on GCP: flex-start only, requests of at most 168 h
+        constraints: dict[str, Any] = {"clouds": clouds, "spot": "never"}
+        if accelerators:
+            constraints["accelerators"] = accelerators
+        return {"name": name, "kind": "inference", "model": model, "inference": inference,
+                "constraints": constraints, "owner": "sweep", "cost_center": "sweep-6", "x-expect": expect, **extra}
+
+    gb300_pin = {"accelerator": "gb300", "chips": 72, "cloud": "aws", "spot": False}
+    return [
+        # vLLM TPU: named models whose head counts are not powers of two, on each TPU generation served
+        serve("nt00", {"architecture": "qwen3-14b"}, 4000, 60, ["tpu-v5e"], ["gcp"], CLEAN, "jax"),
+        serve("nt01", {"architecture": "llama2-13b"}, 2000, 60, ["tpu-v6e"], ["gcp"], CLEAN, "jax"),
+        serve("nt02", {"architecture": "gemma3-27b"}, 8000, 100, ["tpu7x"], ["gcp"], CLEAN, "jax"),
+        serve("nt03", {"architecture": "gemma2-9b"}, 2000, 30, ["tpu-v5e"], ["gcp"], CLEAN, "jax"),
+        # fp8 on TPU: TPU7x quantizes as it loads; v6e has no fp8 in tpu-inference, so the plan sizes bf16
+        serve("nt04", {"architecture": "llama3.1-70b"}, 4000, 60, ["tpu7x"], ["gcp"], CLEAN, "jax", "fp8"),
+        serve("nt05", {"architecture": "llama3.1-70b"}, 4000, 60, ["tpu-v6e"], ["gcp"], CLEAN, "jax", "fp8"),
+        # int8 on TPU: only from an 8-bit checkpoint; without one the job must say which field
+        serve("nt06", {"architecture": "llama3.1-8b"}, 2000, 60, ["tpu-v6e"], ["gcp"], "refused: model.checkpoint",
+              "jax", "int8"),
+        serve("nt07", {"architecture": "llama3.1-8b", "checkpoint": "gs://acme-models/llama-3.1-8b-w8a8"}, 2000, 60,
+              ["tpu-v6e"], ["gcp"], CLEAN, "jax", "int8"),
+        # a gs:// checkpoint streamed by vLLM TPU
+        serve("nt08", {"architecture": "llama3.1-70b", "checkpoint": "gs://acme-models/llama-3.1-70b-instruct"}, 4000,
+              100, ["tpu-v6e"], ["gcp"], CLEAN, "jax"),
+        # MoE fp8 on TPU: from a bf16 checkpoint tpu-inference leaves the experts in bf16 (refused, naming
+        # the experts); from the model's own fp8 checkpoint it serves
+        serve("nt09", {"architecture": "qwen3-30b-a3b"}, 8000, 60, ["tpu7x"], ["gcp"], "refused: expert", "jax",
+              "fp8"),
+        serve("nt10", {"architecture": "qwen3-30b-a3b", "checkpoint": "Qwen/Qwen3-30B-A3B-FP8"}, 8000, 60, ["tpu7x"],
+              ["gcp"], CLEAN, "jax", "fp8"),
+        # vLLM v0.33.0 over several nodes: EFA (the -efa image), and each GCP fabric
+        serve("ng00", {"architecture": "llama3.1-405b"}, 2000, 100, ["h100-80gb"], ["aws"], CLEAN),
+        serve("ng01", {"architecture": "llama3.1-405b"}, 2000, 100, ["h100-80gb"], ["gcp"], CLEAN),
+        serve("ng02", {"architecture": "llama3.1-405b"}, 1000, 250, ["a100-80gb"], ["gcp"], "refused: memory"),
+        serve("ng03", {"architecture": "deepseek3-671b"}, 4000, 100, ["h200-141gb"], ["gcp"], CLEAN),
+        serve("ng04", {"architecture": "deepseek3-671b"}, 4000, 100, ["h200-141gb"], ["aws"], CLEAN),
+        # MoE fp8 from a bf16 checkpoint on GPU: --quantization fp8_per_tensor
+        serve("ng05", {"architecture": "mixtral-8x22b"}, 8000, 60, ["h100-80gb"], ["aws"], CLEAN, precision="fp8"),
+        serve("ng06", {"architecture": "qwen3-235b-a22b"}, 8000, 60, ["b200"], ["gcp"], CLEAN, precision="fp8"),
+        # V100 is built no more by vLLM; B300's peaks are unsourced: neither is a chip a workload may ask for
+        serve("ng07", {"architecture": "llama3.1-8b"}, 2000, 60, ["v100"], ["aws"], "refused: accelerators"),
+        serve("ng08", {"architecture": "llama3.1-8b"}, 2000, 60, ["b300"], ["aws"], "refused: accelerators"),
+        # an 18-tray A4X reservation served: replicas fill the rack; MoE fp8 there too
+        serve("na00", {"architecture": "llama3.1-8b"}, 20000, 30, ["gb200"], ["gcp"], CLEAN,
+              **{"x-reservations": [A4X_RACK]}),
+        serve("na01", {"architecture": "qwen3-235b-a22b"}, 8000, 60, ["gb200"], ["gcp"], CLEAN, precision="fp8",
+              **{"x-reservations": [A4X_RACK]}),
+        serve("na02", {"architecture": "llama3.1-405b"}, 8000, 80, ["gb200"], ["gcp"], CLEAN,
+              **{"x-reservations": [A4X_RACK]}),
+        # GB300 pinned to a declared x72 block: training and serving; a block of 9 trays is refused
+        {"name": "nb00", "kind": "pretrain", "model": {"parameters": "405B", "sequence_length": 8192},
+         "training": {"tokens": "10B", "framework": "pytorch", "precision": "bf16"},
+         "constraints": {"clouds": ["aws"], "spot": "never"}, "hardware": dict(gb300_pin),
+         "owner": "sweep", "cost_center": "sweep-6", "x-reservations": [GB300_BLOCK], "x-expect": CLEAN},
+        {"name": "nb01", "kind": "finetune", "model": {"architecture": "deepseek3-671b", "sequence_length": 8192},
+         "training": {"tokens": "5B", "framework": "pytorch", "precision": "fp8"},
+         "constraints": {"clouds": ["aws"], "spot": "never"}, "hardware": dict(gb300_pin),
+         "owner": "sweep", "cost_center": "sweep-6", "x-reservations": [GB300_BLOCK], "x-expect": CLEAN},
+        serve("nb02", {"architecture": "llama3.1-405b"}, 5000, 100, None, ["aws"], CLEAN,
+              hardware=dict(gb300_pin), **{"x-reservations": [GB300_BLOCK]}),
+        serve("nb03", {"architecture": "deepseek3-671b"}, 8000, 100, None, ["aws"], CLEAN, precision="fp8",
+              hardware=dict(gb300_pin), **{"x-reservations": [GB300_BLOCK]}),
+        serve("nb04", {"architecture": "llama3.1-70b"}, 20000, 60, ["gb300"], ["aws"], CLEAN,
+              **{"x-reservations": [GB300_BLOCK]}),
+        serve("nb05", {"architecture": "llama3.1-405b"}, 5000, 100, None, ["aws"], "refused: UltraServer",
+              hardware=dict(gb300_pin, chips=36), **{"x-reservations": [dict(GB300_BLOCK, count=9)]}),
+    ] + [  # a month's service on a one-week block: refused at choose, pinned or searched, naming the block
+        dict(workload, name=name, inference={**workload["inference"], "hours": 730},
+             **{"x-expect": "refused: capacity block 'cr-0b300e72a1b2c3d4e' has 167"})
+        for name, workload in (("nb06", serve("nb02", {"architecture": "llama3.1-405b"}, 5000, 100, None, ["aws"],
+                                              CLEAN, hardware=dict(gb300_pin), **{"x-reservations": [GB300_BLOCK]})),
+                               ("nb07", serve("nb04", {"architecture": "llama3.1-70b"}, 20000, 60, ["gb300"], ["aws"],
+                                              CLEAN, **{"x-reservations": [GB300_BLOCK]})))]
 
 
 # ----------------------------------------------------------------------------- running the flow
@@ -232,6 +330,7 @@ def run_one(workload: dict[str, Any], project: Path, workloads_dir: Path) -> dic
     stack = f"sw-{name}"
     inventory = workload.pop("x-inventory", None)
     reservations = workload.pop("x-reservations", None)
+    expect = workload.pop("x-expect", None)
     path = workloads_dir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(workload, sort_keys=False))
     held: list[str] = []
@@ -252,7 +351,8 @@ def run_one(workload: dict[str, Any], project: Path, workloads_dir: Path) -> dic
         steps["plan"] = _run(["plan", "-s", stack, "--json"], project)
         steps["job"] = _run(["job", "-s", stack, "--json"], project)
         steps["validate"] = _run(["job", "-s", stack, "--validate", "--json"], project)
-    return {"name": name, "workload": workload, "inventory": inventory, "reservations": reservations, "steps": steps}
+    return {"name": name, "workload": workload, "inventory": inventory, "reservations": reservations,
+            "expect": expect, "steps": steps}
 
 
 # ----------------------------------------------------------------------------- checks of what was built
@@ -431,9 +531,9 @@ def manifest_checks(document: dict[str, Any], plan: dict[str, Any] | None, schem
             spec = template.get("spec", {})
             selectors = spec.get("nodeSelector", {})
             tolerations = json.dumps(spec.get("tolerations", []))
-            if accelerator == "gb200" and selectors.get("kubernetes.io/arch") != "arm64" and "arm64" not in \
+            if accelerator in ("gb200", "gb300") and selectors.get("kubernetes.io/arch") != "arm64" and "arm64" not in \
                     tolerations and "arm64" not in json.dumps(spec.get("affinity", {})):
-                findings.append(f"{where} {path}: a GB200 (Grace, arm64) pod does not select arm64 nodes")
+                findings.append(f"{where} {path}: a {accelerator} (Grace, arm64) pod does not select arm64 nodes")
     return findings
 
 
@@ -447,8 +547,12 @@ def classify(result: dict[str, Any], schemas: Schemas) -> dict[str, Any]:
         if run["rc"] not in (0, 2, 3, 4):
             findings.append(f"{step} exit {run['rc']}")
     choose = steps["choose"]
+    expect = result.get("expect")
+    if expect and expect.startswith("refused:"):
+        return _refusal_expected(expect.removeprefix("refused:").strip(), steps, findings)
     if choose["rc"] == 3 and "plan" not in steps:
-        return {"outcome": "infeasible", "findings": findings}
+        return {"outcome": "infeasible", "findings": findings + (["expected clean, choose found nothing"]
+                                                                  if expect == CLEAN else [])}
     if choose["rc"] not in (0, 3):
         return {"outcome": f"choose exit {choose['rc']}", "findings": findings + [choose["stderr"][-400:]]}
     plan_doc = None
@@ -480,13 +584,36 @@ def classify(result: dict[str, Any], schemas: Schemas) -> dict[str, Any]:
     return {"outcome": outcome, "findings": findings}
 
 
+def _refusal_expected(pattern: str, steps: dict[str, Any], findings: list[str]) -> dict[str, Any]:
+    """A workload expected to be refused: the first step that refuses (exit 2 or 3) must name the constraint."""
+    import re  # noqa: PLC0415
+
+    for step, run in steps.items():
+        if run["rc"] in (2, 3):
+            said = run["stderr"] + run["stdout"]
+            if not re.search(pattern, said, re.IGNORECASE):
+                findings.append(f"refusal unnamed: {step} exit {run['rc']} does not say /{pattern}/: "
+                                f"{said.strip()[-300:]}")
+            if step != "choose":   # named, but choose wrote a stack that cannot plan: choose should have refused
+                findings.append(f"chosen then refused: choose wrote the stack, {step} exits {run['rc']}")
+            return {"outcome": "refused", "findings": findings}
+        if run["rc"] != 0:
+            break
+    return {"outcome": "not refused", "findings": findings + [f"expected a refusal naming /{pattern}/, got "
+                                                              + " ".join(f"{k}={v['rc']}" for k, v in steps.items())]}
+
+
 def report(out: Path) -> None:
     schemas = Schemas()
     outcomes, kinds = collections.Counter(), collections.Counter()
-    lines = []
+    lines, verdicts = [], []
+    # The grid's expectation of each workload as it stands (a result keeps the one it was run under)
+    expected = {w["name"]: w["x-expect"] for w in grid() if "x-expect" in w}
     for path in sorted((out / "results").glob("*.json")):
         result = json.loads(path.read_text())
+        result["expect"] = expected.get(result["name"], result.get("expect"))
         verdict = classify(result, schemas)
+        verdicts.append(verdict)
         outcomes[verdict["outcome"]] += 1
         for finding in verdict["findings"]:
             kinds[finding.split(":")[0][:80]] += 1
@@ -494,7 +621,16 @@ def report(out: Path) -> None:
                      " ".join(f"{k}={v['rc']}({v['seconds']}s)" for k, v in result["steps"].items()))
         lines += [f"    {finding}" for finding in verdict["findings"]]
     print("\n".join(lines))
-    print("\noutcomes:", dict(outcomes))
+    # A warning is said to the user (the plan's or the job's own); a finding is anything else the checks found.
+    def faults(verdict: dict[str, Any]) -> list[str]:
+        return [f for f in verdict["findings"] if not f.split(":")[0].endswith("warning")]
+
+    clean = sum(1 for verdict in verdicts if verdict["outcome"] == "ok" and not faults(verdict))
+    refused = sum(1 for verdict in verdicts if verdict["outcome"] in ("infeasible", "refused") and not faults(verdict))
+    print(f"\nruns {len(verdicts)}, clean flows {clean}, refusals {refused}, "
+          f"runs with findings {sum(1 for v in verdicts if faults(v))}, findings {sum(len(faults(v)) for v in verdicts)}"
+          f" (and {sum(len(v['findings']) - len(faults(v)) for v in verdicts)} warnings said)")
+    print("outcomes:", dict(outcomes))
     print("findings by kind:")
     for kind, count in kinds.most_common():
         print(f"  {count:4d}  {kind}")
@@ -522,7 +658,7 @@ def main() -> None:
         relaxed = relax(workload)
         for each in (workload, relaxed):
             target = results / f"{each['name']}.json"
-            if each is relaxed and ("x-inventory" in workload or json.loads(
+            if each is relaxed and ("x-inventory" in workload or "x-expect" in workload or json.loads(
                     (results / f"{workload['name']}.json").read_text())["steps"]["choose"]["rc"] != 3):
                 break          # chosen as written, or on-prem: no relaxed variant
             if target.is_file() and not args.only:

@@ -75,3 +75,19 @@ def test_an_int8_remedy_does_not_claim_a_smaller_kv_cache():
     line = next(line for line in str(refused.value).splitlines() if "what would serve" in line)
     assert "inference.precision: int8 (half the bytes of bf16 weights; the KV cache stays at 2 bytes a value)" in line
     assert "KV cache)" not in line
+
+
+def test_an_int8_remedy_says_the_checkpoint_it_needs_when_the_workload_names_none():
+    """The serving job refuses int8 without an 8-bit checkpoint (vLLM quantizes no bf16 one to int8 as it loads), so
+    a remedy that only said 'inference.precision: int8' led to a stack `accel plan` refuses (sweep6, ng02)."""
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(service_405b(accelerators=["a100-80gb"]), load_catalog())
+    line = next(line for line in str(refused.value).splitlines() if "what would serve" in line)
+    assert "from a checkpoint already quantized to 8-bit weights named in model.checkpoint" in line
+    asked = service_405b(accelerators=["a100-80gb"]).model_dump(mode="json", exclude_none=True)
+    named = workload_from_mapping({**asked, "model": {"parameters": "405B", "sequence_length": 8192,
+                                             "checkpoint": "gs://acme/llama-405b-w8a16"}}, "w.yaml")
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(named, load_catalog())
+    line = next(line for line in str(refused.value).splitlines() if "what would serve" in line)
+    assert "inference.precision: int8" in line and "model.checkpoint" not in line

@@ -101,6 +101,17 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
     if write_stack is not None:
         refuse_pinning_a_commitment(choice, write_stack)
     plan = make_plan(spec, choice, cat)
+    if held and choice.pinned:
+        from accel.policies.cloud.reservations import reservation_problems, use_reservation
+
+        # A pin is not searched: its fleet goes on the declared reservation of its machine as `accel plan` puts a
+        # stack's pin on its accel:reservations (a Capacity Block machine has no other way to be bought), and is
+        # refused here as `accel plan` would refuse it (a run longer than its block, more machines than held).
+        plan = use_reservation(plan, held)
+        problems = reservation_problems(plan, held) if plan.capacity.reservation else []
+        if problems:
+            raise UsageError(f"--reservations {reservations_path}: the pinned fleet does not fit the declared "
+                             "reservations: " + "; ".join(problems))
     if as_json:
         import json  # only --json prints JSON (~1 ms of a plain run's imports)
 
@@ -111,7 +122,8 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         write_plot(choice, plot)
         status.print(f"wrote {plot}")
     if write_stack is not None:
-        used = next((r for r in held if r.name == choice.reservation), None) if choice.reservation else None
+        on = choice.reservation or plan.capacity.reservation
+        used = next((r for r in held if r.name == on), None) if on else None
         path = write_stack_file(write_stack, spec, plan, warn=lambda message: status.print(
             f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True),
             reservation=None if used is None else used.model_dump(mode="json", exclude_none=True))

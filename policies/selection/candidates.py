@@ -477,6 +477,25 @@ def reserved_groups(ctx: SearchContext, offering: Offering
     return groups
 
 
+def served_within_window(ctx: SearchContext, groups: list, reasons: list[tuple[str, str]]) -> list:
+    """The reserved groups a service can run its inference.hours on: a declared Capacity Block ends (its node group
+    is scaled in before the window closes), so a service longer than its usable window is not sized on it, as a
+    queued mode's is not beyond its longest request (serving_capacity); `reasons` gets why. A training run longer
+    than a block is timed as not finishing on it instead (sizing.py)."""
+    if ctx.spec.kind != "inference" or ctx.spec.inference is None:
+        return groups
+    kept = []
+    for group in groups:
+        block = group[0].block_hours(ctx.spec.inference.hours)
+        if block is not None and block[1] is not None:
+            usable = group[0].window.usable_hours
+            reasons.append(("capacity", f"a service of {ctx.spec.inference.hours:,g} h (inference.hours): {block[1]}"
+                                        f", or inference.hours at most {usable:,g}"))
+        else:
+            kept.append(group)
+    return kept
+
+
 def spot_modes(spec: WorkloadSpec) -> tuple[bool, ...]:
     """The capacity types to size an offering at: on-demand (False) and/or spot (True), per constraints.spot.
 
@@ -649,8 +668,8 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
     if offering.reserved_only:
         # A4X (reservations) and p6e-gb200 (UltraServer Capacity Blocks) are never sold on demand or as spot:
         # only the capacity the stack declares is sized, and without it the offering says what to declare.
-        held = reserved_groups(ctx, offering)
-        if not held:
+        held = served_within_window(ctx, reserved_groups(ctx, offering), reasons)
+        if not held and not reasons:
             kind = "Capacity Blocks" if offering.provisioning == "capacity-block" else "reservations"
             reasons.append(("capacity", f"{offering.machine_type} is sold only through {kind}: declare yours in "
                                         f"accel:reservations (kind {offering.provisioning}) or accel choose "
@@ -676,7 +695,8 @@ def price_points(ctx: SearchContext, offering: Offering) -> tuple[list[PricePoin
         if not spot:
             points.extend(queued_groups(ctx, offering, unheld_groups(ctx, offering, groups)))
             points.extend(booked_groups(ctx, offering, groups))
-    points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in reserved_groups(ctx, offering))
+    points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in
+                  served_within_window(ctx, reserved_groups(ctx, offering), reasons))
     points.extend(PricePoint(False, regions, chip, host, held) for held, regions, chip, host in committed_groups(ctx, offering))
     return points, reasons
 

@@ -235,7 +235,8 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     search found), estimate, and the Choice.
     """
     if spec.hardware is not None:
-        return choose_pinned(spec, catalog, objective, extra_offerings)
+        # A declared reservation of the pinned machine times the fleet as held (as `accel plan` does with a stack's).
+        return choose_pinned(spec, catalog, objective, extra_offerings, reservations)
     # The search builds many objects and no cycles: the collector would walk the whole heap for nothing.
     with collector_paused():
         return _search_and_choose(spec, catalog, objective, extra_offerings, reservations)

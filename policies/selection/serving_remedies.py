@@ -57,10 +57,21 @@ def serving_remedies(ctx: SearchContext, found: SearchResult, search_again: Call
             except NoFeasibleOption:
                 continue
             lines.append(f"what would serve: inference.precision: {precision} "
-                         f"({saving(precisions[current], precisions[precision], current)}): {describe(chosen)}, "
-                         f"{money(chosen.hourly_usd)}/h, {money(chosen.total_usd)} over {chosen.hours:g} h")
+                         f"({saving(precisions[current], precisions[precision], current)})"
+                         f"{_checkpoint_needed(spec, precision)}: {describe(chosen)}, {money(chosen.hourly_usd)}/h, "
+                         f"{money(chosen.total_usd)} over {chosen.hours:g} h")
             break
     return lines
+
+
+def _checkpoint_needed(spec: WorkloadSpec, precision: str) -> str:
+    """What int8 asks of the workload besides the precision: vLLM (GPU and TPU) quantizes no bf16 checkpoint to int8
+    weights as it loads, so the serving job (and `accel plan`, which checks it) refuses int8 without a model.checkpoint
+    already in 8-bit weights (docs/job.md, the int8 rows of both precision tables)."""
+    if precision != "int8" or spec.model.checkpoint is not None:
+        return ""
+    return (", from a checkpoint already quantized to 8-bit weights named in model.checkpoint (the serving job "
+            "refuses int8 without one)")
 
 
 def _spans_nodes(ctx: SearchContext, offering: Offering) -> bool:
