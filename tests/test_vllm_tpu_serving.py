@@ -107,6 +107,14 @@ def test_a_workload_naming_no_model_serves_a_stand_in_and_says_so():
     assert "a stand-in sized for 8B parameters, not your model" in notes
 
 
+def test_sv20_a_small_unnamed_model_on_one_v5e_chip_gets_the_1b_class_stand_in():
+    """sweep6 sv20: 1.3B on one TPU v5e chip (16 GB, 14.4 usable). The smallest stand-in was Llama 3.1 8B (16 GB of
+    bf16 weights), so the job refused the stack choose wrote; the 1B-class band (up to 2B) serves Qwen3 1.7B."""
+    command, _, notes = serve({"parameters": "1.3B"}, hardware={"accelerator": "tpu-v5e", "chips": 1})
+    assert command.startswith("vllm serve Qwen/Qwen3-1.7B ") and flag(command, "--tensor-parallel-size") == "1"
+    assert "a stand-in sized for 1.3B parameters, not your model" in notes
+
+
 def test_your_command_and_image_are_left_as_written():
     command, image, notes = serve(LLAMA, command="serve.sh", image="my/vllm-tpu:1")
     assert (command, image) == ("serve.sh", "my/vllm-tpu:1")
