@@ -67,7 +67,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel) -> PrecisionF
     dtype = f" --dtype {facts['dtype'][precision]}"
     chip = chip_name(hw.accelerator)
     if asked == "fp8" and precision != "fp8":
-        if hardware.current().chips[hw.accelerator].peak_fp8_tflops and _is_moe(plan):
+        if hardware.current().chips[hw.accelerator].peak_fp8_tflops and plan.workload.model.experts:
             # A chip with fp8 sized at bf16: the estimate's experts_stay_bf16 (policies/estimator/estimate.py).
             return PrecisionFlags(dtype, [
                 f"precision: inference.precision fp8, but the plan sized bf16 weights and KV cache on {chip}: "

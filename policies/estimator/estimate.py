@@ -223,7 +223,8 @@ def serving_precision(spec: WorkloadSpec) -> str:
 
 def served_precision(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> str:
     """The precision a serving replica on `accelerator` is sized at: the workload's, or bf16 where that needs fp8
-    tensor cores (inference.precisions' needs_fp8) the chip lacks. The one decision: the InferenceModel sizes by it,
+    tensor cores (inference.precisions' needs_fp8) the chip lacks or where the engine would leave a mixture of experts'
+    routed experts in bf16 (experts_stay_bf16). The one decision: the InferenceModel sizes by it,
     the plan states it (the SERVED_PRECISION assumption), the job serves it."""
     if resolved.serving_needs_fp8 and not accelerator.peak_fp8_tflops or experts_stay_bf16(spec, resolved, accelerator):
         return "bf16"
