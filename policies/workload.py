@@ -715,6 +715,20 @@ def pin_provisioning_conflict(spec: WorkloadSpec) -> str | None:
     return None
 
 
+def int8_checkpoint_missing(precision: str, checkpoint: str | None) -> str | None:
+    """Why serving precision `precision` from `checkpoint` (model.checkpoint) is one no serving engine can load, or
+    None: int8 (weight-only W8A16) with no checkpoint. vLLM on GPUs and vLLM TPU quantize no bf16 checkpoint to int8 weights as they load
+    (accel/job/runtime.yaml vllm_precision.int8_source, vllm_tpu.int8_source), so the serving job refuses it
+    (accel/job/vllm_serving.py, vllm_tpu.py) and `accel choose` refuses it before sizing 1-byte weights no engine
+    would hold. The one rule both read."""
+    if precision != "int8" or checkpoint is not None:
+        return None
+    return ("int8 (weight-only W8A16) needs model.checkpoint to name a checkpoint already quantized to 8-bit weights "
+            "(compressed-tensors W8A16/W8A8 from llm-compressor, or GPTQ 8-bit): vLLM (GPU and TPU) quantizes no "
+            "bf16 checkpoint to int8 as it loads, so the serving job would refuse it; set model.checkpoint, or "
+            "inference.precision bf16 or fp8")
+
+
 class WorkloadFieldError(UsageError):
     """A workload value found wrong only against the catalog (a region no offering has) or a stack's separate
     pin (exit 2). The message names the field; whoever knows the file adds it with `with_source`."""

@@ -374,3 +374,29 @@ def test_decode_is_memory_bound_and_prefill_heavy_traffic_is_compute_bound(catal
     assert InferenceModel(chat, resolve(chat, catalog.defaults), h100).step_seconds(1, 8)[1] == "memory-bandwidth"
     assert InferenceModel(summarise, resolve(summarise, catalog.defaults), h100).step_seconds(1, 64)[1] == \
         "prefill compute"
+
+
+def test_a_mixture_of_experts_at_fp8_on_tpu_is_sized_at_the_bf16_its_engine_holds(catalog):
+    """vLLM TPU quantizes no bf16 checkpoint's routed experts to fp8 as it loads (inference.precisions fp8
+    experts_need_checkpoint_on: [tpu]): on TPU7x, which has fp8, a mixture of experts from bf16 weights is sized and
+    stated at bf16, as a chip without fp8 tensor cores is; from a checkpoint already in fp8, on a GPU, or a dense
+    model, fp8 (sweep6 nt09: the estimate sized fp8 and the job refused)."""
+    from accel.policies.plan import SERVED_PRECISION
+
+    def sized(model: dict, accelerator: str) -> tuple[str, float, str]:
+        spec = workload_from_mapping({"name": "s", "kind": "inference", "model": model, "inference": {
+            "tokens_per_second": 1000, "precision": "fp8"}}, "s.yaml")
+        chip, resolved = catalog.accelerator(accelerator), resolve(spec, catalog.defaults)
+        stated = next(a for a in assumption_list(spec, resolved, catalog, chip, "gcp", False, 4, 1, "")
+                      if a.name == SERVED_PRECISION)
+        bytes_per_weight = InferenceModel(spec, resolved, chip).weight_bytes / spec.model.parameters
+        return stated.value, bytes_per_weight, stated.source
+
+    precision, per_weight, why = sized({"architecture": "qwen3-30b-a3b"}, "tpu7x")
+    assert (precision, per_weight) == ("bf16", pytest.approx(2.0))
+    assert "routed experts" in why and "FP8OnelineMoEMethod is not supported" in why
+    assert sized({"architecture": "qwen3-30b-a3b", "checkpoint": "Qwen/Qwen3-30B-A3B-FP8"}, "tpu7x")[:2] == \
+        ("fp8", pytest.approx(1.0))
+    assert sized({"architecture": "qwen3-30b-a3b"}, "h100-80gb")[:2] == ("fp8", pytest.approx(1.0))
+    assert sized({"architecture": "llama3.1-70b"}, "tpu7x")[:2] == ("fp8", pytest.approx(1.0))
+    assert "no fp8 tensor cores" in sized({"architecture": "qwen3-30b-a3b"}, "tpu-v6e")[2]

@@ -26,7 +26,7 @@ from accel.job.vllm_serving import default_image
 from accel.policies import hardware
 from accel.policies.catalog import load_catalog
 from accel.policies.plan import SERVED_PRECISION
-from accel.policies.selection.choose import choose_plan
+from accel.policies.selection.choose import choose_plan, plan_from_pin
 from accel.policies.workload import workload_from_mapping
 from tests.conftest import planned_result
 
@@ -37,7 +37,10 @@ B200 = {"accelerator": "b200", "chips": 8}
 
 @functools.cache
 def _plan(workload_json: str):
-    return choose_plan(workload_from_mapping(json.loads(workload_json), "t.yaml"), load_catalog())
+    """A pinned workload's plan as `accel plan` makes a pinned stack's (plan_from_pin: no search, so the job's own
+    refusals are reached; `accel choose` refuses int8 without a checkpoint before that, policies.workload's rule)."""
+    spec = workload_from_mapping(json.loads(workload_json), "t.yaml")
+    return (plan_from_pin if spec.hardware is not None else choose_plan)(spec, load_catalog())
 
 
 def plan_of(precision="bf16", model=None, hw=H100, clouds=None):

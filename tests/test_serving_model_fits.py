@@ -56,7 +56,7 @@ def gpus(plan):
 
 def test_every_stand_in_names_an_architecture_row_and_an_fp8_checkpoint_with_its_source():
     rows = serving_checkpoints.table().stand_ins
-    assert [r.architecture for r in rows] == ["llama3.1-8b", "llama3.1-70b", "llama3.1-405b"]
+    assert [r.architecture for r in rows] == ["qwen3-1.7b", "llama3.1-8b", "llama3.1-70b", "llama3.1-405b"]
     assert [r.parameters for r in rows] == sorted(r.parameters for r in rows)
     for row in rows:
         assert "FP8" in row.fp8 and row.fp8_source.startswith(f"huggingface.co/{row.fp8}")
@@ -141,7 +141,7 @@ def test_no_stand_in_fitting_is_refused_naming_what_to_set(monkeypatch):
     message = str(refused.value)
     assert message.startswith(f"model: no published stand-in fits the replica planned for 7B parameters ({gpus(plan)} "
                               "x 1.0 GB usable of H100)")
-    assert "meta-llama/Llama-3.1-8B-Instruct (8.03B), holds 16 GB of bf16 weights" in message
+    assert "the smallest, Qwen/Qwen3-1.7B (1.72B), holds 3 GB of bf16 weights" in message
     assert "set model.checkpoint (or model.architecture)" in message and "--command" in message
 
 

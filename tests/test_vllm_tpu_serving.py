@@ -17,8 +17,9 @@ from accel.job.context import JobContext
 from accel.job.facts import runtime
 from accel.job.manifests import JobOptions, generate
 from accel.policies.catalog import load_catalog
-from accel.policies.selection.choose import choose_plan
-from accel.policies.workload import workload_from_mapping
+from accel.policies.plan import SERVED_PRECISION
+from accel.policies.selection.choose import choose_plan, plan_from_pin
+from accel.policies.workload import WorkloadFieldError, workload_from_mapping
 
 V5E = {"accelerator": "tpu-v5e", "chips": 4}
 V5P = {"accelerator": "tpu-v5p", "topology": "2x2x1"}
@@ -104,6 +105,14 @@ def test_a_workload_naming_no_model_serves_a_stand_in_and_says_so():
     command, image, notes = serve({"parameters": "8B"})
     assert image == IMAGE and command.startswith("vllm serve meta-llama/Llama-3.1-8B-Instruct ")
     assert "a stand-in sized for 8B parameters, not your model" in notes
+
+
+def test_sv20_a_small_unnamed_model_on_one_v5e_chip_gets_the_1b_class_stand_in():
+    """sweep6 sv20: 1.3B on one TPU v5e chip (16 GB, 14.4 usable). The smallest stand-in was Llama 3.1 8B (16 GB of
+    bf16 weights), so the job refused the stack choose wrote; the 1B-class band (up to 2B) serves Qwen3 1.7B."""
+    command, _, notes = serve({"parameters": "1.3B"}, hardware={"accelerator": "tpu-v5e", "chips": 1})
+    assert command.startswith("vllm serve Qwen/Qwen3-1.7B ") and flag(command, "--tensor-parallel-size") == "1"
+    assert "a stand-in sized for 1.3B parameters, not your model" in notes
 
 
 def test_your_command_and_image_are_left_as_written():
@@ -197,22 +206,56 @@ def test_fp8_of_a_checkpoint_already_in_fp8_is_read_as_it_is():
     assert "is taken for a checkpoint already in fp8" in notes
 
 
-def test_fp8_experts_from_a_bf16_checkpoint_are_refused():
-    """tpu-inference: 'FP8OnelineMoEMethod is not supported' (the experts would stay bf16, twice the bytes)."""
+def test_fp8_experts_from_a_bf16_checkpoint_are_planned_and_served_at_bf16():
+    """tpu-inference: 'FP8OnelineMoEMethod is not supported' (the experts would stay bf16, twice the bytes): the plan
+    sizes bf16 (estimate.experts_stay_bf16) and the job serves it, saying why, rather than refusing the plan choose
+    wrote (sweep6 nt09)."""
+    command, _, notes = serve({"architecture": "mixtral-8x7b"}, "fp8", TPU7X)
+    assert flag(command, "--dtype") == "bfloat16"
+    assert "--quantization" not in command and "--kv-cache-dtype" not in command
+    assert "the plan sized bf16 weights and KV cache on TPU7x (Ironwood): tpu-inference quantizes no bf16 checkpoint's routed " \
+           "experts as it loads" in notes
+    command, _, _ = serve({"architecture": "mixtral-8x7b", "checkpoint": "my-org/Mixtral-8x7B-FP8"}, "fp8", TPU7X)
+    assert "--quantization" not in command and flag(command, "--kv-cache-dtype") == "fp8"
+
+
+def test_fp8_experts_of_a_plan_sized_at_fp8_are_still_refused():
+    """A plan written before the estimate knew (its serving precision fp8 for a bf16 mixture of experts) is refused."""
+    plan = _plan(json.dumps({"name": "tpu-serve", "kind": "inference", "model": {"architecture": "mixtral-8x7b"},
+                             "hardware": TPU7X, "inference": {"tokens_per_second": 2000, "framework": "jax",
+                                                              "precision": "fp8", "hours": 168}}, sort_keys=True))
+    stale = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"assumptions": [
+        a.model_copy(update={"value": "fp8"}) if a.name == SERVED_PRECISION else a for a in plan.estimate.assumptions]})})
     with pytest.raises(UsageError, match=r"inference\.precision: fp8 with mistralai/Mixtral-8x7B-Instruct-v0\.1: "
                                          r"tpu-inference quantizes a bf16 checkpoint's linear layers"):
-        serve({"architecture": "mixtral-8x7b"}, "fp8", TPU7X)
-    command, _, _ = serve({"architecture": "mixtral-8x7b", "checkpoint": "my-org/Mixtral-8x7B-FP8"}, "fp8", TPU7X)
-    assert "--quantization" not in command
+        generate(stale, JobContext(stack="t"), JobOptions())
 
 
 def test_int8_reads_an_8_bit_checkpoint_and_is_refused_without_one():
     command, _, notes = serve({**LLAMA, "checkpoint": "my-org/llama-w8a8"}, "int8")
     assert flag(command, "--dtype") == "bfloat16" and "--quantization" not in command
     assert "precision int8: vLLM reads the quantization from model.checkpoint my-org/llama-w8a8's config.json" in notes
+    # A pinned stack's plan (accel plan reads it without choose): the job refuses by the same rule choose does.
+    pinned = plan_from_pin(workload_from_mapping({"name": "tpu-serve", "kind": "inference", "model": LLAMA,
+                                                  "hardware": V5E, "inference": {"tokens_per_second": 2000,
+                                                  "framework": "jax", "precision": "int8"}}, "t.yaml"), load_catalog())
     with pytest.raises(UsageError, match=r"inference\.precision: int8 .* needs model\.checkpoint .* tpu-inference "
                                          r"quantizes no bf16 checkpoint to int8 through a flag"):
+        generate(pinned, JobContext(stack="t"), JobOptions())
+
+
+def test_choose_refuses_int8_without_a_checkpoint_before_sizing():
+    """vLLM TPU (and vLLM on GPUs) loads int8 only from an 8-bit checkpoint: choose refuses at choose, exit 2, naming
+    both fields, instead of writing a stack `accel plan` refuses (sweep6 nt06)."""
+    with pytest.raises(WorkloadFieldError) as refused:
         serve(LLAMA, "int8")
+    assert refused.value.field == "inference.precision"
+    assert "needs model.checkpoint" in str(refused.value) and "set model.checkpoint" in str(refused.value)
+    for accelerator in ("tpu-v6e", "h100-80gb"):
+        unpinned = workload_from_mapping({"name": "s", "kind": "inference", "model": LLAMA, "inference": {
+            "tokens_per_second": 2000, "precision": "int8"}, "constraints": {"accelerators": [accelerator]}}, "s.yaml")
+        with pytest.raises(WorkloadFieldError, match="model.checkpoint"):
+            choose_plan(unpinned, load_catalog())
 
 
 # ----- which TPUs tpu-inference recommends -----

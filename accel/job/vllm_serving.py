@@ -14,6 +14,7 @@ from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.architectures import serving_checkpoints
 from accel.policies.plan import Plan
+from accel.policies.workload import int8_checkpoint_missing
 
 from accel.job.architectures import node_arch
 from accel.job.facts import cite, runtime
@@ -107,7 +108,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel, gpus: int) ->
             f"fp8 weights ({gpus} per replica) and the layers loading at the time, never the whole model in bf16 "
             f"({cite(facts['fp8_online_load'])}){ready}"])
     if precision == "int8":
-        if checkpoint is None:
+        if int8_checkpoint_missing(precision, checkpoint) is not None:   # the rule choose refuses by
             what = served.what
             if model in serving_checkpoints.table().fp8_models():
                 raise UsageError(

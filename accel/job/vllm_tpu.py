@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from accel.base.errors import UsageError
+from accel.policies import hardware
 from accel.policies.architectures import serving_checkpoints
 from accel.policies.plan import Plan
+from accel.policies.workload import int8_checkpoint_missing
 
 from accel.job import model_run, plan_view, stand_in
 from accel.job.facts import cite, runtime
@@ -65,6 +67,13 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel) -> PrecisionF
     dtype = f" --dtype {facts['dtype'][precision]}"
     chip = chip_name(hw.accelerator)
     if asked == "fp8" and precision != "fp8":
+        if hardware.current().chips[hw.accelerator].peak_fp8_tflops and plan.workload.model.experts:
+            # A chip with fp8 sized at bf16: the estimate's experts_stay_bf16 (policies/estimator/estimate.py).
+            return PrecisionFlags(dtype, [
+                f"precision: inference.precision fp8, but the plan sized bf16 weights and KV cache on {chip}: "
+                f"tpu-inference quantizes no bf16 checkpoint's routed experts as it loads ({cite(facts['fp8_source'])})"
+                f", and {model} is not in fp8, so vLLM TPU serves {facts['dtype'][precision]} (set model.checkpoint "
+                "to the model's fp8 checkpoint to serve fp8)"])
         return PrecisionFlags(dtype, [f"precision: {sized_below_asked(precision, chip)}, so vLLM TPU serves "
                                       f"{facts['dtype'][precision]}"])
     if precision == "fp8":
@@ -87,7 +96,7 @@ def precision_flags(plan: Plan, hw: Hardware, served: ServedModel) -> PrecisionF
             f"stores K/V in fp8 ({kv_cache}), the 1 byte per weight and per K/V value the plan sized"
             f"{unknown} ({cite(facts['fp8_source'])})"])
     if precision == "int8":
-        if checkpoint is None:
+        if int8_checkpoint_missing(precision, checkpoint) is not None:   # the rule choose refuses by
             raise UsageError(
                 int8_needs_checkpoint("8-bit integer weights (compressed-tensors, e.g. INT8 W8A8 from llm-compressor)",
                                       model, served.what)

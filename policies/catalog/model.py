@@ -434,6 +434,11 @@ class ServingPrecision(StrictModel):
     bytes_per_parameter: float = Field(gt=0)
     kv_bytes_per_value: float = Field(gt=0)
     needs_fp8: bool = Field(description="Only on chips with fp8 tensor cores; elsewhere served at bf16")
+    experts_need_checkpoint_on: list[Literal["gpu", "tpu"]] = Field(
+        default_factory=list, description="Families whose serving engine quantizes no bf16 checkpoint's routed "
+        "experts to this precision as it loads: there a mixture of experts is served at bf16 unless its weights are "
+        "already in this precision")
+    experts_source: str | None = None
     quality: str = Field(min_length=3)
     source: str = Field(min_length=3)
 

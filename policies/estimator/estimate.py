@@ -58,6 +58,9 @@ class Resolved:
     serving_engine: str = ""                      # whose per-step costs serving pays (assumptions.yaml inference.engines)
     allreduce: AllreduceLatency | None = None     # published small all-reduce latencies, by engine and degree
     serving_needs_fp8: bool = False               # the workload's inference.precision needs fp8 tensor cores
+    # Families whose engine leaves a bf16 checkpoint's routed experts unquantized at that precision, and the source.
+    serving_experts_need_checkpoint: tuple[str, ...] = ()
+    serving_experts_source: str = ""
     kv_cache_per_tensor_rank: bool = False        # each tensor-parallel GPU holds the whole cache (vLLM's MLA latent)
     precision_bytes: dict[str, float] = field(default_factory=dict)   # bytes per weight by serving precision
 
@@ -210,6 +213,7 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         preemption_sources = {cloud: OVERRIDE for cloud in preemption_sources}
     return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
                     overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
+                    tuple(precision.experts_need_checkpoint_on), precision.experts_source or "",
                     latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()})
 
 
@@ -219,9 +223,31 @@ def serving_precision(spec: WorkloadSpec) -> str:
 
 def served_precision(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> str:
     """The precision a serving replica on `accelerator` is sized at: the workload's, or bf16 where that needs fp8
-    tensor cores (inference.precisions' needs_fp8) the chip lacks. The one decision: the InferenceModel sizes by it,
+    tensor cores (inference.precisions' needs_fp8) the chip lacks or where the engine would leave a mixture of experts'
+    routed experts in bf16 (experts_stay_bf16). The one decision: the InferenceModel sizes by it,
     the plan states it (the SERVED_PRECISION assumption), the job serves it."""
-    return "bf16" if resolved.serving_needs_fp8 and not accelerator.peak_fp8_tflops else serving_precision(spec)
+    if resolved.serving_needs_fp8 and not accelerator.peak_fp8_tflops or experts_stay_bf16(spec, resolved, accelerator):
+        return "bf16"
+    return serving_precision(spec)
+
+
+def experts_stay_bf16(spec: WorkloadSpec, resolved: Resolved, accelerator: Accelerator) -> bool:
+    """Whether the serving engine on `accelerator`'s family would hold a mixture of experts' routed experts in bf16
+    at the workload's precision: it quantizes no bf16 checkpoint's experts as it loads there (inference.precisions'
+    experts_need_checkpoint_on: vLLM TPU at fp8) and the weights it loads (model.checkpoint, else the named
+    architecture's published checkpoint in that precision) are not already in it. The same rule as a chip without
+    fp8 tensor cores: the replica is sized at what the engine holds, bf16. An unnamed model is served by a dense
+    stand-in (accel/job/stand_in.py): no experts to leave in bf16."""
+    if accelerator.family not in resolved.serving_experts_need_checkpoint or spec.model.experts is None:
+        return False
+    from accel.policies.architectures import serving_checkpoints  # only a mixture of experts served on that family
+
+    checkpoints = serving_checkpoints.table()
+    if spec.model.checkpoint is not None:
+        return not checkpoints.says_fp8(spec.model.checkpoint)
+    if spec.model.architecture is None:
+        return False
+    return checkpoints.fp8_repo(spec.model.architecture) is None
 
 
 def model_architecture(spec: WorkloadSpec, defaults: Defaults | None = None) -> tuple[float, float, str]:
@@ -936,7 +962,10 @@ def assumption_list(spec: WorkloadSpec, resolved: Resolved, catalog: Catalog, ac
         chosen = serving_precision(spec)
         precision = catalog.defaults.inference.precisions[chosen]
         served = served_precision(spec, resolved, accelerator)
-        note = "" if served == chosen else f"; {accelerator.id} has no fp8 tensor cores: served at bf16"
+        note = ("" if served == chosen else
+                f"; {accelerator.id} has no fp8 tensor cores: served at bf16" if not accelerator.peak_fp8_tflops else
+                f"; {accelerator.id}: its engine leaves the routed experts of a checkpoint not already in {chosen} "
+                f"in bf16 ({resolved.serving_experts_source}): served at bf16")
         items += [_assumption(name=SERVED_PRECISION, value=served,
                              source=f"inference.precision {chosen}: {precision.quality}{note}"),
                   resolved.assumption("inference_bytes_per_parameter", "inference bytes_per_parameter"),

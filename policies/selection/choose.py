@@ -43,7 +43,7 @@ from accel.policies.selection.ranked_after import ranked_after_lines, ranked_aft
 from accel.policies.plan import Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.sizing import SizingOutcome, size_offering
-from accel.policies.workload import WorkloadSpec
+from accel.policies.workload import WorkloadFieldError, WorkloadSpec, int8_checkpoint_missing
 
 if TYPE_CHECKING:  # the reservation rules load only when a run declares reservations
     from accel.policies.cloud.reservations import DeclaredReservation
@@ -234,6 +234,11 @@ def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "tim
     SearchResult), rank, explain (explain_choice, or explain_infeasible when nothing fits: both read what the
     search found), estimate, and the Choice.
     """
+    unloadable = (int8_checkpoint_missing(spec.inference.precision, spec.model.checkpoint)
+                  if spec.inference is not None else None)
+    if unloadable is not None:
+        # Refused before sizing: a search would size 1-byte weights the serving job then refuses to load.
+        raise WorkloadFieldError("inference.precision", unloadable)
     if spec.hardware is not None:
         # A declared reservation of the pinned machine times the fleet as held (as `accel plan` does with a stack's).
         return choose_pinned(spec, catalog, objective, extra_offerings, reservations)
