@@ -199,20 +199,11 @@ def test_every_row_of_the_table_is_scored_and_tpu_rows_are_out_of_sample(scored)
 def test_a_scheduler_set_batch_is_capped_by_the_kv_cache_the_chips_hold():
     # Llama 3.1 8B on one v6e (32 GB) at 1800 + 128 tokens: the KV cache of ~50 sequences fits beside the weights,
     # far under max_num_seqs 512; scoring the row at 512 would overstate it.
-    from accel.policies.estimator.serving_figures import figure_batch_throughput
+    from accel.policies.estimator.serving_figures import figure_batch_throughput, figure_model
     catalog = load_catalog()
     table = published_serving()
     figure = next(f for f in _tpu_figures() if f.model == "llama3.1-8b")
-    architecture = table.architectures[figure.model]
-    kv = catalog.defaults.inference.precisions[figure.precision].kv_bytes_per_value
-    spec = workload_from_mapping({
-        "name": "p", "kind": "inference", "model": {"parameters": architecture.parameters},
-        "inference": {"tokens_per_second": 1, "precision": figure.precision, "p99_latency_ms": 1e6,
-                      "prompt_tokens": figure.prompt_tokens, "output_tokens": figure.output_tokens},
-        "assumptions": {"kv_cache_bytes_per_token": 2 * architecture.layers * architecture.kv_width * kv},
-    }, "test")
-    model = InferenceModel(spec, resolve(spec, catalog.defaults, "vllm"), catalog.accelerator(figure.accelerator),
-                           1.0, architecture.layers)
+    model = figure_model(figure, table.architectures[figure.model], catalog, table.source_engines[figure.source])
     held = model.memory_batch(figure.chips)
     assert 1 <= held < figure.batch
     capped = figure_batch_throughput(model, figure)

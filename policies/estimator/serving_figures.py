@@ -87,8 +87,8 @@ class ServingError:
         return self.predicted / self.figure.tokens_per_second_per_chip - 1.0
 
 
-def predicted_throughput(figure: ServingFigure, architecture: Architecture, catalog: Catalog, engine: str) -> float:
-    """Generated tokens/s per chip the serving model gives for the figure's exact configuration."""
+def figure_model(figure: ServingFigure, architecture: Architecture, catalog: Catalog, engine: str) -> InferenceModel:
+    """The serving model of the figure's exact configuration: its model, chip, precision and lengths."""
     kv_per_value = catalog.defaults.inference.precisions[figure.precision].kv_bytes_per_value
     spec = workload_from_mapping({
         "name": "published", "kind": "inference", "model": {"parameters": architecture.parameters},
@@ -97,9 +97,13 @@ def predicted_throughput(figure: ServingFigure, architecture: Architecture, cata
         "assumptions": {"kv_cache_bytes_per_token": 2 * architecture.layers * architecture.kv_width * kv_per_value},
     }, figure.id)
     kv_reads = 1.0 if figure.grouped_query_kernel else architecture.query_heads / architecture.kv_heads
-    model = InferenceModel(spec, resolve(spec, catalog.defaults, engine), catalog.accelerator(figure.accelerator),
-                           kv_reads, architecture.layers)
-    return figure_batch_throughput(model, figure)
+    return InferenceModel(spec, resolve(spec, catalog.defaults, engine), catalog.accelerator(figure.accelerator),
+                          kv_reads, architecture.layers)
+
+
+def predicted_throughput(figure: ServingFigure, architecture: Architecture, catalog: Catalog, engine: str) -> float:
+    """Generated tokens/s per chip the serving model gives for the figure's exact configuration."""
+    return figure_batch_throughput(figure_model(figure, architecture, catalog, engine), figure)
 
 
 def figure_batch_throughput(model: InferenceModel, figure: ServingFigure) -> float:
