@@ -41,7 +41,6 @@ from typing import Any, Iterator
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CRDS = ROOT.parent / "shared" / "crds"
 ACCEL = [str(ROOT / ".venv" / "bin" / "accel")]
 KUBERNETES_VERSION = "1.33"
 
@@ -360,13 +359,9 @@ class Schemas:
     """The upstream CRDs' served schemas, by (apiVersion, kind)."""
 
     def __init__(self) -> None:
-        self.by_kind: dict[tuple[str, str], dict] = {}
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        for path in sorted(CRDS.glob("*/*.yaml")):
-            crd = yaml.load(path.read_text(), Loader=loader)
-            for version in crd["spec"]["versions"]:
-                schema = _go_patterns(version["schema"]["openAPIV3Schema"])
-                self.by_kind[(f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])] = schema
+        from tests.crds import served_schemas  # noqa: PLC0415 (the tests' one parse of ../shared/crds)
+
+        self.by_kind: dict[tuple[str, str], dict] = served_schemas()
 
     def problems(self, obj: dict[str, Any]) -> list[str]:
         import jsonschema  # noqa: PLC0415
@@ -388,16 +383,6 @@ class Schemas:
         else:
             found += _core_problems(obj, kubernetes_validate)
         return found
-
-
-def _go_patterns(node: Any) -> Any:
-    """Go's RE2 takes a flag group after '^' ('^(?i)...'); Python's re wants it first."""
-    if isinstance(node, dict):
-        return {k: (v.replace("^(?i)", "(?i)^") if k == "pattern" and isinstance(v, str) else _go_patterns(v))
-                for k, v in node.items()}
-    if isinstance(node, list):
-        return [_go_patterns(v) for v in node]
-    return node
 
 
 def _unknown(obj: Any, schema: dict, path: str = "") -> Iterator[str]:

@@ -44,6 +44,27 @@ def every_crd() -> tuple[dict, ...]:
     return tuple(_parsed(path) for path in sorted(CRDS.rglob("*.yaml")))
 
 
+def python_patterns(schema):
+    """CRD patterns are Go RE2, which allows a flag group after '^' ('^(?i)...'); Python wants it first."""
+    if isinstance(schema, dict):
+        fixed = {k: python_patterns(v) for k, v in schema.items()}
+        pattern = fixed.get("pattern")
+        if isinstance(pattern, str) and pattern.startswith("^(?i)"):
+            fixed["pattern"] = "(?i)^" + pattern[len("^(?i)"):]
+        return fixed
+    if isinstance(schema, list):
+        return [python_patterns(item) for item in schema]
+    return schema
+
+
+@cache
+def served_schemas() -> dict[tuple[str, str], dict]:
+    """Every served schema under ../shared/crds by (apiVersion, kind), its patterns made Python's."""
+    return {(f"{crd['spec']['group']}/{served['name']}", crd["spec"]["names"]["kind"]):
+            python_patterns(served["schema"]["openAPIV3Schema"])
+            for crd in every_crd() for served in crd["spec"]["versions"]}
+
+
 @cache
 def _checked_validator(path: Path, version: str):
     schema = served_schema(path, version)

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import every_stack_id
-from tests.crds import CRDS, every_crd
+from tests.crds import CRDS, served_schemas
 from tests.schema_walk import resource_problems
 
 STACKS = every_stack_id()
@@ -34,15 +34,8 @@ GKE_NETWORKING_SCHEMAS = {
 }
 
 
-@cache
 def crd_schema(group: str, version: str, kind: str) -> dict | None:
-    for crd in every_crd():
-        spec = crd.get("spec", {})
-        if spec.get("group") == group and spec.get("names", {}).get("kind") == kind:
-            for served in spec.get("versions", []):
-                if served["name"] == version:
-                    return _python_patterns(served["schema"]["openAPIV3Schema"])
-    return None
+    return served_schemas().get((f"{group}/{version}", kind))
 
 
 @cache
@@ -54,19 +47,6 @@ def crd_validator(group: str, version: str, kind: str):
     validator_class = jsonschema.validators.validator_for(schema)
     validator_class.check_schema(schema)
     return validator_class(schema)
-
-
-def _python_patterns(schema):
-    """CRD patterns are Go RE2, which allows a flag group after '^' ('^(?i)...'); Python wants it first."""
-    if isinstance(schema, dict):
-        fixed = {k: _python_patterns(v) for k, v in schema.items()}
-        pattern = fixed.get("pattern")
-        if isinstance(pattern, str) and pattern.startswith("^(?i)"):
-            fixed["pattern"] = "(?i)^" + pattern[len("^(?i)"):]
-        return fixed
-    if isinstance(schema, list):
-        return [_python_patterns(item) for item in schema]
-    return schema
 
 
 def known_after_apply(value):
