@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from accel.job import plan_view
+from accel.job.topology import HOSTNAME
 from accel.policies.plan import Plan
 
-HOSTNAME = "kubernetes.io/hostname"
 # The label the Deployment controller puts on each ReplicaSet's pods (apps/v1 DefaultDeploymentUniqueLabelKey).
 TEMPLATE_HASH = "pod-template-hash"
 MIN_REPLICAS = "min_replicas"   # the estimate's assumption (policies/estimator/estimate.py)
