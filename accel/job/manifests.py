@@ -593,9 +593,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
             if not named.named:
                 # No model named: a stand-in whose weights fit the replica planned (accel/job/stand_in.py).
                 standing = stand_in.choose(plan, tensor * stages, chip_name(hw.accelerator))
-                model = standing.model
-                stand_in_note = standing.note
-                stand_in_size = standing.parameters if standing.note else None
+                model, stand_in_note, stand_in_size = standing.model, standing.note, standing.said_size
         served = (model_run.vllm_model(plan, model, custom_image=options.image is not None)
                   if options.command is None else model_run.ServedModel(model, "", []))
         model, model_notes = served.model, [*([stand_in_note] if stand_in_note else []), *served.notes]

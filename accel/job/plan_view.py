@@ -69,13 +69,18 @@ def precision(plan: Plan) -> str:
     return plan.workload.training.precision if plan.workload.training else "bf16"
 
 
+def stated_assumption(plan: Plan, name: str) -> float | str | None:
+    """The value of the estimate's assumption `name`, or None for a plan stating none."""
+    return next((a.value for a in plan.estimate.assumptions if a.name == name), None)
+
+
 def serving_precision(plan: Plan) -> tuple[str, str]:
     """(the workload's inference.precision, the precision the plan sized weights and KV cache at). The second is the
     estimate's own decision, its 'serving precision' assumption (bf16 where fp8 was asked of a chip without fp8
     tensor cores); a plan stating none is taken to serve what it was asked."""
     inference = plan.workload.inference
     asked = inference.precision if inference is not None else "bf16"
-    stated = next((a.value for a in plan.estimate.assumptions if a.name == SERVED_PRECISION), None)
+    stated = stated_assumption(plan, SERVED_PRECISION)
     return asked, str(stated) if stated is not None else asked
 
 

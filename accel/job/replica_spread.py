@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from accel.job import plan_view
+from accel.job.topology import HOSTNAME
 from accel.policies.plan import Plan
 
-HOSTNAME = "kubernetes.io/hostname"
 # The label the Deployment controller puts on each ReplicaSet's pods (apps/v1 DefaultDeploymentUniqueLabelKey).
 TEMPLATE_HASH = "pod-template-hash"
 MIN_REPLICAS = "min_replicas"   # the estimate's assumption (policies/estimator/estimate.py)
@@ -28,7 +28,7 @@ MIN_REPLICAS = "min_replicas"   # the estimate's assumption (policies/estimator/
 def min_replicas(plan: Plan) -> int:
     """The replicas the service keeps at least: the estimate's resolved assumption (the catalog's, or the workload's
     assumptions.min_replicas over it); 1 (no spread asked) for a plan stating none."""
-    stated = next((a.value for a in plan.estimate.assumptions if a.name == MIN_REPLICAS), None)
+    stated = plan_view.stated_assumption(plan, MIN_REPLICAS)
     return int(float(stated)) if stated is not None else 1
 
 

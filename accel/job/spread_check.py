@@ -25,8 +25,7 @@ from typing import Any
 
 from accel.job.declared import NodePool
 from accel.job.label_selectors import selects
-
-HOSTNAME = "kubernetes.io/hostname"
+from accel.job.topology import HOSTNAME
 
 
 @dataclass(frozen=True)

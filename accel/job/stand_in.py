@@ -23,6 +23,11 @@ class StandInChoice:
     parameters: float     # the stand-in's own parameter count
     note: str | None      # said in the job where the stand-in is not the next size up
 
+    @property
+    def said_size(self) -> float | None:
+        """The stand-in's parameters where the job says it is not the size the workload names, else None."""
+        return self.parameters if self.note else None
+
 
 def _bytes_per_parameter(plan: Plan) -> tuple[str, float]:
     from accel.policies.catalog import load_catalog

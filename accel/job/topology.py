@@ -43,6 +43,8 @@ SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 LEVEL_ANNOTATIONS = (REQUIRED, PREFERRED, SLICE_REQUIRED)
 # PodSets naming one group get one flavor and one topology domain (v0.14.1 topology_types.go PodSetGroupName).
 PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"
+# The node's own label: each node its own domain (a topology spread's or a topology level's).
+HOSTNAME = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)

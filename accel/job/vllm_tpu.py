@@ -134,7 +134,7 @@ def server(plan: Plan, hw: Hardware, chips: int, port: int) -> TpuServer:
     if not named.named:
         # No model named: a stand-in whose weights fit the replica planned (accel/job/stand_in.py).
         standing = stand_in.choose(plan, chips, chip_name(hw.accelerator))
-        model, stand_in_size = standing.model, (standing.parameters if standing.note else None)
+        model, stand_in_size = standing.model, standing.said_size
         notes += [standing.note] if standing.note else []
     # A bucket is streamed by vllm-tpu's own Run:ai streamer (runtime.yaml vllm_tpu.object_store: gs:// and s3://).
     served = model_run.vllm_model(plan, model, custom_image=False, store=_facts()["object_store"])
