@@ -52,10 +52,9 @@ def replica_layout(min_chips_for_memory: int, gpus_per_node: int, nodes: int, do
 
 
 def replica_nodes(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
-                  context: int = 0, pipeline_floor: int = 0, state: ShardedState | None = None) -> int:
+                  context: int = 0, pipeline_floor: int = 0) -> int:
     """Nodes of a `nodes`-node GPU fleet that hold whole model replicas under the Plan's training layout."""
-    return replica_layout(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context, pipeline_floor,
-                          state)[0]
+    return replica_layout(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context, pipeline_floor)[0]
 
 
 def training_size(size: Size, min_chips_for_memory: int, domain_unit_nodes: int, context: int = 0,
