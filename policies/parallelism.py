@@ -214,6 +214,20 @@ def distributed_replica_need(state: ShardedState, gpus_per_node: int, nodes: int
         need = replica + 1
 
 
+def layout_need(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
+                context: int = 0, pipeline_floor: int = 0, state: ShardedState | None = None,
+                busy_gpus: int = 0) -> int:
+    """The GPUs' worth of state the layout of this fleet is laid out for (training_degrees' first argument): under a
+    distributed optimizer (`state`, a PyTorch job's: policies/estimator/estimate.py distributed_optimizer_state) the
+    smallest replica that holds its share on this fleet (distributed_replica_need); without one, or where a long
+    sequence sets the layout (`context`, `pipeline_floor`), the whole state. `busy_gpus`: the global batch's GPUs
+    (0: every replica trains), the replicas that share the optimizer state. The one rule the search's timed nodes
+    (policies/selection/replica_fleet.py) and the Plan's layout (policies/plan.py) both read."""
+    if state is None or context or pipeline_floor:
+        return min_chips_for_memory
+    return distributed_replica_need(state, gpus_per_node, nodes, domain_unit_nodes, busy_gpus)
+
+
 class HeadsLayoutError(UsageError, ValueError):
     """No layout of this fleet splits a named architecture the way Megatron-LM requires (its layers over the pipeline
     stages once tensor parallelism narrows to its heads): the fleet cannot train it."""

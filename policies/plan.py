@@ -29,11 +29,11 @@ from accel.policies import hardware
 from accel.policies.parallelism import (
     Parallelism,
     ShardedState,
-    distributed_replica_need,
     expert_parallelism,
     expert_within_ranks,
     HeadsLayoutError,
     gpu_parallelism,
+    layout_need,
 )
 from accel.policies.architectures import architecture_heads
 from accel.policies.plan_migration import SCHEMA_VERSION, upgrade_schema_1
@@ -440,18 +440,17 @@ def _layout_need(estimate: Estimate, gpu: GpuPool, unit: int) -> int:
     """The GPUs' worth of state a training replica is laid out for: where the estimate records the state as the job's
     distributed optimizer holds it (details.replicated_state_gpus and sharded_state_gpus: a PyTorch run, Megatron's
     --use-distributed-optimizer), the smallest replica whose GPUs hold their share at this fleet's data-parallel
-    degree (policies/parallelism.py distributed_replica_need); else, and where a long sequence sets the layout
+    degree (policies/parallelism.py layout_need); else, and where a long sequence sets the layout
     (policies/estimator/activations.py), the whole state per replica (estimate.min_chips_for_memory)."""
     details = estimate.details
     replicated, sharded = details.get("replicated_state_gpus"), details.get("sharded_state_gpus")
-    # As the search times it (policies/selection/replica_fleet.py layout_need): a long sequence's context-parallel
-    # degree or deeper pipeline keeps the whole state's layout the sequence was fitted beside.
-    if not isinstance(replicated, (int, float)) or not isinstance(sharded, (int, float)) \
-            or details.get("context_parallel") or details.get("pipeline_parallel"):
-        return estimate.min_chips_for_memory
+    state = (ShardedState(float(replicated), float(sharded))
+             if isinstance(replicated, (int, float)) and isinstance(sharded, (int, float)) else None)
+    context, pipeline = details.get("context_parallel"), details.get("pipeline_parallel")
     busy = details.get("busy_chips")   # the global batch's GPUs: only the replicas they hold share the optimizer state
-    return distributed_replica_need(ShardedState(float(replicated), float(sharded)), gpu.gpus_per_node, gpu.nodes,
-                                    unit, int(busy) if isinstance(busy, (int, float)) else 0)
+    # The rule the search times the fleet by (parallelism.layout_need): a long sequence keeps the whole state's layout.
+    return layout_need(estimate.min_chips_for_memory, gpu.gpus_per_node, gpu.nodes, unit, 1 if context else 0,
+                       1 if pipeline else 0, state, int(busy) if isinstance(busy, (int, float)) else 0)
 
 
 def plan_parallelism(kind: str, gpu: GpuPool | None, estimate: Estimate,

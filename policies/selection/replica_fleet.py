@@ -18,21 +18,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from accel.policies.parallelism import ShardedState, distributed_replica_need, training_degrees
+from accel.policies.parallelism import ShardedState, layout_need, training_degrees
 from accel.policies.selection.ladders import Size
-
-
-def layout_need(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
-                context: int = 0, pipeline_floor: int = 0, state: ShardedState | None = None,
-                busy_gpus: int = 0) -> int:
-    """The GPUs' worth of state the layout of this fleet is laid out for (training_degrees' first argument): under a
-    distributed optimizer (`state`, a PyTorch job's: policies/estimator/estimate.py distributed_optimizer_state) the
-    smallest replica that holds its share on this fleet (policies/parallelism.py distributed_replica_need); without
-    one, or where a long sequence sets the layout (`context`, `pipeline_floor`), the whole state. `busy_gpus`: the
-    global batch's GPUs (0: every replica trains), the replicas that share the optimizer state."""
-    if state is None or context or pipeline_floor:
-        return min_chips_for_memory
-    return distributed_replica_need(state, gpus_per_node, nodes, domain_unit_nodes, busy_gpus)
 
 
 @lru_cache(maxsize=None)
@@ -52,10 +39,9 @@ def replica_layout(min_chips_for_memory: int, gpus_per_node: int, nodes: int, do
 
 
 def replica_nodes(min_chips_for_memory: int, gpus_per_node: int, nodes: int, domain_unit_nodes: int,
-                  context: int = 0, pipeline_floor: int = 0, state: ShardedState | None = None) -> int:
+                  context: int = 0, pipeline_floor: int = 0) -> int:
     """Nodes of a `nodes`-node GPU fleet that hold whole model replicas under the Plan's training layout."""
-    return replica_layout(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context, pipeline_floor,
-                          state)[0]
+    return replica_layout(min_chips_for_memory, gpus_per_node, nodes, domain_unit_nodes, context, pipeline_floor)[0]
 
 
 def training_size(size: Size, min_chips_for_memory: int, domain_unit_nodes: int, context: int = 0,

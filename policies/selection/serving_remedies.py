@@ -20,7 +20,7 @@ from accel.policies.selection.candidates import SearchContext, SearchResult
 from accel.policies.selection.choice import Choice, NoFeasibleOption
 from accel.policies.selection.explain import describe
 from accel.policies.selection.ladders import replica_sizes
-from accel.policies.workload import WorkloadSpec
+from accel.policies.workload import WorkloadSpec, int8_checkpoint_missing
 
 
 def serving_remedies(ctx: SearchContext, found: SearchResult, search_again: Callable[[WorkloadSpec], Choice]
@@ -68,7 +68,7 @@ def _checkpoint_needed(spec: WorkloadSpec, precision: str) -> str:
     """What int8 asks of the workload besides the precision: vLLM (GPU and TPU) quantizes no bf16 checkpoint to int8
     weights as it loads, so the serving job (and `accel plan`, which checks it) refuses int8 without a model.checkpoint
     already in 8-bit weights (docs/job.md, the int8 rows of both precision tables)."""
-    if precision != "int8" or spec.model.checkpoint is not None:
+    if int8_checkpoint_missing(precision, spec.model.checkpoint) is None:   # the rule choose and the jobs refuse by
         return ""
     return (", from a checkpoint already quantized to 8-bit weights named in model.checkpoint (the serving job "
             "refuses int8 without one)")
