@@ -48,6 +48,9 @@ def test_p6_b300_has_16_efa_interfaces_on_cards_1_to_16_card_0_being_ena_only():
     assert (machine.efa_cards, machine.efa_first_card, machine.efa_only_secondaries) == (16, 1, True)
     assert "karpenter-ec2-types" in machine.source and "aws-p6-b300-efa-layout" in machine.source
     assert hardware.current().aws_gpu_instances[P6_B200].efa_first_card == 0
+    # The VPC CNI's addresses ride card 0: 4 interfaces of 50 addresses, EKS's 198 pods (= 4 x 49 + 2).
+    limit = hardware.current().aws_eni_limits[P6_B300]
+    assert (limit.enis, limit.ipv4_per_eni) == (4, 50) and limit.enis * (limit.ipv4_per_eni - 1) + 2 == 198
 
 
 @pytest.mark.parametrize(("edit", "message"), [
