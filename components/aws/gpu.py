@@ -300,8 +300,9 @@ def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
     """Launch template interfaces: one per EFA network card, or a single ENA interface. Card 0 device 0 is the
     primary (EFA with ENA: the primary may not be EFA-only); each further card carries one EFA interface at
     `secondary_device_index` (1 in the EC2 guide's P5 section, 0 in its general multi-card rule: P6). Where card 0
-    cannot carry EFA (`first_efa_card` 1: p6-b300) the primary is a plain ENA interface and the EFA interfaces take
-    cards 1..efa_interfaces, every one a secondary."""
+    cannot carry EFA (`first_efa_card` 1: p6-b300) the primary is a plain ENA interface (EC2 API reference,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest.InterfaceType: "If you are not creating an EFA, specify
+    interface or omit this parameter") and the EFA interfaces take cards 1..efa_interfaces, every one a secondary."""
     groups = list(security_group_ids)
     if efa_interfaces == 0:
         return [{"device_index": 0, "network_card_index": 0, "associate_public_ip_address": "false",
