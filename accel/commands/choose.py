@@ -112,6 +112,13 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         if problems:
             raise UsageError(f"--reservations {reservations_path}: the pinned fleet does not fit the declared "
                              "reservations: " + "; ".join(problems))
+        if plan.chosen != choice.chosen:
+            # Its table and --json state the fleet as the reservation prices it, as the Why below and `accel plan`
+            # do (a pin is sized at the catalog's price before it goes on the reservation).
+            from dataclasses import replace
+
+            choice = replace(choice, chosen=plan.chosen, estimate=plan.estimate,
+                             options=[plan.chosen if option is choice.chosen else option for option in choice.options])
     if as_json:
         import json  # only --json prints JSON (~1 ms of a plain run's imports)
 
@@ -249,6 +256,9 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     if inference:   # every serving option serves the same hours: the column says what a token costs instead
         table.caption += (f"; $/M tok: per million tokens at {human_number(spec.inference.tokens_per_second)} tok/s "
                           f"(flat out: --json usd_per_million_tokens); total: over {spec.inference.hours:,.0f} h")
+        if any(row.option.usd_per_million_tokens_unpriced for row in rows):
+            table.caption += ("; held (prepaid): on a reservation declared already paid for (marginal: zero), whose "
+                              "$0/h prices no token (--json usd_per_million_tokens_unpriced)")
     # Where each shown price comes from (catalog sources, with their dates; "estimate" marks a rule-derived one).
     sources = list(dict.fromkeys(row.option.price_source + (" estimate" if row.option.price_estimate else "")
                                  for row in rows if row.option.price_source))
@@ -280,9 +290,13 @@ def render(choice: Any, plan: Any, console: Console) -> None:
 
 
 def _per_million(option: Any) -> str:
-    """A serving option's price per million tokens at the workload's target rate (selection.sizing
+    """A serving option's price per million tokens at the workload's target rate (policies/plan.py
     serving_token_prices), or '-' for an option without one (a plan read from an older document)."""
     price = option.usd_per_million_tokens_at_target
+    if price is None and option.usd_per_million_tokens_unpriced:   # on a reservation already paid for
+        from accel.policies.plan import PREPAID_CELL
+
+        return PREPAID_CELL
     return "-" if price is None else money(price, cents=True)
 
 

@@ -452,10 +452,11 @@ def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float, target: fl
     busy = min(nodes, -(-replicas * int(detail["replica_chips"]) // chips_per_host))
     idle = (f"; {plural(nodes - busy, 'node')} no whole replica fits stay idle "
             f"({money(hourly_usd * (nodes - busy) / nodes, cents=True)}/h)" if busy < nodes else "")
-    at_target = float(detail["usd_per_million_tokens_at_target"])
     units = nodes // int(detail.get("node_step", nodes) or nodes)
     paid = "the paid unit runs" if units == 1 else f"the {units} paid units run"
+    # On a reservation already paid for no price per token is stated (plan.serving_token_prices): none is quoted.
+    priced = ("" if "usd_per_million_tokens" not in detail else
+              f", {money(float(detail['usd_per_million_tokens']), cents=True)} per million tokens served flat out "
+              f"({money(float(detail['usd_per_million_tokens_at_target']), cents=True)} at the target)")
     return (f"{head}; {paid} {replicas} replicas, not the {detail['target_replicas']} the target needs: "
-            f"{served:,.0f} tok/s, {served / target:,.1f}x the {target:,.0f} tok/s target, "
-            f"{money(float(detail['usd_per_million_tokens']), cents=True)} per million tokens served flat out "
-            f"({money(at_target, cents=True)} at the target){idle}.")
+            f"{served:,.0f} tok/s, {served / target:,.1f}x the {target:,.0f} tok/s target{priced}{idle}.")
