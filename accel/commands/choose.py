@@ -285,8 +285,29 @@ def render(choice: Any, plan: Any, console: Console) -> None:
                       *(f"  - {escape(item['offering'])}: {escape(item['reasons'][0])}"
                         + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
                            "--json lists them)" if len(item["reasons"]) > 1 else "")
+                        + (f"\n      closest: {escape(closest_words(item['closest'], choice.chosen, inference))}"
+                           if "closest" in item else "")
                         for item in choice.rejected),
                       sep="\n", highlight=False)
+
+
+def closest_words(closest: Any, chosen: Any, inference: bool) -> str:
+    """A rejected offering's near miss (selection.choose closest_miss) in one line, priced so a user can weigh what
+    it misses against what it saves: '3 x g5.48xlarge (24 chips), aws us-east-1, on-demand: $48.86/h, $0.90 per
+    million tokens at the target; 38% cheaper than the chosen' (training: its total and run time instead; past twice
+    the chosen's cost, the multiple)."""
+    figures = (f"{money(closest.hourly_usd, cents=True)}/h, " + (
+        f"{_per_million(closest)} per million tokens at the target" if inference else
+        f"{money(closest.total_usd)} in {_time(closest.hours)}"))
+    if chosen.total_usd <= 0:   # the chosen costs nothing more (a reservation already paid for): no ratio to it
+        return (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
+                f"{closest.provisioning}: {figures}")
+    ratio = closest.total_usd / chosen.total_usd
+    versus = (f"{ratio:,.1f}x the chosen's cost" if ratio >= 2 else f"{ratio - 1:.0%} dearer than the chosen"
+              if ratio >= 1.005 else f"{1 - ratio:.0%} cheaper than the chosen" if ratio <= 0.995
+              else "about the chosen's cost")
+    return (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
+            f"{closest.provisioning}: {figures}; {versus}")
 
 
 def _per_million(option: Any) -> str:

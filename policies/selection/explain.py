@@ -393,13 +393,20 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
             misses += f"; the global batch stopped it growing, not the deadline: {batch[1]}"
         judged, said = judged_hours(ctx, closest_option, candidate.evaluation.detail)
         terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
-                 f"{closest_option.hours:g} h" if spec.kind == "inference"
+                 f"{closest_option.hours:g} h{_per_token(closest_option)}" if spec.kind == "inference"
                  else f"{duration(judged)}{said}, {money(closest_option.total_usd)}")
         lines.append(f"closest: {describe(closest_option)}: {terms} ({misses})")
     else:
         lines.append("closest: none (every offering was eliminated before it could be sized)")
     return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, found.rejected, spec,
                             catalog_ref(ctx.catalog))
+
+
+def _per_token(option: Option) -> str:
+    """', $0.93 per million tokens at the target' for a serving near miss priced per token (plan.serving_token_prices),
+    else '' (a fleet on a reservation already paid for states none)."""
+    at_target = option.usd_per_million_tokens_at_target
+    return "" if at_target is None else f", {money(at_target, cents=True)} per million tokens at the target"
 
 
 def _first_reasons(found: SearchResult, constraint: str) -> list[tuple[str, str]]:

@@ -842,6 +842,10 @@ def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoi
         "bound": bound, "min_chips_for_memory": ctx.min_memory_chips(offering)}
     if size.stages > 1:
         detail["pipeline_stages"] = size.stages
+    # Priced per token as a fleet that serves is (plan.serving_token_prices), at what it serves at batch 1: a near miss
+    # shown beside the chosen says what it would have cost a token, not only an hour.
+    detail.update(serving_token_prices(hourly, replicas * size.stages / step, spec.inference.tokens_per_second,
+                                       reserved.prepaid_words(fleet.hosts) if reserved is not None else None))
     hours = spec.inference.hours
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
                             detail=detail)
