@@ -69,6 +69,9 @@ def test_a_pin_put_on_a_prepaid_reservation_drops_the_catalog_token_price_it_was
     for field in PRICES:
         assert getattr(plan.chosen, field) is None and field not in plan.estimate.details
     assert plan.chosen.usd_per_million_tokens_unpriced == plan.estimate.details[TOKENS_UNPRICED]
+    # nor does the pin's own line keep the catalog's $/h it was sized at
+    pinned = next(line for line in plan.rationale if line.startswith("Pinned: "))
+    assert "Serves at $0.00/h, $0.00 in total, as the reservation bills it." in pinned
     dumped = plan.model_dump(mode="json")
     assert dumped["chosen"][TOKENS_UNPRICED].startswith(PREPAID_CELL)
     assert not set(PRICES) & dumped["chosen"].keys()
@@ -76,6 +79,7 @@ def test_a_pin_put_on_a_prepaid_reservation_drops_the_catalog_token_price_it_was
 
 def test_a_committed_rate_prices_the_tokens_of_a_pin_and_of_a_search_alike():
     plan = pinned_plan(COMMITTED)
+    assert "Serves at $720/h, $525.6k in total, as the reservation bills it." in plan.rationale[0]
     served = float(plan.estimate.details["tokens_per_second"])
     assert plan.chosen.hourly_usd == pytest.approx(18 * 40.0)
     assert plan.chosen.usd_per_million_tokens == usd_per_million_tokens(18 * 40.0, served)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, AwareDatetime, Field, field_validator, model_validator
 
 from accel.base.model import StrictModel
+from accel.base.units import money
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, schedule_time, window_problem
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, load_modes
 from accel.policies.cloud.commitments import DeclaredCommitment
@@ -368,7 +369,11 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name,
                                                 "mode": held.id if held else None, "risk": None, "legs": None})
     before = f"Capacity mode {plan.capacity.mode}:" if plan.capacity.mode else None
-    rationale = [*(line for line in plan.rationale if before is None or not line.startswith(before)),
+    # A pin's line states the figures it was sized at (selection.pin): the reservation's, once it bills otherwise.
+    sized_at = f" at {money(plan.chosen.hourly_usd)}/h, {money(plan.chosen.total_usd)} in total."
+    billed_at = f" at {money(hourly)}/h, {money(total)} in total, as the reservation bills it."
+    rationale = [*(line.replace(sized_at, billed_at) if line.startswith("Pinned: ") and hourly != plan.chosen.hourly_usd
+                   else line for line in plan.rationale if before is None or not line.startswith(before)),
                  f"Capacity: the stack's {match.kind} {match.name!r}; {reserved_words(match, machines, per_machine)}."]
     return plan.model_copy(update={"chosen": chosen, "estimate": estimate, "capacity": capacity,
                                    "zones": [match.zone], "rationale": rationale})
