@@ -144,3 +144,17 @@ def test_review_says_why_a_prepaid_fleet_has_no_price_per_token(tmp_path):
     comment = review_files(tmp_path / "head.json", tmp_path / "head.json", None)
     assert f"Per million tokens: {PREPAID_CELL}" in comment
     assert not [line for line in comment.splitlines() if "million tokens" in line and "0.00" in line]
+
+
+def test_a_near_miss_on_a_prepaid_reservation_reads_held_not_a_price_per_token():
+    from types import SimpleNamespace
+
+    from accel.commands.choose import closest_words
+
+    closest = SimpleNamespace(hourly_usd=0.0, total_usd=0.0, hours=730.0, chips=72, hosts=18, slices=1, topology=None,
+                              machine_type="a4x-highgpu-4g", cloud="gcp", region="us-central1",
+                              provisioning="reservation", usd_per_million_tokens_at_target=None,
+                              usd_per_million_tokens_unpriced=held(PREPAID)[0].prepaid_words(18))
+    chosen = SimpleNamespace(total_usd=1000.0)
+    words = closest_words(closest, chosen, inference=True)
+    assert f"$0.00/h, {PREPAID_CELL};" in words and "per million tokens" not in words

@@ -296,9 +296,11 @@ def closest_words(closest: Any, chosen: Any, inference: bool) -> str:
     it misses against what it saves: '3 x g5.48xlarge (24 chips), aws us-east-1, on-demand: $48.86/h, $0.90 per
     million tokens at the target; 38% cheaper than the chosen' (training: its total and run time instead; past twice
     the chosen's cost, the multiple)."""
-    figures = (f"{money(closest.hourly_usd, cents=True)}/h, " + (
-        f"{_per_million(closest)} per million tokens at the target" if inference else
-        f"{money(closest.total_usd)} in {_time(closest.hours)}"))
+    per_token = _per_million(closest)
+    figures = money(closest.hourly_usd, cents=True) + "/h" + (
+        (f", {per_token} per million tokens at the target" if per_token.startswith("$") else
+         f", {per_token}" if closest.usd_per_million_tokens_unpriced else "") if inference else
+        f", {money(closest.total_usd)} in {_time(closest.hours)}")
     if chosen.total_usd <= 0:   # the chosen costs nothing more (a reservation already paid for): no ratio to it
         return (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
                 f"{closest.provisioning}: {figures}")
