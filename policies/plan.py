@@ -128,7 +128,8 @@ class Option(SpotFromProvisioning):
                    "machine_type", "spot", "hourly_usd", "hours", "total_usd", "mfu", "offering", "zone",
                    "chips_per_host", "provisioning", "goodput")
     _spot_where = "chosen"
-    _omit_when_none = ("ranked_after", "usd_per_million_tokens", "usd_per_million_tokens_at_target")
+    _omit_when_none = ("ranked_after", "usd_per_million_tokens", "usd_per_million_tokens_at_target",
+                       "usd_per_million_tokens_unpriced")
 
     cloud: Cloud
     region: str
@@ -163,6 +164,37 @@ class Option(SpotFromProvisioning):
     usd_per_million_tokens_at_target: float | None = Field(None, ge=0, description="Serving: the price per million "
                                                            "generated tokens at the workload's tokens_per_second "
                                                            "(flat out where the fleet serves less; serving only)")
+    usd_per_million_tokens_unpriced: str | None = Field(None, description="Serving: why the two prices per million "
+                                                        "tokens are absent: the fleet runs on a reservation declared "
+                                                        "already paid for (marginal: zero), whose $0/h is no price "
+                                                        "of a token (written only then)")
+
+
+# The Estimate detail (and Option field) that says why a serving fleet's token prices are not stated.
+TOKENS_UNPRICED = "usd_per_million_tokens_unpriced"
+# What a table cell shows in place of a price per million tokens the fleet has none of (TOKENS_UNPRICED says why).
+PREPAID_CELL = "held (prepaid)"
+
+
+def usd_per_million_tokens(hourly_usd: float, tokens_per_second: float) -> float:
+    """What a million generated tokens cost on a fleet of `hourly_usd` serving `tokens_per_second` flat out."""
+    return round(hourly_usd / (tokens_per_second * 3600) * 1e6, 4)
+
+
+def serving_token_prices(hourly_usd: float, served: float, target: float,
+                         unpriced: str | None = None) -> dict[str, float | str]:
+    """The price per million generated tokens of a serving fleet of `hourly_usd` that serves `served` tokens/s
+    flat out (every replica it runs busy), for the workload's `target` tokens/s: the one rule every serving plan,
+    searched, pinned or put on a declared reservation, is priced by (selection.replicas, selection.pin,
+    cloud.reservations.use_reservation). `usd_per_million_tokens`: flat out; `usd_per_million_tokens_at_target`: at
+    the target rate, or flat out where the fleet serves less (a pin too small for the target cannot be busier than
+    flat out). `unpriced`: why the fleet's $/h is no price of its tokens (a reservation already paid for, billed $0
+    whether used or not: DeclaredReservation.prepaid_words); then neither price is stated, only that reason, and
+    never a $0.00 per million tokens."""
+    if unpriced is not None:
+        return {TOKENS_UNPRICED: unpriced}
+    return {"usd_per_million_tokens": usd_per_million_tokens(hourly_usd, served),
+            "usd_per_million_tokens_at_target": usd_per_million_tokens(hourly_usd, min(target, served))}
 
 
 # The Assumption the serving estimate names the precision it sized weights and KV cache at (bf16 where fp8 was asked

@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 
 from accel.job.facts import runtime
-from accel.job.manifests import JobOptions, generate
+from accel.job.manifests import SERVING_PORT, JobOptions, generate
 from accel.job.context import JobContext
 from accel.job.service import check_manifests, job_of
 from accel.policies import hardware
@@ -210,7 +210,8 @@ def _lws(job):
 
 def test_every_pod_of_the_group_runs_vllm_over_it_and_only_the_leader_serves(serving):
     """vLLM v0.33.0's LWS example: the same `vllm serve` in every pod with --nnodes, --node-rank and --master-addr
-    from LWS's environment; the workers --headless; no Ray (the image carries none)."""
+    from LWS's environment; the workers --headless and without the leader's --port (no API server to put on one:
+    docs/deployment/frameworks/lws.md l.75 writes none); no Ray (the image carries none)."""
     _, job = serving
     lws = _lws(job)
     helper = runtime()["serving"]["multi_node"]
@@ -222,7 +223,9 @@ def test_every_pod_of_the_group_runs_vllm_over_it_and_only_the_leader_serves(ser
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in command
     assert command.endswith(" --nnodes $(LWS_GROUP_SIZE) --node-rank $(LWS_WORKER_INDEX) "
                             "--master-addr $(LWS_LEADER_ADDRESS)")
-    assert worker["command"][-1] == f"{command} --headless"
+    assert f" --port {SERVING_PORT} " in command
+    assert worker["command"][-1] == f"{command.replace(f' --port {SERVING_PORT}', '', 1)} --headless"
+    assert "--port" not in worker["command"][-1]
     assert "ports" not in worker and leader["readinessProbe"]["tcpSocket"]["port"] == 8000
     for template in ("leaderTemplate", "workerTemplate"):
         spec = lws["spec"]["leaderWorkerTemplate"][template]["spec"]

@@ -1,6 +1,6 @@
 """Every serving plan says what a million generated tokens cost, at the workload's target rate and flat out.
 
-One rule prices them (policies/selection/sizing.py serving_token_prices): a searched fleet and a pinned one,
+One rule prices them (policies/plan.py serving_token_prices): a searched fleet and a pinned one,
 GPU or TPU, carry `usd_per_million_tokens` (every replica the fleet runs busy) and
 `usd_per_million_tokens_at_target` (at inference.tokens_per_second) on their options and in the estimate's
 details, so `accel choose`, `accel plan` and `accel review` can show it, and a review compares it before and after.

@@ -112,6 +112,13 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         if problems:
             raise UsageError(f"--reservations {reservations_path}: the pinned fleet does not fit the declared "
                              "reservations: " + "; ".join(problems))
+        if plan.chosen != choice.chosen:
+            # Its table and --json state the fleet as the reservation prices it, as the Why below and `accel plan`
+            # do (a pin is sized at the catalog's price before it goes on the reservation).
+            from dataclasses import replace
+
+            choice = replace(choice, chosen=plan.chosen, estimate=plan.estimate,
+                             options=[plan.chosen if option is choice.chosen else option for option in choice.options])
     if as_json:
         import json  # only --json prints JSON (~1 ms of a plain run's imports)
 
@@ -249,6 +256,9 @@ def render(choice: Any, plan: Any, console: Console) -> None:
     if inference:   # every serving option serves the same hours: the column says what a token costs instead
         table.caption += (f"; $/M tok: per million tokens at {human_number(spec.inference.tokens_per_second)} tok/s "
                           f"(flat out: --json usd_per_million_tokens); total: over {spec.inference.hours:,.0f} h")
+        if any(row.option.usd_per_million_tokens_unpriced for row in rows):
+            table.caption += ("; held (prepaid): on a reservation declared already paid for (marginal: zero), whose "
+                              "$0/h prices no token (--json usd_per_million_tokens_unpriced)")
     # Where each shown price comes from (catalog sources, with their dates; "estimate" marks a rule-derived one).
     sources = list(dict.fromkeys(row.option.price_source + (" estimate" if row.option.price_estimate else "")
                                  for row in rows if row.option.price_source))
@@ -275,14 +285,41 @@ def render(choice: Any, plan: Any, console: Console) -> None:
                       *(f"  - {escape(item['offering'])}: {escape(item['reasons'][0])}"
                         + (f" (and {len(item['reasons']) - 1} more reason{'s' if len(item['reasons']) > 2 else ''}; "
                            "--json lists them)" if len(item["reasons"]) > 1 else "")
+                        + (f"\n      closest: {escape(closest_words(item['closest'], choice.chosen, inference))}"
+                           if "closest" in item else "")
                         for item in choice.rejected),
                       sep="\n", highlight=False)
 
 
+def closest_words(closest: Any, chosen: Any, inference: bool) -> str:
+    """A rejected offering's near miss (selection.choose closest_miss) in one line, priced so a user can weigh what
+    it misses against what it saves: '3 x g5.48xlarge (24 chips), aws us-east-1, on-demand: $48.86/h, $0.90 per
+    million tokens at the target; 38% cheaper than the chosen' (training: its total and run time instead; past twice
+    the chosen's cost, the multiple)."""
+    per_token = _per_million(closest)
+    figures = money(closest.hourly_usd, cents=True) + "/h" + (
+        (f", {per_token} per million tokens at the target" if per_token.startswith("$") else
+         f", {per_token}" if closest.usd_per_million_tokens_unpriced else "") if inference else
+        f", {money(closest.total_usd)} in {_time(closest.hours)}")
+    if chosen.total_usd <= 0:   # the chosen costs nothing more (a reservation already paid for): no ratio to it
+        return (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
+                f"{closest.provisioning}: {figures}")
+    ratio = closest.total_usd / chosen.total_usd
+    versus = (f"{ratio:,.1f}x the chosen's cost" if ratio >= 2 else f"{ratio - 1:.0%} dearer than the chosen"
+              if ratio >= 1.005 else f"{1 - ratio:.0%} cheaper than the chosen" if ratio <= 0.995
+              else "about the chosen's cost")
+    return (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
+            f"{closest.provisioning}: {figures}; {versus}")
+
+
 def _per_million(option: Any) -> str:
-    """A serving option's price per million tokens at the workload's target rate (selection.sizing
+    """A serving option's price per million tokens at the workload's target rate (policies/plan.py
     serving_token_prices), or '-' for an option without one (a plan read from an older document)."""
     price = option.usd_per_million_tokens_at_target
+    if price is None and option.usd_per_million_tokens_unpriced:   # on a reservation already paid for
+        from accel.policies.plan import PREPAID_CELL
+
+        return PREPAID_CELL
     return "-" if price is None else money(price, cents=True)
 
 

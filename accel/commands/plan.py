@@ -179,9 +179,13 @@ def render_decision(result: Any, console: Console) -> None:
             console.print(f"  serving period: {hours:,.0f} h ({hours / 24:,.1f} days), "
                           f"utilisation {chosen.get('mfu', 0):.0%} of peak")
             at_target, flat_out = chosen.get("usd_per_million_tokens_at_target"), chosen.get("usd_per_million_tokens")
-            if at_target is not None and flat_out is not None:   # selection.sizing serving_token_prices
+            if at_target is not None and flat_out is not None:   # policies/plan.py serving_token_prices
                 console.print(f"  per million tokens: {_money(at_target)} at the target rate, {_money(flat_out)} "
                               f"flat out")
+            elif chosen.get("usd_per_million_tokens_unpriced"):   # on a reservation already paid for
+                from rich.markup import escape
+
+                console.print(f"  per million tokens: {escape(str(chosen['usd_per_million_tokens_unpriced']))}")
         elif hours is not None:
             console.print(f"  estimated run: {hours:,.1f} h ({hours / 24:,.1f} days), MFU {chosen.get('mfu', 0):.0%}")
         for line in plan.get("rationale") or []:

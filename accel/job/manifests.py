@@ -513,11 +513,14 @@ def _server_line(program: str, image: str, model: str, plan: Plan, own_command: 
             "--command to serve your own)")
 
 
-def _node_group(pod: dict, command: str, gpu: bool, nodes: int) -> tuple[dict, dict, str | None]:
+def _node_group(pod: dict, command: str, gpu: bool, nodes: int,
+                worker_command: str | None = None) -> tuple[dict, dict, str | None]:
     """(leader, worker) pod templates of a multi-node vLLM replica of `nodes` pods, and what the job says of them: as
     vLLM's own LWS example (runtime.yaml serving.multi_node), every pod runs the replica's `vllm serve` over the group
     through vLLM's multiprocessing backend (its size, its rank, the leader's address), the workers headless (no API
-    server, no port), /dev/shm memory-backed, the leader's server port probed. A TPU group is left as it is."""
+    server, no port: `worker_command`, the leader's without its --port, as the example writes the workers'; a
+    --command of the user's runs as given on both), /dev/shm memory-backed, the leader's server port probed. A TPU
+    group is left as it is."""
     if not gpu:
         return pod, pod, None
     helper = runtime()["serving"]["multi_node"]
@@ -525,7 +528,7 @@ def _node_group(pod: dict, command: str, gpu: bool, nodes: int) -> tuple[dict, d
     leader["spec"]["containers"][0]["command"] = ["/bin/bash", "-c", f"{command} {helper['flags']}"]
     leader["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": SERVING_PORT}, **helper["readiness"]}
     worker["spec"]["containers"][0]["command"] = [
-        "/bin/bash", "-c", f"{command} {helper['flags']} {helper['worker_flag']}"]
+        "/bin/bash", "-c", f"{worker_command or command} {helper['flags']} {helper['worker_flag']}"]
     del worker["spec"]["containers"][0]["ports"]
     for template in (leader, worker):
         spec = template["spec"]
@@ -576,6 +579,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     model = serving_model(plan)
     stand_in_note: str | None = None
     stand_in_size: float | None = None   # said where the stand-in is not the one its size names (it did not fit)
+    headless_command: str | None = None   # a multi-node GPU replica's workers' (no --port: _node_group)
     named = model_run.named_model(plan)
     image = options.image or defaults["image"]
     nodes_per_replica = workloads.nodes_per_replica(plan)  # >1: a LeaderWorkerSet (the stack installs LWS)
@@ -608,9 +612,11 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
         precision = (vllm_serving.precision_flags(plan, hw, served, tensor * stages)
                      if options.command is None else PrecisionFlags("", []))
         model_notes = [*model_notes, *precision.notes, *([generation.note] if generation and generation.note else [])]
-        default_command = (f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags} "
-                           f"--tensor-parallel-size {tensor}"
-                           + (f" --pipeline-parallel-size {stages}" if stages > 1 else ""))
+        parallel = f" --tensor-parallel-size {tensor}" + (f" --pipeline-parallel-size {stages}" if stages > 1 else "")
+        default_command = f"vllm serve {model}{served.flags} --port {SERVING_PORT}{precision.flags}{parallel}"
+        # A worker of a multi-node replica runs headless, no API server to put on a port: vLLM's LWS example gives
+        # its workers no --port (runtime.yaml serving.multi_node).
+        headless_command = f"vllm serve {model}{served.flags}{precision.flags}{parallel}"
     elif options.command is None:
         # vLLM TPU over the replica's one host: the model as published, the plan's context and precision.
         tpu_server = vllm_tpu.server(plan, hw, chips_per_pod, SERVING_PORT)
@@ -643,7 +649,8 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
                     "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": pod}}
         shape = f"Deployment of {replicas} replica(s), {chips_per_pod} {_chip_resource(hw)} each"
     else:
-        leader, worker, group_note = _node_group(pod, command, hw.family == "gpu", nodes_per_replica)
+        leader, worker, group_note = _node_group(pod, command, hw.family == "gpu", nodes_per_replica,
+                                                 None if options.command else headless_command)
         if group_note:
             notes.append(group_note)
         if hw.family == "gpu" and stages > 1 and hw.fabric != "none":

@@ -100,7 +100,7 @@ def _costs(report: PlanReport | None) -> dict[str, float | None]:
         chosen.hourly_usd if chosen else None)
     run = cost.run_usd if cost is not None and cost.run_usd is not None else (chosen.total_usd if chosen else None)
     return {"Per hour": hourly, "Per run (estimated)": run, "Run length": chosen.hours if chosen else None,
-            # A serving plan's price per million generated tokens (selection.sizing serving_token_prices), so a
+            # A serving plan's price per million generated tokens (policies/plan.py serving_token_prices), so a
             # change of fleet shows what a token costs before and after; absent (no row) for training plans.
             PER_TOKEN_AT_TARGET: chosen.usd_per_million_tokens_at_target if chosen else None,
             PER_TOKEN_FLAT_OUT: chosen.usd_per_million_tokens if chosen else None}
@@ -118,4 +118,8 @@ def cost(head: PlanReport | None, base: PlanReport | None) -> Cost:
         catalog = f"{head.plan.catalog.version}" + (f", as of {head.plan.catalog.as_of}"
                                                     if head.plan.catalog.as_of else "")
     note = None if rows else f"Unknown: the plan for stack `{head.stack}` has no cost."
+    chosen = head.plan.chosen if head.plan is not None else None
+    if rows and chosen is not None and chosen.usd_per_million_tokens_unpriced:
+        # A serving fleet on a reservation already paid for states no price per token (never a $0.00): why not.
+        note = f"Per million tokens: {chosen.usd_per_million_tokens_unpriced.split(';')[0]}."
     return Cost(rows=rows, has_base=base is not None, catalog=catalog, note=note)

@@ -69,6 +69,8 @@ class ChosenHardware(LenientModel):
     provisioning: str | None = None
     usd_per_million_tokens: float | None = Field(None, ge=0, description="Serving: flat out; absent in older output")
     usd_per_million_tokens_at_target: float | None = Field(None, ge=0, description="Serving: at the target rate")
+    usd_per_million_tokens_unpriced: str | None = Field(None, description="Serving: why neither is stated (a "
+                                                        "reservation already paid for)")
 
 
 class TpuPoolView(LenientModel):

@@ -122,6 +122,10 @@ class DeclaredCommitment(StrictModel):
     def cloud(self) -> str:
         return "aws" if self.kind == "savings-plan" else "gcp"
 
+    def prepaid_words(self, machines: int) -> None:
+        """A commitment bills usage at its rate: nothing of it is prepaid (DeclaredReservation.prepaid_words)."""
+        return None
+
     def applies_to(self, cloud: str, machine_type: str, region: str, provisioning: str) -> bool:
         """Whether usage of this machine type in this region, bought this way, is covered."""
         if cloud != self.cloud or provisioning != "on-demand":

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, AwareDatetime, Field, field_validator, model_validator
 
 from accel.base.model import StrictModel
+from accel.base.units import money
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, schedule_time, window_problem
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, load_modes
 from accel.policies.cloud.commitments import DeclaredCommitment
 from accel.policies.cloud.machine_counts import machine_count_problem
-from accel.policies.plan import Plan
+from accel.policies.plan import PREPAID_CELL, TOKENS_UNPRICED, Plan, serving_token_prices
 
 if TYPE_CHECKING:
     from accel.policies.catalog.model import Catalog, Offering
@@ -216,6 +217,19 @@ class DeclaredReservation(StrictModel):
             return f"at the Capacity Block rate ${rate[0]:,.3f}/h per instance ({rate[1]})"
         return "at the catalog's price for the machine (no committed price declared)"
 
+    def prepaid_words(self, machines: int) -> str | None:
+        """Why a serving fleet of `machines` on this reservation states no price per million tokens, or None when it
+        does: a reservation declared already paid for (marginal: zero) costs $0/h more to use, which is no price of a
+        token (the money went in before, at a rate the declaration does not state). The committed rate, when
+        declared, prices tokens as it prices the machines (committedUsdPerMachineHour)."""
+        if self.marginal != "zero":
+            return None
+        beyond = machines - min(machines, self.count)
+        overflow = f" ({beyond} machines beyond its {self.count} are billed on demand)" if beyond > 0 else ""
+        return (f"{PREPAID_CELL}: reservation {self.name!r} is declared already paid for (marginal: zero), billed "
+                f"whether used or not, so its $0/h prices no token{overflow}; declare its committedUsdPerMachineHour "
+                "instead to price tokens at the committed rate")
+
     def hourly(self, machines: int, on_demand_per_machine: float) -> float:
         """$/h of `machines` machines: up to the count at the reserved rate, the overflow at on-demand (the
         interface a commitment offers too: DeclaredCommitment.hourly)."""
@@ -333,12 +347,18 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     block = match.block_hours(run)
     hours = block[0] if block is not None else plan.chosen.hours
     total = round(hourly * hours, 2)
-    chosen = plan.chosen.model_copy(update={"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly,
-                                            "total_usd": total, "hours": hours})
+    update = {"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly, "total_usd": total, "hours": hours}
     # Nor the queued mode's legs and wall-clock in the estimate's details (a plan sized on a held reservation has
     # none: the search and the pin path both size it there, reservations.holding).
     details = {key: value for key, value in plan.estimate.details.items()
                if key not in ("capacity_legs", "capacity_wall_hours", "capacity_risk")}
+    prices = _token_prices(plan, match, machines, hourly)
+    if prices is not None:   # a serving fleet's tokens priced as its machines now are (plan.serving_token_prices)
+        for key in ("usd_per_million_tokens", "usd_per_million_tokens_at_target", TOKENS_UNPRICED):
+            details.pop(key, None)
+            update[key] = prices.get(key)
+        details.update(prices)
+    chosen = plan.chosen.model_copy(update=update)
     if block is not None and hours != run:
         details["capacity_wall_hours"] = round(run, 2)
     estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total, "hours": hours,
@@ -349,10 +369,25 @@ def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan
     capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name,
                                                 "mode": held.id if held else None, "risk": None, "legs": None})
     before = f"Capacity mode {plan.capacity.mode}:" if plan.capacity.mode else None
-    rationale = [*(line for line in plan.rationale if before is None or not line.startswith(before)),
+    # A pin's line states the figures it was sized at (selection.pin): the reservation's, once it bills otherwise.
+    sized_at = f" at {money(plan.chosen.hourly_usd)}/h, {money(plan.chosen.total_usd)} in total."
+    billed_at = f" at {money(hourly)}/h, {money(total)} in total, as the reservation bills it."
+    rationale = [*(line.replace(sized_at, billed_at) if line.startswith("Pinned: ") and hourly != plan.chosen.hourly_usd
+                   else line for line in plan.rationale if before is None or not line.startswith(before)),
                  f"Capacity: the stack's {match.kind} {match.name!r}; {reserved_words(match, machines, per_machine)}."]
     return plan.model_copy(update={"chosen": chosen, "estimate": estimate, "capacity": capacity,
                                    "zones": [match.zone], "rationale": rationale})
+
+
+def _token_prices(plan: Plan, match: DeclaredReservation, machines: int,
+                  hourly: float) -> dict[str, float | str] | None:
+    """A serving plan's prices per million tokens on the reservation at `hourly` (its tokens/s as the plan sized
+    them), or None where they stand as they were: a training plan, or a reservation billed as the plan was priced."""
+    served, inference = plan.estimate.details.get("tokens_per_second"), plan.workload.inference
+    prepaid = match.prepaid_words(machines)
+    if served is None or inference is None or (prepaid is None and hourly == plan.chosen.hourly_usd):
+        return None
+    return serving_token_prices(hourly, float(served), inference.tokens_per_second, prepaid)
 
 
 def run_hours(plan: Plan) -> float:

@@ -38,7 +38,7 @@ from accel.policies.selection.ladders import Size, largest_slice_chips, tpu_size
 from accel.policies.estimator.slice_sequence import SLICE_LAYOUT, slice_sequence_fit_of
 from accel.policies.selection.replica_fleet import training_size
 from accel.policies.parallelism import ShardedState
-from accel.policies.plan import Estimate, Option
+from accel.policies.plan import TOKENS_UNPRICED, Estimate, Option
 from accel.policies.selection.commitments import commitment_source, committed_groups
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
 from accel.policies.selection.serving_capacity import refusal as serving_refusal, service_outlives
@@ -723,9 +723,11 @@ def to_option(candidate: Candidate, region: str, ranked_after: str | None = None
     values["price_source"] = _option_source(candidate) if reserved is not None else memo.source(chip)
     values["ranked_after"] = ranked_after
     if "usd_per_million_tokens" in e.detail:   # a serving fleet's price per token, from its sizing (the chosen's and
-        # every option's alike: sizing.serving_token_prices)
+        # every option's alike: plan.serving_token_prices)
         values["usd_per_million_tokens"] = e.detail["usd_per_million_tokens"]
         values["usd_per_million_tokens_at_target"] = e.detail["usd_per_million_tokens_at_target"]
+    elif TOKENS_UNPRICED in e.detail:   # on a reservation already paid for: why no price is stated instead
+        values[TOKENS_UNPRICED] = e.detail[TOKENS_UNPRICED]
     return assembled_in_order(Option, values)
 
 
@@ -757,7 +759,7 @@ class OptionMemo:
                 "mfu": _fraction(e.mfu), "offering": o.id, "zone": None, "chips_per_host": s.chips_per_host,
                 "provisioning": provisioning, "goodput": _fraction(e.goodput), "price_estimate": None,
                 "price_source": None, "ranked_after": None, "usd_per_million_tokens": None,
-                "usd_per_million_tokens_at_target": None}
+                "usd_per_million_tokens_at_target": None, TOKENS_UNPRICED: None}
         return values
 
     def source(self, price: Price) -> str:

@@ -40,7 +40,7 @@ class Choice:
             "workload": self.workload.model_dump(mode="json"),
             "chosen": self.chosen.model_dump(mode="json"),
             "options": [option.model_dump(mode="json") for option in self.options],
-            "rejected": self.rejected,
+            "rejected": rejected_json(self.rejected),
             "rationale": self.rationale,
             "objective": self.objective,
             "estimate": self.estimate.model_dump(mode="json"),
@@ -68,11 +68,18 @@ class NoFeasibleOption(NothingFeasible):
             "workload": self.workload.model_dump(mode="json") if self.workload else None,
             "chosen": None,
             "options": [],
-            "rejected": self.rejected,
+            "rejected": rejected_json(self.rejected),
             "rationale": [str(self)],
             "eliminations": self.eliminations,
             "closest": self.closest.model_dump(mode="json") if self.closest else None,
         }
+
+
+def rejected_json(rejected: list[dict]) -> list[dict]:
+    """The `rejected` entries as JSON: {"offering", "reasons"} and, where the offering kept a near miss, "closest":
+    its OPTION (selection.choose closest_miss), dumped only here so a search that prints no JSON dumps none."""
+    return [{**item, "closest": item["closest"].model_dump(mode="json")} if "closest" in item else item
+            for item in rejected]
 
 
 def catalog_ref(catalog: Catalog) -> CatalogRef:

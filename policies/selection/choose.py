@@ -40,7 +40,7 @@ from accel.base.collector import collector_paused
 from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
 from accel.policies.selection.ranked_after import ranked_after_lines, ranked_after_reasons
-from accel.policies.plan import Plan
+from accel.policies.plan import Option, Plan
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.sizing import SizingOutcome, size_offering
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, int8_checkpoint_missing
@@ -162,6 +162,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         # Regions whose on-demand best is a fleet a zone supplies (only the flag is kept: an outcome holds its
         # whole sizing through closest_at, and a search keeps none it does not need).
         supplied_on_demand: dict[tuple[str, ...], bool] = {}
+        near: list[tuple[float, Candidate, str]] = []   # this offering's near misses: its closest, if none fits
 
         def sized_at(point) -> SizingOutcome:
             key = ((point.spot, point.booking.id if point.booking else "", point.within_pool, point.queue,
@@ -195,6 +196,7 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
                     if within.best is not None:
                         outcomes.insert(0, SizingOutcome(best=within.best))
             found.near.extend(outcome.near)
+            near.extend(outcome.near)
             if outcome.best is None:
                 reasons.extend(outcome.reasons)
                 continue
@@ -213,11 +215,23 @@ def search(ctx: SearchContext, offerings: Sequence[Offering]) -> SearchResult:
         found.offering_reasons[offering.id] = reasons
         if not feasible:
             unique = _merge_capacity_reasons([reason for _, reason in reasons])
-            found.rejected.append({"offering": offering.id, "reasons": unique})
+            found.rejected.append({"offering": offering.id, "reasons": unique, **closest_miss(near)})
             for constraint in eliminating(spec, reasons):
                 found.eliminations.setdefault(constraint, []).append(offering.id)
             found.family_reasons[offering.family].extend(unique)
     return found
+
+
+def closest_miss(near: list[tuple[float, Candidate, str]]) -> dict[str, Option]:
+    """{"closest": OPTION} of an offering that nothing fits: its near miss that overshoots its constraints least
+    (the cheaper on a tie), priced as an option is ($/h, total, and a serving fleet's price per million tokens), so
+    the refusal lets a user weigh what it misses against what it would cost; {} when it kept none (ruled out before
+    a fleet was priced). The `rejected` entry's optional key (Choice.to_json dumps it)."""
+    finite = [n for n in near if math.isfinite(n[0])]
+    if not finite:
+        return {}
+    _, candidate, _ = min(finite, key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].regions[0]))
+    return {"closest": to_option(candidate, candidate.regions[0])}
 
 
 def choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal["cost", "time"] = "cost",

@@ -393,13 +393,20 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
             misses += f"; the global batch stopped it growing, not the deadline: {batch[1]}"
         judged, said = judged_hours(ctx, closest_option, candidate.evaluation.detail)
         terms = (f"{money(closest_option.hourly_usd)}/h, {money(closest_option.total_usd)} over "
-                 f"{closest_option.hours:g} h" if spec.kind == "inference"
+                 f"{closest_option.hours:g} h{_per_token(closest_option)}" if spec.kind == "inference"
                  else f"{duration(judged)}{said}, {money(closest_option.total_usd)}")
         lines.append(f"closest: {describe(closest_option)}: {terms} ({misses})")
     else:
         lines.append("closest: none (every offering was eliminated before it could be sized)")
     return NoFeasibleOption("\n".join(lines), eliminations, closest_option, misses, found.rejected, spec,
                             catalog_ref(ctx.catalog))
+
+
+def _per_token(option: Option) -> str:
+    """', $0.93 per million tokens at the target' for a serving near miss priced per token (plan.serving_token_prices),
+    else '' (a fleet on a reservation already paid for states none)."""
+    at_target = option.usd_per_million_tokens_at_target
+    return "" if at_target is None else f", {money(at_target, cents=True)} per million tokens at the target"
 
 
 def _first_reasons(found: SearchResult, constraint: str) -> list[tuple[str, str]]:
@@ -452,10 +459,11 @@ def _fleet_rounding_line(detail: dict, nodes: int, hourly_usd: float, target: fl
     busy = min(nodes, -(-replicas * int(detail["replica_chips"]) // chips_per_host))
     idle = (f"; {plural(nodes - busy, 'node')} no whole replica fits stay idle "
             f"({money(hourly_usd * (nodes - busy) / nodes, cents=True)}/h)" if busy < nodes else "")
-    at_target = float(detail["usd_per_million_tokens_at_target"])
     units = nodes // int(detail.get("node_step", nodes) or nodes)
     paid = "the paid unit runs" if units == 1 else f"the {units} paid units run"
+    # On a reservation already paid for no price per token is stated (plan.serving_token_prices): none is quoted.
+    priced = ("" if "usd_per_million_tokens" not in detail else
+              f", {money(float(detail['usd_per_million_tokens']), cents=True)} per million tokens served flat out "
+              f"({money(float(detail['usd_per_million_tokens_at_target']), cents=True)} at the target)")
     return (f"{head}; {paid} {replicas} replicas, not the {detail['target_replicas']} the target needs: "
-            f"{served:,.0f} tok/s, {served / target:,.1f}x the {target:,.0f} tok/s target, "
-            f"{money(float(detail['usd_per_million_tokens']), cents=True)} per million tokens served flat out "
-            f"({money(at_target, cents=True)} at the target){idle}.")
+            f"{served:,.0f} tok/s, {served / target:,.1f}x the {target:,.0f} tok/s target{priced}{idle}.")

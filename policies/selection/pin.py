@@ -544,7 +544,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
               "min_chips_for_memory": ctx.min_memory_chips(offering)}
     if replica.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
         detail["pipeline_stages"] = replica.stages
-    # Priced by the rule a searched fleet is (sizing.serving_token_prices), so a pin and a search of one fleet agree.
+    # Priced by the rule a searched fleet is (plan.serving_token_prices), so a pin and a search of one fleet agree.
     detail.update(serving_token_prices(hourly, float(detail["tokens_per_second"]), spec.inference.tokens_per_second))
     if not spot and ctx.obtain is not None:   # a pin on A3 Ultra says it waits and ends as the search's fleet does
         detail.update(queued_service_detail(ctx.obtain, offering, provisioning))

@@ -30,6 +30,7 @@ from accel.policies.selection.capacity import (
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering, Price
+from accel.policies.plan import serving_token_prices, usd_per_million_tokens  # noqa: F401  (the rule, re-exported)
 from accel.policies.estimator.activations import SequenceFit
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.spot_cap import spot_cap_words
@@ -747,7 +748,8 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
             continue
         hourly = fleet_hourly(fleet.chips, fleet.hosts, chip, host, reserved)
         detail = dict(plan.detail)
-        detail.update(serving_token_prices(hourly, plan.served, spec.inference.tokens_per_second))
+        detail.update(serving_token_prices(hourly, plan.served, spec.inference.tokens_per_second,
+                                           reserved.prepaid_words(fleet.hosts) if reserved is not None else None))
         if queue is not None and ctx.obtain is not None:
             detail.update(queued_service_detail(ctx.obtain, offering, provisioning))
         evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=plan.utilisation,
@@ -804,21 +806,6 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     return outcome
 
 
-def usd_per_million_tokens(hourly_usd: float, tokens_per_second: float) -> float:
-    """What a million generated tokens cost on a fleet of `hourly_usd` serving `tokens_per_second` flat out."""
-    return round(hourly_usd / (tokens_per_second * 3600) * 1e6, 4)
-
-
-def serving_token_prices(hourly_usd: float, served: float, target: float) -> dict[str, float]:
-    """The price per million generated tokens of a serving fleet of `hourly_usd` that serves `served` tokens/s
-    flat out (every replica it runs busy), for the workload's `target` tokens/s: the one rule every serving plan,
-    searched or pinned, is priced by (selection.replicas, selection.pin). `usd_per_million_tokens`: flat out;
-    `usd_per_million_tokens_at_target`: at the target rate, or flat out where the fleet serves less (a pin too
-    small for the target cannot be busier than flat out)."""
-    return {"usd_per_million_tokens": usd_per_million_tokens(hourly_usd, served),
-            "usd_per_million_tokens_at_target": usd_per_million_tokens(hourly_usd, min(target, served))}
-
-
 def placed_in_units(offering: Offering) -> str:
     """' (whole units of N nodes, the unit the cloud places)' for a GPU machine placed in units (hardware table
     node_step: A4X 18-tray NVLink domains, p6e-gb200 UltraServers), else ''."""
@@ -855,6 +842,10 @@ def fastest_replica_miss(ctx: SearchContext, offering: Offering, point: PricePoi
         "bound": bound, "min_chips_for_memory": ctx.min_memory_chips(offering)}
     if size.stages > 1:
         detail["pipeline_stages"] = size.stages
+    # Priced per token as a fleet that serves is (plan.serving_token_prices), at what it serves at batch 1: a near miss
+    # shown beside the chosen says what it would have cost a token, not only an hour.
+    detail.update(serving_token_prices(hourly, replicas * size.stages / step, spec.inference.tokens_per_second,
+                                       reserved.prepaid_words(fleet.hosts) if reserved is not None else None))
     hours = spec.inference.hours
     evaluation = Evaluation(hours=hours, hourly_usd=hourly, total_usd=hourly * hours, mfu=1e-6, goodput=1.0,
                             detail=detail)
