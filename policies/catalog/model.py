@@ -478,6 +478,22 @@ class AllreduceLatency(StrictModel):
         return points[-1][1]
 
 
+class IciAllreduce(StrictModel):
+    """A tensor-parallel TPU replica's all-reduce over ICI, where no measured latency table exists: the latency of
+    one hop between neighbouring chips and the source of the latency-and-bandwidth rule
+    (policies/estimator/ici_allreduce.py); the link bandwidth is the hardware table's ([collective_fabrics])."""
+
+    hop_latency_us: AssumptionValue
+    rule_source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _hops_cost_time(self) -> "IciAllreduce":
+        if self.hop_latency_us.value <= 0:
+            raise ValueError("inference.ici_allreduce.hop_latency_us: a hop over ICI takes time (> 0); at 0 a small "
+                             "all-reduce would be free")
+        return self
+
+
 class ServingEngine(StrictModel):
     """Per-step costs of one serving engine that the roofline lacks."""
 
@@ -505,6 +521,7 @@ class InferenceDefaults(StrictModel):
     allreduces_per_layer: AssumptionValue
     hidden_width_rule: AssumptionValue
     allreduce_latency_us: AllreduceLatency
+    ici_allreduce: IciAllreduce
 
     @model_validator(mode="after")
     def _engines_known(self) -> "InferenceDefaults":

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies import hardware
-from accel.policies.estimator import generations, whole_run_model
+from accel.policies.estimator import generations, ici_allreduce, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
@@ -63,6 +63,8 @@ class Resolved:
     serving_experts_source: str = ""
     kv_cache_per_tensor_rank: bool = False        # each tensor-parallel GPU holds the whole cache (vLLM's MLA latent)
     precision_bytes: dict[str, float] = field(default_factory=dict)   # bytes per weight by serving precision
+    ici_hop_latency_us: float = 0.0               # a TPU's all-reduce where no table applies (ici_allreduce.py)
+    ici_allreduce_source: str = ""                # that figure's and the rule's sources
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -214,7 +216,10 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
                     overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
                     tuple(precision.experts_need_checkpoint_on), precision.experts_source or "",
-                    latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()})
+                    latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()},
+                    inference.ici_allreduce.hop_latency_us.value,
+                    f"{inference.ici_allreduce.rule_source}; hop latency {inference.ici_allreduce.hop_latency_us.value:g} "
+                    f"us: {inference.ici_allreduce.hop_latency_us.source}")
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -619,8 +624,12 @@ class InferenceModel:
         self.step_overhead = resolved["inference_step_overhead_ms"] / 1000.0
         self.engine = resolved.serving_engine
         table = resolved.allreduce
-        # Only where the latency was measured (NVLink GPUs); elsewhere no published figure: not charged.
+        # The measured latency where it applies (NVLink GPUs, PCIe GPUs as a lower bound); a TPU's over its ICI
+        # (ici_allreduce.py), by the replica's chips; elsewhere none.
         self.allreduce_table = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
+        self.accelerator_id = accelerator.id
+        self.ici_hop_latency = resolved.ici_hop_latency_us * 1e-6
+        self.ici_paths: dict[int, ici_allreduce.IciPath | None] = {}
         # A decode step computes through the active parameters (a mixture of experts: the routed and shared experts
         # and attention) but streams every expert's weights that the batch touches: all of them, at any real batch.
         self.flops_per_token = 2.0 * spec.model.active
@@ -691,13 +700,25 @@ class InferenceModel:
         """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
+    def ici_path(self, chips: int) -> ici_allreduce.IciPath | None:
+        """What a TPU replica of `chips` chips' all-reduces cross (None on a GPU or one chip), worked out once."""
+        if self.allreduce_table is not None:
+            return None
+        if chips not in self.ici_paths:
+            self.ici_paths[chips] = ici_allreduce.ici_path(self.accelerator_id, chips)
+        return self.ici_paths[chips]
+
     def allreduce_seconds(self, chips: int, batch: int) -> float:
         """Latency of a decode step's tensor-parallel all-reduces: 2 per layer, each of batch x hidden x 2
-        bytes, at the published latency for the engine's all-reduce kernel (0 on one chip)."""
-        if chips <= 1 or self.allreduce_table is None:
+        bytes, at the published latency for the engine's all-reduce kernel where one applies, else over a TPU
+        slice's ICI by its hops and links (ici_allreduce.py); 0 on one chip."""
+        if chips <= 1:
             return 0.0
         message = allreduce_message_bytes(self.hidden, batch)
-        return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
+        if self.allreduce_table is not None:
+            return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
+        path = self.ici_path(chips)
+        return self.allreduces_per_step * path.seconds(message, self.ici_hop_latency) if path is not None else 0.0
 
     def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
@@ -828,11 +849,9 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
     """The tensor-parallel all-reduce latency the chosen replica pays per step, with its source."""
     name = "tensor-parallel all-reduce latency"
     table = resolved.allreduce
-    if table is None or accelerator.mfu_class not in table.mfu_classes:
-        return _assumption(name=name, value="not charged",
-                          source=f"no published small all-reduce latency for {accelerator.id} "
-                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'})")
     chips, batch = int(detail.get("replica_chips", 1)), int(detail.get("batch_per_replica", 1))
+    if table is None or accelerator.mfu_class not in table.mfu_classes:
+        return _ici_allreduce_assumption(resolved, accelerator, spec, chips, batch, table)
     if chips <= 1:
         return _assumption(name=name, value="none (one-chip replica)", source=table.source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
@@ -846,6 +865,36 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
                             f"{resolved.serving_engine} kernel)",
                       source=f"{resolved.sources['inference_allreduces_per_layer']}; "
                              f"{hidden_source}; {table.source}")
+
+
+def _ici_allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec, chips: int,
+                              batch: int, table: AllreduceLatency | None) -> Assumption:
+    """A TPU replica's all-reduce over its slice's ICI (ici_allreduce.py), or none where nothing is charged: the
+    latency per all-reduce, the path it was worked out on and the sources."""
+    name = "tensor-parallel all-reduce latency"
+    path = ici_allreduce.ici_path(accelerator.id, chips) if chips > 1 else None
+    if path is None:
+        if chips <= 1 and hardware.current().collective_fabric(accelerator.id) is not None:
+            return _assumption(name=name, value="none (one-chip replica)", source=resolved.ici_allreduce_source)
+        return _assumption(name=name, value="not charged",
+                          source=f"no published small all-reduce latency for {accelerator.id} "
+                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'}) and no ICI "
+                                 "figure in the hardware table")
+    layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
+    hidden, stated = model_hidden(spec, layers, resolved["hidden_width_rule"])
+    hidden_source = f"hidden {hidden:,.0f} from {stated}" if stated else resolved.sources["hidden_width_rule"]
+    message = allreduce_message_bytes(hidden, batch)
+    hop = resolved.ici_hop_latency_us
+    latency = path.seconds(message, hop * 1e-6) * 1e6
+    fabric = hardware.current().collective_fabric(accelerator.id)
+    assert fabric is not None   # ici_path found one
+    return _assumption(name=name,
+                      value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
+                            f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips of a {path.topology} "
+                            f"slice over ICI: 2 x ({path.hops} hops x {hop:g} us + the bytes over {path.axes} "
+                            f"axis link{'s' if path.axes != 1 else ''} of {path.link_bytes_per_s / 1e9:g} GB/s))",
+                      source=f"{resolved.sources['inference_allreduces_per_layer']}; {hidden_source}; "
+                             f"{resolved.ici_allreduce_source}; ICI per chip: {fabric.source}")
 
 
 def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: dict[str, float | int | str],
