@@ -18,11 +18,12 @@ from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies import hardware
-from accel.policies.estimator import generations, ici_allreduce, whole_run_model
+from accel.policies.estimator import fabric_allreduce, generations, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
     AllreduceLatency,
+    PcieAllreduce,
     Catalog,
     Defaults,
     FilesystemOffer,
@@ -63,8 +64,11 @@ class Resolved:
     serving_experts_source: str = ""
     kv_cache_per_tensor_rank: bool = False        # each tensor-parallel GPU holds the whole cache (vLLM's MLA latent)
     precision_bytes: dict[str, float] = field(default_factory=dict)   # bytes per weight by serving precision
-    ici_hop_latency_us: float = 0.0               # a TPU's all-reduce where no table applies (ici_allreduce.py)
-    ici_allreduce_source: str = ""                # that figure's and the rule's sources
+    # Where no table applies (fabric_allreduce.py): a TPU's all-reduce over ICI (its hop latency, the figure's and
+    # the rule's sources) and a PCIe GPU's (NCCL's costs).
+    ici_hop_latency_us: float = 0.0
+    ici_allreduce_source: str = ""
+    pcie_allreduce: PcieAllreduce | None = None
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -219,7 +223,7 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
                     latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()},
                     inference.ici_allreduce.hop_latency_us.value,
                     f"{inference.ici_allreduce.rule_source}; hop latency {inference.ici_allreduce.hop_latency_us.value:g} "
-                    f"us: {inference.ici_allreduce.hop_latency_us.source}")
+                    f"us: {inference.ici_allreduce.hop_latency_us.source}", inference.pcie_allreduce)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -624,12 +628,12 @@ class InferenceModel:
         self.step_overhead = resolved["inference_step_overhead_ms"] / 1000.0
         self.engine = resolved.serving_engine
         table = resolved.allreduce
-        # The measured latency where it applies (NVLink GPUs, PCIe GPUs as a lower bound); a TPU's over its ICI
-        # (ici_allreduce.py), by the replica's chips; elsewhere none.
+        # The measured latency where it applies (NVLink GPUs); else a latency and a bandwidth over the replica's
+        # fabric (fabric_allreduce.py: PCIe, a TPU slice's ICI); elsewhere none.
         self.allreduce_table = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
-        self.accelerator_id = accelerator.id
-        self.ici_hop_latency = resolved.ici_hop_latency_us * 1e-6
-        self.ici_paths: dict[int, ici_allreduce.IciPath | None] = {}
+        self.resolved = resolved
+        self.accelerator = accelerator
+        self.ici_paths: dict[int, fabric_allreduce.AllreducePath | None] = {}
         # A decode step computes through the active parameters (a mixture of experts: the routed and shared experts
         # and attention) but streams every expert's weights that the batch touches: all of them, at any real batch.
         self.flops_per_token = 2.0 * spec.model.active
@@ -700,25 +704,28 @@ class InferenceModel:
         """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
-    def ici_path(self, chips: int) -> ici_allreduce.IciPath | None:
-        """What a TPU replica of `chips` chips' all-reduces cross (None on a GPU or one chip), worked out once."""
+    def allreduce_path(self, chips: int, message_bytes: float) -> fabric_allreduce.AllreducePath | None:
+        """What one all-reduce of `message_bytes` over `chips` pays where no table applies (fabric_allreduce_path);
+        a TPU slice's, which the message does not change, worked out once per size."""
         if self.allreduce_table is not None:
             return None
+        if self.accelerator.family != "tpu":
+            return fabric_allreduce_path(self.resolved, self.accelerator, chips, message_bytes)
         if chips not in self.ici_paths:
-            self.ici_paths[chips] = ici_allreduce.ici_path(self.accelerator_id, chips)
+            self.ici_paths[chips] = fabric_allreduce_path(self.resolved, self.accelerator, chips, message_bytes)
         return self.ici_paths[chips]
 
     def allreduce_seconds(self, chips: int, batch: int) -> float:
         """Latency of a decode step's tensor-parallel all-reduces: 2 per layer, each of batch x hidden x 2
-        bytes, at the published latency for the engine's all-reduce kernel where one applies, else over a TPU
-        slice's ICI by its hops and links (ici_allreduce.py); 0 on one chip."""
+        bytes, at the published latency for the engine's all-reduce kernel where one applies, else a latency and a
+        bandwidth over the replica's PCIe or ICI (fabric_allreduce.py); 0 on one chip."""
         if chips <= 1:
             return 0.0
         message = allreduce_message_bytes(self.hidden, batch)
         if self.allreduce_table is not None:
             return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
-        path = self.ici_path(chips)
-        return self.allreduces_per_step * path.seconds(message, self.ici_hop_latency) if path is not None else 0.0
+        path = self.allreduce_path(chips, message)
+        return self.allreduces_per_step * path.seconds(message) if path is not None else 0.0
 
     def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
@@ -851,7 +858,7 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
     table = resolved.allreduce
     chips, batch = int(detail.get("replica_chips", 1)), int(detail.get("batch_per_replica", 1))
     if table is None or accelerator.mfu_class not in table.mfu_classes:
-        return _ici_allreduce_assumption(resolved, accelerator, spec, chips, batch, table)
+        return _fabric_allreduce_assumption(resolved, accelerator, spec, chips, batch, table)
     if chips <= 1:
         return _assumption(name=name, value="none (one-chip replica)", source=table.source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
@@ -867,34 +874,49 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
                              f"{hidden_source}; {table.source}")
 
 
-def _ici_allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec, chips: int,
-                              batch: int, table: AllreduceLatency | None) -> Assumption:
-    """A TPU replica's all-reduce over its slice's ICI (ici_allreduce.py), or none where nothing is charged: the
-    latency per all-reduce, the path it was worked out on and the sources."""
+def fabric_allreduce_path(resolved: Resolved, accelerator: Accelerator, chips: int,
+                          message_bytes: float) -> fabric_allreduce.AllreducePath | None:
+    """One all-reduce of `message_bytes` over `chips` where no measured table applies (fabric_allreduce.py): NCCL's
+    ring over PCIe on a PCIe GPU (assumptions.yaml pcie_allreduce), the slice's ICI on a TPU (ici_allreduce); None
+    on one chip or a chip without either."""
+    pcie = resolved.pcie_allreduce
+    if pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
+        protocols = tuple(fabric_allreduce.PcieProtocol(p.name, p.base_us, p.step_us, p.bandwidth_share)
+                          for p in pcie.protocols)
+        return fabric_allreduce.pcie_ring(chips, message_bytes, pcie.link_gbytes_per_s * 1e9, protocols)
+    return fabric_allreduce.ici_path(accelerator.id, chips, resolved.ici_hop_latency_us * 1e-6)
+
+
+def _fabric_allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec, chips: int,
+                                 batch: int, table: AllreduceLatency | None) -> Assumption:
+    """A replica's all-reduce where no measured table applies (fabric_allreduce.py), or none where nothing is
+    charged: the latency per all-reduce, the arithmetic it was worked out by and the sources."""
     name = "tensor-parallel all-reduce latency"
-    path = ici_allreduce.ici_path(accelerator.id, chips) if chips > 1 else None
-    if path is None:
-        if chips <= 1 and hardware.current().collective_fabric(accelerator.id) is not None:
-            return _assumption(name=name, value="none (one-chip replica)", source=resolved.ici_allreduce_source)
+    pcie = resolved.pcie_allreduce
+    on_pcie = pcie is not None and accelerator.mfu_class in pcie.mfu_classes
+    fabric = hardware.current().collective_fabric(accelerator.id)
+    if on_pcie:
+        rule_source = pcie.source
+    elif fabric is not None:
+        rule_source = f"{resolved.ici_allreduce_source}; ICI per chip: {fabric.source}"
+    else:
         return _assumption(name=name, value="not charged",
                           source=f"no published small all-reduce latency for {accelerator.id} "
-                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'}) and no ICI "
-                                 "figure in the hardware table")
+                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'}) and no fabric "
+                                 "figure for it")
+    if chips <= 1:
+        return _assumption(name=name, value="none (one-chip replica)", source=rule_source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
     hidden, stated = model_hidden(spec, layers, resolved["hidden_width_rule"])
     hidden_source = f"hidden {hidden:,.0f} from {stated}" if stated else resolved.sources["hidden_width_rule"]
     message = allreduce_message_bytes(hidden, batch)
-    hop = resolved.ici_hop_latency_us
-    latency = path.seconds(message, hop * 1e-6) * 1e6
-    fabric = hardware.current().collective_fabric(accelerator.id)
-    assert fabric is not None   # ici_path found one
+    path = fabric_allreduce_path(resolved, accelerator, chips, message)
+    assert path is not None   # more than one chip on a fabric the table states
     return _assumption(name=name,
-                      value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
-                            f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips of a {path.topology} "
-                            f"slice over ICI: 2 x ({path.hops} hops x {hop:g} us + the bytes over {path.axes} "
-                            f"axis link{'s' if path.axes != 1 else ''} of {path.link_bytes_per_s / 1e9:g} GB/s))",
-                      source=f"{resolved.sources['inference_allreduces_per_layer']}; {hidden_source}; "
-                             f"{resolved.ici_allreduce_source}; ICI per chip: {fabric.source}")
+                      value=f"{path.seconds(message) * 1e6:.3g} us each, {per_layer * layers:g} per step "
+                            f"({per_layer:g} per layer x {layers:g} layers; {message / 1024:,.0f} KiB over {chips} "
+                            f"chips, {path.how})",
+                      source=f"{resolved.sources['inference_allreduces_per_layer']}; {hidden_source}; {rule_source}")
 
 
 def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: dict[str, float | int | str],

@@ -1,7 +1,8 @@
-"""A tensor-parallel TPU serving replica pays its all-reduces over ICI (policies/estimator/ici_allreduce.py): no
-published latency table covers TPUs, so the scaling book's latency-and-bandwidth model charges them, 2 per layer,
-each 2 x (hops x hop latency + bytes / (axes x link bandwidth)) on the replica's one-host slice. A one-chip replica
-pays nothing; NVLink GPUs keep the measured table."""
+"""A tensor-parallel serving replica pays its all-reduces wherever it runs (policies/estimator/fabric_allreduce.py):
+no published latency table covers TPUs or PCIe GPUs, so a latency plus the bytes over a bandwidth charges them, 2
+per layer. A TPU: the scaling book's model, 2 x (hops x hop latency + bytes / (axes x link bandwidth)) on the
+replica's one-host slice. A PCIe GPU: NCCL's ring as NCCL's own cost model prices it, the faster of its LL and Simple
+protocols. A one-chip replica pays nothing; NVLink GPUs keep the measured table."""
 
 import pytest
 from pydantic import ValidationError
@@ -9,7 +10,7 @@ from pydantic import ValidationError
 from accel.policies import hardware
 from accel.policies.catalog import load_catalog
 from accel.policies.catalog.model import IciAllreduce
-from accel.policies.estimator import ici_allreduce
+from accel.policies.estimator import fabric_allreduce
 from accel.policies.estimator.estimate import InferenceModel, assumption_list, resolve
 from accel.policies.workload import workload_from_mapping
 
@@ -29,7 +30,7 @@ def test_the_hop_latency_is_the_catalogs():
     assert load_catalog().defaults.inference.ici_allreduce.hop_latency_us.value * 1e-6 == HOP_S
 
 
-@pytest.mark.parametrize("accelerator", ["tpu-v5e", "tpu-v6e", "tpu7x", "tpu-v5p"])
+@pytest.mark.parametrize("accelerator", ["tpu-v5e", "tpu-v6e", "tpu7x", "tpu-v5p", "l4", "l40s", "a10g"])
 def test_a_one_chip_replica_pays_nothing(accelerator):
     assert _model(accelerator).allreduce_seconds(1, 64) == 0.0
 
@@ -57,7 +58,7 @@ def test_the_link_bandwidth_is_the_hardware_tables_ici_over_the_torus_links(acce
     facts = hardware.current()
     generation = facts.generation_of_chip(accelerator)
     fabric = facts.collective_fabric(accelerator)
-    path = ici_allreduce.ici_path(accelerator, 4)
+    path = fabric_allreduce.ici_route(accelerator, 4)
     assert path is not None
     assert path.link_bytes_per_s == fabric.scale_up_gbytes_per_s * 1e9 / (2 * generation.dimensions)
 
@@ -66,15 +67,15 @@ def test_the_link_bandwidth_is_the_hardware_tables_ici_over_the_torus_links(acce
     ("v6e", 4, "2x2", 2, 2), ("v6e", 8, "2x4", 4, 2), ("v5e", 8, "2x4", 4, 2), ("tpu7x", 4, "2x2x1", 2, 2)])
 def test_the_path_is_the_longest_route_through_the_replicas_one_host_slice(generation, chips, topology, hops, axes):
     accelerator = hardware.current().tpu_generations[generation].accelerator
-    path = ici_allreduce.ici_path(accelerator, chips)
+    path = fabric_allreduce.ici_route(accelerator, chips)
     assert (path.topology, path.hops, path.axes) == (topology, hops, axes)
 
 
-def test_gpus_keep_the_measured_table_and_no_ici_path():
+def test_nvlink_gpus_keep_the_measured_table():
     model = _model("h100-80gb")
     table = load_catalog().defaults.inference.allreduce_latency_us
     message = 64 * 8192 * 2
-    assert model.ici_path(8) is None
+    assert model.allreduce_path(8, message) is None
     assert model.allreduce_seconds(8, 64) == pytest.approx(160 * table.microseconds("vllm", 8, message) * 1e-6)
 
 
@@ -102,3 +103,41 @@ def test_a_hop_that_takes_no_time_is_refused():
     bad = {**good, "hop_latency_us": {**good["hop_latency_us"], "value": 0.0}}
     with pytest.raises(ValidationError, match="hop_latency_us"):
         IciAllreduce.model_validate(bad)
+
+
+# --- PCIe GPUs: NCCL's ring by NCCL's cost model (assumptions.yaml inference.pcie_allreduce) ---
+
+LL = (6.6, 1.0, 0.5 * 24e9)       # base us, us a ring step, bus bandwidth (NCCL 2.30 tuning.cc, Gen4 x16 = 24 GB/s)
+SIMPLE = (8.4, 5.7, 24e9)
+
+
+def _nccl_ring_us(chips, message, protocol):
+    base, step, bus = protocol
+    steps = 2 * (chips - 1)
+    return base + steps * step + message / (bus * chips / steps) * 1e6
+
+
+@pytest.mark.parametrize("chips, batch", [(2, 1), (4, 8), (4, 64), (8, 256)])
+def test_a_pcie_replica_pays_nccls_ring_at_the_faster_protocol(chips, batch):
+    model = _model("l40s")
+    message = batch * 8192 * 2
+    expected = min(_nccl_ring_us(chips, message, LL), _nccl_ring_us(chips, message, SIMPLE))
+    assert model.allreduce_seconds(chips, batch) == pytest.approx(160 * expected * 1e-6)
+
+
+def test_a_small_message_takes_ll_and_a_large_one_simple():
+    model = _model("l4")
+    assert "LL:" in model.allreduce_path(4, 2048).how
+    assert "Simple:" in model.allreduce_path(4, 4 * 2**20).how
+
+
+def test_pcie_pays_more_than_nvlink_once_the_bytes_count():
+    assert _model("l40s").allreduce_seconds(4, 64) > 2 * _model("h100-80gb").allreduce_seconds(4, 64)
+    assert _model("l40s").allreduce_seconds(8, 64) > _model("l40s").allreduce_seconds(4, 64)
+
+
+def test_an_accelerator_costed_both_ways_is_refused():
+    inference = load_catalog().defaults.inference.model_dump()
+    inference["pcie_allreduce"]["mfu_classes"] = ["gpu-pcie", "gpu-nvlink"]
+    with pytest.raises(ValidationError, match="costed one way"):
+        type(load_catalog().defaults.inference).model_validate(inference)
