@@ -633,7 +633,7 @@ class InferenceModel:
         self.allreduce_table = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
         self.resolved = resolved
         self.accelerator = accelerator
-        self.ici_paths: dict[int, fabric_allreduce.AllreducePath | None] = {}
+        self.fabric_paths: dict[int, tuple[fabric_allreduce.AllreducePath, ...]] = {}
         # A decode step computes through the active parameters (a mixture of experts: the routed and shared experts
         # and attention) but streams every expert's weights that the batch touches: all of them, at any real batch.
         self.flops_per_token = 2.0 * spec.model.active
@@ -704,16 +704,18 @@ class InferenceModel:
         """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
-    def allreduce_path(self, chips: int, message_bytes: float) -> fabric_allreduce.AllreducePath | None:
-        """What one all-reduce of `message_bytes` over `chips` pays where no table applies (fabric_allreduce_path);
-        a TPU slice's, which the message does not change, worked out once per size."""
+    def allreduce_paths(self, chips: int) -> tuple[fabric_allreduce.AllreducePath, ...]:
+        """The ways one all-reduce over `chips` may go where no table applies (fabric_allreduce_paths), worked out
+        once per size: a replica search asks thousands of times."""
         if self.allreduce_table is not None:
-            return None
-        if self.accelerator.family != "tpu":
-            return fabric_allreduce_path(self.resolved, self.accelerator, chips, message_bytes)
-        if chips not in self.ici_paths:
-            self.ici_paths[chips] = fabric_allreduce_path(self.resolved, self.accelerator, chips, message_bytes)
-        return self.ici_paths[chips]
+            return ()
+        if chips not in self.fabric_paths:
+            self.fabric_paths[chips] = fabric_allreduce_paths(self.resolved, self.accelerator, chips)
+        return self.fabric_paths[chips]
+
+    def allreduce_path(self, chips: int, message_bytes: float) -> fabric_allreduce.AllreducePath | None:
+        """What one all-reduce of `message_bytes` over `chips` pays where no table applies (None where one does)."""
+        return fabric_allreduce.fastest(self.allreduce_paths(chips), message_bytes)
 
     def allreduce_seconds(self, chips: int, batch: int) -> float:
         """Latency of a decode step's tensor-parallel all-reduces: 2 per layer, each of batch x hidden x 2
@@ -724,8 +726,8 @@ class InferenceModel:
         message = allreduce_message_bytes(self.hidden, batch)
         if self.allreduce_table is not None:
             return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
-        path = self.allreduce_path(chips, message)
-        return self.allreduces_per_step * path.seconds(message) if path is not None else 0.0
+        paths = self.allreduce_paths(chips)
+        return self.allreduces_per_step * min(path.seconds(message) for path in paths) if paths else 0.0
 
     def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
@@ -874,17 +876,18 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
                              f"{hidden_source}; {table.source}")
 
 
-def fabric_allreduce_path(resolved: Resolved, accelerator: Accelerator, chips: int,
-                          message_bytes: float) -> fabric_allreduce.AllreducePath | None:
-    """One all-reduce of `message_bytes` over `chips` where no measured table applies (fabric_allreduce.py): NCCL's
-    ring over PCIe on a PCIe GPU (assumptions.yaml pcie_allreduce), the slice's ICI on a TPU (ici_allreduce); None
-    on one chip or a chip without either."""
+def fabric_allreduce_paths(resolved: Resolved, accelerator: Accelerator,
+                           chips: int) -> tuple[fabric_allreduce.AllreducePath, ...]:
+    """The ways one all-reduce over `chips` may go where no measured table applies (fabric_allreduce.py; the
+    fastest for a message is taken): NCCL's ring over PCIe, one per protocol, on a PCIe GPU (assumptions.yaml
+    pcie_allreduce), the slice's ICI on a TPU (ici_allreduce); none on one chip or a chip without either."""
     pcie = resolved.pcie_allreduce
     if pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
         protocols = tuple(fabric_allreduce.PcieProtocol(p.name, p.base_us, p.step_us, p.bandwidth_share)
                           for p in pcie.protocols)
-        return fabric_allreduce.pcie_ring(chips, message_bytes, pcie.link_gbytes_per_s * 1e9, protocols)
-    return fabric_allreduce.ici_path(accelerator.id, chips, resolved.ici_hop_latency_us * 1e-6)
+        return fabric_allreduce.pcie_ring(chips, pcie.link_gbytes_per_s * 1e9, protocols)
+    path = fabric_allreduce.ici_path(accelerator.id, chips, resolved.ici_hop_latency_us * 1e-6)
+    return (path,) if path is not None else ()
 
 
 def _fabric_allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec, chips: int,
@@ -910,7 +913,7 @@ def _fabric_allreduce_assumption(resolved: Resolved, accelerator: Accelerator, s
     hidden, stated = model_hidden(spec, layers, resolved["hidden_width_rule"])
     hidden_source = f"hidden {hidden:,.0f} from {stated}" if stated else resolved.sources["hidden_width_rule"]
     message = allreduce_message_bytes(hidden, batch)
-    path = fabric_allreduce_path(resolved, accelerator, chips, message)
+    path = fabric_allreduce.fastest(fabric_allreduce_paths(resolved, accelerator, chips), message)
     assert path is not None   # more than one chip on a fabric the table states
     return _assumption(name=name,
                       value=f"{path.seconds(message) * 1e6:.3g} us each, {per_layer * layers:g} per step "

@@ -92,14 +92,19 @@ def ici_path(accelerator: str, chips: int, hop_latency_s: float) -> AllreducePat
                          f"{axes} axis link{'s' if axes != 1 else ''} of {link / 1e9:g} GB/s)")
 
 
-def pcie_ring(chips: int, message_bytes: float, link_bytes_per_s: float,
-              protocols: tuple[PcieProtocol, ...]) -> AllreducePath | None:
-    """NCCL's ring all-reduce of `message_bytes` over `chips` PCIe GPUs at the faster of `protocols`; None on one."""
+def pcie_ring(chips: int, link_bytes_per_s: float, protocols: tuple[PcieProtocol, ...]) -> tuple[AllreducePath, ...]:
+    """NCCL's ring all-reduce over `chips` PCIe GPUs, one path per protocol (NCCL takes the fastest for the message:
+    `fastest`); none on one GPU."""
     if chips <= 1:
-        return None
+        return ()
     steps = 2 * (chips - 1)
-    paths = [AllreducePath((p.base_us + steps * p.step_us) * 1e-6, p.bandwidth_share * link_bytes_per_s * chips / steps,
-                           f"NCCL ring over PCIe, {p.name}: {p.base_us:g} us + {steps} steps x {p.step_us:g} us + the "
-                           f"bytes at {p.bandwidth_share * link_bytes_per_s / 1e9:g} GB/s x {chips}/{steps}")
-             for p in protocols]
-    return min(paths, key=lambda path: path.seconds(message_bytes))
+    return tuple(AllreducePath((p.base_us + steps * p.step_us) * 1e-6,
+                               p.bandwidth_share * link_bytes_per_s * chips / steps,
+                               f"NCCL ring over PCIe, {p.name}: {p.base_us:g} us + {steps} steps x {p.step_us:g} us + "
+                               f"the bytes at {p.bandwidth_share * link_bytes_per_s / 1e9:g} GB/s x {chips}/{steps}")
+                 for p in protocols)
+
+
+def fastest(paths: tuple[AllreducePath, ...], message_bytes: float) -> AllreducePath | None:
+    """The path that moves `message_bytes` soonest (None when there is none)."""
+    return min(paths, key=lambda path: path.seconds(message_bytes)) if paths else None
