@@ -11,7 +11,9 @@ Then the blind runs (policies/catalog/blind_runs.yaml: published runs held out o
 blind): OUT OF SAMPLE, NOT FITTED, each predicted by the fits on every table row; no target, their 10th-90th
 percentile range is what `accel choose` states beside the leave-one-out's. Then a second blind set
 (policies/catalog/blind_runs_2.yaml, gathered and committed before it was scored), predicted the same way, with
-each row's error and whether the leave-one-out range and the first blind set's range held it.
+each row's error and whether the leave-one-out range and the first blind set's range held it. Then what hindsight
+could reach on every dense run held (benchmarks/whole_run_hindsight.py): twins no one answer serves, and the
+estimator's form fitted on the answers, in sample and leave-one-out; no target.
 
     uv run python benchmarks/bench_estimate.py
 
@@ -30,12 +32,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from accel.policies.estimator.calibration import calibrated_fit, leave_one_out, median  # noqa: E402
 from accel.policies.catalog import load_catalog  # noqa: E402
 from accel.policies.estimator.serving_figures import serving_errors  # noqa: E402
 from accel.policies.estimator.whole_runs import blind_test, calibrated_model, second_blind_runs  # noqa: E402
 from accel.policies.estimator.whole_runs import leave_one_out as whole_run_leave_one_out  # noqa: E402
+from whole_run_hindsight import hindsight  # noqa: E402  (benchmarks/ is not a package: its directory is on the path)
 
 MEDIAN_TARGET, WORST_TARGET = 0.20, 0.50
 MOE_MEDIAN_TARGET = 0.25
@@ -121,6 +125,7 @@ def main() -> int:
                 inside = sum(r.low <= 1.0 / (1.0 + e.error) <= r.high for e in errors)
                 print(f"  the {name} {r.low:.2f}x to {r.high:.2f}x held {inside} of {len(errors)}")
     whole_ok = dense_median <= MEDIAN_TARGET and dense_worst <= WORST_TARGET and moe_median <= MOE_MEDIAN_TARGET
+    hindsight_section(catalog)
     print(f"\n{'serving figure':36} {'published':>9} {'predicted':>9} {'error':>7}   (generated tok/s per chip)")
     everything = serving_errors(catalog)
     serving = [s for s in everything if not s.out_of_sample]
@@ -142,6 +147,32 @@ def main() -> int:
         print(f"{len(tpu)} TPU serving figure{'s' if len(tpu) != 1 else ''} out of sample: median {median(off):.1%}, "
               f"worst {max(off):.1%} (no target)")
     return 0 if step_ok and whole_ok else 1
+
+
+def hindsight_section(catalog) -> None:
+    """What any estimator over the features a planner knows could reach on the dense runs held (issue #30's bounds):
+    twins that one answer cannot serve, and the estimator's own form fitted on the answers
+    (benchmarks/whole_run_hindsight.py)."""
+    seen = hindsight(catalog)
+    print(f"\nWhat hindsight could reach ({len(seen.runs)} dense whole runs: the table's and both blind sets'; "
+          "benchmarks/whole_run_hindsight.py)")
+    past = [t for t in seen.twins if t.floor > WORST_TARGET]
+    print(f"twins (one chip, sizes within 1.5x, fleets within 2x): {len(seen.twins)} pairs, {len(past)} of them so far "
+          f"apart that one answer for both is off by more than {WORST_TARGET:.0%} for one of them")
+    for t in past:
+        print("  " + "  vs  ".join(f"{r.id} ({r.held_in}, {r.chip}, {r.active / 1e9:.2g}B, {r.chips}"
+                                   f"{'' if r.chips_published else '*'} chips, MFU {r.implied_mfu:.3f})"
+                                   for r in (t.slower, t.faster))
+              + f": {t.ratio:.2f}x, off by at least {t.floor:.1%}")
+    print(f"{'population':12} {'runs':>4} {'features besides the generation':48} {'terms':>5} {'scored':14} "
+          f"{'median':>7} {'worst':>7}")
+    for f in seen.fits:
+        name, worst = f.worst
+        print(f"{f.population:12} {len(f.errors):>4} {f.features:48} {f.parameters:>5} {f.scored:14} {f.median:>7.1%} "
+              f"{worst:>7.1%} {name}")
+    print(f"  in sample: least squares on the very runs it scores, every answer seen (a model of that form and those "
+          f"features that has not seen them can expect no better); targets median <= {MEDIAN_TARGET:.0%}, "
+          f"worst <= {WORST_TARGET:.0%}; * chips imputed")
 
 
 if __name__ == "__main__":

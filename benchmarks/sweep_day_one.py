@@ -267,9 +267,9 @@ def new_ground() -> list[dict[str, Any]]:
         # MoE fp8 from a bf16 checkpoint on GPU: --quantization fp8_per_tensor
         serve("ng05", {"architecture": "mixtral-8x22b"}, 8000, 60, ["h100-80gb"], ["aws"], CLEAN, precision="fp8"),
         serve("ng06", {"architecture": "qwen3-235b-a22b"}, 8000, 60, ["b200"], ["gcp"], CLEAN, precision="fp8"),
-        # V100 is built no more by vLLM; B300's peaks are unsourced: neither is a chip a workload may ask for
+        # V100 is built no more by vLLM: not a chip a workload may ask for; B300 is (p6-b300.48xlarge on demand)
         serve("ng07", {"architecture": "llama3.1-8b"}, 2000, 60, ["v100"], ["aws"], "refused: accelerators"),
-        serve("ng08", {"architecture": "llama3.1-8b"}, 2000, 60, ["b300"], ["aws"], "refused: accelerators"),
+        serve("ng08", {"architecture": "llama3.1-8b"}, 2000, 60, ["b300"], ["aws"], CLEAN),
         # an 18-tray A4X reservation served: replicas fill the rack; MoE fp8 there too
         serve("na00", {"architecture": "llama3.1-8b"}, 20000, 30, ["gb200"], ["gcp"], CLEAN,
               **{"x-reservations": [A4X_RACK]}),

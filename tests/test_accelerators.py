@@ -51,7 +51,7 @@ def test_the_new_chips_carry_their_peaks_memory_and_nvlink_domain_with_sources()
     assert (tpu7x.peak_bf16_tflops, tpu7x.peak_fp8_tflops, tpu7x.hbm_gbps) == (2307, 4614, 7380)
     assert tuple(map(facts.scale_up_domain_chips, ("b200", "gb200", "h100-80gb"))) == (8, 72, 8)
     assert gb200.source.startswith("estimate"), "GB200's peaks are not read off a datasheet and say so"
-    assert not facts.chips["b300"].selectable, "B300's peaks are unsourced: known, not selectable"
+    assert facts.chips["b300"].selectable and "nvidia-hgx-b300-secondary" in facts.chips["b300"].source
     for chip in (tpu7x, b200, gb200):
         assert chip.selectable and chip.source
 

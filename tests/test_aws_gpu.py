@@ -312,7 +312,7 @@ def test_no_node_interface_can_get_a_public_ip(declare, pool, capacity, zone):
 @given(data=st.data())
 def test_efa_layout_is_one_interface_per_card_with_only_the_primary_on_device_zero(data):
     instances = hardware.current().aws_gpu_instances
-    efa_types = sorted(t for t, facts in instances.items() if facts.efa_cards)
+    efa_types = sorted(t for t, facts in instances.items() if facts.efa_cards and not facts.efa_first_card)
     facts = instances[data.draw(st.sampled_from(efa_types))]
     count = data.draw(st.integers(1, facts.efa_cards))
     interfaces = network_interfaces(count, facts.efa_only_secondaries, ["sg"])
@@ -320,6 +320,18 @@ def test_efa_layout_is_one_interface_per_card_with_only_the_primary_on_device_ze
     assert [i["device_index"] for i in interfaces] == [0] + [1] * (count - 1)
     assert interfaces[0]["interface_type"] == "efa"
     assert all(i["interface_type"] in ("efa", "efa-only") for i in interfaces)
+
+
+@settings(max_examples=20, deadline=None)
+@given(count=st.integers(1, 16), device=st.sampled_from([0, 1]))
+def test_where_card_0_is_ena_only_the_primary_is_plain_ena_and_every_efa_interface_takes_a_card_of_its_own(count, device):
+    """p6-b300: 17 network cards, card 0 ENA only (policies/hardware/facts.toml efa_first_card = 1)."""
+    interfaces = network_interfaces(count, True, ["sg"], device, first_efa_card=1)
+    assert interfaces[0] == {"device_index": 0, "network_card_index": 0, "interface_type": "interface",
+                             "delete_on_termination": "true", "security_groups": ["sg"]}
+    efa = interfaces[1:]
+    assert [i["network_card_index"] for i in efa] == list(range(1, count + 1))
+    assert {i["device_index"] for i in efa} == {device} and {i["interface_type"] for i in efa} == {"efa-only"}
 
 
 # --- invalid arguments fail before anything registers -----------------------------------

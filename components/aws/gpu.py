@@ -190,6 +190,11 @@ class GpuNodeGroupArgs:
             if pool.efa_interfaces > t.efa_cards:
                 raise invalid_arg(_ARGS, "pool.efa_interfaces", pool.efa_interfaces,
                               f"{t.name} has {t.efa_cards} EFA-capable network card(s); one interface per card")
+        if len({t.efa_first_card for t in types}) > 1:
+            # One launch template serves every type of the group: its interfaces start on one card for all.
+            raise invalid_arg(_ARGS, "pool.alternate_machine_types", pool.alternate_machine_types,
+                              "EFA alternates must put their first EFA interface on the same network card as "
+                              f"{pool.machine_type} (card 0 of one is ENA only: policies/hardware/facts.toml efa_first_card)")
 
     def _check_capacity(self) -> None:
         capacity, pool = self.capacity, self.pool
@@ -290,21 +295,32 @@ def _coerce(model, value, field_name: str):
 
 
 def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
-                       security_group_ids: Sequence[pulumi.Input[str]], secondary_device_index: int = 1
-                       ) -> list[dict[str, Any]]:
+                       security_group_ids: Sequence[pulumi.Input[str]], secondary_device_index: int = 1,
+                       first_efa_card: int = 0) -> list[dict[str, Any]]:
     """Launch template interfaces: one per EFA network card, or a single ENA interface. Card 0 device 0 is the
     primary (EFA with ENA: the primary may not be EFA-only); each further card carries one EFA interface at
-    `secondary_device_index` (1 in the EC2 guide's P5 section, 0 in its general multi-card rule: P6)."""
+    `secondary_device_index` (1 in the EC2 guide's P5 section, 0 in its general multi-card rule: P6). Where card 0
+    cannot carry EFA (`first_efa_card` 1: p6-b300) the primary is a plain ENA interface (EC2 API reference,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest.InterfaceType: "If you are not creating an EFA, specify
+    interface or omit this parameter") and the EFA interfaces take cards 1..efa_interfaces, every one a secondary."""
     groups = list(security_group_ids)
     if efa_interfaces == 0:
         return [{"device_index": 0, "network_card_index": 0, "associate_public_ip_address": "false",
                  "delete_on_termination": "true", "security_groups": groups}]
+    secondary_type = "efa-only" if efa_only_secondaries else "efa"
+    if first_efa_card:
+        primary_ena = {"device_index": 0, "network_card_index": 0, "interface_type": "interface",
+                       "delete_on_termination": "true", "security_groups": groups}
+        return [primary_ena] + [
+            {"device_index": secondary_device_index, "network_card_index": card, "interface_type": secondary_type,
+             "delete_on_termination": "true", "security_groups": groups}
+            for card in range(first_efa_card, first_efa_card + efa_interfaces)
+        ]
     primary: dict[str, Any] = {"device_index": 0, "network_card_index": 0, "interface_type": "efa",
                                "delete_on_termination": "true", "security_groups": groups}
     if efa_interfaces == 1:
         # EC2 never gives a public address to a multi-interface launch; with one interface, say so.
         primary["associate_public_ip_address"] = "false"
-    secondary_type = "efa-only" if efa_only_secondaries else "efa"
     return [primary] + [
         {"device_index": secondary_device_index, "network_card_index": card, "interface_type": secondary_type,
          "delete_on_termination": "true", "security_groups": groups}
@@ -369,7 +385,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 pool.efa_interfaces, all(hardware.current().aws_gpu_instances[t].efa_only_secondaries
                                         for t in args.instance_types),
                 args.security_group_ids,
-                hardware.current().aws_gpu_instances[pool.machine_type].efa_secondary_device_index),
+                hardware.current().aws_gpu_instances[pool.machine_type].efa_secondary_device_index,
+                hardware.current().aws_gpu_instances[pool.machine_type].efa_first_card),
             block_device_mappings=[{"device_name": "/dev/xvda", "ebs": {
                 "volume_size": args.disk_size_gib, "volume_type": "gp3", "encrypted": "true",
                 "delete_on_termination": "true"}}],

@@ -208,6 +208,9 @@ class AwsGpuInstance(NamedTuple):
     efa_secondary_device_index: int = 1       # device index of the EFA interface on cards past the first
     # The UltraServer types it is sold as, EC2's ultraserverType names with their instances (sizes derive from them).
     ultraserver_types: tuple[tuple[str, int], ...] = ()
+    # The network card of the first EFA interface: 0, or 1 where card 0 is ENA only (p6-b300: 17 cards, 16 carry EFA),
+    # so the primary interface is a plain ENA one and the EFA interfaces sit on cards 1..efa_cards.
+    efa_first_card: int = 0
 
     @property
     def accelerator(self) -> str:
@@ -711,6 +714,10 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
         aws[key] = aws[key]._replace(ultraserver_types=ordered, ultraserver_sizes=tuple(n for _, n in ordered))
         if aws[key].efa_secondary_device_index not in (0, 1):
             raise HardwareFactsError(f"{e.where}.efa_secondary_device_index: 0 or 1")
+        aws[key] = aws[key]._replace(efa_first_card=e.get("efa_first_card", int, 0))
+        if aws[key].efa_first_card not in (0, 1) or (aws[key].efa_first_card and not efa_cards):
+            raise HardwareFactsError(f"{e.where}.efa_first_card: 0, or 1 where card 0 is ENA only and efa_cards > 0 "
+                                     "(the EFA interfaces then take cards 1..efa_cards)")
         e.done()
 
     k8s = _Entry(data.get("kubernetes"), f"{where}: kubernetes")
