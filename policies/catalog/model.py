@@ -478,6 +478,41 @@ class AllreduceLatency(StrictModel):
         return points[-1][1]
 
 
+class IciAllreduce(StrictModel):
+    """A tensor-parallel TPU replica's all-reduce over ICI, where no measured latency table exists: the latency of
+    one hop between neighbouring chips and the source of the latency-and-bandwidth rule
+    (policies/estimator/fabric_allreduce.py); the link bandwidth is the hardware table's ([collective_fabrics])."""
+
+    hop_latency_us: AssumptionValue
+    rule_source: str = Field(min_length=3)
+
+    @model_validator(mode="after")
+    def _hops_cost_time(self) -> "IciAllreduce":
+        if self.hop_latency_us.value <= 0:
+            raise ValueError("inference.ici_allreduce.hop_latency_us: a hop over ICI takes time (> 0); at 0 a small "
+                             "all-reduce would be free")
+        return self
+
+
+class PcieProtocolCost(StrictModel):
+    """One NCCL protocol's cost on PCIe: base latency, latency per ring step and the share of the link it moves."""
+
+    name: str = Field(min_length=1)
+    base_us: float = Field(gt=0)
+    step_us: float = Field(gt=0)
+    bandwidth_share: float = Field(gt=0, le=1)
+
+
+class PcieAllreduce(StrictModel):
+    """A tensor-parallel all-reduce over PCIe (NCCL's ring, by NCCL's own cost model): its protocols' costs and the
+    link's bus bandwidth, for the accelerators of `mfu_classes` (policies/estimator/fabric_allreduce.py)."""
+
+    mfu_classes: list[str] = Field(min_length=1)
+    protocols: list[PcieProtocolCost] = Field(min_length=1)
+    link_gbytes_per_s: float = Field(gt=0)
+    source: str = Field(min_length=3)
+
+
 class ServingEngine(StrictModel):
     """Per-step costs of one serving engine that the roofline lacks."""
 
@@ -505,6 +540,8 @@ class InferenceDefaults(StrictModel):
     allreduces_per_layer: AssumptionValue
     hidden_width_rule: AssumptionValue
     allreduce_latency_us: AllreduceLatency
+    ici_allreduce: IciAllreduce
+    pcie_allreduce: PcieAllreduce
 
     @model_validator(mode="after")
     def _engines_known(self) -> "InferenceDefaults":
@@ -515,6 +552,10 @@ class InferenceDefaults(StrictModel):
         missing = known - set(self.allreduce_latency_us.engines)
         if missing:
             raise ValueError(f"inference.allreduce_latency_us.engines lacks {', '.join(sorted(missing))}")
+        both = set(self.allreduce_latency_us.mfu_classes) & set(self.pcie_allreduce.mfu_classes)
+        if both:
+            raise ValueError(f"inference: {', '.join(sorted(both))} in both allreduce_latency_us.mfu_classes and "
+                             "pcie_allreduce.mfu_classes; an accelerator's all-reduce is costed one way")
         return self
     prefill_efficiency: AssumptionValue
     kv_cache_layers_per_cube_root: AssumptionValue

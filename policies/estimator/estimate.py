@@ -18,11 +18,12 @@ from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies import hardware
-from accel.policies.estimator import generations, whole_run_model
+from accel.policies.estimator import fabric_allreduce, generations, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
     AllreduceLatency,
+    PcieAllreduce,
     Catalog,
     Defaults,
     FilesystemOffer,
@@ -63,6 +64,11 @@ class Resolved:
     serving_experts_source: str = ""
     kv_cache_per_tensor_rank: bool = False        # each tensor-parallel GPU holds the whole cache (vLLM's MLA latent)
     precision_bytes: dict[str, float] = field(default_factory=dict)   # bytes per weight by serving precision
+    # Where no table applies (fabric_allreduce.py): a TPU's all-reduce over ICI (its hop latency, the figure's and
+    # the rule's sources) and a PCIe GPU's (NCCL's costs).
+    ici_hop_latency_us: float = 0.0
+    ici_allreduce_source: str = ""
+    pcie_allreduce: PcieAllreduce | None = None
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -214,7 +220,10 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
     return Resolved(values, sources, preemptions, preemption_sources, overrides.mfu, overrides.mfu_decay_per_doubling,
                     overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
                     tuple(precision.experts_need_checkpoint_on), precision.experts_source or "",
-                    latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()})
+                    latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()},
+                    inference.ici_allreduce.hop_latency_us.value,
+                    f"{inference.ici_allreduce.rule_source}; hop latency {inference.ici_allreduce.hop_latency_us.value:g} "
+                    f"us: {inference.ici_allreduce.hop_latency_us.source}", inference.pcie_allreduce)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -619,8 +628,12 @@ class InferenceModel:
         self.step_overhead = resolved["inference_step_overhead_ms"] / 1000.0
         self.engine = resolved.serving_engine
         table = resolved.allreduce
-        # Only where the latency was measured (NVLink GPUs); elsewhere no published figure: not charged.
+        # The measured latency where it applies (NVLink GPUs); else a latency and a bandwidth over the replica's
+        # fabric (fabric_allreduce.py: PCIe, a TPU slice's ICI); elsewhere none.
         self.allreduce_table = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
+        self.resolved = resolved
+        self.accelerator = accelerator
+        self.fabric_paths: dict[int, tuple[fabric_allreduce.AllreducePath, ...]] = {}
         # A decode step computes through the active parameters (a mixture of experts: the routed and shared experts
         # and attention) but streams every expert's weights that the batch touches: all of them, at any real batch.
         self.flops_per_token = 2.0 * spec.model.active
@@ -691,13 +704,30 @@ class InferenceModel:
         """Share of a replica's bandwidth and FLOPs left after tensor-parallel communication."""
         return math.exp(self.scaling_log * math.log2(chips / 8)) if chips > 8 else 1.0
 
+    def allreduce_paths(self, chips: int) -> tuple[fabric_allreduce.AllreducePath, ...]:
+        """The ways one all-reduce over `chips` may go where no table applies (fabric_allreduce_paths), worked out
+        once per size: a replica search asks thousands of times."""
+        if self.allreduce_table is not None:
+            return ()
+        if chips not in self.fabric_paths:
+            self.fabric_paths[chips] = fabric_allreduce_paths(self.resolved, self.accelerator, chips)
+        return self.fabric_paths[chips]
+
+    def allreduce_path(self, chips: int, message_bytes: float) -> fabric_allreduce.AllreducePath | None:
+        """What one all-reduce of `message_bytes` over `chips` pays where no table applies (None where one does)."""
+        return fabric_allreduce.fastest(self.allreduce_paths(chips), message_bytes)
+
     def allreduce_seconds(self, chips: int, batch: int) -> float:
         """Latency of a decode step's tensor-parallel all-reduces: 2 per layer, each of batch x hidden x 2
-        bytes, at the published latency for the engine's all-reduce kernel (0 on one chip)."""
-        if chips <= 1 or self.allreduce_table is None:
+        bytes, at the published latency for the engine's all-reduce kernel where one applies, else a latency and a
+        bandwidth over the replica's PCIe or ICI (fabric_allreduce.py); 0 on one chip."""
+        if chips <= 1:
             return 0.0
         message = allreduce_message_bytes(self.hidden, batch)
-        return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
+        if self.allreduce_table is not None:
+            return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
+        paths = self.allreduce_paths(chips)
+        return self.allreduces_per_step * min(path.seconds(message) for path in paths) if paths else 0.0
 
     def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
@@ -828,11 +858,9 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
     """The tensor-parallel all-reduce latency the chosen replica pays per step, with its source."""
     name = "tensor-parallel all-reduce latency"
     table = resolved.allreduce
-    if table is None or accelerator.mfu_class not in table.mfu_classes:
-        return _assumption(name=name, value="not charged",
-                          source=f"no published small all-reduce latency for {accelerator.id} "
-                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'})")
     chips, batch = int(detail.get("replica_chips", 1)), int(detail.get("batch_per_replica", 1))
+    if table is None or accelerator.mfu_class not in table.mfu_classes:
+        return _fabric_allreduce_assumption(resolved, accelerator, spec, chips, batch, table)
     if chips <= 1:
         return _assumption(name=name, value="none (one-chip replica)", source=table.source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
@@ -846,6 +874,52 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
                             f"{resolved.serving_engine} kernel)",
                       source=f"{resolved.sources['inference_allreduces_per_layer']}; "
                              f"{hidden_source}; {table.source}")
+
+
+def fabric_allreduce_paths(resolved: Resolved, accelerator: Accelerator,
+                           chips: int) -> tuple[fabric_allreduce.AllreducePath, ...]:
+    """The ways one all-reduce over `chips` may go where no measured table applies (fabric_allreduce.py; the
+    fastest for a message is taken): NCCL's ring over PCIe, one per protocol, on a PCIe GPU (assumptions.yaml
+    pcie_allreduce), the slice's ICI on a TPU (ici_allreduce); none on one chip or a chip without either."""
+    pcie = resolved.pcie_allreduce
+    if pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
+        protocols = tuple(fabric_allreduce.PcieProtocol(p.name, p.base_us, p.step_us, p.bandwidth_share)
+                          for p in pcie.protocols)
+        return fabric_allreduce.pcie_ring(chips, pcie.link_gbytes_per_s * 1e9, protocols)
+    path = fabric_allreduce.ici_path(accelerator.id, chips, resolved.ici_hop_latency_us * 1e-6)
+    return (path,) if path is not None else ()
+
+
+def _fabric_allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec, chips: int,
+                                 batch: int, table: AllreduceLatency | None) -> Assumption:
+    """A replica's all-reduce where no measured table applies (fabric_allreduce.py), or none where nothing is
+    charged: the latency per all-reduce, the arithmetic it was worked out by and the sources."""
+    name = "tensor-parallel all-reduce latency"
+    pcie = resolved.pcie_allreduce
+    on_pcie = pcie is not None and accelerator.mfu_class in pcie.mfu_classes
+    fabric = hardware.current().collective_fabric(accelerator.id)
+    if on_pcie:
+        rule_source = pcie.source
+    elif fabric is not None:
+        rule_source = f"{resolved.ici_allreduce_source}; ICI per chip: {fabric.source}"
+    else:
+        return _assumption(name=name, value="not charged",
+                          source=f"no published small all-reduce latency for {accelerator.id} "
+                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'}) and no fabric "
+                                 "figure for it")
+    if chips <= 1:
+        return _assumption(name=name, value="none (one-chip replica)", source=rule_source)
+    layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
+    hidden, stated = model_hidden(spec, layers, resolved["hidden_width_rule"])
+    hidden_source = f"hidden {hidden:,.0f} from {stated}" if stated else resolved.sources["hidden_width_rule"]
+    message = allreduce_message_bytes(hidden, batch)
+    path = fabric_allreduce.fastest(fabric_allreduce_paths(resolved, accelerator, chips), message)
+    assert path is not None   # more than one chip on a fabric the table states
+    return _assumption(name=name,
+                      value=f"{path.seconds(message) * 1e6:.3g} us each, {per_layer * layers:g} per step "
+                            f"({per_layer:g} per layer x {layers:g} layers; {message / 1024:,.0f} KiB over {chips} "
+                            f"chips, {path.how})",
+                      source=f"{resolved.sources['inference_allreduces_per_layer']}; {hidden_source}; {rule_source}")
 
 
 def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: dict[str, float | int | str],
