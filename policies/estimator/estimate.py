@@ -726,8 +726,8 @@ class InferenceModel:
         message = allreduce_message_bytes(self.hidden, batch)
         if self.allreduce_table is not None:
             return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
-        paths = self.allreduce_paths(chips)
-        return self.allreduces_per_step * min(path.seconds(message) for path in paths) if paths else 0.0
+        path = self.allreduce_path(chips, message)
+        return self.allreduces_per_step * path.seconds(message) if path is not None else 0.0
 
     def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
