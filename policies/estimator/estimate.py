@@ -900,9 +900,7 @@ def fabric_allreduce_paths(resolved: Resolved, accelerator: Accelerator,
     pcie_allreduce), the slice's ICI on a TPU (ici_allreduce); none on one chip or a chip without either."""
     pcie = resolved.pcie_allreduce
     if pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
-        protocols = tuple(fabric_allreduce.PcieProtocol(p.name, p.base_us, p.step_us, p.bandwidth_share)
-                          for p in pcie.protocols)
-        return fabric_allreduce.pcie_ring(chips, pcie.link_gbytes_per_s * 1e9, protocols)
+        return fabric_allreduce.pcie_ring(chips, pcie.link_gbytes_per_s * 1e9, pcie.protocols)
     path = fabric_allreduce.ici_path(accelerator.id, chips, resolved.ici_hop_latency_us * 1e-6)
     return (path,) if path is not None else ()
 
