@@ -23,6 +23,7 @@ from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, pr
 from accel.policies.catalog.model import (
     Accelerator,
     AllreduceLatency,
+    IciAllreduce,
     PcieAllreduce,
     Catalog,
     Defaults,
@@ -64,10 +65,9 @@ class Resolved:
     serving_experts_source: str = ""
     kv_cache_per_tensor_rank: bool = False        # each tensor-parallel GPU holds the whole cache (vLLM's MLA latent)
     precision_bytes: dict[str, float] = field(default_factory=dict)   # bytes per weight by serving precision
-    # Where no table applies (fabric_allreduce.py): a TPU's all-reduce over ICI (its hop latency, the figure's and
-    # the rule's sources) and a PCIe GPU's (NCCL's costs).
-    ici_hop_latency_us: float = 0.0
-    ici_allreduce_source: str = ""
+    # Where no table applies (fabric_allreduce.py): a TPU's all-reduce over ICI (its hop latency and the rule's
+    # source) and a PCIe GPU's (NCCL's costs), as assumptions.yaml states them.
+    ici_allreduce: IciAllreduce | None = None
     pcie_allreduce: PcieAllreduce | None = None
 
     def __getitem__(self, name: str) -> float:
@@ -221,9 +221,7 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
                     overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
                     tuple(precision.experts_need_checkpoint_on), precision.experts_source or "",
                     latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()},
-                    inference.ici_allreduce.hop_latency_us.value,
-                    f"{inference.ici_allreduce.rule_source}; hop latency {inference.ici_allreduce.hop_latency_us.value:g} "
-                    f"us: {inference.ici_allreduce.hop_latency_us.source}", inference.pcie_allreduce)
+                    inference.ici_allreduce, inference.pcie_allreduce)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -859,15 +857,16 @@ def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: Wo
     sources: the engine's kernel as measured where the table applies (NVLink GPUs), else a latency and a bandwidth
     over the replica's fabric (fabric_allreduce.py: NCCL's ring on PCIe, a TPU slice's ICI); none where neither."""
     name = "tensor-parallel all-reduce latency"
-    table, pcie = resolved.allreduce, resolved.pcie_allreduce
+    table, pcie, ici = resolved.allreduce, resolved.pcie_allreduce, resolved.ici_allreduce
     measured = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
     fabric = hardware.current().collective_fabric(accelerator.id)
     if measured is not None:
         rule_source = measured.source
     elif pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
         rule_source = pcie.source
-    elif fabric is not None:
-        rule_source = f"{resolved.ici_allreduce_source}; ICI per chip: {fabric.source}"
+    elif ici is not None and fabric is not None:
+        rule_source = (f"{ici.rule_source}; hop latency {ici.hop_latency_us.value:g} us: {ici.hop_latency_us.source}; "
+                       f"ICI per chip: {fabric.source}")
     else:
         return _assumption(name=name, value="not charged",
                           source=f"no published small all-reduce latency for {accelerator.id} "
@@ -901,7 +900,9 @@ def fabric_allreduce_paths(resolved: Resolved, accelerator: Accelerator,
     pcie = resolved.pcie_allreduce
     if pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
         return fabric_allreduce.pcie_ring(chips, pcie.link_gbytes_per_s * 1e9, pcie.protocols)
-    path = fabric_allreduce.ici_path(accelerator.id, chips, resolved.ici_hop_latency_us * 1e-6)
+    ici = resolved.ici_allreduce
+    path = (fabric_allreduce.ici_path(accelerator.id, chips, ici.hop_latency_us.value * 1e-6) if ici is not None
+            else None)
     return (path,) if path is not None else ()
 
 
