@@ -107,7 +107,7 @@ def serving(accelerators: list[str]):
         "constraints": {"clouds": ["aws"], "spot": "never", "accelerators": accelerators}}, "test")
 
 
-def test_a_workload_pinned_to_b300_is_sized_on_p6_b300():
+def test_a_workload_that_allows_only_b300_is_sized_on_p6_b300():
     choice = choose(training(["b300"]), load_catalog())
     assert (choice.chosen.accelerator, choice.chosen.offering) == ("b300", f"aws-{P6_B300}")
     assert choice.chosen.provisioning in ("on-demand", "capacity-block")

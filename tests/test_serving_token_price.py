@@ -17,7 +17,7 @@ import pytest
 from accel.policies.catalog import load_catalog
 from accel.policies.selection.choose import choose
 from accel.policies.selection.pin import plan_from_pin
-from accel.policies.selection.sizing import serving_token_prices, usd_per_million_tokens
+from accel.policies.plan import serving_token_prices, usd_per_million_tokens
 from accel.policies.workload import workload_from_mapping
 from accel.review import load_review, review_files
 

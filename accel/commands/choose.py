@@ -296,20 +296,23 @@ def closest_words(closest: Any, chosen: Any, inference: bool) -> str:
     it misses against what it saves: '3 x g5.48xlarge (24 chips), aws us-east-1, on-demand: $48.86/h, $0.90 per
     million tokens at the target; 38% cheaper than the chosen' (training: its total and run time instead; past twice
     the chosen's cost, the multiple)."""
-    per_token = _per_million(closest)
-    figures = money(closest.hourly_usd, cents=True) + "/h" + (
-        (f", {per_token} per million tokens at the target" if per_token.startswith("$") else
-         f", {per_token}" if closest.usd_per_million_tokens_unpriced else "") if inference else
-        f", {money(closest.total_usd)} in {_time(closest.hours)}")
+    if not inference:
+        priced = f", {money(closest.total_usd)} in {_time(closest.hours)}"
+    elif closest.usd_per_million_tokens_at_target is not None:
+        priced = f", {_per_million(closest)} per million tokens at the target"
+    elif closest.usd_per_million_tokens_unpriced:   # on a reservation already paid for: why it has no price
+        priced = f", {_per_million(closest)}"
+    else:
+        priced = ""
+    words = (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
+             f"{closest.provisioning}: {money(closest.hourly_usd, cents=True)}/h{priced}")
     if chosen.total_usd <= 0:   # the chosen costs nothing more (a reservation already paid for): no ratio to it
-        return (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
-                f"{closest.provisioning}: {figures}")
+        return words
     ratio = closest.total_usd / chosen.total_usd
     versus = (f"{ratio:,.1f}x the chosen's cost" if ratio >= 2 else f"{ratio - 1:.0%} dearer than the chosen"
               if ratio >= 1.005 else f"{1 - ratio:.0%} cheaper than the chosen" if ratio <= 0.995
               else "about the chosen's cost")
-    return (f"{layout_of(closest)} ({closest.chips:,} chips), {closest.cloud} {closest.region}, "
-            f"{closest.provisioning}: {figures}; {versus}")
+    return f"{words}; {versus}"
 
 
 def _per_million(option: Any) -> str:

@@ -307,24 +307,18 @@ def network_interfaces(efa_interfaces: int, efa_only_secondaries: bool,
     if efa_interfaces == 0:
         return [{"device_index": 0, "network_card_index": 0, "associate_public_ip_address": "false",
                  "delete_on_termination": "true", "security_groups": groups}]
-    secondary_type = "efa-only" if efa_only_secondaries else "efa"
-    if first_efa_card:
-        primary_ena = {"device_index": 0, "network_card_index": 0, "interface_type": "interface",
-                       "delete_on_termination": "true", "security_groups": groups}
-        return [primary_ena] + [
-            {"device_index": secondary_device_index, "network_card_index": card, "interface_type": secondary_type,
-             "delete_on_termination": "true", "security_groups": groups}
-            for card in range(first_efa_card, first_efa_card + efa_interfaces)
-        ]
-    primary: dict[str, Any] = {"device_index": 0, "network_card_index": 0, "interface_type": "efa",
+    cards = range(first_efa_card, first_efa_card + efa_interfaces)   # the EFA interfaces' network cards
+    primary: dict[str, Any] = {"device_index": 0, "network_card_index": 0,
+                               "interface_type": "efa" if 0 in cards else "interface",
                                "delete_on_termination": "true", "security_groups": groups}
-    if efa_interfaces == 1:
+    if list(cards) == [0]:
         # EC2 never gives a public address to a multi-interface launch; with one interface, say so.
         primary["associate_public_ip_address"] = "false"
+    secondary_type = "efa-only" if efa_only_secondaries else "efa"
     return [primary] + [
         {"device_index": secondary_device_index, "network_card_index": card, "interface_type": secondary_type,
          "delete_on_termination": "true", "security_groups": groups}
-        for card in range(1, efa_interfaces)
+        for card in cards if card != 0
     ]
 
 

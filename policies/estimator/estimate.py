@@ -23,6 +23,7 @@ from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, pr
 from accel.policies.catalog.model import (
     Accelerator,
     AllreduceLatency,
+    IciAllreduce,
     PcieAllreduce,
     Catalog,
     Defaults,
@@ -64,10 +65,9 @@ class Resolved:
     serving_experts_source: str = ""
     kv_cache_per_tensor_rank: bool = False        # each tensor-parallel GPU holds the whole cache (vLLM's MLA latent)
     precision_bytes: dict[str, float] = field(default_factory=dict)   # bytes per weight by serving precision
-    # Where no table applies (fabric_allreduce.py): a TPU's all-reduce over ICI (its hop latency, the figure's and
-    # the rule's sources) and a PCIe GPU's (NCCL's costs).
-    ici_hop_latency_us: float = 0.0
-    ici_allreduce_source: str = ""
+    # Where no table applies (fabric_allreduce.py): a TPU's all-reduce over ICI (its hop latency and the rule's
+    # source) and a PCIe GPU's (NCCL's costs), as assumptions.yaml states them.
+    ici_allreduce: IciAllreduce | None = None
     pcie_allreduce: PcieAllreduce | None = None
 
     def __getitem__(self, name: str) -> float:
@@ -221,9 +221,7 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
                     overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
                     tuple(precision.experts_need_checkpoint_on), precision.experts_source or "",
                     latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()},
-                    inference.ici_allreduce.hop_latency_us.value,
-                    f"{inference.ici_allreduce.rule_source}; hop latency {inference.ici_allreduce.hop_latency_us.value:g} "
-                    f"us: {inference.ici_allreduce.hop_latency_us.source}", inference.pcie_allreduce)
+                    inference.ici_allreduce, inference.pcie_allreduce)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -726,8 +724,8 @@ class InferenceModel:
         message = allreduce_message_bytes(self.hidden, batch)
         if self.allreduce_table is not None:
             return self.allreduces_per_step * self.allreduce_table.microseconds(self.engine, chips, message) * 1e-6
-        paths = self.allreduce_paths(chips)
-        return self.allreduces_per_step * min(path.seconds(message) for path in paths) if paths else 0.0
+        path = self.allreduce_path(chips, message)
+        return self.allreduces_per_step * path.seconds(message) if path is not None else 0.0
 
     def pipeline_hops_seconds(self, stages: int, batch: int, tensor: int = 1) -> float:
         """What one pass of a micro-batch of `batch` sequences spends between the stages of a `stages`-stage
@@ -855,25 +853,43 @@ def filesystem_plan(spec: WorkloadSpec, cloud: str, hosts: int, fleet_hourly_usd
 
 def _allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec,
                           detail: dict[str, float | int | str]) -> Assumption:
-    """The tensor-parallel all-reduce latency the chosen replica pays per step, with its source."""
+    """The tensor-parallel all-reduce latency the chosen replica pays per step, how it was worked out and its
+    sources: the engine's kernel as measured where the table applies (NVLink GPUs), else a latency and a bandwidth
+    over the replica's fabric (fabric_allreduce.py: NCCL's ring on PCIe, a TPU slice's ICI); none where neither."""
     name = "tensor-parallel all-reduce latency"
-    table = resolved.allreduce
+    table, pcie, ici = resolved.allreduce, resolved.pcie_allreduce, resolved.ici_allreduce
+    measured = table if table is not None and accelerator.mfu_class in table.mfu_classes else None
+    fabric = hardware.current().collective_fabric(accelerator.id)
+    if measured is not None:
+        rule_source = measured.source
+    elif pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
+        rule_source = pcie.source
+    elif ici is not None and fabric is not None:
+        rule_source = (f"{ici.rule_source}; hop latency {ici.hop_latency_us.value:g} us: {ici.hop_latency_us.source}; "
+                       f"ICI per chip: {fabric.source}")
+    else:
+        return _assumption(name=name, value="not charged",
+                          source=f"no published small all-reduce latency for {accelerator.id} "
+                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'}) and no fabric "
+                                 "figure for it")
     chips, batch = int(detail.get("replica_chips", 1)), int(detail.get("batch_per_replica", 1))
-    if table is None or accelerator.mfu_class not in table.mfu_classes:
-        return _fabric_allreduce_assumption(resolved, accelerator, spec, chips, batch, table)
     if chips <= 1:
-        return _assumption(name=name, value="none (one-chip replica)", source=table.source)
+        return _assumption(name=name, value="none (one-chip replica)", source=rule_source)
     layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
     hidden, stated = model_hidden(spec, layers, resolved["hidden_width_rule"])
     hidden_source = f"hidden {hidden:,.0f} from {stated}" if stated else resolved.sources["hidden_width_rule"]
     message = allreduce_message_bytes(hidden, batch)
-    latency = table.microseconds(resolved.serving_engine, chips, message)
+    if measured is not None:
+        engine = resolved.serving_engine
+        latency_us, how = measured.microseconds(engine, chips, message), f"{engine} kernel"
+    else:
+        path = fabric_allreduce.fastest(fabric_allreduce_paths(resolved, accelerator, chips), message)
+        assert path is not None   # more than one chip on a fabric the table states
+        latency_us, how = path.seconds(message) * 1e6, path.how
     return _assumption(name=name,
-                      value=f"{latency:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
-                            f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips, "
-                            f"{resolved.serving_engine} kernel)",
-                      source=f"{resolved.sources['inference_allreduces_per_layer']}; "
-                             f"{hidden_source}; {table.source}")
+                      value=f"{latency_us:.3g} us each, {per_layer * layers:g} per step ({per_layer:g} per layer x "
+                            f"{layers:g} layers; {message / 1024:,.0f} KiB over {chips} chips, {how})",
+                      source=f"{resolved.sources['inference_allreduces_per_layer']}; {hidden_source}; {rule_source}")
 
 
 def fabric_allreduce_paths(resolved: Resolved, accelerator: Accelerator,
@@ -883,43 +899,11 @@ def fabric_allreduce_paths(resolved: Resolved, accelerator: Accelerator,
     pcie_allreduce), the slice's ICI on a TPU (ici_allreduce); none on one chip or a chip without either."""
     pcie = resolved.pcie_allreduce
     if pcie is not None and accelerator.mfu_class in pcie.mfu_classes:
-        protocols = tuple(fabric_allreduce.PcieProtocol(p.name, p.base_us, p.step_us, p.bandwidth_share)
-                          for p in pcie.protocols)
-        return fabric_allreduce.pcie_ring(chips, pcie.link_gbytes_per_s * 1e9, protocols)
-    path = fabric_allreduce.ici_path(accelerator.id, chips, resolved.ici_hop_latency_us * 1e-6)
+        return fabric_allreduce.pcie_ring(chips, pcie.link_gbytes_per_s * 1e9, pcie.protocols)
+    ici = resolved.ici_allreduce
+    path = (fabric_allreduce.ici_path(accelerator.id, chips, ici.hop_latency_us.value * 1e-6) if ici is not None
+            else None)
     return (path,) if path is not None else ()
-
-
-def _fabric_allreduce_assumption(resolved: Resolved, accelerator: Accelerator, spec: WorkloadSpec, chips: int,
-                                 batch: int, table: AllreduceLatency | None) -> Assumption:
-    """A replica's all-reduce where no measured table applies (fabric_allreduce.py), or none where nothing is
-    charged: the latency per all-reduce, the arithmetic it was worked out by and the sources."""
-    name = "tensor-parallel all-reduce latency"
-    pcie = resolved.pcie_allreduce
-    on_pcie = pcie is not None and accelerator.mfu_class in pcie.mfu_classes
-    fabric = hardware.current().collective_fabric(accelerator.id)
-    if on_pcie:
-        rule_source = pcie.source
-    elif fabric is not None:
-        rule_source = f"{resolved.ici_allreduce_source}; ICI per chip: {fabric.source}"
-    else:
-        return _assumption(name=name, value="not charged",
-                          source=f"no published small all-reduce latency for {accelerator.id} "
-                                 f"(measured on {', '.join(table.mfu_classes) if table else 'none'}) and no fabric "
-                                 "figure for it")
-    if chips <= 1:
-        return _assumption(name=name, value="none (one-chip replica)", source=rule_source)
-    layers, per_layer = resolved["model_layers"], resolved["inference_allreduces_per_layer"]
-    hidden, stated = model_hidden(spec, layers, resolved["hidden_width_rule"])
-    hidden_source = f"hidden {hidden:,.0f} from {stated}" if stated else resolved.sources["hidden_width_rule"]
-    message = allreduce_message_bytes(hidden, batch)
-    path = fabric_allreduce.fastest(fabric_allreduce_paths(resolved, accelerator, chips), message)
-    assert path is not None   # more than one chip on a fabric the table states
-    return _assumption(name=name,
-                      value=f"{path.seconds(message) * 1e6:.3g} us each, {per_layer * layers:g} per step "
-                            f"({per_layer:g} per layer x {layers:g} layers; {message / 1024:,.0f} KiB over {chips} "
-                            f"chips, {path.how})",
-                      source=f"{resolved.sources['inference_allreduces_per_layer']}; {hidden_source}; {rule_source}")
 
 
 def _pipeline_assumptions(catalog: Catalog, accelerator: Accelerator, detail: dict[str, float | int | str],

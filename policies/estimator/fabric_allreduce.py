@@ -21,10 +21,13 @@ policies/catalog/assumptions.yaml (inference.ici_allreduce, inference.pcie_allre
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 from accel.policies import hardware
 from accel.policies.hardware import shapes, tpu_serving
+
+if TYPE_CHECKING:
+    from accel.policies.catalog.model import PcieProtocolCost
 
 
 class AllreducePath(NamedTuple):
@@ -36,15 +39,6 @@ class AllreducePath(NamedTuple):
 
     def seconds(self, message_bytes: float) -> float:
         return self.latency_s + message_bytes / self.bytes_per_s
-
-
-class PcieProtocol(NamedTuple):
-    """One NCCL protocol's figures on PCIe: base latency, latency per ring step, share of the link it moves."""
-
-    name: str
-    base_us: float
-    step_us: float
-    bandwidth_share: float
 
 
 def replica_topology(generation: str, chips: int) -> str:
@@ -92,9 +86,10 @@ def ici_path(accelerator: str, chips: int, hop_latency_s: float) -> AllreducePat
                          f"{axes} axis link{'s' if axes != 1 else ''} of {link / 1e9:g} GB/s)")
 
 
-def pcie_ring(chips: int, link_bytes_per_s: float, protocols: tuple[PcieProtocol, ...]) -> tuple[AllreducePath, ...]:
-    """NCCL's ring all-reduce over `chips` PCIe GPUs, one path per protocol (NCCL takes the fastest for the message:
-    `fastest`); none on one GPU."""
+def pcie_ring(chips: int, link_bytes_per_s: float,
+              protocols: Sequence[PcieProtocolCost]) -> tuple[AllreducePath, ...]:
+    """NCCL's ring all-reduce over `chips` PCIe GPUs, one path per protocol (assumptions.yaml
+    inference.pcie_allreduce.protocols; NCCL takes the fastest for the message: `fastest`); none on one GPU."""
     if chips <= 1:
         return ()
     steps = 2 * (chips - 1)

@@ -37,10 +37,10 @@ from accel.policies import hardware
 from accel.policies.selection.ladders import (
     GpuLadder, Size, largest_slice_chips, replica_sizes, replicas_held, tpu_fleet, tpu_layout)
 from accel.policies.selection.pools import MAX_SLICES
-from accel.policies.plan import Option, Plan
+from accel.policies.plan import Option, Plan, serving_token_prices
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.serving_capacity import refusal as serving_refusal
-from accel.policies.selection.sizing import sequence_refusal, serving_token_prices
+from accel.policies.selection.sizing import sequence_refusal
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_provisioning_conflict, pin_spot_conflict
 
 

@@ -30,7 +30,7 @@ from accel.policies.selection.capacity import (
 from accel.policies.selection.candidates import (
     Candidate, PricePoint, SearchContext, capacity_type, fleet_hourly, gpu_fleet_max_nodes, node_limit_words)
 from accel.policies.catalog.model import Offering, Price
-from accel.policies.plan import serving_token_prices, usd_per_million_tokens  # noqa: F401  (the rule, re-exported)
+from accel.policies.plan import serving_token_prices
 from accel.policies.estimator.activations import SequenceFit
 from accel.policies.estimator.estimate import Evaluation, training_memory_bytes
 from accel.policies.selection.spot_cap import spot_cap_words
