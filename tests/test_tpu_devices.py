@@ -233,3 +233,24 @@ def test_one_device_per_chip_slices_keep_the_estimates_degrees():
     assert "ici_tensor_parallelism=4 ici_context_parallelism=2 max_target_length=131072 per_device_batch_size=0.125" \
         in command
     assert "MaxText counts JAX devices" not in notes and "(chips x per_device_batch_size" in notes
+
+
+# ----- the estimate: a multi-latent cache is held whole by every tensor-parallel rank, a device on TPU -----
+
+def test_a_latent_cache_is_held_by_each_device_of_a_tpu7x_replica_not_each_chip():
+    """vLLM TPU keeps DeepSeek's multi-latent KV cache whole on every rank of its 'model' axis (tpu-inference 0.32.0
+    runner/kv_cache.py l.171-175), and the ranks are JAX devices: a 4-chip TPU7x replica stores 8 copies, a v6e
+    or v5p one a copy per chip, a GPU one per GPU; a grouped-query cache is one copy wherever it is."""
+    from accel.policies.estimator.estimate import InferenceModel, resolve
+
+    catalog = load_catalog()
+    mla = workload_from_mapping({"name": "s", "kind": "inference", "model": {"architecture": "deepseek3-671b"},
+                                 "inference": {"tokens_per_second": 2000}}, "s.yaml")
+    gqa = workload_from_mapping({"name": "s", "kind": "inference", "model": {"architecture": "llama3.1-70b"},
+                                 "inference": {"tokens_per_second": 2000}}, "s.yaml")
+
+    def copies(spec, accelerator: str, chips: int) -> int:
+        return InferenceModel(spec, resolve(spec, catalog.defaults), catalog.accelerator(accelerator)).kv_copies(chips)
+
+    assert [copies(mla, a, 4) for a in ("tpu7x", "tpu-v6e", "tpu-v5p", "h100-80gb")] == [8, 4, 4, 4]
+    assert [copies(gqa, a, 4) for a in ("tpu7x", "tpu-v6e")] == [1, 1]
