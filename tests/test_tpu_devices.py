@@ -204,7 +204,8 @@ def test_a_tpu7x_long_sequence_is_split_over_both_devices_of_each_chip():
     assert "ici_tensor_parallelism=4 ici_context_parallelism=2 max_target_length=1048576 " \
            "per_device_batch_size=0.125" in command
     assert "ICI TP4 = 4 chips of the slice" in notes
-    assert "MaxText counts JAX devices, 2 per chip here, so those chips are 8 devices, CP2 over them" in notes
+    assert ("MaxText counts JAX devices, 2 per chip here, so those chips are 8 devices, TP4 x CP2 (context "
+            "parallelism 2x the chips'): each device holds 1/2 of a chip's share") in notes
     assert "(devices x per_device_batch_size x gradient_accumulation_steps)" in notes
     assert "packing=False" in notes   # context parallelism now runs: MaxText refuses it with packing
     layout = context_parallel.slice_layout(plan)
@@ -223,7 +224,8 @@ def test_where_the_length_does_not_split_further_the_devices_widen_tensor_parall
     monkeypatch.setattr(activations, "largest_context", lambda length: 1)
     command, notes = training_command(plan)
     assert "ici_tensor_parallelism=8 max_target_length=1048576 per_device_batch_size=0.125" in command
-    assert "ici_context_parallelism" not in command and "TP8 over them" in notes
+    assert "ici_context_parallelism" not in command
+    assert "8 devices, TP8 (tensor parallelism 2x the chips')" in notes and "not by context parallelism" in notes
 
 
 def test_one_device_per_chip_slices_keep_the_estimates_degrees():

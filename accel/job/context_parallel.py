@@ -166,7 +166,9 @@ def slice_mesh_args(plan: Plan) -> str:
         return ""
     mesh = " ".join(f"{flag}={degree}" for flag, degree in slice_degrees(plan).items())
     sequences, devices = plan_batch(plan)
-    return (f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, layout.devices_per_sequence, sequences, devices)}")
+    sequence = maxtext_sequence_args(plan.workload.model.sequence_length, layout.devices_per_sequence, sequences,
+                                     devices)
+    return f"{mesh} {sequence}"
 
 
 def plan_batch(plan: Plan) -> tuple[int, int]:
@@ -181,7 +183,8 @@ def plan_batch(plan: Plan) -> tuple[int, int]:
     tokens, _ = global_batch(plan.workload, load_catalog().defaults)
     hw = hardware(plan)
     chips = hw.nodes * hw.chips_per_node
-    return batch_sequences(plan.workload, tokens), tpu_devices.devices(hw.accelerator, chips) if hw.family == "tpu" else chips
+    return batch_sequences(plan.workload, tokens), (tpu_devices.devices(hw.accelerator, chips) if hw.family == "tpu"
+                                                    else chips)
 
 
 def slice_notes(plan: Plan, written: bool) -> list[str]:
@@ -199,20 +202,21 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
             + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
             "sharding the state over the rest (ici_fsdp_parallelism -1)")
     if layout.per_chip > 1:
-        split = (f"CP{layout.context}" if layout.context != context else f"TP{layout.tensor}")
+        by = "context" if layout.context != context else "tensor"
         head += (f"; MaxText counts JAX devices, {layout.per_chip} per chip here, so those chips are "
-                 f"{layout.devices_per_sequence} devices, {split} over them: each device holds "
-                 f"1/{layout.per_chip} of a chip's share, as it has 1/{layout.per_chip} of its HBM"
-                 + ("" if layout.context != context else
-                    f" (by tensor parallelism: the {plan.workload.model.sequence_length:,} tokens do not split into "
-                    f"the 2 x CP{context * layout.per_chip} chunks MaxText's context parallelism needs)"))
+                 f"{layout.devices_per_sequence} devices, TP{layout.tensor}"
+                 + (f" x CP{layout.context}" if layout.context > 1 else "")
+                 + f" ({by} parallelism {layout.per_chip}x the chips'): each device holds 1/{layout.per_chip} of "
+                 f"a chip's share, as it has 1/{layout.per_chip} of its HBM"
+                 + ("" if by == "context" else
+                    f"; not by context parallelism, since {plan.workload.model.sequence_length:,} tokens do not "
+                    f"split into the 2 x CP{context * layout.per_chip} chunks MaxText's needs"))
     sequences, devices = plan_batch(plan)
     per_step = devices // layout.devices_per_sequence
     trained = per_step * max(1, -(-sequences // per_step))
     unit = "chips" if layout.per_chip == 1 else "JAX devices"
     batch = (f"; MaxText trains {trained:,} sequences of {plan.workload.model.sequence_length:,} tokens a step "
-             f"({'chips' if layout.per_chip == 1 else 'devices'} x per_device_batch_size x "
-             "gradient_accumulation_steps)"
+             f"({unit.split()[-1]} x per_device_batch_size x gradient_accumulation_steps)"
              + (f", the plan's global batch" if trained == sequences else
                 f", more than the plan's global batch of {sequences:,}: its {devices:,} {unit} take {per_step:,} "
                 "sequences at once" + (" and accumulate whole micro-steps" if per_step < sequences else "")
