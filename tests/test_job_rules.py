@@ -278,6 +278,9 @@ CASES: dict[str, Case] = {
     # it across two UltraServers
     "nvidia/nvlink-group-in-one-domain": Case("p6e-lws", lambda s: leader_annotations(s).pop(REQUIRED),
                                               "leaderTemplate.metadata.annotations"),
+    # a vLLM TPU server given fewer devices than its pod holds (TPU7x's habit: the chips, half its devices)
+    "tpu/vllm-uses-every-device": Case("tpu", lambda s: _set(container(s), "command", [
+        "/bin/bash", "-c", "vllm serve m --tensor-parallel-size 1"]), "containers[0].command"),
     "pod/image-architecture-unconfirmed": Case("arm", lambda s: _set(container(s), "image",
                                                                      "ghcr.io/nvidia/jax:maxtext-2026-03-21"),
                                                "containers[0].image"),
@@ -293,7 +296,7 @@ def test_every_rule_cites_its_upstream_source_and_says_how_to_fix():
         assert rule.source and rule.fix and rule.summary, rule.id
         assert any(project in rule.source for project in ("kubernetes v1.33", "jobset v0.10.1", "lws v0.10.0",
                                                           "kueue v0.14.1", "nvidia-dra-driver-gpu 25.12.0",
-                                                          "MaxText")), rule.id
+                                                          "MaxText", "tpu-inference 0.32.0")), rule.id
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))

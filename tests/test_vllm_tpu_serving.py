@@ -1,5 +1,5 @@
 """TPU serving runs vLLM TPU (accel/job/vllm_tpu.py, runtime.yaml defaults.vllm-tpu and vllm_tpu): the model straight
-from its Hugging Face repo (or model.checkpoint, or a stand-in), tensor parallelism over the host's chips under vLLM's
+from its Hugging Face repo (or model.checkpoint, or a stand-in), tensor parallelism over the host's JAX devices under vLLM's
 and tpu-inference's heads rule, the context the plan sized, and the bytes it sized at its serving precision; in the pod
 GKE's vLLM TPU tutorial runs (one container, port 8000, readiness on it, /dev/shm in memory)."""
 

@@ -14,10 +14,13 @@ On a TPU slice (no GPU layout: plan.parallelism is None) the estimate records th
 (details.tensor_parallel, details.context_parallel; policies/estimator/slice_sequence.py): the default MaxText
 command gets ici_tensor_parallelism and ici_context_parallelism, ici_fsdp_parallelism -1 (MaxText's default)
 sharding the state over the rest of the slice; a command of the user's own is told them in the notes.
+MaxText counts those axes and its per_device_batch_size in JAX devices (accel/job/tpu_devices.py), one per chip but
+on TPU7x, two: there the chips' share of a sequence is split over both devices of each chip (slice_layout).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from accel.job.facts import runtime
@@ -100,40 +103,88 @@ def notes(layout: Parallelism | None, framework: str, written: bool, long_sequen
             f"{flags['pipeline']} ({table['maxtext_source']})", *packing]
 
 
-def slice_degrees(plan: Plan) -> dict[str, int]:
-    """The ICI degrees a long sequence's TPU slice layout takes, by MaxText axis ({} where the state alone sets the
-    layout, or on GPUs): details.tensor_parallel and details.context_parallel, those above 1."""
+@dataclass(frozen=True)
+class SliceLayout:
+    """A long sequence's layout on a TPU slice as MaxText is given it, in JAX devices: the estimate's ICI degrees
+    over chips (`chip_tensor`, `chip_context`) and the devices each chip shows (`per_chip`). Where a chip is more
+    than one device (TPU7x: two, each with half its HBM) the chips' share of a sequence is split over both, so each
+    device holds half what the estimate sized a chip to hold: by context parallelism (the activations halve exactly,
+    micro_batch_bytes / CP) where the length splits into its 2 x CP chunks, else by tensor parallelism."""
+
+    chip_tensor: int
+    chip_context: int
+    per_chip: int
+    context: int        # ici_context_parallelism, over devices
+    tensor: int         # ici_tensor_parallelism, over devices
+
+    @property
+    def chips_per_sequence(self) -> int:
+        return self.chip_tensor * self.chip_context
+
+    @property
+    def devices_per_sequence(self) -> int:
+        return self.tensor * self.context
+
+
+def slice_layout(plan: Plan) -> SliceLayout | None:
+    """The layout of a long sequence's TPU slice (None where the state alone sets it, or on GPUs): the estimate's
+    details.tensor_parallel and details.context_parallel over chips, on the slice's JAX devices (SliceLayout)."""
+    from accel.job import tpu_devices
+    from accel.job.plan_view import hardware
+    from accel.policies.estimator.activations import largest_context
+
     details = plan.estimate.details
     if plan.parallelism is not None or "tensor_parallel" not in details:
+        return None
+    tensor, context = int(details["tensor_parallel"]), int(details.get("context_parallel", 1) or 1)
+    if tensor <= 1 and context <= 1:
+        return None
+    each = tpu_devices.per_chip(hardware(plan).accelerator)
+    if each == 1:
+        return SliceLayout(tensor, context, 1, context, tensor)
+    if context * each <= largest_context(plan.workload.model.sequence_length):
+        return SliceLayout(tensor, context, each, context * each, tensor)
+    return SliceLayout(tensor, context, each, context, tensor * each)
+
+
+def slice_degrees(plan: Plan) -> dict[str, int]:
+    """The ICI degrees a long sequence's TPU slice layout takes, by MaxText axis, in JAX devices ({} where the state
+    alone sets the layout, or on GPUs): slice_layout's, those above 1."""
+    layout = slice_layout(plan)
+    if layout is None:
         return {}
     flags = runtime()["context_parallel"]["maxtext"]
-    degrees = {"tensor": details["tensor_parallel"], "context": details.get("context_parallel", 1)}
-    return {flags[axis]: int(degree) for axis, degree in degrees.items()
-            if isinstance(degree, (int, float)) and degree > 1}
+    degrees = {"tensor": layout.tensor, "context": layout.context}
+    return {flags[axis]: degree for axis, degree in degrees.items() if degree > 1}
 
 
 def slice_mesh_args(plan: Plan) -> str:
-    """The MaxText arguments of a long sequence's TPU slice layout (slice_degrees) with its length and per-chip batch
-    (maxtext_sequence_args), empty where there is none."""
-    degrees = slice_degrees(plan)
-    if not degrees:
+    """The MaxText arguments of a long sequence's TPU slice layout (slice_degrees) with its length and per-device
+    batch (maxtext_sequence_args), empty where there is none."""
+    layout = slice_layout(plan)
+    if layout is None:
         return ""
-    details = plan.estimate.details
-    group = int(details["tensor_parallel"]) * int(details.get("context_parallel", 1) or 1)
-    mesh = " ".join(f"{flag}={degree}" for flag, degree in degrees.items())
-    return f"{mesh} {maxtext_sequence_args(plan.workload.model.sequence_length, group, *plan_batch(plan))}"
+    mesh = " ".join(f"{flag}={degree}" for flag, degree in slice_degrees(plan).items())
+    sequences, devices = plan_batch(plan)
+    sequence = maxtext_sequence_args(plan.workload.model.sequence_length, layout.devices_per_sequence, sequences,
+                                     devices)
+    return f"{mesh} {sequence}"
 
 
 def plan_batch(plan: Plan) -> tuple[int, int]:
-    """(the plan's global batch in sequences, the chips its job runs on): the estimate's global batch
-    (policies/estimator/estimate.py global_batch, the workload's or the default for its size)."""
+    """(the plan's global batch in sequences, the JAX devices its job runs on: chips x devices per chip, what
+    MaxText multiplies per_device_batch_size by): the estimate's global batch (policies/estimator/estimate.py
+    global_batch, the workload's or the default for its size)."""
+    from accel.job import tpu_devices
     from accel.job.plan_view import hardware
     from accel.policies.catalog import load_catalog
     from accel.policies.estimator.estimate import batch_sequences, global_batch
 
     tokens, _ = global_batch(plan.workload, load_catalog().defaults)
     hw = hardware(plan)
-    return batch_sequences(plan.workload, tokens), hw.nodes * hw.chips_per_node
+    chips = hw.nodes * hw.chips_per_node
+    return batch_sequences(plan.workload, tokens), (tpu_devices.devices(hw.accelerator, chips) if hw.family == "tpu"
+                                                    else chips)
 
 
 def slice_notes(plan: Plan, written: bool) -> list[str]:
@@ -144,22 +195,34 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
         return []
     table = runtime()["context_parallel"]
     source = f"{table['maxtext_source']}; {table['maxtext_sequence_source']}"
-    details = plan.estimate.details
-    tensor, context = int(details["tensor_parallel"]), int(details.get("context_parallel", 1) or 1)
+    layout = slice_layout(plan)
+    assert layout is not None   # slice_mesh_args wrote arguments
+    tensor, context = layout.chip_tensor, layout.chip_context
     head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
             + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
             "sharding the state over the rest (ici_fsdp_parallelism -1)")
-    sequences, chips = plan_batch(plan)
-    per_step = chips // (tensor * context)
+    if layout.per_chip > 1:
+        by = "context" if layout.context != context else "tensor"
+        head += (f"; MaxText counts JAX devices, {layout.per_chip} per chip here, so those chips are "
+                 f"{layout.devices_per_sequence} devices, TP{layout.tensor}"
+                 + (f" x CP{layout.context}" if layout.context > 1 else "")
+                 + f" ({by} parallelism {layout.per_chip}x the chips'): each device holds 1/{layout.per_chip} of "
+                 f"a chip's share, as it has 1/{layout.per_chip} of its HBM"
+                 + ("" if by == "context" else
+                    f"; not by context parallelism, since {plan.workload.model.sequence_length:,} tokens do not "
+                    f"split into the 2 x CP{context * layout.per_chip} chunks MaxText's needs"))
+    sequences, devices = plan_batch(plan)
+    per_step = devices // layout.devices_per_sequence
     trained = per_step * max(1, -(-sequences // per_step))
+    unit = "chips" if layout.per_chip == 1 else "JAX devices"
     batch = (f"; MaxText trains {trained:,} sequences of {plan.workload.model.sequence_length:,} tokens a step "
-             f"(chips x per_device_batch_size x gradient_accumulation_steps)"
+             f"({unit.split()[-1]} x per_device_batch_size x gradient_accumulation_steps)"
              + (f", the plan's global batch" if trained == sequences else
-                f", more than the plan's global batch of {sequences:,}: its {chips:,} chips take {per_step:,} "
+                f", more than the plan's global batch of {sequences:,}: its {devices:,} {unit} take {per_step:,} "
                 "sequences at once" + (" and accumulate whole micro-steps" if per_step < sequences else "")
                 + f" (training.global_batch_tokens {trained * plan.workload.model.sequence_length:,} plans that "
                 "batch)"))
-    packing = [table["maxtext_packing"]] if context > 1 else []
+    packing = [table["maxtext_packing"]] if layout.context > 1 else []
     if written:
         return [f"{head}; passed to MaxText as {args}{batch} ({source})", *packing]
     return [f"{head}; give the training program the same degrees: MaxText {args}{batch} ({source})", *packing]

@@ -18,7 +18,7 @@ from accel.base.errors import UsageError
 from accel.policies import hardware
 from accel.policies.plan import Plan
 
-from accel.job import allreduce_check, plan_view
+from accel.job import allreduce_check, plan_view, tpu_devices
 from accel.job.architectures import node_arch
 from accel.job import compute_domain
 from accel.job.context import JobContext
@@ -228,7 +228,9 @@ def validation_job(plan: Plan, ctx: JobContext, image_override: str | None = Non
     }
     derivations = [
         f"fabric check on the same nodes as the job: {hw.slices} x {hw.nodes_per_slice} {hw.machine_type}",
-        ("TPU: a JAX psum over every chip" if hw.family == "tpu"
+        (("TPU: a JAX psum over every chip" if tpu_devices.per_chip(hw.accelerator) == 1 else
+          f"TPU: a JAX psum over all {tpu_devices.counted(hw.accelerator, hw.nodes * hw.chips_per_node)}")
+         if hw.family == "tpu"
          else f"GPU: nccl-tests all_reduce_perf over {hw.nodes * hw.chips_per_node} GPUs ({image})" if hw.nodes == 1
          else f"GPU: nccl-tests all_reduce_perf over the {hw.chips_per_node} GPUs of each of the {hw.nodes} nodes, each "
               f"node on its own ({image}): the stack built no GPU network across them (fabric none), so an "

@@ -3,8 +3,9 @@ serving the workload's model as published on Hugging Face (model.checkpoint, els
 stand-in), with the flags that hold the bytes the plan sized, in the pod GKE's vLLM TPU tutorial runs: the host's
 chips in one container, a memory-backed /dev/shm, a readiness probe on the server's port.
 
-A replica is one host's slice (policies/hardware/tpu_serving.py): tensor parallelism over its chips, the heads split
-as vLLM and tpu-inference require. Facts: runtime.yaml `vllm_tpu`, with sources.
+A replica is one host's slice (policies/hardware/tpu_serving.py): tensor parallelism over its JAX devices (its chips;
+TPU7x's, two each: accel/job/tpu_devices.py), the heads split as vLLM and tpu-inference require. Facts: runtime.yaml
+`vllm_tpu`, with sources.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from accel.policies.architectures import serving_checkpoints
 from accel.policies.plan import Plan
 from accel.policies.workload import int8_checkpoint_missing
 
-from accel.job import model_run, plan_view, stand_in
+from accel.job import model_run, plan_view, stand_in, tpu_devices
 from accel.job.facts import cite, runtime
 from accel.job.model_run import ServedModel
 from accel.job.plan_view import Hardware
@@ -40,15 +41,16 @@ class TpuServer:
 
 
 def _check_tensor_parallel(plan: Plan, tensor: int) -> None:
-    """UsageError where vLLM TPU refuses the named architecture over `tensor` chips: the query heads split evenly
-    (vLLM's check), the KV heads split evenly or, fewer than the chips, replicate evenly onto them (tpu-inference's),
-    the same rule as vLLM's on GPUs (model_run.vllm_tensor_parallel_problem) under tpu-inference's citation."""
+    """UsageError where vLLM TPU refuses the named architecture over `tensor` JAX devices: the query heads split
+    evenly (vLLM's check), the KV heads split evenly or, fewer than the devices, replicate evenly onto them
+    (tpu-inference's), the same rule as vLLM's on GPUs (model_run.vllm_tensor_parallel_problem) under tpu-inference's
+    citation."""
     row = model_run.named_model(plan).architecture
     problem = None if row is None else model_run.vllm_tensor_parallel_problem(row, tensor)
     if problem:
         raise UsageError(f"model.architecture: {row.name}: {problem}, and vLLM TPU refuses such a layout "
-                         f"({cite(_facts()['heads_source'])}); pin a TPU slice whose chips divide the heads, or pass "
-                         "--command with your own vllm serve")
+                         f"({cite(_facts()['heads_source'])}); pin a TPU slice whose JAX devices divide the heads, "
+                         "or pass --command with your own vllm serve")
 
 
 def _is_moe(plan: Plan) -> bool | None:
@@ -125,8 +127,10 @@ def _generation_note(hw: Hardware) -> list[str]:
 
 def server(plan: Plan, hw: Hardware, chips: int, port: int) -> TpuServer:
     """vLLM TPU's command over one replica of `chips` chips (one host), listening on `port`: what it serves, the
-    tensor parallelism, the context the plan sized and the precision flags, and the job's notes on them."""
-    _check_tensor_parallel(plan, chips)
+    tensor parallelism (over the chips' JAX devices, the unit vLLM TPU counts), the context the plan sized and the
+    precision flags, and the job's notes on them."""
+    tensor = tpu_devices.devices(hw.accelerator, chips)
+    _check_tensor_parallel(plan, tensor)
     named = model_run.named_model(plan)
     notes: list[str] = []
     stand_in_size = None
@@ -143,12 +147,25 @@ def server(plan: Plan, hw: Hardware, chips: int, port: int) -> TpuServer:
     notes += precision.notes
     length = plan.workload.model.sequence_length
     command = (f"vllm serve {served.model}{served.flags} --port {port}{precision.flags} "
-               f"--tensor-parallel-size {chips} --max-model-len {length}")
-    notes.append(f"engine: vLLM TPU, tensor parallelism over the replica's {chips} chips, --max-model-len {length} "
+               f"--tensor-parallel-size {tensor} --max-model-len {length}")
+    notes.append(f"engine: vLLM TPU, tensor parallelism over the replica's {tpu_devices.counted(hw.accelerator, chips)}"
+                 f", --max-model-len {length} "
                  f"(model.sequence_length, the context the plan sized the KV cache for; vLLM would otherwise take "
                  f"the model's own: {cite(_facts()['max_model_len_source'])})")
+    if tensor != chips:
+        notes.append(_devices_note(hw.accelerator, chips, tensor))
     notes += _generation_note(hw)
     return TpuServer(served.model, command, notes, stand_in_size)
+
+
+def _devices_note(accelerator: str, chips: int, tensor: int) -> str:
+    """Why --tensor-parallel-size is not the chip count: vLLM TPU counts JAX devices and takes only that many."""
+    facts = _facts()["devices"]
+    return (f"--tensor-parallel-size {tensor}, not {chips}: each {chip_name(accelerator)} chip is "
+            f"{tpu_devices.per_chip(accelerator)} JAX devices [{tpu_devices.source(accelerator)}], and vLLM TPU counts "
+            f"devices and takes the first TP of them, so --tensor-parallel-size {chips} would use {chips} of its "
+            f"{tensor} "
+            f"({cite(facts['source'])})")
 
 
 def pod(container: dict[str, Any], spec: dict[str, Any], port: int) -> str:

@@ -656,6 +656,10 @@ class InferenceModel:
         # 'model' axis (tpu-inference 0.32.0 tpu_inference/runner/kv_cache.py l.171-175, ShardingAxisName BATCH and
         # KV_CONTEXT in layers/common/sharding.py), so each chip of a tensor-parallel TPU replica holds it whole.
         self.kv_per_tensor_rank = resolved.kv_cache_per_tensor_rank
+        # vLLM TPU's tensor-parallel ranks are JAX devices, two per TPU7x chip (facts.toml jax_devices_per_chip;
+        # tpu-inference 0.32.0 worker/tpu_worker.py l.411-412), each holding that whole latent: twice per chip there.
+        chip = hardware.current().chips.get(accelerator.id)
+        self.ranks_per_chip = chip.jax_devices_per_chip if chip is not None and chip.family == "tpu" else 1
         # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
         output_share = 1.0 / (1.0 + self.prompt_per_output)
         self.mean_context = context * (1.0 - output_share / 2.0)
@@ -679,9 +683,10 @@ class InferenceModel:
         self.scale_out_bytes_per_s = fabric.scale_out_gbps * 1e9 / 8 if fabric is not None else None
 
     def kv_copies(self, chips: int, stages: int = 1) -> int:
-        """How many copies of each cached token a replica of `chips` over `stages` stages stores: 1, or on a GPU
-        serving multi-latent attention its tensor-parallel width (chips per stage, each holding the latent)."""
-        return max(1, chips // max(1, stages)) if self.kv_per_tensor_rank else 1
+        """How many copies of each cached token a replica of `chips` over `stages` stages stores: 1, or serving
+        multi-latent attention its tensor-parallel width (the ranks per stage, each holding the latent: a GPU each,
+        on TPU a JAX device, two per TPU7x chip)."""
+        return max(1, chips * self.ranks_per_chip // max(1, stages)) if self.kv_per_tensor_rank else 1
 
     def sequence_kv_bytes(self, chips: int, stages: int = 1) -> float:
         """What one sequence's KV cache takes over a replica of `chips` over `stages` stages, all copies counted."""

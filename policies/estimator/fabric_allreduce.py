@@ -12,7 +12,11 @@ policies/catalog/assumptions.yaml (inference.ici_allreduce, inference.pcie_allre
   TPU7x/v5p/v4 2x2x1) and no such slice has wraparound links. bandwidth = axes x one link's one-way rate / 2, the
   link the chip's ICI per direction (hardware table [collective_fabrics] scale_up_gbytes_per_s) over its 2 links per
   torus axis. The hop latency and the transfer are added (the book takes the larger; its own v5e measurement of a
-  small gather is above its latency bound).
+  small gather is above its latency bound). On TPU7x vLLM TPU's tensor-parallel ranks are JAX devices, two per
+  chip (policies/hardware/facts.toml jax_devices_per_chip), so the all-reduce also crosses each chip's die-to-die
+  link between its two TensorCores; the bytes each chip sends over ICI are the chip-level all-reduce's, which is
+  what is charged. The die-to-die hop is not: no source read states its bandwidth or latency (the Cloud TPU7x page
+  gives ICI per chip only), so a TPU7x replica's all-reduce is a lower bound by that hop.
 - PCIe GPUs (L4, L40S, A10G): NCCL's ring all-reduce as NCCL's own cost model prices it on one node
   (src/graph/tuning.cc): per protocol a base latency plus 2(n-1) ring steps of the PCIe hop latency, and the bytes at
   the link's bus bandwidth (the LL protocol's half of it) times n / (2(n-1)); NCCL takes the faster protocol, and so

@@ -75,6 +75,11 @@ class Chip(NamedTuple):
     # bf16/fp8): the dense FP4 peak per chip and the GPU's maximum power. No estimate reads them yet.
     peak_fp4_tflops: float | None = None
     tdp_watts: int | None = None
+    # The devices JAX shows per chip (1 but where each TensorCore is its own device: TPU7x's 2; v4 and v5p join
+    # their two as one megacore device), what vLLM TPU's tensor parallelism and MaxText's per-device batch and ICI
+    # axes count; `jax_devices_source` its [sources] entry, '' where 1 goes without saying (one TensorCore).
+    jax_devices_per_chip: int = 1
+    jax_devices_source: str = ""
 
 
 @dataclass(frozen=True, eq=False)   # hashed by identity: a swapped table gets fresh caches
@@ -572,11 +577,28 @@ def _optional_float(entry: _Entry, key: str) -> float | None:
     return float(value) if value is not None else None
 
 
-def _source_named(key: str, sources: Mapping[str, Source], where: str) -> str:
+def _source_named(key: str, sources: Mapping[str, Source], where: str, field: str = "dcn_source") -> str:
     """A source id of [sources], with its title: '<id>: <title>'."""
     if key not in sources:
-        raise HardwareFactsError(f"{where}.dcn_source: {key!r} is not one of [sources] ({', '.join(sorted(sources))})")
+        raise HardwareFactsError(f"{where}.{field}: {key!r} is not one of [sources] ({', '.join(sorted(sources))})")
     return f"{key}: {sources[key].title}"
+
+
+def _jax_devices(entry: _Entry, sources: Mapping[str, Source]) -> tuple[int, str]:
+    """(jax_devices_per_chip, its source) of a [chips] entry: stated, with a source, for every chip of more than one
+    TensorCore (one device per core, or the cores joined as one megacore device), 1 where the chip has one."""
+    cores = entry.data.get("tensorcores")
+    if "jax_devices_per_chip" not in entry.data:
+        if isinstance(cores, int) and cores > 1 and entry.data.get("family") == "tpu":
+            raise HardwareFactsError(f"{entry.where}.jax_devices_per_chip: a TPU chip of {cores} TensorCores shows "
+                                     f"JAX either one device (megacore) or {cores}; state which, with "
+                                     "jax_devices_source")
+        return 1, ""
+    devices = entry.get("jax_devices_per_chip", int, positive=True)
+    if isinstance(cores, int) and devices not in (1, cores):
+        raise HardwareFactsError(f"{entry.where}.jax_devices_per_chip: {devices} is neither 1 (megacore) nor the "
+                                 f"chip's {cores} TensorCores")
+    return devices, _source_named(entry.get("jax_devices_source", str), sources, entry.where, "jax_devices_source")
 
 
 def load_facts(path: str | Path | None = None) -> HardwareFacts:
@@ -616,7 +638,8 @@ def _build(data: dict[str, Any], where: str) -> HardwareFacts:
                           float(e.get("hbm_gbps", (int, float), positive=True)),
                           e.get("tensorcores", int, positive=True), e.get("interconnect", str),
                           e.get("compute_capability", str, None), e.get("selectable", bool, False), _source(e, None, sources),
-                          _optional_float(e, "peak_fp4_tflops"), e.get("tdp_watts", int, None, positive=True))
+                          _optional_float(e, "peak_fp4_tflops"), e.get("tdp_watts", int, None, positive=True),
+                          *_jax_devices(e, sources))
         if chips[key].peak_fp4_tflops is not None and fp8 is not None and chips[key].peak_fp4_tflops < fp8:
             raise HardwareFactsError(f"{e.where}.peak_fp4_tflops: {chips[key].peak_fp4_tflops:g} is below the chip's "
                                      f"fp8 peak {fp8:g}; a dense FP4 peak is at least the FP8 one")
