@@ -15,7 +15,7 @@ import json
 import pytest
 
 from accel.policies.catalog import load_catalog
-from accel.policies.selection.choose import choose
+from accel.policies.selection.choose import NoFeasibleOption, choose
 from accel.policies.selection.pin import plan_from_pin
 from accel.policies.plan import serving_token_prices, usd_per_million_tokens
 from accel.policies.workload import workload_from_mapping
@@ -167,3 +167,18 @@ def test_choose_shows_each_serving_option_s_price_per_token_and_plan_its_summary
     summary = buffer.getvalue()
     assert (f"per million tokens: ${plan.chosen.usd_per_million_tokens_at_target:,.2f} at the target rate, "
             f"${plan.chosen.usd_per_million_tokens:,.2f} flat out") in summary
+
+
+def test_a_pin_too_small_to_hold_one_replica_is_refused_not_priced_at_zero_tokens():
+    """A 278B model at a 117k context pinned to one H100 (a3-highgpu-8g: 8) holds no replica: an 8-GPU replica has
+    no room for one sequence's KV cache and every larger one exceeds the pin. It used to be kept as a fleet of 0
+    replicas serving 0 tok/s, whose price per token divided by zero (found by test_choose's hypothesis search); it
+    is refused, saying both."""
+    spec = workload({"name": "tiny-pin", "kind": "inference",
+                     "model": {"parameters": 277805953126.0, "sequence_length": 117166},
+                     "inference": {"hours": 3.0, "p99_latency_ms": 54.0, "tokens_per_second": 4.0},
+                     "constraints": {"clouds": ["gcp"]}}, {"accelerator": "h100-80gb", "chips": 1})
+    with pytest.raises(NoFeasibleOption) as refused:
+        plan_from_pin(spec, load_catalog())
+    assert "8-chip replica: no room for a single sequence's KV cache" in str(refused.value)
+    assert "a replica of 16 chips or more is larger than the pinned 8 chips" in str(refused.value)

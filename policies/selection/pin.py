@@ -520,8 +520,11 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
                    for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model_i.hold_chips(),
                                                  int(model_i.layers))]
     best: tuple[float, Replica, int] | None = None
-    reason = "no replica size"
+    reason, too_large = "", None
     for replica_chips, replicas, stages in options:
+        if replicas < 1:   # a replica larger than the pinned fleet serves nothing: no 0 tok/s fleet to price
+            too_large = too_large or replica_chips
+            continue
         replica, why = model_i.replica(replica_chips, stages)
         if replica is None:
             reason = f"{replica_chips}-chip replica: {why}"
@@ -529,6 +532,10 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
         served = replica.tokens_per_second * replicas
         if best is None or served > best[0]:
             best = (served, replica, replicas)
+    if too_large is not None:
+        reason += (f"{'; ' if reason else ''}a replica of {too_large} chips or more is larger than the pinned "
+                   f"{size.chips} chips")
+    reason = reason or "no replica size"
     hours = spec.inference.hours
     if best is None:
         detail = {"unservable": reason, "min_chips_for_memory": ctx.min_memory_chips(offering)}
@@ -545,7 +552,8 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
     if replica.stages > 1:   # whole nodes over the scale-out network (ladders.pipeline_sizes)
         detail["pipeline_stages"] = replica.stages
     # Priced by the rule a searched fleet is (plan.serving_token_prices), so a pin and a search of one fleet agree.
-    detail.update(serving_token_prices(hourly, float(detail["tokens_per_second"]), spec.inference.tokens_per_second))
+    # (From the rate served, not its rounded figure in the detail: a fleet of under 0.05 tok/s rounds to 0.)
+    detail.update(serving_token_prices(hourly, served, spec.inference.tokens_per_second))
     if not spot and ctx.obtain is not None:   # a pin on A3 Ultra says it waits and ends as the search's fleet does
         detail.update(queued_service_detail(ctx.obtain, offering, provisioning))
     utilisation = model_i.utilisation(used, size.chips)
