@@ -157,9 +157,10 @@ def test_a_pipeline_keeps_one_micro_batch_per_stage_in_flight():
 
 def test_a_pipeline_without_room_for_a_sequence_per_micro_batch_is_refused():
     model = model_on("h100-80gb")
-    # Room for one and a half sequences: one micro-batch of one, not two.
+    # Room for one and a half sequences over the 2 stages (TP 8 each: one copy of the 8 KV heads): one micro-batch
+    # of one, not two. (As TP 16 the replica would store two copies, InferenceModel.kv_copies: room for none.)
     model.kv_bytes_per_sequence = (16 * model.usable_hbm - model.weight_bytes) / 1.5
-    assert model.replica(16)[0] is not None
+    assert model.sequence_kv_bytes(16, stages=2) == model.kv_bytes_per_sequence
     replica, why = model.replica(16, stages=2)
     assert replica is None and why == "no room for the KV cache of one sequence in each of its 2 micro-batches"
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from accel.base.errors import UsageError
 from accel.job.facts import runtime
 from accel.policies.parallelism import Parallelism
 
@@ -147,6 +148,37 @@ def slice_layout(plan: Plan) -> SliceLayout | None:
     return SliceLayout(tensor, context, each, context, tensor * each)
 
 
+def slice_heads_problem(plan: Plan) -> str | None:
+    """Why MaxText cannot run a long sequence's TPU slice layout (slice_layout) for the plan's named architecture, or
+    None: its ICI tensor degree over devices must divide the query and the KV heads (Architecture.tensor_heads, the
+    rule the estimate bounds the chips' degree by: policies/estimator/slice_sequence.py), as MaxText shards both over
+    its tensor axis and replicates neither (runtime.yaml context_parallel.maxtext_heads_source). The estimate's
+    degree over chips divides them; on TPU7x a length that does not split into more context-parallel chunks doubles
+    it over the two devices of each chip, which may not."""
+    from accel.job import model_run
+
+    layout = slice_layout(plan)
+    row = model_run.named_model(plan).architecture if layout is not None else None
+    if row is None or row.tensor_heads % layout.tensor == 0:
+        return None
+    length = plan.workload.model.sequence_length
+    return (f"model.architecture: {row.name}: a {length:,}-token sequence is shared by ICI TP{layout.chip_tensor}"
+            + (f" x CP{layout.chip_context}" if layout.chip_context > 1 else "")
+            + f" chips, {layout.per_chip} JAX devices each, which MaxText counts; {length:,} tokens do not split "
+            f"into the 2 x CP{layout.chip_context * layout.per_chip} chunks context parallelism over the devices "
+            f"needs, and tensor parallelism {layout.tensor} over them does not divide its {row.query_heads} query "
+            f"and {row.kv_heads} KV heads, which MaxText shards over its tensor axis replicating neither "
+            f"({runtime()['context_parallel']['maxtext_heads_source']}); give model.sequence_length a multiple of "
+            f"{2 * layout.chip_context * layout.per_chip}, or pin a TPU of one device per chip")
+
+
+def check_slice_heads(plan: Plan) -> None:
+    """UsageError where MaxText would refuse the slice layout the default command is given (slice_heads_problem)."""
+    problem = slice_heads_problem(plan)
+    if problem:
+        raise UsageError(problem)
+
+
 def slice_degrees(plan: Plan) -> dict[str, int]:
     """The ICI degrees a long sequence's TPU slice layout takes, by MaxText axis, in JAX devices ({} where the state
     alone sets the layout, or on GPUs): slice_layout's, those above 1."""
@@ -225,4 +257,7 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
     packing = [table["maxtext_packing"]] if layout.context > 1 else []
     if written:
         return [f"{head}; passed to MaxText as {args}{batch} ({source})", *packing]
-    return [f"{head}; give the training program the same degrees: MaxText {args}{batch} ({source})", *packing]
+    problem = slice_heads_problem(plan)
+    refused = [f"MaxText would refuse these degrees: {problem}"] if problem else []
+    return [f"{head}; give the training program the same degrees: MaxText {args}{batch} ({source})", *packing,
+            *refused]

@@ -385,6 +385,7 @@ def _training(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
     else:
         if options.command is None and context_parallel.slice_degrees(plan):
             # The default MaxText command lays a long sequence's ICI tensor x context group out (context_parallel.py).
+            context_parallel.check_slice_heads(plan)
             user_command = f"{user_command} {context_parallel.slice_mesh_args(plan)}"
         command = user_command
         launcher = "JAX on TPU (libtpu finds the slice's hosts itself)"
@@ -596,7 +597,7 @@ def _serving(plan: Plan, ctx: JobContext, options: JobOptions) -> GeneratedJob:
             model_run.check_vllm_tensor_parallel(plan, tensor)
             if not named.named:
                 # No model named: a stand-in whose weights fit the replica planned (accel/job/stand_in.py).
-                standing = stand_in.choose(plan, tensor * stages, chip_name(hw.accelerator))
+                standing = stand_in.choose(plan, tensor * stages, chip_name(hw.accelerator), stages)
                 model, stand_in_note, stand_in_size = standing.model, standing.note, standing.said_size
         served = (model_run.vllm_model(plan, model, custom_image=options.image is not None)
                   if options.command is None else model_run.ServedModel(model, "", []))

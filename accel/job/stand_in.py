@@ -54,10 +54,11 @@ class _Fit:
         return self.weight_bytes + self.kv_bytes
 
 
-def _fit(plan: Plan, row: serving_checkpoints.StandIn, gpus: int) -> _Fit:
-    """What stand-in `row` takes on a replica of `gpus` GPUs, by the estimate's own serving model: the workload served
-    by the row's architecture (its layers and KV heads; the workload's context length, precision and assumptions,
-    less a kv_cache_bytes_per_token of its own model's)."""
+def _fit(plan: Plan, row: serving_checkpoints.StandIn, gpus: int, stages: int) -> _Fit:
+    """What stand-in `row` takes on a replica of `gpus` GPUs over `stages` pipeline stages, by the estimate's own
+    serving model: the workload served by the row's architecture (its layers and KV heads, each tensor-parallel rank
+    storing at least one whole head: InferenceModel.kv_copies; the workload's context length, precision and
+    assumptions, less a kv_cache_bytes_per_token of its own model's)."""
     from accel.policies.catalog import load_catalog
     from accel.policies.estimator.estimate import InferenceModel, resolve
     from accel.policies.workload import ModelSpec
@@ -71,16 +72,17 @@ def _fit(plan: Plan, row: serving_checkpoints.StandIn, gpus: int) -> _Fit:
     resolved = resolve(spec, catalog.defaults)
     served = InferenceModel(spec, resolved, catalog.accelerator(plan.chosen.accelerator),
                             machine_type=plan.chosen.machine_type)
-    return _Fit(row, served.weight_bytes, served.sequence_kv_bytes(gpus), int(resolved["context_tokens"]))
+    return _Fit(row, served.weight_bytes, served.sequence_kv_bytes(gpus, stages), int(resolved["context_tokens"]))
 
 
-def choose(plan: Plan, gpus: int, chip: str) -> StandInChoice:
-    """The stand-in vLLM serves over a replica of `gpus` GPUs (`chip` names them). UsageError when none fits."""
+def choose(plan: Plan, gpus: int, chip: str, stages: int = 1) -> StandInChoice:
+    """The stand-in vLLM serves over a replica of `gpus` GPUs (`chip` names them) in `stages` pipeline stages.
+    UsageError when none fits."""
     rows = serving_checkpoints.table().stand_ins
     target = plan.workload.model.parameters
     precision, per_weight = _bytes_per_parameter(plan)
     usable = plan_view.usable_hbm_per_gpu(plan)
-    fitted = [_fit(plan, row, gpus) for row in rows]
+    fitted = [_fit(plan, row, gpus, stages) for row in rows]
     fits = [f.row for f in fitted if f.need() <= gpus * usable]
     wanted = by_size(target)
     above = [row for row in fits if row.parameters >= wanted.parameters]

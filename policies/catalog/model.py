@@ -345,6 +345,20 @@ class AssumptionValue(StrictModel):
     source: str = Field(min_length=3)
 
 
+class KvCacheWidth(AssumptionValue):
+    """The K (or V) width per token and layer of a model no architecture row describes, and the KV heads it is
+    (whole heads: the width divides by them). A serving replica stores at least one whole KV head per tensor-parallel
+    rank (policies/estimator/estimate.py kv_heads_stored), so past that many ranks the count sets the copies."""
+
+    heads: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _whole_heads(self) -> "KvCacheWidth":
+        if self.value % self.heads:
+            raise ValueError(f"kv_cache_width: {self.value:g} values do not split into {self.heads} whole heads")
+        return self
+
+
 class MfuClass(StrictModel):
     """A family of accelerators sharing an MFU intercept (policies/estimator/calibration.py). A class with published runs
     is calibrated on them; one without (`relative_to`) runs at `factor` times another class's MFU."""
@@ -559,7 +573,7 @@ class InferenceDefaults(StrictModel):
         return self
     prefill_efficiency: AssumptionValue
     kv_cache_layers_per_cube_root: AssumptionValue
-    kv_cache_width: AssumptionValue
+    kv_cache_width: KvCacheWidth
     hbm_bandwidth_efficiency: AssumptionValue
     compute_efficiency: AssumptionValue
     latency_p99_factor: AssumptionValue

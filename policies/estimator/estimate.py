@@ -69,6 +69,9 @@ class Resolved:
     # source) and a PCIe GPU's (NCCL's costs), as assumptions.yaml states them.
     ici_allreduce: IciAllreduce | None = None
     pcie_allreduce: PcieAllreduce | None = None
+    # The KV heads a grouped-query cache splits over the tensor-parallel ranks: a named architecture's, else
+    # assumptions.yaml kv_cache_width's (InferenceModel.kv_copies: each rank stores at least one whole head).
+    kv_heads: int = field(kw_only=True)
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -171,6 +174,9 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
         counted, layers_source = "estimated", f"estimated: {inference.kv_cache_layers_per_cube_root.source}"
     put("model_layers", layers, layers_source, None)
     latent = False
+    # Whose heads the cache splits over the tensor-parallel ranks: the architecture's, else the width's assumed ones
+    # (also where the workload states its own kv_cache_bytes_per_token: it gives bytes, not heads).
+    kv_heads = row.kv_heads if row is not None else inference.kv_cache_width.heads
     if overrides.kv_cache_bytes_per_token is not None:
         put("kv_cache_bytes_per_token", 0, "", overrides.kv_cache_bytes_per_token)
     elif row is not None and row.latent_attention is not None:
@@ -221,7 +227,7 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
                     overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
                     tuple(precision.experts_need_checkpoint_on), precision.experts_source or "",
                     latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()},
-                    inference.ici_allreduce, inference.pcie_allreduce)
+                    inference.ici_allreduce, inference.pcie_allreduce, kv_heads=kv_heads)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -682,11 +688,44 @@ class InferenceModel:
         fabric = hardware.current().collective_fabric(accelerator.id, machine_type)
         self.scale_out_bytes_per_s = fabric.scale_out_gbps * 1e9 / 8 if fabric is not None else None
 
-    def kv_copies(self, chips: int, stages: int = 1) -> int:
-        """How many copies of each cached token a replica of `chips` over `stages` stages stores: 1, or serving
-        multi-latent attention its tensor-parallel width (the ranks per stage, each holding the latent: a GPU each,
-        on TPU a JAX device, two per TPU7x chip)."""
-        return max(1, chips * self.ranks_per_chip // max(1, stages)) if self.kv_per_tensor_rank else 1
+    def tensor_ranks(self, chips: int, stages: int = 1) -> int:
+        """The tensor-parallel ranks of each stage of a replica of `chips` over `stages` stages: a GPU each, on TPU a
+        JAX device, two per TPU7x chip."""
+        return max(1, chips * self.ranks_per_chip // max(1, stages))
+
+    def kv_copies(self, chips: int, stages: int = 1) -> float:
+        """How many copies of the model's KV heads a replica of `chips` over `stages` stages stores per cached token:
+        - multi-latent attention: its tensor-parallel ranks (tensor_ranks; each rank holds the whole latent);
+        - grouped-query attention: 1 while the ranks split the KV heads (Resolved.kv_heads), past them ranks /
+          heads, since each rank stores at least one whole KV head. vLLM v0.33.0: vllm/config/model.py
+          l.1679-1683 get_num_kv_heads, max(1, total_num_kv_heads // tensor_parallel_size), "We will replicate the
+          KV heads in the case where the number of KV heads is smaller than the tensor parallel size so each GPU has
+          at least one KV head"; the model's attention layer the same (model_executor/models/llama.py l.152-156),
+          whose cache spec takes it (model_executor/layers/attention/attention.py l.677). vLLM TPU pads the cache's
+          KV heads to the 'model' axis' devices (tpu-inference 0.32.0 runner/kv_cache_manager.py l.563-567 and
+          l.683-685, utils.py l.334-340 get_padded_num_heads: fewer heads than devices become as many as the
+          devices). So TP 16 of an 8-KV-head model stores 2 copies, a TPU7x 2x2x1 (8 devices) of a 4-KV-head one 2.
+          Counted as ranks x ceil(heads / ranks) whole heads over the heads: the engines' count wherever they run
+          (they refuse ranks and heads neither dividing the other: accel/job/runtime.yaml
+          model_run.vllm_heads_source, vllm_tpu.heads_source), never fewer heads than the model's elsewhere."""
+        ranks = self.tensor_ranks(chips, stages)
+        if self.kv_per_tensor_rank:
+            return ranks
+        heads = self.resolved.kv_heads
+        return ranks * -(-heads // ranks) / heads
+
+    def kv_reads_per_copy(self, chips: int) -> float:
+        """How often a decode step over a `chips`-chip stage reads each stored K/V value. Each rank reads the heads
+        it stores at its own bandwidth, so a replicated cache is read once per copy (kv_copies): past the KV heads a
+        rank reads one head, as it would at TP = heads, and the replica's step reads copies x the cache over
+        copies x the bandwidth. A kernel reading a KV head once per query head (kv_reads_per_value: query heads /
+        KV heads) reads the model's heads that often in all whoever stores them, each rank for its own share of the
+        query heads: spread over the copies, at least once each. A multi-latent cache's every copy is read whole
+        by its rank."""
+        copies = self.kv_copies(chips)
+        if self.kv_per_tensor_rank or copies <= 1:
+            return self.kv_reads_per_value
+        return max(1.0, self.kv_reads_per_value / copies)
 
     def sequence_kv_bytes(self, chips: int, stages: int = 1) -> float:
         """What one sequence's KV cache takes over a replica of `chips` over `stages` stages, all copies counted."""
@@ -768,7 +807,7 @@ class InferenceModel:
         weights = self.weight_bytes / (scale * self.bandwidth)
         matmul_compute = batch * self.flops_per_token / (scale * self.compute)
         attention = (batch * self.kv_bytes_per_token * self.kv_copies(chips) * self.mean_context
-                     * self.kv_reads_per_value / (scale * self.bandwidth))
+                     * self.kv_reads_per_copy(chips) / (scale * self.bandwidth))
         prefill = batch * self.flops_per_token * self.prompt_per_output / (scale * self.prefill_compute)
         matmuls_memory_bound = weights >= matmul_compute
         # What the step spends most of its time on, for the rationale.

@@ -6,6 +6,7 @@ out of sample: scored beside the GPU figures, held to no target."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
@@ -97,8 +98,9 @@ def figure_model(figure: ServingFigure, architecture: Architecture, catalog: Cat
         "assumptions": {"kv_cache_bytes_per_token": 2 * architecture.layers * architecture.kv_width * kv_per_value},
     }, figure.id)
     kv_reads = 1.0 if figure.grouped_query_kernel else architecture.query_heads / architecture.kv_heads
-    return InferenceModel(spec, resolve(spec, catalog.defaults, engine), catalog.accelerator(figure.accelerator),
-                          kv_reads, architecture.layers)
+    # The figure's own KV heads, which its tensor-parallel ranks split (or replicate: InferenceModel.kv_copies).
+    resolved = dataclasses.replace(resolve(spec, catalog.defaults, engine), kv_heads=architecture.kv_heads)
+    return InferenceModel(spec, resolved, catalog.accelerator(figure.accelerator), kv_reads, architecture.layers)
 
 
 def predicted_throughput(figure: ServingFigure, architecture: Architecture, catalog: Catalog, engine: str) -> float:
