@@ -77,6 +77,18 @@ def host_network_only(plan: Plan, stated_domain_gpus: int | None = None) -> bool
             and _nvlink_domain(hw, stated_domain_gpus) is None)
 
 
+def device_bus_scale(chips: int, devices: int) -> float:
+    """What a TPU's per-chip ICI line becomes in the unit the psum prints: bus bandwidth per JAX device. The program
+    (TPU_PROGRAM) counts its all-reduce as nccl-tests does, 2(n-1)/n x the bytes over the time, with n its devices;
+    where a chip shows two (TPU7x, policies/hardware/facts.toml jax_devices_per_chip) the two reduce over the chip's
+    own die-to-die link and what crosses ICI is the chips' all-reduce, 2(c-1)/c x the bytes. A fabric at the chip's
+    line then prints ((n-1)/n) / ((c-1)/c) x it (a 2x2x1: 7/6), so the line scales by that; 1 where a chip is one
+    device, and on one chip, whose psum crosses no ICI."""
+    if devices == chips or chips <= 1:
+        return 1.0
+    return ((devices - 1) / devices) / ((chips - 1) / chips)
+
+
 def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float, str]:
     """(GB/s per node or chip, why) the check must reach; `stated_domain_gpus` as _nvlink_domain takes it."""
     facts = runtime()["validate"]
@@ -87,9 +99,15 @@ def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float,
     each_node = host_network_only(plan, stated_domain_gpus)
     scale_out = (_scale_out(hw) if hw.family == "gpu" and hw.nodes > 1 and not within_domain and not each_node
                  else None)
+    scale = 1.0
     if hw.family == "tpu":
         row = facts["tpu_ici_gbytes"][hw.tpu_generation]
-        what = "per chip over ICI"
+        chips = hw.nodes * hw.chips_per_node
+        devices = tpu_devices.devices(hw.accelerator, chips)
+        scale = device_bus_scale(chips, devices)
+        what = ("per chip over ICI" if scale == 1.0 else
+                f"per JAX device over ICI (the psum counts {devices} devices, 2(n-1)/n, while ICI carries a "
+                f"{chips}-chip all-reduce, 2(c-1)/c: the chip's line x {scale:.4g})")
     elif scale_out is not None:
         row = scale_out
         what = ("per node across nodes" if domain is None else
@@ -102,7 +120,7 @@ def pass_line(plan: Plan, stated_domain_gpus: int | None = None) -> tuple[float,
                 f"within one NVLink domain ({hw.nodes} nodes, {hw.nodes * hw.chips_per_node} of its {domain} GPUs, "
                 "joined through IMEX)" if within_domain else
                 "per node (no fabric data for this machine: PCIe/NVLink line)")
-    value = round(row["value"] * share, 1)
+    value = round(row["value"] * share * scale, 1)
     return value, f"{value} GB/s {what} = {share} x {row['value']:g} GB/s ({row['source']})"
 
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from accel.base.units import HOURS_PER_MONTH
 from accel.policies import hardware
-from accel.policies.estimator import fabric_allreduce, generations, whole_run_model
+from accel.policies.estimator import fabric_allreduce, generations, tpu_kv_layout, whole_run_model
 from accel.policies.estimator.mfu_model import calibrated_fit, dcn_breakdown, predict
 from accel.policies.catalog.model import (
     Accelerator,
@@ -72,6 +72,12 @@ class Resolved:
     # The KV heads a grouped-query cache splits over the tensor-parallel ranks: a named architecture's, else
     # assumptions.yaml kv_cache_width's (InferenceModel.kv_copies: each rank stores at least one whole head).
     kv_heads: int = field(kw_only=True)
+    # Each KV head's width (a named architecture's head_dim, else kv_cache_width's value / heads: 128), the bytes of
+    # a K/V value at the workload's precision, and what vLLM TPU stores of the model's K/V width (tpu_kv_layout:
+    # padded to 128 lanes; 1 at 64, 128 and its multiples): the InferenceModel charges them on a TPU only.
+    kv_head_dim: int = field(kw_only=True)
+    kv_bytes_per_value: float = field(kw_only=True)
+    tpu_kv_width: float = field(kw_only=True)
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -208,6 +214,11 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
             f"{precision.kv_bytes_per_value:g} bytes; "
             + (f"{inference.kv_cache_layers_per_cube_root.source}; " if counted == "estimated" else "")
             + f"{inference.kv_cache_width.source}", None)
+    # The head width vLLM TPU pads (policies/estimator/tpu_kv_layout.py): the architecture's, else the assumption's.
+    kv_head_dim = row.head_dim if row is not None and row.head_dim is not None else \
+        int(inference.kv_cache_width.value // inference.kv_cache_width.heads)
+    tpu_kv_width = (tpu_kv_layout.latent_width_factor(mla.kv_lora_rank, mla.qk_rope_head_dim) if latent
+                    else tpu_kv_layout.width_factor(kv_head_dim))
     section = spec.inference
     if section is not None and section.prompt_tokens and section.output_tokens:
         context, context_source = section.prompt_tokens + section.output_tokens, \
@@ -227,7 +238,8 @@ def resolve(spec: WorkloadSpec, defaults: Defaults, engine: str | None = None) -
                     overrides.multislice_efficiency, engine, inference.allreduce_latency_us, precision.needs_fp8,
                     tuple(precision.experts_need_checkpoint_on), precision.experts_source or "",
                     latent, {name: row.bytes_per_parameter for name, row in inference.precisions.items()},
-                    inference.ici_allreduce, inference.pcie_allreduce, kv_heads=kv_heads)
+                    inference.ici_allreduce, inference.pcie_allreduce, kv_heads=kv_heads, kv_head_dim=kv_head_dim,
+                    kv_bytes_per_value=precision.kv_bytes_per_value, tpu_kv_width=tpu_kv_width)
 
 
 def serving_precision(spec: WorkloadSpec) -> str:
@@ -644,6 +656,11 @@ class InferenceModel:
         self.prompt_per_output = resolved["inference_prompt_tokens_per_output_token"]
         # Compute per generated token, its share of the prompt's prefill included (what the fleet computes).
         self.step_flops_per_sequence = self.flops_per_token * (1.0 + self.prompt_per_output)
+        # vLLM TPU's tensor-parallel ranks are JAX devices, two per TPU7x chip (facts.toml jax_devices_per_chip;
+        # tpu-inference 0.32.0 worker/tpu_worker.py l.411-412).
+        chip = hardware.current().chips.get(accelerator.id)
+        self.on_tpu = chip is not None and chip.family == "tpu"
+        self.ranks_per_chip = chip.jax_devices_per_chip if self.on_tpu else 1
         # fp8 needs fp8 tensor cores; elsewhere the weights and KV cache are served at bf16.
         served = served_precision(spec, resolved, accelerator)
         self.fp8 = served == "fp8" and bool(accelerator.peak_fp8_tflops)   # computes at the fp8 peak
@@ -651,7 +668,11 @@ class InferenceModel:
         self.weight_bytes = parameters * resolved["inference_bytes_per_parameter"] * widen
         # vLLM quantizes an fp8 replica's bf16 checkpoint layer by layer as it loads (accel/job/runtime.yaml
         # vllm_precision.fp8_online_load): the weights it holds are the served ones, as for any other precision.
-        self.kv_bytes_per_token = resolved["kv_cache_bytes_per_token"] * widen
+        # What each K/V value takes as served, and on a TPU the head width vLLM TPU stores, padded to 128 lanes
+        # (tpu_kv_layout.py; its heads' packing: kv_copies).
+        self.kv_bytes_per_value = resolved.kv_bytes_per_value * widen
+        self.kv_bytes_per_token = (resolved["kv_cache_bytes_per_token"] * widen
+                                   * (resolved.tpu_kv_width if self.on_tpu else 1.0))
         context = resolved["context_tokens"]
         self.kv_bytes_per_sequence = self.kv_bytes_per_token * context
         # vLLM serves multi-latent attention as one latent KV head per GPU (v0.33.0 vllm/config/model.py l.1673-1675
@@ -661,11 +682,7 @@ class InferenceModel:
         # MLA cache is sharded over the batch (data, attention-DP) and KV-context axes only, never the tensor-parallel
         # 'model' axis (tpu-inference 0.32.0 tpu_inference/runner/kv_cache.py l.171-175, ShardingAxisName BATCH and
         # KV_CONTEXT in layers/common/sharding.py), so each chip of a tensor-parallel TPU replica holds it whole.
-        self.kv_per_tensor_rank = resolved.kv_cache_per_tensor_rank
-        # vLLM TPU's tensor-parallel ranks are JAX devices, two per TPU7x chip (facts.toml jax_devices_per_chip;
-        # tpu-inference 0.32.0 worker/tpu_worker.py l.411-412), each holding that whole latent: twice per chip there.
-        chip = hardware.current().chips.get(accelerator.id)
-        self.ranks_per_chip = chip.jax_devices_per_chip if chip is not None and chip.family == "tpu" else 1
+        self.kv_per_tensor_rank = resolved.kv_cache_per_tensor_rank   # per JAX device on TPU: twice per TPU7x chip
         # A decode step reads each sequence's KV cache as it stands: on average the prompt plus half the output.
         output_share = 1.0 / (1.0 + self.prompt_per_output)
         self.mean_context = context * (1.0 - output_share / 2.0)
@@ -705,6 +722,8 @@ class InferenceModel:
           KV heads to the 'model' axis' devices (tpu-inference 0.32.0 runner/kv_cache_manager.py l.563-567 and
           l.683-685, utils.py l.334-340 get_padded_num_heads: fewer heads than devices become as many as the
           devices). So TP 16 of an 8-KV-head model stores 2 copies, a TPU7x 2x2x1 (8 devices) of a 4-KV-head one 2.
+          On a TPU each device's heads then fill whole 32-bit words of K and V (tpu_kv_layout.heads_stored: its
+          kernels' cache shape): one 128-wide head a device at fp8, or one 64-wide at bf16, takes two heads' room.
           Counted as ranks x ceil(heads / ranks) whole heads over the heads: the engines' count wherever they run
           (they refuse ranks and heads neither dividing the other: accel/job/runtime.yaml
           model_run.vllm_heads_source, vllm_tpu.heads_source), never fewer heads than the model's elsewhere."""
@@ -712,7 +731,10 @@ class InferenceModel:
         if self.kv_per_tensor_rank:
             return ranks
         heads = self.resolved.kv_heads
-        return ranks * -(-heads // ranks) / heads
+        per_rank = -(-heads // ranks)
+        if self.on_tpu:
+            per_rank = tpu_kv_layout.heads_stored(per_rank, self.resolved.kv_head_dim, self.kv_bytes_per_value)
+        return ranks * per_rank / heads
 
     def kv_reads_per_copy(self, chips: int) -> float:
         """How often a decode step over a `chips`-chip stage reads each stored K/V value. Each rank reads the heads

@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from accel.base.model import StrictModel
 from accel.base.yaml_files import read_yaml_file
 from accel.policies.catalog.model import Catalog
+from accel.policies.estimator import tpu_kv_layout
 from accel.policies.estimator.estimate import InferenceModel, resolve
 from accel.policies.workload import AcceleratorId, workload_from_mapping
 
@@ -99,7 +100,10 @@ def figure_model(figure: ServingFigure, architecture: Architecture, catalog: Cat
     }, figure.id)
     kv_reads = 1.0 if figure.grouped_query_kernel else architecture.query_heads / architecture.kv_heads
     # The figure's own KV heads, which its tensor-parallel ranks split (or replicate: InferenceModel.kv_copies).
-    resolved = dataclasses.replace(resolve(spec, catalog.defaults, engine), kv_heads=architecture.kv_heads)
+    # Its heads' width too, which vLLM TPU pads (tpu_kv_layout.py).
+    head_dim = architecture.kv_width // architecture.kv_heads
+    resolved = dataclasses.replace(resolve(spec, catalog.defaults, engine), kv_heads=architecture.kv_heads,
+                                   kv_head_dim=head_dim, tpu_kv_width=tpu_kv_layout.width_factor(head_dim))
     return InferenceModel(spec, resolved, catalog.accelerator(figure.accelerator), kv_reads, architecture.layers)
 
 
