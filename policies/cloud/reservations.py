@@ -349,18 +349,19 @@ def bill_on_reservation(match: DeclaredReservation, machine_type: str, machines:
     hours = block[0] if block is not None else chosen.hours
     total = round(hourly * hours, 2)
     update = {"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly, "total_usd": total, "hours": hours}
-    # Nor the queued mode's legs and wall-clock in the estimate's details (held capacity has none:
-    # ModeTable.chains_legs).
-    details = {key: value for key, value in estimate.details.items()
-               if key not in ("capacity_legs", "capacity_wall_hours", "capacity_risk")}
+    # Nor the queued mode's legs, risk and wall-clock in the estimate's details (held capacity has none:
+    # ModeTable.chains_legs); a block's run shorter than its window keeps its wall-clock, where it was.
+    wall = round(run, 2) if block is not None and hours != run else None
+    details = {key: wall if key == "capacity_wall_hours" else value for key, value in estimate.details.items()
+               if key not in ("capacity_legs", "capacity_risk") and (key != "capacity_wall_hours" or wall is not None)}
     prices = _token_prices(estimate.details, inference, match, machines, hourly, chosen.hourly_usd)
     if prices is not None:   # a serving fleet's tokens priced as its machines now are (plan.serving_token_prices)
         for key in ("usd_per_million_tokens", "usd_per_million_tokens_at_target", TOKENS_UNPRICED):
             details.pop(key, None)
             update[key] = prices.get(key)
         details.update(prices)
-    if block is not None and hours != run:
-        details["capacity_wall_hours"] = round(run, 2)
+    if wall is not None:
+        details.setdefault("capacity_wall_hours", wall)
     return (chosen.model_copy(update=update),
             estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total, "hours": hours, "details": details}))
 
