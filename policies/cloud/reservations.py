@@ -334,14 +334,7 @@ def bill_on_reservation(match: DeclaredReservation, machine_type: str, machines:
     fleet (`inference`, the workload's), its prices per million tokens. The one place this is priced: a pin's
     evaluation puts its fleet on the reservation with it before any line is written (selection.pin), and
     use_reservation a plan decided without the reservations."""
-    # Repriced as declared, from the on-demand rate a reservation bills (a flex-start price has the mode's factor).
-    per_machine = chosen.hourly_usd / machines
-    if chosen.provisioning in QUEUED_PROVISIONING:
-        # Imported here: mode_prices reads the catalog's Price model, which a stack's reservations need not load.
-        from accel.policies.cloud.mode_prices import on_demand_hourly
-
-        per_machine = on_demand_hourly(load_modes(), chosen.cloud, machine_type, chosen.provisioning, per_machine)
-    hourly = round(reserved_hourly(match, machines, per_machine), 6)
+    hourly = round(reserved_hourly(match, machines, _on_demand_per_machine(chosen, machine_type, machines)), 6)
     # A Capacity Block is billed for its whole window, used or not; the run is what it was (reservation_problems
     # refuses one longer than the block).
     run = _run_hours(estimate.details, chosen.hours)
@@ -369,12 +362,20 @@ def bill_on_reservation(match: DeclaredReservation, machine_type: str, machines:
 def held_words(match: DeclaredReservation, machines: int, sized: Option, machine_type: str) -> str:
     """The rationale's line naming the reservation a fleet runs on and how it bills it; `sized`: the fleet as it
     was sized, at the catalog's price (bill_on_reservation's input)."""
-    per_machine = sized.hourly_usd / machines
-    if sized.provisioning in QUEUED_PROVISIONING:
-        from accel.policies.cloud.mode_prices import on_demand_hourly
-
-        per_machine = on_demand_hourly(load_modes(), sized.cloud, machine_type, sized.provisioning, per_machine)
+    per_machine = _on_demand_per_machine(sized, machine_type, machines)
     return f"Capacity: the stack's {match.kind} {match.name!r}; {reserved_words(match, machines, per_machine)}."
+
+
+def _on_demand_per_machine(sized: Option, machine_type: str, machines: int) -> float:
+    """The on-demand $/h of one machine of a fleet sized at the catalog's price, which a reservation bills from: a
+    queued mode's price (flex-start) has the mode's factor in it, divided back out (mode_prices.on_demand_hourly)."""
+    per_machine = sized.hourly_usd / machines
+    if sized.provisioning not in QUEUED_PROVISIONING:
+        return per_machine
+    # Imported here: mode_prices reads the catalog's Price model, which a stack's reservations need not load.
+    from accel.policies.cloud.mode_prices import on_demand_hourly
+
+    return on_demand_hourly(load_modes(), sized.cloud, machine_type, sized.provisioning, per_machine)
 
 
 def held_mode(cloud: str, machine_type: str, match: DeclaredReservation) -> str | None:

@@ -522,7 +522,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
             detail["spot_time_lost"] = round(1.0 - model.productivity(trained.hosts), 4)
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
         # The fleet runs on a reservation the stack holds when one of its machine type is declared in the region
-        # (use_reservation then puts the plan on it): held capacity is not chained in legs (ModeTable.chains_legs).
+        # (choose_pinned bills it as the reservation does): held capacity is not chained in legs (chains_legs).
         held_by = _holding(ctx.reservations, offering.machine_type, region) if ctx.reservations else None
         held = held_by is not None
         bought = (None if spot or ctx.obtain is None else
