@@ -102,23 +102,15 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         refuse_pinning_a_commitment(choice, write_stack)
     plan = make_plan(spec, choice, cat)
     if held and choice.pinned:
-        from accel.policies.cloud.reservations import reservation_problems, use_reservation
+        from accel.policies.cloud.reservations import reservation_problems
 
-        # A pin is not searched: its fleet goes on the declared reservation of its machine as `accel plan` puts a
-        # stack's pin on its accel:reservations (a Capacity Block machine has no other way to be bought), and is
+        # A pin is not searched: its evaluation put its fleet on the declared reservation of its machine, priced as
+        # it bills it, as `accel plan` puts a stack's pin on its accel:reservations (selection.pin), and it is
         # refused here as `accel plan` would refuse it (a run longer than its block, more machines than held).
-        plan = use_reservation(plan, held)
         problems = reservation_problems(plan, held) if plan.capacity.reservation else []
         if problems:
             raise UsageError(f"--reservations {reservations_path}: the pinned fleet does not fit the declared "
                              "reservations: " + "; ".join(problems))
-        if plan.chosen != choice.chosen:
-            # Its table and --json state the fleet as the reservation prices it, as the Why below and `accel plan`
-            # do (a pin is sized at the catalog's price before it goes on the reservation).
-            from dataclasses import replace
-
-            choice = replace(choice, chosen=plan.chosen, estimate=plan.estimate,
-                             options=[plan.chosen if option is choice.chosen else option for option in choice.options])
     if as_json:
         import json  # only --json prints JSON (~1 ms of a plain run's imports)
 

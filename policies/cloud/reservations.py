@@ -31,12 +31,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, AwareDatetime, Field, field_validator, model_validator
 
 from accel.base.model import StrictModel
-from accel.base.units import money
 from accel.policies.cloud.capacity_blocks import CapacityBlockWindow, schedule_time, window_problem
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING, load_modes
 from accel.policies.cloud.commitments import DeclaredCommitment
 from accel.policies.cloud.machine_counts import machine_count_problem
-from accel.policies.plan import PREPAID_CELL, TOKENS_UNPRICED, Plan, serving_token_prices
+from accel.policies.plan import PREPAID_CELL, TOKENS_UNPRICED, Estimate, Option, Plan, serving_token_prices
 
 if TYPE_CHECKING:
     from accel.policies.catalog.model import Catalog, Offering
@@ -317,75 +316,107 @@ def _in_region(zone: str, region: str) -> bool:
     return zone.startswith(region) and len(zone) > len(region)
 
 
-def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan:
-    """The plan on the declared reservation of its machine type in its region, or unchanged when none holds it
-    (reservation_problems then says why)."""
-    # A plan already on a named reservation keeps it; one on an offering sold only as reserved capacity (p6e:
-    # Capacity Blocks) names none yet and takes the declared one of its kind.
-    if (not reservations or plan.capacity.provisioning == "spot"
-            or plan.capacity.provisioning in RESERVED_TYPES and plan.capacity.reservation):
-        return plan
-    machine_type, _, _ = _pool(plan)
-    match = holding([r for r in reservations if plan.capacity.provisioning not in RESERVED_TYPES
-                     or r.kind == plan.capacity.provisioning], machine_type, plan.region)
-    if match is None:
-        return plan
-    _, machines, _ = _pool(plan)
-    # The plan was priced on demand or through a queued mode (a pin or a search without reservations): reprice it
-    # as declared, from the on-demand rate a reservation bills (a flex-start price has the mode's factor in it).
-    per_machine = plan.chosen.hourly_usd / machines
-    if plan.capacity.provisioning in QUEUED_PROVISIONING:
-        # Imported here: mode_prices reads the catalog's Price model, which a stack's reservations need not load.
-        from accel.policies.cloud.mode_prices import on_demand_hourly
+def reservation_holding(reservations: Iterable, provisioning: str, machine_type: str,
+                        region: str) -> DeclaredReservation | None:
+    """The declared reservation a fleet of `machine_type` in `region`, bought through `provisioning`, goes on: none
+    for spot; for capacity sold only as reserved (p6e: Capacity Blocks) one of its kind; else the first that holds
+    the machine there (holding). The one rule use_reservation and a pin's evaluation (selection.pin) apply."""
+    if provisioning == "spot":
+        return None
+    return holding([r for r in reservations if provisioning not in RESERVED_TYPES or r.kind == provisioning],
+                   machine_type, region)
 
-        per_machine = on_demand_hourly(load_modes(), plan.chosen.cloud, machine_type, plan.capacity.provisioning,
-                                       per_machine)
-    hourly = round(reserved_hourly(match, machines, per_machine), 6)
+
+def bill_on_reservation(match: DeclaredReservation, machine_type: str, machines: int, chosen: Option,
+                        estimate: Estimate, inference) -> tuple[Option, Estimate]:
+    """The fleet `chosen` (sized at the catalog's price, on demand or through a queued mode) and its estimate as
+    the reservation `match` bills them: its $/h, hours (a Capacity Block's whole window), total and, for a serving
+    fleet (`inference`, the workload's), its prices per million tokens. The one place this is priced: a pin's
+    evaluation puts its fleet on the reservation with it before any line is written (selection.pin), and
+    use_reservation a plan decided without the reservations."""
+    hourly = round(reserved_hourly(match, machines, _on_demand_per_machine(chosen, machine_type, machines)), 6)
     # A Capacity Block is billed for its whole window, used or not; the run is what it was (reservation_problems
     # refuses one longer than the block).
-    run = run_hours(plan)
+    run = _run_hours(estimate.details, chosen.hours)
     block = match.block_hours(run)
-    hours = block[0] if block is not None else plan.chosen.hours
+    hours = block[0] if block is not None else chosen.hours
     total = round(hourly * hours, 2)
     update = {"provisioning": match.kind, "zone": match.zone, "hourly_usd": hourly, "total_usd": total, "hours": hours}
-    # Nor the queued mode's legs and wall-clock in the estimate's details (a plan sized on a held reservation has
-    # none: the search and the pin path both size it there, reservations.holding).
-    details = {key: value for key, value in plan.estimate.details.items()
-               if key not in ("capacity_legs", "capacity_wall_hours", "capacity_risk")}
-    prices = _token_prices(plan, match, machines, hourly)
+    # Nor the queued mode's legs, risk and wall-clock in the estimate's details (held capacity has none:
+    # ModeTable.chains_legs); a block's run shorter than its window keeps its wall-clock, where it was.
+    wall = round(run, 2) if block is not None and hours != run else None
+    details = {key: wall if key == "capacity_wall_hours" else value for key, value in estimate.details.items()
+               if key not in ("capacity_legs", "capacity_risk") and (key != "capacity_wall_hours" or wall is not None)}
+    prices = _token_prices(estimate.details, inference, match, machines, hourly, chosen.hourly_usd)
     if prices is not None:   # a serving fleet's tokens priced as its machines now are (plan.serving_token_prices)
         for key in ("usd_per_million_tokens", "usd_per_million_tokens_at_target", TOKENS_UNPRICED):
             details.pop(key, None)
             update[key] = prices.get(key)
         details.update(prices)
-    chosen = plan.chosen.model_copy(update=update)
-    if block is not None and hours != run:
-        details["capacity_wall_hours"] = round(run, 2)
-    estimate = plan.estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total, "hours": hours,
-                                                "details": details})
-    # Its capacity is the reservation's: the held mode (no queue, no legs: ModeTable.chains_legs), not the mode
-    # the plan was judged on before (a pin of the same machine is timed as held when the stack declares it).
-    held = load_modes().mode_for(plan.chosen.cloud, machine_type, match.kind, held=True)
+    if wall is not None:
+        details.setdefault("capacity_wall_hours", wall)
+    return (chosen.model_copy(update=update),
+            estimate.model_copy(update={"hourly_usd": hourly, "total_usd": total, "hours": hours, "details": details}))
+
+
+def held_words(match: DeclaredReservation, machines: int, sized: Option, machine_type: str) -> str:
+    """The rationale's line naming the reservation a fleet runs on and how it bills it; `sized`: the fleet as it
+    was sized, at the catalog's price (bill_on_reservation's input)."""
+    per_machine = _on_demand_per_machine(sized, machine_type, machines)
+    return f"Capacity: the stack's {match.kind} {match.name!r}; {reserved_words(match, machines, per_machine)}."
+
+
+def _on_demand_per_machine(sized: Option, machine_type: str, machines: int) -> float:
+    """The on-demand $/h of one machine of a fleet sized at the catalog's price, which a reservation bills from: a
+    queued mode's price (flex-start) has the mode's factor in it, divided back out (mode_prices.on_demand_hourly)."""
+    per_machine = sized.hourly_usd / machines
+    if sized.provisioning not in QUEUED_PROVISIONING:
+        return per_machine
+    # Imported here: mode_prices reads the catalog's Price model, which a stack's reservations need not load.
+    from accel.policies.cloud.mode_prices import on_demand_hourly
+
+    return on_demand_hourly(load_modes(), sized.cloud, machine_type, sized.provisioning, per_machine)
+
+
+def held_mode(cloud: str, machine_type: str, match: DeclaredReservation) -> str | None:
+    """The capacity mode of a fleet on the reservation: the held mode (no queue, no legs: ModeTable.chains_legs)."""
+    held = load_modes().mode_for(cloud, machine_type, match.kind, held=True)
+    return held.id if held else None
+
+
+def use_reservation(plan: Plan, reservations: list[DeclaredReservation]) -> Plan:
+    """The plan on the declared reservation of its machine type in its region, or unchanged when none holds it
+    (reservation_problems then says why), or it is on one already (a pin or a search sized with the reservations
+    is: selection.pin, candidates.reserved_groups)."""
+    # A plan already on a named reservation keeps it; one on an offering sold only as reserved capacity (p6e:
+    # Capacity Blocks) names none yet and takes the declared one of its kind.
+    if not reservations or plan.capacity.provisioning in RESERVED_TYPES and plan.capacity.reservation:
+        return plan
+    machine_type, machines, _ = _pool(plan)
+    match = reservation_holding(reservations, plan.capacity.provisioning, machine_type, plan.region)
+    if match is None:
+        return plan
+    chosen, estimate = bill_on_reservation(match, machine_type, machines, plan.chosen, plan.estimate,
+                                           plan.workload.inference)
+    # Its capacity is the reservation's: the held mode (no queue, no legs), not the mode the plan was judged on.
     capacity = plan.capacity.model_copy(update={"provisioning": match.kind, "reservation": match.name,
-                                                "mode": held.id if held else None, "risk": None, "legs": None})
+                                                "mode": held_mode(plan.chosen.cloud, machine_type, match),
+                                                "risk": None, "legs": None})
     before = f"Capacity mode {plan.capacity.mode}:" if plan.capacity.mode else None
-    # A pin's line states the figures it was sized at (selection.pin): the reservation's, once it bills otherwise.
-    sized_at = f" at {money(plan.chosen.hourly_usd)}/h, {money(plan.chosen.total_usd)} in total."
-    billed_at = f" at {money(hourly)}/h, {money(total)} in total, as the reservation bills it."
-    rationale = [*(line.replace(sized_at, billed_at) if line.startswith("Pinned: ") and hourly != plan.chosen.hourly_usd
-                   else line for line in plan.rationale if before is None or not line.startswith(before)),
-                 f"Capacity: the stack's {match.kind} {match.name!r}; {reserved_words(match, machines, per_machine)}."]
+    rationale = [*(line for line in plan.rationale if before is None or not line.startswith(before)),
+                 held_words(match, machines, plan.chosen, machine_type)]
     return plan.model_copy(update={"chosen": chosen, "estimate": estimate, "capacity": capacity,
                                    "zones": [match.zone], "rationale": rationale})
 
 
-def _token_prices(plan: Plan, match: DeclaredReservation, machines: int,
-                  hourly: float) -> dict[str, float | str] | None:
-    """A serving plan's prices per million tokens on the reservation at `hourly` (its tokens/s as the plan sized
-    them), or None where they stand as they were: a training plan, or a reservation billed as the plan was priced."""
-    served, inference = plan.estimate.details.get("tokens_per_second"), plan.workload.inference
+def _token_prices(details: dict, inference, match: DeclaredReservation, machines: int, hourly: float,
+                  sized_hourly: float) -> dict[str, float | str] | None:
+    """A serving fleet's prices per million tokens on the reservation at `hourly` (its tokens/s as it was sized),
+    or None where they stand as they were: a training fleet, or a reservation billed as it was priced
+    (`sized_hourly`)."""
+    served = details.get("tokens_per_second")
     prepaid = match.prepaid_words(machines)
-    if served is None or inference is None or (prepaid is None and hourly == plan.chosen.hourly_usd):
+    if served is None or inference is None or (prepaid is None and hourly == sized_hourly):
         return None
     return serving_token_prices(hourly, float(served), inference.tokens_per_second, prepaid)
 
@@ -393,8 +424,11 @@ def _token_prices(plan: Plan, match: DeclaredReservation, machines: int,
 def run_hours(plan: Plan) -> float:
     """How long the plan's fleet runs: its wall-clock less a booked mode's lead time (capacity_lead_days), else its
     hours (a booked or block plan's hours are the window it pays for)."""
-    details = plan.estimate.details
-    wall = float(details.get("capacity_wall_hours") or plan.chosen.hours)
+    return _run_hours(plan.estimate.details, plan.chosen.hours)
+
+
+def _run_hours(details: dict, hours: float) -> float:
+    wall = float(details.get("capacity_wall_hours") or hours)
     return wall - 24.0 * float(details.get("capacity_lead_days") or 0.0)
 
 

@@ -14,6 +14,19 @@ Objective = Literal["cost", "time"]
 OBJECTIVES: tuple[str, ...] = ("cost", "time")
 
 
+@dataclass(frozen=True)
+class HeldCapacity:
+    """A pinned fleet its evaluation put on a declared reservation (selection.pin, reservations.bill_on_reservation):
+    what make_plan writes of it besides the billed option and estimate."""
+
+    reservation: str      # its name (Capacity.reservation)
+    zone: str             # the reservation's zone, the plan's one zone
+    mode: str | None      # the held capacity mode (Capacity.mode): no queue, no legs
+    line: str             # the rationale's last line: the reservation and how it bills the fleet
+    sized: Option         # the fleet as sized at the catalog's price, whose storage share, GKE placement rule and
+                          # price bound make_plan judges as before it went on the reservation
+
+
 @dataclass
 class Choice:
     """The outcome of a selection. `options` are the best configuration of each offering, region and
@@ -32,6 +45,7 @@ class Choice:
     closest_infeasible: list[Option] = field(default_factory=list)   # per family with no feasible option
     option_details: list[dict] = field(default_factory=list)   # estimator breakdown of each option, same order
     reservation: str | None = None   # the declared reservation the chosen option runs on (accel:reservations)
+    held: HeldCapacity | None = None   # a pin's fleet on a declared reservation (selection.pin)
 
     def to_json(self) -> dict:
         """The `accel choose --json` object (docs/contracts.md, section 2.1)."""

@@ -35,7 +35,8 @@ from accel.policies.selection.candidates import (
 from accel.policies.catalog.model import Catalog, Offering
 from accel.policies.cloud.capacity_modes import QUEUED_PROVISIONING
 from accel.policies.selection.choice import OBJECTIVES, Choice, NoFeasibleOption, Objective, catalog_ref
-from accel.policies.selection.explain import accelerator_name, describe, explain_choice, explain_infeasible
+from accel.policies.selection.explain import (
+    accelerator_name, describe, explain_choice, explain_infeasible, nearest_miss)
 from accel.base.collector import collector_paused
 from accel.base.units import hours_text as duration, money
 from accel.policies.selection.pin import choose_pinned, plan_from_pin
@@ -226,11 +227,11 @@ def closest_miss(near: list[tuple[float, Candidate, str]]) -> dict[str, Option]:
     """{"closest": OPTION} of an offering that nothing fits: its near miss that overshoots its constraints least
     (the cheaper on a tie), priced as an option is ($/h, total, and a serving fleet's price per million tokens), so
     the refusal lets a user weigh what it misses against what it would cost; {} when it kept none (ruled out before
-    a fleet was priced). The `rejected` entry's optional key (Choice.to_json dumps it)."""
-    finite = [n for n in near if math.isfinite(n[0])]
-    if not finite:
+    a fleet was priced). The `rejected` entry's optional key (Choice.to_json dumps it); chosen by nearest_miss."""
+    nearest = nearest_miss(near)
+    if nearest is None:
         return {}
-    _, candidate, _ = min(finite, key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].regions[0]))
+    candidate = nearest[1]
     return {"closest": to_option(candidate, candidate.regions[0])}
 
 
@@ -303,10 +304,9 @@ def _search_and_choose(spec: WorkloadSpec, catalog: Catalog, objective: Literal[
     for family in ("tpu", "gpu"):
         if any(o.family == family for o in options):
             continue
-        in_family = sorted((n for n in found.near if n[1].family == family and math.isfinite(n[0])),
-                           key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
-        if in_family:
-            candidate = in_family[0][1]
+        nearest = nearest_miss(found.near, family)
+        if nearest is not None:
+            candidate = nearest[1]
             closest_infeasible.append(to_option(candidate, candidate.regions[0]))
     return Choice(chosen=chosen, options=options, rejected=found.rejected, rationale=rationale, estimate=estimate,
                   objective=objective, workload=spec, catalog=catalog_ref(catalog), chosen_offering=best.offering,

@@ -344,6 +344,17 @@ def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = Non
     return " and ".join(misses) or "meets the limits it was measured against"
 
 
+def nearest_miss(near: list[tuple[float, Candidate, str]], family: str | None = None
+                 ) -> tuple[float, Candidate, str] | None:
+    """The near miss (overshoot, candidate, what stopped it) that overshoots its constraints least, the cheaper on a
+    tie, then by offering and region; of one family when given. The one rule for the closest fleet a refusal names
+    (explain_infeasible), each family's closest_infeasible and each rejected offering's `closest` (selection.choose);
+    None when none was priced (an infinite overshoot: nothing was sized)."""
+    finite = [n for n in near if math.isfinite(n[0]) and (family is None or n[1].family == family)]
+    return min(finite, key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id, n[1].regions[0]),
+               default=None)
+
+
 def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str] | None = None) -> NoFeasibleOption:
     """The error for a search with no feasible option: which constraint eliminated which offerings, and the
     closest option with what it misses. `notes` are extra lines (e.g. why a cloud offers nothing)."""
@@ -376,14 +387,13 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
     lines.extend(f"  {note}" for note in notes or [])
     closest_option: Option | None = None
     misses = ""
-    finite = [n for n in found.near if math.isfinite(n[0])]
-    if finite:
-        finite.sort(key=lambda n: (n[0], n[1].evaluation.total_usd, n[1].offering.id))
-        candidate = finite[0][1]
+    nearest = nearest_miss(found.near)
+    if nearest is not None:
+        candidate = nearest[1]
         closest_option = to_option(candidate, candidate.regions[0])
         misses = _missed_limits(ctx, closest_option, candidate.evaluation.detail, candidate.offering.max_chips)
-        if finite[0][2]:   # what stopped it growing, as its sizing said (the spot pool: selection.spot_cap)
-            misses += f"; {finite[0][2]}"
+        if nearest[2]:   # what stopped it growing, as its sizing said (the spot pool: selection.spot_cap)
+            misses += f"; {nearest[2]}"
         elif closest_option.offering in eliminations.get("max_chips", ()) and closest_option.chips <= ctx.max_chips:
             misses += f"; {max_chips_label(ctx)} stopped it growing"
         elif (spec.kind != "inference" and closest_option.hours > ctx.deadline_h

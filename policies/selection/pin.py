@@ -24,7 +24,7 @@ from accel.policies.selection.candidates import (
     to_option,
 )
 from accel.policies.catalog.model import Catalog, Offering, Price
-from accel.policies.selection.choice import Choice, NoFeasibleOption, catalog_ref
+from accel.policies.selection.choice import Choice, HeldCapacity, NoFeasibleOption, catalog_ref
 from accel.policies.estimator.estimate import (
     Evaluation,
     Replica,
@@ -36,8 +36,8 @@ from accel.policies.selection.explain import describe, how_wrong, sequence_words
 from accel.policies import hardware
 from accel.policies.selection.ladders import (
     GpuLadder, Size, largest_slice_chips, replica_sizes, replicas_held, tpu_fleet, tpu_layout)
-from accel.policies.selection.pools import MAX_SLICES
-from accel.policies.plan import Option, Plan, serving_token_prices
+from accel.policies.selection.pools import MAX_SLICES, planned_tpu_pool
+from accel.policies.plan import Estimate, Option, Plan, serving_token_prices
 from accel.policies.selection.plan_builder import make_plan
 from accel.policies.selection.serving_capacity import refusal as serving_refusal
 from accel.policies.selection.sizing import sequence_refusal
@@ -211,12 +211,22 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
         raise NoFeasibleOption(f"hardware pin: {plural(option.chips, 'chip')} of {pin.accelerator} cannot serve the "
                                f"model: {replica_need}",
                                {"memory": [best.offering.id]}, option, str(replica_need), workload=spec, catalog=ref)
+    # The fleet on the declared reservation that holds it is priced as that bills it before a line is written.
+    held_by = _held_by(ctx, best, option, spot)
+    estimate = estimate_for(ctx, best, option)
+    billed, held = option, None
+    if held_by is not None:
+        billed, held, estimate = _on_reservation(spec, held_by, best, option, estimate)
     window = best.evaluation.detail.get("capacity_window_days")
     runs = (f"Runs {duration(float(best.evaluation.detail['capacity_wall_hours']))}, billed for the declared "
             f"Capacity Block's whole {duration(option.hours)} window," if window else f"Runs {duration(option.hours)}")
+    # Its figures as the reservation bills them, said so where that is not the catalog's rate.
+    rebilled = billed.hourly_usd != option.hourly_usd
+    shown = billed if rebilled else option
     rationale = [f"Pinned: {describe(option)} (hardware pin; no search). "
                  f"{runs if spec.kind != 'inference' else 'Serves'} at "
-                 f"{money(option.hourly_usd)}/h, {money(option.total_usd)} in total."]
+                 f"{money(shown.hourly_usd)}/h, {money(shown.total_usd)} in total"
+                 f"{', as the reservation bills it' if rebilled else ''}."]
     rationale.extend(how_wrong(ctx, option))
     rationale.extend(sequence_words(best.evaluation.detail))
     if option.chips != pin.chips:
@@ -252,17 +262,54 @@ def choose_pinned(spec: WorkloadSpec, catalog: Catalog, objective: str, extra_of
                          f"{plural(int(detail['replica_chips']), 'chip')}{across}, {batch} at "
                          f"~{detail['p99_ms_per_token']} ms/token p99.")
     if ctx.obtain is not None:
-        rationale.extend(capacity_lines(ctx.obtain, best, option))
-    estimate = estimate_for(ctx, best, option)
+        # A fleet on a reservation is not bought through the mode it was judged on: no line of that mode's risk.
+        queued = f"Capacity mode {best.evaluation.detail.get('capacity_mode')}:" if held is not None and \
+            best.evaluation.detail.get("capacity_mode") else None
+        rationale.extend(line for line in capacity_lines(ctx.obtain, best, option)
+                         if queued is None or not line.startswith(queued))
     # The same pin on each other allowed cloud, cheapest first: a fleet estimated everywhere it can be built.
     elsewhere: dict[str, Option] = {}
     for _, candidate, candidate_region in candidates[1:]:
         cloud = candidate.offering.cloud
         if cloud != option.cloud and cloud not in elsewhere:
             elsewhere[cloud] = to_option(candidate, candidate_region)
-    return Choice(chosen=option, options=[option, *elsewhere.values()], rejected=[], rationale=rationale,
-                  estimate=estimate,
-                  objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering, pinned=True)
+    return Choice(chosen=billed, options=[billed, *elsewhere.values()], rejected=[], rationale=rationale,
+                  estimate=estimate, objective=objective, workload=spec, catalog=ref, chosen_offering=best.offering,
+                  pinned=True, reservation=held.reservation if held is not None else None, held=held)
+
+
+def _held_by(ctx: SearchContext, best: Candidate, option: Option, spot: bool):
+    """The declared reservation the pinned fleet goes on (reservations.reservation_holding: its machine in its
+    region), else None: none declared, on spot, or already on a reservation the catalog's offering names."""
+    if not ctx.reservations or spot or (option.provisioning in ("reservation", "capacity-block")
+                                        and best.offering.reservation):
+        return None
+    from accel.policies.cloud.reservations import reservation_holding
+
+    return reservation_holding(ctx.reservations, option.provisioning, _pool_machine_type(option, best.offering),
+                               option.region)
+
+
+def _pool_machine_type(option: Option, offering: Offering) -> str:
+    """The machine type of the pool the fleet is built as (a TPU slice's hosts are the topology's VM type)."""
+    if option.family == "tpu":
+        assert option.topology is not None
+        return planned_tpu_pool(option.accelerator, option.topology, option.slices).machine_type
+    return offering.machine_type
+
+
+def _on_reservation(spec: WorkloadSpec, held_by, best: Candidate, option: Option,
+                    estimate: Estimate) -> tuple[Option, HeldCapacity, Estimate]:
+    """The pinned fleet and its estimate as the declared reservation bills them (reservations.bill_on_reservation),
+    and what the plan writes of it (HeldCapacity: make_plan)."""
+    from accel.policies.cloud.reservations import bill_on_reservation, held_mode, held_words
+
+    machine_type = _pool_machine_type(option, best.offering)
+    billed, estimate = bill_on_reservation(held_by, machine_type, option.hosts, option, estimate, spec.inference)
+    held = HeldCapacity(reservation=held_by.name, zone=held_by.zone,
+                        mode=held_mode(option.cloud, machine_type, held_by),
+                        line=held_words(held_by, option.hosts, option, machine_type), sized=option)
+    return billed, held, estimate
 
 
 def _pinned_provisioning(ctx: SearchContext, offerings: list[Offering], wanted: str | None) -> dict[str, str]:
@@ -475,7 +522,7 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
             detail["spot_time_lost"] = round(1.0 - model.productivity(trained.hosts), 4)
         spot_model = ctx.obtain.spot_model(offering) if spot and ctx.obtain is not None else None
         # The fleet runs on a reservation the stack holds when one of its machine type is declared in the region
-        # (use_reservation then puts the plan on it): held capacity is not chained in legs (ModeTable.chains_legs).
+        # (choose_pinned bills it as the reservation does): held capacity is not chained in legs (chains_legs).
         held_by = _holding(ctx.reservations, offering.machine_type, region) if ctx.reservations else None
         held = held_by is not None
         bought = (None if spot or ctx.obtain is None else

@@ -15,6 +15,9 @@ from accel.policies.workload import WorkloadSpec
 def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     """Turn a Choice into the Plan the components build: pools, fabric, zones, capacity, storage."""
     option = choice.chosen
+    # A pin put on a declared reservation is billed as it bills it (choice.held); its storage share, GKE's
+    # placement rule and the price bound are judged on the fleet as sized.
+    sized = choice.held.sized if choice.held is not None else option
     offering = choice.chosen_offering
     if offering is None or offering.id != option.offering:
         offering = catalog.offering(option.offering)
@@ -45,7 +48,7 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
                       extra_networks=offering.extra_networks if crosses_nodes else 0,
                       efa_interfaces=offering.efa_interfaces if crosses_nodes else 0,
                       local_ssd_count=offering.local_ssd_count,
-                      compact_placement=compact and not _gke_rejects_compact(offering.cloud, option, fabric),
+                      compact_placement=compact and not _gke_rejects_compact(offering.cloud, sized, fabric),
                       nvlink_clique_nodes=offering.nvlink_clique_nodes)
         # A fleet over the per-pool limit is several pools (policies/selection/fleet_layout.py), each a whole number of
         # the model replicas the Plan's parallelism derives.
@@ -63,14 +66,17 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         zones = [option.zone or region_info.zones[0]] if compact or training else list(region_info.zones)
     details = choice.estimate.details
     legs = details.get("capacity_legs")
+    held = choice.held
     capacity = Capacity.model_construct(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation,
-                                        mode=str(details.get("capacity_mode") or "") or None,
-                                        risk=str(details.get("capacity_risk") or "") or None,
-                                        legs=int(legs) if legs else None,
-                                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, option,
+                                        mode=held.mode if held else str(details.get("capacity_mode") or "") or None,
+                                        risk=None if held else str(details.get("capacity_risk") or "") or None,
+                                        legs=int(legs) if legs and not held else None,
+                                        price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, sized,
                                                                                     str(details.get("capacity_mode") or ""))
                                         else None)
-    storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, option.hourly_usd, catalog.defaults)
+    if held is not None:
+        zones = [held.zone]
+    storage, storage_reason = filesystem_plan(spec, option.cloud, option.hosts, sized.hourly_usd, catalog.defaults)
     rationale = list(choice.rationale)
     node_limit = choice.estimate.details.get("node_limit")
     if node_limit:
@@ -83,6 +89,8 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
         # The expert-parallel layout the estimate costed (policies/estimator/moe.py).
         rationale.append(f"Experts: {str(expert.value).split(': ', 1)[-1]}.")
     rationale.append(f"Storage: {storage_reason}.")
+    if held is not None:
+        rationale.append(held.line)
     # Assembled from validated parts (the workload, the catalog's, the search's option and estimate) without
     # validating the whole again, which would first build the Plan's validator and every model inside it
     # (~10 ms of a choose); the cross-checks its validator makes are made here all the same. A plan read
