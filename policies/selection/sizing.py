@@ -40,10 +40,10 @@ from accel.policies.selection.ladders import (
     Size,
     TpuLadder,
     largest_slice_chips,
-    replica_sizes,
     serving_fleet,
     tpu_sizes,
 )
+from accel.policies.selection.served_sizes import served_replica_sizes
 
 
 @dataclass
@@ -865,7 +865,7 @@ def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Siz
 def _fastest_replica_of(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
     model = ctx.inference_model(offering)
     best: tuple[float, Size, str] | None = None
-    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
+    for size in served_replica_sizes(ctx, offering):
         cache = model.sequence_kv_bytes(size.chips, size.stages) * size.stages
         if size.chips * model.usable_hbm < model.weight_bytes + cache:
             continue
