@@ -71,7 +71,7 @@ INVENTORIES = {
     "h100-16": [{"accelerator": "h100-80gb", "chips": 128, "gpus_per_node": 16, "usd_per_chip_hour": 2.0,
                  "name": "h16", "node_labels": {"gpu.acme.dev/model": "h100"}}],
     "gb200-32": [{"accelerator": "gb200", "chips": 144, "gpus_per_node": 4, "usd_per_chip_hour": 4.0, "name": "nvl",
-                  "nvlink_domain_gpus": 32, "nvlink_clique_label": "nvidia.com/gpu.clique",
+                  "nvlink_domain_gpus": 32, "nvlink_clique_label": True,
                   "node_labels": {"gpu.acme.dev/model": "gb200"},
                   "tolerations": [{"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64",
                                    "effect": "NoSchedule"}]}],

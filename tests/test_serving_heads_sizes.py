@@ -30,7 +30,7 @@ from accel.policies.workload import workload_from_mapping
 
 HGX2 = {"accelerator": "a100-40gb", "count": 128, "gpus_per_node": 16, "usd_per_chip_hour": 1.0, "name": "hgx2"}
 GB200_CLIQUE_32 = {"accelerator": "gb200", "count": 144, "gpus_per_node": 4, "usd_per_chip_hour": 4.0, "name": "nvl",
-                   "nvlink_domain_gpus": 32, "nvlink_clique_label": "nvidia.com/gpu.clique"}
+                   "nvlink_domain_gpus": 32, "nvlink_clique_label": True}
 
 
 @pytest.fixture(scope="module")
