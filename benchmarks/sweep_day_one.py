@@ -351,7 +351,7 @@ def heads_sweep() -> list[dict[str, Any]]:
         serve("nh10", {"architecture": "gemma2-2b"}, 20000, 15, CLEAN, ["tpu7x"], framework="jax"),
         serve("nh11", {"architecture": "qwen3-30b-a3b"}, 20000, 15, CLEAN, ["tpu7x"], framework="jax"),
         serve("nh12", {"architecture": "qwen3-14b"}, 20000, 15, CLEAN, ["tpu-v6e"], framework="jax"),
-        serve("nh13", {"architecture": "llama2-13b"}, 20000, 15, CLEAN, ["tpu-v5e"], framework="jax"),
+        serve("nh13", {"architecture": "llama2-13b"}, 2000, 15, CLEAN, ["tpu-v5e"], framework="jax"),
     ]
 
 
