@@ -152,3 +152,15 @@ def test_a_pinned_tpu_slice_the_heads_refuse_is_no_plan(twelve_heads):
                                   "hardware": {"accelerator": "tpu7x", "chips": 4}}, "w.yaml")
     with pytest.raises(NoFeasibleOption, match="12 query heads do not split over tensor parallelism 8"):
         choose_plan(spec, load_catalog())
+
+
+def test_where_nothing_serves_the_rejection_names_the_size_the_heads_left_out():
+    """Qwen3 14B under 10 ms on 16-A100 nodes: TP8 is too slow and TP16, which would be faster, is one vLLM refuses;
+    the offering's rejection says both, not only the p99."""
+    spec = serving({"architecture": "qwen3-14b"}, 2000, 10, clouds=("kubernetes",), accelerators=None)
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose_plan(spec, load_catalog(), "time", offerings_from_inventory([HGX2]))
+    reasons = next(r["reasons"] for r in refused.value.rejected if r["offering"] == "kubernetes-hgx2")
+    assert "the fastest (8-chip) replica" in reasons[0]
+    assert ("16-chip replicas left out: model.architecture qwen3-14b: its 40 query heads do not split over tensor "
+            "parallelism 16, which vLLM refuses") in reasons[0]

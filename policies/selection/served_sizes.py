@@ -57,3 +57,16 @@ def served_replica_sizes(ctx: SearchContext, offering: Offering) -> list[Size]:
     model = ctx.inference_model(offering)
     return replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(), int(model.layers),
                          _heads_rule(ctx, offering))
+
+
+def left_out_words(ctx: SearchContext, offering: Offering) -> str:
+    """'; 16-chip replicas left out: model.architecture ...' naming the sizes the heads rule dropped (said where an
+    offering serves nothing: the size that would have is one the engine refuses), or '' where it dropped none."""
+    if _named_row(ctx) is None:
+        return ""
+    model = ctx.inference_model(offering)
+    kept = served_replica_sizes(ctx, offering)
+    dropped = [s for s in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(),
+                                        int(model.layers)) if s not in kept]
+    return "".join(f"; {s.chips}-chip replicas left out: {engine_refusal(ctx, offering, s.chips, s.stages)}"
+                   for s in dropped[:2])
