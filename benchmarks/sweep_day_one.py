@@ -64,6 +64,17 @@ INVENTORIES = {
                                 "effect": "NoSchedule"}]}],
     "h100": [{"accelerator": "h100-80gb", "chips": 256, "gpus_per_node": 8, "usd_per_chip_hour": 2.0, "name": "h100",
               "node_labels": {"gpu.acme.dev/model": "h100"}}],
+    # Nodes of 16 GPUs (HGX-2 class) and a GB200 rack labelled in cliques of 32 GPUs: tensor groups of 16 and 32,
+    # past some named models' heads (heads_sweep)
+    "a100-16": [{"accelerator": "a100-40gb", "chips": 128, "gpus_per_node": 16, "usd_per_chip_hour": 1.0,
+                 "name": "hgx2", "node_labels": {"gpu.acme.dev/model": "a100"}}],
+    "h100-16": [{"accelerator": "h100-80gb", "chips": 128, "gpus_per_node": 16, "usd_per_chip_hour": 2.0,
+                 "name": "h16", "node_labels": {"gpu.acme.dev/model": "h100"}}],
+    "gb200-32": [{"accelerator": "gb200", "chips": 144, "gpus_per_node": 4, "usd_per_chip_hour": 4.0, "name": "nvl",
+                  "nvlink_domain_gpus": 32, "nvlink_clique_label": True,
+                  "node_labels": {"gpu.acme.dev/model": "gb200"},
+                  "tolerations": [{"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64",
+                                   "effect": "NoSchedule"}]}],
 }
 
 
@@ -204,6 +215,7 @@ def grid(seed: int = 5) -> list[dict[str, Any]]:
             workload["constraints"]["deadline_days"] = deadline
         workloads.append(workload)
     workloads += new_ground()
+    workloads += heads_sweep()
     return workloads
 
 
@@ -301,6 +313,46 @@ def new_ground() -> list[dict[str, Any]]:
                                               CLEAN, hardware=dict(gb300_pin), **{"x-reservations": [GB300_BLOCK]})),
                                ("nb07", serve("nb04", {"architecture": "llama3.1-70b"}, 20000, 60, ["gb300"], ["aws"],
                                               CLEAN, **{"x-reservations": [GB300_BLOCK]})))]
+
+
+def heads_sweep() -> list[dict[str, Any]]:
+    """Named models served at targets that force multi-chip replicas, where the replica's tensor degree meets the
+    model's heads (vLLM and vLLM TPU refuse a degree the query heads do not split over, or the KV heads neither split
+    over nor replicate evenly onto: policies/architectures/serving_heads.py): choose must never pick a degree the job
+    then refuses. 40 heads (Qwen3 14B, Llama 2 13B) and 8 (Gemma 2 2B) on 16-GPU nodes, 48 (Mixtral 8x22B) on a
+    32-GPU clique; on TPU v5e, v6e and TPU7x (8 JAX devices a host) the 4-KV-head models; H100 1- and 8-GPU machines
+    and nodes over the network in the cloud."""
+    def serve(name: str, model: dict[str, Any], tps: int, p99: int, expect: str, accelerators: list[str] | None = None,
+              inventory: str | None = None, framework: str = "pytorch") -> dict[str, Any]:
+        inference: dict[str, Any] = {"tokens_per_second": tps, "p99_latency_ms": p99, "framework": framework}
+        constraints: dict[str, Any] = {"clouds": ["kubernetes"] if inventory else ["gcp"]}
+        if accelerators:
+            constraints["accelerators"] = accelerators
+            constraints["spot"] = "never"
+        if accelerators == ["tpu7x"]:
+            inference["hours"] = 150     # TPU7x: flex-start only, requests of at most 168 h
+        workload = {"name": name, "kind": "inference", "model": model, "inference": inference,
+                    "constraints": constraints, "owner": "sweep", "cost_center": "sweep-7", "x-expect": expect}
+        return {**workload, "x-inventory": inventory} if inventory else workload
+
+    return [
+        # existing clusters: nodes of 16 GPUs, a 32-GPU NVLink clique (tensor groups of 16 and 32)
+        serve("nh00", {"architecture": "qwen3-14b"}, 20000, 15, CLEAN, inventory="a100-16"),
+        serve("nh01", {"architecture": "qwen3-14b"}, 2000, 15, CLEAN, inventory="a100-16"),
+        serve("nh02", {"architecture": "llama2-13b"}, 20000, 12, CLEAN, inventory="h100-16"),
+        serve("nh03", {"architecture": "gemma2-2b"}, 2000, 15, CLEAN, inventory="a100-16"),
+        serve("nh04", {"architecture": "gemma3-4b"}, 2000, 8, CLEAN, inventory="h100-16"),
+        serve("nh05", {"architecture": "llama2-13b"}, 20000, 10, CLEAN, inventory="gb200-32"),
+        serve("nh06", {"architecture": "mixtral-8x22b"}, 20000, 15, CLEAN, inventory="gb200-32"),
+        # the cloud: H100 1-GPU and 8-GPU machines, nodes over the network; TPU v5e, v6e, TPU7x
+        serve("nh07", {"architecture": "llama2-13b"}, 20000, 12, CLEAN, ["h100-80gb"]),
+        serve("nh08", {"architecture": "qwen3-14b"}, 2000, 60, CLEAN, ["h100-80gb"]),
+        serve("nh09", {"architecture": "llama3.1-405b"}, 2000, 100, CLEAN, ["h100-80gb"]),
+        serve("nh10", {"architecture": "gemma2-2b"}, 20000, 15, CLEAN, ["tpu7x"], framework="jax"),
+        serve("nh11", {"architecture": "qwen3-30b-a3b"}, 20000, 15, CLEAN, ["tpu7x"], framework="jax"),
+        serve("nh12", {"architecture": "qwen3-14b"}, 20000, 15, CLEAN, ["tpu-v6e"], framework="jax"),
+        serve("nh13", {"architecture": "llama2-13b"}, 2000, 15, CLEAN, ["tpu-v5e"], framework="jax"),
+    ]
 
 
 # ----------------------------------------------------------------------------- running the flow

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from accel.base.errors import UsageError
 from accel.policies import architectures
 from accel.policies.architectures import Architecture, serving_checkpoints
+# vLLM's rule over the heads, read by the search too (policies/architectures/serving_heads.py): one copy.
+from accel.policies.architectures.serving_heads import tensor_parallel_problem as vllm_tensor_parallel_problem
 from accel.policies.plan import Plan
 from accel.policies.workload import checkpoint_form
 
@@ -107,20 +109,6 @@ class ServedModel:
     notes: list[str]
     checkpoint: str | None = None   # model.checkpoint, when `model` is it
     what: str = "a stand-in"        # what `model` is otherwise: a stand-in or an architecture's published weights
-
-
-def vllm_tensor_parallel_problem(row: Architecture, tensor: int) -> str | None:
-    """Why vLLM refuses to split `row`'s attention over `tensor` ranks, or None: the query heads must divide evenly,
-    and the KV heads too, or, fewer than the ranks, divide the ranks (each replicated). vLLM's own rule, ported
-    (runtime.yaml model_run.vllm_heads_source: vllm/config/model.py l.1557-1564, model_executor/layers/linear.py
-    l.1065-1071)."""
-    if row.query_heads % tensor:
-        return f"its {row.query_heads} query heads do not split over tensor parallelism {tensor}"
-    kv = row.kv_heads
-    if (tensor >= kv and tensor % kv) or (tensor < kv and kv % tensor):
-        return (f"its {kv} KV heads neither split over tensor parallelism {tensor} nor replicate evenly "
-                f"onto it ({tensor} is no multiple of {kv})")
-    return None
 
 
 def check_vllm_tensor_parallel(plan: Plan, tensor: int) -> None:

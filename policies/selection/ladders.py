@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from accel.policies import hardware
 from accel.policies.hardware import shapes, tpu_serving
@@ -217,7 +217,8 @@ def largest_slice_chips(generation: str, max_slice_hosts: int | None = None) -> 
                 if max_slice_hosts is None or shapes.hosts_per_slice(gen.name, t) <= max_slice_hosts), default=0)
 
 
-def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 0, max_stages: int = 0) -> list[Size]:
+def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 0, max_stages: int = 0,
+                  accepts: Callable[[Size], bool] | None = None) -> list[Size]:
     """Sizes one serving replica can take: a power-of-two share of a GPU node, or whole nodes of one NVLink domain
     where a tensor-parallel group may span nodes (A4X: 2 trays of an NVL72 rack, the training layout's rule,
     policies/parallelism.py tensor_parallel_nodes), or one TPU slice within the hosts a TPU serving replica may span
@@ -229,7 +230,14 @@ def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 
     stage per node (the engine's rule, assumptions.yaml inference.pipeline_serving), from the fewest that hold it,
     to at most `max_stages` stages (the model's layers: each stage holds some; 0: no bound), on a machine with a
     scale-out fabric whose bandwidth the hardware table states (the hand-offs are costed on it,
-    policies/estimator/estimate.py InferenceModel.pipeline_hops_seconds)."""
+    policies/estimator/estimate.py InferenceModel.pipeline_hops_seconds).
+
+    `accepts` (None: every size) keeps only the sizes the serving engine runs (a named model's heads over the
+    size's tensor degree: policies/selection/served_sizes.py), before the pipeline sizes are weighed: a replica the
+    engine refuses holds nothing."""
+    def kept(sizes: list[Size]) -> list[Size]:
+        return sizes if accepts is None else [s for s in sizes if accepts(s)]
+
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     if generation is None:
         per_node = offering.chips_per_host
@@ -244,13 +252,16 @@ def replica_sizes(offering: Offering, max_replica_chips: int, hold_chips: int = 
         while nodes <= span and nodes * per_node <= max_replica_chips:
             sizes.append(Size(nodes * per_node, nodes, 1, None, offering.machine_type, per_node))
             nodes *= 2
+        # The widest NVLink group the machine offers, kept or not: pipeline stages start past it (pipeline_sizes).
+        domain_nodes = max((s.hosts for s in sizes), default=1)
+        sizes = kept(sizes)
         if sizes and max(s.chips for s in sizes) >= hold_chips:
             return sizes
-        return sizes + pipeline_sizes(offering, max_replica_chips, hold_chips, max((s.hosts for s in sizes), default=1),
-                                      max_stages)
+        return sizes + kept(pipeline_sizes(offering, max_replica_chips, hold_chips, domain_nodes, max_stages))
     # The generation's serving slices are listed once (tpu_serving.serving_slices); a replica is one of them.
     cap = max(1, max_replica_chips)
-    return [tpu_fleet(generation.name, s.topology) for s in tpu_serving.serving_slices(generation.name) if s.chips <= cap]
+    return kept([tpu_fleet(generation.name, s.topology) for s in tpu_serving.serving_slices(generation.name)
+                 if s.chips <= cap])
 
 
 def pipeline_sizes(offering: Offering, max_replica_chips: int, hold_chips: int, domain_nodes: int = 1,

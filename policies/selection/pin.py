@@ -35,10 +35,11 @@ from accel.policies.estimator.estimate import (
 from accel.policies.selection.explain import describe, how_wrong, sequence_words
 from accel.policies import hardware
 from accel.policies.selection.ladders import (
-    GpuLadder, Size, largest_slice_chips, replica_sizes, replicas_held, tpu_fleet, tpu_layout)
+    GpuLadder, Size, largest_slice_chips, replicas_held, tpu_fleet, tpu_layout)
 from accel.policies.selection.pools import MAX_SLICES, planned_tpu_pool
 from accel.policies.plan import Estimate, Option, Plan, serving_token_prices
 from accel.policies.selection.plan_builder import make_plan
+from accel.policies.selection.served_sizes import engine_refusal, served_replica_sizes
 from accel.policies.selection.serving_capacity import refusal as serving_refusal
 from accel.policies.selection.sizing import sequence_refusal
 from accel.policies.workload import WorkloadFieldError, WorkloadSpec, pin_provisioning_conflict, pin_spot_conflict
@@ -562,15 +563,19 @@ def evaluate_pin(ctx: SearchContext, offering: Offering, spot: bool, region: str
     model_i = ctx.inference_model(offering)
     if size.topology is not None:
         options = [(shapes.topology_chips(size.topology), size.slices, 1)]
-    else:
-        options = [(r.chips, replicas_held(offering, r, size), r.stages)
-                   for r in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model_i.hold_chips(),
-                                                 int(model_i.layers))]
+    else:   # the sizes the engine runs for a named model's heads (served_sizes), as a search weighs them
+        options = [(r.chips, replicas_held(offering, r, size), r.stages) for r in served_replica_sizes(ctx, offering)]
     best: tuple[float, Replica, int] | None = None
     reason, too_large = "", None
     for replica_chips, replicas, stages in options:
         if replicas < 1:   # a replica larger than the pinned fleet serves nothing: no 0 tok/s fleet to price
             too_large = too_large or replica_chips
+            continue
+        # A pinned TPU slice is its one replica, over one host's JAX devices (the job's --tensor-parallel-size).
+        refused = (engine_refusal(ctx, offering, min(replica_chips, offering.chips_per_host))
+                   if size.topology is not None else None)
+        if refused is not None:
+            reason = f"{replica_chips}-chip replica: {refused}"
             continue
         replica, why = model_i.replica(replica_chips, stages)
         if replica is None:

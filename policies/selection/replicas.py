@@ -13,7 +13,8 @@ from accel.base.units import plural
 from accel.policies import hardware
 from accel.policies.catalog.model import Offering
 from accel.policies.selection.candidates import SearchContext, gpu_fleet_max_nodes, node_limit_words
-from accel.policies.selection.ladders import Size, filled_replicas, packed_nodes, replica_sizes, serving_fleet
+from accel.policies.selection.ladders import Size, filled_replicas, packed_nodes, serving_fleet
+from accel.policies.selection.served_sizes import served_replica_sizes
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
     headroom = 1.0 + (resolved["inference_spot_serving_headroom"] if spot else 0.0)
     target = spec.inference.tokens_per_second
     plans = []
-    for size in replica_sizes(offering, int(resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
+    for size in served_replica_sizes(ctx, offering):
         replica, reason = model.replica(size.chips, size.stages)
         if replica is None:
             step, _ = model.step_seconds(size.chips, 1, size.stages)

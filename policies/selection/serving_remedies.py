@@ -19,7 +19,7 @@ from accel.policies.catalog.model import Offering, ServingPrecision
 from accel.policies.selection.candidates import SearchContext, SearchResult
 from accel.policies.selection.choice import Choice, NoFeasibleOption
 from accel.policies.selection.explain import describe
-from accel.policies.selection.ladders import replica_sizes
+from accel.policies.selection.served_sizes import served_replica_sizes
 from accel.policies.workload import WorkloadSpec, int8_checkpoint_missing
 
 
@@ -76,9 +76,7 @@ def _checkpoint_needed(spec: WorkloadSpec, precision: str) -> str:
 
 def _spans_nodes(ctx: SearchContext, offering: Offering) -> bool:
     """Whether the offering's replicas that hold the model are pipeline stages over several nodes."""
-    model = ctx.inference_model(offering)
-    return any(size.stages > 1 for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]),
-                                                            model.hold_chips(), int(model.layers)))
+    return any(size.stages > 1 for size in served_replica_sizes(ctx, offering))
 
 
 def lower_precisions(precisions: Mapping[str, ServingPrecision], current: str) -> list[str]:

@@ -40,10 +40,10 @@ from accel.policies.selection.ladders import (
     Size,
     TpuLadder,
     largest_slice_chips,
-    replica_sizes,
     serving_fleet,
     tpu_sizes,
 )
+from accel.policies.selection.served_sizes import left_out_words, served_replica_sizes
 
 
 @dataclass
@@ -784,12 +784,14 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
         step, chips = min(too_slow)
         why_not.insert(0, model.too_slow(step, f"the fastest ({chips}-chip) replica"))
     if not why_not:
-        outcome.reasons.append(("memory", f"{capacity}: no replica size available"))
+        outcome.reasons.append(("memory", f"{capacity}: no replica size available{left_out_words(ctx, offering)}"))
         return outcome
     # A TPU replica is held to one host (policies/hardware/tpu_serving.py): where memory or the p99 bound rule the
     # offering out, a larger replica is what would serve, so the rejection says why there is none and what to do.
     generation = shapes.GENERATION_BY_ACCELERATOR.get(offering.accelerator)
     held = f"; {tpu_serving.why_within_hosts(generation.name)}" if generation is not None else ""
+    # The sizes a named model's heads ruled out (served_sizes): a larger or faster one may be among them.
+    held += left_out_words(ctx, offering)
     if all(w.endswith("weights do not fit") for w in why_not):
         largest = max(plan.size.chips for plan in plans)
         outcome.reasons.append(("memory", f"{capacity}: {model.weight_bytes / 1e9:,.0f} GB of weights do not fit in the "
@@ -865,7 +867,7 @@ def _fastest_replica(ctx: SearchContext, offering: Offering) -> tuple[float, Siz
 def _fastest_replica_of(ctx: SearchContext, offering: Offering) -> tuple[float, Size, str] | None:
     model = ctx.inference_model(offering)
     best: tuple[float, Size, str] | None = None
-    for size in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(), int(model.layers)):
+    for size in served_replica_sizes(ctx, offering):
         cache = model.sequence_kv_bytes(size.chips, size.stages) * size.stages
         if size.chips * model.usable_hbm < model.weight_bytes + cache:
             continue
