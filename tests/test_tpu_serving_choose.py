@@ -162,3 +162,23 @@ def test_the_serving_search_reads_the_serving_slices_from_one_list(monkeypatch):
     assert [s.topology for s in replica_sizes(v6e, 256)] == ["1x1", "2x2", "2x4"]
     monkeypatch.setattr(tpu_serving, "serving_slices", lambda generation: serving_slices(generation)[:1])
     assert [(s.topology, s.chips, s.hosts, s.slices) for s in replica_sizes(v6e, 256)] == [("1x1", 1, 1, 1)]
+
+
+def test_a_tpu_service_needing_more_slices_than_a_fleet_declares_is_refused_at_choose_naming_the_limit():
+    """Every TPU serving replica is a slice, and a fleet declares at most MAX_SLICES (a node pool each): a 13B model
+    at 20,000 tok/s within 15 ms needs 116 v5e slices, which `choose` once picked and `plan` then refused building
+    the TpuSlice ("TpuSlice.slices: 116 is not valid; allowed: 1..64"). It is refused at choose, the limit named."""
+    from accel.policies.selection.choose import NoFeasibleOption, choose
+    from accel.policies.selection.pools import MAX_SLICES
+    from accel.policies.catalog import load_catalog
+    from accel.policies.workload import workload_from_mapping
+
+    spec = workload_from_mapping({"name": "v5e-serve", "kind": "inference",
+                                  "model": {"parameters": "13B", "architecture": "llama2-13b"},
+                                  "inference": {"tokens_per_second": 20000, "p99_latency_ms": 15, "framework": "jax"},
+                                  "constraints": {"clouds": ["gcp"], "accelerators": ["tpu-v5e"]}}, "v5e-serve.yaml")
+    with pytest.raises(NoFeasibleOption) as refused:
+        choose(spec, load_catalog(), "cost")
+    text = str(refused.value)
+    assert f"slices one TPU fleet declares (at most {MAX_SLICES}, a node pool each) eliminated 1: gcp-tpu-v5e" in text
+    assert f"needs 116 slices > the {MAX_SLICES} one TPU fleet declares" in text

@@ -19,6 +19,7 @@ from accel.policies.estimator.estimate import (
 )
 from accel.policies.plan import Option
 from accel.policies.selection.tradeoffs import time_words
+from accel.policies.selection.pools import MAX_SLICES
 from accel.policies.workload import XLA_FRAMEWORKS, framework_label
 
 
@@ -341,6 +342,8 @@ def _missed_limits(ctx: SearchContext, option: Option, detail: dict | None = Non
         misses.append(f"needs {option.chips:,} chips > max_chips {ctx.max_chips}{default}")
     elif offering_chips is not None and option.chips > offering_chips:
         misses.append(f"needs {option.chips:,} chips > the {offering_chips:,} {option.offering} holds")
+    if option.slices > MAX_SLICES:
+        misses.append(f"needs {option.slices} slices > the {MAX_SLICES} one TPU fleet declares")
     return " and ".join(misses) or "meets the limits it was measured against"
 
 
@@ -373,6 +376,7 @@ def explain_infeasible(ctx: SearchContext, found: SearchResult, notes: list[str]
         "offering_chips": "the chips an offering holds (a cluster inventory's count)",
         "global_batch": "global batch (training.global_batch_tokens)",
         "max_nodes": "node-pool limits (catalog max_nodes)",
+        "max_slices": f"slices one TPU fleet declares (at most {MAX_SLICES}, a node pool each)",
         "deadline": (f"deadline {ctx.deadline_h / 24:g} days" if ctx.deadline_given
                      else f"default limit {ctx.deadline_h / 24:g} days"),
         "budget": f"budget {money(ctx.budget or 0)}",

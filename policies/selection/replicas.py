@@ -14,6 +14,7 @@ from accel.policies import hardware
 from accel.policies.catalog.model import Offering
 from accel.policies.selection.candidates import SearchContext, gpu_fleet_max_nodes, node_limit_words
 from accel.policies.selection.ladders import Size, filled_replicas, packed_nodes, serving_fleet
+from accel.policies.selection.pools import MAX_SLICES
 from accel.policies.selection.served_sizes import served_replica_sizes
 
 
@@ -90,11 +91,17 @@ def _plan(ctx: SearchContext, offering: Offering, spot: bool) -> list[ReplicaPla
         if fleet.chips > cap:
             over_limits = (f"{size.chips}-chip replicas: {needed} of them need {plural(fleet.chips, 'chip')} > "
                            f"max {cap}")
+        elif size.topology is not None and fleet.slices > MAX_SLICES:
+            # A TPU replica is a slice, and a fleet declares at most MAX_SLICES of them (a GKE node pool each):
+            # beyond that the plan could not be built (pools.tpu_slice_args refuses it).
+            over_limits = (f"{size.chips}-chip replicas: {needed} of them need {fleet.slices} slices, more than "
+                           f"the {MAX_SLICES} one TPU fleet declares (a node pool each)")
         elif pool_cap is not None and pool_nodes > pool_cap:
             assert limit is not None
             over_limits = (f"{size.chips}-chip replicas: {needed} of them need {pool_nodes} nodes, "
                            f"over the node limit: {node_limit_words(offering, limit)}")
         overshoot = (math.log(max(1.0, fleet.chips / cap))
+                     + (math.log(max(1.0, fleet.slices / MAX_SLICES)) if size.topology is not None else 0.0)
                      + (math.log(max(1.0, pool_nodes / pool_cap)) if pool_cap is not None else 0.0))
         plans.append(ReplicaPlan(size, fleet, replicas=needed, latency_ms=latency_ms, utilisation=utilisation,
                                  detail=detail, overshoot=overshoot, over_limits=over_limits, served=served))

@@ -44,6 +44,7 @@ from accel.policies.selection.ladders import (
     tpu_sizes,
 )
 from accel.policies.selection.served_sizes import left_out_words, served_replica_sizes
+from accel.policies.selection.pools import MAX_SLICES
 
 
 @dataclass
@@ -801,6 +802,7 @@ def size_inference(ctx: SearchContext, offering: Offering, point: PricePoint) ->
     constraint = ("budget" if any("budget" in w for w in why_not) else
                   ctx.fleet_cap_constraint(offering) if any("> max" in w for w in why_not) else
                   "max_nodes" if any("over the node limit" in w for w in why_not) else
+                  "max_slices" if any(f"the {MAX_SLICES} one TPU fleet declares" in w for w in why_not) else
                   "capacity" if any("is expected to supply" in w or "of reservation '" in w for w in why_not) else
                   "latency" if any("decode step" in w for w in why_not) else "memory")
     outcome.reasons.append((constraint, f"{capacity}: " + "; ".join(why_not[:3])
