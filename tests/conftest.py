@@ -124,6 +124,21 @@ def matrix_stacks(tmp_path_factory):
     return {name: results[f"matrix-{name}"] for name in names}
 
 
+@pytest.fixture(scope="module")
+def a2_mega_catalog(tmp_path_factory):
+    """The bundled catalog with an a2-megagpu-16g offering (the bundled catalog prices none; 16 A100 40GB a node):
+    the A100 40GB rate of a2-highgpu-8g, a test figure only."""
+    from accel.policies.catalog import load_catalog
+
+    path = tmp_path_factory.mktemp("catalog") / "a2-mega.yaml"
+    path.write_text("version: a2-mega-test\n"
+                    "sources:\n  a2-mega-test: {title: \"test figure, not a price list\", as_of: 2026-11-27}\n"
+                    "offerings:\n  - id: gcp-a2-megagpu-16g\n    like: gcp-a2-highgpu-8g\n"
+                    "    machine_type: a2-megagpu-16g\n    on_demand: {usd: 2.93391, source: a2-mega-test}\n"
+                    "    spot: null\n    regions: {us-central1: {zones: [us-central1-a]}}\n", encoding="utf-8")
+    return load_catalog(path)
+
+
 def every_stack_id() -> list[str]:
     """Bundled stacks and the capacity matrix: what the first-`up` tests walk."""
     from tests.capacity_matrix import MATRIX

@@ -18,7 +18,6 @@ import pytest
 from accel.components.kubernetes.workloads import needs_compute_domain
 from accel.offline_plan import plan_stack
 from accel.policies import hardware
-from accel.policies.catalog import load_catalog
 from accel.policies.estimator import moe
 from accel.policies.hardware import HardwareFactsError
 from accel.policies.plan import Estimate, GpuPool, Plan, plan_parallelism
@@ -178,19 +177,6 @@ def _moe_workload(**hardware_pin):
     if hardware_pin:
         spec["hardware"] = {"accelerator": "a100-40gb", "chips": 64, **hardware_pin}
     return workload_from_mapping(spec, "test")
-
-
-@pytest.fixture(scope="module")
-def a2_mega_catalog(tmp_path_factory):
-    """The bundled catalog with an a2-megagpu-16g offering (the bundled catalog prices none): the A100 40GB rate
-    of a2-highgpu-8g, a test figure only."""
-    path = tmp_path_factory.mktemp("catalog") / "a2-mega.yaml"
-    path.write_text("version: a2-mega-test\n"
-                    "sources:\n  a2-mega-test: {title: \"test figure, not a price list\", as_of: 2026-11-27}\n"
-                    "offerings:\n  - id: gcp-a2-megagpu-16g\n    like: gcp-a2-highgpu-8g\n"
-                    "    machine_type: a2-megagpu-16g\n    on_demand: {usd: 2.93391, source: a2-mega-test}\n"
-                    "    spot: null\n    regions: {us-central1: {zones: [us-central1-a]}}\n", encoding="utf-8")
-    return load_catalog(path)
 
 
 @pytest.mark.parametrize(("machine_type", "ep"), [("a2-megagpu-16g", 16), ("a2-highgpu-8g", 8)])

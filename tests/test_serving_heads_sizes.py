@@ -33,18 +33,6 @@ GB200_CLIQUE_32 = {"accelerator": "gb200", "count": 144, "gpus_per_node": 4, "us
                    "nvlink_domain_gpus": 32, "nvlink_clique_label": True}
 
 
-@pytest.fixture(scope="module")
-def a2_mega_catalog(tmp_path_factory):
-    """The bundled catalog with an a2-megagpu-16g offering at a2-highgpu-8g's A100 40GB rate (a test figure only)."""
-    path = tmp_path_factory.mktemp("catalog") / "a2-mega.yaml"
-    path.write_text("version: a2-mega-test\n"
-                    "sources:\n  a2-mega-test: {title: \"test figure, not a price list\", as_of: 2026-11-27}\n"
-                    "offerings:\n  - id: gcp-a2-megagpu-16g\n    like: gcp-a2-highgpu-8g\n"
-                    "    machine_type: a2-megagpu-16g\n    on_demand: {usd: 2.93391, source: a2-mega-test}\n"
-                    "    spot: null\n    regions: {us-central1: {zones: [us-central1-a]}}\n", encoding="utf-8")
-    return load_catalog(path)
-
-
 def serving(model: dict, tokens_per_second: int, p99: int, clouds=("gcp",), accelerators=("a100-40gb",), **extra):
     constraints = {"clouds": list(clouds), "spot": "never"}
     if accelerators:
