@@ -8,7 +8,7 @@ from __future__ import annotations
 from accel.policies import hardware
 from accel.policies.hardware import load_facts
 from accel.policies.selection.candidates import search_context
-from tests.test_nvlink_domains import MEGA, TABLE, _moe_workload, a2_mega_catalog  # noqa: F401 (a fixture)
+from tests.test_nvlink_domains import MEGA, TABLE, _moe_workload
 
 
 def test_two_machines_with_own_domains_of_one_size_each_cite_their_own_entry(a2_mega_catalog, tmp_path):
