@@ -59,7 +59,7 @@ def dense_runs(catalog: Catalog) -> list[DenseRun]:
     runs = []
     for where, r in held:
         chips = whole_runs.chips_of(r, impute)
-        step = whole_runs.step_mfu(step_fit, catalog, r, chips) * (fp8 if r.precision == "fp8" else 1.0)
+        step = whole_runs.step_mfu(step_fit, catalog, r, chips) * whole_runs.precision_speedup(r, fp8)
         runs.append(DenseRun(r.id, where, r.compute_chip, whole_runs.generation_of(r), r.active, chips,
                              r.chips is not None, whole_runs.row_stages(r, catalog, impute), r.tokens / r.active,
                              r.year, r.precision == "fp8", whole_runs.implied_mfu(r, catalog), step))

@@ -234,6 +234,11 @@ def fp8_speedup(table: WholeRunsTable | None = None) -> float:
     return math.exp(statistics.fmean(math.log(s) for s in speedups))
 
 
+def precision_speedup(run: WholeRun, fp8: float) -> float:
+    """What a row's precision multiplies its bf16 step prediction by: `fp8` (fp8_speedup) for an fp8 run, else 1."""
+    return fp8 if run.precision == "fp8" else 1.0
+
+
 def generation_of(run: WholeRun) -> str:
     return generations.generation(run.compute_chip)
 
@@ -310,7 +315,7 @@ def fit_goodput(rows: list[WholeRun], step_fit: MfuFit, catalog: Catalog, impute
         g = g if g in own else generations.nearest_calibrated_generation(g, own)
         row = [1.0, x] + [1.0 if g == o else 0.0 for o in own] + [x if g == o else 0.0 for o in own]
         features.append(row)
-        predicted = step_mfu(step_fit, catalog, r, chips_of(r, impute)) * (fp8 if r.precision == "fp8" else 1.0)
+        predicted = step_mfu(step_fit, catalog, r, chips_of(r, impute)) * precision_speedup(r, fp8)
         targets.append(math.log(implied_mfu(r, catalog) / predicted))
     penalty = [0.0, settings.slope_ridge] + [settings.offset_ridge] * len(own) + [settings.offset_ridge] * len(own)
     w = calibration._ridge(features, targets, penalty)
@@ -335,7 +340,7 @@ def moe_parts(run: WholeRun, step_fit: MfuFit, goodput: GoodputFit, catalog: Cat
     peak = catalog.accelerator(run.compute_chip).peak_bf16_tflops * 1e12
     compute = flops_per_token(run.active, run.layers, run.hidden, run.sequence_length) / (peak * step)
     layout = moe.layout(moe_shape(run), run.accelerator, compute, overlap, run.expert_parallel, chips)
-    precision = fp8_speedup() if run.precision == "fp8" else 1.0
+    precision = precision_speedup(run, fp8_speedup())
     kept = goodput.goodput(generation_of(run), run.active)
     predicted = step * kept * layout.efficiency * precision
     return implied_mfu(run, catalog), predicted, layout
@@ -438,7 +443,7 @@ def predict_row(run: WholeRun, catalog: Catalog, step_fit: MfuFit, goodput: Good
     stages = row_stages(run, catalog, impute)
     kept = goodput.goodput(generation_of(run), run.active)
     if parts is None:
-        predicted = step * kept * (fp8 if run.precision == "fp8" else 1.0)
+        predicted = step * kept * precision_speedup(run, fp8)
         return WholeRunError(run, chips, run.chips is None, step, kept, 1.0, implied_mfu(run, catalog), predicted,
                              stages)
     observed, predicted, layout = parts
