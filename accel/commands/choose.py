@@ -121,7 +121,7 @@ def run(workload: str, *, as_json: bool, objective: str, catalog_path: Path | No
         write_plot(choice, plot)
         status.print(f"wrote {plot}")
     if write_stack is not None:
-        on = choice.reservation or plan.capacity.reservation
+        on = plan.capacity.reservation   # the choice's (make_plan: choice.reservation, else the offering's)
         used = next((r for r in held if r.name == on), None) if on else None
         path = write_stack_file(write_stack, spec, plan, warn=lambda message: status.print(
             f"[yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True),

@@ -67,10 +67,12 @@ def make_plan(spec: WorkloadSpec, choice: Choice, catalog: Catalog) -> Plan:
     details = choice.estimate.details
     legs = details.get("capacity_legs")
     held = choice.held
+    # A held fleet's estimate has no queue's risk or legs (reservations.bill_on_reservation drops them); its mode is
+    # the held one, while the mode it was judged on stays in the details for the price bound.
     capacity = Capacity.model_construct(provisioning=option.provisioning, reservation=choice.reservation or offering.reservation,
                                         mode=held.mode if held else str(details.get("capacity_mode") or "") or None,
-                                        risk=None if held else str(details.get("capacity_risk") or "") or None,
-                                        legs=int(legs) if legs and not held else None,
+                                        risk=str(details.get("capacity_risk") or "") or None,
+                                        legs=int(legs) if legs else None,
                                         price_bound="upper" if price_is_upper_bound(obtaining(spec), offering, sized,
                                                                                     str(details.get("capacity_mode") or ""))
                                         else None)

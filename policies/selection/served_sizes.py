@@ -50,13 +50,19 @@ def _heads_rule(ctx: SearchContext, offering: Offering) -> Callable[[Size], bool
     return lambda size: tensor_parallel_problem(row, model.tensor_ranks(size.chips, size.stages)) is None
 
 
-def served_replica_sizes(ctx: SearchContext, offering: Offering) -> list[Size]:
-    """The replica sizes of `offering` the workload's model is sized at: those ladders.replica_sizes offers (within
-    max_replica_chips, from the chips that hold the weights and a sequence, at most a stage per layer) that the
-    serving engine runs for its named architecture."""
+def _offered_sizes(ctx: SearchContext, offering: Offering, accepts: Callable[[Size], bool] | None = None
+                   ) -> list[Size]:
+    """ladders.replica_sizes for the workload's model on `offering` (within max_replica_chips, from the chips that
+    hold the weights and a sequence, at most a stage per layer), kept by `accepts` (None: every size)."""
     model = ctx.inference_model(offering)
     return replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(), int(model.layers),
-                         _heads_rule(ctx, offering))
+                         accepts)
+
+
+def served_replica_sizes(ctx: SearchContext, offering: Offering) -> list[Size]:
+    """The replica sizes of `offering` the workload's model is sized at: those ladders.replica_sizes offers that the
+    serving engine runs for its named architecture."""
+    return _offered_sizes(ctx, offering, _heads_rule(ctx, offering))
 
 
 def left_out_words(ctx: SearchContext, offering: Offering) -> str:
@@ -64,9 +70,7 @@ def left_out_words(ctx: SearchContext, offering: Offering) -> str:
     offering serves nothing: the size that would have is one the engine refuses), or '' where it dropped none."""
     if _named_row(ctx) is None:
         return ""
-    model = ctx.inference_model(offering)
     kept = served_replica_sizes(ctx, offering)
-    dropped = [s for s in replica_sizes(offering, int(ctx.resolved["max_replica_chips"]), model.hold_chips(),
-                                        int(model.layers)) if s not in kept]
+    dropped = [s for s in _offered_sizes(ctx, offering) if s not in kept]
     return "".join(f"; {s.chips}-chip replicas left out: {engine_refusal(ctx, offering, s.chips, s.stages)}"
                    for s in dropped[:2])
