@@ -98,11 +98,10 @@ def vllm_uses_every_device(scope: Scope):
         used = degrees["tensor"] * degrees["data"] * degrees["pipeline"]
         if used >= devices:
             continue
-        each = tpu_devices.per_chip(chip)
-        unit = f"{devices} JAX devices ({chips} chips, {each} per chip)" if each > 1 else f"{devices} chips"
         yield Breach(owner, field,
                      f"vLLM TPU lays the model over TP {degrees['tensor']} x DP {degrees['data']} x PP "
-                     f"{degrees['pipeline']} = {used} JAX devices, but the pod holds {unit}: tpu-inference takes "
+                     f"{degrees['pipeline']} = {used} JAX devices, but the pod holds "
+                     f"{tpu_devices.counted(chip, chips)}: tpu-inference takes "
                      f"the first {used} and leaves {devices - used} idle",
                      f"pass --tensor-parallel-size {devices // (degrees['data'] * degrees['pipeline'])}"
                      if devices % (degrees["data"] * degrees["pipeline"]) == 0 else None)
