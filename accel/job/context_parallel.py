@@ -230,7 +230,7 @@ def slice_notes(plan: Plan, written: bool) -> list[str]:
     source = f"{table['maxtext_source']}; {table['maxtext_sequence_source']}"
     tensor, context = layout.chip_tensor, layout.chip_context
     head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
-            + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
+            + (f" x CP{context}" if context > 1 else "") + f" = {layout.chips_per_sequence} chips of the slice, FSDP "
             "sharding the state over the rest (ici_fsdp_parallelism -1)")
     if layout.per_chip > 1:
         by = "context" if layout.context != context else "tensor"
