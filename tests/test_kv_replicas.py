@@ -53,6 +53,13 @@ def model_on(catalog, accelerator: str, model: dict, resolved=None, kv_reads: fl
                           kv_reads)
 
 
+def llama_70b_and_as_if_16_kv_heads(catalog) -> tuple[InferenceModel, InferenceModel]:
+    """Llama 3.1 70B on H100s as it is (8 KV heads) and, the mutation, as if it had 16: one copy at TP 16."""
+    resolved = resolve(serving(LLAMA_70B), catalog.defaults)
+    return (model_on(catalog, "h100-80gb", LLAMA_70B, resolved),
+            model_on(catalog, "h100-80gb", LLAMA_70B, dataclasses.replace(resolved, kv_heads=16)))
+
+
 # ----- the heads the estimate counts: the architecture's, else the assumption's -----
 
 def test_the_heads_are_the_named_architectures(catalog):
@@ -108,10 +115,7 @@ def test_ranks_that_do_not_divide_the_heads_count_whole_heads(catalog):
 
 def test_the_copies_shrink_the_batch_the_memory_holds(catalog):
     """Mutated: the same replica charged one copy (as if 16 KV heads) fits more sequences than the real one."""
-    spec = serving(LLAMA_70B)
-    resolved = resolve(spec, catalog.defaults)
-    real = model_on(catalog, "h100-80gb", LLAMA_70B, resolved)
-    once = model_on(catalog, "h100-80gb", LLAMA_70B, dataclasses.replace(resolved, kv_heads=16))
+    real, once = llama_70b_and_as_if_16_kv_heads(catalog)
     assert once.kv_copies(16) == 1
     free = 16 * real.usable_hbm - real.weight_bytes
     assert real.memory_batch(16) == int(free // (2 * real.kv_bytes_per_sequence))
@@ -123,10 +127,7 @@ def test_the_copies_shrink_the_batch_the_memory_holds(catalog):
 
 def test_a_replicated_cache_is_read_once_per_copy(catalog):
     """Each rank reads the head it stores: the replica's attention reads 2 x the cache over 16 GPUs' bandwidth."""
-    spec = serving(LLAMA_70B)
-    resolved = resolve(spec, catalog.defaults)
-    real = model_on(catalog, "h100-80gb", LLAMA_70B, resolved)
-    once = model_on(catalog, "h100-80gb", LLAMA_70B, dataclasses.replace(resolved, kv_heads=16))
+    real, once = llama_70b_and_as_if_16_kv_heads(catalog)
     assert real.kv_reads_per_copy(16) == 1
     assert real.step_seconds(16, 64)[0] > once.step_seconds(16, 64)[0]
     assert real.step_seconds(8, 64)[0] == once.step_seconds(8, 64)[0]

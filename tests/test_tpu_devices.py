@@ -171,6 +171,9 @@ def test_the_check_reads_the_vllm_flags_as_vllm_does():
         {"tensor": 4, "data": 1, "pipeline": 2}
     assert vllm_degrees(["python3", "-m", "maxtext.trainers.pre_train.train", "--tensor-parallel-size", "2"]) is None
     assert vllm_degrees(["vllm", "serve", "m", "--tensor-parallel-size", "$(TP)"]) is None
+    # The script is read as the shell reads it (rules.registry.command_words, MaxText's rule's too): an operator
+    # ends a word even where no space does.
+    assert vllm_degrees(["/bin/bash", "-c", "vllm serve m -tp 4&& echo up"])["tensor"] == 4
 
 
 def test_the_check_leaves_one_device_per_chip_tpus_as_they_were():

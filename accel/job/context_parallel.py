@@ -222,16 +222,15 @@ def plan_batch(plan: Plan) -> tuple[int, int]:
 def slice_notes(plan: Plan, written: bool) -> list[str]:
     """What the job says of a long sequence's TPU slice layout: the flags it wrote into the default command
     (`written`), else the ones the user's program must be given."""
-    args = slice_mesh_args(plan)
-    if not args:
+    layout = slice_layout(plan)
+    if layout is None:
         return []
+    args = slice_mesh_args(plan)
     table = runtime()["context_parallel"]
     source = f"{table['maxtext_source']}; {table['maxtext_sequence_source']}"
-    layout = slice_layout(plan)
-    assert layout is not None   # slice_mesh_args wrote arguments
     tensor, context = layout.chip_tensor, layout.chip_context
     head = (f"one {plan.workload.model.sequence_length:,}-token sequence is shared by ICI TP{tensor}"
-            + (f" x CP{context}" if context > 1 else "") + f" = {tensor * context} chips of the slice, FSDP "
+            + (f" x CP{context}" if context > 1 else "") + f" = {layout.chips_per_sequence} chips of the slice, FSDP "
             "sharding the state over the rest (ici_fsdp_parallelism -1)")
     if layout.per_chip > 1:
         by = "context" if layout.context != context else "tensor"

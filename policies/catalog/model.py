@@ -348,7 +348,8 @@ class AssumptionValue(StrictModel):
 class KvCacheWidth(AssumptionValue):
     """The K (or V) width per token and layer of a model no architecture row describes, and the KV heads it is
     (whole heads: the width divides by them). A serving replica stores at least one whole KV head per tensor-parallel
-    rank (policies/estimator/estimate.py kv_heads_stored), so past that many ranks the count sets the copies."""
+    rank (policies/estimator/estimate.py InferenceModel.kv_copies), so past that many ranks the count sets the
+    copies."""
 
     heads: int = Field(gt=0)
 

@@ -11,13 +11,12 @@ image of your own, a module of the new package, a config outside the image's tre
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterator
 
 from accel.job.facts import runtime
 from accel.job.maxtext_entry import image_maxtext, resolve_config
 from accel.job.pod_templates import pod_templates
-from accel.job.rules.registry import Breach, Scope, containers, describe, join, rule
+from accel.job.rules.registry import Breach, Scope, command_words, containers, describe, join, rule
 
 SOURCE = ("MaxText 868098b8 (2026-04-08, 'Remove non-post-training MaxText shims'); src/maxtext/configs/pyconfig.py "
           "resolve_config_path at c4b5e646 l.98-112 and at 834e4bae l.153-163 (runtime.yaml maxtext: each pinned "
@@ -28,13 +27,10 @@ OPERATORS = {"&&", "||", ";", "|", "&"}
 def python_modules(argv: list[str]) -> Iterator[tuple[str, list[str]]]:
     """(module, its arguments) of every `python[3[.N]] -m MODULE ...` in a container's command and args, reading a
     `sh -c SCRIPT` (or bash) script's commands, split at its && || ; | operators."""
-    if len(argv) >= 3 and os.path.basename(argv[0]) in ("sh", "bash") and argv[1] == "-c":
-        lexer = shlex.shlex(argv[2], posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        try:
-            argv = list(lexer)
-        except ValueError:   # an unbalanced quote: the shell would refuse the script before MaxText runs
-            return
+    words = command_words(argv)
+    if words is None:   # an unbalanced quote: the shell would refuse the script before MaxText runs
+        return
+    argv = words
     for start, word in enumerate(argv):
         name = os.path.basename(word)
         if (name == "python" or name.startswith("python3")) and argv[start + 1:start + 2] == ["-m"] \

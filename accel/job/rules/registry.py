@@ -11,6 +11,8 @@ Severity "error" means the real system refuses the object, or the job would neve
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -114,6 +116,20 @@ def containers(pod_spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]
     for key in ("initContainers", "containers"):
         for index, container in enumerate(pod_spec.get(key) or []):
             yield f"{key}[{index}]", container
+
+
+def command_words(argv: list[str]) -> list[str] | None:
+    """A container's command as its shell reads it: a `sh -c SCRIPT` (or bash) script split into words and its
+    && || ; | & operators, else argv itself; None where the script has an unbalanced quote (the shell would refuse
+    it before any program in it runs)."""
+    if len(argv) >= 3 and os.path.basename(argv[0]) in ("sh", "bash") and argv[1] == "-c":
+        lexer = shlex.shlex(argv[2], posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        try:
+            return list(lexer)
+        except ValueError:
+            return None
+    return argv
 
 
 def repeats(keyed: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:

@@ -12,14 +12,13 @@ multi-host replica) is left alone.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterator
 from typing import Any
 
 from accel.components.kubernetes.accelerator_stack import GKE_TPU_ACCELERATOR_LABEL, TPU_RESOURCE
 from accel.job import tpu_devices
 from accel.job.pod_templates import pod_templates
-from accel.job.rules.registry import Breach, Scope, containers, describe, join, rule
+from accel.job.rules.registry import Breach, Scope, command_words, containers, describe, join, rule
 from accel.policies import hardware
 
 SOURCE = ("tpu-inference 0.32.0 tpu_inference/layers/common/sharding.py l.199-200 (total_devices = the product of the "
@@ -31,20 +30,11 @@ FLAGS = {"--tensor-parallel-size": "tensor", "-tp": "tensor", "--data-parallel-s
 OPENAI_MODULE = "vllm.entrypoints.openai.api_server"
 
 
-def _words(argv: list[str]) -> list[str]:
-    """The words of a container's command: a `sh -c` / `bash -c` script split as the shell would, else argv."""
-    if len(argv) >= 3 and os.path.basename(argv[0]) in ("sh", "bash") and argv[1] == "-c":
-        try:
-            return shlex.split(argv[2])
-        except ValueError:
-            return []
-    return argv
-
-
 def vllm_degrees(argv: list[str]) -> dict[str, int] | None:
     """The tensor, data and pipeline degrees a `vllm serve` (or OpenAI server module) command passes (1 where it
-    passes none), or None where the command runs no vLLM server or a degree is not a number."""
-    words = _words(argv)
+    passes none), or None where the command runs no vLLM server or a degree is not a number. A `sh -c` script is read
+    as the shell reads it (command_words)."""
+    words = command_words(argv) or []
     starts = [i for i, w in enumerate(words)
               if (os.path.basename(w) == "vllm" and words[i + 1:i + 2] == ["serve"]) or w == OPENAI_MODULE]
     if not starts:
@@ -98,11 +88,10 @@ def vllm_uses_every_device(scope: Scope):
         used = degrees["tensor"] * degrees["data"] * degrees["pipeline"]
         if used >= devices:
             continue
-        each = tpu_devices.per_chip(chip)
-        unit = f"{devices} JAX devices ({chips} chips, {each} per chip)" if each > 1 else f"{devices} chips"
         yield Breach(owner, field,
                      f"vLLM TPU lays the model over TP {degrees['tensor']} x DP {degrees['data']} x PP "
-                     f"{degrees['pipeline']} = {used} JAX devices, but the pod holds {unit}: tpu-inference takes "
+                     f"{degrees['pipeline']} = {used} JAX devices, but the pod holds "
+                     f"{tpu_devices.counted(chip, chips)}: tpu-inference takes "
                      f"the first {used} and leaves {devices - used} idle",
                      f"pass --tensor-parallel-size {devices // (degrees['data'] * degrees['pipeline'])}"
                      if devices % (degrees["data"] * degrees["pipeline"]) == 0 else None)
